@@ -1,0 +1,43 @@
+"""pyspark-paimon: read and write Apache Paimon tables from PySpark 4, no JVM jar needed.
+
+``from pyspark_paimon import Catalog, register``. Importing this package does not import pyspark's SQL
+machinery until the Spark pieces are used, so the metadata API stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark_paimon.errors import PaimonError
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark_paimon.catalog import Catalog
+    from pyspark_paimon.datasource.source import PaimonDataSource as DefaultSource
+    from pyspark_paimon.table import Table
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy attributes: Spark's auto-registration imports every pyspark_* module in every worker, so keep
+    # the import cheap and only load what is asked for.
+    if name == "Catalog":
+        from pyspark_paimon.catalog import Catalog
+
+        return Catalog
+    if name == "Table":
+        from pyspark_paimon.table import Table
+
+        return Table
+    if name in ("DefaultSource", "PaimonDataSource"):
+        from pyspark_paimon.datasource.source import PaimonDataSource
+
+        return PaimonDataSource
+    if name == "register":
+        from pyspark_paimon.datasource.source import register
+
+        return register
+    raise AttributeError(name)
+
+
+__all__ = ["Catalog", "Table", "DefaultSource", "PaimonDataSource", "PaimonError", "register", "__version__"]

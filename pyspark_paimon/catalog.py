@@ -1,0 +1,133 @@
+"""``Catalog``: a Paimon filesystem catalog (``<warehouse>/<db>.db/<table>``) on local disk or fsspec storage."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+
+from pyspark_paimon.errors import (
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    PaimonError,
+    SchemaError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.identifier import parse_identifier
+from pyspark_paimon.metadata.options import validate_table_options
+from pyspark_paimon.metadata.schema import SchemaManager
+from pyspark_paimon.metadata.types import DataType, from_arrow_schema, parse_ddl
+from pyspark_paimon.table import Table
+
+DB_SUFFIX = ".db"
+
+
+def columns_from(schema: pa.Schema | str | Sequence[tuple]) -> list[tuple]:
+    """Accept a pyarrow schema, a Spark DDL string, or (name, Paimon type[, comment]) tuples."""
+    if isinstance(schema, pa.Schema):
+        return list(from_arrow_schema(schema))
+    if isinstance(schema, str):
+        return list(parse_ddl(schema))
+    out = []
+    for col in schema:
+        if not isinstance(col[1], DataType):
+            raise SchemaError(f"Column {col[0]!r}: expected a Paimon DataType, got {col[1]!r}.")
+        out.append(tuple(col))
+    return out
+
+
+class Catalog:
+    """Databases and tables under one warehouse directory, laid out as Paimon's filesystem catalog.
+
+    >>> cat = Catalog("/data/warehouse")                  # or "s3://bucket/wh", key=..., secret=...
+    >>> t = cat.create_table("default.orders", "id bigint, dt string", partition_keys=["dt"])
+    """
+
+    def __init__(self, warehouse: str, **storage_options: Any):
+        self.fileio, self.warehouse_path = FileIO.for_uri(warehouse, storage_options)
+        self.warehouse = warehouse
+
+    # -- databases -------------------------------------------------------------------------------
+    def database_path(self, database: str) -> str:
+        return f"{self.warehouse_path}/{database}{DB_SUFFIX}"
+
+    def list_databases(self) -> list[str]:
+        return sorted(s.name[: -len(DB_SUFFIX)] for s in self.fileio.list_status(self.warehouse_path)
+                      if s.is_dir and s.name.endswith(DB_SUFFIX))
+
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
+        path = self.database_path(name)
+        if self.fileio.exists(path):
+            if ignore_if_exists:
+                return
+            raise PaimonError(f"Database '{name}' already exists at {path}.")
+        self.fileio.mkdirs(path)
+
+    def drop_database(self, name: str, cascade: bool = False) -> None:
+        path = self.database_path(name)
+        if not self.fileio.exists(path):
+            raise DatabaseNotFoundError(f"Database '{name}' does not exist in {self.warehouse}.")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise DatabaseNotEmptyError(
+                f"Database '{name}' still holds tables {tables}; drop them first or pass cascade=True.")
+        self.fileio.delete_dir(path)
+
+    # -- tables ----------------------------------------------------------------------------------
+    def table_path(self, identifier: str) -> str:
+        db, table, _ = parse_identifier(identifier)
+        return f"{self.database_path(db)}/{table}"
+
+    def list_tables(self, database: str) -> list[str]:
+        path = self.database_path(database)
+        if not self.fileio.exists(path):
+            raise DatabaseNotFoundError(f"Database '{database}' does not exist in {self.warehouse}.")
+        return sorted(s.name for s in self.fileio.list_status(path)
+                      if s.is_dir and self.fileio.exists(f"{s.path}/schema"))
+
+    def table_exists(self, identifier: str) -> bool:
+        return SchemaManager(self.fileio, self.table_path(identifier)).latest() is not None
+
+    def create_table(self, identifier: str, schema: pa.Schema | str | Sequence[tuple], *,
+                     partition_keys: Sequence[str] = (), primary_keys: Sequence[str] = (),
+                     options: Mapping[str, Any] | None = None, comment: str | None = None,
+                     ignore_if_exists: bool = False) -> Table:
+        """Create a table; ``schema`` is a pyarrow schema, a Spark DDL string or (name, type) tuples."""
+        db, name, suffix = parse_identifier(identifier)
+        if suffix.branch or suffix.system_table:
+            raise PaimonError(f"Create the table '{db}.{name}' first; branches are created with Table.create_branch.")
+        if not self.fileio.exists(self.database_path(db)):
+            self.create_database(db)
+        path = self.table_path(identifier)
+        opts = {k: str(v) for k, v in (options or {}).items()}
+        validate_table_options(opts, creating=True, table=identifier)
+        try:
+            SchemaManager(self.fileio, path).create_table(columns_from(schema), list(partition_keys),
+                                                          list(primary_keys), opts, comment)
+        except TableAlreadyExistsError:
+            if not ignore_if_exists:
+                raise TableAlreadyExistsError(
+                    f"Table '{identifier}' already exists at {path}. Use ignore_if_exists=True to reuse it, or "
+                    "drop it first.") from None
+        return Table(self.fileio, path, identifier=f"{db}.{name}")
+
+    def get_table(self, identifier: str) -> Table:
+        """``db.t`` or ``db.t$branch_b``."""
+        db, name, suffix = parse_identifier(identifier)
+        if suffix.system_table:
+            raise PaimonError(f"'{identifier}' is a system table; read it through Spark: "
+                              f"spark.read.format('paimon').load(path + '${suffix.system_table}').")
+        table = Table(self.fileio, self.table_path(identifier), identifier=f"{db}.{name}",
+                      branch=suffix.branch or "main")
+        table.schema  # noqa: B018 - fail now, with a clear message, if there is no such table or branch
+        return table
+
+    def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        path = self.table_path(identifier)
+        if not self.fileio.exists(f"{path}/schema"):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"Table '{identifier}' does not exist at {path}.")
+        self.fileio.delete_dir(path)

@@ -1,0 +1,473 @@
+"""Executor-side reading of one split into Arrow record batches (format reference §2.3, §7, §10.3).
+
+What a split read has to get right, and where it happens here:
+
+* **Schema evolution** (:func:`_conform_table`): every data file is described by the schema it was written
+  with (its ``_SCHEMA_ID``, looked up on the file's own branch). Columns are matched to the read schema by
+  **field id** and looked up **by name** in the file, so renames work, dropped columns disappear, columns
+  added later read as NULL, and type changes are cast. Parquet field ids are deliberately not used:
+  pypaimon writes none.
+* **Append tables and raw-convertible PK splits** stream file by file, batch by batch.
+* **Primary-key tables** are merged per key-overlap section (Java's ``IntervalPartition``): a section with
+  one file is streamed (dropping its -U/-D rows, since a data file holds one row per key); a section with
+  several files is read whole, sorted into Java's merge order and merged with the table's merge engine
+  (:mod:`pyspark_paimon.datasource.merge`).
+* **The residual filter runs after the merge.** Filtering an older version of a row before merging would
+  let it resurface once its newer version is filtered away.
+* **Output** batches have exactly ``to_arrow_schema(projected fields)`` as schema.
+
+Deliberate deviation: for the ``first-row`` engine Java's batch scans skip level-0 files, so data that was
+never compacted is invisible there. We merge all levels instead: our writer only writes level 0, and the
+first-row merge of all levels is exactly what Java returns once the files are compacted.
+
+This module never imports pyspark; :class:`ReadContext` and splits are pickled to Spark's Python workers.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError, SchemaError, UnsupportedTypeError
+from pyspark_paimon.metadata.binary_row import deserialize_row
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.types import DataField, DataType, RowType, to_arrow_schema, to_arrow_type
+from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.datasource.merge import (
+    SEQUENCE_NUMBER, VALUE_KIND, is_retract, merge_engine, merge_sorted, sequence_descending,
+    sequence_fields, sort_for_merge,
+)
+
+__all__ = ["ReadContext", "read_split", "read_data_file", "key_sections", "referenced_columns"]
+
+_SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """Everything an executor needs to read splits of one table scan (picklable).
+
+    ``schema`` is the read schema (the table's current schema, or the one time travel selected);
+    ``schemas`` maps branch -> schema id -> schema for files written under other schemas or branches
+    (a file's branch is ``split.file_branches.get(name, branch)``). ``read_fields`` projects the output to
+    these columns, in this order (None = all). ``residual`` is applied after merging.
+    """
+
+    fileio: FileIO
+    table_path: str
+    schema: TableSchema
+    schemas: dict[str, dict[int, TableSchema]] = field(default_factory=dict)
+    branch: str = "main"
+    options: dict[str, str] = field(default_factory=dict)
+    read_fields: tuple[str, ...] | None = None
+    residual: pc.Expression | None = None
+    batch_size: int = 65536
+
+    def projected_fields(self) -> list[DataField]:
+        names = self.schema.field_names if self.read_fields is None else list(self.read_fields)
+        return [self.schema.field(n) for n in names]
+
+    def output_schema(self) -> pa.Schema:
+        return to_arrow_schema(self.projected_fields())
+
+    def file_schema(self, split: DataSplit, f: DataFileMeta) -> TableSchema:
+        """The schema ``f`` was written with, on the branch the file belongs to."""
+        branch = split.file_branches.get(f.file_name, self.branch)
+        found = self.schemas.get(branch, {}).get(f.schema_id)
+        if found is not None:
+            return found
+        if branch == self.branch and f.schema_id == self.schema.id:
+            return self.schema
+        known = sorted(self.schemas.get(branch, {}))
+        raise CorruptMetadataError(
+            f"Data file '{f.file_name}' was written with schema {f.schema_id} of branch '{branch}', which is not "
+            f"available to the reader (known schema ids on that branch: {known or 'none'}). The schema file "
+            f"'schema/schema-{f.schema_id}' of that branch may have been deleted; restore it to read the file.")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Residual filter columns
+# ------------------------------------------------------------------------------------------------------
+_REFS_CACHE: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+_REFS_LOCK = threading.Lock()
+
+
+def _readable_schema(fields: Iterable[DataField]) -> pa.Schema:
+    out = []
+    for f in fields:
+        try:
+            out.append(pa.field(f.name, to_arrow_type(f.type, f.name), f.type.nullable))
+        except UnsupportedTypeError:
+            continue  # a residual filter cannot reference a column Spark cannot see
+    return pa.schema(out)
+
+
+def referenced_columns(expr: pc.Expression, schema: pa.Schema) -> tuple[str, ...]:
+    """Columns of ``schema`` that ``expr`` references.
+
+    pyarrow offers no introspection of expressions, so we bind the expression against empty tables that
+    lack one column at a time: binding fails exactly when the missing column is referenced. Runs once per
+    (expression, schema) thanks to a small cache; empty tables make it cheap.
+    """
+    cache_key = (str(expr), tuple(f"{f.name}:{f.type}" for f in schema))
+    with _REFS_LOCK:
+        hit = _REFS_CACHE.get(cache_key)
+    if hit is not None:
+        return hit
+    empty = schema.empty_table()
+    try:
+        empty.filter(expr)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
+        raise SchemaError(f"The filter {expr} cannot be evaluated on the table's columns "
+                          f"({', '.join(schema.names)}): {exc}") from exc
+    refs = []
+    for name in schema.names:
+        try:
+            empty.drop_columns([name]).filter(expr)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, KeyError):
+            refs.append(name)
+    result = tuple(refs)
+    with _REFS_LOCK:
+        if len(_REFS_CACHE) > 256:
+            _REFS_CACHE.clear()
+        _REFS_CACHE[cache_key] = result
+    return result
+
+
+# ------------------------------------------------------------------------------------------------------
+# Type conformance (schema evolution)
+# ------------------------------------------------------------------------------------------------------
+def _cast(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
+    if arr.type == target:
+        return arr
+    # Spark timestamps are microseconds: nanosecond files (INT96, TIMESTAMP(9), ORC) are truncated.
+    safe = not (pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target))
+    try:
+        return arr.cast(target, safe=safe)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise SchemaError(
+            f"Column '{column}' of data file '{file_name}' holds {arr.type} values that cannot be converted to the "
+            f"read type {target}: {exc}. The column type was changed in a way that existing data does not fit; "
+            "read with the schema the file was written with (time travel) or rewrite the data.") from exc
+
+
+def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: str, file_name: str) -> pa.Array:
+    """``arr`` (read with the file's type) converted to ``target_type``; ROW members are matched by id."""
+    target_arrow = to_arrow_type(target_type, column)
+    if isinstance(target_type, RowType) and isinstance(file_type, RowType) and pa.types.is_struct(arr.type):
+        by_id = {f.id: f for f in file_type.fields}
+        present = {arr.type.field(i).name for i in range(arr.type.num_fields)}
+        children = []
+        for tf in target_type.fields:
+            ff = by_id.get(tf.id)
+            if ff is None or ff.name not in present:
+                children.append(pa.nulls(len(arr), to_arrow_type(tf.type, f"{column}.{tf.name}")))
+            else:
+                child = pc.struct_field(arr, ff.name)
+                children.append(_conform(child, ff.type, tf.type, f"{column}.{tf.name}", file_name))
+        mask = pc.is_null(arr) if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target_arrow), mask=mask)
+    return _cast(arr, target_arrow, column, file_name)
+
+
+def _conform_table(data: pa.Table | pa.RecordBatch, targets: Sequence[DataField], file_schema: TableSchema,
+                   file_name: str, system: Sequence[str]) -> pa.Table:
+    """Columns ``targets`` (by field id from ``file_schema``) plus ``system`` columns, in read types."""
+    n = data.num_rows
+    by_id = {f.id: f for f in file_schema.fields}
+    names = data.schema.names
+    arrays: list[pa.Array] = []
+    fields: list[pa.Field] = []
+    for tf in targets:
+        ff = by_id.get(tf.id)
+        if ff is None or ff.name not in names:
+            arr = pa.nulls(n, to_arrow_type(tf.type, tf.name))
+        else:
+            col = data.column(ff.name)
+            col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            arr = _conform(col, ff.type, tf.type, tf.name, file_name)
+        arrays.append(arr)
+        fields.append(pa.field(tf.name, arr.type))
+    for name in system:
+        if name not in names:
+            raise CorruptMetadataError(f"Data file '{file_name}' of a primary-key table has no '{name}' column; "
+                                       "it is not a Paimon key-value file.")
+        col = data.column(name)
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        arr = _cast(col, _SYSTEM_TYPES[name], name, file_name)
+        arrays.append(arr)
+        fields.append(pa.field(name, arr.type))
+    if not arrays:
+        return pa.table({"__n": pa.nulls(n)}).drop_columns(["__n"])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+# ------------------------------------------------------------------------------------------------------
+# File access
+# ------------------------------------------------------------------------------------------------------
+def _format_of(f: DataFileMeta, options: Mapping[str, str]) -> str:
+    name = f.file_name.lower()
+    for fmt in ("parquet", "orc", "avro", "lance", "csv", "json"):
+        if name.endswith("." + fmt):
+            return fmt
+    return str(options.get("file.format") or "parquet").lower()
+
+
+class _FileReader:
+    """One open data file: its physical column names and batch/whole reads of chosen columns."""
+
+    def __init__(self, fileio: FileIO, path: str, fmt: str, file_name: str):
+        self.file_name = file_name
+        self.fmt = fmt
+        if fmt not in ("parquet", "orc"):
+            raise OptionError(f"Data file '{file_name}' is in {fmt} format, which pyspark-paimon cannot read "
+                              "(parquet and orc only). Rewrite the table with 'file.format' = 'parquet'.")
+        self._handle = fileio.open_input(path)
+        try:
+            if fmt == "parquet":
+                self._pq = pq.ParquetFile(self._handle, coerce_int96_timestamp_unit="us")
+                self.names = set(self._pq.schema_arrow.names)
+            else:
+                import pyarrow.orc as orc
+
+                self._orc = orc.ORCFile(self._handle)
+                self.names = set(self._orc.schema.names)
+        except Exception:
+            self._handle.close()
+            raise
+
+    def __enter__(self) -> "_FileReader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._handle.close()
+
+    def read(self, columns: list[str]) -> pa.Table:
+        if self.fmt == "parquet":
+            return self._pq.read(columns=columns, use_threads=False)
+        return self._orc.read(columns=columns)
+
+    def batches(self, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        if self.fmt == "parquet":
+            yield from self._pq.iter_batches(batch_size=batch_size, columns=columns, use_threads=False)
+            return
+        for i in range(self._orc.nstripes):
+            stripe = self._orc.read_stripe(i, columns=columns)
+            yield from (stripe.slice(o, batch_size) for o in range(0, stripe.num_rows, batch_size))
+
+
+def _physical_columns(reader: _FileReader, targets: Sequence[DataField], file_schema: TableSchema,
+                      system: Sequence[str]) -> list[str]:
+    by_id = {f.id: f for f in file_schema.fields}
+    cols = []
+    for tf in targets:
+        ff = by_id.get(tf.id)
+        if ff is not None and ff.name in reader.names and ff.name not in cols:
+            cols.append(ff.name)
+    cols.extend(s for s in system if s in reader.names)
+    return cols
+
+
+def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
+                   system: Sequence[str] = ()) -> pa.Table:
+    """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``."""
+    file_schema = ctx.file_schema(split, f)
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.options), f.file_name) as reader:
+        data = reader.read(_physical_columns(reader, targets, file_schema, system))
+    return _conform_table(data, targets, file_schema, f.file_name, system)
+
+
+def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
+                      system: Sequence[str]) -> Iterator[pa.Table]:
+    file_schema = ctx.file_schema(split, f)
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.options), f.file_name) as reader:
+        cols = _physical_columns(reader, targets, file_schema, system)
+        for batch in reader.batches(cols, ctx.batch_size):
+            if batch.num_rows:
+                yield _conform_table(batch, targets, file_schema, f.file_name, system)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Key-overlap sections
+# ------------------------------------------------------------------------------------------------------
+def _sortable(values: tuple) -> tuple:
+    # NULL (never expected in keys) sorts first; the flag keeps None away from the comparisons.
+    return tuple((v is not None, v) for v in values)
+
+
+def key_sections(files: Sequence[DataFileMeta], key_types: Any) -> list[list[DataFileMeta]]:
+    """Group files whose [min_key, max_key] ranges overlap (Java's ``IntervalPartition`` sections).
+
+    ``key_types(file)`` gives the trimmed-primary-key types the file's keys were written with. Sections come
+    in key order; within a section files keep their order by min key. If a key cannot be decoded, all
+    files form one section (always correct, only slower).
+    """
+    if len(files) <= 1:
+        return [list(files)]
+    try:
+        ranged = []
+        for pos, f in enumerate(files):
+            types = key_types(f)
+            ranged.append((_sortable(deserialize_row(f.min_key, types)),
+                           _sortable(deserialize_row(f.max_key, types)), pos, f))
+        ranged.sort(key=lambda r: (r[0], r[1], r[2]))
+    except (CorruptMetadataError, TypeError):
+        return [list(files)]
+    sections: list[list[DataFileMeta]] = []
+    bound = None
+    for lo, hi, _, f in ranged:
+        if sections and lo <= bound:
+            sections[-1].append(f)
+            if hi > bound:
+                bound = hi
+        else:
+            sections.append([f])
+            bound = hi
+    return sections
+
+
+# ------------------------------------------------------------------------------------------------------
+# Split reading
+# ------------------------------------------------------------------------------------------------------
+@dataclass
+class _Plan:
+    out_fields: list[DataField]
+    out_schema: pa.Schema
+    read_fields: list[DataField]  # physically read table columns (read types)
+    key_names: list[str]
+    seq_fields: list[str]
+    override: dict[str, Any]
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for n in names:
+        seen.setdefault(n, None)
+    return list(seen)
+
+
+def _make_plan(ctx: ReadContext, partition_override: Mapping[str, Any] | None) -> _Plan:
+    schema = ctx.schema
+    out_fields = ctx.projected_fields()
+    out_schema = to_arrow_schema(out_fields)
+    filter_cols: tuple[str, ...] = ()
+    if ctx.residual is not None:
+        filter_cols = referenced_columns(ctx.residual, _readable_schema(schema.fields))
+    key_names: list[str] = []
+    seq: list[str] = []
+    if schema.primary_keys:
+        key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
+        seq = sequence_fields(ctx.options)
+        for name in seq:
+            if not schema.has_field(name):
+                raise OptionError(f"Option 'sequence.field' names column '{name}', which the table does not have "
+                                  f"(columns: {', '.join(schema.field_names)}).")
+    override = dict(partition_override or {})
+    for name in override:
+        if not schema.has_field(name):
+            raise SchemaError(f"Partition override names column '{name}', which the table does not have.")
+    merge_cols = set(key_names) | set(seq)
+    wanted = _unique([*(f.name for f in out_fields), *filter_cols, *key_names, *seq])
+    read_names = [n for n in wanted if n not in override or n in merge_cols]
+    return _Plan(out_fields, out_schema, [schema.field(n) for n in read_names], key_names, seq, override)
+
+
+def _finish(ctx: ReadContext, plan: _Plan, data: pa.Table) -> Iterator[pa.RecordBatch]:
+    """Partition override, residual filter, projection and the exact output schema, in batches."""
+    n = data.num_rows
+    for name, value in plan.override.items():
+        f = ctx.schema.field(name)
+        arrow_type = to_arrow_type(f.type, name)
+        try:
+            const = pa.nulls(n, arrow_type) if value is None else pa.repeat(pa.scalar(value, arrow_type), n)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise SchemaError(f"Partition value {value!r} does not fit column '{name}' ({arrow_type}).") from exc
+        pos = data.schema.get_field_index(name)
+        if pos >= 0:
+            data = data.set_column(pos, pa.field(name, arrow_type), const)
+        else:
+            data = data.append_column(pa.field(name, arrow_type), const)
+    if ctx.residual is not None and n:
+        data = data.filter(ctx.residual)
+    if data.num_rows == 0:
+        return
+    data = data.select([f.name for f in plan.out_fields]).combine_chunks()
+    for batch in data.to_batches(max_chunksize=max(1, ctx.batch_size)):
+        if batch.num_rows == 0:
+            continue
+        arrays = [col if col.type == fld.type else col.cast(fld.type)
+                  for col, fld in zip(batch.columns, plan.out_schema)]
+        if arrays:
+            yield pa.RecordBatch.from_arrays(arrays, schema=plan.out_schema)
+        else:
+            yield batch.select([])
+
+
+def _drop_retracts(data: pa.Table) -> pa.Table:
+    kinds = np.asarray(data.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+    retract = is_retract(kinds)
+    return data.filter(pa.array(~retract)) if retract.any() else data
+
+
+def read_split(ctx: ReadContext, split: DataSplit,
+               partition_override: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """Read ``split`` into record batches whose schema is exactly ``ctx.output_schema()``.
+
+    ``partition_override`` (chain-table reads) replaces the given partition columns by constants: the split's
+    logical partition, whichever partition the rows physically came from. It is applied before the residual
+    filter, so a filter on a partition column sees the logical value.
+
+    For the ``first-row`` engine all levels are merged, unlike Java's batch scans that skip level 0 (see the
+    module docstring).
+    """
+    plan = _make_plan(ctx, partition_override)
+    if not ctx.schema.primary_keys:
+        for f in split.files:
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, ()):
+                yield from _finish(ctx, plan, data)
+        return
+
+    engine = merge_engine(ctx.options)
+    system = (SEQUENCE_NUMBER, VALUE_KIND)
+    if split.raw_convertible:
+        for f in split.files:
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, system):
+                yield from _finish(ctx, plan, _drop_retracts(data))
+        return
+
+    key_fields = [ctx.schema.field(n) for n in plan.key_names]
+
+    def key_types(f: DataFileMeta) -> list[DataType]:
+        file_schema = ctx.file_schema(split, f)
+        by_id = {fld.id: fld for fld in file_schema.fields}
+        return [by_id[k.id].type if k.id in by_id else k.type for k in key_fields]
+
+    pk = list(ctx.schema.primary_keys)
+    value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
+    descending = sequence_descending(ctx.options)
+    for section in key_sections(split.files, key_types):
+        if len(section) == 1:
+            # A data file holds one row per key, already merged; only its retractions must go.
+            for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system):
+                yield from _finish(ctx, plan, _drop_retracts(data))
+            continue
+        # Oldest files first, so rows that tie on every sort key keep the older one first.
+        ordered = sorted(section, key=lambda f: (f.max_sequence_number, f.min_sequence_number))
+        data = pa.concat_tables([read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered])
+        data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending)
+        try:
+            merged = merge_sorted(data, plan.key_names, engine, ctx.options, value_names, drop_retracts=True,
+                                  primary_keys=pk)
+        except PaimonError as exc:
+            names = ", ".join(f.file_name for f in section)
+            raise type(exc)(f"{exc} (while merging bucket {split.bucket} files {names} of "
+                            f"{ctx.table_path})") from exc
+        yield from _finish(ctx, plan, merged)

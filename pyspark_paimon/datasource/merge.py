@@ -1,0 +1,497 @@
+"""Vectorised merge functions of primary-key tables (format reference §7.3, §7.4).
+
+Java merges the records of one key one at a time (``SortMergeReaderWithMinHeap`` feeding a
+``MergeFunction``). We get the same answer column-wise: the input is one Arrow table sorted oldest-first
+within each key (:func:`sort_for_merge`), the key groups are found by comparing each row with the next, and
+every per-group decision ("the last row", "the last non-null value", "the sum") is a numpy ``reduceat`` over
+row indices or an Arrow hash aggregation. No Python code runs per row or per key: a bucket can hold
+millions of keys.
+
+Input columns: the key columns, the value columns, ``_SEQUENCE_NUMBER`` (int64) and ``_VALUE_KIND`` (int8:
+0 = +I, 1 = -U, 2 = +U, 3 = -D). Output: the same columns, one row per surviving key, in key order.
+
+The reader calls :func:`merge_sorted` with ``drop_retracts=True`` (Java's ``DropDeleteReader``); the writer
+calls it with ``drop_retracts=False`` to fold duplicate keys of a write buffer, keeping a ``-D`` result so
+the delete still shadows older files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyspark_paimon.errors import OptionError, PaimonError, SchemaError
+
+__all__ = [
+    "SEQUENCE_NUMBER", "VALUE_KIND", "KIND_INSERT", "KIND_UPDATE_BEFORE", "KIND_UPDATE_AFTER", "KIND_DELETE",
+    "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError",
+    "merge_engine", "sequence_fields", "sequence_descending", "ignore_delete",
+    "sort_for_merge", "merge_sorted", "is_retract",
+]
+
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KIND_INSERT = 0
+KIND_UPDATE_BEFORE = 1
+KIND_UPDATE_AFTER = 2
+KIND_DELETE = 3
+
+MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+
+#: Aggregate functions of the aggregation engine that we implement (Java names; ``first_not_null_value``
+#: is Java's legacy spelling of ``first_non_null_value``).
+AGGREGATE_FUNCTIONS = ("sum", "product", "count", "min", "max", "last_value", "last_non_null_value",
+                       "first_value", "first_non_null_value", "first_not_null_value", "bool_and", "bool_or",
+                       "listagg")
+# Functions whose retraction Java defines (sum subtracts, count decrements, last_value / last_non_null_value
+# clear the value). Every other function refuses -U/-D input unless the field ignores retractions.
+_RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
+
+# ``ignore-delete`` and the engine-specific keys Java still accepts as fallbacks for it.
+_IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
+                       "partial-update.ignore-delete")
+_TEMP_IS_ADD = "__paimon_is_add__"
+_TEMP_GROUP = "__paimon_group__"
+
+
+class MergeError(PaimonError):
+    """The records of a key cannot be merged with the table's merge engine (e.g. a delete reached an
+    engine that refuses deletes). The message names the option that would allow it."""
+
+
+# ------------------------------------------------------------------------------------------------------
+# Options
+# ------------------------------------------------------------------------------------------------------
+def _bool_option(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    value = str(raw).strip().lower()
+    if value not in ("true", "false"):
+        raise OptionError(f"Option '{key}' must be 'true' or 'false', got '{raw}'.")
+    return value == "true"
+
+
+def merge_engine(options: Mapping[str, str]) -> str:
+    """The table's ``merge-engine`` (default ``deduplicate``), validated."""
+    engine = str(options.get("merge-engine") or "deduplicate").strip().lower()
+    if engine not in MERGE_ENGINES:
+        raise OptionError(f"Option 'merge-engine' = '{engine}' is not supported; use one of "
+                          f"{', '.join(MERGE_ENGINES)}.")
+    return engine
+
+
+def ignore_delete(options: Mapping[str, str]) -> bool:
+    """``ignore-delete`` (or one of its legacy engine-prefixed spellings)."""
+    return any(_bool_option(options, key) for key in _IGNORE_DELETE_KEYS)
+
+
+def sequence_fields(options: Mapping[str, str]) -> list[str]:
+    """The ``sequence.field`` columns (comma separated), in order; [] when unset."""
+    raw = options.get("sequence.field")
+    if raw is None:
+        return []
+    return [name.strip() for name in str(raw).split(",") if name.strip()]
+
+
+def sequence_descending(options: Mapping[str, str]) -> bool:
+    """True when ``sequence.field.sort-order`` is ``descending`` (a smaller sequence value is newer)."""
+    raw = str(options.get("sequence.field.sort-order") or "ascending").strip().lower()
+    if raw not in ("ascending", "descending"):
+        raise OptionError(f"Option 'sequence.field.sort-order' must be 'ascending' or 'descending', "
+                          f"got '{raw}'.")
+    return raw == "descending"
+
+
+def _sequence_group_fields(options: Mapping[str, str]) -> list[str]:
+    return [k for k in options if k.startswith("fields.") and k.endswith(".sequence-group")]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Sorting
+# ------------------------------------------------------------------------------------------------------
+def is_retract(kinds: np.ndarray) -> np.ndarray:
+    """Mask of -U/-D row kinds."""
+    return (kinds == KIND_UPDATE_BEFORE) | (kinds == KIND_DELETE)
+
+
+def _kinds(table: pa.Table) -> np.ndarray:
+    if VALUE_KIND not in table.column_names:
+        raise SchemaError(f"Merging needs the '{VALUE_KIND}' column; the input has only "
+                          f"{', '.join(table.column_names)}.")
+    col = table.column(VALUE_KIND)
+    if col.null_count:
+        raise SchemaError(f"Column '{VALUE_KIND}' holds NULLs; the data file is corrupt.")
+    return np.asarray(col.to_numpy(), dtype=np.int8)
+
+
+def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequence[str] = (),
+                   descending_seq: bool = False) -> pa.Table:
+    """Stable sort into Java's merge order: key ascending, then the user sequence fields (ascending, or
+    descending with ``sequence.field.sort-order = descending``; NULLs always first, i.e. oldest), then
+    ``_SEQUENCE_NUMBER``, then retractions before additions. Rows that tie on everything keep their input
+    order, so concatenating files oldest-first keeps the older file's row first."""
+    if table.num_rows <= 1:
+        return table
+    for name in [*key_names, *seq_fields]:
+        if name not in table.column_names:
+            raise SchemaError(f"Cannot sort for merging: column '{name}' is missing "
+                              f"(columns: {', '.join(table.column_names)}).")
+    kinds = _kinds(table)
+    is_add = pa.array(~is_retract(kinds))
+    tmp = table.append_column(_TEMP_IS_ADD, is_add)
+    seq_order = "descending" if descending_seq else "ascending"
+    sort_keys = ([(k, "ascending") for k in key_names] + [(s, seq_order) for s in seq_fields] +
+                 [(SEQUENCE_NUMBER, "ascending"), (_TEMP_IS_ADD, "ascending")])
+    # Keys, _SEQUENCE_NUMBER and the temp column are never NULL, so the global null placement only
+    # affects the user sequence fields: NULL sorts first in both directions (treated as oldest).
+    indices = pc.sort_indices(tmp, options=pc.SortOptions(sort_keys=sort_keys, null_placement="at_start"))
+    return table.take(indices)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Key groups
+# ------------------------------------------------------------------------------------------------------
+def _is_float(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+@dataclass
+class _Groups:
+    """Key groups of a sorted table, as row-index arithmetic."""
+
+    n: int
+    starts: np.ndarray  # first row index of each group
+    ends: np.ndarray  # last row index of each group
+    gid: np.ndarray  # group id of each row
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    @classmethod
+    def of(cls, table: pa.Table, key_names: Sequence[str]) -> "_Groups":
+        n = table.num_rows
+        boundary = np.zeros(n, dtype=bool)
+        if n:
+            boundary[0] = True
+        if n > 1:
+            for name in key_names:
+                col = table.column(name).combine_chunks()
+                a, b = col.slice(0, n - 1), col.slice(1)
+                differ = pc.fill_null(pc.not_equal(a, b), False)
+                # NULL vs non-NULL differ; NULL vs NULL (and NaN vs NaN, as Java compares) are equal.
+                differ = pc.or_(differ, pc.xor(pc.is_null(a), pc.is_null(b)))
+                if _is_float(col.type):
+                    both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)
+                    differ = pc.and_(differ, pc.invert(both_nan))
+                boundary[1:] |= np.asarray(differ.to_numpy(zero_copy_only=False), dtype=bool)
+        starts = np.flatnonzero(boundary)
+        ends = np.empty_like(starts)
+        if len(starts):
+            ends[:-1] = starts[1:] - 1
+            ends[-1] = n - 1
+        gid = np.cumsum(boundary) - 1
+        return cls(n, starts, ends, gid)
+
+    def last_where(self, mask: np.ndarray) -> np.ndarray:
+        """Per group: the index of the last row where ``mask`` holds, or -1."""
+        if not self.count:
+            return np.empty(0, dtype=np.int64)
+        idx = np.where(mask, np.arange(self.n, dtype=np.int64), -1)
+        return np.maximum.reduceat(idx, self.starts)
+
+    def first_where(self, mask: np.ndarray) -> np.ndarray:
+        """Per group: the index of the first row where ``mask`` holds, or -1."""
+        if not self.count:
+            return np.empty(0, dtype=np.int64)
+        idx = np.where(mask, np.arange(self.n, dtype=np.int64), self.n)
+        first = np.minimum.reduceat(idx, self.starts)
+        return np.where(first >= self.n, -1, first)
+
+    def broadcast(self, per_group: np.ndarray) -> np.ndarray:
+        """A per-group value repeated onto each row of the group."""
+        return per_group[self.gid]
+
+
+def _take_or_null(column: pa.ChunkedArray | pa.Array, indices: np.ndarray) -> pa.Array:
+    """``column[indices]`` with NULL where the index is -1."""
+    idx = pa.array(indices.astype(np.int64), mask=indices < 0)
+    result = column.take(idx)
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    return result
+
+
+def _valid(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _mask_to_null(column: pa.ChunkedArray, keep: np.ndarray) -> pa.ChunkedArray | pa.Array:
+    """``column`` with NULL wherever ``keep`` is False."""
+    if keep.all():
+        return column
+    return pc.if_else(pa.array(keep), column, pa.scalar(None, type=column.type))
+
+
+def _hash_aggregate(groups: _Groups, values: pa.ChunkedArray | pa.Array, func: str,
+                    opts: pc.FunctionOptions | None) -> pa.Array:
+    """Per-group Arrow hash aggregation of ``values`` (one result per group, in group order)."""
+    tbl = pa.table({_TEMP_GROUP: pa.array(groups.gid, pa.int64()), "v": values})
+    agg = tbl.group_by(_TEMP_GROUP, use_threads=False).aggregate([("v", func, opts)])
+    order = pc.sort_indices(agg.column(_TEMP_GROUP))
+    result = agg.column(f"v_{func}").take(order)
+    return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result
+
+
+def _cast_back(result: pa.Array, target: pa.DataType, field: str, func: str) -> pa.Array:
+    if result.type == target:
+        return result
+    try:
+        return result.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise MergeError(f"Aggregate function '{func}' of column '{field}' produced a value that does not fit "
+                         f"the column type {target} ({exc}). Widen the column type.") from exc
+
+
+# ------------------------------------------------------------------------------------------------------
+# Engines
+# ------------------------------------------------------------------------------------------------------
+@dataclass
+class _Result:
+    rows: np.ndarray  # per group: the row index supplying keys, sequence number and unmerged columns
+    kinds: np.ndarray  # per group: the merged row kind
+    keep: np.ndarray  # per group: whether the key produces a row at all
+    values: dict[str, pa.Array]  # merged value columns (one entry per group)
+
+
+def _deduplicate(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
+    rows = groups.ends
+    return _Result(rows, kinds[rows], np.ones(groups.count, dtype=bool), {})
+
+
+def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
+    if is_retract(kinds).any():
+        raise MergeError("The first-row merge engine cannot accept DELETE/UPDATE_BEFORE records. Set the table "
+                         "option 'ignore-delete' = 'true' to ignore them.")
+    rows = groups.starts
+    return _Result(rows, kinds[rows], np.ones(groups.count, dtype=bool), {})
+
+
+def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: Mapping[str, str],
+                    value_names: Sequence[str]) -> _Result:
+    seq_groups = _sequence_group_fields(options)
+    if seq_groups:
+        raise OptionError(f"Partial-update sequence groups ({', '.join(sorted(seq_groups))}) are not supported "
+                          "by pyspark-paimon; read and write this table with Paimon (Java) instead.")
+    retract = is_retract(kinds)
+    remove_on_delete = _bool_option(options, "partial-update.remove-record-on-delete")
+    if retract.any() and not remove_on_delete:
+        raise MergeError(
+            "The partial-update merge engine cannot accept DELETE/UPDATE_BEFORE records by default. Set the table "
+            "option 'ignore-delete' = 'true' to ignore them, or 'partial-update.remove-record-on-delete' = "
+            "'true' to let a DELETE remove the whole record.")
+    adds = ~retract
+    if remove_on_delete:
+        # A -D wipes everything before it; -U records are ignored.
+        last_delete = groups.last_where(kinds == KIND_DELETE)
+        eligible = adds & (np.arange(groups.n) > groups.broadcast(last_delete))
+    else:
+        last_delete = np.full(groups.count, -1, dtype=np.int64)
+        eligible = adds
+    last_eligible = groups.last_where(eligible)
+    has_add = last_eligible >= 0
+    deleted = ~has_add & (last_delete >= 0)
+    out_kinds = np.where(has_add, KIND_INSERT, KIND_DELETE).astype(np.int8)
+    values: dict[str, pa.Array] = {}
+    for name in value_names:
+        col = table.column(name)
+        values[name] = _take_or_null(col, groups.last_where(eligible & _valid(col)))
+    # A key that saw only ignored -U records produces nothing (Java returns no result for it).
+    return _Result(groups.ends, out_kinds, has_add | deleted, values)
+
+
+def _agg_function(options: Mapping[str, str], name: str) -> str:
+    func = options.get(f"fields.{name}.aggregate-function") or options.get("fields.default-aggregate-function")
+    func = str(func or "last_non_null_value").strip().lower()
+    if func not in AGGREGATE_FUNCTIONS:
+        raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported by pyspark-paimon "
+                          f"(supported: {', '.join(AGGREGATE_FUNCTIONS)}). Change "
+                          f"'fields.{name}.aggregate-function' or use Paimon (Java) for this table.")
+    return "first_non_null_value" if func == "first_not_null_value" else func
+
+
+def _is_blank(col: pa.ChunkedArray) -> np.ndarray:
+    """Java ``StringUtils.isBlank``: empty or whitespace only (NULL counts as not blank here)."""
+    blank = pc.or_(pc.equal(pc.utf8_length(col), 0), pc.utf8_is_space(col))
+    return np.asarray(pc.fill_null(blank, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retract: np.ndarray, name: str,
+                     func: str, options: Mapping[str, str]) -> pa.Array:
+    col = table.column(name)
+    target = col.type
+    has_retract = bool(retract.any())
+    if has_retract and _bool_option(options, f"fields.{name}.ignore-retract"):
+        active = ~retract  # retractions are no-ops for this field
+    elif has_retract and func not in _RETRACTABLE:
+        raise MergeError(f"Aggregate function '{func}' of column '{name}' does not support retraction "
+                         f"(DELETE/UPDATE_BEFORE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
+                         "retractions for this column, or 'ignore-delete' = 'true' to drop them for the table.")
+    else:
+        active = np.ones(groups.n, dtype=bool)
+    valid = _valid(col)
+    adds = active & ~retract
+    skip_nulls = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+
+    if func == "sum":
+        signed = col
+        if has_retract and (active & retract).any():
+            try:
+                signed = pc.if_else(pa.array(retract), pc.negate_checked(col), col)
+            except pa.ArrowNotImplementedError as exc:
+                raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type "
+                                 f"{target}.") from exc
+        try:
+            result = _hash_aggregate(groups, _mask_to_null(signed, active), "sum", skip_nulls)
+        except pa.ArrowNotImplementedError as exc:
+            raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type {target}.") from exc
+        return _cast_back(result, target, name, func)
+    if func == "product":
+        try:
+            result = _hash_aggregate(groups, _mask_to_null(col, adds), "product", skip_nulls)
+        except pa.ArrowNotImplementedError as exc:
+            raise MergeError(f"Aggregate function 'product' does not support column '{name}' of type "
+                             f"{target}.") from exc
+        return _cast_back(result, target, name, func)
+    if func == "count":
+        # Java: the first record sets the count to 1 whatever its value; each later non-NULL input adds
+        # one (or subtracts one when retracted).
+        first = groups.first_where(active)
+        delta = np.where(active & valid, np.where(retract, -1, 1), 0).astype(np.int64)
+        delta[first[first >= 0]] = 0
+        counts = np.add.reduceat(delta, groups.starts) + 1 if groups.count else np.empty(0, np.int64)
+        return _cast_back(pa.array(counts, mask=first < 0), target, name, func)
+    if func in ("min", "max"):
+        try:
+            result = _hash_aggregate(groups, _mask_to_null(col, adds), func, skip_nulls)
+        except pa.ArrowNotImplementedError as exc:
+            raise MergeError(f"Aggregate function '{func}' does not support column '{name}' of type "
+                             f"{target}.") from exc
+        return _cast_back(result, target, name, func)
+    if func in ("bool_and", "bool_or"):
+        if not pa.types.is_boolean(target):
+            raise MergeError(f"Aggregate function '{func}' needs a BOOLEAN column; '{name}' is {target}.")
+        result = _hash_aggregate(groups, _mask_to_null(col, adds), "all" if func == "bool_and" else "any",
+                                 skip_nulls)
+        return _cast_back(result, target, name, func)
+    if func == "first_value":
+        return _take_or_null(col, groups.first_where(adds))
+    if func == "first_non_null_value":
+        return _take_or_null(col, groups.first_where(adds & valid))
+    if func in ("last_value", "last_non_null_value"):
+        # A retraction clears the value (last_non_null_value: only a non-NULL retraction does).
+        last = groups.last_where(active if func == "last_value" else active & valid)
+        cleared = np.zeros(len(last), dtype=bool)
+        hit = last >= 0
+        cleared[hit] = retract[last[hit]]
+        return _take_or_null(col, np.where(cleared, -1, last))
+    if func == "listagg":
+        if not (pa.types.is_string(target) or pa.types.is_large_string(target)):
+            raise MergeError(f"Aggregate function 'listagg' needs a string column; '{name}' is {target}.")
+        if _bool_option(options, f"fields.{name}.distinct"):
+            raise OptionError(f"'fields.{name}.distinct' = 'true' (distinct listagg) is not supported by "
+                              "pyspark-paimon; remove the option or use Paimon (Java) for this table.")
+        delimiter = options.get(f"fields.{name}.list-agg-delimiter")
+        delimiter = "," if delimiter is None else str(delimiter)
+        chosen = np.flatnonzero(adds & valid & ~_is_blank(col))
+        counts = np.bincount(groups.gid[chosen], minlength=groups.count)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        items = col.take(pa.array(chosen, pa.int64()))
+        items = items.combine_chunks() if isinstance(items, pa.ChunkedArray) else items
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items)
+        joined = pc.binary_join(lists, delimiter)
+        return _cast_back(_mask_to_null(joined, counts > 0), target, name, func)
+    raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported.")  # pragma: no cover
+
+
+def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: Mapping[str, str],
+                 value_names: Sequence[str], primary_keys: Sequence[str]) -> _Result:
+    seq_groups = _sequence_group_fields(options)
+    if seq_groups:
+        raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by "
+                          "pyspark-paimon; read and write this table with Paimon (Java) instead.")
+    retract = is_retract(kinds)
+    values: dict[str, pa.Array] = {}
+    pk = set(primary_keys)
+    for name in value_names:
+        if name in pk:
+            continue  # primary key fields are never aggregated
+        values[name] = _aggregate_field(table, groups, kinds, retract, name, _agg_function(options, name), options)
+    out_kinds = np.full(groups.count, KIND_INSERT, dtype=np.int8)
+    return _Result(groups.ends, out_kinds, np.ones(groups.count, dtype=bool), values)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Entry point
+# ------------------------------------------------------------------------------------------------------
+def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options: Mapping[str, str],
+                 value_names: Sequence[str], drop_retracts: bool = True, *,
+                 primary_keys: Sequence[str] = ()) -> pa.Table:
+    """Merge the records of each key of ``table`` (sorted by :func:`sort_for_merge`) into one.
+
+    ``key_names`` identify a key (the trimmed primary key). ``value_names`` are the columns the engine
+    merges (partial-update keeps each one's last non-NULL value, aggregation applies each one's function);
+    every other column, and every column under deduplicate/first-row, comes from the record that decides
+    the key (the newest one; the oldest for first-row). ``primary_keys`` names further columns that are
+    never aggregated (the full primary key incl. partition fields).
+
+    The result has the input's columns, one row per key in key order; ``_VALUE_KIND`` is the merged kind
+    and ``_SEQUENCE_NUMBER`` that of the deciding record. With ``drop_retracts`` the keys whose result is a
+    retraction (``-U``/``-D``) are removed.
+    """
+    engine = str(engine).strip().lower()
+    if engine not in MERGE_ENGINES:
+        raise OptionError(f"Option 'merge-engine' = '{engine}' is not supported; use one of "
+                          f"{', '.join(MERGE_ENGINES)}.")
+    for name in [*key_names, *value_names, SEQUENCE_NUMBER]:
+        if name not in table.column_names:
+            raise SchemaError(f"Cannot merge: column '{name}' is missing (columns: {', '.join(table.column_names)}).")
+    if table.num_rows == 0:
+        return table
+    kinds = _kinds(table)
+    retract = is_retract(kinds)
+    if ignore_delete(options) and retract.any():
+        table = table.filter(pa.array(~retract))
+        kinds = kinds[~retract]
+        if table.num_rows == 0:
+            return table
+    groups = _Groups.of(table, key_names)
+
+    if engine == "deduplicate":
+        result = _deduplicate(table, groups, kinds)
+    elif engine == "first-row":
+        result = _first_row(table, groups, kinds)
+    elif engine == "partial-update":
+        result = _partial_update(table, groups, kinds, options, value_names)
+    else:
+        result = _aggregation(table, groups, kinds, options, value_names, primary_keys)
+
+    keep = result.keep
+    if drop_retracts:
+        keep = keep & ~is_retract(result.kinds)
+    rows = result.rows[keep]
+    out = table.take(pa.array(rows, pa.int64()))
+    if result.values:
+        keep_idx = pa.array(np.flatnonzero(keep), pa.int64())
+        for name, merged in result.values.items():
+            pos = out.schema.get_field_index(name)
+            column = merged if keep.all() else merged.take(keep_idx)
+            out = out.set_column(pos, out.schema.field(pos), column)
+    pos = out.schema.get_field_index(VALUE_KIND)
+    out = out.set_column(pos, out.schema.field(pos), pa.array(result.kinds[keep], out.schema.field(pos).type))
+    return out

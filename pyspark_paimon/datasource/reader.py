@@ -1,0 +1,217 @@
+"""Spark reader: plan on the driver, read Arrow batches in executors.
+
+Planning (snapshot resolution, pruning, split packing) happens in ``partitions()`` in Spark's planning
+worker; each ``InputPartition`` carries a group of splits so the ~30 ms cost of a Python task is paid a few
+times, not once per file. Batches are rebuilt to exactly the Arrow schema Spark expects (Spark 4.2+ checks
+types, time zones and nullability).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringStartsWith,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
+from pyspark_paimon.datasource.source import TableRef
+from pyspark_paimon.datasource.spark_types import to_spark_schema
+from pyspark_paimon.errors import SchemaError
+from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.time_travel import resolve_snapshot
+
+# Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
+# them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.
+_EXACT_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN", "CHAR", "VARCHAR", "DATE", "DECIMAL",
+                "TIMESTAMP", "TIMESTAMP_LTZ"}
+_SIMPLE_OPS = {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThanOrEqual: ">=",
+               LessThan: "<", LessThanOrEqual: "<="}
+
+
+def read_options_of(ref: TableRef) -> ReadOptions:
+    return ReadOptions.from_options(ref.options)
+
+
+def table_schema_for_read(ref: TableRef, opts: ReadOptions) -> TableSchema:
+    """The schema a read of ``ref`` returns: the latest, or the time-travelled snapshot's."""
+    store = ref.store()
+    latest = store.schema()
+    if opts.time_travel:
+        snap = resolve_snapshot(store, opts)
+        if snap is not None:
+            return store.schemas.schema(snap.schema_id)
+    return latest
+
+
+def read_schema(ref: TableRef) -> StructType:
+    if ref.system_table:
+        from pyspark_paimon.datasource.system_tables import system_table_schema  # noqa: PLC0415
+
+        return system_table_schema(ref)
+    return to_spark_schema(table_schema_for_read(ref, read_options_of(ref)).fields)
+
+
+@dataclass(frozen=True)
+class PaimonPartition(InputPartition):
+    index: int
+    splits: tuple[DataSplit, ...]
+
+
+def _leaf(f: Filter, types: dict[str, Any]) -> Leaf | None:
+    """Translate one Spark filter into a Leaf, or None when we cannot evaluate it exactly."""
+    negated = False
+    if isinstance(f, Not):
+        inner = _leaf(f.child, types)
+        return inner.negate() if inner is not None and not inner.negated else None
+    path = f.attribute
+    if len(path) != 1 or path[0] not in types:
+        return None
+    column = path[0]
+    t = types[column]
+    if not (isinstance(t, AtomicType) and t.root in _EXACT_TYPES):
+        return None
+    if isinstance(f, IsNull):
+        return Leaf(column, "is_null", None, negated)
+    if isinstance(f, IsNotNull):
+        return Leaf(column, "is_not_null", None, negated)
+    if isinstance(f, In):
+        values = tuple(f.value)
+        if not all(_value_ok(v, t) for v in values if v is not None):
+            return None
+        return Leaf(column, "in", values, negated)
+    if isinstance(f, StringStartsWith):
+        return Leaf(column, "starts_with", f.value, negated) if t.root in ("CHAR", "VARCHAR") else None
+    op = _SIMPLE_OPS.get(type(f))
+    if op is None or not _value_ok(f.value, t):
+        return None
+    return Leaf(column, op, f.value, negated)
+
+
+def _value_ok(v: Any, t: AtomicType) -> bool:
+    """Only literals whose Python type matches the column's; anything else is left to Spark."""
+    root = t.root
+    if v is None:
+        return True
+    if root in ("TINYINT", "SMALLINT", "INT", "BIGINT"):
+        return isinstance(v, int) and not isinstance(v, bool)
+    if root == "BOOLEAN":
+        return isinstance(v, bool)
+    if root in ("CHAR", "VARCHAR"):
+        return isinstance(v, str) and root == "VARCHAR"
+    if root == "DATE":
+        return isinstance(v, _dt.date) and not isinstance(v, _dt.datetime)
+    if root == "DECIMAL":
+        return isinstance(v, (decimal.Decimal, int)) and not isinstance(v, bool)
+    if root == "TIMESTAMP":
+        return isinstance(v, _dt.datetime) and v.tzinfo is None
+    if root == "TIMESTAMP_LTZ":
+        return isinstance(v, _dt.datetime) and v.tzinfo is not None
+    return False
+
+
+class PaimonReader(DataSourceReader):
+    """Reads one snapshot of one branch. Everything set here is pickled to the executors."""
+
+    def __init__(self, ref: TableRef, schema: StructType):
+        self.ref = ref
+        self.opts = read_options_of(ref)
+        self.spark_schema = schema
+        self.filters: tuple[Leaf, ...] = ()
+        self._job: ReadJob | None = None
+        if ref.system_table:
+            self.table_schema = None
+            self.read_fields = None
+        else:
+            self.table_schema = table_schema_for_read(ref, self.opts)
+            self.read_fields = self._projection(schema, self.table_schema)
+
+    @staticmethod
+    def _projection(schema: StructType, table: TableSchema) -> tuple[str, ...] | None:
+        """A user-given schema selects columns (the only column pruning Spark's Python sources allow)."""
+        names = [f.name for f in schema.fields]
+        if names == table.field_names:
+            return None
+        for name in names:
+            if not table.has_field(name):
+                raise SchemaError(
+                    f"Column '{name}' of the schema given to spark.read.schema(...) is not in the table "
+                    f"{table.field_names}. Give a subset of the table's columns.")
+        return tuple(names)
+
+    def _plan(self) -> ReadJob:
+        if self._job is None:
+            self._job = prepare_read(self.ref.store(), self.opts, self.filters, self.read_fields,
+                                     exact_filters=self.filters)
+        return self._job
+
+    def partitions(self) -> Sequence[InputPartition]:
+        if self.ref.system_table:
+            return [PaimonPartition(0, ())]
+        job = self._plan()
+        groups = job.groups(self.opts)
+        return [PaimonPartition(i, tuple(g)) for i, g in enumerate(groups)] or [PaimonPartition(0, ())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        if self.ref.system_table:
+            from pyspark_paimon.datasource.system_tables import read_system_table  # noqa: PLC0415
+
+            batches: Iterable[pa.RecordBatch] = read_system_table(self.ref)
+        else:
+            assert isinstance(partition, PaimonPartition)
+            batches = self._plan().read_batches(partition.splits)
+        for batch in batches:
+            if batch.num_rows:
+                yield conform(batch, target)
+
+
+class PaimonPushdownReader(PaimonReader):
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
+        """Accept the filters we can apply exactly (pruning + an Arrow residual); return the rest."""
+        types = {f.name: f.type for f in self.table_schema.fields} if self.table_schema else {}
+        accepted = []
+        for f in filters:
+            leaf = _leaf(f, types)
+            if leaf is None or (self.read_fields is not None and leaf.column not in self.read_fields):
+                yield f
+            else:
+                accepted.append(leaf)
+        self.filters = tuple(accepted)
+        self._job = None
+
+
+def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Rebuild ``batch`` with exactly Spark's expected Arrow schema (names, order, types, nullability)."""
+    if batch.schema.equals(target):
+        return batch
+    arrays = []
+    for f in target:
+        col = batch.column(f.name)
+        if not col.type.equals(f.type):
+            col = col.cast(f.type)
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -1,0 +1,124 @@
+"""The ``paimon`` Spark data source (Python Data Source API, Spark 4.1+).
+
+Two classes exist because of how Spark treats filter pushdown: a reader that implements ``pushFilters``
+makes every read fail while ``spark.sql.python.filterPushdown.enabled`` is off. :class:`PaimonDataSource`
+(exported as ``DefaultSource`` for Spark's auto-registration) therefore never pushes filters, and
+:func:`register` turns the conf on and registers :class:`PaimonPushdownDataSource` under the same name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.types import StructType
+
+from pyspark_paimon.errors import OptionError, PaimonError
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
+from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
+from pyspark_paimon.metadata.store import FileStore
+
+FORMAT_NAME = "paimon"
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """Where a Spark read or write points: a table path, a branch, maybe a system table. Picklable."""
+
+    fileio: FileIO
+    path: str
+    branch: str = MAIN_BRANCH
+    system_table: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def store(self) -> FileStore:
+        return FileStore(self.fileio, self.path, self.branch)
+
+
+def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
+    """Turn Spark's options (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*``) into a :class:`TableRef`."""
+    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    storage = {k[3:]: v for k, v in opts.items() if k.startswith("fs.")}
+    target = opts.get("path")
+    if target is None and "paths" in opts:
+        paths = json.loads(opts["paths"])
+        if len(paths) != 1:
+            raise OptionError(f"A Paimon read takes exactly one table, got {len(paths)} paths: {paths}.")
+        target = paths[0]
+    if not target:
+        raise OptionError(
+            "No table given. Use .load('/warehouse/db.db/table') or .option('warehouse', wh).load('db.table').")
+    warehouse = opts.get("warehouse")
+    if warehouse:
+        db, table, suffix = parse_identifier(target)
+        fileio, wh_path = FileIO.for_uri(warehouse, storage)
+        path = f"{wh_path}/{db}.db/{table}"
+    else:
+        base, suffix = split_suffix(target)
+        fileio, path = FileIO.for_uri(base, storage)
+    branch = _choose_branch(suffix, opts.get("branch"))
+    return TableRef(fileio, path, branch, suffix.system_table, opts)
+
+
+def _choose_branch(suffix: Suffix, option: str | None) -> str:
+    if suffix.branch and option and suffix.branch != option:
+        raise OptionError(
+            f"The table is addressed as branch '{suffix.branch}' ($branch_{suffix.branch}) but option 'branch' says "
+            f"'{option}'; give only one.")
+    return suffix.branch or option or MAIN_BRANCH
+
+
+class PaimonDataSource(DataSource):
+    """``spark.read.format("paimon")`` / ``df.write.format("paimon")`` over Paimon tables.
+
+    Name: ``paimon``. Read options: ``branch``, ``scan.snapshot-id`` / ``versionAsOf``, ``scan.tag-name``,
+    ``scan.timestamp-millis`` / ``timestampAsOf``, ``scan.version``, ``source.split.target-size``...;
+    see the README's option reference. Unknown options are errors.
+    """
+
+    pushdown = False
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> StructType:
+        from pyspark_paimon.datasource.reader import read_schema  # noqa: PLC0415
+
+        return read_schema(resolve_table_ref(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader  # noqa: PLC0415
+
+        cls = PaimonPushdownReader if self.pushdown else PaimonReader
+        return cls(resolve_table_ref(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> Any:
+        from pyspark_paimon.datasource.writer import PaimonWriter  # noqa: PLC0415
+
+        ref = resolve_table_ref(self.options)
+        if ref.system_table:
+            raise PaimonError(f"System table ${ref.system_table} is read-only.")
+        return PaimonWriter(ref, schema, overwrite)
+
+
+class PaimonPushdownDataSource(PaimonDataSource):
+    """The same source with filter pushdown; registered by :func:`register` once the conf is on."""
+
+    pushdown = True
+
+
+def register(spark: Any, pushdown: bool = True) -> None:
+    """Register the ``paimon`` format on ``spark`` (classic or Connect) and turn on filter pushdown.
+
+    Without this call Spark auto-registers :class:`PaimonDataSource` (no pushdown) on first use.
+    """
+    if pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+        spark.dataSource.register(PaimonPushdownDataSource)
+    else:
+        spark.dataSource.register(PaimonDataSource)

@@ -1,0 +1,87 @@
+"""The one exception hierarchy of pyspark-paimon.
+
+Every error a user can meet is a :class:`PaimonError`, so ``except PaimonError`` catches all of ours and
+nothing else. Messages name the thing that is wrong (table, file, option, column, branch, tag) and say
+what to do about it, because Spark wraps them in long tracebacks where a vague message is useless.
+"""
+
+from __future__ import annotations
+
+
+class PaimonError(Exception):
+    """Base class of every error raised by pyspark-paimon."""
+
+
+class TableNotFoundError(PaimonError):
+    """The table (or database) does not exist at the given location."""
+
+
+class TableAlreadyExistsError(PaimonError):
+    """A table was created where one already exists."""
+
+
+class DatabaseNotFoundError(PaimonError):
+    """The database directory does not exist."""
+
+
+class DatabaseNotEmptyError(PaimonError):
+    """A database still holding tables was dropped without ``cascade``."""
+
+
+class SchemaError(PaimonError):
+    """A schema is invalid, or data does not match the table schema."""
+
+
+class SchemaMismatchError(SchemaError):
+    """Data written to a table does not match its schema."""
+
+
+class UnsupportedTypeError(SchemaError):
+    """A Paimon type that Spark or this connector cannot represent."""
+
+
+class OptionError(PaimonError):
+    """An unknown, unsupported, invalid or conflicting option."""
+
+
+class CorruptMetadataError(PaimonError):
+    """A schema, snapshot, tag, manifest or hint file cannot be parsed."""
+
+
+class CommitError(PaimonError):
+    """A commit could not be completed."""
+
+
+class CommitConflictError(CommitError):
+    """A concurrent commit changed what this commit depends on; nothing was committed."""
+
+
+class CommitStateUnknownError(CommitError):
+    """The commit may or may not have landed; its files must not be deleted."""
+
+
+class SnapshotNotFoundError(PaimonError):
+    """A snapshot id that does not exist (never written or expired)."""
+
+
+class TagError(PaimonError):
+    """Invalid tag name, or a tag operation that cannot be done."""
+
+
+class TagNotFoundError(TagError):
+    """A tag that does not exist."""
+
+
+class BranchError(PaimonError):
+    """Invalid branch name, or a branch operation that cannot be done."""
+
+
+class BranchNotFoundError(BranchError):
+    """A branch that does not exist."""
+
+
+class ChainTableError(PaimonError):
+    """A chain table is misconfigured or an operation would break its chain."""
+
+
+__all__ = [name for name in dir() if name.endswith("Error")]

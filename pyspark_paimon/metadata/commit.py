@@ -1,0 +1,328 @@
+"""The commit protocol (§8): turn written data files into one new snapshot, atomically.
+
+Executors write data files and send :class:`CommitMessage` s; the driver calls :meth:`FileStoreCommit.commit`
+once. A commit is visible exactly when ``snapshot-N`` is created, which :meth:`FileIO.try_create` does
+atomically and only if absent, so concurrent writers cannot both win. A loser re-reads the latest snapshot
+and tries again with back-off. Overwrite deletions are recomputed on every attempt against the snapshot the
+attempt builds on, so a concurrent append to an overwritten partition is never silently resurrected or lost.
+
+When an attempt fails because another writer took ``snapshot-N`` we know our snapshot did not land, so we
+delete the manifests that attempt wrote. When the outcome is unknown (an I/O error during the create), we
+keep everything and raise :class:`CommitStateUnknownError`: those files may be live.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Sequence
+
+from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
+from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.options import parse_duration_ms
+from pyspark_paimon.metadata.manifest import (
+    KIND_ADD,
+    KIND_DELETE,
+    DataFileMeta,
+    ManifestEntry,
+    ManifestFileMeta,
+    ManifestStore,
+    SimpleStats,
+    live_files,
+)
+from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.snapshot import (
+    BATCH_COMMIT_IDENTIFIER,
+    MAIN_BRANCH,
+    Snapshot,
+    SnapshotManager,
+    now_millis,
+)
+
+log = logging.getLogger(__name__)
+
+WRITER_VERSION = "pyspark-paimon-0.1.0"
+CommitKind = Literal["APPEND", "OVERWRITE", "COMPACT"]
+
+
+@dataclass(frozen=True)
+class CommitMessage:
+    """New files of one (partition, bucket), produced by one writer task. Pickled from executors."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...]
+    # Files this writer replaces (compaction); DELETE entries in the same commit.
+    compact_before: tuple[DataFileMeta, ...] = ()
+
+
+@dataclass(frozen=True)
+class OverwriteSpec:
+    """What an OVERWRITE commit replaces.
+
+    ``mode="all"``: every live file of the table. ``mode="dynamic"``: every live file of the partitions that
+    the new data touches. ``mode="static"``: every live file of the given partitions (BinaryRow bytes), or of
+    the partitions matching ``partition_filter`` (a predicate over decoded partition value dicts).
+    """
+
+    mode: Literal["all", "dynamic", "static"] = "all"
+    partitions: frozenset[bytes] = frozenset()
+    partition_spec: dict[str, object] | None = None
+
+
+def entries_of(messages: Iterable[CommitMessage]) -> list[ManifestEntry]:
+    out = []
+    for m in messages:
+        for f in m.compact_before:
+            out.append(ManifestEntry(KIND_DELETE, m.partition, m.bucket, m.total_buckets, f))
+        for f in m.new_files:
+            out.append(ManifestEntry(KIND_ADD, m.partition, m.bucket, m.total_buckets, f))
+    return out
+
+
+def partition_stats(partitions: Iterable[bytes], schema: TableSchema) -> SimpleStats:
+    """Min/max/null-count BinaryRows over partition values, as the manifest list records them."""
+    types = [f.type for f in schema.partition_fields]
+    if not types:
+        empty = serialize_row([], [])
+        return SimpleStats(empty, empty, ())
+    mins: list = [None] * len(types)
+    maxs: list = [None] * len(types)
+    nulls = [0] * len(types)
+    for raw in set(partitions):
+        values = deserialize_row(raw, types)
+        for i, v in enumerate(values):
+            if v is None:
+                nulls[i] += 1
+                continue
+            if mins[i] is None or v < mins[i]:
+                mins[i] = v
+            if maxs[i] is None or v > maxs[i]:
+                maxs[i] = v
+    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+
+class FileStoreCommit:
+    """Commits to one branch of one table."""
+
+    def __init__(self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
+                 options: dict[str, str] | None = None):
+        from pyspark_paimon.metadata.schema import SchemaManager  # noqa: PLC0415 (avoid a cycle at import)
+
+        self.fileio = fileio
+        self.table_path = table_path
+        self.branch = branch or MAIN_BRANCH
+        self.snapshots = SnapshotManager(fileio, table_path, self.branch)
+        self.schemas = SchemaManager(fileio, table_path, self.branch)
+        self.manifests = ManifestStore(fileio, table_path)
+        opts = options or {}
+        self.max_retries = int(opts.get("commit.max-retries", "10"))
+        self.min_wait_ms = parse_duration_ms(opts.get("commit.min-retry-wait", "10 ms"), "commit.min-retry-wait")
+        self.max_wait_ms = parse_duration_ms(opts.get("commit.max-retry-wait", "10 s"), "commit.max-retry-wait")
+        self.merge_min_count = int(opts.get("manifest.merge-min-count", "30"))
+
+    # ---------------------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[CommitMessage], *, kind: CommitKind = "APPEND",
+               overwrite: OverwriteSpec | None = None, commit_user: str | None = None,
+               commit_identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
+               watermark: int | None = None, allow_empty: bool = False) -> Snapshot | None:
+        """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit)."""
+        new_entries = entries_of(messages)
+        if overwrite is not None:
+            kind = "OVERWRITE"
+        if not new_entries and overwrite is None and not allow_empty:
+            return None
+        commit_user = commit_user or str(uuid.uuid4())
+        last_seen: int | None = None
+        for attempt in range(self.max_retries + 1):
+            latest = self.snapshots.latest()
+            if attempt > 0:
+                done = self._already_committed(last_seen, latest, commit_user, commit_identifier, kind)
+                if done is not None:
+                    return done
+            last_seen = latest.id if latest else None
+            written: list[str] = []
+            try:
+                snapshot = self._prepare(latest, new_entries, kind, overwrite, commit_user, commit_identifier,
+                                         properties, watermark, written)
+            except Exception:
+                self._delete_quietly(written)
+                raise
+            if snapshot is None:
+                self._delete_quietly(written)
+                return None
+            try:
+                created = self.snapshots.try_commit(snapshot)
+            except Exception as e:
+                raise CommitStateUnknownError(
+                    f"Creating {self.snapshots.snapshot_path(snapshot.id)} failed with {e!r}; the commit may or may "
+                    "not have landed. Its files are kept; check the table's latest snapshot before retrying."
+                ) from e
+            if created:
+                return snapshot
+            self._delete_quietly(written)
+            self._sleep(attempt)
+        raise CommitConflictError(
+            f"Gave up committing to {self.table_path} (branch '{self.branch}') after {self.max_retries + 1} attempts: "
+            "other writers kept committing first. Retry the job, or raise 'commit.max-retries'.")
+
+    # ---------------------------------------------------------------------------------------------
+    def _already_committed(self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int,
+                           kind: str) -> Snapshot | None:
+        if latest is None:
+            return None
+        start = (last_seen or 0) + 1
+        for sid in range(start, latest.id + 1):
+            if not self.snapshots.exists(sid):
+                continue
+            s = self.snapshots.snapshot(sid)
+            if s.commit_user == user and s.commit_identifier == identifier and s.commit_kind == kind:
+                return s
+        return None
+
+    def base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
+        if latest is None:
+            return []
+        return self.manifests.read_list(latest.base_manifest_list) + self.manifests.read_list(
+            latest.delta_manifest_list)
+
+    def _prepare(self, latest: Snapshot | None, new_entries: list[ManifestEntry], kind: str,
+                 overwrite: OverwriteSpec | None, user: str, identifier: int, properties: dict[str, str] | None,
+                 watermark: int | None, written: list[str]) -> Snapshot | None:
+        schema = self.schemas.latest()
+        if schema is None:
+            raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
+        base = self.base_manifests(latest)
+        delta_entries = list(new_entries)
+        live: list[ManifestEntry] | None = None
+        if overwrite is not None or kind == "COMPACT" or any(e.kind == KIND_DELETE for e in new_entries):
+            live = live_files(self.manifests.read_entries(base), f"snapshot {latest.id if latest else 0}")
+        if overwrite is not None:
+            assert live is not None
+            targets = self._overwrite_targets(overwrite, new_entries, live, schema)
+            deletes = [ManifestEntry(KIND_DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                       for e in live if targets is None or e.partition in targets]
+            delta_entries = deletes + delta_entries
+        if live is not None:
+            self._check_deletes(delta_entries, live)
+        if overwrite is None:
+            self._check_bucket_counts(new_entries, base)
+        if not delta_entries and overwrite is None:
+            return None
+
+        delta_metas: list[ManifestFileMeta] = []
+        if delta_entries:
+            meta = self.manifests.write_manifest(delta_entries, schema.id,
+                                                 partition_stats((e.partition for e in delta_entries), schema))
+            written.append(self.manifests.path(meta.file_name))
+            delta_metas.append(meta)
+        base = self._maybe_compact_manifests(base, schema, written)
+        base_name, base_size = self.manifests.write_list(base)
+        written.append(self.manifests.path(base_name))
+        delta_name, delta_size = self.manifests.write_list(delta_metas)
+        written.append(self.manifests.path(delta_name))
+
+        added = sum(e.file.row_count for e in delta_entries if e.kind == KIND_ADD)
+        removed = sum(e.file.row_count for e in delta_entries if e.kind == KIND_DELETE)
+        prev_total = (latest.total_record_count or 0) if latest else 0
+        marks = [w for w in (watermark, latest.watermark if latest else None) if w is not None]
+        return Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=schema.id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            index_manifest=latest.index_manifest if latest else None,
+            commit_user=user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=now_millis(),
+            total_record_count=prev_total + added - removed,
+            delta_record_count=added - removed,
+            watermark=max(marks) if marks else None,
+            statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
+            properties=properties or None,
+            next_row_id=(latest.next_row_id if latest and latest.next_row_id is not None else 0),
+            uuid=str(uuid.uuid4()),
+            writer_version=WRITER_VERSION,
+        )
+
+    def _overwrite_targets(self, spec: OverwriteSpec, new_entries: list[ManifestEntry], live: list[ManifestEntry],
+                           schema: TableSchema) -> set[bytes] | None:
+        if spec.mode == "all":
+            return None
+        if spec.mode == "dynamic":
+            return {e.partition for e in new_entries}
+        if spec.partition_spec is not None:
+            names = [f.name for f in schema.partition_fields]
+            types = [f.type for f in schema.partition_fields]
+            wanted = spec.partition_spec
+            out = set(spec.partitions)
+            for raw in {e.partition for e in live}:
+                values = dict(zip(names, deserialize_row(raw, types)))
+                if all(values.get(k) == v for k, v in wanted.items()):
+                    out.add(raw)
+            for e in new_entries:
+                values = dict(zip(names, deserialize_row(e.partition, types)))
+                if not all(values.get(k) == v for k, v in wanted.items()):
+                    raise CommitError(
+                        f"Static overwrite of partition {wanted} got rows for partition {values}. Write only rows "
+                        "of the overwritten partition, or use dynamic partition overwrite.")
+            return out
+        return set(spec.partitions)
+
+    def _check_deletes(self, delta: list[ManifestEntry], live: list[ManifestEntry]) -> None:
+        live_ids = {e.identifier for e in live}
+        added = {e.identifier for e in delta if e.kind == KIND_ADD}
+        for e in delta:
+            if e.kind == KIND_DELETE:
+                if e.identifier not in live_ids:
+                    raise CommitConflictError(
+                        f"File {e.file.file_name} (bucket {e.bucket}) is no longer live: a concurrent commit removed "
+                        "it. Nothing was committed; re-run the operation.")
+                if e.identifier in added:
+                    raise CommitError(f"File {e.file.file_name} is both added and deleted in one commit.")
+
+    def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta]) -> None:
+        if not new_entries:
+            return
+        wanted = {e.partition: e.total_buckets for e in new_entries}
+        for e in self.manifests.read_entries(base):
+            expect = wanted.get(e.partition)
+            if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
+                raise CommitError(
+                    f"A partition of {self.table_path} was written with {e.total_buckets} buckets but this write "
+                    f"uses {expect}. Overwrite the partition to change its bucket count.")
+
+    def _maybe_compact_manifests(self, base: list[ManifestFileMeta], schema: TableSchema,
+                                 written: list[str]) -> list[ManifestFileMeta]:
+        """Fold many small manifests into one holding only live ADDs, so planning stays fast.
+
+        The old manifests stay on disk (older snapshots and tags reference them); expiration removes them.
+        """
+        if len(base) < self.merge_min_count:
+            return base
+        live = live_files(self.manifests.read_entries(base), "base manifests")
+        if not live:
+            return []
+        meta = self.manifests.write_manifest(live, schema.id, partition_stats((e.partition for e in live), schema))
+        written.append(self.manifests.path(meta.file_name))
+        return [meta]
+
+    def _sleep(self, attempt: int) -> None:
+        wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** attempt))
+        time.sleep((wait + random.uniform(0, wait)) / 2000.0)
+
+    def _delete_quietly(self, paths: Iterable[str]) -> None:
+        for p in paths:
+            try:
+                self.fileio.delete(p)
+            except OSError:  # pragma: no cover - best effort, orphan cleanup is the safety net
+                log.warning("could not delete %s", p)
+

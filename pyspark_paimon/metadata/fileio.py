@@ -1,0 +1,223 @@
+"""File access for tables on local disk or any fsspec file system.
+
+One small class so the rest of the code never touches fsspec directly. It is pickled to Spark's Python
+workers, so it holds only the URI and the storage options and rebuilds the file system lazily.
+
+The one operation that matters for safety is :meth:`FileIO.try_create`: Paimon's commit protocol relies on
+*create-if-absent* of ``snapshot-N``. On a local file system we write a temporary file and hard-link it to
+the target (``link`` fails atomically when the target exists, across processes), so a reader never sees a
+half-written snapshot and two writers can never both win. Object stores get the same guarantee only where
+fsspec offers exclusive creation (``mode="xb"``, e.g. S3 conditional writes); otherwise we refuse rather
+than silently committing without atomicity.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from pyspark_paimon.errors import CommitError, PaimonError
+
+_MEMORY_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    name: str
+    path: str
+    size: int
+    mtime_millis: int
+    is_dir: bool
+
+
+def _split_protocol(uri: str) -> tuple[str, str]:
+    if "://" in uri:
+        protocol, rest = uri.split("://", 1)
+        return protocol.lower(), rest
+    if uri.startswith("file:"):
+        return "file", uri[len("file:"):]
+    return "file", uri
+
+
+class FileIO:
+    """Picklable facade over an fsspec file system, rooted at nothing in particular.
+
+    Paths handed to it are full paths in the file system's own notation (a local absolute path, or the
+    part after ``scheme://`` for remote stores); :meth:`for_uri` and :meth:`to_fs_path` convert URIs.
+    """
+
+    def __init__(self, protocol: str = "file", storage_options: dict[str, Any] | None = None):
+        self.protocol = protocol
+        self.storage_options = dict(storage_options or {})
+        self._fs: fsspec.AbstractFileSystem | None = None
+
+    @classmethod
+    def for_uri(cls, uri: str, storage_options: dict[str, Any] | None = None) -> tuple["FileIO", str]:
+        """Return the FileIO for ``uri`` and the uri's path within that file system."""
+        protocol, rest = _split_protocol(uri)
+        if protocol == "file":
+            rest = os.path.abspath(os.path.expanduser(rest))
+        elif protocol == "memory":
+            rest = "/" + rest.lstrip("/")
+        return cls(protocol, storage_options), rest.rstrip("/") or "/"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"protocol": self.protocol, "storage_options": self.storage_options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.protocol = state["protocol"]
+        self.storage_options = state["storage_options"]
+        self._fs = None
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        if self._fs is None:
+            self._fs = fsspec.filesystem(self.protocol, **self.storage_options)
+        return self._fs
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+    def uri(self, path: str) -> str:
+        """The URI of ``path`` (what a user or another engine would pass to open it)."""
+        if self.protocol == "file":
+            return path
+        return f"{self.protocol}://{path.lstrip('/') if self.protocol != 'memory' else path}"
+
+    @staticmethod
+    def join(*parts: str) -> str:
+        out = parts[0].rstrip("/")
+        for p in parts[1:]:
+            if p:
+                out = out + "/" + p.strip("/")
+        return out
+
+    # -- reads ---------------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            with self.fs.open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise
+        except OSError as e:  # pragma: no cover - depends on the store
+            raise PaimonError(f"Cannot read {self.uri(path)}: {e}") from e
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8")
+
+    def open_input(self, path: str) -> BinaryIO:
+        return self.fs.open(path, "rb")
+
+    def exists(self, path: str) -> bool:
+        return bool(self.fs.exists(path))
+
+    def size(self, path: str) -> int:
+        return int(self.fs.size(path))
+
+    def list_status(self, directory: str) -> list[FileStatus]:
+        """Entries directly under ``directory``; empty when it does not exist."""
+        try:
+            infos = self.fs.ls(directory, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for info in infos:
+            path = info["name"].rstrip("/")
+            if self.protocol == "memory" and not path.startswith("/"):
+                path = "/" + path
+            name = path.rsplit("/", 1)[-1]
+            mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
+            if hasattr(mtime, "timestamp"):
+                mtime = mtime.timestamp()
+            out.append(FileStatus(name, path, int(info.get("size") or 0), int(float(mtime) * 1000),
+                                  info.get("type") == "directory"))
+        return out
+
+    def list_names(self, directory: str) -> list[str]:
+        return [s.name for s in self.list_status(directory)]
+
+    # -- writes --------------------------------------------------------------------------------
+    def mkdirs(self, directory: str) -> None:
+        self.fs.makedirs(directory, exist_ok=True)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (or replace) a file. Local files are replaced atomically via rename."""
+        parent = path.rsplit("/", 1)[0]
+        if self.is_local:
+            os.makedirs(parent, exist_ok=True)
+            tmp = self._temp_path(path)
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+            return
+        self.fs.makedirs(parent, exist_ok=True)
+        with self.fs.open(path, "wb") as f:
+            f.write(data)
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        """Atomically create ``path`` with ``data`` unless it exists. True if we created it.
+
+        Readers never see partial content, and of several concurrent callers exactly one wins.
+        """
+        parent = path.rsplit("/", 1)[0]
+        if self.is_local:
+            os.makedirs(parent, exist_ok=True)
+            tmp = self._temp_path(path)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        if self.protocol == "memory":
+            with _MEMORY_LOCK:
+                if self.fs.exists(path):
+                    return False
+                self.fs.pipe_file(path, data)
+                return True
+        try:
+            self.fs.makedirs(parent, exist_ok=True)
+            with self.fs.open(path, "xb") as f:
+                f.write(data)
+            return True
+        except FileExistsError:
+            return False
+        except (NotImplementedError, ValueError, TypeError) as e:
+            raise CommitError(
+                f"The file system '{self.protocol}' offers no atomic create-if-absent (needed to commit "
+                f"{path} safely). Use a store with conditional writes (e.g. S3 with s3fs >= 2024.12) or a "
+                "local/shared file system.") from e
+
+    def _temp_path(self, path: str) -> str:
+        parent, name = path.rsplit("/", 1)
+        return f"{parent}/.{name}.{uuid.uuid4()}.tmp"
+
+    def delete(self, path: str) -> bool:
+        try:
+            self.fs.rm_file(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def delete_dir(self, directory: str) -> None:
+        if self.fs.exists(directory):
+            self.fs.rm(directory, recursive=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        if self.is_local:
+            os.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
+            os.rename(src, dst)
+        else:
+            self.fs.mv(src, dst, recursive=True)

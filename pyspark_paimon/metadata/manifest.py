@@ -1,0 +1,363 @@
+"""Manifest lists and manifest files (§4 of the format reference).
+
+A snapshot names two manifest lists: the *base* (every file live before the commit) and the *delta* (what
+the commit changed). Each list names manifest files; each manifest file holds ADD/DELETE entries of data
+files. Folding all entries in order gives the snapshot's live files (:func:`merge_entries`).
+
+Avro schemas follow Java's field names, types, nullability and order; record names follow Java's
+``org.apache.paimon.avro.generated.record`` convention. Readers resolve fields by name, so files written by
+pypaimon (other record names, extra fields) read the same.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Sequence
+
+from pyspark_paimon.errors import CorruptMetadataError
+from pyspark_paimon.metadata.avro import read_avro, write_avro
+from pyspark_paimon.metadata.fileio import FileIO
+
+KIND_ADD = 0
+KIND_DELETE = 1
+FILE_SOURCE_APPEND = 0
+FILE_SOURCE_COMPACT = 1
+MANIFEST_FORMAT_VERSION = 2
+EMPTY_ROW = b"\x00\x00\x00\x00" + b"\x00" * 8  # serialized BinaryRow of arity 0
+
+
+@dataclass(frozen=True)
+class SimpleStats:
+    """Min/max BinaryRows (one field per covered column) and null counts."""
+
+    min_values: bytes = EMPTY_ROW
+    max_values: bytes = EMPTY_ROW
+    null_counts: tuple[int | None, ...] | None = ()
+
+    @classmethod
+    def empty(cls) -> "SimpleStats":
+        return cls(EMPTY_ROW, EMPTY_ROW, ())
+
+
+@dataclass(frozen=True)
+class DataFileMeta:
+    file_name: str
+    file_size: int
+    row_count: int
+    min_key: bytes = EMPTY_ROW
+    max_key: bytes = EMPTY_ROW
+    key_stats: SimpleStats = field(default_factory=SimpleStats.empty)
+    value_stats: SimpleStats = field(default_factory=SimpleStats.empty)
+    min_sequence_number: int = 0
+    max_sequence_number: int = 0
+    schema_id: int = 0
+    level: int = 0
+    extra_files: tuple[str, ...] = ()
+    creation_time_millis: int | None = None
+    delete_row_count: int | None = 0
+    embedded_index: bytes | None = None
+    file_source: int | None = FILE_SOURCE_APPEND
+    value_stats_cols: tuple[str, ...] | None = ()
+    external_path: str | None = None
+    first_row_id: int | None = None
+    write_cols: tuple[str, ...] | None = None
+
+    def with_level(self, level: int) -> "DataFileMeta":
+        return replace(self, level=level)
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    kind: int
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    file: DataFileMeta
+
+    @property
+    def identifier(self) -> tuple:
+        f = self.file
+        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files, f.embedded_index,
+                f.external_path)
+
+
+@dataclass(frozen=True)
+class ManifestFileMeta:
+    file_name: str
+    file_size: int
+    num_added_files: int
+    num_deleted_files: int
+    partition_stats: SimpleStats
+    schema_id: int
+    min_bucket: int | None = None
+    max_bucket: int | None = None
+    min_level: int | None = None
+    max_level: int | None = None
+    min_row_id: int | None = None
+    max_row_id: int | None = None
+
+
+# --------------------------------------------------------------------------------------- Avro schemas
+_NS = "org.apache.paimon.avro.generated"
+
+
+def _opt(t: Any) -> list:
+    return ["null", t]
+
+
+def _stats_schema(name: str) -> dict:
+    return {"type": "record", "name": name, "fields": [
+        {"name": "_MIN_VALUES", "type": "bytes"},
+        {"name": "_MAX_VALUES", "type": "bytes"},
+        {"name": "_NULL_COUNTS", "type": _opt({"type": "array", "items": _opt("long")}), "default": None},
+    ]}
+
+
+def _nullable(name: str, t: Any) -> dict:
+    return {"name": name, "type": _opt(t), "default": None}
+
+
+DATA_FILE_FIELDS = [
+    {"name": "_FILE_NAME", "type": "string"},
+    {"name": "_FILE_SIZE", "type": "long"},
+    {"name": "_ROW_COUNT", "type": "long"},
+    {"name": "_MIN_KEY", "type": "bytes"},
+    {"name": "_MAX_KEY", "type": "bytes"},
+    {"name": "_KEY_STATS", "type": _stats_schema("record__FILE__KEY_STATS")},
+    {"name": "_VALUE_STATS", "type": _stats_schema("record__FILE__VALUE_STATS")},
+    {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+    {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+    {"name": "_SCHEMA_ID", "type": "long"},
+    {"name": "_LEVEL", "type": "int"},
+    {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
+    _nullable("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+    _nullable("_DELETE_ROW_COUNT", "long"),
+    _nullable("_EMBEDDED_FILE_INDEX", "bytes"),
+    _nullable("_FILE_SOURCE", "int"),
+    _nullable("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
+    _nullable("_EXTERNAL_PATH", "string"),
+    _nullable("_FIRST_ROW_ID", "long"),
+    _nullable("_WRITE_COLS", {"type": "array", "items": "string"}),
+]
+
+MANIFEST_ENTRY_SCHEMA = {
+    "type": "record", "name": "record", "namespace": _NS, "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_TOTAL_BUCKETS", "type": "int"},
+        {"name": "_FILE", "type": {"type": "record", "name": "record__FILE", "fields": DATA_FILE_FIELDS}},
+    ]}
+
+MANIFEST_FILE_META_SCHEMA = {
+    "type": "record", "name": "record", "namespace": _NS, "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_NUM_ADDED_FILES", "type": "long"},
+        {"name": "_NUM_DELETED_FILES", "type": "long"},
+        {"name": "_PARTITION_STATS", "type": _stats_schema("record__PARTITION_STATS")},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        _nullable("_MIN_BUCKET", "int"),
+        _nullable("_MAX_BUCKET", "int"),
+        _nullable("_MIN_LEVEL", "int"),
+        _nullable("_MAX_LEVEL", "int"),
+        _nullable("_MIN_ROW_ID", "long"),
+        _nullable("_MAX_ROW_ID", "long"),
+    ]}
+
+
+# --------------------------------------------------------------------------------------- conversion
+def _millis(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return int(round(value.timestamp() * 1000))
+    return int(value)
+
+
+def _stats_to_avro(s: SimpleStats) -> dict:
+    return {"_MIN_VALUES": s.min_values, "_MAX_VALUES": s.max_values,
+            "_NULL_COUNTS": None if s.null_counts is None else list(s.null_counts)}
+
+
+def _stats_from_avro(d: dict | None) -> SimpleStats:
+    if d is None:
+        return SimpleStats.empty()
+    nc = d.get("_NULL_COUNTS")
+    return SimpleStats(bytes(d["_MIN_VALUES"]), bytes(d["_MAX_VALUES"]), None if nc is None else tuple(nc))
+
+
+def _tuple_or_none(v: Any) -> tuple | None:
+    return None if v is None else tuple(v)
+
+
+def file_to_avro(f: DataFileMeta) -> dict:
+    return {
+        "_FILE_NAME": f.file_name, "_FILE_SIZE": f.file_size, "_ROW_COUNT": f.row_count,
+        "_MIN_KEY": f.min_key, "_MAX_KEY": f.max_key,
+        "_KEY_STATS": _stats_to_avro(f.key_stats), "_VALUE_STATS": _stats_to_avro(f.value_stats),
+        "_MIN_SEQUENCE_NUMBER": f.min_sequence_number, "_MAX_SEQUENCE_NUMBER": f.max_sequence_number,
+        "_SCHEMA_ID": f.schema_id, "_LEVEL": f.level, "_EXTRA_FILES": list(f.extra_files),
+        "_CREATION_TIME": f.creation_time_millis, "_DELETE_ROW_COUNT": f.delete_row_count,
+        "_EMBEDDED_FILE_INDEX": f.embedded_index, "_FILE_SOURCE": f.file_source,
+        "_VALUE_STATS_COLS": None if f.value_stats_cols is None else list(f.value_stats_cols),
+        "_EXTERNAL_PATH": f.external_path, "_FIRST_ROW_ID": f.first_row_id,
+        "_WRITE_COLS": None if f.write_cols is None else list(f.write_cols),
+    }
+
+
+def file_from_avro(d: dict) -> DataFileMeta:
+    return DataFileMeta(
+        file_name=d["_FILE_NAME"], file_size=d["_FILE_SIZE"], row_count=d["_ROW_COUNT"],
+        min_key=bytes(d["_MIN_KEY"]), max_key=bytes(d["_MAX_KEY"]),
+        key_stats=_stats_from_avro(d.get("_KEY_STATS")), value_stats=_stats_from_avro(d.get("_VALUE_STATS")),
+        min_sequence_number=d["_MIN_SEQUENCE_NUMBER"], max_sequence_number=d["_MAX_SEQUENCE_NUMBER"],
+        schema_id=d["_SCHEMA_ID"], level=d["_LEVEL"], extra_files=tuple(d.get("_EXTRA_FILES") or ()),
+        creation_time_millis=_millis(d.get("_CREATION_TIME")), delete_row_count=d.get("_DELETE_ROW_COUNT"),
+        embedded_index=d.get("_EMBEDDED_FILE_INDEX"), file_source=d.get("_FILE_SOURCE"),
+        value_stats_cols=_tuple_or_none(d.get("_VALUE_STATS_COLS")), external_path=d.get("_EXTERNAL_PATH"),
+        first_row_id=d.get("_FIRST_ROW_ID"), write_cols=_tuple_or_none(d.get("_WRITE_COLS")),
+    )
+
+
+def entry_to_avro(e: ManifestEntry) -> dict:
+    return {"_VERSION": MANIFEST_FORMAT_VERSION, "_KIND": e.kind, "_PARTITION": e.partition, "_BUCKET": e.bucket,
+            "_TOTAL_BUCKETS": e.total_buckets, "_FILE": file_to_avro(e.file)}
+
+
+def entry_from_avro(d: dict, source: str) -> ManifestEntry:
+    if d.get("_VERSION") != MANIFEST_FORMAT_VERSION:
+        raise CorruptMetadataError(
+            f"Manifest {source} has format version {d.get('_VERSION')}; only version 2 is supported.")
+    return ManifestEntry(d["_KIND"], bytes(d["_PARTITION"]), d["_BUCKET"], d["_TOTAL_BUCKETS"],
+                         file_from_avro(d["_FILE"]))
+
+
+def meta_to_avro(m: ManifestFileMeta) -> dict:
+    return {"_VERSION": MANIFEST_FORMAT_VERSION, "_FILE_NAME": m.file_name, "_FILE_SIZE": m.file_size,
+            "_NUM_ADDED_FILES": m.num_added_files, "_NUM_DELETED_FILES": m.num_deleted_files,
+            "_PARTITION_STATS": _stats_to_avro(m.partition_stats), "_SCHEMA_ID": m.schema_id,
+            "_MIN_BUCKET": m.min_bucket, "_MAX_BUCKET": m.max_bucket, "_MIN_LEVEL": m.min_level,
+            "_MAX_LEVEL": m.max_level, "_MIN_ROW_ID": m.min_row_id, "_MAX_ROW_ID": m.max_row_id}
+
+
+def meta_from_avro(d: dict, source: str) -> ManifestFileMeta:
+    if d.get("_VERSION") != MANIFEST_FORMAT_VERSION:
+        raise CorruptMetadataError(
+            f"Manifest list {source} has format version {d.get('_VERSION')}; only version 2 is supported.")
+    return ManifestFileMeta(
+        d["_FILE_NAME"], d["_FILE_SIZE"], d["_NUM_ADDED_FILES"], d["_NUM_DELETED_FILES"],
+        _stats_from_avro(d["_PARTITION_STATS"]), d["_SCHEMA_ID"], d.get("_MIN_BUCKET"), d.get("_MAX_BUCKET"),
+        d.get("_MIN_LEVEL"), d.get("_MAX_LEVEL"), d.get("_MIN_ROW_ID"), d.get("_MAX_ROW_ID"))
+
+
+# --------------------------------------------------------------------------------------- files
+class ManifestStore:
+    """Reads and writes manifest files and manifest lists in a table's shared ``manifest/`` directory.
+
+    Manifest files are immutable, so parsed contents are cached per instance: planning several queries of
+    the same table, or several snapshots sharing base manifests, reads each file once.
+    """
+
+    def __init__(self, fileio: FileIO, table_path: str):
+        self.fileio = fileio
+        self.table_path = table_path
+        self.manifest_dir = f"{table_path}/manifest"
+        self._entries_cache: dict[str, list[ManifestEntry]] = {}
+        self._list_cache: dict[str, list[ManifestFileMeta]] = {}
+
+    def path(self, name: str) -> str:
+        return f"{self.manifest_dir}/{name}"
+
+    def _read(self, name: str, what: str) -> bytes:
+        try:
+            return self.fileio.read_bytes(self.path(name))
+        except FileNotFoundError:
+            raise CorruptMetadataError(
+                f"{what} {self.path(name)} is missing. A snapshot still references it, so the table metadata is "
+                "damaged (files deleted outside Paimon?). Roll back to a snapshot or tag that does not need it."
+            ) from None
+
+    def read_manifest(self, name: str) -> list[ManifestEntry]:
+        cached = self._entries_cache.get(name)
+        if cached is None:
+            source = self.path(name)
+            cached = [entry_from_avro(d, source) for d in read_avro(self._read(name, "Manifest"), source)]
+            self._entries_cache[name] = cached
+        return cached
+
+    def read_list(self, name: str) -> list[ManifestFileMeta]:
+        cached = self._list_cache.get(name)
+        if cached is None:
+            source = self.path(name)
+            cached = [meta_from_avro(d, source) for d in read_avro(self._read(name, "Manifest list"), source)]
+            self._list_cache[name] = cached
+        return cached
+
+    def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
+                       partition_stats: SimpleStats) -> ManifestFileMeta:
+        name = f"manifest-{uuid.uuid4()}-0"
+        data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries))
+        self.fileio.write_bytes(self.path(name), data)
+        self._entries_cache[name] = list(entries)
+        buckets = [e.bucket for e in entries]
+        levels = [e.file.level for e in entries]
+        return ManifestFileMeta(
+            file_name=name, file_size=len(data),
+            num_added_files=sum(1 for e in entries if e.kind == KIND_ADD),
+            num_deleted_files=sum(1 for e in entries if e.kind == KIND_DELETE),
+            partition_stats=partition_stats, schema_id=schema_id,
+            min_bucket=min(buckets) if buckets else None, max_bucket=max(buckets) if buckets else None,
+            min_level=min(levels) if levels else None, max_level=max(levels) if levels else None)
+
+    def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+        name = f"manifest-list-{uuid.uuid4()}-0"
+        data = write_avro(MANIFEST_FILE_META_SCHEMA, (meta_to_avro(m) for m in metas))
+        self.fileio.write_bytes(self.path(name), data)
+        self._list_cache[name] = list(metas)
+        return name, len(data)
+
+    def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:
+        out: list[ManifestEntry] = []
+        for m in metas:
+            out.extend(self.read_manifest(m.file_name))
+        return out
+
+
+def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
+    """Fold ADD/DELETE entries in order into the live ADD entries (§4.4).
+
+    A DELETE without a matching ADD is kept only while folding a delta; a full file set must not end with
+    one, which callers that need a complete set check with :func:`live_files`.
+    """
+    live: dict[tuple, ManifestEntry] = {}
+    for e in entries:
+        key = e.identifier
+        if e.kind == KIND_ADD:
+            if key in live and live[key].kind == KIND_ADD:
+                raise CorruptMetadataError(
+                    f"File {e.file.file_name} (bucket {e.bucket}) is added twice without a delete in between; "
+                    "the manifests are inconsistent.")
+            live[key] = e
+        else:
+            if key in live and live[key].kind == KIND_ADD:
+                del live[key]
+            else:
+                live[key] = e
+    return list(live.values())
+
+
+def live_files(entries: Iterable[ManifestEntry], source: str) -> list[ManifestEntry]:
+    merged = merge_entries(entries)
+    dangling = [e for e in merged if e.kind != KIND_ADD]
+    if dangling:
+        raise CorruptMetadataError(
+            f"{source}: {len(dangling)} DELETE entries have no matching file (first: {dangling[0].file.file_name}); "
+            "the manifests are inconsistent.")
+    return merged

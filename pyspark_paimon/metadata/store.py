@@ -1,0 +1,89 @@
+"""``FileStore``: one branch of one table, as the format sees it.
+
+It bundles the managers every operation needs (schemas, snapshots, manifests) for a (table path, branch)
+pair and knows how to list the live files of a snapshot. It is deliberately free of Spark and of the user
+API, so the planner, the writers and maintenance code share one notion of "the table".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from pyspark_paimon.errors import BranchNotFoundError, TableNotFoundError
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.manifest import (
+    KIND_ADD,
+    ManifestEntry,
+    ManifestFileMeta,
+    ManifestStore,
+    live_files,
+    merge_entries,
+)
+from pyspark_paimon.metadata.partition import partition_path
+from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
+
+
+@dataclass
+class FileStore:
+    fileio: FileIO
+    table_path: str
+    branch: str = MAIN_BRANCH
+
+    def __post_init__(self) -> None:
+        self.branch = self.branch or MAIN_BRANCH
+
+    @cached_property
+    def schemas(self) -> SchemaManager:
+        return SchemaManager(self.fileio, self.table_path, self.branch)
+
+    @cached_property
+    def snapshots(self) -> SnapshotManager:
+        return SnapshotManager(self.fileio, self.table_path, self.branch)
+
+    @cached_property
+    def manifests(self) -> ManifestStore:
+        return ManifestStore(self.fileio, self.table_path)
+
+    @property
+    def branch_root(self) -> str:
+        return branch_path(self.table_path, self.branch)
+
+    def with_branch(self, branch: str) -> "FileStore":
+        return FileStore(self.fileio, self.table_path, branch)
+
+    def schema(self) -> TableSchema:
+        """The latest schema of this branch; a clear error when there is no table (or branch) here."""
+        schema = self.schemas.latest()
+        if schema is None:
+            if self.branch != MAIN_BRANCH and self.fileio.exists(f"{self.table_path}/schema"):
+                raise BranchNotFoundError(
+                    f"Branch '{self.branch}' does not exist in table {self.table_path}. Create it with "
+                    "Table.create_branch, or list branches with Table.list_branches().")
+            raise TableNotFoundError(
+                f"No Paimon table at {self.fileio.uri(self.table_path)} (no schema/schema-N files). Check the path, "
+                "or create the table first (Catalog.create_table, or write with mode 'append').")
+        return schema
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        return self.manifests.read_list(snapshot.base_manifest_list) + self.manifests.read_list(
+            snapshot.delta_manifest_list)
+
+    def live_entries(self, snapshot: Snapshot | None,
+                     manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
+        """Live data files of ``snapshot`` (optionally only from a pruned list of its manifests)."""
+        if snapshot is None:
+            return []
+        if manifests is None:
+            return live_files(self.manifests.read_entries(self.data_manifests(snapshot)),
+                              f"snapshot {snapshot.id} of {self.table_path}")
+        # A pruned manifest list may hold a DELETE whose ADD was pruned with its (non-matching) partition.
+        return [e for e in merge_entries(self.manifests.read_entries(manifests)) if e.kind == KIND_ADD]
+
+    def bucket_path(self, schema: TableSchema, partition_values: tuple, bucket: int) -> str:
+        rel = partition_path(partition_values, [(f.name, f.type) for f in schema.partition_fields],
+                             schema.options.get("partition.default-name", "__DEFAULT_PARTITION__"),
+                             schema.options.get("partition.legacy-name", "true").lower() == "true")
+        bucket_dir = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+        return "/".join(p for p in (self.table_path, rel, bucket_dir) if p)

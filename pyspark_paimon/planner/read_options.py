@@ -1,0 +1,145 @@
+"""Read options: Paimon's vocabulary, the Spark/Delta/Iceberg aliases users expect, and conflict checks.
+
+Spark lower-cases option keys, so everything here is matched case-insensitively. An option we do not know is
+an error (never silently ignored), and two time-travel options together are an error, because a reader that
+quietly picks one of them returns the wrong version of the data.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.options import check_read_options, parse_memory_size
+
+# Canonical key -> accepted aliases (all lower case).
+TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
+    "scan.snapshot-id": ("snapshot-id", "versionasof", "version-as-of"),
+    "scan.tag-name": ("tag", "tag-name"),
+    "scan.timestamp-millis": ("as-of-timestamp",),
+    "scan.timestamp": ("timestampasof", "timestamp-as-of"),
+    "scan.watermark": (),
+    "scan.version": (),
+}
+INCREMENTAL_KEYS = ("incremental-between", "incremental-between-timestamp")
+OTHER_READ_KEYS = ("path", "paths", "warehouse", "branch", "source.split.target-size",
+                   "source.split.open-file-cost", "read.batch-size", "scan.fallback-branch")
+STORAGE_PREFIX = "fs."
+
+
+def _all_read_keys() -> list[str]:
+    keys = list(OTHER_READ_KEYS) + list(INCREMENTAL_KEYS)
+    for canonical, aliases in TIME_TRAVEL_KEYS.items():
+        keys.append(canonical)
+        keys.extend(aliases)
+    return keys
+
+
+READ_KEYS = tuple(_all_read_keys())
+
+
+def parse_timestamp_millis(value: str, key: str) -> int:
+    """Epoch milliseconds, or 'yyyy-MM-dd HH:mm:ss[.SSS]' / ISO text in the local time zone (Paimon's rule)."""
+    text = str(value).strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        dt = _dt.datetime.fromisoformat(text.replace("T", " ", 1))
+    except ValueError:
+        raise OptionError(
+            f"Option '{key}' = '{value}' is neither epoch milliseconds nor a timestamp like "
+            "'2025-08-10 12:00:00'.") from None
+    if dt.tzinfo is None:
+        dt = dt.astimezone()  # local time zone, as Paimon interprets 'scan.timestamp'
+    return int(dt.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    branch: str | None = None
+    snapshot_id: int | None = None
+    tag_name: str | None = None
+    timestamp_millis: int | None = None
+    watermark: int | None = None
+    version: str | None = None
+    incremental_between: str | None = None
+    incremental_between_timestamp: str | None = None
+    split_target_size: int | None = None
+    open_file_cost: int | None = None
+    batch_size: int = 65536
+    fallback_branch: str | None = None
+    storage_options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def time_travel(self) -> bool:
+        return any(v is not None for v in (self.snapshot_id, self.tag_name, self.timestamp_millis,
+                                           self.watermark, self.version))
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], extra_allowed: tuple[str, ...] = ()) -> "ReadOptions":
+        opts = {str(k).lower(): str(v) for k, v in options.items()}
+        storage = {k[len(STORAGE_PREFIX):]: v for k, v in opts.items() if k.startswith(STORAGE_PREFIX)}
+        check_read_options([k for k in opts if not k.startswith(STORAGE_PREFIX)],
+                           READ_KEYS + tuple(extra_allowed), "read")
+        chosen: dict[str, tuple[str, str]] = {}
+        for canonical, aliases in TIME_TRAVEL_KEYS.items():
+            for key in (canonical, *aliases):
+                if key in opts:
+                    if canonical in chosen and chosen[canonical][1] != opts[key]:
+                        raise OptionError(
+                            f"Options '{chosen[canonical][0]}' and '{key}' both set {canonical} with different "
+                            "values; give only one.")
+                    chosen[canonical] = (key, opts[key])
+        travel = [k for k in chosen]
+        incremental = [k for k in INCREMENTAL_KEYS if k in opts]
+        if len(travel) + len(incremental) > 1:
+            named = [chosen[k][0] for k in travel] + incremental
+            raise OptionError(
+                f"Conflicting read options {named}: choose one way to pick the version to read (a snapshot id, a "
+                "tag, a timestamp, a watermark, a version string, or an incremental range).")
+        snapshot_id = version = None
+        if "scan.snapshot-id" in chosen:
+            key, raw = chosen["scan.snapshot-id"]
+            if raw.strip().isdigit():
+                snapshot_id = int(raw)
+            elif key == "scan.snapshot-id":
+                raise OptionError(f"Option '{key}' must be a snapshot id (a positive integer), got '{raw}'.")
+            else:
+                version = raw  # versionAsOf='my_tag' works like Paimon's VERSION AS OF 'my_tag'
+        if "scan.version" in chosen:
+            version = chosen["scan.version"][1]
+        ts = None
+        if "scan.timestamp-millis" in chosen:
+            key, raw = chosen["scan.timestamp-millis"]
+            ts = parse_timestamp_millis(raw, key)
+        if "scan.timestamp" in chosen:
+            key, raw = chosen["scan.timestamp"]
+            ts = parse_timestamp_millis(raw, key)
+        watermark = None
+        if "scan.watermark" in chosen:
+            raw = chosen["scan.watermark"][1]
+            if not raw.lstrip("-").isdigit():
+                raise OptionError(f"Option 'scan.watermark' must be an integer, got '{raw}'.")
+            watermark = int(raw)
+        batch = opts.get("read.batch-size", "65536")
+        if not batch.isdigit() or int(batch) <= 0:
+            raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
+        return cls(
+            branch=opts.get("branch") or None,
+            snapshot_id=snapshot_id,
+            tag_name=chosen["scan.tag-name"][1] if "scan.tag-name" in chosen else None,
+            timestamp_millis=ts,
+            watermark=watermark,
+            version=version,
+            incremental_between=opts.get("incremental-between"),
+            incremental_between_timestamp=opts.get("incremental-between-timestamp"),
+            split_target_size=parse_memory_size(opts["source.split.target-size"], "source.split.target-size")
+            if "source.split.target-size" in opts else None,
+            open_file_cost=parse_memory_size(opts["source.split.open-file-cost"], "source.split.open-file-cost")
+            if "source.split.open-file-cost" in opts else None,
+            batch_size=int(batch),
+            fallback_branch=opts.get("scan.fallback-branch"),
+            storage_options=storage,
+        )

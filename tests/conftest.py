@@ -1,0 +1,56 @@
+"""Shared fixtures: one local SparkSession for the whole test run, fresh warehouses per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator["SparkSession"]:  # noqa: F821
+    """A 2-core local session with the ``paimon`` source registered and filter pushdown on.
+
+    Executors must import pyspark_paimon from this checkout, so the workers use this interpreter.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from pyspark_paimon import register
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pyspark-paimon-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> str:
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return str(path)
+
+
+@pytest.fixture
+def catalog(warehouse: str) -> "Catalog":  # noqa: F821
+    from pyspark_paimon import Catalog
+
+    return Catalog(warehouse)
