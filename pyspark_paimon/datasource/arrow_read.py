@@ -58,7 +58,8 @@ class ReadContext:
     ``schema`` is the read schema (the table's current schema, or the one time travel selected);
     ``schemas`` maps branch -> schema id -> schema for files written under other schemas or branches
     (a file's branch is ``split.file_branches.get(name, branch)``). ``read_fields`` projects the output to
-    these columns, in this order (None = all). ``residual`` is applied after merging.
+    these columns, in this order (None = all). ``residual`` is applied after merging. ``options`` overlay the
+    read schema's options (see :meth:`merge_options`).
     """
 
     fileio: FileIO
@@ -70,6 +71,10 @@ class ReadContext:
     read_fields: tuple[str, ...] | None = None
     residual: pc.Expression | None = None
     batch_size: int = 65536
+
+    def merge_options(self) -> dict[str, str]:
+        """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
+        return {**self.schema.options, **self.options}
 
     def projected_fields(self) -> list[DataField]:
         names = self.schema.field_names if self.read_fields is None else list(self.read_fields)
@@ -280,7 +285,7 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
                    system: Sequence[str] = ()) -> pa.Table:
     """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``."""
     file_schema = ctx.file_schema(split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.options), f.file_name) as reader:
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.merge_options()), f.file_name) as reader:
         data = reader.read(_physical_columns(reader, targets, file_schema, system))
     return _conform_table(data, targets, file_schema, f.file_name, system)
 
@@ -288,7 +293,7 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
 def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
                       system: Sequence[str]) -> Iterator[pa.Table]:
     file_schema = ctx.file_schema(split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.options), f.file_name) as reader:
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.merge_options()), f.file_name) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         for batch in reader.batches(cols, ctx.batch_size):
             if batch.num_rows:
@@ -365,7 +370,7 @@ def _make_plan(ctx: ReadContext, partition_override: Mapping[str, Any] | None) -
     seq: list[str] = []
     if schema.primary_keys:
         key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
-        seq = sequence_fields(ctx.options)
+        seq = sequence_fields(ctx.merge_options())
         for name in seq:
             if not schema.has_field(name):
                 raise OptionError(f"Option 'sequence.field' names column '{name}', which the table does not have "
@@ -435,7 +440,8 @@ def read_split(ctx: ReadContext, split: DataSplit,
                 yield from _finish(ctx, plan, data)
         return
 
-    engine = merge_engine(ctx.options)
+    options = ctx.merge_options()
+    engine = merge_engine(options)
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     if split.raw_convertible:
         for f in split.files:
@@ -452,7 +458,7 @@ def read_split(ctx: ReadContext, split: DataSplit,
 
     pk = list(ctx.schema.primary_keys)
     value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
-    descending = sequence_descending(ctx.options)
+    descending = sequence_descending(options)
     for section in key_sections(split.files, key_types):
         if len(section) == 1:
             # A data file holds one row per key, already merged; only its retractions must go.
@@ -464,7 +470,7 @@ def read_split(ctx: ReadContext, split: DataSplit,
         data = pa.concat_tables([read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered])
         data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending)
         try:
-            merged = merge_sorted(data, plan.key_names, engine, ctx.options, value_names, drop_retracts=True,
+            merged = merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=True,
                                   primary_keys=pk)
         except PaimonError as exc:
             names = ", ".join(f.file_name for f in section)

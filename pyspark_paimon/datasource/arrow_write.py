@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -235,10 +235,10 @@ class TableWriter:
         b = self._num_buckets
         if self._is_pk and b == -1:
             raise OptionError("dynamic bucket mode (bucket = -1) primary-key tables cannot be written yet; "
-                              f"recreate {where} with bucket = N")
+                              f"recreate with bucket = N (table {where})")
         if b == -2:
-            raise OptionError("postpone bucket mode (bucket = -2) tables cannot be written yet; "
-                              f"recreate {where} with bucket = N")
+            raise OptionError("postpone bucket mode (bucket = -2) primary-key tables cannot be written yet; "
+                              f"recreate with bucket = N (table {where})")
         if b == 0 or b < -2:
             raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0 or -1.")
 
@@ -395,36 +395,51 @@ class TableWriter:
         table = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
         self._buffer = []
         self._buffered_bytes = 0
-        for part_bytes, part_values, rows in self._partitions(table):
-            part_table = table if rows is None else table.take(pa.array(rows))
+        for part_bytes, part_values, part_table in self._split_partitions(table):
             num_buckets = self._partition_num_buckets(part_bytes)
-            for bucket, bucket_rows in self._buckets(part_table, num_buckets):
-                sub = part_table if bucket_rows is None else part_table.take(pa.array(bucket_rows))
-                total = num_buckets if num_buckets > 0 else -1
+            total = num_buckets if num_buckets > 0 else -1
+            for bucket, sub in self._split_buckets(part_table, num_buckets):
                 self._write_bucket(self._state(part_bytes, part_values, bucket, total), sub)
 
-    def _partitions(self, table: pa.Table) -> Iterator[tuple[bytes, tuple, np.ndarray | None]]:
-        """Distinct partitions with their BinaryRow and row positions (arrival order); one group_by call."""
+    def _split_partitions(self, table: pa.Table) -> Iterator[tuple[bytes, tuple, pa.Table]]:
+        """(BinaryRow, values, rows in arrival order) of every distinct partition.
+
+        One ``group_by`` finds the partitions, one ``take`` groups the rows; Python runs once per partition.
+        """
         if not self._partition_fields:
-            yield EMPTY_ROW, (), None
+            yield EMPTY_ROW, (), table
             return
         keys = [f.name for f in self._partition_fields]
         types = [f.type for f in self._partition_fields]
         indexed = table.select(keys).append_column(_ROW_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
         grouped = indexed.group_by(keys, use_threads=False).aggregate([(_ROW_INDEX, "list")])
-        lists = grouped.column(_ROW_INDEX + "_list")
-        by_bytes: dict[bytes, tuple[tuple, list[np.ndarray]]] = {}
+        lists = grouped.column(_ROW_INDEX + "_list").combine_chunks()
+        lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = lists.flatten().to_numpy(zero_copy_only=False)
+        # Partition identity is the BinaryRow bytes (Java compares partitions by bytes), so groups whose
+        # values encode identically are written together.
+        columns = grouped.select(keys).to_pydict()
+        first_of: dict[bytes, int] = {}
+        parts: list[tuple[bytes, tuple]] = []
+        canonical = np.empty(grouped.num_rows, dtype=np.int64)
         for g in range(grouped.num_rows):  # one iteration per distinct partition
-            values = tuple(grouped.column(k)[g].as_py() for k in keys)
+            values = tuple(columns[k][g] for k in keys)
             part = serialize_row(list(values), types)
-            rows = lists[g].values.to_numpy(zero_copy_only=False)
-            by_bytes.setdefault(part, (values, []))[1].append(rows)
-        if len(by_bytes) == 1:
-            part, (values, _) = next(iter(by_bytes.items()))
-            yield part, values, None
+            if part not in first_of:
+                first_of[part] = len(parts)
+                parts.append((part, values))
+            canonical[g] = first_of[part]
+        if len(parts) == 1:
+            yield parts[0][0], parts[0][1], table
             return
-        for part, (values, chunks) in by_bytes.items():
-            yield part, values, np.sort(np.concatenate(chunks))
+        row_group = np.repeat(canonical, lengths)
+        order = np.lexsort((rows, row_group))  # by partition, then arrival
+        ordered = table.take(pa.array(rows[order]))
+        counts = np.bincount(row_group, minlength=len(parts))
+        start = 0
+        for i, (part, values) in enumerate(parts):
+            yield part, values, ordered.slice(start, int(counts[i]))
+            start += int(counts[i])
 
     def _partition_num_buckets(self, part: bytes) -> int:
         if self._num_buckets <= 0:
@@ -432,10 +447,10 @@ class TableWriter:
         existing = self._ctx.partition_buckets.get(part)
         return existing if existing is not None and existing > 0 else self._num_buckets
 
-    def _buckets(self, table: pa.Table, num_buckets: int) -> Iterator[tuple[int, np.ndarray | None]]:
-        """(bucket, row positions in arrival order) of every bucket present; None = all rows."""
+    def _split_buckets(self, table: pa.Table, num_buckets: int) -> Iterator[tuple[int, pa.Table]]:
+        """(bucket, rows in arrival order) of every bucket present, with one vectorised hash and one take."""
         if num_buckets <= 0:
-            yield 0, None
+            yield 0, table
             return
         cols = [table.column(f.name) for f in self._bucket_fields]
         ids = bucket_ids(cols, [f.type for f in self._bucket_fields], num_buckets)
@@ -443,11 +458,12 @@ class TableWriter:
         sorted_ids = ids[order]
         starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
         if len(starts) == 1:
-            yield int(sorted_ids[0]), None
+            yield int(sorted_ids[0]), table
             return
+        ordered = table.take(pa.array(order))
         ends = np.r_[starts[1:], len(order)]
         for s, e in zip(starts, ends):
-            yield int(sorted_ids[s]), order[s:e]
+            yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s))
 
     def _state(self, part: bytes, values: tuple, bucket: int, total: int) -> _BucketState:
         key = (part, bucket)

@@ -145,11 +145,12 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
     is_add = pa.array(~is_retract(kinds))
     tmp = table.append_column(_TEMP_IS_ADD, is_add)
     seq_order = "descending" if descending_seq else "ascending"
-    sort_keys = ([(k, "ascending") for k in key_names] + [(s, seq_order) for s in seq_fields] +
-                 [(SEQUENCE_NUMBER, "ascending"), (_TEMP_IS_ADD, "ascending")])
-    # Keys, _SEQUENCE_NUMBER and the temp column are never NULL, so the global null placement only
-    # affects the user sequence fields: NULL sorts first in both directions (treated as oldest).
-    indices = pc.sort_indices(tmp, options=pc.SortOptions(sort_keys=sort_keys, null_placement="at_start"))
+    # NULL sorts first in both directions (treated as oldest). Keys, _SEQUENCE_NUMBER and the temp column
+    # are never NULL.
+    sort_keys = ([(k, "ascending", "at_start") for k in key_names] +
+                 [(s, seq_order, "at_start") for s in seq_fields] +
+                 [(SEQUENCE_NUMBER, "ascending", "at_start"), (_TEMP_IS_ADD, "ascending", "at_start")])
+    indices = pc.sort_indices(tmp, options=pc.SortOptions(sort_keys=sort_keys))
     return table.take(indices)
 
 

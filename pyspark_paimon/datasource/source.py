@@ -9,6 +9,7 @@ makes every read fail while ``spark.sql.python.filterPushdown.enabled`` is off. 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -20,6 +21,8 @@ from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
 from pyspark_paimon.metadata.store import FileStore
+
+log = logging.getLogger(__name__)
 
 FORMAT_NAME = "paimon"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -112,13 +115,35 @@ class PaimonPushdownDataSource(PaimonDataSource):
     pushdown = True
 
 
-def register(spark: Any, pushdown: bool = True) -> None:
-    """Register the ``paimon`` format on ``spark`` (classic or Connect) and turn on filter pushdown.
+def pushdown_is_safe(spark_version: str) -> bool:
+    """Whether this Spark keeps a pushed-down read plan to the query that pushed it.
 
-    Without this call Spark auto-registers :class:`PaimonDataSource` (no pushdown) on first use.
+    Spark 4.1-4.3 store the read plan produced by filter pushdown on the data source object that all queries
+    of one loaded DataFrame share. A later query on that DataFrame without pushable filters (``df.count()``
+    after ``df.where(...).show()``) then silently reuses the first query's pruned plan and returns its
+    filtered rows. Spark 5 keeps the plan on the scan. We only turn pushdown on by default where it is safe.
     """
-    if pushdown:
-        spark.conf.set(PUSHDOWN_CONF, "true")
-        spark.dataSource.register(PaimonPushdownDataSource)
-    else:
-        spark.dataSource.register(PaimonDataSource)
+    try:
+        major = int(spark_version.split(".")[0])
+    except ValueError:
+        return False
+    return major >= 5
+
+
+def register(spark: Any, pushdown: bool | None = None) -> None:
+    """Register the ``paimon`` format on ``spark`` (classic or Connect).
+
+    ``pushdown=None`` turns filter pushdown on where Spark handles it safely (5.0+); on Spark 4.x it stays off
+    because of the read-plan reuse described in :func:`pushdown_is_safe`. ``pushdown=True`` forces it on:
+    faster selective reads, but then load a fresh DataFrame for each query instead of reusing one.
+    Without any call Spark auto-registers :class:`PaimonDataSource` (no pushdown) on first use.
+    """
+    if pushdown is None:
+        pushdown = pushdown_is_safe(str(spark.version))
+    elif pushdown and not pushdown_is_safe(str(spark.version)):
+        log.warning(
+            "Filter pushdown is on for Spark %s: a DataFrame loaded once and queried twice (first with a filter, "
+            "then without) can return the first query's filtered rows (Spark keeps the pushed-down plan on the "
+            "shared data source). Load a fresh DataFrame per query.", spark.version)
+    spark.conf.set(PUSHDOWN_CONF, "true" if pushdown else "false")
+    spark.dataSource.register(PaimonPushdownDataSource if pushdown else PaimonDataSource)

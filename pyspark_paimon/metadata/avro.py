@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 import fastavro
 import fastavro._read as _fastavro_read
 import fastavro._write as _fastavro_write
+import fastavro.schema
 import pyarrow as pa
 
 from pyspark_paimon.errors import CorruptMetadataError
@@ -70,7 +71,10 @@ def write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], codec:
 def read_avro(data: bytes, source: str) -> Iterator[dict[str, Any]]:
     try:
         yield from fastavro.reader(io.BytesIO(data))
-    except (EOFError, ValueError, IndexError, fastavro.read.SchemaResolutionError) as e:
+    # A damaged file fails in many ways: truncated varints (EOFError), a cut zstd frame (pyarrow OSError), a
+    # mangled header schema (KeyError, SchemaParseException), bad lengths (ValueError, IndexError).
+    except (EOFError, ValueError, IndexError, KeyError, TypeError, OSError, fastavro.read.SchemaResolutionError,
+            fastavro.schema.SchemaParseException) as e:
         raise CorruptMetadataError(
             f"Cannot read Avro file {source}: {e}. The file is truncated or corrupt; restore it, or roll the "
             "table back to a snapshot that does not reference it.") from e

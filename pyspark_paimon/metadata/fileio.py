@@ -36,6 +36,13 @@ class FileStatus:
     is_dir: bool
 
 
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _split_protocol(uri: str) -> tuple[str, str]:
     if "://" in uri:
         protocol, rest = uri.split("://", 1)
@@ -153,9 +160,13 @@ class FileIO:
         if self.is_local:
             os.makedirs(parent, exist_ok=True)
             tmp = self._temp_path(path)
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            except BaseException:
+                _unlink_quietly(tmp)  # a failed write must not leave a hidden temp file behind
+                raise
             return
         self.fs.makedirs(parent, exist_ok=True)
         with self.fs.open(path, "wb") as f:
@@ -170,17 +181,17 @@ class FileIO:
         if self.is_local:
             os.makedirs(parent, exist_ok=True)
             tmp = self._temp_path(path)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
             try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
                 os.link(tmp, path)
                 return True
             except FileExistsError:
                 return False
             finally:
-                os.unlink(tmp)
+                _unlink_quietly(tmp)
         if self.protocol == "memory":
             with _MEMORY_LOCK:
                 if self.fs.exists(path):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.avro import read_avro, write_avro
@@ -284,19 +284,27 @@ class ManifestStore:
                 "damaged (files deleted outside Paimon?). Roll back to a snapshot or tag that does not need it."
             ) from None
 
+    def _decode(self, name: str, what: str, convert: Callable[[dict, str], Any]) -> list:
+        source = self.path(name)
+        records = read_avro(self._read(name, what), source)
+        try:
+            return [convert(d, source) for d in records]
+        except (KeyError, TypeError) as e:  # a required field is missing or null: not a Paimon manifest
+            raise CorruptMetadataError(
+                f"{what} {source} has a record without required field {e}; the file is corrupt or not a Paimon "
+                "manifest. Restore it, or roll the table back to a snapshot that does not reference it.") from e
+
     def read_manifest(self, name: str) -> list[ManifestEntry]:
         cached = self._entries_cache.get(name)
         if cached is None:
-            source = self.path(name)
-            cached = [entry_from_avro(d, source) for d in read_avro(self._read(name, "Manifest"), source)]
+            cached = self._decode(name, "Manifest", entry_from_avro)
             self._entries_cache[name] = cached
         return cached
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
         cached = self._list_cache.get(name)
         if cached is None:
-            source = self.path(name)
-            cached = [meta_from_avro(d, source) for d in read_avro(self._read(name, "Manifest list"), source)]
+            cached = self._decode(name, "Manifest list", meta_from_avro)
             self._list_cache[name] = cached
         return cached
 

@@ -162,9 +162,9 @@ class SnapshotManager:
     def _read_hint(self, name: str) -> int | None:
         try:
             text = self.fileio.read_text(f"{self.snapshot_dir}/{name}").strip()
-        except (FileNotFoundError, OSError):
+        except (OSError, UnicodeDecodeError):  # missing or unreadable: hints are advisory, fall back to listing
             return None
-        return int(text) if text.isdigit() else None
+        return int(text) if text.isascii() and text.isdigit() else None
 
     def latest_id(self) -> int | None:
         hint = self._read_hint(LATEST)
@@ -188,7 +188,7 @@ class SnapshotManager:
     def snapshot(self, snapshot_id: int) -> Snapshot:
         path = self.snapshot_path(snapshot_id)
         try:
-            text = self.fileio.read_text(path)
+            data = self.fileio.read_bytes(path)
         except FileNotFoundError:
             ids = self.list_ids()
             have = f"snapshots {ids[0]}..{ids[-1]}" if ids else "no snapshots"
@@ -196,6 +196,12 @@ class SnapshotManager:
                 f"Snapshot {snapshot_id} does not exist on branch '{self.branch}' of {self.table_path} "
                 f"(it has {have}); it was never written or has expired. Pick an existing snapshot id, or a tag."
             ) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptMetadataError(
+                f"{path} is not UTF-8 text ({e}); the file is corrupt. Restore it from a backup or roll the table "
+                "back to an earlier snapshot.") from e
         return Snapshot.from_json(text, path)
 
     def latest(self) -> Snapshot | None:

@@ -153,6 +153,10 @@ def _literal(v: Any, arrow_type: pa.DataType | None) -> Any:
         return pc.scalar(v)
 
 
+def _false_if_null(e: pc.Expression) -> pc.Expression:
+    return pc.coalesce(e, pc.scalar(False))
+
+
 def to_arrow_expression(pred: Sequence[Leaf], schema: pa.Schema | None = None) -> pc.Expression | None:
     """The exact Arrow filter of a conjunction (SQL semantics: a NULL comparison drops the row)."""
     exprs = []
@@ -167,7 +171,7 @@ def to_arrow_expression(pred: Sequence[Leaf], schema: pa.Schema | None = None) -
             if leaf.value is None:
                 e = field.is_null()
             else:
-                e = pc.fill_null(field == _literal(leaf.value, arrow_type), False)
+                e = _false_if_null(field == _literal(leaf.value, arrow_type))
         elif leaf.op == "in":
             vals = [x for x in leaf.value if x is not None]
             value_set = pa.array(vals, type=arrow_type) if arrow_type is not None else pa.array(vals)
@@ -180,8 +184,9 @@ def to_arrow_expression(pred: Sequence[Leaf], schema: pa.Schema | None = None) -
             e = {"=": field == lit, "<": field < lit, "<=": field <= lit, ">": field > lit, ">=": field >= lit}[
                 leaf.op]
         if leaf.negated:
-            e = ~e if leaf.op not in ("<=>",) else ~e
-        exprs.append(pc.fill_null(e, False) if leaf.op not in ("is_null", "is_not_null") else e)
+            e = ~e
+        # SQL: a comparison with NULL is unknown, and WHERE drops unknown rows.
+        exprs.append(_false_if_null(e))
     if not exprs:
         return None
     out = exprs[0]

@@ -1,0 +1,241 @@
+"""Automatic tag creation after a commit (``tag.automatic-creation``), as Paimon does it.
+
+Options (all table options):
+
+* ``tag.automatic-creation``: ``none`` (default), ``process-time``, ``watermark`` or ``batch``;
+* ``tag.creation-period``: ``daily`` (default), ``hourly`` or ``two-hours``; or ``tag.creation-period-duration``
+  (any duration, tags named ``yyyyMMddHHmm``);
+* ``tag.period-formatter``: ``with_dashes`` (default: ``yyyy-MM-dd`` / ``yyyy-MM-dd HH``), ``without_dashes``
+  (``yyyyMMdd`` / ``yyyyMMdd HH``) or ``without_dashes_and_spaces`` (``yyyyMMdd`` / ``yyyyMMddHH``);
+* ``tag.creation-delay`` (default 0, must be shorter than the period);
+* ``tag.num-retained-max``: keep at most this many *auto-created* tags (recognised by their name parsing with
+  the period formatter; tags users named differently are never touched);
+* ``tag.default-time-retained``: the retention written into each auto-created tag;
+* ``tag.automatic-completion``: also create tags for periods without a commit (one per processed snapshot);
+* ``tag.batch.customized-name``: fixed tag name for ``batch`` mode.
+
+**process-time / watermark** (Java ``TagAutoCreation``): the time of a snapshot is its commit time in local
+wall-clock time (or its watermark, read in ``sink.watermark-time-zone``, default UTC). A tag for period P is
+created when a snapshot's time minus the delay reaches the end of P; it is named after P and points at that
+first snapshot of the next period. With no auto tag yet, the first processed snapshot creates the tag of the
+period *before* its own. Like Java, we walk every snapshot committed since the last auto tag (not only the
+one just committed), so commits by other engines are accounted for.
+
+**batch** (the brief's Paimon semantics): after every successful commit, the tag named after the *current*
+period of the commit time (``2025-08-10`` for a daily table) is created, or moved to the new snapshot if it
+exists, so each period's tag holds the state at the end of its last batch write.
+
+Auto tags are created on the committing branch. A failure here never fails the commit (which has already
+landed): it is logged, and the next commit retries. Tags are not expired by time on commit (Java does when
+``tag.time-expire-enabled``): like snapshot expiration, that is an explicit ``expire_tags`` call.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.options import parse_duration_ms
+from pyspark_paimon.metadata.snapshot import Snapshot, SnapshotManager
+from pyspark_paimon.metadata.tags import Tag, TagManager, retention_ms
+
+log = logging.getLogger(__name__)
+
+MODE = "tag.automatic-creation"
+MODES = ("none", "process-time", "watermark", "batch")
+PERIODS = {"daily": 86_400_000, "hourly": 3_600_000, "two-hours": 7_200_000}
+FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
+_EPOCH = _dt.datetime(1970, 1, 1)
+_LONG_MIN = -(2**63)
+
+# (regex, strftime) per (period kind, formatter)
+_DAY = {"with_dashes": (r"(\d{4})-(\d{2})-(\d{2})", "%Y-%m-%d"),
+        "without_dashes": (r"(\d{4})(\d{2})(\d{2})", "%Y%m%d"),
+        "without_dashes_and_spaces": (r"(\d{4})(\d{2})(\d{2})", "%Y%m%d")}
+_HOUR = {"with_dashes": (r"(\d{4})-(\d{2})-(\d{2}) (\d{2})", "%Y-%m-%d %H"),
+         "without_dashes": (r"(\d{4})(\d{2})(\d{2}) (\d{2})", "%Y%m%d %H"),
+         "without_dashes_and_spaces": (r"(\d{4})(\d{2})(\d{2})(\d{2})", "%Y%m%d%H")}
+_MINUTE = (r"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})", "%Y%m%d%H%M")
+
+
+@dataclass(frozen=True)
+class PeriodHandler:
+    """Maps times to tag names and back for one period length and name format."""
+
+    period_ms: int
+    pattern: str
+    strftime: str
+    daily: bool = False
+
+    @property
+    def period(self) -> _dt.timedelta:
+        return _dt.timedelta(milliseconds=self.period_ms)
+
+    def time_to_tag(self, t: _dt.datetime) -> str:
+        return t.strftime(self.strftime)
+
+    def tag_to_time(self, name: str) -> _dt.datetime | None:
+        """The period start a tag name denotes, or None if it is not an auto-tag name."""
+        text = name.split(" ")[0] if self.daily else name  # Java's daily parser ignores an hour suffix
+        m = re.fullmatch(self.pattern, text)
+        if not m:
+            return None
+        try:
+            return _dt.datetime(*(int(g) for g in m.groups()))
+        except ValueError:
+            return None
+
+    def is_auto_tag(self, name: str) -> bool:
+        return self.tag_to_time(name) is not None
+
+    def normalize_to_previous(self, t: _dt.datetime) -> _dt.datetime:
+        """Start of the period before the one containing ``t`` (periods aligned on the local-time epoch)."""
+        ms = (t - _EPOCH) // _dt.timedelta(milliseconds=1)
+        return _EPOCH + _dt.timedelta(milliseconds=(ms // self.period_ms) * self.period_ms) - self.period
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> "PeriodHandler":
+        formatter = options.get("tag.period-formatter", "with_dashes").strip().lower()
+        if formatter not in FORMATTERS:
+            raise OptionError(f"Option 'tag.period-formatter' = '{formatter}' is not one of {', '.join(FORMATTERS)}.")
+        duration = options.get("tag.creation-period-duration")
+        if duration:
+            ms = parse_duration_ms(duration, "tag.creation-period-duration")
+            if ms <= 0:
+                raise OptionError("Option 'tag.creation-period-duration' must be positive.")
+            return cls(ms, *_MINUTE)
+        period = options.get("tag.creation-period", "daily").strip().lower()
+        if period not in PERIODS:
+            raise OptionError(f"Option 'tag.creation-period' = '{period}' is not one of {', '.join(PERIODS)}.")
+        if period == "daily":
+            return cls(PERIODS[period], *_DAY[formatter], daily=True)
+        return cls(PERIODS[period], *_HOUR[formatter])
+
+
+def mode_of(options: Mapping[str, str]) -> str:
+    mode = str(options.get(MODE, "none")).strip().lower()
+    if mode not in MODES:
+        raise OptionError(f"Option '{MODE}' = '{mode}' is not one of {', '.join(MODES)}.")
+    return mode
+
+
+def validate_options(options: Mapping[str, str]) -> None:
+    """Raise :class:`OptionError` for invalid auto-tag options; called before a commit writes anything."""
+    if mode_of(options) == "none":
+        return
+    handler = PeriodHandler.from_options(options)
+    delay = parse_duration_ms(options.get("tag.creation-delay", "0 ms"), "tag.creation-delay")
+    if delay >= handler.period_ms:
+        raise OptionError(f"Option 'tag.creation-delay' ({delay} ms) must be shorter than the tag period "
+                          f"({handler.period_ms} ms).")
+    max_n = options.get("tag.num-retained-max")
+    if max_n is not None:
+        try:
+            if int(str(max_n).strip()) < 0:
+                raise ValueError
+        except ValueError:
+            raise OptionError(f"Option 'tag.num-retained-max' must be a non-negative integer, got '{max_n}'.") from None
+    retention_ms(None, options)  # parses tag.default-time-retained
+
+
+def _time_of(snapshot: Snapshot, mode: str, options: Mapping[str, str]) -> _dt.datetime | None:
+    if mode == "watermark":
+        wm = snapshot.watermark
+        if wm is None or wm == _LONG_MIN:
+            return None
+        zone = options.get("sink.watermark-time-zone", "UTC")
+        try:
+            from zoneinfo import ZoneInfo  # noqa: PLC0415
+
+            tz = _dt.timezone.utc if zone.upper() == "UTC" else ZoneInfo(zone)
+        except Exception as e:  # noqa: BLE001
+            raise OptionError(f"Option 'sink.watermark-time-zone' = '{zone}' is not a known time zone.") from e
+        return _dt.datetime.fromtimestamp(wm / 1000.0, tz).replace(tzinfo=None)
+    return _dt.datetime.fromtimestamp(snapshot.time_millis / 1000.0)
+
+
+def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
+              options: Mapping[str, str]) -> list[str]:
+    """Create the auto tags due after ``snapshot`` was committed; returns their names."""
+    mode = mode_of(options)
+    if mode == "none":
+        return []
+    handler = PeriodHandler.from_options(options)
+    tags = TagManager(fileio, table_path, branch)
+    retained = retention_ms(None, options)
+    if mode == "batch":
+        created = [_batch_tag(tags, handler, snapshot, options, retained)]
+    else:
+        created = _time_tags(fileio, table_path, branch, tags, handler, snapshot, mode, options, retained)
+    _enforce_max(tags, handler, options)
+    return created
+
+
+def _batch_tag(tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, options: Mapping[str, str],
+               retained: int | None) -> str:
+    name = options.get("tag.batch.customized-name") or handler.time_to_tag(
+        _dt.datetime.fromtimestamp(snapshot.time_millis / 1000.0))
+    if tags.create(name, snapshot, retained, ignore_if_exists=True, validate=False).snapshot.id != snapshot.id:
+        # The period's tag exists from an earlier batch: move it (an atomic overwrite, never absent).
+        tags.write(Tag(name, snapshot, _dt.datetime.now() if retained is not None else None, retained))
+    return name
+
+
+def _time_tags(fileio: FileIO, table_path: str, branch: str, tags: TagManager, handler: PeriodHandler,
+               snapshot: Snapshot, mode: str, options: Mapping[str, str], retained: int | None) -> list[str]:
+    delay = _dt.timedelta(milliseconds=parse_duration_ms(options.get("tag.creation-delay", "0 ms"),
+                                                         "tag.creation-delay"))
+    completion = str(options.get("tag.automatic-completion", "false")).strip().lower() == "true"
+    snapshots = SnapshotManager(fileio, table_path, branch)
+    auto = [t for t in tags.list() if handler.is_auto_tag(t.name)]  # ordered by snapshot id
+    next_tag: _dt.datetime | None = None
+    if auto:
+        last = auto[-1]
+        next_tag = handler.tag_to_time(last.name) + handler.period  # type: ignore[operator]
+        start = last.snapshot.id + 1
+        # Snapshot times only grow: if the newest cannot trigger a tag, no snapshot before it can.
+        t = _time_of(snapshot, mode, options)
+        if t is None or t - delay < next_tag + handler.period:
+            return []
+    else:
+        start = snapshots.earliest_id() or snapshot.id
+    created = []
+    for sid in range(max(start, 1), snapshot.id + 1):
+        if sid == snapshot.id:
+            s = snapshot
+        elif snapshots.exists(sid):
+            s = snapshots.snapshot(sid)
+        else:
+            continue
+        t = _time_of(s, mode, options)
+        if t is None:
+            continue
+        if next_tag is None or t - delay >= next_tag + handler.period:
+            this_tag = handler.normalize_to_previous(t)
+            if completion and next_tag is not None:
+                this_tag = next_tag
+            name = handler.time_to_tag(this_tag)
+            if not tags.exists(name):
+                tags.create(name, s, retained, ignore_if_exists=True, validate=False)
+                created.append(name)
+            next_tag = this_tag + handler.period
+    return created
+
+
+def _enforce_max(tags: TagManager, handler: PeriodHandler, options: Mapping[str, str]) -> None:
+    max_n = options.get("tag.num-retained-max")
+    if max_n is None:
+        return
+    auto = [t for t in tags.list() if handler.is_auto_tag(t.name)]  # oldest (lowest snapshot id) first
+    excess = len(auto) - int(str(max_n).strip())
+    for t in auto[:max(excess, 0)]:
+        tags.delete(t.name, ignore_if_not_exists=True)
+        log.info("deleted auto tag %s: more than tag.num-retained-max = %s auto tags", t.name, max_n)
+
+
+__all__ = ["PeriodHandler", "on_commit", "validate_options", "mode_of"]

@@ -1,0 +1,224 @@
+"""Snapshot expiration (§9.4) and tag expiration (§9.1), deleting only files nothing can still read.
+
+**Which snapshots expire** follows Java's ``ExpireSnapshotsImpl`` exactly:
+
+* ``snapshot.num-retained.min`` (default 10) newest snapshots are always kept, ``snapshot.num-retained.max``
+  (default unbounded) caps how many are kept, and at most ``snapshot.expire.limit`` (default 50) snapshots
+  expire per call;
+* consumers (``consumer/consumer-<id>``, ``{"nextSnapshot": N}``) protect snapshot N and newer;
+* between those bounds a snapshot expires only if its *next* snapshot is older than
+  ``now - snapshot.time-retained`` (default 1 h) or the explicit ``older_than``: a snapshot stays readable for
+  at least that long after it was superseded.
+
+**Which files are deleted** is where we deliberately differ from Java. Java deletes what the expired
+snapshots' deltas removed, skipping files of the same branch's tags; that misses other branches and (until
+#9867) a branch's own tags, which lost data (apache/paimon#6272). We use full reachability
+(``reachability.py``): a file is deleted only if an expired snapshot referenced it and *no* remaining
+snapshot, tag or changelog of *any* branch does. Manifests and manifest lists are handled the same way.
+
+**Order of effects**, chosen so that a crash at any point loses nothing: (1) compute the plan; (2) delete the
+expired snapshot files, oldest first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which
+``remove_orphan_files`` reclaims, but never a snapshot whose files are gone; Java deletes data first, which
+can leave exactly that); (3) re-list every root of every branch and protect anything that appeared meanwhile
+(a tag or branch created concurrently); (4) delete data, changelog, index and statistics files; (5) delete
+manifests and manifest lists.
+
+**No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
+deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
+read, a time-travel query, a forgotten branch). Call :func:`expire_snapshots` (``Table.expire_snapshots``)
+explicitly, e.g. from a scheduled maintenance job. Likewise tags are expired only by :func:`expire_tags`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from pyspark_paimon.errors import OptionError, TagNotFoundError
+from pyspark_paimon.metadata.deletion import delete_unreachable
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.options import get_int, parse_duration_ms
+from pyspark_paimon.metadata.reachability import FileRefs, ReachabilityScanner, Root
+from pyspark_paimon.metadata.schema import SchemaManager
+from pyspark_paimon.metadata.snapshot import EARLIEST, MAIN_BRANCH, SnapshotManager, branch_path
+from pyspark_paimon.metadata.tags import TagManager
+from pyspark_paimon.metadata.timeutil import now_millis, to_local_datetime, to_millis
+
+log = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass
+class ExpireResult:
+    """What an expiration removed (or, with ``dry_run``, would remove). Paths are full paths."""
+
+    expired_snapshots: list[int] = field(default_factory=list)
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_manifests: list[str] = field(default_factory=list)
+    deleted_other_files: list[str] = field(default_factory=list)  # index and statistics files
+    dry_run: bool = False
+
+    @property
+    def deleted_snapshots_count(self) -> int:
+        return len(self.expired_snapshots)
+
+
+@dataclass
+class TagExpireResult:
+    expired_tags: list[str] = field(default_factory=list)
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_manifests: list[str] = field(default_factory=list)
+    deleted_other_files: list[str] = field(default_factory=list)
+
+
+def _options(fileio: FileIO, table_path: str, branch: str, options: Mapping[str, str] | None) -> dict[str, str]:
+    if options is not None:
+        return dict(options)
+    schema = SchemaManager(fileio, table_path, branch).latest()
+    return dict(schema.options) if schema is not None else {}
+
+
+def min_consumer_next_snapshot(fileio: FileIO, table_path: str, branch: str) -> int | None:
+    """The smallest ``nextSnapshot`` of the branch's consumers: that snapshot is still going to be read."""
+    best = None
+    directory = f"{branch_path(table_path, branch)}/consumer"
+    for name in fileio.list_names(directory):
+        if not name.startswith("consumer-"):
+            continue
+        try:
+            value = json.loads(fileio.read_text(f"{directory}/{name}")).get("nextSnapshot")
+        except (FileNotFoundError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int) and (best is None or value < best):
+            best = value
+    return best
+
+
+def expire_range(snapshots: SnapshotManager, *, retain_min: int, retain_max: int, older_than_ms: int,
+                 limit: int, consumer_next: int | None) -> tuple[int, int] | None:
+    """``(earliest, end_exclusive)``: the snapshot ids ``[earliest, end_exclusive)`` expire (may be empty)."""
+    latest = snapshots.latest_id()
+    earliest = snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return None
+    lowest = max(latest - retain_max + 1, earliest)
+    end = latest - retain_min + 1
+    if consumer_next is not None:
+        end = min(end, consumer_next)
+    end = min(end, earliest + limit)
+    if end <= earliest:
+        return earliest, earliest
+    for sid in range(lowest, end):
+        # A snapshot expires only once its successor has existed for longer than the retention time.
+        nxt = sid + 1
+        if snapshots.exists(nxt) and older_than_ms <= snapshots.snapshot(nxt).time_millis:
+            return earliest, sid
+    return earliest, end
+
+
+def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *,
+                     retain_max: int | None = None, retain_min: int | None = None, older_than: object = None,
+                     max_deletes: int | None = None, options: Mapping[str, str] | None = None,
+                     now: object = None, dry_run: bool = False) -> ExpireResult:
+    """Expire old snapshots of ``branch`` (see the module docstring). Arguments override the table options
+    ``snapshot.num-retained.max`` / ``.min``, ``snapshot.time-retained`` (``older_than``: an epoch-ms or
+    ``datetime`` instant; snapshots superseded before it may expire) and ``snapshot.expire.limit``
+    (``max_deletes``)."""
+    branch = branch or MAIN_BRANCH
+    opts = _options(fileio, table_path, branch, options)
+    retain_min = retain_min if retain_min is not None else get_int(opts, "snapshot.num-retained.min")
+    retain_max = retain_max if retain_max is not None else get_int(opts, "snapshot.num-retained.max")
+    limit = max_deletes if max_deletes is not None else get_int(opts, "snapshot.expire.limit")
+    if retain_min is None or retain_min < 1:
+        raise OptionError(f"retain_min / 'snapshot.num-retained.min' must be at least 1, got {retain_min}: the "
+                          "latest snapshot can never expire.")
+    if retain_max is None or retain_max < retain_min:
+        raise OptionError(f"retain_max / 'snapshot.num-retained.max' ({retain_max}) must be >= retain_min "
+                          f"({retain_min}).")
+    if limit is None or limit < 1:
+        raise OptionError(f"max_deletes / 'snapshot.expire.limit' must be at least 1, got {limit}.")
+    now_ms = to_millis(now, "now") if now is not None else now_millis()
+    if older_than is not None:
+        older_than_ms = to_millis(older_than, "older_than")
+    else:
+        older_than_ms = now_ms - parse_duration_ms(opts.get("snapshot.time-retained", "1 h"),
+                                                   "snapshot.time-retained")
+
+    snapshots = SnapshotManager(fileio, table_path, branch)
+    bounds = expire_range(snapshots, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_than_ms,
+                          limit=limit, consumer_next=min_consumer_next_snapshot(fileio, table_path, branch))
+    result = ExpireResult(dry_run=dry_run)
+    if bounds is None:
+        return result
+    earliest, end = bounds
+    expired = [sid for sid in range(earliest, end) if snapshots.exists(sid)]
+    if not expired:
+        if not dry_run and not fileio.exists(f"{snapshots.snapshot_dir}/{EARLIEST}"):
+            snapshots.commit_earliest_hint(earliest)
+        return result
+
+    scanner = ReachabilityScanner(fileio, table_path)
+    expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
+    candidates = scanner.refs_of(expired_roots)
+    if not dry_run:
+        for sid in expired:  # oldest first: what remains is always a contiguous run of snapshots
+            fileio.delete(snapshots.snapshot_path(sid))
+        snapshots.commit_earliest_hint(end)
+    result.expired_snapshots = expired
+    _fill(result, delete_unreachable(fileio, table_path, candidates, scanner,
+                                     exclude={r.key for r in expired_roots}, dry_run=dry_run))
+    log.info("expired snapshots %s of %s (branch %s): %d data files, %d manifests deleted", expired, table_path,
+             branch, len(result.deleted_data_files), len(result.deleted_manifests))
+    return result
+
+
+def _fill(result: ExpireResult | TagExpireResult, swept: object) -> None:
+    result.deleted_data_files = list(swept.data_files)  # type: ignore[attr-defined]
+    result.deleted_manifests = list(swept.manifests)  # type: ignore[attr-defined]
+    result.deleted_other_files = list(swept.other_files)  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------------------------- tags
+def delete_tags(fileio: FileIO, table_path: str, branch: str, names: Iterable[str], *, clean_files: bool = False,
+                ignore_if_not_exists: bool = False) -> TagExpireResult:
+    """Delete tags. With ``clean_files`` also delete the files only those tags kept alive (Java's behaviour),
+    checked against every remaining snapshot, tag and changelog of every branch."""
+    tags = TagManager(fileio, table_path, branch)
+    result = TagExpireResult()
+    roots: list[Root] = []
+    for name in names:
+        try:
+            tag = tags.get_tag(name)
+        except TagNotFoundError:
+            if ignore_if_not_exists:
+                continue
+            raise
+        roots.append(Root(tags.branch, "tag", name, tag.snapshot))
+    scanner = ReachabilityScanner(fileio, table_path)
+    candidates = scanner.refs_of(roots) if clean_files else FileRefs()
+    for root in roots:
+        tags.delete(root.name, ignore_if_not_exists=True)
+        result.expired_tags.append(root.name)
+    if clean_files and not candidates.is_empty():
+        _fill(result, delete_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in roots}))
+    return result
+
+
+def expire_tags(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, older_than: object = None,
+                now: object = None, clean_files: bool = False) -> TagExpireResult:
+    """Delete the branch's tags whose retention has passed (``tagCreateTime + tagTimeRetained < now``) and,
+    when ``older_than`` (epoch ms or datetime) is given, every tag created before it (as Java's
+    ``expire_tags(older_than)``: tags without a create time use their file's modification time)."""
+    tags = TagManager(fileio, table_path, branch)
+    now_dt = to_local_datetime(now, "now") if now is not None else _dt.datetime.now()
+    older = to_local_datetime(older_than, "older_than") if older_than is not None else None
+    expired = [t.name for t in tags.expired_tags(now_dt, older)]
+    return delete_tags(fileio, table_path, branch, expired, clean_files=clean_files, ignore_if_not_exists=True)
+
+
+__all__ = ["ExpireResult", "TagExpireResult", "expire_snapshots", "expire_range", "expire_tags", "delete_tags",
+           "min_consumer_next_snapshot", "INT_MAX"]

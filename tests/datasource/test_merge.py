@@ -1,0 +1,340 @@
+"""Merge engines over sorted Arrow tables (format reference §7.3, §7.4)."""
+
+from __future__ import annotations
+
+import decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyspark_paimon.datasource.merge import (
+    KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER, KIND_UPDATE_BEFORE, MergeError, merge_sorted, sort_for_merge,
+)
+from pyspark_paimon.errors import OptionError, PaimonError
+
+I, UB, UA, D = KIND_INSERT, KIND_UPDATE_BEFORE, KIND_UPDATE_AFTER, KIND_DELETE
+
+
+def kv(rows: list[tuple], value_types: dict[str, pa.DataType] | None = None) -> pa.Table:
+    """rows: (id, seq, kind, **values as a tuple in value_types order)."""
+    value_types = value_types or {"v": pa.int64()}
+    names = list(value_types)
+    cols: dict[str, Any] = {
+        "id": pa.array([r[0] for r in rows], pa.int32()),
+        "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
+        "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8()),
+    }
+    for i, name in enumerate(names):
+        cols[name] = pa.array([r[3 + i] for r in rows], value_types[name])
+    return pa.table(cols)
+
+
+def merge(table: pa.Table, engine: str = "deduplicate", options: dict[str, str] | None = None,
+          seq: list[str] | None = None, descending: bool = False, drop_retracts: bool = True,
+          values: list[str] | None = None) -> list[dict]:
+    table = sort_for_merge(table, ["id"], seq or [], descending)
+    values = values if values is not None else [c for c in table.column_names
+                                                if c not in ("id", "_SEQUENCE_NUMBER", "_VALUE_KIND")]
+    out = merge_sorted(table, ["id"], engine, options or {}, values, drop_retracts, primary_keys=["id"])
+    assert out.schema == table.schema
+    return out.to_pylist()
+
+
+def pick(rows: list[dict], *cols: str) -> list[tuple]:
+    return [tuple(r[c] for c in cols) for r in rows]
+
+
+# ------------------------------------------------------------------------------------------------ sorting
+def test_sort_for_merge_orders_by_key_then_sequence_number_then_is_add() -> None:
+    t = kv([(2, 1, I, 20), (1, 5, I, 15), (1, 3, I, 13), (1, 5, UB, 99)])
+    out = sort_for_merge(t, ["id"], [], False)
+    assert pick(out.to_pylist(), "id", "_SEQUENCE_NUMBER", "_VALUE_KIND") == [
+        (1, 3, I), (1, 5, UB), (1, 5, I), (2, 1, I)]
+
+
+def test_sort_for_merge_user_sequence_field_nulls_first_and_stable() -> None:
+    t = kv([(1, 1, I, 10, 1), (1, 2, I, None, 2), (1, 3, I, 5, 3), (1, 4, I, 5, 4)],
+           {"s": pa.int64(), "v": pa.int64()})
+    asc = sort_for_merge(t, ["id"], ["s"], False).column("v").to_pylist()
+    assert asc == [2, 3, 4, 1]
+    desc = sort_for_merge(t, ["id"], ["s"], True).column("v").to_pylist()
+    assert desc == [2, 1, 3, 4]  # NULL still first (oldest); then larger s is older
+
+
+def test_sort_for_merge_is_stable_for_full_ties() -> None:
+    t = kv([(1, 7, I, 1), (1, 7, I, 2), (1, 7, I, 3)])
+    assert sort_for_merge(t, ["id"], [], False).column("v").to_pylist() == [1, 2, 3]
+
+
+# ------------------------------------------------------------------------------------------------ deduplicate
+def test_deduplicate_last_wins_and_delete_removes() -> None:
+    t = kv([(1, 0, I, 1), (1, 1, UA, 2), (2, 2, I, 20), (2, 3, D, 20), (3, 4, D, 30), (3, 5, I, 31)])
+    assert pick(merge(t), "id", "v") == [(1, 2), (3, 31)]
+
+
+def test_deduplicate_keeps_retract_kind_for_writer() -> None:
+    t = kv([(1, 0, I, 1), (1, 1, D, 1), (2, 2, I, 20), (2, 3, UA, 21)])
+    rows = merge(t, drop_retracts=False)
+    assert pick(rows, "id", "v", "_VALUE_KIND", "_SEQUENCE_NUMBER") == [(1, 1, D, 1), (2, 21, UA, 3)]
+
+
+def test_deduplicate_ignore_delete() -> None:
+    t = kv([(1, 0, I, 1), (1, 1, D, 1), (2, 2, UB, 5)])
+    assert pick(merge(t, options={"ignore-delete": "true"}), "id", "v") == [(1, 1)]
+    assert pick(merge(t, options={"deduplicate.ignore-delete": "true"}), "id", "v") == [(1, 1)]
+
+
+def test_deduplicate_whole_row_replaced_including_nulls() -> None:
+    t = kv([(1, 0, I, "x", 1), (1, 1, UA, None, 5)], {"a": pa.string(), "b": pa.int64()})
+    assert pick(merge(t), "a", "b") == [(None, 5)]
+
+
+def test_sequence_field_smaller_update_does_not_replace() -> None:
+    # [disk wh_e/seqf]: seq 10 first, an update with seq 5 later does not win; a delete with seq 20 does.
+    t = kv([(1, 0, I, 10, "a"), (1, 1, UA, 5, "b")], {"seq": pa.int64(), "v": pa.string()})
+    assert pick(merge(t, seq=["seq"]), "seq", "v") == [(10, "a")]
+    t2 = kv([(1, 0, I, 10, "a"), (1, 1, UA, 5, "b"), (1, 2, D, 20, "a")], {"seq": pa.int64(), "v": pa.string()})
+    assert merge(t2, seq=["seq"]) == []
+
+
+def test_sequence_field_null_is_oldest() -> None:
+    t = kv([(1, 0, I, 3, "a"), (1, 1, UA, None, "b")], {"seq": pa.int64(), "v": pa.string()})
+    assert pick(merge(t, seq=["seq"]), "v") == [("a",)]
+
+
+def test_sequence_field_descending() -> None:
+    t = kv([(1, 0, I, 10, "a"), (1, 1, UA, 5, "b"), (1, 2, UA, 7, "c")], {"seq": pa.int64(), "v": pa.string()})
+    assert pick(merge(t, seq=["seq"], descending=True), "v") == [("b",)]
+
+
+def test_multi_column_keys() -> None:
+    t = pa.table({"a": pa.array([1, 1, 1, 2], pa.int32()), "b": ["x", "y", "x", "x"],
+                  "_SEQUENCE_NUMBER": pa.array([0, 1, 2, 3], pa.int64()),
+                  "_VALUE_KIND": pa.array([0, 0, 0, 0], pa.int8()), "v": [1, 2, 3, 4]})
+    s = sort_for_merge(t, ["a", "b"], [], False)
+    out = merge_sorted(s, ["a", "b"], "deduplicate", {}, ["v"])
+    assert pick(out.to_pylist(), "a", "b", "v") == [(1, "x", 3), (1, "y", 2), (2, "x", 4)]
+
+
+def test_empty_input() -> None:
+    t = kv([])
+    assert merge_sorted(t, ["id"], "deduplicate", {}, ["v"]).num_rows == 0
+
+
+# ------------------------------------------------------------------------------------------------ partial-update
+def test_partial_update_last_non_null_per_field() -> None:
+    t = kv([(1, 0, I, "x", None), (1, 1, I, None, 5), (2, 2, I, "p", 1), (2, 3, UA, "q", None)],
+           {"a": pa.string(), "b": pa.int64()})
+    assert pick(merge(t, "partial-update"), "id", "a", "b") == [(1, "x", 5), (2, "q", 1)]
+
+
+def test_partial_update_respects_sequence_field() -> None:
+    t = kv([(1, 0, I, 10, "new", None), (1, 1, I, 5, "old", 7)], {"s": pa.int64(), "a": pa.string(),
+                                                                   "b": pa.int64()})
+    assert pick(merge(t, "partial-update", seq=["s"]), "s", "a", "b") == [(10, "new", 7)]
+
+
+def test_partial_update_delete_needs_an_option() -> None:
+    t = kv([(1, 0, I, "x", 1), (1, 1, D, "x", 1)], {"a": pa.string(), "b": pa.int64()})
+    with pytest.raises(MergeError, match="ignore-delete.*remove-record-on-delete"):
+        merge(t, "partial-update")
+    assert pick(merge(t, "partial-update", {"ignore-delete": "true"}), "a", "b") == [("x", 1)]
+    assert pick(merge(t, "partial-update", {"partial-update.ignore-delete": "true"}), "a") == [("x",)]
+
+
+def test_partial_update_remove_record_on_delete() -> None:
+    opts = {"partial-update.remove-record-on-delete": "true"}
+    t = kv([(1, 0, I, "x", 1), (1, 1, D, None, None),  # key 1 removed
+            (2, 2, I, "p", 2), (2, 3, D, None, None), (2, 4, I, None, 9),  # fresh start after -D
+            (3, 5, I, "k", 3), (3, 6, UB, "k", 3), (3, 7, UA, None, 4)],  # -U ignored
+           {"a": pa.string(), "b": pa.int64()})
+    assert pick(merge(t, "partial-update", opts), "id", "a", "b") == [(2, None, 9), (3, "k", 4)]
+    kept = merge(t, "partial-update", opts, drop_retracts=False)
+    assert pick(kept, "id", "_VALUE_KIND") == [(1, D), (2, I), (3, I)]
+
+
+def test_partial_update_only_update_before_produces_nothing() -> None:
+    opts = {"partial-update.remove-record-on-delete": "true"}
+    t = kv([(1, 0, UB, "x", 1)], {"a": pa.string(), "b": pa.int64()})
+    assert merge(t, "partial-update", opts, drop_retracts=False) == []
+
+
+def test_partial_update_sequence_group_refused() -> None:
+    t = kv([(1, 0, I, "x", 1)], {"a": pa.string(), "b": pa.int64()})
+    with pytest.raises(OptionError, match="sequence"):
+        merge(t, "partial-update", {"fields.b.sequence-group": "a"})
+
+
+# ------------------------------------------------------------------------------------------------ aggregation
+AGG_TYPES = {"s": pa.int64(), "mx": pa.int32(), "mn": pa.string(), "lv": pa.string(), "lnn": pa.string(),
+             "fv": pa.int64(), "fnn": pa.int64(), "c": pa.int64(), "ba": pa.bool_(), "bo": pa.bool_(),
+             "la": pa.string(), "p": pa.int64()}
+AGG_OPTS = {
+    "fields.s.aggregate-function": "sum", "fields.mx.aggregate-function": "max",
+    "fields.mn.aggregate-function": "min", "fields.lv.aggregate-function": "last_value",
+    "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_non_null_value",
+    "fields.c.aggregate-function": "count", "fields.ba.aggregate-function": "bool_and",
+    "fields.bo.aggregate-function": "bool_or", "fields.la.aggregate-function": "listagg",
+    "fields.p.aggregate-function": "product",
+}
+
+
+def test_aggregation_functions() -> None:
+    t = kv([
+        (1, 0, I, 1, 3, "m", "a", "x", None, None, 1, True, False, "p", 2),
+        (1, 1, I, None, 9, "b", None, None, 7, 8, 1, None, True, "q", 3),
+        (1, 2, I, 5, None, None, "c", "z", 4, 9, None, False, None, " ", None),
+        (2, 3, I, 4, None, None, None, None, None, None, None, None, None, None, None),
+    ], AGG_TYPES)
+    rows = merge(t, "aggregation", AGG_OPTS)
+    assert rows[0] == {"id": 1, "_SEQUENCE_NUMBER": 2, "_VALUE_KIND": I, "s": 6, "mx": 9, "mn": "b", "lv": "c",
+                       "lnn": "z", "fv": None, "fnn": 8, "c": 2, "ba": False, "bo": True, "la": "p,q", "p": 6}
+    assert rows[1] == {"id": 2, "_SEQUENCE_NUMBER": 3, "_VALUE_KIND": I, "s": 4, "mx": None, "mn": None,
+                       "lv": None, "lnn": None, "fv": None, "fnn": None, "c": 1, "ba": None, "bo": None,
+                       "la": None, "p": None}
+
+
+def test_aggregation_default_function_and_listagg_delimiter() -> None:
+    t = kv([(1, 0, I, "a", 1), (1, 1, I, "b", None)], {"la": pa.string(), "x": pa.int64()})
+    rows = merge(t, "aggregation", {"fields.default-aggregate-function": "listagg",
+                                    "fields.x.aggregate-function": "sum", "fields.la.list-agg-delimiter": "|"})
+    assert pick(rows, "la", "x") == [("a|b", 1)]
+    # The default is last_non_null_value.
+    assert pick(merge(t, "aggregation", {}), "la", "x") == [("b", 1)]
+
+
+def test_aggregation_sum_with_retraction_and_types() -> None:
+    types = {"i": pa.int32(), "d": pa.decimal128(10, 2), "f": pa.float64()}
+    opts = {f"fields.{n}.aggregate-function": "sum" for n in types}
+    t = kv([(1, 0, I, 5, decimal.Decimal("1.50"), 1.5), (1, 1, UB, 2, decimal.Decimal("0.25"), 0.5),
+            (1, 2, UA, 4, decimal.Decimal("1.00"), 2.0), (2, 3, D, 3, None, 1.0)], types)
+    rows = merge(t, "aggregation", opts)
+    assert pick(rows, "id", "i", "d", "f", "_VALUE_KIND") == [
+        (1, 7, decimal.Decimal("2.25"), 3.0, I), (2, -3, None, -1.0, I)]
+
+
+def test_aggregation_count_and_last_value_retraction() -> None:
+    types = {"c": pa.int64(), "lv": pa.string(), "lnn": pa.string()}
+    opts = {"fields.c.aggregate-function": "count", "fields.lv.aggregate-function": "last_value"}
+    t = kv([(1, 0, I, 1, "a", "a"), (1, 1, I, 1, "b", "b"), (1, 2, UB, 1, "b", None)], types)
+    assert pick(merge(t, "aggregation", opts), "c", "lv", "lnn") == [(1, None, "b")]
+    t2 = kv([(1, 0, I, 1, "a", "a"), (1, 1, UB, 1, "b", "x")], types)
+    assert pick(merge(t2, "aggregation", opts), "c", "lv", "lnn") == [(0, None, None)]
+
+
+def test_aggregation_retraction_refused_unless_ignored() -> None:
+    t = kv([(1, 0, I, 5, 1), (1, 1, UB, 5, 1), (1, 2, I, 3, 1)], {"m": pa.int64(), "s": pa.int64()})
+    opts = {"fields.m.aggregate-function": "max", "fields.s.aggregate-function": "sum"}
+    with pytest.raises(MergeError, match="fields.m.ignore-retract"):
+        merge(t, "aggregation", opts)
+    rows = merge(t, "aggregation", {**opts, "fields.m.ignore-retract": "true"})
+    assert pick(rows, "m", "s") == [(5, 1)]
+    rows = merge(t, "aggregation", {**opts, "ignore-delete": "true"})
+    assert pick(rows, "m", "s") == [(5, 2)]
+
+
+def test_aggregation_keeps_primary_key_and_refuses_unknown_function() -> None:
+    t = kv([(1, 0, I, 1), (1, 1, I, 2)])
+    with pytest.raises(OptionError, match="fields.v.aggregate-function"):
+        merge(t, "aggregation", {"fields.v.aggregate-function": "collect"})
+    rows = merge(t, "aggregation", {"fields.id.aggregate-function": "sum", "fields.v.aggregate-function": "sum"},
+                 values=["id", "v"])
+    assert pick(rows, "id", "v") == [(1, 3)]
+
+
+def test_aggregation_with_sequence_field() -> None:
+    t = kv([(1, 0, I, 10, "new", 1), (1, 1, I, 5, "old", 2)],
+           {"s": pa.int64(), "lv": pa.string(), "x": pa.int64()})
+    rows = merge(t, "aggregation", {"fields.lv.aggregate-function": "last_value",
+                                    "fields.x.aggregate-function": "sum"}, seq=["s"])
+    assert pick(rows, "s", "lv", "x") == [(10, "new", 3)]
+
+
+# ------------------------------------------------------------------------------------------------ first-row
+def test_first_row() -> None:
+    t = kv([(1, 0, I, 1), (1, 1, UA, 2), (2, 2, I, 20)])
+    assert pick(merge(t, "first-row"), "id", "v") == [(1, 1), (2, 20)]
+
+
+def test_first_row_retractions() -> None:
+    t = kv([(1, 0, D, 1), (1, 1, I, 2)])
+    with pytest.raises(MergeError, match="ignore-delete"):
+        merge(t, "first-row")
+    assert pick(merge(t, "first-row", {"ignore-delete": "true"}), "v") == [(2,)]
+    assert pick(merge(t, "first-row", {"first-row.ignore-delete": "true"}), "v") == [(2,)]
+
+
+def test_unknown_engine_and_bad_options() -> None:
+    t = kv([(1, 0, I, 1)])
+    with pytest.raises(OptionError):
+        merge(t, "lookup")
+    with pytest.raises(OptionError, match="ignore-delete"):
+        merge(t, options={"ignore-delete": "yes"})
+    assert issubclass(MergeError, PaimonError)
+
+
+# ------------------------------------------------------------------------------------------------ property
+op = st.tuples(st.integers(0, 4), st.sampled_from([I, UA, D, UB]), st.one_of(st.none(), st.integers(-5, 5)))
+
+
+def _shuffled_kv(ops: list[tuple[int, int, Any]], perm: list[int]) -> pa.Table:
+    rows = [(k, seq, kind, v) for seq, (k, kind, v) in enumerate(ops)]
+    return kv([rows[i] for i in perm])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(op, max_size=40).flatmap(lambda ops: st.tuples(st.just(ops), st.permutations(range(len(ops))))))
+def test_property_deduplicate_matches_dict_model(data: tuple[list, list[int]]) -> None:
+    ops, perm = data
+    model: dict[int, Any] = {}
+    for k, kind, v in ops:  # the model may loop; the implementation may not
+        if kind in (I, UA):
+            model[k] = v
+        else:
+            model.pop(k, None)
+    rows = merge(_shuffled_kv(ops, perm))
+    assert {r["id"]: r["v"] for r in rows} == model
+    assert [r["id"] for r in rows] == sorted(model)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(op, max_size=40).flatmap(lambda ops: st.tuples(st.just(ops), st.permutations(range(len(ops))))))
+def test_property_partial_update_and_sum_match_model(data: tuple[list, list[int]]) -> None:
+    ops, perm = data
+    partial: dict[int, Any] = {}
+    sums: dict[int, Any] = {}
+    for k, kind, v in ops:
+        if kind == D:
+            partial.pop(k, None)
+        elif kind in (I, UA):
+            if k not in partial:
+                partial[k] = None
+            if v is not None:
+                partial[k] = v
+        if v is not None:
+            sums[k] = (sums.get(k) or 0) + (-v if kind in (D, UB) else v)
+        else:
+            sums.setdefault(k, None)
+    t = _shuffled_kv(ops, perm)
+    rows = merge(t, "partial-update", {"partial-update.remove-record-on-delete": "true"})
+    assert {r["id"]: r["v"] for r in rows} == partial
+    rows = merge(t, "aggregation", {"fields.v.aggregate-function": "sum"})
+    assert {r["id"]: r["v"] for r in rows} == sums
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3)), st.integers(0, 9)),
+                max_size=30))
+def test_property_sequence_field_matches_model(ops: list[tuple[int, Any, int]]) -> None:
+    # The newest record is the one with the greatest (seq field, NULL first; then sequence number).
+    best: dict[int, tuple] = {}
+    for n, (k, s, v) in enumerate(ops):
+        rank = (s is not None, s if s is not None else 0, n)
+        if k not in best or rank > best[k][0]:
+            best[k] = (rank, v)
+    t = kv([(k, n, I, s, v) for n, (k, s, v) in enumerate(ops)], {"s": pa.int64(), "v": pa.int64()})
+    rows = merge(t, seq=["s"])
+    assert {r["id"]: r["v"] for r in rows} == {k: b[1] for k, b in best.items()}
