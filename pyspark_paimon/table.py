@@ -18,6 +18,10 @@ from pyspark_paimon.datasource.jobs import (
     prepare_write,
 )
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata import expire as _expire
+from pyspark_paimon.metadata import orphans as _orphans
+from pyspark_paimon.metadata import rollback as _rollback
+from pyspark_paimon.metadata import tags as _tags
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import TableSchema
@@ -146,3 +150,62 @@ class Table:
             writer.abort()
             raise
         return job.commit(messages)
+
+    # -- tags, rollback and maintenance (logic in metadata/tags, rollback, expire, orphans) -------
+    def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: Any = None,
+                   from_timestamp: Any = None, from_tag: str | None = None,
+                   ignore_if_exists: bool = False) -> _tags.Tag:
+        """Tag the latest snapshot, ``snapshot_id`` (an expired one if a tag preserved it), the snapshot of
+        tag ``from_tag``, or the first snapshot committed at or after ``from_timestamp`` (epoch ms or a
+        datetime; naive = local time). ``time_retained`` ('7 d', a timedelta or ms) defaults to the table's
+        ``tag.default-time-retained``; a tag without retention never expires."""
+        return _tags.create_tag(self.fileio, self.path, self.branch, name, snapshot_id=snapshot_id,
+                                from_tag=from_tag, from_timestamp=from_timestamp, time_retained=time_retained,
+                                ignore_if_exists=ignore_if_exists, options=self.options)
+
+    def replace_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: Any = None,
+                    from_timestamp: Any = None, from_tag: str | None = None) -> _tags.Tag:
+        """Move the existing tag ``name`` (to the latest snapshot unless a source is given)."""
+        return _tags.replace_tag(self.fileio, self.path, self.branch, name, snapshot_id=snapshot_id,
+                                 from_tag=from_tag, from_timestamp=from_timestamp, time_retained=time_retained,
+                                 options=self.options)
+
+    def rename_tag(self, old: str, new: str) -> _tags.Tag:
+        return _tags.TagManager(self.fileio, self.path, self.branch).rename(old, new)
+
+    def delete_tag(self, name: str | Sequence[str], *, ignore_if_not_exists: bool = False,
+                   clean_files: bool = False) -> list[str]:
+        """Delete tag(s) (a name, a comma-separated list, or a list). Only the tag files are removed unless
+        ``clean_files``, which also deletes the files nothing else (on any branch) still references."""
+        names = [n.strip() for n in name.split(",")] if isinstance(name, str) else list(name)
+        return _expire.delete_tags(self.fileio, self.path, self.branch, names, clean_files=clean_files,
+                                   ignore_if_not_exists=ignore_if_not_exists).expired_tags
+
+    def list_tags(self) -> list[_tags.Tag]:
+        """This branch's tags, ordered by snapshot id then name."""
+        return _tags.TagManager(self.fileio, self.path, self.branch).list()
+
+    def rollback_to(self, snapshot_id: int | None = None, *, tag: str | None = None) -> _rollback.RollbackResult:
+        """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest snapshot of this branch again, deleting
+        newer snapshots and tags (Paimon semantics; no data files are deleted)."""
+        return _rollback.rollback_to(self.fileio, self.path, self.branch, snapshot_id=snapshot_id, tag=tag)
+
+    def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
+                         older_than: Any = None, max_deletes: int | None = None, *,
+                         dry_run: bool = False) -> _expire.ExpireResult:
+        """Expire old snapshots of this branch; unset arguments come from the ``snapshot.*`` table options.
+        Deletes only files no snapshot, tag or changelog of *any* branch still references."""
+        return _expire.expire_snapshots(self.fileio, self.path, self.branch, retain_max=retain_max,
+                                        retain_min=retain_min, older_than=older_than, max_deletes=max_deletes,
+                                        options=self.options, dry_run=dry_run)
+
+    def expire_tags(self, older_than: Any = None, *, clean_files: bool = False) -> list[str]:
+        """Delete this branch's tags past their retention (and, with ``older_than``, all tags created before
+        it); returns their names."""
+        return _expire.expire_tags(self.fileio, self.path, self.branch, older_than=older_than,
+                                   clean_files=clean_files).expired_tags
+
+    def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False) -> _orphans.OrphanResult:
+        """Delete files under the table that no snapshot, tag or changelog of any branch references and that
+        are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
+        return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)

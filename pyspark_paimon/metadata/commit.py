@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Literal, Sequence
 
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
+from pyspark_paimon.metadata import auto_tag
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import parse_duration_ms
@@ -164,12 +165,28 @@ class FileStoreCommit:
                     "not have landed. Its files are kept; check the table's latest snapshot before retrying."
                 ) from e
             if created:
+                self._after_commit(snapshot)
                 return snapshot
             self._delete_quietly(written)
             self._sleep(attempt)
         raise CommitConflictError(
             f"Gave up committing to {self.table_path} (branch '{self.branch}') after {self.max_retries + 1} attempts: "
             "other writers kept committing first. Retry the job, or raise 'commit.max-retries'.")
+
+    def _after_commit(self, snapshot: Snapshot) -> None:
+        """Post-commit work: automatic tag creation (``tag.automatic-creation``).
+
+        Deliberately *not* snapshot or tag expiration, although Java expires on every commit by default:
+        expiration deletes files, and it stays an explicit maintenance call (``Table.expire_snapshots`` /
+        ``expire_tags``) so that writing can never delete data as a side effect. The commit has landed by
+        now, so a failure here is logged, never raised (raising would invite a retry that duplicates data).
+        """
+        try:
+            auto_tag.on_commit(self.fileio, self.table_path, self.branch, snapshot, self._schema.options)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            log.warning("Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
+                        "%s. Create the tag by hand (Table.create_tag) if you need it.", snapshot.id,
+                        self.table_path, self.branch, e)
 
     # ---------------------------------------------------------------------------------------------
     def _already_committed(self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int,
@@ -197,6 +214,8 @@ class FileStoreCommit:
         schema = self.schemas.latest()
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
+        auto_tag.validate_options(schema.options)  # refuse bad tag options before anything is written
+        self._schema = schema
         base = self.base_manifests(latest)
         delta_entries = list(new_entries)
         live: list[ManifestEntry] | None = None

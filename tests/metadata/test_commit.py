@@ -1,0 +1,672 @@
+"""The commit protocol (metadata/commit.py, §8): snapshots, manifests, overwrite, conflicts and concurrency.
+
+Tables are real (``SchemaManager.create_table`` on local disk); data files are made-up ``DataFileMeta``s
+with real partition BinaryRows, because the commit only ever looks at metadata. The last test writes real
+parquet files through ``Table.write_arrow`` and has pypaimon read the result.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import textwrap
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError, OptionError
+from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec, partition_stats
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.manifest import KIND_ADD, KIND_DELETE, DataFileMeta, ManifestEntry
+from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.types import AtomicType, string_type
+
+FAST_RETRY = {"commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "20 ms", "commit.max-retries": "60"}
+
+
+# --------------------------------------------------------------------------------------------- helpers
+@dataclass
+class T:
+    """A test table: dt STRING, h INT partitions, PK (dt, h, id), 2 buckets."""
+
+    fileio: FileIO
+    path: str
+    schema: TableSchema
+
+    @property
+    def store(self) -> FileStore:
+        return FileStore(self.fileio, self.path)  # fresh caches every time
+
+    def part(self, dt: str | None, h: int | None = 1) -> bytes:
+        return serialize_row([dt, h], [f.type for f in self.schema.partition_fields])
+
+    def values(self, partition: bytes) -> tuple:
+        return deserialize_row(partition, [f.type for f in self.schema.partition_fields])
+
+    def committer(self, **options: str) -> FileStoreCommit:
+        return FileStoreCommit(self.fileio, self.path, options={**FAST_RETRY, **options})
+
+    def live(self, snapshot: Snapshot | None = None) -> dict[str, ManifestEntry]:
+        store = self.store
+        snap = snapshot if snapshot is not None else store.snapshots.latest()
+        return {e.file.file_name: e for e in store.live_entries(snap)}
+
+    def delta(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        store = self.store
+        return store.manifests.read_entries(store.manifests.read_list(snapshot.delta_manifest_list))
+
+    def manifest_dir_files(self) -> set[str]:
+        return set(self.fileio.list_names(f"{self.path}/manifest"))
+
+    def referenced_manifest_files(self) -> set[str]:
+        store = self.store
+        out: set[str] = set()
+        for snap in store.snapshots.snapshots():
+            for lst in (snap.base_manifest_list, snap.delta_manifest_list):
+                out.add(lst)
+                out.update(m.file_name for m in store.manifests.read_list(lst))
+        return out
+
+
+def make_table(root: Path, options: dict[str, str] | None = None, name: str = "t") -> T:
+    fio, path = FileIO.for_uri(str(root / "db.db" / name))
+    schema = SchemaManager(fio, path).create_table(
+        [("dt", string_type()), ("h", AtomicType("INT")), ("id", AtomicType("BIGINT")), ("v", string_type())],
+        partition_keys=["dt", "h"], primary_keys=["dt", "h", "id"], options={"bucket": "2", **(options or {})})
+    return T(fio, path, schema)
+
+
+@pytest.fixture
+def t(tmp_path: Path) -> T:
+    return make_table(tmp_path)
+
+
+def new_file(rows: int = 10, level: int = 0, name: str | None = None) -> DataFileMeta:
+    return DataFileMeta(file_name=name or f"data-{uuid.uuid4()}-0.parquet", file_size=100 + rows, row_count=rows,
+                        level=level, creation_time_millis=1795256648745)
+
+
+def msg(partition: bytes, *files: DataFileMeta, bucket: int = 0, total_buckets: int = 2,
+        compact_before: tuple[DataFileMeta, ...] = ()) -> CommitMessage:
+    return CommitMessage(partition, bucket, total_buckets, tuple(files), compact_before)
+
+
+def names(entries: list[ManifestEntry], kind: int | None = None) -> set[str]:
+    return {e.file.file_name for e in entries if kind is None or e.kind == kind}
+
+
+class HookedFileIO(FileIO):
+    """Local FileIO that runs ``hook(path)`` just before the first create of a snapshot file (a concurrent
+    writer sneaking in between our read of the latest snapshot and our create), optionally failing."""
+
+    def __init__(self, hook: Callable[[str], None] | None = None, *, times: int = 1,
+                 snapshot_create: Callable[[str], bool | None] | None = None) -> None:
+        super().__init__("file")
+        self.hook, self.times, self.snapshot_create, self.creates = hook, times, snapshot_create, 0
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        if "/snapshot/snapshot-" in path:
+            self.creates += 1
+            if self.hook is not None and self.times > 0:
+                self.times -= 1
+                self.hook(path)
+            if self.snapshot_create is not None:
+                result = self.snapshot_create(path)
+                if result is not None:
+                    return result
+        return super().try_create(path, data)
+
+
+# --------------------------------------------------------------------------------------------- APPEND
+def test_append_snapshots_and_manifest_lists(t: T) -> None:
+    c = t.committer()
+    a1, a2 = t.part("a", 1), t.part("a", 2)
+    batches = [
+        [msg(a1, new_file(10))],
+        [msg(a1, new_file(5), bucket=1), msg(a2, new_file(7), new_file(1))],
+        [msg(t.part("b", 1), new_file(3))],
+    ]
+    totals, expected_live, previous = [10, 23, 26], set(), None
+    for i, batch in enumerate(batches, start=1):
+        snap = c.commit(batch)
+        assert snap is not None and snap.id == i
+        assert t.fileio.read_text(f"{t.path}/snapshot/LATEST") == str(i)
+        on_disk = t.store.snapshots.snapshot(i)
+        assert on_disk == snap, "the returned snapshot is the one written"
+        assert (snap.commit_kind, snap.commit_identifier, snap.schema_id, snap.version) == (
+            "APPEND", BATCH_COMMIT_IDENTIFIER, 0, 3)
+        assert snap.next_row_id == 0 and snap.uuid and snap.writer_version.startswith("pyspark-paimon")
+        added = sum(f.row_count for m in batch for f in m.new_files)
+        assert snap.delta_record_count == added and snap.total_record_count == totals[i - 1]
+
+        store = t.store
+        base = store.manifests.read_list(snap.base_manifest_list)
+        delta_metas = store.manifests.read_list(snap.delta_manifest_list)
+        assert snap.base_manifest_list_size == t.fileio.size(store.manifests.path(snap.base_manifest_list))
+        assert snap.delta_manifest_list_size == t.fileio.size(store.manifests.path(snap.delta_manifest_list))
+        if previous is None:
+            assert base == [], "the first snapshot's base list is empty"
+        else:
+            assert base == (store.manifests.read_list(previous.base_manifest_list)
+                            + store.manifests.read_list(previous.delta_manifest_list)), "base = previous base + delta"
+        assert len(delta_metas) == 1
+        delta = store.manifests.read_manifest(delta_metas[0].file_name)
+        assert names(delta) == {f.file_name for m in batch for f in m.new_files}
+        assert all(e.kind == KIND_ADD and e.total_buckets == 2 for e in delta)
+        meta = delta_metas[0]
+        assert (meta.num_added_files, meta.num_deleted_files) == (len(delta), 0)
+        assert meta.file_size == t.fileio.size(store.manifests.path(meta.file_name))
+        parts = sorted(t.values(e.partition) for e in delta)
+        assert t.values(meta.partition_stats.min_values) == parts[0]
+        assert t.values(meta.partition_stats.max_values) == parts[-1]
+        assert (meta.min_bucket, meta.max_bucket) == (min(e.bucket for e in delta), max(e.bucket for e in delta))
+
+        expected_live |= {f.file_name for m in batch for f in m.new_files}
+        live = t.live(snap)
+        assert set(live) == expected_live
+        assert snap.total_record_count == sum(e.file.row_count for e in live.values())
+        previous = snap
+    assert t.manifest_dir_files() == t.referenced_manifest_files(), "no orphan manifests"
+
+
+def test_entries_keep_message_fields(t: T) -> None:
+    f = new_file(4, level=0)
+    t.committer().commit([msg(t.part(None, None), f, bucket=1, total_buckets=2)])
+    (e,) = t.live().values()
+    assert (e.partition, e.bucket, e.total_buckets, e.file) == (t.part(None, None), 1, 2, f)
+    assert t.values(e.partition) == (None, None)
+
+
+def test_empty_commit(t: T) -> None:
+    c = t.committer()
+    assert c.commit([]) is None
+    assert c.commit([msg(t.part("a"))]) is None, "messages without files change nothing"
+    assert t.store.snapshots.latest_id() is None and t.manifest_dir_files() == set()
+    snap = c.commit([], allow_empty=True)
+    assert snap.id == 1 and snap.total_record_count == 0 and snap.delta_record_count == 0
+    assert t.delta(snap) == []
+
+
+def test_commit_user_identifier_properties_watermark(t: T) -> None:
+    c = t.committer()
+    s1 = c.commit([msg(t.part("a"), new_file())], commit_user="job-1", commit_identifier=7,
+                  properties={"k": "v"}, watermark=100)
+    assert (s1.commit_user, s1.commit_identifier, s1.properties, s1.watermark) == ("job-1", 7, {"k": "v"}, 100)
+    s2 = c.commit([msg(t.part("a"), new_file())], watermark=50)
+    assert s2.watermark == 100, "the watermark never goes back"
+    assert s2.properties is None and s2.commit_user != "job-1"
+    s3 = c.commit([msg(t.part("a"), new_file())], watermark=300)
+    assert s3.watermark == 300
+    raw = json.loads(t.fileio.read_text(f"{t.path}/snapshot/snapshot-1"))
+    assert raw["properties"] == {"k": "v"} and raw["commitIdentifier"] == 7
+
+
+def test_index_manifest_and_statistics_carried_forward(t: T) -> None:
+    c = t.committer()
+    s1 = c.commit([msg(t.part("a"), new_file())])
+    # another engine wrote snapshot 2 with an index manifest and statistics
+    s2 = s1.with_changes(id=2, index_manifest="index-manifest-x-0", statistics="stat-x", delta_record_count=0,
+                         base_manifest_list=s1.base_manifest_list, delta_manifest_list=s1.delta_manifest_list)
+    assert t.store.snapshots.try_commit(s2)
+    s3 = c.commit([msg(t.part("a"), new_file())])
+    assert (s3.index_manifest, s3.statistics) == ("index-manifest-x-0", "stat-x")
+    SchemaManager(t.fileio, t.path).add_column("extra", AtomicType("INT"))
+    s4 = t.committer().commit([msg(t.part("a"), new_file())])
+    assert s4.schema_id == 1, "snapshot schemaId is the latest schema"
+    assert s4.index_manifest == "index-manifest-x-0" and s4.statistics is None, "stats are per schema"
+
+
+# --------------------------------------------------------------------------------------------- OVERWRITE
+def three_partitions(t: T) -> dict[str, list[DataFileMeta]]:
+    files = {"a1": [new_file(10), new_file(2)], "a2": [new_file(5)], "b1": [new_file(7)]}
+    c = t.committer()
+    c.commit([msg(t.part("a", 1), files["a1"][0]), msg(t.part("a", 2), files["a2"][0])])
+    c.commit([msg(t.part("a", 1), files["a1"][1], bucket=1), msg(t.part("b", 1), files["b1"][0])])
+    return files
+
+
+def check_overwrite(t: T, snap: Snapshot, deleted: list[DataFileMeta], added: list[DataFileMeta],
+                    before: dict[str, ManifestEntry]) -> None:
+    assert snap.commit_kind == "OVERWRITE"
+    delta = t.delta(snap)
+    assert names(delta, KIND_DELETE) == {f.file_name for f in deleted}
+    assert names(delta, KIND_ADD) == {f.file_name for f in added}
+    for e in delta:
+        if e.kind == KIND_DELETE:  # a DELETE repeats the live entry exactly (partition, bucket, file meta)
+            assert e == ManifestEntry(KIND_DELETE, before[e.file.file_name].partition, before[e.file.file_name].bucket,
+                                      before[e.file.file_name].total_buckets, before[e.file.file_name].file)
+    removed = sum(f.row_count for f in deleted)
+    new = sum(f.row_count for f in added)
+    assert snap.delta_record_count == new - removed
+    live = t.live(snap)
+    assert set(live) == (set(before) - {f.file_name for f in deleted}) | {f.file_name for f in added}
+    assert snap.total_record_count == sum(e.file.row_count for e in live.values())
+
+
+def test_overwrite_all(t: T) -> None:
+    files = three_partitions(t)
+    before = t.live()
+    replacement = new_file(4)
+    snap = t.committer().commit([msg(t.part("c", 9), replacement)], overwrite=OverwriteSpec("all"))
+    check_overwrite(t, snap, files["a1"] + files["a2"] + files["b1"], [replacement], before)
+    assert snap.total_record_count == 4
+
+
+def test_overwrite_all_without_data_truncates(t: T) -> None:
+    three_partitions(t)
+    snap = t.committer().commit([], overwrite=OverwriteSpec("all"))
+    assert snap.commit_kind == "OVERWRITE" and t.live(snap) == {} and snap.total_record_count == 0
+    again = t.committer().commit([], overwrite=OverwriteSpec("all"))
+    assert again.id == snap.id + 1 and t.delta(again) == [], "truncating an empty table is an empty overwrite"
+
+
+def test_overwrite_dynamic(t: T) -> None:
+    files = three_partitions(t)
+    before = t.live()
+    new_a1, new_c = new_file(1), new_file(2)
+    snap = t.committer().commit([msg(t.part("a", 1), new_a1), msg(t.part("c", 1), new_c)],
+                                overwrite=OverwriteSpec("dynamic"))
+    check_overwrite(t, snap, files["a1"], [new_a1, new_c], before)
+    assert files["a2"][0].file_name in t.live() and files["b1"][0].file_name in t.live()
+
+
+def test_overwrite_static_partition_spec(t: T) -> None:
+    files = three_partitions(t)
+    before = t.live()
+    new_a3 = new_file(6)
+    snap = t.committer().commit([msg(t.part("a", 3), new_a3)],
+                                overwrite=OverwriteSpec("static", partition_spec={"dt": "a"}))
+    check_overwrite(t, snap, files["a1"] + files["a2"], [new_a3], before)
+
+
+def test_overwrite_static_full_spec_and_partition_bytes(t: T) -> None:
+    files = three_partitions(t)
+    before = t.live()
+    snap = t.committer().commit([], overwrite=OverwriteSpec("static", partition_spec={"dt": "a", "h": 2}))
+    check_overwrite(t, snap, files["a2"], [], before)
+    before = t.live()
+    snap = t.committer().commit([msg(t.part("b", 1), new_b := new_file(1))],
+                                overwrite=OverwriteSpec("static", frozenset({t.part("b", 1)})))
+    check_overwrite(t, snap, files["b1"], [new_b], before)
+
+
+def test_static_overwrite_rejects_rows_of_other_partitions(t: T) -> None:
+    three_partitions(t)
+    before_files, before_manifests = t.live(), t.manifest_dir_files()
+    with pytest.raises(CommitError, match=r"Static overwrite of partition \{'dt': 'a'\}.*'dt': 'b'"):
+        t.committer().commit([msg(t.part("a", 1), new_file()), msg(t.part("b", 1), new_file())],
+                             overwrite=OverwriteSpec("static", partition_spec={"dt": "a"}))
+    assert t.store.snapshots.latest_id() == 2, "nothing committed"
+    assert t.live() == before_files and t.manifest_dir_files() == before_manifests, "no files left behind"
+
+
+def test_overwrite_on_empty_table(t: T) -> None:
+    f = new_file(3)
+    snap = t.committer().commit([msg(t.part("a"), f)], overwrite=OverwriteSpec("dynamic"))
+    assert snap.id == 1 and snap.commit_kind == "OVERWRITE" and set(t.live()) == {f.file_name}
+    assert snap.total_record_count == 3
+
+
+def test_overwrite_deletes_are_recomputed_after_losing_a_race(tmp_path: Path) -> None:
+    """A concurrent append to the overwritten partition lands first: the retry must delete it too, and must
+    keep the concurrent append of another partition."""
+    t = make_table(tmp_path)
+    old = new_file(5)
+    t.committer().commit([msg(t.part("a"), old)])
+    sneaked_a, sneaked_b = new_file(2), new_file(3)
+
+    def concurrent_append(path: str) -> None:
+        t.committer().commit([msg(t.part("a"), sneaked_a), msg(t.part("b"), sneaked_b)])
+
+    fio = HookedFileIO(concurrent_append)
+    mine = new_file(1)
+    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)],
+                                                                 overwrite=OverwriteSpec("dynamic"))
+    assert fio.creates == 2, "first attempt lost snapshot-2, the retry made snapshot-3"
+    assert snap.id == 3
+    assert names(t.delta(snap), KIND_DELETE) == {old.file_name, sneaked_a.file_name}
+    assert set(t.live()) == {mine.file_name, sneaked_b.file_name}
+    assert snap.total_record_count == 1 + 3
+    assert t.manifest_dir_files() == t.referenced_manifest_files(), "the lost attempt's manifests were removed"
+
+
+# --------------------------------------------------------------------------------------------- conflicts
+def test_bucket_count_conflict(t: T) -> None:
+    c = t.committer()
+    c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
+    before = t.manifest_dir_files()
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("a"), new_file(), total_buckets=4)])
+    assert t.store.snapshots.latest_id() == 1 and t.manifest_dir_files() == before
+    # another partition may use another bucket count
+    assert c.commit([msg(t.part("b"), new_file(), total_buckets=4)]).id == 2
+
+
+def test_bucket_count_may_change_through_overwrite(t: T) -> None:
+    c = t.committer()
+    c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
+    c.commit([msg(t.part("a"), new_file(), total_buckets=4)], overwrite=OverwriteSpec("dynamic"))
+    # the 2-bucket file is gone: appending with the partition's new count is fine
+    snap = c.commit([msg(t.part("a"), new_file(), bucket=3, total_buckets=4)])
+    assert snap.id == 3 and {e.total_buckets for e in t.live(snap).values()} == {4}
+    with pytest.raises(CommitError, match="4 buckets but this write uses 2"):
+        c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
+
+
+def test_deleting_a_file_that_is_not_live_conflicts(t: T) -> None:
+    c = t.committer()
+    f1 = new_file(4)
+    c.commit([msg(t.part("a"), f1)])
+    c.commit([msg(t.part("a"), new_file(1))], overwrite=OverwriteSpec("dynamic"))  # f1 is gone now
+    before = t.manifest_dir_files()
+    compacted = new_file(4, level=1)
+    with pytest.raises(CommitConflictError, match=f"{f1.file_name}.*no longer live"):
+        c.commit([msg(t.part("a"), compacted, compact_before=(f1,))], kind="COMPACT")
+    assert t.store.snapshots.latest_id() == 2, "nothing committed"
+    assert t.manifest_dir_files() == before, "the attempt's manifests were removed"
+    with pytest.raises(CommitConflictError):
+        c.commit([msg(t.part("a"), compact_before=(new_file(name="never-existed"),))], kind="COMPACT")
+    with pytest.raises(CommitConflictError):  # same name, wrong level: not the live file
+        c.commit([msg(t.part("a"), compact_before=(f1.with_level(3),))], kind="COMPACT")
+
+
+def test_add_and_delete_of_same_file_in_one_commit(t: T) -> None:
+    f = new_file()
+    t.committer().commit([msg(t.part("a"), f)])
+    with pytest.raises(CommitError, match="both added and deleted"):
+        t.committer().commit([msg(t.part("a"), f, compact_before=(f,))], kind="COMPACT")
+
+
+def test_compact_commit(t: T) -> None:
+    c = t.committer()
+    f1, f2, f3 = new_file(4), new_file(6), new_file(1)
+    c.commit([msg(t.part("a"), f1, f2), msg(t.part("b"), f3)])
+    merged = new_file(9, level=5)
+    snap = c.commit([msg(t.part("a"), merged, compact_before=(f1, f2))], kind="COMPACT")
+    assert snap.commit_kind == "COMPACT"
+    assert snap.delta_record_count == 9 - 10 and snap.total_record_count == 10
+    assert set(t.live()) == {merged.file_name, f3.file_name} and t.live()[merged.file_name].file.level == 5
+    # a metadata-only level upgrade: DELETE at level 0 + ADD of the same name at level 1
+    upgraded = f3.with_level(1)
+    snap = c.commit([msg(t.part("b"), upgraded, compact_before=(f3,))], kind="COMPACT")
+    assert t.live()[f3.file_name].file.level == 1 and snap.delta_record_count == 0
+
+
+def test_unknown_outcome_keeps_files(t: T) -> None:
+    t.committer().commit([msg(t.part("a"), new_file())])
+
+    def explode(path: str) -> bool:
+        raise OSError("connection reset while creating the snapshot")
+
+    fio = HookedFileIO(snapshot_create=explode)
+    with pytest.raises(CommitStateUnknownError, match="snapshot-2.*may or may not have landed"):
+        FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
+    orphans = t.manifest_dir_files() - t.referenced_manifest_files()
+    assert len(orphans) == 3, "delta manifest and both lists are kept: the snapshot might reference them"
+
+
+def test_gives_up_after_max_retries(t: T) -> None:
+    fio = HookedFileIO(snapshot_create=lambda path: False)  # someone else always wins
+    committer = FileStoreCommit(fio, t.path, options={**FAST_RETRY, "commit.max-retries": "3"})
+    with pytest.raises(CommitConflictError, match="after 4 attempts.*commit.max-retries"):
+        committer.commit([msg(t.part("a"), new_file())])
+    assert fio.creates == 4
+    assert t.manifest_dir_files() == set(), "every lost attempt cleaned up its manifests"
+
+
+def test_no_schema_is_an_error(tmp_path: Path) -> None:
+    fio, path = FileIO.for_uri(str(tmp_path / "nothing"))
+    with pytest.raises(CommitError, match="no schema"):
+        FileStoreCommit(fio, path).commit([msg(b"\x00" * 12, new_file())])
+
+
+def test_retry_options_are_parsed() -> None:
+    c = FileStoreCommit(FileIO(), "/nowhere", options={"commit.min-retry-wait": "2 s", "commit.max-retry-wait": "1 min",
+                                                       "commit.max-retries": "4", "manifest.merge-min-count": "7"})
+    assert (c.min_wait_ms, c.max_wait_ms, c.max_retries, c.merge_min_count) == (2000, 60000, 4, 7)
+    d = FileStoreCommit(FileIO(), "/nowhere")
+    assert (d.min_wait_ms, d.max_wait_ms, d.max_retries, d.merge_min_count) == (10, 10000, 10, 30)
+    with pytest.raises(OptionError, match="commit.min-retry-wait"):
+        FileStoreCommit(FileIO(), "/nowhere", options={"commit.min-retry-wait": "soon"})
+
+
+# --------------------------------------------------------------------------------------------- retries
+def test_retry_finds_own_commit_and_returns_it(t: T) -> None:
+    """After a failed attempt, a snapshot by the same (user, identifier, kind) means we already committed."""
+    t.committer().commit([msg(t.part("a"), new_file())])
+    messages = [msg(t.part("a"), new_file(3))]
+    landed: list[Snapshot] = []
+
+    def same_commit_lands_first(path: str) -> None:  # e.g. an earlier attempt of this very job, re-driven
+        landed.append(t.committer().commit(messages, commit_user="job-42"))
+
+    fio = HookedFileIO(same_commit_lands_first)
+    result = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit(messages, commit_user="job-42")
+    assert landed[0].id == 2
+    assert result == landed[0], "returned the existing snapshot instead of committing the files twice"
+    assert t.store.snapshots.latest_id() == 2 and fio.creates == 1
+    assert t.store.snapshots.latest().total_record_count == 13
+
+
+def test_retry_does_not_mistake_other_commits_for_ours(t: T) -> None:
+    def other_job(path: str) -> None:
+        t.committer().commit([msg(t.part("b"), new_file())], commit_user="job-other")
+
+    fio = HookedFileIO(other_job)
+    mine = new_file(2)
+    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="job-me")
+    assert snap.id == 2 and snap.commit_user == "job-me" and mine.file_name in t.live()
+    assert len(t.live()) == 2
+
+
+def test_retry_after_same_user_different_kind_commits_again(t: T) -> None:
+    def same_user_overwrite(path: str) -> None:
+        t.committer().commit([msg(t.part("b"), new_file())], commit_user="u", overwrite=OverwriteSpec("dynamic"))
+
+    fio = HookedFileIO(same_user_overwrite)
+    mine = new_file(2)
+    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="u")
+    assert snap.id == 2 and snap.commit_kind == "APPEND" and mine.file_name in t.live()
+
+
+# --------------------------------------------------------------------------------------------- concurrency
+def test_concurrent_committers_threads(t: T) -> None:
+    n = 8
+    files = [new_file(i + 1) for i in range(n)]
+    barrier = threading.Barrier(n)
+    results: dict[int, Snapshot] = {}
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            committer = t.committer()
+            barrier.wait()
+            results[i] = committer.commit([msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)],
+                                          commit_user=f"user-{i}")
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not errors, errors
+    assert sorted(s.id for s in results.values()) == list(range(1, n + 1)), "distinct ids, no gaps"
+    check_concurrent_result(t, files, {f"user-{i}" for i in range(n)})
+
+
+def _commit_in_process(root: str, index: int, barrier: Any, out: Any) -> None:
+    fio, path = FileIO.for_uri(root)
+    schema = SchemaManager(fio, path).latest()
+    part = serialize_row(["p", index], [f.type for f in schema.partition_fields])
+    f = DataFileMeta(file_name=f"data-proc-{index}.parquet", file_size=100, row_count=index + 1)
+    barrier.wait()
+    snap = FileStoreCommit(fio, path, options=FAST_RETRY).commit([CommitMessage(part, 0, 2, (f,))],
+                                                                 commit_user=f"proc-{index}")
+    out.put((index, snap.id))
+
+
+def test_concurrent_committers_processes(t: T) -> None:
+    n = 6
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    barrier, out = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_commit_in_process, args=(t.path, i, barrier, out)) for i in range(n)]
+    for p in procs:
+        p.start()
+    got = dict(out.get(timeout=60) for _ in range(n))
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sorted(got.values()) == list(range(1, n + 1))
+    files = [DataFileMeta(file_name=f"data-proc-{i}.parquet", file_size=100, row_count=i + 1) for i in range(n)]
+    check_concurrent_result(t, files, {f"proc-{i}" for i in range(n)})
+
+
+def check_concurrent_result(t: T, files: list[DataFileMeta], users: set[str]) -> None:
+    store = t.store
+    latest = store.snapshots.latest()
+    live = t.live(latest)
+    assert set(live) == {f.file_name for f in files}, "no lost files: the final live set is the union"
+    assert latest.total_record_count == sum(f.row_count for f in files)
+    snaps = list(store.snapshots.snapshots())
+    assert {s.commit_user for s in snaps} == users, "each committer landed exactly once"
+    for s in snaps:
+        assert len(t.delta(s)) == 1
+    assert t.manifest_dir_files() == t.referenced_manifest_files(), "losers removed their manifests"
+
+
+# --------------------------------------------------------------------------------------------- manifest merging
+def test_manifests_are_compacted_at_merge_min_count(t: T) -> None:
+    c = t.committer(**{"manifest.merge-min-count": "3"})
+    expected: set[str] = set()
+    doomed = new_file(2)
+    c.commit([msg(t.part("z"), doomed)])
+    expected.add(doomed.file_name)
+    list_lengths = []
+    for i in range(7):
+        f = new_file(i + 1)
+        if i == 3:  # an overwrite in the middle: its DELETE must cancel inside the compacted manifest
+            snap = c.commit([msg(t.part("z"), f)], overwrite=OverwriteSpec("dynamic"))
+            expected.discard(doomed.file_name)
+        else:
+            snap = c.commit([msg(t.part("a", i), f)])
+        expected.add(f.file_name)
+        base = t.store.manifests.read_list(snap.base_manifest_list)
+        list_lengths.append(len(base))
+        assert len(base) < 3 + 1
+        assert set(t.live(snap)) == expected, "compaction never changes the live set"
+        assert snap.total_record_count == sum(e.file.row_count for e in t.live(snap).values())
+    assert 1 in list_lengths[1:], f"base lists were compacted: {list_lengths}"
+    for snap in t.store.snapshots.snapshots():
+        base = t.store.manifests.read_list(snap.base_manifest_list)
+        if len(base) == 1 and snap.id > 2:
+            entries = t.store.manifests.read_manifest(base[0].file_name)
+            assert all(e.kind == KIND_ADD for e in entries), "a compacted manifest holds only live ADDs"
+            assert base[0].num_deleted_files == 0
+            prev = t.store.snapshots.snapshot(snap.id - 1)
+            assert names(entries) == set(t.live(prev)), "the compacted base is the previous snapshot's file set"
+    # older snapshots still read: their manifests were not deleted
+    for snap in t.store.snapshots.snapshots():
+        t.live(snap)
+
+
+def test_manifests_not_compacted_below_merge_min_count(t: T) -> None:
+    c = t.committer()  # default 30
+    for i in range(5):
+        snap = c.commit([msg(t.part("a", i), new_file())])
+        assert len(t.store.manifests.read_list(snap.base_manifest_list)) == i, "one delta manifest per commit"
+
+
+def test_partition_stats() -> None:
+    schema_types = [string_type(), AtomicType("INT")]
+
+    class S:
+        partition_fields = [type("F", (), {"type": ty})() for ty in schema_types]
+
+    rows = [serialize_row(v, schema_types) for v in (["b", 2], ["a", 5], [None, 1], ["c", None], ["a", 5])]
+    stats = partition_stats(rows, S())  # type: ignore[arg-type]
+    assert deserialize_row(stats.min_values, schema_types) == ("a", 1)
+    assert deserialize_row(stats.max_values, schema_types) == ("c", 5)
+    assert stats.null_counts == (1, 1), "counted over distinct partitions"
+
+
+# --------------------------------------------------------------------------------------------- interop
+def oracle_python() -> str:
+    root = Path(__file__).resolve().parents[2]
+    for cand in (os.environ.get("PAIMON_ORACLE_PYTHON"), str(root / ".venv-oracle" / "bin" / "python"),
+                 "/tmp/venv-oracle/bin/python"):
+        if cand and os.path.exists(cand):
+            return cand
+    pytest.fail("No oracle venv (pypaimon): set PAIMON_ORACLE_PYTHON or create .venv-oracle with "
+                "tests/oracle/requirements.txt")
+
+
+PYPAIMON_READ = textwrap.dedent("""
+    import json, sys
+    from pypaimon import CatalogFactory
+    pure = {"read.native.enabled": "false", "scan.native-plan.enabled": "false"}
+    catalog = CatalogFactory.create({"warehouse": sys.argv[1]})
+    table = catalog.get_table("default.t").copy(pure)
+    rb = table.new_read_builder()
+    rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist()
+    files_table = catalog.get_table("default.t$files")
+    fb = files_table.new_read_builder()
+    files = fb.new_read().to_arrow(fb.new_scan().plan().splits())
+    files = files.select(["partition", "bucket", "file_path", "record_count"]).to_pylist()
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    snaps = []
+    for i in range(1, latest.id + 1):
+        s = manager.get_snapshot_by_id(i)
+        snaps.append([s.id, s.commit_kind, s.total_record_count, s.delta_record_count])
+    old = table.copy({**pure, "scan.snapshot-id": "1"})
+    ob = old.new_read_builder()
+    old_rows = ob.new_read().to_arrow(ob.new_scan().plan().splits()).to_pylist()
+    print(json.dumps({"rows": rows, "files": files, "snapshots": snaps, "old_rows": old_rows}, default=str))
+""")
+
+
+@pytest.mark.interop
+def test_pypaimon_reads_our_commits(tmp_path: Path) -> None:
+    """End to end: real parquet files through Table.write_arrow; pypaimon reads data, snapshots and files."""
+    from pyspark_paimon import Catalog
+
+    warehouse = tmp_path / "wh"
+    catalog = Catalog(str(warehouse))
+    table = catalog.create_table("default.t", "dt string, id bigint, v string", partition_keys=["dt"],
+                                 primary_keys=["dt", "id"], options={"bucket": "2"})
+    first = pa.table({"dt": ["a", "a", "b", "b"], "id": [1, 2, 1, 2], "v": ["a1", "a2", "b1", "b2"]})
+    table.write_arrow(first)
+    table.write_arrow(pa.table({"dt": ["a", "c"], "id": [2, 9], "v": ["a2-new", "c9"]}))
+    table.write_arrow(pa.table({"dt": ["b"], "id": [5], "v": ["b5"]}), mode="overwrite", overwrite_partition={"dt": "b"})
+    ours = [(s.id, s.commit_kind, s.total_record_count, s.delta_record_count) for s in table.snapshots()]
+    assert ours == [(1, "APPEND", 4, 4), (2, "APPEND", 6, 2), (3, "OVERWRITE", 5, -1)]
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    proc = subprocess.run([oracle_python(), "-c", PYPAIMON_READ, str(warehouse)], capture_output=True, text=True,
+                          timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert sorted((r["dt"], r["id"], r["v"]) for r in got["rows"]) == [
+        ("a", 1, "a1"), ("a", 2, "a2-new"), ("b", 5, "b5"), ("c", 9, "c9")]
+    assert sorted((r["dt"], r["id"], r["v"]) for r in got["old_rows"]) == sorted(
+        zip(first["dt"].to_pylist(), first["id"].to_pylist(), first["v"].to_pylist())), "time travel to snapshot 1"
+    assert [tuple(s) for s in got["snapshots"]] == ours
+    store = table.store
+    types = [f.type for f in table.schema.partition_fields]
+    live = sorted((f"dt={deserialize_row(e.partition, types)[0]}", e.bucket, e.file.file_name, e.file.row_count)
+                  for e in store.live_entries(store.snapshots.latest()))
+    assert sorted((r["partition"], r["bucket"], r["file_path"].rsplit("/", 1)[-1], r["record_count"])
+                  for r in got["files"]) == live

@@ -1,0 +1,280 @@
+"""Tags (§3.2, §9.1): file format, create from latest / snapshot / tag / timestamp, rename, replace, delete,
+list, expiration, and interop with pypaimon in both directions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from maint_helpers import FakeTable, data_files_on_disk
+from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, TagNotFoundError
+from pyspark_paimon.metadata.expire import expire_snapshots, expire_tags
+from pyspark_paimon.metadata.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
+from pyspark_paimon.table import Table
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> FakeTable:
+    return FakeTable(tmp_path / "db.db" / "t")
+
+
+def api(t: FakeTable, branch: str = "main") -> Table:
+    return Table(t.fileio, t.path, branch=branch)
+
+
+# ------------------------------------------------------------------------------------------ file format
+def test_tag_without_retention_is_an_exact_copy_of_the_snapshot_file(table: FakeTable) -> None:
+    snap, _ = table.append()
+    tag = api(table).create_tag("2025-08-10")
+    assert tag.snapshot == snap and tag.create_time is None and tag.time_retained_ms is None
+    text = Path(table.tags().tag_path("2025-08-10")).read_text()
+    assert text == Path(table.snapshots().snapshot_path(snap.id)).read_text()
+    assert "tagCreateTime" not in text
+
+
+def test_tag_with_retention_writes_java_create_time_array_and_bare_decimal_duration(table: FakeTable) -> None:
+    snap, _ = table.append()
+    before = dt.datetime.now().replace(microsecond=0)
+    api(table).create_tag("keep", time_retained="7 d")
+    text = Path(table.tags().tag_path("keep")).read_text()
+    assert re.search(r'\n  "tagTimeRetained" : 604800\.000000000\n}$', text), text
+    raw = json.loads(text)
+    assert list(raw)[-2:] == ["tagCreateTime", "tagTimeRetained"]
+    assert 5 <= len(raw["tagCreateTime"]) <= 7
+    assert re.search(r'"tagCreateTime" : \[ \d{4}, \d+, \d+, \d+, \d+(, \d+){0,2} \]', text)
+    tag = table.tags().get_tag("keep")
+    assert tag.time_retained_ms == 7 * 86_400_000
+    assert before <= tag.create_time <= dt.datetime.now()
+    assert tag.snapshot == snap
+    # Everything before the tag keys is the snapshot, key for key.
+    assert {k: v for k, v in raw.items() if not k.startswith("tag")} == json.loads(snap.to_json())
+
+
+@pytest.mark.parametrize("array, expected", [
+    ([2026, 11, 21, 10, 23], dt.datetime(2026, 11, 21, 10, 23)),
+    ([2026, 11, 21, 10, 23, 45], dt.datetime(2026, 11, 21, 10, 23, 45)),
+    ([2026, 11, 21, 10, 23, 45, 752730000], dt.datetime(2026, 11, 21, 10, 23, 45, 752730)),
+])
+def test_tag_create_time_arrays_of_5_to_7_elements_round_trip(table: FakeTable, array: list[int],
+                                                               expected: dt.datetime) -> None:
+    snap, _ = table.append()
+    d = json.loads(snap.to_json())
+    d["tagCreateTime"] = array
+    d["tagTimeRetained"] = 5.0
+    tag = tag_from_json("x", json.dumps(d), "x")
+    assert tag.create_time == expected and tag.time_retained_ms == 5000
+    again = json.loads(tag_to_json(tag))
+    assert again["tagCreateTime"] == array  # Jackson drops zero trailing second/nanos exactly like this
+    assert re.search(r'"tagTimeRetained" : 5\.000000000', tag_to_json(tag))
+
+
+# ------------------------------------------------------------------------------------------ create
+def test_create_from_snapshot_id_and_from_tag(table: FakeTable) -> None:
+    s1, _ = table.append()
+    s2, _ = table.append()
+    t = api(table)
+    assert t.create_tag("before_fix", snapshot_id=1, time_retained="7 d").snapshot == s1
+    assert t.create_tag("copy", from_tag="before_fix").snapshot == s1
+    assert t.create_tag("latest").snapshot == s2
+    with pytest.raises(SnapshotNotFoundError, match="Snapshot 9 does not exist"):
+        t.create_tag("nope", snapshot_id=9)
+    with pytest.raises(TagNotFoundError):
+        t.create_tag("nope", from_tag="missing")
+    with pytest.raises(TagError, match="at most one"):
+        t.create_tag("nope", snapshot_id=1, from_tag="copy")
+
+
+def test_create_from_expired_snapshot_uses_a_tag_that_preserved_it(table: FakeTable) -> None:
+    s1, _ = table.append()
+    for _ in range(3):
+        table.append()
+    t = api(table)
+    t.create_tag("keeper", snapshot_id=1)
+    expire_snapshots(table.fileio, table.path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    assert not table.snapshots().exists(1)
+    assert t.create_tag("again", snapshot_id=1).snapshot == s1
+
+
+def test_create_from_timestamp_takes_first_snapshot_at_or_after(table: FakeTable) -> None:
+    snaps = [table.append()[0] for _ in range(3)]
+    t = api(table)
+    ts = snaps[1].time_millis
+    assert t.create_tag("eod", from_timestamp=ts).snapshot.id == snaps[1].id
+    assert t.create_tag("eod2", from_timestamp=ts - 100_000).snapshot.id == snaps[0].id
+    as_dt = dt.datetime.fromtimestamp(snaps[2].time_millis / 1000)  # naive = local time
+    assert t.create_tag("eod3", from_timestamp=as_dt).snapshot.id >= snaps[1].id
+    with pytest.raises(SnapshotNotFoundError, match="at or after"):
+        t.create_tag("late", from_timestamp=snaps[2].time_millis + 10_000)
+
+
+def test_create_from_timestamp_considers_tags_of_expired_snapshots(table: FakeTable) -> None:
+    s1, _ = table.append()
+    for _ in range(3):
+        table.append()
+    api(table).create_tag("old", snapshot_id=1)
+    expire_snapshots(table.fileio, table.path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    assert api(table).create_tag("from_ts", from_timestamp=s1.time_millis).snapshot == s1
+
+
+def test_create_on_empty_table_and_duplicate_names(table: FakeTable) -> None:
+    t = api(table)
+    with pytest.raises(TagError, match="no snapshot"):
+        t.create_tag("x")
+    table.append()
+    t.create_tag("x")
+    with pytest.raises(TagError, match="already exists"):
+        t.create_tag("x")
+    table.append()
+    assert t.create_tag("x", ignore_if_exists=True).snapshot.id == 1
+
+
+@pytest.mark.parametrize("name", ["", "   ", "42", "a/b", " padded"])
+def test_invalid_tag_names_are_refused(table: FakeTable, name: str) -> None:
+    table.append()
+    with pytest.raises(TagError):
+        api(table).create_tag(name)
+    with pytest.raises(TagError):
+        validate_tag_name(name)
+
+
+def test_default_time_retained_option_applies_to_tags_without_explicit_retention(tmp_path: Path) -> None:
+    table = FakeTable(tmp_path / "t", options={"tag.default-time-retained": "2 h"})
+    table.append()
+    assert api(table).create_tag("d").time_retained_ms == 7_200_000
+    assert api(table).create_tag("e", time_retained=dt.timedelta(minutes=1)).time_retained_ms == 60_000
+
+
+def test_bad_retention_is_an_option_error(table: FakeTable) -> None:
+    table.append()
+    with pytest.raises(OptionError):
+        api(table).create_tag("x", time_retained="soon")
+
+
+# ------------------------------------------------------------------------------------------ rename / replace / delete / list
+def test_rename_replace_delete_list(table: FakeTable) -> None:
+    s1, names1 = table.append()
+    s2, _ = table.append()
+    t = api(table)
+    t.create_tag("a", snapshot_id=1)
+    t.create_tag("b", snapshot_id=2)
+    t.rename_tag("a", "a2")
+    assert [x.name for x in t.list_tags()] == ["a2", "b"]
+    with pytest.raises(TagError, match="already exists"):
+        t.rename_tag("a2", "b")
+    with pytest.raises(TagNotFoundError):
+        t.rename_tag("zz", "yy")
+    with pytest.raises(TagError):
+        t.rename_tag("a2", "123")
+    t.replace_tag("a2", snapshot_id=2, time_retained="1 d")
+    assert table.tags().get_tag("a2").snapshot == s2 and table.tags().get_tag("a2").time_retained_ms == 86_400_000
+    with pytest.raises(TagNotFoundError, match="cannot be replaced"):
+        t.replace_tag("new", snapshot_id=1)
+    assert t.delete_tag("a2") == ["a2"]
+    assert [x.name for x in t.list_tags()] == ["b"]
+    with pytest.raises(TagNotFoundError):
+        t.delete_tag("a2")
+    assert t.delete_tag("a2", ignore_if_not_exists=True) == []
+    assert set(names1) <= data_files_on_disk(table)  # deleting a tag deletes no data by default
+
+
+def test_delete_tag_accepts_a_comma_list(table: FakeTable) -> None:
+    table.append()
+    t = api(table)
+    for n in ("x", "y", "z"):
+        t.create_tag(n)
+    assert t.delete_tag("x, y") == ["x", "y"]
+    assert [x.name for x in t.list_tags()] == ["z"]
+
+
+def test_tags_are_per_branch(table: FakeTable) -> None:
+    table.append()
+    api(table).create_tag("t1")
+    table.branch_from_tag("b", "t1")
+    api(table, "b").create_tag("on_b")
+    assert [x.name for x in api(table).list_tags()] == ["t1"]
+    assert [x.name for x in api(table, "b").list_tags()] == ["on_b", "t1"]
+
+
+# ------------------------------------------------------------------------------------------ expiration
+def test_expire_tags_by_retention_and_older_than(table: FakeTable) -> None:
+    table.append()
+    t = api(table)
+    t.create_tag("short", time_retained="1 h")
+    t.create_tag("long", time_retained="30 d")
+    t.create_tag("forever")
+    now = dt.datetime.now()
+    assert expire_tags(table.fileio, table.path, now=now).expired_tags == []
+    assert expire_tags(table.fileio, table.path, now=now + dt.timedelta(hours=2)).expired_tags == ["short"]
+    assert [x.name for x in t.list_tags()] == ["forever", "long"]
+    # older_than expires any tag created before it, even one without retention (file mtime), like Java.
+    assert sorted(t.expire_tags(older_than=now + dt.timedelta(seconds=5))) == ["forever", "long"]
+    assert t.list_tags() == []
+
+
+def test_tag_expired_predicate() -> None:
+    created = dt.datetime(2025, 1, 1)
+    tag = Tag("x", None, created, 1000)  # type: ignore[arg-type]
+    assert not tag.expired(created + dt.timedelta(milliseconds=1000))
+    assert tag.expired(created + dt.timedelta(milliseconds=1001))
+
+
+# ------------------------------------------------------------------------------------------ interop
+try:
+    from tests import oracle
+except ImportError:  # pragma: no cover
+    import oracle  # type: ignore[no-redef]
+
+
+@pytest.fixture
+def oracle_python(monkeypatch: pytest.MonkeyPatch) -> str:
+    if oracle.oracle_python() is None and os.path.exists("/tmp/venv-oracle/bin/python"):
+        monkeypatch.setenv("PAIMON_ORACLE_PYTHON", "/tmp/venv-oracle/bin/python")
+    return oracle.require_oracle_python()
+
+
+@pytest.mark.interop
+def test_pypaimon_reads_tags_we_create(tmp_path: Path, oracle_python: str) -> None:
+    wh = tmp_path / "wh"
+    spec = oracle.table_spec([["id", "BIGINT"], ["dt", "STRING"]], partition_keys=["dt"])
+    oracle.pypaimon_write(wh, "db.t", [[{"id": 1, "dt": "a"}], [{"id": 2, "dt": "b"}], [{"id": 3, "dt": "a"}]],
+                          create=spec)
+    t = Table.open(str(wh / "db.db" / "t"))
+    t.create_tag("ours_plain", snapshot_id=1)
+    t.create_tag("ours_ttl", snapshot_id=2, time_retained="3 d")
+    got_plain = oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "ours_plain"})
+    got_ttl = oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "ours_ttl"})
+    assert got_plain.column("id").to_pylist() == [1]
+    assert got_ttl.column("id").to_pylist() == [1, 2]
+    assert oracle.inspect("pypaimon", wh, "db.t")["tags"] == {"ours_plain": 1, "ours_ttl": 2}
+
+
+@pytest.mark.interop
+def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_python: str) -> None:
+    wh = tmp_path / "wh"
+    spec = oracle.table_spec([["id", "BIGINT"], ["dt", "STRING"]], partition_keys=["dt"])
+    oracle.pypaimon_write(wh, "db.t", [[{"id": 1, "dt": "a"}], [{"id": 2, "dt": "b"}]], create=spec)
+    script = textwrap.dedent(f"""
+        from pypaimon import CatalogFactory
+        t = CatalogFactory.create({{"warehouse": {str(wh)!r}}}).get_table("db.t")
+        t.create_tag("p_ttl", snapshot_id=1, time_retained="1d")
+        t.create_tag("p_plain", snapshot_id=2)
+    """)
+    subprocess.run([oracle_python, "-c", script], check=True, capture_output=True, env=oracle._oracle_env())
+    path = str(wh / "db.db" / "t")
+    tags = Table.open(path).list_tags()
+    assert [(x.name, x.snapshot_id) for x in tags] == [("p_ttl", 1), ("p_plain", 2)]
+    ttl = tags[0]
+    assert ttl.time_retained_ms == 86_400_000 and ttl.create_time is not None
+    assert abs((dt.datetime.now() - ttl.create_time).total_seconds()) < 600
+    assert tags[1].create_time is None
+    snaps = TagManager(Table.open(path).fileio, path)
+    assert snaps.get("p_plain") == Table.open(path).snapshot(2)
+    # And our reader reads through them.
+    assert Table.open(path).to_arrow({"scan.tag-name": "p_ttl"}).column("id").to_pylist() == [1]
