@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                  TIMESTAMP'2025-08-10 12:00:00' AS ts""").write.format("paimon").mode("append").save(path)
     spark.read.format("paimon").load(path).orderBy("dt", "id").show(truncate=False)
 
-    _step("Read by identifier with a filter (partition pruning + pushed filters)")
+    _step("Read by identifier with a filter")
     (spark.read.format("paimon").option("warehouse", warehouse).load("default.orders")
      .where("dt = '2025-08-10' AND amount > 50").show(truncate=False))
 

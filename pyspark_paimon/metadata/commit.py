@@ -34,6 +34,7 @@ from pyspark_paimon.metadata.manifest import (
     ManifestStore,
     SimpleStats,
     live_files,
+    merge_entries,
 )
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import (
@@ -150,7 +151,7 @@ class FileStoreCommit:
             written: list[str] = []
             try:
                 snapshot = self._prepare(latest, new_entries, kind, overwrite, commit_user, commit_identifier,
-                                         properties, watermark, written)
+                                         properties, watermark, written, allow_empty)
             except Exception:
                 self._delete_quietly(written)
                 raise
@@ -210,7 +211,7 @@ class FileStoreCommit:
 
     def _prepare(self, latest: Snapshot | None, new_entries: list[ManifestEntry], kind: str,
                  overwrite: OverwriteSpec | None, user: str, identifier: int, properties: dict[str, str] | None,
-                 watermark: int | None, written: list[str]) -> Snapshot | None:
+                 watermark: int | None, written: list[str], allow_empty: bool = False) -> Snapshot | None:
         schema = self.schemas.latest()
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
@@ -231,7 +232,7 @@ class FileStoreCommit:
             self._check_deletes(delta_entries, live)
         if overwrite is None:
             self._check_bucket_counts(new_entries, base)
-        if not delta_entries and overwrite is None:
+        if not delta_entries and overwrite is None and not allow_empty:
             return None
 
         delta_metas: list[ManifestFileMeta] = []
@@ -312,7 +313,8 @@ class FileStoreCommit:
         if not new_entries:
             return
         wanted = {e.partition: e.total_buckets for e in new_entries}
-        for e in self.manifests.read_entries(base):
+        # Only live files count: files an earlier overwrite removed may have had the old bucket count.
+        for e in merge_entries(self.manifests.read_entries(base)):
             expect = wanted.get(e.partition)
             if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
                 raise CommitError(

@@ -1,0 +1,394 @@
+"""Snapshot expiration (§9.4) with full reachability over every branch's snapshots and tags, tag expiration
+with file cleanup, the data-loss scenarios of paimon-features.md §3 (#6272, #9867), and a property test over
+random histories of commits, tags, branches, rollbacks, expirations and orphan cleaning."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from maint_helpers import (
+    FakeTable,
+    assert_all_roots_intact,
+    data_files_on_disk,
+    manifests_on_disk,
+)
+from pyspark_paimon.errors import CorruptMetadataError, OptionError
+from pyspark_paimon.metadata import deletion
+from pyspark_paimon.metadata.expire import delete_tags, expire_snapshots, expire_tags
+from pyspark_paimon.metadata.orphans import remove_orphan_files
+from pyspark_paimon.metadata.reachability import all_roots, used_files
+from pyspark_paimon.metadata.rollback import rollback_to
+from pyspark_paimon.metadata.snapshot import branch_path
+from pyspark_paimon.metadata.tags import TagManager
+from pyspark_paimon.table import Table
+
+FUTURE = dt.datetime.now() + dt.timedelta(days=365)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> FakeTable:
+    return FakeTable(tmp_path / "t")
+
+
+def expire(table: FakeTable, branch: str = "main", **kw: object):  # noqa: ANN201
+    kw.setdefault("older_than", FUTURE)
+    kw.setdefault("retain_min", 1)
+    return expire_snapshots(table.fileio, table.path, branch, **kw)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------ basics
+def test_expire_deletes_only_files_no_remaining_snapshot_uses(table: FakeTable) -> None:
+    _, f1 = table.append()
+    _, f2 = table.append()
+    s3 = table.commit([table.new_file("a")], overwrite=True)
+    _, f4 = table.append(dt="b")
+    live3 = table.live_names(s3)
+    manifests_before = manifests_on_disk(table)
+    result = expire(table)
+    assert result.expired_snapshots == [1, 2, 3]
+    assert table.snapshots().list_ids() == [4]
+    assert Path(f"{table.snapshots().snapshot_dir}/EARLIEST").read_text() == "4"
+    on_disk = data_files_on_disk(table)
+    assert not (set(f1) | set(f2)) & on_disk  # removed by the overwrite, no longer reachable
+    assert table.live_names(table.snapshots().latest()) <= on_disk
+    assert {Path(p).name for p in result.deleted_data_files} == set(f1) | set(f2)
+    assert result.deleted_manifests and manifests_on_disk(table) < manifests_before
+    assert_all_roots_intact(table)
+    assert table.live_names(table.snapshots().latest()) == live3 | set(f4)
+
+
+def test_dry_run_changes_nothing(table: FakeTable) -> None:
+    table.append()
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    files, manifests = data_files_on_disk(table), manifests_on_disk(table)
+    result = expire(table, dry_run=True)
+    assert result.dry_run and result.expired_snapshots == [1, 2] and len(result.deleted_data_files) == 1
+    assert table.snapshots().list_ids() == [1, 2, 3]
+    assert data_files_on_disk(table) == files and manifests_on_disk(table) == manifests
+
+
+def _commit_spaced(table: FakeTable, n: int) -> list:
+    snaps = []
+    for _ in range(n):
+        snaps.append(table.append()[0])
+        time.sleep(0.005)
+    return snaps
+
+
+def test_retention_options_and_java_bounds(table: FakeTable) -> None:
+    snaps = _commit_spaced(table, 8)
+    # Defaults: 10 retained at least, 1 h time retention: nothing expires.
+    assert Table(table.fileio, table.path).expire_snapshots().expired_snapshots == []
+    # A snapshot expires only if its *successor* is older than older_than.
+    assert expire(table, older_than=snaps[2].time_millis).expired_snapshots == [1]
+    # retain_max forces expiration regardless of time; max_deletes caps one run.
+    assert expire(table, older_than=0, retain_max=6, max_deletes=1).expired_snapshots == [2]
+    assert expire(table, older_than=0, retain_max=6).expired_snapshots == []  # 3..8 is exactly 6
+    assert expire(table, older_than=0, retain_max=5).expired_snapshots == [3]
+    # retain_min protects the newest.
+    assert expire(table, retain_min=3).expired_snapshots == [4, 5]
+    assert table.snapshots().list_ids() == [6, 7, 8]
+    with pytest.raises(OptionError):
+        expire(table, retain_min=0)
+    with pytest.raises(OptionError):
+        expire(table, retain_min=3, retain_max=2)
+
+
+def test_table_options_drive_defaults(tmp_path: Path) -> None:
+    table = FakeTable(tmp_path / "t", options={"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms",
+                                               "snapshot.expire.limit": "3"})
+    _commit_spaced(table, 7)
+    t = Table(table.fileio, table.path)
+    assert t.expire_snapshots().expired_snapshots == [1, 2, 3]  # limit 3 per run
+    assert t.expire_snapshots().expired_snapshots == [4, 5]  # min 2 retained
+    assert table.snapshots().list_ids() == [6, 7]
+
+
+def test_consumers_protect_their_next_snapshot(table: FakeTable) -> None:
+    _commit_spaced(table, 5)
+    os.makedirs(f"{table.path}/consumer")
+    Path(f"{table.path}/consumer/consumer-job1").write_text(json.dumps({"nextSnapshot": 3}))
+    assert expire(table).expired_snapshots == [1, 2]
+
+
+def test_commits_never_expire_snapshots(tmp_path: Path) -> None:
+    table = FakeTable(tmp_path / "t", options={"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1",
+                                               "snapshot.time-retained": "1 ms"})
+    for _ in range(6):
+        table.append()
+    assert table.snapshots().list_ids() == [1, 2, 3, 4, 5, 6]
+
+
+def test_expire_with_compacted_manifests(table: FakeTable) -> None:
+    """Java-style manifest merging breaks the base = previous base + delta chain; reachability re-folds."""
+    opts = {"manifest.merge-min-count": "2"}
+    names = []
+    for i in range(6):
+        f = table.new_file("a" if i % 2 else "b")
+        names.append(f[1].file_name)
+        table.commit([f], options=opts)
+    table.commit([table.new_file("a")], overwrite=True, options=opts)
+    table.append()
+    Table(table.fileio, table.path).create_tag("mid", snapshot_id=4)
+    expire(table)
+    assert_all_roots_intact(table)
+    assert set(names[:4]) <= data_files_on_disk(table)  # tag 'mid' still reads them
+    assert not set(names[4:]) & data_files_on_disk(table)
+
+
+# ------------------------------------------------------------------------------------------ data-loss scenarios
+def test_a_branch_from_deleted_tag_survives_expiration_on_main(table: FakeTable) -> None:
+    """apache/paimon#6272: branch created from tag T, T deleted, main expires: the branch must stay readable."""
+    _, f1 = table.append()
+    _, f2 = table.append()
+    main = Table(table.fileio, table.path)
+    main.create_tag("T")
+    table.branch_from_tag("b", "T")
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    main.delete_tag("T")
+    result = expire(table)
+    assert result.expired_snapshots == [1, 2, 3]
+    assert set(f1) | set(f2) <= data_files_on_disk(table)
+    branch = table.snapshots("b").latest()
+    assert table.live_names(branch) == set(f1) | set(f2)
+    assert_all_roots_intact(table)
+    # The branch can still commit on top of it.
+    s, g = table.append(branch="b")
+    assert table.live_names(s) == set(f1) | set(f2) | set(g)
+    assert_all_roots_intact(table)
+
+
+def test_branch_tags_protect_files_from_expiration_on_branch_and_main(table: FakeTable) -> None:
+    """apache/paimon#9867: a branch's own tags must protect files, whichever branch expires."""
+    _, f1 = table.append()
+    Table(table.fileio, table.path).create_tag("T")
+    table.branch_from_tag("b", "T")
+    _, g1 = table.append(branch="b")
+    b = Table(table.fileio, table.path, branch="b")
+    b.create_tag("bt")
+    table.commit([table.new_file("a")], overwrite=True, branch="b")
+    table.append(branch="b")
+    # Expire on the branch: its snapshots 1.. expire, tag 'bt' keeps f1 and g1.
+    assert expire(table, "b").expired_snapshots == [1, 2, 3]
+    assert set(f1) | set(g1) <= data_files_on_disk(table)
+    # Expire on main after main moved on and lost its tag: 'bt' (on the branch) still protects f1.
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    Table(table.fileio, table.path).delete_tag("T")
+    expire(table)
+    assert set(f1) | set(g1) <= data_files_on_disk(table)
+    assert_all_roots_intact(table)
+    assert table.live_names(table.tags("b").get("bt")) == set(f1) | set(g1)
+    # The branch also holds its own copy of tag T (create_branch copies it): that one still protects f1.
+    b.delete_tag("bt", clean_files=True)
+    assert not set(g1) & data_files_on_disk(table)
+    assert set(f1) <= data_files_on_disk(table)
+    b.delete_tag("T", clean_files=True)
+    assert not set(f1) & data_files_on_disk(table)
+    assert_all_roots_intact(table)
+
+
+def test_a_tag_keeps_files_alive_after_its_snapshot_expires(table: FakeTable) -> None:
+    s1, f1 = table.append()
+    t = Table(table.fileio, table.path)
+    t.create_tag("v1", snapshot_id=1)
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    assert expire(table).expired_snapshots == [1, 2]
+    assert set(f1) <= data_files_on_disk(table)
+    assert table.live_names(t.list_tags()[0].snapshot) == set(f1)
+    assert_all_roots_intact(table)
+    assert t.to_arrow is not None  # (reading real rows is covered by the Spark-side tests)
+    # Deleting the tag file alone keeps the data (orphan); clean_files deletes what only the tag used.
+    t.delete_tag("v1")
+    assert set(f1) <= data_files_on_disk(table)
+    t.create_tag("v1b", snapshot_id=3)
+    table.branch_from_tag("x", "v1b")  # a branch that does not use f1 must not protect it
+    TagManager(table.fileio, table.path).create("v1", s1)
+    result = delete_tags(table.fileio, table.path, "main", ["v1"], clean_files=True)
+    assert {Path(p).name for p in result.deleted_data_files} == set(f1)
+    assert result.deleted_manifests
+    assert_all_roots_intact(table)
+
+
+def test_expire_tags_with_clean_files(table: FakeTable) -> None:
+    _, f1 = table.append()
+    Table(table.fileio, table.path).create_tag("short", time_retained="1 h")
+    table.commit([table.new_file("a")], overwrite=True)
+    expire(table)
+    assert set(f1) <= data_files_on_disk(table)
+    res = expire_tags(table.fileio, table.path, now=dt.datetime.now() + dt.timedelta(hours=2), clean_files=True)
+    assert res.expired_tags == ["short"]
+    assert not set(f1) & data_files_on_disk(table)
+    assert_all_roots_intact(table)
+
+
+def test_a_root_appearing_during_expiration_is_honoured(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A branch created from snapshot 1 while expiration runs (after its plan) must keep its files."""
+    s1, f1 = table.append()
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    real = deletion.all_roots
+    calls = []
+
+    def racing_all_roots(fileio, table_path):  # noqa: ANN001, ANN202
+        roots = real(fileio, table_path)
+        if not calls:  # right after the plan is made, someone creates a branch holding snapshot 1
+            d = branch_path(table.path, "late")
+            os.makedirs(f"{d}/snapshot")
+            os.makedirs(f"{d}/schema")
+            Path(f"{d}/snapshot/snapshot-1").write_text(s1.to_json())
+            Path(f"{d}/schema/schema-0").write_text(Path(f"{table.path}/schema/schema-0").read_text())
+        calls.append(1)
+        return roots
+
+    monkeypatch.setattr(deletion, "all_roots", racing_all_roots)
+    result = expire(table)
+    assert result.expired_snapshots == [1, 2]
+    assert set(f1) <= data_files_on_disk(table)
+    assert not result.deleted_data_files
+    assert_all_roots_intact(table)
+
+
+def test_unreadable_root_blocks_deletion(table: FakeTable) -> None:
+    table.append()
+    Table(table.fileio, table.path).create_tag("broken")
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    tag = TagManager(table.fileio, table.path).get("broken")
+    os.remove(f"{table.path}/manifest/{tag.delta_manifest_list}")
+    files = data_files_on_disk(table)
+    with pytest.raises(CorruptMetadataError, match="tag 'broken'"):
+        expire(table)
+    assert data_files_on_disk(table) == files  # nothing deleted
+    with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
+        remove_orphan_files(table.fileio, table.path, older_than=FUTURE)
+
+
+# ------------------------------------------------------------------------------------------ property test
+# Model: per branch, snapshot id -> file set and tag name -> (snapshot id, file set).
+OPS = st.lists(st.tuples(
+    st.sampled_from(["append", "append", "overwrite", "tag", "untag", "untag_clean", "rollback", "rollback_tag",
+                     "expire", "expire", "orphans", "branch", "branch_append"]),
+    st.integers(0, 1000), st.integers(1, 3)), min_size=1, max_size=18)
+
+
+class Model:
+    def __init__(self) -> None:
+        self.snaps: dict[str, dict[int, frozenset[str]]] = {"main": {}}
+        self.tags: dict[str, dict[str, tuple[int, frozenset[str]]]] = {"main": {}}
+
+    def latest(self, b: str) -> int | None:
+        return max(self.snaps[b]) if self.snaps[b] else None
+
+    def all_files(self) -> set[str]:
+        out: set[str] = set()
+        for b in self.snaps:
+            for f in self.snaps[b].values():
+                out |= f
+            for _, f in self.tags[b].values():
+                out |= f
+        return out
+
+
+def _check(table: FakeTable, model: Model) -> None:
+    for b, snaps in model.snaps.items():
+        sm = table.snapshots(b)
+        assert set(sm.list_ids()) == set(snaps), b
+        for sid, files in snaps.items():
+            assert table.live_names(sm.snapshot(sid)) == files, (b, sid)
+        tm = table.tags(b)
+        assert set(tm.list_names()) == set(model.tags[b]), b
+        for name, (sid, files) in model.tags[b].items():
+            snap = tm.get(name)
+            assert snap.id == sid and table.live_names(snap) == files, (b, name)
+    assert_all_roots_intact(table)
+    assert model.all_files() <= data_files_on_disk(table)
+
+
+def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
+    table = FakeTable(root / "t")
+    model = Model()
+    counter = 0
+    for op, pick, n in ops:
+        branches = sorted(model.snaps)
+        b = "main" if op in ("append", "overwrite", "expire") and pick % 3 else branches[pick % len(branches)]
+        latest = model.latest(b)
+        if op in ("append", "branch_append", "overwrite"):
+            if op == "branch_append" and b == "main":
+                continue
+            files = [table.new_file("a" if (pick + i) % 2 else "b") for i in range(n)]
+            snap = table.commit(files, branch=b, overwrite=op == "overwrite")
+            names = frozenset(m.file_name for _, m in files)
+            prev = model.snaps[b][latest] if latest is not None and op != "overwrite" else frozenset()
+            model.snaps[b][snap.id] = prev | names
+        elif op == "tag" and latest is not None:
+            sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
+            counter += 1
+            name = f"t{counter}"
+            Table(table.fileio, table.path, branch=b).create_tag(name, snapshot_id=sid)
+            model.tags[b][name] = (sid, model.snaps[b][sid])
+        elif op in ("untag", "untag_clean") and model.tags[b]:
+            name = sorted(model.tags[b])[pick % len(model.tags[b])]
+            delete_tags(table.fileio, table.path, b, [name], clean_files=op == "untag_clean")
+            del model.tags[b][name]
+        elif op == "rollback" and latest is not None:
+            sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
+            rollback_to(table.fileio, table.path, b, snapshot_id=sid)
+            model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k <= sid}
+            model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
+        elif op == "rollback_tag" and model.tags[b]:
+            name = sorted(model.tags[b])[pick % len(model.tags[b])]
+            sid, files = model.tags[b][name]
+            rollback_to(table.fileio, table.path, b, tag=name)
+            model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k <= sid}
+            model.snaps[b][sid] = files
+            model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
+        elif op == "expire" and latest is not None:
+            result = expire_snapshots(table.fileio, table.path, b, retain_min=n, older_than=FUTURE,
+                                      max_deletes=1 + pick % 4)
+            for sid in result.expired_snapshots:
+                del model.snaps[b][sid]
+        elif op == "orphans":
+            remove_orphan_files(table.fileio, table.path, older_than=FUTURE)
+            assert data_files_on_disk(table) == model.all_files()
+            assert set(used_files(table.fileio, table.path).manifests) >= manifests_on_disk(table) - {
+                n for n in manifests_on_disk(table) if n.startswith(".")}
+        elif op == "branch" and model.tags["main"]:
+            name = sorted(model.tags["main"])[pick % len(model.tags["main"])]
+            counter += 1
+            new = f"b{counter}"
+            table.branch_from_tag(new, name)
+            sid, files = model.tags["main"][name]
+            model.snaps[new] = {sid: files}
+            model.tags[new] = {name: (sid, files)}
+        _check(table, model)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPS)
+def test_property_every_remaining_snapshot_and_tag_keeps_all_its_files(ops: list[tuple[str, int, int]]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        _run(ops, Path(d))
+
+
+def test_property_regression_history() -> None:
+    """A fixed, long history exercising every operation (fast, deterministic)."""
+    ops = [("append", 1, 2), ("append", 2, 1), ("tag", 0, 1), ("branch", 0, 1), ("branch_append", 1, 2),
+           ("tag", 1, 1), ("overwrite", 3, 1), ("untag", 0, 1), ("expire", 0, 1), ("branch_append", 1, 1),
+           ("expire", 1, 1), ("rollback_tag", 1, 1), ("orphans", 0, 1), ("append", 0, 1), ("expire", 3, 1),
+           ("untag_clean", 1, 1), ("rollback", 0, 1), ("orphans", 0, 1)]
+    with tempfile.TemporaryDirectory() as d:
+        _run(ops, Path(d))
+        assert all_roots is not None

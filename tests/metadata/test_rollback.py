@@ -1,0 +1,126 @@
+"""Rollback to a snapshot or a tag (§9.3): LATEST = N, newer snapshots and tags deleted, no data deleted,
+and a tag whose snapshot expired re-creates the snapshot and sets EARLIEST."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pytest
+
+from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
+from pyspark_paimon.errors import SnapshotNotFoundError, TagError, TagNotFoundError
+from pyspark_paimon.metadata.expire import expire_snapshots
+from pyspark_paimon.metadata.rollback import rollback_to
+from pyspark_paimon.metadata.snapshot import SnapshotManager
+from pyspark_paimon.table import Table
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> FakeTable:
+    return FakeTable(tmp_path / "t")
+
+
+def hint(table: FakeTable, name: str, branch: str = "main") -> str | None:
+    path = f"{table.snapshots(branch).snapshot_dir}/{name}"
+    return Path(path).read_text() if os.path.exists(path) else None
+
+
+def test_rollback_to_snapshot(table: FakeTable) -> None:
+    snaps = [table.append()[0] for _ in range(5)]
+    t = Table(table.fileio, table.path)
+    t.create_tag("t2", snapshot_id=2)
+    t.create_tag("t3", snapshot_id=3)
+    t.create_tag("t5", snapshot_id=5)
+    files_before, manifests_before = data_files_on_disk(table), manifests_on_disk(table)
+    result = t.rollback_to(3)
+    assert (result.previous_snapshot_id, result.current_snapshot_id) == (5, 3)
+    assert result.deleted_snapshots == [4, 5] and result.deleted_tags == ["t5"]
+    assert table.snapshots().list_ids() == [1, 2, 3]
+    assert hint(table, "LATEST") == "3"
+    assert [x.name for x in t.list_tags()] == ["t2", "t3"]
+    # Rollback deletes no data files or manifests: they become orphans.
+    assert data_files_on_disk(table) == files_before and manifests_on_disk(table) == manifests_before
+    assert table.live_names(t.latest_snapshot()) == table.live_names(snaps[2])
+    # The next commit continues from 4.
+    s4, _ = table.append()
+    assert s4.id == 4 and table.live_names(s4) > table.live_names(snaps[2])
+    assert_all_roots_intact(table)
+
+
+def test_rollback_to_missing_snapshot_fails_and_changes_nothing(table: FakeTable) -> None:
+    for _ in range(3):
+        table.append()
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 7"):
+        Table(table.fileio, table.path).rollback_to(7)
+    assert table.snapshots().list_ids() == [1, 2, 3]
+    with pytest.raises(TagError):
+        rollback_to(table.fileio, table.path)
+    with pytest.raises(TagError):
+        rollback_to(table.fileio, table.path, snapshot_id=1, tag="x")
+    with pytest.raises(TagNotFoundError):
+        rollback_to(table.fileio, table.path, tag="x")
+
+
+def test_rollback_to_tag_with_live_snapshot(table: FakeTable) -> None:
+    snaps = [table.append()[0] for _ in range(4)]
+    t = Table(table.fileio, table.path)
+    t.create_tag("before_fix", snapshot_id=2)
+    t.create_tag("later", snapshot_id=4)
+    result = t.rollback_to(tag="before_fix")
+    assert result.current_snapshot_id == 2 and not result.restored_from_tag
+    assert table.snapshots().list_ids() == [1, 2]
+    assert [x.name for x in t.list_tags()] == ["before_fix"]
+    assert t.latest_snapshot() == snaps[1]
+
+
+def test_rollback_to_tag_whose_snapshot_expired_restores_it_and_sets_earliest(table: FakeTable) -> None:
+    snaps = [table.append()[0] for _ in range(6)]
+    t = Table(table.fileio, table.path)
+    t.create_tag("old", snapshot_id=2, time_retained="1 d")
+    t.create_tag("newer", snapshot_id=5)
+    expire_snapshots(table.fileio, table.path, retain_min=2, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    assert table.snapshots().list_ids() == [5, 6]
+    result = t.rollback_to(tag="old")
+    assert result.restored_from_tag and result.deleted_snapshots == [5, 6] and result.deleted_tags == ["newer"]
+    sm = SnapshotManager(table.fileio, table.path)
+    assert sm.list_ids() == [2]
+    assert hint(table, "EARLIEST") == "2" and hint(table, "LATEST") == "2"
+    restored = sm.snapshot(2)
+    assert restored == snaps[1]
+    assert "tagCreateTime" not in Path(sm.snapshot_path(2)).read_text()  # snapshot fields only
+    assert table.live_names(restored) == table.live_names(snaps[1])
+    assert_all_roots_intact(table)
+    s3, _ = table.append()
+    assert s3.id == 3
+
+
+def test_rollback_on_a_branch_touches_only_that_branch(table: FakeTable) -> None:
+    for _ in range(2):
+        table.append()
+    t = Table(table.fileio, table.path)
+    t.create_tag("base", snapshot_id=2)
+    table.branch_from_tag("b", "base")
+    for _ in range(3):
+        table.append(branch="b")
+    b = Table(table.fileio, table.path, branch="b")
+    b.create_tag("b4", snapshot_id=4)
+    result = b.rollback_to(3)
+    assert table.snapshots("b").list_ids() == [2, 3]
+    assert result.deleted_tags == ["b4"]
+    assert table.snapshots().list_ids() == [1, 2]
+    assert [x.name for x in t.list_tags()] == ["base"]
+    assert_all_roots_intact(table)
+
+
+def test_rollback_removes_long_lived_changelogs_after_target(table: FakeTable) -> None:
+    snaps = [table.append()[0] for _ in range(3)]
+    cdir = f"{table.path}/changelog"
+    os.makedirs(cdir)
+    for s in snaps:
+        Path(f"{cdir}/changelog-{s.id}").write_text(s.to_json())
+    Path(f"{cdir}/LATEST").write_text("3")
+    rollback_to(table.fileio, table.path, snapshot_id=1)
+    assert sorted(os.listdir(cdir)) == ["LATEST", "changelog-1"]
+    assert Path(f"{cdir}/LATEST").read_text() == "1"
