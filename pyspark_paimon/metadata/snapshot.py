@@ -20,6 +20,7 @@ BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
+_LATEST_ATTEMPTS = 5
 
 
 def branch_path(table_path: str, branch: str) -> str:
@@ -32,6 +33,7 @@ def branch_path(table_path: str, branch: str) -> str:
 # Java's JSON key for each field, in Java's serialization order (Snapshot.java creator order).
 _JSON_KEYS: list[tuple[str, str]] = [
     ("version", "version"),
+    ("uuid", "uuid"),
     ("id", "id"),
     ("schema_id", "schemaId"),
     ("base_manifest_list", "baseManifestList"),
@@ -42,6 +44,7 @@ _JSON_KEYS: list[tuple[str, str]] = [
     ("changelog_manifest_list_size", "changelogManifestListSize"),
     ("index_manifest", "indexManifest"),
     ("commit_user", "commitUser"),
+    ("writer_version", "writerVersion"),
     ("commit_identifier", "commitIdentifier"),
     ("commit_kind", "commitKind"),
     ("time_millis", "timeMillis"),
@@ -53,8 +56,6 @@ _JSON_KEYS: list[tuple[str, str]] = [
     ("properties", "properties"),
     ("next_row_id", "nextRowId"),
     ("operation", "operation"),
-    ("uuid", "uuid"),
-    ("writer_version", "writerVersion"),
 ]
 _REQUIRED = {"id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser", "commitIdentifier",
              "commitKind", "timeMillis"}
@@ -204,9 +205,28 @@ class SnapshotManager:
                 "back to an earlier snapshot.") from e
         return Snapshot.from_json(text, path)
 
+    def latest_hint(self) -> int | None:
+        """The ``LATEST`` hint as written (unchecked), or None."""
+        return self._read_hint(LATEST)
+
     def latest(self) -> Snapshot | None:
-        sid = self.latest_id()
-        return self.snapshot(sid) if sid is not None else None
+        """The newest snapshot. Snapshot ids can be reused (rollback, branch fast-forward rewrite
+        ``snapshot-N``), so after reading the file we check that it is still the newest one and retry
+        otherwise; likewise when it vanished between finding its id and reading it. A reader therefore never
+        returns a snapshot that was superseded before it read it."""
+        for attempt in range(_LATEST_ATTEMPTS):
+            sid = self.latest_id()
+            if sid is None:
+                return None
+            try:
+                snap = self.snapshot(sid)
+            except SnapshotNotFoundError:
+                if attempt == _LATEST_ATTEMPTS - 1:
+                    raise
+                continue
+            if not self.fileio.exists(self.snapshot_path(sid + 1)) or attempt == _LATEST_ATTEMPTS - 1:
+                return snap
+        return None  # pragma: no cover - the loop always returns or raises
 
     def snapshots(self) -> Iterator[Snapshot]:
         for sid in self.list_ids():

@@ -22,11 +22,12 @@ from pyspark_paimon.metadata.snapshot import (
 PYPAIMON_SNAPSHOTS = Path(__file__).parent / "fixtures" / "pypaimon" / "pk_snapshots"
 
 # Java's serialization order of the fields every Paimon version writes (Snapshot.java's JSON creator order).
+# Java's serialization order (Snapshot.java creator order, format reference §3.1).
 JAVA_CORE_ORDER = [
-    "version", "id", "schemaId", "baseManifestList", "baseManifestListSize", "deltaManifestList",
+    "version", "uuid", "id", "schemaId", "baseManifestList", "baseManifestListSize", "deltaManifestList",
     "deltaManifestListSize", "changelogManifestList", "changelogManifestListSize", "indexManifest", "commitUser",
-    "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount", "changelogRecordCount",
-    "watermark", "statistics", "properties", "nextRowId",
+    "writerVersion", "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount",
+    "changelogRecordCount", "watermark", "statistics", "properties", "nextRowId", "operation",
 ]
 
 
@@ -92,7 +93,7 @@ def test_json_uses_java_key_order_and_pretty_printer() -> None:
     core = [k for k in keys if k in JAVA_CORE_ORDER]
     assert core == JAVA_CORE_ORDER
     # Jackson's default pretty printer: two-space indent and " : " between key and value.
-    assert text.startswith('{\n  "version" : 3,\n  "id" : 7,\n  "schemaId" : 2,\n')
+    assert text.startswith('{\n  "version" : 3,\n  "uuid" : ')
     assert '"commitIdentifier" : 42' in text
 
 
