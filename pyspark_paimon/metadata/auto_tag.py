@@ -21,9 +21,10 @@ first snapshot of the next period. With no auto tag yet, the first processed sna
 period *before* its own. Like Java, we walk every snapshot committed since the last auto tag (not only the
 one just committed), so commits by other engines are accounted for.
 
-**batch** (the brief's Paimon semantics): after every successful commit, the tag named after the *current*
-period of the commit time (``2025-08-10`` for a daily table) is created, or moved to the new snapshot if it
-exists, so each period's tag holds the state at the end of its last batch write.
+**batch** (Java's ``TagBatchCreation``): after every successful commit, the tag ``batch-write-<yyyy-MM-dd>`` of
+the commit's local date (or ``tag.batch.customized-name``) is created, or moved to the new snapshot if it exists,
+so each day's tag holds the state at the end of its last batch write. Unlike Java, ``tag.num-retained-max`` only
+ever removes auto-created tags, never a tag a user created by hand.
 
 Auto tags are created on the committing branch. A failure here never fails the commit (which has already
 landed): it is logged, and the next commit retries. Tags are not expired by time on commit (Java does when
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 
 MODE = "tag.automatic-creation"
 MODES = ("none", "process-time", "watermark", "batch")
+BATCH_TAG_PREFIX = "batch-write-"
 PERIODS = {"daily": 86_400_000, "hourly": 3_600_000, "two-hours": 7_200_000}
 FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -178,8 +180,8 @@ def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
 
 def _batch_tag(tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, options: Mapping[str, str],
                retained: int | None) -> str:
-    name = options.get("tag.batch.customized-name") or handler.time_to_tag(
-        _dt.datetime.fromtimestamp(snapshot.time_millis / 1000.0))
+    name = options.get("tag.batch.customized-name") or BATCH_TAG_PREFIX + _dt.datetime.fromtimestamp(
+        snapshot.time_millis / 1000.0).strftime("%Y-%m-%d")
     if tags.create(name, snapshot, retained, ignore_if_exists=True, validate=False).snapshot.id != snapshot.id:
         # The period's tag exists from an earlier batch: move it (an atomic overwrite, never absent).
         tags.write(Tag(name, snapshot, _dt.datetime.now() if retained is not None else None, retained))
@@ -227,11 +229,22 @@ def _time_tags(fileio: FileIO, table_path: str, branch: str, tags: TagManager, h
     return created
 
 
+def _is_batch_tag(name: str) -> bool:
+    if not name.startswith(BATCH_TAG_PREFIX):
+        return False
+    try:
+        _dt.datetime.strptime(name[len(BATCH_TAG_PREFIX):], "%Y-%m-%d")
+    except ValueError:
+        return False
+    return True
+
+
 def _enforce_max(tags: TagManager, handler: PeriodHandler, options: Mapping[str, str]) -> None:
     max_n = options.get("tag.num-retained-max")
     if max_n is None:
         return
-    auto = [t for t in tags.list() if handler.is_auto_tag(t.name)]  # oldest (lowest snapshot id) first
+    is_auto = _is_batch_tag if mode_of(options) == "batch" else handler.is_auto_tag
+    auto = [t for t in tags.list() if is_auto(t.name)]  # oldest (lowest snapshot id) first
     excess = len(auto) - int(str(max_n).strip())
     for t in auto[:max(excess, 0)]:
         tags.delete(t.name, ignore_if_not_exists=True)

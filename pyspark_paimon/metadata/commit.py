@@ -146,6 +146,7 @@ class FileStoreCommit:
             if attempt > 0:
                 done = self._already_committed(last_seen, latest, commit_user, commit_identifier, kind)
                 if done is not None:
+                    self._after_commit(done)  # an earlier attempt landed: still owe its auto tag
                     return done
             last_seen = latest.id if latest else None
             written: list[str] = []
@@ -300,6 +301,7 @@ class FileStoreCommit:
     def _check_deletes(self, delta: list[ManifestEntry], live: list[ManifestEntry]) -> None:
         live_ids = {e.identifier for e in live}
         added = {e.identifier for e in delta if e.kind == KIND_ADD}
+        deleted: set[tuple] = set()
         for e in delta:
             if e.kind == KIND_DELETE:
                 if e.identifier not in live_ids:
@@ -308,6 +310,12 @@ class FileStoreCommit:
                         "it. Nothing was committed; re-run the operation.")
                 if e.identifier in added:
                     raise CommitError(f"File {e.file.file_name} is both added and deleted in one commit.")
+                # A second DELETE would outlive the ADD it cancels and make every later read of the table fail.
+                if e.identifier in deleted:
+                    raise CommitError(
+                        f"File {e.file.file_name} (bucket {e.bucket}) is deleted twice in one commit (compaction "
+                        "inputs inside an overwritten partition?). Commit the compaction and the overwrite separately.")
+                deleted.add(e.identifier)
 
     def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta]) -> None:
         if not new_entries:

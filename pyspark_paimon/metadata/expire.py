@@ -43,7 +43,13 @@ from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import get_int, parse_duration_ms
 from pyspark_paimon.metadata.reachability import FileRefs, ReachabilityScanner, Root
 from pyspark_paimon.metadata.schema import SchemaManager
-from pyspark_paimon.metadata.snapshot import EARLIEST, MAIN_BRANCH, SnapshotManager, branch_path
+from pyspark_paimon.metadata.snapshot import (
+    EARLIEST,
+    MAIN_BRANCH,
+    SnapshotManager,
+    branch_path,
+    require_branch_exists,
+)
 from pyspark_paimon.metadata.tags import TagManager
 from pyspark_paimon.metadata.timeutil import now_millis, to_local_datetime, to_millis
 
@@ -98,6 +104,23 @@ def min_consumer_next_snapshot(fileio: FileIO, table_path: str, branch: str) -> 
     return best
 
 
+_CHANGELOG_OPTIONS = {"changelog.num-retained.min": "snapshot.num-retained.min",
+                      "changelog.num-retained.max": "snapshot.num-retained.max",
+                      "changelog.time-retained": "snapshot.time-retained"}
+
+
+def _refuse_decoupled_changelog(opts: Mapping[str, str]) -> None:
+    """Java keeps the changelog of expired snapshots as ``changelog/changelog-N`` when the changelog has its own
+    retention; we do not write those, so expiring such a table here would drop changelog streaming readers need."""
+    for key, snapshot_key in _CHANGELOG_OPTIONS.items():
+        value = opts.get(key)
+        if value is not None and value != opts.get(snapshot_key):
+            raise OptionError(
+                f"Table option '{key}' = '{value}' gives the changelog its own retention (Paimon's decoupled "
+                "changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire this "
+                f"table with Paimon, or remove '{key}'.")
+
+
 def expire_range(snapshots: SnapshotManager, *, retain_min: int, retain_max: int, older_than_ms: int,
                  limit: int, consumer_next: int | None) -> tuple[int, int] | None:
     """``(earliest, end_exclusive)``: the snapshot ids ``[earliest, end_exclusive)`` expire (may be empty)."""
@@ -129,6 +152,7 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
     ``datetime`` instant; snapshots superseded before it may expire) and ``snapshot.expire.limit``
     (``max_deletes``)."""
     branch = branch or MAIN_BRANCH
+    require_branch_exists(fileio, table_path, branch)
     opts = _options(fileio, table_path, branch, options)
     retain_min = retain_min if retain_min is not None else get_int(opts, "snapshot.num-retained.min")
     retain_max = retain_max if retain_max is not None else get_int(opts, "snapshot.num-retained.max")
@@ -141,6 +165,7 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
                           f"({retain_min}).")
     if limit is None or limit < 1:
         raise OptionError(f"max_deletes / 'snapshot.expire.limit' must be at least 1, got {limit}.")
+    _refuse_decoupled_changelog(opts)
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     if older_than is not None:
         older_than_ms = to_millis(older_than, "older_than")
@@ -187,6 +212,7 @@ def delete_tags(fileio: FileIO, table_path: str, branch: str, names: Iterable[st
                 ignore_if_not_exists: bool = False) -> TagExpireResult:
     """Delete tags. With ``clean_files`` also delete the files only those tags kept alive (Java's behaviour),
     checked against every remaining snapshot, tag and changelog of every branch."""
+    require_branch_exists(fileio, table_path, branch)
     tags = TagManager(fileio, table_path, branch)
     result = TagExpireResult()
     roots: list[Root] = []

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from pyspark_paimon.errors import SnapshotNotFoundError, TagError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.reachability import CHANGELOG_PREFIX
-from pyspark_paimon.metadata.snapshot import LATEST, MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
+from pyspark_paimon.metadata.snapshot import (
+    LATEST,
+    MAIN_BRANCH,
+    Snapshot,
+    SnapshotManager,
+    branch_path,
+    require_branch_exists,
+)
 from pyspark_paimon.metadata.tags import TagManager
 
 
@@ -45,6 +52,7 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
     if (snapshot_id is None) == (tag is None):
         raise TagError("rollback_to needs exactly one of snapshot_id= or tag=.")
     branch = branch or MAIN_BRANCH
+    require_branch_exists(fileio, table_path, branch)
     snapshots = SnapshotManager(fileio, table_path, branch)
     tags = TagManager(fileio, table_path, branch)
     previous = snapshots.latest_id()

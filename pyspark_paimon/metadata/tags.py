@@ -22,7 +22,13 @@ from typing import Any, Mapping
 
 from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
+from pyspark_paimon.metadata.snapshot import (
+    MAIN_BRANCH,
+    Snapshot,
+    SnapshotManager,
+    branch_path,
+    require_branch_exists,
+)
 from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to_millis
 
 TAG_PREFIX = "tag-"
@@ -336,6 +342,7 @@ def resolve_source(fileio: FileIO, table_path: str, branch: str, *, snapshot_id:
     given = [x for x in (snapshot_id, from_tag, from_timestamp) if x is not None]
     if len(given) > 1:
         raise TagError("Pass at most one of snapshot_id, from_tag and from_timestamp.")
+    require_branch_exists(fileio, table_path, branch)
     snapshots = SnapshotManager(fileio, table_path, branch)
     tags = TagManager(fileio, table_path, branch)
     if snapshot_id is not None:

@@ -121,7 +121,6 @@ def assert_all_roots_intact(table: FakeTable) -> None:
         for m in metas:
             assert os.path.exists(f"{table.path}/manifest/{m.file_name}"), f"{root.describe()}: {m.file_name}"
         for e in store.live_entries(s):
-            dt = e.partition  # noqa: F841
             path = f"{table.path}/dt={_dt_of(e.partition)}/bucket-{e.bucket}/{e.file.file_name}"
             assert os.path.exists(path), f"{root.describe()}: data file {e.file.file_name} missing"
 

@@ -387,6 +387,22 @@ def test_add_and_delete_of_same_file_in_one_commit(t: T) -> None:
         t.committer().commit([msg(t.part("a"), f, compact_before=(f,))], kind="COMPACT")
 
 
+def test_file_deleted_twice_in_one_commit_is_refused(t: T) -> None:
+    """Compaction inputs inside an overwritten partition would be deleted by both: the second DELETE would
+    outlive its ADD and make the table unreadable, so the commit is refused."""
+    f1 = new_file(4)
+    t.committer().commit([msg(t.part("a"), f1)])
+    before = t.manifest_dir_files()
+    with pytest.raises(CommitError, match=f"{f1.file_name}.*deleted twice"):
+        t.committer().commit([msg(t.part("a"), new_file(4, level=1), compact_before=(f1,))],
+                             overwrite=OverwriteSpec("dynamic"))
+    with pytest.raises(CommitError, match="deleted twice"):
+        t.committer().commit([msg(t.part("a"), compact_before=(f1,)), msg(t.part("a"), compact_before=(f1,))],
+                             kind="COMPACT")
+    assert t.store.snapshots.latest_id() == 1 and t.manifest_dir_files() == before
+    assert set(t.live()) == {f1.file_name}
+
+
 def test_compact_commit(t: T) -> None:
     c = t.committer()
     f1, f2, f3 = new_file(4), new_file(6), new_file(1)
@@ -645,13 +661,15 @@ def test_pypaimon_reads_our_commits(tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     catalog = Catalog(str(warehouse))
     table = catalog.create_table("default.t", "dt string, id bigint, v string", partition_keys=["dt"],
-                                 primary_keys=["dt", "id"], options={"bucket": "2"})
+                                 primary_keys=["dt", "id"], options={"bucket": "2", "manifest.merge-min-count": "2"})
     first = pa.table({"dt": ["a", "a", "b", "b"], "id": [1, 2, 1, 2], "v": ["a1", "a2", "b1", "b2"]})
     table.write_arrow(first)
     table.write_arrow(pa.table({"dt": ["a", "c"], "id": [2, 9], "v": ["a2-new", "c9"]}))
     table.write_arrow(pa.table({"dt": ["b"], "id": [5], "v": ["b5"]}), mode="overwrite", overwrite_partition={"dt": "b"})
     ours = [(s.id, s.commit_kind, s.total_record_count, s.delta_record_count) for s in table.snapshots()]
     assert ours == [(1, "APPEND", 4, 4), (2, "APPEND", 6, 2), (3, "OVERWRITE", 5, -1)]
+    base3 = table.store.manifests.read_list(table.snapshot(3).base_manifest_list)
+    assert len(base3) == 1, "snapshot 3's base list is a merged manifest (merge-min-count 2): pypaimon reads it too"
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     proc = subprocess.run([oracle_python(), "-c", PYPAIMON_READ, str(warehouse)], capture_output=True, text=True,

@@ -124,3 +124,19 @@ def test_rollback_removes_long_lived_changelogs_after_target(table: FakeTable) -
     rollback_to(table.fileio, table.path, snapshot_id=1)
     assert sorted(os.listdir(cdir)) == ["LATEST", "changelog-1"]
     assert Path(f"{cdir}/LATEST").read_text() == "1"
+
+
+def test_operations_on_a_missing_branch_name_it(table: FakeTable) -> None:
+    from pyspark_paimon.errors import BranchNotFoundError
+    from pyspark_paimon.metadata.expire import expire_tags as _expire_tags
+    from pyspark_paimon.metadata.tags import create_tag
+
+    table.append()
+    with pytest.raises(BranchNotFoundError, match="nope"):
+        rollback_to(table.fileio, table.path, "nope", snapshot_id=1)
+    with pytest.raises(BranchNotFoundError, match="nope"):
+        expire_snapshots(table.fileio, table.path, "nope")
+    with pytest.raises(BranchNotFoundError, match="nope"):
+        _expire_tags(table.fileio, table.path, "nope")
+    with pytest.raises(BranchNotFoundError, match="nope"):
+        create_tag(table.fileio, table.path, "nope", "t")

@@ -1,0 +1,141 @@
+"""Orphan-file removal: unreferenced files older than the cutoff, across every branch; dry run; metadata and
+young files are never touched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from maint_helpers import FakeTable, age_all_files, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
+from pyspark_paimon.metadata.orphans import remove_orphan_files
+from pyspark_paimon.metadata.reachability import used_files
+from pyspark_paimon.table import Table
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> FakeTable:
+    return FakeTable(tmp_path / "t")
+
+
+def _orphan_file(table: FakeTable, dt_value: str = "a") -> str:
+    """A data file written but never committed (an aborted write)."""
+    _, meta = table.new_file(dt_value)
+    return meta.file_name
+
+
+def test_dry_run_lists_and_real_run_deletes_only_unreferenced_old_files(table: FakeTable) -> None:
+    _, live1 = table.append()
+    lost = _orphan_file(table)
+    lost_b = _orphan_file(table, "zz")
+    Path(f"{table.path}/manifest/manifest-deadbeef-0").write_bytes(b"junk")
+    Path(f"{table.path}/manifest/.manifest-list-x.tmp").write_bytes(b"temp")
+    age_all_files(table)
+    t = Table(table.fileio, table.path)
+    dry = t.remove_orphan_files(dry_run=True)
+    names = {Path(p).name for p in dry.files}
+    assert names == {lost, lost_b, "manifest-deadbeef-0", ".manifest-list-x.tmp"}
+    assert dry.dry_run and dry.total_bytes == 16 + 16 + 4 + 4
+    assert {lost, lost_b} <= data_files_on_disk(table)  # dry run deleted nothing
+    real = t.remove_orphan_files()
+    assert {Path(p).name for p in real.files} == names
+    assert not {lost, lost_b} & data_files_on_disk(table)
+    assert set(live1) <= data_files_on_disk(table)
+    assert "manifest-deadbeef-0" not in manifests_on_disk(table)
+    assert_all_roots_intact(table)
+    assert t.remove_orphan_files().files == []
+
+
+def test_young_files_are_never_deleted(table: FakeTable) -> None:
+    table.append()
+    lost = _orphan_file(table)
+    Path(f"{table.path}/manifest/.manifest-list-inflight.tmp").write_bytes(b"temp")
+    assert Table(table.fileio, table.path).remove_orphan_files().files == []  # default cutoff: 1 day
+    assert lost in data_files_on_disk(table)
+    # An explicit cutoff in the past still protects them; one after their mtime does not.
+    past = dt.datetime.now() - dt.timedelta(hours=1)
+    assert remove_orphan_files(table.fileio, table.path, older_than=past).files == []
+    later = int(time.time() * 1000) + 60_000
+    assert {Path(p).name for p in remove_orphan_files(table.fileio, table.path, older_than=later).files} == {
+        lost, ".manifest-list-inflight.tmp"}
+
+
+def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
+    table.append()
+    Table(table.fileio, table.path).create_tag("t1")
+    table.branch_from_tag("b", "t1")
+    Path(f"{table.path}/README").write_text("not ours")
+    Path(f"{table.path}/dt=a/notes.txt").write_text("not in a bucket dir")
+    Path(f"{table.path}/snapshot/stray-file").write_text("in a metadata dir")
+    os.makedirs(f"{table.path}/other/bucket-0")
+    Path(f"{table.path}/other/bucket-0/data-x.parquet").write_text("not a partition dir")
+    age_all_files(table)
+    result = remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    assert result.files == []
+    for p in ("README", "dt=a/notes.txt", "snapshot/stray-file", "other/bucket-0/data-x.parquet",
+              "schema/schema-0", "snapshot/snapshot-1", "tag/tag-t1", "branch/branch-b/tag/tag-t1",
+              "branch/branch-b/snapshot/snapshot-1", "branch/branch-b/schema/schema-0"):
+        assert os.path.exists(f"{table.path}/{p}"), p
+
+
+def test_files_used_only_by_a_branch_or_a_tag_are_kept(table: FakeTable) -> None:
+    _, f1 = table.append()
+    main = Table(table.fileio, table.path)
+    main.create_tag("T")
+    table.branch_from_tag("b", "T")
+    _, g1 = table.append(branch="b")
+    Table(table.fileio, table.path, branch="b").create_tag("bt")
+    table.commit([table.new_file("a")], overwrite=True, branch="b")
+    table.commit([table.new_file("a")], overwrite=True)
+    _, h1 = table.append()
+    main.create_tag("H")
+    table.commit([table.new_file("a")], overwrite=True)
+    main.delete_tag("T")
+    main.expire_snapshots(retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    age_all_files(table)
+    remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    on_disk = data_files_on_disk(table)
+    assert set(f1) | set(g1) | set(h1) <= on_disk
+    assert_all_roots_intact(table)
+
+
+def test_rollback_leftovers_and_dropped_branches_become_orphans(table: FakeTable) -> None:
+    table.append()
+    _, f2 = table.append()
+    main = Table(table.fileio, table.path)
+    main.create_tag("T")
+    table.branch_from_tag("b", "T")
+    _, g = table.append(branch="b")
+    main.rollback_to(1)
+    assert set(f2) <= data_files_on_disk(table)  # rollback deletes no data
+    age_all_files(table)
+    cutoff = dt.datetime.now() + dt.timedelta(days=1)
+    remove_orphan_files(table.fileio, table.path, older_than=cutoff)
+    assert set(f2) | set(g) <= data_files_on_disk(table)  # branch b still reads them
+    table.fileio.delete_dir(f"{table.path}/branch/branch-b")  # drop the branch
+    result = remove_orphan_files(table.fileio, table.path, older_than=cutoff)
+    assert {Path(p).name for p in result.files} >= set(f2) | set(g)
+    assert not (set(f2) | set(g)) & data_files_on_disk(table)
+    assert manifests_on_disk(table) <= used_files(table.fileio, table.path).manifests
+    assert_all_roots_intact(table)
+
+
+def test_unpartitioned_table(tmp_path: Path) -> None:
+    from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
+    from pyspark_paimon.metadata.fileio import FileIO
+    from pyspark_paimon.metadata.manifest import EMPTY_ROW, DataFileMeta
+    from pyspark_paimon.metadata.schema import SchemaManager
+    from pyspark_paimon.metadata.types import parse_ddl
+
+    fileio, path = FileIO(), str(tmp_path / "u")
+    SchemaManager(fileio, path).create_table(parse_ddl("id bigint"))
+    os.makedirs(f"{path}/bucket-0")
+    for name in ("data-live-0.parquet", "data-lost-0.parquet"):
+        Path(f"{path}/bucket-0/{name}").write_bytes(b"1234")
+    FileStoreCommit(fileio, path).commit([CommitMessage(EMPTY_ROW, 0, -1, (DataFileMeta("data-live-0.parquet", 4, 1),))])
+    result = remove_orphan_files(fileio, path, older_than=int(time.time() * 1000) + 60_000)
+    assert [Path(p).name for p in result.files] == ["data-lost-0.parquet"]
+    assert os.path.exists(f"{path}/bucket-0/data-live-0.parquet")
