@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagNotFoundError
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.tags import TagManager
+from pyspark_paimon.metadata.tags import TagManager, find_snapshot
 from pyspark_paimon.planner.read_options import ReadOptions
 
 WATERMARK_PREFIX = "watermark-"
@@ -15,7 +15,7 @@ def resolve_snapshot(store: FileStore, opts: ReadOptions) -> Snapshot | None:
     """The snapshot to read on ``store``'s branch; None for a table without snapshots (reads empty)."""
     tags = TagManager(store.fileio, store.table_path, store.branch)
     if opts.snapshot_id is not None:
-        return store.snapshots.snapshot(opts.snapshot_id)
+        return find_snapshot(store.snapshots, tags, opts.snapshot_id)
     if opts.tag_name is not None:
         return tags.get(opts.tag_name)
     if opts.version is not None:
@@ -34,7 +34,7 @@ def resolve_version(store: FileStore, tags: TagManager, version: str) -> Snapsho
     if version.startswith(WATERMARK_PREFIX) and version[len(WATERMARK_PREFIX):].lstrip("-").isdigit():
         return snapshot_at_watermark(store, int(version[len(WATERMARK_PREFIX):]))
     if version.isdigit():
-        return store.snapshots.snapshot(int(version))
+        return find_snapshot(store.snapshots, tags, int(version))
     raise TagNotFoundError(
         f"Version '{version}' is neither a tag nor a snapshot id on branch '{store.branch}' of {store.table_path}. "
         f"Existing tags: {tags.list_names() or 'none'}.")

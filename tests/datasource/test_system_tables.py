@@ -1,0 +1,276 @@
+"""System tables read through Spark: Paimon's column lists (names and order) and the values of tiny tables."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from pyspark_paimon.datasource.source import resolve_table_ref
+from pyspark_paimon.datasource.system_tables import (
+    java_duration,
+    read_system_table,
+    system_table_schema,
+)
+from pyspark_paimon.metadata.branches import BranchManager
+from pyspark_paimon.table import Table
+
+# §9.5 of the format reference (Java table/system/*Table.java), in order.
+PAIMON_COLUMNS = {
+    "snapshots": ["snapshot_id", "schema_id", "commit_user", "commit_identifier", "commit_kind", "commit_time",
+                  "base_manifest_list", "delta_manifest_list", "changelog_manifest_list", "total_record_count",
+                  "delta_record_count", "changelog_record_count", "watermark", "next_row_id", "operation",
+                  "writer_version"],
+    "tags": ["tag_name", "snapshot_id", "schema_id", "commit_time", "record_count", "create_time", "time_retained"],
+    "branches": ["branch_name", "create_time"],
+    "schemas": ["schema_id", "fields", "partition_keys", "primary_keys", "options", "comment", "update_time"],
+    "options": ["key", "value"],
+    "files": ["partition", "bucket", "file_path", "file_format", "schema_id", "level", "record_count",
+              "file_size_in_bytes", "min_key", "max_key", "null_value_counts", "min_value_stats", "max_value_stats",
+              "min_sequence_number", "max_sequence_number", "creation_time", "deleteRowCount", "file_source",
+              "first_row_id", "write_cols"],
+    "manifests": ["file_name", "file_size", "num_added_files", "num_deleted_files", "schema_id",
+                  "min_partition_stats", "max_partition_stats", "min_row_id", "max_row_id"],
+    "partitions": ["partition", "record_count", "file_size_in_bytes", "file_count", "last_update_time", "created_at",
+                   "created_by", "updated_by", "options", "total_buckets", "done", "deleted_record_count"],
+}
+
+
+def load(spark: Any, path: str, system: str, **options: str) -> Any:
+    reader = spark.read.format("paimon")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(f"{path}${system}")
+
+
+def rows(df: Any) -> list[dict[str, Any]]:
+    return [r.asDict() for r in df.collect()]
+
+
+def local_ms(millis: int) -> _dt.datetime:
+    """What Paimon shows for an epoch-ms instant in a TIMESTAMP(3) column: the local wall clock, in ms."""
+    return _dt.datetime.fromtimestamp(millis // 1000).replace(microsecond=(millis % 1000) * 1000)
+
+
+@pytest.fixture
+def pk_table(catalog: Any) -> Table:
+    """Partitioned PK table, 2 buckets: snapshot 1 (3 rows), 2 (2 rows, one update), 3 (1 row); tags."""
+    t = catalog.create_table("db.pk", "id bigint, v string, dt string", partition_keys=["dt"],
+                             primary_keys=["id", "dt"], options={"bucket": "2"})
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "dt": ["x", "x", "y"]}))
+    t.write_arrow(pa.table({"id": [1, 4], "v": ["a2", "d"], "dt": ["x", "y"]}))
+    t.write_arrow(pa.table({"id": [5], "v": ["e"], "dt": ["z"]}))
+    return t
+
+
+def test_columns_are_paimons_and_batches_match_sparks_arrow_schema(spark: Any, pk_table: Table) -> None:
+    pk_table.create_tag("t1", 1)
+    BranchManager(pk_table.fileio, pk_table.path).create("b1", tag="t1")
+    for name, columns in PAIMON_COLUMNS.items():
+        df = load(spark, pk_table.path, name)
+        assert df.columns == columns, name
+        assert df.count() > 0, name
+        ref = resolve_table_ref({"path": f"{pk_table.path}${name}"})
+        target = to_arrow_schema(system_table_schema(ref), timezone="UTC")
+        batches = list(read_system_table(ref))
+        assert batches, name
+        for batch in batches:
+            assert batch.schema.equals(target), (name, batch.schema, target)
+
+
+def test_snapshots(spark: Any, pk_table: Table) -> None:
+    pk_table.write_arrow(pa.table({"id": [9], "v": ["z"], "dt": ["x"]}), mode="overwrite",
+                         overwrite_partition={"dt": "x"})
+    got = rows(load(spark, pk_table.path, "snapshots").orderBy("snapshot_id"))
+    snaps = pk_table.snapshots()
+    assert [r["snapshot_id"] for r in got] == [1, 2, 3, 4]
+    assert [r["commit_kind"] for r in got] == ["APPEND", "APPEND", "APPEND", "OVERWRITE"]
+    assert [r["total_record_count"] for r in got] == [3, 5, 6, 4]
+    assert [r["delta_record_count"] for r in got] == [3, 2, 1, -2]
+    assert [r["schema_id"] for r in got] == [0, 0, 0, 0]
+    for r, s in zip(got, snaps):
+        assert r["commit_time"] == local_ms(s.time_millis)
+        assert r["commit_user"] == s.commit_user
+        assert r["commit_identifier"] == 2**63 - 1
+        assert r["base_manifest_list"] == s.base_manifest_list
+        assert r["delta_manifest_list"] == s.delta_manifest_list
+        assert r["changelog_manifest_list"] is None
+        assert r["writer_version"] == s.writer_version
+    # A filter and a projection work like on any DataFrame.
+    latest = load(spark, pk_table.path, "snapshots").where("commit_kind = 'OVERWRITE'").select("snapshot_id")
+    assert [r.snapshot_id for r in latest.collect()] == [4]
+
+
+def test_schemas_and_options(spark: Any, pk_table: Table) -> None:
+    pk_table.add_column("w", "int")
+    pk_table.set_options({"snapshot.num-retained.min": "5"})
+    got = rows(load(spark, pk_table.path, "schemas").orderBy("schema_id"))
+    assert [r["schema_id"] for r in got] == [0, 1, 2]
+    fields0 = json.loads(got[0]["fields"])
+    assert [f["name"] for f in fields0] == ["id", "v", "dt"]
+    assert fields0[0] == {"id": 0, "name": "id", "type": "BIGINT NOT NULL"}
+    assert [f["name"] for f in json.loads(got[1]["fields"])] == ["id", "v", "dt", "w"]
+    assert json.loads(got[0]["partition_keys"]) == ["dt"]
+    assert json.loads(got[0]["primary_keys"]) == ["id", "dt"]
+    assert json.loads(got[0]["options"]) == {"bucket": "2"}
+    assert json.loads(got[2]["options"]) == {"bucket": "2", "snapshot.num-retained.min": "5"}
+    assert got[0]["comment"] is None
+    for r, sid in zip(got, [0, 1, 2]):
+        assert r["update_time"] == local_ms(pk_table.store.schemas.schema(sid).time_millis)
+    options = {r["key"]: r["value"] for r in rows(load(spark, pk_table.path, "options"))}
+    assert options == {"bucket": "2", "snapshot.num-retained.min": "5"}
+
+
+def test_tags_with_retention(spark: Any, pk_table: Table) -> None:
+    pk_table.create_tag("b_daily", 2, time_retained="1 d")
+    pk_table.create_tag("a_plain", 1)
+    pk_table.create_tag("c_short", time_retained="90 min")
+    got = rows(load(spark, pk_table.path, "tags"))
+    assert [r["tag_name"] for r in got] == ["a_plain", "b_daily", "c_short"]
+    assert [r["snapshot_id"] for r in got] == [1, 2, 3]
+    assert [r["record_count"] for r in got] == [3, 5, 6]
+    assert [r["schema_id"] for r in got] == [0, 0, 0]
+    assert [r["time_retained"] for r in got] == [None, "PT24H", "PT1H30M"]
+    assert got[0]["create_time"] is None
+    tags = {t.name: t for t in pk_table.list_tags()}
+    for r in got:
+        assert r["commit_time"] == local_ms(tags[r["tag_name"]].snapshot.time_millis)
+        if r["tag_name"] != "a_plain":
+            assert r["create_time"] == tags[r["tag_name"]].create_time
+
+
+def test_java_duration_spelling() -> None:
+    assert java_duration(86_400_000) == "PT24H"
+    assert java_duration(5_000) == "PT5S"
+    assert java_duration(1_500) == "PT1.5S"
+    assert java_duration(0) == "PT0S"
+    assert java_duration(3_723_000) == "PT1H2M3S"
+
+
+def test_files_and_partitions(spark: Any, pk_table: Table) -> None:
+    files = rows(load(spark, pk_table.path, "files"))
+    live = pk_table.store.live_entries(pk_table.latest_snapshot())
+    assert len(files) == len(live) == 5
+    assert sorted(r["partition"] for r in files) == ["{x}", "{x}", "{y}", "{y}", "{z}"]
+    assert sum(r["record_count"] for r in files) == 6
+    assert {r["file_format"] for r in files} == {"parquet"}
+    assert {r["file_source"] for r in files} == {"APPEND"}
+    assert {r["level"] for r in files} == {0}
+    by_name = {e.file.file_name: e for e in live}
+    for r in files:
+        name = r["file_path"].rsplit("/", 1)[-1]
+        e = by_name[name]
+        assert r["file_path"].startswith(f"{pk_table.path}/dt=") and f"/bucket-{e.bucket}/" in r["file_path"]
+        assert r["bucket"] == e.bucket
+        assert r["file_size_in_bytes"] == e.file.file_size
+        assert r["schema_id"] == 0
+        assert r["min_sequence_number"] == e.file.min_sequence_number
+        assert r["creation_time"] is not None
+        assert r["write_cols"] is None
+    # The file with the update of key 1 (second commit): keys and stats in Java's spelling.
+    second = [r for r in files if r["min_key"] == "[1]" and r["max_key"] == "[1]"]
+    assert len(second) == 1
+    assert second[0]["max_key"] == "[1]"
+    assert second[0]["null_value_counts"] == "{dt=0, id=0, v=0}"
+    assert second[0]["min_value_stats"] == "{dt=x, id=1, v=a2}"
+    assert second[0]["max_value_stats"] == "{dt=x, id=1, v=a2}"
+
+    parts = rows(load(spark, pk_table.path, "partitions"))
+    assert [r["partition"] for r in parts] == ["dt=x", "dt=y", "dt=z"]
+    assert [r["record_count"] for r in parts] == [3, 2, 1]
+    assert [r["file_count"] for r in parts] == [2, 2, 1]
+    assert [r["total_buckets"] for r in parts] == [2, 2, 2]
+    assert [r["done"] for r in parts] == [False, False, False]
+    assert [r["deleted_record_count"] for r in parts] == [0, 0, 0]
+    sizes = {}
+    for r in files:
+        sizes[r["partition"]] = sizes.get(r["partition"], 0) + r["file_size_in_bytes"]
+    assert [r["file_size_in_bytes"] for r in parts] == [sizes["{x}"], sizes["{y}"], sizes["{z}"]]
+    assert all(r["last_update_time"] is not None and r["created_at"] is None for r in parts)
+
+
+def test_files_of_append_table_and_evolved_stats(spark: Any, catalog: Any) -> None:
+    t = catalog.create_table("db.log", "id int, msg string")
+    t.write_arrow(pa.table({"id": pa.array([3, 1], pa.int32()), "msg": ["c", None]}))
+    t.add_column("extra", "bigint")
+    t.write_arrow(pa.table({"id": pa.array([7], pa.int32()), "msg": ["q"], "extra": [5]}))
+    files = rows(load(spark, t.path, "files").orderBy("min_sequence_number", "schema_id"))
+    assert [r["schema_id"] for r in files] == [0, 1]
+    assert [r["partition"] for r in files] == ["{}", "{}"]
+    assert [r["min_key"] for r in files] == [None, None]
+    # The first file predates 'extra': evolved to the current schema, all NULL there.
+    assert files[0]["null_value_counts"] == "{extra=2, id=0, msg=1}"
+    assert files[0]["min_value_stats"] == "{extra=null, id=1, msg=c}"
+    assert files[0]["max_value_stats"] == "{extra=null, id=3, msg=c}"
+    assert files[1]["min_value_stats"] == "{extra=5, id=7, msg=q}"
+    parts = rows(load(spark, t.path, "partitions"))
+    assert [(r["partition"], r["record_count"], r["file_count"]) for r in parts] == [("", 3, 2)]
+
+
+def test_files_manifests_partitions_time_travel(spark: Any, pk_table: Table) -> None:
+    pk_table.create_tag("first", 1)
+    assert load(spark, pk_table.path, "files").count() == 5
+    assert load(spark, pk_table.path, "files", **{"scan.snapshot-id": "1"}).count() == 2
+    assert load(spark, pk_table.path, "files", **{"scan.tag-name": "first"}).count() == 2
+    parts = rows(load(spark, pk_table.path, "partitions", **{"scan.snapshot-id": "2"}))
+    assert [(r["partition"], r["record_count"]) for r in parts] == [("dt=x", 3), ("dt=y", 2)]
+    assert load(spark, pk_table.path, "manifests", **{"scan.snapshot-id": "1"}).count() == 1
+
+
+def test_manifests(spark: Any, pk_table: Table) -> None:
+    got = rows(load(spark, pk_table.path, "manifests"))
+    metas = pk_table.store.data_manifests(pk_table.latest_snapshot())
+    assert [r["file_name"] for r in got] == [m.file_name for m in metas]
+    assert sum(r["num_added_files"] for r in got) == 5
+    assert sum(r["num_deleted_files"] for r in got) == 0
+    assert [r["file_size"] for r in got] == [m.file_size for m in metas]
+    assert [(r["min_partition_stats"], r["max_partition_stats"]) for r in got] == [
+        ("{x}", "{y}"), ("{x}", "{y}"), ("{z}", "{z}")]
+    assert {r["schema_id"] for r in got} == {0}
+
+
+def test_time_travel_and_incremental_options_are_refused_where_meaningless(spark: Any, pk_table: Table) -> None:
+    with pytest.raises(Exception, match="Time-travel options do not apply to system table"):
+        load(spark, pk_table.path, "snapshots", **{"scan.snapshot-id": "1"}).collect()
+    with pytest.raises(Exception, match="Incremental read options do not apply"):
+        load(spark, pk_table.path, "files", **{"incremental-between": "1,2"}).collect()
+
+
+def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
+    pk_table.create_tag("t1", 1)
+    BranchManager(pk_table.fileio, pk_table.path).create("b", tag="t1")
+    branch = pk_table.branch_table("b")
+    branch.write_arrow(pa.table({"id": [7], "v": ["g"], "dt": ["w"]}))
+    branch.create_tag("bt", time_retained="2 h")
+    pk_table.create_tag("main_only", 3)
+
+    tags = rows(load(spark, pk_table.path + "$branch_b", "tags"))
+    assert [(r["tag_name"], r["snapshot_id"], r["time_retained"]) for r in tags] == [
+        ("bt", 2, "PT2H"), ("t1", 1, None)]
+    main_tags = rows(load(spark, pk_table.path, "tags"))
+    assert [r["tag_name"] for r in main_tags] == ["main_only", "t1"]
+
+    snaps = rows(load(spark, pk_table.path + "$branch_b", "snapshots").orderBy("snapshot_id"))
+    assert [(r["snapshot_id"], r["total_record_count"]) for r in snaps] == [(1, 3), (2, 4)]
+    files = rows(load(spark, pk_table.path + "$branch_b", "files"))
+    assert sorted(r["partition"] for r in files) == ["{w}", "{x}", "{y}"]
+    # The `branch` option addresses the same branch as the path suffix.
+    via_option = load(spark, pk_table.path, "partitions", branch="b")
+    assert [r.partition for r in via_option.collect()] == ["dt=w", "dt=x", "dt=y"]
+
+    branches = rows(load(spark, pk_table.path, "branches"))
+    assert [r["branch_name"] for r in branches] == ["b"]
+    assert branches[0]["create_time"] is not None
+    # $branches describes the table: the same rows when addressed on a branch.
+    assert [r.branch_name for r in load(spark, pk_table.path + "$branch_b", "branches").collect()] == ["b"]
+
+
+def test_missing_table_or_branch_is_a_clear_error(spark: Any, pk_table: Table, warehouse: str) -> None:
+    with pytest.raises(Exception, match="No Paimon table"):
+        load(spark, f"{warehouse}/db.db/nope", "snapshots").collect()
+    with pytest.raises(Exception, match="does not exist"):
+        load(spark, pk_table.path + "$branch_nope", "snapshots").collect()
