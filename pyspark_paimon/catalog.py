@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.errors import (
+    ChainTableError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
     PaimonError,
@@ -19,7 +20,18 @@ from pyspark_paimon.metadata.identifier import parse_identifier
 from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.types import DataType, from_arrow_schema, parse_ddl
+from pyspark_paimon.planner.chain import chain_options_enabled, validate_chain_definition
 from pyspark_paimon.table import Table
+
+
+def _copy_schemas_to_branch(fileio: FileIO, table_path: str, branch: str) -> None:
+    """Create an empty branch the way Paimon does: copy every schema file into branch/branch-<b>/schema/."""
+    src = SchemaManager(fileio, table_path)
+    dst = SchemaManager(fileio, table_path, branch)
+    if dst.list_ids():
+        raise ChainTableError(f"Branch '{branch}' already exists in {table_path}.")
+    for sid in src.list_ids():
+        fileio.write_bytes(dst.schema_path(sid), fileio.read_bytes(src.schema_path(sid)))
 
 DB_SUFFIX = ".db"
 
@@ -103,6 +115,8 @@ class Catalog:
         path = self.table_path(identifier)
         opts = {k: str(v) for k, v in (options or {}).items()}
         validate_table_options(opts, creating=True, table=identifier)
+        if chain_options_enabled(opts):
+            validate_chain_definition(list(partition_keys), list(primary_keys), opts, identifier)
         try:
             SchemaManager(self.fileio, path).create_table(columns_from(schema), list(partition_keys),
                                                           list(primary_keys), opts, comment)
@@ -112,6 +126,41 @@ class Catalog:
                     f"Table '{identifier}' already exists at {path}. Use ignore_if_exists=True to reuse it, or "
                     "drop it first.") from None
         return Table(self.fileio, path, identifier=f"{db}.{name}")
+
+    def create_chain_table(self, identifier: str, schema: pa.Schema | str | Sequence[tuple], *,
+                           partition_keys: Sequence[str], primary_keys: Sequence[str],
+                           options: Mapping[str, Any] | None = None, snapshot_branch: str = "snapshot",
+                           delta_branch: str = "delta", comment: str | None = None) -> Table:
+        """Create a chain table (format reference §10) in one call: the table with ``chain-table.enabled`` and
+        both fallback-branch options, and its empty snapshot and delta branches, all with the same schema.
+
+        ``options`` must include what Paimon requires of a chain table: ``bucket`` > 0, ``sequence.field``,
+        ``partition.timestamp-pattern`` and ``partition.timestamp-formatter`` (and optionally
+        ``chain-table.chain-partition-keys``, ``chain-table.compact.auto-threshold``). Everything is validated
+        before anything is written. Returns the main branch: full (chain) reads go through it; write full
+        partitions with ``option('branch', snapshot_branch)`` and increments with ``option('branch', delta_branch)``.
+        """
+        opts = {k: str(v) for k, v in (options or {}).items()}
+        opts.update({"chain-table.enabled": "true", "scan.fallback-snapshot-branch": snapshot_branch,
+                     "scan.fallback-delta-branch": delta_branch})
+        validate_table_options(opts, creating=True, table=identifier)
+        validate_chain_definition(list(partition_keys), list(primary_keys), opts, identifier)
+        for b in (snapshot_branch, delta_branch):
+            if not b or b.isdigit() or "$" in b or "/" in b:
+                raise ChainTableError(f"Chain table {identifier}: '{b}' is not a valid branch name.")
+        table = self.create_table(identifier, schema, partition_keys=partition_keys, primary_keys=primary_keys,
+                                  options=opts, comment=comment)
+        try:
+            for b in (snapshot_branch, delta_branch):
+                create = getattr(table, "create_branch", None)
+                if create is not None:
+                    create(b)
+                else:  # an empty Paimon branch is a copy of the schema files
+                    _copy_schemas_to_branch(self.fileio, table.path, b)
+        except BaseException:
+            self.fileio.delete_dir(table.path)  # the table was created just now: leave nothing half made
+            raise
+        return table
 
     def get_table(self, identifier: str) -> Table:
         """``db.t`` or ``db.t$branch_b``."""

@@ -80,6 +80,10 @@ class BranchNotFoundError(BranchError):
     """A branch that does not exist."""
 
 
+class BranchConflictError(BranchError):
+    """Publishing a branch (fast-forward) would discard changes the target holds and the branch does not."""
+
+
 class ChainTableError(PaimonError):
     """A chain table is misconfigured or an operation would break its chain."""
 

@@ -6,7 +6,7 @@ tests and maintenance (tags, branches, compaction live here too as they are adde
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -17,14 +17,16 @@ from pyspark_paimon.datasource.jobs import (
     prepare_read,
     prepare_write,
 )
-from pyspark_paimon.errors import OptionError
+from pyspark_paimon.datasource import chain as _chain
+from pyspark_paimon.errors import ChainTableError, OptionError, PaimonError
+from pyspark_paimon.metadata import branches as _branches
 from pyspark_paimon.metadata import expire as _expire
 from pyspark_paimon.metadata import orphans as _orphans
 from pyspark_paimon.metadata import rollback as _rollback
 from pyspark_paimon.metadata import tags as _tags
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import validate_table_options
-from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import DataType, parse_ddl
@@ -97,24 +99,45 @@ class Table:
         return table
 
     # -- schema evolution (each writes schema-N+1 on this branch) --------------------------------
+    # On the main side of a chain table each change is applied to the snapshot and delta branches too, one
+    # branch after the other (not atomic), because chain reads need the same schema on all three.
     def add_column(self, name: str, data_type: DataType | str, comment: str | None = None) -> TableSchema:
         if isinstance(data_type, str):
             data_type = parse_ddl(f"`{name}` {data_type}")[0][1]
-        return self.store.schemas.add_column(name, data_type, comment)
+        return self._evolve_chain(lambda m: m.add_column(name, data_type, comment))
 
     def drop_column(self, name: str) -> TableSchema:
-        return self.store.schemas.drop_column(name)
+        return self._evolve_chain(lambda m: m.drop_column(name))
 
     def rename_column(self, old: str, new: str) -> TableSchema:
-        return self.store.schemas.rename_column(old, new)
+        return self._evolve_chain(lambda m: m.rename_column(old, new))
 
     def set_options(self, options: Mapping[str, Any]) -> TableSchema:
         opts = {k: str(v) for k, v in options.items()}
         validate_table_options(opts, creating=True, table=self.identifier)
-        return self.store.schemas.set_options(opts)
+        _chain.check_chain_options(self.store, {**self.schema.options, **opts}, self.identifier)
+        return self._evolve_chain(lambda m: m.set_options(opts))
 
     def remove_options(self, keys: Iterable[str]) -> TableSchema:
-        return self.store.schemas.remove_options(list(keys))
+        keys = list(keys)
+        _chain.check_chain_options(self.store, {k: v for k, v in self.schema.options.items() if k not in keys},
+                                   self.identifier)
+        return self._evolve_chain(lambda m: m.remove_options(keys))
+
+    def _evolve_chain(self, change: Callable[[SchemaManager], TableSchema]) -> TableSchema:
+        peers = _chain.chain_peer_branches(self.store, self.schema)
+        result = change(self.store.schemas)
+        done = [self.branch]
+        for branch in dict.fromkeys([*peers, *_chain.chain_peer_branches(self.store, result)]):
+            try:
+                change(SchemaManager(self.fileio, self.path, branch))
+            except PaimonError as exc:
+                raise ChainTableError(
+                    f"Chain table {self.identifier}: the change was applied to branch(es) {done} but failed on branch "
+                    f"'{branch}': {exc}. Chain reads need the same schema on all three branches; fix branch "
+                    f"'{branch}' with Table.branch_table('{branch}').") from exc
+            done.append(branch)
+        return result
 
     # -- Arrow I/O without Spark -------------------------------------------------------------------
     def new_read(self, options: Mapping[str, str] | None = None, predicate: Sequence[Leaf] = (),
@@ -209,3 +232,103 @@ class Table:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
         return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
+
+    # -- chain tables (§10; logic in planner/chain.py and datasource/chain.py) ---------------------------
+    def explain_chain(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+                      *, options: Mapping[str, str] | None = None,
+                      predicate: Sequence[Leaf] = ()) -> list[dict[str, Any]]:
+        """How a full read of this chain table resolves each partition: ``source`` ('main', 'snapshot' or
+        'chain'), ``anchor`` (the snapshot partition merged from), ``deltas`` (the delta partitions merged
+        in, in merge order), ``buckets``, ``files`` per branch and ``splits``. ``partitions`` (dicts or
+        'k=v' specs; partial specs match every partition with those values) restrict the report; ``options``
+        may carry time travel (``scan.timestamp-millis``, ``scan.tag-name``)."""
+        return _chain.explain_chain(self._read_store(options), ReadOptions.from_options(options or {}), predicate,
+                                    partitions)
+
+    def compact_chain(self, partition: Mapping[str, Any] | str | None = None, *,
+                      partitions: Iterable[Mapping[str, Any] | str] | None = None,
+                      start: Mapping[str, Any] | str | None = None, end: Mapping[str, Any] | str | None = None,
+                      overwrite: bool = False) -> _chain.ChainCompactResult:
+        """Write the chain-merged view of ``partition`` (or ``partitions``, or every delta partition from
+        ``start`` to ``end`` inclusive) into the snapshot branch, in one commit, so later reads of it hit the
+        snapshot branch. A partition already in the snapshot branch is skipped unless ``overwrite``. Returns
+        what was compacted and what was skipped (and why); truthy when something was written."""
+        parts: list[Mapping[str, Any] | str] = []
+        if partition is not None:
+            parts.append(partition)
+        if partitions is not None:
+            parts.extend([partitions] if isinstance(partitions, (str, Mapping)) else list(partitions))
+        return _chain.compact_chain(self.store, partitions=parts or None, start=start, end=end, overwrite=overwrite)
+
+    def chain_hybrid(self, predicate: Sequence[Leaf] = (), columns: Sequence[str] | None = None,
+                     options: Mapping[str, str] | None = None) -> pa.Table:
+        """Paimon's *hybrid* read: the full (chain) read UNION ALL the delta branch's rows, with the same
+        filter. In Spark: ``full.unionByName(spark.read.format('paimon').option('branch', delta).load(p))``."""
+        cfg = _chain.require_chain_config(self.store)
+        full = self.to_arrow(options, predicate, columns)
+        delta = self.branch_table(cfg.delta_branch or "").to_arrow(options, predicate, columns)
+        return pa.concat_tables([full, delta.cast(full.schema)])
+
+    def create_chain_tag(self, name: str, *, time_retained: Any = None,
+                         ignore_if_exists: bool = False) -> dict[str, _tags.Tag]:
+        """A *chain tag*: tag ``name`` on the latest snapshot of the delta, the snapshot and the main branch
+        (each one that has a snapshot), so ``scan.tag-name`` = ``name`` reads the chain table as it is now; a
+        branch without snapshots reads as empty at that tag. Returns the tags by branch. Not atomic across
+        branches: do not write to the table while tagging."""
+        cfg = _chain.require_chain_config(self.store)
+        out: dict[str, _tags.Tag] = {}
+        for branch in (cfg.delta_branch, cfg.snapshot_branch, self.branch):
+            table = self.branch_table(branch or "")
+            if table.latest_snapshot() is None:
+                continue  # empty now: reads of the tag see it empty (no data when the tag was made)
+            out[table.branch] = table.create_tag(name, time_retained=time_retained,
+                                                 ignore_if_exists=ignore_if_exists)
+        if not out:
+            raise ChainTableError(f"Chain table {self.identifier} has no data on any branch yet; nothing to tag.")
+        return out
+
+    def _read_store(self, options: Mapping[str, str] | None) -> FileStore:
+        branch = ReadOptions.from_options(options or {}).branch
+        return self.store if not branch else self.store.with_branch(branch)
+
+    # -- branches (logic in metadata/branches.py) -------------------------------------------------------
+    def _branch_manager(self) -> _branches.BranchManager:
+        return _branches.BranchManager(self.fileio, self.path)
+
+    def create_branch(self, name: str, tag: str | None = None, *, snapshot_id: int | None = None,
+                      from_latest: bool = False, ignore_if_exists: bool = False) -> _branches.BranchInfo:
+        """Create branch ``name`` from this branch: from ``tag`` (Paimon's way), from ``snapshot_id`` (an
+        expired one if a tag preserved it), from the latest snapshot (``from_latest=True``), or, with none of
+        these, empty (the current schema, no data; its first commit is snapshot 1). The branch shares data
+        files with this one; its origin is recorded in ``branch/branch-<name>/branch.json``."""
+        return self._branch_manager().create(name, self.branch, tag=tag, snapshot_id=snapshot_id,
+                                              from_latest=from_latest, ignore_if_exists=ignore_if_exists)
+
+    def list_branches(self) -> list[_branches.BranchInfo]:
+        """Every branch of the table except ``main``, by name."""
+        return self._branch_manager().list()
+
+    def rename_branch(self, old: str, new: str) -> _branches.BranchInfo:
+        return self._branch_manager().rename(old, new)
+
+    def drop_branch(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
+        """Delete branch ``name``'s metadata (its data files are reclaimed by ``remove_orphan_files``)."""
+        return self._branch_manager().drop(name, ignore_if_not_exists=ignore_if_not_exists)
+
+    def fast_forward(self, branch: str, *, force: bool = False) -> _branches.PublishResult:
+        """Publish ``branch`` into this table's branch (``main`` for ``db.t``): its snapshots, schemas and tags
+        from its earliest snapshot on replace this branch's, as Paimon's fast-forward does. Refuses with
+        :class:`~pyspark_paimon.errors.BranchConflictError` when this branch has commits, tags or schema
+        changes the branch does not contain (they would be lost); ``force=True`` discards them. Concurrent
+        readers see the old or the new state, never a mix (see ``metadata/branches.py``)."""
+        result = self._branch_manager().fast_forward(branch, self.branch, force=force)
+        self.store = FileStore(self.fileio, self.path, self.branch)  # drop cached schemas of the old state
+        return result
+
+    def replace_main(self, branch: str, *, keep_previous_as: str | None = None) -> _branches.PublishResult:
+        """Make ``branch`` this table's branch (``main`` for ``db.t``): its snapshots, schemas and tags become
+        exact copies of ``branch``'s. The previous state is first saved as branch ``keep_previous_as`` (a full
+        copy) or, when None, discarded (its files become orphans)."""
+        result = self._branch_manager().replace_main(branch, self.branch, keep_previous_as=keep_previous_as)
+        self.store = FileStore(self.fileio, self.path, self.branch)
+        return result

@@ -49,6 +49,7 @@ from pyspark_paimon.datasource.merge import (
 __all__ = ["ReadContext", "read_split", "read_data_file", "key_sections", "referenced_columns"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
+_RANK = "__paimon_chain_rank__"
 
 
 @dataclass(frozen=True)
@@ -428,11 +429,14 @@ def read_split(ctx: ReadContext, split: DataSplit,
 
     ``partition_override`` (chain-table reads) replaces the given partition columns by constants: the split's
     logical partition, whichever partition the rows physically came from. It is applied before the residual
-    filter, so a filter on a partition column sees the logical value.
+    filter, so a filter on a partition column sees the logical value. A split planned with
+    ``relabel_partition`` (every chain split) applies its own ``partition_values`` this way.
 
     For the ``first-row`` engine all levels are merged, unlike Java's batch scans that skip level 0 (see the
     module docstring).
     """
+    if partition_override is None and split.relabel_partition:
+        partition_override = dict(zip(ctx.schema.partition_keys, split.partition_values))
     plan = _make_plan(ctx, partition_override)
     if not ctx.schema.primary_keys:
         for f in split.files:
@@ -466,9 +470,18 @@ def read_split(ctx: ReadContext, split: DataSplit,
                 yield from _finish(ctx, plan, _drop_retracts(data))
             continue
         # Oldest files first, so rows that tie on every sort key keep the older one first.
-        ordered = sorted(section, key=lambda f: (f.max_sequence_number, f.min_sequence_number))
-        data = pa.concat_tables([read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered])
-        data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending)
+        ranks = split.file_ranks
+        ordered = sorted(section, key=lambda f: (ranks.get(f.file_name, 0), f.max_sequence_number,
+                                                 f.min_sequence_number))
+        tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
+        if ranks:
+            # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
+            tables = [t.append_column(_RANK, pa.repeat(pa.scalar(ranks.get(f.file_name, 0), pa.int32()), t.num_rows))
+                      for f, t in zip(ordered, tables)]
+        data = pa.concat_tables(tables)
+        data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
+        if ranks:
+            data = data.drop_columns([_RANK])
         try:
             merged = merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=True,
                                   primary_keys=pk)

@@ -21,6 +21,8 @@ from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
+from pyspark_paimon.planner.fallback import add_fallback_splits, fallback_branch
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanPlan, ScanPlanner, pack_splits, split_target_size
@@ -57,25 +59,51 @@ class ReadJob:
 
 def prepare_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (),
                  read_fields: Sequence[str] | None = None, exact_filters: Sequence[Leaf] = ()) -> ReadJob:
-    """Plan a read of ``store`` (already on the right branch).
+    """Plan a read of ``store`` (already on the right branch): a snapshot (latest or time travel), or the
+    changes of a snapshot range for ``incremental-between[-timestamp]`` (:mod:`pyspark_paimon.planner.incremental`).
 
     ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
     the merged rows (Spark does not re-check filters a source accepted).
     """
-    snapshot = resolve_snapshot(store, opts)
+    chain = _chain_read(store, opts, predicate, read_fields, exact_filters)
+    if chain is not None:
+        return chain
     latest = store.schema()
     validate_table_options(latest.options, creating=False, table=store.table_path)
+    snapshot = None if is_incremental(opts) else resolve_snapshot(store, opts)
     schema = store.schemas.schema(snapshot.schema_id) if (opts.time_travel and snapshot is not None) else latest
     if read_fields is not None:
         for name in read_fields:
             schema.field(name)  # raises with the list of existing columns
-    plan = ScanPlanner(store, schema, {}).plan(snapshot, predicate)
+    if is_incremental(opts):  # the files changed in a snapshot range, read with the latest schema
+        plan = plan_incremental(store, schema, opts, predicate)
+    else:
+        plan = ScanPlanner(store, schema, {}).plan(snapshot, predicate)
+    schemas = {store.branch: branch_schemas(store)}
+    fallback = None if is_incremental(opts) else fallback_branch(opts, latest.options, store.branch)
+    if fallback is not None:  # partitions missing here are read from the fallback branch (planner/fallback.py)
+        extended = add_fallback_splits(store, fallback, schema, snapshot, plan, predicate, opts)
+        plan = extended.plan
+        schemas.update(extended.schemas)
     residual = to_arrow_expression(list(exact_filters), schema.arrow_schema()) if exact_filters else None
     ctx = ReadContext(fileio=store.fileio, table_path=store.table_path, schema=schema,
-                      schemas={store.branch: branch_schemas(store)}, branch=store.branch, options=dict(schema.options),
+                      schemas=schemas, branch=store.branch, options=dict(schema.options),
                       read_fields=tuple(read_fields) if read_fields is not None else None, residual=residual,
                       batch_size=opts.batch_size)
     return ReadJob(plan, ctx)
+
+
+def _chain_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf], read_fields: Sequence[str] | None,
+                exact_filters: Sequence[Leaf]) -> ReadJob | None:
+    """A chain-table read (§10) when ``store``'s branch is the main side of a chain table, else None."""
+    from pyspark_paimon.planner.chain import chain_read_config  # noqa: PLC0415
+
+    cfg = chain_read_config(store)
+    if cfg is None:
+        return None
+    from pyspark_paimon.datasource.chain import prepare_chain_read  # noqa: PLC0415
+
+    return prepare_chain_read(store, cfg, opts, predicate, read_fields, exact_filters)
 
 
 @dataclass
@@ -90,8 +118,16 @@ class WriteJob:
         return TableWriter(self.context, task_id)
 
     def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
+        from pyspark_paimon.datasource.chain import ChainWriteHook  # noqa: PLC0415
+
+        chain = ChainWriteHook.for_job(self)  # chain-table rules for its snapshot/delta branches, else None
+        if chain is not None:
+            chain.before_commit(messages)
         committer = FileStoreCommit(self.store.fileio, self.store.table_path, self.store.branch, self.schema.options)
-        return committer.commit(list(messages), overwrite=self.overwrite, commit_user=self.commit_user)
+        snapshot = committer.commit(list(messages), overwrite=self.overwrite, commit_user=self.commit_user)
+        if chain is not None:
+            chain.after_commit(snapshot, messages)
+        return snapshot
 
     def committed(self) -> bool:
         """Whether a snapshot of this job exists (used by abort to decide whether files may be deleted)."""

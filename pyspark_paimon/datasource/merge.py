@@ -130,14 +130,18 @@ def _kinds(table: pa.Table) -> np.ndarray:
 
 
 def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequence[str] = (),
-                   descending_seq: bool = False) -> pa.Table:
+                   descending_seq: bool = False, rank_column: str | None = None) -> pa.Table:
     """Stable sort into Java's merge order: key ascending, then the user sequence fields (ascending, or
     descending with ``sequence.field.sort-order = descending``; NULLs always first, i.e. oldest), then
     ``_SEQUENCE_NUMBER``, then retractions before additions. Rows that tie on everything keep their input
-    order, so concatenating files oldest-first keeps the older file's row first."""
+    order, so concatenating files oldest-first keeps the older file's row first.
+
+    ``rank_column`` (chain-table reads) is an ascending sort key between the sequence fields and
+    ``_SEQUENCE_NUMBER``: sequence numbers are branch-local, so among rows tied on the user sequence fields
+    the file's rank (anchor before deltas, deltas in partition order) decides which is newer."""
     if table.num_rows <= 1:
         return table
-    for name in [*key_names, *seq_fields]:
+    for name in [*key_names, *seq_fields, *([rank_column] if rank_column else [])]:
         if name not in table.column_names:
             raise SchemaError(f"Cannot sort for merging: column '{name}' is missing "
                               f"(columns: {', '.join(table.column_names)}).")
@@ -149,6 +153,7 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
     # are never NULL.
     sort_keys = ([(k, "ascending", "at_start") for k in key_names] +
                  [(s, seq_order, "at_start") for s in seq_fields] +
+                 ([(rank_column, "ascending", "at_start")] if rank_column else []) +
                  [(SEQUENCE_NUMBER, "ascending", "at_start"), (_TEMP_IS_ADD, "ascending", "at_start")])
     indices = pc.sort_indices(tmp, options=pc.SortOptions(sort_keys=sort_keys))
     return table.take(indices)

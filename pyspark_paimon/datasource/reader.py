@@ -2,7 +2,9 @@
 
 Planning (snapshot resolution, pruning, split packing) happens in ``partitions()`` in Spark's planning
 worker; each ``InputPartition`` carries a group of splits so the ~30 ms cost of a Python task is paid a few
-times, not once per file. Batches are rebuilt to exactly the Arrow schema Spark expects (Spark 4.2+ checks
+times, not once per file. It also carries the plan's read context: Spark pickles the reader for the executors
+*before* it calls ``partitions()``, so an executor must never plan again (it would resolve a possibly newer
+snapshot and schema than the one its splits came from, and re-read every manifest once per task). Batches are rebuilt to exactly the Arrow schema Spark expects (Spark 4.2+ checks
 types, time zones and nullability).
 """
 
@@ -33,6 +35,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from pyspark_paimon.datasource.arrow_read import ReadContext, read_split
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
 from pyspark_paimon.datasource.source import TableRef
 from pyspark_paimon.datasource.spark_types import to_spark_schema
@@ -59,6 +62,11 @@ def read_options_of(ref: TableRef) -> ReadOptions:
 def table_schema_for_read(ref: TableRef, opts: ReadOptions) -> TableSchema:
     """The schema a read of ``ref`` returns: the latest, or the time-travelled snapshot's."""
     store = ref.store()
+    from pyspark_paimon.planner.chain import chain_read_schema  # noqa: PLC0415
+
+    chain = chain_read_schema(store, opts)  # a chain read (§10) resolves versions on every branch
+    if chain is not None:
+        return chain
     latest = store.schema()
     if opts.time_travel:
         snap = resolve_snapshot(store, opts)
@@ -79,6 +87,7 @@ def read_schema(ref: TableRef) -> StructType:
 class PaimonPartition(InputPartition):
     index: int
     splits: tuple[DataSplit, ...]
+    context: ReadContext | None = None  # the planned read's context (None only for system tables)
 
 
 def _leaf(f: Filter, types: dict[str, Any]) -> Leaf | None:
@@ -173,7 +182,8 @@ class PaimonReader(DataSourceReader):
             return [PaimonPartition(0, ())]
         job = self._plan()
         groups = job.groups(self.opts)
-        return [PaimonPartition(i, tuple(g)) for i, g in enumerate(groups)] or [PaimonPartition(0, ())]
+        return [PaimonPartition(i, tuple(g), job.context) for i, g in enumerate(groups)] or [
+            PaimonPartition(0, (), job.context)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
@@ -182,8 +192,9 @@ class PaimonReader(DataSourceReader):
 
             batches: Iterable[pa.RecordBatch] = read_system_table(self.ref)
         else:
-            assert isinstance(partition, PaimonPartition)
-            batches = self._plan().read_batches(partition.splits)
+            assert isinstance(partition, PaimonPartition) and partition.context is not None
+            ctx = partition.context
+            batches = (batch for split in partition.splits for batch in read_split(ctx, split))
         for batch in batches:
             if batch.num_rows:
                 yield conform(batch, target)

@@ -25,6 +25,7 @@ from pyspark_paimon.datasource.source import TableRef
 from pyspark_paimon.datasource.spark_types import from_spark_type, to_spark_type
 from pyspark_paimon.errors import OptionError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.commit import CommitMessage
+from pyspark_paimon.metadata.options import get as table_option
 from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
@@ -73,6 +74,7 @@ def ensure_table(ref: TableRef, schema: StructType) -> TableSchema:
     store = ref.store()
     existing = store.schemas.latest()
     if existing is not None:
+        check_write_options(ref, existing)
         return existing
     if ref.branch != MAIN_BRANCH:
         store.schema()  # raises BranchNotFoundError / TableNotFoundError with guidance
@@ -95,6 +97,30 @@ def ensure_table(ref: TableRef, schema: StructType) -> TableSchema:
         return latest
 
 
+def check_write_options(ref: TableRef, table: TableSchema) -> None:
+    """Table-defining write options given for an existing table must agree with it.
+
+    They only take effect when the write creates the table. Ignoring them silently would hide a typo
+    (``bukcet``) or let the user believe the table changed (``bucket`` = 4 on a 2-bucket table).
+    """
+    given = _restore_case(_table_options(ref.options), table.field_names)
+    validate_table_options(given, creating=True, table=ref.path)  # unknown keys, with a suggestion
+    stored = table.options_with_defaults()
+    differing = []
+    for key, value in given.items():
+        have = table_option(stored, key)
+        if have is None or str(have).strip().lower() != str(value).strip().lower():
+            differing.append(f"'{key}' = '{value}' (table: {'unset' if have is None else repr(have)})")
+    for key, keys in (("primary-key", table.primary_keys), ("partition", table.partition_keys)):
+        if key in ref.options and [k.lower() for k in _split_keys(ref.options[key])] != [k.lower() for k in keys]:
+            differing.append(f"'{key}' = '{ref.options[key]}' (table: {','.join(keys) or 'none'})")
+    if differing:
+        raise OptionError(
+            f"Table {ref.path} already exists, and write options that define a table only apply when the write "
+            f"creates it. These differ from the table: {'; '.join(differing)}. Drop them from the write, or change "
+            "the table first (Table.set_options; keys and partitioning cannot change).")
+
+
 def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
     """The DataFrame must carry exactly the table's columns (any order) with compatible types."""
     df_cols = {f.name: f for f in df_schema.fields}
@@ -108,10 +134,49 @@ def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
     for f in table.fields:
         want = to_spark_type(f.type, f.name)
         got = df_cols[f.name].dataType
-        if want != got and not _castable(got, want):
+        if _fits(got, want):
+            continue
+        if _fits(_nullable(got), _nullable(want)):
             raise SchemaMismatchError(
-                f"Column '{f.name}' is {got.simpleString()} in the DataFrame but {want.simpleString()} in the table. "
-                f"Cast it first, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}')).")
+                f"Column '{f.name}' is {got.simpleString()} with nested values that may be NULL (array elements, map "
+                f"values or struct fields), but the table declares them NOT NULL. Make them non-null first, e.g. "
+                f"with coalesce inside transform()/struct().")
+        raise SchemaMismatchError(
+            f"Column '{f.name}' is {got.simpleString()} in the DataFrame but {want.simpleString()} in the table. "
+            f"Cast it first, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}')).")
+
+
+def _fits(got, want) -> bool:  # type: ignore[no-untyped-def]
+    """Whether values of Spark type ``got`` can be written to a column of type ``want``.
+
+    Nested nullability only has to be as strict as the table's: Spark often marks nested values NOT NULL
+    (``array(1, 2)``, ``struct(...)`` of non-null columns), and such data fits nullable table fields. The other
+    direction is refused, because the Arrow cast would not check for NULLs.
+    """
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    if isinstance(got, T.ArrayType) and isinstance(want, T.ArrayType):
+        return (want.containsNull or not got.containsNull) and _fits(got.elementType, want.elementType)
+    if isinstance(got, T.MapType) and isinstance(want, T.MapType):
+        return ((want.valueContainsNull or not got.valueContainsNull) and _fits(got.keyType, want.keyType)
+                and _fits(got.valueType, want.valueType))
+    if isinstance(got, T.StructType) and isinstance(want, T.StructType):
+        return [g.name for g in got.fields] == [w.name for w in want.fields] and all(
+            (w.nullable or not g.nullable) and _fits(g.dataType, w.dataType) for g, w in zip(got.fields, want.fields))
+    return got == want or _castable(got, want)
+
+
+def _nullable(t):  # type: ignore[no-untyped-def]
+    """``t`` with every nested value nullable (to tell a nullability mismatch from a type mismatch)."""
+    from pyspark.sql import types as T  # noqa: PLC0415
+
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    return t
 
 
 def _castable(got, want) -> bool:  # type: ignore[no-untyped-def]

@@ -176,7 +176,7 @@ def to_arrow_expression(pred: Sequence[Leaf], schema: pa.Schema | None = None) -
             vals = [x for x in leaf.value if x is not None]
             value_set = pa.array(vals, type=arrow_type) if arrow_type is not None else pa.array(vals)
             e = pc.is_in(field, value_set=value_set)
-            e = pc.if_else(field.is_null(), pc.scalar(None, pa.bool_()), e)
+            e = pc.if_else(field.is_null(), pa.scalar(None, pa.bool_()), e)
         elif leaf.op == "starts_with":
             e = pc.starts_with(field, pattern=leaf.value)
         else:

@@ -29,6 +29,12 @@ class DataSplit:
     # the branch whose schemas describe it and ``file_bucket_paths`` to its directory. Empty = this split's.
     file_branches: dict[str, str] = field(default_factory=dict, compare=False)
     file_bucket_paths: dict[str, str] = field(default_factory=dict, compare=False)
+    # Chain-table merges: a file's rank orders rows that tie on the user sequence field before the
+    # branch-local ``_SEQUENCE_NUMBER`` (anchor 0, then deltas in partition order). Empty = no ranks.
+    file_ranks: dict[str, int] = field(default_factory=dict, compare=False)
+    # Chain-table reads: every row carries ``partition_values`` (the logical partition), whichever partition
+    # the file physically belongs to.
+    relabel_partition: bool = False
 
     @property
     def row_count(self) -> int:
