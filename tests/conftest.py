@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["SparkSession"]:  # noqa: F821
-    """A 2-core local session with the ``paimon`` source registered and filter pushdown on.
+    """A 2-core local session with the ``paimon`` source registered (pushdown as ``register`` decides).
 
     Executors must import pyspark_paimon from this checkout, so the workers use this interpreter.
     """

@@ -4,8 +4,9 @@ Planning (snapshot resolution, pruning, split packing) happens in ``partitions()
 worker; each ``InputPartition`` carries a group of splits so the ~30 ms cost of a Python task is paid a few
 times, not once per file. It also carries the plan's read context: Spark pickles the reader for the executors
 *before* it calls ``partitions()``, so an executor must never plan again (it would resolve a possibly newer
-snapshot and schema than the one its splits came from, and re-read every manifest once per task). Batches are rebuilt to exactly the Arrow schema Spark expects (Spark 4.2+ checks
-types, time zones and nullability).
+snapshot and schema than the one its splits came from, and re-read every manifest once per task).
+Batches are rebuilt to exactly the Arrow schema Spark expects (Spark 4.2+ checks types, time zones and
+nullability).
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ pypaimon (other record names, extra fields) read the same.
 from __future__ import annotations
 
 import datetime as _dt
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
@@ -258,19 +260,76 @@ def meta_from_avro(d: dict, source: str) -> ManifestFileMeta:
 
 
 # --------------------------------------------------------------------------------------- files
+class _ManifestCache:
+    """Process-wide bounded LRU of parsed manifest files and manifest lists.
+
+    Manifest files and lists are immutable (their names carry a UUID and are never rewritten), so a parsed
+    copy can be shared by every query of every table in this process: re-planning the same snapshot, or a
+    newer snapshot sharing base manifests, decodes nothing again. Keys are (file-system protocol, full path);
+    the bound is a total number of records (entries or metas), so a few huge manifests cannot pin memory.
+    It lives at module level so pickling a :class:`ManifestStore` (or a ``FileStore``) never ships it.
+    """
+
+    def __init__(self, max_records: int = 2_000_000):
+        self.max_records = max_records
+        self._data: OrderedDict[tuple[str, str], list] = OrderedDict()
+        self._records = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple) -> list | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key: tuple, value: list) -> None:
+        weight = len(value) + 1
+        if weight > self.max_records:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._records -= len(old) + 1
+            self._data[key] = value
+            self._records += weight
+            while self._records > self.max_records and self._data:
+                _, evicted = self._data.popitem(last=False)
+                self._records -= len(evicted) + 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._records = 0
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+MANIFEST_CACHE = _ManifestCache()
+
+
 class ManifestStore:
     """Reads and writes manifest files and manifest lists in a table's shared ``manifest/`` directory.
 
-    Manifest files are immutable, so parsed contents are cached per instance: planning several queries of
-    the same table, or several snapshots sharing base manifests, reads each file once.
+    Manifest files are immutable, so parsed contents are cached process-wide (:data:`MANIFEST_CACHE`):
+    planning several queries of the same table, or several snapshots sharing base manifests, reads each file
+    once. The instance itself holds no cache, so pickling it is cheap.
     """
 
     def __init__(self, fileio: FileIO, table_path: str):
         self.fileio = fileio
         self.table_path = table_path
         self.manifest_dir = f"{table_path}/manifest"
-        self._entries_cache: dict[str, list[ManifestEntry]] = {}
-        self._list_cache: dict[str, list[ManifestFileMeta]] = {}
+
+    def _key(self, name: str) -> tuple[str, str]:
+        return (str(getattr(self.fileio, "protocol", "file")), self.path(name))
 
     def path(self, name: str) -> str:
         return f"{self.manifest_dir}/{name}"
@@ -295,17 +354,19 @@ class ManifestStore:
                 "manifest. Restore it, or roll the table back to a snapshot that does not reference it.") from e
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
-        cached = self._entries_cache.get(name)
+        key = self._key(name)
+        cached = MANIFEST_CACHE.get(key)
         if cached is None:
             cached = self._decode(name, "Manifest", entry_from_avro)
-            self._entries_cache[name] = cached
+            MANIFEST_CACHE.put(key, cached)
         return cached
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
-        cached = self._list_cache.get(name)
+        key = ("list",) + self._key(name)
+        cached = MANIFEST_CACHE.get(key)
         if cached is None:
             cached = self._decode(name, "Manifest list", meta_from_avro)
-            self._list_cache[name] = cached
+            MANIFEST_CACHE.put(key, cached)
         return cached
 
     def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
@@ -313,7 +374,7 @@ class ManifestStore:
         name = f"manifest-{uuid.uuid4()}-0"
         data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries))
         self.fileio.write_bytes(self.path(name), data)
-        self._entries_cache[name] = list(entries)
+        MANIFEST_CACHE.put(self._key(name), list(entries))
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         return ManifestFileMeta(
@@ -328,7 +389,7 @@ class ManifestStore:
         name = f"manifest-list-{uuid.uuid4()}-0"
         data = write_avro(MANIFEST_FILE_META_SCHEMA, (meta_to_avro(m) for m in metas))
         self.fileio.write_bytes(self.path(name), data)
-        self._list_cache[name] = list(metas)
+        MANIFEST_CACHE.put(("list",) + self._key(name), list(metas))
         return name, len(data)
 
     def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:

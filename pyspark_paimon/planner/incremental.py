@@ -165,7 +165,7 @@ def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions,
     end = None if rng.is_empty or rng.end_id <= 0 else find_snapshot(
         store.snapshots, TagManager(store.fileio, store.table_path, store.branch), rng.end_id)
     entries = [] if rng.is_empty else delta_entries(store, rng)
-    plan = ScanPlanner(store, schema, {}).plan_entries(entries, predicate, snapshot=end)
+    plan = ScanPlanner(store, schema, {}, pk_value_skipping=False).plan_entries(entries, predicate, snapshot=end)
     if schema.primary_keys:
         # Files of different commits may overlap in key even on one level above 0, so never read a bucket's
         # changed files one after another without merging them.

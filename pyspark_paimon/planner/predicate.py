@@ -98,8 +98,28 @@ def leaves_on(pred: Iterable[Leaf], columns: Iterable[str]) -> Predicate:
     return tuple(leaf for leaf in pred if leaf.column in cols)
 
 
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
 def could_match_stats(leaf: Leaf, lo: Any, hi: Any, null_count: int | None, row_count: int) -> bool:
-    """Whether any row of a file with these statistics could satisfy ``leaf`` (conservative)."""
+    """Whether any row of a file with these statistics could satisfy ``leaf`` (conservative).
+
+    ``lo``/``hi`` are bounds, not necessarily values that occur: Paimon truncates string minimums to a
+    prefix (still a lower bound) and rounds truncated maximums up, or stores NULL (unknown) when it cannot.
+    A NULL bound, a NaN bound or values that do not compare (type mismatch) never exclude anything.
+    """
+    if _is_nan(lo) or _is_nan(hi):
+        return True
+    lo, hi = _cmp_value(lo), _cmp_value(hi)
+    if leaf.value is not None and leaf.op != "in":
+        if _is_nan(leaf.value):
+            return True
+        leaf = Leaf(leaf.column, leaf.op, _cmp_value(leaf.value), leaf.negated)
+    elif leaf.op == "in":
+        if any(_is_nan(x) for x in leaf.value):
+            return True
+        leaf = Leaf(leaf.column, leaf.op, tuple(_cmp_value(x) for x in leaf.value), leaf.negated)
     if leaf.negated:
         # NOT (x = v) can be excluded only when every value equals v and nothing is null.
         if leaf.op == "=" and lo is not None and lo == hi == leaf.value and null_count == 0:
@@ -109,7 +129,7 @@ def could_match_stats(leaf: Leaf, lo: Any, hi: Any, null_count: int | None, row_
         if leaf.op == "is_not_null":
             return null_count is None or null_count > 0
         return True
-    if leaf.op == "is_null":
+    if leaf.op == "is_null" or (leaf.op == "<=>" and leaf.value is None):
         return null_count is None or null_count > 0
     if leaf.op == "is_not_null":
         return null_count is None or null_count < row_count

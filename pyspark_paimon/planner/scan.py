@@ -7,34 +7,53 @@ what it skipped, so tests and users can see pruning happen without timing anythi
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
+import pyarrow as pa
+
 from pyspark_paimon.metadata.binary_row import deserialize_row
+from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
 from pyspark_paimon.metadata.options import parse_memory_size
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.predicate import Leaf, could_match_stats, eval_on_values, leaves_on
+from pyspark_paimon.metadata.types import AtomicType, to_arrow_type
+from pyspark_paimon.planner.predicate import Leaf, _cmp_value, could_match_stats, eval_on_values, leaves_on
 from pyspark_paimon.planner.split import DataSplit
 
 
 @dataclass
 class ScanCounters:
-    """What planning looked at and what it skipped (for explain output and tests)."""
+    """What planning looked at and what each pruning level skipped (for explain output and tests).
+
+    Levels, in the order they run: manifests (partition stats of the manifest list), partitions (exact
+    partition predicate on entries), buckets (the bucket key fixed by ``=``/``IN``), statistics (file
+    min/max/null counts). ``*_skipped_<level>`` counts what that level dropped; files in skipped manifests
+    are never opened, so they appear in no file counter.
+    """
 
     manifests_total: int = 0
     manifests_skipped: int = 0
     partitions_total: int = 0
     partitions_selected: int = 0
+    partitions_skipped: int = 0
     buckets_total: int = 0
     buckets_selected: int = 0
+    buckets_skipped: int = 0
     files_total: int = 0
     files_selected: int = 0
+    files_skipped_partition: int = 0
+    files_skipped_bucket: int = 0
+    files_skipped_stats: int = 0
     bytes_total: int = 0
     bytes_selected: int = 0
+    bytes_skipped_partition: int = 0
+    bytes_skipped_bucket: int = 0
+    bytes_skipped_stats: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -47,6 +66,29 @@ class ScanPlan:
     splits: list[DataSplit]
     counters: ScanCounters = field(default_factory=ScanCounters)
     notes: list[str] = field(default_factory=list)
+
+    def explain(self) -> dict[str, Any]:
+        """A JSON-friendly summary: snapshot, counters and the splits (per partition/bucket, no file lists)."""
+        parts = {tuple(s.partition_values) for s in self.splits}
+        return {
+            "snapshot_id": self.snapshot.id if self.snapshot is not None else None,
+            "schema_id": self.schema.id,
+            "counters": self.counters.as_dict(),
+            "splits": {
+                "count": len(self.splits),
+                "partitions": len(parts),
+                "files": sum(len(s.files) for s in self.splits),
+                "bytes": sum(s.size_bytes for s in self.splits),
+                "rows": sum(s.row_count for s in self.splits),
+                "raw_convertible": sum(1 for s in self.splits if s.raw_convertible),
+            },
+            "split_list": [
+                {"partition": dict(zip(self.schema.partition_keys, s.partition_values)), "bucket": s.bucket,
+                 "files": len(s.files), "bytes": s.size_bytes, "rows": s.row_count,
+                 "raw_convertible": s.raw_convertible}
+                for s in self.splits],
+            "notes": list(self.notes),
+        }
 
 
 def partition_values(entry_partition: bytes, schema: TableSchema, cache: dict[bytes, tuple]) -> tuple:
@@ -80,13 +122,241 @@ def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Seque
     return True
 
 
-class ScanPlanner:
-    """Plans a batch read of one snapshot of one branch."""
+# ------------------------------------------------------------------------------------------------------
+# Bucket pruning (§6)
+# ------------------------------------------------------------------------------------------------------
+# Types whose SQL equality is exactly equality of the BinaryRow bytes the writer hashed. Floats are out
+# (0.0 = -0.0 but they hash differently; NaN), CHAR is out (padding), nested types have no hash here.
+_BUCKET_PRUNABLE = {"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN", "VARCHAR", "DATE", "DECIMAL",
+                    "TIMESTAMP", "TIMESTAMP_LTZ", "BINARY", "VARBINARY"}
+_MAX_BUCKET_COMBOS = 4096
 
-    def __init__(self, store: FileStore, schema: TableSchema, options: dict[str, str] | None = None):
+
+def _key_values(pred: Sequence[Leaf], column: str) -> list[Any] | None:
+    """The values ``column`` may take under ``pred`` (its ``=``/``<=>``/``IN`` leaves, intersected), or None."""
+    allowed: list[Any] | None = None
+    for leaf in pred:
+        if leaf.column != column or leaf.negated:
+            continue
+        if leaf.op == "=" or (leaf.op == "<=>" and leaf.value is not None):
+            vals = [] if leaf.value is None else [leaf.value]
+        elif leaf.op == "in":
+            vals = [v for v in leaf.value if v is not None]
+        else:
+            continue
+        if allowed is None:
+            allowed = []
+            for v in vals:
+                if not any(_same(v, a) for a in allowed):
+                    allowed.append(v)
+        else:
+            allowed = [a for a in allowed if any(_same(a, v) for v in vals)]
+    return allowed
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(_cmp_value(a) == _cmp_value(b))
+    except TypeError:
+        return False
+
+
+def _coerce_column(values: list[Any], f: Any) -> pa.Array | None:
+    """``values`` as an Arrow array of the column's type, or None when any value does not fit exactly."""
+    try:
+        arrow_type = to_arrow_type(f.type, f.name)
+        arr = pa.array(values, type=arrow_type)
+    except Exception:  # noqa: BLE001 (any failure means: do not prune)
+        return None
+    for orig, back in zip(values, arr.to_pylist()):
+        try:
+            if _cmp_value(orig) != _cmp_value(back):
+                return None
+        except TypeError:
+            return None
+    return arr
+
+
+class _BucketSelector:
+    """Target buckets of a predicate that fixes the whole bucket key, per ``total_buckets``."""
+
+    def __init__(self, schema: TableSchema, pred: Sequence[Leaf]):
+        self.columns: list[pa.Array] | None = None
+        self.types: list[Any] = []
+        self._cache: dict[int, frozenset[int]] = {}
+        if not pred or str(schema.options.get("bucket-function.type", "default")).lower() != "default":
+            return
+        try:
+            if schema.num_buckets <= 0:
+                return
+            keys = schema.bucket_keys
+        except Exception:  # noqa: BLE001
+            return
+        if not keys or any(k in schema.partition_keys or not schema.has_field(k) for k in keys):
+            return
+        per_key: list[pa.Array] = []
+        for k in keys:
+            f = schema.field(k)
+            if not isinstance(f.type, AtomicType) or f.type.root not in _BUCKET_PRUNABLE:
+                return
+            vals = _key_values(pred, k)
+            if vals is None:
+                return
+            arr = _coerce_column(vals, f)
+            if arr is None:
+                return
+            per_key.append(arr)
+        combos = 1
+        for arr in per_key:
+            combos *= len(arr)
+        if combos > _MAX_BUCKET_COMBOS:
+            return
+        # Cartesian product of the allowed values, column-wise (a handful of values: Python is fine here).
+        idx = [list(range(len(a))) for a in per_key]
+        rows = list(itertools.product(*idx))
+        self.columns = [a.take(pa.array([r[i] for r in rows], pa.int64())) for i, a in enumerate(per_key)]
+        self.types = [schema.field(k).type for k in keys]
+
+    @property
+    def active(self) -> bool:
+        return self.columns is not None
+
+    def buckets(self, total_buckets: int) -> frozenset[int] | None:
+        """Buckets that may hold matching rows in a partition with ``total_buckets`` (None = all)."""
+        if self.columns is None or total_buckets <= 0:
+            return None
+        hit = self._cache.get(total_buckets)
+        if hit is None:
+            if len(self.columns[0]) == 0:
+                hit = frozenset()
+            else:
+                try:
+                    hit = frozenset(int(b) for b in bucket_ids(self.columns, self.types, total_buckets))
+                except Exception:  # noqa: BLE001 (unsupported key type: do not prune)
+                    self._cache[total_buckets] = None  # type: ignore[assignment]
+                    return None
+            self._cache[total_buckets] = hit
+        return hit
+
+
+# ------------------------------------------------------------------------------------------------------
+# File statistics (§7.7)
+# ------------------------------------------------------------------------------------------------------
+def _base_type(t: Any) -> Any:
+    try:
+        return replace(t, nullable=True)
+    except TypeError:
+        return t
+
+
+def _row_arity(data: bytes) -> int:
+    return int.from_bytes(data[:4], "big") if len(data) >= 4 else -1
+
+
+@dataclass
+class _StatsLayout:
+    """Where the stats of the predicate's columns sit in a file's stats rows (one per file schema/cols)."""
+
+    types: list[Any]  # file types of every stats column, to decode the rows
+    wanted: list[tuple[int, str]]  # (position in the stats row, current column name)
+
+
+class _StatsPruner:
+    """Decides per file whether any row could match, from key or value statistics; never guesses."""
+
+    def __init__(self, store: FileStore, schema: TableSchema, pred: Sequence[Leaf], columns: Iterable[str]):
+        self.store = store
+        self.schema = schema
+        cols = set(columns)
+        self.pred = tuple(l for l in pred if l.column in cols)
+        self.columns = {l.column for l in self.pred}
+        self._layouts: dict[tuple, _StatsLayout | None] = {}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.pred)
+
+    def _file_schema(self, schema_id: int) -> TableSchema | None:
+        if schema_id == self.schema.id:
+            return self.schema
+        try:
+            return self.store.schemas.schema(schema_id)
+        except Exception:  # noqa: BLE001 (unknown schema: no stats)
+            return None
+
+    def _layout(self, schema_id: int, stats_names: tuple[str, ...] | None, key: bool) -> _StatsLayout | None:
+        cache_key = (schema_id, stats_names, key)
+        if cache_key in self._layouts:
+            return self._layouts[cache_key]
+        layout = None
+        fs = self._file_schema(schema_id)
+        if fs is not None:
+            try:
+                if key:
+                    file_fields = [fs.field(n) for n in fs.trimmed_primary_keys]
+                elif stats_names is None:
+                    file_fields = list(fs.fields)
+                else:
+                    file_fields = [fs.field(n) for n in stats_names]
+                current = {f.id: f for f in self.schema.fields}
+                wanted = []
+                for pos, ff in enumerate(file_fields):
+                    cf = current.get(ff.id)
+                    if cf is None or cf.name not in self.columns:
+                        continue
+                    if not isinstance(ff.type, AtomicType) or _base_type(ff.type) != _base_type(cf.type):
+                        continue  # type changed since the file was written: its stats say nothing reliable
+                    wanted.append((pos, cf.name))
+                layout = _StatsLayout([f.type for f in file_fields], wanted) if wanted else None
+            except Exception:  # noqa: BLE001 (unknown column in the stats list: do not prune)
+                layout = None
+        self._layouts[cache_key] = layout
+        return layout
+
+    def may_match(self, f: DataFileMeta, key: bool) -> bool:
+        """False only when the ``key`` (trimmed PK) or value statistics prove no row of ``f`` matches."""
+        if not self.pred:
+            return True
+        if key:
+            stats, names = f.key_stats, None
+        else:
+            stats, names = f.value_stats, (None if f.value_stats_cols is None else tuple(f.value_stats_cols))
+            if names is not None and not names:
+                return True  # [] = no column has statistics
+        layout = self._layout(f.schema_id, names, key)
+        if layout is None:
+            return True
+        n = len(layout.types)
+        if _row_arity(stats.min_values) != n or _row_arity(stats.max_values) != n:
+            return True
+        try:
+            lows = deserialize_row(stats.min_values, layout.types)
+            highs = deserialize_row(stats.max_values, layout.types)
+        except Exception:  # noqa: BLE001 (unreadable stats: never prune on them)
+            return True
+        nulls = stats.null_counts
+        for pos, name in layout.wanted:
+            nc = nulls[pos] if nulls is not None and pos < len(nulls) else None
+            for leaf in self.pred:
+                if leaf.column == name and not could_match_stats(leaf, lows[pos], highs[pos], nc, f.row_count):
+                    return False
+        return True
+
+
+class ScanPlanner:
+    """Plans a batch read of one snapshot of one branch.
+
+    ``pk_value_skipping`` allows skipping primary-key files by *value* statistics in raw-convertible buckets
+    (each key in exactly one file). Incremental reads turn it off: their files may overlap in key even when
+    the bucket looks raw-convertible.
+    """
+
+    def __init__(self, store: FileStore, schema: TableSchema, options: dict[str, str] | None = None,
+                 pk_value_skipping: bool = True):
         self.store = store
         self.schema = schema
         self.options = options or {}
+        self.pk_value_skipping = pk_value_skipping
 
     def plan(self, snapshot: Snapshot | None, predicate: Sequence[Leaf] = (),
              partition_filter: Callable[[dict[str, Any]], bool] | None = None) -> ScanPlan:
@@ -112,39 +382,95 @@ class ScanPlanner:
         schema = self.schema
         part_names = [f.name for f in schema.partition_fields]
         part_pred = leaves_on(predicate, part_names)
+        selector = _BucketSelector(schema, predicate)
         cache: dict[bytes, tuple] = {}
+        named_cache: dict[bytes, bool] = {}
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         total_buckets: dict[tuple[bytes, int], int] = {}
         seen_partitions: set[bytes] = set()
         selected_partitions: set[bytes] = set()
         seen_buckets: set[tuple[bytes, int]] = set()
+        skipped_buckets: set[tuple[bytes, int]] = set()
         for e in entries:
+            size = e.file.file_size
             counters.files_total += 1
-            counters.bytes_total += e.file.file_size
+            counters.bytes_total += size
             seen_partitions.add(e.partition)
             seen_buckets.add((e.partition, e.bucket))
-            values = partition_values(e.partition, schema, cache)
-            named = dict(zip(part_names, values))
-            if part_pred and not eval_on_values(part_pred, named):
-                continue
-            if partition_filter is not None and not partition_filter(named):
+            ok = named_cache.get(e.partition)
+            if ok is None:
+                values = partition_values(e.partition, schema, cache)
+                named = dict(zip(part_names, values))
+                ok = (not part_pred or eval_on_values(part_pred, named)) and (
+                    partition_filter is None or partition_filter(named))
+                named_cache[e.partition] = ok
+            if not ok:
+                counters.files_skipped_partition += 1
+                counters.bytes_skipped_partition += size
                 continue
             selected_partitions.add(e.partition)
+            if selector.active and e.bucket >= 0:
+                targets = selector.buckets(e.total_buckets)
+                if targets is not None and e.bucket not in targets:
+                    skipped_buckets.add((e.partition, e.bucket))
+                    counters.files_skipped_bucket += 1
+                    counters.bytes_skipped_bucket += size
+                    continue
             groups.setdefault((e.partition, e.bucket), []).append(e.file)
             total_buckets[(e.partition, e.bucket)] = e.total_buckets
         counters.partitions_total = len(seen_partitions)
         counters.partitions_selected = len(selected_partitions)
+        counters.partitions_skipped = len(seen_partitions) - len(selected_partitions)
         counters.buckets_total = len(seen_buckets)
-        counters.buckets_selected = len(groups)
+        counters.buckets_skipped = len(skipped_buckets)
+        non_part = [leaf for leaf in predicate if leaf.column not in set(part_names)]
+        if schema.primary_keys:
+            keys = schema.trimmed_primary_keys or schema.primary_keys
+            key_pruner = _StatsPruner(self.store, schema, non_part, [k for k in keys if k not in part_names])
+            value_pruner = _StatsPruner(self.store, schema, non_part if self.pk_value_skipping else (),
+                                        [f.name for f in schema.fields if f.name not in part_names])
+        else:
+            key_pruner = _StatsPruner(self.store, schema, (), ())
+            value_pruner = _StatsPruner(self.store, schema, non_part,
+                                        [f.name for f in schema.fields if f.name not in part_names])
         splits = []
+        selected_buckets = 0
         for (part, bucket), files in sorted(groups.items(), key=lambda kv: (cache[kv[0][0]].__repr__(), kv[0][1])):
             files.sort(key=lambda f: (f.level, f.min_sequence_number, f.file_name))
+            kept = self._skip_files(files, key_pruner, value_pruner, counters)
+            if not kept:
+                continue
+            selected_buckets += 1
             values = cache[part]
             path = self.store.bucket_path(schema, values, bucket)
-            splits.extend(self._make_splits(part, values, bucket, total_buckets[(part, bucket)], files, path))
+            splits.extend(self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path))
+        counters.buckets_selected = selected_buckets
         counters.files_selected = sum(len(s.files) for s in splits)
         counters.bytes_selected = sum(s.size_bytes for s in splits)
         return ScanPlan(snapshot, schema, splits, counters)
+
+    def _skip_files(self, files: list[DataFileMeta], key_pruner: _StatsPruner, value_pruner: _StatsPruner,
+                    counters: ScanCounters) -> list[DataFileMeta]:
+        """The files of one bucket that statistics cannot exclude.
+
+        Append files are independent, so value statistics decide alone. In a primary-key bucket every version
+        of a key carries the key, so key statistics may drop files; value statistics may drop a file only when
+        the bucket is raw-convertible (each key lives in exactly one file), otherwise dropping an old version's
+        file could not change the result but dropping the newest version's file would resurrect an old one.
+        """
+        if not key_pruner.active and not value_pruner.active:
+            return files
+        if not self.schema.primary_keys:
+            kept = [f for f in files if value_pruner.may_match(f, key=False)]
+        else:
+            kept = [f for f in files if key_pruner.may_match(f, key=True)] if key_pruner.active else files
+            if value_pruner.active and kept and _raw_convertible(kept):
+                kept = [f for f in kept if value_pruner.may_match(f, key=False)]
+        if len(kept) != len(files):
+            dropped = len(files) - len(kept)
+            counters.files_skipped_stats += dropped
+            counters.bytes_skipped_stats += sum(f.file_size for f in files) - sum(f.file_size for f in kept)
+        return kept
 
     def _make_splits(self, part: bytes, values: tuple, bucket: int, total_buckets: int,
                      files: list[DataFileMeta], path: str) -> list[DataSplit]:
@@ -161,9 +487,13 @@ class ScanPlanner:
             if cur:
                 out.append(DataSplit(part, values, bucket, total_buckets, tuple(cur), path, True))
             return out
-        raw = (all(f.level > 0 for f in files) and all(f.delete_row_count == 0 for f in files)
-               and len({f.level for f in files}) == 1)
-        return [DataSplit(part, values, bucket, total_buckets, tuple(files), path, raw)]
+        return [DataSplit(part, values, bucket, total_buckets, tuple(files), path, _raw_convertible(files))]
+
+
+def _raw_convertible(files: Sequence[DataFileMeta]) -> bool:
+    """A PK bucket readable without merging (§7.5): one level above 0, no retract rows."""
+    return (all(f.level > 0 for f in files) and all(f.delete_row_count == 0 for f in files)
+            and len({f.level for f in files}) == 1)
 
 
 def split_target_size(table_options: dict[str, str], read_options: dict[str, str]) -> int:

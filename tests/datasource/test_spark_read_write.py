@@ -291,7 +291,8 @@ def test_executors_read_the_planned_snapshot_without_planning_again(catalog) -> 
     """Spark pickles the reader for the executors before it calls ``partitions()``; the partitions must carry
     the plan, or each task re-plans against whatever the table looks like by then."""
     table = catalog.create_table("db.race", "id bigint, v string, w int")
-    table.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"], "w": pa.array([1, 2], pa.int32())}))
+    table.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"],
+                                "w": pa.array([1, 2], pa.int32())}))
     source = PaimonDataSource({"path": table.path})
     reader = source.reader(source.schema())
     shipped = cloudpickle.dumps(reader)  # what Spark sends to executors: not yet planned
