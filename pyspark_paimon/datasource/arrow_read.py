@@ -26,7 +26,7 @@ This module never imports pyspark; :class:`ReadContext` and splits are pickled t
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -35,18 +35,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError, SchemaError, UnsupportedTypeError
-from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.types import DataField, DataType, RowType, to_arrow_schema, to_arrow_type
+from pyspark_paimon.planner.predicate import Leaf, could_match_stats
+from pyspark_paimon.planner.sections import decoded_key_range
+from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.datasource.merge import (
     SEQUENCE_NUMBER, VALUE_KIND, is_retract, merge_engine, merge_sorted, sequence_descending,
     sequence_fields, sort_for_merge,
 )
 
-__all__ = ["ReadContext", "read_split", "read_data_file", "key_sections", "referenced_columns"]
+__all__ = ["ReadContext", "read_split", "read_data_file", "key_sections", "referenced_columns", "select_row_groups",
+           "ROW_GROUP_COUNTERS"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 _RANK = "__paimon_chain_rank__"
@@ -60,7 +63,8 @@ class ReadContext:
     ``schemas`` maps branch -> schema id -> schema for files written under other schemas or branches
     (a file's branch is ``split.file_branches.get(name, branch)``). ``read_fields`` projects the output to
     these columns, in this order (None = all). ``residual`` is applied after merging. ``options`` overlay the
-    read schema's options (see :meth:`merge_options`).
+    read schema's options (see :meth:`merge_options`). ``pushed`` leaves skip Parquet row groups in raw
+    (merge-free) reads only.
     """
 
     fileio: FileIO
@@ -72,6 +76,9 @@ class ReadContext:
     read_fields: tuple[str, ...] | None = None
     residual: pc.Expression | None = None
     batch_size: int = 65536
+    # The pruning predicate (every output row satisfies it): raw reads skip Parquet row groups whose
+    # statistics prove no row matches. The exact ``residual`` still runs afterwards.
+    pushed: tuple[Leaf, ...] = ()
 
     def merge_options(self) -> dict[str, str]:
         """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
@@ -261,9 +268,13 @@ class _FileReader:
             return self._pq.read(columns=columns, use_threads=False)
         return self._orc.read(columns=columns)
 
-    def batches(self, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+    def batches(self, columns: list[str], batch_size: int,
+                row_groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
         if self.fmt == "parquet":
-            yield from self._pq.iter_batches(batch_size=batch_size, columns=columns, use_threads=False)
+            if row_groups is not None and not row_groups:
+                return
+            yield from self._pq.iter_batches(batch_size=batch_size, columns=columns, use_threads=False,
+                                             row_groups=row_groups)
             return
         for i in range(self._orc.nstripes):
             stripe = self._orc.read_stripe(i, columns=columns)
@@ -291,12 +302,102 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
     return _conform_table(data, targets, file_schema, f.file_name, system)
 
 
+class RowGroupCounters:
+    """Process-local counts of Parquet row groups considered and skipped by raw reads (tests, explain)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0
+        self.skipped = 0
+
+    def add(self, total: int, skipped: int) -> None:
+        with self._lock:
+            self.total += total
+            self.skipped += skipped
+
+    def reset(self) -> None:
+        with self._lock:
+            self.total = self.skipped = 0
+
+
+ROW_GROUP_COUNTERS = RowGroupCounters()
+
+
+def _base(t: DataType) -> DataType:
+    try:
+        return replace(t, nullable=True)
+    except TypeError:
+        return t
+
+
+def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf]) -> list[int] | None:
+    """Row groups of ``pq_file`` whose column statistics do not rule out every leaf (None = all of them).
+
+    ``leaves`` name the file's physical (top-level, primitive) columns. Missing statistics, or statistics
+    that do not compare with the literal, keep the row group: this only skips, never filters.
+    """
+    if not leaves:
+        return None
+    md = pq_file.metadata
+    index = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    wanted = [(index[leaf.column], leaf) for leaf in leaves if leaf.column in index]
+    if not wanted:
+        return None
+    keep = []
+    for rg in range(md.num_row_groups):
+        meta = md.row_group(rg)
+        ok = True
+        for col, leaf in wanted:
+            try:
+                st = meta.column(col).statistics
+                if st is None:
+                    continue
+                lo = st.min if st.has_min_max else None
+                hi = st.max if st.has_min_max else None
+                nulls = st.null_count if st.has_null_count else None
+            except Exception:  # noqa: BLE001 (unreadable statistics: keep the row group)
+                continue
+            if not could_match_stats(leaf, lo, hi, nulls, meta.num_rows):
+                ok = False
+                break
+        if ok:
+            keep.append(rg)
+    ROW_GROUP_COUNTERS.add(md.num_row_groups, md.num_row_groups - len(keep))
+    return keep
+
+
+def _file_leaves(ctx: ReadContext, file_schema: TableSchema, reader: "_FileReader") -> list[Leaf]:
+    """``ctx.pushed`` renamed to the file's columns (by field id), only where the file type is unchanged.
+
+    Partition columns are left out: partitions were pruned exactly, and chain reads relabel them.
+    """
+    if not ctx.pushed or reader.fmt != "parquet":
+        return []
+    by_id = {f.id: f for f in file_schema.fields}
+    parts = set(ctx.schema.partition_keys)
+    out = []
+    for leaf in ctx.pushed:
+        if leaf.column in parts or not ctx.schema.has_field(leaf.column):
+            continue
+        cf = ctx.schema.field(leaf.column)
+        ff = by_id.get(cf.id)
+        if ff is None or ff.name not in reader.names or _base(ff.type) != _base(cf.type):
+            continue
+        out.append(Leaf(ff.name, leaf.op, leaf.value, leaf.negated))
+    return out
+
+
 def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
-                      system: Sequence[str]) -> Iterator[pa.Table]:
+                      system: Sequence[str], skip_row_groups: bool = False) -> Iterator[pa.Table]:
+    """Stream ``f``; ``skip_row_groups`` (raw reads only) drops row groups ``ctx.pushed`` rules out."""
     file_schema = ctx.file_schema(split, f)
     with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.merge_options()), f.file_name) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
-        for batch in reader.batches(cols, ctx.batch_size):
+        row_groups = None
+        if skip_row_groups:
+            row_groups = select_row_groups(reader._pq, _file_leaves(ctx, file_schema, reader)) \
+                if reader.fmt == "parquet" else None
+        for batch in reader.batches(cols, ctx.batch_size, row_groups):
             if batch.num_rows:
                 yield _conform_table(batch, targets, file_schema, f.file_name, system)
 
@@ -304,40 +405,9 @@ def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targe
 # ------------------------------------------------------------------------------------------------------
 # Key-overlap sections
 # ------------------------------------------------------------------------------------------------------
-def _sortable(values: tuple) -> tuple:
-    # NULL (never expected in keys) sorts first; the flag keeps None away from the comparisons.
-    return tuple((v is not None, v) for v in values)
-
-
 def key_sections(files: Sequence[DataFileMeta], key_types: Any) -> list[list[DataFileMeta]]:
-    """Group files whose [min_key, max_key] ranges overlap (Java's ``IntervalPartition`` sections).
-
-    ``key_types(file)`` gives the trimmed-primary-key types the file's keys were written with. Sections come
-    in key order; within a section files keep their order by min key. If a key cannot be decoded, all
-    files form one section (always correct, only slower).
-    """
-    if len(files) <= 1:
-        return [list(files)]
-    try:
-        ranged = []
-        for pos, f in enumerate(files):
-            types = key_types(f)
-            ranged.append((_sortable(deserialize_row(f.min_key, types)),
-                           _sortable(deserialize_row(f.max_key, types)), pos, f))
-        ranged.sort(key=lambda r: (r[0], r[1], r[2]))
-    except (CorruptMetadataError, TypeError):
-        return [list(files)]
-    sections: list[list[DataFileMeta]] = []
-    bound = None
-    for lo, hi, _, f in ranged:
-        if sections and lo <= bound:
-            sections[-1].append(f)
-            if hi > bound:
-                bound = hi
-        else:
-            sections.append([f])
-            bound = hi
-    return sections
+    """Key-overlap sections of ``files``; ``key_types(file)`` gives the trimmed-PK types of its keys."""
+    return _key_sections(files, lambda f: decoded_key_range(f, key_types(f)))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -440,7 +510,7 @@ def read_split(ctx: ReadContext, split: DataSplit,
     plan = _make_plan(ctx, partition_override)
     if not ctx.schema.primary_keys:
         for f in split.files:
-            for data in _stream_data_file(ctx, split, f, plan.read_fields, ()):
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, (), skip_row_groups=True):
                 yield from _finish(ctx, plan, data)
         return
 
@@ -449,7 +519,7 @@ def read_split(ctx: ReadContext, split: DataSplit,
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     if split.raw_convertible:
         for f in split.files:
-            for data in _stream_data_file(ctx, split, f, plan.read_fields, system):
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, system, skip_row_groups=True):
                 yield from _finish(ctx, plan, _drop_retracts(data))
         return
 

@@ -52,7 +52,6 @@ from pyspark_paimon.planner.chain import (
     chain_config,
     chain_options_enabled,
     chain_read_config,
-    partition_sort_key,
     plan_chain,
     snapshot_drop_violations,
     stores_of,
@@ -60,6 +59,7 @@ from pyspark_paimon.planner.chain import (
 )
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
 from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.sections import sortable_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark_paimon.datasource.jobs import ReadJob, WriteJob
@@ -213,10 +213,10 @@ def _in_range(cfg: ChainConfig, names: Sequence[str], p: tuple, start: dict[str,
         for k in cfg.group_keys:
             if k in bound and bound[k] != named[k]:
                 return False
-    chain = partition_sort_key(named[k] for k in cfg.chain_keys)
-    if start is not None and chain < partition_sort_key(start[k] for k in cfg.chain_keys):
+    chain = sortable_key(named[k] for k in cfg.chain_keys)
+    if start is not None and chain < sortable_key(start[k] for k in cfg.chain_keys):
         return False
-    if end is not None and chain > partition_sort_key(end[k] for k in cfg.chain_keys):
+    if end is not None and chain > sortable_key(end[k] for k in cfg.chain_keys):
         return False
     return True
 
@@ -260,7 +260,7 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
             if bound is not None and any(k not in bound for k in cfg.chain_keys):
                 raise ChainTableError(f"start/end of a chain compaction range must give the chain keys "
                                       f"{list(cfg.chain_keys)} (got {bound}).")
-        requested.extend(p for p in sorted(delta_parts.entries, key=partition_sort_key)
+        requested.extend(p for p in sorted(delta_parts.entries, key=sortable_key)
                          if _in_range(cfg, names, p, lo, hi))
     result = ChainCompactResult()
     todo: list[tuple] = []
@@ -408,7 +408,7 @@ class ChainWriteHook:
         if not targets:
             return
         names = list(schema.partition_keys)
-        which = [dict(zip(names, p)) for p in sorted(touched & set(snap.raw), key=partition_sort_key)]
+        which = [dict(zip(names, p)) for p in sorted(touched & set(snap.raw), key=sortable_key)]
         try:
             snap_schema = snap_store.schema()
             FileStoreCommit(snap_store.fileio, snap_store.table_path, snap_store.branch, snap_schema.options).commit(

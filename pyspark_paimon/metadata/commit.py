@@ -17,7 +17,7 @@ import logging
 import random
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pyspark_paimon.errors import ChainTableError, PaimonError
+from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.schema import TableSchema
@@ -49,6 +49,7 @@ from pyspark_paimon.metadata.types import ArrayType, DataType, MapType, Multiset
 from pyspark_paimon.planner.predicate import Leaf, eval_on_values, leaves_on
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanCounters, ScanPlan, ScanPlanner, split_target_size
+from pyspark_paimon.planner.sections import decoded_key_range, key_sections, sortable_key
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = [
@@ -57,7 +58,7 @@ __all__ = [
     "ChainConfig", "PartitionTimeResolver", "JavaDateFormat", "ChainTarget", "ChainReadPlan",
     "chain_options_enabled", "validate_chain_definition", "chain_config", "chain_read_config",
     "validate_branch_schemas", "resolve_chain_snapshots", "chain_read_schema", "plan_chain",
-    "snapshot_drop_violations", "partition_sort_key", "BranchPartitions", "stores_of", "MAIN", "SNAPSHOT", "DELTA",
+    "snapshot_drop_violations", "BranchPartitions", "stores_of", "MAIN", "SNAPSHOT", "DELTA",
 ]
 
 ENABLED = "chain-table.enabled"
@@ -643,12 +644,8 @@ def chain_read_schema(store: FileStore, opts: ReadOptions) -> TableSchema | None
 # ------------------------------------------------------------------------------------------------------
 # Planning
 # ------------------------------------------------------------------------------------------------------
-def partition_sort_key(values: Iterable[Any]) -> tuple:
-    """Natural order of partition values (NULL first), as Paimon compares chain partitions."""
-    return tuple((v is not None, v) for v in values)
-
-
-_sortable = partition_sort_key
+# Natural order of partition values (NULL first), as Paimon compares chain partitions.
+_sortable = sortable_key
 
 
 @dataclass
@@ -701,25 +698,6 @@ class BranchPartitions:
             entries.setdefault(values, []).append(e)
             raw.setdefault(values, e.partition)
         return cls(entries, raw)
-
-
-def _key_sections(files: Sequence[DataFileMeta], key_of: Callable[[DataFileMeta], tuple[tuple, tuple]]
-                  ) -> list[list[DataFileMeta]]:
-    """Files grouped by overlapping [min_key, max_key] (independent merge units), in key order."""
-    try:
-        ranged = sorted(((*key_of(f), i, f) for i, f in enumerate(files)), key=lambda r: (r[0], r[1], r[2]))
-    except (PaimonError, TypeError, ValueError, KeyError):
-        return [list(files)]
-    sections: list[list[DataFileMeta]] = []
-    bound = None
-    for lo, hi, _, f in ranged:
-        if sections and lo <= bound:
-            sections[-1].append(f)
-            bound = max(bound, hi)
-        else:
-            sections.append([f])
-            bound = hi
-    return sections
 
 
 def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: Sequence[Leaf] = (), *,
@@ -930,9 +908,9 @@ def _pack_sections(files: Sequence[DataFileMeta], branches: Mapping[str, str],
         file_schema = schemas[branches[f.file_name]][f.schema_id]
         by_id = {x.id: x for x in file_schema.fields}
         types = [by_id[k.id].type if k.id in by_id else k.type for k in key_fields]
-        return _sortable(deserialize_row(f.min_key, types)), _sortable(deserialize_row(f.max_key, types))
+        return decoded_key_range(f, types)
 
-    sections = _key_sections(files, key_of)
+    sections = key_sections(files, key_of)
     out: list[list[DataFileMeta]] = []
     size = 0
     for sec in sections:
