@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from tests.sparkutil import load
+from tests.sparkutil import sorted_rows as rows
+
 from pyspark_paimon import Catalog
 
 SCHEMA = "id bigint, dt string, amount bigint"
@@ -19,17 +22,6 @@ def write(spark: Any, path: str, data: list[tuple], schema: str = SCHEMA, mode: 
     for k, v in options.items():
         w = w.option(k, v)
     w.save(path)
-
-
-def load(spark: Any, path: str, **options: str) -> Any:
-    r = spark.read.format("paimon")
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load(path)
-
-
-def rows(df: Any) -> list[tuple]:
-    return sorted(tuple(r) for r in df.collect())
 
 
 @pytest.fixture

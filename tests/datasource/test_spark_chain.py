@@ -4,14 +4,16 @@ time travel, and identical results with filter pushdown on and off."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon import Catalog, register
+from tests.sparkutil import load, pushdown_forced
+from tests.sparkutil import sorted_rows as rows
+
+from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.planner.predicate import Leaf
 
@@ -39,26 +41,6 @@ def write(spark: Any, path: str, rows: list[tuple], schema: str = SCHEMA, branch
     for k, v in options.items():
         w = w.option(k, v)
     w.save(path)
-
-
-def load(spark: Any, path: str, **options: str) -> Any:
-    r = spark.read.format("paimon")
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load(path)
-
-
-def rows(df: Any) -> list[tuple]:
-    return sorted(tuple(r) for r in df.collect())
-
-
-@contextlib.contextmanager
-def pushdown(spark: Any) -> Iterator[None]:
-    register(spark, pushdown=True)
-    try:
-        yield
-    finally:
-        register(spark)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -90,7 +72,7 @@ def test_documentation_example_through_spark(spark: Any, catalog: Catalog) -> No
     assert rows(hybrid) == [("1", "1", "1", "20250811"), ("2", "1", "1", "20250811"), ("2", "1", "1", "20250811")]
     assert rows(load(spark, path + "$branch_delta")) == [("2", "1", "1", "20250811")]
     assert len(t.chain_hybrid(predicate=[Leaf("date", "=", "20250811")])) == 3
-    with pushdown(spark):
+    with pushdown_forced(spark):
         assert rows(load(spark, path).where("date = '20250811'")) == rows(full)
 
 
@@ -182,7 +164,7 @@ def test_pushdown_and_python_predicate_agree(spark: Any, shared_scenario: tuple[
     queries = ["dt = '20250811'", "dt = '20250813' AND t1 > 2", "dt IN ('20250809', '20250811')",
                "dt >= '20250811' AND t3 = '1'", "t1 = 4"]
     plain = {q: rows(load(spark, path).where(q)) for q in queries}
-    with pushdown(spark):
+    with pushdown_forced(spark):
         pushed = {q: rows(load(spark, path).where(q)) for q in queries}  # a fresh DataFrame per query
     assert pushed == plain
     py = t.to_arrow(predicate=[Leaf("dt", "=", "20250813"), Leaf("t1", ">", 2)]).to_pylist()
@@ -271,10 +253,10 @@ def test_group_and_hourly_chains_with_and_without_pushdown(spark: Any, catalog: 
                 (2, 1, "us-s", "us", "20250811", "01"), (3, 1, "eu-d", "eu", "20250811", "01"),
                 (4, 1, "eu-d", "eu", "20250811", "01")]
     assert rows(load(spark, path).where(q)) == expected
-    with pushdown(spark):
+    with pushdown_forced(spark):
         assert rows(load(spark, path).where(q)) == expected
     plain_us = rows(load(spark, path).where("region = 'us'"))
-    with pushdown(spark):
+    with pushdown_forced(spark):
         assert rows(load(spark, path).where("region = 'us'")) == plain_us
     plan = {(e["partition"]["region"], e["partition"]["hour"]): e for e in t.explain_chain({"dt": "20250811"})}
     assert plan[("us", "01")]["anchor"] == {"region": "us", "dt": "20250811", "hour": "00"}

@@ -4,20 +4,14 @@ explanation (the thing that is wrong and the fix)."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import pytest
+
+from tests.sparkutil import load
+from tests.sparkutil import save as write
 from pyspark.errors import PySparkException
 
 pytestmark = pytest.mark.spark
-
-
-def write(df: Any, target: str, mode: str = "append", **options: str) -> None:
-    df.write.format("paimon").mode(mode).options(**options).save(target)
-
-
-def load(spark: Any, target: str, **options: str) -> Any:
-    return spark.read.format("paimon").options(**options).load(target)
 
 
 def error_text(action) -> str:  # type: ignore[no-untyped-def]

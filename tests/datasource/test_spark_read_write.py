@@ -12,9 +12,11 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 import pytest
+
+from tests.sparkutil import load, pushdown_forced, sorted_rows
+from tests.sparkutil import save as write
 from pyspark import cloudpickle
 
-from pyspark_paimon import Catalog, register
 from pyspark_paimon.datasource.jobs import prepare_read
 from pyspark_paimon.datasource.source import PaimonDataSource, pushdown_is_safe
 from pyspark_paimon.planner.predicate import Leaf
@@ -24,18 +26,9 @@ pytestmark = pytest.mark.spark
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def write(df: Any, target: str, mode: str = "append", **options: str) -> None:
-    df.write.format("paimon").mode(mode).options(**options).save(target)
-
-
-def load(spark: Any, target: str, **options: str) -> Any:
-    return spark.read.format("paimon").options(**options).load(target)
-
-
 def rows(spark: Any, target: str, **options: str) -> list[tuple]:
     """All rows of the table as sorted tuples (None sorts first)."""
-    return sorted((tuple(r) for r in load(spark, target, **options).collect()),
-                  key=lambda t: tuple((v is not None, v) for v in t))
+    return sorted_rows(load(spark, target, **options))
 
 
 def table_path(warehouse: str, name: str) -> str:
@@ -310,11 +303,8 @@ def test_executors_read_the_planned_snapshot_without_planning_again(catalog) -> 
 @pytest.fixture
 def pushdown(spark) -> Iterator[Any]:
     """Filter pushdown forced on for one test; the default registration is restored afterwards."""
-    register(spark, pushdown=True)
-    try:
+    with pushdown_forced(spark):
         yield spark
-    finally:
-        register(spark)
 
 
 @pytest.fixture
