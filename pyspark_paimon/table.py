@@ -151,6 +151,15 @@ class Table:
         """Read this branch (latest snapshot, or the version named by time-travel ``options``)."""
         return self.new_read(options, predicate, columns).to_arrow()
 
+    def explain(self, options: Mapping[str, str] | None = None, predicate: Sequence[Leaf] = ()) -> dict[str, Any]:
+        """How a read with ``options`` and ``predicate`` is planned, without reading any data file.
+
+        Returns ``snapshot_id``, ``schema_id``, ``counters`` (manifests, partitions, buckets, files and bytes:
+        total, selected and skipped per pruning level), a ``splits`` summary (count, partitions, files, bytes,
+        rows, raw-convertible splits), ``split_list`` (partition, bucket, files, bytes per split) and ``notes``.
+        """
+        return self.new_read(options, predicate).plan.explain()
+
     def write_arrow(self, data: pa.Table | pa.RecordBatch, mode: str = "append",
                     overwrite_partition: Mapping[str, Any] | str | None = None,
                     dynamic_partition_overwrite: bool = False) -> Snapshot | None:

@@ -89,7 +89,7 @@ def prepare_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] 
     ctx = ReadContext(fileio=store.fileio, table_path=store.table_path, schema=schema,
                       schemas=schemas, branch=store.branch, options=dict(schema.options),
                       read_fields=tuple(read_fields) if read_fields is not None else None, residual=residual,
-                      batch_size=opts.batch_size)
+                      batch_size=opts.batch_size, pushed=tuple(predicate))
     return ReadJob(plan, ctx)
 
 

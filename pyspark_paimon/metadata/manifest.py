@@ -318,15 +318,34 @@ MANIFEST_CACHE = _ManifestCache()
 class ManifestStore:
     """Reads and writes manifest files and manifest lists in a table's shared ``manifest/`` directory.
 
-    Manifest files are immutable, so parsed contents are cached process-wide (:data:`MANIFEST_CACHE`):
-    planning several queries of the same table, or several snapshots sharing base manifests, reads each file
-    once. The instance itself holds no cache, so pickling it is cheap.
+    Manifest files are immutable, so parsed contents are cached per instance. With ``shared_cache=True``
+    (scan planning) they are cached process-wide instead (:data:`MANIFEST_CACHE`): planning several queries
+    of the same table, or snapshots sharing base manifests, decodes each file once per process. Maintenance
+    and commits keep the default, so a deleted or damaged manifest is always noticed before anything is
+    deleted. Pickling never ships either cache.
     """
 
-    def __init__(self, fileio: FileIO, table_path: str):
+    def __init__(self, fileio: FileIO, table_path: str, shared_cache: bool = False):
         self.fileio = fileio
         self.table_path = table_path
         self.manifest_dir = f"{table_path}/manifest"
+        self.shared_cache = shared_cache
+        self._local: dict[tuple, list] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"fileio": self.fileio, "table_path": self.table_path, "shared_cache": self.shared_cache}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["fileio"], state["table_path"], state.get("shared_cache", False))  # type: ignore[misc]
+
+    def _get(self, key: tuple) -> list | None:
+        return MANIFEST_CACHE.get(key) if self.shared_cache else self._local.get(key)
+
+    def _put(self, key: tuple, value: list) -> None:
+        if self.shared_cache:
+            MANIFEST_CACHE.put(key, value)
+        else:
+            self._local[key] = value
 
     def _key(self, name: str) -> tuple[str, str]:
         return (str(getattr(self.fileio, "protocol", "file")), self.path(name))
@@ -355,18 +374,18 @@ class ManifestStore:
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
         key = self._key(name)
-        cached = MANIFEST_CACHE.get(key)
+        cached = self._get(key)
         if cached is None:
             cached = self._decode(name, "Manifest", entry_from_avro)
-            MANIFEST_CACHE.put(key, cached)
+            self._put(key, cached)
         return cached
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
         key = ("list",) + self._key(name)
-        cached = MANIFEST_CACHE.get(key)
+        cached = self._get(key)
         if cached is None:
             cached = self._decode(name, "Manifest list", meta_from_avro)
-            MANIFEST_CACHE.put(key, cached)
+            self._put(key, cached)
         return cached
 
     def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
@@ -374,7 +393,9 @@ class ManifestStore:
         name = f"manifest-{uuid.uuid4()}-0"
         data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries))
         self.fileio.write_bytes(self.path(name), data)
-        MANIFEST_CACHE.put(self._key(name), list(entries))
+        self._put(self._key(name), list(entries))
+        if not self.shared_cache:
+            MANIFEST_CACHE.put(self._key(name), list(entries))
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         return ManifestFileMeta(
@@ -389,7 +410,7 @@ class ManifestStore:
         name = f"manifest-list-{uuid.uuid4()}-0"
         data = write_avro(MANIFEST_FILE_META_SCHEMA, (meta_to_avro(m) for m in metas))
         self.fileio.write_bytes(self.path(name), data)
-        MANIFEST_CACHE.put(("list",) + self._key(name), list(metas))
+        self._put(("list",) + self._key(name), list(metas))
         return name, len(data)
 
     def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:

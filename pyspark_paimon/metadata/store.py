@@ -46,6 +46,11 @@ class FileStore:
     def manifests(self) -> ManifestStore:
         return ManifestStore(self.fileio, self.table_path)
 
+    @cached_property
+    def planning_manifests(self) -> ManifestStore:
+        """Manifests through the process-wide cache (scan planning only; see :class:`ManifestStore`)."""
+        return ManifestStore(self.fileio, self.table_path, shared_cache=True)
+
     @property
     def branch_root(self) -> str:
         return branch_path(self.table_path, self.branch)
@@ -66,20 +71,22 @@ class FileStore:
                 "or create the table first (Catalog.create_table, or write with mode 'append').")
         return schema
 
-    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
-        return self.manifests.read_list(snapshot.base_manifest_list) + self.manifests.read_list(
-            snapshot.delta_manifest_list)
+    def data_manifests(self, snapshot: Snapshot, cached: bool = False) -> list[ManifestFileMeta]:
+        """``cached=True`` (scan planning) reads through the process-wide manifest cache."""
+        ms = self.planning_manifests if cached else self.manifests
+        return ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
 
     def live_entries(self, snapshot: Snapshot | None,
-                     manifests: list[ManifestFileMeta] | None = None) -> list[ManifestEntry]:
+                     manifests: list[ManifestFileMeta] | None = None, cached: bool = False) -> list[ManifestEntry]:
         """Live data files of ``snapshot`` (optionally only from a pruned list of its manifests)."""
         if snapshot is None:
             return []
+        ms = self.planning_manifests if cached else self.manifests
         if manifests is None:
-            return live_files(self.manifests.read_entries(self.data_manifests(snapshot)),
+            return live_files(ms.read_entries(self.data_manifests(snapshot, cached)),
                               f"snapshot {snapshot.id} of {self.table_path}")
         # A pruned manifest list may hold a DELETE whose ADD was pruned with its (non-matching) partition.
-        return [e for e in merge_entries(self.manifests.read_entries(manifests)) if e.kind == KIND_ADD]
+        return [e for e in merge_entries(ms.read_entries(manifests)) if e.kind == KIND_ADD]
 
     def bucket_path(self, schema: TableSchema, partition_values: tuple, bucket: int) -> str:
         rel = partition_path(partition_values, [(f.name, f.type) for f in schema.partition_fields],

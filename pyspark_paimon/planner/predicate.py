@@ -168,9 +168,16 @@ def _literal(v: Any, arrow_type: pa.DataType | None) -> Any:
         elif arrow_type.tz is not None and v.tzinfo is None:
             v = v.replace(tzinfo=_dt.timezone.utc)
     try:
-        return pa.scalar(v, type=arrow_type)
+        out = pa.scalar(v, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return pc.scalar(v)
+    if isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool):
+        try:
+            if out.as_py() != v:  # a lossy cast (3.5 -> int 3) would change the comparison
+                return pc.scalar(v)
+        except TypeError:
+            return pc.scalar(v)
+    return out
 
 
 def _false_if_null(e: pc.Expression) -> pc.Expression:

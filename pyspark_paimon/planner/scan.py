@@ -366,13 +366,13 @@ class ScanPlanner:
             return ScanPlan(None, self.schema, [], counters)
         part_names = [f.name for f in self.schema.partition_fields]
         part_pred = leaves_on(predicate, part_names)
-        metas = self.store.data_manifests(snapshot)
+        metas = self.store.data_manifests(snapshot, cached=True)
         counters.manifests_total = len(metas)
         kept = [m for m in metas if _manifest_may_match(m, self.schema, part_pred)]
         counters.manifests_skipped = len(metas) - len(kept)
         # Deletes in skipped manifests can only cancel adds of the same partition, which the same stats
         # exclude, so pruning whole manifests cannot resurrect a deleted file.
-        entries = self.store.live_entries(snapshot, kept)
+        entries = self.store.live_entries(snapshot, kept, cached=True)
         return self.plan_entries(entries, predicate, partition_filter, counters, snapshot)
 
     def plan_entries(self, entries: Iterable[ManifestEntry], predicate: Sequence[Leaf] = (),
