@@ -63,6 +63,13 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
             # The tagged snapshot expired: bring it back from the tag before touching anything else.
             fileio.try_create(snapshots.snapshot_path(target.id), target.to_json().encode("utf-8"))
             restored = True
+        elif not same_commit(snapshots.snapshot(target.id), target):
+            # After a forced fast-forward a branch's tag can name an id where this branch holds another commit;
+            # rolling back to that id would silently give other rows than the tag's.
+            raise TagError(
+                f"Tag '{tag}' of branch '{branch}' points at snapshot {target.id}, but snapshot {target.id} of the branch "
+                "is a different commit (the tag came from another branch, e.g. through a forced fast-forward). Nothing "
+                f"was changed. Read the tag with scan.tag-name, or create a branch from it: create_branch(name, tag='{tag}').")
     else:
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise TagError(f"snapshot_id must be an int, got {snapshot_id!r}.")
@@ -88,6 +95,14 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
         snapshots.commit_earliest_hint(n)
     snapshots.commit_latest_hint(n)
     return RollbackResult(previous, n, sorted(deleted_snapshots), deleted_tags, restored)
+
+
+def same_commit(a: Snapshot, b: Snapshot) -> bool:
+    """Whether two snapshot records describe the same commit (by uuid when both have one)."""
+    if a.uuid and b.uuid:
+        return a.uuid == b.uuid
+    return (a.base_manifest_list, a.delta_manifest_list, a.commit_user, a.time_millis) == (
+        b.base_manifest_list, b.delta_manifest_list, b.commit_user, b.time_millis)
 
 
 def _delete_changelogs_after(fileio: FileIO, table_path: str, branch: str, n: int) -> None:

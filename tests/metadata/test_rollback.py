@@ -140,3 +140,30 @@ def test_operations_on_a_missing_branch_name_it(table: FakeTable) -> None:
         _expire_tags(table.fileio, table.path, "nope")
     with pytest.raises(BranchNotFoundError, match="nope"):
         create_tag(table.fileio, table.path, "nope", "t")
+
+
+def test_rollback_to_a_tag_whose_id_holds_another_commit_is_refused(tmp_path: Path) -> None:
+    """A tag brought over from another branch (e.g. by a forced fast-forward) can name an id where this branch
+    has a different commit; rolling back there would return other rows than the tag's, so it is refused."""
+    import shutil
+
+    import pyarrow as pa
+
+    from pyspark_paimon import Catalog
+
+    t = Catalog(str(tmp_path)).create_table("db.t", "id bigint, v string", primary_keys=["id"],
+                                            options={"bucket": "1"})
+    t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    t.create_branch("b", from_latest=True)
+    b = t.branch_table("b")
+    b.write_arrow(pa.table({"id": [2], "v": ["branch"]}))          # branch snapshot 2
+    b.create_tag("bt")
+    t.write_arrow(pa.table({"id": [3], "v": ["main"]}))            # main snapshot 2: another commit
+    t.write_arrow(pa.table({"id": [4], "v": ["main"]}))
+    os.makedirs(t.store.branch_root + "/tag", exist_ok=True)
+    shutil.copy(b.store.branch_root + "/tag/tag-bt", t.store.branch_root + "/tag/tag-bt")
+    before = [s.id for s in t.snapshots()]
+    with pytest.raises(TagError, match="different commit"):
+        t.rollback_to(tag="bt")
+    assert [s.id for s in t.snapshots()] == before, "a refused rollback changes nothing"
+    assert sorted(t.to_arrow({"scan.tag-name": "bt"}).column("id").to_pylist()) == [1, 2]
