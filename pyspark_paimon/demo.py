@@ -70,6 +70,21 @@ def main(argv: list[str] | None = None) -> int:
     _step("Time travel: the table as of snapshot 1")
     spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).orderBy("dt", "id").show(truncate=False)
 
+    _step("Tag the current version, then read the table as of that tag")
+    orders.create_tag("after-upsert")
+    print(f"tags: {[t.name for t in orders.list_tags()]}")
+    spark.read.format("paimon").option("scan.tag-name", "after-upsert").load(path).orderBy("dt", "id").show()
+
+    _step("Branch from the tag, correct data on the branch, main is untouched")
+    orders.create_branch("fix", tag="after-upsert")
+    spark.sql("""SELECT '2025-08-10' AS dt, 1L AS id, 'ann' AS customer, CAST(11.00 AS DECIMAL(10,2)) AS amount,
+                 TIMESTAMP'2025-08-10 14:00:00' AS ts""").write.format("paimon").mode("append") \
+        .option("branch", "fix").save(path)
+    print("branch 'fix':")
+    spark.read.format("paimon").load(path + "$branch_fix").orderBy("dt", "id").show()
+    print("main:")
+    spark.read.format("paimon").load(path).orderBy("dt", "id").show()
+
     _step("Overwrite one partition (dynamic partition overwrite)")
     spark.sql("""SELECT '2025-08-11' AS dt, 4L AS id, 'dan' AS customer, CAST(5.00 AS DECIMAL(10,2)) AS amount,
                  TIMESTAMP'2025-08-11 13:00:00' AS ts""").write.format("paimon").mode("overwrite") \
