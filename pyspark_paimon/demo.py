@@ -17,7 +17,7 @@ def _step(title: str) -> None:
     print(f"\n=== {title}", flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark: "SparkSession | None" = None) -> int:  # noqa: F821
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("warehouse", nargs="?", default="demo-warehouse")
     parser.add_argument("--keep", action="store_true", help="keep an existing warehouse instead of starting fresh")
@@ -32,11 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark_paimon import Catalog, register
 
     started = time.time()
-    spark = (SparkSession.builder.master("local[2]").appName("pyspark-paimon-demo")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    own_session = spark is None
+    if spark is None:
+        spark = (SparkSession.builder.master("local[2]").appName("pyspark-paimon-demo")
+                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
     cat = Catalog(warehouse)
 
     _step(f"Create a primary-key table default.orders in {warehouse}")
@@ -103,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     agg.show()
 
     print(f"\nDone in {time.time() - started:.1f} s. Warehouse left at {warehouse}.")
-    spark.stop()
+    if own_session:
+        spark.stop()
     return 0
 
 
