@@ -11,13 +11,17 @@ import os
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
 
 
 def _step(title: str) -> None:
     print(f"\n=== {title}", flush=True)
 
 
-def main(argv: list[str] | None = None, spark: "SparkSession | None" = None) -> int:  # noqa: F821
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("warehouse", nargs="?", default="demo-warehouse")
     parser.add_argument("--keep", action="store_true", help="keep an existing warehouse instead of starting fresh")

@@ -7,6 +7,7 @@ counts of existing partitions) and commits their messages once. Neither imports 
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
@@ -44,8 +45,13 @@ class ReadJob:
         return self.plan.splits
 
     def groups(self, read_options: ReadOptions) -> list[list[DataSplit]]:
+        """Splits packed into Spark tasks: about ``source.split.target-size`` each, at least one per core.
+
+        The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
+        """
         target = read_options.split_target_size or split_target_size(self.plan.schema.options, {})
-        return pack_splits(self.plan.splits, target, read_options.open_file_cost or 4 * 1024 * 1024)
+        return pack_splits(self.plan.splits, target, read_options.open_file_cost or 4 * 1024 * 1024,
+                           min_groups=max(os.cpu_count() or 1, 1))
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
         for split in (self.plan.splits if splits is None else splits):

@@ -475,18 +475,8 @@ class ScanPlanner:
     def _make_splits(self, part: bytes, values: tuple, bucket: int, total_buckets: int,
                      files: list[DataFileMeta], path: str) -> list[DataSplit]:
         if not self.schema.primary_keys:
-            # Append files are independent: cut large buckets into target-size pieces for parallelism.
-            target = split_target_size(self.schema.options, self.options)
-            out, cur, size = [], [], 0
-            for f in files:
-                if cur and size + f.file_size > target:
-                    out.append(DataSplit(part, values, bucket, total_buckets, tuple(cur), path, True))
-                    cur, size = [], 0
-                cur.append(f)
-                size += f.file_size
-            if cur:
-                out.append(DataSplit(part, values, bucket, total_buckets, tuple(cur), path, True))
-            return out
+            # Append files are independent: one split each, so packing can spread them over every core.
+            return [DataSplit(part, values, bucket, total_buckets, (f,), path, True) for f in files]
         return [DataSplit(part, values, bucket, total_buckets, tuple(files), path, _raw_convertible(files))]
 
 
@@ -502,16 +492,18 @@ def split_target_size(table_options: dict[str, str], read_options: dict[str, str
 
 
 def pack_splits(splits: Sequence[DataSplit], target_size: int, open_file_cost: int = 4 * 1024 * 1024,
-                max_groups: int | None = None) -> list[list[DataSplit]]:
+                max_groups: int | None = None, min_groups: int = 1) -> list[list[DataSplit]]:
     """Pack splits into few groups of about ``target_size`` bytes each (one Spark task per group).
 
-    Every Python task costs ~30 ms, so many small splits must share a task; a greedy longest-first packing
-    into the least-loaded group keeps groups balanced.
+    Every Python task costs ~30 ms, so many small splits must share a task; but fewer groups than
+    ``min_groups`` (the cores) would leave cores idle, so small reads still get one group per core while
+    they have splits to spread. A greedy longest-first packing into the least-loaded group keeps groups
+    balanced.
     """
     if not splits:
         return []
     weights = [max(s.size_bytes, open_file_cost * max(len(s.files), 1)) for s in splits]
-    n = max(1, math.ceil(sum(weights) / max(target_size, 1)))
+    n = max(1, math.ceil(sum(weights) / max(target_size, 1)), min_groups)
     n = min(n, len(splits))
     if max_groups is not None:
         n = max(1, min(n, max_groups))

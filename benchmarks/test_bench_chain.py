@@ -1,0 +1,138 @@
+"""Chain tables: storage and read cost of a daily chain (anchor + 1% daily deltas) against daily full copies.
+
+Dataset: benchmarks/chain_data.py (``PAIMON_BENCH_CHAIN_ROWS`` keys, default 500,000; ``PAIMON_BENCH_CHAIN_DAYS``
+days of 1% deltas, default 7). Day N below is the last day (``20250108`` by default): its chain read merges the
+anchor with all N deltas, the worst case before compaction. Groups (all prefixed ``chain``):
+
+* ``chain a: storage`` - on-disk bytes of the chain table vs daily full copies, in extra_info and printed
+  (the timed body is only the ``du`` walk).
+* ``chain b: read day N`` - ``agg(count, sum(d), sum(seq))`` of day N: through the chain (filter pushdown on, so
+  only day N is resolved; and off, Spark 4's default, where every partition is resolved then filtered), from
+  the snapshot branch after ``compact_chain``, from a plain PK table holding only day N's full copy, and
+  ``spark.read.parquet`` of day N's full-copy file.
+* ``chain c: traditional merge`` - the daily job a full-copy layout runs: yesterday's full copy + today's
+  changes (Parquet), ``row_number() over (partition by id order by seq desc)``, keep rn = 1, aggregate.
+* ``chain d: compact_chain`` - ``Table.compact_chain(partition=day N, overwrite=True)`` on a copy of the table.
+
+Times are measured, never asserted; the checks only verify every alternative returned day N's content.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from chain_data import ChainData, du, get_chain
+from conftest import loadavg
+
+ROUNDS = 3
+
+
+@pytest.fixture(scope="module")
+def chain() -> ChainData:
+    return get_chain()
+
+
+def agg(df: DataFrame) -> tuple:
+    r = df.agg(F.count(F.lit(1)), F.sum("d"), F.sum("seq")).collect()[0]
+    return (int(r[0]), float(r[1]), int(r[2]))
+
+
+def check(got: tuple, want: tuple, who: str) -> None:
+    assert got[0] == want[0] and got[2] == want[2], f"{who}: got {got}, expected {want}"
+    assert abs(got[1] - want[1]) <= 1e-9 * abs(want[1]), f"{who}: got {got}, expected {want}"
+
+
+def info(benchmark: Any, chain: ChainData, label: str, before: float, **extra: Any) -> None:
+    benchmark.extra_info.update(label=label, rows=chain.rows, days=chain.days, loadavg=[before, loadavg()], **extra)
+
+
+def test_chain_storage(benchmark: Any, chain: ChainData) -> None:
+    benchmark.group = "chain a: storage (du walk; bytes in extra_info)"
+    before = loadavg()
+    size = benchmark.pedantic(lambda: du(chain.chain_path), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    s = dict(chain.sizes)
+    ratio = s["full_copies"] / s["chain_table"]
+    print(f"\n[chain storage] {chain.rows:,} keys, {chain.days} days of 1% deltas: chain table {s['chain_table']:,} B "
+          f"(all branches, metadata included) vs {chain.days + 1} daily full copies {s['full_copies']:,} B "
+          f"(Parquet zstd) = {ratio:.2f}x; one full copy {s['full_copy_one_day']:,} B; changes as Parquet "
+          f"{s['changes_parquet']:,} B; plain PK table of day N {s['full_day_pk_table']:,} B")
+    info(benchmark, chain, "du(chain table)", before, sizes=s, full_copies_over_chain=round(ratio, 3),
+         measured_chain_bytes=size)
+
+
+def _read_cases(spark: SparkSession, chain: ChainData) -> dict[str, tuple[Callable[[], DataFrame], bool]]:
+    n = chain.last_day
+    where = f"date = '{n}'"
+    return {
+        "chain_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), True),
+        "chain_no_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), False),
+        "compacted_snapshot": (lambda: spark.read.format("paimon").load(chain.compacted_path).where(where), True),
+        "full_pk_table": (lambda: spark.read.format("paimon").load(chain.full_day_path), False),
+        "parquet_full_copy": (lambda: spark.read.parquet(chain.full_dirs[n]), False),
+    }
+
+
+@pytest.mark.parametrize("case", ["chain_pushdown", "chain_no_pushdown", "compacted_snapshot", "full_pk_table",
+                                  "parquet_full_copy"])
+def test_chain_read_day(benchmark: Any, spark: SparkSession, chain: ChainData, case: str) -> None:
+    from pyspark_paimon import Catalog, register
+
+    benchmark.group = "chain b: read day N agg(count, sum(d), sum(seq))"
+    if case == "compacted_snapshot":  # make sure day N is in the copy's snapshot branch (skipped if it is)
+        Catalog(chain.warehouse).get_table("bench.chain_compacted").compact_chain(f"date={chain.last_day}")
+    load, pushdown = _read_cases(spark, chain)[case]
+    if pushdown:
+        register(spark, pushdown=True)
+    try:
+        before = loadavg()
+        got = benchmark.pedantic(lambda: agg(load()), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    finally:
+        if pushdown:
+            register(spark)
+    check(got, chain.expected[chain.last_day], case)
+    info(benchmark, chain, case, before, baseline=case == "chain_pushdown", pushdown=pushdown)
+
+
+def test_chain_traditional_merge(benchmark: Any, spark: SparkSession, chain: ChainData) -> None:
+    benchmark.group = "chain c: traditional daily merge (parquet full copy + changes, row_number)"
+    n, prev = chain.last_day, sorted(chain.full_dirs)[-2]
+    w = Window.partitionBy("id").orderBy(F.col("seq").desc())
+
+    def job() -> tuple:
+        full = spark.read.parquet(chain.full_dirs[prev])
+        changes = spark.read.parquet(chain.change_dirs[n])
+        merged = full.unionByName(changes).withColumn("rn", F.row_number().over(w)).where("rn = 1")
+        return agg(merged)
+
+    before = loadavg()
+    got = benchmark.pedantic(job, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    check(got, chain.expected[n], "traditional merge")
+    info(benchmark, chain, "spark_sql_row_number_merge", before, shuffle_partitions=spark.conf.get(
+        "spark.sql.shuffle.partitions"))
+
+
+def test_chain_compact(benchmark: Any, chain: ChainData) -> None:
+    from pyspark_paimon import Catalog
+
+    benchmark.group = "chain d: compact_chain(day N)"
+    table = Catalog(chain.warehouse).get_table("bench.chain_compacted")
+    part = f"date={chain.last_day}"
+    before = loadavg()
+    result = benchmark.pedantic(lambda: table.compact_chain(part, overwrite=True), rounds=ROUNDS, warmup_rounds=1,
+                                iterations=1)
+    assert result.compacted, f"compact_chain wrote nothing: {result}"
+    check(tuple(_arrow_agg(table, chain.last_day)), chain.expected[chain.last_day], "compact_chain result")
+    info(benchmark, chain, "compact_chain(overwrite=True)", before)
+
+
+def _arrow_agg(table: Any, day: str) -> tuple:
+    import pyarrow.compute as pc
+
+    from pyspark_paimon.planner.predicate import Leaf
+
+    snap = table.branch_table("snapshot").to_arrow(predicate=[Leaf("date", "=", day)])
+    return (snap.num_rows, float(pc.sum(snap["d"]).as_py()), int(pc.sum(snap["seq"]).as_py()))

@@ -1,0 +1,147 @@
+"""Scan performance: filter pushdown, bucket pruning, partition pruning, planning time and chain filters.
+
+Groups (all prefixed ``scan``); each Spark round loads a fresh DataFrame. "pushdown" means the source after
+``register(spark, pushdown=True)`` (restored to ``register(spark)`` afterwards; on Spark 4.x pushdown is off by
+default, see ``pushdown_is_safe``).
+
+* ``scan a`` - selective range filter (1,000 rows of N) on conftest's ``bench.append_t`` (4 files, N =
+  ``PAIMON_BENCH_ROWS``): paimon with pushdown, ``spark.read.parquet`` of the same files, paimon without.
+* ``scan b`` - PK point lookup ``id = k`` on ``bench.pk16`` (16 buckets, ``PAIMON_BENCH_SCAN_ROWS`` rows, one
+  commit): pushdown (bucket pruning + key-range/statistics skipping) vs none.
+* ``scan c`` - ``dt = <day>`` on ``bench.parts365`` (365 partitions x 1,000 rows, one file each): pushdown vs
+  none; and planning only: ``Table.explain(predicate=...)`` (fresh catalog + table each round) vs pypaimon 2.1
+  planning ``new_read_builder().with_filter(...).new_scan().plan()`` in the oracle venv (benchmarks/
+  oracle_plan.py in a subprocess; the in-process time is in ``extra_info.inproc_median_s``).
+* ``scan d`` - chain read of day N (benchmarks/chain_data.py) with pushdown, without and with a filter on the
+  value column ``d`` (~1% of the rows match).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+from typing import Any, Callable
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from chain_data import ChainData, ScanData, get_chain, get_scan
+from conftest import BENCH_DIR, Datasets, _oracle_env, loadavg
+
+ROUNDS = 3
+
+
+@pytest.fixture(scope="module")
+def scan() -> ScanData:
+    return get_scan()
+
+
+@pytest.fixture(scope="module")
+def chain() -> ChainData:
+    return get_chain()
+
+
+def timed(benchmark: Any, spark: SparkSession, run: Callable[[], Any], pushdown: bool) -> Any:
+    from pyspark_paimon import register
+
+    if pushdown:
+        register(spark, pushdown=True)
+    try:
+        return benchmark.pedantic(run, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    finally:
+        if pushdown:
+            register(spark)
+
+
+@pytest.mark.parametrize("case", ["paimon_pushdown", "parquet", "paimon"])
+def test_scan_selective_append(benchmark: Any, spark: SparkSession, datasets: Datasets, case: str) -> None:
+    lo = datasets.rows // 2 + 17
+    cond = f"id >= {lo} AND id < {lo + 1000}"
+    benchmark.group = f"scan a: append {cond}"
+    if case == "parquet":
+        load = lambda: spark.read.parquet(*datasets.append_files)  # noqa: E731
+    else:
+        load = lambda: spark.read.format("paimon").load(datasets.append_path)  # noqa: E731
+    before = loadavg()
+    got = timed(benchmark, spark, lambda: load().where(cond).agg(F.count(F.lit(1)), F.sum("id")).collect()[0],
+                case == "paimon_pushdown")
+    assert (got[0], got[1]) == (1000, sum(range(lo, lo + 1000))), f"{case}: {got}"
+    benchmark.extra_info.update(label=case, rows=datasets.rows, baseline=case == "paimon_pushdown",
+                                loadavg=[before, loadavg()])
+
+
+@pytest.mark.parametrize("case", ["pushdown", "no_pushdown"])
+def test_scan_pk_point(benchmark: Any, spark: SparkSession, scan: ScanData, case: str) -> None:
+    key = scan.rows // 3 + 7
+    benchmark.group = f"scan b: PK point lookup id = k (16 buckets, {scan.rows:,} rows)"
+    before = loadavg()
+    got = timed(benchmark, spark, lambda: spark.read.format("paimon").load(scan.pk16_path)
+                .where(f"id = {key}").collect(), case == "pushdown")
+    assert len(got) == 1 and got[0]["id"] == key and got[0]["s"] == f"str_{key}", got
+    benchmark.extra_info.update(label=case, rows=scan.rows, baseline=case == "pushdown", loadavg=[before, loadavg()])
+
+
+@pytest.mark.parametrize("case", ["pushdown", "no_pushdown"])
+def test_scan_partition_filter(benchmark: Any, spark: SparkSession, scan: ScanData, case: str) -> None:
+    benchmark.group = f"scan c: dt = day on {scan.partitions} partitions x 1,000 rows"
+    before = loadavg()
+    got = timed(benchmark, spark, lambda: spark.read.format("paimon").load(scan.parts_path)
+                .where(f"dt = '{scan.day}'").agg(F.count(F.lit(1)), F.sum("id")).collect()[0], case == "pushdown")
+    assert got[0] == 1000, got
+    benchmark.extra_info.update(label=case, rows=scan.parts_rows, baseline=case == "pushdown",
+                                loadavg=[before, loadavg()])
+
+
+@pytest.mark.parametrize("case", ["ours_explain", "pypaimon_plan"])
+def test_scan_partition_planning(benchmark: Any, scan: ScanData, case: str) -> None:
+    from pyspark_paimon import Catalog
+    from pyspark_paimon.planner.predicate import Leaf
+
+    benchmark.group = f"scan c: planning dt = day ({scan.partitions} partitions)"
+    before = loadavg()
+    if case == "ours_explain":
+        def plan() -> dict:
+            return Catalog(scan.warehouse).get_table(scan.parts_identifier).explain(
+                predicate=[Leaf("dt", "=", scan.day)])
+
+        got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+        assert got["splits"]["files"] == 1, got["splits"]
+        benchmark.extra_info.update(splits=got["splits"]["count"], files=got["splits"]["files"])
+    else:
+        from tests.oracle import require_oracle_python
+
+        python = require_oracle_python()
+        argv = [python, str(BENCH_DIR / "oracle_plan.py"), "--warehouse", scan.warehouse, "--table",
+                scan.parts_identifier, "--column", "dt", "--value", scan.day, "--reps", "1"]
+        inproc: list[float] = []
+
+        def plan() -> dict:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=_oracle_env(), check=False, timeout=600)
+            lines = proc.stdout.strip().splitlines()
+            if proc.returncode != 0 or not lines:
+                raise RuntimeError(f"oracle_plan.py failed ({proc.returncode}): {proc.stderr[-3000:]}")
+            out = json.loads(lines[-1])
+            inproc.extend(out["times_s"])
+            return out
+
+        got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)
+        assert got["splits"] >= 1, got
+        timed_inproc = inproc[1:]  # drop the warm-up round
+        benchmark.extra_info.update(inproc_s=timed_inproc, inproc_median_s=statistics.median(timed_inproc),
+                                    splits=got["splits"], files=got["files"])
+    benchmark.extra_info.update(label=case, baseline=case == "ours_explain", loadavg=[before, loadavg()])
+
+
+@pytest.mark.parametrize("case", ["no_value_filter", "value_filter"])
+def test_scan_chain_filter(benchmark: Any, spark: SparkSession, chain: ChainData, case: str) -> None:
+    benchmark.group = "scan d: chain read of day N (pushdown on)"
+    cond = f"date = '{chain.last_day}'" + (f" AND d > {chain.filter_threshold}" if case == "value_filter" else "")
+    before = loadavg()
+    got = timed(benchmark, spark, lambda: spark.read.format("paimon").load(chain.chain_path).where(cond)
+                .agg(F.count(F.lit(1)), F.sum("d")).collect()[0], True)
+    want = chain.filter_expected if case == "value_filter" else chain.rows
+    assert got[0] == want, f"{case}: {got[0]} rows, expected {want}"
+    benchmark.extra_info.update(label=case, rows=chain.rows, baseline=case == "no_value_filter",
+                                loadavg=[before, loadavg()])

@@ -1,0 +1,96 @@
+"""Group 3: write throughput, N rows into an empty primary-key table with 4 buckets, one commit.
+
+Before every round a fresh table ``id bigint not null, s string, d double`` (primary key ``id``,
+``bucket = 4``) is created with our Catalog (untimed), so every writer gets the same table definition; after
+the round its snapshot is checked to hold N records and the table is dropped. Alternatives:
+
+* ``spark_paimon``: ``spark.range(N)`` shaped into (id, s, d) in the JVM, then
+  ``.write.format("paimon").mode("append").save(path)`` (2 write tasks on local[2]; the rows cross from the
+  JVM to the Python workers as Arrow). Generating the rows in the JVM costs little next to the write.
+* ``table_write_arrow``: ``Table.write_arrow(<the same rows as a pyarrow Table>)``, in this process.
+* ``pypaimon`` / ``pypaimon_rust``: their batch writers in the oracle venv (benchmarks/oracle_bench.py), one
+  subprocess per round that reads the rows from an Arrow IPC file (untimed in process) and writes them once;
+  the summary compares their in-process write time (``inproc_s``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from typing import Any, Callable
+
+import pytest
+from pyspark.sql import SparkSession
+
+from conftest import PK_BUCKETS, ROUNDS, Datasets, loadavg
+
+GROUP = "3 write PK table (4 buckets, one commit)"
+WRITE_ROUNDS = max(1, min(ROUNDS, 3))
+# pypaimon's pure-Python writer takes minutes at 2M rows, so it gets a single round.
+SUBPROCESS_ROUNDS = {"pypaimon": 1, "rust": WRITE_ROUNDS}
+_names = itertools.count()
+pytestmark = pytest.mark.benchmark(group=GROUP)
+
+
+def _fresh_table(data: Datasets, label: str) -> Any:
+    from pyspark_paimon import Catalog
+
+    catalog = Catalog(data.warehouse)
+    return catalog.create_table(f"bench_w.{label}_{next(_names)}", "id bigint not null, s string, d double",
+                                primary_keys=["id"], options={"bucket": str(PK_BUCKETS)})
+
+
+def _check_and_drop(data: Datasets, table: Any) -> None:
+    from pyspark_paimon import Catalog
+
+    snapshot = table.latest_snapshot()
+    assert snapshot is not None and snapshot.total_record_count == data.rows, \
+        f"{table.identifier}: expected one snapshot of {data.rows} records, got {snapshot}"
+    Catalog(data.warehouse).drop_table(table.identifier)
+
+
+def _pedantic(benchmark: Any, data: Datasets, label: str, write: Callable[[Any], None], rounds: int,
+              warmup: int) -> None:
+    def setup() -> tuple[tuple, dict]:
+        return (_fresh_table(data, label),), {}
+
+    benchmark.pedantic(write, setup=setup, teardown=lambda table: _check_and_drop(data, table),
+                       rounds=rounds, warmup_rounds=warmup, iterations=1)
+
+
+def test_write_spark(benchmark: Any, spark: SparkSession, datasets: Datasets) -> None:
+    n = datasets.rows
+
+    def write(table: Any) -> None:
+        (spark.range(0, n, 1, 2)
+         .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
+         .write.format("paimon").mode("append").save(table.path))
+
+    load_before = loadavg()
+    _pedantic(benchmark, datasets, "spark", write, WRITE_ROUNDS, 1)
+    benchmark.extra_info.update(label="spark_paimon", rows=n, spark_tasks=2, baseline=True,
+                                loadavg=[load_before, loadavg()])
+
+
+def test_write_table_write_arrow(benchmark: Any, datasets: Datasets) -> None:
+    load_before = loadavg()
+    _pedantic(benchmark, datasets, "arrow", lambda table: table.write_arrow(datasets.write_data), WRITE_ROUNDS, 1)
+    benchmark.extra_info.update(label="table_write_arrow (no Spark)", rows=datasets.rows,
+                                loadavg=[load_before, loadavg()])
+
+
+@pytest.mark.parametrize("impl", ["pypaimon", "rust"], ids=["pypaimon", "pypaimon_rust"])
+def test_write_oracle(benchmark: Any, datasets: Datasets, oracle_bench: Any, impl: str) -> None:
+    reports: list[dict[str, Any]] = []
+
+    def write(table: Any) -> None:
+        reports.append(oracle_bench("write", impl=impl, warehouse=datasets.warehouse, table=table.identifier,
+                                    ipc=datasets.write_ipc))
+
+    load_before = loadavg()
+    _pedantic(benchmark, datasets, impl, write, SUBPROCESS_ROUNDS[impl], 0)
+    inproc = [r["times_s"][0] for r in reports]
+    benchmark.extra_info.update(label=("pypaimon" if impl == "pypaimon" else "pypaimon_rust") + " (subprocess)",
+                                rows=datasets.rows, inproc_s=inproc, inproc_median_s=statistics.median(inproc),
+                                import_s=statistics.median(r["import_s"] for r in reports),
+                                loadavg=[load_before, loadavg()])
