@@ -12,6 +12,12 @@ What a split read has to get right, and where it happens here:
   one file is streamed (dropping its -U/-D rows, since a data file holds one row per key); a section with
   several files is read whole, sorted into Java's merge order and merged with the table's merge engine
   (:mod:`pyspark_paimon.datasource.merge`).
+* **Bounded memory** (:func:`_plan_windows`): a section larger than ``ReadContext.merge_window_bytes`` is
+  merged window by window on the first key column, [lo, hi) ranges chosen from Parquet row-group statistics,
+  reading only the row groups that overlap each window. All records of a key share its first-column value,
+  so each key is merged whole in exactly one window and the output equals the whole-section merge. Without
+  usable statistics (ORC, NULLs, key types whose Parquet order may differ from Arrow's) the section is read
+  whole.
 * **The residual filter runs after the merge.** Filtering an older version of a row before merging would
   let it resurface once its newer version is filtered away.
 * **Output** batches have exactly ``to_arrow_schema(projected fields)`` as schema.
@@ -49,7 +55,7 @@ from pyspark_paimon.datasource.merge import (
 )
 
 __all__ = ["ReadContext", "read_split", "read_data_file", "key_sections", "referenced_columns", "select_row_groups",
-           "ROW_GROUP_COUNTERS"]
+           "ROW_GROUP_COUNTERS", "MERGE_COUNTERS"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 _RANK = "__paimon_chain_rank__"
@@ -79,6 +85,9 @@ class ReadContext:
     # The pruning predicate (every output row satisfies it): raw reads skip Parquet row groups whose
     # statistics prove no row matches. The exact ``residual`` still runs afterwards.
     pushed: tuple[Leaf, ...] = ()
+    # Key-overlap sections whose files total more than this many bytes are merged in windows of about this
+    # many bytes of Parquet row groups (see :func:`_windowed_merge`), so memory stays bounded.
+    merge_window_bytes: int = 64 << 20
 
     def merge_options(self) -> dict[str, str]:
         """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
@@ -543,20 +552,169 @@ def read_split(ctx: ReadContext, split: DataSplit,
         ranks = split.file_ranks
         ordered = sorted(section, key=lambda f: (ranks.get(f.file_name, 0), f.max_sequence_number,
                                                  f.min_sequence_number))
-        tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
-        if ranks:
-            # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
-            tables = [t.append_column(_RANK, pa.repeat(pa.scalar(ranks.get(f.file_name, 0), pa.int32()), t.num_rows))
-                      for f, t in zip(ordered, tables)]
-        data = pa.concat_tables(tables)
-        data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
-        if ranks:
-            data = data.drop_columns([_RANK])
-        try:
-            merged = merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=True,
-                                  primary_keys=pk)
-        except PaimonError as exc:
-            names = ", ".join(f.file_name for f in section)
-            raise type(exc)(f"{exc} (while merging bucket {split.bucket} files {names} of "
-                            f"{ctx.table_path})") from exc
-        yield from _finish(ctx, plan, merged)
+        windows = None
+        if sum(f.file_size for f in ordered) > ctx.merge_window_bytes:
+            windows = _plan_windows(ctx, split, plan, ordered)
+        if windows is None:
+            tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
+            yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
+                                     descending)
+            continue
+        MERGE_COUNTERS.count_windowed()
+        for lo, hi, per_file in windows:
+            tables = [_read_window(ctx, split, plan, f, rgs, lo, hi, system) for f, rgs in zip(ordered, per_file)]
+            if not any(t.num_rows for t in tables):
+                continue
+            yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
+                                     descending)
+
+
+def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
+                  ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str, options: Mapping[str, str],
+                  value_names: list[str], descending: bool) -> Iterator[pa.RecordBatch]:
+    """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order, merge and finish."""
+    ranks = split.file_ranks
+    if ranks:
+        # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
+        tables = [t.append_column(_RANK, pa.repeat(pa.scalar(ranks.get(f.file_name, 0), pa.int32()), t.num_rows))
+                  for f, t in zip(ordered, tables)]
+    data = pa.concat_tables(tables)
+    MERGE_COUNTERS.record(data.num_rows)
+    data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
+    if ranks:
+        data = data.drop_columns([_RANK])
+    try:
+        merged = merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=True,
+                              primary_keys=list(ctx.schema.primary_keys))
+    except PaimonError as exc:
+        names = ", ".join(f.file_name for f in section)
+        raise type(exc)(f"{exc} (while merging bucket {split.bucket} files {names} of "
+                        f"{ctx.table_path})") from exc
+    yield from _finish(ctx, plan, merged)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Windowed (bounded-memory) merge of large sections
+# ------------------------------------------------------------------------------------------------------
+class MergeCounters:
+    """Process-local merge statistics (tests): the most rows materialised by one merge call, and how many
+    sections were merged in windows."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.max_rows = 0
+        self.windowed_sections = 0
+
+    def record(self, rows: int) -> None:
+        with self._lock:
+            self.max_rows = max(self.max_rows, rows)
+
+    def count_windowed(self) -> None:
+        with self._lock:
+            self.windowed_sections += 1
+
+    def reset(self) -> None:
+        with self._lock:
+            self.max_rows = self.windowed_sections = 0
+
+
+MERGE_COUNTERS = MergeCounters()
+
+
+def _windowable(t: pa.DataType) -> bool:
+    """Arrow types whose Parquet statistics decode to Python values ordered exactly like Arrow sorts them."""
+    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_binary(t)
+            or pa.types.is_date32(t))
+
+
+_Window = tuple[Any, Any, list[list[int]]]  # [lo, hi) on the first key column (None = open), row groups per file
+
+
+def _plan_windows(ctx: ReadContext, split: DataSplit, plan: _Plan,
+                  ordered: Sequence[DataFileMeta]) -> list[_Window] | None:
+    """Windows [lo, hi) on the first trimmed-PK column covering the section, about ``merge_window_bytes`` of
+    row groups each, or None when the whole-section merge must be used (non-Parquet file, key type without
+    exact Parquet ordering, missing statistics or NULLs, or a single window). Windows split on values of
+    the first key column, so all records of one key land in exactly one window."""
+    try:
+        return _plan_windows_unchecked(ctx, split, plan, ordered)
+    except Exception:  # noqa: BLE001 (anything unexpected: the whole-section merge is always correct)
+        return None
+
+
+def _plan_windows_unchecked(ctx: ReadContext, split: DataSplit, plan: _Plan,
+                            ordered: Sequence[DataFileMeta]) -> list[_Window] | None:
+    options = ctx.merge_options()
+    key_field = ctx.schema.field(plan.key_names[0])
+    read_type = to_arrow_type(key_field.type, key_field.name)
+    if not _windowable(read_type):
+        return None
+    groups: list[tuple[Any, Any, int, int, int]] = []  # (min, max, size, file index, row group)
+    for fi, f in enumerate(ordered):
+        if _format_of(f, options) != "parquet":
+            return None
+        file_schema = ctx.file_schema(split, f)
+        ff = {x.id: x for x in file_schema.fields}.get(key_field.id)
+        if ff is None or _base(ff.type) != _base(key_field.type):
+            return None
+        with ctx.fileio.open_input(split.file_path(f)) as handle:
+            md = pq.ParquetFile(handle).metadata
+        col = next((i for i in range(md.num_columns) if md.schema.column(i).path == ff.name), None)
+        if col is None:
+            return None
+        for rg in range(md.num_row_groups):
+            meta = md.row_group(rg)
+            if meta.num_rows == 0:
+                continue
+            st = meta.column(col).statistics
+            if st is None or not st.has_min_max or not st.has_null_count or st.null_count:
+                return None
+            lo, hi = st.min, st.max
+            if type(lo) is not type(hi) or (groups and type(lo) is not type(groups[0][0])) or not lo <= hi:
+                return None
+            size = sum(meta.column(c).total_compressed_size for c in range(meta.num_columns))
+            groups.append((lo, hi, size, fi, rg))
+    if not groups:
+        return None
+    # Walk row groups by min value; start a new window at a row group's min once the budget is used up.
+    groups.sort(key=lambda g: (g[0], g[1]))
+    budget = max(1, ctx.merge_window_bytes)
+    bounds: list[Any] = []
+    used = 0
+    for lo, _, size, _, _ in groups:
+        if used and used + size > budget and (not bounds or lo > bounds[-1]) and lo > groups[0][0]:
+            bounds.append(lo)
+            used = 0
+        used += size
+    if not bounds:
+        return None
+    edges = [None, *bounds, None]
+    windows: list[_Window] = []
+    for lo, hi in zip(edges, edges[1:]):
+        per_file: list[list[int]] = [[] for _ in ordered]
+        for gmin, gmax, _, fi, rg in groups:
+            if (hi is None or gmin < hi) and (lo is None or gmax >= lo):
+                per_file[fi].append(rg)
+        windows.append((lo, hi, [sorted(x) for x in per_file]))
+    return windows
+
+
+def _read_window(ctx: ReadContext, split: DataSplit, plan: _Plan, f: DataFileMeta, row_groups: list[int],
+                 lo: Any, hi: Any, system: Sequence[str]) -> pa.Table:
+    """Rows of ``f`` whose first key column is in [lo, hi), read from ``row_groups`` only, in file order."""
+    file_schema = ctx.file_schema(split, f)
+    with _FileReader(ctx.fileio, split.file_path(f), "parquet", f.file_name) as reader:
+        cols = _physical_columns(reader, plan.read_fields, file_schema, system)
+        if row_groups:
+            data = reader._pq.read_row_groups(row_groups, columns=cols, use_threads=False)
+        else:
+            data = reader._pq.schema_arrow.empty_table().select(cols)
+    data = _conform_table(data, plan.read_fields, file_schema, f.file_name, system)
+    key = data.column(plan.key_names[0])
+    mask = None
+    if lo is not None:
+        mask = pc.greater_equal(key, pa.scalar(lo, key.type))
+    if hi is not None:
+        below = pc.less(key, pa.scalar(hi, key.type))
+        mask = below if mask is None else pc.and_(mask, below)
+    return data.filter(mask) if mask is not None else data

@@ -78,6 +78,10 @@ SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 SEQUENCE_NUMBER_ID = 2147483646
 VALUE_KIND = "_VALUE_KIND"
 VALUE_KIND_ID = 2147483645
+# Rows per Parquet row group written (Parquet writers default to far larger groups): small enough that
+# readers can merge a large key-overlap section window by window, large enough to keep pages efficient.
+ROW_GROUP_ROWS = 131072
+
 #: RowKind spelling in ``rowkind.field`` columns, in byte-value order (0 = +I, 1 = -U, 2 = +U, 3 = -D).
 ROW_KINDS = ("+I", "-U", "+U", "-D")
 _RETRACT_KINDS = pa.array([1, 3], pa.int8())
@@ -542,7 +546,8 @@ class TableWriter:
             state.dir_created = True
         file_table = self._to_file_table(chunk)
         self._created.append(path)  # before writing: abort must also remove a half-written file
-        kwargs: dict[str, Any] = {"compression": self._codec}
+        # Bounded row groups let readers merge big key-overlap sections window by window (arrow_read).
+        kwargs: dict[str, Any] = {"compression": self._codec, "row_group_size": ROW_GROUP_ROWS}
         if self._codec_level is not None:
             kwargs["compression_level"] = self._codec_level
         with fileio.fs.open(path, "wb") as out:
