@@ -88,7 +88,6 @@ from pyspark_paimon.errors import (
     BranchError,
     BranchNotFoundError,
     SnapshotNotFoundError,
-    TagNotFoundError,
 )
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import validate_branch_name
@@ -335,12 +334,7 @@ class BranchManager:
         tags = TagManager(self.fileio, self.table_path, source_branch)
         if tag is not None:
             tag_path = tags.tag_path(tag)
-            try:
-                tag_text = self.fileio.read_text(tag_path)
-            except FileNotFoundError:
-                raise TagNotFoundError(
-                    f"Tag '{tag}' does not exist on branch '{source_branch}' of {self.table_path}. Existing tags: "
-                    f"{tags.list_names() or 'none'}.") from None
+            tag_text = tags.read_bytes(tag).decode("utf-8")
             source = tag_from_json(tag, tag_text, tag_path).snapshot
             tag_copy = (tag, tag_text.encode("utf-8"))
             snap_copy = (source.id, self._snapshot_or_tag_bytes(snapshots, source.id, tag_text, tag_path))

@@ -177,15 +177,17 @@ class TagManager:
     def list_names(self) -> list[str]:
         return sorted(n[len(TAG_PREFIX):] for n in self.fileio.list_names(self.tag_dir) if n.startswith(TAG_PREFIX))
 
-    def get_tag(self, name: str) -> Tag:
-        path = self.tag_path(name)
+    def read_bytes(self, name: str) -> bytes:
+        """The tag file's bytes, or a TagNotFoundError listing the branch's tags."""
         try:
-            text = self.fileio.read_text(path)
+            return self.fileio.read_bytes(self.tag_path(name))
         except FileNotFoundError:
             raise TagNotFoundError(
                 f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}. "
                 f"Existing tags: {self.list_names() or 'none'}.") from None
-        return tag_from_json(name, text, path)
+
+    def get_tag(self, name: str) -> Tag:
+        return tag_from_json(name, self.read_bytes(name).decode("utf-8"), self.tag_path(name))
 
     def get(self, name: str) -> Snapshot:
         return self.get_tag(name).snapshot
@@ -247,12 +249,7 @@ class TagManager:
         leaves both names (never neither) and an existing ``new`` is never overwritten."""
         validate_tag_name(new)
         path = self.tag_path(old)
-        try:
-            data = self.fileio.read_bytes(path)
-        except FileNotFoundError:
-            raise TagNotFoundError(
-                f"Tag '{old}' does not exist on branch '{self.branch}' of {self.table_path}. "
-                f"Existing tags: {self.list_names() or 'none'}.") from None
+        data = self.read_bytes(old)
         if old == new:
             return tag_from_json(new, data.decode("utf-8"), path)
         if not self.fileio.try_create(self.tag_path(new), data):
