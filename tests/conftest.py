@@ -54,3 +54,11 @@ def catalog(warehouse: str) -> "Catalog":  # noqa: F821
     from pyspark_paimon import Catalog
 
     return Catalog(warehouse)
+
+
+@pytest.fixture(scope="session")
+def oracle_python() -> str:
+    """The oracle venv's python (pypaimon, pypaimon-rust). Interop tests fail, never skip, without it."""
+    from tests.oracle import require_oracle_python
+
+    return require_oracle_python()

@@ -21,6 +21,8 @@ from typing import Any, Callable
 import pyarrow as pa
 import pytest
 
+from tests.oracle import require_oracle_python
+
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError, OptionError
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec, partition_stats
@@ -618,14 +620,7 @@ def test_partition_stats() -> None:
 
 
 # --------------------------------------------------------------------------------------------- interop
-def oracle_python() -> str:
-    root = Path(__file__).resolve().parents[2]
-    for cand in (os.environ.get("PAIMON_ORACLE_PYTHON"), str(root / ".venv-oracle" / "bin" / "python"),
-                 "/tmp/venv-oracle/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    pytest.fail("No oracle venv (pypaimon): set PAIMON_ORACLE_PYTHON or create .venv-oracle with "
-                "tests/oracle/requirements.txt")
+oracle_python = require_oracle_python  # fails (never skips) without the oracle venv; CI installs it
 
 
 PYPAIMON_READ = textwrap.dedent("""

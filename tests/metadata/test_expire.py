@@ -401,13 +401,6 @@ except ImportError:  # pragma: no cover
     import oracle  # type: ignore[no-redef]
 
 
-@pytest.fixture
-def oracle_python(monkeypatch: pytest.MonkeyPatch) -> str:
-    if oracle.oracle_python() is None and os.path.exists("/tmp/venv-oracle/bin/python"):
-        monkeypatch.setenv("PAIMON_ORACLE_PYTHON", "/tmp/venv-oracle/bin/python")
-    return oracle.require_oracle_python()
-
-
 @pytest.mark.interop
 def test_pypaimon_reads_a_table_we_expired_rolled_back_and_cleaned(tmp_path: Path, oracle_python: str) -> None:
     wh = tmp_path / "wh"

@@ -18,6 +18,8 @@ from typing import Any
 import fastavro
 import pytest
 
+from tests.oracle import require_oracle_python
+
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.avro import read_avro, write_avro
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
@@ -46,15 +48,7 @@ GEN_PK_TABLE = Path(__file__).parent / "fixtures" / "pypaimon" / "gen_pk_table.p
 STR = [string_type()]
 
 
-def oracle_python() -> str:
-    """The oracle venv's python. Interop tests fail (not skip) without it: CI installs it."""
-    root = Path(__file__).resolve().parents[2]
-    for cand in (os.environ.get("PAIMON_ORACLE_PYTHON"), str(root / ".venv-oracle" / "bin" / "python"),
-                 "/tmp/venv-oracle/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    pytest.fail("No oracle venv (pypaimon): set PAIMON_ORACLE_PYTHON or create .venv-oracle with "
-                "tests/oracle/requirements.txt")
+oracle_python = require_oracle_python  # fails (never skips) without the oracle venv; CI installs it
 
 
 def run_oracle(script: str, *args: str) -> Any:

@@ -13,6 +13,8 @@ from typing import Callable
 import pyarrow as pa
 import pytest
 
+from tests.oracle import require_oracle_python
+
 from pyspark_paimon.errors import (
     CommitError,
     CorruptMetadataError,
@@ -502,22 +504,11 @@ def test_persistent_conflict_gives_up(table_path: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Interop: pypaimon reads what we write (runs only where the oracle venv exists)
+# Interop: pypaimon reads what we write
 # ---------------------------------------------------------------------------------------------
-def _oracle_python() -> str | None:
-    root = Path(__file__).resolve().parents[2]
-    for cand in (os.environ.get("PAIMON_ORACLE_PYTHON"), str(root / ".venv-oracle" / "bin" / "python"),
-                 "/tmp/venv-oracle/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    return None
-
-
 @pytest.mark.interop
 def test_pypaimon_reads_our_schema(tmp_path: Path) -> None:
-    py = _oracle_python()
-    if py is None:
-        pytest.skip("no oracle venv with pypaimon")
+    py = require_oracle_python()
     wh = tmp_path / "wh"
     m = SchemaManager(FileIO(), str(wh / "default.db" / "t"))
     _create(m, "dt string, id bigint, price decimal(10,2), ts timestamp, ts2 timestamp_ntz(3), "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 import subprocess
 import textwrap
@@ -230,13 +229,6 @@ try:
     from tests import oracle
 except ImportError:  # pragma: no cover
     import oracle  # type: ignore[no-redef]
-
-
-@pytest.fixture
-def oracle_python(monkeypatch: pytest.MonkeyPatch) -> str:
-    if oracle.oracle_python() is None and os.path.exists("/tmp/venv-oracle/bin/python"):
-        monkeypatch.setenv("PAIMON_ORACLE_PYTHON", "/tmp/venv-oracle/bin/python")
-    return oracle.require_oracle_python()
 
 
 @pytest.mark.interop
