@@ -10,14 +10,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from pyspark_paimon.datasource.jobs import (
-    ReadJob,
-    overwrite_spec,
-    parse_partition_spec,
-    prepare_read,
-    prepare_write,
-)
-from pyspark_paimon.datasource import chain as _chain
+from pyspark_paimon.datasource.engine import chain as _chain
+from pyspark_paimon.datasource.engine.jobs import ReadJob, overwrite_spec, prepare_read, prepare_write
+from pyspark_paimon.datasource.engine.system_tables import read_system_table
 from pyspark_paimon.errors import ChainTableError, OptionError, PaimonError
 from pyspark_paimon.metadata import branches as _branches
 from pyspark_paimon.metadata import expire as _expire
@@ -25,7 +20,9 @@ from pyspark_paimon.metadata import orphans as _orphans
 from pyspark_paimon.metadata import rollback as _rollback
 from pyspark_paimon.metadata import tags as _tags
 from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.options import validate_table_options
+from pyspark_paimon.metadata.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -47,8 +44,6 @@ class Table:
     @classmethod
     def open(cls, uri: str, branch: str = MAIN_BRANCH, **storage_options: Any) -> "Table":
         """Open the table stored at ``uri`` (a table directory, optionally with a ``$branch_<b>`` suffix)."""
-        from pyspark_paimon.metadata.identifier import split_suffix  # noqa: PLC0415
-
         base, suffix = split_suffix(uri)
         fileio, path = FileIO.for_uri(base, storage_options)
         table = cls(fileio, path, branch=suffix.branch or branch)
@@ -150,6 +145,13 @@ class Table:
                  columns: Sequence[str] | None = None) -> pa.Table:
         """Read this branch (latest snapshot, or the version named by time-travel ``options``)."""
         return self.new_read(options, predicate, columns).to_arrow()
+
+    def inspect(self, name: str, options: Mapping[str, str] | None = None) -> pa.Table:
+        """System table ``name`` of this branch as Arrow: ``snapshots``, ``schemas``, ``options``, ``tags``,
+        ``branches``, ``files``, ``manifests`` or ``partitions`` (Paimon's columns; the same rows Spark reads
+        from ``t$name``). ``options`` may time-travel ``files``/``manifests``/``partitions``
+        (``{'scan.tag-name': 't1'}``)."""
+        return read_system_table(self.store, name.lstrip("$"), options)
 
     def explain(self, options: Mapping[str, str] | None = None, predicate: Sequence[Leaf] = ()) -> dict[str, Any]:
         """How a read with ``options`` and ``predicate`` is planned, without reading any data file.

@@ -14,6 +14,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests by what they need, so ``-m "not spark and not interop"`` is the fast lane: every test that
+    uses the SparkSession is ``spark``, every test that drives the oracles is ``interop``."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "spark" in names:
+            item.add_marker(pytest.mark.spark)
+        if "oracle_python" in names:
+            item.add_marker(pytest.mark.interop)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator["SparkSession"]:  # noqa: F821
     """A 2-core local session with the ``paimon`` source registered (pushdown as ``register`` decides).

@@ -36,9 +36,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pyspark_paimon.datasource.arrow_read import ReadContext, read_split
-from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
-from pyspark_paimon.datasource.source import TableRef
+from pyspark_paimon.datasource.engine.read import ReadContext, read_split
+from pyspark_paimon.datasource.engine.jobs import ReadJob, prepare_read
+from pyspark_paimon.datasource.engine.ref import TableRef
+from pyspark_paimon.datasource.engine.system_tables import check_system_table, read_system_table, system_table_fields
 from pyspark_paimon.datasource.spark_types import to_spark_schema
 from pyspark_paimon.errors import SchemaError
 from pyspark_paimon.metadata.schema import TableSchema
@@ -46,7 +47,7 @@ from pyspark_paimon.metadata.types import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.time_travel import resolve_snapshot
+from pyspark_paimon.planner.read_plan import read_schema as table_read_schema
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.
@@ -60,28 +61,11 @@ def read_options_of(ref: TableRef) -> ReadOptions:
     return ReadOptions.from_options(ref.options)
 
 
-def table_schema_for_read(ref: TableRef, opts: ReadOptions) -> TableSchema:
-    """The schema a read of ``ref`` returns: the latest, or the time-travelled snapshot's."""
-    store = ref.store()
-    from pyspark_paimon.planner.chain import chain_read_schema  # noqa: PLC0415
-
-    chain = chain_read_schema(store, opts)  # a chain read (§10) resolves versions on every branch
-    if chain is not None:
-        return chain
-    latest = store.schema()
-    if opts.time_travel:
-        snap = resolve_snapshot(store, opts)
-        if snap is not None:
-            return store.schemas.schema(snap.schema_id)
-    return latest
-
-
 def read_schema(ref: TableRef) -> StructType:
     if ref.system_table:
-        from pyspark_paimon.datasource.system_tables import system_table_schema  # noqa: PLC0415
-
-        return system_table_schema(ref)
-    return to_spark_schema(table_schema_for_read(ref, read_options_of(ref)).fields)
+        check_system_table(ref.store(), ref.system_table, ref.options)
+        return to_spark_schema(system_table_fields(ref.system_table))
+    return to_spark_schema(table_read_schema(ref.store(), read_options_of(ref)).fields)
 
 
 @dataclass(frozen=True)
@@ -156,7 +140,7 @@ class PaimonReader(DataSourceReader):
             self.table_schema = None
             self.read_fields = None
         else:
-            self.table_schema = table_schema_for_read(ref, self.opts)
+            self.table_schema = table_read_schema(ref.store(), self.opts)
             self.read_fields = self._projection(schema, self.table_schema)
 
     @staticmethod
@@ -188,10 +172,10 @@ class PaimonReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
-        if self.ref.system_table:
-            from pyspark_paimon.datasource.system_tables import read_system_table  # noqa: PLC0415
-
-            batches: Iterable[pa.RecordBatch] = read_system_table(self.ref)
+        ref = self.ref
+        if ref.system_table:
+            batches: Iterable[pa.RecordBatch] = read_system_table(ref.store(), ref.system_table,
+                                                                  ref.options).to_batches()
         else:
             assert isinstance(partition, PaimonPartition) and partition.context is not None
             ctx = partition.context

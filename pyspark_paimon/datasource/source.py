@@ -8,71 +8,19 @@ makes every read fail while ``spark.sql.python.filterPushdown.enabled`` is off. 
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
-from pyspark_paimon.errors import OptionError, PaimonError
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
-from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.datasource.engine.ref import resolve_table_ref
+from pyspark_paimon.errors import PaimonError
 
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "paimon"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """Where a Spark read or write points: a table path, a branch, maybe a system table. Picklable."""
-
-    fileio: FileIO
-    path: str
-    branch: str = MAIN_BRANCH
-    system_table: str | None = None
-    options: dict[str, str] = field(default_factory=dict)
-
-    def store(self) -> FileStore:
-        return FileStore(self.fileio, self.path, self.branch)
-
-
-def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
-    """Turn Spark's options (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*``) into a :class:`TableRef`."""
-    opts = {str(k).lower(): str(v) for k, v in options.items()}
-    storage = {k[3:]: v for k, v in opts.items() if k.startswith("fs.")}
-    target = opts.get("path")
-    if target is None and "paths" in opts:
-        paths = json.loads(opts["paths"])
-        if len(paths) != 1:
-            raise OptionError(f"A Paimon read takes exactly one table, got {len(paths)} paths: {paths}.")
-        target = paths[0]
-    if not target:
-        raise OptionError(
-            "No table given. Use .load('/warehouse/db.db/table') or .option('warehouse', wh).load('db.table').")
-    warehouse = opts.get("warehouse")
-    if warehouse:
-        db, table, suffix = parse_identifier(target)
-        fileio, wh_path = FileIO.for_uri(warehouse, storage)
-        path = f"{wh_path}/{db}.db/{table}"
-    else:
-        base, suffix = split_suffix(target)
-        fileio, path = FileIO.for_uri(base, storage)
-    branch = _choose_branch(suffix, opts.get("branch"))
-    return TableRef(fileio, path, branch, suffix.system_table, opts)
-
-
-def _choose_branch(suffix: Suffix, option: str | None) -> str:
-    if suffix.branch and option and suffix.branch != option:
-        raise OptionError(
-            f"The table is addressed as branch '{suffix.branch}' ($branch_{suffix.branch}) but option 'branch' says "
-            f"'{option}'; give only one.")
-    return suffix.branch or option or MAIN_BRANCH
 
 
 class PaimonDataSource(DataSource):

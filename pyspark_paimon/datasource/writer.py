@@ -20,8 +20,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from pyspark_paimon.datasource.jobs import WriteJob, overwrite_spec, parse_partition_spec, prepare_write
-from pyspark_paimon.datasource.source import TableRef
+from pyspark_paimon.datasource.engine.jobs import WriteJob, overwrite_spec, prepare_write
+from pyspark_paimon.metadata.partition import parse_partition_spec
+from pyspark_paimon.datasource.engine.ref import TableRef
 from pyspark_paimon.datasource.spark_types import from_spark_type, to_spark_type
 from pyspark_paimon.errors import OptionError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.commit import CommitMessage

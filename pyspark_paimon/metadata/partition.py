@@ -17,9 +17,11 @@ import unicodedata
 from typing import Any, Sequence
 
 import numpy as np
+import pyarrow as pa
 
-from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
+from pyspark_paimon.errors import OptionError, SchemaError, UnsupportedTypeError
 from pyspark_paimon.metadata.binary_row import DataType, type_name
+from pyspark_paimon.metadata.schema import TableSchema
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
@@ -297,3 +299,29 @@ def parse_partition_path(path: str) -> dict[str, str]:
             raise SchemaError(f"Partition directory '{part}' in '{path}' is not of the form key=value.")
         spec[unescape_path_name(key)] = unescape_path_name(value)
     return spec
+
+
+def coerce_partition_value(schema: TableSchema, column: str, value: object) -> object:
+    """Turn a partition value given as text ('dt=20250811') into the column's Python value."""
+    if value is None or not isinstance(value, str):
+        return value
+    t = schema.field(column).type
+    arr = pa.array([value], pa.string())
+    try:
+        return arr.cast(schema.arrow_schema().field(column).type)[0].as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SchemaError(f"Partition value '{value}' is not a valid {t} for column '{column}'.") from e
+
+
+def parse_partition_spec(text: str) -> dict[str, str]:
+    """'dt=20250811,hr=10' (or '/'-separated) to a dict."""
+    out: dict[str, str] = {}
+    for part in text.replace("/", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise OptionError(f"Cannot parse partition spec '{text}': expected 'col=value[,col2=value2]'.")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip().strip("'\"")
+    return out

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
@@ -24,6 +26,12 @@ from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import AtomicType, to_arrow_type
 from pyspark_paimon.planner.predicate import Leaf, _cmp_value, could_match_stats, eval_on_values, leaves_on
 from pyspark_paimon.planner.split import DataSplit
+
+# What decoding statistics written by any engine may raise. Pruning on statistics we cannot read is never
+# done (the file is kept); anything else (a bug here) propagates instead of silently turning into a full scan.
+_STATS_DECODE_ERRORS = (PaimonError, ValueError, OverflowError, struct.error)
+# What building or hashing an Arrow column of predicate literals may raise for values that do not fit.
+_LITERAL_ERRORS = (PaimonError, pa.ArrowException, TypeError, ValueError, OverflowError)
 
 
 @dataclass
@@ -107,7 +115,7 @@ def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Seque
     try:
         lows = deserialize_row(stats.min_values, types)
         highs = deserialize_row(stats.max_values, types)
-    except Exception:  # stats absent or unreadable: never prune on them
+    except _STATS_DECODE_ERRORS:  # stats absent or unreadable: never prune on them
         return True
     nulls = stats.null_counts or ()
     for i, f in enumerate(schema.partition_fields):
@@ -166,7 +174,7 @@ def _coerce_column(values: list[Any], f: Any) -> pa.Array | None:
     try:
         arrow_type = to_arrow_type(f.type, f.name)
         arr = pa.array(values, type=arrow_type)
-    except Exception:  # noqa: BLE001 (any failure means: do not prune)
+    except _LITERAL_ERRORS:  # a literal that does not fit the column: do not prune
         return None
     for orig, back in zip(values, arr.to_pylist()):
         try:
@@ -186,12 +194,9 @@ class _BucketSelector:
         self._cache: dict[int, frozenset[int]] = {}
         if not pred or str(schema.options.get("bucket-function.type", "default")).lower() != "default":
             return
-        try:
-            if schema.num_buckets <= 0:
-                return
-            keys = schema.bucket_keys
-        except Exception:  # noqa: BLE001
+        if schema.num_buckets <= 0:
             return
+        keys = schema.bucket_keys
         if not keys or any(k in schema.partition_keys or not schema.has_field(k) for k in keys):
             return
         per_key: list[pa.Array] = []
@@ -232,7 +237,7 @@ class _BucketSelector:
             else:
                 try:
                     hit = frozenset(int(b) for b in bucket_ids(self.columns, self.types, total_buckets))
-                except Exception:  # noqa: BLE001 (unsupported key type: do not prune)
+                except _LITERAL_ERRORS:  # unsupported key type: do not prune
                     self._cache[total_buckets] = None  # type: ignore[assignment]
                     return None
             self._cache[total_buckets] = hit
@@ -281,7 +286,7 @@ class _StatsPruner:
             return self.schema
         try:
             return self.store.schemas.schema(schema_id)
-        except Exception:  # noqa: BLE001 (unknown schema: no stats)
+        except PaimonError:  # unknown schema: no stats (reading the file reports it)
             return None
 
     def _layout(self, schema_id: int, stats_names: tuple[str, ...] | None, key: bool) -> _StatsLayout | None:
@@ -308,7 +313,7 @@ class _StatsPruner:
                         continue  # type changed since the file was written: its stats say nothing reliable
                     wanted.append((pos, cf.name))
                 layout = _StatsLayout([f.type for f in file_fields], wanted) if wanted else None
-            except Exception:  # noqa: BLE001 (unknown column in the stats list: do not prune)
+            except PaimonError:  # unknown column in the stats list: do not prune
                 layout = None
         self._layouts[cache_key] = layout
         return layout
@@ -332,7 +337,7 @@ class _StatsPruner:
         try:
             lows = deserialize_row(stats.min_values, layout.types)
             highs = deserialize_row(stats.max_values, layout.types)
-        except Exception:  # noqa: BLE001 (unreadable stats: never prune on them)
+        except _STATS_DECODE_ERRORS:  # unreadable stats: never prune on them
             return True
         nulls = stats.null_counts
         for pos, name in layout.wanted:

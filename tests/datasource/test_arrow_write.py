@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pyspark_paimon.datasource.arrow_write import (
+from pyspark_paimon.datasource.engine.write import (
     KEY_FIELD_ID_START,
     SEQUENCE_NUMBER_ID,
     VALUE_KIND_ID,

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource import arrow_read
-from pyspark_paimon.datasource.arrow_read import ROW_GROUP_COUNTERS, select_row_groups
+from pyspark_paimon.datasource.engine import read as arrow_read
+from pyspark_paimon.datasource.engine.read import ReadMetrics, select_row_groups
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
 
 
@@ -41,7 +41,9 @@ def test_select_row_groups_uses_statistics() -> None:
                    row_group_size=10)
     f = pq.ParquetFile(io.BytesIO(buf.getvalue()))
     assert select_row_groups(f, []) is None
-    assert select_row_groups(f, [Leaf("a", ">=", 95)]) == [9]
+    metrics = ReadMetrics()
+    assert select_row_groups(f, [Leaf("a", ">=", 95)], metrics) == [9]
+    assert (metrics.row_groups_total, metrics.row_groups_skipped) == (10, 9)
     assert select_row_groups(f, [Leaf("a", "in", (5, 55))]) == [0, 5]
     assert select_row_groups(f, [Leaf("b", "is_not_null")]) == [5, 6, 7, 8, 9]
     assert select_row_groups(f, [Leaf("a", "<", 0)]) == []
@@ -53,23 +55,24 @@ def test_append_read_skips_row_groups_and_stays_exact(catalog: Catalog) -> None:
     t = _table(catalog)
     full = t.to_arrow()
     for leaves in ([Leaf("v", ">=", 950)], [Leaf("id", "in", (5, 505))], [Leaf("s", "starts_with", "s01")]):
-        ROW_GROUP_COUNTERS.reset()
-        got = t.to_arrow(predicate=leaves)
+        job = t.new_read(predicate=leaves)
+        got = job.to_arrow()
         expected = full.filter(to_arrow_expression(leaves, full.schema))
         assert sorted(got.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
-        assert ROW_GROUP_COUNTERS.total == 10 and ROW_GROUP_COUNTERS.skipped >= 8
-    ROW_GROUP_COUNTERS.reset()
-    assert t.to_arrow(predicate=[Leaf("v", ">", 2000)]).num_rows == 0
-    assert ROW_GROUP_COUNTERS.total == 0  # the file itself was skipped by its manifest statistics
-    assert t.to_arrow().num_rows == 1000
-    assert ROW_GROUP_COUNTERS.total == 0  # nothing pushed: no statistics consulted
+        assert job.metrics.row_groups_total == 10 and job.metrics.row_groups_skipped >= 8
+    job = t.new_read(predicate=[Leaf("v", ">", 2000)])
+    assert job.to_arrow().num_rows == 0
+    assert job.metrics.row_groups_total == 0  # the file itself was skipped by its manifest statistics
+    job = t.new_read()
+    assert job.to_arrow().num_rows == 1000
+    assert job.metrics.row_groups_total == 0  # nothing pushed: no statistics consulted
 
 
 def test_pk_raw_convertible_only(catalog: Catalog) -> None:
     t = _table(catalog, pk=True)  # one level-0 file: merged read, no row-group skipping
-    ROW_GROUP_COUNTERS.reset()
-    assert sorted(t.to_arrow(predicate=[Leaf("v", ">=", 950)]).column("id").to_pylist()) == list(range(950, 1000))
-    assert ROW_GROUP_COUNTERS.total == 0
+    job = t.new_read(predicate=[Leaf("v", ">=", 950)])
+    assert sorted(job.to_arrow().column("id").to_pylist()) == list(range(950, 1000))
+    assert job.metrics.row_groups_total == 0 and job.metrics.merged_sections == 0
 
 
 def test_projection_reads_only_needed_columns(catalog: Catalog, monkeypatch: Any) -> None:

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.arrow_read import MERGE_COUNTERS, ReadContext, read_split
-from pyspark_paimon.datasource.arrow_write import ROW_GROUP_ROWS
+from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.engine.write import ROW_GROUP_ROWS
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
@@ -73,13 +73,13 @@ def write_file(directory: Path, schema: TableSchema, rows: list[dict[str, Any]],
 
 
 def read(directory: Path, schema: TableSchema, files: Sequence[DataFileMeta], window: int,
-         ranks: dict[str, int] | None = None) -> pa.Table:
+         ranks: dict[str, int] | None = None, metrics: ReadMetrics | None = None) -> pa.Table:
     ctx = ReadContext(fileio=FileIO(), table_path=str(directory), schema=schema, schemas={"main": {0: schema}},
                       options=dict(schema.options), batch_size=7, merge_window_bytes=window)
     split = DataSplit(partition=serialize_row([], []), partition_values=(), bucket=0, total_buckets=1,
                       files=tuple(files), bucket_path=str(directory), raw_convertible=False,
                       file_ranks=dict(ranks or {}))
-    batches = list(read_split(ctx, split))
+    batches = list(read_split(ctx, split, metrics=metrics))
     return pa.Table.from_batches(batches, schema=ctx.output_schema())
 
 
@@ -125,17 +125,17 @@ def test_windowed_merge_equals_whole_section(commits: list[list[tuple]], options
         # Force one section (level-0 files usually all overlap anyway).
         ranks = {f.file_name: i // 2 for i, f in enumerate(files)} if chain else None
         whole = outcome(directory, schema, files[::-1], WHOLE, ranks)
-        MERGE_COUNTERS.reset()
-        windowed = outcome(directory, schema, files[::-1], TINY, ranks)
+        metrics = ReadMetrics()
+        windowed = outcome(directory, schema, files[::-1], TINY, ranks, metrics)
     assert windowed == whole
     if row_group_size == 1 and isinstance(whole, list):
-        assert MERGE_COUNTERS.windowed_sections == 1  # the windowed path really ran
+        assert metrics.windowed_sections == 1  # the windowed path really ran
 
 
 def outcome(directory: Path, schema: TableSchema, files: Sequence[DataFileMeta], window: int,
-            ranks: dict[str, int] | None) -> Any:
+            ranks: dict[str, int] | None, metrics: ReadMetrics | None = None) -> Any:
     try:
-        return read(directory, schema, files, window, ranks).to_pylist()
+        return read(directory, schema, files, window, ranks, metrics).to_pylist()
     except PaimonError as exc:
         return type(exc)
 
@@ -156,14 +156,14 @@ def test_windowed_merge_bounds_rows_materialised(tmp_path: Path) -> None:
     total_rows = sum(f.row_count for f in files)
     section_bytes = sum(f.file_size for f in files)
 
-    MERGE_COUNTERS.reset()
-    whole = read(tmp_path, schema, files, WHOLE)
-    assert MERGE_COUNTERS.max_rows == total_rows and MERGE_COUNTERS.windowed_sections == 0
+    metrics = ReadMetrics()
+    whole = read(tmp_path, schema, files, WHOLE, metrics=metrics)
+    assert metrics.max_merge_rows == total_rows and metrics.windowed_sections == 0
 
-    MERGE_COUNTERS.reset()
-    windowed = read(tmp_path, schema, files, section_bytes // 20)
-    assert MERGE_COUNTERS.windowed_sections == 1
-    assert 0 < MERGE_COUNTERS.max_rows <= total_rows // 5
+    metrics = ReadMetrics()
+    windowed = read(tmp_path, schema, files, section_bytes // 20, metrics=metrics)
+    assert metrics.windowed_sections == 1
+    assert 0 < metrics.max_merge_rows <= total_rows // 5
     assert windowed.to_pylist() == whole.to_pylist()
 
 
@@ -176,9 +176,9 @@ def test_missing_statistics_fall_back_to_whole_section(tmp_path: Path) -> None:
         path = tmp_path / meta.file_name
         pq.write_table(pq.read_table(path), path, row_group_size=10, write_statistics=False)
         files.append(replace(meta, file_size=path.stat().st_size))
-    MERGE_COUNTERS.reset()
-    out = read(tmp_path, schema, files, TINY)
-    assert MERGE_COUNTERS.windowed_sections == 0 and MERGE_COUNTERS.max_rows == 100
+    metrics = ReadMetrics()
+    out = read(tmp_path, schema, files, TINY, metrics=metrics)
+    assert metrics.windowed_sections == 0 and metrics.max_merge_rows == 100
     assert [(r["k"], r["v"]) for r in out.to_pylist()] == [(k, 1) for k in range(50)]
 
 

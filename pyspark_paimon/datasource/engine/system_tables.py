@@ -25,8 +25,7 @@ of them. ``$manifests`` lists base, delta and changelog manifests (Java's ``read
 Time travel (``scan.snapshot-id``, ``scan.tag-name``, ...) selects the snapshot of ``$files``, ``$manifests``
 and ``$partitions``; other system tables describe the branch as a whole and refuse those options rather than
 ignoring them. Schemas are built from Paimon types without pyspark (:func:`system_table_fields`,
-:func:`system_table_arrow_schema`); the Spark schema is derived from them in one place
-(:func:`system_table_schema`). Building rows loops over metadata records (snapshots, tags, files), never over
+:func:`system_table_arrow_schema`); the Spark reader derives its schema from them. Building rows loops over metadata records (snapshots, tags, files), never over
 data rows.
 """
 
@@ -35,7 +34,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import struct
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -60,12 +59,7 @@ from pyspark_paimon.metadata.types import (
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.time_travel import resolve_snapshot
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql.types import StructType
-
-    from pyspark_paimon.datasource.source import TableRef
-
-__all__ = ["system_table_fields", "system_table_arrow_schema", "system_table_schema", "build_system_table",
+__all__ = ["SYSTEM_TABLES", "system_table_fields", "system_table_arrow_schema", "check_system_table",
            "read_system_table", "TIME_TRAVEL_TABLES"]
 
 
@@ -129,6 +123,8 @@ _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
 
 #: System tables whose rows depend on the snapshot read, so time-travel options apply to them.
 TIME_TRAVEL_TABLES = frozenset({"files", "manifests", "partitions"})
+#: Every system table, in Paimon's order.
+SYSTEM_TABLES = tuple(_COLUMNS)
 
 
 def _require_known(name: str) -> None:
@@ -148,40 +144,11 @@ def system_table_arrow_schema(name: str) -> pa.Schema:
     return to_arrow_schema(system_table_fields(name))
 
 
-def system_table_schema(ref: "TableRef") -> "StructType":
-    """The Spark schema of ``ref``'s system table; also checks the table (and branch) exist and the options."""
-    from pyspark_paimon.datasource.spark_types import to_spark_schema  # noqa: PLC0415 (keep this module Spark-free)
-
-    name = _system_name(ref)
-    _check_options(name, ref)
-    ref.store().schema()  # a clear error now, not in an executor, if the table or branch does not exist
-    return to_spark_schema(system_table_fields(name))
-
-
-def read_system_table(ref: "TableRef") -> Iterator[pa.RecordBatch]:
-    """The rows of ``ref``'s system table as Arrow batches of exactly :func:`system_table_arrow_schema`."""
-    yield from build_system_table(ref).to_batches()
-
-
-def build_system_table(ref: "TableRef") -> pa.Table:
-    """The whole system table as one Arrow table (metadata is small: one row per snapshot, file, ...)."""
-    name = _system_name(ref)
-    opts = _check_options(name, ref)
-    store = ref.store()
-    store.schema()
-    columns = _BUILDERS[name](store, opts)
-    return pa.Table.from_pydict(columns, schema=system_table_arrow_schema(name))
-
-
-def _system_name(ref: "TableRef") -> str:
-    if not ref.system_table:
-        raise PaimonError(f"{ref.path} is not addressed as a system table (use a '$snapshots'-style suffix).")
-    _require_known(ref.system_table)
-    return ref.system_table
-
-
-def _check_options(name: str, ref: "TableRef") -> ReadOptions:
-    opts = ReadOptions.from_options(ref.options)
+def check_system_table(store: FileStore, name: str, options: Mapping[str, str]) -> ReadOptions:
+    """Validate a read of system table ``name`` of ``store``'s branch before any row is built: the name, the
+    options (time travel only where it applies) and that the table and branch exist."""
+    _require_known(name)
+    opts = ReadOptions.from_options(options)
     if opts.incremental_between is not None or opts.incremental_between_timestamp is not None:
         raise OptionError(
             f"Incremental read options do not apply to system table ${name}; read the table itself with them.")
@@ -189,7 +156,17 @@ def _check_options(name: str, ref: "TableRef") -> ReadOptions:
         raise OptionError(
             f"Time-travel options do not apply to system table ${name}, which describes the whole branch; they "
             f"select the snapshot of {', '.join('$' + n for n in sorted(TIME_TRAVEL_TABLES))} only. Remove them.")
+    store.schema()  # a clear error now, not in an executor, if the table or branch does not exist
     return opts
+
+
+def read_system_table(store: FileStore, name: str, options: Mapping[str, str] | None = None) -> pa.Table:
+    """System table ``name`` of ``store``'s branch as one Arrow table of exactly
+    :func:`system_table_arrow_schema` (metadata is small: one row per snapshot, file, ...). The Python API
+    (``Table.inspect``) and Spark's ``$name`` tables both read through here."""
+    opts = check_system_table(store, name, options or {})
+    columns = _BUILDERS[name](store, opts)
+    return pa.Table.from_pydict(columns, schema=system_table_arrow_schema(name))
 
 
 # ------------------------------------------------------------------------------------------------------

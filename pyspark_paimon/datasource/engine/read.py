@@ -11,7 +11,7 @@ What a split read has to get right, and where it happens here:
 * **Primary-key tables** are merged per key-overlap section (Java's ``IntervalPartition``): a section with
   one file is streamed (dropping its -U/-D rows, since a data file holds one row per key); a section with
   several files is read whole, sorted into Java's merge order and merged with the table's merge engine
-  (:mod:`pyspark_paimon.datasource.merge`).
+  (:mod:`pyspark_paimon.datasource.engine.merge`).
 * **Bounded memory** (:func:`_plan_windows`): a section larger than ``ReadContext.merge_window_bytes`` is
   merged window by window on the first key column, [lo, hi) ranges chosen from Parquet row-group statistics,
   reading only the row groups that overlap each window. All records of a key share its first-column value,
@@ -45,20 +45,38 @@ from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.types import DataField, DataType, RowType, to_arrow_schema, to_arrow_type
-from pyspark_paimon.planner.predicate import Leaf, could_match_stats
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
+from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.datasource.merge import (
+from pyspark_paimon.datasource.engine.merge import (
     SEQUENCE_NUMBER, VALUE_KIND, is_retract, merge_engine, merge_sorted, sequence_descending,
     sequence_fields, sort_for_merge,
 )
 
-__all__ = ["ReadContext", "read_split", "read_data_file", "key_sections", "referenced_columns", "select_row_groups",
-           "ROW_GROUP_COUNTERS", "MERGE_COUNTERS"]
+__all__ = ["ReadContext", "ReadMetrics", "read_split", "read_data_file", "key_sections", "referenced_columns",
+           "select_row_groups"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 _RANK = "__paimon_chain_rank__"
+
+
+@dataclass
+class ReadMetrics:
+    """What the reads of one job did in this process (``ReadJob.metrics``; ``Table.explain`` plans only).
+
+    ``row_groups_total``/``row_groups_skipped``: Parquet row groups considered and skipped by raw reads;
+    ``merged_sections``/``windowed_sections``: key-overlap sections merged, and those merged window by window;
+    ``max_merge_rows``: the most rows one merge call held in memory.
+    """
+
+    row_groups_total: int = 0
+    row_groups_skipped: int = 0
+    merged_sections: int = 0
+    windowed_sections: int = 0
+    max_merge_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,25 @@ class ReadContext:
     # Key-overlap sections whose files total more than this many bytes are merged in windows of about this
     # many bytes of Parquet row groups (see :func:`_windowed_merge`), so memory stays bounded.
     merge_window_bytes: int = 64 << 20
+
+    @classmethod
+    def for_plan(cls, store: FileStore, planned: PlannedRead, read_fields: Sequence[str] | None = None,
+                 exact_filters: Sequence[Leaf] = (), batch_size: int = 65536) -> "ReadContext":
+        """The one way to build a context from a planned read (plain, fallback, incremental or chain).
+
+        ``read_fields`` projects the output (validated against the read schema); ``exact_filters`` become the
+        residual applied after the merge (Spark does not re-check filters a source accepted); the plan's
+        pruning predicate is kept in ``pushed`` so raw reads skip Parquet row groups.
+        """
+        schema = planned.schema
+        if read_fields is not None:
+            for name in read_fields:
+                schema.field(name)  # raises with the list of existing columns
+        residual = to_arrow_expression(list(exact_filters), schema.arrow_schema()) if exact_filters else None
+        return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, schemas=planned.schemas,
+                   branch=store.branch, options=dict(schema.options),
+                   read_fields=tuple(read_fields) if read_fields is not None else None, residual=residual,
+                   batch_size=batch_size, pushed=planned.predicate)
 
     def merge_options(self) -> dict[str, str]:
         """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
@@ -262,7 +299,7 @@ class _FileReader:
 
                 self._orc = orc.ORCFile(self._handle)
                 self.names = set(self._orc.schema.names)
-        except Exception:
+        except BaseException:
             self._handle.close()
             raise
 
@@ -311,27 +348,6 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
     return _conform_table(data, targets, file_schema, f.file_name, system)
 
 
-class RowGroupCounters:
-    """Process-local counts of Parquet row groups considered and skipped by raw reads (tests, explain)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.total = 0
-        self.skipped = 0
-
-    def add(self, total: int, skipped: int) -> None:
-        with self._lock:
-            self.total += total
-            self.skipped += skipped
-
-    def reset(self) -> None:
-        with self._lock:
-            self.total = self.skipped = 0
-
-
-ROW_GROUP_COUNTERS = RowGroupCounters()
-
-
 def _base(t: DataType) -> DataType:
     try:
         return replace(t, nullable=True)
@@ -339,7 +355,8 @@ def _base(t: DataType) -> DataType:
         return t
 
 
-def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf]) -> list[int] | None:
+def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf],
+                      metrics: ReadMetrics | None = None) -> list[int] | None:
     """Row groups of ``pq_file`` whose column statistics do not rule out every leaf (None = all of them).
 
     ``leaves`` name the file's physical (top-level, primitive) columns. Missing statistics, or statistics
@@ -364,14 +381,16 @@ def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf]) -> list[i
                 lo = st.min if st.has_min_max else None
                 hi = st.max if st.has_min_max else None
                 nulls = st.null_count if st.has_null_count else None
-            except Exception:  # noqa: BLE001 (unreadable statistics: keep the row group)
+            except (pa.ArrowException, TypeError, ValueError):  # unreadable statistics: keep the row group
                 continue
             if not could_match_stats(leaf, lo, hi, nulls, meta.num_rows):
                 ok = False
                 break
         if ok:
             keep.append(rg)
-    ROW_GROUP_COUNTERS.add(md.num_row_groups, md.num_row_groups - len(keep))
+    if metrics is not None:
+        metrics.row_groups_total += md.num_row_groups
+        metrics.row_groups_skipped += md.num_row_groups - len(keep)
     return keep
 
 
@@ -397,15 +416,15 @@ def _file_leaves(ctx: ReadContext, file_schema: TableSchema, reader: "_FileReade
 
 
 def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
-                      system: Sequence[str], skip_row_groups: bool = False) -> Iterator[pa.Table]:
-    """Stream ``f``; ``skip_row_groups`` (raw reads only) drops row groups ``ctx.pushed`` rules out."""
+                      system: Sequence[str], skip_row_groups: ReadMetrics | None = None) -> Iterator[pa.Table]:
+    """Stream ``f``. Raw reads pass ``skip_row_groups`` (the read's metrics, which count what was skipped):
+    row groups ``ctx.pushed`` rules out are not read."""
     file_schema = ctx.file_schema(split, f)
     with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.merge_options()), f.file_name) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
-        if skip_row_groups:
-            row_groups = select_row_groups(reader._pq, _file_leaves(ctx, file_schema, reader)) \
-                if reader.fmt == "parquet" else None
+        if skip_row_groups is not None and reader.fmt == "parquet":
+            row_groups = select_row_groups(reader._pq, _file_leaves(ctx, file_schema, reader), skip_row_groups)
         for batch in reader.batches(cols, ctx.batch_size, row_groups):
             if batch.num_rows:
                 yield _conform_table(batch, targets, file_schema, f.file_name, system)
@@ -502,8 +521,8 @@ def _drop_retracts(data: pa.Table) -> pa.Table:
     return data.filter(pa.array(~retract)) if retract.any() else data
 
 
-def read_split(ctx: ReadContext, split: DataSplit,
-               partition_override: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[str, Any] | None = None,
+               metrics: ReadMetrics | None = None) -> Iterator[pa.RecordBatch]:
     """Read ``split`` into record batches whose schema is exactly ``ctx.output_schema()``.
 
     ``partition_override`` (chain-table reads) replaces the given partition columns by constants: the split's
@@ -512,14 +531,15 @@ def read_split(ctx: ReadContext, split: DataSplit,
     ``relabel_partition`` (every chain split) applies its own ``partition_values`` this way.
 
     For the ``first-row`` engine all levels are merged, unlike Java's batch scans that skip level 0 (see the
-    module docstring).
+    module docstring). ``metrics`` (a fresh one when None) counts what the read did.
     """
+    metrics = ReadMetrics() if metrics is None else metrics
     if partition_override is None and split.relabel_partition:
         partition_override = dict(zip(ctx.schema.partition_keys, split.partition_values))
     plan = _make_plan(ctx, partition_override)
     if not ctx.schema.primary_keys:
         for f in split.files:
-            for data in _stream_data_file(ctx, split, f, plan.read_fields, (), skip_row_groups=True):
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, (), skip_row_groups=metrics):
                 yield from _finish(ctx, plan, data)
         return
 
@@ -528,7 +548,7 @@ def read_split(ctx: ReadContext, split: DataSplit,
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     if split.raw_convertible:
         for f in split.files:
-            for data in _stream_data_file(ctx, split, f, plan.read_fields, system, skip_row_groups=True):
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, system, skip_row_groups=metrics):
                 yield from _finish(ctx, plan, _drop_retracts(data))
         return
 
@@ -558,20 +578,20 @@ def read_split(ctx: ReadContext, split: DataSplit,
         if windows is None:
             tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
             yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                     descending)
+                                     descending, metrics)
             continue
-        MERGE_COUNTERS.count_windowed()
+        metrics.windowed_sections += 1
         for lo, hi, per_file in windows:
             tables = [_read_window(ctx, split, plan, f, rgs, lo, hi, system) for f, rgs in zip(ordered, per_file)]
             if not any(t.num_rows for t in tables):
                 continue
             yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                     descending)
+                                     descending, metrics)
 
 
 def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
                   ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str, options: Mapping[str, str],
-                  value_names: list[str], descending: bool) -> Iterator[pa.RecordBatch]:
+                  value_names: list[str], descending: bool, metrics: ReadMetrics) -> Iterator[pa.RecordBatch]:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order, merge and finish."""
     ranks = split.file_ranks
     if ranks:
@@ -579,7 +599,8 @@ def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequ
         tables = [t.append_column(_RANK, pa.repeat(pa.scalar(ranks.get(f.file_name, 0), pa.int32()), t.num_rows))
                   for f, t in zip(ordered, tables)]
     data = pa.concat_tables(tables)
-    MERGE_COUNTERS.record(data.num_rows)
+    metrics.merged_sections += 1
+    metrics.max_merge_rows = max(metrics.max_merge_rows, data.num_rows)
     data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
     if ranks:
         data = data.drop_columns([_RANK])
@@ -596,31 +617,6 @@ def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequ
 # ------------------------------------------------------------------------------------------------------
 # Windowed (bounded-memory) merge of large sections
 # ------------------------------------------------------------------------------------------------------
-class MergeCounters:
-    """Process-local merge statistics (tests): the most rows materialised by one merge call, and how many
-    sections were merged in windows."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.max_rows = 0
-        self.windowed_sections = 0
-
-    def record(self, rows: int) -> None:
-        with self._lock:
-            self.max_rows = max(self.max_rows, rows)
-
-    def count_windowed(self) -> None:
-        with self._lock:
-            self.windowed_sections += 1
-
-    def reset(self) -> None:
-        with self._lock:
-            self.max_rows = self.windowed_sections = 0
-
-
-MERGE_COUNTERS = MergeCounters()
-
-
 def _windowable(t: pa.DataType) -> bool:
     """Arrow types whose Parquet statistics decode to Python values ordered exactly like Arrow sorts them."""
     return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_binary(t)
@@ -638,7 +634,7 @@ def _plan_windows(ctx: ReadContext, split: DataSplit, plan: _Plan,
     the first key column, so all records of one key land in exactly one window."""
     try:
         return _plan_windows_unchecked(ctx, split, plan, ordered)
-    except Exception:  # noqa: BLE001 (anything unexpected: the whole-section merge is always correct)
+    except (pa.ArrowException, TypeError, ValueError):  # odd statistics: the whole-section merge is always right
         return None
 
 

@@ -42,14 +42,15 @@ from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
 from pyspark_paimon.metadata.partition import partition_path
 from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import (
     AtomicType,
     DataField,
     to_parquet_arrow_schema,
     type_to_sql,
 )
-from pyspark_paimon.datasource import merge
-from pyspark_paimon.datasource.stats import (
+from pyspark_paimon.datasource.engine import merge
+from pyspark_paimon.datasource.engine.stats import (
     SYSTEM_STATS_MODE,
     collect_stats,
     collect_value_stats,
@@ -124,6 +125,23 @@ class WriteContext:
     sequence_bases: dict[tuple[bytes, int], int] = field(default_factory=dict)
     partition_buckets: dict[bytes, int] = field(default_factory=dict)
     commit_user: str = ""
+
+    @classmethod
+    def for_store(cls, store: FileStore, commit_user: str, replace_all: bool = False) -> "WriteContext":
+        """A context continuing ``store``'s latest snapshot (``replace_all``: an overwrite of the whole table,
+        after which no partition keeps an old bucket count)."""
+        schema = store.schema()
+        opt.validate_table_options(schema.options, creating=False, table=store.table_path)
+        seq_bases: dict[tuple[bytes, int], int] = {}
+        partition_buckets: dict[bytes, int] = {}
+        for e in store.live_entries(store.snapshots.latest()):
+            key = (e.partition, e.bucket)
+            seq_bases[key] = max(seq_bases.get(key, 0), e.file.max_sequence_number + 1)
+            if e.total_buckets != schema.num_buckets:
+                partition_buckets[e.partition] = e.total_buckets
+        return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options),
+                   sequence_bases=seq_bases, partition_buckets={} if replace_all else partition_buckets,
+                   commit_user=commit_user)
 
 
 @dataclass

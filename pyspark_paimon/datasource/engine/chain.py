@@ -1,7 +1,7 @@
 """Chain tables, data side (format reference §10): chain reads, chain compaction and the write rules.
 
-* :func:`prepare_chain_read` turns :func:`pyspark_paimon.planner.chain.plan_chain` into a :class:`ReadJob`
-  whose context knows every branch's schemas (each file is read with its own branch's schema). Executors
+* Chain reads are planned by :func:`pyspark_paimon.planner.read_plan.plan_read` like every other read; the
+  context knows every branch's schemas (each file is read with its own branch's schema). Executors
   read chain splits with the ordinary :func:`read_split`: a split holds one bucket of one target partition
   (the anchor's files and the selected deltas' files, each with its branch, directory and merge rank) and
   relabels every row to the target partition. Memory: like any primary-key read, a split is merged per
@@ -10,8 +10,8 @@
   buckets into independent key ranges at planning time, for parallelism.
 * :func:`compact_chain` writes the merged view of chain-resolved partitions into the snapshot branch (an
   overwrite of exactly those partitions, one commit for all of them). Later reads hit the snapshot branch.
-* :class:`ChainWriteHook` runs inside :meth:`WriteJob.commit` for writes to a chain table's snapshot or
-  delta branch:
+* :func:`commit_with_chain_rules` is the commit of every write (``WriteJob.commit``, chain compaction); for
+  a chain table's snapshot or delta branch it applies :class:`ChainWriteHook`:
 
   - before an OVERWRITE of the **snapshot** branch: refuse dropping snapshot partitions that later delta
     partitions depend on (they follow it, before the next snapshot partition, and no earlier snapshot
@@ -32,14 +32,16 @@ Nothing here imports pyspark; compaction runs in the calling process (the Spark 
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pyspark_paimon.datasource.arrow_read import ReadContext
+from pyspark_paimon.datasource.engine.read import ReadContext, read_split
+from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.commit import FileStoreCommit, OverwriteSpec
-from pyspark_paimon.metadata.options import validate_table_options
+from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -48,7 +50,6 @@ from pyspark_paimon.planner.chain import (
     SNAPSHOT,
     BranchPartitions,
     ChainConfig,
-    ChainReadPlan,
     chain_config,
     chain_options_enabled,
     chain_read_config,
@@ -57,48 +58,20 @@ from pyspark_paimon.planner.chain import (
     stores_of,
     validate_chain_definition,
 )
-from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
+from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.sections import sortable_key
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pyspark_paimon.datasource.jobs import ReadJob, WriteJob
-    from pyspark_paimon.metadata.commit import CommitMessage
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare_chain_read", "require_chain_config", "explain_chain", "compact_chain", "ChainCompactResult",
-           "ChainWriteHook", "partition_tuple", "check_chain_options", "chain_peer_branches"]
+__all__ = ["require_chain_config", "explain_chain", "compact_chain", "ChainCompactResult", "ChainWriteHook",
+           "commit_with_chain_rules", "partition_tuple", "check_chain_options", "chain_peer_branches"]
 
 
 # ------------------------------------------------------------------------------------------------------
-# Reads
+# Reads (planned by pyspark_paimon.planner.read_plan like every other read)
 # ------------------------------------------------------------------------------------------------------
-def _read_job(store: FileStore, cp: ChainReadPlan, opts: ReadOptions, read_fields: Sequence[str] | None,
-              exact_filters: Sequence[Leaf]) -> "ReadJob":
-    from pyspark_paimon.datasource.jobs import ReadJob  # noqa: PLC0415 (jobs imports this module lazily)
-
-    schema = cp.schema
-    validate_table_options(schema.options, creating=False, table=store.table_path)
-    if read_fields is not None:
-        for name in read_fields:
-            schema.field(name)  # raises with the list of existing columns
-    residual = to_arrow_expression(list(exact_filters), schema.arrow_schema()) if exact_filters else None
-    ctx = ReadContext(fileio=store.fileio, table_path=store.table_path, schema=schema, schemas=cp.schemas,
-                      branch=store.branch, options=dict(schema.options),
-                      read_fields=tuple(read_fields) if read_fields is not None else None, residual=residual,
-                      batch_size=opts.batch_size)
-    return ReadJob(cp.plan, ctx)
-
-
-def prepare_chain_read(store: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: Sequence[Leaf] = (),
-                       read_fields: Sequence[str] | None = None, exact_filters: Sequence[Leaf] = ()) -> "ReadJob":
-    """A full (batch) chain read of ``store``'s branch; partition leaves of ``predicate`` choose the targets,
-    ``exact_filters`` run after the merge."""
-    cp = plan_chain(store, cfg, opts, predicate)
-    return _read_job(store, cp, opts, read_fields, exact_filters)
-
-
 def require_chain_config(store: FileStore) -> ChainConfig:
     """The chain config of the table's chain read from ``store``'s branch, or a clear error."""
     cfg = chain_read_config(store)
@@ -120,8 +93,6 @@ def require_chain_config(store: FileStore) -> ChainConfig:
 
 def partition_tuple(schema: TableSchema, spec: Mapping[str, Any] | str, *, partial: bool = False) -> dict[str, Any]:
     """A partition given as a dict or 'k=v,k2=v2', with values coerced to the partition column types."""
-    from pyspark_paimon.datasource.jobs import coerce_partition_value, parse_partition_spec  # noqa: PLC0415
-
     raw = parse_partition_spec(spec) if isinstance(spec, str) else dict(spec)
     names = list(schema.partition_keys)
     unknown = [k for k in raw if k not in names]
@@ -232,8 +203,6 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     skipped unless ``overwrite``, which recomputes it from its anchor and deltas. The loaded (main) branch
     is ignored, as Paimon's procedure does. Nothing is removed from the delta branch.
     """
-    from pyspark_paimon.datasource.jobs import prepare_write  # noqa: PLC0415
-
     cfg = require_chain_config(store)
     if partitions is None and start is None and end is None:
         raise ChainTableError("compact_chain needs the partitions to compact: partition=..., partitions=[...], or "
@@ -279,13 +248,17 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     wanted = set(todo)
     cp = plan_chain(store, cfg, ReadOptions(), partition_filter=lambda named: tuple(named[n] for n in names) in wanted,
                     use_main=False, force_chain=wanted, only_chain=True)
-    job = _read_job(store, cp, ReadOptions(), None, ())
+    planned = PlannedRead.of_chain(cp)
+    read_ctx = ReadContext.for_plan(store, planned)
     replaced = frozenset(snap_parts.raw[p] for p in todo if p in snap_parts.raw)
-    write = prepare_write(snap_store, OverwriteSpec("static", replaced))
-    writer = write.new_writer("chain-compact")
+    overwrite_spec = OverwriteSpec("static", replaced)
+    user = str(uuid.uuid4())
+    write_ctx = WriteContext.for_store(snap_store, user)
+    writer = TableWriter(write_ctx, "chain-compact")
     try:
-        for batch in job.read_batches():
-            writer.write(batch)
+        for split in planned.plan.splits:
+            for batch in read_split(read_ctx, split):
+                writer.write(batch)
         messages = writer.prepare_commit()
     except BaseException:
         writer.abort()
@@ -294,9 +267,9 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
         result.skipped.extend({"partition": dict(zip(names, p)), "reason": "the merged view is empty"} for p in todo)
         return result
     try:
-        result.snapshot = write.commit(messages)
+        result.snapshot = commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user)
     except BaseException:
-        if not write.committed():
+        if not any(snap.commit_user == user for snap in snap_store.snapshots.snapshots()):
             writer.abort()
         raise
     result.compacted.extend(dict(zip(names, p)) for p in todo)
@@ -324,50 +297,55 @@ def _spec_matches(schema: TableSchema, spec: OverwriteSpec, values: tuple, raw: 
 class ChainWriteHook:
     """Chain-table rules around a commit to the snapshot or delta branch (see the module docstring)."""
 
-    def __init__(self, job: "WriteJob", cfg: ChainConfig, role: str):
-        self.job = job
+    def __init__(self, store: FileStore, schema: TableSchema, overwrite: OverwriteSpec | None, commit_user: str,
+                 cfg: ChainConfig, role: str):
+        self.store = store
+        self.schema = schema
+        self.overwrite = overwrite
+        self.commit_user = commit_user
         self.cfg = cfg
         self.role = role
 
     @classmethod
-    def for_job(cls, job: "WriteJob") -> "ChainWriteHook | None":
-        options = job.schema.options
-        if not chain_options_enabled(options):
+    def of(cls, store: FileStore, schema: TableSchema, overwrite: OverwriteSpec | None,
+           commit_user: str) -> "ChainWriteHook | None":
+        """The rules for a write to ``store``'s branch, or None when it is no chain table's snapshot/delta branch."""
+        if not chain_options_enabled(schema.options):
             return None
-        cfg = chain_config(job.schema, job.store.table_path)
+        cfg = chain_config(schema, store.table_path)
         if cfg is None or not cfg.complete:
             return None
-        if job.store.branch == cfg.delta_branch:
-            return cls(job, cfg, DELTA)
-        if job.store.branch == cfg.snapshot_branch:
-            return cls(job, cfg, SNAPSHOT)
+        if store.branch == cfg.delta_branch:
+            return cls(store, schema, overwrite, commit_user, cfg, DELTA)
+        if store.branch == cfg.snapshot_branch:
+            return cls(store, schema, overwrite, commit_user, cfg, SNAPSHOT)
         return None
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _stores(self) -> dict[str, FileStore]:
-        return stores_of(FileStore(self.job.store.fileio, self.job.store.table_path, MAIN_BRANCH), self.cfg)
+        return stores_of(FileStore(self.store.fileio, self.store.table_path, MAIN_BRANCH), self.cfg)
 
     def _parts(self, store: FileStore) -> BranchPartitions:
-        return BranchPartitions.of(store, store.snapshots.latest(), self.job.schema)
+        return BranchPartitions.of(store, store.snapshots.latest(), self.schema)
 
     def _check(self, snap: BranchPartitions, delta_parts: Iterable[tuple], dropped: set[tuple], why: str) -> None:
         violations = snapshot_drop_violations(self.cfg, snap.entries, delta_parts, dropped)
         if not violations:
             return
-        names = list(self.job.schema.partition_keys)
+        names = list(self.schema.partition_keys)
         lines = "; ".join(f"{dict(zip(names, d))} is needed by delta partitions "
                           f"{[dict(zip(names, x)) for x in deps][:5]}" for d, deps in violations)
         raise ChainTableError(
-            f"Snapshot partition cannot be dropped ({why}) in chain table {self.job.store.table_path}: {lines}, and "
+            f"Snapshot partition cannot be dropped ({why}) in chain table {self.store.table_path}: {lines}, and "
             "no earlier snapshot partition can anchor them. Nothing was committed. Drop those delta partitions "
             "first, or write a full snapshot of an earlier partition.")
 
     # -- before ----------------------------------------------------------------------------------------
-    def before_commit(self, messages: Sequence["CommitMessage"]) -> None:
-        spec = self.job.overwrite
+    def before_commit(self, messages: Sequence[CommitMessage]) -> None:
+        spec = self.overwrite
         if spec is None or spec.mode == "dynamic" and self.role == SNAPSHOT:
             return
-        schema = self.job.schema
+        schema = self.schema
         stores = self._stores()
         written = {_decode(schema, m.partition) for m in messages if m.new_files}
         snap = self._parts(stores[SNAPSHOT])
@@ -386,19 +364,19 @@ class ChainWriteHook:
                         "overwriting a delta partition truncates the same snapshot partition")
 
     # -- after -----------------------------------------------------------------------------------------
-    def after_commit(self, snapshot: Snapshot | None, messages: Sequence["CommitMessage"]) -> None:
+    def after_commit(self, snapshot: Snapshot | None, messages: Sequence[CommitMessage]) -> None:
         if self.role != DELTA or snapshot is None:
             return
-        if self.job.overwrite is not None:
+        if self.overwrite is not None:
             self._truncate_snapshot_partitions(snapshot)
         if self.cfg.auto_threshold is not None:
-            written = {_decode(self.job.schema, m.partition) for m in messages if m.new_files}
+            written = {_decode(self.schema, m.partition) for m in messages if m.new_files}
             if written:
                 self._auto_compact(written)
 
     def _truncate_snapshot_partitions(self, snapshot: Snapshot) -> None:
-        schema = self.job.schema
-        delta_store = self.job.store
+        schema = self.schema
+        delta_store = self.store
         entries = delta_store.manifests.read_entries(delta_store.manifests.read_list(snapshot.delta_manifest_list))
         touched = {_decode(schema, e.partition) for e in entries}
         stores = self._stores()
@@ -412,7 +390,7 @@ class ChainWriteHook:
         try:
             snap_schema = snap_store.schema()
             FileStoreCommit(snap_store.fileio, snap_store.table_path, snap_store.branch, snap_schema.options).commit(
-                [], overwrite=OverwriteSpec("static", targets), commit_user=f"chain-truncate-{self.job.commit_user}")
+                [], overwrite=OverwriteSpec("static", targets), commit_user=f"chain-truncate-{self.commit_user}")
         except Exception as exc:
             raise ChainTableError(
                 f"The delta overwrite of {delta_store.table_path} committed (snapshot {snapshot.id} of branch "
@@ -423,8 +401,8 @@ class ChainWriteHook:
                  which)
 
     def _auto_compact(self, written: set[tuple]) -> None:
-        main = FileStore(self.job.store.fileio, self.job.store.table_path, MAIN_BRANCH)
-        names = list(self.job.schema.partition_keys)
+        main = FileStore(self.store.fileio, self.store.table_path, MAIN_BRANCH)
+        names = list(self.schema.partition_keys)
         try:
             cp = plan_chain(main, self.cfg, ReadOptions(),
                             partition_filter=lambda named: tuple(named[n] for n in names) in written, use_main=False)
@@ -437,3 +415,17 @@ class ChainWriteHook:
         except Exception as exc:  # noqa: BLE001 - the delta data is committed; compaction is an optimisation
             log.warning("chain table %s: automatic chain compaction after a delta write failed: %s. Run "
                         "Table.compact_chain by hand.", main.table_path, exc)
+
+
+def commit_with_chain_rules(store: FileStore, schema: TableSchema, messages: Sequence[CommitMessage],
+                            overwrite: OverwriteSpec | None, commit_user: str) -> Snapshot | None:
+    """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
+    with the chain-table rules before and after (see the module docstring). Every write commits here."""
+    hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
+    if hook is not None:
+        hook.before_commit(messages)
+    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    snapshot = committer.commit(list(messages), overwrite=overwrite, commit_user=commit_user)
+    if hook is not None:
+        hook.after_commit(snapshot, messages)
+    return snapshot

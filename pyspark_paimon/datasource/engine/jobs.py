@@ -1,0 +1,122 @@
+"""Read and write jobs: the driver-side halves shared by the Spark source and the Python ``Table`` API.
+
+A :class:`ReadJob` is a planned read (:func:`pyspark_paimon.planner.read_plan.plan_read`) plus the picklable
+context executors need. A :class:`WriteJob` carries what executors need to write files (sequence-number bases
+per bucket, bucket counts of existing partitions) and commits their messages once, applying the chain-table
+write rules when the branch is a chain table's snapshot or delta branch. Neither imports pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+from pyspark_paimon.datasource.engine.chain import commit_with_chain_rules
+from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
+from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.commit import CommitMessage, OverwriteSpec
+from pyspark_paimon.metadata.partition import coerce_partition_value
+from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.read_plan import PlannedRead, plan_read
+from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_target_size
+from pyspark_paimon.planner.split import DataSplit
+
+
+@dataclass
+class ReadJob:
+    planned: PlannedRead
+    context: ReadContext
+    metrics: ReadMetrics = field(default_factory=ReadMetrics)  # what reads in this process did
+
+    @property
+    def plan(self) -> ScanPlan:
+        return self.planned.plan
+
+    @property
+    def splits(self) -> list[DataSplit]:
+        return self.plan.splits
+
+    def groups(self, read_options: ReadOptions) -> list[list[DataSplit]]:
+        """Splits packed into Spark tasks: about ``source.split.target-size`` each, at least one per core.
+
+        The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
+        """
+        target = read_options.split_target_size or split_target_size(self.plan.schema.options, {})
+        return pack_splits(self.plan.splits, target, read_options.open_file_cost or 4 * 1024 * 1024,
+                           min_groups=max(os.cpu_count() or 1, 1))
+
+    def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
+        for split in (self.plan.splits if splits is None else splits):
+            yield from read_split(self.context, split, metrics=self.metrics)
+
+    def to_arrow(self) -> pa.Table:
+        batches = list(self.read_batches())
+        schema = self.context.output_schema()
+        return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+
+
+def prepare_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (),
+                 read_fields: Sequence[str] | None = None, exact_filters: Sequence[Leaf] = ()) -> ReadJob:
+    """Plan a read of ``store`` (already on the right branch) and build its executor context.
+
+    ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
+    the merged rows (Spark does not re-check filters a source accepted).
+    """
+    planned = plan_read(store, opts, predicate)
+    ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
+    return ReadJob(planned, ctx)
+
+
+@dataclass
+class WriteJob:
+    store: FileStore
+    schema: TableSchema
+    context: WriteContext
+    overwrite: OverwriteSpec | None = None
+    commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def new_writer(self, task_id: str) -> TableWriter:
+        return TableWriter(self.context, task_id)
+
+    def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
+        return commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user)
+
+    def committed(self) -> bool:
+        """Whether a snapshot of this job exists (used by abort to decide whether files may be deleted)."""
+        return any(snap.commit_user == self.commit_user for snap in self.store.snapshots.snapshots())
+
+
+def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
+    """Everything executors need to write files that continue ``store``'s latest snapshot."""
+    user = str(uuid.uuid4())
+    ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
+    return WriteJob(store, ctx.schema, ctx, overwrite, user)
+
+
+def overwrite_spec(schema: TableSchema, mode: str | None, static_partition: dict[str, object] | None) -> OverwriteSpec:
+    """Build the overwrite spec for a write: whole table, dynamic partitions, or a static partition."""
+    if static_partition:
+        names = [f.name for f in schema.partition_fields]
+        unknown = [k for k in static_partition if k not in names]
+        if unknown:
+            raise OptionError(
+                f"Static overwrite names {unknown}, which are not partition columns of the table "
+                f"(partition columns: {names or 'none'}).")
+        typed = {k: coerce_partition_value(schema, k, v) for k, v in static_partition.items()}
+        return OverwriteSpec("static", frozenset(), typed)
+    if mode is None or mode == "static":
+        return OverwriteSpec("all")
+    if mode == "dynamic":
+        if not schema.partition_keys:
+            return OverwriteSpec("all")
+        return OverwriteSpec("dynamic")
+    raise OptionError(f"partitionOverwriteMode must be 'static' or 'dynamic', got '{mode}'.")

@@ -1,0 +1,178 @@
+"""The import contract of the package (DEVELOPERS.md, "Layers"), checked on every run.
+
+Every ``import`` in the package counts, function-level ones included: hiding an import inside a function
+hides a cycle or a layer violation from readers, not from Python. The contract:
+
+* no import cycles between modules;
+* each layer imports only the layers below it (``LAYERS``);
+* the Spark-free part of the package (everything but the Spark adapters in ``datasource/`` and the demo)
+  never imports pyspark, checked statically and by importing it with pyspark made unimportable.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pyspark_paimon"
+
+# Layer of a module (first matching prefix wins) -> the layers it may import.
+LAYERS: list[tuple[str, str]] = [
+    ("pyspark_paimon.errors", "errors"),
+    ("pyspark_paimon.metadata", "metadata"),
+    ("pyspark_paimon.planner", "planner"),
+    ("pyspark_paimon.datasource.engine", "engine"),
+    ("pyspark_paimon.table", "api"),
+    ("pyspark_paimon.catalog", "api"),
+    ("pyspark_paimon.datasource", "spark"),
+    ("pyspark_paimon.demo", "app"),
+    ("pyspark_paimon", "package"),
+]
+MAY_IMPORT: dict[str, set[str]] = {
+    "errors": set(),
+    "metadata": {"errors", "metadata"},
+    "planner": {"errors", "metadata", "planner"},
+    "engine": {"errors", "metadata", "planner", "engine"},
+    "api": {"errors", "metadata", "planner", "engine", "api"},
+    "spark": {"errors", "metadata", "planner", "engine", "spark"},
+    "app": {"package"},
+    "package": {"errors", "api", "spark"},
+}
+SPARK_FREE = {"errors", "metadata", "planner", "engine", "api"}
+
+
+def _layer(module: str) -> str:
+    for prefix, layer in LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    raise AssertionError(f"module {module} belongs to no layer; add it to LAYERS")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> dict[str, int]:
+    """Our modules (and ``pyspark``) imported anywhere in ``path``, with a line number each."""
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "pyspark":
+                found.setdefault("pyspark", node.lineno)
+            if node.module.startswith("pyspark_paimon"):
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    found.setdefault(sub if sub in modules else node.module, node.lineno)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "pyspark":
+                    found.setdefault("pyspark", node.lineno)
+                elif alias.name.startswith("pyspark_paimon"):
+                    found.setdefault(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}:{node.lineno}: relative import; use absolute imports")
+    return found
+
+
+GRAPH = {name: _imports(path, _modules()) for name, path in _modules().items()}
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_cycle_detection_sees_function_level_imports() -> None:
+    graph = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 9}, "d": {"a": 1}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    tree = ast.parse("def f():\n    from pyspark_paimon.errors import PaimonError\n")
+    assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))  # ast.walk reaches function bodies
+
+
+def test_layers_import_only_layers_below() -> None:
+    assert {_layer(m) for m in GRAPH} <= set(MAY_IMPORT)  # _layer also fails for a module outside every layer
+    violations = []
+    for module, deps in sorted(GRAPH.items()):
+        layer = _layer(module)
+        for dep, line in deps.items():
+            if dep == "pyspark":
+                continue
+            if _layer(dep) not in MAY_IMPORT[layer]:
+                violations.append(f"{module}:{line} ({layer}) imports {dep} ({_layer(dep)})")
+    assert violations == []
+
+
+def test_spark_free_modules_never_import_pyspark() -> None:
+    offenders = [f"{m}:{deps['pyspark']}" for m, deps in sorted(GRAPH.items())
+                 if "pyspark" in deps and _layer(m) in SPARK_FREE]
+    assert offenders == []
+
+
+def test_python_api_works_with_pyspark_unimportable(tmp_path: Path) -> None:
+    """Import every Spark-free module and use the Python API (write, read, system tables) in a process
+    where ``import pyspark`` fails."""
+    spark_free = sorted(m for m in GRAPH if _layer(m) in SPARK_FREE)
+    script = f"""
+import sys, importlib
+sys.modules["pyspark"] = None  # any import of pyspark now raises ImportError
+for name in {spark_free!r}:
+    importlib.import_module(name)
+import pyarrow as pa
+from pyspark_paimon import Catalog
+t = Catalog({str(tmp_path)!r}).create_table("db.t", "id bigint, v string", primary_keys=["id"],
+                                           options={{"bucket": "1"}})
+t.write_arrow(pa.table({{"id": [1, 2], "v": ["a", "b"]}}))
+assert t.to_arrow().num_rows == 2
+assert t.inspect("snapshots").column("snapshot_id").to_pylist() == [1]
+assert t.inspect("$files").num_rows == 1
+assert not any(m == "pyspark" or m.startswith("pyspark.") for m in sys.modules if sys.modules[m] is not None)
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
