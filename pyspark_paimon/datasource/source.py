@@ -15,6 +15,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.engine.ref import resolve_table_ref
+from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader, read_schema
+from pyspark_paimon.datasource.writer import PaimonWriter
 from pyspark_paimon.errors import PaimonError
 
 log = logging.getLogger(__name__)
@@ -38,19 +40,13 @@ class PaimonDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
-        from pyspark_paimon.datasource.reader import read_schema  # noqa: PLC0415
-
         return read_schema(resolve_table_ref(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader  # noqa: PLC0415
-
         cls = PaimonPushdownReader if self.pushdown else PaimonReader
         return cls(resolve_table_ref(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
-        from pyspark_paimon.datasource.writer import PaimonWriter  # noqa: PLC0415
-
         ref = resolve_table_ref(self.options)
         if ref.system_table:
             raise PaimonError(f"System table ${ref.system_table} is read-only.")

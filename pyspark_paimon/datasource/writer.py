@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
@@ -25,6 +27,7 @@ from pyspark_paimon.metadata.partition import parse_partition_spec
 from pyspark_paimon.datasource.engine.ref import TableRef
 from pyspark_paimon.datasource.spark_types import from_spark_type, to_spark_type
 from pyspark_paimon.errors import OptionError, SchemaMismatchError, TableNotFoundError
+from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage
 from pyspark_paimon.metadata.options import get as table_option
 from pyspark_paimon.metadata.options import validate_table_options
@@ -147,15 +150,13 @@ def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
             f"Cast it first, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}')).")
 
 
-def _fits(got, want) -> bool:  # type: ignore[no-untyped-def]
+def _fits(got: T.DataType, want: T.DataType) -> bool:
     """Whether values of Spark type ``got`` can be written to a column of type ``want``.
 
     Nested nullability only has to be as strict as the table's: Spark often marks nested values NOT NULL
     (``array(1, 2)``, ``struct(...)`` of non-null columns), and such data fits nullable table fields. The other
     direction is refused, because the Arrow cast would not check for NULLs.
     """
-    from pyspark.sql import types as T  # noqa: PLC0415
-
     if isinstance(got, T.ArrayType) and isinstance(want, T.ArrayType):
         return (want.containsNull or not got.containsNull) and _fits(got.elementType, want.elementType)
     if isinstance(got, T.MapType) and isinstance(want, T.MapType):
@@ -167,10 +168,8 @@ def _fits(got, want) -> bool:  # type: ignore[no-untyped-def]
     return got == want or _castable(got, want)
 
 
-def _nullable(t):  # type: ignore[no-untyped-def]
+def _nullable(t: T.DataType) -> T.DataType:
     """``t`` with every nested value nullable (to tell a nullability mismatch from a type mismatch)."""
-    from pyspark.sql import types as T  # noqa: PLC0415
-
     if isinstance(t, T.ArrayType):
         return T.ArrayType(_nullable(t.elementType), True)
     if isinstance(t, T.MapType):
@@ -180,10 +179,8 @@ def _nullable(t):  # type: ignore[no-untyped-def]
     return t
 
 
-def _castable(got, want) -> bool:  # type: ignore[no-untyped-def]
+def _castable(got: T.DataType, want: T.DataType) -> bool:
     """Widening casts Spark users expect to just work (int literal into a bigint column and the like)."""
-    from pyspark.sql import types as T  # noqa: PLC0415
-
     ints = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
     if isinstance(want, ints) and isinstance(got, ints):
         order = {T.ByteType: 0, T.ShortType: 1, T.IntegerType: 2, T.LongType: 3}
@@ -213,8 +210,6 @@ class PaimonWriter(DataSourceArrowWriter):
         self.job: WriteJob = prepare_write(ref.store(), spec)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
-        from pyspark import TaskContext  # noqa: PLC0415
-
         ctx = TaskContext.get()
         task_id = f"{ctx.partitionId()}-{ctx.attemptNumber()}" if ctx else "0"
         writer = self.job.new_writer(task_id)
@@ -248,6 +243,4 @@ class PaimonWriter(DataSourceArrowWriter):
 
 
 def _values(schema: TableSchema, partition: bytes) -> tuple:
-    from pyspark_paimon.metadata.binary_row import deserialize_row  # noqa: PLC0415
-
     return tuple(deserialize_row(partition, [f.type for f in schema.partition_fields]))

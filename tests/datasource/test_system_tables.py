@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark_paimon.datasource.engine.ref import resolve_table_ref
 from pyspark_paimon.datasource.engine.system_tables import java_duration, read_system_table
 from pyspark_paimon.datasource.reader import read_schema
+from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.branches import BranchManager
 from pyspark_paimon.table import Table
 
@@ -271,3 +272,20 @@ def test_missing_table_or_branch_is_a_clear_error(spark: Any, pk_table: Table, w
         load(spark, f"{warehouse}/db.db/nope", "snapshots").collect()
     with pytest.raises(Exception, match="does not exist"):
         load(spark, pk_table.path + "$branch_nope", "snapshots").collect()
+
+
+def test_inspect_reads_system_tables_as_arrow_without_spark(pk_table: Table) -> None:
+    """``Table.inspect`` is the Python face of ``t$name``: same builder, same Arrow schema, same options."""
+    for name in PAIMON_COLUMNS:
+        got = pk_table.inspect(name)
+        assert got.column_names == PAIMON_COLUMNS[name], name
+        assert got.equals(pk_table.inspect("$" + name)), name
+    assert pk_table.inspect("snapshots").column("snapshot_id").to_pylist() == [1, 2, 3]
+    pk_table.create_tag("t1", 1)
+    at_tag = pk_table.inspect("files", {"scan.tag-name": "t1"}).column("record_count").to_pylist()
+    latest = pk_table.inspect("files").column("record_count").to_pylist()
+    assert sum(at_tag) == 3 and sum(latest) == 6  # snapshot 1's files vs all three commits' files
+    with pytest.raises(PaimonError, match=r"Unknown system table '\$nope'"):
+        pk_table.inspect("nope")
+    with pytest.raises(PaimonError, match="Time-travel options do not apply to system table \\$tags"):
+        pk_table.inspect("tags", {"scan.snapshot-id": "1"})
