@@ -91,6 +91,7 @@ from pyspark_paimon.errors import (
 )
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import validate_branch_name
+from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import (
     EARLIEST,
     MAIN_BRANCH,
@@ -406,8 +407,6 @@ class BranchManager:
     # -- drop / rename -----------------------------------------------------------------------------
     def _dependents(self, name: str) -> list[str]:
         """'<branch>: <option>' for every branch whose latest schema reads from branch ``name``."""
-        from pyspark_paimon.metadata.schema import SchemaManager  # noqa: PLC0415 (heavy import)
-
         out = []
         for b in [MAIN_BRANCH, *self.names()]:
             if b == name:

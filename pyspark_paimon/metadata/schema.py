@@ -29,6 +29,7 @@ from pyspark_paimon.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
+from pyspark_paimon.metadata.jackson import to_jackson_json
 from pyspark_paimon.metadata.types import (
     DataField,
     DataType,
@@ -42,7 +43,7 @@ from pyspark_paimon.metadata.types import (
     type_to_sql,
 )
 
-__all__ = ["CURRENT_VERSION", "TableSchema", "SchemaManager", "to_jackson_json", "option_str",
+__all__ = ["CURRENT_VERSION", "TableSchema", "SchemaManager", "option_str",
            "validate_table_schema"]
 
 CURRENT_VERSION = 3
@@ -60,65 +61,6 @@ _KEY_FIELD_PREFIX = "_KEY_"
 #: Options that define the data layout; changing them on an existing table would misread its files.
 IMMUTABLE_OPTIONS = frozenset({"primary-key", "partition", BUCKET_KEY, "merge-engine", "sequence.field"})
 _COMMIT_RETRIES = 100
-
-
-# ------------------------------------------------------------------------------------------------
-# JSON in Java's style
-# ------------------------------------------------------------------------------------------------
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
-
-
-def _json_string(s: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(0), "\\u%04X" % ord(m.group(0))), s) + '"'
-
-
-def _write_json(value: Any, level: int, out: list[str]) -> None:
-    if isinstance(value, dict):
-        if not value:
-            out.append("{ }")
-            return
-        out.append("{")
-        first = True
-        for k, v in value.items():
-            out.append("\n" if first else ",\n")
-            out.append("  " * (level + 1))
-            out.append(_json_string(str(k)))
-            out.append(" : ")
-            _write_json(v, level + 1, out)
-            first = False
-        out.append("\n" + "  " * level + "}")
-    elif isinstance(value, (list, tuple)):
-        if not value:
-            out.append("[ ]")
-            return
-        out.append("[ ")
-        for i, v in enumerate(value):
-            if i:
-                out.append(", ")
-            _write_json(v, level, out)
-        out.append(" ]")
-    elif isinstance(value, str):
-        out.append(_json_string(value))
-    elif value is None:
-        out.append("null")
-    elif isinstance(value, bool):
-        out.append("true" if value else "false")
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(json.dumps(value))
-    else:
-        raise TypeError(f"cannot write {type(value).__name__} as JSON")
-
-
-def to_jackson_json(value: Any) -> str:
-    """Serialise like Jackson's default pretty printer (``"key" : value``, 2-space object indent,
-    arrays inline as ``[ a, b ]``, empty ``[ ]``/``{ }``), which is what Java Paimon writes for schema,
-    snapshot and tag files. Readers do not care, but identical bytes make diffs against Java trivial."""
-    out: list[str] = []
-    _write_json(value, 0, out)
-    return "".join(out)
 
 
 def option_str(key: str, value: Any) -> str:

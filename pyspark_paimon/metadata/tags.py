@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.jackson import to_jackson_json
 from pyspark_paimon.metadata.snapshot import (
     MAIN_BRANCH,
     Snapshot,
@@ -134,8 +135,6 @@ def _duration_from_json(value: Any) -> int | None:
 def tag_to_json(tag: Tag) -> str:
     """The tag file as Java writes it: the snapshot's JSON (Jackson pretty printer), then the two tag keys
     when the tag has a retention."""
-    from pyspark_paimon.metadata.schema import to_jackson_json  # noqa: PLC0415 (schema imports heavy deps)
-
     d = tag.snapshot.to_dict()
     if tag.time_retained_ms is None:
         return to_jackson_json(d)

@@ -25,7 +25,8 @@ from pyspark_paimon.errors import (
     UnsupportedTypeError,
 )
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema, to_jackson_json, validate_table_schema
+from pyspark_paimon.metadata.jackson import to_jackson_json
+from pyspark_paimon.metadata.schema import SchemaManager, TableSchema, validate_table_schema
 from pyspark_paimon.metadata.types import (
     ArrayType,
     AtomicType,
