@@ -244,7 +244,7 @@ class Table:
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
         return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
 
-    # -- chain tables (§10; logic in planner/chain.py and datasource/chain.py) ---------------------------
+    # -- chain tables (§10; logic in planner/chain*.py and datasource/engine/chain.py) ------------------
     def explain_chain(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
                       *, options: Mapping[str, str] | None = None,
                       predicate: Sequence[Leaf] = ()) -> list[dict[str, Any]]:

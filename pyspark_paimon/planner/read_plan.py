@@ -20,7 +20,9 @@ from typing import Literal, Sequence
 from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.chain import ChainReadPlan, chain_read_config, chain_read_schema, plan_chain
+from pyspark_paimon.planner.chain import ChainReadPlan, plan_chain
+from pyspark_paimon.planner.chain_config import chain_read_config
+from pyspark_paimon.planner.chain_versions import chain_read_schema
 from pyspark_paimon.planner.fallback import add_fallback_splits, fallback_branch
 from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
 from pyspark_paimon.planner.predicate import Leaf

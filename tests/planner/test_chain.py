@@ -1,10 +1,9 @@
-"""Chain tables without Spark (format reference §10): formatter/time resolution, validation, the read
-resolution (anchors, deltas, groups, hourly chains), cross-branch merge order and deletes, compaction,
-write rules, time travel and explain."""
+"""Chain tables without Spark (format reference §10): validation, the read resolution (anchors, deltas,
+groups, hourly chains), cross-branch merge order and deletes, compaction, write rules, time travel and
+explain. The partition-time formatter is tested in test_java_date.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from typing import Any, Sequence
 
@@ -13,12 +12,8 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError, PaimonError
-from pyspark_paimon.planner.chain import (
-    JavaDateFormat,
-    PartitionTimeResolver,
-    snapshot_drop_violations,
-    validate_chain_definition,
-)
+from pyspark_paimon.planner.chain import snapshot_drop_violations
+from pyspark_paimon.planner.chain_config import ChainConfig, validate_chain_definition
 from pyspark_paimon.planner.predicate import Leaf
 
 BASE = {"bucket": "2", "bucket-key": "t1", "sequence.field": "t2",
@@ -48,41 +43,6 @@ def read(table: Any, *leaves: Leaf, options: dict[str, str] | None = None) -> li
 
 def eq(column: str, value: Any) -> Leaf:
     return Leaf(column, "=", value)
-
-
-# ------------------------------------------------------------------------------------------------------
-# Formatter and partition time
-# ------------------------------------------------------------------------------------------------------
-def test_java_date_format_round_trips() -> None:
-    f = JavaDateFormat("yyyyMMdd HH:mm:ss")
-    t = f.parse("20250811 09:00:00")
-    assert t == dt.datetime(2025, 8, 11, 9)
-    assert f.format(t) == "20250811 09:00:00"
-    assert JavaDateFormat("yyyy-MM-dd").parse("2025-08-11") == dt.datetime(2025, 8, 11)
-    assert JavaDateFormat("yyyyDDD").format(dt.datetime(2025, 2, 1)) == "2025032"
-    assert JavaDateFormat("yyyy'T'MM/dd kk").format(dt.datetime(2025, 1, 2, 0)) == "2025T01/02 24"
-    assert JavaDateFormat("yyyy'T'MM/dd kk").parse("2025T01/02 24") == dt.datetime(2025, 1, 2)
-
-
-@pytest.mark.parametrize("fmt,match", [
-    ("yyyyMM", "complete date"), ("MMdd", "complete date"), ("yyyyMMdd HH:mm:ss.SSS", "letter 'S'"),
-    ("yyyyMMdd hh", "letter 'h'"), ("yyyyMMMdd", "text month"), ("yyyyMMdd[HH]", "reserved"),
-])
-def test_formatter_validation(fmt: str, match: str) -> None:
-    with pytest.raises(ChainTableError, match=match):
-        JavaDateFormat(fmt)
-
-
-def test_partition_time_resolver_hourly_and_canonical() -> None:
-    r = PartitionTimeResolver("$dt $hour:00:00", "yyyyMMdd HH:mm:ss", ["dt", "hour"])
-    assert r.columns == ["dt", "hour"]
-    assert r.to_time({"dt": "20250811", "hour": "09"}) == dt.datetime(2025, 8, 11, 9)
-    assert r.render(dt.datetime(2025, 8, 11, 9)) == {"dt": "20250811", "hour": "09"}
-    assert r.canonical_time({"dt": "20250811", "hour": "09"}) == dt.datetime(2025, 8, 11, 9)
-    assert r.canonical_time({"dt": "20250811", "hour": "9"}) is None  # stepping would render '09'
-    assert r.canonical_time({"dt": "2025081x", "hour": "09"}) is None
-    # '$dtx' is its own column, not '$dt' followed by 'x'
-    assert PartitionTimeResolver("$dtx", "yyyyMMdd", ["dt", "dtx"]).columns == ["dtx"]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -402,8 +362,6 @@ def test_drop_rules(catalog: Catalog) -> None:
 
 
 def test_snapshot_drop_violations_helper() -> None:
-    from pyspark_paimon.planner.chain import ChainConfig
-
     cfg = ChainConfig("s", "d", ("region", "dt"), ("dt",), "$dt", "yyyyMMdd")
     snaps = [("eu", "10"), ("eu", "12"), ("us", "10")]
     deltas = [("eu", "11"), ("eu", "13"), ("us", "11")]

@@ -45,16 +45,14 @@ from pyspark_paimon.metadata.partition import coerce_partition_value, parse_part
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.chain import (
+from pyspark_paimon.planner.chain import BranchPartitions, plan_chain, snapshot_drop_violations
+from pyspark_paimon.planner.chain_config import (
     DELTA,
     SNAPSHOT,
-    BranchPartitions,
     ChainConfig,
     chain_config,
     chain_options_enabled,
     chain_read_config,
-    plan_chain,
-    snapshot_drop_violations,
     stores_of,
     validate_chain_definition,
 )
