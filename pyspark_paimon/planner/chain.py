@@ -149,10 +149,10 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
         named = dict(zip(names, values))
         return eval_on_values(part_pred, named) and (partition_filter is None or partition_filter(named))
 
-    branch_of = {role: s.branch for role, s in stores.items()}
+    branch_of = {role: st.branch for role, st in stores.items()}
     schemas: dict[str, dict[int, TableSchema]] = {}
-    for role, s in stores.items():
-        schemas[s.branch] = {sid: s.schemas.schema(sid) for sid in s.schemas.list_ids()}
+    for role, st in stores.items():
+        schemas[st.branch] = {sid: st.schemas.schema(sid) for sid in st.schemas.list_ids()}
 
     counters = ScanCounters()
     splits: list[DataSplit] = []
@@ -208,8 +208,8 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
         delta_by_group: dict[tuple, list[tuple]] = {}
         for p in delta_parts.entries:
             delta_by_group.setdefault(p[:g], []).append(p)
-        for group in (snap_by_group, delta_by_group):
-            for parts in group.values():
+        for by_group in (snap_by_group, delta_by_group):
+            for parts in by_group.values():
                 parts.sort(key=lambda p: _sortable(p[g:]))
         target_size = split_target_size(schema.options, {})
         key_fields = schema.trimmed_primary_key_fields
@@ -239,7 +239,7 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
                 dict(zip(names, t)), "chain", dict(zip(names, anchor)) if anchor is not None else None,
                 [dict(zip(names, d)) for d in deltas], sorted({s.bucket for s in tsplits}), files, len(tsplits)))
 
-    targets.sort(key=lambda tg: _sortable(tg.partition[n] for n in names))
+    targets.sort(key=lambda tg: _sortable(tuple(tg.partition[n] for n in names)))
     plan = ScanPlan(snaps[MAIN], schema, splits, counters,
                     notes=[f"chain: {tg.source} {tg.partition}" for tg in targets])
     return ChainReadPlan(plan, schema, schemas, targets, {branch_of[r]: s for r, s in snaps.items()}, cfg)
