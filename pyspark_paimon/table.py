@@ -19,6 +19,7 @@ from pyspark_paimon.metadata import expire as _expire
 from pyspark_paimon.metadata import orphans as _orphans
 from pyspark_paimon.metadata import rollback as _rollback
 from pyspark_paimon.metadata import tags as _tags
+from pyspark_paimon.metadata.ddl import parse_ddl
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.options import validate_table_options
@@ -26,7 +27,7 @@ from pyspark_paimon.metadata.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import DataType, parse_ddl
+from pyspark_paimon.metadata.types import DataType
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 

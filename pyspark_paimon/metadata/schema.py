@@ -30,16 +30,15 @@ from pyspark_paimon.errors import (
     UnsupportedTypeError,
 )
 from pyspark_paimon.metadata.jackson import to_jackson_json
+from pyspark_paimon.metadata.type_arrow import to_arrow_schema
+from pyspark_paimon.metadata.type_json import field_to_json, fields_from_json
 from pyspark_paimon.metadata.types import (
     DataField,
     DataType,
     RowType,
     assign_field_ids,
-    field_to_json,
-    fields_from_json,
     iter_fields,
     max_field_id,
-    to_arrow_schema,
     type_to_sql,
 )
 

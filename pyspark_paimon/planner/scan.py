@@ -23,7 +23,8 @@ from pyspark_paimon.metadata.options import parse_memory_size
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import AtomicType, to_arrow_type
+from pyspark_paimon.metadata.type_arrow import to_arrow_type
+from pyspark_paimon.metadata.types import AtomicType
 from pyspark_paimon.planner.predicate import Leaf, _cmp_value, could_match_stats, eval_on_values, leaves_on
 from pyspark_paimon.planner.split import DataSplit
 

@@ -23,7 +23,8 @@ from pyspark_paimon.metadata.binary_row import serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.types import AtomicType, DataField, RowType, string_type, to_arrow_schema
+from pyspark_paimon.metadata.type_arrow import to_arrow_schema
+from pyspark_paimon.metadata.types import AtomicType, DataField, RowType, string_type
 from pyspark_paimon.planner.split import DataSplit
 
 I, UB, UA, D = 0, 1, 2, 3

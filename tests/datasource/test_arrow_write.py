@@ -25,10 +25,11 @@ from pyspark_paimon.errors import OptionError, SchemaMismatchError
 from pyspark_paimon.metadata.binary_row import EMPTY_ROW, deserialize_row, serialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.commit import CommitMessage
+from pyspark_paimon.metadata.ddl import parse_ddl
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.types import AtomicType, parse_ddl
+from pyspark_paimon.metadata.types import AtomicType
 
 NAME_RE = re.compile(r"^data-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-(\d+)\.parquet$")
 INT = AtomicType("INT")

@@ -25,6 +25,7 @@ from pyspark_paimon.datasource.engine.stats import (
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.binary_row import EMPTY_ROW, deserialize_row
 from pyspark_paimon.metadata.manifest import SimpleStats
+from pyspark_paimon.metadata.type_arrow import to_arrow_schema
 from pyspark_paimon.metadata.types import (
     ArrayType,
     AtomicType,
@@ -33,7 +34,6 @@ from pyspark_paimon.metadata.types import (
     RowType,
     bytes_type,
     string_type,
-    to_arrow_schema,
 )
 
 INT = AtomicType("INT")

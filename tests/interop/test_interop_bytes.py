@@ -21,10 +21,11 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.ddl import parse_ddl
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import ManifestEntry
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import parse_ddl, parse_type
+from pyspark_paimon.metadata.type_json import parse_type
 from tests.interop.helpers import OracleBatch, assert_oracles_agree, assert_same_table
 
 try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pyspark_paimon.metadata.binary_row import serialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.ddl import parse_ddl
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.reachability import all_roots
@@ -22,7 +23,6 @@ from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.tags import TagManager
-from pyspark_paimon.metadata.types import parse_ddl
 
 STRING = parse_ddl("dt string")[0][1]
 

@@ -128,7 +128,7 @@ def test_unpartitioned_table(tmp_path: Path) -> None:
     from pyspark_paimon.metadata.fileio import FileIO
     from pyspark_paimon.metadata.manifest import EMPTY_ROW, DataFileMeta
     from pyspark_paimon.metadata.schema import SchemaManager
-    from pyspark_paimon.metadata.types import parse_ddl
+    from pyspark_paimon.metadata.ddl import parse_ddl
 
     fileio, path = FileIO(), str(tmp_path / "u")
     SchemaManager(fileio, path).create_table(parse_ddl("id bigint"))

@@ -24,17 +24,17 @@ from pyspark_paimon.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
+from pyspark_paimon.metadata.ddl import parse_ddl
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema, validate_table_schema
+from pyspark_paimon.metadata.type_json import type_to_json
 from pyspark_paimon.metadata.types import (
     ArrayType,
     AtomicType,
     DataField,
     RowType,
-    parse_ddl,
     string_type,
-    type_to_json,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pypaimon"

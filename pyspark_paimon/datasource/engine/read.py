@@ -44,8 +44,9 @@ from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.types import DataField, DataType, RowType, to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.type_arrow import to_arrow_schema, to_arrow_type
+from pyspark_paimon.metadata.types import DataField, DataType, RowType
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
 from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.sections import decoded_key_range

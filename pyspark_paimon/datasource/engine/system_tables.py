@@ -48,13 +48,13 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.tags import TagManager
 from pyspark_paimon.metadata.timeutil import local_datetime
+from pyspark_paimon.metadata.type_arrow import to_arrow_schema
 from pyspark_paimon.metadata.types import (
     ArrayType,
     AtomicType,
     DataField,
     DataType,
     string_type,
-    to_arrow_schema,
 )
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.time_travel import resolve_snapshot

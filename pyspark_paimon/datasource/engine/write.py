@@ -43,10 +43,10 @@ from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, DataFileMeta, S
 from pyspark_paimon.metadata.partition import partition_path
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.type_arrow import to_parquet_arrow_schema
 from pyspark_paimon.metadata.types import (
     AtomicType,
     DataField,
-    to_parquet_arrow_schema,
     type_to_sql,
 )
 from pyspark_paimon.datasource.engine import merge
