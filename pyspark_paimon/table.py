@@ -218,7 +218,7 @@ class Table:
 
     def list_tags(self) -> list[_tags.Tag]:
         """This branch's tags, ordered by snapshot id then name."""
-        return _tags.TagManager(self.fileio, self.path, self.branch).list()
+        return _tags.TagManager(self.fileio, self.path, self.branch).list_tags()
 
     def rollback_to(self, snapshot_id: int | None = None, *, tag: str | None = None) -> _rollback.RollbackResult:
         """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest snapshot of this branch again, deleting
@@ -318,7 +318,7 @@ class Table:
 
     def list_branches(self) -> list[_branches.BranchInfo]:
         """Every branch of the table except ``main``, by name."""
-        return self._branch_manager().list()
+        return self._branch_manager().list_branches()
 
     def rename_branch(self, old: str, new: str) -> _branches.BranchInfo:
         return self._branch_manager().rename(old, new)

@@ -194,7 +194,7 @@ def _time_tags(fileio: FileIO, table_path: str, branch: str, tags: TagManager, h
                                                          "tag.creation-delay"))
     completion = str(options.get("tag.automatic-completion", "false")).strip().lower() == "true"
     snapshots = SnapshotManager(fileio, table_path, branch)
-    auto = [t for t in tags.list() if handler.is_auto_tag(t.name)]  # ordered by snapshot id
+    auto = [t for t in tags.list_tags() if handler.is_auto_tag(t.name)]  # ordered by snapshot id
     next_tag: _dt.datetime | None = None
     if auto:
         last = auto[-1]
@@ -244,7 +244,7 @@ def _enforce_max(tags: TagManager, handler: PeriodHandler, options: Mapping[str,
     if max_n is None:
         return
     is_auto = _is_batch_tag if mode_of(options) == "batch" else handler.is_auto_tag
-    auto = [t for t in tags.list() if is_auto(t.name)]  # oldest (lowest snapshot id) first
+    auto = [t for t in tags.list_tags() if is_auto(t.name)]  # oldest (lowest snapshot id) first
     excess = len(auto) - int(str(max_n).strip())
     for t in auto[:max(excess, 0)]:
         tags.delete(t.name, ignore_if_not_exists=True)

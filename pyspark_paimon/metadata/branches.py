@@ -98,6 +98,7 @@ from pyspark_paimon.metadata.snapshot import (
     SNAPSHOT_PREFIX,
     Snapshot,
     SnapshotManager,
+    branch_dirs,
     branch_path,
     now_millis,
 )
@@ -105,8 +106,6 @@ from pyspark_paimon.metadata.tags import TAG_PREFIX, TagManager, find_snapshot, 
 
 log = logging.getLogger(__name__)
 
-BRANCH_DIR = "branch"
-BRANCH_PREFIX = "branch-"
 LINEAGE_FILE = "branch.json"
 SCHEMA_PREFIX = "schema-"
 LINEAGE_VERSION = 1
@@ -158,7 +157,7 @@ def _opt_int(v: object) -> int | None:
 
 @dataclass(frozen=True)
 class BranchInfo:
-    """One branch, as ``list_branches`` and the ``$branches`` system table report it.
+    """One branch, as ``BranchManager.list_branches`` and the ``$branches`` system table report it.
 
     ``create_time_millis`` comes from the lineage file, or (for branches made by Paimon/pypaimon, which have
     none) from the branch directory's modification time, as Java's ``$branches`` does. The ``source_*``
@@ -211,11 +210,6 @@ def _trimmed_snapshot_json(tag_text: str, source: str) -> bytes:
     return tag_from_json("x", tag_text, source).snapshot.to_json().encode("utf-8")
 
 
-def list_branches(fileio: FileIO, table_path: str) -> list["BranchInfo"]:
-    """Every branch of the table except ``main``, sorted by name (for ``$branches`` and ``Table``)."""
-    return BranchManager(fileio, table_path).list()
-
-
 # ------------------------------------------------------------------------------------------- manager
 class BranchManager:
     """The branches of one table."""
@@ -239,11 +233,7 @@ class BranchManager:
 
     def names(self) -> list[str]:
         """Names of the ``branch/branch-*`` directories (``main`` excluded)."""
-        out = []
-        for s in self.fileio.list_status(f"{self.table_path}/{BRANCH_DIR}"):
-            if s.is_dir and s.name.startswith(BRANCH_PREFIX) and len(s.name) > len(BRANCH_PREFIX):
-                out.append(s.name[len(BRANCH_PREFIX):])
-        return sorted(out)
+        return list(branch_dirs(self.fileio, self.table_path))
 
     def lineage(self, name: str) -> BranchLineage | None:
         if name == MAIN_BRANCH:
@@ -269,20 +259,15 @@ class BranchManager:
         elif mtime is not None:
             created = mtime
         else:
-            parent = f"{self.table_path}/{BRANCH_DIR}"
-            created = next((s.mtime_millis for s in self.fileio.list_status(parent)
-                            if s.name == f"{BRANCH_PREFIX}{name}"), 0)
+            created = branch_dirs(self.fileio, self.table_path).get(name, 0)
         latest = SnapshotManager(self.fileio, self.table_path, name).latest_id()
         if lin is None:
             return BranchInfo(name, created, latest_snapshot_id=latest)
         return BranchInfo(name, created, lin.source_branch, lin.source_tag, lin.source_snapshot_id, latest, True)
 
-    def list(self) -> list[BranchInfo]:
-        out = []
-        for s in self.fileio.list_status(f"{self.table_path}/{BRANCH_DIR}"):
-            if s.is_dir and s.name.startswith(BRANCH_PREFIX) and len(s.name) > len(BRANCH_PREFIX):
-                out.append(self._info(s.name[len(BRANCH_PREFIX):], s.mtime_millis))
-        return sorted(out, key=lambda b: b.name)
+    def list_branches(self) -> list[BranchInfo]:
+        """Every branch but ``main``, by name (what ``$branches`` shows)."""
+        return [self._info(name, mtime) for name, mtime in branch_dirs(self.fileio, self.table_path).items()]
 
     def _require(self, name: str) -> None:
         if not self.exists(name):
@@ -763,4 +748,4 @@ class BranchManager:
         return result
 
 
-__all__ = ["BranchManager", "BranchInfo", "BranchLineage", "PublishResult", "list_branches", "LINEAGE_FILE"]
+__all__ = ["BranchManager", "BranchInfo", "BranchLineage", "PublishResult", "LINEAGE_FILE"]

@@ -34,11 +34,9 @@ from pyspark_paimon.errors import CorruptMetadataError, PaimonError, SnapshotNot
 from pyspark_paimon.metadata.avro import read_avro
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, ManifestStore
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
+from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_dirs, branch_path
 from pyspark_paimon.metadata.tags import TagManager
 
-BRANCH_DIR = "branch"
-BRANCH_PREFIX = "branch-"
 CHANGELOG_PREFIX = "changelog-"
 
 RootKind = Literal["snapshot", "tag", "changelog"]
@@ -107,15 +105,6 @@ class FileRefs:
 
 
 # ------------------------------------------------------------------------------------------- roots
-def list_branches(fileio: FileIO, table_path: str) -> list[str]:
-    """``main`` plus every ``branch/branch-<b>`` directory (with or without snapshots)."""
-    names = [MAIN_BRANCH]
-    for status in fileio.list_status(f"{table_path}/{BRANCH_DIR}"):
-        if status.is_dir and status.name.startswith(BRANCH_PREFIX) and len(status.name) > len(BRANCH_PREFIX):
-            names.append(status.name[len(BRANCH_PREFIX):])
-    return names
-
-
 def _changelog_ids(fileio: FileIO, table_path: str, branch: str) -> list[int]:
     ids = []
     for name in fileio.list_names(f"{branch_path(table_path, branch)}/changelog"):
@@ -153,7 +142,7 @@ def branch_roots(fileio: FileIO, table_path: str, branch: str) -> list[Root]:
 def all_roots(fileio: FileIO, table_path: str) -> list[Root]:
     """The roots of every branch of the table."""
     out: list[Root] = []
-    for branch in list_branches(fileio, table_path):
+    for branch in [MAIN_BRANCH, *branch_dirs(fileio, table_path)]:
         out.extend(branch_roots(fileio, table_path, branch))
     return out
 
@@ -272,5 +261,5 @@ def iter_new_roots(fileio: FileIO, table_path: str, seen: set[tuple]) -> Iterato
             yield root
 
 
-__all__ = ["Root", "DataFileRef", "FileRefs", "ReachabilityScanner", "list_branches", "branch_roots", "all_roots",
+__all__ = ["Root", "DataFileRef", "FileRefs", "ReachabilityScanner", "branch_roots", "all_roots",
            "used_files", "iter_new_roots"]

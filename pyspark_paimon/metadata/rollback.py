@@ -87,7 +87,7 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
         fileio.delete(snapshots.snapshot_path(sid))
     _delete_changelogs_after(fileio, table_path, branch, n)
     deleted_tags = []
-    for t in tags.list():
+    for t in tags.list_tags():
         if t.snapshot.id > n:
             tags.delete(t.name, ignore_if_not_exists=True)
             deleted_tags.append(t.name)

@@ -23,11 +23,25 @@ EARLIEST = "EARLIEST"
 _LATEST_ATTEMPTS = 5
 
 
+BRANCH_DIR = "branch"
+BRANCH_DIR_PREFIX = "branch-"
+
+
 def branch_path(table_path: str, branch: str) -> str:
     """Root of a branch's own metadata: the table root for main, ``branch/branch-<b>`` otherwise."""
     if not branch or branch == MAIN_BRANCH:
         return table_path
-    return f"{table_path}/branch/branch-{branch}"
+    return f"{table_path}/{BRANCH_DIR}/{BRANCH_DIR_PREFIX}{branch}"
+
+
+def branch_dirs(fileio: FileIO, table_path: str) -> dict[str, int]:
+    """Every ``branch/branch-<b>`` directory (``main`` excluded), by branch name, with its modification time
+    in epoch ms: the one listing of a table's branches (with or without snapshots)."""
+    out = {}
+    for status in fileio.list_status(f"{table_path}/{BRANCH_DIR}"):
+        if status.is_dir and status.name.startswith(BRANCH_DIR_PREFIX) and len(status.name) > len(BRANCH_DIR_PREFIX):
+            out[status.name[len(BRANCH_DIR_PREFIX):]] = status.mtime_millis
+    return dict(sorted(out.items()))
 
 
 # Java's JSON key for each field, in Java's serialization order (Snapshot.java creator order).

@@ -191,7 +191,7 @@ class TagManager:
     def get(self, name: str) -> Snapshot:
         return self.get_tag(name).snapshot
 
-    def list(self) -> list[Tag]:
+    def list_tags(self) -> list[Tag]:
         """All tags, ordered by snapshot id then name (tags deleted while we list are skipped)."""
         tags = []
         for n in self.list_names():
@@ -203,7 +203,7 @@ class TagManager:
 
     def tagged_snapshot(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with ``snapshot_id`` as some tag of this branch preserved it, if any."""
-        for tag in self.list():
+        for tag in self.list_tags():
             if tag.snapshot.id == snapshot_id:
                 return tag.snapshot
         return None
@@ -274,7 +274,7 @@ class TagManager:
         modification time for the ``older_than`` test and never expires by retention (it has none)."""
         now = now or _dt.datetime.now()
         out = []
-        for tag in self.list():
+        for tag in self.list_tags():
             if tag.expired(now):
                 out.append(tag)
                 continue
@@ -323,7 +323,7 @@ def first_snapshot_at_or_after(snapshots: SnapshotManager, tags: TagManager, ts:
     snap = snapshots.later_or_equal_time_millis(ts)
     if snap is not None:
         candidates.append(snap)
-    candidates.extend(t.snapshot for t in tags.list() if t.snapshot.time_millis >= ts)
+    candidates.extend(t.snapshot for t in tags.list_tags() if t.snapshot.time_millis >= ts)
     if not candidates:
         raise SnapshotNotFoundError(
             f"No snapshot or tag of branch '{snapshots.branch}' of {snapshots.table_path} was committed at or after "

@@ -34,7 +34,7 @@ def _at_time(store: FileStore, ts: int) -> Snapshot | None:
     snap = store.snapshots.earlier_or_equal_time_millis(ts)
     if snap is not None:
         return snap
-    tagged = [t for t in TagManager(store.fileio, store.table_path, store.branch).list()
+    tagged = [t for t in TagManager(store.fileio, store.table_path, store.branch).list_tags()
               if t.snapshot.time_millis <= ts]
     return max(tagged, key=lambda t: t.snapshot.time_millis).snapshot if tagged else None
 

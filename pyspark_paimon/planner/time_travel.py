@@ -45,7 +45,7 @@ def snapshot_at_time(store: FileStore, tags: TagManager, ts: int) -> Snapshot:
     snap = store.snapshots.earlier_or_equal_time_millis(ts)
     if snap is not None:
         return snap
-    candidates = [t for t in tags.list() if t.snapshot.time_millis <= ts]
+    candidates = [t for t in tags.list_tags() if t.snapshot.time_millis <= ts]
     if candidates:
         return max(candidates, key=lambda t: t.snapshot.time_millis).snapshot
     raise SnapshotNotFoundError(

@@ -37,7 +37,7 @@ def make(tmp_path: Path, **options: str) -> FakeTable:
 
 
 def tagmap(table: FakeTable, branch: str = "main") -> dict[str, int]:
-    return {t.name: t.snapshot_id for t in table.tags(branch).list()}
+    return {t.name: t.snapshot_id for t in table.tags(branch).list_tags()}
 
 
 def commit_at(table: FakeTable, clock: Clock, when: dt.datetime, branch: str = "main") -> int:
@@ -60,7 +60,7 @@ def test_process_time_daily(tmp_path: Path, clock: Clock) -> None:
     commit_at(table, clock, dt.datetime(2025, 8, 11, 5, 0))
     commit_at(table, clock, dt.datetime(2025, 8, 13, 1, 0))  # no commit on the 12th: no completion by default
     assert tagmap(table) == {"2025-08-09": 1, "2025-08-10": 3, "2025-08-12": 5}
-    assert all(t.time_retained_ms is None for t in table.tags().list())
+    assert all(t.time_retained_ms is None for t in table.tags().list_tags())
 
 
 def test_process_time_with_delay_hourly_and_formatters(tmp_path: Path, clock: Clock) -> None:
@@ -96,7 +96,7 @@ def test_num_retained_max_and_default_time_retained(tmp_path: Path, clock: Clock
     for day in (11, 12, 13):
         commit_at(table, clock, dt.datetime(2025, 8, day, 1, 0))
     assert tagmap(table) == {"manual": 1, "2025-08-11": 3, "2025-08-12": 4}
-    for t in table.tags().list():
+    for t in table.tags().list_tags():
         if t.name != "manual":
             assert t.time_retained_ms == 3 * 86_400_000 and t.create_time is not None
 

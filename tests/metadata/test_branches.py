@@ -24,7 +24,7 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
     TagNotFoundError,
 )
-from pyspark_paimon.metadata.branches import LINEAGE_FILE, BranchManager, list_branches
+from pyspark_paimon.metadata.branches import LINEAGE_FILE, BranchManager
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.snapshot import SnapshotManager, now_millis
 from pyspark_paimon.planner.predicate import Leaf
@@ -215,7 +215,7 @@ def test_list_branches_includes_foreign_ones(table: Table) -> None:
     os.makedirs(f"{table.path}/branch/branch-foreign/schema")  # as Paimon writes an empty branch, no lineage
     with open(f"{table.path}/branch/branch-foreign/schema/schema-0", "wb") as f:
         f.write(Path(table.path, "schema/schema-0").read_bytes())
-    infos = list_branches(table.fileio, table.path)
+    infos = BranchManager(table.fileio, table.path).list_branches()
     assert [i.name for i in infos] == ["b", "foreign"]
     foreign = infos[1]
     assert not foreign.has_lineage and foreign.source_branch is None

@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.branches import list_branches
+from pyspark_paimon.metadata.branches import BranchManager
 from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.partition import DEFAULT_PARTITION_NAME, partition_value_string
 from pyspark_paimon.metadata.schema import TableSchema
@@ -304,7 +304,7 @@ def _options(store: FileStore, opts: ReadOptions) -> Columns:
 
 def _tags(store: FileStore, opts: ReadOptions) -> Columns:
     out = _empty("tags")
-    for tag in sorted(TagManager(store.fileio, store.table_path, store.branch).list(), key=lambda t: t.name):
+    for tag in sorted(TagManager(store.fileio, store.table_path, store.branch).list_tags(), key=lambda t: t.name):
         s = tag.snapshot
         out["tag_name"].append(tag.name)
         out["snapshot_id"].append(s.id)
@@ -320,7 +320,7 @@ def _branches(store: FileStore, opts: ReadOptions) -> Columns:
     """Every branch of the table but ``main`` (the same rows whichever branch the table is addressed on),
     created at its lineage time or, for branches Paimon made, its directory's modification time."""
     out = _empty("branches")
-    for info in list_branches(store.fileio, store.table_path):
+    for info in BranchManager(store.fileio, store.table_path).list_branches():
         out["branch_name"].append(info.name)
         out["create_time"].append(_commit_time(info.create_time_millis))
     return out
