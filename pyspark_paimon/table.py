@@ -98,9 +98,8 @@ class Table:
     # On the main side of a chain table each change is applied to the snapshot and delta branches too, one
     # branch after the other (not atomic), because chain reads need the same schema on all three.
     def add_column(self, name: str, data_type: DataType | str, comment: str | None = None) -> TableSchema:
-        if isinstance(data_type, str):
-            data_type = parse_ddl(f"`{name}` {data_type}")[0][1]
-        return self._evolve_chain(lambda m: m.add_column(name, data_type, comment))
+        parsed = parse_ddl(f"`{name}` {data_type}")[0][1] if isinstance(data_type, str) else data_type
+        return self._evolve_chain(lambda m: m.add_column(name, parsed, comment))
 
     def drop_column(self, name: str) -> TableSchema:
         return self._evolve_chain(lambda m: m.drop_column(name))

@@ -55,6 +55,8 @@ _EXACT_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN", "CHAR", "VARC
                 "TIMESTAMP", "TIMESTAMP_LTZ"}
 _SIMPLE_OPS = {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThanOrEqual: ">=",
                LessThan: "<", LessThanOrEqual: "<="}
+_COMPARISONS = (EqualTo, EqualNullSafe, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
+_TRANSLATED = (*_COMPARISONS, In, IsNull, IsNotNull, StringStartsWith)
 
 
 def read_options_of(ref: TableRef) -> ReadOptions:
@@ -81,6 +83,8 @@ def _leaf(f: Filter, types: dict[str, Any]) -> Leaf | None:
     if isinstance(f, Not):
         inner = _leaf(f.child, types)
         return inner.negate() if inner is not None and not inner.negated else None
+    if not isinstance(f, _TRANSLATED):
+        return None  # StringEndsWith, StringContains...: left to Spark
     path = f.attribute
     if len(path) != 1 or path[0] not in types:
         return None
@@ -99,10 +103,10 @@ def _leaf(f: Filter, types: dict[str, Any]) -> Leaf | None:
         return Leaf(column, "in", values, negated)
     if isinstance(f, StringStartsWith):
         return Leaf(column, "starts_with", f.value, negated) if t.root in ("CHAR", "VARCHAR") else None
-    op = _SIMPLE_OPS.get(type(f))
-    if op is None or not _value_ok(f.value, t):
+    assert isinstance(f, _COMPARISONS)
+    if not _value_ok(f.value, t):
         return None
-    return Leaf(column, op, f.value, negated)
+    return Leaf(column, _SIMPLE_OPS[type(f)], f.value, negated)
 
 
 def _value_ok(v: Any, t: AtomicType) -> bool:

@@ -32,6 +32,7 @@ _SIMPLE = {
 def to_spark_type(t: DataType, column: str = "?") -> T.DataType:
     if isinstance(t, AtomicType):
         if t.root == "DECIMAL":
+            assert t.precision is not None and t.scale is not None  # AtomicType fills DECIMAL's defaults
             return T.DecimalType(t.precision, t.scale)
         factory = _SIMPLE.get(t.root)
         if factory is None:

@@ -221,11 +221,11 @@ class PaimonWriter(DataSourceArrowWriter):
             writer.abort()
             raise
 
-    def commit(self, messages: list[PaimonCommitMessage | None]) -> None:
-        flat = [m for msg in messages if msg is not None for m in msg.messages]
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        flat = [m for msg in messages if isinstance(msg, PaimonCommitMessage) for m in msg.messages]
         self.job.commit(flat)
 
-    def abort(self, messages: list[PaimonCommitMessage | None]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         try:
             if self.job.committed():
                 log.warning("abort after a successful commit of %s: keeping the files", self.ref.path)
@@ -233,7 +233,7 @@ class PaimonWriter(DataSourceArrowWriter):
         except TableNotFoundError:
             return
         for msg in messages:
-            if msg is None:
+            if not isinstance(msg, PaimonCommitMessage):
                 continue
             for m in msg.messages:
                 bucket_dir = self.job.store.bucket_path(self.job.schema, _values(self.job.schema, m.partition),

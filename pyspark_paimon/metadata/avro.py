@@ -8,7 +8,7 @@ decoder because Java's Avro writer emits zstd frames without a content size.
 from __future__ import annotations
 
 import io
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator, cast
 
 import fastavro
 import fastavro._read as _fastavro_read
@@ -58,7 +58,7 @@ def _zstd_read_block(fo: BinaryIO) -> io.BytesIO:
     return io.BytesIO(pa.CompressedInputStream(pa.BufferReader(data), "zstd").read())
 
 
-_fastavro_write.BLOCK_WRITERS[_CODEC] = _zstd_write_block
+_fastavro_write.BLOCK_WRITERS[_CODEC] = _zstd_write_block  # type: ignore[attr-defined]  # runtime registry
 _fastavro_read.BLOCK_READERS[_CODEC] = _zstd_read_block
 
 
@@ -70,7 +70,7 @@ def write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], codec:
 
 def read_avro(data: bytes, source: str) -> Iterator[dict[str, Any]]:
     try:
-        yield from fastavro.reader(io.BytesIO(data))
+        yield from cast(Iterator[dict[str, Any]], fastavro.reader(io.BytesIO(data)))
     # A damaged file fails in many ways: truncated varints (EOFError), a cut zstd frame (pyarrow OSError), a
     # mangled header schema (KeyError, SchemaParseException), bad lengths (ValueError, IndexError).
     except (EOFError, ValueError, IndexError, KeyError, TypeError, OSError, fastavro.read.SchemaResolutionError,

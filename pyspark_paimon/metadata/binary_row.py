@@ -400,7 +400,7 @@ def read_row_bytes(row: bytes, types: Sequence[DataType]) -> tuple:
             f"BinaryRow of arity {arity} needs at least {null_bytes + 8 * arity} bytes, got {len(row)}; "
             "the manifest is corrupt."
         )
-    result = []
+    result: list[Any] = []
     for pos, t in enumerate(types):
         name = type_name(t)
         bit = pos + 8
@@ -798,6 +798,7 @@ def _assemble(layouts: list[_ColumnLayout], n: int) -> EncodedRows:
     for pos, layout in enumerate(layouts):
         slot = layout.slot
         if layout.var_size is not None:
+            assert layout.var_src is not None  # set together with var_size
             reserved = layout.var_size > 0
             slot = slot | np.where(reserved, cursor.astype(np.uint64) << np.uint64(32), np.uint64(0))
             _scatter(buffer, starts + cursor, layout.var_src)

@@ -102,6 +102,7 @@ def _java_float_string(value: float, single: bool) -> str:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     shortest = np.format_float_scientific(np.float32(value), unique=True) if single else repr(value)
     sign, digits, exponent = decimal.Decimal(shortest).normalize().as_tuple()
+    assert isinstance(exponent, int)  # finite: infinities and NaN returned above
     text = "".join(map(str, digits))
     sci_exponent = len(text) + exponent - 1  # value = 0.d1d2... * 10^(sci_exponent + 1)
     prefix = "-" if sign else ""

@@ -7,14 +7,14 @@ at a time in bounded memory.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.manifest import DataFileMeta
 
 
-def sortable_key(values: tuple) -> tuple:
+def sortable_key(values: Iterable[Any]) -> tuple:
     """A decoded key that compares safely: NULL (never expected in keys) sorts first, away from values."""
     return tuple((v is not None, v) for v in values)
 

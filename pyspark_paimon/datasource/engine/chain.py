@@ -217,8 +217,8 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     if partitions is not None:
         if isinstance(partitions, (str, Mapping)):
             partitions = [partitions]
-        for p in partitions:
-            named = partition_tuple(schema, p)
+        for spec in partitions:
+            named = partition_tuple(schema, spec)
             requested.append(tuple(named[n] for n in names))
     if start is not None or end is not None:
         lo = partition_tuple(schema, start, partial=True) if start is not None else None

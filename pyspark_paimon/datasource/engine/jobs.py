@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -102,7 +102,8 @@ def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> W
     return WriteJob(store, ctx.schema, ctx, overwrite, user)
 
 
-def overwrite_spec(schema: TableSchema, mode: str | None, static_partition: dict[str, object] | None) -> OverwriteSpec:
+def overwrite_spec(schema: TableSchema, mode: str | None,
+                   static_partition: Mapping[str, object] | None) -> OverwriteSpec:
     """Build the overwrite spec for a write: whole table, dynamic partitions, or a static partition."""
     if static_partition:
         names = [f.name for f in schema.partition_fields]

@@ -32,7 +32,7 @@ This module never imports pyspark; :class:`ReadContext` and splits are pickled t
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -350,10 +350,7 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
 
 
 def _base(t: DataType) -> DataType:
-    try:
-        return replace(t, nullable=True)
-    except TypeError:
-        return t
+    return t.copy(nullable=True)
 
 
 def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -174,7 +174,7 @@ def _orderable_root(t: DataType) -> str | None:
         return None
 
 
-def _min_max(column: pa.ChunkedArray | pa.Array, root: str) -> tuple[object, object]:
+def _min_max(column: pa.ChunkedArray | pa.Array, root: str) -> tuple[Any, Any]:
     if len(column) == 0 or column.null_count == len(column):
         return None, None
     result = pc.min_max(column)
