@@ -24,7 +24,7 @@ import subprocess
 from typing import Any, Callable
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from chain_data import ChainData, ScanData, get_chain, get_scan

@@ -11,10 +11,10 @@ import os
 import shutil
 import sys
 import time
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
+from pyspark.sql import SparkSession
+
+from pyspark_paimon import Catalog, register
 
 
 def _step(title: str) -> None:
@@ -31,10 +31,6 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         shutil.rmtree(warehouse)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from pyspark_paimon import Catalog, register
-
     started = time.time()
     own_session = spark is None
     if spark is None:

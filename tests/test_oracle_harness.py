@@ -52,7 +52,7 @@ def test_oracle_venv_is_installed_with_pinned_versions() -> None:
 def test_missing_oracle_venv_fails_with_setup_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PAIMON_ORACLE_PYTHON", str(tmp_path / "no-such-python"))
     assert oracle.oracle_python() is None
-    with pytest.raises(oracle.OracleUnavailable, match="pip install -r tests/oracle/requirements.txt"):
+    with pytest.raises(oracle.OracleUnavailableError, match="pip install -r tests/oracle/requirements.txt"):
         oracle.versions()
 
 

@@ -730,7 +730,7 @@ class BranchManager:
             t_mgr.commit_earliest_hint(remaining[0])
 
         # 3. Tags: the branch's, then the target's that no longer belong.
-        for name, (s, data) in sorted(tags.items()):
+        for name, (_, data) in sorted(tags.items()):
             current = t_tags.get(name)
             if current is None or current[1] != data:
                 fio.write_bytes(f"{t_tag_dir}/{TAG_PREFIX}{name}", data)

@@ -67,9 +67,10 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
             # After a forced fast-forward a branch's tag can name an id where this branch holds another commit;
             # rolling back to that id would silently give other rows than the tag's.
             raise TagError(
-                f"Tag '{tag}' of branch '{branch}' points at snapshot {target.id}, but snapshot {target.id} of the branch "
-                "is a different commit (the tag came from another branch, e.g. through a forced fast-forward). Nothing "
-                f"was changed. Read the tag with scan.tag-name, or create a branch from it: create_branch(name, tag='{tag}').")
+                f"Tag '{tag}' of branch '{branch}' points at snapshot {target.id}, but snapshot {target.id} of the "
+                "branch is a different commit (the tag came from another branch, e.g. through a forced fast-forward). "
+                "Nothing was changed. Read the tag with scan.tag-name, or create a branch from it: "
+                f"create_branch(name, tag='{tag}').")
     else:
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise TagError(f"snapshot_id must be an int, got {snapshot_id!r}.")

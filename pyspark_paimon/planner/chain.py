@@ -151,7 +151,7 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
 
     branch_of = {role: st.branch for role, st in stores.items()}
     schemas: dict[str, dict[int, TableSchema]] = {}
-    for role, st in stores.items():
+    for st in stores.values():
         schemas[st.branch] = {sid: st.schemas.schema(sid) for sid in st.schemas.list_ids()}
 
     counters = ScanCounters()

@@ -344,7 +344,7 @@ class BranchMachine(RuleBasedStateMachine):
             for sid, uuid in m.snaps.items():
                 got = arrow_rows(bt.to_arrow({"scan.snapshot-id": str(sid)}))
                 assert got == self.contents[uuid], (b, sid, got, self.contents[uuid], self.log)
-            for name, (sid, uuid, _) in m.tags.items():
+            for name, (_, uuid, _) in m.tags.items():
                 got = arrow_rows(bt.to_arrow({"scan.tag-name": name}))
                 assert got == self.contents[uuid], (b, name, got, self.contents[uuid], self.log)
             latest = m.latest()
@@ -389,7 +389,7 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
             lambda: m.write(p("branches", "main"), [("a", 1, "p"), ("b", 2, "q")], None, False),  # main 1
             lambda: m.write(p("branches", "main"), [("a", 1, "r"), ("a", 3, "s")], None, False),  # main 2
             lambda: m.create_tag(p("sources", "main"), s("main", 1), False),                     # t1 on main 1
-            lambda: m.create_tag(p("sources", "main"), s("main", 2), True),                      # t2 on main 2, retained
+            lambda: m.create_tag(p("sources", "main"), s("main", 2), True),                   # t2 on main 2, retained
             lambda: m.create_branch(p("branches", "main"), "tag", t("main", "t1")),               # b3 from t1
             lambda: m.create_branch(p("branches", "main"), "snapshot", s("main", 2)),             # b4 from main 2
             lambda: m.create_branch(p("branches", "main"), "latest", 0),                          # b5 from main 2
@@ -398,7 +398,7 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
             lambda: m.write(p("branches", "b3"), [("a", 0, "q")], "a", False),                    # b3 3: overwrite a
             lambda: m.create_tag(p("sources", "b3"), s("b3", 3), False),                         # t7 on b3 3
             lambda: m.write(p("branches", "b6"), [("a", 9, "p")], None, False),                   # b6 1
-            lambda: m.write(p("branches", "b4"), [], "b", True),                                  # b4 3: delete partition b
+            lambda: m.write(p("branches", "b4"), [], "b", True),                          # b4 3: delete partition b
             lambda: m.write(p("branches", "b5"), [("a", 5, "p")], None, False),                   # b5 3
             lambda: m.fast_forward(o("b5"), False),                                   # b5 -> main (safe)
             lambda: m.write(p("branches", "main"), [("b", 5, "s")], None, False),                 # main 4

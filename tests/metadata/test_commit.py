@@ -511,7 +511,7 @@ def test_concurrent_committers_threads(t: T) -> None:
             barrier.wait()
             results[i] = committer.commit([msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)],
                                           commit_user=f"user-{i}")
-        except BaseException as e:  # pragma: no cover - reported below
+        except BaseException as e:  # noqa: BLE001 - collected and re-raised by the main thread
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
@@ -660,7 +660,8 @@ def test_pypaimon_reads_our_commits(tmp_path: Path) -> None:
     first = pa.table({"dt": ["a", "a", "b", "b"], "id": [1, 2, 1, 2], "v": ["a1", "a2", "b1", "b2"]})
     table.write_arrow(first)
     table.write_arrow(pa.table({"dt": ["a", "c"], "id": [2, 9], "v": ["a2-new", "c9"]}))
-    table.write_arrow(pa.table({"dt": ["b"], "id": [5], "v": ["b5"]}), mode="overwrite", overwrite_partition={"dt": "b"})
+    table.write_arrow(pa.table({"dt": ["b"], "id": [5], "v": ["b5"]}), mode="overwrite",
+                      overwrite_partition={"dt": "b"})
     ours = [(s.id, s.commit_kind, s.total_record_count, s.delta_record_count) for s in table.snapshots()]
     assert ours == [(1, "APPEND", 4, 4), (2, "APPEND", 6, 2), (3, "OVERWRITE", 5, -1)]
     base3 = table.store.manifests.read_list(table.snapshot(3).base_manifest_list)

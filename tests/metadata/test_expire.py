@@ -377,7 +377,8 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
         _check(table, model)
 
 
-@settings(max_examples=int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(OPS)
 def test_property_every_remaining_snapshot_and_tag_keeps_all_its_files(ops: list[tuple[str, int, int]]) -> None:
     with tempfile.TemporaryDirectory() as d:

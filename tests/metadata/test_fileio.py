@@ -200,7 +200,8 @@ def test_try_create_threads_race(fio_root: tuple[FileIO, str]) -> None:
         barrier = threading.Barrier(8)
         results: dict[int, bool] = {}
 
-        def create(i: int) -> None:
+        def create(i: int, barrier: threading.Barrier = barrier, results: dict[int, bool] = results,
+                   path: str = path) -> None:
             barrier.wait()
             results[i] = fio.try_create(path, f"thread-{i}".encode())
 

@@ -135,7 +135,8 @@ def test_unpartitioned_table(tmp_path: Path) -> None:
     os.makedirs(f"{path}/bucket-0")
     for name in ("data-live-0.parquet", "data-lost-0.parquet"):
         Path(f"{path}/bucket-0/{name}").write_bytes(b"1234")
-    FileStoreCommit(fileio, path).commit([CommitMessage(EMPTY_ROW, 0, -1, (DataFileMeta("data-live-0.parquet", 4, 1),))])
+    live = DataFileMeta("data-live-0.parquet", 4, 1)
+    FileStoreCommit(fileio, path).commit([CommitMessage(EMPTY_ROW, 0, -1, (live,))])
     result = remove_orphan_files(fileio, path, older_than=int(time.time() * 1000) + 60_000)
     assert [Path(p).name for p in result.files] == ["data-lost-0.parquet"]
     assert os.path.exists(f"{path}/bucket-0/data-live-0.parquet")

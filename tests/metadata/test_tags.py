@@ -156,7 +156,7 @@ def test_bad_retention_is_an_option_error(table: FakeTable) -> None:
         api(table).create_tag("x", time_retained="soon")
 
 
-# ------------------------------------------------------------------------------------------ rename / replace / delete / list
+# ------------------------------------------------------------------------------ rename / replace / delete / list
 def test_rename_replace_delete_list(table: FakeTable) -> None:
     s1, names1 = table.append()
     s2, _ = table.append()

@@ -30,7 +30,8 @@ def test_type_model_normalises_defaults() -> None:
     assert string_type().with_nullable(False).with_nullable(True) == string_type()
     assert AtomicType("INT").root == "INT" and ArrayType(AtomicType("INT")).root == "ARRAY"
     assert str(MapType(string_type(False), AtomicType("INT"))) == "MAP<STRING NOT NULL, INT>"
-    assert type_to_sql(RowType((DataField(0, "a b", AtomicType("INT", False)),), False)) == "ROW<`a b` INT NOT NULL> NOT NULL"
+    row = RowType((DataField(0, "a b", AtomicType("INT", False)),), False)
+    assert type_to_sql(row) == "ROW<`a b` INT NOT NULL> NOT NULL"
     # hashable and usable as dict keys
     assert len({AtomicType("INT"), AtomicType("INT"), AtomicType("INT", False)}) == 2
 

@@ -33,7 +33,8 @@ def atomic_strategy(spark_only: bool) -> st.SearchStrategy[AtomicType]:
                   st.integers(0, 9), nullable),
     ]
     if not spark_only:
-        opts.append(st.builds(lambda name, n, ln: AtomicType(name, n, length=ln), st.sampled_from(["BINARY", "VARBINARY"]),
+        opts.append(st.builds(lambda name, n, ln: AtomicType(name, n, length=ln),
+                              st.sampled_from(["BINARY", "VARBINARY"]),
                               nullable, st.integers(1, 1000)))
         opts.append(st.builds(lambda p, n: AtomicType("TIME", n, precision=p), st.integers(0, 9), nullable))
     return st.one_of(*opts)

@@ -25,7 +25,7 @@ from typing import Any, Literal, Mapping, Sequence, TypedDict, Union
 import pyarrow as pa
 
 __all__ = [
-    "ORACLE_SCRIPT", "REQUIREMENTS", "SETUP_COMMAND", "OracleError", "OracleUnavailable",
+    "ORACLE_SCRIPT", "REQUIREMENTS", "SETUP_COMMAND", "OracleError", "OracleUnavailableError",
     "CreateSpec", "CommitSpec", "Commit",
     "oracle_python", "require_oracle_python", "run", "run_batch", "versions", "table_spec",
     "pypaimon_write", "rust_write", "read", "read_with", "pypaimon_read", "rust_read", "inspect",
@@ -45,7 +45,7 @@ Impl = Literal["pypaimon", "rust"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class OracleUnavailable(RuntimeError):
+class OracleUnavailableError(RuntimeError):
     """The oracle venv is missing; the message says how to create it."""
 
 
@@ -95,13 +95,13 @@ def oracle_python() -> str | None:
 
 
 def require_oracle_python() -> str:
-    """Like `oracle_python` but raises `OracleUnavailable` naming the fix; tests turn it into a failure."""
+    """Like `oracle_python` but raises `OracleUnavailableError` naming the fix; tests turn it into a failure."""
     python = oracle_python()
     if python is None:
         configured = os.environ.get("PAIMON_ORACLE_PYTHON")
         where = (f"PAIMON_ORACLE_PYTHON={configured} does not exist" if configured
                  else f"{DEFAULT_ORACLE_PYTHON} does not exist and PAIMON_ORACLE_PYTHON is not set")
-        raise OracleUnavailable(
+        raise OracleUnavailableError(
             f"The interop oracle venv (pypaimon + pypaimon-rust) is missing: {where}. "
             f"Create it from the repo root with:\n    {SETUP_COMMAND}\n"
             "or point PAIMON_ORACLE_PYTHON at a python that has the packages in tests/oracle/requirements.txt.")

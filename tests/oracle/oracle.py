@@ -305,7 +305,7 @@ def _ensure_table(catalog: Any, identifier: str, create: JsonDict | None) -> boo
         return False
     except (TableNotExistException, DatabaseNotExistException):
         if create is None:
-            raise OracleUsageError(f"table {identifier} does not exist and the command has no 'create' spec")
+            raise OracleUsageError(f"table {identifier} does not exist and the command has no 'create' spec") from None
     columns = [list(c) for c in create["columns"]]
     options = {k: str(v) for k, v in (create.get("options") or {}).items()}
     rowkind_field = options.get("rowkind.field")
@@ -582,7 +582,7 @@ def main(argv: list[str]) -> int:
             if name not in COMMANDS:
                 raise OracleUsageError(f"'cmd' must be one of {sorted(COMMANDS)}, got {name!r}")
             result, code = COMMANDS[name](cmd), 0
-        except Exception as error:  # report every failure as JSON so the caller can show it
+        except Exception as error:  # noqa: BLE001 - report every failure as JSON so the caller can show it
             traceback.print_exc()
             result = {"error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}
             code = 1

@@ -293,10 +293,10 @@ class _FileReader:
         self._handle = fileio.open_input(path)
         try:
             if fmt == "parquet":
-                self._pq = pq.ParquetFile(self._handle, coerce_int96_timestamp_unit="us")
-                self.names = set(self._pq.schema_arrow.names)
+                self.parquet = pq.ParquetFile(self._handle, coerce_int96_timestamp_unit="us")
+                self.names = set(self.parquet.schema_arrow.names)
             else:
-                import pyarrow.orc as orc
+                import pyarrow.orc as orc  # noqa: PLC0415 - optional: some pyarrow builds have no ORC
 
                 self._orc = orc.ORCFile(self._handle)
                 self.names = set(self._orc.schema.names)
@@ -312,7 +312,7 @@ class _FileReader:
 
     def read(self, columns: list[str]) -> pa.Table:
         if self.fmt == "parquet":
-            return self._pq.read(columns=columns, use_threads=False)
+            return self.parquet.read(columns=columns, use_threads=False)
         return self._orc.read(columns=columns)
 
     def batches(self, columns: list[str], batch_size: int,
@@ -320,7 +320,7 @@ class _FileReader:
         if self.fmt == "parquet":
             if row_groups is not None and not row_groups:
                 return
-            yield from self._pq.iter_batches(batch_size=batch_size, columns=columns, use_threads=False,
+            yield from self.parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False,
                                              row_groups=row_groups)
             return
         for i in range(self._orc.nstripes):
@@ -422,7 +422,7 @@ def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targe
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
         if skip_row_groups is not None and reader.fmt == "parquet":
-            row_groups = select_row_groups(reader._pq, _file_leaves(ctx, file_schema, reader), skip_row_groups)
+            row_groups = select_row_groups(reader.parquet, _file_leaves(ctx, file_schema, reader), skip_row_groups)
         for batch in reader.batches(cols, ctx.batch_size, row_groups):
             if batch.num_rows:
                 yield _conform_table(batch, targets, file_schema, f.file_name, system)
@@ -700,9 +700,9 @@ def _read_window(ctx: ReadContext, split: DataSplit, plan: _Plan, f: DataFileMet
     with _FileReader(ctx.fileio, split.file_path(f), "parquet", f.file_name) as reader:
         cols = _physical_columns(reader, plan.read_fields, file_schema, system)
         if row_groups:
-            data = reader._pq.read_row_groups(row_groups, columns=cols, use_threads=False)
+            data = reader.parquet.read_row_groups(row_groups, columns=cols, use_threads=False)
         else:
-            data = reader._pq.schema_arrow.empty_table().select(cols)
+            data = reader.parquet.schema_arrow.empty_table().select(cols)
     data = _conform_table(data, plan.read_fields, file_schema, f.file_name, system)
     key = data.column(plan.key_names[0])
     mask = None

@@ -25,8 +25,8 @@ of them. ``$manifests`` lists base, delta and changelog manifests (Java's ``read
 Time travel (``scan.snapshot-id``, ``scan.tag-name``, ...) selects the snapshot of ``$files``, ``$manifests``
 and ``$partitions``; other system tables describe the branch as a whole and refuse those options rather than
 ignoring them. Schemas are built from Paimon types without pyspark (:func:`system_table_fields`,
-:func:`system_table_arrow_schema`); the Spark reader derives its schema from them. Building rows loops over metadata records (snapshots, tags, files), never over
-data rows.
+:func:`system_table_arrow_schema`); the Spark reader derives its schema from them. Building rows loops over
+metadata records (snapshots, tags, files), never over data rows.
 """
 
 from __future__ import annotations
