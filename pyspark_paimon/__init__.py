@@ -19,8 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy attributes: Spark's auto-registration imports every pyspark_* module in every worker, so keep
-    # the import cheap and only load what is asked for.
+    # Lazy attributes: Spark's auto-registration imports every pyspark_* module in several workers, so
+    # `import pyspark_paimon` stays cheap; resolving DefaultSource (once, when Spark looks the format up)
+    # loads the Spark adapters and the engine they need for the first read anyway.
     if name == "Catalog":
         from pyspark_paimon.catalog import Catalog
 

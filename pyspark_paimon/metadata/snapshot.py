@@ -249,6 +249,11 @@ class SnapshotManager:
             except SnapshotNotFoundError:  # expired while we listed
                 continue
 
+    def committed_by(self, commit_user: str) -> bool:
+        """Whether any snapshot of this branch was committed by ``commit_user``: decides, after a failure,
+        whether a job's files became part of the table (keep them) or may be deleted."""
+        return any(snap.commit_user == commit_user for snap in self.snapshots())
+
     def try_commit(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-N`` if absent; on success move the LATEST hint. False if N was taken."""
         if not self.fileio.try_create(self.snapshot_path(snapshot.id), snapshot.to_json().encode("utf-8")):

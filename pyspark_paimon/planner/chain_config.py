@@ -168,10 +168,11 @@ def chain_config(schema: TableSchema, table: str = "the table") -> ChainConfig |
     return validate_chain_definition(schema.partition_keys, schema.primary_keys, schema.options, table)
 
 
-def chain_read_config(store: FileStore) -> ChainConfig | None:
+def chain_read_config(store: FileStore, latest: TableSchema | None = None) -> ChainConfig | None:
     """The chain config when reading ``store``'s branch is a chain read (Paimon's wiring, §10.1): chain
-    enabled, both fallback branches set, and the loaded branch is neither of them. Else None (plain read)."""
-    schema = store.schemas.latest()
+    enabled, both fallback branches set, and the loaded branch is neither of them. Else None (plain read).
+    ``latest`` is the branch's latest schema when the caller has it already (saves a listing)."""
+    schema = latest if latest is not None else store.schemas.latest()
     if schema is None or not chain_options_enabled(schema.options):
         return None
     cfg = chain_config(schema, store.table_path)

@@ -22,7 +22,7 @@ from pyspark_paimon.planner.chain_config import (
     MAIN,
     SNAPSHOT,
     SNAPSHOT_BRANCH,
-    chain_read_config,
+    ChainConfig,
     stores_of,
 )
 from pyspark_paimon.planner.read_options import ReadOptions
@@ -153,11 +153,8 @@ def schema_at(stores: Mapping[str, FileStore], latest: Mapping[str, TableSchema]
     return latest[MAIN]
 
 
-def chain_read_schema(store: FileStore, opts: ReadOptions) -> TableSchema | None:
-    """The schema a chain read of ``store`` returns, or None when reading ``store`` is not a chain read."""
-    cfg = chain_read_config(store)
-    if cfg is None:
-        return None
+def chain_read_schema(store: FileStore, cfg: ChainConfig, opts: ReadOptions) -> TableSchema:
+    """The schema a chain read of ``store`` (configured by ``cfg``) returns."""
     stores = stores_of(store, cfg)
     latest = latest_schemas(stores, store.table_path)
     snaps = resolve_chain_snapshots(stores, opts, store.table_path)

@@ -1,8 +1,9 @@
 """How a read is planned: the one place that decides between a plain, fallback, incremental and chain read.
 
-Spark's ``schema()``, Spark's ``partitions()``, ``Table.to_arrow``/``explain`` and system-table time travel all
-need the same answers (which schema, which snapshot, which files), and two copies of the decision drift. So
-:func:`read_schema` and :func:`plan_read` are the only entry points, and they share :func:`read_kind`:
+Spark's ``schema()``, Spark's ``partitions()`` and ``Table.to_arrow``/``explain``/``new_read`` need the same
+answers (which schema, which snapshot, which files), and two copies of the decision drift. So a table read
+goes through :func:`read_schema` (the schema, no file planned) and :func:`plan_read` (the files), which share
+one decision (:func:`_decide`):
 
 * **chain**: ``store``'s branch is the main side of a complete chain table (§10): every branch is resolved
   and merged (:mod:`pyspark_paimon.planner.chain`);
@@ -10,6 +11,10 @@ need the same answers (which schema, which snapshot, which files), and two copie
   latest schema (:mod:`pyspark_paimon.planner.incremental`);
 * **fallback**: ``scan.fallback-branch`` fills partitions the branch lacks (:mod:`pyspark_paimon.planner.fallback`);
 * **plain**: one snapshot of one branch (latest, or the one time travel names).
+
+Chain *maintenance* (``compact_chain``, ``explain_chain``) plans chain partitions with its own flags through
+:func:`pyspark_paimon.planner.chain.plan_chain`, and system tables resolve their snapshot directly: neither is
+a table read.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain import ChainReadPlan, plan_chain
-from pyspark_paimon.planner.chain_config import chain_read_config
+from pyspark_paimon.planner.chain_config import ChainConfig, chain_read_config
 from pyspark_paimon.planner.chain_versions import chain_read_schema
 from pyspark_paimon.planner.fallback import add_fallback_splits, fallback_branch
 from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
@@ -44,7 +49,9 @@ class PlannedRead:
     plan: ScanPlan
     schema: TableSchema  # the read schema: latest, time-travelled, or the chain's
     schemas: dict[str, dict[int, TableSchema]]  # branch -> schema id -> schema, for every file's own schema
-    predicate: tuple[Leaf, ...] = ()  # what pruned the plan; every row read satisfies it
+    # What pruned the plan (partitions exactly, files and row groups by statistics). It does not filter rows:
+    # a pruned file may still hold rows that fail it; ReadContext.residual filters exactly.
+    predicate: tuple[Leaf, ...] = ()
 
     @classmethod
     def of_chain(cls, cp: ChainReadPlan, predicate: Sequence[Leaf] = ()) -> "PlannedRead":
@@ -55,41 +62,52 @@ def branch_schemas(store: FileStore) -> dict[int, TableSchema]:
     return {sid: store.schemas.schema(sid) for sid in store.schemas.list_ids()}
 
 
-def read_kind(store: FileStore, opts: ReadOptions) -> ReadKind:
-    if chain_read_config(store) is not None:
-        return "chain"
+@dataclass(frozen=True)
+class _Decision:
+    kind: ReadKind
+    latest: TableSchema  # the branch's latest schema, listed once per decision
+    chain: ChainConfig | None = None
+    fallback: str | None = None
+
+
+def _decide(store: FileStore, opts: ReadOptions) -> _Decision:
+    latest = store.schema()  # a clear error when the table or branch does not exist
+    chain = chain_read_config(store, latest)
+    if chain is not None:
+        return _Decision("chain", latest, chain=chain)
     if is_incremental(opts):
-        return "incremental"
-    if fallback_branch(opts, store.schema().options, store.branch) is not None:
-        return "fallback"
-    return "plain"
+        return _Decision("incremental", latest)
+    fallback = fallback_branch(opts, latest.options, store.branch)
+    if fallback is not None:
+        return _Decision("fallback", latest, fallback=fallback)
+    return _Decision("plain", latest)
+
+
+def read_kind(store: FileStore, opts: ReadOptions) -> ReadKind:
+    return _decide(store, opts).kind
 
 
 def read_schema(store: FileStore, opts: ReadOptions) -> TableSchema:
     """The schema a read of ``store`` with ``opts`` returns, without planning any file."""
-    if read_kind(store, opts) == "chain":
-        chain = chain_read_schema(store, opts)
-        assert chain is not None
-        return chain
-    latest = store.schema()
-    if opts.time_travel and not is_incremental(opts):
+    decision = _decide(store, opts)
+    if decision.chain is not None:
+        return chain_read_schema(store, decision.chain, opts)
+    if opts.time_travel and decision.kind != "incremental":
         snap = resolve_snapshot(store, opts)
         if snap is not None:
             return store.schemas.schema(snap.schema_id)
-    return latest
+    return decision.latest
 
 
 def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = ()) -> PlannedRead:
     """Plan a read of ``store`` (already on the right branch). ``predicate`` prunes partitions exactly and
     files by statistics; it is not applied to rows here (see ``ReadContext.residual``)."""
-    kind = read_kind(store, opts)
-    if kind == "chain":
-        cfg = chain_read_config(store)
-        assert cfg is not None
-        planned = PlannedRead.of_chain(plan_chain(store, cfg, opts, predicate), predicate)
+    decision = _decide(store, opts)
+    kind, latest = decision.kind, decision.latest
+    if decision.chain is not None:
+        planned = PlannedRead.of_chain(plan_chain(store, decision.chain, opts, predicate), predicate)
         validate_table_options(planned.schema.options, creating=False, table=store.table_path)
         return planned
-    latest = store.schema()
     validate_table_options(latest.options, creating=False, table=store.table_path)
     schemas = {store.branch: branch_schemas(store)}
     if kind == "incremental":  # the files changed in a snapshot range, read with the latest schema
@@ -97,10 +115,8 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
     snapshot = resolve_snapshot(store, opts)
     schema = store.schemas.schema(snapshot.schema_id) if (opts.time_travel and snapshot is not None) else latest
     plan = ScanPlanner(store, schema, {}).plan(snapshot, predicate)
-    if kind == "fallback":  # partitions missing here are read from the fallback branch
-        fallback = fallback_branch(opts, latest.options, store.branch)
-        assert fallback is not None
-        extended = add_fallback_splits(store, fallback, schema, snapshot, plan, predicate, opts)
+    if decision.fallback is not None:  # partitions missing here are read from the fallback branch
+        extended = add_fallback_splits(store, decision.fallback, schema, snapshot, plan, predicate, opts)
         plan = extended.plan
         schemas.update(extended.schemas)
     return PlannedRead(kind, plan, schema, schemas, tuple(predicate))

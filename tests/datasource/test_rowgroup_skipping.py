@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import pickle
 from pathlib import Path
@@ -96,3 +97,19 @@ def test_projection_reads_only_needed_columns(catalog: Catalog, monkeypatch: Any
     assert seen == [["v", "s"]]  # the filter column, nothing else
     # the read context (what executors receive) stays small: no manifests or caches inside
     assert len(pickle.dumps(job.context)) < 20000
+
+
+def test_statistics_outside_pythons_range_keep_row_groups(catalog: Catalog) -> None:
+    """A timestamp beyond year 9999 (Java writes such sentinels) has Parquet statistics that Python cannot
+    decode (OverflowError): the row group is kept and the exact filter still answers."""
+    t = catalog.create_table("default.far", "id bigint, ts timestamp(6)")
+    t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()),
+                            "ts": pa.array([1577836800000000, 1577836800000001], pa.timestamp("us"))}))
+    (path,) = Path(t.path).rglob("*.parquet")
+    data = pq.read_table(path)
+    i = data.schema.get_field_index("ts")
+    far = pa.array([1577836800000000, 2**62], pa.int64()).cast(data.schema.field(i).type)
+    pq.write_table(data.set_column(i, data.schema.field(i), far), path)
+    job = t.new_read(predicate=[Leaf("ts", "=", dt.datetime(2020, 1, 1))])
+    assert job.to_arrow().column("id").to_pylist() == [1]
+    assert job.metrics.row_groups_total == 1 and job.metrics.row_groups_skipped == 0

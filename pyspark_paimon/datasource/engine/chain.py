@@ -36,7 +36,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pyspark_paimon.datasource.engine.read import ReadContext, read_split
+from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.binary_row import deserialize_row
@@ -254,8 +254,9 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     write_ctx = WriteContext.for_store(snap_store, user)
     writer = TableWriter(write_ctx, "chain-compact")
     try:
+        metrics = ReadMetrics()
         for split in planned.plan.splits:
-            for batch in read_split(read_ctx, split):
+            for batch in read_split(read_ctx, split, metrics=metrics):
                 writer.write(batch)
         messages = writer.prepare_commit()
     except BaseException:
@@ -267,7 +268,7 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     try:
         result.snapshot = commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user)
     except BaseException:
-        if not any(snap.commit_user == user for snap in snap_store.snapshots.snapshots()):
+        if not snap_store.snapshots.committed_by(user):
             writer.abort()
         raise
     result.compacted.extend(dict(zip(names, p)) for p in todo)

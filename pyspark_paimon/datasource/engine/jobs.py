@@ -92,7 +92,7 @@ class WriteJob:
 
     def committed(self) -> bool:
         """Whether a snapshot of this job exists (used by abort to decide whether files may be deleted)."""
-        return any(snap.commit_user == self.commit_user for snap in self.store.snapshots.snapshots())
+        return self.store.snapshots.committed_by(self.commit_user)
 
 
 def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:

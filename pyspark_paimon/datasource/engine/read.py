@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -44,11 +44,9 @@ from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.type_arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types import DataField, DataType, RowType
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
-from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
@@ -57,16 +55,24 @@ from pyspark_paimon.datasource.engine.merge import (
     sequence_fields, sort_for_merge,
 )
 
+if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a context need no planner
+    from pyspark_paimon.metadata.store import FileStore
+    from pyspark_paimon.planner.read_plan import PlannedRead
+
 __all__ = ["ReadContext", "ReadMetrics", "read_split", "read_data_file", "key_sections", "referenced_columns",
            "select_row_groups"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
+# What reading Parquet statistics written by any engine may raise (a timestamp or date outside Python's range
+# raises OverflowError). Statistics we cannot read never skip anything; other errors are bugs and propagate.
+_PARQUET_STATS_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 _RANK = "__paimon_chain_rank__"
 
 
 @dataclass
 class ReadMetrics:
-    """What the reads of one job did in this process (``ReadJob.metrics``; ``Table.explain`` plans only).
+    """What the reads of one job did in this process (``ReadJob.metrics``), counted per read rather than in
+    process-wide globals so concurrent reads (threads, tests) never mix their numbers.
 
     ``row_groups_total``/``row_groups_skipped``: Parquet row groups considered and skipped by raw reads;
     ``merged_sections``/``windowed_sections``: key-overlap sections merged, and those merged window by window;
@@ -379,7 +385,7 @@ def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf],
                 lo = st.min if st.has_min_max else None
                 hi = st.max if st.has_min_max else None
                 nulls = st.null_count if st.has_null_count else None
-            except (pa.ArrowException, TypeError, ValueError):  # unreadable statistics: keep the row group
+            except _PARQUET_STATS_ERRORS:  # unreadable statistics: keep the row group
                 continue
             if not could_match_stats(leaf, lo, hi, nulls, meta.num_rows):
                 ok = False
@@ -632,7 +638,7 @@ def _plan_windows(ctx: ReadContext, split: DataSplit, plan: _Plan,
     the first key column, so all records of one key land in exactly one window."""
     try:
         return _plan_windows_unchecked(ctx, split, plan, ordered)
-    except (pa.ArrowException, TypeError, ValueError):  # odd statistics: the whole-section merge is always right
+    except _PARQUET_STATS_ERRORS:  # odd statistics: the whole-section merge is always right
         return None
 
 
