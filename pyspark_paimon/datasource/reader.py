@@ -47,7 +47,7 @@ from pyspark_paimon.metadata.types import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.read_plan import read_schema as table_read_schema
+from pyspark_paimon.planner.read_plan import read_schema
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.
@@ -63,11 +63,12 @@ def read_options_of(ref: TableRef) -> ReadOptions:
     return ReadOptions.from_options(ref.options)
 
 
-def read_schema(ref: TableRef) -> StructType:
+def spark_schema(ref: TableRef) -> StructType:
+    """The Spark schema of a read of ``ref`` (what ``DataSource.schema()`` answers)."""
     if ref.system_table:
         check_system_table(ref.store(), ref.system_table, ref.options)
         return to_spark_schema(system_table_fields(ref.system_table))
-    return to_spark_schema(table_read_schema(ref.store(), read_options_of(ref)).fields)
+    return to_spark_schema(read_schema(ref.store(), read_options_of(ref)).fields)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class PaimonReader(DataSourceReader):
             self.table_schema = None
             self.read_fields = None
         else:
-            self.table_schema = table_read_schema(ref.store(), self.opts)
+            self.table_schema = read_schema(ref.store(), self.opts)
             self.read_fields = self._projection(schema, self.table_schema)
 
     @staticmethod

@@ -15,7 +15,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.engine.ref import resolve_table_ref
-from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader, read_schema
+from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader, spark_schema
 from pyspark_paimon.datasource.writer import PaimonWriter
 from pyspark_paimon.errors import PaimonError
 
@@ -40,7 +40,7 @@ class PaimonDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
-        return read_schema(resolve_table_ref(self.options))
+        return spark_schema(resolve_table_ref(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         cls = PaimonPushdownReader if self.pushdown else PaimonReader
