@@ -18,7 +18,12 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.ddl import parse_ddl
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import parse_identifier
-from pyspark_paimon.metadata.options import validate_table_options
+from pyspark_paimon.metadata.options import (
+    CHAIN_TABLE_ENABLED,
+    SCAN_FALLBACK_DELTA_BRANCH,
+    SCAN_FALLBACK_SNAPSHOT_BRANCH,
+    validate_table_options,
+)
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.type_arrow import from_arrow_schema
 from pyspark_paimon.metadata.types import DataType
@@ -143,8 +148,8 @@ class Catalog:
         partitions with ``option('branch', snapshot_branch)`` and increments with ``option('branch', delta_branch)``.
         """
         opts = {k: str(v) for k, v in (options or {}).items()}
-        opts.update({"chain-table.enabled": "true", "scan.fallback-snapshot-branch": snapshot_branch,
-                     "scan.fallback-delta-branch": delta_branch})
+        opts.update({CHAIN_TABLE_ENABLED.key: "true", SCAN_FALLBACK_SNAPSHOT_BRANCH.key: snapshot_branch,
+                     SCAN_FALLBACK_DELTA_BRANCH.key: delta_branch})
         validate_table_options(opts, creating=True, table=identifier)
         validate_chain_definition(list(partition_keys), list(primary_keys), opts, identifier)
         for b in (snapshot_branch, delta_branch):

@@ -29,8 +29,8 @@ from pyspark_paimon.datasource.spark_types import from_spark_type, to_spark_type
 from pyspark_paimon.errors import OptionError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage
+from pyspark_paimon.metadata.options import BUCKET_KEY, ROWKIND_FIELD, SEQUENCE_FIELD, validate_table_options
 from pyspark_paimon.metadata.options import get as table_option
-from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
 
@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 # Write options that are not table options.
 WRITE_KEYS = {"path", "paths", "warehouse", "branch", "partitionoverwritemode", "overwrite-partition",
               "primary-key", "partition", "comment"}
+
+
+# Table options whose values name columns (Spark lower-cases what users wrote).
+_COLUMN_LIST_KEYS = (SEQUENCE_FIELD.key, BUCKET_KEY.key, ROWKIND_FIELD.key)
 
 
 @dataclass
@@ -67,7 +71,7 @@ def _restore_case(options: dict[str, str], columns: Sequence[str]) -> dict[str, 
             parts = k.split(".")
             if len(parts) >= 3 and parts[1] in by_lower:
                 k = ".".join([parts[0], by_lower[parts[1]], *parts[2:]])
-        if k in ("sequence.field", "bucket-key", "rowkind.field"):
+        if k in _COLUMN_LIST_KEYS:
             v = ",".join(by_lower.get(c.strip().lower(), c.strip()) for c in v.split(","))
         out[k] = v
     return out

@@ -38,20 +38,31 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Mapping
+from zoneinfo import ZoneInfo
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.options import parse_duration_ms
+from pyspark_paimon.metadata.options import (
+    SINK_WATERMARK_TIME_ZONE,
+    TAG_AUTOMATIC_COMPLETION,
+    TAG_AUTOMATIC_CREATION,
+    TAG_BATCH_CUSTOMIZED_NAME,
+    TAG_CREATION_DELAY,
+    TAG_CREATION_PERIOD,
+    TAG_CREATION_PERIOD_DURATION,
+    TAG_CREATION_PERIODS,
+    TAG_NUM_RETAINED_MAX,
+    TAG_PERIOD_FORMATTER,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.snapshot import Snapshot, SnapshotManager
 from pyspark_paimon.metadata.tags import Tag, TagManager, retention_ms
 
 log = logging.getLogger(__name__)
 
-MODE = "tag.automatic-creation"
-MODES = ("none", "process-time", "watermark", "batch")
 BATCH_TAG_PREFIX = "batch-write-"
-PERIODS = {"daily": 86_400_000, "hourly": 3_600_000, "two-hours": 7_200_000}
-FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
+#: Length in ms of each ``tag.creation-period`` (daily, hourly, two-hours).
+PERIODS = dict(zip(TAG_CREATION_PERIODS, (86_400_000, 3_600_000, 7_200_000)))
 _EPOCH = _dt.datetime(1970, 1, 1)
 _LONG_MIN = -(2**63)
 
@@ -102,28 +113,19 @@ class PeriodHandler:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "PeriodHandler":
-        formatter = options.get("tag.period-formatter", "with_dashes").strip().lower()
-        if formatter not in FORMATTERS:
-            raise OptionError(f"Option 'tag.period-formatter' = '{formatter}' is not one of {', '.join(FORMATTERS)}.")
-        duration = options.get("tag.creation-period-duration")
-        if duration:
-            ms = parse_duration_ms(duration, "tag.creation-period-duration")
-            if ms <= 0:
-                raise OptionError("Option 'tag.creation-period-duration' must be positive.")
-            return cls(ms, *_MINUTE)
-        period = options.get("tag.creation-period", "daily").strip().lower()
-        if period not in PERIODS:
-            raise OptionError(f"Option 'tag.creation-period' = '{period}' is not one of {', '.join(PERIODS)}.")
+        opts = CoreOptions(options)
+        formatter = opts.get(TAG_PERIOD_FORMATTER)
+        duration_ms = opts.get(TAG_CREATION_PERIOD_DURATION)
+        if duration_ms is not None:
+            return cls(duration_ms, *_MINUTE)
+        period = opts.get(TAG_CREATION_PERIOD)
         if period == "daily":
             return cls(PERIODS[period], *_DAY[formatter], daily=True)
         return cls(PERIODS[period], *_HOUR[formatter])
 
 
 def mode_of(options: Mapping[str, str]) -> str:
-    mode = str(options.get(MODE, "none")).strip().lower()
-    if mode not in MODES:
-        raise OptionError(f"Option '{MODE}' = '{mode}' is not one of {', '.join(MODES)}.")
-    return mode
+    return CoreOptions(options).get(TAG_AUTOMATIC_CREATION)
 
 
 def validate_options(options: Mapping[str, str]) -> None:
@@ -131,17 +133,12 @@ def validate_options(options: Mapping[str, str]) -> None:
     if mode_of(options) == "none":
         return
     handler = PeriodHandler.from_options(options)
-    delay = parse_duration_ms(options.get("tag.creation-delay", "0 ms"), "tag.creation-delay")
+    opts = CoreOptions(options)
+    delay = opts.get(TAG_CREATION_DELAY)
     if delay >= handler.period_ms:
-        raise OptionError(f"Option 'tag.creation-delay' ({delay} ms) must be shorter than the tag period "
+        raise OptionError(f"Option '{TAG_CREATION_DELAY.key}' ({delay} ms) must be shorter than the tag period "
                           f"({handler.period_ms} ms).")
-    max_n = options.get("tag.num-retained-max")
-    if max_n is not None:
-        try:
-            if int(str(max_n).strip()) < 0:
-                raise ValueError
-        except ValueError:
-            raise OptionError(f"Option 'tag.num-retained-max' must be a non-negative integer, got '{max_n}'.") from None
+    opts.get(TAG_NUM_RETAINED_MAX)  # refuses a negative or non-integer value before the commit writes anything
     retention_ms(None, options)  # parses tag.default-time-retained
 
 
@@ -150,13 +147,11 @@ def _time_of(snapshot: Snapshot, mode: str, options: Mapping[str, str]) -> _dt.d
         wm = snapshot.watermark
         if wm is None or wm == _LONG_MIN:
             return None
-        zone = options.get("sink.watermark-time-zone", "UTC")
+        zone = CoreOptions(options).get(SINK_WATERMARK_TIME_ZONE)
         try:
-            from zoneinfo import ZoneInfo  # noqa: PLC0415
-
             tz = _dt.timezone.utc if zone.upper() == "UTC" else ZoneInfo(zone)
-        except Exception as e:  # noqa: BLE001
-            raise OptionError(f"Option 'sink.watermark-time-zone' = '{zone}' is not a known time zone.") from e
+        except Exception as e:  # noqa: BLE001 - ZoneInfo raises several unrelated types for a bad name
+            raise OptionError(f"Option '{SINK_WATERMARK_TIME_ZONE.key}' = '{zone}' is not a known time zone.") from e
         return _dt.datetime.fromtimestamp(wm / 1000.0, tz).replace(tzinfo=None)
     return _dt.datetime.fromtimestamp(snapshot.time_millis / 1000.0)
 
@@ -180,7 +175,7 @@ def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
 
 def _batch_tag(tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, options: Mapping[str, str],
                retained: int | None) -> str:
-    name = options.get("tag.batch.customized-name") or BATCH_TAG_PREFIX + _dt.datetime.fromtimestamp(
+    name = CoreOptions(options).get(TAG_BATCH_CUSTOMIZED_NAME) or BATCH_TAG_PREFIX + _dt.datetime.fromtimestamp(
         snapshot.time_millis / 1000.0).strftime("%Y-%m-%d")
     if tags.create(name, snapshot, retained, ignore_if_exists=True, validate=False).snapshot.id != snapshot.id:
         # The period's tag exists from an earlier batch: move it (an atomic overwrite, never absent).
@@ -190,9 +185,9 @@ def _batch_tag(tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, opt
 
 def _time_tags(fileio: FileIO, table_path: str, branch: str, tags: TagManager, handler: PeriodHandler,
                snapshot: Snapshot, mode: str, options: Mapping[str, str], retained: int | None) -> list[str]:
-    delay = _dt.timedelta(milliseconds=parse_duration_ms(options.get("tag.creation-delay", "0 ms"),
-                                                         "tag.creation-delay"))
-    completion = str(options.get("tag.automatic-completion", "false")).strip().lower() == "true"
+    opts = CoreOptions(options)
+    delay = _dt.timedelta(milliseconds=opts.get(TAG_CREATION_DELAY))
+    completion = opts.get(TAG_AUTOMATIC_COMPLETION)
     snapshots = SnapshotManager(fileio, table_path, branch)
     auto = [t for t in tags.list_tags() if handler.is_auto_tag(t.name)]  # ordered by snapshot id
     next_tag: _dt.datetime | None = None
@@ -240,15 +235,15 @@ def _is_batch_tag(name: str) -> bool:
 
 
 def _enforce_max(tags: TagManager, handler: PeriodHandler, options: Mapping[str, str]) -> None:
-    max_n = options.get("tag.num-retained-max")
+    max_n = CoreOptions(options).get(TAG_NUM_RETAINED_MAX)
     if max_n is None:
         return
     is_auto = _is_batch_tag if mode_of(options) == "batch" else handler.is_auto_tag
     auto = [t for t in tags.list_tags() if is_auto(t.name)]  # oldest (lowest snapshot id) first
-    excess = len(auto) - int(str(max_n).strip())
+    excess = len(auto) - max_n
     for t in auto[:max(excess, 0)]:
         tags.delete(t.name, ignore_if_not_exists=True)
-        log.info("deleted auto tag %s: more than tag.num-retained-max = %s auto tags", t.name, max_n)
+        log.info("deleted auto tag %s: more than %s = %s auto tags", t.name, TAG_NUM_RETAINED_MAX.key, max_n)
 
 
 __all__ = ["PeriodHandler", "on_commit", "validate_options", "mode_of"]

@@ -91,6 +91,11 @@ from pyspark_paimon.errors import (
 )
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import validate_branch_name
+from pyspark_paimon.metadata.options import (
+    SCAN_FALLBACK_BRANCH,
+    SCAN_FALLBACK_DELTA_BRANCH,
+    SCAN_FALLBACK_SNAPSHOT_BRANCH,
+)
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import (
     EARLIEST,
@@ -110,7 +115,7 @@ LINEAGE_FILE = "branch.json"
 SCHEMA_PREFIX = "schema-"
 LINEAGE_VERSION = 1
 # Options that name another branch a read depends on; dropping or renaming that branch breaks the read.
-_BRANCH_OPTIONS = ("scan.fallback-branch", "scan.fallback-snapshot-branch", "scan.fallback-delta-branch")
+_BRANCH_OPTIONS = (SCAN_FALLBACK_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH, SCAN_FALLBACK_DELTA_BRANCH)
 
 
 # ------------------------------------------------------------------------------------------- records
@@ -402,9 +407,10 @@ class BranchManager:
                 continue
             if schema is None:
                 continue
-            for key in _BRANCH_OPTIONS:
-                if schema.options.get(key) == name:
-                    out.append(f"branch '{b}' has '{key}' = '{name}'")
+            options = schema.core_options
+            for option in _BRANCH_OPTIONS:
+                if options.get(option) == name:
+                    out.append(f"branch '{b}' has '{option.key}' = '{name}'")
         return out
 
     def drop(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:

@@ -24,7 +24,13 @@ from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateU
 from pyspark_paimon.metadata import auto_tag
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.options import parse_duration_ms
+from pyspark_paimon.metadata.options import (
+    COMMIT_MAX_RETRIES,
+    COMMIT_MAX_RETRY_WAIT,
+    COMMIT_MIN_RETRY_WAIT,
+    MANIFEST_MERGE_MIN_COUNT,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.manifest import (
     KIND_ADD,
     KIND_DELETE,
@@ -122,11 +128,11 @@ class FileStoreCommit:
         self.snapshots = SnapshotManager(fileio, table_path, self.branch)
         self.schemas = SchemaManager(fileio, table_path, self.branch)
         self.manifests = ManifestStore(fileio, table_path)
-        opts = options or {}
-        self.max_retries = int(opts.get("commit.max-retries", "10"))
-        self.min_wait_ms = parse_duration_ms(opts.get("commit.min-retry-wait", "10 ms"), "commit.min-retry-wait")
-        self.max_wait_ms = parse_duration_ms(opts.get("commit.max-retry-wait", "10 s"), "commit.max-retry-wait")
-        self.merge_min_count = int(opts.get("manifest.merge-min-count", "30"))
+        opts = CoreOptions(options or {})
+        self.max_retries = opts.get(COMMIT_MAX_RETRIES)
+        self.min_wait_ms = opts.get(COMMIT_MIN_RETRY_WAIT)
+        self.max_wait_ms = opts.get(COMMIT_MAX_RETRY_WAIT)
+        self.merge_min_count = opts.get(MANIFEST_MERGE_MIN_COUNT)
 
     # ---------------------------------------------------------------------------------------------
     def commit(self, messages: Sequence[CommitMessage], *, kind: CommitKind = "APPEND",

@@ -40,7 +40,17 @@ from typing import Iterable, Mapping
 from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.deletion import delete_unreachable
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.options import get_int, parse_duration_ms
+from pyspark_paimon.metadata.options import (
+    CHANGELOG_NUM_RETAINED_MAX,
+    CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_TIME_RETAINED,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    ConfigOption,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.reachability import FileRefs, ReachabilityScanner, Root
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import (
@@ -104,17 +114,21 @@ def min_consumer_next_snapshot(fileio: FileIO, table_path: str, branch: str) -> 
     return best
 
 
-_CHANGELOG_OPTIONS = {"changelog.num-retained.min": "snapshot.num-retained.min",
-                      "changelog.num-retained.max": "snapshot.num-retained.max",
-                      "changelog.time-retained": "snapshot.time-retained"}
+# Each changelog retention option and the snapshot option it must equal (as stored text) for us to expire.
+_CHANGELOG_OPTIONS: tuple[tuple[ConfigOption[int | None], ConfigOption[int]], ...] = (
+    (CHANGELOG_NUM_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MIN),
+    (CHANGELOG_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MAX),
+    (CHANGELOG_TIME_RETAINED, SNAPSHOT_TIME_RETAINED),
+)
 
 
-def _refuse_decoupled_changelog(opts: Mapping[str, str]) -> None:
+def _refuse_decoupled_changelog(opts: CoreOptions) -> None:
     """Java keeps the changelog of expired snapshots as ``changelog/changelog-N`` when the changelog has its own
     retention; we do not write those, so expiring such a table here would drop changelog streaming readers need."""
-    for key, snapshot_key in _CHANGELOG_OPTIONS.items():
-        value = opts.get(key)
-        if value is not None and value != opts.get(snapshot_key):
+    for changelog_option, snapshot_option in _CHANGELOG_OPTIONS:
+        value = opts.text(changelog_option)
+        if value is not None and value != opts.text(snapshot_option):
+            key = changelog_option.key
             raise OptionError(
                 f"Table option '{key}' = '{value}' gives the changelog its own retention (Paimon's decoupled "
                 "changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire this "
@@ -153,25 +167,24 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
     (``max_deletes``)."""
     branch = branch or MAIN_BRANCH
     require_branch_exists(fileio, table_path, branch)
-    opts = _options(fileio, table_path, branch, options)
-    retain_min = retain_min if retain_min is not None else get_int(opts, "snapshot.num-retained.min")
-    retain_max = retain_max if retain_max is not None else get_int(opts, "snapshot.num-retained.max")
-    limit = max_deletes if max_deletes is not None else get_int(opts, "snapshot.expire.limit")
-    if retain_min is None or retain_min < 1:
+    opts = CoreOptions(_options(fileio, table_path, branch, options))
+    retain_min = retain_min if retain_min is not None else opts.get(SNAPSHOT_NUM_RETAINED_MIN)
+    retain_max = retain_max if retain_max is not None else opts.get(SNAPSHOT_NUM_RETAINED_MAX)
+    limit = max_deletes if max_deletes is not None else opts.get(SNAPSHOT_EXPIRE_LIMIT)
+    if retain_min < 1:
         raise OptionError(f"retain_min / 'snapshot.num-retained.min' must be at least 1, got {retain_min}: the "
                           "latest snapshot can never expire.")
-    if retain_max is None or retain_max < retain_min:
+    if retain_max < retain_min:
         raise OptionError(f"retain_max / 'snapshot.num-retained.max' ({retain_max}) must be >= retain_min "
                           f"({retain_min}).")
-    if limit is None or limit < 1:
+    if limit < 1:
         raise OptionError(f"max_deletes / 'snapshot.expire.limit' must be at least 1, got {limit}.")
     _refuse_decoupled_changelog(opts)
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     if older_than is not None:
         older_than_ms = to_millis(older_than, "older_than")
     else:
-        older_than_ms = now_ms - parse_duration_ms(opts.get("snapshot.time-retained", "1 h"),
-                                                   "snapshot.time-retained")
+        older_than_ms = now_ms - opts.get(SNAPSHOT_TIME_RETAINED)
 
     snapshots = SnapshotManager(fileio, table_path, branch)
     bounds = expire_range(snapshots, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_than_ms,

@@ -1,8 +1,11 @@
-"""Table options: which we honour, which only tune other engines, and which we refuse.
+"""Table options: which we honour (with their types and defaults), which only tune other engines, which we refuse.
 
 "An option we do not support is an error, never ignored." Three kinds of table option exist:
 
-* **honoured**: read and acted on here (``bucket``, ``merge-engine``, ``sequence.field`` ...);
+* **honoured**: read and acted on here (``bucket``, ``merge-engine``, ``sequence.field`` ...). Each one is a
+  :class:`ConfigOption` constant of this module (key, value type, default, purpose), read through
+  :class:`CoreOptions`; :data:`HONOURED` is derived from those constants, so the registry and the code that
+  reads the options cannot drift apart, and a default is written down exactly once;
 * **inert**: options that tune another engine's runtime (Flink parallelism, compaction triggers, lookup
   caches...) and cannot change what a batch read returns or what a batch write must produce. A table created
   by Java Paimon may carry them, and we keep them untouched;
@@ -12,83 +15,281 @@
 
 Creating a table with an option we do not recognise at all is refused too (a typo must not silently become a
 no-op); reading a table whose schema carries one is allowed only when the key is known to be inert.
+
+Reading an option::
+
+    opts = CoreOptions(schema.options)          # or schema.core_options
+    opts.bucket                                 # -1 when unset
+    opts.get(COMMIT_MIN_RETRY_WAIT)             # 10 (ms)
+    opts.field("v", FIELD_IGNORE_RETRACT)       # fields.v.ignore-retract, False when unset
+
+Defaults are kept as Paimon spells them (``'10 ms'``, ``'256 mb'``) and go through the same parser as a
+user's value, so a default can never be of a different form than the values users write.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
-from typing import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Iterable, Mapping, TypeVar, overload
 
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.option_values import (
+    BOOLEAN,
+    DURATION,
+    INTEGER,
+    LOWERCASE,
+    MEMORY_SIZE,
+    NON_NEGATIVE_INTEGER,
+    POSITIVE_DURATION,
+    STRING,
+    STRING_LIST,
+    OptionType,
+    one_of,
+    parse_duration_ms,
+    parse_memory_size,
+)
 
-# Honoured table options and their defaults (None = no default). Keys are Paimon's.
-HONOURED: dict[str, str | None] = {
-    "bucket": "-1",
-    "bucket-key": None,
-    "bucket-function.type": "default",
-    "file.format": "parquet",
-    "file.compression": "zstd",
-    "file.compression.zstd-level": "1",
-    "manifest.compression": "zstd",
-    "target-file-size": None,  # 128 mb for PK tables, 256 mb for append tables
-    "write-buffer-size": "256 mb",
-    "merge-engine": "deduplicate",
-    "sequence.field": None,
-    "sequence.field.sort-order": "ascending",
-    "ignore-delete": "false",
-    "partial-update.remove-record-on-delete": "false",
-    "fields.default-aggregate-function": None,
-    "rowkind.field": None,
-    "partition.default-name": "__DEFAULT_PARTITION__",
-    "partition.legacy-name": "true",
-    "metadata.stats-mode": "truncate(16)",
-    "data-file.prefix": "data-",
-    "dynamic-partition-overwrite": "true",
-    "commit.max-retries": "10",
-    "commit.min-retry-wait": "10 ms",
-    "commit.max-retry-wait": "10 s",
-    "commit.timeout": None,
-    "commit.user-prefix": None,
-    "manifest.merge-min-count": "30",
-    "manifest.target-file-size": "8 mb",
-    "source.split.target-size": "128 mb",
-    "source.split.open-file-cost": "4 mb",
-    "snapshot.num-retained.min": "10",
-    "snapshot.num-retained.max": str(2**31 - 1),
-    "snapshot.time-retained": "1 h",
-    "snapshot.expire.limit": "50",
-    "tag.automatic-creation": "none",
-    "tag.creation-period": "daily",
-    "tag.creation-delay": "0 ms",
-    "tag.period-formatter": "with_dashes",
-    "tag.num-retained-max": None,
-    "tag.default-time-retained": None,
-    "tag.time-expire-enabled": "true",
-    "tag.creation-period-duration": None,
-    "tag.automatic-completion": "false",
-    "tag.batch.customized-name": None,
-    "scan.fallback-branch": None,
-    "chain-table.enabled": "false",
-    "scan.fallback-snapshot-branch": None,
-    "scan.fallback-delta-branch": None,
-    "chain-table.chain-partition-keys": None,
-    "chain-table.split.key-range-enabled": "true",
-    "chain-table.compact.auto-threshold": None,
-    "partition.timestamp-pattern": None,
-    "partition.timestamp-formatter": None,
-    "changelog-producer": "none",
-    "deletion-vectors.enabled": "false",
-    "path": None,
-    "type": "table",
-    "owner": None,
-    "comment": None,
-}
+T = TypeVar("T")
 
-# Per-field options (``fields.<name>.<suffix>``) that we honour.
-FIELD_OPTION_SUFFIXES = ("aggregate-function", "ignore-retract", "sequence-group", "stats-mode",
-                         "default-value", "nested-key", "distinct", "list-agg-delimiter")
+# Re-exported: the duration and size parsers are part of this module's contract (DEVELOPERS.md).
+__all__ = [
+    "ConfigOption", "FieldOption", "CoreOptions", "OPTIONS", "FIELD_OPTIONS", "HONOURED", "FIELD_OPTION_SUFFIXES",
+    "INERT_PREFIXES", "REFUSED_VALUES", "SCAN_KEYS", "MERGE_ENGINES", "TAG_CREATION_MODES", "TAG_CREATION_PERIODS",
+    "TAG_PERIOD_FORMATTERS", "is_field_option", "is_known", "validate_table_options", "check_read_options", "get",
+    "parse_duration_ms", "parse_memory_size",
+]
 
+
+# ------------------------------------------------------------------------------------------------ model
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One table option: its Paimon key, how its text is parsed, its default as Paimon spells it (None = no
+    default) and a one-line description. Read it with :meth:`CoreOptions.get`."""
+
+    key: str
+    value_type: OptionType[T]
+    default: str | None
+    description: str
+
+    @property
+    def default_value(self) -> T:
+        """The parsed default (None for an option without one; see :func:`_option` for why that is typed)."""
+        return CoreOptions({}).get(self)
+
+
+@dataclass(frozen=True)
+class FieldOption(Generic[T]):
+    """A per-column option ``fields.<column>.<suffix>`` (aggregate functions, stats modes...)."""
+
+    suffix: str
+    value_type: OptionType[T]
+    default: str | None
+    description: str
+
+    def of(self, column: str) -> ConfigOption[T]:
+        """The option of one column, e.g. ``FIELD_IGNORE_RETRACT.of("v")`` is ``fields.v.ignore-retract``."""
+        return ConfigOption(f"fields.{column}.{self.suffix}", self.value_type, self.default, self.description)
+
+
+# The overloads give an option without a default the value type ``T | None`` and one with a default ``T``, so
+# ``CoreOptions.get`` is precisely typed at every call site; at runtime both are the same dataclass.
+@overload
+def _option(key: str, value_type: OptionType[T], default: str, description: str) -> ConfigOption[T]: ...
+@overload
+def _option(key: str, value_type: OptionType[T], default: None, description: str) -> ConfigOption[T | None]: ...
+def _option(key: str, value_type: OptionType[Any], default: str | None, description: str) -> ConfigOption[Any]:
+    return ConfigOption(key, value_type, default, description)
+
+
+@overload
+def _field_option(suffix: str, value_type: OptionType[T], default: str, description: str) -> FieldOption[T]: ...
+@overload
+def _field_option(suffix: str, value_type: OptionType[T], default: None,
+                  description: str) -> FieldOption[T | None]: ...
+def _field_option(suffix: str, value_type: OptionType[Any], default: str | None,
+                  description: str) -> FieldOption[Any]:
+    return FieldOption(suffix, value_type, default, description)
+
+
+# ------------------------------------------------------------------------------------------------ choices
+MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+SORT_ORDERS = ("ascending", "descending")
+TAG_CREATION_MODES = ("none", "process-time", "watermark", "batch")
+#: In the order of ``auto_tag.PERIODS``' lengths (daily, hourly, two-hours).
+TAG_CREATION_PERIODS = ("daily", "hourly", "two-hours")
+TAG_PERIOD_FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
+
+# ------------------------------------------------------------------------------------------------ honoured
+# Layout and files
+BUCKET = _option("bucket", OptionType(INTEGER.parse, "an integer (N > 0 fixed buckets, -1 dynamic/unaware, "
+                                                     "-2 postpone)"), "-1",
+                 "Bucket count: N > 0 fixed, -1 dynamic (PK) / unaware (append), -2 postpone.")
+BUCKET_KEY = _option("bucket-key", STRING_LIST, None,
+                     "Columns hashed to pick a bucket; unset = the trimmed primary key.")
+BUCKET_FUNCTION_TYPE = _option("bucket-function.type", LOWERCASE, "default",
+                               "Hash function of fixed buckets; bucket pruning assumes Java's default one.")
+FILE_FORMAT = _option("file.format", LOWERCASE, "parquet",
+                      "Format of new data files; also the format of files whose name has no known extension.")
+FILE_COMPRESSION = _option("file.compression", STRING, "zstd", "Codec of new data files.")
+FILE_COMPRESSION_ZSTD_LEVEL = _option("file.compression.zstd-level", INTEGER, "1", "zstd level of new data files.")
+FILE_COMPRESSION_PER_LEVEL = _option("file.compression.per.level", STRING, None,
+                                     "Per-LSM-level codecs ('0:lz4,5:zstd'); new files are level 0.")
+FILE_SUFFIX_INCLUDE_COMPRESSION = _option("file.suffix.include.compression", BOOLEAN, "false",
+                                          "Name data files '<name>.<codec>.parquet'.")
+MANIFEST_COMPRESSION = _option("manifest.compression", STRING, "zstd", "Codec of manifest files.")
+TARGET_FILE_SIZE = _option("target-file-size", MEMORY_SIZE, None,
+                           "Size at which a data file is rolled; unset = 128 mb (PK tables) or 256 mb (append).")
+WRITE_BUFFER_SIZE = _option("write-buffer-size", MEMORY_SIZE, "256 mb",
+                            "Buffered input a write task holds before it flushes data files.")
+DATA_FILE_PREFIX = _option("data-file.prefix", STRING, "data-", "Name prefix of new data files.")
+PARTITION_DEFAULT_NAME = _option("partition.default-name", STRING, "__DEFAULT_PARTITION__",
+                                 "Directory name of a NULL (or empty string) partition value.")
+PARTITION_LEGACY_NAME = _option("partition.legacy-name", BOOLEAN, "true",
+                                "Spell partition values in directory names as Java's legacy toString does.")
+METADATA_STATS_MODE = _option("metadata.stats-mode", STRING, "truncate(16)",
+                              "Column stats kept in manifests: none, counts, full or truncate(N).")
+METADATA_STATS_DENSE_STORE = _option("metadata.stats-dense-store", BOOLEAN, "true",
+                                     "Store stats only of the columns that have them (and list those).")
+METADATA_STATS_KEEP_FIRST_N_COLUMNS = _option("metadata.stats-keep-first-n-columns", INTEGER, None,
+                                              "Only the first N columns get stats (negative = all).")
+
+# Primary-key merging
+MERGE_ENGINE = _option("merge-engine", one_of(MERGE_ENGINES), "deduplicate",
+                       "How the records of one primary key are merged.")
+SEQUENCE_FIELD = _option("sequence.field", STRING_LIST, None,
+                         "Columns that order the records of a key before the write order does.")
+SEQUENCE_FIELD_SORT_ORDER = _option("sequence.field.sort-order", one_of(SORT_ORDERS), "ascending",
+                                    "descending: a smaller sequence.field value is the newer record.")
+IGNORE_DELETE = _option("ignore-delete", BOOLEAN, "false", "Drop DELETE/UPDATE_BEFORE records instead of merging.")
+#: Engine-prefixed spellings of ``ignore-delete`` that Java still reads; any one of them set true enables it.
+IGNORE_DELETE_LEGACY_KEYS = ("first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete")
+IGNORE_UPDATE_BEFORE = _option("ignore-update-before", BOOLEAN, "false", "Drop UPDATE_BEFORE records on write.")
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _option("partial-update.remove-record-on-delete", BOOLEAN, "false",
+                                                 "partial-update: a DELETE removes the whole record.")
+FIELDS_DEFAULT_AGGREGATE_FUNCTION = _option("fields.default-aggregate-function", LOWERCASE, None,
+                                            "aggregation: function of columns without their own.")
+ROWKIND_FIELD = _option("rowkind.field", STRING, None, "Column whose +I/-U/+U/-D value is each row's kind.")
+
+# Reads
+SOURCE_SPLIT_TARGET_SIZE = _option("source.split.target-size", MEMORY_SIZE, "128 mb",
+                                   "Data a read task is given (splits are packed up to this size).")
+SOURCE_SPLIT_OPEN_FILE_COST = _option("source.split.open-file-cost", MEMORY_SIZE, "4 mb",
+                                      "Size a file counts for when splits are packed, however small it is.")
+
+# Commits and maintenance
+DYNAMIC_PARTITION_OVERWRITE = _option("dynamic-partition-overwrite", BOOLEAN, "true",
+                                      "Overwrite only the partitions a write touches.")
+COMMIT_MAX_RETRIES = _option("commit.max-retries", INTEGER, "10",
+                             "Commit attempts after the first that lost a race with another writer.")
+COMMIT_MIN_RETRY_WAIT = _option("commit.min-retry-wait", DURATION, "10 ms", "First back-off between attempts.")
+COMMIT_MAX_RETRY_WAIT = _option("commit.max-retry-wait", DURATION, "10 s", "Longest back-off between attempts.")
+COMMIT_TIMEOUT = _option("commit.timeout", DURATION, None, "Give up committing after this long.")
+COMMIT_USER_PREFIX = _option("commit.user-prefix", STRING, None, "Prefix of the commit user of our writes.")
+MANIFEST_MERGE_MIN_COUNT = _option("manifest.merge-min-count", INTEGER, "30",
+                                   "Manifests a snapshot may list before a commit merges them.")
+MANIFEST_TARGET_FILE_SIZE = _option("manifest.target-file-size", MEMORY_SIZE, "8 mb", "Size of merged manifests.")
+SNAPSHOT_NUM_RETAINED_MIN = _option("snapshot.num-retained.min", INTEGER, "10",
+                                    "Snapshots expiration always keeps.")
+SNAPSHOT_NUM_RETAINED_MAX = _option("snapshot.num-retained.max", INTEGER, str(2**31 - 1),
+                                    "Snapshots expiration keeps at most.")
+SNAPSHOT_TIME_RETAINED = _option("snapshot.time-retained", DURATION, "1 h",
+                                 "How long a superseded snapshot is kept.")
+SNAPSHOT_EXPIRE_LIMIT = _option("snapshot.expire.limit", INTEGER, "50", "Snapshots one expiration deletes at most.")
+CHANGELOG_NUM_RETAINED_MIN = _option("changelog.num-retained.min", INTEGER, None,
+                                     "Refused when it differs from snapshot.num-retained.min (decoupled changelog).")
+CHANGELOG_NUM_RETAINED_MAX = _option("changelog.num-retained.max", INTEGER, None,
+                                     "Refused when it differs from snapshot.num-retained.max (decoupled changelog).")
+CHANGELOG_TIME_RETAINED = _option("changelog.time-retained", DURATION, None,
+                                  "Refused when it differs from snapshot.time-retained (decoupled changelog).")
+
+# Tags
+TAG_AUTOMATIC_CREATION = _option("tag.automatic-creation", one_of(TAG_CREATION_MODES), "none",
+                                 "Create tags after commits: none, process-time, watermark or batch.")
+TAG_CREATION_PERIOD = _option("tag.creation-period", one_of(TAG_CREATION_PERIODS), "daily",
+                              "Period of automatic tags.")
+TAG_CREATION_DELAY = _option("tag.creation-delay", DURATION, "0 ms",
+                             "How long after a period ends its tag is created.")
+TAG_PERIOD_FORMATTER = _option("tag.period-formatter", one_of(TAG_PERIOD_FORMATTERS), "with_dashes",
+                               "Name format of automatic tags.")
+TAG_NUM_RETAINED_MAX = _option("tag.num-retained-max", NON_NEGATIVE_INTEGER, None,
+                               "Automatic tags kept at most (older ones are deleted).")
+TAG_DEFAULT_TIME_RETAINED = _option("tag.default-time-retained", DURATION, None,
+                                    "Retention written into tags created without one.")
+TAG_TIME_EXPIRE_ENABLED = _option("tag.time-expire-enabled", BOOLEAN, "true",
+                                  "Tags may expire by their retention (explicit expire_tags only).")
+TAG_CREATION_PERIOD_DURATION = _option("tag.creation-period-duration", POSITIVE_DURATION, None,
+                                       "Any tag period (tags named yyyyMMddHHmm); overrides tag.creation-period.")
+TAG_AUTOMATIC_COMPLETION = _option("tag.automatic-completion", BOOLEAN, "false",
+                                   "Also create tags for periods without a commit.")
+TAG_BATCH_CUSTOMIZED_NAME = _option("tag.batch.customized-name", STRING, None, "Fixed tag name of batch mode.")
+SINK_WATERMARK_TIME_ZONE = _option("sink.watermark-time-zone", STRING, "UTC",
+                                   "Zone in which watermark-mode tags read snapshot watermarks.")
+
+# Branches and chain tables
+SCAN_FALLBACK_BRANCH = _option("scan.fallback-branch", STRING, None,
+                               "Branch that supplies the partitions this branch lacks.")
+CHAIN_TABLE_ENABLED = _option("chain-table.enabled", BOOLEAN, "false", "The table is a chain table.")
+SCAN_FALLBACK_SNAPSHOT_BRANCH = _option("scan.fallback-snapshot-branch", STRING, None,
+                                        "Chain table: the branch of full partitions.")
+SCAN_FALLBACK_DELTA_BRANCH = _option("scan.fallback-delta-branch", STRING, None,
+                                     "Chain table: the branch of incremental partitions.")
+CHAIN_TABLE_CHAIN_PARTITION_KEYS = _option("chain-table.chain-partition-keys", STRING_LIST, None,
+                                           "Chain table: the partition keys that form the chain.")
+CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED = _option("chain-table.split.key-range-enabled", BOOLEAN, "true",
+                                              "Chain table: split chain reads by key range.")
+CHAIN_TABLE_COMPACT_AUTO_THRESHOLD = _option("chain-table.compact.auto-threshold", INTEGER, None,
+                                             "Chain table: compact a partition after this many deltas.")
+PARTITION_TIMESTAMP_PATTERN = _option("partition.timestamp-pattern", STRING, None,
+                                      "How partition values form a timestamp ('$dt $hh:00:00').")
+PARTITION_TIMESTAMP_FORMATTER = _option("partition.timestamp-formatter", STRING, None,
+                                        "Java DateTimeFormatter pattern of that timestamp.")
+
+# Table kind and metadata
+CHANGELOG_PRODUCER = _option("changelog-producer", LOWERCASE, "none", "How Paimon produces a changelog.")
+DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (refused).")
+PATH = _option("path", STRING, None, "The table's location, as catalogs record it.")
+TYPE = _option("type", LOWERCASE, "table", "Kind of table (only 'table' is readable).")
+OWNER = _option("owner", STRING, None, "Owner, as catalogs record it.")
+COMMENT = _option("comment", STRING, None, "Comment, as catalogs record it.")
+
+# ------------------------------------------------------------------------------------------------ per field
+FIELD_AGGREGATE_FUNCTION = _field_option("aggregate-function", LOWERCASE, None,
+                                         "aggregation: the column's function (else fields.default-aggregate-function).")
+FIELD_IGNORE_RETRACT = _field_option("ignore-retract", BOOLEAN, "false",
+                                     "aggregation: retractions do not change the column.")
+FIELD_SEQUENCE_GROUP = _field_option("sequence-group", STRING_LIST, None, "Sequence groups (refused).")
+FIELD_STATS_MODE = _field_option("stats-mode", STRING, None, "The column's stats mode (else metadata.stats-mode).")
+FIELD_DEFAULT_VALUE = _field_option("default-value", STRING, None, "Value of the column in rows written without it.")
+FIELD_NESTED_KEY = _field_option("nested-key", STRING_LIST, None, "aggregation nested_update: the row key.")
+FIELD_DISTINCT = _field_option("distinct", BOOLEAN, "false", "aggregation listagg: distinct items (refused).")
+# A blank delimiter is a delimiter (items joined with nothing between them), not an unset option.
+FIELD_LIST_AGG_DELIMITER = _field_option("list-agg-delimiter", OptionType(STRING.parse, "text", blank_is_unset=False),
+                                         ",", "aggregation listagg: the delimiter.")
+
+
+def _declared(kind: type, name_attr: str) -> tuple[Any, ...]:
+    """Every constant of ``kind`` in this module, in declaration order (Java's ``CoreOptions.getOptions()``
+    finds its options by reflection too), refusing two constants for one key: a second declaration of a key
+    would let two call sites disagree on its default."""
+    found = [v for v in globals().values() if isinstance(v, kind)]
+    names = [getattr(v, name_attr) for v in found]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise AssertionError(f"options declared twice: {duplicates}")
+    return tuple(found)
+
+
+#: Every honoured table option.
+OPTIONS: tuple[ConfigOption[Any], ...] = _declared(ConfigOption, "key")
+#: Every honoured per-field option.
+FIELD_OPTIONS: tuple[FieldOption[Any], ...] = _declared(FieldOption, "suffix")
+#: Honoured table options and their defaults (None = no default), derived from the constants above.
+HONOURED: dict[str, str | None] = {o.key: o.default for o in OPTIONS}
+#: Per-field options (``fields.<name>.<suffix>``) that we honour.
+FIELD_OPTION_SUFFIXES: tuple[str, ...] = tuple(o.suffix for o in FIELD_OPTIONS)
+
+# ------------------------------------------------------------------------------------------------ inert
 # Options that only tune other engines' runtimes or maintenance we do not run; safe to carry.
 INERT_PREFIXES = (
     "sink.", "scan.parallelism", "scan.infer-parallelism", "lookup.", "compaction.", "num-sorted-run.",
@@ -103,23 +304,24 @@ INERT_PREFIXES = (
     "read.batch-size", "file-index", "async-file-write", "commit.force-compact", "commit.callback",
     "commit.discard-duplicate-files", "commit.strict-mode", "end-input.", "incremental-", "scan.mode",
     "scan.plan-sort-partition", "scan.manifest.parallelism", "delete-file.", "stats-dense-store",
-    "metadata.stats-dense-store", "metadata.stats-keep-first-n-columns", "zorder.", "bucket-append-ordered",
+    "zorder.", "bucket-append-ordered",
     "force-lookup", "lookup-wait", "lookup-compact", "data-file.path-directory", "changelog-file.",
     "index-file-in-data-file-dir", "fields.default-", "manifest.delete-file-drop-stats",
-    "statistics.", "sequence.field.sort-order", "visibility-callback.", "ignore-update-before",
-    "deletion-vectors.bitmap64", "deletion-vectors.index-file.target-size", "file.suffix.include.compression",
+    "statistics.", "visibility-callback.",
+    "deletion-vectors.bitmap64", "deletion-vectors.index-file.target-size",
     "write.sequence-number-init-mode", "partition.sink-strategy", "clustering.", "query-auth.",
 )
 
+# ------------------------------------------------------------------------------------------------ refused
 # Values that change semantics we do not implement: option -> (allowed values, why/fix).
 REFUSED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    "deletion-vectors.enabled": (("false",), "deletion vectors are not supported yet; read and write the table "
-                                              "with Paimon/pypaimon or disable deletion vectors on a copy"),
-    "merge-engine": (("deduplicate", "partial-update", "aggregation", "first-row"),
-                     "supported merge engines are deduplicate, partial-update, aggregation and first-row"),
-    "changelog-producer": (("none", "input", "lookup", "full-compaction"), "unknown changelog producer"),
-    "file.format": (("parquet", "orc"), "only parquet (read/write) and orc (read) data files are supported"),
-    "bucket-function.type": (("default",), "only the default bucket function is supported"),
+    DELETION_VECTORS_ENABLED.key: (("false",), "deletion vectors are not supported yet; read and write the table "
+                                               "with Paimon/pypaimon or disable deletion vectors on a copy"),
+    MERGE_ENGINE.key: (MERGE_ENGINES, "supported merge engines are deduplicate, partial-update, aggregation and "
+                                      "first-row"),
+    CHANGELOG_PRODUCER.key: (("none", "input", "lookup", "full-compaction"), "unknown changelog producer"),
+    FILE_FORMAT.key: (("parquet", "orc"), "only parquet (read/write) and orc (read) data files are supported"),
+    BUCKET_FUNCTION_TYPE.key: (("default",), "only the default bucket function is supported"),
     "data-evolution.enabled": (("false",), "data-evolution tables are not supported"),
     "row-tracking.enabled": (("false",), "row-tracking tables are not supported for writing"),
     "data-file.thin-mode": (("false",), "thin-mode data files are not supported"),
@@ -130,6 +332,113 @@ SCAN_KEYS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan
              "scan.version", "incremental-between", "incremental-between-timestamp", "branch")
 
 
+# ------------------------------------------------------------------------------------------------ typed view
+class CoreOptions:
+    """Typed, read-only view of one table's options (a schema's, possibly overlaid by a read or write).
+
+    Every read goes through a :class:`ConfigOption`, so each key, default and parse rule lives in one place;
+    values are parsed on access (the mapping is not copied, nothing is cached, so the view never goes stale).
+    A missing or blank value means "use the default"; an unparsable one raises :class:`OptionError` naming
+    the option, the value and the expected form.
+    """
+
+    __slots__ = ("_options",)
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self._options = options
+
+    @property
+    def options(self) -> Mapping[str, str]:
+        return self._options
+
+    def text(self, option: ConfigOption[Any]) -> str | None:
+        """The option's stored text, None when unset (blank counts as unset unless blank is a value)."""
+        raw = self._options.get(option.key)
+        if raw is None:
+            return None
+        raw = str(raw)
+        return None if option.value_type.blank_is_unset and not raw.strip() else raw
+
+    def is_set(self, option: ConfigOption[Any]) -> bool:
+        return self.text(option) is not None
+
+    def get(self, option: ConfigOption[T]) -> T:
+        """The parsed value, else the parsed default; None only for an option without a default (typed
+        ``ConfigOption[X | None]``)."""
+        raw = self.text(option)
+        if raw is None:
+            raw = option.default
+            if raw is None:
+                return None  # type: ignore[return-value]  # T includes None for options without a default
+        try:
+            return option.value_type.parse(raw)
+        except ValueError:
+            raise OptionError(f"Option '{option.key}' must be {option.value_type.expected}, got '{raw}'.") from None
+
+    def field(self, column: str, option: FieldOption[T]) -> T:
+        """The per-column option ``fields.<column>.<suffix>``."""
+        return self.get(option.of(column))
+
+    def field_keys(self, option: FieldOption[Any]) -> list[str]:
+        """Keys of ``option`` set for any column (e.g. every ``fields.*.sequence-group``)."""
+        suffix = "." + option.suffix
+        return [k for k in self._options if k.startswith("fields.") and k.endswith(suffix)]
+
+    # -- the options most call sites need -------------------------------------------------------------
+    @property
+    def bucket(self) -> int:
+        return self.get(BUCKET)
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        """The ``bucket-key`` columns ([] when unset; ``TableSchema.bucket_keys`` falls back to the key)."""
+        return self.get(BUCKET_KEY) or []
+
+    @property
+    def file_format(self) -> str:
+        return self.get(FILE_FORMAT)
+
+    @property
+    def merge_engine(self) -> str:
+        return self.get(MERGE_ENGINE)
+
+    @property
+    def sequence_fields(self) -> list[str]:
+        """The ``sequence.field`` columns in order; [] when unset."""
+        return self.get(SEQUENCE_FIELD) or []
+
+    @property
+    def sequence_descending(self) -> bool:
+        """True when a smaller ``sequence.field`` value is the newer record."""
+        return self.get(SEQUENCE_FIELD_SORT_ORDER) == "descending"
+
+    @property
+    def ignore_delete(self) -> bool:
+        """``ignore-delete``, or any of its legacy engine-prefixed spellings (each parsed, in order)."""
+        return self.get(IGNORE_DELETE) or any(
+            self.get(replace(IGNORE_DELETE, key=key)) for key in IGNORE_DELETE_LEGACY_KEYS)
+
+    @property
+    def partition_default_name(self) -> str:
+        return self.get(PARTITION_DEFAULT_NAME)
+
+    @property
+    def partition_legacy_name(self) -> bool:
+        return self.get(PARTITION_LEGACY_NAME)
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        return self.get(DELETION_VECTORS_ENABLED)
+
+    def target_file_size(self, primary_key_table: bool) -> int:
+        """``target-file-size``; unset, Paimon's default depends on the table kind (128 mb PK, 256 mb append)."""
+        size = self.get(TARGET_FILE_SIZE)
+        if size is None:
+            return (128 if primary_key_table else 256) * 1024**2
+        return size
+
+
+# ------------------------------------------------------------------------------------------------ checks
 def is_field_option(key: str) -> bool:
     return key.startswith("fields.") and key.rsplit(".", 1)[-1] in FIELD_OPTION_SUFFIXES
 
@@ -153,70 +462,10 @@ def validate_table_options(options: Mapping[str, str], *, creating: bool, table:
 
 
 def get(options: Mapping[str, str], key: str) -> str | None:
+    """The raw text of any option key, else its registry default: for code that handles keys generically
+    (comparing a write's table options with a table's). Code reading a known option uses :class:`CoreOptions`."""
     value = options.get(key)
     return value if value is not None else HONOURED.get(key)
-
-
-def get_bool(options: Mapping[str, str], key: str) -> bool:
-    value = (get(options, key) or "false").strip().lower()
-    if value not in ("true", "false"):
-        raise OptionError(f"Option '{key}' must be 'true' or 'false', got '{value}'.")
-    return value == "true"
-
-
-def get_int(options: Mapping[str, str], key: str) -> int | None:
-    value = get(options, key)
-    if value is None:
-        return None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise OptionError(f"Option '{key}' must be an integer, got '{value}'.") from None
-
-
-_DURATION_UNITS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "mins": 60_000, "m": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-_SIZE_UNITS = {"b": 1, "bytes": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
-               "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4}
-
-
-def parse_duration_ms(text: str, key: str = "duration") -> int:
-    """Paimon durations: '10 ms', '30 s', '1 h', '7 d', '1 min', 'PT24H', or bare milliseconds."""
-    t = str(text).strip().lower()
-    iso = re.fullmatch(r"p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?)?", t)
-    if iso and any(iso.groups()):
-        d, h, m, s = iso.groups()
-        return int((int(d or 0) * 86400 + int(h or 0) * 3600 + int(m or 0) * 60 + float(s or 0)) * 1000)
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", t)
-    if match:
-        number, unit = match.groups()
-        factor = _DURATION_UNITS.get(unit or "ms")
-        if factor is not None:
-            return int(float(number) * factor)
-    raise OptionError(f"Cannot parse {key} '{text}'; use forms like '10 ms', '30 s', '5 min', '1 h', '7 d'.")
-
-
-def parse_memory_size(text: str, key: str = "size") -> int:
-    """Paimon memory sizes: '128 mb', '8mb', '1 gb', '4096' (bytes)."""
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", str(text).strip().lower())
-    if match:
-        number, unit = match.groups()
-        factor = _SIZE_UNITS.get(unit or "b")
-        if factor is not None:
-            return int(float(number) * factor)
-    raise OptionError(f"Cannot parse {key} '{text}'; use forms like '128 mb', '1 gb', '4096'.")
-
-
-def target_file_size(options: Mapping[str, str], primary_key_table: bool) -> int:
-    value = options.get("target-file-size")
-    if value is None:
-        return (128 if primary_key_table else 256) * 1024**2
-    return parse_memory_size(value, "target-file-size")
 
 
 def check_read_options(options: Iterable[str], allowed: Iterable[str], what: str) -> None:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from pyspark_paimon.errors import OptionError, SchemaError, UnsupportedTypeError
 from pyspark_paimon.metadata.binary_row import DataType, type_name
+from pyspark_paimon.metadata.options import PARTITION_DEFAULT_NAME
 from pyspark_paimon.metadata.schema import TableSchema
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "unescape_path_name",
 ]
 
-DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+DEFAULT_PARTITION_NAME: str = PARTITION_DEFAULT_NAME.default_value
 
 _ESCAPED = frozenset('"#%\'*/:=?\\\x7f{}[]^') | frozenset(chr(c) for c in range(0x20))
 _EPOCH_DATE = _dt.date(1970, 1, 1)

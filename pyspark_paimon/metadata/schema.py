@@ -30,6 +30,7 @@ from pyspark_paimon.errors import (
     UnsupportedTypeError,
 )
 from pyspark_paimon.metadata.jackson import to_jackson_json
+from pyspark_paimon.metadata.options import BUCKET, BUCKET_KEY, FILE_FORMAT, MERGE_ENGINE, SEQUENCE_FIELD, CoreOptions
 from pyspark_paimon.metadata.type_arrow import to_arrow_schema
 from pyspark_paimon.metadata.type_json import field_to_json, fields_from_json
 from pyspark_paimon.metadata.types import (
@@ -47,10 +48,6 @@ __all__ = ["CURRENT_VERSION", "TableSchema", "SchemaManager", "option_str",
 
 CURRENT_VERSION = 3
 
-BUCKET = "bucket"
-BUCKET_KEY = "bucket-key"
-FILE_FORMAT = "file.format"
-
 #: Types that cannot be primary, partition or bucket keys (java SchemaValidation).
 _KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR", "VARIANT", "GEOMETRY",
                                     "GEOGRAPHY"})
@@ -58,7 +55,7 @@ _KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR",
 _SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND"})
 _KEY_FIELD_PREFIX = "_KEY_"
 #: Options that define the data layout; changing them on an existing table would misread its files.
-IMMUTABLE_OPTIONS = frozenset({"primary-key", "partition", BUCKET_KEY, "merge-engine", "sequence.field"})
+IMMUTABLE_OPTIONS = frozenset({"primary-key", "partition", BUCKET_KEY.key, MERGE_ENGINE.key, SEQUENCE_FIELD.key})
 _COMMIT_RETRIES = 100
 
 
@@ -182,9 +179,9 @@ class TableSchema:
             raise corrupt(f"'options' is not an object: {raw_options!r}")
         options = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in raw_options.items()}
         if version <= 1:
-            options.setdefault(BUCKET, "1")
+            options.setdefault(BUCKET.key, "1")
         if version <= 2:
-            options.setdefault(FILE_FORMAT, "orc")
+            options.setdefault(FILE_FORMAT.key, "orc")
         comment = obj.get("comment")
         if comment is not None and not isinstance(comment, str):
             comment = str(comment)
@@ -240,29 +237,26 @@ class TableSchema:
     @property
     def bucket_keys(self) -> list[str]:
         """The ``bucket-key`` option's columns in listed order, else the trimmed primary key (§6.2)."""
-        raw = self.options.get(BUCKET_KEY)
-        if raw is not None and raw.strip():
-            return [k.strip() for k in raw.split(",") if k.strip()]
-        return self.trimmed_primary_keys
+        return self.core_options.bucket_keys or self.trimmed_primary_keys
 
     @property
     def num_buckets(self) -> int:
-        raw = self.options.get(BUCKET)
-        if raw is None:
-            return 1 if self.version <= 1 else -1
-        try:
-            return int(raw.strip())
-        except ValueError:
-            raise OptionError(f"Option 'bucket' of the table is {raw!r}; it must be an integer "
-                              "(N > 0 fixed buckets, -1 dynamic/unaware, -2 postpone)") from None
+        """The ``bucket`` option (1 for version-1 schemas, which predate the option, else -1 when unset)."""
+        return self.core_options.bucket
+
+    @property
+    def core_options(self) -> CoreOptions:
+        """Typed view of :meth:`options_with_defaults`. Built per access (cheap: one small dict copy) rather than
+        cached, because ``options`` is a plain mutable dict the view must never disagree with."""
+        return CoreOptions(self.options_with_defaults())
 
     def options_with_defaults(self) -> dict[str, str]:
         """Options with the defaults implied by old schema versions filled in."""
         out = dict(self.options)
         if self.version <= 1:
-            out.setdefault(BUCKET, "1")
+            out.setdefault(BUCKET.key, "1")
         if self.version <= 2:
-            out.setdefault(FILE_FORMAT, "orc")
+            out.setdefault(FILE_FORMAT.key, "orc")
         return out
 
     @property
@@ -355,8 +349,7 @@ def validate_table_schema(schema: TableSchema) -> None:
             "such cross-partition upserts need dynamic bucket mode (bucket = -1). Add the partition keys to "
             "the primary key or set bucket = -1.")
 
-    raw_bucket_key = schema.options.get(BUCKET_KEY)
-    has_bucket_key = raw_bucket_key is not None and raw_bucket_key.strip() != ""
+    has_bucket_key = schema.core_options.is_set(BUCKET_KEY)
     if has_bucket_key:
         bkeys = schema.bucket_keys
         _check_key_columns(schema, bkeys, "Bucket key")
@@ -544,9 +537,9 @@ class SchemaManager:
             raise SchemaError(f"Cannot {action} column '{name}': it is a partition key {s.partition_keys}")
         if name in s.primary_keys:
             raise SchemaError(f"Cannot {action} column '{name}': it is part of the primary key {s.primary_keys}")
-        if s.options.get(BUCKET_KEY) and name in s.bucket_keys:
-            raise SchemaError(f"Cannot {action} column '{name}': it is in the option 'bucket-key' "
-                              f"({s.options[BUCKET_KEY]})")
+        bucket_key = s.core_options.text(BUCKET_KEY)
+        if bucket_key is not None and name in s.bucket_keys:
+            raise SchemaError(f"Cannot {action} column '{name}': it is in the option 'bucket-key' ({bucket_key})")
 
     def drop_column(self, name: str) -> TableSchema:
         """Remove a column; its id is never reused (highestFieldId stays)."""
@@ -583,9 +576,9 @@ class SchemaManager:
         if key in IMMUTABLE_OPTIONS:
             raise OptionError(f"Option '{key}' cannot be changed on an existing table (it defines how existing "
                               "data is laid out); create a new table instead")
-        if key == BUCKET:
+        if key == BUCKET.key:
             old_b = s.num_buckets
-            new_b = -1 if new_value is None else _parse_bucket(new_value)
+            new_b = CoreOptions({} if new_value is None else {key: new_value}).bucket
             if (old_b > 0) != (new_b > 0) or (old_b < 0 and old_b != new_b):
                 raise OptionError(f"Option 'bucket' cannot change from {old_b} to {new_b}: switching between "
                                   "fixed, dynamic and postpone bucket modes would misplace existing rows")
@@ -621,9 +614,3 @@ class SchemaManager:
 
         return self._evolve(change)
 
-
-def _parse_bucket(value: str) -> int:
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise OptionError(f"Option 'bucket' must be an integer, got {value!r}") from None

@@ -89,8 +89,8 @@ class FileStore:
         return [e for e in merge_entries(ms.read_entries(manifests)) if e.kind == KIND_ADD]
 
     def bucket_path(self, schema: TableSchema, partition_values: tuple, bucket: int) -> str:
+        options = schema.core_options
         rel = partition_path(partition_values, [(f.name, f.type) for f in schema.partition_fields],
-                             schema.options.get("partition.default-name", "__DEFAULT_PARTITION__"),
-                             schema.options.get("partition.legacy-name", "true").lower() == "true")
+                             options.partition_default_name, options.partition_legacy_name)
         bucket_dir = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
         return "/".join(p for p in (self.table_path, rel, bucket_dir) if p)

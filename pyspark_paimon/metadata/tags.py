@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.jackson import to_jackson_json
+from pyspark_paimon.metadata.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
 from pyspark_paimon.metadata.snapshot import (
     MAIN_BRANCH,
     Snapshot,
@@ -35,7 +36,6 @@ from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to
 TAG_PREFIX = "tag-"
 CREATE_TIME_KEY = "tagCreateTime"
 TIME_RETAINED_KEY = "tagTimeRetained"
-DEFAULT_TIME_RETAINED_OPTION = "tag.default-time-retained"
 
 # Placeholder for the Duration, which Jackson writes as a bare decimal number (not a JSON string).
 _DURATION_TOKEN = "\x00paimon-duration\x00"
@@ -360,10 +360,7 @@ def retention_ms(time_retained: object | None, options: Mapping[str, str] | None
     created without one), else none."""
     if time_retained is not None:
         return duration_millis(time_retained, "time_retained")
-    default = (options or {}).get(DEFAULT_TIME_RETAINED_OPTION)
-    if default is not None and str(default).strip():
-        return duration_millis(str(default), DEFAULT_TIME_RETAINED_OPTION)
-    return None
+    return CoreOptions(options or {}).get(TAG_DEFAULT_TIME_RETAINED)
 
 
 def create_tag(fileio: FileIO, table_path: str, branch: str, name: str, *, snapshot_id: int | None = None,

@@ -26,9 +26,10 @@ Details and decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pyspark_paimon.errors import BranchNotFoundError, SchemaError
+from pyspark_paimon.metadata.options import SCAN_FALLBACK_BRANCH, CoreOptions
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot, require_branch_exists
 from pyspark_paimon.metadata.store import FileStore
@@ -36,7 +37,7 @@ from pyspark_paimon.planner.predicate import Leaf, leaves_on
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanCounters, ScanPlan, ScanPlanner
 
-FALLBACK_OPTION = "scan.fallback-branch"
+FALLBACK_OPTION = SCAN_FALLBACK_BRANCH.key
 
 
 @dataclass
@@ -46,8 +47,8 @@ class FallbackResult:
     schemas: dict[str, dict[int, TableSchema]]
 
 
-def fallback_branch(opts: ReadOptions, table_options: dict[str, str], branch: str) -> str | None:
-    name = opts.fallback_branch or table_options.get(FALLBACK_OPTION)
+def fallback_branch(opts: ReadOptions, table_options: Mapping[str, str], branch: str) -> str | None:
+    name = opts.fallback_branch or CoreOptions(table_options).get(SCAN_FALLBACK_BRANCH)
     if not name or not name.strip() or name == branch:
         return None
     return name

@@ -11,7 +11,7 @@ import itertools
 import math
 import struct
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -19,7 +19,12 @@ from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
-from pyspark_paimon.metadata.options import parse_memory_size
+from pyspark_paimon.metadata.options import (
+    BUCKET_FUNCTION_TYPE,
+    SOURCE_SPLIT_OPEN_FILE_COST,
+    SOURCE_SPLIT_TARGET_SIZE,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -193,7 +198,7 @@ class _BucketSelector:
         self.columns: list[pa.Array] | None = None
         self.types: list[Any] = []
         self._cache: dict[int, frozenset[int]] = {}
-        if not pred or str(schema.options.get("bucket-function.type", "default")).lower() != "default":
+        if not pred or schema.core_options.get(BUCKET_FUNCTION_TYPE) != "default":
             return
         if schema.num_buckets <= 0:
             return
@@ -492,12 +497,15 @@ def _raw_convertible(files: Sequence[DataFileMeta]) -> bool:
             and len({f.level for f in files}) == 1)
 
 
-def split_target_size(table_options: dict[str, str], read_options: dict[str, str]) -> int:
-    value = read_options.get("source.split.target-size") or table_options.get("source.split.target-size") or "128 mb"
-    return parse_memory_size(value, "source.split.target-size")
+def split_target_size(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> int:
+    """``source.split.target-size``: the read's value, else the table's, else the default."""
+    read = CoreOptions(read_options)
+    chosen = read if read.is_set(SOURCE_SPLIT_TARGET_SIZE) else CoreOptions(table_options)
+    return chosen.get(SOURCE_SPLIT_TARGET_SIZE)
 
 
-def pack_splits(splits: Sequence[DataSplit], target_size: int, open_file_cost: int = 4 * 1024 * 1024,
+def pack_splits(splits: Sequence[DataSplit], target_size: int,
+                open_file_cost: int = SOURCE_SPLIT_OPEN_FILE_COST.default_value,
                 max_groups: int | None = None, min_groups: int = 1) -> list[list[DataSplit]]:
     """Pack splits into few groups of about ``target_size`` bytes each (one Spark task per group).
 

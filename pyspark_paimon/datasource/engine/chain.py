@@ -41,6 +41,7 @@ from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
@@ -136,8 +137,8 @@ def check_chain_options(store: FileStore, options: Mapping[str, str], table: str
         return
     schema = store.schema()
     cfg = validate_chain_definition(schema.partition_keys, schema.primary_keys, options, table)
-    for key, branch in (("scan.fallback-snapshot-branch", cfg.snapshot_branch),
-                        ("scan.fallback-delta-branch", cfg.delta_branch)):
+    for key, branch in ((SCAN_FALLBACK_SNAPSHOT_BRANCH.key, cfg.snapshot_branch),
+                        (SCAN_FALLBACK_DELTA_BRANCH.key, cfg.delta_branch)):
         if branch and branch != store.branch and store.with_branch(branch).schemas.latest() is None:
             raise ChainTableError(f"Chain table {table}: option '{key}' names branch '{branch}', which does not exist. "
                                   f"Create it first (Table.create_branch('{branch}')).")
@@ -151,8 +152,9 @@ def chain_peer_branches(store: FileStore, schema: TableSchema) -> list[str]:
             return []
     except ChainTableError:
         return []
-    snap = (schema.options.get("scan.fallback-snapshot-branch") or "").strip()
-    delta = (schema.options.get("scan.fallback-delta-branch") or "").strip()
+    options = schema.core_options
+    snap = (options.get(SCAN_FALLBACK_SNAPSHOT_BRANCH) or "").strip()
+    delta = (options.get(SCAN_FALLBACK_DELTA_BRANCH) or "").strip()
     if store.branch in (snap, delta):
         return []
     return [b for b in (snap, delta) if b and store.with_branch(b).schemas.latest() is not None]

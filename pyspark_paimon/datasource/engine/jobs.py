@@ -20,6 +20,7 @@ from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.commit import CommitMessage, OverwriteSpec
+from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.metadata.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
@@ -51,8 +52,9 @@ class ReadJob:
         The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
         """
         target = read_options.split_target_size or split_target_size(self.plan.schema.options, {})
-        return pack_splits(self.plan.splits, target, read_options.open_file_cost or 4 * 1024 * 1024,
-                           min_groups=max(os.cpu_count() or 1, 1))
+        # Only the read option overrides the open-file cost; the table's own value is not consulted.
+        open_file_cost = read_options.open_file_cost or SOURCE_SPLIT_OPEN_FILE_COST.default_value
+        return pack_splits(self.plan.splits, target, open_file_cost, min_groups=max(os.cpu_count() or 1, 1))
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
         for split in (self.plan.splits if splits is None else splits):

@@ -25,12 +25,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaError
+from pyspark_paimon.metadata.options import (
+    FIELD_AGGREGATE_FUNCTION,
+    FIELD_DISTINCT,
+    FIELD_IGNORE_RETRACT,
+    FIELD_LIST_AGG_DELIMITER,
+    FIELD_SEQUENCE_GROUP,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    MERGE_ENGINES,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    CoreOptions,
+)
 
 __all__ = [
     "SEQUENCE_NUMBER", "VALUE_KIND", "KIND_INSERT", "KIND_UPDATE_BEFORE", "KIND_UPDATE_AFTER", "KIND_DELETE",
-    "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError",
-    "merge_engine", "sequence_fields", "sequence_descending", "ignore_delete",
-    "sort_for_merge", "merge_sorted", "is_retract",
+    "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError", "sort_for_merge", "merge_sorted", "is_retract",
 ]
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -39,8 +48,6 @@ KIND_INSERT = 0
 KIND_UPDATE_BEFORE = 1
 KIND_UPDATE_AFTER = 2
 KIND_DELETE = 3
-
-MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 
 #: Aggregate functions of the aggregation engine that we implement (Java names; ``first_not_null_value``
 #: is Java's legacy spelling of ``first_non_null_value``).
@@ -51,9 +58,6 @@ AGGREGATE_FUNCTIONS = ("sum", "product", "count", "min", "max", "last_value", "l
 # clear the value). Every other function refuses -U/-D input unless the field ignores retractions.
 _RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
 
-# ``ignore-delete`` and the engine-specific keys Java still accepts as fallbacks for it.
-_IGNORE_DELETE_KEYS = ("ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete",
-                       "partial-update.ignore-delete")
 _TEMP_IS_ADD = "__paimon_is_add__"
 _TEMP_GROUP = "__paimon_group__"
 
@@ -61,54 +65,6 @@ _TEMP_GROUP = "__paimon_group__"
 class MergeError(PaimonError):
     """The records of a key cannot be merged with the table's merge engine (e.g. a delete reached an
     engine that refuses deletes). The message names the option that would allow it."""
-
-
-# ------------------------------------------------------------------------------------------------------
-# Options
-# ------------------------------------------------------------------------------------------------------
-def _bool_option(options: Mapping[str, str], key: str, default: bool = False) -> bool:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    value = str(raw).strip().lower()
-    if value not in ("true", "false"):
-        raise OptionError(f"Option '{key}' must be 'true' or 'false', got '{raw}'.")
-    return value == "true"
-
-
-def merge_engine(options: Mapping[str, str]) -> str:
-    """The table's ``merge-engine`` (default ``deduplicate``), validated."""
-    engine = str(options.get("merge-engine") or "deduplicate").strip().lower()
-    if engine not in MERGE_ENGINES:
-        raise OptionError(f"Option 'merge-engine' = '{engine}' is not supported; use one of "
-                          f"{', '.join(MERGE_ENGINES)}.")
-    return engine
-
-
-def ignore_delete(options: Mapping[str, str]) -> bool:
-    """``ignore-delete`` (or one of its legacy engine-prefixed spellings)."""
-    return any(_bool_option(options, key) for key in _IGNORE_DELETE_KEYS)
-
-
-def sequence_fields(options: Mapping[str, str]) -> list[str]:
-    """The ``sequence.field`` columns (comma separated), in order; [] when unset."""
-    raw = options.get("sequence.field")
-    if raw is None:
-        return []
-    return [name.strip() for name in str(raw).split(",") if name.strip()]
-
-
-def sequence_descending(options: Mapping[str, str]) -> bool:
-    """True when ``sequence.field.sort-order`` is ``descending`` (a smaller sequence value is newer)."""
-    raw = str(options.get("sequence.field.sort-order") or "ascending").strip().lower()
-    if raw not in ("ascending", "descending"):
-        raise OptionError(f"Option 'sequence.field.sort-order' must be 'ascending' or 'descending', "
-                          f"got '{raw}'.")
-    return raw == "descending"
-
-
-def _sequence_group_fields(options: Mapping[str, str]) -> list[str]:
-    return [k for k in options if k.startswith("fields.") and k.endswith(".sequence-group")]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -288,14 +244,14 @@ def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
     return _Result(rows, kinds[rows], np.ones(groups.count, dtype=bool), {})
 
 
-def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: Mapping[str, str],
+def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
                     value_names: Sequence[str]) -> _Result:
-    seq_groups = _sequence_group_fields(options)
+    seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
     if seq_groups:
         raise OptionError(f"Partial-update sequence groups ({', '.join(sorted(seq_groups))}) are not supported "
                           "by pyspark-paimon; read and write this table with Paimon (Java) instead.")
     retract = is_retract(kinds)
-    remove_on_delete = _bool_option(options, "partial-update.remove-record-on-delete")
+    remove_on_delete = options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
     if retract.any() and not remove_on_delete:
         raise MergeError(
             "The partial-update merge engine cannot accept DELETE/UPDATE_BEFORE records by default. Set the table "
@@ -321,9 +277,10 @@ def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options
     return _Result(groups.ends, out_kinds, has_add | deleted, values)
 
 
-def _agg_function(options: Mapping[str, str], name: str) -> str:
-    func = options.get(f"fields.{name}.aggregate-function") or options.get("fields.default-aggregate-function")
-    func = str(func or "last_non_null_value").strip().lower()
+def _agg_function(options: CoreOptions, name: str) -> str:
+    """The column's aggregate function, else the table's default one, else Java's ``last_non_null_value``."""
+    func = (options.field(name, FIELD_AGGREGATE_FUNCTION) or options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
+            or "last_non_null_value")
     if func not in AGGREGATE_FUNCTIONS:
         raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported by pyspark-paimon "
                           f"(supported: {', '.join(AGGREGATE_FUNCTIONS)}). Change "
@@ -338,11 +295,11 @@ def _is_blank(col: pa.ChunkedArray) -> np.ndarray:
 
 
 def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retract: np.ndarray, name: str,
-                     func: str, options: Mapping[str, str]) -> pa.Array:
+                     func: str, options: CoreOptions) -> pa.Array:
     col = table.column(name)
     target = col.type
     has_retract = bool(retract.any())
-    if has_retract and _bool_option(options, f"fields.{name}.ignore-retract"):
+    if has_retract and options.field(name, FIELD_IGNORE_RETRACT):
         active = ~retract  # retractions are no-ops for this field
     elif has_retract and func not in _RETRACTABLE:
         raise MergeError(f"Aggregate function '{func}' of column '{name}' does not support retraction "
@@ -409,11 +366,10 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
     if func == "listagg":
         if not (pa.types.is_string(target) or pa.types.is_large_string(target)):
             raise MergeError(f"Aggregate function 'listagg' needs a string column; '{name}' is {target}.")
-        if _bool_option(options, f"fields.{name}.distinct"):
+        if options.field(name, FIELD_DISTINCT):
             raise OptionError(f"'fields.{name}.distinct' = 'true' (distinct listagg) is not supported by "
                               "pyspark-paimon; remove the option or use Paimon (Java) for this table.")
-        delimiter = options.get(f"fields.{name}.list-agg-delimiter")
-        delimiter = "," if delimiter is None else str(delimiter)
+        delimiter = options.field(name, FIELD_LIST_AGG_DELIMITER)
         chosen = np.flatnonzero(adds & valid & ~_is_blank(col))
         counts = np.bincount(groups.gid[chosen], minlength=groups.count)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -425,9 +381,9 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
     raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported.")  # pragma: no cover
 
 
-def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: Mapping[str, str],
+def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
                  value_names: Sequence[str], primary_keys: Sequence[str]) -> _Result:
-    seq_groups = _sequence_group_fields(options)
+    seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
     if seq_groups:
         raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by "
                           "pyspark-paimon; read and write this table with Paimon (Java) instead.")
@@ -469,9 +425,10 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
             raise SchemaError(f"Cannot merge: column '{name}' is missing (columns: {', '.join(table.column_names)}).")
     if table.num_rows == 0:
         return table
+    opts = CoreOptions(options)
     kinds = _kinds(table)
     retract = is_retract(kinds)
-    if ignore_delete(options) and retract.any():
+    if opts.ignore_delete and retract.any():
         table = table.filter(pa.array(~retract))
         kinds = kinds[~retract]
         if table.num_rows == 0:
@@ -483,9 +440,9 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     elif engine == "first-row":
         result = _first_row(table, groups, kinds)
     elif engine == "partial-update":
-        result = _partial_update(table, groups, kinds, options, value_names)
+        result = _partial_update(table, groups, kinds, opts, value_names)
     else:
-        result = _aggregation(table, groups, kinds, options, value_names, primary_keys)
+        result = _aggregation(table, groups, kinds, opts, value_names, primary_keys)
 
     keep = result.keep
     if drop_retracts:

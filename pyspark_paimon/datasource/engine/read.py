@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError, SchemaError, UnsupportedTypeError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.options import CoreOptions
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.type_arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types import DataField, DataType, RowType
@@ -51,8 +52,7 @@ from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.datasource.engine.merge import (
-    SEQUENCE_NUMBER, VALUE_KIND, is_retract, merge_engine, merge_sorted, sequence_descending,
-    sequence_fields, sort_for_merge,
+    SEQUENCE_NUMBER, VALUE_KIND, is_retract, merge_sorted, sort_for_merge,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a context need no planner
@@ -136,6 +136,10 @@ class ReadContext:
     def merge_options(self) -> dict[str, str]:
         """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
         return {**self.schema.options, **self.options}
+
+    def core_options(self) -> CoreOptions:
+        """Typed view of :meth:`merge_options`."""
+        return CoreOptions(self.merge_options())
 
     def projected_fields(self) -> list[DataField]:
         names = self.schema.field_names if self.read_fields is None else list(self.read_fields)
@@ -279,12 +283,13 @@ def _conform_table(data: pa.Table | pa.RecordBatch, targets: Sequence[DataField]
 # ------------------------------------------------------------------------------------------------------
 # File access
 # ------------------------------------------------------------------------------------------------------
-def _format_of(f: DataFileMeta, options: Mapping[str, str]) -> str:
+def _format_of(f: DataFileMeta, options: CoreOptions) -> str:
+    """A data file's format: from its name's extension, else the table's ``file.format``."""
     name = f.file_name.lower()
     for fmt in ("parquet", "orc", "avro", "lance", "csv", "json"):
         if name.endswith("." + fmt):
             return fmt
-    return str(options.get("file.format") or "parquet").lower()
+    return options.file_format
 
 
 class _FileReader:
@@ -350,7 +355,7 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
                    system: Sequence[str] = ()) -> pa.Table:
     """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``."""
     file_schema = ctx.file_schema(split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.merge_options()), f.file_name) as reader:
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name) as reader:
         data = reader.read(_physical_columns(reader, targets, file_schema, system))
     return _conform_table(data, targets, file_schema, f.file_name, system)
 
@@ -424,7 +429,7 @@ def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targe
     """Stream ``f``. Raw reads pass ``skip_row_groups`` (the read's metrics, which count what was skipped):
     row groups ``ctx.pushed`` rules out are not read."""
     file_schema = ctx.file_schema(split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.merge_options()), f.file_name) as reader:
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
         if skip_row_groups is not None and reader.fmt == "parquet":
@@ -473,7 +478,7 @@ def _make_plan(ctx: ReadContext, partition_override: Mapping[str, Any] | None) -
     seq: list[str] = []
     if schema.primary_keys:
         key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
-        seq = sequence_fields(ctx.merge_options())
+        seq = ctx.core_options().sequence_fields
         for name in seq:
             if not schema.has_field(name):
                 raise OptionError(f"Option 'sequence.field' names column '{name}', which the table does not have "
@@ -548,7 +553,8 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
         return
 
     options = ctx.merge_options()
-    engine = merge_engine(options)
+    core_options = CoreOptions(options)
+    engine = core_options.merge_engine
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     if split.raw_convertible:
         for f in split.files:
@@ -565,7 +571,7 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
 
     pk = list(ctx.schema.primary_keys)
     value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
-    descending = sequence_descending(options)
+    descending = core_options.sequence_descending
     for section in key_sections(split.files, key_types):
         if len(section) == 1:
             # A data file holds one row per key, already merged; only its retractions must go.
@@ -644,7 +650,7 @@ def _plan_windows(ctx: ReadContext, split: DataSplit, plan: _Plan,
 
 def _plan_windows_unchecked(ctx: ReadContext, split: DataSplit, plan: _Plan,
                             ordered: Sequence[DataFileMeta]) -> list[_Window] | None:
-    options = ctx.merge_options()
+    options = ctx.core_options()
     key_field = ctx.schema.field(plan.key_names[0])
     read_type = to_arrow_type(key_field.type, key_field.name)
     if not _windowable(read_type):

@@ -34,6 +34,13 @@ import pyarrow.compute as pc
 from pyspark_paimon.errors import OptionError, UnsupportedTypeError
 from pyspark_paimon.metadata.binary_row import serialize_row, type_name
 from pyspark_paimon.metadata.manifest import SimpleStats
+from pyspark_paimon.metadata.options import (
+    FIELD_STATS_MODE,
+    METADATA_STATS_DENSE_STORE,
+    METADATA_STATS_KEEP_FIRST_N_COLUMNS,
+    METADATA_STATS_MODE,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.types import AtomicType, DataField, DataType
 
 __all__ = [
@@ -50,13 +57,10 @@ __all__ = [
     "collect_value_stats",
 ]
 
-DEFAULT_STATS_MODE = "truncate(16)"
+DEFAULT_STATS_MODE: str = METADATA_STATS_MODE.default_value
 #: Paimon always keeps system/key columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) at this mode.
 SYSTEM_STATS_MODE = "truncate(128)"
 
-_STATS_MODE_KEY = "metadata.stats-mode"
-_DENSE_STORE_KEY = "metadata.stats-dense-store"
-_KEEP_FIRST_N_KEY = "metadata.stats-keep-first-n-columns"
 _TRUNCATE_RE = re.compile(r"truncate\s*\(\s*(\d+)\s*\)")
 _STRING_ROOTS = frozenset({"CHAR", "VARCHAR"})
 _BINARY_ROOTS = frozenset({"BINARY", "VARBINARY"})
@@ -84,7 +88,7 @@ class StatsMode:
         return self.kind != "none"
 
 
-def parse_stats_mode(text: str, key: str = _STATS_MODE_KEY) -> StatsMode:
+def parse_stats_mode(text: str, key: str = METADATA_STATS_MODE.key) -> StatsMode:
     """Parse ``none``/``counts``/``full``/``truncate(N)`` (case-insensitive); ``key`` names the option in errors."""
     t = str(text).strip().lower()
     if t in ("none", "counts", "full"):
@@ -99,22 +103,14 @@ def parse_stats_mode(text: str, key: str = _STATS_MODE_KEY) -> StatsMode:
 def field_stats_mode(options: Mapping[str, str], field_name: str) -> str:
     """The mode text of one table column: ``fields.<f>.stats-mode``, else ``metadata.stats-mode``, else
     ``truncate(16)``."""
-    per_field = options.get(f"fields.{field_name}.stats-mode")
-    if per_field is not None:
-        return per_field
-    return options.get(_STATS_MODE_KEY) or DEFAULT_STATS_MODE
+    opts = CoreOptions(options)
+    return opts.field(field_name, FIELD_STATS_MODE) or opts.get(METADATA_STATS_MODE)
 
 
 def mode_resolver(options: Mapping[str, str], fields: Sequence[DataField]) -> Callable[[DataField], str]:
     """``mode_for(field)`` for the table columns: per-field and table modes, and
     ``metadata.stats-keep-first-n-columns`` (columns past the first N get ``none``)."""
-    keep_raw = options.get(_KEEP_FIRST_N_KEY)
-    keep: int | None = None
-    if keep_raw is not None and str(keep_raw).strip():
-        try:
-            keep = int(str(keep_raw).strip())
-        except ValueError:
-            raise OptionError(f"Option '{_KEEP_FIRST_N_KEY}' must be an integer, got '{keep_raw}'.") from None
+    keep = CoreOptions(options).get(METADATA_STATS_KEEP_FIRST_N_COLUMNS)
     position = {f.name: i for i, f in enumerate(fields)}
 
     def mode_for(f: DataField) -> str:
@@ -259,7 +255,7 @@ def collect_value_stats(table: pa.Table, fields: Sequence[DataField], options: M
     NULL null count) and the list is None.
     """
     resolver = mode_for or mode_resolver(options, fields)
-    dense = str(options.get(_DENSE_STORE_KEY, "true")).strip().lower() != "false"
+    dense = CoreOptions(options).get(METADATA_STATS_DENSE_STORE)
     if dense:
         return collect_stats(table, fields, resolver), covered_columns(fields, resolver)
     modes = [_resolve(resolver, f) for f in fields]

@@ -42,7 +42,7 @@ from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.branches import BranchManager
 from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta, ManifestEntry
-from pyspark_paimon.metadata.partition import DEFAULT_PARTITION_NAME, partition_value_string
+from pyspark_paimon.metadata.partition import partition_value_string
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -470,8 +470,9 @@ def _partitions(store: FileStore, opts: ReadOptions) -> Columns:
     snapshot, schema = _read_snapshot(store, opts)
     entries = store.live_entries(snapshot)
     parts, _ = _partition_labels(entries, schema)
-    default_name = schema.options.get("partition.default-name", DEFAULT_PARTITION_NAME)
-    has_dv = str(schema.options.get("deletion-vectors.enabled", "false")).lower() == "true"
+    options = schema.core_options
+    default_name = options.partition_default_name
+    has_dv = options.deletion_vectors_enabled
     groups: dict[str, dict[str, Any]] = {}
     for e in entries:
         label = _partition_spec_string(parts[e.partition], schema.partition_fields, default_name)

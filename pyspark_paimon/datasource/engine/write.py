@@ -34,12 +34,24 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
-from pyspark_paimon.metadata import options as opt
 from pyspark_paimon.metadata.binary_row import EMPTY_ROW, serialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.commit import CommitMessage
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
+from pyspark_paimon.metadata.options import (
+    DATA_FILE_PREFIX,
+    FILE_COMPRESSION,
+    FILE_COMPRESSION_PER_LEVEL,
+    FILE_COMPRESSION_ZSTD_LEVEL,
+    FILE_SUFFIX_INCLUDE_COMPRESSION,
+    IGNORE_UPDATE_BEFORE,
+    ROWKIND_FIELD,
+    WRITE_BUFFER_SIZE,
+    ConfigOption,
+    CoreOptions,
+    validate_table_options,
+)
 from pyspark_paimon.metadata.partition import partition_path
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
@@ -131,13 +143,14 @@ class WriteContext:
         """A context continuing ``store``'s latest snapshot (``replace_all``: an overwrite of the whole table,
         after which no partition keeps an old bucket count)."""
         schema = store.schema()
-        opt.validate_table_options(schema.options, creating=False, table=store.table_path)
+        validate_table_options(schema.options, creating=False, table=store.table_path)
         seq_bases: dict[tuple[bytes, int], int] = {}
         partition_buckets: dict[bytes, int] = {}
+        num_buckets = schema.num_buckets  # parsed once, not per live file
         for e in store.live_entries(store.snapshots.latest()):
             key = (e.partition, e.bucket)
             seq_bases[key] = max(seq_bases.get(key, 0), e.file.max_sequence_number + 1)
-            if e.total_buckets != schema.num_buckets:
+            if e.total_buckets != num_buckets:
                 partition_buckets[e.partition] = e.total_buckets
         return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options),
                    sequence_bases=seq_bases, partition_buckets={} if replace_all else partition_buckets,
@@ -165,10 +178,6 @@ def _local_millis_as_utc() -> int:
     return (d.days * 86400 + d.seconds) * 1000 + d.microseconds // 1000
 
 
-def _is_true(value: str | None) -> bool:
-    return str(value).strip().lower() == "true" if value is not None else False
-
-
 class TableWriter:
     """Writes Arrow data of one Spark task into data files of the table in ``ctx``.
 
@@ -182,10 +191,11 @@ class TableWriter:
         schema = ctx.schema
         self._schema = schema
         self._opts: dict[str, str] = {**schema.options_with_defaults(), **(ctx.options or {})}
+        self._options = options = CoreOptions(self._opts)
         self._fields: list[DataField] = list(schema.fields)
         self._arrow_schema = schema.arrow_schema()
         self._is_pk = bool(schema.primary_keys)
-        self._num_buckets = self._bucket_option()
+        self._num_buckets = options.bucket
         self._check_supported()
 
         self._partition_fields = list(schema.partition_fields)
@@ -197,34 +207,33 @@ class TableWriter:
                 f"Table {ctx.table_path} has 'bucket' = {self._num_buckets} but no bucket key; set the option "
                 "'bucket-key' (append tables) or define a primary key.")
 
-        self._rowkind_field = self._optional_column("rowkind.field")
+        self._rowkind_field = self._optional_column(ROWKIND_FIELD)
         if self._rowkind_field is not None:
             t = schema.field(self._rowkind_field).type
             if getattr(t, "name", None) not in ("CHAR", "VARCHAR"):
                 raise OptionError(f"Option 'rowkind.field' names column '{self._rowkind_field}' of type "
                                   f"{type_to_sql(t)}; it must be a STRING column holding +I, -U, +U or -D.")
-        self._seq_fields = merge.sequence_fields(self._opts)
+        self._seq_fields = options.sequence_fields
         for name in self._seq_fields:
             if not schema.has_field(name):
                 raise OptionError(f"Option 'sequence.field' names '{name}', which is not a column of the table "
                                   f"(columns: {', '.join(schema.field_names)}).")
-        self._seq_descending = merge.sequence_descending(self._opts)
-        self._engine = merge.merge_engine(self._opts)
-        self._ignore_delete = merge.ignore_delete(self._opts)
+        self._seq_descending = options.sequence_descending
+        self._engine = options.merge_engine
+        self._ignore_delete = options.ignore_delete
         # Columns the merge engine folds (partial-update / aggregation); key columns are never merged.
         pk = set(schema.primary_keys)
         self._merge_value_names = [f.name for f in self._fields if f.name not in pk]
-        self._ignore_update_before = _is_true(self._opts.get("ignore-update-before"))
+        self._ignore_update_before = options.get(IGNORE_UPDATE_BEFORE)
 
-        self._buffer_limit = opt.parse_memory_size(opt.get(self._opts, "write-buffer-size") or "256 mb",
-                                                   "write-buffer-size")
-        self._target_size = opt.target_file_size(self._opts, self._is_pk)
+        self._buffer_limit = options.get(WRITE_BUFFER_SIZE)
+        self._target_size = options.target_file_size(self._is_pk)
         self._codec, self._codec_level = self._compression()
-        self._prefix = self._opts.get("data-file.prefix") or "data-"
-        self._suffix = (f".{self._opts.get('file.compression') or 'zstd'}.parquet"
-                        if _is_true(self._opts.get("file.suffix.include.compression")) else ".parquet")
-        self._default_part = opt.get(self._opts, "partition.default-name") or "__DEFAULT_PARTITION__"
-        self._legacy_name = (opt.get(self._opts, "partition.legacy-name") or "true").strip().lower() != "false"
+        self._prefix = options.get(DATA_FILE_PREFIX)
+        self._suffix = (f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION)
+                        else ".parquet")
+        self._default_part = options.partition_default_name
+        self._legacy_name = options.partition_legacy_name
         self._value_mode_for = mode_resolver(self._opts, self._fields)
 
         self._key_file_fields = key_file_fields(self._key_fields)
@@ -238,19 +247,10 @@ class TableWriter:
         self._created: list[str] = []
 
     # ------------------------------------------------------------------------------------------ setup
-    def _bucket_option(self) -> int:
-        raw = (self._ctx.options or {}).get("bucket")
-        if raw is None:
-            return self._schema.num_buckets
-        try:
-            return int(str(raw).strip())
-        except ValueError:
-            raise OptionError(f"Option 'bucket' must be an integer, got '{raw}'.") from None
-
     def _check_supported(self) -> None:
         where = self._ctx.table_path
-        opt.validate_table_options(self._opts, creating=False, table=where)
-        fmt = (self._opts.get("file.format") or "parquet").strip().lower()
+        validate_table_options(self._opts, creating=False, table=where)
+        fmt = self._options.file_format
         if fmt != "parquet":
             raise OptionError(f"Table {where} has 'file.format' = '{fmt}'; pyspark-paimon writes only parquet data "
                               "files. Set 'file.format' = 'parquet' (existing files stay readable).")
@@ -264,23 +264,23 @@ class TableWriter:
         if b == 0 or b < -2:
             raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0 or -1.")
 
-    def _optional_column(self, key: str) -> str | None:
-        name = self._opts.get(key)
-        if name is None or not name.strip():
+    def _optional_column(self, option: ConfigOption[str | None]) -> str | None:
+        name = self._options.get(option)
+        if name is None:
             return None
         name = name.strip()
         if not self._schema.has_field(name):
-            raise OptionError(f"Option '{key}' names '{name}', which is not a column of the table "
+            raise OptionError(f"Option '{option.key}' names '{name}', which is not a column of the table "
                               f"(columns: {', '.join(self._schema.field_names)}).")
         return name
 
     def _compression(self) -> tuple[str, int | None]:
-        raw = (self._opts.get("file.compression") or "zstd").strip().lower()
-        per_level = self._opts.get("file.compression.per.level")
+        raw = self._options.get(FILE_COMPRESSION).strip().lower()
+        per_level = self._options.get(FILE_COMPRESSION_PER_LEVEL)
         if per_level:  # "0:lz4,5:zstd" - new files are level 0
             for item in per_level.split(","):
-                level, _, codec = item.partition(":")
-                if level.strip() == "0" and codec.strip():
+                lsm_level, _, codec = item.partition(":")
+                if lsm_level.strip() == "0" and codec.strip():
                     raw = codec.strip().lower()
         codec = _CODECS.get(raw)
         if codec is None:
@@ -288,8 +288,7 @@ class TableWriter:
                               f"one of {', '.join(sorted(_CODECS))}.")
         level: int | None = None
         if codec == "zstd":
-            level = opt.get_int(self._opts, "file.compression.zstd-level")
-            level = 1 if level is None else level
+            level = self._options.get(FILE_COMPRESSION_ZSTD_LEVEL)
         return codec, level
 
     # ------------------------------------------------------------------------------------------ input
