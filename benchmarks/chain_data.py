@@ -177,6 +177,7 @@ class ScanData:
 
 def build_scan(root: Path, n: int = SCAN_ROWS, partitions: int = SCAN_PARTITIONS) -> ScanData:
     from conftest import make_rows
+
     from pyspark_paimon import Catalog
 
     warehouse = str(root / "warehouse")

@@ -173,10 +173,10 @@ def spark() -> Iterator["SparkSession"]:  # noqa: F821
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
+    import floor_source
     from pyspark import cloudpickle
     from pyspark.sql import SparkSession
 
-    import floor_source
     from pyspark_paimon import register
 
     session = (

@@ -20,11 +20,10 @@ import json
 from typing import Any, Callable
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-
 from conftest import ROUNDS, Datasets, loadavg
 from floor_source import FLOOR_FORMAT
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 
 def q_count(df: DataFrame) -> tuple:

@@ -22,11 +22,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
-
 from chain_data import ChainData, du, get_chain
 from conftest import loadavg
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 
 ROUNDS = 3
 

@@ -22,10 +22,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
+from conftest import ROUNDS, Datasets, loadavg
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-from conftest import ROUNDS, Datasets, loadavg
 
 GROUP = "2 PK table full read (4 buckets x 5 overlapping commits)"
 # pypaimon's pure-Python merge takes about a minute per read at 2M rows, so it gets a single round.

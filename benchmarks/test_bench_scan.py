@@ -24,11 +24,10 @@ import subprocess
 from typing import Any, Callable
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
 from chain_data import ChainData, ScanData, get_chain, get_scan
 from conftest import BENCH_DIR, Datasets, _oracle_env, loadavg
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 ROUNDS = 3
 

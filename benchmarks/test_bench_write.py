@@ -20,9 +20,8 @@ import statistics
 from typing import Any, Callable
 
 import pytest
-from pyspark.sql import SparkSession
-
 from conftest import PK_BUCKETS, ROUNDS, Datasets, loadavg
+from pyspark.sql import SparkSession
 
 GROUP = "3 write PK table (4 buckets, one commit)"
 WRITE_ROUNDS = max(1, min(ROUNDS, 3))

@@ -36,8 +36,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pyspark_paimon.datasource.engine.read import ReadContext, read_split
 from pyspark_paimon.datasource.engine.jobs import ReadJob, prepare_read
+from pyspark_paimon.datasource.engine.read import ReadContext, read_split
 from pyspark_paimon.datasource.engine.ref import TableRef
 from pyspark_paimon.datasource.engine.system_tables import check_system_table, read_system_table, system_table_fields
 from pyspark_paimon.datasource.spark_types import to_spark_schema
@@ -46,8 +46,8 @@ from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.types import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.read_plan import read_schema
+from pyspark_paimon.planner.split import DataSplit
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.

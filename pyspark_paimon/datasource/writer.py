@@ -23,7 +23,6 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.engine.jobs import WriteJob, overwrite_spec, prepare_write
-from pyspark_paimon.metadata.partition import parse_partition_spec
 from pyspark_paimon.datasource.engine.ref import TableRef
 from pyspark_paimon.datasource.spark_types import from_spark_type, to_spark_type
 from pyspark_paimon.errors import OptionError, SchemaMismatchError, TableNotFoundError
@@ -31,6 +30,7 @@ from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage
 from pyspark_paimon.metadata.options import BUCKET_KEY, ROWKIND_FIELD, SEQUENCE_FIELD, validate_table_options
 from pyspark_paimon.metadata.options import get as table_option
+from pyspark_paimon.metadata.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
 

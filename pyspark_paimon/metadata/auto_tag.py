@@ -98,8 +98,9 @@ class PeriodHandler:
         m = re.fullmatch(self.pattern, text)
         if not m:
             return None
+        year, month, day, hour, minute = ([int(g) for g in m.groups()] + [0, 0])[:5]
         try:
-            return _dt.datetime(*(int(g) for g in m.groups()))
+            return _dt.datetime(year, month, day, hour, minute)
         except ValueError:
             return None
 
@@ -193,7 +194,9 @@ def _time_tags(fileio: FileIO, table_path: str, branch: str, tags: TagManager, h
     next_tag: _dt.datetime | None = None
     if auto:
         last = auto[-1]
-        next_tag = handler.tag_to_time(last.name) + handler.period  # type: ignore[operator]
+        last_time = handler.tag_to_time(last.name)
+        assert last_time is not None  # is_auto_tag: the name parses
+        next_tag = last_time + handler.period
         start = last.snapshot.id + 1
         # Snapshot times only grow: if the newest cannot trigger a tag, no snapshot before it can.
         t = _time_of(snapshot, mode, options)

@@ -24,13 +24,6 @@ from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateU
 from pyspark_paimon.metadata import auto_tag
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.options import (
-    COMMIT_MAX_RETRIES,
-    COMMIT_MAX_RETRY_WAIT,
-    COMMIT_MIN_RETRY_WAIT,
-    MANIFEST_MERGE_MIN_COUNT,
-    CoreOptions,
-)
 from pyspark_paimon.metadata.manifest import (
     KIND_ADD,
     KIND_DELETE,
@@ -41,6 +34,13 @@ from pyspark_paimon.metadata.manifest import (
     SimpleStats,
     live_files,
     merge_entries,
+)
+from pyspark_paimon.metadata.options import (
+    COMMIT_MAX_RETRIES,
+    COMMIT_MAX_RETRY_WAIT,
+    COMMIT_MIN_RETRY_WAIT,
+    MANIFEST_MERGE_MIN_COUNT,
+    CoreOptions,
 )
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import (

@@ -460,8 +460,9 @@ class SchemaManager:
                 f"A table already exists at {self.table_path} (found {self.schema_dir}); drop it first or "
                 "choose another name")
         fields = list(fields)
+        field_list: list[DataField]
         if fields and all(isinstance(f, DataField) for f in fields):
-            field_list = list(fields)
+            field_list = [f for f in fields if isinstance(f, DataField)]
             highest = max_field_id(field_list)
         elif any(isinstance(f, DataField) for f in fields):
             raise SchemaError("Pass either DataFields or (name, type[, description]) tuples, not a mix")

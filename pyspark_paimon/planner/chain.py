@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry
+from pyspark_paimon.metadata.options import PARTITION_TIMESTAMP_FORMATTER, PARTITION_TIMESTAMP_PATTERN
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -55,7 +56,7 @@ from pyspark_paimon.planner.chain_config import (
     validate_branch_schemas,
 )
 from pyspark_paimon.planner.chain_versions import latest_schemas, resolve_chain_snapshots, schema_at
-from pyspark_paimon.planner.java_date import TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN, PartitionTimeResolver
+from pyspark_paimon.planner.java_date import PartitionTimeResolver
 from pyspark_paimon.planner.predicate import Leaf, eval_on_values, leaves_on
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanCounters, ScanPlan, ScanPlanner, split_target_size
@@ -259,8 +260,9 @@ def _deltas_after_anchor(resolver: PartitionTimeResolver, names: Sequence[str], 
             return resolver.to_time(named)
         except (ValueError, OverflowError) as exc:
             raise ChainTableError(
-                f"Chain table {table}: the {role} partition {named} does not fit '{TIMESTAMP_PATTERN}' = "
-                f"'{resolver.pattern}' with '{TIMESTAMP_FORMATTER}' = '{resolver.format.pattern}' ({exc}); "
+                f"Chain table {table}: the {role} partition {named} does not fit "
+                f"'{PARTITION_TIMESTAMP_PATTERN.key}' = '{resolver.pattern}' with "
+                f"'{PARTITION_TIMESTAMP_FORMATTER.key}' = '{resolver.format.pattern}' ({exc}); "
                 "fix the partition values or the options.") from exc
 
     lo = time_of(anchor, "anchor")

@@ -15,27 +15,43 @@ of which needs the planning itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TypeVar
 
-from pyspark_paimon.errors import ChainTableError
+from pyspark_paimon.errors import ChainTableError, OptionError
+from pyspark_paimon.metadata.options import (
+    BUCKET,
+    CHAIN_TABLE_CHAIN_PARTITION_KEYS,
+    CHAIN_TABLE_COMPACT_AUTO_THRESHOLD,
+    CHAIN_TABLE_ENABLED,
+    CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED,
+    CHANGELOG_PRODUCER,
+    DELETION_VECTORS_ENABLED,
+    FIELD_AGGREGATE_FUNCTION,
+    MERGE_ENGINE,
+    PARTITION_TIMESTAMP_FORMATTER,
+    PARTITION_TIMESTAMP_PATTERN,
+    SCAN_FALLBACK_DELTA_BRANCH,
+    SCAN_FALLBACK_SNAPSHOT_BRANCH,
+    SEQUENCE_FIELD,
+    TYPE,
+    ConfigOption,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import ArrayType, DataType, MapType, MultisetType, RowType
-from pyspark_paimon.planner.java_date import TIMESTAMP_FORMATTER, TIMESTAMP_PATTERN, PartitionTimeResolver
+from pyspark_paimon.planner.java_date import PartitionTimeResolver
+
+T = TypeVar("T")
+# Paimon's partition expiration strategy: inert here (we do not expire partitions), but chain tables require
+# 'values-time' as Paimon does.
+PARTITION_EXPIRATION_STRATEGY = "partition.expiration-strategy"
 
 __all__ = [
-    "ENABLED", "SNAPSHOT_BRANCH", "DELTA_BRANCH", "CHAIN_KEYS", "KEY_RANGE_SPLIT", "AUTO_THRESHOLD",
     "MAIN", "SNAPSHOT", "DELTA", "ChainConfig", "chain_options_enabled", "validate_chain_definition",
     "chain_config", "chain_read_config", "validate_branch_schemas", "stores_of",
 ]
-
-ENABLED = "chain-table.enabled"
-SNAPSHOT_BRANCH = "scan.fallback-snapshot-branch"
-DELTA_BRANCH = "scan.fallback-delta-branch"
-CHAIN_KEYS = "chain-table.chain-partition-keys"
-KEY_RANGE_SPLIT = "chain-table.split.key-range-enabled"
-AUTO_THRESHOLD = "chain-table.compact.auto-threshold"
 
 MAIN, SNAPSHOT, DELTA = "main", "snapshot", "delta"  # roles of the three branches
 
@@ -70,95 +86,99 @@ class ChainConfig:
         return PartitionTimeResolver(self.pattern, self.formatter, self.partition_keys)
 
 
+def _get(options: CoreOptions, option: ConfigOption[T], where: str) -> T:
+    """``option``'s typed value; a bad value is a :class:`ChainTableError` (the chain definition is wrong)."""
+    try:
+        return options.get(option)
+    except OptionError as exc:
+        raise ChainTableError(f"{where}: {exc}") from None
+
+
 def chain_options_enabled(options: Mapping[str, str]) -> bool:
-    raw = str(options.get(ENABLED, "false")).strip().lower()
-    if raw not in ("true", "false"):
-        raise ChainTableError(f"Option '{ENABLED}' must be 'true' or 'false', got '{options.get(ENABLED)}'.")
-    return raw == "true"
+    return _get(CoreOptions(options), CHAIN_TABLE_ENABLED, "Chain table option")
 
 
 def validate_chain_definition(partition_keys: Sequence[str], primary_keys: Sequence[str],
                               options: Mapping[str, str], table: str = "the table") -> ChainConfig:
     """Paimon's chain-table rules (``SchemaValidation.validateChainTable``), as a :class:`ChainTableError`."""
     where = f"Chain table {table}"
-    if str(options.get("type", "table")).strip().lower() != "table":
+    co = CoreOptions(options)
+    if _get(co, TYPE, where) != "table":
         raise ChainTableError(f"{where}: only 'type' = 'table' can be a chain table.")
     if not primary_keys:
         raise ChainTableError(f"{where} needs a primary key (chain reads merge rows by key across branches).")
     if not partition_keys:
         raise ChainTableError(f"{where} must be partitioned: the chain runs over partitions (e.g. a date column).")
-    bucket_raw = options.get("bucket")
-    try:
-        bucket = int(str(bucket_raw).strip()) if bucket_raw is not None else -1
-    except ValueError:
-        raise ChainTableError(f"{where}: option 'bucket' = '{bucket_raw}' must be an integer.") from None
+    bucket = _get(co, BUCKET, where)
     if bucket <= 0:
         raise ChainTableError(f"{where} needs a fixed bucket count: set 'bucket' to N > 0 (got {bucket}); chain "
                               "splits join the same bucket of the snapshot and delta branches.")
-    seq = [s.strip() for s in str(options.get("sequence.field") or "").split(",") if s.strip()]
+    seq = _get(co, SEQUENCE_FIELD, where) or []
     if not seq:
         raise ChainTableError(f"{where} needs the option 'sequence.field': sequence numbers are branch-local, so "
                               "only a user sequence column can order rows across the snapshot and delta branches.")
-    engine = str(options.get("merge-engine") or "deduplicate").strip().lower()
+    engine = _get(co, MERGE_ENGINE, where)
     if engine == "first-row":
         raise ChainTableError(f"{where}: the first-row merge engine cannot be used (it forbids 'sequence.field', "
                               "which chain tables require). Use deduplicate or partial-update.")
     if engine == "aggregation":
-        aggregated = [s for s in seq if options.get(f"fields.{s}.aggregate-function")]
+        aggregated = [s for s in seq if co.is_set(FIELD_AGGREGATE_FUNCTION.of(s))]
         if aggregated:
             raise ChainTableError(f"{where}: the sequence field(s) {aggregated} cannot be aggregated; remove "
-                                  f"'fields.{aggregated[0]}.aggregate-function'.")
-    producer = str(options.get("changelog-producer") or "none").strip().lower()
+                                  f"'{FIELD_AGGREGATE_FUNCTION.of(aggregated[0]).key}'.")
+    producer = _get(co, CHANGELOG_PRODUCER, where)
     if producer not in ("none", "input"):
-        raise ChainTableError(f"{where}: 'changelog-producer' = '{producer}' is not allowed; use 'none' or 'input'.")
-    if str(options.get("deletion-vectors.enabled", "false")).strip().lower() == "true" and engine != "deduplicate":
+        raise ChainTableError(f"{where}: '{CHANGELOG_PRODUCER.key}' = '{producer}' is not allowed; use 'none' or "
+                              "'input'.")
+    if _get(co, DELETION_VECTORS_ENABLED, where) and engine != "deduplicate":
         raise ChainTableError(f"{where}: deletion vectors are only allowed with the deduplicate merge engine.")
-    strategy = options.get("partition.expiration-strategy")
+    strategy = options.get(PARTITION_EXPIRATION_STRATEGY)  # inert for us; Paimon's chain rule still applies
     if strategy is not None and str(strategy).strip().lower() != "values-time":
-        raise ChainTableError(f"{where}: 'partition.expiration-strategy' must be 'values-time' (got '{strategy}').")
-    pattern = options.get(TIMESTAMP_PATTERN)
-    formatter = options.get(TIMESTAMP_FORMATTER)
+        raise ChainTableError(f"{where}: '{PARTITION_EXPIRATION_STRATEGY}' must be 'values-time' (got '{strategy}').")
+    pattern = _get(co, PARTITION_TIMESTAMP_PATTERN, where)
+    formatter = _get(co, PARTITION_TIMESTAMP_FORMATTER, where)
     if not pattern or not formatter:
-        missing = [k for k, v in ((TIMESTAMP_PATTERN, pattern), (TIMESTAMP_FORMATTER, formatter)) if not v]
+        missing = [o.key for o, v in ((PARTITION_TIMESTAMP_PATTERN, pattern), (PARTITION_TIMESTAMP_FORMATTER,
+                                                                                formatter)) if not v]
         raise ChainTableError(f"{where} needs {' and '.join(repr(m) for m in missing)}, e.g. "
-                              f"'{TIMESTAMP_PATTERN}' = '${partition_keys[-1]}' and '{TIMESTAMP_FORMATTER}' = "
-                              "'yyyyMMdd': they turn partition values into time to find the deltas of a chain.")
-    raw_keys = options.get(CHAIN_KEYS)
-    if raw_keys is None or not str(raw_keys).strip():
+                              f"'{PARTITION_TIMESTAMP_PATTERN.key}' = '${partition_keys[-1]}' and "
+                              f"'{PARTITION_TIMESTAMP_FORMATTER.key}' = 'yyyyMMdd': they turn partition values into "
+                              "time to find the deltas of a chain.")
+    listed = _get(co, CHAIN_TABLE_CHAIN_PARTITION_KEYS, where)
+    raw_keys = co.text(CHAIN_TABLE_CHAIN_PARTITION_KEYS)
+    if raw_keys is None:
         chain_keys = tuple(partition_keys)
     else:
-        chain_keys = tuple(k.strip() for k in str(raw_keys).split(",") if k.strip())
+        chain_keys = tuple(listed or ())
         unknown = [k for k in chain_keys if k not in partition_keys]
         if unknown or not chain_keys:
-            raise ChainTableError(f"{where}: '{CHAIN_KEYS}' = '{raw_keys}' names {unknown or 'nothing'}, which are "
-                                  f"not partition keys (partition keys: {', '.join(partition_keys)}).")
+            raise ChainTableError(f"{where}: '{CHAIN_TABLE_CHAIN_PARTITION_KEYS.key}' = '{raw_keys}' names "
+                                  f"{unknown or 'nothing'}, which are not partition keys (partition keys: "
+                                  f"{', '.join(partition_keys)}).")
         if tuple(partition_keys[len(partition_keys) - len(chain_keys):]) != chain_keys:
             raise ChainTableError(
-                f"{where}: '{CHAIN_KEYS}' = '{raw_keys}' must be a contiguous suffix of the partition keys "
-                f"({', '.join(partition_keys)}), e.g. '{partition_keys[-1]}'; the keys before it form the group.")
-    PartitionTimeResolver(str(pattern), str(formatter), list(partition_keys))  # validates both options
-    threshold = None
-    raw_threshold = options.get(AUTO_THRESHOLD)
-    if raw_threshold is not None and str(raw_threshold).strip():
-        try:
-            threshold = int(str(raw_threshold).strip())
-        except ValueError:
-            threshold = -1
-        if threshold < 1:
-            raise ChainTableError(f"{where}: '{AUTO_THRESHOLD}' = '{raw_threshold}' must be a positive integer (the "
-                                  "number of merged delta partitions above which a delta write compacts).")
-    key_range = str(options.get(KEY_RANGE_SPLIT, "true")).strip().lower()
-    if key_range not in ("true", "false"):
-        raise ChainTableError(f"Option '{KEY_RANGE_SPLIT}' must be 'true' or 'false', got '{key_range}'.")
-    snapshot_branch = (options.get(SNAPSHOT_BRANCH) or "").strip() or None
-    delta_branch = (options.get(DELTA_BRANCH) or "").strip() or None
+                f"{where}: '{CHAIN_TABLE_CHAIN_PARTITION_KEYS.key}' = '{raw_keys}' must be a contiguous suffix of the "
+                f"partition keys ({', '.join(partition_keys)}), e.g. '{partition_keys[-1]}'; the keys before it form "
+                "the group.")
+    PartitionTimeResolver(pattern, formatter, list(partition_keys))  # validates both options
+    try:
+        threshold = co.get(CHAIN_TABLE_COMPACT_AUTO_THRESHOLD)
+    except OptionError:
+        threshold = -1
+    if threshold is not None and threshold < 1:
+        raise ChainTableError(f"{where}: '{CHAIN_TABLE_COMPACT_AUTO_THRESHOLD.key}' = "
+                              f"'{co.text(CHAIN_TABLE_COMPACT_AUTO_THRESHOLD)}' must be a positive integer (the "
+                              "number of merged delta partitions above which a delta write compacts).")
+    key_range = _get(co, CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED, where)
+    snapshot_branch = (_get(co, SCAN_FALLBACK_SNAPSHOT_BRANCH, where) or "").strip() or None
+    delta_branch = (_get(co, SCAN_FALLBACK_DELTA_BRANCH, where) or "").strip() or None
     if snapshot_branch and snapshot_branch == delta_branch:
-        raise ChainTableError(f"{where}: '{SNAPSHOT_BRANCH}' and '{DELTA_BRANCH}' must name two different branches "
-                              f"(both are '{snapshot_branch}').")
+        raise ChainTableError(f"{where}: '{SCAN_FALLBACK_SNAPSHOT_BRANCH.key}' and '{SCAN_FALLBACK_DELTA_BRANCH.key}' "
+                              f"must name two different branches (both are '{snapshot_branch}').")
     if MAIN_BRANCH in (snapshot_branch, delta_branch):
         raise ChainTableError(f"{where}: the snapshot and delta branches cannot be '{MAIN_BRANCH}'.")
-    return ChainConfig(snapshot_branch, delta_branch, tuple(partition_keys), chain_keys, str(pattern),
-                       str(formatter), key_range == "true", threshold)
+    return ChainConfig(snapshot_branch, delta_branch, tuple(partition_keys), chain_keys, pattern, formatter,
+                       key_range, threshold)
 
 
 def chain_config(schema: TableSchema, table: str = "the table") -> ChainConfig | None:

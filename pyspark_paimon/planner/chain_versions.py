@@ -12,16 +12,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pyspark_paimon.errors import ChainTableError
+from pyspark_paimon.metadata.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.tags import TagManager
 from pyspark_paimon.planner.chain_config import (
     DELTA,
-    DELTA_BRANCH,
     MAIN,
     SNAPSHOT,
-    SNAPSHOT_BRANCH,
     ChainConfig,
     stores_of,
 )
@@ -135,7 +134,7 @@ def latest_schemas(stores: Mapping[str, FileStore], table: str) -> dict[str, Tab
             raise ChainTableError(
                 f"Chain table {table}: the {role} branch '{s.branch}' does not exist. Create it with "
                 f"Table.create_branch('{s.branch}') (an empty branch), or fix the option "
-                f"'{SNAPSHOT_BRANCH if role == SNAPSHOT else DELTA_BRANCH}'.")
+                f"'{(SCAN_FALLBACK_SNAPSHOT_BRANCH if role == SNAPSHOT else SCAN_FALLBACK_DELTA_BRANCH).key}'.")
         out[role] = s.schema()
     return out
 

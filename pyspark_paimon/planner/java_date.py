@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from pyspark_paimon.errors import ChainTableError
+from pyspark_paimon.metadata.options import PARTITION_TIMESTAMP_FORMATTER, PARTITION_TIMESTAMP_PATTERN
 
-__all__ = ["TIMESTAMP_PATTERN", "TIMESTAMP_FORMATTER", "JavaDateFormat", "PartitionTimeResolver"]
+__all__ = ["JavaDateFormat", "PartitionTimeResolver"]
 
 # The two table options this module interprets (named in its error messages).
-TIMESTAMP_PATTERN = "partition.timestamp-pattern"
-TIMESTAMP_FORMATTER = "partition.timestamp-formatter"
+TIMESTAMP_PATTERN = PARTITION_TIMESTAMP_PATTERN.key  # for messages
+TIMESTAMP_FORMATTER = PARTITION_TIMESTAMP_FORMATTER.key
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -279,8 +279,8 @@ class _StatsPruner:
         self.store = store
         self.schema = schema
         cols = set(columns)
-        self.pred = tuple(l for l in pred if l.column in cols)
-        self.columns = {l.column for l in self.pred}
+        self.pred = tuple(leaf for leaf in pred if leaf.column in cols)
+        self.columns = {leaf.column for leaf in self.pred}
         self._layouts: dict[tuple, _StatsLayout | None] = {}
 
     @property

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.engine.read import ReadContext, key_sections, read_split, referenced_columns
 from pyspark_paimon.datasource.engine.merge import MergeError
+from pyspark_paimon.datasource.engine.read import ReadContext, key_sections, read_split, referenced_columns
 from pyspark_paimon.errors import CorruptMetadataError, SchemaError
 from pyspark_paimon.metadata.binary_row import serialize_row
 from pyspark_paimon.metadata.fileio import FileIO

@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon.datasource.engine.merge import (
-    KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER, KIND_UPDATE_BEFORE, MergeError, merge_sorted, sort_for_merge,
+    KIND_DELETE,
+    KIND_INSERT,
+    KIND_UPDATE_AFTER,
+    KIND_UPDATE_BEFORE,
+    MergeError,
+    merge_sorted,
+    sort_for_merge,
 )
 from pyspark_paimon.errors import OptionError, PaimonError
 

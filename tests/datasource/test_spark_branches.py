@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
+from pyspark_paimon import Catalog
 from tests.sparkutil import load
 from tests.sparkutil import sorted_rows as rows
-
-from pyspark_paimon import Catalog
 
 SCHEMA = "id bigint, dt string, amount bigint"
 

@@ -10,12 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.sparkutil import load, pushdown_forced
-from tests.sparkutil import sorted_rows as rows
-
 from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.planner.predicate import Leaf
+from tests.sparkutil import load, pushdown_forced
+from tests.sparkutil import sorted_rows as rows
 
 SCHEMA = "t1 bigint, t2 bigint, t3 string, dt string"
 OPTIONS = {"bucket": "2", "bucket-key": "t1", "sequence.field": "t2",

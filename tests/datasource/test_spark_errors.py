@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from pyspark.errors import PySparkException
 
 from tests.sparkutil import load
 from tests.sparkutil import save as write
-from pyspark.errors import PySparkException
 
 pytestmark = pytest.mark.spark
 

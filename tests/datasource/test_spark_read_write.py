@@ -12,15 +12,14 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 import pytest
-
-from tests.sparkutil import load, pushdown_forced, sorted_rows
-from tests.sparkutil import save as write
 from pyspark import cloudpickle
 
 from pyspark_paimon.datasource.engine.jobs import prepare_read
 from pyspark_paimon.datasource.source import PaimonDataSource, pushdown_is_safe
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
+from tests.sparkutil import load, pushdown_forced, sorted_rows
+from tests.sparkutil import save as write
 
 pytestmark = pytest.mark.spark
 

@@ -26,8 +26,10 @@ from tests.interop.helpers import (
     ours_arrow,
     ours_spark,
     rows_of,
-    sorted_rows as _sorted,
     table_uri,
+)
+from tests.interop.helpers import (
+    sorted_rows as _sorted,
 )
 
 try:

@@ -26,10 +26,12 @@ from tests.interop.helpers import (
     assert_oracles_agree,
     assert_same_table,
     canonical_rows,
-    sorted_rows as _sorted,
     ours_arrow,
     ours_spark,
     table_uri,
+)
+from tests.interop.helpers import (
+    sorted_rows as _sorted,
 )
 
 try:

@@ -8,8 +8,8 @@ import logging
 from pathlib import Path
 
 import pytest
-
 from maint_helpers import STRING, FakeTable
+
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata import auto_tag, commit
 from pyspark_paimon.metadata.binary_row import serialize_row

@@ -21,8 +21,6 @@ from typing import Any, Callable
 import pyarrow as pa
 import pytest
 
-from tests.oracle import require_oracle_python
-
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError, OptionError
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec, partition_stats
@@ -32,6 +30,7 @@ from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import AtomicType, string_type
+from tests.oracle import require_oracle_python
 
 FAST_RETRY = {"commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "20 ms", "commit.max-retries": "60"}
 

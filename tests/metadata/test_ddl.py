@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from type_strategies import type_strategy
 
 from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
 from pyspark_paimon.metadata.ddl import parse_ddl, to_spark_ddl
@@ -21,7 +22,6 @@ from pyspark_paimon.metadata.types import (
     assign_field_ids,
     string_type,
 )
-from type_strategies import type_strategy
 
 BRIEF_DDL = ("id bigint not null, name string, price decimal(10,2), ts timestamp, ts2 timestamp_ntz, d date, "
              "tags array<string>, m map<string,int>, s struct<x:int, y:string>, b binary, f float, dd double, "

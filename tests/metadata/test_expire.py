@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from maint_helpers import (
     FakeTable,
     assert_all_roots_intact,
     data_files_on_disk,
     manifests_on_disk,
 )
+
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
 from pyspark_paimon.metadata import deletion
 from pyspark_paimon.metadata.expire import delete_tags, expire_snapshots, expire_tags

@@ -18,8 +18,6 @@ from typing import Any
 import fastavro
 import pytest
 
-from tests.oracle import require_oracle_python
-
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.avro import read_avro, write_avro
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
@@ -43,6 +41,7 @@ from pyspark_paimon.metadata.manifest import (
 )
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import AtomicType, string_type
+from tests.oracle import require_oracle_python
 
 GEN_PK_TABLE = Path(__file__).parent / "fixtures" / "pypaimon" / "gen_pk_table.py"
 STR = [string_type()]
@@ -394,8 +393,8 @@ def test_read_avro_names_source() -> None:
 
 def test_zstd_frames_without_content_size_decode() -> None:
     """Java's Avro writer emits streaming zstd frames that do not declare their decompressed size."""
-    import pyarrow as pa
     import fastavro._write as fastavro_write
+    import pyarrow as pa
 
     from pyspark_paimon.metadata import avro as avro_module
 

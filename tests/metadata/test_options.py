@@ -61,7 +61,7 @@ def test_every_default_parses() -> None:
         value = option.default_value
         assert (value is None) == (option.default is None), option.key
     for field_option in opts.FIELD_OPTIONS:
-        field_option.of("c").default_value
+        assert (field_option.of("c").default_value is None) == (field_option.default is None), field_option.suffix
 
 
 def test_every_honoured_and_field_option_is_known() -> None:
@@ -153,7 +153,7 @@ def test_ignore_delete_accepts_the_legacy_spellings() -> None:
     assert CoreOptions({"first-row.ignore-delete": "true"}).ignore_delete is True
     assert CoreOptions({"ignore-delete": "false", "partial-update.ignore-delete": "true"}).ignore_delete is True
     with pytest.raises(OptionError, match="'deduplicate.ignore-delete' must be 'true' or 'false', got 'yes'"):
-        CoreOptions({"deduplicate.ignore-delete": "yes"}).ignore_delete
+        _ = CoreOptions({"deduplicate.ignore-delete": "yes"}).ignore_delete
 
 
 def test_per_field_options() -> None:
@@ -212,4 +212,4 @@ def test_schema_core_options_apply_the_version_defaults() -> None:
     assert TableSchema(version=2).core_options.file_format == "orc"
     assert TableSchema().num_buckets == -1 and TableSchema().core_options.get(FILE_FORMAT) == "parquet"
     with pytest.raises(OptionError, match="'bucket' must be an integer"):
-        TableSchema(options={"bucket": "x"}).num_buckets
+        _ = TableSchema(options={"bucket": "x"}).num_buckets

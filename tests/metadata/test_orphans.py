@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from maint_helpers import FakeTable, age_all_files, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
+
 from pyspark_paimon.metadata.orphans import remove_orphan_files
 from pyspark_paimon.metadata.reachability import used_files
 from pyspark_paimon.table import Table
@@ -125,10 +125,10 @@ def test_rollback_leftovers_and_dropped_branches_become_orphans(table: FakeTable
 
 def test_unpartitioned_table(tmp_path: Path) -> None:
     from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
+    from pyspark_paimon.metadata.ddl import parse_ddl
     from pyspark_paimon.metadata.fileio import FileIO
     from pyspark_paimon.metadata.manifest import EMPTY_ROW, DataFileMeta
     from pyspark_paimon.metadata.schema import SchemaManager
-    from pyspark_paimon.metadata.ddl import parse_ddl
 
     fileio, path = FileIO(), str(tmp_path / "u")
     SchemaManager(fileio, path).create_table(parse_ddl("id bigint"))

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
+
 from pyspark_paimon.errors import SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.expire import expire_snapshots
 from pyspark_paimon.metadata.rollback import rollback_to

@@ -13,8 +13,6 @@ from typing import Callable
 import pyarrow as pa
 import pytest
 
-from tests.oracle import require_oracle_python
-
 from pyspark_paimon.errors import (
     CommitError,
     CorruptMetadataError,
@@ -36,6 +34,7 @@ from pyspark_paimon.metadata.types import (
     RowType,
     string_type,
 )
+from tests.oracle import require_oracle_python
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pypaimon"
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from type_strategies import type_strategy
 
 from pyspark_paimon.errors import CorruptMetadataError, UnsupportedTypeError
 from pyspark_paimon.metadata.type_json import field_from_json, field_to_json, fields_from_json, parse_type, type_to_json
@@ -20,7 +21,6 @@ from pyspark_paimon.metadata.types import (
     max_field_id,
     string_type,
 )
-from type_strategies import type_strategy
 
 # Every atomic spelling Java writes (§2.2).
 JAVA_ATOMIC_STRINGS = [

@@ -40,6 +40,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyspark_paimon.datasource.engine.merge import (
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    is_retract,
+    merge_sorted,
+    sort_for_merge,
+)
 from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError, SchemaError, UnsupportedTypeError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
@@ -51,9 +58,6 @@ from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_e
 from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.datasource.engine.merge import (
-    SEQUENCE_NUMBER, VALUE_KIND, is_retract, merge_sorted, sort_for_merge,
-)
 
 if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a context need no planner
     from pyspark_paimon.metadata.store import FileStore

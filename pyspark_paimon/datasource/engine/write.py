@@ -33,6 +33,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyspark_paimon.datasource.engine import merge
+from pyspark_paimon.datasource.engine.stats import (
+    SYSTEM_STATS_MODE,
+    collect_stats,
+    collect_value_stats,
+    mode_resolver,
+)
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.binary_row import EMPTY_ROW, serialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
@@ -60,13 +67,6 @@ from pyspark_paimon.metadata.types import (
     AtomicType,
     DataField,
     type_to_sql,
-)
-from pyspark_paimon.datasource.engine import merge
-from pyspark_paimon.datasource.engine.stats import (
-    SYSTEM_STATS_MODE,
-    collect_stats,
-    collect_value_stats,
-    mode_resolver,
 )
 
 __all__ = [
@@ -279,9 +279,9 @@ class TableWriter:
         per_level = self._options.get(FILE_COMPRESSION_PER_LEVEL)
         if per_level:  # "0:lz4,5:zstd" - new files are level 0
             for item in per_level.split(","):
-                lsm_level, _, codec = item.partition(":")
-                if lsm_level.strip() == "0" and codec.strip():
-                    raw = codec.strip().lower()
+                lsm_level, _, level_codec = item.partition(":")
+                if lsm_level.strip() == "0" and level_codec.strip():
+                    raw = level_codec.strip().lower()
         codec = _CODECS.get(raw)
         if codec is None:
             raise OptionError(f"Option 'file.compression' = '{raw}' is not supported for parquet data files; use "
@@ -623,7 +623,7 @@ class TableWriter:
         for path in self._created:
             try:
                 self._ctx.fileio.delete(path)
-            except Exception as e:  # keep deleting the rest; report at the end
+            except Exception as e:  # noqa: BLE001 - any store's delete error: keep deleting the rest, report at the end
                 errors.append(f"{path}: {e}")
         self._created = []
         for state in self._states.values():
