@@ -7,13 +7,18 @@ The one operation that matters for safety is :meth:`FileIO.try_create`: Paimon's
 *create-if-absent* of ``snapshot-N``. On a local file system we write a temporary file and hard-link it to
 the target (``link`` fails atomically when the target exists, across processes), so a reader never sees a
 half-written snapshot and two writers can never both win. Object stores get the same guarantee only where
-fsspec offers exclusive creation (``mode="xb"``, e.g. S3 conditional writes); otherwise we refuse rather
-than silently committing without atomicity.
+the fsspec driver really creates exclusively (``mode="xb"`` as a conditional write). Many drivers accept
+``"xb"`` and silently overwrite (webhdfs, several third-party stores, and s3fs before 2025.7 for small files,
+which is exactly what a snapshot file is), so two writers could both "win" snapshot N and one commit would be
+lost. We therefore allow only drivers known to create exclusively, from the version that does it
+(:data:`EXCLUSIVE_CREATE`), and refuse every other store before anything is written.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import threading
 import uuid
 from dataclasses import dataclass
@@ -25,6 +30,27 @@ from fsspec.implementations.local import LocalFileSystem
 from pyspark_paimon.errors import CommitError, PaimonError
 
 _MEMORY_LOCK = threading.Lock()
+
+#: Remote protocols whose fsspec driver implements ``open(path, "xb")`` as a real conditional create, and the
+#: first driver release that does (s3fs 2024.12 added it but ignored it for small files until 2025.7; gcsfs
+#: and adlfs added it in 2024.12). ``file`` (hard link) and ``memory`` (a process-wide lock) are handled
+#: separately.
+EXCLUSIVE_CREATE: dict[str, tuple[str, str]] = {
+    "s3": ("s3fs", "2025.7.0"), "s3a": ("s3fs", "2025.7.0"),
+    "gs": ("gcsfs", "2024.12.0"), "gcs": ("gcsfs", "2024.12.0"),
+    "abfs": ("adlfs", "2024.12.0"), "abfss": ("adlfs", "2024.12.0"), "az": ("adlfs", "2024.12.0"),
+}
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version)[:3])
+
+
+def installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -172,6 +198,25 @@ class FileIO:
         with self.fs.open(path, "wb") as f:
             f.write(data)
 
+    def require_exclusive_create(self) -> None:
+        """Raise :class:`CommitError` unless this store can create a file exclusively (see the module
+        docstring). Writers call it before any task runs, so an unsafe store fails before writing data."""
+        if self.protocol in ("file", "local", "memory"):
+            return
+        known = EXCLUSIVE_CREATE.get(self.protocol)
+        if known is None:
+            raise CommitError(
+                f"The file system '{self.protocol}' is not known to create files exclusively (fsspec drivers often "
+                "accept mode 'xb' and silently overwrite), so two writers could both commit the same snapshot and "
+                "one commit would be lost. pyspark-paimon commits only to local/shared file systems, S3 (s3fs), "
+                "GCS (gcsfs) and Azure (adlfs). Write to one of those; reading works on any file system.")
+        distribution, minimum = known
+        have = installed_version(distribution)
+        if have is None or _version_tuple(have) < _version_tuple(minimum):
+            raise CommitError(
+                f"Committing to '{self.protocol}://' needs {distribution} >= {minimum} (its exclusive create is what "
+                f"makes a commit atomic; installed: {have or 'none'}). Run: pip install '{distribution}>={minimum}'.")
+
     def try_create(self, path: str, data: bytes) -> bool:
         """Atomically create ``path`` with ``data`` unless it exists. True if we created it.
 
@@ -198,6 +243,7 @@ class FileIO:
                     return False
                 self.fs.pipe_file(path, data)
                 return True
+        self.require_exclusive_create()
         try:
             self.fs.makedirs(parent, exist_ok=True)
             with self.fs.open(path, "xb") as f:

@@ -20,8 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
+from pyspark_paimon.datasource.engine.jobs import prepare_write
 from pyspark_paimon.errors import CommitError
+from pyspark_paimon.metadata import fileio as fileio_module
 from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.store import FileStore
 
 
 @pytest.fixture
@@ -268,7 +271,8 @@ fsspec.register_implementation("noxcreate", _NoExclusiveCreateFS, clobber=True)
 fsspec.register_implementation("xcreate", _ExclusiveCreateFS, clobber=True)
 
 
-def test_try_create_on_store_with_conditional_writes(mem_root: str) -> None:
+def test_try_create_on_store_with_conditional_writes(mem_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(fileio_module.EXCLUSIVE_CREATE, "xcreate", ("fsspec", "0"))  # trusted like s3fs>=2025.7
     fio, root = FileIO.for_uri(f"xcreate:/{mem_root}")
     assert fio.protocol == "xcreate" and not fio.is_local
     assert fio.try_create(f"{root}/snapshot/snapshot-1", b"a") is True
@@ -276,11 +280,52 @@ def test_try_create_on_store_with_conditional_writes(mem_root: str) -> None:
     assert fio.read_bytes(f"{root}/snapshot/snapshot-1") == b"a"
 
 
-def test_try_create_refuses_store_without_atomic_create(mem_root: str) -> None:
+def test_try_create_refuses_store_without_atomic_create(mem_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
     fio, root = FileIO.for_uri(f"noxcreate:/{mem_root}")
+    with pytest.raises(CommitError, match="'noxcreate' is not known to create files exclusively"):
+        fio.try_create(f"{root}/snapshot/snapshot-1", b"a")
+    # A trusted driver that still cannot create exclusively is refused too, without writing.
+    monkeypatch.setitem(fileio_module.EXCLUSIVE_CREATE, "noxcreate", ("fsspec", "0"))
     with pytest.raises(CommitError, match="noxcreate.*atomic create-if-absent"):
         fio.try_create(f"{root}/snapshot/snapshot-1", b"a")
     assert not fio.exists(f"{root}/snapshot/snapshot-1")
+
+
+class _SilentlyOverwritingFS(MemoryFileSystem):
+    """What many drivers do with mode 'xb': accept it and overwrite an existing file."""
+
+    protocol = ("xoverwrite",)
+
+    def _open(self, path, mode="rb", **kwargs):  # type: ignore[override]
+        return super()._open(path, mode.replace("x", "w"), **kwargs)
+
+
+fsspec.register_implementation("xoverwrite", _SilentlyOverwritingFS, clobber=True)
+
+
+def test_untrusted_store_never_lets_two_writers_win(mem_root: str) -> None:
+    """Two commits of snapshot 1 on a store that overwrites on 'xb' would both succeed; we refuse to commit
+    there at all, before any data file is written."""
+    fio, root = FileIO.for_uri(f"xoverwrite:/{mem_root}")
+    with pytest.raises(CommitError, match="'xoverwrite' is not known to create files exclusively"):
+        fio.try_create(f"{root}/snapshot/snapshot-1", b"first")
+    assert not fio.exists(f"{root}/snapshot/snapshot-1")
+    with pytest.raises(CommitError, match="not known to create files exclusively"):
+        prepare_write(FileStore(FileIO("xoverwrite"), f"{mem_root}/t"))
+
+
+def test_object_store_drivers_need_the_release_that_creates_exclusively(monkeypatch: pytest.MonkeyPatch) -> None:
+    versions = {"s3fs": "2025.3.0", "gcsfs": "2024.12.0"}
+    monkeypatch.setattr(fileio_module, "installed_version", versions.get)
+    with pytest.raises(CommitError, match=r"s3fs >= 2025.7.0 .*installed: 2025.3.0.*pip install 's3fs>=2025.7.0'"):
+        FileIO("s3").require_exclusive_create()
+    with pytest.raises(CommitError, match=r"needs adlfs >= 2024.12.0 .*installed: none"):
+        FileIO("abfs").require_exclusive_create()
+    FileIO("gs").require_exclusive_create()
+    versions["s3fs"] = "2025.9.0"
+    FileIO("s3a").require_exclusive_create()
+    FileIO("file").require_exclusive_create()
+    FileIO("memory").require_exclusive_create()
 
 
 # --------------------------------------------------------------------------------------------- write_bytes
