@@ -48,6 +48,10 @@ class CorruptMetadataError(PaimonError):
     """A schema, snapshot, tag, manifest or hint file cannot be parsed."""
 
 
+class DataFileError(PaimonError):
+    """A data file a snapshot references is missing or cannot be read."""
+
+
 class CommitError(PaimonError):
     """A commit could not be completed."""
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pyspark_paimon.datasource.engine.merge import MergeError
 from pyspark_paimon.datasource.engine.read import ReadContext, key_sections, read_split, referenced_columns
-from pyspark_paimon.errors import CorruptMetadataError, SchemaError
+from pyspark_paimon.errors import CorruptMetadataError, DataFileError, SchemaError
 from pyspark_paimon.metadata.binary_row import serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
@@ -397,3 +397,20 @@ def test_table_options_come_from_the_schema_unless_overridden(tmp_path: Path) ->
     assert read(ctx, split) == [{"v": 3}]
     ctx = ReadContext(FileIO(), str(tmp_path), schema, {}, "main", {"fields.v.aggregate-function": "max"}, ("v",))
     assert read(ctx, split) == [{"v": 2}]
+
+
+def test_damaged_data_files_name_the_file_and_the_way_out(catalog: Any) -> None:
+    """A missing or truncated data file fails with a DataFileError naming the file and how to recover, not a
+    bare FileNotFoundError / ArrowInvalid from inside pyarrow; windowed merges and raw reads alike."""
+    for pk in (False, True):
+        t = catalog.create_table(f"db.damaged_{int(pk)}", "id bigint, v string",
+                                 primary_keys=["id"] if pk else [], options={"bucket": "1"} if pk else {})
+        t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+        t.write_arrow(pa.table({"id": [2, 3], "v": ["b2", "c"]}))
+        first, second = sorted(Path(t.path).rglob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
+        second.write_bytes(second.read_bytes()[:40])  # truncated
+        with pytest.raises(DataFileError, match=rf"Data file \S*{second.name} cannot be read.*rollback_to"):
+            t.to_arrow()
+        first.unlink()
+        with pytest.raises(DataFileError, match=rf"Data file \S*{first.name} is missing.*rollback_to"):
+            t.to_arrow()

@@ -32,6 +32,7 @@ This module never imports pyspark; :class:`ReadContext` and splits are pickled t
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
@@ -47,7 +48,14 @@ from pyspark_paimon.datasource.engine.merge import (
     merge_sorted,
     sort_for_merge,
 )
-from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError, SchemaError, UnsupportedTypeError
+from pyspark_paimon.errors import (
+    CorruptMetadataError,
+    DataFileError,
+    OptionError,
+    PaimonError,
+    SchemaError,
+    UnsupportedTypeError,
+)
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.options import CoreOptions
@@ -297,27 +305,50 @@ def _format_of(f: DataFileMeta, options: CoreOptions) -> str:
 
 
 class _FileReader:
-    """One open data file: its physical column names and batch/whole reads of chosen columns."""
+    """One open data file: its physical column names and batch/whole reads of chosen columns.
+
+    Every I/O error is turned into a :class:`DataFileError` naming the file and the way out: a raw
+    ``FileNotFoundError`` or ``ArrowInvalid`` from deep inside pyarrow tells a user neither which file of
+    which table is damaged nor what to do about it.
+    """
 
     def __init__(self, fileio: FileIO, path: str, fmt: str, file_name: str):
         self.file_name = file_name
+        self.uri = fileio.uri(path)
         self.fmt = fmt
         if fmt not in ("parquet", "orc"):
             raise OptionError(f"Data file '{file_name}' is in {fmt} format, which pyspark-paimon cannot read "
                               "(parquet and orc only). Rewrite the table with 'file.format' = 'parquet'.")
-        self._handle = fileio.open_input(path)
+        with self.errors():
+            self._handle = fileio.open_input(path)
         try:
-            if fmt == "parquet":
-                self.parquet = pq.ParquetFile(self._handle, coerce_int96_timestamp_unit="us")
-                self.names = set(self.parquet.schema_arrow.names)
-            else:
-                import pyarrow.orc as orc  # noqa: PLC0415 - optional: some pyarrow builds have no ORC
+            with self.errors():
+                if fmt == "parquet":
+                    self.parquet = pq.ParquetFile(self._handle, coerce_int96_timestamp_unit="us")
+                    self.names = set(self.parquet.schema_arrow.names)
+                else:
+                    import pyarrow.orc as orc  # noqa: PLC0415 - optional: some pyarrow builds have no ORC
 
-                self._orc = orc.ORCFile(self._handle)
-                self.names = set(self._orc.schema.names)
+                    self._orc = orc.ORCFile(self._handle)
+                    self.names = set(self._orc.schema.names)
         except BaseException:
             self._handle.close()
             raise
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Translate I/O and decoding errors of this file into a :class:`DataFileError`."""
+        try:
+            yield
+        except FileNotFoundError as exc:
+            raise DataFileError(
+                f"Data file {self.uri} is missing, but the snapshot being read references it ({exc}). It was deleted "
+                "outside Paimon or by an unsafe cleanup. Restore the file, or roll the branch back to a snapshot or "
+                "tag that does not reference it (Table.rollback_to), or read an older tag.") from exc
+        except (pa.ArrowException, OSError) as exc:
+            raise DataFileError(
+                f"Data file {self.uri} cannot be read; it is truncated or corrupt ({exc}). Restore it from a copy, or "
+                "roll the branch back to a snapshot or tag that does not reference it (Table.rollback_to).") from exc
 
     def __enter__(self) -> "_FileReader":
         return self
@@ -325,22 +356,26 @@ class _FileReader:
     def __exit__(self, *exc: Any) -> None:
         self._handle.close()
 
-    def read(self, columns: list[str]) -> pa.Table:
-        if self.fmt == "parquet":
-            return self.parquet.read(columns=columns, use_threads=False)
-        return self._orc.read(columns=columns)
+    def read(self, columns: list[str], row_groups: list[int] | None = None) -> pa.Table:
+        with self.errors():
+            if self.fmt == "parquet":
+                if row_groups is not None:
+                    return self.parquet.read_row_groups(row_groups, columns=columns, use_threads=False)
+                return self.parquet.read(columns=columns, use_threads=False)
+            return self._orc.read(columns=columns)
 
     def batches(self, columns: list[str], batch_size: int,
                 row_groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
-        if self.fmt == "parquet":
-            if row_groups is not None and not row_groups:
+        with self.errors():
+            if self.fmt == "parquet":
+                if row_groups is not None and not row_groups:
+                    return
+                yield from self.parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False,
+                                                     row_groups=row_groups)
                 return
-            yield from self.parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False,
-                                             row_groups=row_groups)
-            return
-        for i in range(self._orc.nstripes):
-            stripe = self._orc.read_stripe(i, columns=columns)
-            yield from (stripe.slice(o, batch_size) for o in range(0, stripe.num_rows, batch_size))
+            for i in range(self._orc.nstripes):
+                stripe = self._orc.read_stripe(i, columns=columns)
+                yield from (stripe.slice(o, batch_size) for o in range(0, stripe.num_rows, batch_size))
 
 
 def _physical_columns(reader: _FileReader, targets: Sequence[DataField], file_schema: TableSchema,
@@ -667,8 +702,8 @@ def _plan_windows_unchecked(ctx: ReadContext, split: DataSplit, plan: _Plan,
         ff = {x.id: x for x in file_schema.fields}.get(key_field.id)
         if ff is None or _base(ff.type) != _base(key_field.type):
             return None
-        with ctx.fileio.open_input(split.file_path(f)) as handle:
-            md = pq.ParquetFile(handle).metadata
+        with _FileReader(ctx.fileio, split.file_path(f), "parquet", f.file_name) as reader:
+            md = reader.parquet.metadata
         col = next((i for i in range(md.num_columns) if md.schema.column(i).path == ff.name), None)
         if col is None:
             return None
@@ -716,7 +751,7 @@ def _read_window(ctx: ReadContext, split: DataSplit, plan: _Plan, f: DataFileMet
     with _FileReader(ctx.fileio, split.file_path(f), "parquet", f.file_name) as reader:
         cols = _physical_columns(reader, plan.read_fields, file_schema, system)
         if row_groups:
-            data = reader.parquet.read_row_groups(row_groups, columns=cols, use_threads=False)
+            data = reader.read(cols, row_groups)
         else:
             data = reader.parquet.schema_arrow.empty_table().select(cols)
     data = _conform_table(data, plan.read_fields, file_schema, f.file_name, system)
