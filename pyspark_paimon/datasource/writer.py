@@ -231,10 +231,13 @@ class PaimonWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         try:
-            if self.job.committed():
-                log.warning("abort after a successful commit of %s: keeping the files", self.ref.path)
-                return
+            landed = self.job.landed()
         except TableNotFoundError:
+            return
+        if landed is not None:  # e.g. the driver's commit landed and a later step (or a worker) failed
+            log.warning("Spark aborts the write to %s, but its commit landed as snapshot %s of branch '%s' (commit "
+                        "user '%s'): the data is in the table, keeping its files. Do not retry the write.",
+                        self.ref.path, landed.id, self.job.store.branch, self.job.commit_user)
             return
         for msg in messages:
             if not isinstance(msg, PaimonCommitMessage):

@@ -249,10 +249,14 @@ class SnapshotManager:
             except SnapshotNotFoundError:  # expired while we listed
                 continue
 
-    def committed_by(self, commit_user: str) -> bool:
-        """Whether any snapshot of this branch was committed by ``commit_user``: decides, after a failure,
-        whether a job's files became part of the table (keep them) or may be deleted."""
-        return any(snap.commit_user == commit_user for snap in self.snapshots())
+    def commit_of(self, commit_user: str) -> Snapshot | None:
+        """The newest snapshot of this branch committed by ``commit_user``, or None: decides, after a failure,
+        whether a job's files became part of the table (keep them, do not retry) or may be deleted."""
+        found = None
+        for snap in self.snapshots():
+            if snap.commit_user == commit_user:
+                found = snap
+        return found
 
     def try_commit(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-N`` if absent; on success move the LATEST hint. False if N was taken."""

@@ -270,7 +270,7 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     try:
         result.snapshot = commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user)
     except BaseException:
-        if not snap_store.snapshots.committed_by(user):
+        if snap_store.snapshots.commit_of(user) is None:
             writer.abort()
         raise
     result.compacted.extend(dict(zip(names, p)) for p in todo)

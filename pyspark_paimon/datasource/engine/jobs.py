@@ -18,7 +18,7 @@ import pyarrow as pa
 from pyspark_paimon.datasource.engine.chain import commit_with_chain_rules
 from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
-from pyspark_paimon.errors import OptionError
+from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.metadata.partition import coerce_partition_value
@@ -90,11 +90,32 @@ class WriteJob:
         return TableWriter(self.context, task_id)
 
     def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
-        return commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user)
+        """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
+        step such as an automatic tag or a chain-table truncation), the error says that the data is in the
+        table, so that nobody retries the write and commits it twice."""
+        try:
+            return commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user)
+        except CommitStateUnknownError:
+            raise
+        except Exception as exc:
+            try:
+                landed = self.landed()
+            except (OSError, PaimonError) as check:
+                raise CommitStateUnknownError(
+                    f"The write to {self.store.table_path} (branch '{self.store.branch}') failed ({exc}), and whether "
+                    f"its commit landed cannot be checked ({check}). Look for commit user '{self.commit_user}' in "
+                    "the table's $snapshots before retrying: if it is there, the data is already in the table.") \
+                    from exc
+            if landed is None:
+                raise
+            raise CommitError(
+                f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
+                f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
+                "is in the table: do not retry the write (it would be written twice).") from exc
 
-    def committed(self) -> bool:
-        """Whether a snapshot of this job exists (used by abort to decide whether files may be deleted)."""
-        return self.store.snapshots.committed_by(self.commit_user)
+    def landed(self) -> Snapshot | None:
+        """This job's snapshot if its commit landed (abort keeps the files then; errors say so), else None."""
+        return self.store.snapshots.commit_of(self.commit_user)
 
 
 def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
