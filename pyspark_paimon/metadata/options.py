@@ -9,7 +9,7 @@
 * **inert**: options that tune another engine's runtime (Flink parallelism, compaction triggers, lookup
   caches...) and cannot change what a batch read returns or what a batch write must produce. A table created
   by Java Paimon may carry them, and we keep them untouched;
-* **refused**: values that change semantics we do not implement (deletion vectors, data evolution, an
+* **refused**: values that change semantics we do not implement (data evolution, an
   unknown merge engine...). They raise :class:`OptionError` when the table is read or written, naming the
   option and the fix.
 
@@ -247,7 +247,7 @@ PARTITION_TIMESTAMP_FORMATTER = _option("partition.timestamp-formatter", STRING,
 
 # Table kind and metadata
 CHANGELOG_PRODUCER = _option("changelog-producer", LOWERCASE, "none", "How Paimon produces a changelog.")
-DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (refused).")
+DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (read only).")
 PATH = _option("path", STRING, None, "The table's location, as catalogs record it.")
 TYPE = _option("type", LOWERCASE, "table", "Kind of table (only 'table' is readable).")
 OWNER = _option("owner", STRING, None, "Owner, as catalogs record it.")
@@ -315,8 +315,6 @@ INERT_PREFIXES = (
 # ------------------------------------------------------------------------------------------------ refused
 # Values that change semantics we do not implement: option -> (allowed values, why/fix).
 REFUSED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    DELETION_VECTORS_ENABLED.key: (("false",), "deletion vectors are not supported yet; read and write the table "
-                                               "with Paimon/pypaimon or disable deletion vectors on a copy"),
     MERGE_ENGINE.key: (MERGE_ENGINES, "supported merge engines are deduplicate, partial-update, aggregation and "
                                       "first-row"),
     CHANGELOG_PRODUCER.key: (("none", "input", "lookup", "full-compaction"), "unknown changelog producer"),

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
+from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.options import validate_table_options
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
@@ -105,6 +106,10 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
     decision = _decide(store, opts)
     kind, latest = decision.kind, decision.latest
     if decision.chain is not None:
+        if latest.core_options.deletion_vectors_enabled:
+            raise OptionError(
+                f"Chain table {store.table_path} has 'deletion-vectors.enabled' = 'true'; chain reads of "
+                "deletion-vector tables are not supported yet. Read its branches one by one, or with Paimon.")
         planned = PlannedRead.of_chain(plan_chain(store, decision.chain, opts, predicate), predicate)
         validate_table_options(planned.schema.options, creating=False, table=store.table_path)
         return planned

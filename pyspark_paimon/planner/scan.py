@@ -18,6 +18,7 @@ import pyarrow as pa
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
+from pyspark_paimon.metadata.deletion_vectors import DeletionFile, IndexManifestEntry, deletion_files, merge_on_read
 from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
 from pyspark_paimon.metadata.options import (
     BUCKET_FUNCTION_TYPE,
@@ -383,12 +384,50 @@ class ScanPlanner:
         counters.manifests_skipped = len(metas) - len(kept)
         # Deletes in skipped manifests can only cancel adds of the same partition, which the same stats
         # exclude, so pruning whole manifests cannot resurrect a deleted file.
-        entries = self.store.live_entries(snapshot, kept, cached=True)
-        return self.plan_entries(entries, predicate, partition_filter, counters, snapshot)
+        entries: Iterable[ManifestEntry] = self.store.live_entries(snapshot, kept, cached=True)
+        if not self._deletion_vectors:
+            return self.plan_entries(entries, predicate, partition_filter, counters, snapshot)
+        if self.schema.primary_keys and not merge_on_read({**self.schema.options, **self.options}):
+            # Java's batch scans of deletion-vector tables skip level 0 (CoreOptions.batchScanSkipLevel0,
+            # AbstractBatchTableScan): data not yet compacted is invisible unless merge-on-read is set.
+            entries = [e for e in entries if e.file.level > 0]
+        plan = self.plan_entries(entries, predicate, partition_filter, counters, snapshot, deletion_vectors=True)
+        dvs = self._deletion_files(snapshot)
+        plan.splits = [replace(s, deletion_files={f.file_name: dvs[(s.partition, s.bucket)][f.file_name]
+                                                  for f in s.files
+                                                  if f.file_name in dvs.get((s.partition, s.bucket), {})})
+                       for s in plan.splits]
+        return plan
+
+    @property
+    def _deletion_vectors(self) -> bool:
+        return CoreOptions({**self.schema.options, **self.options}).deletion_vectors_enabled
+
+    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        """The deletion file of every data file of ``snapshot`` that has one (none without an index manifest)."""
+        if not snapshot.index_manifest:
+            return {}
+        in_bucket_dir = str(self.options.get("index-file-in-data-file-dir",
+                                             self.schema.options.get("index-file-in-data-file-dir", ""))
+                            ).strip().lower() == "true"
+        index_dir = f"{self.store.table_path}/index"
+        cache: dict[bytes, tuple] = {}
+
+        def index_path(e: IndexManifestEntry) -> str:
+            if in_bucket_dir:
+                values = partition_values(e.partition, self.schema, cache)
+                return f"{self.store.bucket_path(self.schema, values, e.bucket)}/{e.file_name}"
+            return f"{index_dir}/{e.file_name}"
+
+        return deletion_files(self.store.fileio, self.store.manifests.path(snapshot.index_manifest), index_path)
 
     def plan_entries(self, entries: Iterable[ManifestEntry], predicate: Sequence[Leaf] = (),
                      partition_filter: Callable[[dict[str, Any]], bool] | None = None,
-                     counters: ScanCounters | None = None, snapshot: Snapshot | None = None) -> ScanPlan:
+                     counters: ScanCounters | None = None, snapshot: Snapshot | None = None,
+                     deletion_vectors: bool = False) -> ScanPlan:
+        """Splits of ``entries``. ``deletion_vectors``: the caller attaches every file's deletion vector, so a
+        PK bucket above level 0 is raw-convertible whatever its levels (without them, overlapping levels must
+        be merged: incremental reads of a deletion-vector table take this path)."""
         counters = counters or ScanCounters()
         schema = self.schema
         part_names = [f.name for f in schema.partition_fields]
@@ -448,20 +487,21 @@ class ScanPlanner:
         selected_buckets = 0
         for (part, bucket), files in sorted(groups.items(), key=lambda kv: (cache[kv[0][0]].__repr__(), kv[0][1])):
             files.sort(key=lambda f: (f.level, f.min_sequence_number, f.file_name))
-            kept = self._skip_files(files, key_pruner, value_pruner, counters)
+            kept = self._skip_files(files, key_pruner, value_pruner, counters, deletion_vectors)
             if not kept:
                 continue
             selected_buckets += 1
             values = cache[part]
             path = self.store.bucket_path(schema, values, bucket)
-            splits.extend(self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path))
+            splits.extend(self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path,
+                                            deletion_vectors))
         counters.buckets_selected = selected_buckets
         counters.files_selected = sum(len(s.files) for s in splits)
         counters.bytes_selected = sum(s.size_bytes for s in splits)
         return ScanPlan(snapshot, schema, splits, counters)
 
     def _skip_files(self, files: list[DataFileMeta], key_pruner: _StatsPruner, value_pruner: _StatsPruner,
-                    counters: ScanCounters) -> list[DataFileMeta]:
+                    counters: ScanCounters, deletion_vectors: bool = False) -> list[DataFileMeta]:
         """The files of one bucket that statistics cannot exclude.
 
         Append files are independent, so value statistics decide alone. In a primary-key bucket every version
@@ -475,7 +515,7 @@ class ScanPlanner:
             kept = [f for f in files if value_pruner.may_match(f, key=False)]
         else:
             kept = [f for f in files if key_pruner.may_match(f, key=True)] if key_pruner.active else files
-            if value_pruner.active and kept and _raw_convertible(kept):
+            if value_pruner.active and kept and _raw_convertible(kept, deletion_vectors):
                 kept = [f for f in kept if value_pruner.may_match(f, key=False)]
         if len(kept) != len(files):
             dropped = len(files) - len(kept)
@@ -484,17 +524,21 @@ class ScanPlanner:
         return kept
 
     def _make_splits(self, part: bytes, values: tuple, bucket: int, total_buckets: int,
-                     files: list[DataFileMeta], path: str) -> list[DataSplit]:
+                     files: list[DataFileMeta], path: str, deletion_vectors: bool = False) -> list[DataSplit]:
         if not self.schema.primary_keys:
             # Append files are independent: one split each, so packing can spread them over every core.
             return [DataSplit(part, values, bucket, total_buckets, (f,), path, True) for f in files]
-        return [DataSplit(part, values, bucket, total_buckets, tuple(files), path, _raw_convertible(files))]
+        return [DataSplit(part, values, bucket, total_buckets, tuple(files), path,
+                          _raw_convertible(files, deletion_vectors))]
 
 
-def _raw_convertible(files: Sequence[DataFileMeta]) -> bool:
-    """A PK bucket readable without merging (§7.5): one level above 0, no retract rows."""
-    return (all(f.level > 0 for f in files) and all(f.delete_row_count == 0 for f in files)
-            and len({f.level for f in files}) == 1)
+def _raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool = False) -> bool:
+    """A PK bucket readable without merging (§7.5, java ``MergeTreeSplitGenerator.splitForBatch``): every file
+    above level 0 without retract rows, and all in one level unless deletion vectors are on (then each key has
+    exactly one position not deleted, whatever the levels)."""
+    return (all(f.level > 0 for f in files)
+            and all(f.delete_row_count == 0 or (deletion_vectors and f.delete_row_count is None) for f in files)
+            and (deletion_vectors or len({f.level for f in files}) == 1))
 
 
 def split_target_size(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark_paimon.metadata.deletion_vectors import DeletionFile
 from pyspark_paimon.metadata.manifest import DataFileMeta
 
 
@@ -23,7 +24,7 @@ class DataSplit:
     # Directory holding the files: <table>/<partition path>/bucket-<b>.
     bucket_path: str
     # True when the files can be read one after another without a merge (append tables; PK buckets
-    # whose files are all above level 0 in one non-overlapping run).
+    # whose files are all above level 0 in one non-overlapping run, or in any levels with deletion vectors).
     raw_convertible: bool = False
     # Chain-table and fallback reads take files from several branches; ``file_branches`` maps a file name to
     # the branch whose schemas describe it and ``file_bucket_paths`` to its directory. Empty = this split's.
@@ -35,6 +36,9 @@ class DataSplit:
     # Chain-table reads: every row carries ``partition_values`` (the logical partition), whichever partition
     # the file physically belongs to.
     relabel_partition: bool = False
+    # Deletion-vector tables: data file name -> where its deleted row positions are (files without one are
+    # absent). Every read of such a file drops those positions first, raw or merged (Java does the same).
+    deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
 
     @property
     def row_count(self) -> int:

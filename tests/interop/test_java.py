@@ -7,7 +7,8 @@
 2. We write, Java reads: append and primary-key tables (partitioned, bucketed, updates and deletes through
    ``rowkind.field``) with the common types; Java's rows must equal ours exactly.
 3. We write a primary-key table, Java fully compacts it, and both of us read it back unchanged.
-4. Deletion-vector tables written by Java: refused today (see the test).
+4. Deletion-vector tables written by Java: we read what Java reads (level 0 skipped, positions dropped);
+   writing them is refused.
 
 Every table is small and every test uses its own warehouse; one JVM serves the whole module.
 Known Java <= 1.0 bug we stay clear of: a non-NULL ROW whose fields are all NULL reads back as NULL in Java
@@ -23,11 +24,13 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.type_json import parse_type
+from pyspark_paimon.planner.predicate import Leaf
 from tests.interop.helpers import canonical_rows, ours_spark, sorted_rows, table_uri
 from tests.oracle import java_oracle
 from tests.oracle.java_oracle import JavaOracle, JavaRead
@@ -423,23 +426,88 @@ def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str, dec10: bool
 
 # ============================================================================== 4. deletion vectors
 
-def test_java_deletion_vector_table_is_refused(java: JavaOracle, warehouse: str) -> None:
-    """CURRENT BEHAVIOUR, not the goal: we refuse to read deletion-vector tables (OptionError). Deletion-vector
-    reads are being implemented; when they land, replace the `pytest.raises` below with an `assert_agree`
-    of our read against ``java.read`` (the table below already holds Java's deletion files)."""
+def _java_dv_table(java: JavaOracle, warehouse: str, t: str) -> dict[Any, dict[str, Any]]:
+    """A deletion-vector table as Java writes it: two buckets, inserts, then updates and
+    deletes. Java's writes compact level 0 at commit, so every file ends above level 0 and the superseded and
+    deleted rows are positions in deletion vectors. Returns the expected state."""
+    java.create(warehouse, t, [["id", "INT", False], ["v", "STRING"], ["n", "BIGINT"]], primary_keys=["id"],
+                options={"bucket": 2, "deletion-vectors.enabled": "true"})
+    state: dict[Any, dict[str, Any]] = {}
+    commits: list[tuple[list[dict[str, Any]], list[str]]] = [
+        ([{"id": i, "v": "v1", "n": i} for i in range(300)], ["+I"] * 300),
+        ([{"id": i, "v": "v2", "n": 10 * i} for i in range(0, 300, 3)], ["+U"] * 100),
+        ([{"id": i} for i in range(0, 300, 7)], ["-D"] * 43),
+    ]
+    for rows, kinds in commits:
+        java.write(warehouse, t, rows, kinds=kinds)
+        _upsert(state, rows, kinds)
+    java.compact(warehouse, t)  # full compaction: new files at the top level
+    rows, kinds = [{"id": i, "v": "v4", "n": -i} for i in range(1, 300, 11)], ["+U"] * 28
+    java.write(warehouse, t, rows, kinds=kinds)  # superseded rows in the compacted files become positions
+    _upsert(state, rows, kinds)
+    return state
+
+
+def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any) -> None:
+    """Java writes a deletion-vector table (updates, deletes, full compaction, more updates); we read exactly
+    the rows Java reads, through the Python API and Spark, raw (no merge) with the positions dropped, also
+    when statistics skip Parquet row groups of files that have deletion vectors."""
     t = "db.dv"
+    state = _java_dv_table(java, warehouse, t)
+    files = java.files(warehouse, t)
+    assert any(f["deletion_file"] for f in files) and all(f["level"] > 0 for f in files), files
+    by_java = java.read(warehouse, t)
+    assert_agree(_ours(warehouse, t), by_java, state.values())
+    assert_agree(ours_spark(spark, table_uri(warehouse, t)), by_java)
+    table = Table.open(table_uri(warehouse, t))
+    plan = table.explain()
+    assert plan["splits"]["raw_convertible"] == plan["splits"]["count"] == 2
+    # Row-group skipping: Java writes one row group per small file, so rewrite each file (same rows, same
+    # order, so the same positions) in row groups of 16 rows; then a filter skips groups and the positions
+    # after the skipped ones must still line up.
+    for e in table.store.live_entries(table.store.snapshots.latest()):
+        path = f"{table.store.bucket_path(table.schema, (), e.bucket)}/{e.file.file_name}"
+        pq.write_table(pq.read_table(path), path, row_group_size=16)
+    pred = [Leaf("n", ">=", 1500)]
+    job = table.new_read(predicate=pred)
+    got = job.to_arrow()
+    assert job.metrics.row_groups_skipped > 0
+    assert canonical_rows(got) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
+    assert canonical_rows(_ours(warehouse, t)) == _full(state.values(), by_java.names)
+
+
+def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOracle, warehouse: str) -> None:
+    """Level-0 files Java has not compacted yet (a write-only writer) are skipped by batch reads of a
+    deletion-vector table, in Java and here; ``deletion-vectors.merge-on-read`` (newer Java; Java 1.0 ignores
+    it) merges them, applying the deletion vectors of the files below; after Java compacts, both see them."""
+    t = "db.dv0"
+    state = _java_dv_table(java, warehouse, t)
+    java.evolve(warehouse, t, [{"op": "set_option", "key": "write-only", "value": "true"}])
+    rows = [{"id": i, "v": "v5", "n": 7} for i in range(0, 300, 5)] + [{"id": 1}, {"id": 400, "v": "new"}]
+    kinds = ["+U"] * 60 + ["-D", "+I"]
+    java.write(warehouse, t, rows, kinds=kinds)
+    after = dict(state)
+    _upsert(after, rows, kinds)
+    table = Table.open(table_uri(warehouse, t))
+    assert 0 in {e.file.level for e in table.store.live_entries(table.store.snapshots.latest())}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+    java.evolve(warehouse, t, [{"op": "set_option", "key": "deletion-vectors.merge-on-read", "value": "true"}])
+    assert canonical_rows(_ours(warehouse, t)) == _full(after.values(), ["id", "v", "n"])
+    java.evolve(warehouse, t, [{"op": "remove_option", "key": "deletion-vectors.merge-on-read"},
+                               {"op": "remove_option", "key": "write-only"}])
+    java.compact(warehouse, t)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
+
+
+def test_we_refuse_to_write_a_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:
+    """Writes to deletion-vector tables are refused with the way out (reads are supported)."""
+    t = "db.dvw"
     java.create(warehouse, t, [["id", "INT", False], ["v", "STRING"]], primary_keys=["id"],
                 options={"bucket": 1, "deletion-vectors.enabled": "true"})
-    java.write(warehouse, t, [{"id": i, "v": "v1"} for i in range(10)])
-    java.compact(warehouse, t)
-    java.write(warehouse, t, [{"id": 1, "v": "v2"}, {"id": 2}], kinds=["+U", "-D"])
-    java.compact(warehouse, t)
-    java.write(warehouse, t, [{"id": 3, "v": "v3"}])
-    assert any(f["deletion_file"] for f in java.files(warehouse, t)), java.files(warehouse, t)
-    assert sorted_rows(java.read(warehouse, t).rows) == sorted_rows(
-        {"id": i, "v": {1: "v2", 3: "v3"}.get(i, "v1")} for i in range(10) if i != 2)
-    with pytest.raises(OptionError, match="deletion-vectors"):
-        _ours(warehouse, t)
+    table = Table.open(table_uri(warehouse, t))
+    with pytest.raises(OptionError, match="does not write them yet"):
+        _write_ours(table, [{"id": 1, "v": "x"}])
 
 
 # =========================================================================== the harness itself

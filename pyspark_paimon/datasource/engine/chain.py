@@ -41,6 +41,7 @@ from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.deletion_vectors import refuse_deletion_vector_writes
 from pyspark_paimon.metadata.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema import TableSchema
@@ -253,6 +254,7 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     replaced = frozenset(snap_parts.raw[p] for p in todo if p in snap_parts.raw)
     overwrite_spec = OverwriteSpec("static", replaced)
     user = str(uuid.uuid4())
+    refuse_deletion_vector_writes(snap_store.schema().core_options.deletion_vectors_enabled, snap_store.table_path)
     write_ctx = WriteContext.for_store(snap_store, user)
     writer = TableWriter(write_ctx, "chain-compact")
     try:

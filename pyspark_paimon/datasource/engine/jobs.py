@@ -20,6 +20,7 @@ from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.commit import CommitMessage, OverwriteSpec
+from pyspark_paimon.metadata.deletion_vectors import refuse_deletion_vector_writes
 from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.metadata.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema import TableSchema
@@ -120,6 +121,7 @@ class WriteJob:
 
 def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
+    refuse_deletion_vector_writes(store.schema().core_options.deletion_vectors_enabled, store.table_path)
     store.fileio.require_exclusive_create()  # before any task writes a file
     user = str(uuid.uuid4())
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")

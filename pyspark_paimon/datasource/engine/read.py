@@ -8,6 +8,9 @@ What a split read has to get right, and where it happens here:
   added later read as NULL, and type changes are cast. Parquet field ids are deliberately not used:
   pypaimon writes none.
 * **Append tables and raw-convertible PK splits** stream file by file, batch by batch.
+* **Deletion vectors** (:func:`_keep_mask`): a file with a deletion file in the split loses its deleted row
+  positions as it is read, raw or merged. Positions count rows of the whole file, so when row groups are
+  skipped the positions are mapped through the row groups' row counts from the Parquet footer.
 * **Primary-key tables** are merged per key-overlap section (Java's ``IntervalPartition``): a section with
   one file is streamed (dropping its -U/-D rows, since a data file holds one row per key); a section with
   several files is read whole, sorted into Java's merge order and merged with the table's merge engine
@@ -56,6 +59,7 @@ from pyspark_paimon.errors import (
     SchemaError,
     UnsupportedTypeError,
 )
+from pyspark_paimon.metadata.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.options import CoreOptions
@@ -364,6 +368,15 @@ class _FileReader:
                 return self.parquet.read(columns=columns, use_threads=False)
             return self._orc.read(columns=columns)
 
+    def group_rows(self) -> np.ndarray:
+        """Rows per row group (Parquet), or of the whole file (ORC is read stripe after stripe, never skipped):
+        what maps file-global deletion-vector positions onto the rows a read returns."""
+        with self.errors():
+            if self.fmt == "parquet":
+                md = self.parquet.metadata
+                return np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+            return np.array([self._orc.nrows], dtype=np.int64)
+
     def batches(self, columns: list[str], batch_size: int,
                 row_groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
         with self.errors():
@@ -390,12 +403,48 @@ def _physical_columns(reader: _FileReader, targets: Sequence[DataField], file_sc
     return cols
 
 
+def _deleted_positions(ctx: ReadContext, split: DataSplit, f: DataFileMeta) -> np.ndarray | None:
+    """The deleted row positions of ``f`` (ascending), or None when it has no deletion vector."""
+    dfile = split.deletion_files.get(f.file_name)
+    if dfile is None:
+        return None
+    return read_deletion_vector(ctx.fileio, dfile, f.file_name)
+
+
+def _keep_mask(deleted: np.ndarray, group_rows: np.ndarray, selected: Sequence[int] | None,
+               file_name: str) -> np.ndarray:
+    """True for each row a read of the ``selected`` row groups (in that order; None = all) returns that
+    ``deleted`` (file-global positions) does not name."""
+    starts = np.concatenate([[0], np.cumsum(group_rows)]).astype(np.int64)
+    total = int(starts[-1])
+    if len(deleted) and int(deleted[-1]) >= total:
+        raise CorruptMetadataError(
+            f"The deletion vector of data file '{file_name}' names row position {int(deleted[-1])}, but the file "
+            f"has {total} rows: the deletion vector belongs to another file or is corrupt. Restore the table's "
+            "index files, or roll the table back to a snapshot before the damage (Table.rollback_to).")
+    sel = np.arange(len(group_rows)) if selected is None else np.asarray(selected, dtype=np.int64)
+    out_start = np.concatenate([[0], np.cumsum(group_rows[sel])]).astype(np.int64)
+    mask = np.ones(int(out_start[-1]), dtype=bool)
+    if len(deleted) and len(sel):
+        group = np.searchsorted(starts, deleted, side="right") - 1
+        slot = np.full(len(group_rows), -1, dtype=np.int64)
+        slot[sel] = np.arange(len(sel))
+        where = slot[group]
+        hit = where >= 0
+        mask[out_start[where[hit]] + (deleted[hit] - starts[group[hit]])] = False
+    return mask
+
+
 def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
                    system: Sequence[str] = ()) -> pa.Table:
-    """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``."""
+    """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``,
+    without the rows its deletion vector names."""
     file_schema = ctx.file_schema(split, f)
+    deleted = _deleted_positions(ctx, split, f)
     with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name) as reader:
         data = reader.read(_physical_columns(reader, targets, file_schema, system))
+        if deleted is not None:
+            data = data.filter(pa.array(_keep_mask(deleted, reader.group_rows(), None, f.file_name)))
     return _conform_table(data, targets, file_schema, f.file_name, system)
 
 
@@ -468,12 +517,19 @@ def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targe
     """Stream ``f``. Raw reads pass ``skip_row_groups`` (the read's metrics, which count what was skipped):
     row groups ``ctx.pushed`` rules out are not read."""
     file_schema = ctx.file_schema(split, f)
+    deleted = _deleted_positions(ctx, split, f)
     with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
         if skip_row_groups is not None and reader.fmt == "parquet":
             row_groups = select_row_groups(reader.parquet, _file_leaves(ctx, file_schema, reader), skip_row_groups)
+        keep = None if deleted is None else _keep_mask(deleted, reader.group_rows(), row_groups, f.file_name)
+        offset = 0  # rows of the selected row groups read so far: where this batch starts in ``keep``
         for batch in reader.batches(cols, ctx.batch_size, row_groups):
+            n = batch.num_rows
+            if keep is not None:
+                batch = batch.filter(pa.array(keep[offset:offset + n]))
+                offset += n
             if batch.num_rows:
                 yield _conform_table(batch, targets, file_schema, f.file_name, system)
 
@@ -748,10 +804,13 @@ def _read_window(ctx: ReadContext, split: DataSplit, plan: _Plan, f: DataFileMet
                  lo: Any, hi: Any, system: Sequence[str]) -> pa.Table:
     """Rows of ``f`` whose first key column is in [lo, hi), read from ``row_groups`` only, in file order."""
     file_schema = ctx.file_schema(split, f)
+    deleted = _deleted_positions(ctx, split, f)
     with _FileReader(ctx.fileio, split.file_path(f), "parquet", f.file_name) as reader:
         cols = _physical_columns(reader, plan.read_fields, file_schema, system)
         if row_groups:
             data = reader.read(cols, row_groups)
+            if deleted is not None:
+                data = data.filter(pa.array(_keep_mask(deleted, reader.group_rows(), row_groups, f.file_name)))
         else:
             data = reader.parquet.schema_arrow.empty_table().select(cols)
     data = _conform_table(data, plan.read_fields, file_schema, f.file_name, system)
