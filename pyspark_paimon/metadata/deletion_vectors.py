@@ -276,11 +276,14 @@ def merge_on_read(options: Mapping[str, str]) -> bool:
         raise OptionError(f"Option '{MERGE_ON_READ_KEY}' must be {BOOLEAN.expected}, got '{raw}'.") from None
 
 
-def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str) -> None:
-    """Writes to deletion-vector tables are refused: our level-0 files would be valid Paimon (Java's write-only
-    writers leave the same), but an overwrite must also drop the overwritten files' deletion vectors from the
-    index manifest, which our commit does not do yet."""
-    if deletion_vectors_enabled:
+def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str, overwrite: bool = True) -> None:
+    """Appends to a deletion-vector table are allowed: they are level-0 files, exactly what Java's own
+    write-only writers leave before a compaction, and the commit carries the index manifest forward. Batch
+    reads (Java's and ours) skip them until Paimon compacts the bucket. An overwrite is refused: Java's
+    overwrite also drops the overwritten partitions' index entries (``OverwriteChangesProvider``), which our
+    commit does not do yet."""
+    if deletion_vectors_enabled and overwrite:
         raise OptionError(
-            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon reads such tables but does not "
-            "write them yet. Write with Paimon (Flink, Spark with the Paimon jar, Java) or pypaimon.")
+            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon appends to such tables but does "
+            "not overwrite them yet. Append instead, or overwrite with Paimon (Flink, Spark with the Paimon jar, "
+            "Java) or pypaimon.")

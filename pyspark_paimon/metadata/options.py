@@ -247,7 +247,7 @@ PARTITION_TIMESTAMP_FORMATTER = _option("partition.timestamp-formatter", STRING,
 
 # Table kind and metadata
 CHANGELOG_PRODUCER = _option("changelog-producer", LOWERCASE, "none", "How Paimon produces a changelog.")
-DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (read only).")
+DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (no overwrites).")
 PATH = _option("path", STRING, None, "The table's location, as catalogs record it.")
 TYPE = _option("type", LOWERCASE, "table", "Kind of table (only 'table' is readable).")
 OWNER = _option("owner", STRING, None, "Owner, as catalogs record it.")

@@ -7,8 +7,8 @@
 2. We write, Java reads: append and primary-key tables (partitioned, bucketed, updates and deletes through
    ``rowkind.field``) with the common types; Java's rows must equal ours exactly.
 3. We write a primary-key table, Java fully compacts it, and both of us read it back unchanged.
-4. Deletion-vector tables written by Java: we read what Java reads (level 0 skipped, positions dropped);
-   writing them is refused.
+4. Deletion-vector tables written by Java: we read what Java reads (level 0 skipped, positions dropped); we
+   append to them (level 0, visible once Java compacts); overwriting them is refused.
 
 Every table is small and every test uses its own warehouse; one JVM serves the whole module.
 Known Java <= 1.0 bug we stay clear of: a non-NULL ROW whose fields are all NULL reads back as NULL in Java
@@ -500,14 +500,37 @@ def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOrac
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
 
 
-def test_we_refuse_to_write_a_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:
-    """Writes to deletion-vector tables are refused with the way out (reads are supported)."""
-    t = "db.dvw"
+def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str) -> None:
+    """ORC data files with deletion vectors: positions count rows across the file's stripes."""
+    t = "db.dvorc"
     java.create(warehouse, t, [["id", "INT", False], ["v", "STRING"]], primary_keys=["id"],
-                options={"bucket": 1, "deletion-vectors.enabled": "true"})
+                options={"bucket": 1, "deletion-vectors.enabled": "true", "file.format": "orc"})
+    state: dict[Any, dict[str, Any]] = {}
+    for rows, kinds in (([{"id": i, "v": "a"} for i in range(200)], ["+I"] * 200),
+                        ([{"id": i, "v": "b"} for i in range(0, 200, 3)], ["+U"] * 67),
+                        ([{"id": i} for i in range(0, 200, 5)], ["-D"] * 40)):
+        java.write(warehouse, t, rows, kinds=kinds)
+        _upsert(state, rows, kinds)
+    assert any(f["deletion_file"] for f in java.files(warehouse, t))
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+
+def test_we_append_to_a_java_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:
+    """Our appends are level-0 files, as Java's write-only writers leave them: invisible to batch reads (Java's
+    and ours) until Java compacts them, then both read them; our sequence numbers continue past Java's, so our
+    updates win. Overwriting a deletion-vector table is refused with the way out."""
+    t = "db.dvw"
+    state = _java_dv_table(java, warehouse, t)
     table = Table.open(table_uri(warehouse, t))
-    with pytest.raises(OptionError, match="does not write them yet"):
-        _write_ours(table, [{"id": 1, "v": "x"}])
+    rows = [{"id": i, "v": "ours", "n": 0} for i in range(2, 300, 4)] + [{"id": 500, "v": "new", "n": 1}]
+    _write_ours(table, rows)
+    after = dict(state)
+    _upsert(after, rows)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    java.compact(warehouse, t)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
+    with pytest.raises(OptionError, match="does not overwrite them yet"):
+        table.write_arrow(pa.Table.from_pylist(rows, schema=table.arrow_schema), mode="overwrite")
 
 
 # =========================================================================== the harness itself

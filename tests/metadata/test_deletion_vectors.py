@@ -262,5 +262,6 @@ def test_options() -> None:
     with pytest.raises(OptionError, match="deletion-vectors.merge-on-read"):
         merge_on_read({"deletion-vectors.merge-on-read": "maybe"})
     refuse_deletion_vector_writes(False, "t")
-    with pytest.raises(OptionError, match="does not write them yet"):
+    refuse_deletion_vector_writes(True, "t", overwrite=False)
+    with pytest.raises(OptionError, match="does not overwrite them yet"):
         refuse_deletion_vector_writes(True, "t")

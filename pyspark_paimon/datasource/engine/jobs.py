@@ -121,7 +121,8 @@ class WriteJob:
 
 def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
-    refuse_deletion_vector_writes(store.schema().core_options.deletion_vectors_enabled, store.table_path)
+    refuse_deletion_vector_writes(store.schema().core_options.deletion_vectors_enabled, store.table_path,
+                                  overwrite=overwrite is not None)
     store.fileio.require_exclusive_create()  # before any task writes a file
     user = str(uuid.uuid4())
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
