@@ -121,9 +121,9 @@ class WriteJob:
 
 def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
+    store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
     refuse_deletion_vector_writes(store.schema().core_options.deletion_vectors_enabled, store.table_path,
                                   overwrite=overwrite is not None)
-    store.fileio.require_exclusive_create()  # before any task writes a file
     user = str(uuid.uuid4())
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
     return WriteJob(store, ctx.schema, ctx, overwrite, user)
