@@ -56,8 +56,8 @@ T = TypeVar("T")
 __all__ = [
     "ConfigOption", "FieldOption", "CoreOptions", "OPTIONS", "FIELD_OPTIONS", "HONOURED", "FIELD_OPTION_SUFFIXES",
     "INERT_PREFIXES", "REFUSED_VALUES", "SCAN_KEYS", "MERGE_ENGINES", "TAG_CREATION_MODES", "TAG_CREATION_PERIODS",
-    "TAG_PERIOD_FORMATTERS", "is_field_option", "is_known", "validate_table_options", "check_read_options", "get",
-    "parse_duration_ms", "parse_memory_size",
+    "TAG_PERIOD_FORMATTERS", "is_field_option", "is_known", "validate_table_options", "validate_merge_options",
+    "check_read_options", "get", "parse_duration_ms", "parse_memory_size",
 ]
 
 
@@ -459,6 +459,25 @@ def validate_table_options(options: Mapping[str, str], *, creating: bool, table:
             raise OptionError(
                 f"Unknown table option '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") +
                 ". pyspark-paimon refuses options it does not understand; see the README's option reference.")
+    validate_merge_options(options, creating=creating, table=table)
+
+
+def validate_merge_options(options: Mapping[str, str], *, creating: bool, table: str = "the table") -> None:
+    """Refuse merge-engine option combinations Java Paimon refuses, so a table we create (or read) never
+    means something different to us than to Java.
+
+    When ``creating``, also refuses what Java's ``SchemaValidation`` refuses only when a schema is created or
+    altered (a table Java already holds is read as Java reads it)."""
+    core = CoreOptions(options)
+    if creating:
+        # SchemaValidation.validateSequenceField: the sequence field is never aggregated (it takes the newest
+        # record's value), so a function configured for it would be silently ignored.
+        for name in core.sequence_fields:
+            if core.field(name, FIELD_AGGREGATE_FUNCTION) is not None:
+                raise OptionError(
+                    f"Option '{FIELD_AGGREGATE_FUNCTION.of(name).key}' of {table} sets an aggregate function on "
+                    f"the sequence field '{name}'; sequence fields are never aggregated (they keep the newest "
+                    "record's value). Remove the option.")
 
 
 def get(options: Mapping[str, str], key: str) -> str | None:

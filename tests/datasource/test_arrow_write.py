@@ -318,6 +318,18 @@ def test_partial_update_engine_folds_with_merge_module(tmp_path) -> None:
     assert read(ctx, m.new_files[0]).select(["k", "a", "b"]).to_pylist() == [{"k": 1, "a": "x", "b": 5}]
 
 
+def test_aggregation_fold_keeps_the_winners_sequence_field(tmp_path) -> None:
+    # The write buffer folds duplicate keys with the read-side engine: the sequence.field column is never
+    # aggregated (Java AggregateMergeFunction.getAggFuncName), it takes the winner's value.
+    ctx = make_ctx(tmp_path, "k int not null, seq bigint, v bigint", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "aggregation", "sequence.field": "seq",
+                            "fields.default-aggregate-function": "sum"})
+    data = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "seq": [10, 5, 3], "v": [1, 2, 4]})
+    (m,) = write(ctx, data)
+    assert read(ctx, m.new_files[0]).select(["k", "seq", "v"]).to_pylist() == [
+        {"k": 1, "seq": 10, "v": 3}, {"k": 2, "seq": 3, "v": 4}]
+
+
 def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:
     ctx = make_ctx(tmp_path, "k bigint not null, v string", primary_keys=["k"],
                    options={"bucket": "1", "write-buffer-size": "1 b"})

@@ -42,6 +42,8 @@ def merge(table: pa.Table, engine: str = "deduplicate", options: dict[str, str] 
           seq: list[str] | None = None, descending: bool = False, drop_retracts: bool = True,
           values: list[str] | None = None) -> list[dict]:
     table = sort_for_merge(table, ["id"], seq or [], descending)
+    if seq:  # as in a real table, the engine sees the sequence fields in the options too
+        options = {"sequence.field": ",".join(seq), **(options or {})}
     values = values if values is not None else [c for c in table.column_names
                                                 if c not in ("id", "_SEQUENCE_NUMBER", "_VALUE_KIND")]
     out = merge_sorted(table, ["id"], engine, options or {}, values, drop_retracts, primary_keys=["id"])
@@ -257,6 +259,21 @@ def test_aggregation_with_sequence_field() -> None:
     rows = merge(t, "aggregation", {"fields.lv.aggregate-function": "last_value",
                                     "fields.x.aggregate-function": "sum"}, seq=["s"])
     assert pick(rows, "s", "lv", "x") == [(10, "new", 3)]
+
+
+def test_aggregation_sequence_field_takes_the_winners_value_not_an_aggregate() -> None:
+    # Java AggregateMergeFunction.getAggFuncName: a sequence.field column always uses last_value, whatever
+    # fields.default-aggregate-function says.
+    t = kv([(1, 0, I, 10, 1), (1, 1, I, 5, 2), (2, 2, I, 3, 1), (2, 3, I, 7, 1)], {"s": pa.int64(), "x": pa.int64()})
+    rows = merge(t, "aggregation", {"fields.default-aggregate-function": "sum"}, seq=["s"])
+    assert pick(rows, "id", "s", "x") == [(1, 10, 3), (2, 7, 2)]
+    # descending order: the smallest s wins, and max over s would have picked the largest
+    rows = merge(t, "aggregation", {"fields.default-aggregate-function": "max"}, seq=["s"], descending=True)
+    assert pick(rows, "id", "s", "x") == [(1, 5, 2), (2, 3, 1)]
+    # last_value semantics include retraction: a retracted winner clears the sequence value
+    t2 = kv([(1, 0, I, 4, 1), (1, 1, UB, 6, 1)], {"s": pa.int64(), "x": pa.int64()})
+    rows = merge(t2, "aggregation", {"fields.default-aggregate-function": "sum"}, seq=["s"])
+    assert pick(rows, "id", "s", "x") == [(1, None, 0)]
 
 
 # ------------------------------------------------------------------------------------------------ first-row

@@ -213,3 +213,13 @@ def test_schema_core_options_apply_the_version_defaults() -> None:
     assert TableSchema().num_buckets == -1 and TableSchema().core_options.get(FILE_FORMAT) == "parquet"
     with pytest.raises(OptionError, match="'bucket' must be an integer"):
         _ = TableSchema(options={"bucket": "x"}).num_buckets
+
+
+# ------------------------------------------------------------------------------------------------ merge options
+def test_sequence_field_may_not_have_an_aggregate_function_when_created() -> None:
+    # Java SchemaValidation.validateSequenceField; a table Java already holds is read as Java reads it.
+    bad = {"merge-engine": "aggregation", "sequence.field": "s", "fields.s.aggregate-function": "max"}
+    with pytest.raises(OptionError, match="'fields.s.aggregate-function'.*sequence field 's'"):
+        opts.validate_table_options(bad, creating=True)
+    opts.validate_table_options(bad, creating=False)
+    opts.validate_table_options({**bad, "fields.s.aggregate-function": ""}, creating=True)

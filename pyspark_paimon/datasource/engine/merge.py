@@ -390,10 +390,14 @@ def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: C
     retract = is_retract(kinds)
     values: dict[str, pa.Array] = {}
     pk = set(primary_keys)
+    seq_fields = set(options.sequence_fields)
     for name in value_names:
         if name in pk:
             continue  # primary key fields are never aggregated
-        values[name] = _aggregate_field(table, groups, kinds, retract, name, _agg_function(options, name), options)
+        # Java (AggregateMergeFunction.getAggFuncName): a sequence.field column is never aggregated; it takes
+        # last_value, i.e. the newest record's value, so the merged row carries the winner's sequence value.
+        func = "last_value" if name in seq_fields else _agg_function(options, name)
+        values[name] = _aggregate_field(table, groups, kinds, retract, name, func, options)
     out_kinds = np.full(groups.count, KIND_INSERT, dtype=np.int8)
     return _Result(groups.ends, out_kinds, np.ones(groups.count, dtype=bool), values)
 
