@@ -56,8 +56,9 @@ T = TypeVar("T")
 __all__ = [
     "ConfigOption", "FieldOption", "CoreOptions", "OPTIONS", "FIELD_OPTIONS", "HONOURED", "FIELD_OPTION_SUFFIXES",
     "INERT_PREFIXES", "REFUSED_VALUES", "SCAN_KEYS", "MERGE_ENGINES", "TAG_CREATION_MODES", "TAG_CREATION_PERIODS",
-    "TAG_PERIOD_FORMATTERS", "is_field_option", "is_known", "validate_table_options", "validate_merge_options",
-    "check_read_options", "get", "parse_duration_ms", "parse_memory_size",
+    "TAG_PERIOD_FORMATTERS", "REMOVED_AGGREGATE_FUNCTIONS", "is_field_option", "is_known", "validate_table_options",
+    "validate_merge_options", "removed_aggregate_function_error", "check_read_options", "get", "parse_duration_ms",
+    "parse_memory_size",
 ]
 
 
@@ -462,6 +463,22 @@ def validate_table_options(options: Mapping[str, str], *, creating: bool, table:
     validate_merge_options(options, creating=creating, table=table)
 
 
+#: Aggregate functions Java Paimon removed, with what to use instead. ``count`` went in Paimon 0.9 (#3932):
+#: an aggregated row cannot tell a retraction of a NULL from one of a value, so no count is right under
+#: updates; Java fails on it ("Use unsupported aggregation"), and so do we rather than count differently.
+REMOVED_AGGREGATE_FUNCTIONS: dict[str, str] = {
+    "count": "use 'sum' over a column that holds 1 for each row to count (e.g. write `1 AS cnt`, or "
+             "`CASE WHEN <condition> THEN 1 ELSE 0 END` to count matching rows), or count at query time",
+}
+
+
+def removed_aggregate_function_error(func: str, column: str | None, key: str, table: str = "the table") -> OptionError:
+    """The error for an aggregate function Java removed, naming the column, the option and the alternatives."""
+    what = f"column '{column}'" if column is not None else "the columns without their own function"
+    return OptionError(f"Aggregate function '{func}' of {what} (option '{key}' of {table}) was removed from Paimon "
+                       f"and Java Paimon refuses it; {REMOVED_AGGREGATE_FUNCTIONS[func]}.")
+
+
 def validate_merge_options(options: Mapping[str, str], *, creating: bool, table: str = "the table") -> None:
     """Refuse merge-engine option combinations Java Paimon refuses, so a table we create (or read) never
     means something different to us than to Java.
@@ -469,6 +486,19 @@ def validate_merge_options(options: Mapping[str, str], *, creating: bool, table:
     When ``creating``, also refuses what Java's ``SchemaValidation`` refuses only when a schema is created or
     altered (a table Java already holds is read as Java reads it)."""
     core = CoreOptions(options)
+    engine = core.merge_engine
+    if engine in ("aggregation", "partial-update"):
+        # SchemaValidation.validateMergeFunctionFactory looks every configured function up (deduplicate and
+        # first-row tables never aggregate, so their function options are inert).
+        suffix = "." + FIELD_AGGREGATE_FUNCTION.suffix
+        for key in sorted(core.field_keys(FIELD_AGGREGATE_FUNCTION)):
+            column = key[len("fields."):-len(suffix)]
+            func = core.field(column, FIELD_AGGREGATE_FUNCTION)
+            if func in REMOVED_AGGREGATE_FUNCTIONS:
+                raise removed_aggregate_function_error(func, column, key, table)
+        default = core.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
+        if default in REMOVED_AGGREGATE_FUNCTIONS:
+            raise removed_aggregate_function_error(default, None, FIELDS_DEFAULT_AGGREGATE_FUNCTION.key, table)
     if creating:
         # SchemaValidation.validateSequenceField: the sequence field is never aggregated (it takes the newest
         # record's value), so a function configured for it would be silently ignored.

@@ -179,12 +179,12 @@ def test_partial_update_sequence_group_refused() -> None:
 # ------------------------------------------------------------------------------------------------ aggregation
 AGG_TYPES = {"s": pa.int64(), "mx": pa.int32(), "mn": pa.string(), "lv": pa.string(), "lnn": pa.string(),
              "fv": pa.int64(), "fnn": pa.int64(), "c": pa.int64(), "ba": pa.bool_(), "bo": pa.bool_(),
-             "la": pa.string(), "p": pa.int64()}
+             "la": pa.string(), "p": pa.int64()}  # c: no function of its own, so the default last_non_null_value
 AGG_OPTS = {
     "fields.s.aggregate-function": "sum", "fields.mx.aggregate-function": "max",
     "fields.mn.aggregate-function": "min", "fields.lv.aggregate-function": "last_value",
     "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_non_null_value",
-    "fields.c.aggregate-function": "count", "fields.ba.aggregate-function": "bool_and",
+    "fields.ba.aggregate-function": "bool_and",
     "fields.bo.aggregate-function": "bool_or", "fields.la.aggregate-function": "listagg",
     "fields.p.aggregate-function": "product",
 }
@@ -199,9 +199,9 @@ def test_aggregation_functions() -> None:
     ], AGG_TYPES)
     rows = merge(t, "aggregation", AGG_OPTS)
     assert rows[0] == {"id": 1, "_SEQUENCE_NUMBER": 2, "_VALUE_KIND": I, "s": 6, "mx": 9, "mn": "b", "lv": "c",
-                       "lnn": "z", "fv": None, "fnn": 8, "c": 2, "ba": False, "bo": True, "la": "p,q", "p": 6}
+                       "lnn": "z", "fv": None, "fnn": 8, "c": 1, "ba": False, "bo": True, "la": "p,q", "p": 6}
     assert rows[1] == {"id": 2, "_SEQUENCE_NUMBER": 3, "_VALUE_KIND": I, "s": 4, "mx": None, "mn": None,
-                       "lv": None, "lnn": None, "fv": None, "fnn": None, "c": 1, "ba": None, "bo": None,
+                       "lv": None, "lnn": None, "fv": None, "fnn": None, "c": None, "ba": None, "bo": None,
                        "la": None, "p": None}
 
 
@@ -224,13 +224,23 @@ def test_aggregation_sum_with_retraction_and_types() -> None:
         (1, 7, decimal.Decimal("2.25"), 3.0, I), (2, -3, None, -1.0, I)]
 
 
-def test_aggregation_count_and_last_value_retraction() -> None:
-    types = {"c": pa.int64(), "lv": pa.string(), "lnn": pa.string()}
-    opts = {"fields.c.aggregate-function": "count", "fields.lv.aggregate-function": "last_value"}
-    t = kv([(1, 0, I, 1, "a", "a"), (1, 1, I, 1, "b", "b"), (1, 2, UB, 1, "b", None)], types)
-    assert pick(merge(t, "aggregation", opts), "c", "lv", "lnn") == [(1, None, "b")]
-    t2 = kv([(1, 0, I, 1, "a", "a"), (1, 1, UB, 1, "b", "x")], types)
-    assert pick(merge(t2, "aggregation", opts), "c", "lv", "lnn") == [(0, None, None)]
+def test_aggregation_last_value_retraction() -> None:
+    types = {"lv": pa.string(), "lnn": pa.string()}
+    opts = {"fields.lv.aggregate-function": "last_value"}
+    t = kv([(1, 0, I, "a", "a"), (1, 1, I, "b", "b"), (1, 2, UB, "b", None)], types)
+    assert pick(merge(t, "aggregation", opts), "lv", "lnn") == [(None, "b")]
+    t2 = kv([(1, 0, I, "a", "a"), (1, 1, UB, "b", "x")], types)
+    assert pick(merge(t2, "aggregation", opts), "lv", "lnn") == [(None, None)]
+
+
+def test_aggregation_count_was_removed_from_paimon() -> None:
+    # Java removed FieldCountAgg (#3932); a table using it fails in Java, so it fails here too rather than
+    # counting differently.
+    t = kv([(1, 0, I, 1), (1, 1, I, 1)])
+    with pytest.raises(OptionError, match=r"'count' of column 'v' \(option 'fields.v.aggregate-function'.*'sum'"):
+        merge(t, "aggregation", {"fields.v.aggregate-function": "count"})
+    with pytest.raises(OptionError, match=r"'count' of column 'v' \(option 'fields.default-aggregate-function'"):
+        merge(t, "aggregation", {"fields.default-aggregate-function": "COUNT"})
 
 
 def test_aggregation_retraction_refused_unless_ignored() -> None:

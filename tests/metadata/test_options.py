@@ -223,3 +223,16 @@ def test_sequence_field_may_not_have_an_aggregate_function_when_created() -> Non
         opts.validate_table_options(bad, creating=True)
     opts.validate_table_options(bad, creating=False)
     opts.validate_table_options({**bad, "fields.s.aggregate-function": ""}, creating=True)
+
+
+@pytest.mark.parametrize("creating", [True, False])
+def test_count_aggregate_function_is_refused(creating: bool) -> None:
+    # Java removed 'count' (FieldAggregatorFactory finds no such function); refused on create and on read.
+    with pytest.raises(OptionError, match=r"'count' of column 'n' \(option 'fields.n.aggregate-function'.*'sum' over"):
+        opts.validate_table_options({"merge-engine": "aggregation", "fields.n.aggregate-function": "count"},
+                                    creating=creating)
+    with pytest.raises(OptionError, match=r"'count' of the columns without.*'fields.default-aggregate-function'"):
+        opts.validate_table_options({"merge-engine": "partial-update", "fields.default-aggregate-function": "Count"},
+                                    creating=creating)
+    # deduplicate and first-row tables never aggregate: Java ignores their function options
+    opts.validate_table_options({"fields.n.aggregate-function": "count"}, creating=creating)

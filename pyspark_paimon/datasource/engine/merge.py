@@ -34,7 +34,9 @@ from pyspark_paimon.metadata.options import (
     FIELDS_DEFAULT_AGGREGATE_FUNCTION,
     MERGE_ENGINES,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    REMOVED_AGGREGATE_FUNCTIONS,
     CoreOptions,
+    removed_aggregate_function_error,
 )
 
 __all__ = [
@@ -51,12 +53,12 @@ KIND_DELETE = 3
 
 #: Aggregate functions of the aggregation engine that we implement (Java names; ``first_not_null_value``
 #: is Java's legacy spelling of ``first_non_null_value``).
-AGGREGATE_FUNCTIONS = ("sum", "product", "count", "min", "max", "last_value", "last_non_null_value",
+AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value",
                        "first_value", "first_non_null_value", "first_not_null_value", "bool_and", "bool_or",
                        "listagg")
-# Functions whose retraction Java defines (sum subtracts, count decrements, last_value / last_non_null_value
-# clear the value). Every other function refuses -U/-D input unless the field ignores retractions.
-_RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
+# Functions whose retraction Java defines (sum subtracts, last_value / last_non_null_value clear the value).
+# Every other function refuses -U/-D input unless the field ignores retractions.
+_RETRACTABLE = frozenset({"sum", "last_value", "last_non_null_value"})
 
 _TEMP_IS_ADD = "__paimon_is_add__"
 _TEMP_GROUP = "__paimon_group__"
@@ -279,8 +281,11 @@ def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options
 
 def _agg_function(options: CoreOptions, name: str) -> str:
     """The column's aggregate function, else the table's default one, else Java's ``last_non_null_value``."""
-    func = (options.field(name, FIELD_AGGREGATE_FUNCTION) or options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
-            or "last_non_null_value")
+    own = options.field(name, FIELD_AGGREGATE_FUNCTION)
+    func = own or options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION) or "last_non_null_value"
+    if func in REMOVED_AGGREGATE_FUNCTIONS:
+        key = FIELD_AGGREGATE_FUNCTION.of(name).key if own else FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
+        raise removed_aggregate_function_error(func, name, key)
     if func not in AGGREGATE_FUNCTIONS:
         raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported by pyspark-paimon "
                           f"(supported: {', '.join(AGGREGATE_FUNCTIONS)}). Change "
@@ -331,14 +336,6 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
             raise MergeError(f"Aggregate function 'product' does not support column '{name}' of type "
                              f"{target}.") from exc
         return _cast_back(result, target, name, func)
-    if func == "count":
-        # Java: the first record sets the count to 1 whatever its value; each later non-NULL input adds
-        # one (or subtracts one when retracted).
-        first = groups.first_where(active)
-        delta = np.where(active & valid, np.where(retract, -1, 1), 0).astype(np.int64)
-        delta[first[first >= 0]] = 0
-        counts = np.add.reduceat(delta, groups.starts) + 1 if groups.count else np.empty(0, np.int64)
-        return _cast_back(pa.array(counts, mask=first < 0), target, name, func)
     if func in ("min", "max"):
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), func, skip_nulls)
