@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pyspark_paimon.datasource.engine.merge import MergeError
 from pyspark_paimon.datasource.engine.write import (
     KEY_FIELD_ID_START,
     SEQUENCE_NUMBER_ID,
@@ -328,6 +329,15 @@ def test_aggregation_fold_keeps_the_winners_sequence_field(tmp_path) -> None:
     (m,) = write(ctx, data)
     assert read(ctx, m.new_files[0]).select(["k", "seq", "v"]).to_pylist() == [
         {"k": 1, "seq": 10, "v": 3}, {"k": 2, "seq": 3, "v": 4}]
+
+
+def test_aggregation_fold_overflow_raises_like_java(tmp_path) -> None:
+    # Folding duplicate keys of one write uses Java's exact arithmetic too (FieldSumAgg: Math.addExact).
+    ctx = make_ctx(tmp_path, "k int not null, v bigint", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
+    data = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [2**63 - 1, 1, 4]})
+    with pytest.raises(MergeError, match=r"'sum' of column 'v'.*key \(k=1\)"):
+        write(ctx, data)
 
 
 def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:

@@ -286,6 +286,139 @@ def test_aggregation_sequence_field_takes_the_winners_value_not_an_aggregate() -
     assert pick(rows, "id", "s", "x") == [(1, None, 0)]
 
 
+# ------------------------------------------------------------------------------------------------ exact arithmetic
+INT_TYPES = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
+
+
+@pytest.mark.parametrize("bits", [8, 16, 32, 64])
+def test_integer_sum_overflow_raises_like_java(bits: int) -> None:
+    # Java FieldSumAgg uses Math.addExact (and byte/short range checks): an overflow throws, never wraps.
+    hi, lo = 2 ** (bits - 1) - 1, -(2 ** (bits - 1))
+    types = {"v": INT_TYPES[bits]}
+    opts = {"fields.v.aggregate-function": "sum"}
+    with pytest.raises(MergeError, match=rf"'sum' of column 'v'.*key \(id=2\).*{bits}-bit range.*DECIMAL"):
+        merge(kv([(1, 0, I, 1), (1, 1, I, 2), (2, 2, I, hi), (2, 3, I, 1)], types), "aggregation", opts)
+    with pytest.raises(MergeError, match="'sum' of column 'v'"):
+        merge(kv([(1, 0, I, lo), (1, 1, I, -1)], types), "aggregation", opts)
+    # the bounds themselves are fine, and so is a NULL next to them
+    rows = merge(kv([(1, 0, I, hi - 1), (1, 1, I, 1), (1, 2, I, None), (2, 3, I, lo + 1), (2, 4, I, -1)], types),
+                 "aggregation", opts)
+    assert pick(rows, "id", "v") == [(1, hi), (2, lo)]
+
+
+def test_sum_overflow_is_checked_at_every_step() -> None:
+    big = 2**63 - 1
+    opts = {"fields.v.aggregate-function": "sum"}
+    # MAX + 1 overflows before the retraction would bring it back: Java throws at the second record
+    with pytest.raises(MergeError, match="64-bit range"):
+        merge(kv([(1, 0, I, big), (1, 1, I, 1), (1, 2, UB, 1)]), "aggregation", opts)
+    # in the other order every step fits
+    assert pick(merge(kv([(1, 0, I, big), (1, 1, UB, 1), (1, 2, I, 1)]), "aggregation", opts), "v") == [(big,)]
+    # retracting Long.MIN_VALUE from a NULL accumulator negates it: overflow (Math.negateExact)
+    with pytest.raises(MergeError, match="64-bit range"):
+        merge(kv([(1, 0, UB, -(2**63)), (1, 1, I, 0)]), "aggregation", opts)
+
+
+def test_integer_product_overflow_raises_like_java() -> None:
+    opts = {"fields.v.aggregate-function": "product"}
+    with pytest.raises(MergeError, match=r"'product' of column 'v'.*key \(id=1\).*64-bit range.*DECIMAL"):
+        merge(kv([(1, 0, I, 2**32), (1, 1, I, 2**31)]), "aggregation", opts)
+    # -2^62 * 2 = Long.MIN_VALUE fits ...
+    assert pick(merge(kv([(1, 0, I, -(2**62)), (1, 1, I, 2)]), "aggregation", opts), "v") == [(-(2**63),)]
+    # ... but 2^62 * 2 = 2^63 does not, even though * -1 would land on MIN_VALUE again
+    with pytest.raises(MergeError, match="64-bit range"):
+        merge(kv([(1, 0, I, 2**62), (1, 1, I, 2), (1, 2, I, -1)]), "aggregation", opts)
+    with pytest.raises(MergeError, match="64-bit range"):
+        merge(kv([(1, 0, I, -(2**62)), (1, 1, I, 2), (1, 2, I, -1)]), "aggregation", opts)
+    # an overflow before a zero still throws in Java; a zero first keeps the product 0
+    with pytest.raises(MergeError, match="64-bit range"):
+        merge(kv([(1, 0, I, 2**62), (1, 1, I, 4), (1, 2, I, 0)]), "aggregation", opts)
+    assert pick(merge(kv([(1, 0, I, 0), (1, 1, I, 2**62), (1, 2, I, 4)]), "aggregation", opts), "v") == [(0,)]
+    with pytest.raises(MergeError, match="32-bit range"):
+        merge(kv([(1, 0, I, 65536), (1, 1, I, 65536)], {"v": pa.int32()}), "aggregation", opts)
+    # floating point follows IEEE, as Java's float/double arithmetic
+    rows = merge(kv([(1, 0, I, 1e300), (1, 1, I, 1e300)], {"v": pa.float64()}), "aggregation", opts)
+    assert pick(rows, "v") == [(float("inf"),)]
+
+
+class JavaArithmeticError(Exception):
+    pass
+
+
+def java_fold(records: list[tuple[int, Any]], func: str, bits: int, remove_on_delete: bool = False) -> Any:
+    """Java's FieldSumAgg / FieldProductAgg folded over (kind, value) records one at a time (the model may
+    loop; the implementation may not)."""
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def check(x: int) -> int:
+        if not lo <= x <= hi:
+            raise JavaArithmeticError
+        return x
+
+    acc = None
+    for kind, v in records:
+        if remove_on_delete and kind == D:
+            acc = v  # initRow: the DELETE's own value
+        elif kind in (UB, D):
+            if func == "sum":
+                acc = (check(-v) if acc is None else check(acc - v)) if v is not None else acc
+            elif acc is not None and v is not None:
+                if v == 0:
+                    raise JavaArithmeticError
+                q = abs(acc) // abs(v)
+                acc = check(q if (acc < 0) == (v < 0) else -q)
+        elif v is not None:
+            acc = v if acc is None else check(acc + v if func == "sum" else acc * v)
+    return acc
+
+
+_edge = st.sampled_from([0, 1, -1, 2, -2, 3, 2**31, -(2**31), 2**32, 2**62, -(2**62), 2**63 - 1, -(2**63),
+                         2**21, -(2**21)])
+agg_op = st.tuples(st.integers(0, 3), st.sampled_from([I, I, UA, UB]),
+                   st.one_of(st.none(), _edge, st.integers(-(2**63), 2**63 - 1), st.integers(-9, 9)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]))
+def test_property_checked_sum_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int) -> None:
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    ops = [(k, kind, None if v is None else max(lo, min(hi, v))) for k, kind, v in ops]
+    t = kv([(k, n, kind, v) for n, (k, kind, v) in enumerate(ops)], {"v": INT_TYPES[bits]})
+    expected: dict[int, Any] = {}
+    failed = False
+    for key in sorted({k for k, _, _ in ops}):
+        try:
+            expected[key] = java_fold([(kind, v) for k, kind, v in ops if k == key], "sum", bits)
+        except JavaArithmeticError:
+            failed = True
+    if failed:
+        with pytest.raises(MergeError, match="range"):
+            merge(t, "aggregation", {"fields.v.aggregate-function": "sum"})
+    else:
+        assert {r["id"]: r["v"] for r in merge(t, "aggregation", {"fields.v.aggregate-function": "sum"})} == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]))
+def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int) -> None:
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    ops = [(k, I, None if v is None else max(lo, min(hi, v))) for k, _, v in ops]
+    t = kv([(k, n, kind, v) for n, (k, kind, v) in enumerate(ops)], {"v": INT_TYPES[bits]})
+    expected: dict[int, Any] = {}
+    failed = False
+    for key in sorted({k for k, _, _ in ops}):
+        try:
+            expected[key] = java_fold([(kind, v) for k, kind, v in ops if k == key], "product", bits)
+        except JavaArithmeticError:
+            failed = True
+    opts = {"fields.v.aggregate-function": "product"}
+    if failed:
+        with pytest.raises(MergeError, match="range|zero"):
+            merge(t, "aggregation", opts)
+    else:
+        assert {r["id"]: r["v"] for r in merge(t, "aggregation", opts)} == expected
+
+
 # ------------------------------------------------------------------------------------------------ first-row
 def test_first_row() -> None:
     t = kv([(1, 0, I, 1), (1, 1, UA, 2), (2, 2, I, 20)])

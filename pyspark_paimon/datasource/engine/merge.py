@@ -24,6 +24,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyspark_paimon.datasource.engine.checked_math import (
+    CheckedArithmeticError,
+    int_range,
+    segment_ids,
+    segment_products,
+    segment_sums,
+)
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaError
 from pyspark_paimon.metadata.options import (
     FIELD_AGGREGATE_FUNCTION,
@@ -299,24 +306,121 @@ def _is_blank(col: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(blank, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retract: np.ndarray, name: str,
-                     func: str, options: CoreOptions) -> pa.Array:
+@dataclass
+class _AggRows:
+    """The row roles of one aggregation merge, shared by every column.
+
+    Java's ``AggregateMergeFunction`` folds a key's records into one accumulator row. With
+    ``aggregation.remove-record-on-delete`` a DELETE replaces that row by the DELETE's own values
+    (``initRow``) and folding goes on from there, so a key's records split into *segments*: the first starts
+    at the key's first record, each later one at such a DELETE (an *init* row). The result is the last
+    segment's accumulator; the earlier segments still run (Java fails on an overflow or an unsupported
+    retraction anywhere)."""
+
+    groups: _Groups
+    retract: np.ndarray  # -U, and -D unless it is an init row
+    init: np.ndarray  # -D rows that re-initialise the row
+    seg_start: np.ndarray  # rows starting a segment
+    last_seg_row: np.ndarray  # per group: first row of its last segment
+    key_names: Sequence[str]
+
+    @classmethod
+    def of(cls, groups: _Groups, kinds: np.ndarray, remove_on_delete: bool, key_names: Sequence[str]) -> "_AggRows":
+        init = (kinds == KIND_DELETE) if remove_on_delete else np.zeros(groups.n, dtype=bool)
+        seg_start = init.copy()
+        seg_start[groups.starts] = True
+        last_init = groups.last_where(init)
+        return cls(groups, is_retract(kinds) & ~init, init, seg_start, np.maximum(last_init, groups.starts),
+                   key_names)
+
+    @property
+    def in_last_segment(self) -> np.ndarray:
+        return np.arange(self.groups.n) >= self.groups.broadcast(self.last_seg_row)
+
+
+def _key_text(table: pa.Table, key_names: Sequence[str], row: int) -> str:
+    """``k1=1, k2='x'`` for the key of ``row`` (one error message, not a data path)."""
+    return ", ".join(f"{k}={table.column(k)[row].as_py()!r}" for k in key_names)
+
+
+def _values_numpy(col: pa.ChunkedArray, valid: np.ndarray) -> np.ndarray:
+    """The column as a numpy array; NULL slots hold 0 (callers mask them)."""
+    filled = pc.fill_null(col, pa.scalar(0, col.type)) if col.null_count else col
+    return np.asarray(filled.to_numpy() if isinstance(filled, pa.Array)
+                      else filled.combine_chunks().to_numpy(zero_copy_only=False))
+
+
+def _arithmetic_error(table: pa.Table, rows: _AggRows, name: str, func: str, target: pa.DataType,
+                      fault: CheckedArithmeticError) -> MergeError:
+    key = _key_text(table, rows.key_names, fault.row)
+    if "zero" in fault.reason:
+        fix = (f"A retraction of 0 cannot be undone by division; set 'fields.{name}.ignore-retract' = 'true' to "
+               "ignore retractions for this column")
+    else:
+        fix = ("Java Paimon raises ArithmeticException here too. Store the column as a wider type, e.g. BIGINT or "
+               "DECIMAL(38, 0), and rewrite the table")
+    return MergeError(f"Aggregate function '{func}' of column '{name}' ({target}) failed for key ({key}): "
+                      f"{fault.reason}. {fix}.")
+
+
+def _checked_sum(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray,
+                 active: np.ndarray) -> pa.Array:
+    """Integer ``sum`` with Java's exact arithmetic: every step of the fold (add, subtract on retraction,
+    restart from a DELETE's value) must stay in the column type's range."""
+    groups = rows.groups
+    values = _values_numpy(col, valid).astype(np.int64)
+    signs = np.where(valid & active, np.where(rows.retract, -1, 1), 0).astype(np.int8)
+    try:
+        running = segment_sums(values, signs, rows.seg_start, int_range(col.type.to_pandas_dtype()))
+    except CheckedArithmeticError as fault:
+        raise _arithmetic_error(table, rows, name, "sum", col.type, fault) from None
+    # NULL until the last segment sees a value (Java's accumulator starts NULL, and NULL inputs are skipped).
+    has = groups.last_where(signs != 0) >= rows.last_seg_row
+    return pa.array(running[groups.ends], type=col.type, mask=~has)
+
+
+def _checked_product(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray,
+                     active: np.ndarray) -> pa.Array:
+    """Integer or floating ``product`` as Java folds it: multiply by each added value, divide by each retracted
+    one (integer division truncates), restart from a DELETE's value; integers raise where a step overflows."""
+    groups = rows.groups
+    values = _values_numpy(col, valid)
+    factor = valid & ~rows.retract
+    divisor = valid & rows.retract & active
+    rng = int_range(values.dtype) if pa.types.is_integer(col.type) else None
+    try:
+        acc, has = segment_products(values, factor, divisor, rows.seg_start, rng)
+    except CheckedArithmeticError as fault:
+        raise _arithmetic_error(table, rows, name, "product", col.type, fault) from None
+    seg, _ = segment_ids(rows.seg_start)
+    last = seg[groups.ends]
+    return pa.array(acc[last].astype(values.dtype), type=col.type, mask=~has[last])
+
+
+def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, options: CoreOptions) -> pa.Array:
+    groups = rows.groups
+    retract = rows.retract
     col = table.column(name)
     target = col.type
     has_retract = bool(retract.any())
     if has_retract and options.field(name, FIELD_IGNORE_RETRACT):
-        active = ~retract  # retractions are no-ops for this field
+        active = ~retract  # retractions are no-ops for this field (Java FieldIgnoreRetractAgg)
     elif has_retract and func not in _RETRACTABLE:
         raise MergeError(f"Aggregate function '{func}' of column '{name}' does not support retraction "
-                         f"(DELETE/UPDATE_BEFORE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
-                         "retractions for this column, or 'ignore-delete' = 'true' to drop them for the table.")
+                         f"(UPDATE_BEFORE/DELETE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
+                         "retractions for this column. ('ignore-delete' only drops retractions from new writes: "
+                         "Java still applies those already in data files.)")
     else:
         active = np.ones(groups.n, dtype=bool)
     valid = _valid(col)
-    adds = active & ~retract
+    in_last = rows.in_last_segment
+    # Values folded into the result: additions and the init row of the last segment.
+    adds = ~retract & in_last
     skip_nulls = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
 
     if func == "sum":
+        if pa.types.is_integer(target):
+            return _checked_sum(table, rows, col, name, valid, active)
         signed = col
         if has_retract and (active & retract).any():
             try:
@@ -325,11 +429,17 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
                 raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type "
                                  f"{target}.") from exc
         try:
-            result = _hash_aggregate(groups, _mask_to_null(signed, active), "sum", skip_nulls)
+            result = _hash_aggregate(groups, _mask_to_null(signed, active & in_last), "sum", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type {target}.") from exc
         return _cast_back(result, target, name, func)
     if func == "product":
+        if pa.types.is_integer(target) or pa.types.is_floating(target):
+            return _checked_product(table, rows, col, name, valid, active)
+        if has_retract and (active & retract).any():
+            raise MergeError(f"Retracting a product of DECIMAL column '{name}' ({target}) is not supported by "
+                             f"pyspark-paimon. Set 'fields.{name}.ignore-retract' = 'true' to ignore retractions for "
+                             "this column, or use Paimon (Java) for this table.")
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), "product", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
@@ -349,13 +459,19 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
         result = _hash_aggregate(groups, _mask_to_null(col, adds), "all" if func == "bool_and" else "any",
                                  skip_nulls)
         return _cast_back(result, target, name, func)
-    if func == "first_value":
-        return _take_or_null(col, groups.first_where(adds))
-    if func == "first_non_null_value":
-        return _take_or_null(col, groups.first_where(adds & valid))
+    if func in ("first_value", "first_non_null_value"):
+        # Java's aggregator remembers that it took a value (a flag a DELETE's re-initialisation does not
+        # reset): after an init row, a later value is taken only if the key never had one before.
+        taking = ~retract & ~rows.init & (valid if func == "first_non_null_value" else True)
+        first = groups.first_where(taking)
+        init_row = rows.last_seg_row
+        from_init = rows.init[init_row] & ((first < 0) | (first < init_row))
+        return _take_or_null(col, np.where(from_init, init_row, first))
     if func in ("last_value", "last_non_null_value"):
-        # A retraction clears the value (last_non_null_value: only a non-NULL retraction does).
-        last = groups.last_where(active if func == "last_value" else active & valid)
+        # A retraction clears the value (last_non_null_value: only a non-NULL retraction does); an init row
+        # sets it, NULL included.
+        considered = active if func == "last_value" else (active & valid) | rows.init
+        last = groups.last_where(considered)
         cleared = np.zeros(len(last), dtype=bool)
         hit = last >= 0
         cleared[hit] = retract[last[hit]]
@@ -373,18 +489,22 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
         items = col.take(pa.array(chosen, pa.int64()))
         items = items.combine_chunks() if isinstance(items, pa.ChunkedArray) else items
         lists = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items)
-        joined = pc.binary_join(lists, delimiter)
-        return _cast_back(_mask_to_null(joined, counts > 0), target, name, func)
+        joined = _cast_back(pc.binary_join(lists, delimiter), target, name, func)
+        # Nothing to join: NULL, or the init row's own (NULL or blank) value.
+        init_row = rows.last_seg_row
+        fallback = _take_or_null(col, np.where(rows.init[init_row], init_row, -1))
+        return pc.if_else(pa.array(counts > 0), joined, fallback)
     raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported.")  # pragma: no cover
 
 
 def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
-                 value_names: Sequence[str], primary_keys: Sequence[str]) -> _Result:
+                 value_names: Sequence[str], primary_keys: Sequence[str], key_names: Sequence[str]) -> _Result:
     seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
     if seq_groups:
         raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by "
                           "pyspark-paimon; read and write this table with Paimon (Java) instead.")
-    retract = is_retract(kinds)
+    remove_on_delete = False
+    rows = _AggRows.of(groups, kinds, remove_on_delete, key_names)
     values: dict[str, pa.Array] = {}
     pk = set(primary_keys)
     seq_fields = set(options.sequence_fields)
@@ -394,8 +514,9 @@ def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: C
         # Java (AggregateMergeFunction.getAggFuncName): a sequence.field column is never aggregated; it takes
         # last_value, i.e. the newest record's value, so the merged row carries the winner's sequence value.
         func = "last_value" if name in seq_fields else _agg_function(options, name)
-        values[name] = _aggregate_field(table, groups, kinds, retract, name, func, options)
-    out_kinds = np.full(groups.count, KIND_INSERT, dtype=np.int8)
+        values[name] = _aggregate_field(table, rows, name, func, options)
+    # DELETE when the key's last record is a DELETE that removed the row, else INSERT.
+    out_kinds = np.where(rows.init[groups.ends], KIND_DELETE, KIND_INSERT).astype(np.int8)
     return _Result(groups.ends, out_kinds, np.ones(groups.count, dtype=bool), values)
 
 
@@ -443,7 +564,7 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     elif engine == "partial-update":
         result = _partial_update(table, groups, kinds, opts, value_names)
     else:
-        result = _aggregation(table, groups, kinds, opts, value_names, primary_keys)
+        result = _aggregation(table, groups, kinds, opts, value_names, primary_keys, key_names)
 
     keep = result.keep
     if drop_retracts:
