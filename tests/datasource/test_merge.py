@@ -402,7 +402,7 @@ def test_property_checked_sum_matches_java_fold(ops: list[tuple[int, int, Any]],
 @given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]))
 def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int) -> None:
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-    ops = [(k, I, None if v is None else max(lo, min(hi, v))) for k, _, v in ops]
+    ops = [(k, kind, None if v is None else max(lo, min(hi, v))) for k, kind, v in ops]
     t = kv([(k, n, kind, v) for n, (k, kind, v) in enumerate(ops)], {"v": INT_TYPES[bits]})
     expected: dict[int, Any] = {}
     failed = False
@@ -417,6 +417,37 @@ def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, An
             merge(t, "aggregation", opts)
     else:
         assert {r["id"]: r["v"] for r in merge(t, "aggregation", opts)} == expected
+
+
+def test_product_retraction_divides_like_java() -> None:
+    # Java FieldProductAgg.retract: acc / value with integer division (truncating toward zero); a NULL
+    # accumulator or a NULL retracted value leaves the accumulator unchanged.
+    opts = {"fields.v.aggregate-function": "product"}
+    t = kv([(1, 0, I, 6), (1, 1, UB, 4), (1, 2, UA, 4),  # 6 / 4 = 1, then * 4: order matters
+            (2, 3, I, -7), (2, 4, UB, 2),  # truncates toward zero: -3, not -4
+            (3, 5, UB, 5), (3, 6, I, 3),  # retraction before any value: no-op
+            (4, 7, I, 6), (4, 8, UB, None), (4, 9, I, 2),  # NULL retraction: no-op
+            (5, 10, I, None), (5, 11, UB, 2)])  # NULL accumulator stays NULL
+    assert pick(merge(t, "aggregation", opts), "id", "v") == [(1, 4), (2, -3), (3, 3), (4, 12), (5, None)]
+    # retracting 0 divides by zero: Java's ArithmeticException
+    with pytest.raises(MergeError, match=r"'product' of column 'v'.*key \(id=1\).*by zero.*fields.v.ignore-retract"):
+        merge(kv([(1, 0, I, 6), (1, 1, UB, 0)]), "aggregation", opts)
+    with pytest.raises(MergeError, match="64-bit range"):
+        merge(kv([(1, 0, I, -(2**63)), (1, 1, UB, -1)]), "aggregation", opts)
+    # floating point divides as IEEE does
+    rows = merge(kv([(1, 0, I, 6.0), (1, 1, UB, 4.0), (2, 2, I, 1.5), (2, 3, UB, 0.0)], {"v": pa.float64()}),
+                 "aggregation", opts)
+    assert pick(rows, "v") == [(1.5,), (float("inf"),)]
+    # ignore-retract keeps the plain product
+    assert pick(merge(kv([(1, 0, I, 6), (1, 1, UB, 4), (1, 2, I, 4)]), "aggregation",
+                      {**opts, "fields.v.ignore-retract": "true"}), "v") == [(24,)]
+
+
+def test_decimal_product_retraction_is_refused() -> None:
+    # Java divides BigDecimals exactly (and throws on a non-terminating quotient); not implemented here.
+    t = kv([(1, 0, I, decimal.Decimal("1.50")), (1, 1, UB, decimal.Decimal("0.50"))], {"v": pa.decimal128(10, 2)})
+    with pytest.raises(MergeError, match="DECIMAL column 'v'.*fields.v.ignore-retract"):
+        merge(t, "aggregation", {"fields.v.aggregate-function": "product"})
 
 
 # ------------------------------------------------------------------------------------------------ first-row

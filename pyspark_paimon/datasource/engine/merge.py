@@ -63,9 +63,9 @@ KIND_DELETE = 3
 AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value",
                        "first_value", "first_non_null_value", "first_not_null_value", "bool_and", "bool_or",
                        "listagg")
-# Functions whose retraction Java defines (sum subtracts, last_value / last_non_null_value clear the value).
-# Every other function refuses -U/-D input unless the field ignores retractions.
-_RETRACTABLE = frozenset({"sum", "last_value", "last_non_null_value"})
+# Functions whose retraction Java defines (sum subtracts, product divides, last_value / last_non_null_value
+# clear the value). Every other function refuses -U/-D input unless the field ignores retractions.
+_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
 
 _TEMP_IS_ADD = "__paimon_is_add__"
 _TEMP_GROUP = "__paimon_group__"
