@@ -168,6 +168,8 @@ IGNORE_DELETE_LEGACY_KEYS = ("first-row.ignore-delete", "deduplicate.ignore-dele
 IGNORE_UPDATE_BEFORE = _option("ignore-update-before", BOOLEAN, "false", "Drop UPDATE_BEFORE records on write.")
 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _option("partial-update.remove-record-on-delete", BOOLEAN, "false",
                                                  "partial-update: a DELETE removes the whole record.")
+AGGREGATION_REMOVE_RECORD_ON_DELETE = _option("aggregation.remove-record-on-delete", BOOLEAN, "false",
+                                              "aggregation: a DELETE removes the whole record.")
 FIELDS_DEFAULT_AGGREGATE_FUNCTION = _option("fields.default-aggregate-function", LOWERCASE, None,
                                             "aggregation: function of columns without their own.")
 ROWKIND_FIELD = _option("rowkind.field", STRING, None, "Column whose +I/-U/+U/-D value is each row's kind.")
@@ -479,26 +481,39 @@ def removed_aggregate_function_error(func: str, column: str | None, key: str, ta
                        f"and Java Paimon refuses it; {REMOVED_AGGREGATE_FUNCTIONS[func]}.")
 
 
-def validate_merge_options(options: Mapping[str, str], *, creating: bool, table: str = "the table") -> None:
+def _column_of(key: str, option: FieldOption[Any]) -> str:
+    """The column of a per-field key: ``fields.v.ignore-retract`` -> ``v``."""
+    return key[len("fields."):-len("." + option.suffix)]
+
+
+def validate_merge_options(options: Mapping[str, str], *, creating: bool, table: str = "the table",
+                           engine: str | None = None) -> None:
     """Refuse merge-engine option combinations Java Paimon refuses, so a table we create (or read) never
     means something different to us than to Java.
 
     When ``creating``, also refuses what Java's ``SchemaValidation`` refuses only when a schema is created or
-    altered (a table Java already holds is read as Java reads it)."""
+    altered (a table Java already holds is read as Java reads it). ``engine`` overrides ``merge-engine``."""
     core = CoreOptions(options)
-    engine = core.merge_engine
+    engine = engine or core.merge_engine
     if engine in ("aggregation", "partial-update"):
         # SchemaValidation.validateMergeFunctionFactory looks every configured function up (deduplicate and
         # first-row tables never aggregate, so their function options are inert).
-        suffix = "." + FIELD_AGGREGATE_FUNCTION.suffix
         for key in sorted(core.field_keys(FIELD_AGGREGATE_FUNCTION)):
-            column = key[len("fields."):-len(suffix)]
+            column = _column_of(key, FIELD_AGGREGATE_FUNCTION)
             func = core.field(column, FIELD_AGGREGATE_FUNCTION)
             if func in REMOVED_AGGREGATE_FUNCTIONS:
                 raise removed_aggregate_function_error(func, column, key, table)
         default = core.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
         if default in REMOVED_AGGREGATE_FUNCTIONS:
             raise removed_aggregate_function_error(default, None, FIELDS_DEFAULT_AGGREGATE_FUNCTION.key, table)
+    if engine == "aggregation" and core.get(AGGREGATION_REMOVE_RECORD_ON_DELETE):
+        # FieldAggregatorFactory.create: a DELETE that removes the row and a column that ignores retractions
+        # contradict each other.
+        for key in sorted(core.field_keys(FIELD_IGNORE_RETRACT)):
+            if core.field(_column_of(key, FIELD_IGNORE_RETRACT), FIELD_IGNORE_RETRACT):
+                raise OptionError(f"Options '{AGGREGATION_REMOVE_RECORD_ON_DELETE.key}' and '{key}' of {table} "
+                                  "conflict (Java Paimon refuses them together): a DELETE either removes the row "
+                                  "or is ignored by the column. Set one of them to 'false'.")
     if creating:
         # SchemaValidation.validateSequenceField: the sequence field is never aggregated (it takes the newest
         # record's value), so a function configured for it would be silently ignored.

@@ -340,6 +340,19 @@ def test_aggregation_fold_overflow_raises_like_java(tmp_path) -> None:
         write(ctx, data)
 
 
+def test_aggregation_remove_record_on_delete_fold_writes_the_delete(tmp_path) -> None:
+    # The folded DELETE carries the DELETE record's own values (Java initRow), so it shadows older files and
+    # keeps NOT NULL columns filled.
+    ctx = make_ctx(tmp_path, "k int not null, v bigint not null, op string", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
+                            "aggregation.remove-record-on-delete": "true", "rowkind.field": "op"})
+    data = pa.table({"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "v": [5, 5, 1, 4, 2],
+                     "op": ["+I", "-D", "+I", "-D", "+I"]})
+    (m,) = write(ctx, data)
+    assert read(ctx, m.new_files[0]).select(["k", "v", "op", "_VALUE_KIND"]).to_pylist() == [
+        {"k": 1, "v": 5, "op": "-D", "_VALUE_KIND": 3}, {"k": 2, "v": 6, "op": "+I", "_VALUE_KIND": 0}]
+
+
 def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:
     ctx = make_ctx(tmp_path, "k bigint not null, v string", primary_keys=["k"],
                    options={"bucket": "1", "write-buffer-size": "1 b"})

@@ -239,7 +239,7 @@ def test_aggregation_count_was_removed_from_paimon() -> None:
     t = kv([(1, 0, I, 1), (1, 1, I, 1)])
     with pytest.raises(OptionError, match=r"'count' of column 'v' \(option 'fields.v.aggregate-function'.*'sum'"):
         merge(t, "aggregation", {"fields.v.aggregate-function": "count"})
-    with pytest.raises(OptionError, match=r"'count' of column 'v' \(option 'fields.default-aggregate-function'"):
+    with pytest.raises(OptionError, match=r"'count' of the columns without.*'fields.default-aggregate-function'"):
         merge(t, "aggregation", {"fields.default-aggregate-function": "COUNT"})
 
 
@@ -288,6 +288,7 @@ def test_aggregation_sequence_field_takes_the_winners_value_not_an_aggregate() -
 
 # ------------------------------------------------------------------------------------------------ exact arithmetic
 INT_TYPES = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
+ROD = {"aggregation.remove-record-on-delete": "true"}
 
 
 @pytest.mark.parametrize("bits", [8, 16, 32, 64])
@@ -374,13 +375,13 @@ def java_fold(records: list[tuple[int, Any]], func: str, bits: int, remove_on_de
 
 _edge = st.sampled_from([0, 1, -1, 2, -2, 3, 2**31, -(2**31), 2**32, 2**62, -(2**62), 2**63 - 1, -(2**63),
                          2**21, -(2**21)])
-agg_op = st.tuples(st.integers(0, 3), st.sampled_from([I, I, UA, UB]),
+agg_op = st.tuples(st.integers(0, 3), st.sampled_from([I, I, UA, UB, D]),
                    st.one_of(st.none(), _edge, st.integers(-(2**63), 2**63 - 1), st.integers(-9, 9)))
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]))
-def test_property_checked_sum_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int) -> None:
+@given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]), st.booleans())
+def test_property_checked_sum_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int, rod: bool) -> None:
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     ops = [(k, kind, None if v is None else max(lo, min(hi, v))) for k, kind, v in ops]
     t = kv([(k, n, kind, v) for n, (k, kind, v) in enumerate(ops)], {"v": INT_TYPES[bits]})
@@ -388,19 +389,23 @@ def test_property_checked_sum_matches_java_fold(ops: list[tuple[int, int, Any]],
     failed = False
     for key in sorted({k for k, _, _ in ops}):
         try:
-            expected[key] = java_fold([(kind, v) for k, kind, v in ops if k == key], "sum", bits)
+            records = [(kind, v) for k, kind, v in ops if k == key]
+            value = java_fold(records, "sum", bits, rod)
+            if not (rod and records[-1][0] == D):  # the key's result is a DELETE: dropped on read
+                expected[key] = value
         except JavaArithmeticError:
             failed = True
+    opts = {"fields.v.aggregate-function": "sum", **(ROD if rod else {})}
     if failed:
         with pytest.raises(MergeError, match="range"):
-            merge(t, "aggregation", {"fields.v.aggregate-function": "sum"})
+            merge(t, "aggregation", opts)
     else:
-        assert {r["id"]: r["v"] for r in merge(t, "aggregation", {"fields.v.aggregate-function": "sum"})} == expected
+        assert {r["id"]: r["v"] for r in merge(t, "aggregation", opts)} == expected
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]))
-def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int) -> None:
+@given(st.lists(agg_op, max_size=12), st.sampled_from([8, 32, 64]), st.booleans())
+def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, Any]], bits: int, rod: bool) -> None:
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     ops = [(k, kind, None if v is None else max(lo, min(hi, v))) for k, kind, v in ops]
     t = kv([(k, n, kind, v) for n, (k, kind, v) in enumerate(ops)], {"v": INT_TYPES[bits]})
@@ -408,10 +413,13 @@ def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, An
     failed = False
     for key in sorted({k for k, _, _ in ops}):
         try:
-            expected[key] = java_fold([(kind, v) for k, kind, v in ops if k == key], "product", bits)
+            records = [(kind, v) for k, kind, v in ops if k == key]
+            value = java_fold(records, "product", bits, rod)
+            if not (rod and records[-1][0] == D):
+                expected[key] = value
         except JavaArithmeticError:
             failed = True
-    opts = {"fields.v.aggregate-function": "product"}
+    opts = {"fields.v.aggregate-function": "product", **(ROD if rod else {})}
     if failed:
         with pytest.raises(MergeError, match="range|zero"):
             merge(t, "aggregation", opts)
@@ -448,6 +456,58 @@ def test_decimal_product_retraction_is_refused() -> None:
     t = kv([(1, 0, I, decimal.Decimal("1.50")), (1, 1, UB, decimal.Decimal("0.50"))], {"v": pa.decimal128(10, 2)})
     with pytest.raises(MergeError, match="DECIMAL column 'v'.*fields.v.ignore-retract"):
         merge(t, "aggregation", {"fields.v.aggregate-function": "product"})
+
+
+# ------------------------------------------------------------------------------------ remove-record-on-delete
+
+
+def test_aggregation_remove_record_on_delete_removes_the_row() -> None:
+    # Java AggregateMergeFunction: a -D (with the option) replaces the row by the DELETE's own values (initRow)
+    # and the key's result is a DELETE if that -D is its last record.
+    opts = {**ROD, "fields.v.aggregate-function": "sum"}
+    t = kv([(1, 0, I, 5), (1, 1, D, 2), (2, 2, I, 5), (2, 3, I, 1)])
+    assert pick(merge(t, "aggregation", opts), "id", "v") == [(2, 6)]
+    kept = merge(t, "aggregation", opts, drop_retracts=False)
+    assert pick(kept, "id", "v", "_VALUE_KIND", "_SEQUENCE_NUMBER") == [(1, 2, D, 1), (2, 6, I, 3)]
+    # without the option the DELETE is a retraction (5 - 2)
+    assert pick(merge(t, "aggregation", {"fields.v.aggregate-function": "sum"}), "id", "v") == [(1, 3), (2, 6)]
+
+
+def test_aggregation_remove_record_on_delete_folds_on_from_the_deletes_values() -> None:
+    # After the DELETE, Java folds later records into the row initRow built from the DELETE's values (its test
+    # MergeFunctionTestUtils.getExpectedForAggSum: sum = delete.value, then + inserts); an UPDATE_BEFORE is
+    # still a retraction.
+    types = {"s": pa.int64(), "mx": pa.int64(), "fv": pa.int64(), "fnn": pa.int64(), "lv": pa.string(),
+             "lnn": pa.string(), "la": pa.string(), "p": pa.int64()}
+    opts = {**ROD, "fields.s.aggregate-function": "sum", "fields.mx.aggregate-function": "max",
+            "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_non_null_value",
+            "fields.lv.aggregate-function": "last_value", "fields.la.aggregate-function": "listagg",
+            "fields.p.aggregate-function": "product"}
+    t = kv([
+        (1, 0, I, 5, 9, 7, 7, "a", "a", "a", 2),
+        (1, 1, D, 2, 1, 1, 1, "d", None, "d", 3),
+        (1, 2, I, 3, 3, 3, 3, None, None, "c", 4),
+        (2, 3, D, None, None, None, None, None, "x", " ", None),  # first record a DELETE: the row starts from it
+        (2, 4, I, 4, 4, 4, None, "b", None, None, 5),
+    ], types)
+    rows = merge(t, "aggregation", opts)
+    assert pick(rows, "id", "s", "mx", "fv", "fnn", "lv", "lnn", "la", "p") == [
+        # 2 + 3; max(1, 3); first_value keeps the DELETE's value (Java's "initialized" flag stays set); ...
+        (1, 5, 3, 1, 1, None, None, "d,c", 12),
+        # no value before the DELETE: first_value takes the next one; a blank listagg accumulator stays
+        (2, 4, 4, 4, None, "b", "x", " ", 5)]
+    t2 = kv([(1, 0, I, 5, 2), (1, 1, UB, 2, None)], {"s": pa.int64(), "p": pa.int64()})
+    assert pick(merge(t2, "aggregation", {**ROD, "fields.s.aggregate-function": "sum",
+                                          "fields.p.aggregate-function": "product"}), "s", "p") == [(3, 2)]
+
+
+def test_aggregation_remove_record_on_delete_conflicts_with_ignore_retract() -> None:
+    # Java FieldAggregatorFactory.create: checkState(!(remove-record-on-delete && ignore-retract))
+    bad = {"merge-engine": "aggregation", **ROD, "fields.v.ignore-retract": "true"}
+    with pytest.raises(OptionError, match="'aggregation.remove-record-on-delete' and 'fields.v.ignore-retract'"):
+        merge(kv([(1, 0, I, 1), (1, 1, I, 2)]), "aggregation", bad)
+    assert pick(merge(kv([(1, 0, I, 1), (1, 1, I, 2)]), "aggregation",
+                      {**bad, "fields.v.ignore-retract": "false"}), "v") == [(2,)]
 
 
 # ------------------------------------------------------------------------------------------------ first-row

@@ -236,3 +236,13 @@ def test_count_aggregate_function_is_refused(creating: bool) -> None:
                                     creating=creating)
     # deduplicate and first-row tables never aggregate: Java ignores their function options
     opts.validate_table_options({"fields.n.aggregate-function": "count"}, creating=creating)
+
+
+def test_aggregation_remove_record_on_delete_is_honoured() -> None:
+    options = {"merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true"}
+    opts.validate_table_options(options, creating=True)  # was refused as unknown
+    assert CoreOptions(options).get(opts.AGGREGATION_REMOVE_RECORD_ON_DELETE) is True
+    # Java FieldAggregatorFactory refuses it together with a column's ignore-retract (on read too)
+    for creating in (True, False):
+        with pytest.raises(OptionError, match="'aggregation.remove-record-on-delete' and 'fields.v.ignore-retract'"):
+            opts.validate_table_options({**options, "fields.v.ignore-retract": "true"}, creating=creating)

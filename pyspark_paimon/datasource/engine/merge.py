@@ -33,6 +33,7 @@ from pyspark_paimon.datasource.engine.checked_math import (
 )
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaError
 from pyspark_paimon.metadata.options import (
+    AGGREGATION_REMOVE_RECORD_ON_DELETE,
     FIELD_AGGREGATE_FUNCTION,
     FIELD_DISTINCT,
     FIELD_IGNORE_RETRACT,
@@ -44,6 +45,7 @@ from pyspark_paimon.metadata.options import (
     REMOVED_AGGREGATE_FUNCTIONS,
     CoreOptions,
     removed_aggregate_function_error,
+    validate_merge_options,
 )
 
 __all__ = [
@@ -503,7 +505,7 @@ def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: C
     if seq_groups:
         raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by "
                           "pyspark-paimon; read and write this table with Paimon (Java) instead.")
-    remove_on_delete = False
+    remove_on_delete = options.get(AGGREGATION_REMOVE_RECORD_ON_DELETE)
     rows = _AggRows.of(groups, kinds, remove_on_delete, key_names)
     values: dict[str, pa.Array] = {}
     pk = set(primary_keys)
@@ -547,6 +549,7 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
             raise SchemaError(f"Cannot merge: column '{name}' is missing (columns: {', '.join(table.column_names)}).")
     if table.num_rows == 0:
         return table
+    validate_merge_options(options, creating=False, engine=engine)
     opts = CoreOptions(options)
     kinds = _kinds(table)
     retract = is_retract(kinds)
