@@ -506,6 +506,11 @@ def validate_merge_options(options: Mapping[str, str], *, creating: bool, table:
         default = core.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
         if default in REMOVED_AGGREGATE_FUNCTIONS:
             raise removed_aggregate_function_error(default, None, FIELDS_DEFAULT_AGGREGATE_FUNCTION.key, table)
+    if engine == "partial-update" and core.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE) and core.ignore_delete:
+        # PartialUpdateMergeFunction.Factory: checkState(!(removeRecordOnDelete && ignoreDelete)).
+        raise OptionError(f"Options '{PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key}' and '{IGNORE_DELETE.key}' of "
+                          f"{table} conflict (Java Paimon refuses them together): a DELETE either removes the row "
+                          "or is ignored. Set one of them to 'false'.")
     if engine == "aggregation" and core.get(AGGREGATION_REMOVE_RECORD_ON_DELETE):
         # FieldAggregatorFactory.create: a DELETE that removes the row and a column that ignores retractions
         # contradict each other.

@@ -234,6 +234,17 @@ def test_pk_partial_update_and_delete_options(tmp_path: Path) -> None:
         {"id": 1, "v": 5, "s": "x"}, {"id": 2, "v": 5, "s": "y"}]
 
 
+def test_pk_partial_update_delete_seeds_later_records(tmp_path: Path) -> None:
+    # Java PartialUpdateMergeFunction (remove-record-on-delete): after a -D the row holds the DELETE's values
+    # (initRow) and a later +I overwrites only its non-NULL fields. A key seen once is not merged at all.
+    schema = pk_schema({"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"})
+    f1 = write_file(tmp_path, schema, [r(1, 0, v=1, s="x"), r(2, 1, v=2, s="p")])
+    f2 = write_file(tmp_path, schema, [r(1, 2, D, v=9), r(3, 3, D, v=3)])
+    f3 = write_file(tmp_path, schema, [r(1, 4, s="y"), r(2, 5, UA, v=None, s="q")])
+    assert read(context(tmp_path, schema), split_of(tmp_path, [f1, f2, f3])) == [
+        {"id": 1, "v": 9, "s": "y"}, {"id": 2, "v": 2, "s": "q"}]
+
+
 def test_pk_aggregation_sum_with_retraction(tmp_path: Path) -> None:
     schema = pk_schema({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
     f1 = write_file(tmp_path, schema, [r(1, 0, v=1, s="x"), r(2, 1, v=10)])

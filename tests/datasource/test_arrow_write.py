@@ -353,6 +353,19 @@ def test_aggregation_remove_record_on_delete_fold_writes_the_delete(tmp_path) ->
         {"k": 1, "v": 5, "op": "-D", "_VALUE_KIND": 3}, {"k": 2, "v": 6, "op": "+I", "_VALUE_KIND": 0}]
 
 
+def test_partial_update_remove_record_on_delete_fold(tmp_path) -> None:
+    # The fold follows Java's PartialUpdateMergeFunction: a folded DELETE carries the DELETE's own values (NOT NULL
+    # columns stay filled), and records after a DELETE overwrite its values field by field.
+    ctx = make_ctx(tmp_path, "k int not null, a string, b int not null, op string", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "partial-update", "rowkind.field": "op",
+                            "partial-update.remove-record-on-delete": "true"})
+    data = pa.table({"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "a": ["x", "x", "p", "d", None],
+                     "b": pa.array([1, 1, 2, 3, 5], pa.int32()), "op": ["+I", "-D", "+I", "-D", "+I"]})
+    (m,) = write(ctx, data)
+    assert read(ctx, m.new_files[0]).select(["k", "a", "b", "_VALUE_KIND"]).to_pylist() == [
+        {"k": 1, "a": "x", "b": 1, "_VALUE_KIND": 3}, {"k": 2, "a": "d", "b": 5, "_VALUE_KIND": 0}]
+
+
 def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:
     ctx = make_ctx(tmp_path, "k bigint not null, v string", primary_keys=["k"],
                    options={"bucket": "1", "write-buffer-size": "1 b"})

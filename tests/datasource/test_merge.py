@@ -164,14 +164,66 @@ def test_partial_update_remove_record_on_delete() -> None:
     assert pick(kept, "id", "_VALUE_KIND") == [(1, D), (2, I), (3, I)]
 
 
-def test_partial_update_only_update_before_produces_nothing() -> None:
+def test_partial_update_update_before_only() -> None:
     opts = {"partial-update.remove-record-on-delete": "true"}
+    # a lone record passes Java's ReducerMergeFunctionWrapper untouched: the writer keeps the -U
     t = kv([(1, 0, UB, "x", 1)], {"a": pa.string(), "b": pa.int64()})
-    assert merge(t, "partial-update", opts, drop_retracts=False) == []
+    assert pick(merge(t, "partial-update", opts, drop_retracts=False), "id", "a", "b", "_VALUE_KIND") == [
+        (1, "x", 1, UB)]
+    assert merge(t, "partial-update", opts) == []
+    # several: the first seeds the row (initRow), the rest are skipped; no addition, so the result is a DELETE
+    t = kv([(1, 0, UB, "x", 1), (1, 1, UB, "y", None)], {"a": pa.string(), "b": pa.int64()})
+    assert pick(merge(t, "partial-update", opts, drop_retracts=False), "id", "a", "b", "_VALUE_KIND") == [
+        (1, "x", 1, D)]
+
+
+def test_partial_update_a_delete_seeds_the_row_for_later_records() -> None:
+    # Java PartialUpdateMergeFunction (remove-record-on-delete): a -D re-initialises the row from the DELETE's
+    # own values (initRow, all fields since Paimon 2.0), later additions overwrite only their non-NULL fields.
+    opts = {"partial-update.remove-record-on-delete": "true"}
+    types = {"a": pa.string(), "b": pa.int64(), "c": pa.int64()}
+    t = kv([(1, 0, I, "x", 1, 1), (1, 1, D, "d", None, 7), (1, 2, I, None, 5, None),
+            (2, 3, UB, "u", 2, 2), (2, 4, UA, None, 3, None),  # a leading -U seeds the row too
+            (3, 5, I, "x", 1, 1), (3, 6, UB, "u", 9, 9), (3, 7, UA, None, 4, None),  # a later -U is skipped
+            (4, 8, I, "x", 1, 1), (4, 9, D, "d", 2, 2), (4, 10, UB, "u", 3, 3)],  # the -U after the -D: +I again
+           types)
+    rows = merge(t, "partial-update", opts, drop_retracts=False)
+    assert pick(rows, "id", "a", "b", "c", "_VALUE_KIND", "_SEQUENCE_NUMBER") == [
+        (1, "d", 5, 7, I, 2), (2, "u", 3, 2, I, 4), (3, "x", 4, 1, I, 7), (4, "d", 2, 2, I, 10)]
+    # a key whose last record is the -D is removed, carrying the DELETE's values for the writer
+    t = kv([(1, 0, I, "x", 1, 1), (1, 1, D, "d", None, 7)], types)
+    assert pick(merge(t, "partial-update", opts, drop_retracts=False), "a", "b", "c", "_VALUE_KIND") == [
+        ("d", None, 7, D)]
+    assert merge(t, "partial-update", opts) == []
+
+
+def test_partial_update_ignore_delete_still_seeds_from_a_leading_retraction() -> None:
+    # Java: initRow runs for the key's first record before the ignore-delete check; later retractions are skipped
+    # and do not move the sequence number.
+    types = {"a": pa.string(), "b": pa.int64()}
+    t = kv([(1, 0, D, "d", 1), (1, 1, I, None, 5), (1, 2, D, "z", 9)], types)
+    rows = merge(t, "partial-update", {"ignore-delete": "true"}, drop_retracts=False)
+    assert pick(rows, "a", "b", "_VALUE_KIND", "_SEQUENCE_NUMBER") == [("d", 5, I, 1)]
+    with pytest.raises(OptionError, match="'partial-update.remove-record-on-delete' and 'ignore-delete'"):
+        merge(t, "partial-update", {"ignore-delete": "true", "partial-update.remove-record-on-delete": "true"})
+
+
+def test_single_records_pass_through_unmerged() -> None:
+    # Java's ReducerMergeFunctionWrapper: a key with one record keeps it as is (kind and values) without the
+    # merge function, so a lone retraction is neither refused nor aggregated, and is dropped on read.
+    types = {"v": pa.int64(), "la": pa.string()}
+    t = kv([(1, 0, UB, 5, "a"), (2, 1, D, 6, "b"), (3, 2, UA, 7, " "), (4, 3, I, 1, "x"), (4, 4, I, 2, " ")], types)
+    opts = {"fields.v.aggregate-function": "max", "fields.la.aggregate-function": "listagg"}
+    rows = merge(t, "aggregation", opts, drop_retracts=False)
+    assert pick(rows, "id", "v", "la", "_VALUE_KIND") == [(1, 5, "a", UB), (2, 6, "b", D), (3, 7, " ", UA),
+                                                         (4, 2, "x", I)]
+    assert pick(merge(t, "aggregation", opts), "id") == [(3,), (4,)]
+    assert pick(merge(t, "partial-update", {}), "id", "v") == [(3, 7), (4, 2)]
+    assert pick(merge(t, "first-row", {}), "id", "v") == [(3, 7), (4, 1)]
 
 
 def test_partial_update_sequence_group_refused() -> None:
-    t = kv([(1, 0, I, "x", 1)], {"a": pa.string(), "b": pa.int64()})
+    t = kv([(1, 0, I, "x", 1), (2, 1, I, "y", 2)], {"a": pa.string(), "b": pa.int64()})
     with pytest.raises(OptionError, match="sequence"):
         merge(t, "partial-update", {"fields.b.sequence-group": "a"})
 
@@ -218,10 +270,10 @@ def test_aggregation_sum_with_retraction_and_types() -> None:
     types = {"i": pa.int32(), "d": pa.decimal128(10, 2), "f": pa.float64()}
     opts = {f"fields.{n}.aggregate-function": "sum" for n in types}
     t = kv([(1, 0, I, 5, decimal.Decimal("1.50"), 1.5), (1, 1, UB, 2, decimal.Decimal("0.25"), 0.5),
-            (1, 2, UA, 4, decimal.Decimal("1.00"), 2.0), (2, 3, D, 3, None, 1.0)], types)
+            (1, 2, UA, 4, decimal.Decimal("1.00"), 2.0), (2, 3, D, 3, None, 1.0), (2, 4, I, 1, None, 0.5)], types)
     rows = merge(t, "aggregation", opts)
     assert pick(rows, "id", "i", "d", "f", "_VALUE_KIND") == [
-        (1, 7, decimal.Decimal("2.25"), 3.0, I), (2, -3, None, -1.0, I)]
+        (1, 7, decimal.Decimal("2.25"), 3.0, I), (2, -2, None, -0.5, I)]
 
 
 def test_aggregation_last_value_retraction() -> None:
@@ -250,8 +302,11 @@ def test_aggregation_retraction_refused_unless_ignored() -> None:
         merge(t, "aggregation", opts)
     rows = merge(t, "aggregation", {**opts, "fields.m.ignore-retract": "true"})
     assert pick(rows, "m", "s") == [(5, 1)]
-    rows = merge(t, "aggregation", {**opts, "ignore-delete": "true"})
-    assert pick(rows, "m", "s") == [(5, 2)]
+    # ignore-delete only filters new writes: Java's AggregateMergeFunction still folds retractions in data files
+    with pytest.raises(MergeError, match="fields.m.ignore-retract"):
+        merge(t, "aggregation", {**opts, "ignore-delete": "true"})
+    rows = merge(t, "aggregation", {**opts, "ignore-delete": "true", "fields.m.ignore-retract": "true"})
+    assert pick(rows, "m", "s") == [(5, 1)]
 
 
 def test_aggregation_keeps_primary_key_and_refuses_unknown_function() -> None:
@@ -348,7 +403,9 @@ class JavaArithmeticError(Exception):
 
 def java_fold(records: list[tuple[int, Any]], func: str, bits: int, remove_on_delete: bool = False) -> Any:
     """Java's FieldSumAgg / FieldProductAgg folded over (kind, value) records one at a time (the model may
-    loop; the implementation may not)."""
+    loop; the implementation may not). A single record passes unmerged (ReducerMergeFunctionWrapper)."""
+    if len(records) == 1:
+        return records[0][1]
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
     def check(x: int) -> int:
@@ -391,7 +448,9 @@ def test_property_checked_sum_matches_java_fold(ops: list[tuple[int, int, Any]],
         try:
             records = [(kind, v) for k, kind, v in ops if k == key]
             value = java_fold(records, "sum", bits, rod)
-            if not (rod and records[-1][0] == D):  # the key's result is a DELETE: dropped on read
+            last_kind = records[-1][0]
+            # dropped on read: a DELETE result, or a lone retraction (passed through unmerged)
+            if not (rod and last_kind == D) and not (len(records) == 1 and last_kind in (UB, D)):
                 expected[key] = value
         except JavaArithmeticError:
             failed = True
@@ -415,7 +474,8 @@ def test_property_checked_product_matches_java_fold(ops: list[tuple[int, int, An
         try:
             records = [(kind, v) for k, kind, v in ops if k == key]
             value = java_fold(records, "product", bits, rod)
-            if not (rod and records[-1][0] == D):
+            last_kind = records[-1][0]
+            if not (rod and last_kind == D) and not (len(records) == 1 and last_kind in (UB, D)):
                 expected[key] = value
         except JavaArithmeticError:
             failed = True
@@ -557,24 +617,38 @@ def test_property_deduplicate_matches_dict_model(data: tuple[list, list[int]]) -
     assert [r["id"] for r in rows] == sorted(model)
 
 
+def java_partial_update(records: list[tuple[int, Any]]) -> tuple[bool, Any]:
+    """(removed, value) of Java's PartialUpdateMergeFunction with remove-record-on-delete over (kind, value)
+    records, behind ReducerMergeFunctionWrapper."""
+    if len(records) == 1:
+        kind, v = records[0]
+        return kind in (UB, D), v
+    row, deleted, inserted = None, False, False
+    for n, (kind, v) in enumerate(records):
+        deleted = False
+        if kind in (UB, D):
+            if n == 0 or kind == D:
+                row = v  # initRow
+            deleted = kind == D
+        else:
+            row = v if v is not None else row
+            inserted = True
+    return deleted or not inserted, row
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(op, max_size=40).flatmap(lambda ops: st.tuples(st.just(ops), st.permutations(range(len(ops))))))
 def test_property_partial_update_and_sum_match_model(data: tuple[list, list[int]]) -> None:
     ops, perm = data
     partial: dict[int, Any] = {}
     sums: dict[int, Any] = {}
-    for k, kind, v in ops:
-        if kind == D:
-            partial.pop(k, None)
-        elif kind in (I, UA):
-            if k not in partial:
-                partial[k] = None
-            if v is not None:
-                partial[k] = v
-        if v is not None:
-            sums[k] = (sums.get(k) or 0) + (-v if kind in (D, UB) else v)
-        else:
-            sums.setdefault(k, None)
+    for key in sorted({k for k, _, _ in ops}):
+        records = [(kind, v) for k, kind, v in ops if k == key]
+        removed, value = java_partial_update(records)
+        if not removed:
+            partial[key] = value
+        if not (len(records) == 1 and records[0][0] in (UB, D)):
+            sums[key] = java_fold(records, "sum", 64)
     t = _shuffled_kv(ops, perm)
     rows = merge(t, "partial-update", {"partial-update.remove-record-on-delete": "true"})
     assert {r["id"]: r["v"] for r in rows} == partial

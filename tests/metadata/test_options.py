@@ -246,3 +246,12 @@ def test_aggregation_remove_record_on_delete_is_honoured() -> None:
     for creating in (True, False):
         with pytest.raises(OptionError, match="'aggregation.remove-record-on-delete' and 'fields.v.ignore-retract'"):
             opts.validate_table_options({**options, "fields.v.ignore-retract": "true"}, creating=creating)
+
+
+def test_partial_update_remove_record_on_delete_conflicts_with_ignore_delete() -> None:
+    # Java PartialUpdateMergeFunction.Factory: checkState(!(removeRecordOnDelete && ignoreDelete)), at create too.
+    options = {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}
+    opts.validate_table_options(options, creating=True)
+    for creating, key in ((True, "ignore-delete"), (False, "ignore-delete"), (False, "partial-update.ignore-delete")):
+        with pytest.raises(OptionError, match="'partial-update.remove-record-on-delete' and 'ignore-delete'"):
+            opts.validate_table_options({**options, key: "true"}, creating=creating)

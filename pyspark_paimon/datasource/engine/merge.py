@@ -12,7 +12,9 @@ Input columns: the key columns, the value columns, ``_SEQUENCE_NUMBER`` (int64) 
 
 The reader calls :func:`merge_sorted` with ``drop_retracts=True`` (Java's ``DropDeleteReader``); the writer
 calls it with ``drop_retracts=False`` to fold duplicate keys of a write buffer, keeping a ``-D`` result so
-the delete still shadows older files.
+the delete still shadows older files. Both go through the same engines, as Java's write buffer and readers
+share one ``MergeFunction``, and both apply Java's ``ReducerMergeFunctionWrapper``: a key with a single
+record keeps it unmerged.
 """
 
 from __future__ import annotations
@@ -171,6 +173,14 @@ class _Groups:
         gid = np.cumsum(boundary) - 1
         return cls(n, starts, ends, gid)
 
+    @classmethod
+    def from_sizes(cls, sizes: np.ndarray) -> "_Groups":
+        """Groups of consecutive rows with the given sizes (all > 0)."""
+        ends = np.cumsum(sizes) - 1
+        starts = ends - sizes + 1
+        n = int(ends[-1]) + 1 if len(ends) else 0
+        return cls(n, starts, ends, np.repeat(np.arange(len(sizes)), sizes))
+
     def last_where(self, mask: np.ndarray) -> np.ndarray:
         """Per group: the index of the last row where ``mask`` holds, or -1."""
         if not self.count:
@@ -248,7 +258,10 @@ def _deduplicate(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result
 
 
 def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
-    if is_retract(kinds).any():
+    # A single record of a key never reaches Java's merge function, so only keys with several records refuse
+    # retractions.
+    several = groups.broadcast(groups.ends > groups.starts)
+    if (is_retract(kinds) & several).any():
         raise MergeError("The first-row merge engine cannot accept DELETE/UPDATE_BEFORE records. Set the table "
                          "option 'ignore-delete' = 'true' to ignore them.")
     rows = groups.starts
@@ -257,35 +270,42 @@ def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
 
 def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
                     value_names: Sequence[str]) -> _Result:
-    seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
-    if seq_groups:
-        raise OptionError(f"Partial-update sequence groups ({', '.join(sorted(seq_groups))}) are not supported "
-                          "by pyspark-paimon; read and write this table with Paimon (Java) instead.")
+    """Java's ``PartialUpdateMergeFunction`` without sequence groups.
+
+    The row starts empty and each addition overwrites the fields it sets (non-NULL). A retraction is an
+    error unless ``ignore-delete`` (skip it) or ``partial-update.remove-record-on-delete`` (a DELETE
+    removes the row, an UPDATE_BEFORE is skipped) is set. Java's ``initRow`` seeds the whole row, NULLs
+    included, from a retraction: from the key's first record if it is one (even when retractions are
+    ignored), and from every DELETE that removes the row. So additions after a DELETE overwrite the
+    DELETE's values field by field; they do not start from NULLs. The key's result is a DELETE when its last
+    record removed the row or when it had no addition at all."""
     retract = is_retract(kinds)
     remove_on_delete = options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
-    if retract.any() and not remove_on_delete:
+    ignore_delete = options.ignore_delete
+    if retract.any() and not (remove_on_delete or ignore_delete):
         raise MergeError(
             "The partial-update merge engine cannot accept DELETE/UPDATE_BEFORE records by default. Set the table "
             "option 'ignore-delete' = 'true' to ignore them, or 'partial-update.remove-record-on-delete' = "
             "'true' to let a DELETE remove the whole record.")
     adds = ~retract
+    seed = np.zeros(groups.n, dtype=bool)
+    seed[groups.starts] = retract[groups.starts]
     if remove_on_delete:
-        # A -D wipes everything before it; -U records are ignored.
-        last_delete = groups.last_where(kinds == KIND_DELETE)
-        eligible = adds & (np.arange(groups.n) > groups.broadcast(last_delete))
-    else:
-        last_delete = np.full(groups.count, -1, dtype=np.int64)
-        eligible = adds
-    last_eligible = groups.last_where(eligible)
-    has_add = last_eligible >= 0
-    deleted = ~has_add & (last_delete >= 0)
-    out_kinds = np.where(has_add, KIND_INSERT, KIND_DELETE).astype(np.int8)
+        seed |= kinds == KIND_DELETE
+    seed_row = groups.last_where(seed)  # -1: the row starts empty
+    eligible = adds & (np.arange(groups.n) > groups.broadcast(seed_row))
+    last_add = groups.last_where(adds)
+    has_add = last_add >= 0
+    removed = (kinds[groups.ends] == KIND_DELETE) if remove_on_delete else np.zeros(groups.count, dtype=bool)
+    out_kinds = np.where(removed | ~has_add, KIND_DELETE, KIND_INSERT).astype(np.int8)
     values: dict[str, pa.Array] = {}
     for name in value_names:
         col = table.column(name)
-        values[name] = _take_or_null(col, groups.last_where(eligible & _valid(col)))
-    # A key that saw only ignored -U records produces nothing (Java returns no result for it).
-    return _Result(groups.ends, out_kinds, has_add | deleted, values)
+        last = groups.last_where(eligible & _valid(col))
+        values[name] = _take_or_null(col, np.where(last >= 0, last, seed_row))
+    # The sequence number is that of the last record Java did not skip (ignored retractions are skipped).
+    rows = np.where(has_add, last_add, groups.ends) if ignore_delete else groups.ends
+    return _Result(rows, out_kinds, np.ones(groups.count, dtype=bool), values)
 
 
 def _agg_function(options: CoreOptions, name: str) -> str:
@@ -501,10 +521,6 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
 
 def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
                  value_names: Sequence[str], primary_keys: Sequence[str], key_names: Sequence[str]) -> _Result:
-    seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
-    if seq_groups:
-        raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by "
-                          "pyspark-paimon; read and write this table with Paimon (Java) instead.")
     remove_on_delete = options.get(AGGREGATION_REMOVE_RECORD_ON_DELETE)
     rows = _AggRows.of(groups, kinds, remove_on_delete, key_names)
     values: dict[str, pa.Array] = {}
@@ -537,7 +553,8 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     never aggregated (the full primary key incl. partition fields).
 
     The result has the input's columns, one row per key in key order; ``_VALUE_KIND`` is the merged kind
-    and ``_SEQUENCE_NUMBER`` that of the deciding record. With ``drop_retracts`` the keys whose result is a
+    and ``_SEQUENCE_NUMBER`` that of the deciding record. A key with a single record keeps that record
+    unmerged (Java's ``ReducerMergeFunctionWrapper``). With ``drop_retracts`` the keys whose result is a
     retraction (``-U``/``-D``) are removed.
     """
     engine = str(engine).strip().lower()
@@ -551,15 +568,61 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
         return table
     validate_merge_options(options, creating=False, engine=engine)
     opts = CoreOptions(options)
+    seq_groups = opts.field_keys(FIELD_SEQUENCE_GROUP)
+    if seq_groups and engine in ("partial-update", "aggregation"):
+        raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by pyspark-paimon; "
+                          "read and write this table with Paimon (Java) instead.")
     kinds = _kinds(table)
     retract = is_retract(kinds)
-    if opts.ignore_delete and retract.any():
+    if engine in ("deduplicate", "first-row") and opts.ignore_delete and retract.any():
+        # Their Java merge functions skip retractions under ignore-delete. Partial-update skips them itself
+        # (a leading one still seeds the row); aggregation has no such switch: 'ignore-delete' only filters
+        # new writes, and Java still folds the retractions data files already hold.
         table = table.filter(pa.array(~retract))
         kinds = kinds[~retract]
         if table.num_rows == 0:
             return table
     groups = _Groups.of(table, key_names)
+    # Java wraps every merge function in ReducerMergeFunctionWrapper: a key with a single record keeps that
+    # record as it is (kind and values) and never reaches the merge function, so nothing is aggregated, no
+    # retraction is refused, and a lone -U/-D stays a retraction.
+    # Deduplicate and first-row pick one of the key's records, which for a single record is that record.
+    single = groups.starts == groups.ends
+    if engine in ("deduplicate", "first-row"):
+        single[:] = False
+    multi_groups = np.flatnonzero(~single)
+    if len(multi_groups) == 0:
+        return _drop_retract_rows(table, kinds) if drop_retracts else table
+    merged = _merge_groups(table, groups, multi_groups, kinds, engine, opts, value_names, primary_keys, key_names,
+                           drop_retracts)
+    if not single.any():
+        return merged[1]
+    single_rows = groups.starts[single]
+    if drop_retracts:
+        single_rows = single_rows[~is_retract(kinds[single_rows])]
+    singles = table.take(pa.array(single_rows, pa.int64()))
+    # Back into key order: merged groups and single records interleave by group id.
+    order = np.argsort(np.concatenate([merged[0], groups.gid[single_rows]]), kind="stable")
+    return pa.concat_tables([merged[1], singles]).take(pa.array(order, pa.int64()))
 
+
+def _drop_retract_rows(table: pa.Table, kinds: np.ndarray) -> pa.Table:
+    keep = ~is_retract(kinds)
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+def _merge_groups(table: pa.Table, groups: _Groups, multi_groups: np.ndarray, kinds: np.ndarray, engine: str,
+                  opts: CoreOptions, value_names: Sequence[str], primary_keys: Sequence[str],
+                  key_names: Sequence[str], drop_retracts: bool) -> tuple[np.ndarray, pa.Table]:
+    """Run the engine over the keys with several records (``multi_groups``): (their group ids, in output
+    order, and the merged rows)."""
+    if len(multi_groups) < groups.count:
+        sizes = (groups.ends - groups.starts + 1)[multi_groups]
+        rows = np.repeat(groups.starts[multi_groups], sizes) + (
+            np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+        table = table.take(pa.array(rows, pa.int64()))
+        kinds = kinds[rows]
+        groups = _Groups.from_sizes(sizes)
     if engine == "deduplicate":
         result = _deduplicate(table, groups, kinds)
     elif engine == "first-row":
@@ -572,8 +635,7 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     keep = result.keep
     if drop_retracts:
         keep = keep & ~is_retract(result.kinds)
-    rows = result.rows[keep]
-    out = table.take(pa.array(rows, pa.int64()))
+    out = table.take(pa.array(result.rows[keep], pa.int64()))
     if result.values:
         keep_idx = pa.array(np.flatnonzero(keep), pa.int64())
         for name, merged in result.values.items():
@@ -582,4 +644,4 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
             out = out.set_column(pos, out.schema.field(pos), column)
     pos = out.schema.get_field_index(VALUE_KIND)
     out = out.set_column(pos, out.schema.field(pos), pa.array(result.kinds[keep], out.schema.field(pos).type))
-    return out
+    return multi_groups[keep], out
