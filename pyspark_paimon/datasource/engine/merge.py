@@ -344,6 +344,7 @@ class _AggRows:
     init: np.ndarray  # -D rows that re-initialise the row
     seg_start: np.ndarray  # rows starting a segment
     last_seg_row: np.ndarray  # per group: first row of its last segment
+    in_last_segment: np.ndarray  # per row: inside its key's last segment
     key_names: Sequence[str]
 
     @classmethod
@@ -351,13 +352,9 @@ class _AggRows:
         init = (kinds == KIND_DELETE) if remove_on_delete else np.zeros(groups.n, dtype=bool)
         seg_start = init.copy()
         seg_start[groups.starts] = True
-        last_init = groups.last_where(init)
-        return cls(groups, is_retract(kinds) & ~init, init, seg_start, np.maximum(last_init, groups.starts),
-                   key_names)
-
-    @property
-    def in_last_segment(self) -> np.ndarray:
-        return np.arange(self.groups.n) >= self.groups.broadcast(self.last_seg_row)
+        last_seg_row = np.maximum(groups.last_where(init), groups.starts)
+        in_last = np.arange(groups.n) >= groups.broadcast(last_seg_row)
+        return cls(groups, is_retract(kinds) & ~init, init, seg_start, last_seg_row, in_last, key_names)
 
 
 def _key_text(table: pa.Table, key_names: Sequence[str], row: int) -> str:
