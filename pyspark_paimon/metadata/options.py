@@ -56,8 +56,9 @@ T = TypeVar("T")
 __all__ = [
     "ConfigOption", "FieldOption", "CoreOptions", "OPTIONS", "FIELD_OPTIONS", "HONOURED", "FIELD_OPTION_SUFFIXES",
     "INERT_PREFIXES", "REFUSED_VALUES", "SCAN_KEYS", "MERGE_ENGINES", "TAG_CREATION_MODES", "TAG_CREATION_PERIODS",
-    "TAG_PERIOD_FORMATTERS", "is_field_option", "is_known", "validate_table_options", "check_read_options", "get",
-    "parse_duration_ms", "parse_memory_size",
+    "TAG_PERIOD_FORMATTERS", "REMOVED_AGGREGATE_FUNCTIONS", "is_field_option", "is_known", "validate_table_options",
+    "validate_merge_options", "removed_aggregate_function_error", "check_read_options", "get", "parse_duration_ms",
+    "parse_memory_size",
 ]
 
 
@@ -167,6 +168,8 @@ IGNORE_DELETE_LEGACY_KEYS = ("first-row.ignore-delete", "deduplicate.ignore-dele
 IGNORE_UPDATE_BEFORE = _option("ignore-update-before", BOOLEAN, "false", "Drop UPDATE_BEFORE records on write.")
 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _option("partial-update.remove-record-on-delete", BOOLEAN, "false",
                                                  "partial-update: a DELETE removes the whole record.")
+AGGREGATION_REMOVE_RECORD_ON_DELETE = _option("aggregation.remove-record-on-delete", BOOLEAN, "false",
+                                              "aggregation: a DELETE removes the whole record.")
 FIELDS_DEFAULT_AGGREGATE_FUNCTION = _option("fields.default-aggregate-function", LOWERCASE, None,
                                             "aggregation: function of columns without their own.")
 ROWKIND_FIELD = _option("rowkind.field", STRING, None, "Column whose +I/-U/+U/-D value is each row's kind.")
@@ -457,6 +460,72 @@ def validate_table_options(options: Mapping[str, str], *, creating: bool, table:
             raise OptionError(
                 f"Unknown table option '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") +
                 ". pyspark-paimon refuses options it does not understand; see the README's option reference.")
+    validate_merge_options(options, creating=creating, table=table)
+
+
+#: Aggregate functions Java Paimon removed, with what to use instead. ``count`` went in Paimon 0.9 (#3932):
+#: an aggregated row cannot tell a retraction of a NULL from one of a value, so no count is right under
+#: updates; Java fails on it ("Use unsupported aggregation"), and so do we rather than count differently.
+REMOVED_AGGREGATE_FUNCTIONS: dict[str, str] = {
+    "count": "use 'sum' over a column that holds 1 for each row to count (e.g. write `1 AS cnt`, or "
+             "`CASE WHEN <condition> THEN 1 ELSE 0 END` to count matching rows), or count at query time",
+}
+
+
+def removed_aggregate_function_error(func: str, column: str | None, key: str, table: str = "the table") -> OptionError:
+    """The error for an aggregate function Java removed, naming the column, the option and the alternatives."""
+    what = f"column '{column}'" if column is not None else "the columns without their own function"
+    return OptionError(f"Aggregate function '{func}' of {what} (option '{key}' of {table}) was removed from Paimon "
+                       f"and Java Paimon refuses it; {REMOVED_AGGREGATE_FUNCTIONS[func]}.")
+
+
+def _column_of(key: str, option: FieldOption[Any]) -> str:
+    """The column of a per-field key: ``fields.v.ignore-retract`` -> ``v``."""
+    return key[len("fields."):-len("." + option.suffix)]
+
+
+def validate_merge_options(options: Mapping[str, str], *, creating: bool, table: str = "the table",
+                           engine: str | None = None) -> None:
+    """Refuse merge-engine option combinations Java Paimon refuses, so a table we create (or read) never
+    means something different to us than to Java.
+
+    When ``creating``, also refuses what Java's ``SchemaValidation`` refuses only when a schema is created or
+    altered (a table Java already holds is read as Java reads it). ``engine`` overrides ``merge-engine``."""
+    core = CoreOptions(options)
+    engine = engine or core.merge_engine
+    if engine in ("aggregation", "partial-update"):
+        # SchemaValidation.validateMergeFunctionFactory looks every configured function up (deduplicate and
+        # first-row tables never aggregate, so their function options are inert).
+        for key in sorted(core.field_keys(FIELD_AGGREGATE_FUNCTION)):
+            column = _column_of(key, FIELD_AGGREGATE_FUNCTION)
+            func = core.field(column, FIELD_AGGREGATE_FUNCTION)
+            if func in REMOVED_AGGREGATE_FUNCTIONS:
+                raise removed_aggregate_function_error(func, column, key, table)
+        default = core.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
+        if default in REMOVED_AGGREGATE_FUNCTIONS:
+            raise removed_aggregate_function_error(default, None, FIELDS_DEFAULT_AGGREGATE_FUNCTION.key, table)
+    if engine == "partial-update" and core.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE) and core.ignore_delete:
+        # PartialUpdateMergeFunction.Factory: checkState(!(removeRecordOnDelete && ignoreDelete)).
+        raise OptionError(f"Options '{PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key}' and '{IGNORE_DELETE.key}' of "
+                          f"{table} conflict (Java Paimon refuses them together): a DELETE either removes the row "
+                          "or is ignored. Set one of them to 'false'.")
+    if engine == "aggregation" and core.get(AGGREGATION_REMOVE_RECORD_ON_DELETE):
+        # FieldAggregatorFactory.create: a DELETE that removes the row and a column that ignores retractions
+        # contradict each other.
+        for key in sorted(core.field_keys(FIELD_IGNORE_RETRACT)):
+            if core.field(_column_of(key, FIELD_IGNORE_RETRACT), FIELD_IGNORE_RETRACT):
+                raise OptionError(f"Options '{AGGREGATION_REMOVE_RECORD_ON_DELETE.key}' and '{key}' of {table} "
+                                  "conflict (Java Paimon refuses them together): a DELETE either removes the row "
+                                  "or is ignored by the column. Set one of them to 'false'.")
+    if creating:
+        # SchemaValidation.validateSequenceField: the sequence field is never aggregated (it takes the newest
+        # record's value), so a function configured for it would be silently ignored.
+        for name in core.sequence_fields:
+            if core.field(name, FIELD_AGGREGATE_FUNCTION) is not None:
+                raise OptionError(
+                    f"Option '{FIELD_AGGREGATE_FUNCTION.of(name).key}' of {table} sets an aggregate function on "
+                    f"the sequence field '{name}'; sequence fields are never aggregated (they keep the newest "
+                    "record's value). Remove the option.")
 
 
 def get(options: Mapping[str, str], key: str) -> str | None:

@@ -234,12 +234,38 @@ def test_pk_partial_update_and_delete_options(tmp_path: Path) -> None:
         {"id": 1, "v": 5, "s": "x"}, {"id": 2, "v": 5, "s": "y"}]
 
 
+def test_pk_partial_update_delete_seeds_later_records(tmp_path: Path) -> None:
+    # Java PartialUpdateMergeFunction (remove-record-on-delete): after a -D the row holds the DELETE's values
+    # (initRow) and a later +I overwrites only its non-NULL fields. A key seen once is not merged at all.
+    schema = pk_schema({"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"})
+    f1 = write_file(tmp_path, schema, [r(1, 0, v=1, s="x"), r(2, 1, v=2, s="p")])
+    f2 = write_file(tmp_path, schema, [r(1, 2, D, v=9), r(3, 3, D, v=3)])
+    f3 = write_file(tmp_path, schema, [r(1, 4, s="y"), r(2, 5, UA, v=None, s="q")])
+    assert read(context(tmp_path, schema), split_of(tmp_path, [f1, f2, f3])) == [
+        {"id": 1, "v": 9, "s": "y"}, {"id": 2, "v": 2, "s": "q"}]
+
+
 def test_pk_aggregation_sum_with_retraction(tmp_path: Path) -> None:
     schema = pk_schema({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
     f1 = write_file(tmp_path, schema, [r(1, 0, v=1, s="x"), r(2, 1, v=10)])
     f2 = write_file(tmp_path, schema, [r(1, 2, v=5), r(2, 3, UB, v=4)])
     rows = read(context(tmp_path, schema), split_of(tmp_path, [f1, f2]))
     assert rows == [{"id": 1, "v": 6, "s": "x"}, {"id": 2, "v": 6, "s": None}]
+
+
+def test_pk_aggregation_remove_record_on_delete(tmp_path: Path) -> None:
+    # Java AggregateMergeFunction with aggregation.remove-record-on-delete: a -D removes the key; without the
+    # option it is a retraction. Key 3 is re-inserted after its DELETE: folding goes on from the DELETE's values.
+    options = {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}
+    schema = pk_schema({**options, "aggregation.remove-record-on-delete": "true"})
+    f1 = write_file(tmp_path, schema, [r(1, 0, v=1, s="x"), r(2, 1, v=10), r(3, 2, v=7)])
+    f2 = write_file(tmp_path, schema, [r(1, 3, D, v=1), r(2, 4, v=5), r(3, 5, D, v=7)])
+    f3 = write_file(tmp_path, schema, [r(3, 6, v=2, s="y")])
+    assert read(context(tmp_path, schema), split_of(tmp_path, [f1, f2, f3])) == [
+        {"id": 2, "v": 15, "s": None}, {"id": 3, "v": 9, "s": "y"}]
+    plain = pk_schema(options)
+    assert read(context(tmp_path, plain), split_of(tmp_path, [f1, f2])) == [
+        {"id": 1, "v": 0, "s": "x"}, {"id": 2, "v": 15, "s": None}, {"id": 3, "v": 0, "s": None}]
 
 
 def test_pk_first_row_merges_all_levels(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pyspark_paimon.datasource.engine.merge import MergeError
 from pyspark_paimon.datasource.engine.write import (
     KEY_FIELD_ID_START,
     SEQUENCE_NUMBER_ID,
@@ -316,6 +317,53 @@ def test_partial_update_engine_folds_with_merge_module(tmp_path) -> None:
     data = pa.table({"k": pa.array([1, 1], pa.int32()), "a": ["x", None], "b": pa.array([None, 5], pa.int32())})
     (m,) = write(ctx, data)
     assert read(ctx, m.new_files[0]).select(["k", "a", "b"]).to_pylist() == [{"k": 1, "a": "x", "b": 5}]
+
+
+def test_aggregation_fold_keeps_the_winners_sequence_field(tmp_path) -> None:
+    # The write buffer folds duplicate keys with the read-side engine: the sequence.field column is never
+    # aggregated (Java AggregateMergeFunction.getAggFuncName), it takes the winner's value.
+    ctx = make_ctx(tmp_path, "k int not null, seq bigint, v bigint", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "aggregation", "sequence.field": "seq",
+                            "fields.default-aggregate-function": "sum"})
+    data = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "seq": [10, 5, 3], "v": [1, 2, 4]})
+    (m,) = write(ctx, data)
+    assert read(ctx, m.new_files[0]).select(["k", "seq", "v"]).to_pylist() == [
+        {"k": 1, "seq": 10, "v": 3}, {"k": 2, "seq": 3, "v": 4}]
+
+
+def test_aggregation_fold_overflow_raises_like_java(tmp_path) -> None:
+    # Folding duplicate keys of one write uses Java's exact arithmetic too (FieldSumAgg: Math.addExact).
+    ctx = make_ctx(tmp_path, "k int not null, v bigint", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
+    data = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [2**63 - 1, 1, 4]})
+    with pytest.raises(MergeError, match=r"'sum' of column 'v'.*key \(k=1\)"):
+        write(ctx, data)
+
+
+def test_aggregation_remove_record_on_delete_fold_writes_the_delete(tmp_path) -> None:
+    # The folded DELETE carries the DELETE record's own values (Java initRow), so it shadows older files and
+    # keeps NOT NULL columns filled.
+    ctx = make_ctx(tmp_path, "k int not null, v bigint not null, op string", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
+                            "aggregation.remove-record-on-delete": "true", "rowkind.field": "op"})
+    data = pa.table({"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "v": [5, 5, 1, 4, 2],
+                     "op": ["+I", "-D", "+I", "-D", "+I"]})
+    (m,) = write(ctx, data)
+    assert read(ctx, m.new_files[0]).select(["k", "v", "op", "_VALUE_KIND"]).to_pylist() == [
+        {"k": 1, "v": 5, "op": "-D", "_VALUE_KIND": 3}, {"k": 2, "v": 6, "op": "+I", "_VALUE_KIND": 0}]
+
+
+def test_partial_update_remove_record_on_delete_fold(tmp_path) -> None:
+    # The fold follows Java's PartialUpdateMergeFunction: a folded DELETE carries the DELETE's own values (NOT NULL
+    # columns stay filled), and records after a DELETE overwrite its values field by field.
+    ctx = make_ctx(tmp_path, "k int not null, a string, b int not null, op string", primary_keys=["k"],
+                   options={"bucket": "1", "merge-engine": "partial-update", "rowkind.field": "op",
+                            "partial-update.remove-record-on-delete": "true"})
+    data = pa.table({"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "a": ["x", "x", "p", "d", None],
+                     "b": pa.array([1, 1, 2, 3, 5], pa.int32()), "op": ["+I", "-D", "+I", "-D", "+I"]})
+    (m,) = write(ctx, data)
+    assert read(ctx, m.new_files[0]).select(["k", "a", "b", "_VALUE_KIND"]).to_pylist() == [
+        {"k": 1, "a": "x", "b": 1, "_VALUE_KIND": 3}, {"k": 2, "a": "d", "b": 5, "_VALUE_KIND": 0}]
 
 
 def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:

@@ -213,3 +213,45 @@ def test_schema_core_options_apply_the_version_defaults() -> None:
     assert TableSchema().num_buckets == -1 and TableSchema().core_options.get(FILE_FORMAT) == "parquet"
     with pytest.raises(OptionError, match="'bucket' must be an integer"):
         _ = TableSchema(options={"bucket": "x"}).num_buckets
+
+
+# ------------------------------------------------------------------------------------------------ merge options
+def test_sequence_field_may_not_have_an_aggregate_function_when_created() -> None:
+    # Java SchemaValidation.validateSequenceField; a table Java already holds is read as Java reads it.
+    bad = {"merge-engine": "aggregation", "sequence.field": "s", "fields.s.aggregate-function": "max"}
+    with pytest.raises(OptionError, match="'fields.s.aggregate-function'.*sequence field 's'"):
+        opts.validate_table_options(bad, creating=True)
+    opts.validate_table_options(bad, creating=False)
+    opts.validate_table_options({**bad, "fields.s.aggregate-function": ""}, creating=True)
+
+
+@pytest.mark.parametrize("creating", [True, False])
+def test_count_aggregate_function_is_refused(creating: bool) -> None:
+    # Java removed 'count' (FieldAggregatorFactory finds no such function); refused on create and on read.
+    with pytest.raises(OptionError, match=r"'count' of column 'n' \(option 'fields.n.aggregate-function'.*'sum' over"):
+        opts.validate_table_options({"merge-engine": "aggregation", "fields.n.aggregate-function": "count"},
+                                    creating=creating)
+    with pytest.raises(OptionError, match=r"'count' of the columns without.*'fields.default-aggregate-function'"):
+        opts.validate_table_options({"merge-engine": "partial-update", "fields.default-aggregate-function": "Count"},
+                                    creating=creating)
+    # deduplicate and first-row tables never aggregate: Java ignores their function options
+    opts.validate_table_options({"fields.n.aggregate-function": "count"}, creating=creating)
+
+
+def test_aggregation_remove_record_on_delete_is_honoured() -> None:
+    options = {"merge-engine": "aggregation", "aggregation.remove-record-on-delete": "true"}
+    opts.validate_table_options(options, creating=True)  # was refused as unknown
+    assert CoreOptions(options).get(opts.AGGREGATION_REMOVE_RECORD_ON_DELETE) is True
+    # Java FieldAggregatorFactory refuses it together with a column's ignore-retract (on read too)
+    for creating in (True, False):
+        with pytest.raises(OptionError, match="'aggregation.remove-record-on-delete' and 'fields.v.ignore-retract'"):
+            opts.validate_table_options({**options, "fields.v.ignore-retract": "true"}, creating=creating)
+
+
+def test_partial_update_remove_record_on_delete_conflicts_with_ignore_delete() -> None:
+    # Java PartialUpdateMergeFunction.Factory: checkState(!(removeRecordOnDelete && ignoreDelete)), at create too.
+    options = {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}
+    opts.validate_table_options(options, creating=True)
+    for creating, key in ((True, "ignore-delete"), (False, "ignore-delete"), (False, "partial-update.ignore-delete")):
+        with pytest.raises(OptionError, match="'partial-update.remove-record-on-delete' and 'ignore-delete'"):
+            opts.validate_table_options({**options, key: "true"}, creating=creating)

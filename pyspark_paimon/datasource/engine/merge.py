@@ -12,7 +12,9 @@ Input columns: the key columns, the value columns, ``_SEQUENCE_NUMBER`` (int64) 
 
 The reader calls :func:`merge_sorted` with ``drop_retracts=True`` (Java's ``DropDeleteReader``); the writer
 calls it with ``drop_retracts=False`` to fold duplicate keys of a write buffer, keeping a ``-D`` result so
-the delete still shadows older files.
+the delete still shadows older files. Both go through the same engines, as Java's write buffer and readers
+share one ``MergeFunction``, and both apply Java's ``ReducerMergeFunctionWrapper``: a key with a single
+record keeps it unmerged.
 """
 
 from __future__ import annotations
@@ -24,8 +26,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyspark_paimon.datasource.engine.checked_math import (
+    CheckedArithmeticError,
+    int_range,
+    segment_ids,
+    segment_products,
+    segment_sums,
+)
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaError
 from pyspark_paimon.metadata.options import (
+    AGGREGATION_REMOVE_RECORD_ON_DELETE,
     FIELD_AGGREGATE_FUNCTION,
     FIELD_DISTINCT,
     FIELD_IGNORE_RETRACT,
@@ -34,7 +44,10 @@ from pyspark_paimon.metadata.options import (
     FIELDS_DEFAULT_AGGREGATE_FUNCTION,
     MERGE_ENGINES,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    REMOVED_AGGREGATE_FUNCTIONS,
     CoreOptions,
+    removed_aggregate_function_error,
+    validate_merge_options,
 )
 
 __all__ = [
@@ -51,12 +64,12 @@ KIND_DELETE = 3
 
 #: Aggregate functions of the aggregation engine that we implement (Java names; ``first_not_null_value``
 #: is Java's legacy spelling of ``first_non_null_value``).
-AGGREGATE_FUNCTIONS = ("sum", "product", "count", "min", "max", "last_value", "last_non_null_value",
+AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value",
                        "first_value", "first_non_null_value", "first_not_null_value", "bool_and", "bool_or",
                        "listagg")
-# Functions whose retraction Java defines (sum subtracts, count decrements, last_value / last_non_null_value
+# Functions whose retraction Java defines (sum subtracts, product divides, last_value / last_non_null_value
 # clear the value). Every other function refuses -U/-D input unless the field ignores retractions.
-_RETRACTABLE = frozenset({"sum", "count", "last_value", "last_non_null_value"})
+_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
 
 _TEMP_IS_ADD = "__paimon_is_add__"
 _TEMP_GROUP = "__paimon_group__"
@@ -160,6 +173,14 @@ class _Groups:
         gid = np.cumsum(boundary) - 1
         return cls(n, starts, ends, gid)
 
+    @classmethod
+    def from_sizes(cls, sizes: np.ndarray) -> "_Groups":
+        """Groups of consecutive rows with the given sizes (all > 0)."""
+        ends = np.cumsum(sizes) - 1
+        starts = ends - sizes + 1
+        n = int(ends[-1]) + 1 if len(ends) else 0
+        return cls(n, starts, ends, np.repeat(np.arange(len(sizes)), sizes))
+
     def last_where(self, mask: np.ndarray) -> np.ndarray:
         """Per group: the index of the last row where ``mask`` holds, or -1."""
         if not self.count:
@@ -237,7 +258,10 @@ def _deduplicate(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result
 
 
 def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
-    if is_retract(kinds).any():
+    # A single record of a key never reaches Java's merge function, so only keys with several records refuse
+    # retractions.
+    several = groups.broadcast(groups.ends > groups.starts)
+    if (is_retract(kinds) & several).any():
         raise MergeError("The first-row merge engine cannot accept DELETE/UPDATE_BEFORE records. Set the table "
                          "option 'ignore-delete' = 'true' to ignore them.")
     rows = groups.starts
@@ -246,41 +270,51 @@ def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
 
 def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
                     value_names: Sequence[str]) -> _Result:
-    seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
-    if seq_groups:
-        raise OptionError(f"Partial-update sequence groups ({', '.join(sorted(seq_groups))}) are not supported "
-                          "by pyspark-paimon; read and write this table with Paimon (Java) instead.")
+    """Java's ``PartialUpdateMergeFunction`` without sequence groups.
+
+    The row starts empty and each addition overwrites the fields it sets (non-NULL). A retraction is an
+    error unless ``ignore-delete`` (skip it) or ``partial-update.remove-record-on-delete`` (a DELETE
+    removes the row, an UPDATE_BEFORE is skipped) is set. Java's ``initRow`` seeds the whole row, NULLs
+    included, from a retraction: from the key's first record if it is one (even when retractions are
+    ignored), and from every DELETE that removes the row. So additions after a DELETE overwrite the
+    DELETE's values field by field; they do not start from NULLs. The key's result is a DELETE when its last
+    record removed the row or when it had no addition at all."""
     retract = is_retract(kinds)
     remove_on_delete = options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
-    if retract.any() and not remove_on_delete:
+    ignore_delete = options.ignore_delete
+    if retract.any() and not (remove_on_delete or ignore_delete):
         raise MergeError(
             "The partial-update merge engine cannot accept DELETE/UPDATE_BEFORE records by default. Set the table "
             "option 'ignore-delete' = 'true' to ignore them, or 'partial-update.remove-record-on-delete' = "
             "'true' to let a DELETE remove the whole record.")
     adds = ~retract
+    seed = np.zeros(groups.n, dtype=bool)
+    seed[groups.starts] = retract[groups.starts]
     if remove_on_delete:
-        # A -D wipes everything before it; -U records are ignored.
-        last_delete = groups.last_where(kinds == KIND_DELETE)
-        eligible = adds & (np.arange(groups.n) > groups.broadcast(last_delete))
-    else:
-        last_delete = np.full(groups.count, -1, dtype=np.int64)
-        eligible = adds
-    last_eligible = groups.last_where(eligible)
-    has_add = last_eligible >= 0
-    deleted = ~has_add & (last_delete >= 0)
-    out_kinds = np.where(has_add, KIND_INSERT, KIND_DELETE).astype(np.int8)
+        seed |= kinds == KIND_DELETE
+    seed_row = groups.last_where(seed)  # -1: the row starts empty
+    eligible = adds & (np.arange(groups.n) > groups.broadcast(seed_row))
+    last_add = groups.last_where(adds)
+    has_add = last_add >= 0
+    removed = (kinds[groups.ends] == KIND_DELETE) if remove_on_delete else np.zeros(groups.count, dtype=bool)
+    out_kinds = np.where(removed | ~has_add, KIND_DELETE, KIND_INSERT).astype(np.int8)
     values: dict[str, pa.Array] = {}
     for name in value_names:
         col = table.column(name)
-        values[name] = _take_or_null(col, groups.last_where(eligible & _valid(col)))
-    # A key that saw only ignored -U records produces nothing (Java returns no result for it).
-    return _Result(groups.ends, out_kinds, has_add | deleted, values)
+        last = groups.last_where(eligible & _valid(col))
+        values[name] = _take_or_null(col, np.where(last >= 0, last, seed_row))
+    # The sequence number is that of the last record Java did not skip (ignored retractions are skipped).
+    rows = np.where(has_add, last_add, groups.ends) if ignore_delete else groups.ends
+    return _Result(rows, out_kinds, np.ones(groups.count, dtype=bool), values)
 
 
 def _agg_function(options: CoreOptions, name: str) -> str:
     """The column's aggregate function, else the table's default one, else Java's ``last_non_null_value``."""
-    func = (options.field(name, FIELD_AGGREGATE_FUNCTION) or options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
-            or "last_non_null_value")
+    own = options.field(name, FIELD_AGGREGATE_FUNCTION)
+    func = own or options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION) or "last_non_null_value"
+    if func in REMOVED_AGGREGATE_FUNCTIONS:
+        key = FIELD_AGGREGATE_FUNCTION.of(name).key if own else FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
+        raise removed_aggregate_function_error(func, name, key)
     if func not in AGGREGATE_FUNCTIONS:
         raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported by pyspark-paimon "
                           f"(supported: {', '.join(AGGREGATE_FUNCTIONS)}). Change "
@@ -294,24 +328,118 @@ def _is_blank(col: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(blank, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retract: np.ndarray, name: str,
-                     func: str, options: CoreOptions) -> pa.Array:
+@dataclass
+class _AggRows:
+    """The row roles of one aggregation merge, shared by every column.
+
+    Java's ``AggregateMergeFunction`` folds a key's records into one accumulator row. With
+    ``aggregation.remove-record-on-delete`` a DELETE replaces that row by the DELETE's own values
+    (``initRow``) and folding goes on from there, so a key's records split into *segments*: the first starts
+    at the key's first record, each later one at such a DELETE (an *init* row). The result is the last
+    segment's accumulator; the earlier segments still run (Java fails on an overflow or an unsupported
+    retraction anywhere)."""
+
+    groups: _Groups
+    retract: np.ndarray  # -U, and -D unless it is an init row
+    init: np.ndarray  # -D rows that re-initialise the row
+    seg_start: np.ndarray  # rows starting a segment
+    last_seg_row: np.ndarray  # per group: first row of its last segment
+    in_last_segment: np.ndarray  # per row: inside its key's last segment
+    key_names: Sequence[str]
+
+    @classmethod
+    def of(cls, groups: _Groups, kinds: np.ndarray, remove_on_delete: bool, key_names: Sequence[str]) -> "_AggRows":
+        init = (kinds == KIND_DELETE) if remove_on_delete else np.zeros(groups.n, dtype=bool)
+        seg_start = init.copy()
+        seg_start[groups.starts] = True
+        last_seg_row = np.maximum(groups.last_where(init), groups.starts)
+        in_last = np.arange(groups.n) >= groups.broadcast(last_seg_row)
+        return cls(groups, is_retract(kinds) & ~init, init, seg_start, last_seg_row, in_last, key_names)
+
+
+def _key_text(table: pa.Table, key_names: Sequence[str], row: int) -> str:
+    """``k1=1, k2='x'`` for the key of ``row`` (one error message, not a data path)."""
+    return ", ".join(f"{k}={table.column(k)[row].as_py()!r}" for k in key_names)
+
+
+def _values_numpy(col: pa.ChunkedArray, valid: np.ndarray) -> np.ndarray:
+    """The column as a numpy array; NULL slots hold 0 (callers mask them)."""
+    filled = pc.fill_null(col, pa.scalar(0, col.type)) if col.null_count else col
+    return np.asarray(filled.to_numpy() if isinstance(filled, pa.Array)
+                      else filled.combine_chunks().to_numpy(zero_copy_only=False))
+
+
+def _arithmetic_error(table: pa.Table, rows: _AggRows, name: str, func: str, target: pa.DataType,
+                      fault: CheckedArithmeticError) -> MergeError:
+    key = _key_text(table, rows.key_names, fault.row)
+    if "zero" in fault.reason:
+        fix = (f"A retraction of 0 cannot be undone by division; set 'fields.{name}.ignore-retract' = 'true' to "
+               "ignore retractions for this column")
+    else:
+        fix = ("Java Paimon raises ArithmeticException here too. Store the column as a wider type, e.g. BIGINT or "
+               "DECIMAL(38, 0), and rewrite the table")
+    return MergeError(f"Aggregate function '{func}' of column '{name}' ({target}) failed for key ({key}): "
+                      f"{fault.reason}. {fix}.")
+
+
+def _checked_sum(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray,
+                 active: np.ndarray) -> pa.Array:
+    """Integer ``sum`` with Java's exact arithmetic: every step of the fold (add, subtract on retraction,
+    restart from a DELETE's value) must stay in the column type's range."""
+    groups = rows.groups
+    values = _values_numpy(col, valid).astype(np.int64)
+    signs = np.where(valid & active, np.where(rows.retract, -1, 1), 0).astype(np.int8)
+    try:
+        running = segment_sums(values, signs, rows.seg_start, int_range(col.type.to_pandas_dtype()))
+    except CheckedArithmeticError as fault:
+        raise _arithmetic_error(table, rows, name, "sum", col.type, fault) from None
+    # NULL until the last segment sees a value (Java's accumulator starts NULL, and NULL inputs are skipped).
+    has = groups.last_where(signs != 0) >= rows.last_seg_row
+    return pa.array(running[groups.ends], type=col.type, mask=~has)
+
+
+def _checked_product(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray,
+                     active: np.ndarray) -> pa.Array:
+    """Integer or floating ``product`` as Java folds it: multiply by each added value, divide by each retracted
+    one (integer division truncates), restart from a DELETE's value; integers raise where a step overflows."""
+    groups = rows.groups
+    values = _values_numpy(col, valid)
+    factor = valid & ~rows.retract
+    divisor = valid & rows.retract & active
+    rng = int_range(values.dtype) if pa.types.is_integer(col.type) else None
+    try:
+        acc, has = segment_products(values, factor, divisor, rows.seg_start, rng)
+    except CheckedArithmeticError as fault:
+        raise _arithmetic_error(table, rows, name, "product", col.type, fault) from None
+    seg, _ = segment_ids(rows.seg_start)
+    last = seg[groups.ends]
+    return pa.array(acc[last].astype(values.dtype), type=col.type, mask=~has[last])
+
+
+def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, options: CoreOptions) -> pa.Array:
+    groups = rows.groups
+    retract = rows.retract
     col = table.column(name)
     target = col.type
     has_retract = bool(retract.any())
     if has_retract and options.field(name, FIELD_IGNORE_RETRACT):
-        active = ~retract  # retractions are no-ops for this field
+        active = ~retract  # retractions are no-ops for this field (Java FieldIgnoreRetractAgg)
     elif has_retract and func not in _RETRACTABLE:
         raise MergeError(f"Aggregate function '{func}' of column '{name}' does not support retraction "
-                         f"(DELETE/UPDATE_BEFORE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
-                         "retractions for this column, or 'ignore-delete' = 'true' to drop them for the table.")
+                         f"(UPDATE_BEFORE/DELETE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
+                         "retractions for this column. ('ignore-delete' only drops retractions from new writes: "
+                         "Java still applies those already in data files.)")
     else:
         active = np.ones(groups.n, dtype=bool)
     valid = _valid(col)
-    adds = active & ~retract
+    in_last = rows.in_last_segment
+    # Values folded into the result: additions and the init row of the last segment.
+    adds = ~retract & in_last
     skip_nulls = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
 
     if func == "sum":
+        if pa.types.is_integer(target):
+            return _checked_sum(table, rows, col, name, valid, active)
         signed = col
         if has_retract and (active & retract).any():
             try:
@@ -320,25 +448,23 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
                 raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type "
                                  f"{target}.") from exc
         try:
-            result = _hash_aggregate(groups, _mask_to_null(signed, active), "sum", skip_nulls)
+            result = _hash_aggregate(groups, _mask_to_null(signed, active & in_last), "sum", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type {target}.") from exc
         return _cast_back(result, target, name, func)
     if func == "product":
+        if pa.types.is_integer(target) or pa.types.is_floating(target):
+            return _checked_product(table, rows, col, name, valid, active)
+        if has_retract and (active & retract).any():
+            raise MergeError(f"Retracting a product of DECIMAL column '{name}' ({target}) is not supported by "
+                             f"pyspark-paimon. Set 'fields.{name}.ignore-retract' = 'true' to ignore retractions for "
+                             "this column, or use Paimon (Java) for this table.")
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), "product", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(f"Aggregate function 'product' does not support column '{name}' of type "
                              f"{target}.") from exc
         return _cast_back(result, target, name, func)
-    if func == "count":
-        # Java: the first record sets the count to 1 whatever its value; each later non-NULL input adds
-        # one (or subtracts one when retracted).
-        first = groups.first_where(active)
-        delta = np.where(active & valid, np.where(retract, -1, 1), 0).astype(np.int64)
-        delta[first[first >= 0]] = 0
-        counts = np.add.reduceat(delta, groups.starts) + 1 if groups.count else np.empty(0, np.int64)
-        return _cast_back(pa.array(counts, mask=first < 0), target, name, func)
     if func in ("min", "max"):
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), func, skip_nulls)
@@ -352,13 +478,19 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
         result = _hash_aggregate(groups, _mask_to_null(col, adds), "all" if func == "bool_and" else "any",
                                  skip_nulls)
         return _cast_back(result, target, name, func)
-    if func == "first_value":
-        return _take_or_null(col, groups.first_where(adds))
-    if func == "first_non_null_value":
-        return _take_or_null(col, groups.first_where(adds & valid))
+    if func in ("first_value", "first_non_null_value"):
+        # Java's aggregator remembers that it took a value (a flag a DELETE's re-initialisation does not
+        # reset): after an init row, a later value is taken only if the key never had one before.
+        taking = ~retract & ~rows.init & (valid if func == "first_non_null_value" else True)
+        first = groups.first_where(taking)
+        init_row = rows.last_seg_row
+        from_init = rows.init[init_row] & ((first < 0) | (first < init_row))
+        return _take_or_null(col, np.where(from_init, init_row, first))
     if func in ("last_value", "last_non_null_value"):
-        # A retraction clears the value (last_non_null_value: only a non-NULL retraction does).
-        last = groups.last_where(active if func == "last_value" else active & valid)
+        # A retraction clears the value (last_non_null_value: only a non-NULL retraction does); an init row
+        # sets it, NULL included.
+        considered = active if func == "last_value" else (active & valid) | rows.init
+        last = groups.last_where(considered)
         cleared = np.zeros(len(last), dtype=bool)
         hit = last >= 0
         cleared[hit] = retract[last[hit]]
@@ -376,25 +508,30 @@ def _aggregate_field(table: pa.Table, groups: _Groups, kinds: np.ndarray, retrac
         items = col.take(pa.array(chosen, pa.int64()))
         items = items.combine_chunks() if isinstance(items, pa.ChunkedArray) else items
         lists = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items)
-        joined = pc.binary_join(lists, delimiter)
-        return _cast_back(_mask_to_null(joined, counts > 0), target, name, func)
+        joined = _cast_back(pc.binary_join(lists, delimiter), target, name, func)
+        # Nothing to join: NULL, or the init row's own (NULL or blank) value.
+        init_row = rows.last_seg_row
+        fallback = _take_or_null(col, np.where(rows.init[init_row], init_row, -1))
+        return pc.if_else(pa.array(counts > 0), joined, fallback)
     raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported.")  # pragma: no cover
 
 
 def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
-                 value_names: Sequence[str], primary_keys: Sequence[str]) -> _Result:
-    seq_groups = options.field_keys(FIELD_SEQUENCE_GROUP)
-    if seq_groups:
-        raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by "
-                          "pyspark-paimon; read and write this table with Paimon (Java) instead.")
-    retract = is_retract(kinds)
+                 value_names: Sequence[str], primary_keys: Sequence[str], key_names: Sequence[str]) -> _Result:
+    remove_on_delete = options.get(AGGREGATION_REMOVE_RECORD_ON_DELETE)
+    rows = _AggRows.of(groups, kinds, remove_on_delete, key_names)
     values: dict[str, pa.Array] = {}
     pk = set(primary_keys)
+    seq_fields = set(options.sequence_fields)
     for name in value_names:
         if name in pk:
             continue  # primary key fields are never aggregated
-        values[name] = _aggregate_field(table, groups, kinds, retract, name, _agg_function(options, name), options)
-    out_kinds = np.full(groups.count, KIND_INSERT, dtype=np.int8)
+        # Java (AggregateMergeFunction.getAggFuncName): a sequence.field column is never aggregated; it takes
+        # last_value, i.e. the newest record's value, so the merged row carries the winner's sequence value.
+        func = "last_value" if name in seq_fields else _agg_function(options, name)
+        values[name] = _aggregate_field(table, rows, name, func, options)
+    # DELETE when the key's last record is a DELETE that removed the row, else INSERT.
+    out_kinds = np.where(rows.init[groups.ends], KIND_DELETE, KIND_INSERT).astype(np.int8)
     return _Result(groups.ends, out_kinds, np.ones(groups.count, dtype=bool), values)
 
 
@@ -413,7 +550,8 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     never aggregated (the full primary key incl. partition fields).
 
     The result has the input's columns, one row per key in key order; ``_VALUE_KIND`` is the merged kind
-    and ``_SEQUENCE_NUMBER`` that of the deciding record. With ``drop_retracts`` the keys whose result is a
+    and ``_SEQUENCE_NUMBER`` that of the deciding record. A key with a single record keeps that record
+    unmerged (Java's ``ReducerMergeFunctionWrapper``). With ``drop_retracts`` the keys whose result is a
     retraction (``-U``/``-D``) are removed.
     """
     engine = str(engine).strip().lower()
@@ -425,16 +563,63 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
             raise SchemaError(f"Cannot merge: column '{name}' is missing (columns: {', '.join(table.column_names)}).")
     if table.num_rows == 0:
         return table
+    validate_merge_options(options, creating=False, engine=engine)
     opts = CoreOptions(options)
+    seq_groups = opts.field_keys(FIELD_SEQUENCE_GROUP)
+    if seq_groups and engine in ("partial-update", "aggregation"):
+        raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by pyspark-paimon; "
+                          "read and write this table with Paimon (Java) instead.")
     kinds = _kinds(table)
     retract = is_retract(kinds)
-    if opts.ignore_delete and retract.any():
+    if engine in ("deduplicate", "first-row") and opts.ignore_delete and retract.any():
+        # Their Java merge functions skip retractions under ignore-delete. Partial-update skips them itself
+        # (a leading one still seeds the row); aggregation has no such switch: 'ignore-delete' only filters
+        # new writes, and Java still folds the retractions data files already hold.
         table = table.filter(pa.array(~retract))
         kinds = kinds[~retract]
         if table.num_rows == 0:
             return table
     groups = _Groups.of(table, key_names)
+    # Java wraps every merge function in ReducerMergeFunctionWrapper: a key with a single record keeps that
+    # record as it is (kind and values) and never reaches the merge function, so nothing is aggregated, no
+    # retraction is refused, and a lone -U/-D stays a retraction.
+    # Deduplicate and first-row pick one of the key's records, which for a single record is that record.
+    single = groups.starts == groups.ends
+    if engine in ("deduplicate", "first-row"):
+        single[:] = False
+    multi_groups = np.flatnonzero(~single)
+    if len(multi_groups) == 0:
+        return _drop_retract_rows(table, kinds) if drop_retracts else table
+    merged = _merge_groups(table, groups, multi_groups, kinds, engine, opts, value_names, primary_keys, key_names,
+                           drop_retracts)
+    if not single.any():
+        return merged[1]
+    single_rows = groups.starts[single]
+    if drop_retracts:
+        single_rows = single_rows[~is_retract(kinds[single_rows])]
+    singles = table.take(pa.array(single_rows, pa.int64()))
+    # Back into key order: merged groups and single records interleave by group id.
+    order = np.argsort(np.concatenate([merged[0], groups.gid[single_rows]]), kind="stable")
+    return pa.concat_tables([merged[1], singles]).take(pa.array(order, pa.int64()))
 
+
+def _drop_retract_rows(table: pa.Table, kinds: np.ndarray) -> pa.Table:
+    keep = ~is_retract(kinds)
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+def _merge_groups(table: pa.Table, groups: _Groups, multi_groups: np.ndarray, kinds: np.ndarray, engine: str,
+                  opts: CoreOptions, value_names: Sequence[str], primary_keys: Sequence[str],
+                  key_names: Sequence[str], drop_retracts: bool) -> tuple[np.ndarray, pa.Table]:
+    """Run the engine over the keys with several records (``multi_groups``): (their group ids, in output
+    order, and the merged rows)."""
+    if len(multi_groups) < groups.count:
+        sizes = (groups.ends - groups.starts + 1)[multi_groups]
+        rows = np.repeat(groups.starts[multi_groups], sizes) + (
+            np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+        table = table.take(pa.array(rows, pa.int64()))
+        kinds = kinds[rows]
+        groups = _Groups.from_sizes(sizes)
     if engine == "deduplicate":
         result = _deduplicate(table, groups, kinds)
     elif engine == "first-row":
@@ -442,13 +627,12 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     elif engine == "partial-update":
         result = _partial_update(table, groups, kinds, opts, value_names)
     else:
-        result = _aggregation(table, groups, kinds, opts, value_names, primary_keys)
+        result = _aggregation(table, groups, kinds, opts, value_names, primary_keys, key_names)
 
     keep = result.keep
     if drop_retracts:
         keep = keep & ~is_retract(result.kinds)
-    rows = result.rows[keep]
-    out = table.take(pa.array(rows, pa.int64()))
+    out = table.take(pa.array(result.rows[keep], pa.int64()))
     if result.values:
         keep_idx = pa.array(np.flatnonzero(keep), pa.int64())
         for name, merged in result.values.items():
@@ -457,4 +641,4 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
             out = out.set_column(pos, out.schema.field(pos), column)
     pos = out.schema.get_field_index(VALUE_KIND)
     out = out.set_column(pos, out.schema.field(pos), pa.array(result.kinds[keep], out.schema.field(pos).type))
-    return out
+    return multi_groups[keep], out
