@@ -41,6 +41,9 @@ WRITE_KEYS = {"path", "paths", "warehouse", "branch", "partitionoverwritemode", 
               "primary-key", "partition", "comment"}
 
 
+# A table option Java engines read when they overwrite; a Spark write chooses with partitionOverwriteMode.
+_DYNAMIC_OVERWRITE_TABLE_OPTION = "dynamic-partition-overwrite"
+
 # Table options whose values name columns (Spark lower-cases what users wrote).
 _COLUMN_LIST_KEYS = (SEQUENCE_FIELD.key, BUCKET_KEY.key, ROWKIND_FIELD.key)
 
@@ -201,6 +204,12 @@ def _castable(got: T.DataType, want: T.DataType) -> bool:
 class PaimonWriter(DataSourceArrowWriter):
     def __init__(self, ref: TableRef, schema: StructType, overwrite: bool):
         self.ref = ref
+        if _DYNAMIC_OVERWRITE_TABLE_OPTION in ref.options:
+            # Paimon's Spark writer decides per write too; silently storing the option instead would turn an
+            # intended partition overwrite into a whole-table one.
+            raise OptionError(f"The table option '{_DYNAMIC_OVERWRITE_TABLE_OPTION}' does not choose how a Spark "
+                              "write overwrites: use .option('partitionOverwriteMode', 'dynamic') (or 'static'). To "
+                              "store the option for other engines, use Table.set_options.")
         table = ensure_table(ref, schema)
         check_write_schema(schema, table)
         mode = ref.options.get("partitionoverwritemode")

@@ -14,17 +14,19 @@ Options (all table options):
 * ``tag.automatic-completion``: also create tags for periods without a commit (one per processed snapshot);
 * ``tag.batch.customized-name``: fixed tag name for ``batch`` mode.
 
-**process-time / watermark** (Java ``TagAutoCreation``): the time of a snapshot is its commit time in local
-wall-clock time (or its watermark, read in ``sink.watermark-time-zone``, default UTC). A tag for period P is
+**process-time / watermark** (Java ``TagAutoCreation``): the time of a snapshot is its commit time in the
+wall-clock time of ``sink.process-time-zone`` (default: the local zone), or its watermark, read in
+``sink.watermark-time-zone`` (default UTC). A tag for period P is
 created when a snapshot's time minus the delay reaches the end of P; it is named after P and points at that
 first snapshot of the next period. With no auto tag yet, the first processed snapshot creates the tag of the
 period *before* its own. Like Java, we walk every snapshot committed since the last auto tag (not only the
 one just committed), so commits by other engines are accounted for.
 
 **batch** (Java's ``TagBatchCreation``): after every successful commit, the tag ``batch-write-<yyyy-MM-dd>`` of
-the commit's local date (or ``tag.batch.customized-name``) is created, or moved to the new snapshot if it exists,
-so each day's tag holds the state at the end of its last batch write. Unlike Java, ``tag.num-retained-max`` only
-ever removes auto-created tags, never a tag a user created by hand.
+the commit's date in ``sink.process-time-zone`` (default: local; or ``tag.batch.customized-name``) is created,
+or moved to the new snapshot if it exists, so each day's tag holds the state at the end of its last batch
+write. Unlike Java, ``tag.num-retained-max`` only ever removes auto-created tags, never a tag a user created
+by hand.
 
 Auto tags are created on the committing branch. A failure here never fails the commit (which has already
 landed): it is logged, and the next commit retries. Tags are not expired by time on commit (Java does when
@@ -37,12 +39,13 @@ import datetime as _dt
 import logging
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 from zoneinfo import ZoneInfo
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import (
+    SINK_PROCESS_TIME_ZONE,
     SINK_WATERMARK_TIME_ZONE,
     TAG_AUTOMATIC_COMPLETION,
     TAG_AUTOMATIC_CREATION,
@@ -53,6 +56,7 @@ from pyspark_paimon.metadata.options import (
     TAG_CREATION_PERIODS,
     TAG_NUM_RETAINED_MAX,
     TAG_PERIOD_FORMATTER,
+    ConfigOption,
     CoreOptions,
 )
 from pyspark_paimon.metadata.snapshot import Snapshot, SnapshotManager
@@ -141,6 +145,26 @@ def validate_options(options: Mapping[str, str]) -> None:
                           f"({handler.period_ms} ms).")
     opts.get(TAG_NUM_RETAINED_MAX)  # refuses a negative or non-integer value before the commit writes anything
     retention_ms(None, options)  # parses tag.default-time-retained
+    _zone(options, SINK_WATERMARK_TIME_ZONE if mode_of(options) == "watermark" else SINK_PROCESS_TIME_ZONE)
+
+
+def _zone(options: Mapping[str, str], option: ConfigOption[Any]) -> _dt.tzinfo | None:
+    """The time zone a zone option names; None (= the local zone) when it is unset."""
+    zone = CoreOptions(options).text(option) or option.default
+    if zone is None:
+        return None
+    try:
+        return _dt.timezone.utc if zone.strip().upper() == "UTC" else ZoneInfo(zone.strip())
+    except Exception as e:  # noqa: BLE001 - ZoneInfo raises several unrelated types for a bad name
+        raise OptionError(f"Option '{option.key}' = '{zone}' is not a known time zone; use a name such as 'UTC' "
+                          "or 'Asia/Shanghai'.") from e
+
+
+def _wall_clock(millis: int, zone: _dt.tzinfo | None) -> _dt.datetime:
+    """Epoch ``millis`` as a naive wall-clock time of ``zone`` (None = local), as Java's ``LocalDateTime``."""
+    if zone is None:
+        return _dt.datetime.fromtimestamp(millis / 1000.0)
+    return _dt.datetime.fromtimestamp(millis / 1000.0, zone).replace(tzinfo=None)
 
 
 def _time_of(snapshot: Snapshot, mode: str, options: Mapping[str, str]) -> _dt.datetime | None:
@@ -148,13 +172,8 @@ def _time_of(snapshot: Snapshot, mode: str, options: Mapping[str, str]) -> _dt.d
         wm = snapshot.watermark
         if wm is None or wm == _LONG_MIN:
             return None
-        zone = CoreOptions(options).get(SINK_WATERMARK_TIME_ZONE)
-        try:
-            tz = _dt.timezone.utc if zone.upper() == "UTC" else ZoneInfo(zone)
-        except Exception as e:  # noqa: BLE001 - ZoneInfo raises several unrelated types for a bad name
-            raise OptionError(f"Option '{SINK_WATERMARK_TIME_ZONE.key}' = '{zone}' is not a known time zone.") from e
-        return _dt.datetime.fromtimestamp(wm / 1000.0, tz).replace(tzinfo=None)
-    return _dt.datetime.fromtimestamp(snapshot.time_millis / 1000.0)
+        return _wall_clock(wm, _zone(options, SINK_WATERMARK_TIME_ZONE))
+    return _wall_clock(snapshot.time_millis, _zone(options, SINK_PROCESS_TIME_ZONE))
 
 
 def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
@@ -176,8 +195,8 @@ def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
 
 def _batch_tag(tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, options: Mapping[str, str],
                retained: int | None) -> str:
-    name = CoreOptions(options).get(TAG_BATCH_CUSTOMIZED_NAME) or BATCH_TAG_PREFIX + _dt.datetime.fromtimestamp(
-        snapshot.time_millis / 1000.0).strftime("%Y-%m-%d")
+    name = CoreOptions(options).get(TAG_BATCH_CUSTOMIZED_NAME) or BATCH_TAG_PREFIX + _wall_clock(
+        snapshot.time_millis, _zone(options, SINK_PROCESS_TIME_ZONE)).strftime("%Y-%m-%d")
     if tags.create(name, snapshot, retained, ignore_if_exists=True, validate=False).snapshot.id != snapshot.id:
         # The period's tag exists from an earlier batch: move it (an atomic overwrite, never absent).
         tags.write(Tag(name, snapshot, _dt.datetime.now() if retained is not None else None, retained))

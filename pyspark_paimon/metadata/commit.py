@@ -22,6 +22,7 @@ from typing import Iterable, Literal, Sequence
 
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
 from pyspark_paimon.metadata import auto_tag
+from pyspark_paimon.metadata.avro import avro_codec
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.manifest import (
@@ -39,7 +40,10 @@ from pyspark_paimon.metadata.options import (
     COMMIT_MAX_RETRIES,
     COMMIT_MAX_RETRY_WAIT,
     COMMIT_MIN_RETRY_WAIT,
+    COMMIT_TIMEOUT,
+    MANIFEST_COMPRESSION,
     MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
     CoreOptions,
 )
 from pyspark_paimon.metadata.schema import TableSchema
@@ -129,9 +133,11 @@ class FileStoreCommit:
         self.schemas = SchemaManager(fileio, table_path, self.branch)
         self.manifests = ManifestStore(fileio, table_path)
         opts = CoreOptions(options or {})
+        self._options = opts
         self.max_retries = opts.get(COMMIT_MAX_RETRIES)
         self.min_wait_ms = opts.get(COMMIT_MIN_RETRY_WAIT)
         self.max_wait_ms = opts.get(COMMIT_MAX_RETRY_WAIT)
+        self.timeout_ms = opts.get(COMMIT_TIMEOUT)  # None: only commit.max-retries limits the attempts
         self.merge_min_count = opts.get(MANIFEST_MERGE_MIN_COUNT)
 
     # ---------------------------------------------------------------------------------------------
@@ -145,8 +151,9 @@ class FileStoreCommit:
             kind = "OVERWRITE"
         if not new_entries and overwrite is None and not allow_empty:
             return None
-        commit_user = commit_user or str(uuid.uuid4())
+        commit_user = commit_user or self._options.new_commit_user()
         last_seen: int | None = None
+        started = time.monotonic()
         for attempt in range(self.max_retries + 1):
             latest = self.snapshots.latest()
             if attempt > 0:
@@ -176,6 +183,11 @@ class FileStoreCommit:
                 self._after_commit(snapshot)
                 return snapshot
             self._delete_quietly(written)
+            if self.timeout_ms is not None and (time.monotonic() - started) * 1000 > self.timeout_ms:
+                raise CommitConflictError(
+                    f"Gave up committing to {self.table_path} (branch '{self.branch}') after {attempt + 1} attempts: "
+                    f"'commit.timeout' ({self.timeout_ms} ms) passed while other writers kept committing first. "
+                    "Retry the job, or raise 'commit.timeout'.")
             self._sleep(attempt)
         raise CommitConflictError(
             f"Gave up committing to {self.table_path} (branch '{self.branch}') after {self.max_retries + 1} attempts: "
@@ -242,16 +254,12 @@ class FileStoreCommit:
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
-        delta_metas: list[ManifestFileMeta] = []
-        if delta_entries:
-            meta = self.manifests.write_manifest(delta_entries, schema.id,
-                                                 partition_stats((e.partition for e in delta_entries), schema))
-            written.append(self.manifests.path(meta.file_name))
-            delta_metas.append(meta)
+        delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
         base = self._maybe_compact_manifests(base, schema, written)
-        base_name, base_size = self.manifests.write_list(base)
+        codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
+        base_name, base_size = self.manifests.write_list(base, codec)
         written.append(self.manifests.path(base_name))
-        delta_name, delta_size = self.manifests.write_list(delta_metas)
+        delta_name, delta_size = self.manifests.write_list(delta_metas, codec)
         written.append(self.manifests.path(delta_name))
 
         added = sum(e.file.row_count for e in delta_entries if e.kind == KIND_ADD)
@@ -335,20 +343,33 @@ class FileStoreCommit:
                     f"A partition of {self.table_path} was written with {e.total_buckets} buckets but this write "
                     f"uses {expect}. Overwrite the partition to change its bucket count.")
 
+    def _write_manifests(self, entries: list[ManifestEntry], schema: TableSchema,
+                         written: list[str]) -> list[ManifestFileMeta]:
+        """Write manifest files in the table's ``manifest.compression``, rolled at ``manifest.target-file-size``."""
+        opts = schema.core_options
+        metas = self.manifests.write_manifests(
+            entries, schema.id, lambda chunk: partition_stats((e.partition for e in chunk), schema),
+            codec=avro_codec(opts.get(MANIFEST_COMPRESSION)), target_size=opts.get(MANIFEST_TARGET_FILE_SIZE))
+        written.extend(self.manifests.path(m.file_name) for m in metas)
+        return metas
+
     def _maybe_compact_manifests(self, base: list[ManifestFileMeta], schema: TableSchema,
                                  written: list[str]) -> list[ManifestFileMeta]:
-        """Fold many small manifests into one holding only live ADDs, so planning stays fast.
+        """Fold the manifests into files holding only live ADDs once ``manifest.merge-min-count`` of them are
+        smaller than ``manifest.target-file-size`` (full ones do not count, so a large table is not rewritten on
+        every commit), so planning stays fast. The output is sorted by partition and bucket, so that the rolled
+        files' partition statistics prune well.
 
         The old manifests stay on disk (older snapshots and tags reference them); expiration removes them.
         """
-        if len(base) < self.merge_min_count:
+        target = schema.core_options.get(MANIFEST_TARGET_FILE_SIZE)
+        if sum(1 for m in base if m.file_size < target) < self.merge_min_count:
             return base
         live = live_files(self.manifests.read_entries(base), "base manifests")
         if not live:
             return []
-        meta = self.manifests.write_manifest(live, schema.id, partition_stats((e.partition for e in live), schema))
-        written.append(self.manifests.path(meta.file_name))
-        return [meta]
+        live.sort(key=lambda e: (e.partition, e.bucket))
+        return self._write_manifests(live, schema, written)
 
     def _sleep(self, attempt: int) -> None:
         wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** attempt))

@@ -32,7 +32,7 @@ import numpy as np
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
 from pyspark_paimon.metadata.avro import read_avro
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.option_values import BOOLEAN
+from pyspark_paimon.metadata.options import DELETION_VECTORS_MERGE_ON_READ, CoreOptions
 
 __all__ = ["DELETION_VECTORS_INDEX", "MAGIC_32", "MAGIC_64", "DeletionFile", "IndexManifestEntry",
            "read_index_manifest", "deletion_files", "read_deletion_vector", "decode_deletion_vector",
@@ -42,7 +42,6 @@ DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 INDEX_VERSION = 1
 MAGIC_32 = 1581511376
 MAGIC_64 = 1681511377
-MERGE_ON_READ_KEY = "deletion-vectors.merge-on-read"
 _KIND_ADD = 0
 
 _SERIAL_COOKIE_NO_RUN = 12346
@@ -267,13 +266,7 @@ def read_deletion_vector(fileio: FileIO, dfile: DeletionFile, data_file: str) ->
 def merge_on_read(options: Mapping[str, str]) -> bool:
     """``deletion-vectors.merge-on-read``: batch reads of a deletion-vector table also merge level-0 files
     (Java's ``CoreOptions.batchScanSkipLevel0``; default false: uncompacted data is invisible)."""
-    raw = options.get(MERGE_ON_READ_KEY)
-    if raw is None or not str(raw).strip():
-        return False
-    try:
-        return BOOLEAN.parse(str(raw))
-    except ValueError:
-        raise OptionError(f"Option '{MERGE_ON_READ_KEY}' must be {BOOLEAN.expected}, got '{raw}'.") from None
+    return CoreOptions(options).get(DELETION_VECTORS_MERGE_ON_READ)
 
 
 def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str, overwrite: bool = True) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from pyspark_paimon.errors import CorruptMetadataError
-from pyspark_paimon.metadata.avro import read_avro, write_avro
+from pyspark_paimon.metadata.avro import AVRO_CODECS, read_avro, write_avro
 from pyspark_paimon.metadata.fileio import FileIO
 
 KIND_ADD = 0
@@ -389,9 +389,28 @@ class ManifestStore:
         return cached
 
     def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
-                       partition_stats: SimpleStats) -> ManifestFileMeta:
+                       partition_stats: SimpleStats, codec: str = AVRO_CODECS["zstd"]) -> ManifestFileMeta:
+        """Write ``entries`` as one manifest file (``codec``: an Avro codec name, see ``avro.avro_codec``)."""
+        data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries), codec=codec)
+        return self._store_manifest(entries, schema_id, partition_stats, data)
+
+    def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int,
+                        stats_of: Callable[[Sequence[ManifestEntry]], SimpleStats], *,
+                        codec: str = AVRO_CODECS["zstd"], target_size: int | None = None) -> list[ManifestFileMeta]:
+        """Write ``entries`` as manifest files of about ``target_size`` bytes each (``manifest.target-file-size``:
+        Java rolls manifests at that size, so planning can prune them by partition and read them in parallel).
+        ``stats_of`` gives the partition statistics of each file's entries."""
+        data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries), codec=codec)
+        if target_size is None or len(data) <= target_size or len(entries) < 2:
+            return [self._store_manifest(entries, schema_id, stats_of(entries), data)]
+        parts = min(len(entries), -(-len(data) // max(target_size, 1)))
+        step = -(-len(entries) // parts)
+        return [self.write_manifest(entries[i:i + step], schema_id, stats_of(entries[i:i + step]), codec)
+                for i in range(0, len(entries), step)]
+
+    def _store_manifest(self, entries: Sequence[ManifestEntry], schema_id: int, partition_stats: SimpleStats,
+                        data: bytes) -> ManifestFileMeta:
         name = f"manifest-{uuid.uuid4()}-0"
-        data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries))
         self.fileio.write_bytes(self.path(name), data)
         self._put(self._key(name), list(entries))
         if not self.shared_cache:
@@ -406,9 +425,9 @@ class ManifestStore:
             min_bucket=min(buckets) if buckets else None, max_bucket=max(buckets) if buckets else None,
             min_level=min(levels) if levels else None, max_level=max(levels) if levels else None)
 
-    def write_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+    def write_list(self, metas: Sequence[ManifestFileMeta], codec: str = AVRO_CODECS["zstd"]) -> tuple[str, int]:
         name = f"manifest-list-{uuid.uuid4()}-0"
-        data = write_avro(MANIFEST_FILE_META_SCHEMA, (meta_to_avro(m) for m in metas))
+        data = write_avro(MANIFEST_FILE_META_SCHEMA, (meta_to_avro(m) for m in metas), codec=codec)
         self.fileio.write_bytes(self.path(name), data)
         self._put(("list",) + self._key(name), list(metas))
         return name, len(data)

@@ -22,8 +22,8 @@ T = TypeVar("T")
 
 __all__ = [
     "OptionType", "BOOLEAN", "INTEGER", "NON_NEGATIVE_INTEGER", "STRING", "LOWERCASE", "STRING_LIST",
-    "DURATION", "POSITIVE_DURATION", "MEMORY_SIZE", "one_of", "parse_duration_ms", "parse_memory_size",
-    "DURATION_FORMS", "SIZE_FORMS",
+    "DURATION", "POSITIVE_DURATION", "MEMORY_SIZE", "RELATIVE_DIRECTORY", "one_of", "parse_duration_ms",
+    "parse_memory_size", "DURATION_FORMS", "SIZE_FORMS",
 ]
 
 _DURATION_UNITS = {
@@ -108,6 +108,19 @@ def _to_memory_size(text: str) -> int:
     raise ValueError(text)
 
 
+def _to_relative_directory(text: str) -> str:
+    """A directory below another one, ``'data'`` or ``'a/b'`` (surrounding and doubled slashes dropped).
+
+    Absolute paths, URIs and ``.``/``..`` segments are refused: Java joins the text to the table directory,
+    and a directory outside the table would escape everything that manages the table's files.
+    """
+    t = text.strip()
+    parts = [p for p in t.split("/") if p]
+    if not parts or t.startswith("/") or "\\" in t or ":" in parts[0] or any(p in (".", "..") for p in parts):
+        raise ValueError(text)
+    return "/".join(parts)
+
+
 # ------------------------------------------------------------------------------------------------ types
 @dataclass(frozen=True)
 class OptionType(Generic[T]):
@@ -160,6 +173,9 @@ POSITIVE_DURATION: OptionType[int] = OptionType(_to_positive_duration_ms,
                                                 f"a positive duration such as {DURATION_FORMS}")
 #: Memory sizes in bytes.
 MEMORY_SIZE: OptionType[int] = OptionType(_to_memory_size, f"a memory size such as {SIZE_FORMS}")
+#: A directory relative to another one (``data-file.path-directory``), normalised to ``'a/b'``.
+RELATIVE_DIRECTORY: OptionType[str] = OptionType(_to_relative_directory,
+                                                 "a relative directory such as 'data' (no leading '/', '..' or scheme)")
 
 
 # ------------------------------------------------------------------------------- for values of any origin

@@ -1,20 +1,21 @@
-"""Table options: which we honour (with their types and defaults), which only tune other engines, which we refuse.
+"""Table options: which we honour (with their types and defaults), which are inert, which we refuse.
 
-"An option we do not support is an error, never ignored." Three kinds of table option exist:
+"An option we do not support is an error, never ignored." Every key Java Paimon defines has a recorded
+decision (:data:`KEYS`, kind and one-line reason):
 
 * **honoured**: read and acted on here (``bucket``, ``merge-engine``, ``sequence.field`` ...). Each one is a
   :class:`ConfigOption` constant of this module (key, value type, default, purpose), read through
   :class:`CoreOptions`; :data:`HONOURED` is derived from those constants, so the registry and the code that
-  reads the options cannot drift apart, and a default is written down exactly once;
-* **inert**: options that tune another engine's runtime (Flink parallelism, compaction triggers, lookup
-  caches...) and cannot change what a batch read returns or what a batch write must produce. A table created
-  by Java Paimon may carry them, and we keep them untouched;
-* **refused**: values that change semantics we do not implement (data evolution, an
-  unknown merge engine...). They raise :class:`OptionError` when the table is read or written, naming the
-  option and the fix.
+  reads the options cannot drift apart, and a default is written down exactly once. Some accept only some
+  values (``file.format``: parquet or orc);
+* **inert** and **refused**: the table in :mod:`pyspark_paimon.metadata.option_keys`. Inert keys cannot change
+  what a batch read returns or what a write must produce (tuning, caches, parallelism, other engines'
+  runtimes); a table may carry them and we keep them untouched. Refused keys change semantics we do not
+  implement: a value other than their accepted ones raises :class:`OptionError` naming the key, the value
+  and the fix when the table is read (or only when it is written, for keys that do not change a read).
 
-Creating a table with an option we do not recognise at all is refused too (a typo must not silently become a
-no-op); reading a table whose schema carries one is allowed only when the key is known to be inert.
+Creating a table with a key Java does not define at all is refused (a typo must not silently become a
+no-op); reading a table that carries one is allowed (other engines add their own keys).
 
 Reading an option::
 
@@ -30,10 +31,19 @@ user's value, so a default can never be of a different form than the values user
 from __future__ import annotations
 
 import difflib
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Iterable, Mapping, TypeVar, overload
 
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.option_keys import (
+    FIELD_SUFFIX_RULES,
+    JAVA_IMMUTABLE,
+    NOT_HONOURED,
+    PREFIX_RULES,
+    KeyRule,
+    Kind,
+)
 from pyspark_paimon.metadata.option_values import (
     BOOLEAN,
     DURATION,
@@ -42,6 +52,7 @@ from pyspark_paimon.metadata.option_values import (
     MEMORY_SIZE,
     NON_NEGATIVE_INTEGER,
     POSITIVE_DURATION,
+    RELATIVE_DIRECTORY,
     STRING,
     STRING_LIST,
     OptionType,
@@ -54,10 +65,11 @@ T = TypeVar("T")
 
 # Re-exported: the duration and size parsers are part of this module's contract (DEVELOPERS.md).
 __all__ = [
-    "ConfigOption", "FieldOption", "CoreOptions", "OPTIONS", "FIELD_OPTIONS", "HONOURED", "FIELD_OPTION_SUFFIXES",
-    "INERT_PREFIXES", "REFUSED_VALUES", "SCAN_KEYS", "MERGE_ENGINES", "TAG_CREATION_MODES", "TAG_CREATION_PERIODS",
-    "TAG_PERIOD_FORMATTERS", "REMOVED_AGGREGATE_FUNCTIONS", "is_field_option", "is_known", "validate_table_options",
-    "validate_merge_options", "removed_aggregate_function_error", "check_read_options", "get", "parse_duration_ms",
+    "ConfigOption", "FieldOption", "CoreOptions", "KeyRule", "Kind", "OPTIONS", "FIELD_OPTIONS", "HONOURED",
+    "FIELD_OPTION_SUFFIXES", "KEYS", "FIELD_KEY_RULES", "PREFIX_RULES", "JAVA_IMMUTABLE", "MERGE_ENGINES",
+    "TAG_CREATION_MODES", "TAG_CREATION_PERIODS", "TAG_PERIOD_FORMATTERS", "INCREMENTAL_SCAN_MODES", "rule_of",
+    "is_field_option", "is_known", "REMOVED_AGGREGATE_FUNCTIONS", "validate_merge_options",
+    "removed_aggregate_function_error", "validate_table_options", "check_read_options", "get", "parse_duration_ms",
     "parse_memory_size",
 ]
 
@@ -120,6 +132,7 @@ TAG_CREATION_MODES = ("none", "process-time", "watermark", "batch")
 #: In the order of ``auto_tag.PERIODS``' lengths (daily, hourly, two-hours).
 TAG_CREATION_PERIODS = ("daily", "hourly", "two-hours")
 TAG_PERIOD_FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
+INCREMENTAL_SCAN_MODES = ("auto", "delta", "changelog", "diff")
 
 # ------------------------------------------------------------------------------------------------ honoured
 # Layout and files
@@ -138,12 +151,15 @@ FILE_COMPRESSION_PER_LEVEL = _option("file.compression.per.level", STRING, None,
                                      "Per-LSM-level codecs ('0:lz4,5:zstd'); new files are level 0.")
 FILE_SUFFIX_INCLUDE_COMPRESSION = _option("file.suffix.include.compression", BOOLEAN, "false",
                                           "Name data files '<name>.<codec>.parquet'.")
-MANIFEST_COMPRESSION = _option("manifest.compression", STRING, "zstd", "Codec of manifest files.")
+MANIFEST_COMPRESSION = _option("manifest.compression", LOWERCASE, "zstd",
+                               "Codec of new manifest and manifest-list files (Avro codecs; zstd = zstandard).")
 TARGET_FILE_SIZE = _option("target-file-size", MEMORY_SIZE, None,
                            "Size at which a data file is rolled; unset = 128 mb (PK tables) or 256 mb (append).")
 WRITE_BUFFER_SIZE = _option("write-buffer-size", MEMORY_SIZE, "256 mb",
                             "Buffered input a write task holds before it flushes data files.")
 DATA_FILE_PREFIX = _option("data-file.prefix", STRING, "data-", "Name prefix of new data files.")
+DATA_FILE_PATH_DIRECTORY = _option("data-file.path-directory", RELATIVE_DIRECTORY, None,
+                                   "Directory under the table that holds the partition and bucket directories.")
 PARTITION_DEFAULT_NAME = _option("partition.default-name", STRING, "__DEFAULT_PARTITION__",
                                  "Directory name of a NULL (or empty string) partition value.")
 PARTITION_LEGACY_NAME = _option("partition.legacy-name", BOOLEAN, "true",
@@ -180,18 +196,23 @@ SOURCE_SPLIT_TARGET_SIZE = _option("source.split.target-size", MEMORY_SIZE, "128
 SOURCE_SPLIT_OPEN_FILE_COST = _option("source.split.open-file-cost", MEMORY_SIZE, "4 mb",
                                       "Size a file counts for when splits are packed, however small it is.")
 
+INCREMENTAL_BETWEEN_SCAN_MODE = _option("incremental-between-scan-mode", one_of(INCREMENTAL_SCAN_MODES), "auto",
+                                       "What an incremental read returns: auto (changelog files when the table "
+                                       "produces them, else delta), delta, changelog or diff.")
+
 # Commits and maintenance
-DYNAMIC_PARTITION_OVERWRITE = _option("dynamic-partition-overwrite", BOOLEAN, "true",
-                                      "Overwrite only the partitions a write touches.")
 COMMIT_MAX_RETRIES = _option("commit.max-retries", INTEGER, "10",
                              "Commit attempts after the first that lost a race with another writer.")
 COMMIT_MIN_RETRY_WAIT = _option("commit.min-retry-wait", DURATION, "10 ms", "First back-off between attempts.")
 COMMIT_MAX_RETRY_WAIT = _option("commit.max-retry-wait", DURATION, "10 s", "Longest back-off between attempts.")
-COMMIT_TIMEOUT = _option("commit.timeout", DURATION, None, "Give up committing after this long.")
-COMMIT_USER_PREFIX = _option("commit.user-prefix", STRING, None, "Prefix of the commit user of our writes.")
+COMMIT_TIMEOUT = _option("commit.timeout", DURATION, None,
+                         "Stop retrying a commit that lost races once this long has passed since it started.")
+COMMIT_USER_PREFIX = _option("commit.user-prefix", STRING, None,
+                             "Commit users of our writes are '<prefix>_<uuid>' instead of a bare uuid.")
 MANIFEST_MERGE_MIN_COUNT = _option("manifest.merge-min-count", INTEGER, "30",
                                    "Manifests a snapshot may list before a commit merges them.")
-MANIFEST_TARGET_FILE_SIZE = _option("manifest.target-file-size", MEMORY_SIZE, "8 mb", "Size of merged manifests.")
+MANIFEST_TARGET_FILE_SIZE = _option("manifest.target-file-size", MEMORY_SIZE, "8 mb",
+                                    "Size at which a new manifest file is rolled.")
 SNAPSHOT_NUM_RETAINED_MIN = _option("snapshot.num-retained.min", INTEGER, "10",
                                     "Snapshots expiration always keeps.")
 SNAPSHOT_NUM_RETAINED_MAX = _option("snapshot.num-retained.max", INTEGER, str(2**31 - 1),
@@ -219,8 +240,6 @@ TAG_NUM_RETAINED_MAX = _option("tag.num-retained-max", NON_NEGATIVE_INTEGER, Non
                                "Automatic tags kept at most (older ones are deleted).")
 TAG_DEFAULT_TIME_RETAINED = _option("tag.default-time-retained", DURATION, None,
                                     "Retention written into tags created without one.")
-TAG_TIME_EXPIRE_ENABLED = _option("tag.time-expire-enabled", BOOLEAN, "true",
-                                  "Tags may expire by their retention (explicit expire_tags only).")
 TAG_CREATION_PERIOD_DURATION = _option("tag.creation-period-duration", POSITIVE_DURATION, None,
                                        "Any tag period (tags named yyyyMMddHHmm); overrides tag.creation-period.")
 TAG_AUTOMATIC_COMPLETION = _option("tag.automatic-completion", BOOLEAN, "false",
@@ -228,6 +247,8 @@ TAG_AUTOMATIC_COMPLETION = _option("tag.automatic-completion", BOOLEAN, "false",
 TAG_BATCH_CUSTOMIZED_NAME = _option("tag.batch.customized-name", STRING, None, "Fixed tag name of batch mode.")
 SINK_WATERMARK_TIME_ZONE = _option("sink.watermark-time-zone", STRING, "UTC",
                                    "Zone in which watermark-mode tags read snapshot watermarks.")
+SINK_PROCESS_TIME_ZONE = _option("sink.process-time-zone", STRING, None,
+                                 "Zone in which process-time and batch tags read commit times; unset = local zone.")
 
 # Branches and chain tables
 SCAN_FALLBACK_BRANCH = _option("scan.fallback-branch", STRING, None,
@@ -250,22 +271,24 @@ PARTITION_TIMESTAMP_FORMATTER = _option("partition.timestamp-formatter", STRING,
 
 # Table kind and metadata
 CHANGELOG_PRODUCER = _option("changelog-producer", LOWERCASE, "none", "How Paimon produces a changelog.")
-DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (no overwrites).")
-PATH = _option("path", STRING, None, "The table's location, as catalogs record it.")
-TYPE = _option("type", LOWERCASE, "table", "Kind of table (only 'table' is readable).")
-OWNER = _option("owner", STRING, None, "Owner, as catalogs record it.")
-COMMENT = _option("comment", STRING, None, "Comment, as catalogs record it.")
+DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false",
+                                   "Deletion vectors (read; appends only).")
+DELETION_VECTORS_MERGE_ON_READ = _option("deletion-vectors.merge-on-read", BOOLEAN, "false",
+                                         "Batch reads of a deletion-vector table also merge level-0 files.")
+ADD_COLUMN_BEFORE_PARTITION = _option("add-column-before-partition", BOOLEAN, "false",
+                                      "A column added without a position goes before the first partition column.")
+TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
 
 # ------------------------------------------------------------------------------------------------ per field
 FIELD_AGGREGATE_FUNCTION = _field_option("aggregate-function", LOWERCASE, None,
                                          "aggregation: the column's function (else fields.default-aggregate-function).")
 FIELD_IGNORE_RETRACT = _field_option("ignore-retract", BOOLEAN, "false",
                                      "aggregation: retractions do not change the column.")
-FIELD_SEQUENCE_GROUP = _field_option("sequence-group", STRING_LIST, None, "Sequence groups (refused).")
+FIELD_SEQUENCE_GROUP = _field_option("sequence-group", STRING_LIST, None,
+                                     "Sequence groups (engine/merge.py refuses them when it merges).")
 FIELD_STATS_MODE = _field_option("stats-mode", STRING, None, "The column's stats mode (else metadata.stats-mode).")
-FIELD_DEFAULT_VALUE = _field_option("default-value", STRING, None, "Value of the column in rows written without it.")
-FIELD_NESTED_KEY = _field_option("nested-key", STRING_LIST, None, "aggregation nested_update: the row key.")
-FIELD_DISTINCT = _field_option("distinct", BOOLEAN, "false", "aggregation listagg: distinct items (refused).")
+FIELD_DISTINCT = _field_option("distinct", BOOLEAN, "false",
+                               "aggregation listagg: distinct items (engine/merge.py refuses 'true').")
 # A blank delimiter is a delimiter (items joined with nothing between them), not an unset option.
 FIELD_LIST_AGG_DELIMITER = _field_option("list-agg-delimiter", OptionType(STRING.parse, "text", blank_is_unset=False),
                                          ",", "aggregation listagg: the delimiter.")
@@ -283,54 +306,56 @@ def _declared(kind: type, name_attr: str) -> tuple[Any, ...]:
     return tuple(found)
 
 
-#: Every honoured table option.
+#: Every table option with a typed constant (honoured ones, and a few refused ones code reads to tailor errors).
 OPTIONS: tuple[ConfigOption[Any], ...] = _declared(ConfigOption, "key")
-#: Every honoured per-field option.
+#: Every per-field option with a typed constant.
 FIELD_OPTIONS: tuple[FieldOption[Any], ...] = _declared(FieldOption, "suffix")
-#: Honoured table options and their defaults (None = no default), derived from the constants above.
-HONOURED: dict[str, str | None] = {o.key: o.default for o in OPTIONS}
-#: Per-field options (``fields.<name>.<suffix>``) that we honour.
-FIELD_OPTION_SUFFIXES: tuple[str, ...] = tuple(o.suffix for o in FIELD_OPTIONS)
 
-# ------------------------------------------------------------------------------------------------ inert
-# Options that only tune other engines' runtimes or maintenance we do not run; safe to carry.
-INERT_PREFIXES = (
-    "sink.", "scan.parallelism", "scan.infer-parallelism", "lookup.", "compaction.", "num-sorted-run.",
-    "num-levels", "full-compaction.", "write-buffer-spillable", "write-buffer-for-append",
-    "write-buffer-spill.", "write-max-writers-to-spill", "write-only", "local-merge-buffer-size",
-    "changelog.", "consumer.", "consumer-id", "partition.expiration-", "partition.mark-done-action",
-    "partition.idle-time-to-done", "partition.time-interval", "metastore.", "streaming-read-", "continuous.",
-    "page-size", "cache-page-size", "sort-spill-", "sort-engine", "spill-compression", "file-index.",
-    "file-reader-async-threshold", "orc.", "parquet.", "manifest.full-compaction-threshold-size",
-    "manifest.merge-optimize.", "snapshot.expire.", "snapshot.clean-empty-directories", "tag.callback",
-    "tag.create-success-file", "record-level.", "dynamic-bucket.", "cross-partition-upsert.",
-    "read.batch-size", "file-index", "async-file-write", "commit.force-compact", "commit.callback",
-    "commit.discard-duplicate-files", "commit.strict-mode", "end-input.", "incremental-", "scan.mode",
-    "scan.plan-sort-partition", "scan.manifest.parallelism", "delete-file.", "stats-dense-store",
-    "zorder.", "bucket-append-ordered",
-    "force-lookup", "lookup-wait", "lookup-compact", "data-file.path-directory", "changelog-file.",
-    "index-file-in-data-file-dir", "fields.default-", "manifest.delete-file-drop-stats",
-    "statistics.", "visibility-callback.",
-    "deletion-vectors.bitmap64", "deletion-vectors.index-file.target-size",
-    "write.sequence-number-init-mode", "partition.sink-strategy", "clustering.", "query-auth.",
-)
-
-# ------------------------------------------------------------------------------------------------ refused
-# Values that change semantics we do not implement: option -> (allowed values, why/fix).
-REFUSED_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
-    MERGE_ENGINE.key: (MERGE_ENGINES, "supported merge engines are deduplicate, partial-update, aggregation and "
-                                      "first-row"),
-    CHANGELOG_PRODUCER.key: (("none", "input", "lookup", "full-compaction"), "unknown changelog producer"),
-    FILE_FORMAT.key: (("parquet", "orc"), "only parquet (read/write) and orc (read) data files are supported"),
-    BUCKET_FUNCTION_TYPE.key: (("default",), "only the default bucket function is supported"),
-    "data-evolution.enabled": (("false",), "data-evolution tables are not supported"),
-    "row-tracking.enabled": (("false",), "row-tracking tables are not supported for writing"),
-    "data-file.thin-mode": (("false",), "thin-mode data files are not supported"),
+# ------------------------------------------------------------------------------------------------ the registry
+# Constants whose key accepts only some values, or that code reads although we do not implement the key.
+_CONSTANT_RULES: dict[str, KeyRule] = {
+    TYPE.key: KeyRule("honoured", "only ordinary Paimon tables are read (materialized tables too) and written here",
+                      read_ok=("table", "materialized-table"), write_ok=("table",),
+                      fix="read or write this table with Paimon (Java)"),
+    FILE_FORMAT.key: KeyRule("honoured", "only parquet (read and write) and orc (read) data files are supported",
+                             read_ok=("parquet", "orc"),
+                             fix="read and write this table with Paimon (Java), or copy it into a parquet table"),
+    MERGE_ENGINE.key: KeyRule("honoured", "the supported merge engines are " + ", ".join(MERGE_ENGINES),
+                              read_ok=MERGE_ENGINES),
+    BUCKET_FUNCTION_TYPE.key: KeyRule("honoured", "only Paimon's default bucket function is supported",
+                                      read_ok=("default",)),
+    CHANGELOG_PRODUCER.key: KeyRule(
+        "honoured", "batch reads never read changelog files; with 'input', Java writers also write every input "
+        "row to changelog files, which ours do not ('lookup' and 'full-compaction' changelogs come from Java's "
+        "compaction, so our writes suit them)", read_ok=("none", "input", "lookup", "full-compaction"),
+        write_ok=("none", "lookup", "full-compaction")),
+    INCREMENTAL_BETWEEN_SCAN_MODE.key: KeyRule(
+        "honoured", "incremental reads here return the changed data files (delta); 'changelog' and 'diff' are not "
+        "implemented", read_ok=("auto", "delta")),
+}
+_FIELD_CONSTANT_RULES: dict[str, KeyRule] = {
+    FIELD_SEQUENCE_GROUP.suffix: KeyRule("refused", "engine/merge.py refuses sequence groups when it merges a key"),
+    FIELD_DISTINCT.suffix: KeyRule("refused", "engine/merge.py refuses distinct listagg when it merges a key"),
 }
 
-# Scan/time-travel options a table may also carry in its schema (set by other engines).
-SCAN_KEYS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp", "scan.watermark",
-             "scan.version", "incremental-between", "incremental-between-timestamp", "branch")
+#: Every option key Java Paimon defines (and the legacy spellings it still reads) -> what we do with it.
+KEYS: dict[str, KeyRule] = {
+    **{o.key: _CONSTANT_RULES.get(o.key, KeyRule("honoured", o.description)) for o in OPTIONS},
+    **{k: KeyRule("honoured", f"legacy spelling of '{IGNORE_DELETE.key}'") for k in IGNORE_DELETE_LEGACY_KEYS},
+}
+if set(KEYS) & set(NOT_HONOURED):
+    raise AssertionError(f"keys both honoured and not: {sorted(set(KEYS) & set(NOT_HONOURED))}")
+KEYS.update(NOT_HONOURED)
+#: Per-field option suffixes (``fields.<column>.<suffix>``) -> what we do with them.
+FIELD_KEY_RULES: dict[str, KeyRule] = {
+    **{o.suffix: _FIELD_CONSTANT_RULES.get(o.suffix, KeyRule("honoured", o.description)) for o in FIELD_OPTIONS},
+    **FIELD_SUFFIX_RULES,
+}
+#: Honoured table options and their defaults (None = no default), derived from the constants above.
+HONOURED: dict[str, str | None] = {o.key: o.default for o in OPTIONS if KEYS[o.key].kind == "honoured"}
+#: Per-field options (``fields.<name>.<suffix>``) that have a typed constant.
+FIELD_OPTION_SUFFIXES: tuple[str, ...] = tuple(o.suffix for o in FIELD_OPTIONS)
+_PREFIXES_LONGEST_FIRST = sorted(PREFIX_RULES, key=lambda item: -len(item[0]))
 
 
 # ------------------------------------------------------------------------------------------------ typed view
@@ -431,6 +456,18 @@ class CoreOptions:
     def deletion_vectors_enabled(self) -> bool:
         return self.get(DELETION_VECTORS_ENABLED)
 
+    @property
+    def data_file_directory(self) -> str | None:
+        """``data-file.path-directory``: the directory (relative to the table) that holds the partition and
+        bucket directories; None = the table directory itself."""
+        return self.get(DATA_FILE_PATH_DIRECTORY)
+
+    def new_commit_user(self) -> str:
+        """A fresh commit user for a write, ``<commit.user-prefix>_<uuid>`` as Java builds it (a bare uuid
+        without the option)."""
+        prefix = self.get(COMMIT_USER_PREFIX)
+        return f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4())
+
     def target_file_size(self, primary_key_table: bool) -> int:
         """``target-file-size``; unset, Paimon's default depends on the table kind (128 mb PK, 256 mb append)."""
         size = self.get(TARGET_FILE_SIZE)
@@ -440,26 +477,76 @@ class CoreOptions:
 
 
 # ------------------------------------------------------------------------------------------------ checks
+def _field_suffix(key: str) -> str | None:
+    """The known suffix of a per-field key ``fields.<column>.<suffix>`` (longest match), else None."""
+    if not key.startswith("fields."):
+        return None
+    rest = key[len("fields."):]
+    matches = [s for s in FIELD_KEY_RULES if rest.endswith("." + s) and len(rest) > len(s) + 1]
+    return max(matches, key=len) if matches else None
+
+
 def is_field_option(key: str) -> bool:
-    return key.startswith("fields.") and key.rsplit(".", 1)[-1] in FIELD_OPTION_SUFFIXES
+    return _field_suffix(key) is not None
+
+
+def rule_of(key: str) -> KeyRule | None:
+    """What we do with ``key``: an exact key first, then a per-field option, then a key family; None for a
+    key Java does not define."""
+    rule = KEYS.get(key)
+    if rule is not None:
+        return rule
+    suffix = _field_suffix(key)
+    if suffix is not None:
+        return FIELD_KEY_RULES[suffix]
+    for prefix, prefix_rule in _PREFIXES_LONGEST_FIRST:
+        if key.startswith(prefix):
+            return prefix_rule
+    return None
 
 
 def is_known(key: str) -> bool:
-    return key in HONOURED or key in REFUSED_VALUES or key in SCAN_KEYS or is_field_option(key) or any(
-        key.startswith(p) for p in INERT_PREFIXES)
+    return rule_of(key) is not None
 
 
-def validate_table_options(options: Mapping[str, str], *, creating: bool, table: str = "the table") -> None:
-    """Refuse semantics we cannot honour; when creating, also refuse keys we do not know at all."""
+_BY_KEY: dict[str, ConfigOption[Any]] = {o.key: o for o in OPTIONS}
+_BY_SUFFIX: dict[str, FieldOption[Any]] = {o.suffix: o for o in FIELD_OPTIONS}
+
+
+def _parse_honoured(view: CoreOptions, key: str) -> None:
+    """Parse ``key``'s value when it has a typed constant (raising its ``OptionError`` when it does not parse)."""
+    option = _BY_KEY.get(key)
+    if option is not None:
+        view.get(option)
+        return
+    suffix = _field_suffix(key)
+    field_option = _BY_SUFFIX.get(suffix) if suffix is not None else None
+    if suffix is not None and field_option is not None:
+        view.field(key[len("fields."):-len(suffix) - 1], field_option)
+
+
+def validate_table_options(options: Mapping[str, str], *, creating: bool, writing: bool = False,
+                           table: str = "the table") -> None:
+    """Refuse values whose semantics we cannot honour: on a read, those that change what it returns; on a write
+    (``writing``) or a table creation (``creating``), also those that change what the write must produce.
+    When creating, also refuse keys Java does not define (a typo must not become a silent no-op), and values of
+    honoured keys that do not parse (a bad value must fail when the table is made, not at its first write)."""
+    view = CoreOptions(options)
     for key, value in options.items():
-        spec = REFUSED_VALUES.get(key)
-        if spec is not None and str(value).strip().lower() not in spec[0]:
-            raise OptionError(f"Option '{key}' = '{value}' of {table} is not supported: {spec[1]}.")
-        if creating and not is_known(key):
-            hint = difflib.get_close_matches(key, list(HONOURED), n=1)
-            raise OptionError(
-                f"Unknown table option '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") +
-                ". pyspark-paimon refuses options it does not understand; see the README's option reference.")
+        rule = rule_of(key)
+        if rule is None:
+            if creating:
+                hint = difflib.get_close_matches(key, list(KEYS), n=1)
+                raise OptionError(
+                    f"Unknown table option '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") +
+                    ". pyspark-paimon refuses options it does not understand; see the README's option reference.")
+            continue
+        if creating:
+            _parse_honoured(view, key)
+        if rule.refused_value(str(value), writing=writing or creating):
+            action = "read or written" if rule.refused_value(str(value), writing=False) else "written or created"
+            raise OptionError(f"Option '{key}' = '{value}' of {table} is not supported: {rule.reason}, so the table "
+                              f"cannot be {action} here. Fix: {rule.fix}.")
     validate_merge_options(options, creating=creating, table=table)
 
 

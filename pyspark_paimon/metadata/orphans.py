@@ -9,7 +9,8 @@ What is scanned, and nothing else:
 * ``manifest/`` (manifest lists, manifests, index manifests, temp files of interrupted writes);
 * ``index/`` and ``statistics/``;
 * the bucket directories of the data layout: ``<k1>=<v>/.../<kn>=<v>/bucket-<b>/`` for the table's partition
-  keys (``bucket-<b>/`` directly under the table for unpartitioned tables).
+  keys (``bucket-<b>/`` directly under the table for unpartitioned tables), below ``data-file.path-directory``
+  when the table sets it.
 
 Never touched: ``schema/``, ``snapshot/``, ``tag/``, ``branch/``, ``changelog/``, ``consumer/`` (metadata of
 the branches), any file outside the layout above, and files living outside the table directory.
@@ -75,7 +76,8 @@ def _candidates(fileio: FileIO, table_path: str, cutoff_ms: int) -> list[tuple[s
         if keys and keys[0] in METADATA_DIRS:  # pragma: no cover - a partition key named like a metadata dir
             log.warning("partition key %r collides with a metadata directory; data directories not scanned", keys[0])
         else:
-            dirs.extend(("data", d) for d in _bucket_dirs(fileio, table_path, keys))
+            data_root = "/".join(p for p in (table_path, schema.core_options.data_file_directory) if p)
+            dirs.extend(("data", d) for d in _bucket_dirs(fileio, data_root, keys))
     out = []
     for category, directory in dirs:
         for status in fileio.list_status(directory):

@@ -30,7 +30,16 @@ from pyspark_paimon.errors import (
     UnsupportedTypeError,
 )
 from pyspark_paimon.metadata.jackson import to_jackson_json
-from pyspark_paimon.metadata.options import BUCKET, BUCKET_KEY, FILE_FORMAT, MERGE_ENGINE, SEQUENCE_FIELD, CoreOptions
+from pyspark_paimon.metadata.options import (
+    ADD_COLUMN_BEFORE_PARTITION,
+    BUCKET,
+    BUCKET_KEY,
+    FILE_FORMAT,
+    JAVA_IMMUTABLE,
+    MERGE_ENGINE,
+    SEQUENCE_FIELD,
+    CoreOptions,
+)
 from pyspark_paimon.metadata.type_arrow import to_arrow_schema
 from pyspark_paimon.metadata.type_json import field_to_json, fields_from_json
 from pyspark_paimon.metadata.types import (
@@ -55,7 +64,9 @@ _KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR",
 _SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND"})
 _KEY_FIELD_PREFIX = "_KEY_"
 #: Options that define the data layout; changing them on an existing table would misread its files.
-IMMUTABLE_OPTIONS = frozenset({"primary-key", "partition", BUCKET_KEY.key, MERGE_ENGINE.key, SEQUENCE_FIELD.key})
+#: Options that cannot change on an existing table: the ones Java marks immutable, and sequence.field (changing
+#: it would reorder the records of existing keys).
+IMMUTABLE_OPTIONS = JAVA_IMMUTABLE | {"primary-key", "partition", BUCKET_KEY.key, MERGE_ENGINE.key, SEQUENCE_FIELD.key}
 _COMMIT_RETRIES = 100
 
 
@@ -505,8 +516,9 @@ class SchemaManager:
 
     def add_column(self, name: str, data_type: DataType, description: str | None = None,
                    after: str | None = None, first: bool = False) -> TableSchema:
-        """Add a nullable column with id ``highestFieldId + 1`` (nested ROW members follow). It goes last,
-        first (``first=True``) or right after column ``after``."""
+        """Add a nullable column with id ``highestFieldId + 1`` (nested ROW members follow). It goes last
+        (before the first partition column with ``add-column-before-partition``, as Java places it), first
+        (``first=True``) or right after column ``after``."""
         if not isinstance(data_type, DataType):
             raise SchemaError(f"Column '{name}': expected a Paimon DataType, got {data_type!r}")
         if not data_type.nullable:
@@ -526,6 +538,8 @@ class SchemaManager:
                 if not s.has_field(after):
                     s.field(after)  # raises, naming the columns
                 pos = s.field_names.index(after) + 1
+            elif s.core_options.get(ADD_COLUMN_BEFORE_PARTITION) and s.partition_keys:
+                pos = min(s.field_names.index(k) for k in s.partition_keys)
             else:
                 pos = len(fields)
             fields.insert(pos, new_field)

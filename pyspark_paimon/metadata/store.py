@@ -93,4 +93,5 @@ class FileStore:
         rel = partition_path(partition_values, [(f.name, f.type) for f in schema.partition_fields],
                              options.partition_default_name, options.partition_legacy_name)
         bucket_dir = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
-        return "/".join(p for p in (self.table_path, rel, bucket_dir) if p)
+        # data-file.path-directory puts every partition and bucket directory below a directory of the table.
+        return "/".join(p for p in (self.table_path, options.data_file_directory, rel, bucket_dir) if p)

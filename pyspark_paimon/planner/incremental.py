@@ -10,7 +10,9 @@ Options (Paimon's names):
   earliest snapshot" when there is none), ``end`` the latest one at or before ``endMillis``.
 
 What is read is Paimon's ``delta`` scan mode (what its default ``auto`` mode does for tables without a
-changelog producer, and the only mode here, since we never read changelog files):
+changelog producer, and the only mode here, since we never read changelog files). For a table with a
+changelog producer, ``auto`` would read its changelog files, so such a read is refused unless it asks for
+``delta`` (read option or table option ``incremental-between-scan-mode``):
 
 * the data files **ADDed** by the delta manifest lists of the ``APPEND`` snapshots in ``(start, end]``;
   ``COMPACT`` snapshots are skipped (their ADDs rewrite rows that already existed), and so are ``OVERWRITE``
@@ -38,6 +40,7 @@ from typing import Sequence
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifest import KIND_ADD, ManifestEntry
+from pyspark_paimon.metadata.options import CHANGELOG_PRODUCER, INCREMENTAL_BETWEEN_SCAN_MODE
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -161,6 +164,15 @@ def delta_entries(store: FileStore, rng: IncrementalRange) -> list[ManifestEntry
 def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions,
                      predicate: Sequence[Leaf] = ()) -> ScanPlan:
     """Splits reading the range's changed files (see the module docstring), pruned like a normal scan."""
+    options = schema.core_options
+    mode = opts.incremental_scan_mode or options.get(INCREMENTAL_BETWEEN_SCAN_MODE)
+    producer = options.get(CHANGELOG_PRODUCER)
+    if mode == "auto" and producer != "none":
+        raise OptionError(
+            f"Table {store.table_path} has '{CHANGELOG_PRODUCER.key}' = '{producer}', so Paimon's incremental read "
+            f"('{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'auto') returns its changelog files, which pyspark-paimon "
+            f"does not read. Pass the read option '{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'delta' to read the "
+            "changed data files instead, or read the changelog with Paimon (Java).")
     rng = resolve_range(store, opts)
     end = None if rng.is_empty or rng.end_id <= 0 else find_snapshot(
         store.snapshots, TagManager(store.fileio, store.table_path, store.branch), rng.end_id)

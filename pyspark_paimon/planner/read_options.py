@@ -24,8 +24,10 @@ TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
     "scan.version": (),
 }
 INCREMENTAL_KEYS = ("incremental-between", "incremental-between-timestamp")
+INCREMENTAL_SCAN_MODE_KEY = "incremental-between-scan-mode"
 OTHER_READ_KEYS = ("path", "paths", "warehouse", "branch", "source.split.target-size",
-                   "source.split.open-file-cost", "read.batch-size", "scan.fallback-branch")
+                   "source.split.open-file-cost", "read.batch-size", "scan.fallback-branch",
+                   INCREMENTAL_SCAN_MODE_KEY)
 STORAGE_PREFIX = "fs."
 
 
@@ -56,6 +58,18 @@ def parse_timestamp_millis(value: str, key: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
+def _incremental_scan_mode(value: str | None) -> str | None:
+    """The read option ``incremental-between-scan-mode``: only the modes incremental reads implement."""
+    if value is None or not value.strip():
+        return None
+    mode = value.strip().lower()
+    if mode not in ("auto", "delta"):
+        raise OptionError(f"Option '{INCREMENTAL_SCAN_MODE_KEY}' = '{value}' is not supported: incremental reads "
+                          "return the changed data files ('delta', or 'auto' for tables without a changelog "
+                          "producer); 'changelog' and 'diff' are not implemented.")
+    return mode
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     branch: str | None = None
@@ -66,6 +80,7 @@ class ReadOptions:
     version: str | None = None
     incremental_between: str | None = None
     incremental_between_timestamp: str | None = None
+    incremental_scan_mode: str | None = None  # 'auto' or 'delta'; None: the table's incremental-between-scan-mode
     split_target_size: int | None = None
     open_file_cost: int | None = None
     batch_size: int = 65536
@@ -123,6 +138,9 @@ class ReadOptions:
             if not raw.lstrip("-").isdigit():
                 raise OptionError(f"Option 'scan.watermark' must be an integer, got '{raw}'.")
             watermark = int(raw)
+        if opts.get(INCREMENTAL_SCAN_MODE_KEY, "").strip() and not incremental:
+            raise OptionError(f"Option '{INCREMENTAL_SCAN_MODE_KEY}' only applies to incremental reads; give "
+                              "'incremental-between' or 'incremental-between-timestamp' too, or drop it.")
         batch = opts.get("read.batch-size", "65536")
         if not batch.isdigit() or int(batch) <= 0:
             raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
@@ -135,6 +153,7 @@ class ReadOptions:
             version=version,
             incremental_between=opts.get("incremental-between"),
             incremental_between_timestamp=opts.get("incremental-between-timestamp"),
+            incremental_scan_mode=_incremental_scan_mode(opts.get(INCREMENTAL_SCAN_MODE_KEY)),
             split_target_size=parse_memory_size(opts["source.split.target-size"], "source.split.target-size")
             if "source.split.target-size" in opts else None,
             open_file_cost=parse_memory_size(opts["source.split.open-file-cost"], "source.split.open-file-cost")

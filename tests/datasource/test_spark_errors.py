@@ -68,6 +68,22 @@ def test_unknown_table_option_suggests_the_right_one(spark, warehouse, kv_table)
     assert sorted(tuple(r) for r in load(spark, kv_table).collect()) == [(1, "a"), (2, "b")]
 
 
+def test_semantic_table_options_are_refused_with_the_key_and_the_fix(spark, warehouse, kv_table) -> None:
+    df = spark.createDataFrame([(2, "b")], "id long, v string")
+    # A Java-only overwrite switch would silently turn into a whole-table overwrite: refused, pointing at Spark's.
+    text = error_text(lambda: write(df, kv_table, mode="overwrite", **{"dynamic-partition-overwrite": "true"}))
+    assert "'dynamic-partition-overwrite'" in text and "partitionOverwriteMode" in text
+    # A semantic key we do not implement cannot create a table...
+    path = f"{warehouse}/db.db/snapshot_ordering"
+    text = error_text(lambda: write(df, path, **{"primary-key": "id", "sequence.snapshot-ordering": "true"}))
+    assert "Option 'sequence.snapshot-ordering' = 'true'" in text and "Fix: " in text
+    assert not os.path.exists(f"{path}/schema")
+    # ...and a stored time-travel option would make every read time travel.
+    text = error_text(lambda: write(df, kv_table, **{"scan.snapshot-id": "1"}))
+    assert "Option 'scan.snapshot-id' = '1'" in text and "read option" in text
+    assert sorted(tuple(r) for r in load(spark, kv_table).collect()) == [(1, "a")]
+
+
 def test_error_if_exists_is_spark_s_refusal(spark, kv_table) -> None:
     df = spark.createDataFrame([(2, "b")], "id long, v string")
     for action in (lambda: df.write.format("paimon").mode("error").save(kv_table),

@@ -53,8 +53,8 @@ class ReadJob:
         The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
         """
         target = read_options.split_target_size or split_target_size(self.plan.schema.options, {})
-        # Only the read option overrides the open-file cost; the table's own value is not consulted.
-        open_file_cost = read_options.open_file_cost or SOURCE_SPLIT_OPEN_FILE_COST.default_value
+        # The read option overrides the table's own source.split.open-file-cost.
+        open_file_cost = read_options.open_file_cost or self.plan.schema.core_options.get(SOURCE_SPLIT_OPEN_FILE_COST)
         return pack_splits(self.plan.splits, target, open_file_cost, min_groups=max(os.cpu_count() or 1, 1))
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
@@ -122,9 +122,10 @@ class WriteJob:
 def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
     store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
-    refuse_deletion_vector_writes(store.schema().core_options.deletion_vectors_enabled, store.table_path,
+    schema = store.schema()
+    refuse_deletion_vector_writes(schema.core_options.deletion_vectors_enabled, store.table_path,
                                   overwrite=overwrite is not None)
-    user = str(uuid.uuid4())
+    user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
     return WriteJob(store, ctx.schema, ctx, overwrite, user)
 

@@ -143,7 +143,7 @@ class WriteContext:
         """A context continuing ``store``'s latest snapshot (``replace_all``: an overwrite of the whole table,
         after which no partition keeps an old bucket count)."""
         schema = store.schema()
-        validate_table_options(schema.options, creating=False, table=store.table_path)
+        validate_table_options(schema.options, creating=False, writing=True, table=store.table_path)
         seq_bases: dict[tuple[bytes, int], int] = {}
         partition_buckets: dict[bytes, int] = {}
         num_buckets = schema.num_buckets  # parsed once, not per live file
@@ -288,6 +288,7 @@ class TableWriter:
                         else ".parquet")
         self._default_part = options.partition_default_name
         self._legacy_name = options.partition_legacy_name
+        self._data_dir = options.data_file_directory  # data-file.path-directory, as Java lays files out
         self._value_mode_for = mode_resolver(self._opts, self._fields)
 
         self._key_file_fields = key_file_fields(self._key_fields)
@@ -303,7 +304,7 @@ class TableWriter:
     # ------------------------------------------------------------------------------------------ setup
     def _check_supported(self) -> None:
         where = self._ctx.table_path
-        validate_table_options(self._opts, creating=False, table=where)
+        validate_table_options(self._opts, creating=False, writing=True, table=where)
         fmt = self._options.file_format
         if fmt != "parquet":
             raise OptionError(f"Table {where} has 'file.format' = '{fmt}'; pyspark-paimon writes only parquet data "
@@ -557,7 +558,7 @@ class TableWriter:
         if state is None:
             rel = partition_path(list(values), self._partition_fields, self._default_part, self._legacy_name) \
                 if self._partition_fields else ""
-            directory = FileIO.join(self._ctx.table_path, rel, f"bucket-{bucket}")
+            directory = FileIO.join(self._ctx.table_path, self._data_dir or "", rel, f"bucket-{bucket}")
             state = _BucketState(part, bucket, total, directory, str(uuid.uuid4()),
                                  int(self._ctx.sequence_bases.get(key, 0)))
             self._states[key] = state
