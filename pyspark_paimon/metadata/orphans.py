@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from pyspark_paimon.metadata.deletion import nothing_deleted_yet
 from pyspark_paimon.metadata.fileio import FileIO, FileStatus, is_temp_file
 from pyspark_paimon.metadata.partition import escape_path_name
 from pyspark_paimon.metadata.reachability import FileRefs, ReachabilityScanner, all_roots, iter_new_roots
@@ -121,14 +122,15 @@ def remove_orphan_files(fileio: FileIO, table_path: str, *, older_than: object =
     if not candidates:
         return result
     scanner = ReachabilityScanner(fileio, table_path)
-    roots = all_roots(fileio, table_path)
-    refs = scanner.refs_of(roots)
-    orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
-    if orphans and not dry_run:
-        new = list(iter_new_roots(fileio, table_path, {r.key for r in roots}))
-        if new:
-            refs.update(scanner.refs_of(new))
-            orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
+    with nothing_deleted_yet("remove_orphan_files"):  # every root is read before the first deletion
+        roots = all_roots(fileio, table_path)
+        refs = scanner.refs_of(roots)
+        orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
+        if orphans and not dry_run:
+            new = list(iter_new_roots(fileio, table_path, {r.key for r in roots}))
+            if new:
+                refs.update(scanner.refs_of(new))
+                orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
     for _, status in sorted(orphans, key=lambda cs: cs[1].path):
         if dry_run or fileio.delete(status.path):
             result.files.append(status.path)
