@@ -88,6 +88,16 @@ class BranchConflictError(BranchError):
     """Publishing a branch (fast-forward) would discard changes the target holds and the branch does not."""
 
 
+class BranchPublishRaceError(BranchError):
+    """A commit (or another operation) changed the target while a branch was being published into it; the
+    message says what landed and whether the publish was undone (``undone``: the target is as it was before
+    the publish, plus the commits that raced it)."""
+
+    def __init__(self, message: str, *, undone: bool) -> None:
+        super().__init__(message)
+        self.undone = undone
+
+
 class ChainTableError(PaimonError):
     """A chain table is misconfigured or an operation would break its chain."""
 

@@ -14,10 +14,10 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
-from pyspark_paimon.datasource.engine.ref import resolve_table_ref
+from pyspark_paimon.datasource.engine.ref import TableRef, resolve_table_ref
 from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader, spark_schema
 from pyspark_paimon.datasource.writer import PaimonWriter
-from pyspark_paimon.errors import PaimonError
+from pyspark_paimon.errors import OptionError, PaimonError
 
 log = logging.getLogger(__name__)
 
@@ -40,17 +40,35 @@ class PaimonDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
-        return spark_schema(resolve_table_ref(self.options))
+        return spark_schema(spark_table_ref(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         cls = PaimonPushdownReader if self.pushdown else PaimonReader
-        return cls(resolve_table_ref(self.options), schema)
+        return cls(spark_table_ref(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
-        ref = resolve_table_ref(self.options)
+        ref = spark_table_ref(self.options)
         if ref.system_table:
             raise PaimonError(f"System table ${ref.system_table} is read-only.")
         return PaimonWriter(ref, schema, overwrite)
+
+
+def spark_table_ref(options: Any) -> TableRef:
+    """The table a Spark read or write points at, refused early when Spark cannot reach it.
+
+    ``memory://`` is fsspec's in-process file system: each Python process has its own, empty one. Spark runs
+    this data source in its own Python workers (for the schema, the planning and every task), so a memory://
+    table is never there and the read or write would fail later with a misleading "No Paimon table". The
+    Python API (``Catalog``/``Table``) keeps supporting memory:// in the process that created the table.
+    """
+    ref = resolve_table_ref(options)
+    if ref.fileio.protocol == "memory":
+        raise OptionError(
+            f"Cannot use {ref.fileio.uri(ref.path)} with Spark: memory:// tables live in the memory of one Python "
+            "process, and Spark reads and writes through separate worker processes that cannot see it. Use a "
+            "local path or object storage (e.g. /data/warehouse, file:///..., s3://...) for Spark; memory:// works "
+            "only through the Python API (Catalog/Table) in the process that created the table.")
+    return ref
 
 
 class PaimonPushdownDataSource(PaimonDataSource):

@@ -46,11 +46,15 @@ the switch from the old head H to the branch head B is a single file operation, 
 where no reader of the latest snapshot looks. Snapshot ids are reused (the branch's snapshot k replaces the
 target's snapshot k), so the order matters:
 
-* B > H: first the branch's snapshots above H are created, highest first, *without* H+1; readers that follow
-  ``LATEST`` (ours, Paimon's, pypaimon's: the hint is trusted while ``snapshot-<hint+1>`` is absent) still see
-  H; readers that only list see B, which is complete. Creating ``snapshot-<H+1>`` (create-if-absent, so a
-  concurrent commit to the target is detected rather than overwritten) is the switch. Only then are the
-  target's own snapshots <= H that differ from the branch's overwritten (``force`` only).
+* B > H: the branch's snapshots above H are created highest first, *without* H+1 (and without H+2, see
+  below); readers that follow ``LATEST`` (ours, Paimon's, pypaimon's: the hint is trusted while
+  ``snapshot-<hint+1>`` is absent) still see H; readers that only list see B, which is complete. Creating
+  ``snapshot-<H+1>`` (create-if-absent) is the switch; ``H+2`` is copied right after it. When B = H+2, ``H+1``
+  is first claimed with a *filler* (a snapshot holding the target's old content and no change of its own,
+  commit user ``pyspark-paimon-publish-filler``) and creating B is the switch; the filler then becomes the
+  branch's ``H+1``. If the branch starts above H+1 (the target was rolled back, or is empty), ``H+1`` is a
+  filler that stays, and creating it is the switch, so no free id is left next to the old head. Only after
+  the switch are the target's own snapshots <= H that differ from the branch's overwritten (``force`` only).
 * B <= H (``force``/replace only): everything below H is rewritten or deleted first while H stays the head,
   then ``LATEST`` moves to B and H is deleted: the switch.
 * :meth:`SnapshotManager.latest` re-checks after reading a snapshot that it is still the head and retries
@@ -58,14 +62,36 @@ target's snapshot k), so the order matters:
   it; a reader that already planned on H keeps working because manifests and data files are shared and
   nothing here deletes them.
 
+**Commits racing a publish** (:class:`_Publish`). A commit on the target is the create-if-absent of
+``snapshot-<head+1>``, so a commit prepared on the old head H can only ever land on H+1. The publish keeps a
+journal of every change it makes to the target and lists the target's snapshot ids before each step:
+
+* it never overwrites or deletes a snapshot file without first re-reading it and finding the very commit it
+  planned for (so an acknowledged commit is never removed), and it only moves ``LATEST`` up to H (a hint
+  below a newer commit would send readers to listing, where the branch's not yet published snapshots show);
+* a commit that landed before the switch (B > H: it took the switch's id and the create fails; B <= H: it
+  appeared on H+1, checked before every step and right after the switch) makes the publish undo its
+  journal around it and raise :class:`BranchPublishRaceError` naming the commit: the target is then as it was
+  plus that commit. ``force`` only discards what the target held when the call looked: a commit that lands
+  after planning stops the publish before anything changes;
+* no copied snapshot ever sits right above an id a racing commit can take (hence ``H+2`` after the switch and
+  the filler claim for B = H+2): otherwise that commit's ``LATEST`` would show them (hint+1 exists) and the
+  writer's next commit would build on the branch's unpublished head;
+* after the switch (B > H), a commit prepared on H collides with H+1 and its writer retries on the new head.
+
 Remaining limits, stated honestly: new schema files become visible just before the switch, so if the branch
 evolved the schema a concurrent reader may for a moment see the *old* rows with the branch's new columns (as
-NULL); with ``force``, schema files the two sides both changed are rewritten in place, which a reader
-planning at that instant can observe; a commit to the target racing the fast-forward is detected (and the
-fast-forward undone) only when it lands on ``H+1``, so stop writers to the target while publishing (Java's
-fast-forward is not safe against them either). If the process dies midway, re-run the same call: the
-branch's files are still there and the operation completes (main may show the new head with part of the
-older history missing until then; do not write to it before re-running).
+NULL), and schema files copied by a publish that is then undone stay (a concurrent writer may already use
+them; a schema file changes no data); with ``force``, schema files the two sides both changed are rewritten in
+place, which a reader planning at that instant can observe. For B <= H, a writer that read the old head
+before the switch and commits after the publish returned lands on H+1, above the published head: its commit
+(the old content plus its rows) becomes the head and nothing is lost, but the publish must be run again. A
+writer that only lists (no ``LATEST``), or a racing writer that makes two commits between two steps of the
+publish, can commit on the branch's copied snapshots before a failed switch; that leaves two lines of
+history, the publish cannot be undone and its error names the commits (the files of all of them stay). If
+the process dies midway, re-run the same call: the branch's files are still there and the operation
+completes (main may show the new head with part of the older history missing until then; do not write to it
+before re-running).
 
 **Replace main** (:meth:`BranchManager.replace_main`) makes the target's snapshot, schema and tag directories
 exact copies of the branch's (same publishing order), optionally after saving the previous target as a new
@@ -80,17 +106,21 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NoReturn
 
 from pyspark_paimon.errors import (
     BranchConflictError,
     BranchError,
     BranchNotFoundError,
+    BranchPublishRaceError,
+    CorruptMetadataError,
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import validate_branch_name
+from pyspark_paimon.metadata.manifest import ManifestStore
 from pyspark_paimon.metadata.options import (
     SCAN_FALLBACK_BRANCH,
     SCAN_FALLBACK_DELTA_BRANCH,
@@ -98,6 +128,7 @@ from pyspark_paimon.metadata.options import (
 )
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import (
+    BATCH_COMMIT_IDENTIFIER,
     EARLIEST,
     MAIN_BRANCH,
     SNAPSHOT_PREFIX,
@@ -114,6 +145,10 @@ log = logging.getLogger(__name__)
 LINEAGE_FILE = "branch.json"
 SCHEMA_PREFIX = "schema-"
 LINEAGE_VERSION = 1
+# Commit user and snapshot property of the snapshot a publish writes at the target's old head + 1 when the branch
+# starts higher up (:meth:`_Publish._filler`): it carries the old content and no change of its own.
+PUBLISH_FILLER_USER = "pyspark-paimon-publish-filler"
+FILLER_PROPERTY = "pyspark-paimon.filler-for-branch"
 # Options that name another branch a read depends on; dropping or renaming that branch breaks the read.
 _BRANCH_OPTIONS = (SCAN_FALLBACK_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH, SCAN_FALLBACK_DELTA_BRANCH)
 
@@ -195,6 +230,7 @@ class PublishResult:
     deleted_schemas: list[int] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)  # what force/replace threw away (empty when safe)
     kept_previous_as: str | None = None
+    filler_snapshot: int | None = None  # id of the filler written at the old head + 1 (module docstring)
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -227,7 +263,8 @@ class BranchManager:
     def branch_dir(self, name: str) -> str:
         return branch_path(self.table_path, name)
 
-    def _dirs(self, name: str) -> tuple[str, str, str]:
+    def dirs(self, name: str) -> tuple[str, str, str]:
+        """The ``schema/``, ``snapshot/`` and ``tag/`` directories of branch ``name``."""
         root = self.branch_dir(name)
         return f"{root}/schema", f"{root}/snapshot", f"{root}/tag"
 
@@ -280,15 +317,16 @@ class BranchManager:
                 f"Branch '{name}' does not exist in {self.table_path}. Existing branches: "
                 f"{self.names() or 'none'}.")
 
-    def _schema_ids(self, branch: str) -> list[int]:
+    def schema_ids(self, branch: str) -> list[int]:
+        """The ids of ``branch``'s schema files, ascending."""
         ids = []
-        for n in self.fileio.list_names(self._dirs(branch)[0]):
+        for n in self.fileio.list_names(self.dirs(branch)[0]):
             if n.startswith(SCHEMA_PREFIX) and n[len(SCHEMA_PREFIX):].isdigit():
                 ids.append(int(n[len(SCHEMA_PREFIX):]))
         return sorted(ids)
 
     def _schema_bytes(self, branch: str, sid: int) -> bytes:
-        return self.fileio.read_bytes(f"{self._dirs(branch)[0]}/{SCHEMA_PREFIX}{sid}")
+        return self.fileio.read_bytes(f"{self.dirs(branch)[0]}/{SCHEMA_PREFIX}{sid}")
 
     # -- create ------------------------------------------------------------------------------------
     def create(self, name: str, source_branch: str = MAIN_BRANCH, *, tag: str | None = None,
@@ -311,8 +349,8 @@ class BranchManager:
                 return self.info(name)
             raise BranchError(f"Branch '{name}' already exists in {self.table_path}; drop it first, pick another "
                               "name, or pass ignore_if_exists=True.")
-        src_schema_dir, src_snapshot_dir, src_tag_dir = self._dirs(source_branch)
-        schema_ids = self._schema_ids(source_branch)
+        src_schema_dir, src_snapshot_dir, src_tag_dir = self.dirs(source_branch)
+        schema_ids = self.schema_ids(source_branch)
         if not schema_ids:
             raise BranchError(f"Branch '{source_branch}' of {self.table_path} has no schema; it is not a table.")
 
@@ -333,7 +371,7 @@ class BranchManager:
         elif snapshot_id is not None:
             source = find_snapshot(snapshots, tags, snapshot_id)
             if snapshots.exists(snapshot_id):
-                data = self._read_snapshot_bytes(snapshots, snapshot_id)
+                data = self.read_snapshot_bytes(snapshots, snapshot_id)
             else:  # expired, preserved by a tag of the source branch
                 data = source.to_json().encode("utf-8")
             snap_copy = (snapshot_id, data)
@@ -341,7 +379,7 @@ class BranchManager:
         elif from_latest:
             source = snapshots.latest()
             if source is not None:
-                snap_copy = (source.id, self._read_snapshot_bytes(snapshots, source.id))
+                snap_copy = (source.id, self.read_snapshot_bytes(snapshots, source.id))
         copy_schemas = [sid for sid in schema_ids if sid <= last_schema]
         missing = sorted(set(range(last_schema + 1)) - set(copy_schemas))
         if missing:
@@ -358,7 +396,7 @@ class BranchManager:
                 return self.info(name)
             raise BranchError(f"Branch '{name}' was created concurrently in {self.table_path}.")
         try:
-            dst_schema_dir, dst_snapshot_dir, dst_tag_dir = self._dirs(name)
+            dst_schema_dir, dst_snapshot_dir, dst_tag_dir = self.dirs(name)
             if tag_copy is not None:
                 self.fileio.write_bytes(f"{dst_tag_dir}/{TAG_PREFIX}{tag_copy[0]}", tag_copy[1])
             if snap_copy is not None:
@@ -375,7 +413,8 @@ class BranchManager:
             raise
         return self.info(name)
 
-    def _read_snapshot_bytes(self, snapshots: SnapshotManager, sid: int) -> bytes:
+    def read_snapshot_bytes(self, snapshots: SnapshotManager, sid: int) -> bytes:
+        """The raw bytes of snapshot ``sid`` (copied as is, so nothing a newer Paimon wrote is lost)."""
         try:
             return self.fileio.read_bytes(snapshots.snapshot_path(sid))
         except FileNotFoundError:
@@ -456,7 +495,7 @@ class BranchManager:
             except SnapshotNotFoundError:
                 continue
         tags: dict[str, tuple[Snapshot, bytes]] = {}
-        tag_dir = self._dirs(branch)[2]
+        tag_dir = self.dirs(branch)[2]
         for n in self.fileio.list_names(tag_dir):
             if not n.startswith(TAG_PREFIX):
                 continue
@@ -519,7 +558,7 @@ class BranchManager:
         problems = []
         for sid in sorted(t_snaps):
             s = t_snaps[sid]
-            if sid >= lo and _identity(s) not in known.get(sid, set()):
+            if sid >= lo and _identity(s) not in known.get(sid, set()) and s.commit_user != PUBLISH_FILLER_USER:
                 problems.append(f"{_describe(s)} is not in branch '{branch}'")
         if t_snaps:
             head = t_snaps[max(t_snaps)]
@@ -533,17 +572,18 @@ class BranchManager:
                                 f"snapshot {tags[name][0].id}")
             elif s.id >= lo and _identity(s) not in known.get(s.id, set()):
                 problems.append(f"tag '{name}' (snapshot {s.id}) is on a commit that is not in branch '{branch}'")
-        b_schema_ids = set(self._schema_ids(branch))
-        for sid in self._schema_ids(target):
+        b_schema_ids = set(self.schema_ids(branch))
+        for sid in self.schema_ids(target):
             if sid < earliest.schema_id:
                 continue
             if sid not in b_schema_ids:
                 problems.append(f"schema {sid} of '{target}' was added after the fork and is not in branch '{branch}'")
-            elif not self._same_schema(target, branch, sid):
+            elif not self.same_schema(target, branch, sid):
                 problems.append(f"schema {sid} differs between '{target}' and branch '{branch}'")
         return problems
 
-    def _same_schema(self, a: str, b: str, sid: int) -> bool:
+    def same_schema(self, a: str, b: str, sid: int) -> bool:
+        """Whether branches ``a`` and ``b`` hold the same schema ``sid`` (as JSON, not bytes)."""
         try:
             return json.loads(self._schema_bytes(a, sid)) == json.loads(self._schema_bytes(b, sid))
         except (FileNotFoundError, ValueError):
@@ -574,8 +614,8 @@ class BranchManager:
         keep_snaps = {sid for sid in t_snaps if sid < e}
         drop_tags = [n for n, (s, _) in t_tags.items()
                      if n not in tags and s.id >= e and not (s.id in snaps and _identity(snaps[s.id]) == _identity(s))]
-        b_schemas = self._schema_ids(branch)
-        drop_schemas = [sid for sid in self._schema_ids(target) if sid >= earliest.schema_id and sid not in b_schemas]
+        b_schemas = self.schema_ids(branch)
+        drop_schemas = [sid for sid in self.schema_ids(target) if sid >= earliest.schema_id and sid not in b_schemas]
         result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, keep_snaps, drop_tags, drop_schemas)
         result.discarded = problems
         return result
@@ -601,11 +641,18 @@ class BranchManager:
                                   "already exists. Pick another name.")
             self._save_copy(target, keep_previous_as, t_snaps)
         known = {(_identity(s)) for s in snaps.values()}
-        discarded = [f"{_describe(s)} of '{target}'" for s in t_snaps.values() if _identity(s) not in known]
+        discarded = [f"{_describe(s)} of '{target}'" for s in t_snaps.values()
+                     if _identity(s) not in known and s.commit_user != PUBLISH_FILLER_USER]
         drop_tags = [n for n in t_tags if n not in tags]
-        b_schemas = set(self._schema_ids(branch))
-        drop_schemas = [sid for sid in self._schema_ids(target) if sid not in b_schemas]
-        result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, set(), drop_tags, drop_schemas)
+        b_schemas = set(self.schema_ids(branch))
+        drop_schemas = [sid for sid in self.schema_ids(target) if sid not in b_schemas]
+        try:
+            result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, set(), drop_tags, drop_schemas)
+        except BranchPublishRaceError as e:
+            if keep_previous_as is not None and e.undone:
+                # The target is as before (plus the racing commit): the copy made for this call is stale.
+                self.fileio.delete_dir(self.branch_dir(keep_previous_as))
+            raise
         result.discarded = discarded + [f"tag '{n}'" for n in drop_tags]
         result.kept_previous_as = keep_previous_as
         return result
@@ -613,14 +660,14 @@ class BranchManager:
     def _save_copy(self, source: str, name: str, snaps: dict[int, Snapshot]) -> None:
         """Copy every snapshot, schema and tag file of ``source`` into a new branch ``name``."""
         head = snaps[max(snaps)] if snaps else None
-        schema_ids = self._schema_ids(source)
+        schema_ids = self.schema_ids(source)
         lineage = BranchLineage(source, None, head.id if head else None, head.uuid if head else None,
                                 schema_ids[-1] if schema_ids else None, now_millis())
         root = self.branch_dir(name)
         if not self.fileio.try_create(f"{root}/{LINEAGE_FILE}", lineage.to_json().encode("utf-8")):
             raise BranchError(f"Branch '{name}' was created concurrently in {self.table_path}.")
         try:
-            for src_dir, dst_dir, prefix in zip(self._dirs(source), self._dirs(name),
+            for src_dir, dst_dir, prefix in zip(self.dirs(source), self.dirs(name),
                                                 (SCHEMA_PREFIX, SNAPSHOT_PREFIX, TAG_PREFIX)):
                 for n in self.fileio.list_names(src_dir):
                     if n.startswith(prefix):
@@ -636,122 +683,452 @@ class BranchManager:
     def _publish(self, branch: str, target: str, snaps: dict[int, Snapshot], tags: dict[str, tuple[Snapshot, bytes]],
                  t_snaps: dict[int, Snapshot], t_tags: dict[str, tuple[Snapshot, bytes]], keep_snaps: set[int],
                  drop_tags: Iterable[str], drop_schemas: Iterable[int]) -> PublishResult:
-        """Write ``branch``'s snapshots/schemas/tags over ``target`` in reader-safe order (module docstring).
+        """Write ``branch``'s snapshots/schemas/tags over ``target`` in reader-safe order (see :class:`_Publish`).
 
         ``keep_snaps``: target snapshot ids (below the branch's earliest) that stay; every other target
         snapshot not in ``snaps`` is deleted.
         """
-        fio = self.fileio
-        b_snap_mgr = SnapshotManager(fio, self.table_path, branch)
-        t_mgr = SnapshotManager(fio, self.table_path, target)
-        t_schema_dir, _, t_tag_dir = self._dirs(target)
-        b_schema_dir = self._dirs(branch)[0]
-        h = max(t_snaps) if t_snaps else None
-        b = max(snaps)
-        result = PublishResult(branch, target, h, b)
+        return _Publish(self, branch, target, snaps, tags, t_snaps, t_tags).run(keep_snaps, drop_tags, drop_schemas)
 
-        def branch_bytes(sid: int) -> bytes:
-            return self._read_snapshot_bytes(b_snap_mgr, sid)
 
-        # Target snapshots the branch's replace (same id, other commit), and ones that must go.
+# ------------------------------------------------------------------------------------------- publishing
+class _Publish:
+    """One publish of ``branch`` over ``target``: the ordered steps, a journal of every change made to the
+    target, and the checks that catch a commit landing on the target meanwhile (module docstring, "Commits
+    racing a publish").
+
+    Before the switch every step is undoable: a detected commit makes :meth:`_abort` put back what the
+    journal recorded (never touching the commit) and raise :class:`BranchPublishRaceError`. After the switch
+    commits land on the published head and are fine; a planned file that changed meanwhile is left alone and
+    reported.
+    """
+
+    def __init__(self, mgr: BranchManager, branch: str, target: str, snaps: dict[int, Snapshot],
+                 tags: dict[str, tuple[Snapshot, bytes]], t_snaps: dict[int, Snapshot],
+                 t_tags: dict[str, tuple[Snapshot, bytes]]):
+        self.mgr, self.fio = mgr, mgr.fileio
+        self.branch, self.target = branch, target
+        self.snaps, self.tags, self.t_snaps, self.t_tags = snaps, tags, t_snaps, t_tags
+        self.b_mgr = SnapshotManager(self.fio, mgr.table_path, branch)
+        self.t_mgr = SnapshotManager(self.fio, mgr.table_path, target)
+        self.t_schema_dir, _, self.t_tag_dir = mgr.dirs(target)
+        self.b_schema_dir = mgr.dirs(branch)[0]
+        self.h = max(t_snaps) if t_snaps else None
+        self.b = max(snaps)
+        self.forward = self.h is None or self.b > self.h
+        # The target's snapshot ids as this publish expects them right now (the plan plus our own changes).
+        self.expected: set[int] = set(t_snaps)
+        self.switched = False
+        self.notes: list[str] = []  # after the switch: planned changes skipped because the file changed
+        # The journal (what _abort undoes).
+        self.created: dict[int, bytes] = {}
+        self.replaced: dict[int, bytes] = {}  # id -> the target's bytes before
+        self.removed: dict[int, bytes] = {}
+        self.created_schemas: list[int] = []
+        self.replaced_schemas: dict[int, bytes] = {}
+        self.filler_lists: list[str] = []  # manifest lists written for fillers
+        self.fillers: set[int] = set()  # created snapshots that are fillers (old content, no change)
+
+    # -- the journal's primitives ------------------------------------------------------------------
+    def _path(self, sid: int) -> str:
+        return self.t_mgr.snapshot_path(sid)
+
+    def _branch_bytes(self, sid: int) -> bytes:
+        return self.mgr.read_snapshot_bytes(self.b_mgr, sid)
+
+    def _check(self, step: str) -> None:
+        """Stop (undoing everything) if a snapshot id appeared on the target that this publish did not plan or
+        create. Commits only ever add ids, so this one listing sees any commit that landed. Before the switch,
+        ids above the branch head are commits made on the branch's not yet published snapshots (by a writer
+        that lists): they go on with the published head, so they stop nothing."""
+        intruders = sorted(set(self.t_mgr.list_ids()) - self.expected)
+        if self.forward and not self.switched:
+            intruders = [i for i in intruders if i <= self.b]
+        if intruders:
+            self._abort(step, intruders)
+
+    def _create(self, sid: int, data: bytes, step: str, *, filler: bool = False) -> None:
+        if not self.fio.try_create(self._path(sid), data):
+            self._abort(step, [sid])
+        self.created[sid] = data
+        self.expected.add(sid)
+        if filler:
+            self.fillers.add(sid)
+
+    def _planned_bytes(self, sid: int, step: str) -> bytes | None:
+        """The target's snapshot ``sid`` as it is now, if it is still the commit the plan saw. Before the
+        switch a difference stops the publish; after it the file is left alone and reported."""
+        path = self._path(sid)
+        data = self._read_or_none(path)
+        try:
+            same = data is not None and _identity(Snapshot.from_json(data.decode("utf-8"), path)) == _identity(
+                self.t_snaps[sid])
+        except (CorruptMetadataError, UnicodeDecodeError):
+            same = False
+        if same and data is not None:
+            return data
+        if not self.switched:
+            self._abort(step, [sid])
+        self.notes.append(f"snapshot {sid} of '{self.target}' changed while publishing and was left as it is")
+        return None
+
+    def _replace(self, sid: int, data: bytes, step: str) -> bool:
+        old = self._planned_bytes(sid, step)
+        if old is None:
+            return False
+        self.fio.write_bytes(self._path(sid), data)
+        self.replaced.setdefault(sid, old)
+        return True
+
+    def _remove(self, sid: int, step: str) -> bool:
+        old = self._planned_bytes(sid, step)
+        if old is None:
+            return False
+        self.fio.delete(self._path(sid))
+        self.removed[sid] = old
+        self.expected.discard(sid)
+        return True
+
+    def _filler(self, sid: int, head: Snapshot | None, earliest: Snapshot) -> bytes:
+        """A snapshot at ``sid`` that holds the target's old head's content (nothing, for an empty target) and
+        no change of its own: it fills the free ids between the old head and the branch's earliest snapshot,
+        so that a commit prepared on the old head cannot land there, under the published head."""
+        store = ManifestStore(self.fio, self.mgr.table_path)
+        base = store.read_list(head.base_manifest_list) + store.read_list(head.delta_manifest_list) if head else []
+        base_name, base_size = store.write_list(base)
+        self.filler_lists.append(store.path(base_name))
+        delta_name, delta_size = store.write_list([])
+        self.filler_lists.append(store.path(delta_name))
+        filler = Snapshot(
+            id=sid, schema_id=head.schema_id if head else earliest.schema_id, base_manifest_list=base_name,
+            base_manifest_list_size=base_size, delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
+            index_manifest=head.index_manifest if head else None, commit_user=PUBLISH_FILLER_USER,
+            commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind="APPEND",
+            time_millis=head.time_millis if head else earliest.time_millis,
+            total_record_count=(head.total_record_count or 0) if head else 0, delta_record_count=0,
+            watermark=head.watermark if head else None, next_row_id=head.next_row_id if head else None,
+            properties={FILLER_PROPERTY: self.branch}, uuid=str(uuid.uuid4()))
+        return filler.to_json().encode("utf-8")
+
+    # -- the publish -------------------------------------------------------------------------------
+    def run(self, keep_snaps: set[int], drop_tags: Iterable[str], drop_schemas: Iterable[int]) -> PublishResult:
+        h, b, snaps, t_snaps = self.h, self.b, self.snaps, self.t_snaps
+        result = PublishResult(self.branch, self.target, h, b)
         differing = sorted(sid for sid in snaps if sid in t_snaps and _identity(t_snaps[sid]) != _identity(snaps[sid]))
         doomed = sorted(sid for sid in t_snaps if sid not in snaps and sid not in keep_snaps)
         new_ids = sorted(sid for sid in snaps if sid not in t_snaps)
 
-        # 0. Pin the LATEST hint on the current head so hint-following readers keep seeing it until the switch.
-        if h is not None and t_mgr.latest_hint() != h:
-            t_mgr.commit_latest_hint(h)
+        # 0. The target is still what the plan saw, and hint-following readers keep seeing H until the switch.
+        #    The hint is only ever moved *up* to H: a stale hint below a newer commit would send readers and
+        #    writers to listing, which shows the branch's snapshots before the switch.
+        self._check("before publishing")
+        hint = self.t_mgr.latest_hint()
+        if h is not None and (hint is None or hint < h):
+            self.t_mgr.commit_latest_hint(h)
+            self._check("after pinning the LATEST hint")
 
-        # 1. Schemas the target lacks (create-if-absent; a concurrent ALTER on the target wins and aborts us).
-        t_schema_ids = set(self._schema_ids(target))
-        created_schemas: list[int] = []
+        # 1. Schemas the target lacks (create-if-absent; a concurrent ALTER on the target wins and stops us).
+        t_schema_ids = set(self.mgr.schema_ids(self.target))
         rewrite_schemas: list[int] = []
-        for sid in self._schema_ids(branch):
-            data = fio.read_bytes(f"{b_schema_dir}/{SCHEMA_PREFIX}{sid}")
-            if sid not in t_schema_ids:
-                if not fio.try_create(f"{t_schema_dir}/{SCHEMA_PREFIX}{sid}", data):
-                    for c in created_schemas:
-                        fio.delete(f"{t_schema_dir}/{SCHEMA_PREFIX}{c}")
-                    raise BranchError(f"Schema {sid} was added to '{target}' concurrently; nothing was published. "
-                                      "Retry once the schema change is done.")
-                created_schemas.append(sid)
-            elif not self._same_schema(target, branch, sid):
-                rewrite_schemas.append(sid)
-
-        def rewrite_changed_schemas() -> None:
-            for sid in rewrite_schemas:
-                fio.write_bytes(f"{t_schema_dir}/{SCHEMA_PREFIX}{sid}",
-                                fio.read_bytes(f"{b_schema_dir}/{SCHEMA_PREFIX}{sid}"))
+        for sid in self.mgr.schema_ids(self.branch):
+            if sid in t_schema_ids:
+                if not self.mgr.same_schema(self.target, self.branch, sid):
+                    rewrite_schemas.append(sid)
+                continue
+            data = self.fio.read_bytes(f"{self.b_schema_dir}/{SCHEMA_PREFIX}{sid}")
+            if not self.fio.try_create(f"{self.t_schema_dir}/{SCHEMA_PREFIX}{sid}", data):
+                self._abort(f"creating schema {sid}", [], schema_race=sid)
+            self.created_schemas.append(sid)
 
         # 2. Snapshots, with the switch H -> B as one file operation.
-        if h is None or b > h:
-            above = [sid for sid in new_ids if h is None or sid > h]
-            created: list[int] = []
-            rewrite_changed_schemas()
-            for sid in sorted(above, reverse=True):  # lowest last: creating H+1 is the switch
-                if not fio.try_create(t_mgr.snapshot_path(sid), branch_bytes(sid)):
-                    for c in created:
-                        fio.delete(t_mgr.snapshot_path(c))
-                    raise BranchError(
-                        f"A commit to '{target}' (snapshot {sid}) raced the publish of branch '{branch}'; the "
-                        f"publish was undone and '{target}' keeps that commit. Stop writers to '{target}' and retry.")
-                created.append(sid)
-            t_mgr.commit_latest_hint(b)  # the switch for hint readers when the branch does not continue at H+1
-            result.created_snapshots = sorted(created)
-            for sid in sorted(new_ids):  # below H (gaps in the target's history)
-                if sid not in created and fio.try_create(t_mgr.snapshot_path(sid), branch_bytes(sid)):
-                    result.created_snapshots.append(sid)
-            for sid in differing:  # all <= H < H+1, which exists now: no reader takes them for the head
-                fio.write_bytes(t_mgr.snapshot_path(sid), branch_bytes(sid))
-            for sid in doomed:  # all <= H (ids in the target above H were created from the branch)
-                fio.delete(t_mgr.snapshot_path(sid))
+        if self.forward:
+            self._forward(new_ids, differing, doomed, rewrite_schemas, result)
         else:
-            for sid in new_ids:  # below H: not the head
-                fio.try_create(t_mgr.snapshot_path(sid), branch_bytes(sid))
-            result.created_snapshots = list(new_ids)
-            for sid in differing:
-                if sid != b:
-                    fio.write_bytes(t_mgr.snapshot_path(sid), branch_bytes(sid))
-            for sid in sorted((s for s in doomed if b < s < h), reverse=True):
-                fio.delete(t_mgr.snapshot_path(sid))
-            rewrite_changed_schemas()
-            if b in differing:
-                fio.write_bytes(t_mgr.snapshot_path(b), branch_bytes(b))
-            t_mgr.commit_latest_hint(b)
-            if h != b:
-                fio.delete(t_mgr.snapshot_path(h))  # the switch (for readers that list)
-                if t_mgr.exists(h + 1):
-                    raise BranchError(
-                        f"A commit to '{target}' (snapshot {h + 1}) landed on the old head while branch '{branch}' was "
-                        f"being published; '{target}' now has it on top of the branch's history. Inspect "
-                        f"'{target}' (it may need a rollback) and stop writers before publishing.")
-            for sid in doomed:
-                if sid < b:
-                    fio.delete(t_mgr.snapshot_path(sid))
+            self._rewind(new_ids, differing, doomed, rewrite_schemas, result)
         result.replaced_snapshots = differing
-        result.deleted_snapshots = doomed
-        t_mgr.commit_latest_hint(b)
-        remaining = t_mgr.list_ids()
-        if remaining and (fio.exists(f"{t_mgr.snapshot_dir}/{EARLIEST}") or any(sid < min(snaps) for sid in doomed)):
-            t_mgr.commit_earliest_hint(remaining[0])
+        result.deleted_snapshots = [sid for sid in doomed if sid in self.removed]
+        remaining = self.t_mgr.list_ids()
+        if remaining:
+            self.t_mgr.commit_latest_hint(remaining[-1])
+            if self.fio.exists(f"{self.t_mgr.snapshot_dir}/{EARLIEST}") or any(
+                    sid < min(snaps) for sid in self.removed):
+                self.t_mgr.commit_earliest_hint(remaining[0])
 
-        # 3. Tags: the branch's, then the target's that no longer belong.
-        for name, (_, data) in sorted(tags.items()):
-            current = t_tags.get(name)
-            if current is None or current[1] != data:
-                fio.write_bytes(f"{t_tag_dir}/{TAG_PREFIX}{name}", data)
+        # 3. Tags: the branch's, then the target's that no longer belong (each only if unchanged since planned).
+        for name, (_, data) in sorted(self.tags.items()):
+            if self._put_tag(name, data):
                 result.copied_tags.append(name)
         for name in sorted(drop_tags):
-            if fio.delete(f"{t_tag_dir}/{TAG_PREFIX}{name}"):
+            if self._drop_tag(name):
                 result.deleted_tags.append(name)
 
-        # 4. Schemas only the old target had.
+        # 4. Schemas only the old target had, unless a commit made since the switch uses one.
+        used = self._schemas_used_above(b)
         for sid in sorted(drop_schemas, reverse=True):
-            if fio.delete(f"{t_schema_dir}/{SCHEMA_PREFIX}{sid}"):
+            if sid in used:
+                self.notes.append(f"schema {sid} of '{self.target}' was kept: a commit made meanwhile uses it")
+            elif self.fio.delete(f"{self.t_schema_dir}/{SCHEMA_PREFIX}{sid}"):
                 result.deleted_schemas.append(sid)
-        result.copied_schemas = sorted(created_schemas + rewrite_schemas)
-        result.latest_id = t_mgr.latest_id()
+        result.copied_schemas = sorted(self.created_schemas + rewrite_schemas)
+        result.latest_id = self.t_mgr.latest_id()
+        if self.notes:
+            raise BranchPublishRaceError(
+                f"Branch '{self.branch}' was published into '{self.target}' of {self.mgr.table_path} (latest snapshot "
+                f"{result.latest_id}), but another operation changed '{self.target}' at the same time: "
+                f"{'; '.join(self.notes)}. Check those items; stop other writers and maintenance while publishing.",
+                undone=False)
         return result
+
+    def _rewrite_schemas(self, sids: list[int]) -> None:
+        for sid in sids:
+            path = f"{self.t_schema_dir}/{SCHEMA_PREFIX}{sid}"
+            self.replaced_schemas.setdefault(sid, self.fio.read_bytes(path))
+            self.fio.write_bytes(path, self.fio.read_bytes(f"{self.b_schema_dir}/{SCHEMA_PREFIX}{sid}"))
+
+    def _forward(self, new_ids: list[int], differing: list[int], doomed: list[int], rewrite_schemas: list[int],
+                 result: PublishResult) -> None:
+        """B > H: the branch's snapshots above H become visible in one create-if-absent, which fails if a commit
+        took the id (module docstring). Which id that is depends on B - H, so that the snapshots copied before
+        the switch never sit right above an id a racing commit can take:
+
+        * B = H+1: the switch is ``H+1`` itself, nothing is copied before it;
+        * B = H+2: ``H+1`` is first claimed with a filler (the old content, so readers still see the old
+          state), then creating ``B`` is the switch; the filler is overwritten with the branch's ``H+1``;
+        * B >= H+3: ``B .. H+3`` are copied first (hidden from hint-following readers), ``H+1`` is the switch,
+          ``H+2`` is copied after it (a commit on ``H+1`` before the switch therefore does not reveal them);
+        * the branch starts above ``H+1`` (main rolled back, or empty): ``H+1`` is a filler, and creating it is
+          the switch; no id next to the old head stays free.
+        """
+        h, b = self.h, self.b
+        first = (h or 0) + 1
+        old_head = self.t_snaps[h] if h is not None else None
+        earliest = self.snaps[min(self.snaps)]
+        data = {sid: self._branch_bytes(sid) for sid in new_ids if sid >= first}
+        claim: int | None = None
+        delayed: int | None = None
+        claim_data = b""
+        if first not in self.snaps:
+            switch = first
+            data[first] = self._filler(first, old_head, earliest)
+            delayed = first + 1 if first + 1 in self.snaps else None
+            result.filler_snapshot = first
+        elif b == first:
+            switch = first
+        elif b == first + 1:
+            claim, switch = first, b
+            claim_data = self._filler(first, old_head, earliest)
+        else:
+            switch, delayed = first, first + 1
+        self._rewrite_schemas(rewrite_schemas)
+        self._check("before copying the branch's snapshots")
+        if claim is not None:
+            self._create(claim, claim_data, f"claiming snapshot {claim} with the old content", filler=True)
+        for sid in sorted(data, reverse=True):
+            if sid in (switch, delayed, claim):
+                continue
+            self._create(sid, data[sid], f"copying snapshot {sid}")
+            self._check(f"after copying snapshot {sid}")
+        self._create(switch, data[switch], f"switching '{self.target}' to the branch (snapshot {switch})",
+                     filler=switch not in self.snaps)
+        self.switched = True
+        if claim is not None:  # nobody reads the claim as the head any more: it becomes the branch's snapshot
+            self.fio.write_bytes(self._path(claim), data[claim])
+        if delayed is not None:
+            if self.fio.try_create(self._path(delayed), data[delayed]):
+                self.created[delayed] = data[delayed]
+                self.expected.add(delayed)
+            else:
+                self.notes.append(f"snapshot {delayed} of '{self.target}' was taken by another writer during the "
+                                  f"switch and was left as it is (branch '{self.branch}' has another commit there)")
+        result.created_snapshots = sorted(sid for sid in self.created if sid in self.snaps)
+        # After the switch: ids <= H are history below the head, where commits cannot land (H+1 exists).
+        for sid in new_ids:
+            if sid < first and self.fio.try_create(self._path(sid), self._branch_bytes(sid)):
+                self.expected.add(sid)
+                result.created_snapshots.append(sid)
+        for sid in differing:
+            self._replace(sid, self._branch_bytes(sid), f"rewriting snapshot {sid}")
+        for sid in doomed:
+            self._remove(sid, f"deleting snapshot {sid}")
+
+    def _rewind(self, new_ids: list[int], differing: list[int], doomed: list[int], rewrite_schemas: list[int],
+                result: PublishResult) -> None:
+        """B <= H (force / replace): everything below H is rewritten or deleted while H stays the head, then
+        ``LATEST`` moves to B and H is deleted: the switch. A commit on the old head lands on ``H+1``; every
+        step checks for it first, and the check after the switch undoes the publish around it."""
+        h, b = self.h, self.b
+        assert h is not None
+        for sid in new_ids:  # below H: not the head
+            self._create(sid, self._branch_bytes(sid), f"copying snapshot {sid}")
+        result.created_snapshots = list(new_ids)
+        for sid in differing:
+            if sid != b:
+                self._check(f"before rewriting snapshot {sid}")
+                self._replace(sid, self._branch_bytes(sid), f"rewriting snapshot {sid}")
+        for sid in sorted((s for s in doomed if b < s < h), reverse=True):
+            self._check(f"before deleting snapshot {sid}")
+            self._remove(sid, f"deleting snapshot {sid}")
+        self._check("before rewriting schemas")
+        self._rewrite_schemas(rewrite_schemas)
+        if b in differing:
+            self._check(f"before rewriting snapshot {b}")
+            self._replace(b, self._branch_bytes(b), f"rewriting snapshot {b}")
+        self._check("before the switch")
+        self.t_mgr.commit_latest_hint(b)
+        if h != b:
+            self._check("before the switch")
+            self._remove(h, f"switching '{self.target}' to the branch (deleting old head {h})")
+        self._check(f"after switching '{self.target}' to the branch")
+        self.switched = True
+        for sid in doomed:
+            if sid < b:
+                self._remove(sid, f"deleting snapshot {sid}")
+
+    # -- tags and schemas after the switch -----------------------------------------------------------
+    def _put_tag(self, name: str, data: bytes) -> bool:
+        path = f"{self.t_tag_dir}/{TAG_PREFIX}{name}"
+        current = self.t_tags.get(name)
+        if current is None:
+            if self.fio.try_create(path, data):
+                return True
+            self.notes.append(f"tag '{name}' was created on '{self.target}' meanwhile and was left as it is")
+            return False
+        if current[1] == data:
+            return False
+        if self._read_or_none(path) != current[1]:
+            self.notes.append(f"tag '{name}' of '{self.target}' changed meanwhile and was left as it is")
+            return False
+        self.fio.write_bytes(path, data)
+        return True
+
+    def _drop_tag(self, name: str) -> bool:
+        path = f"{self.t_tag_dir}/{TAG_PREFIX}{name}"
+        current = self._read_or_none(path)
+        if current is None:
+            return False
+        if current != self.t_tags[name][1]:
+            self.notes.append(f"tag '{name}' of '{self.target}' changed meanwhile and was kept")
+            return False
+        return self.fio.delete(path)
+
+    def _read_or_none(self, path: str) -> bytes | None:
+        try:
+            return self.fio.read_bytes(path)
+        except FileNotFoundError:
+            return None
+
+    def _schemas_used_above(self, sid: int) -> set[int]:
+        """Schema ids of the target's snapshots above ``sid`` that this publish did not write."""
+        used = set()
+        for other in self.t_mgr.list_ids():
+            if other > sid and other not in self.created:
+                try:
+                    used.add(self.t_mgr.snapshot(other).schema_id)
+                except SnapshotNotFoundError:
+                    continue
+        return used
+
+    # -- undo ----------------------------------------------------------------------------------------
+    def _abort(self, step: str, ids: list[int], schema_race: int | None = None) -> NoReturn:
+        """A commit landed on the target (``ids``) before the switch: undo every change in the journal, never
+        touching a snapshot this publish did not write, and raise an error saying exactly what happened."""
+        # First, and fast: take the copied branch snapshots away again, lowest first. While a commit sits right
+        # below them they are what readers following its hint see (hint+1 exists), so every moment counts.
+        copied = sorted(sid for sid in self.created if sid not in self.fillers and (self.h is None or sid > self.h))
+
+        def on_top_of(ids: list[int]) -> list[int]:
+            return [sid for sid in self.t_mgr.list_ids() if sid not in self.expected and sid > ids[-1]] if ids else []
+
+        on_top = on_top_of(copied)
+        if not on_top:
+            for sid in copied:
+                self.fio.delete(self._path(sid))
+            on_top = on_top_of(copied)  # a writer may have read the branch's head just before: look again
+            if on_top:  # put them back: the history under that commit must not have a hole
+                for sid in copied:
+                    self.fio.try_create(self._path(sid), self.created[sid])
+            else:
+                for sid in copied:
+                    self.expected.discard(sid)
+        kept_fillers = []
+        for sid in sorted(self.fillers):
+            # A filler holds the old content; one a commit was made on top of stays (the commit's history).
+            if on_top or on_top_of([sid]):
+                kept_fillers.append(sid)
+            else:
+                self.fio.delete(self._path(sid))
+                self.expected.discard(sid)
+        if not self.fillers:
+            for path in self.filler_lists:  # never visible to anyone: nothing can be reading them
+                self.fio.delete(path)
+        for sid in sorted(self.created):
+            if sid not in copied and sid not in self.fillers:  # below H (B <= H): not the head, nobody built on it
+                self.fio.delete(self._path(sid))
+                self.expected.discard(sid)
+        landed = [self._describe_landed(sid) for sid in ids]
+        foreign = [sid for sid in self.t_mgr.list_ids() if sid not in self.expected]
+        used = set()
+        for sid in foreign:
+            try:
+                used.add(self.t_mgr.snapshot(sid).schema_id)
+            except (SnapshotNotFoundError, CorruptMetadataError):
+                continue
+        outcome: list[str] = []
+        if on_top:
+            # A writer committed on top of the branch's copied snapshots (it listed, or followed the hint of the
+            # racing commit): they stay, so the target now continues from the branch, and the commit(s) made on
+            # the old head stay in its history without being in its latest snapshot.
+            outcome.append(
+                f"snapshot(s) {on_top} were committed on top of the branch's snapshots already copied, so "
+                f"'{self.target}' now continues from branch '{self.branch}' (latest snapshot {max(on_top)}); "
+                f"the commit(s) above, made on the old head, are kept in its history but their rows are not in "
+                f"the latest snapshot: read them with scan.snapshot-id and write them again")
+        elif kept_fillers:
+            outcome.append(f"snapshot(s) {kept_fillers} stay: they hold the old content unchanged (commit user "
+                           f"'{PUBLISH_FILLER_USER}') and the racing commit was made on top of them")
+        for sid, data in sorted(self.removed.items()):
+            if self.fio.try_create(self._path(sid), data):
+                self.expected.add(sid)
+            else:
+                outcome.append(f"snapshot {sid} could not be restored (its id was taken meanwhile)")
+        for sid, data in sorted(self.replaced.items()):
+            self.fio.write_bytes(self._path(sid), data)
+        for sid, data in sorted(self.replaced_schemas.items()):
+            if sid in used:
+                outcome.append(f"schema {sid} keeps the branch's version, which a concurrent commit uses")
+            else:
+                self.fio.write_bytes(f"{self.t_schema_dir}/{SCHEMA_PREFIX}{sid}", data)
+        if self.created_schemas:
+            # A writer may already have picked a new schema up as the target's latest; deleting it could make
+            # that writer's commit unreadable, so it stays (a schema file alone changes no data).
+            outcome.append(f"schema file(s) {self.created_schemas} copied from the branch stay on "
+                           f"'{self.target}' because a concurrent writer may already use them")
+        remaining = self.t_mgr.list_ids()
+        if remaining:
+            self.t_mgr.commit_latest_hint(remaining[-1])
+        head = remaining[-1] if remaining else None
+        if schema_race is not None:
+            what = f"schema {schema_race} was added to '{self.target}' concurrently"
+        else:
+            what = f"{'; '.join(landed)} landed on '{self.target}'" if landed else f"'{self.target}' changed"
+        if self.created or self.removed or self.replaced or self.replaced_schemas or self.created_schemas:
+            status = "The publish could not be undone" if on_top else (
+                f"The publish was undone; '{self.target}' keeps every commit (latest snapshot {head})")
+        else:
+            status = f"Nothing was published; '{self.target}' keeps every commit (latest snapshot {head})"
+        raise BranchPublishRaceError(
+            f"While branch '{self.branch}' was being published into '{self.target}' of {self.mgr.table_path} "
+            f"({step}), {what}. {status}" + (f"; {'; '.join(outcome)}" if outcome else "") +
+            f". Stop writers to '{self.target}' (or wait for them) and run the publish again; it re-checks what "
+            f"'{self.target}' holds (a commit on the old head is then reported, or discarded only with force=True).",
+            undone=not on_top)
+
+    def _describe_landed(self, sid: int) -> str:
+        try:
+            s = self.t_mgr.snapshot(sid)
+        except (SnapshotNotFoundError, CorruptMetadataError):
+            return f"snapshot {sid}"
+        return f"{_describe(s)} by commit user '{s.commit_user}'"
 
 
 __all__ = ["BranchManager", "BranchInfo", "BranchLineage", "PublishResult", "LINEAGE_FILE"]

@@ -1,18 +1,25 @@
 """The one place that deletes table files a removed snapshot or tag referenced (shared by expiration and tag
 cleanup), after proving that nothing else still references them.
 
-:func:`delete_unreachable` takes the files the removed roots referenced (``candidates``), subtracts what every
-remaining root of every branch references, re-lists the roots right before deleting to catch tags, branches
-or commits created in the meantime, and deletes the rest: data/changelog/extra files, then index and
-statistics files, then manifests and manifest lists last (so an interrupted run leaves unreferenced
-files for the orphan cleaner, never a manifest pointing at deleted data).
+Two phases, because the caller deletes its own snapshot or tag files *between* them:
+
+* :func:`plan_unreachable`, before anything at all is deleted: reads every remaining root of every branch
+  (so a corrupt tag or snapshot anywhere stops the operation while nothing is lost yet) and subtracts what
+  they reference from the files the removed roots referenced (``candidates``);
+* :func:`sweep`, after the caller removed its snapshot/tag files: re-lists the roots right before deleting to
+  catch tags, branches or commits created in the meantime, and deletes the rest: data/changelog/extra files,
+  then index and statistics files, then manifests and manifest lists last (so an interrupted run leaves
+  unreferenced files for the orphan cleaner, never a manifest pointing at deleted data).
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
+from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.reachability import (
@@ -64,17 +71,48 @@ class DataPathResolver:
         return f"{directory}/{name}" if directory else None
 
 
-def delete_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, scanner: ReachabilityScanner, *,
-                       exclude: set[tuple], dry_run: bool = False) -> SweepResult:
-    """Delete the ``candidates`` no remaining root references. ``exclude``: keys of the roots being removed
-    (still on disk during a dry run, so they must not protect their own files)."""
-    roots = [r for r in all_roots(fileio, table_path) if r.key not in exclude]
-    doomed = candidates.minus(scanner.refs_of(roots))
+@contextmanager
+def nothing_deleted_yet(operation: str) -> Iterator[None]:
+    """Errors raised inside say that ``operation`` deleted nothing (the caller guarantees it has not yet)."""
+    try:
+        yield
+    except PaimonError as e:
+        raise type(e)(f"{e} Nothing was deleted: {operation} reads every snapshot, tag and changelog of every "
+                      "branch before deleting anything.") from e
+
+
+@dataclass
+class SweepPlan:
+    """What :func:`sweep` may delete, and the roots that were read to decide it."""
+
+    doomed: FileRefs
+    seen: set[tuple]
+
+
+def plan_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, scanner: ReachabilityScanner, *,
+                     exclude: set[tuple], operation: str) -> SweepPlan:
+    """Phase one, before the caller deletes anything: the ``candidates`` that no remaining root references.
+    ``exclude``: keys of the roots being removed (still on disk, so they must not protect their own files).
+    Any unreadable root raises here, with "Nothing was deleted"."""
+    with nothing_deleted_yet(operation):
+        roots = [r for r in all_roots(fileio, table_path) if r.key not in exclude]
+        doomed = candidates.minus(scanner.refs_of(roots))
+    return SweepPlan(doomed, {r.key for r in roots} | set(exclude))
+
+
+def sweep(fileio: FileIO, table_path: str, plan: SweepPlan, scanner: ReachabilityScanner, *,
+          dry_run: bool = False, already_deleted: str = "") -> SweepResult:
+    """Phase two: re-read the roots (protecting anything created since the plan) and delete what is still
+    unreferenced. ``already_deleted`` says what the caller removed since the plan, for an error here."""
+    doomed = plan.doomed
     if not dry_run and not doomed.is_empty():
-        seen = {r.key for r in roots} | set(exclude)
-        new = list(iter_new_roots(fileio, table_path, seen))
-        if new:
-            doomed = doomed.minus(scanner.refs_of(new))
+        try:
+            new = list(iter_new_roots(fileio, table_path, plan.seen))
+            if new:
+                doomed = doomed.minus(scanner.refs_of(new))
+        except PaimonError as e:
+            raise type(e)(f"{e} {already_deleted or 'Nothing was deleted'}; no data file or manifest was deleted. "
+                          "Once repaired, remove_orphan_files reclaims whatever is no longer used.") from e
     result = SweepResult()
     resolver = DataPathResolver(fileio, table_path)
     for name in sorted(doomed.data_files):
@@ -103,4 +141,12 @@ def delete_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, sc
     return result
 
 
-__all__ = ["SweepResult", "DataPathResolver", "delete_unreachable"]
+def delete_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, scanner: ReachabilityScanner, *,
+                       exclude: set[tuple], dry_run: bool = False) -> SweepResult:
+    """Both phases at once, for callers that delete nothing of their own in between."""
+    plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude=exclude, operation="this cleanup")
+    return sweep(fileio, table_path, plan, scanner, dry_run=dry_run)
+
+
+__all__ = ["SweepResult", "SweepPlan", "DataPathResolver", "plan_unreachable", "sweep", "delete_unreachable",
+           "nothing_deleted_yet"]

@@ -16,12 +16,14 @@ snapshots' deltas removed, skipping files of the same branch's tags; that misses
 (``reachability.py``): a file is deleted only if an expired snapshot referenced it and *no* remaining
 snapshot, tag or changelog of *any* branch does. Manifests and manifest lists are handled the same way.
 
-**Order of effects**, chosen so that a crash at any point loses nothing: (1) compute the plan; (2) delete the
-expired snapshot files, oldest first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which
-``remove_orphan_files`` reclaims, but never a snapshot whose files are gone; Java deletes data first, which
-can leave exactly that); (3) re-list every root of every branch and protect anything that appeared meanwhile
-(a tag or branch created concurrently); (4) delete data, changelog, index and statistics files; (5) delete
-manifests and manifest lists.
+**Order of effects**, chosen so that a crash or an error at any point loses nothing: (1) compute the plan,
+reading *every* snapshot, tag and changelog of every branch and the manifests they use (a corrupt tag or
+snapshot anywhere raises here, before anything is deleted); (2) delete the expired snapshot files, oldest
+first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which ``remove_orphan_files``
+reclaims, but never a snapshot whose files are gone; Java deletes data first, which can leave exactly that);
+(3) re-list every root of every branch and protect anything that appeared meanwhile (a tag or branch created
+concurrently); (4) delete data, changelog, index and statistics files; (5) delete manifests and manifest
+lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2).
 
 **No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
 deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
-from pyspark_paimon.metadata.deletion import delete_unreachable
+from pyspark_paimon.metadata.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import (
     CHANGELOG_NUM_RETAINED_MAX,
@@ -51,7 +53,7 @@ from pyspark_paimon.metadata.options import (
     ConfigOption,
     CoreOptions,
 )
-from pyspark_paimon.metadata.reachability import FileRefs, ReachabilityScanner, Root
+from pyspark_paimon.metadata.reachability import ReachabilityScanner, Root
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import (
     EARLIEST,
@@ -200,24 +202,29 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
         return result
 
     scanner = ReachabilityScanner(fileio, table_path)
-    expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
-    candidates = scanner.refs_of(expired_roots)
+    with nothing_deleted_yet("expire_snapshots"):
+        expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
+        candidates = scanner.refs_of(expired_roots)
+    # Everything else is read now, before the first deletion: a corrupt tag must not cost a snapshot.
+    plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in expired_roots},
+                            operation="expire_snapshots")
     if not dry_run:
         for sid in expired:  # oldest first: what remains is always a contiguous run of snapshots
             fileio.delete(snapshots.snapshot_path(sid))
         snapshots.commit_earliest_hint(end)
     result.expired_snapshots = expired
-    _fill(result, delete_unreachable(fileio, table_path, candidates, scanner,
-                                     exclude={r.key for r in expired_roots}, dry_run=dry_run))
+    _fill(result, sweep(fileio, table_path, plan, scanner, dry_run=dry_run,
+                        already_deleted=f"Snapshots {expired} of branch '{branch}' were expired (their snapshot files "
+                                        "deleted)"))
     log.info("expired snapshots %s of %s (branch %s): %d data files, %d manifests deleted", expired, table_path,
              branch, len(result.deleted_data_files), len(result.deleted_manifests))
     return result
 
 
-def _fill(result: ExpireResult | TagExpireResult, swept: object) -> None:
-    result.deleted_data_files = list(swept.data_files)  # type: ignore[attr-defined]
-    result.deleted_manifests = list(swept.manifests)  # type: ignore[attr-defined]
-    result.deleted_other_files = list(swept.other_files)  # type: ignore[attr-defined]
+def _fill(result: ExpireResult | TagExpireResult, swept: SweepResult) -> None:
+    result.deleted_data_files = list(swept.data_files)
+    result.deleted_manifests = list(swept.manifests)
+    result.deleted_other_files = list(swept.other_files)
 
 
 # ------------------------------------------------------------------------------------------- tags
@@ -228,22 +235,30 @@ def delete_tags(fileio: FileIO, table_path: str, branch: str, names: Iterable[st
     require_branch_exists(fileio, table_path, branch)
     tags = TagManager(fileio, table_path, branch)
     result = TagExpireResult()
-    roots: list[Root] = []
+    present: list[str] = []
     for name in names:
         try:
-            tag = tags.get_tag(name)
+            tags.read_bytes(name)  # exists? (without clean_files a corrupt tag can still be deleted)
         except TagNotFoundError:
             if ignore_if_not_exists:
                 continue
             raise
-        roots.append(Root(tags.branch, "tag", name, tag.snapshot))
+        present.append(name)
+    plan = None
     scanner = ReachabilityScanner(fileio, table_path)
-    candidates = scanner.refs_of(roots) if clean_files else FileRefs()
-    for root in roots:
-        tags.delete(root.name, ignore_if_not_exists=True)
-        result.expired_tags.append(root.name)
-    if clean_files and not candidates.is_empty():
-        _fill(result, delete_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in roots}))
+    if clean_files:
+        # Read the tags, then every other root of every branch, before the first tag file goes.
+        with nothing_deleted_yet("delete_tags(clean_files=True)"):
+            roots = [Root(tags.branch, "tag", name, tags.get_tag(name).snapshot) for name in present]
+            candidates = scanner.refs_of(roots)
+        plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in roots},
+                                operation="delete_tags(clean_files=True)")
+    for name in present:
+        tags.delete(name, ignore_if_not_exists=True)
+        result.expired_tags.append(name)
+    if plan is not None and not plan.doomed.is_empty():
+        _fill(result, sweep(fileio, table_path, plan, scanner,
+                            already_deleted=f"Tag files {present} of branch '{branch}' were deleted"))
     return result
 
 

@@ -30,6 +30,14 @@ from fsspec.implementations.local import LocalFileSystem
 from pyspark_paimon.errors import CommitError, PaimonError
 
 _MEMORY_LOCK = threading.Lock()
+# ``.<target name>.<uuid>.tmp`` in the target's directory: what write_bytes and try_create write before moving the
+# file into place, and exactly Java's ``Path.createTempPath()``. A writer killed in between leaves it behind.
+_TEMP_FILE = re.compile(r"^\..+\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.tmp$")
+
+
+def is_temp_file(name: str) -> bool:
+    """Whether a base name is a temp file of an atomic write (ours or Java Paimon's), never a table file."""
+    return _TEMP_FILE.match(name) is not None
 
 #: Remote protocols whose fsspec driver implements ``open(path, "xb")`` as a real conditional create, and the
 #: first driver release that does (s3fs 2024.12 added it but ignored it for small files until 2025.7; gcsfs

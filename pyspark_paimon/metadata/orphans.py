@@ -10,15 +10,21 @@ What is scanned, and nothing else:
 * ``index/`` and ``statistics/``;
 * the bucket directories of the data layout: ``<k1>=<v>/.../<kn>=<v>/bucket-<b>/`` for the table's partition
   keys (``bucket-<b>/`` directly under the table for unpartitioned tables), below ``data-file.path-directory``
-  when the table sets it.
+  when the table sets it;
+* in the metadata directories of every branch (the table root and each ``branch/branch-<b>/``, and their
+  ``schema/``, ``snapshot/``, ``tag/``, ``changelog/``, ``consumer/``): **only temp files**,
+  ``.<name>.<uuid>.tmp`` (:func:`fileio.is_temp_file`), which a commit, schema change, tag or branch write
+  killed between writing its temp file and linking/renaming it into place leaves behind. Nothing reads them.
 
-Never touched: ``schema/``, ``snapshot/``, ``tag/``, ``branch/``, ``changelog/``, ``consumer/`` (metadata of
-the branches), any file outside the layout above, and files living outside the table directory.
+Never touched: any other file of those metadata directories (snapshots, ``LATEST``/``EARLIEST`` hints,
+schemas, tags, ``branch.json``), any file outside the layout above, and files living outside the table
+directory.
 
 A file is an orphan only if **(a)** no root of any branch references it (``reachability.py``) **and (b)** it is
 older than the cutoff (default: one day before now). (b) protects writes in flight: a writer creates its
 data files and manifests before the snapshot that references them, so a young unreferenced file may be
-about to become live. Files are listed *before* the roots are read, and the roots are re-read right
+about to become live, and a temp file younger than the cutoff may belong to a commit that is linking it
+right now. Files are listed *before* the roots are read, and the roots are re-read right
 before deleting, so a commit that lands during the run protects its files.
 """
 
@@ -27,18 +33,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from pyspark_paimon.metadata.fileio import FileIO, FileStatus
+from pyspark_paimon.metadata.deletion import nothing_deleted_yet
+from pyspark_paimon.metadata.fileio import FileIO, FileStatus, is_temp_file
 from pyspark_paimon.metadata.partition import escape_path_name
 from pyspark_paimon.metadata.reachability import FileRefs, ReachabilityScanner, all_roots, iter_new_roots
 from pyspark_paimon.metadata.schema import SchemaManager
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
+from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, branch_dirs, branch_path
 from pyspark_paimon.metadata.timeutil import now_millis, to_millis
 
 log = logging.getLogger(__name__)
 
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
-# Directories of the table root that hold per-branch metadata: never scanned.
+# Directories of the table root that hold per-branch metadata: scanned for temp files only.
 METADATA_DIRS = frozenset({"schema", "snapshot", "tag", "branch", "changelog", "consumer"})
+_BRANCH_METADATA_DIRS = ("schema", "snapshot", "tag", "changelog", "consumer")
 
 
 @dataclass
@@ -83,6 +91,20 @@ def _candidates(fileio: FileIO, table_path: str, cutoff_ms: int) -> list[tuple[s
         for status in fileio.list_status(directory):
             if not status.is_dir and status.mtime_millis < cutoff_ms:
                 out.append((category, status))
+    for directory in _metadata_dirs(fileio, table_path):
+        for status in fileio.list_status(directory):
+            if not status.is_dir and is_temp_file(status.name) and status.mtime_millis < cutoff_ms:
+                out.append(("temp", status))
+    return out
+
+
+def _metadata_dirs(fileio: FileIO, table_path: str) -> list[str]:
+    """The directories where schemas, snapshots, hints, tags and lineage files are written atomically (temp
+    file, then link or rename): each branch's root and its metadata subdirectories, main's included."""
+    out = []
+    for root in [table_path, *(branch_path(table_path, b) for b in branch_dirs(fileio, table_path))]:
+        out.append(root)
+        out.extend(f"{root}/{d}" for d in _BRANCH_METADATA_DIRS)
     return out
 
 
@@ -102,14 +124,15 @@ def remove_orphan_files(fileio: FileIO, table_path: str, *, older_than: object =
     if not candidates:
         return result
     scanner = ReachabilityScanner(fileio, table_path)
-    roots = all_roots(fileio, table_path)
-    refs = scanner.refs_of(roots)
-    orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
-    if orphans and not dry_run:
-        new = list(iter_new_roots(fileio, table_path, {r.key for r in roots}))
-        if new:
-            refs.update(scanner.refs_of(new))
-            orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
+    with nothing_deleted_yet("remove_orphan_files"):  # every root is read before the first deletion
+        roots = all_roots(fileio, table_path)
+        refs = scanner.refs_of(roots)
+        orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
+        if orphans and not dry_run:
+            new = list(iter_new_roots(fileio, table_path, {r.key for r in roots}))
+            if new:
+                refs.update(scanner.refs_of(new))
+                orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
     for _, status in sorted(orphans, key=lambda cs: cs[1].path):
         if dry_run or fileio.delete(status.path):
             result.files.append(status.path)

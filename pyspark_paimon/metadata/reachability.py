@@ -22,7 +22,8 @@ That shortcut is checked, never assumed; any other root is folded from scratch. 
 manifest lists (a tag and the snapshot it copies, a branch's copy of its source snapshot) are folded once.
 
 A root whose metadata cannot be read makes the whole computation fail: if we cannot tell what a snapshot
-uses, nothing may be deleted.
+uses, nothing may be deleted. Callers therefore compute it before their first deletion and say so in the
+error (``deletion.nothing_deleted_yet``).
 """
 
 from __future__ import annotations
@@ -126,9 +127,14 @@ def branch_roots(fileio: FileIO, table_path: str, branch: str) -> list[Root]:
     for cid in _changelog_ids(fileio, table_path, branch):
         path = f"{changelog_dir}/{CHANGELOG_PREFIX}{cid}"
         try:
-            text = fileio.read_text(path)
+            data = fileio.read_bytes(path)
         except FileNotFoundError:
             continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptMetadataError(f"{path} is not UTF-8 text ({e}); the changelog file is corrupt. Restore it "
+                                       "from a backup, or delete it if its changelog is no longer needed.") from e
         roots.append(Root(branch, "changelog", str(cid), Snapshot.from_json(text, path)))
     tags = TagManager(fileio, table_path, branch)
     for name in tags.list_names():
@@ -207,7 +213,7 @@ class ReachabilityScanner:
                     prev_names, live = self._visit(root, refs, done, prev_names, live)
                 except PaimonError as e:
                     raise type(e)(f"While finding the files used by {root.describe()} of {self.table_path}: {e} "
-                                  "Nothing was deleted. Repair or delete that snapshot/tag, then retry.") from e
+                                  "Repair or delete that snapshot/tag, then retry.") from e
         return refs
 
     def _visit(self, root: Root, refs: FileRefs, done: set[tuple[str, str]], prev_names: list[str] | None,

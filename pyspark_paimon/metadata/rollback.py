@@ -57,6 +57,7 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
     tags = TagManager(fileio, table_path, branch)
     previous = snapshots.latest_id()
     restored = False
+    all_tags = tags.list_tags()  # read (and validated) before anything is written or deleted
     if tag is not None:
         target: Snapshot = tags.get_tag(tag).snapshot
         if not snapshots.exists(target.id):
@@ -88,7 +89,7 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
         fileio.delete(snapshots.snapshot_path(sid))
     _delete_changelogs_after(fileio, table_path, branch, n)
     deleted_tags = []
-    for t in tags.list_tags():
+    for t in all_tags:
         if t.snapshot.id > n:
             tags.delete(t.name, ignore_if_not_exists=True)
             deleted_tags.append(t.name)

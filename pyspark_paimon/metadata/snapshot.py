@@ -152,6 +152,7 @@ class Snapshot:
 
 
 SNAPSHOT_FIELD_KEYS = frozenset(key for _, key in _JSON_KEYS)
+SNAPSHOT_REQUIRED_KEYS = frozenset(_REQUIRED)  # what a snapshot (or tag) file must hold
 
 
 class SnapshotManager:

@@ -26,6 +26,7 @@ from pyspark_paimon.metadata.jackson import to_jackson_json
 from pyspark_paimon.metadata.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
 from pyspark_paimon.metadata.snapshot import (
     MAIN_BRANCH,
+    SNAPSHOT_REQUIRED_KEYS,
     Snapshot,
     SnapshotManager,
     branch_path,
@@ -144,15 +145,24 @@ def tag_to_json(tag: Tag) -> str:
     return text.replace(json.dumps(_DURATION_TOKEN), _duration_to_json(tag.time_retained_ms))
 
 
+def _corrupt_tag(name: str, source: str, what: str) -> CorruptMetadataError:
+    return CorruptMetadataError(
+        f"Tag file {source} {what}. Restore the file from a backup, or delete tag '{name}' (Table.delete_tag"
+        f"('{name}') without clean_files, or remove the file).")
+
+
 def tag_from_json(name: str, text: str, source: str) -> Tag:
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
-        raise CorruptMetadataError(f"Tag file {source} is not valid JSON ({e}); restore or delete the tag.") from e
+        raise _corrupt_tag(name, source, f"is not valid JSON ({e})") from e
     if not isinstance(d, dict):
-        raise CorruptMetadataError(f"Tag file {source} does not hold a JSON object; restore or delete the tag.")
+        raise _corrupt_tag(name, source, "does not hold a JSON object")
     create = d.pop(CREATE_TIME_KEY, None)
     retained = d.pop(TIME_RETAINED_KEY, None)
+    missing = sorted(SNAPSHOT_REQUIRED_KEYS - d.keys())
+    if missing:
+        raise _corrupt_tag(name, source, f"is not a Paimon tag: it lacks the snapshot fields {missing}")
     return Tag(name, Snapshot.from_dict(d, source), _local_datetime_from_json(create),
                _duration_from_json(retained))
 
@@ -186,7 +196,11 @@ class TagManager:
                 f"Existing tags: {self.list_names() or 'none'}.") from None
 
     def get_tag(self, name: str) -> Tag:
-        return tag_from_json(name, self.read_bytes(name).decode("utf-8"), self.tag_path(name))
+        try:
+            text = self.read_bytes(name).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _corrupt_tag(name, self.tag_path(name), f"is not UTF-8 text ({e})") from e
+        return tag_from_json(name, text, self.tag_path(name))
 
     def get(self, name: str) -> Snapshot:
         return self.get_tag(name).snapshot

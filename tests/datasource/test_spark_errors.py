@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 
+import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
 
+from pyspark_paimon import Catalog
 from tests.sparkutil import load
 from tests.sparkutil import save as write
 
@@ -110,3 +112,23 @@ def test_corrupt_snapshot_file_is_named(spark, kv_table) -> None:
         f.truncate(20)
     text = error_text(lambda: load(spark, kv_table).collect())
     assert f"{snapshot} is not valid JSON" in text
+
+
+def test_memory_uri_is_refused_with_the_reason(spark) -> None:
+    """memory:// lives in one Python process; Spark's readers and writers run in other processes, which see an
+    empty file system. A Spark read or write of a memory:// path (or warehouse) must say so up front instead
+    of "No Paimon table", and the Python API keeps working on memory:// in-process."""
+    table = Catalog("memory://spark-test-wh").create_table("db.t", "id bigint, v string")
+    table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}))
+    assert table.to_arrow().num_rows == 1
+    df = spark.createDataFrame([(2, "b")], "id long, v string")
+    for action in (lambda: load(spark, "memory://spark-test-wh/db.db/t").collect(),
+                   lambda: spark.read.format("paimon").option("warehouse", "memory://spark-test-wh").load("db.t")
+                   .collect(),
+                   lambda: write(df, "memory://spark-test-wh/db.db/t"),
+                   lambda: df.write.format("paimon").mode("append").option("warehouse", "memory://spark-test-wh")
+                   .save("db.t")):
+        text = error_text(action)
+        assert "memory://" in text and "Spark" in text and "local path or object storage" in text, text
+        assert "No Paimon table" not in text, text
+    assert table.to_arrow().num_rows == 1, "nothing was written through Spark"

@@ -264,6 +264,16 @@ class BranchMachine(RuleBasedStateMachine):
         e = min(src.snaps)
         snaps = {sid: u for sid, u in main.snaps.items() if sid < e}
         snaps.update(src.snaps)
+        head = main.latest()
+        if (head or 0) + 1 < e:
+            # The branch starts above main's head + 1: the publish fills that id with main's old content, so a
+            # commit prepared on the old head cannot land there, under the published head.
+            filler = self.table.snapshot((head or 0) + 1)
+            assert result.filler_snapshot == filler.id and filler.delta_record_count == 0
+            snaps[filler.id] = filler.uuid  # type: ignore[assignment]
+            self.contents[filler.uuid] = self.contents[main.snaps[head]] if head is not None else ()  # type: ignore[index]
+        else:
+            assert result.filler_snapshot is None
         tags = {n: t for n, t in main.tags.items()
                 if n not in src.tags and (t[0] < e or src.snaps.get(t[0]) == t[1])}
         tags.update(src.tags)

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from maint_helpers import (
     FakeTable,
+    age_all_files,
     assert_all_roots_intact,
     data_files_on_disk,
     manifests_on_disk,
@@ -275,6 +276,93 @@ def test_unreadable_root_blocks_deletion(table: FakeTable) -> None:
     assert data_files_on_disk(table) == files  # nothing deleted
     with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
         remove_orphan_files(table.fileio, table.path, older_than=FUTURE)
+
+
+# ------------------------------------------------------------------------------------------ corrupt metadata
+def all_files(table: FakeTable) -> dict[str, bytes]:
+    """Every file under the table, with its content."""
+    out = {}
+    for path in Path(table.path).rglob("*"):
+        if path.is_file():
+            out[str(path.relative_to(table.path))] = path.read_bytes()
+    return out
+
+
+CORRUPTIONS = {
+    "truncated": b'{"version" : 3, "id" : 1, "schemaId',
+    "not-utf8": b"\xff\xfe\x00garbage",
+    "not-a-snapshot": b'{"tagCreateTime" : [2025, 1, 1, 0, 0]}',
+}
+
+
+@pytest.fixture
+def history(table: FakeTable) -> FakeTable:
+    """Main: snapshots 1..4 (3 overwrites partition a, so 1 and 2's files are deletable), tag ``keep`` on 4,
+    branch ``b`` (from tag ``keep``) with tag ``bt``; everything aged (orphan removal would act on it)."""
+    table.append()
+    table.append()
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append(dt="b")
+    main = Table(table.fileio, table.path)
+    main.create_tag("keep")
+    table.branch_from_tag("b", "keep")
+    Table(table.fileio, table.path, branch="b").create_tag("bt")
+    table.new_file("a")  # an orphan (a failed write)
+    Path(f"{table.path}/snapshot/.snapshot-9.0b6f3a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b.tmp").write_bytes(b"partial")
+    age_all_files(table)
+    return table
+
+
+@pytest.mark.parametrize("where", ["main", "branch"])
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_tag_stops_expiration_before_anything_is_deleted(history: FakeTable, where: str,
+                                                                   corruption: str) -> None:
+    """Expiration needs every tag of every branch to know what is still used. A corrupt one must stop it
+    before the first deletion (it used to delete snapshot-1 first), with an error naming the file and the fix."""
+    tag_file = f"{history.path}/tag/tag-keep" if where == "main" else f"{history.path}/branch/branch-b/tag/tag-bt"
+    Path(tag_file).write_bytes(CORRUPTIONS[corruption])
+    before = all_files(history)
+    with pytest.raises(CorruptMetadataError) as err:
+        expire(history)
+    gone = sorted(set(before) - set(all_files(history)))
+    assert not gone, f"a corrupt tag must leave every snapshot, manifest and data file; deleted: {gone}"
+    msg = str(err.value)
+    assert tag_file in msg and "Nothing was deleted" in msg, msg
+    assert "restore" in msg.lower() and "delete" in msg.lower(), msg
+    with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
+        expire(history, dry_run=True)
+    with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
+        remove_orphan_files(history.fileio, history.path, older_than=FUTURE)
+    assert all_files(history) == before
+
+
+def test_a_corrupt_tag_stops_tag_deletion_with_clean_files(history: FakeTable) -> None:
+    """Deleting tag ``keep`` with clean_files computes what it alone kept alive from every other root; a
+    corrupt tag elsewhere must stop it before the tag file (or anything else) is deleted."""
+    Path(f"{history.path}/branch/branch-b/tag/tag-bt").write_bytes(CORRUPTIONS["truncated"])
+    before = all_files(history)
+    with pytest.raises(CorruptMetadataError) as err:
+        delete_tags(history.fileio, history.path, "main", ["keep"], clean_files=True)
+    assert sorted(set(before) - set(all_files(history))) == [], "the tag (and its files) must still be there"
+    assert "tag-bt" in str(err.value) and "Nothing was deleted" in str(err.value), str(err.value)
+    with pytest.raises(CorruptMetadataError, match="tag-bt"):
+        expire_tags(history.fileio, history.path, "main", older_than=FUTURE, clean_files=True)
+    assert all_files(history) == before
+    # Without file cleaning only the tag file goes: nothing needs the other roots, and the corrupt tag itself can
+    # be dropped that way (the fix the error names); then expiration goes ahead.
+    assert delete_tags(history.fileio, history.path, "main", ["keep"]).expired_tags == ["keep"]
+    assert delete_tags(history.fileio, history.path, "b", ["bt"]).expired_tags == ["bt"]
+    assert expire(history).expired_snapshots == [1, 2, 3]
+    assert_all_roots_intact(history)
+
+
+def test_a_corrupt_snapshot_of_another_branch_stops_expiration(history: FakeTable) -> None:
+    Path(f"{history.path}/branch/branch-b/snapshot/snapshot-4").write_bytes(CORRUPTIONS["truncated"])
+    before = all_files(history)
+    with pytest.raises(CorruptMetadataError) as err:
+        expire(history)
+    assert sorted(set(before) - set(all_files(history))) == []
+    assert "branch-b/snapshot/snapshot-4" in str(err.value) and "Nothing was deleted" in str(err.value)
 
 
 # ------------------------------------------------------------------------------------------ property test

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,6 +16,7 @@ from maint_helpers import FakeTable, age_all_files, assert_all_roots_intact, dat
 
 from pyspark_paimon.metadata.orphans import remove_orphan_files
 from pyspark_paimon.metadata.reachability import used_files
+from pyspark_paimon.metadata.snapshot import SnapshotManager
 from pyspark_paimon.table import Table
 
 
@@ -140,3 +144,75 @@ def test_unpartitioned_table(tmp_path: Path) -> None:
     result = remove_orphan_files(fileio, path, older_than=int(time.time() * 1000) + 60_000)
     assert [Path(p).name for p in result.files] == ["data-lost-0.parquet"]
     assert os.path.exists(f"{path}/bucket-0/data-live-0.parquet")
+
+
+# ------------------------------------------------------------------------------------------ temp files
+_KILLED_WRITE = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from pyspark_paimon.metadata.fileio import FileIO
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+os.link = os.replace = killed  # killed between writing the temp file and moving it into place
+FileIO().{method}({path!r}, b"partial")
+"""
+
+
+def _killed_write(path: str, method: str) -> None:
+    """Run ``FileIO.<method>(path)`` in a process that is SIGKILLed before the temp file is moved into place,
+    exactly like a commit, schema change or tag write killed mid-way (``finally`` clauses never run)."""
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITE.format(root=root, method=method, path=path)],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+
+
+def _temp_files(path: str) -> set[str]:
+    return {str(p.relative_to(path)) for p in Path(path).rglob(".*.tmp")}
+
+
+def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
+    """A writer killed between writing its temp file and linking/renaming it leaves ``.<name>.<uuid>.tmp`` in
+    ``snapshot/``, ``schema/``, ``tag/`` or a branch directory. Those are orphans like any other: removed once
+    older than the cutoff; never a live snapshot, schema, tag, hint, or a temp file of a write in flight."""
+    table.append()
+    table.append()
+    main = Table(table.fileio, table.path)
+    main.create_tag("t1", 1)
+    table.branch_from_tag("b", "t1")
+    SnapshotManager(table.fileio, table.path).commit_earliest_hint(1)
+    p = table.path
+    for path, method in [(f"{p}/snapshot/snapshot-3", "try_create"), (f"{p}/snapshot/LATEST", "write_bytes"),
+                         (f"{p}/schema/schema-1", "try_create"), (f"{p}/tag/tag-t2", "write_bytes"),
+                         (f"{p}/branch/branch-b/snapshot/snapshot-2", "try_create"),
+                         (f"{p}/branch/branch-b/branch.json", "try_create"),
+                         (f"{p}/manifest/manifest-list-killed-0", "write_bytes")]:
+        _killed_write(path, method)
+    left = _temp_files(p)
+    assert {name.rsplit("/", 1)[0] for name in left} == {
+        "snapshot", "schema", "tag", "branch/branch-b/snapshot", "branch/branch-b", "manifest"}
+    assert len(left) == 7 and not os.path.exists(f"{p}/snapshot/snapshot-3")
+    # Look-alikes that are not our (or Java's) temp files, and metadata: never touched.
+    keep = ["snapshot/.snapshot-1.crc", "snapshot/snapshot-1.tmp", "tag/.tag-t1.not-a-uuid.tmp"]
+    for name in keep:
+        Path(f"{p}/{name}").write_bytes(b"x")
+    age_all_files(table)
+    # A commit in flight right now: its temp file is young and must survive.
+    _killed_write(f"{p}/snapshot/snapshot-4", "try_create")
+    young = _temp_files(p) - left - set(keep)
+    assert len(young) == 1
+    before = {n: Path(f"{p}/{n}").read_bytes() for n in (
+        "snapshot/snapshot-1", "snapshot/snapshot-2", "snapshot/LATEST", "snapshot/EARLIEST", "schema/schema-0",
+        "tag/tag-t1", "branch/branch-b/snapshot/snapshot-1", "branch/branch-b/tag/tag-t1", *keep)}
+
+    dry = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True)
+    assert {str(Path(f).relative_to(p)) for f in dry.files} == left
+    assert _temp_files(p) == left | young | {keep[2]}, "a dry run deletes nothing"
+    result = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1))
+    assert {str(Path(f).relative_to(p)) for f in result.files} == left
+    assert _temp_files(p) == young | {keep[2]}
+    assert {n: Path(f"{p}/{n}").read_bytes() for n in before} == before
+    assert_all_roots_intact(table)
+    assert SnapshotManager(table.fileio, p).latest_id() == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
 
-from pyspark_paimon.errors import SnapshotNotFoundError, TagError, TagNotFoundError
+from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.expire import expire_snapshots
 from pyspark_paimon.metadata.rollback import rollback_to
 from pyspark_paimon.metadata.snapshot import SnapshotManager
@@ -167,3 +167,17 @@ def test_rollback_to_a_tag_whose_id_holds_another_commit_is_refused(tmp_path: Pa
         t.rollback_to(tag="bt")
     assert [s.id for s in t.snapshots()] == before, "a refused rollback changes nothing"
     assert sorted(t.to_arrow({"scan.tag-name": "bt"}).column("id").to_pylist()) == [1, 2]
+
+
+def test_a_corrupt_tag_stops_rollback_before_anything_changes(tmp_path: Path) -> None:
+    """Rollback deletes newer snapshots and the tags on them; it reads every tag first, so a corrupt one stops
+    it while the branch is untouched (it used to delete the snapshots, then fail on the tags)."""
+    table = FakeTable(tmp_path / "t")
+    for _ in range(3):
+        table.append()
+    Table(table.fileio, table.path).create_tag("t3")
+    Path(f"{table.path}/tag/tag-t3").write_bytes(b'{"truncated')
+    before = sorted(os.listdir(f"{table.path}/snapshot"))
+    with pytest.raises(CorruptMetadataError, match="tag-t3"):
+        rollback_to(table.fileio, table.path, snapshot_id=1)
+    assert sorted(os.listdir(f"{table.path}/snapshot")) == before

@@ -1,0 +1,292 @@
+"""Publishing a branch (``fast_forward`` / ``replace_main``) while a writer keeps committing to the target.
+
+Snapshot ids are reused by a publish, so a commit that lands on the target meanwhile must never disappear:
+either it cannot land on the ids the publish is changing, or the publish notices it, undoes itself around
+it and says so. The deterministic tests commit at the dangerous file operation (a ``FileIO`` that commits
+from inside the publish's own call), the stress test races a writer thread against the publish and checks
+every acknowledged commit afterwards.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Callable
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
+from pyspark_paimon.metadata.branches import BranchManager, PublishResult
+from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.snapshot import Snapshot, SnapshotManager
+
+SCHEMA = "id bigint, dt string, amount bigint"
+
+
+def batch(ids: list[int], dt: str) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "dt": [dt] * len(ids), "amount": pa.array(ids, pa.int64())})
+
+
+def ids_of(t: Table) -> set[int]:
+    return set(t.to_arrow().column("id").to_pylist())
+
+
+def main_snapshot(t: Table, sid: int) -> Snapshot:
+    return SnapshotManager(FileIO("file"), t.path).snapshot(sid)
+
+
+class CommitWhen(FileIO):
+    """A FileIO for the publish that, the first time it is about to do ``op`` on ``path_suffix`` of main,
+    commits one batch to main through a separate ``Table`` (a concurrent writer) and records the ack."""
+
+    def __init__(self, table: Table, op: str, path_suffix: str) -> None:
+        super().__init__("file")
+        self.table, self.op, self.suffix = table, op, path_suffix
+        self.acked: Snapshot | None = None
+
+    def _maybe_commit(self, op: str, path: str) -> None:
+        if self.acked is None and op == self.op and path.endswith(self.suffix) and "/branch/" not in path:
+            acked = Table(FileIO("file"), self.table.path).write_arrow(batch([999], "w"))
+            assert acked is not None
+            self.acked = acked
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        self._maybe_commit("create", path)
+        return super().try_create(path, data)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._maybe_commit("write", path)
+        super().write_bytes(path, data)
+
+    def delete(self, path: str) -> bool:
+        self._maybe_commit("delete", path)
+        return super().delete(path)
+
+
+@pytest.fixture
+def table(catalog: Catalog) -> Table:
+    """``orders``: main has snapshots 1..3 (ids 1, 2, 3), tag ``t1`` on 1 and ``t3`` on 3."""
+    t = catalog.create_table("default.orders", SCHEMA, partition_keys=["dt"])
+    t.write_arrow(batch([1], "a"))
+    t.create_tag("t1")
+    t.write_arrow(batch([2], "a"))
+    t.write_arrow(batch([3], "a"))
+    t.create_tag("t3")
+    return t
+
+
+def publish(table: Table, io: FileIO, how: str, branch: str) -> PublishResult:
+    manager = BranchManager(io, table.path)
+    if how == "replace":
+        return manager.replace_main(branch)
+    return manager.fast_forward(branch, force=True)
+
+
+def assert_kept(table: Table, acked: Snapshot) -> None:
+    """The acknowledged commit is main's latest snapshot, unchanged, and its rows are read."""
+    assert main_snapshot(table, acked.id).uuid == acked.uuid
+    assert SnapshotManager(FileIO("file"), table.path).latest_id() == acked.id
+    assert 999 in ids_of(Table(FileIO("file"), table.path))
+
+
+# ------------------------------------------------------------------------------------------ deterministic
+@pytest.mark.parametrize("how", ["force", "replace"])
+def test_a_commit_on_the_old_head_during_a_rewind_is_kept(table: Table, how: str) -> None:
+    """The branch is shorter than main (head 2 < 3): the publish rewrites main below its head and then deletes
+    the head. A writer that read head 3 commits snapshot 4 just before that delete. The publish must notice
+    it, put main's history back under it and say so, instead of hiding snapshot 4 behind the new head 2."""
+    table.create_branch("fix", tag="t1")
+    table.branch_table("fix").write_arrow(batch([10], "f"))
+    before = {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)}
+    io = CommitWhen(table, "delete", "/snapshot/snapshot-3")
+    with pytest.raises(BranchError, match="undone") as err:
+        publish(table, io, how, "fix")
+    assert io.acked is not None and io.acked.id == 4
+    assert "snapshot 4" in str(err.value) and "fix" in str(err.value)
+    assert_kept(table, io.acked)
+    assert {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)} == before, "main's history is restored"
+    assert ids_of(table) == {1, 2, 3, 999}
+
+
+@pytest.mark.parametrize("how", ["force", "replace"])
+def test_a_commit_into_the_id_gap_of_a_publish_is_kept(table: Table, how: str) -> None:
+    """Main was rolled back to 1 after branch ``fix`` was made from its snapshot 3, so the branch's history
+    (3, 4, 5) starts above main's head + 1. A writer on main commits snapshot 2 while the publish is copying
+    the branch's snapshots. Without care that commit lands in the free id 2, under the published head 5,
+    and its rows silently vanish from main."""
+    table.create_branch("fix", tag="t3")
+    fix = table.branch_table("fix")
+    fix.write_arrow(batch([4], "f"))
+    fix.write_arrow(batch([5], "f"))
+    table.rollback_to(1)
+    io = CommitWhen(table, "create", "/snapshot/snapshot-5")
+    with pytest.raises(BranchError, match="undone"):
+        publish(table, io, how, "fix")
+    assert io.acked is not None and io.acked.id == 2
+    assert_kept(table, io.acked)
+    assert ids_of(table) == {1, 999}
+    # Once the writer is done, the same call publishes; the writer's commit is reported as discarded.
+    result = publish(table, FileIO("file"), how, "fix")
+    assert any("snapshot 2 " in d for d in result.discarded)
+    assert ids_of(table) == {1, 2, 3, 4, 5}
+
+
+def test_a_commit_after_the_switch_of_a_gap_publish_goes_on_top(table: Table) -> None:
+    """After the switch, a writer that read main's old head 1 cannot land in the gap: id 2 is taken by the
+    publish (a snapshot carrying main's old content), so its commit retries on the published head."""
+    table.create_branch("fix", tag="t3")
+    table.branch_table("fix").write_arrow(batch([4], "f"))
+    table.rollback_to(1)
+    stale = SnapshotManager(FileIO("file"), table.path).latest()
+    result = BranchManager(FileIO("file"), table.path).fast_forward("fix", force=True)
+    assert result.latest_id == 4 and SnapshotManager(FileIO("file"), table.path).list_ids() == [1, 2, 3, 4]
+    filler = main_snapshot(table, 2)
+    assert filler.delta_record_count == 0 and stale is not None and filler.total_record_count == \
+        stale.total_record_count
+    assert set(table.to_arrow({"scan.snapshot-id": "2"}).column("id").to_pylist()) == {1}
+    # A commit prepared on the old head 1 collides with 2 and lands on top of the published head.
+    acked = Table(FileIO("file"), table.path).write_arrow(batch([999], "w"))
+    assert acked is not None and acked.id == 5 and ids_of(table) == {1, 2, 3, 4, 999}
+
+
+def test_a_commit_between_planning_and_publishing_stops_a_forced_publish(table: Table) -> None:
+    """``force`` discards what main held when the call looked; a commit that lands after that is not part of
+    what the caller agreed to lose, so the publish stops before changing anything."""
+    table.create_branch("fix", tag="t1")
+    table.branch_table("fix").write_arrow(batch([10], "f"))
+    before = {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)}
+    io = CommitWhen(table, "write", "/snapshot/LATEST")  # the publish's first write pins the LATEST hint
+    io.acked = Table(FileIO("file"), table.path).write_arrow(batch([999], "w"))  # lands after planning...
+    manager = BranchManager(io, table.path)
+    real_content = manager._content
+    calls = {"n": 0}
+
+    def content_before_the_commit(branch: str):  # ...because planning saw main without it
+        out = real_content(branch)
+        if branch == "main" and calls["n"] == 0:
+            calls["n"] += 1
+            snaps, tags = out
+            return {sid: s for sid, s in snaps.items() if sid != 4}, tags
+        return out
+
+    manager._content = content_before_the_commit  # type: ignore[method-assign]
+    with pytest.raises(BranchError, match="snapshot 4") as err:
+        manager.fast_forward("fix", force=True)
+    assert "Nothing was published" in str(err.value)
+    assert {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)} == before
+    assert_kept(table, io.acked)
+
+
+def test_replace_main_keeping_the_previous_main_races_a_commit(table: Table) -> None:
+    """replace_main(keep_previous_as=...) saves a copy first; if the publish then stops for a racing commit,
+    the copy it made for this call is removed again and main keeps the commit."""
+    table.create_branch("fix", tag="t1")
+    table.branch_table("fix").write_arrow(batch([10], "f"))
+    io = CommitWhen(table, "delete", "/snapshot/snapshot-3")
+    with pytest.raises(BranchError, match="undone"):
+        BranchManager(io, table.path).replace_main("fix", keep_previous_as="old_main")
+    assert io.acked is not None
+    assert_kept(table, io.acked)
+    assert [b.name for b in table.list_branches()] == ["fix"]
+
+
+# ------------------------------------------------------------------------------------------ stress
+def race(table: Table, publish_call: Callable[[], PublishResult], *, force: bool, delay: float,
+         rounds_after: int = 2) -> str:
+    """Start a writer thread that keeps committing to main (until a few commits after the publish returned),
+    run ``publish_call`` ``delay`` seconds later, then check every acknowledged commit:
+
+    * its rows are in main's latest snapshot; or
+    * ``force`` discarded it, which the result says (it names the commit, or main's history it was part of),
+      and its snapshot file is still intact when it was below the branch's first snapshot; or
+    * the publish raised that it could not be undone, naming the commit, whose snapshot file is intact.
+    """
+    acked: list[Snapshot] = []
+    writer_errors: list[BaseException] = []
+    go = threading.Event()
+    published = threading.Event()
+
+    def writer() -> None:
+        extra = 0
+        go.wait(30)
+        try:
+            while len(acked) < 50 and extra <= rounds_after:
+                if published.is_set():
+                    extra += 1  # a few commits after the publish, on whatever head it left
+                snap = Table(FileIO("file"), table.path).write_arrow(batch([1000 + len(acked)], "w"))
+                assert snap is not None
+                acked.append(snap)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            writer_errors.append(e)
+
+    th = threading.Thread(target=writer)
+    th.start()
+    outcome: PublishResult | PaimonError
+    try:
+        go.set()
+        time.sleep(delay)  # where in the writer's commit the publish starts
+        try:
+            outcome = publish_call()
+        except BranchConflictError as e:  # the safe fast-forward saw main move on: nothing changed
+            outcome = e
+        except BranchError as e:  # a commit raced the publish (BranchPublishRaceError says whether it was undone)
+            outcome = e
+    finally:
+        published.set()
+        th.join(60)
+    assert not th.is_alive()
+    assert not writer_errors, writer_errors
+    head_ids = ids_of(Table(FileIO("file"), table.path))
+    discarded = " ".join(outcome.discarded) if isinstance(outcome, PublishResult) else ""
+    for n, snap in enumerate(acked):
+        if 1000 + n in head_ids:
+            continue
+        label = f"snapshot {snap.id} ({snap.commit_kind} at {snap.time_millis}"
+        intact = SnapshotManager(FileIO("file"), table.path).exists(snap.id) and main_snapshot(
+            table, snap.id).uuid == snap.uuid
+        if isinstance(outcome, BranchError) and not isinstance(outcome, BranchConflictError):
+            undone = getattr(outcome, "undone", True)
+            assert not undone and f"snapshot {snap.id}" in str(outcome) and intact, (
+                f"acknowledged {label} lost its rows", str(outcome), sorted(head_ids))
+        else:
+            assert force and isinstance(outcome, PublishResult) and (label in discarded or intact), (
+                f"acknowledged {label} lost its rows", str(outcome), sorted(head_ids))
+    return type(outcome).__name__
+
+
+@pytest.mark.parametrize("scenario", ["forward", "force-rewind", "force-gap", "replace"])
+def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, scenario: str) -> None:
+    """forward: the branch continues main (B > H); force-rewind: the branch is shorter (B < H); force-gap: main
+    was rolled back below the branch's first snapshot; replace: replace_main with a longer branch."""
+    outcomes = []
+    rng = random.Random(7)
+    for rnd in range(6):
+        t = catalog.create_table(f"default.r_{scenario.replace('-', '_')}_{rnd}", SCHEMA, partition_keys=["dt"])
+        for i in (1, 2, 3):
+            t.write_arrow(batch([i], "a"))
+            t.create_tag(f"t{i}")
+        if scenario == "forward":
+            t.create_branch("dev", from_latest=True)
+            commits = 2
+        elif scenario == "force-gap":
+            t.create_branch("dev", tag="t3")
+            t.rollback_to(1)
+            commits = 2
+        else:
+            t.create_branch("dev", tag="t1")
+            commits = 1 if scenario == "force-rewind" else 3
+        dev = t.branch_table("dev")
+        for i in range(commits):
+            dev.write_arrow(batch([100 + i], "b"))
+        manager = BranchManager(FileIO("file"), t.path)
+        delay = rng.uniform(0, 0.08)
+        if scenario == "forward":
+            outcomes.append(race(t, lambda m=manager: m.fast_forward("dev"), force=False, delay=delay))
+        elif scenario == "replace":
+            outcomes.append(race(t, lambda m=manager: m.replace_main("dev"), force=True, delay=delay))
+        else:
+            outcomes.append(race(t, lambda m=manager: m.fast_forward("dev", force=True), force=True, delay=delay))
+    print(scenario, outcomes)
