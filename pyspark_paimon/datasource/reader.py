@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import inspect
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -57,6 +58,17 @@ _SIMPLE_OPS = {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThan
                LessThan: "<", LessThanOrEqual: "<="}
 _COMPARISONS = (EqualTo, EqualNullSafe, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
 _TRANSLATED = (*_COMPARISONS, In, IsNull, IsNotNull, StringStartsWith)
+
+
+# Spark expects TIMESTAMP (LTZ) columns of a read batch in UTC. pyspark 4.1's to_arrow_schema says so with
+# `timestamp_utc=True`; 4.2 replaced that flag with `timezone=`, so the keyword is chosen once from the signature.
+_UTC_TIMESTAMPS: dict[str, Any] = (
+    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {"timestamp_utc": True})
+
+
+def spark_arrow_schema(schema: StructType) -> pa.Schema:
+    """The exact Arrow schema Spark expects from ``read()`` for ``schema`` (strictly checked on 4.2+)."""
+    return to_arrow_schema(schema, **_UTC_TIMESTAMPS)
 
 
 def read_options_of(ref: TableRef) -> ReadOptions:
@@ -176,7 +188,7 @@ class PaimonReader(DataSourceReader):
             PaimonPartition(0, (), job.context)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        target = to_arrow_schema(self.spark_schema, timezone="UTC")
+        target = spark_arrow_schema(self.spark_schema)
         ref = self.ref
         if ref.system_table:
             batches: Iterable[pa.RecordBatch] = read_system_table(ref.store(), ref.system_table,

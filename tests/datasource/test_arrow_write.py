@@ -64,7 +64,9 @@ def data_files(ctx: WriteContext) -> dict[str, str]:
 
 
 def read(ctx: WriteContext, meta: DataFileMeta) -> pa.Table:
-    return pq.read_table(os.path.join(ctx.table_path, data_files(ctx)[meta.file_name]))
+    # partitioning=None: older pyarrow infers hive partitions from the `dt=...` directories of a file path
+    # and then clashes with the file's own `dt` column.
+    return pq.read_table(os.path.join(ctx.table_path, data_files(ctx)[meta.file_name]), partitioning=None)
 
 
 def all_files(messages: list[CommitMessage]) -> list[DataFileMeta]:
@@ -99,7 +101,7 @@ def test_append_unpartitioned_unaware_bucket(tmp_path) -> None:
     assert rel == f"bucket-0/{meta.file_name}"
     path = os.path.join(ctx.table_path, rel)
     assert meta.file_size == os.path.getsize(path)
-    table = pq.read_table(path)
+    table = pq.read_table(path, partitioning=None)
     assert table.column_names == ["id", "name", "score"]
     assert table.to_pydict() == {"id": [3, 1, 2], "name": ["c", "a", "b" * 40], "score": [0.5, None, 9.0]}
     assert field_ids(path) == {"id": 0, "name": 1, "score": 2}
@@ -216,7 +218,7 @@ def test_pk_layout_sorting_folding_and_meta(tmp_path) -> None:
         path = os.path.join(ctx.table_path, files[meta.file_name])
         assert files[meta.file_name] == f"bucket-{m.bucket}/{meta.file_name}"
         assert meta.file_size == os.path.getsize(path)
-        t = pq.read_table(path)
+        t = pq.read_table(path, partitioning=None)
         assert t.column_names == ["_KEY_k", "_SEQUENCE_NUMBER", "_VALUE_KIND", "k", "name", "amount"]
         assert field_ids(path) == {"_KEY_k": KEY_FIELD_ID_START + 0, "_SEQUENCE_NUMBER": SEQUENCE_NUMBER_ID,
                                    "_VALUE_KIND": VALUE_KIND_ID, "k": 0, "name": 1, "amount": 2}
@@ -447,7 +449,7 @@ def test_timestamps_from_spark(tmp_path) -> None:
     logical = {c.name: str(c.logical_type) for c in pq.ParquetFile(path).schema}
     assert "isAdjustedToUTC=true" in logical["ltz"] and "timeUnit=microseconds" in logical["ltz"]
     assert "isAdjustedToUTC=false" in logical["ms"] and "timeUnit=milliseconds" in logical["ms"]
-    row = pq.read_table(path).to_pylist()[0]
+    row = pq.read_table(path, partitioning=None).to_pylist()[0]
     assert row["ltz"] == instant and row["ntz"] == wall and row["ms"] == wall.replace(microsecond=654000)
     types = [AtomicType("TIMESTAMP_LTZ", precision=6), AtomicType("TIMESTAMP", precision=6),
              AtomicType("TIMESTAMP", precision=3)]

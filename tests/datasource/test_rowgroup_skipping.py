@@ -21,7 +21,7 @@ def _rewrite_with_small_row_groups(table: Any, rows_per_group: int) -> int:
     """Rewrite every data file of ``table`` in place with small row groups (same rows, same schema)."""
     n = 0
     for path in Path(table.path).rglob("*.parquet"):
-        data = pq.read_table(path)
+        data = pq.read_table(path, partitioning=None)
         pq.write_table(data, path, row_group_size=rows_per_group)
         n += 1
     return n
@@ -106,7 +106,7 @@ def test_statistics_outside_pythons_range_keep_row_groups(catalog: Catalog) -> N
     t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()),
                             "ts": pa.array([1577836800000000, 1577836800000001], pa.timestamp("us"))}))
     (path,) = Path(t.path).rglob("*.parquet")
-    data = pq.read_table(path)
+    data = pq.read_table(path, partitioning=None)
     i = data.schema.get_field_index("ts")
     far = pa.array([1577836800000000, 2**62], pa.int64()).cast(data.schema.field(i).type)
     pq.write_table(data.set_column(i, data.schema.field(i), far), path)

@@ -175,7 +175,7 @@ def test_missing_statistics_fall_back_to_whole_section(tmp_path: Path) -> None:
         rows = [{"k": k, "k2": 0, "_seq": n * 100 + k, "_kind": I, "v": n, "s": None, "ts": None} for k in range(50)]
         meta = write_file(tmp_path, schema, rows, row_group_size=10)
         path = tmp_path / meta.file_name
-        pq.write_table(pq.read_table(path), path, row_group_size=10, write_statistics=False)
+        pq.write_table(pq.read_table(path, partitioning=None), path, row_group_size=10, write_statistics=False)
         files.append(replace(meta, file_size=path.stat().st_size))
     metrics = ReadMetrics()
     out = read(tmp_path, schema, files, TINY, metrics=metrics)

@@ -8,11 +8,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_paimon.datasource.engine.ref import resolve_table_ref
 from pyspark_paimon.datasource.engine.system_tables import java_duration, read_system_table
-from pyspark_paimon.datasource.reader import spark_schema
+from pyspark_paimon.datasource.reader import spark_arrow_schema, spark_schema
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.branches import BranchManager
 from pyspark_paimon.table import Table
@@ -73,7 +72,7 @@ def test_columns_are_paimons_and_batches_match_sparks_arrow_schema(spark: Any, p
         assert df.columns == columns, name
         assert df.count() > 0, name
         ref = resolve_table_ref({"path": f"{pk_table.path}${name}"})
-        target = to_arrow_schema(spark_schema(ref), timezone="UTC")
+        target = spark_arrow_schema(spark_schema(ref))
         batches = read_system_table(ref.store(), name).to_batches()
         assert batches, name
         for batch in batches:

@@ -243,7 +243,7 @@ def test_bucket_assignment_matches(world: dict[str, Any], case: str) -> None:
         for entry in _entries(wh, identifier):
             path = _file_path(store, entry)
             assert Path(path).exists(), f"{writer}: manifest names {path}, which is not on disk"
-            data = pq.read_table(path, columns=keys)
+            data = pq.read_table(path, columns=keys, partitioning=None)
             for row in data.to_pylist():
                 found[tuple(row[k] for k in keys)] = entry.bucket
         placement[writer] = found
@@ -335,7 +335,7 @@ def test_sequence_numbers_and_kinds_in_files_match(world: dict[str, Any]) -> Non
         for e in _entries(wh, f"db.layout_{writer}"):
             path = _file_path(store, e)
             key = "id" if writer == "rust" else "_KEY_id"  # rust: thin-mode files (see above)
-            data = pq.read_table(path, columns=[key, "_SEQUENCE_NUMBER", "_VALUE_KIND", "dt"])
+            data = pq.read_table(path, columns=[key, "_SEQUENCE_NUMBER", "_VALUE_KIND", "dt"], partitioning=None)
             rows.extend(data.rename_columns(["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "dt"]).to_pylist())
         contents[writer] = sorted(rows, key=lambda r: (r["dt"], r["_KEY_id"], r["_SEQUENCE_NUMBER"]))
     assert contents["ours"] == contents["pypaimon"] == contents["rust"]

@@ -113,6 +113,30 @@ def _rich_pk_rows(tag: str, n: int) -> list[dict[str, Any]]:
             for i in range(n)]
 
 
+# DECIMAL at the boundaries of Java's Parquet layout (INT32 for p <= 9, INT64 for p <= 18, FIXED_LEN_BYTE_ARRAY
+# above), with the extremes of both signs; the key is an INT64 decimal.
+DECIMAL_TYPES = {"d1": (1, 0), "d9": (9, 2), "d10": (10, 0), "d18": (18, 4), "d19": (19, 0), "d38": (38, 10)}
+DECIMALS_DDL = "k decimal(18,4) not null, " + ", ".join(f"{n} decimal({p},{s})" for n, (p, s) in DECIMAL_TYPES.items())
+
+
+def _nines(p: int, s: int, negative: bool = False) -> Decimal:
+    """The largest (or smallest) DECIMAL(p, s), from text: Decimal arithmetic would round at 28 digits."""
+    return Decimal(("-" if negative else "") + "9" * (p - s) + ("." + "9" * s if s else ""))
+
+
+def _decimal_rows(keys: Iterable[int], tag: int) -> list[dict[str, Any]]:
+    rows = []
+    for k in keys:
+        extreme = _nines(18, 4) - k  # distinct keys next to both ends of DECIMAL(18, 4)
+        row: dict[str, Any] = {"k": Decimal(k).scaleb(-4) - 5 if k % 2 else (-extreme if k % 4 else extreme)}
+        for i, (name, (p, s)) in enumerate(DECIMAL_TYPES.items()):
+            choice = (k + i + tag) % 5
+            row[name] = [_nines(p, s), _nines(p, s, negative=True), Decimal(-tag - 1).scaleb(-s), Decimal(0),
+                         None][choice]
+        rows.append(row)
+    return rows
+
+
 def _arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
@@ -231,6 +255,14 @@ def _write_all(ours: Ours, spark: Any) -> None:  # noqa: PLR0915 - one scenario 
     state = {}
     _upsert(state, _rich_pk_rows("a", 30) + _rich_pk_rows("b", 12), ("k_day", "k_dec", "k_s", "k_ts"))
     exp["rich_pk"] = _sorted({k: v[k] for k in ("k_day", "k_dec", "k_s", "v", "m", "k_ts")} for v in state.values())
+
+    t = ours.create("db.decimals", DECIMALS_DDL, primary_keys=["k"], options={"bucket": 2})
+    state = {}
+    for tag, keys in enumerate([range(0, 12), range(6, 18)]):  # overlapping keys: the second write wins
+        rows = _decimal_rows(keys, tag)
+        ours.write(t, rows)
+        _upsert(state, rows, ("k",))
+    exp["decimals"] = _sorted(state.values())
 
     # merge engines and sequence.field; duplicate keys inside one commit are folded by OUR writer, the
     # commits are merged by THEIR readers
@@ -396,6 +428,7 @@ READS: dict[str, tuple[str, dict[str, Any]]] = {
     "evolved_append": ("db.evolved_append", {}),
     "rich": ("db.rich", {}),
     "rich_pk": ("db.rich_pk", {}),
+    "decimals": ("db.decimals", {}),
     "null_part": ("db.null_part", {}),
     "partial": ("db.partial", {}),
     "agg": ("db.agg", {}),

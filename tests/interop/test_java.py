@@ -17,7 +17,6 @@ Known Java <= 1.0 bug we stay clear of: a non-NULL ROW whose fields are all NULL
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -40,34 +39,6 @@ pytestmark = pytest.mark.interop
 
 UTC = dt.timezone.utc
 RK = "_row_kind"
-
-# Our DECIMAL(p <= 18) columns are FIXED_LEN_BYTE_ARRAY with pyarrow's default dictionary encoding; Java writes
-# INT32/INT64. Java 1.0's vectorised Parquet reader decodes such a column into a long vector and asks the
-# binary dictionary for longs, so any read (and any compaction, which reads) of the file fails.
-SHORT_DECIMAL_BUG = "PlainValuesDictionary$PlainBinaryDictionary"
-
-
-class ShortDecimalUnreadableError(AssertionError):
-    """Java failed on our DECIMAL(p <= 18) column exactly as described in `SHORT_DECIMAL_XFAIL`."""
-
-
-SHORT_DECIMAL_XFAIL = pytest.mark.xfail(strict=True, raises=ShortDecimalUnreadableError, reason=(
-    "Java Paimon 1.0 cannot read our DECIMAL(p<=18) columns: we write them as dictionary-encoded "
-    "FIXED_LEN_BYTE_ARRAY and Java's reader fails in Dictionary.decodeToLong with "
-    "UnsupportedOperationException: PlainValuesDictionary$PlainBinaryDictionary (ParquetDecimalVector -> "
-    "HeapLongVector), on read and on compaction. Plain-encoded FLBA and p > 18 read fine; Java itself "
-    "writes INT32 (p<=9) / INT64 (p<=18)."))
-
-
-@contextlib.contextmanager
-def short_decimal_bug() -> Iterator[None]:
-    """Turn exactly the known DECIMAL failure into `ShortDecimalUnreadableError`; any other error stays."""
-    try:
-        yield
-    except java_oracle.JavaOracleError as error:
-        if SHORT_DECIMAL_BUG in error.error:
-            raise ShortDecimalUnreadableError(str(error)) from error
-        raise
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +92,8 @@ def _upsert(state: dict[Any, dict[str, Any]], rows: Iterable[dict[str, Any]], ki
             state[k] = row
 
 
-# The common types of both directions; DECIMAL(p <= 18) separately (see SHORT_DECIMAL_XFAIL): Java stores
-# DECIMAL(10, 2) as INT64 and DECIMAL(5, 2) as INT32.
+# The common types of both directions; DECIMAL(p <= 18) separately: Java (and we) store DECIMAL(10, 2) as INT64
+# and DECIMAL(5, 2) as INT32, and Java 1.0 cannot read them as FIXED_LEN_BYTE_ARRAY (what we wrote before).
 COMMON = [["id", "INT", False], ["big", "BIGINT"], ["s", "STRING"], ["d", "DOUBLE"], ["dec20", "DECIMAL(20, 4)"],
           ["day", "DATE"], ["ts", "TIMESTAMP(6)"], ["ok", "BOOLEAN"], ["raw", "BYTES"]]
 SHORT_DECIMALS = [["dec10", "DECIMAL(10, 2)"], ["dec5", "DECIMAL(5, 2)"]]
@@ -323,13 +294,8 @@ def test_java_full_compaction_then_more_writes(java: JavaOracle, warehouse: str)
 
 # ============================================================================== 2. we write, Java reads
 
-def _short_decimal_params() -> list[Any]:
-    return [pytest.param(False, id="common-types"),
-            pytest.param(True, id="with-decimal-10-2", marks=SHORT_DECIMAL_XFAIL)]
-
-
-@pytest.mark.parametrize("dec10", _short_decimal_params())
-def test_we_write_append_java_reads(java: JavaOracle, warehouse: str, dec10: bool) -> None:
+def test_we_write_append_java_reads(java: JavaOracle, warehouse: str) -> None:
+    dec10 = True
     t = "db.ours_append"
     columns = [*COMMON, *(SHORT_DECIMALS if dec10 else []), *EXTRA, ["part", "STRING"]]
     table = _create_ours(warehouse, t, columns, partition_keys=["part"], options={"bucket": 2, "bucket-key": "id"})
@@ -340,15 +306,14 @@ def test_we_write_append_java_reads(java: JavaOracle, warehouse: str, dec10: boo
     ]
     for commit in commits:
         _write_ours(table, commit)
-    with short_decimal_bug():
-        by_java = java.read(warehouse, t)
+    by_java = java.read(warehouse, t)
     assert_agree(_ours(warehouse, t), by_java, [r for c in commits for r in c])
 
 
-@pytest.mark.parametrize("dec10", _short_decimal_params())
-def test_we_write_pk_java_reads_then_writes(java: JavaOracle, warehouse: str, dec10: bool) -> None:
+def test_we_write_pk_java_reads_then_writes(java: JavaOracle, warehouse: str) -> None:
     """Java reads our partitioned, bucketed PK table (updates and deletes through ``rowkind.field``), then
     writes to it: its rows must land in the buckets we chose and win over ours (sequence numbers)."""
+    dec10 = True
     t = "db.ours_pk"
     columns = [*COMMON, *(SHORT_DECIMALS if dec10 else []), ["part", "STRING", False], [RK, "STRING"]]
     table = _create_ours(warehouse, t, columns, partition_keys=["part"], primary_keys=["part", "id"],
@@ -364,8 +329,7 @@ def test_we_write_pk_java_reads_then_writes(java: JavaOracle, warehouse: str, de
     for commit in commits:
         _write_ours(table, commit)
         _upsert(state, commit, [r[RK] for r in commit], ("part", "id"))
-    with short_decimal_bug():
-        by_java = java.read(warehouse, t)
+    by_java = java.read(warehouse, t)
     assert_agree(_ours(warehouse, t), by_java, state.values())
 
     # Java honours rowkind.field too: the row kinds travel in the _row_kind column
@@ -395,8 +359,8 @@ def test_mixed_writers_on_a_java_table(java: JavaOracle, warehouse: str) -> None
 
 # ==================================================================== 3. we write, Java compacts, we read
 
-@pytest.mark.parametrize("dec10", _short_decimal_params())
-def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str, dec10: bool) -> None:
+def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str) -> None:
+    dec10 = True  # DECIMAL(10, 2) and (5, 2): written as INT64/INT32 as Java writes them, so Java reads them
     t = "db.ours_compacted"
     columns = [*COMMON, *(SHORT_DECIMALS if dec10 else []), [RK, "STRING"]]
     table = _create_ours(warehouse, t, columns, primary_keys=["id"], options={"bucket": 2, "rowkind.field": RK})
@@ -410,8 +374,7 @@ def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str, dec10: bool
     before = canonical_rows(_ours(warehouse, t))
     assert {f["level"] for f in java.files(warehouse, t)} == {0}
 
-    with short_decimal_bug():
-        java.compact(warehouse, t)
+    java.compact(warehouse, t)
     assert {f["level"] for f in java.files(warehouse, t)} == {5}
     assert canonical_rows(_ours(warehouse, t)) == before
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())

@@ -72,6 +72,8 @@ AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_n
 _RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
 
 _TEMP_IS_ADD = "__paimon_is_add__"
+_TEMP_SORT = "__paimon_sort_"  # sort_for_merge's copies of the sort columns, numbered (names may repeat)
+_TEMP_NULL_RANK = "__paimon_null_rank_"
 _TEMP_GROUP = "__paimon_group__"
 
 
@@ -115,17 +117,44 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
             raise SchemaError(f"Cannot sort for merging: column '{name}' is missing "
                               f"(columns: {', '.join(table.column_names)}).")
     kinds = _kinds(table)
-    is_add = pa.array(~is_retract(kinds))
-    tmp = table.append_column(_TEMP_IS_ADD, is_add)
     seq_order = "descending" if descending_seq else "ascending"
-    # NULL sorts first in both directions (treated as oldest). Keys, _SEQUENCE_NUMBER and the temp column
-    # are never NULL.
-    sort_keys = ([(k, "ascending", "at_start") for k in key_names] +
-                 [(s, seq_order, "at_start") for s in seq_fields] +
-                 ([(rank_column, "ascending", "at_start")] if rank_column else []) +
-                 [(SEQUENCE_NUMBER, "ascending", "at_start"), (_TEMP_IS_ADD, "ascending", "at_start")])
-    indices = pc.sort_indices(tmp, options=pc.SortOptions(sort_keys=sort_keys))
+    # NULL sorts first in both directions (treated as oldest): a column holding NULLs sorts after its
+    # _nulls_first_rank. The columns are copied under numbered names so no user column name can collide.
+    ordered = ([(k, "ascending") for k in key_names] + [(s, seq_order) for s in seq_fields] +
+               ([(rank_column, "ascending")] if rank_column else []) + [(SEQUENCE_NUMBER, "ascending")])
+    columns: dict[str, pa.ChunkedArray | pa.Array] = {}
+    sort_keys: list[tuple[str, str]] = []
+    for i, (name, order) in enumerate(ordered):
+        col = table.column(name)
+        rank = _nulls_first_rank(col)
+        if rank is not None:
+            columns[f"{_TEMP_NULL_RANK}{i}"] = rank
+            sort_keys.append((f"{_TEMP_NULL_RANK}{i}", "ascending"))
+        columns[f"{_TEMP_SORT}{i}"] = col
+        sort_keys.append((f"{_TEMP_SORT}{i}", order))
+    columns[_TEMP_IS_ADD] = pa.array(~is_retract(kinds))
+    sort_keys.append((_TEMP_IS_ADD, "ascending"))
+    indices = pc.sort_indices(pa.table(columns), options=pc.SortOptions(sort_keys=sort_keys))
     return table.take(indices)
+
+
+def _nulls_first_rank(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """Per row 0 for NULL, 1 for NaN, 2 for any other value; None when the column holds neither.
+
+    Java's merge order puts NULL sequence values first (oldest) in both sort directions. Arrow can say so
+    per sort key only from pyarrow 25 on (before, ``null_placement`` is one setting for all keys, and from 25
+    on that setting is deprecated), so the placement is made explicit: this rank sorts ascending just before
+    its column, which then sorts only among equal ranks and never meets a NULL. NaN gets its own rank because
+    Arrow places NaN next to NULL (after it, with NULLs first), and the order must stay exactly the one every
+    pyarrow version gives. Columns without NULL or NaN (``_SEQUENCE_NUMBER`` and non-float keys always, sequence
+    fields nearly always) get no helper column and cost nothing extra."""
+    has_nan = pa.types.is_floating(col.type) and bool(pc.any(pc.is_nan(col)).as_py())
+    if not col.null_count and not has_nan:
+        return None
+    rank = pc.if_else(pc.is_null(col), pa.scalar(0, pa.int8()), pa.scalar(2, pa.int8()))
+    if has_nan:
+        rank = pc.if_else(pc.fill_null(pc.is_nan(col), False), pa.scalar(1, pa.int8()), rank)
+    return rank
 
 
 # ------------------------------------------------------------------------------------------------------

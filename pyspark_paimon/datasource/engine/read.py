@@ -34,6 +34,8 @@ This module never imports pyspark; :class:`ReadContext` and splits are pickled t
 
 from __future__ import annotations
 
+import decimal
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -475,8 +477,7 @@ def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf],
                 st = meta.column(col).statistics
                 if st is None:
                     continue
-                lo = st.min if st.has_min_max else None
-                hi = st.max if st.has_min_max else None
+                lo, hi = _min_max(st) if st.has_min_max else (None, None)
                 nulls = st.null_count if st.has_null_count else None
             except _PARQUET_STATS_ERRORS:  # unreadable statistics: keep the row group
                 continue
@@ -489,6 +490,19 @@ def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf],
         metrics.row_groups_total += md.num_row_groups
         metrics.row_groups_skipped += md.num_row_groups - len(keep)
     return keep
+
+
+def _min_max(st: pq.Statistics) -> tuple[Any, Any]:
+    """A row group's min and max as Python values.
+
+    pyarrow before 23 cannot convert the statistics of a DECIMAL stored as INT32/INT64 (the layout Java and
+    we write for precision <= 18) and raises; their raw unscaled integers are scaled here instead, so such
+    columns keep their row-group skipping on every supported pyarrow."""
+    logical = st.logical_type
+    if st.physical_type in ("INT32", "INT64") and logical is not None and logical.type == "DECIMAL":
+        scale = int(json.loads(logical.to_json())["scale"])
+        return (decimal.Decimal(st.min_raw).scaleb(-scale), decimal.Decimal(st.max_raw).scaleb(-scale))
+    return st.min, st.max
 
 
 def _file_leaves(ctx: ReadContext, file_schema: TableSchema, reader: "_FileReader") -> list[Leaf]:

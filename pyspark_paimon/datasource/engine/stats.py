@@ -175,10 +175,14 @@ def _min_max(column: pa.ChunkedArray | pa.Array, root: str) -> tuple[Any, Any]:
         return None, None
     result = pc.min_max(column)
     lo, hi = result["min"].as_py(), result["max"].as_py()
-    if root in _FLOAT_ROOTS and hi is not None and not math.isnan(hi):
-        # pyarrow skips NaN; Java orders NaN above everything, so the true maximum is NaN.
-        if pc.any(pc.is_nan(column)).as_py():
+    if root in _FLOAT_ROOTS:
+        # pyarrow skips NaN; Java orders NaN above everything, so the true maximum is NaN, and so is the
+        # minimum when every non-NULL value is NaN (pyarrow 18 then reports (inf, -inf), newer ones NaN).
+        nans = pc.sum(pc.is_nan(column).cast(pa.int64())).as_py() or 0
+        if nans:
             hi = math.nan
+            if nans == len(column) - column.null_count:
+                lo = math.nan
     return lo, hi
 
 

@@ -95,6 +95,13 @@ VALUE_KIND_ID = 2147483645
 # readers can merge a large key-overlap section window by window, large enough to keep pages efficient.
 ROW_GROUP_ROWS = 131072
 
+#: Parquet layout settings of every data file we write. ``store_decimal_as_integer``: DECIMAL(p <= 9) as INT32
+#: and DECIMAL(p <= 18) as INT64 (with the DECIMAL logical type), wider ones as FIXED_LEN_BYTE_ARRAY of the
+#: minimal length, which is how Java's ParquetSchemaConverter lays decimals out (§7.2); Java 1.0 and older
+#: read and compact no other layout. Our reader accepts both, because older versions of this library and
+#: pypaimon wrote FIXED_LEN_BYTE_ARRAY for every precision.
+PARQUET_LAYOUT: dict[str, Any] = {"store_decimal_as_integer": True}
+
 #: RowKind spelling in ``rowkind.field`` columns, in byte-value order (0 = +I, 1 = -U, 2 = +U, 3 = -D).
 ROW_KINDS = ("+I", "-U", "+U", "-D")
 _RETRACT_KINDS = pa.array([1, 3], pa.int8())
@@ -630,7 +637,7 @@ class TableWriter:
         file_table = self._to_file_table(chunk)
         self._created.append(path)  # before writing: abort must also remove a half-written file
         # Bounded row groups let readers merge big key-overlap sections window by window (arrow_read).
-        kwargs: dict[str, Any] = {"compression": self._codec, "row_group_size": ROW_GROUP_ROWS}
+        kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": self._codec, "row_group_size": ROW_GROUP_ROWS}
         if self._codec_level is not None:
             kwargs["compression_level"] = self._codec_level
         with fileio.fs.open(path, "wb") as out:
