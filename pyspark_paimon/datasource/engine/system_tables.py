@@ -57,7 +57,7 @@ from pyspark_paimon.metadata.types import (
     string_type,
 )
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.time_travel import resolve_snapshot
+from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
 __all__ = ["SYSTEM_TABLES", "system_table_fields", "system_table_arrow_schema", "check_system_table",
            "read_system_table", "TIME_TRAVEL_TABLES"]
@@ -335,6 +335,7 @@ def _branches(store: FileStore, opts: ReadOptions) -> Columns:
 
 def _read_snapshot(store: FileStore, opts: ReadOptions) -> tuple[Snapshot | None, TableSchema]:
     """The snapshot the read sees (latest, or time travel) and the schema to describe it with."""
+    store, opts = version_branch(store, opts)
     snapshot = resolve_snapshot(store, opts)
     if opts.time_travel and snapshot is not None:
         return snapshot, store.schemas.schema(snapshot.schema_id)
