@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagNotFoundError
+from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.branches import BranchManager
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.tags import TagManager, find_snapshot
+from pyspark_paimon.metadata.tags import TagManager, find_snapshot, last_snapshot_at_or_before
 from pyspark_paimon.planner.read_options import ReadOptions
 
 WATERMARK_PREFIX = "watermark-"
@@ -80,16 +80,9 @@ def resolve_version(store: FileStore, tags: TagManager, version: str) -> Snapsho
 
 
 def snapshot_at_time(store: FileStore, tags: TagManager, ts: int) -> Snapshot:
-    """The latest snapshot committed at or before ``ts``; if those expired, the latest tag at or before it."""
-    snap = store.snapshots.earlier_or_equal_time_millis(ts)
-    if snap is not None:
-        return snap
-    candidates = [t for t in tags.list_tags() if t.snapshot.time_millis <= ts]
-    if candidates:
-        return max(candidates, key=lambda t: t.snapshot.time_millis).snapshot
-    raise SnapshotNotFoundError(
-        f"No snapshot or tag of branch '{store.branch}' of {store.table_path} was committed at or before {ts} "
-        "(epoch ms). Pick a later time.")
+    """The latest snapshot committed at or before ``ts``; if those expired, the latest tag at or before it. The
+    same rule makes a branch or tag "as of" an instant (``tags.AT_OR_BEFORE``), so both see the same state."""
+    return last_snapshot_at_or_before(store.snapshots, tags, ts)
 
 
 def snapshot_at_watermark(store: FileStore, watermark: int) -> Snapshot:
