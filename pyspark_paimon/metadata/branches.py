@@ -538,7 +538,8 @@ class BranchManager:
         return self._dependents(name)
 
     def drop(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
-        """Delete the branch directory (metadata only; data files are left to orphan-file removal)."""
+        """Delete the branch directory (metadata only; data files are left to orphan-file removal). Branches
+        created from it keep their lineage (:meth:`detach_children`)."""
         validate_branch_name(name)
         if not self.exists(name):
             if ignore_if_not_exists:
@@ -548,6 +549,7 @@ class BranchManager:
         if deps:
             raise BranchError(f"Cannot drop branch '{name}': {'; '.join(deps)}. Remove or change that option first "
                               "(Table.remove_options / set_options on that branch).")
+        self.detach_children(name)
         self.fileio.delete_dir(self.branch_dir(name))
         return True
 

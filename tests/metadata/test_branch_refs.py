@@ -165,3 +165,16 @@ def test_a_branch_made_from_an_expired_branch_keeps_its_lineage(table: FakeTable
     # With main's own commit rolled back, c's history contains everything main has: the fast-forward works.
     t.rollback_to(1)
     assert t.fast_forward("c").latest_id == 3
+
+
+def test_dropping_a_branch_by_hand_keeps_its_childrens_lineage_too(table: FakeTable) -> None:
+    table.append()
+    t = api(table)
+    t.create_branch("b", snapshot_id=1)
+    table.append(branch="b")
+    t.branch_table("b").create_branch("c", snapshot_id=2)
+    t.drop_branch("b")
+    via = BranchManager(table.fileio, table.path).lineage("c").via  # type: ignore[union-attr]
+    assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
+    assert [h[1] for h in via.history] == [1]  # b's copy of main's snapshot 1
+    assert t.fast_forward("c").latest_id == 2
