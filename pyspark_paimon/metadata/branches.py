@@ -571,6 +571,8 @@ class BranchManager:
             if not uuid_ or not any(s.uuid == uuid_ for s in at_fork):
                 continue  # the dropped branch moved on since the fork: nothing of its history is the child's
             history = {_identity(s) for s in list(snaps.values()) + [t for t, _ in tags.values()] if s.id < fork}
+            if lin is not None and lin.source_snapshot_id is not None and lin.source_snapshot_uuid:
+                history.add(("uuid", lin.source_snapshot_id, lin.source_snapshot_uuid))  # its own fork, if expired
             if lin is None:  # made without lineage: its own history is all we know
                 via = LineageVia("", None, None, tuple(sorted(history, key=str)))
             elif lin.via is not None and not self.exists(lin.source_branch):

@@ -178,3 +178,23 @@ def test_dropping_a_branch_by_hand_keeps_its_childrens_lineage_too(table: FakeTa
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     assert [h[1] for h in via.history] == [1]  # b's copy of main's snapshot 1
     assert t.fast_forward("c").latest_id == 2
+
+
+def test_lineage_survives_dropping_a_chain_of_ancestors_parents_first(table: FakeTable) -> None:
+    """main s1 -> a (a2) -> b (b3) -> c (c4); a and b expire in one call: c still descends from main's s1."""
+    table.append()
+    t = api(table)
+    t.create_branch("a", snapshot_id=1)
+    table.append(branch="a")
+    t.branch_table("a").create_branch("b", snapshot_id=2)
+    table.append(branch="b")
+    t.branch_table("b").create_branch("c", snapshot_id=3)
+    table.append(branch="c")
+    created = BranchManager(table.fileio, table.path).info("c").create_time_millis
+    result = expire_branches(table.fileio, table.path, older_than=created)  # a and b, not c
+    assert result.expired_branches == ["a", "b"] and result.relinked_branches == ["c"]
+    via = BranchManager(table.fileio, table.path).lineage("c").via  # type: ignore[union-attr]
+    assert via is not None and (via.source_branch, via.source_snapshot_id) == ("main", 1)
+    assert sorted(h[1] for h in via.history) == [1, 2]  # main s1 (a copied it), a2 (b copied it)
+    assert t.fast_forward("c").latest_id == 4  # without the inherited history: "main was rolled back"
+    assert_all_roots_intact(table)
