@@ -284,6 +284,7 @@ def _history(t: Table, a: argparse.Namespace) -> list[Row]:
 
 _RETAINED = Arg("time_retained", "how long the ref is kept, e.g. '1 d', '12 h' (default: never expires; tags: "
                                  "the table's tag.default-time-retained)")
+_SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", _int, aliases=("snapshot_id",))
 _OLDER_THAN = Arg("older_than", "an instant: epoch ms or 'yyyy-MM-dd HH:mm:ss' (local time)")
 _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
 _CLEAN = Arg("clean_files", "also delete the files only the deleted tags kept alive (default true, as Java)",
@@ -297,13 +298,13 @@ def _rule(default: str, why: str) -> Arg:
 
 PROCEDURES: tuple[Procedure, ...] = (
     Procedure("create_tag", "create a tag of the latest snapshot or of --snapshot", (
-        Arg("tag", "tag name", required=True), Arg("snapshot", "snapshot id (default: latest)", _int),
+        Arg("tag", "tag name", required=True), _SNAPSHOT,
         _RETAINED), _create_tag),
     Procedure("create_tag_from_timestamp", "create a tag of the snapshot an instant selects", (
         Arg("tag", "tag name", required=True), Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),
         _RETAINED, _rule(AT_OR_AFTER, "Paimon's rule")), _create_tag_from_timestamp),
     Procedure("replace_tag", "point an existing tag at the latest snapshot or at --snapshot", (
-        Arg("tag", "tag name", required=True), Arg("snapshot", "snapshot id (default: latest)", _int),
+        Arg("tag", "tag name", required=True), _SNAPSHOT,
         _RETAINED), _replace_tag),
     Procedure("delete_tag", "delete tags (comma-separated)", (
         Arg("tag", "tag name(s), comma-separated", required=True), _CLEAN), _delete_tag),
