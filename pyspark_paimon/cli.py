@@ -356,17 +356,20 @@ PROCEDURES: tuple[Procedure, ...] = (
 
 
 # ------------------------------------------------------------------------------------------- main
-def _storage_options(pairs: Sequence[str]) -> dict[str, str]:
-    out = {}
+def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """``--fs key=value`` pairs as fsspec keyword arguments. ``true``/``false`` become booleans (fsspec flags
+    such as s3fs's ``anon`` treat any non-empty string as true); every other value stays a string."""
+    out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise OptionError(f"--fs takes a storage option as key=value, got '{pair}'.")
-        out[key.strip()] = value
+        low = value.strip().lower()
+        out[key.strip()] = (low == "true") if low in ("true", "false") else value
     return out
 
 
-def open_table(table: str, warehouse: str | None, branch: str | None, storage: dict[str, str]) -> Table:
+def open_table(table: str, warehouse: str | None, branch: str | None, storage: dict[str, Any]) -> Table:
     """The table a command names: a table directory (``/wh/db.db/t``, ``s3://...``), or ``db.t`` with
     ``--warehouse``; either may carry ``$branch_<b>``, or give ``--on_branch``."""
     suffix = split_suffix(table)[1]
@@ -391,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "which needs quoting in a shell). Not --branch: Paimon's procedures use that name "
                              "for the branch they create or publish")
     common.add_argument("--fs", action="append", default=[], metavar="KEY=VALUE",
-                        help="fsspec storage option (repeatable), e.g. --fs anon=false")
+                        help="fsspec storage option (repeatable), e.g. --fs anon=false (true/false become booleans)")
     common.add_argument("--json", action="store_true", help="print the result as JSON lines")
     parser = argparse.ArgumentParser(
         prog=PROG, description="Paimon table maintenance (Paimon's CALL sys.<procedure> names and arguments).")

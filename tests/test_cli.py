@@ -114,6 +114,8 @@ def test_errors_are_one_line_and_exit_non_zero(capsys: Any, table: Table) -> Non
     assert len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "create_tag", "--table", table.path + "_missing", "--tag", "x")
     assert code == 1 and "Traceback" not in err
+    assert cli._storage_options(["anon=false", "secret=123", "token=a=b"]) == {
+        "anon": False, "secret": "123", "token": "a=b"}
     code, _, err = run(capsys, "list_tags", "--table", table.path, "--fs", "novalue")
     assert code == 1 and "key=value" in err
     code, _, err = run(capsys, "list_tags", "--table", table.path + "$branch_a", "--on_branch", "b")
