@@ -23,7 +23,9 @@ first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which ``r
 reclaims, but never a snapshot whose files are gone; Java deletes data first, which can leave exactly that);
 (3) re-list every root of every branch and protect anything that appeared meanwhile (a tag or branch created
 concurrently); (4) delete data, changelog, index and statistics files; (5) delete manifests and manifest
-lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2).
+lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2), and
+:func:`expire_branches` (branch retention, ``create_branch(time_retained=)``) with whole branch directories in
+(2), after handing each surviving child branch the history it inherits through the dropped one.
 
 **No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
 deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
