@@ -188,29 +188,35 @@ class Table:
     # -- tags, rollback and maintenance (logic in metadata/tags, rollback, expire, orphans) -------
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: Any = None,
                    from_timestamp: Any = None, from_tag: str | None = None,
-                   ignore_if_exists: bool = False) -> _tags.Tag:
+                   ignore_if_exists: bool = False, timestamp_rule: str = _tags.AT_OR_AFTER) -> _tags.Tag:
         """Tag the latest snapshot, ``snapshot_id`` (an expired one if a tag preserved it), the snapshot of
-        tag ``from_tag``, or the first snapshot committed at or after ``from_timestamp`` (epoch ms or a
-        datetime; naive = local time). ``time_retained`` ('7 d', a timedelta or ms) defaults to the table's
-        ``tag.default-time-retained``; a tag without retention never expires."""
+        tag ``from_tag``, or the snapshot ``from_timestamp`` (epoch ms or a datetime; naive = local time)
+        selects: by default the first committed at or after it (Paimon's ``create_tag_from_timestamp``), with
+        ``timestamp_rule='last-at-or-before'`` the last committed at or before it (the table as of that
+        instant, as Databend and Iceberg tag "as of"). ``time_retained`` ('7 d', a timedelta or ms) defaults
+        to the table's ``tag.default-time-retained``; a tag without retention never expires."""
         return _tags.create_tag(self.fileio, self.path, self.branch, name, snapshot_id=snapshot_id,
                                 from_tag=from_tag, from_timestamp=from_timestamp, time_retained=time_retained,
-                                ignore_if_exists=ignore_if_exists, options=self.options)
+                                ignore_if_exists=ignore_if_exists, options=self.options,
+                                timestamp_rule=timestamp_rule)
 
     def replace_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: Any = None,
-                    from_timestamp: Any = None, from_tag: str | None = None) -> _tags.Tag:
-        """Move the existing tag ``name`` (to the latest snapshot unless a source is given)."""
+                    from_timestamp: Any = None, from_tag: str | None = None,
+                    timestamp_rule: str = _tags.AT_OR_AFTER) -> _tags.Tag:
+        """Move the existing tag ``name`` (to the latest snapshot unless a source is given; sources as in
+        :meth:`create_tag`)."""
         return _tags.replace_tag(self.fileio, self.path, self.branch, name, snapshot_id=snapshot_id,
                                  from_tag=from_tag, from_timestamp=from_timestamp, time_retained=time_retained,
-                                 options=self.options)
+                                 options=self.options, timestamp_rule=timestamp_rule)
 
     def rename_tag(self, old: str, new: str) -> _tags.Tag:
         return _tags.TagManager(self.fileio, self.path, self.branch).rename(old, new)
 
     def delete_tag(self, name: str | Sequence[str], *, ignore_if_not_exists: bool = False,
-                   clean_files: bool = False) -> list[str]:
-        """Delete tag(s) (a name, a comma-separated list, or a list). Only the tag files are removed unless
-        ``clean_files``, which also deletes the files nothing else (on any branch) still references."""
+                   clean_files: bool = True) -> list[str]:
+        """Delete tag(s) (a name, a comma-separated list, or a list) and, as Java Paimon does, the files only
+        they kept alive: files no snapshot, tag or changelog of any branch still references.
+        ``clean_files=False`` removes only the tag files (``remove_orphan_files`` reclaims the rest later)."""
         names = [n.strip() for n in name.split(",")] if isinstance(name, str) else list(name)
         return _expire.delete_tags(self.fileio, self.path, self.branch, names, clean_files=clean_files,
                                    ignore_if_not_exists=ignore_if_not_exists).expired_tags
@@ -233,9 +239,10 @@ class Table:
                                         retain_min=retain_min, older_than=older_than, max_deletes=max_deletes,
                                         options=self.options, dry_run=dry_run)
 
-    def expire_tags(self, older_than: Any = None, *, clean_files: bool = False) -> list[str]:
+    def expire_tags(self, older_than: Any = None, *, clean_files: bool = True) -> list[str]:
         """Delete this branch's tags past their retention (and, with ``older_than``, all tags created before
-        it); returns their names."""
+        it) and, as Java does, the files only they kept alive (``clean_files=False``: the tag files only);
+        returns their names."""
         return _expire.expire_tags(self.fileio, self.path, self.branch, older_than=older_than,
                                    clean_files=clean_files).expired_tags
 
@@ -307,13 +314,29 @@ class Table:
         return _branches.BranchManager(self.fileio, self.path)
 
     def create_branch(self, name: str, tag: str | None = None, *, snapshot_id: int | None = None,
-                      from_latest: bool = False, ignore_if_exists: bool = False) -> _branches.BranchInfo:
+                      from_latest: bool = False, from_timestamp: Any = None,
+                      timestamp_rule: str = _tags.AT_OR_BEFORE, time_retained: Any = None,
+                      ignore_if_exists: bool = False) -> _branches.BranchInfo:
         """Create branch ``name`` from this branch: from ``tag`` (Paimon's way), from ``snapshot_id`` (an
-        expired one if a tag preserved it), from the latest snapshot (``from_latest=True``), or, with none of
-        these, empty (the current schema, no data; its first commit is snapshot 1). The branch shares data
-        files with this one; its origin is recorded in ``branch/branch-<name>/branch.json``."""
+        expired one if a tag preserved it), from the latest snapshot (``from_latest=True``), from the snapshot
+        ``from_timestamp`` (epoch ms or datetime; naive = local time) selects, or, with none of these, empty
+        (the current schema, no data; its first commit is snapshot 1). A timestamp selects by default the last
+        snapshot committed at or before it (the table as a read ``timestampAsOf`` it sees, as Databend and
+        Iceberg branch "as of"); ``timestamp_rule='first-at-or-after'`` picks Paimon's tag rule instead.
+        ``time_retained`` ('7 d', timedelta, ms): :meth:`expire_branches` drops the branch once it has
+        passed. The branch shares data files with this one; its origin and retention are recorded in
+        ``branch/branch-<name>/branch.json``."""
         return self._branch_manager().create(name, self.branch, tag=tag, snapshot_id=snapshot_id,
-                                              from_latest=from_latest, ignore_if_exists=ignore_if_exists)
+                                              from_latest=from_latest, from_timestamp=from_timestamp,
+                                              timestamp_rule=timestamp_rule, time_retained=time_retained,
+                                              ignore_if_exists=ignore_if_exists)
+
+    def expire_branches(self, older_than: Any = None, *, dry_run: bool = False) -> _expire.BranchExpireResult:
+        """Drop the table's branches whose ``time_retained`` has passed (and, with ``older_than``, every branch
+        created before it), deleting the files only they referenced; no file another snapshot, tag or branch
+        can reach is touched. Branches another branch's options read from are kept (``result.kept``);
+        branches created from a dropped one keep their lineage. ``dry_run`` only reports."""
+        return _expire.expire_branches(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
 
     def list_branches(self) -> list[_branches.BranchInfo]:
         """Every branch of the table except ``main``, by name."""

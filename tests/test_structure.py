@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, str]] = [
     ("pyspark_paimon.datasource.engine", "engine"),
     ("pyspark_paimon.table", "api"),
     ("pyspark_paimon.catalog", "api"),
+    ("pyspark_paimon.cli", "api"),
     ("pyspark_paimon.datasource", "spark"),
     ("pyspark_paimon.demo", "app"),
     ("pyspark_paimon", "package"),

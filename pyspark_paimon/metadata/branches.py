@@ -107,7 +107,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, NoReturn
 
 from pyspark_paimon.errors import (
@@ -138,7 +138,16 @@ from pyspark_paimon.metadata.snapshot import (
     branch_path,
     now_millis,
 )
-from pyspark_paimon.metadata.tags import TAG_PREFIX, TagManager, find_snapshot, tag_from_json
+from pyspark_paimon.metadata.tags import (
+    AT_OR_BEFORE,
+    TAG_PREFIX,
+    TagManager,
+    check_timestamp_rule,
+    find_snapshot,
+    snapshot_as_of,
+    tag_from_json,
+)
+from pyspark_paimon.metadata.timeutil import duration_millis, to_millis
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +164,31 @@ _BRANCH_OPTIONS = (SCAN_FALLBACK_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH, SCAN_FAL
 
 # ------------------------------------------------------------------------------------------- records
 @dataclass(frozen=True)
+class LineageVia:
+    """The history a branch inherited through a source branch that was dropped (``expire_branches``), so the
+    ancestry check of :meth:`BranchManager.fast_forward` keeps working: the identities of the dropped
+    branch's snapshots and tags below this branch's fork, and where the dropped branch itself came from."""
+
+    source_branch: str  # '' when the dropped branch had no lineage itself (the walk stops there)
+    source_snapshot_id: int | None  # None: the dropped branch was created empty
+    source_snapshot_uuid: str | None
+    history: tuple[tuple, ...] = ()  # snapshot identities (see ``_identity``)
+
+    def to_dict(self) -> dict:
+        return {"sourceBranch": self.source_branch, "sourceSnapshotId": self.source_snapshot_id,
+                "sourceSnapshotUuid": self.source_snapshot_uuid, "history": [list(h) for h in self.history]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LineageVia":
+        return cls(str(d.get("sourceBranch") or ""), _opt_int(d.get("sourceSnapshotId")),
+                   d.get("sourceSnapshotUuid"), tuple(tuple(h) for h in d.get("history") or ()))
+
+
+@dataclass(frozen=True)
 class BranchLineage:
-    """Where a branch came from (``branch.json``). ``source_snapshot_id`` is None for an empty branch."""
+    """Where a branch came from (``branch.json``). ``source_snapshot_id`` is None for an empty branch.
+    ``time_retained_millis``: the branch's retention (``expire_branches`` drops it once
+    ``created_at_millis + time_retained_millis`` has passed); None keeps it forever."""
 
     source_branch: str
     source_tag: str | None
@@ -165,9 +197,11 @@ class BranchLineage:
     source_schema_id: int | None
     created_at_millis: int
     created_by: str = "pyspark-paimon"
+    time_retained_millis: int | None = None
+    via: LineageVia | None = None
 
     def to_json(self) -> str:
-        return json.dumps({
+        d: dict = {
             "version": LINEAGE_VERSION,
             "sourceBranch": self.source_branch,
             "sourceTag": self.source_tag,
@@ -176,19 +210,31 @@ class BranchLineage:
             "sourceSchemaId": self.source_schema_id,
             "createdAtMillis": self.created_at_millis,
             "createdBy": self.created_by,
-        }, indent=2)
+        }
+        if self.time_retained_millis is not None:
+            d["timeRetainedMillis"] = self.time_retained_millis
+        if self.via is not None:
+            d["via"] = self.via.to_dict()
+        return json.dumps(d, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> "BranchLineage":
         d = json.loads(text)
+        via = d.get("via")
         return cls(str(d.get("sourceBranch") or MAIN_BRANCH), d.get("sourceTag"),
                    _opt_int(d.get("sourceSnapshotId")), d.get("sourceSnapshotUuid"),
                    _opt_int(d.get("sourceSchemaId")), int(d.get("createdAtMillis") or 0),
-                   str(d.get("createdBy") or ""))
+                   str(d.get("createdBy") or ""), _opt_int(d.get("timeRetainedMillis")),
+                   LineageVia.from_dict(via) if isinstance(via, dict) else None)
+
+    @property
+    def expire_at_millis(self) -> int | None:
+        if self.time_retained_millis is None:
+            return None
+        return self.created_at_millis + self.time_retained_millis
 
     def with_source_branch(self, name: str) -> "BranchLineage":
-        return BranchLineage(name, self.source_tag, self.source_snapshot_id, self.source_snapshot_uuid,
-                             self.source_schema_id, self.created_at_millis, self.created_by)
+        return replace(self, source_branch=name)
 
 
 def _opt_int(v: object) -> int | None:
@@ -211,6 +257,14 @@ class BranchInfo:
     source_snapshot_id: int | None = None
     latest_snapshot_id: int | None = None
     has_lineage: bool = False
+    time_retained_millis: int | None = None  # retention given at creation (None: kept until dropped)
+
+    @property
+    def expire_time_millis(self) -> int | None:
+        """When ``expire_branches`` may drop the branch (epoch ms), or None without a retention."""
+        if self.time_retained_millis is None:
+            return None
+        return self.create_time_millis + self.time_retained_millis
 
 
 @dataclass
@@ -304,8 +358,25 @@ class BranchManager:
             created = branch_dirs(self.fileio, self.table_path).get(name, 0)
         latest = SnapshotManager(self.fileio, self.table_path, name).latest_id()
         if lin is None:
-            return BranchInfo(name, created, latest_snapshot_id=latest)
-        return BranchInfo(name, created, lin.source_branch, lin.source_tag, lin.source_snapshot_id, latest, True)
+            tag, snapshot_id = self._inferred_origin(name)
+            return BranchInfo(name, created, None, tag, snapshot_id, latest_snapshot_id=latest)
+        return BranchInfo(name, created, lin.source_branch, lin.source_tag, lin.source_snapshot_id, latest, True,
+                          lin.time_retained_millis)
+
+    def _inferred_origin(self, name: str) -> tuple[str | None, int | None]:
+        """Tag and snapshot a branch without lineage (made by Paimon or pypaimon) was created from, inferred as
+        Paimon's ``$branches`` did while it had these columns: the branch's earliest snapshot, and the tag on it
+        when that tag is the branch's oldest (creating from a tag copies exactly that tag)."""
+        earliest = SnapshotManager(self.fileio, self.table_path, name).earliest_id()
+        try:
+            tags = TagManager(self.fileio, self.table_path, name).list_tags()
+        except CorruptMetadataError:
+            return None, earliest
+        if tags and tags[0].snapshot.id == earliest:
+            on_first = [t.name for t in tags if t.snapshot.id == earliest]
+            if len(on_first) == 1:
+                return on_first[0], earliest
+        return None, earliest
 
     def list_branches(self) -> list[BranchInfo]:
         """Every branch but ``main``, by name (what ``$branches`` shows)."""
@@ -330,15 +401,21 @@ class BranchManager:
 
     # -- create ------------------------------------------------------------------------------------
     def create(self, name: str, source_branch: str = MAIN_BRANCH, *, tag: str | None = None,
-               snapshot_id: int | None = None, from_latest: bool = False,
+               snapshot_id: int | None = None, from_latest: bool = False, from_timestamp: object = None,
+               timestamp_rule: str = AT_OR_BEFORE, time_retained: object = None,
                ignore_if_exists: bool = False) -> BranchInfo:
-        """Create branch ``name`` from ``source_branch``'s tag, snapshot id, latest snapshot, or empty."""
+        """Create branch ``name`` from ``source_branch``'s tag, snapshot id, latest snapshot, the snapshot
+        ``from_timestamp`` selects by ``timestamp_rule`` (default: the last committed at or before it, i.e. the
+        table as a read at that instant sees it), or empty. ``time_retained`` (``'7 d'``, timedelta, ms) is
+        stored in the lineage file; ``expire_branches`` drops the branch once it has passed."""
         validate_branch_name(name)
         source_branch = source_branch or MAIN_BRANCH
-        given = [x for x in (tag, snapshot_id, from_latest or None) if x is not None]
+        given = [x for x in (tag, snapshot_id, from_latest or None, from_timestamp) if x is not None]
         if len(given) > 1:
-            raise BranchError("Give at most one of tag=, snapshot_id= and from_latest=True (none creates an empty "
-                              "branch holding only the current schema).")
+            raise BranchError("Give at most one of tag=, snapshot_id=, from_timestamp= and from_latest=True (none "
+                              "creates an empty branch holding only the current schema).")
+        check_timestamp_rule(timestamp_rule)
+        retained = duration_millis(time_retained, "time_retained") if time_retained is not None else None
         if snapshot_id is not None and (isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)):
             raise BranchError(f"snapshot_id must be an int, got {snapshot_id!r}.")
         self._require(source_branch)
@@ -361,6 +438,9 @@ class BranchManager:
         last_schema = schema_ids[-1]
         snapshots = SnapshotManager(self.fileio, self.table_path, source_branch)
         tags = TagManager(self.fileio, self.table_path, source_branch)
+        if from_timestamp is not None:
+            snapshot_id = snapshot_as_of(snapshots, tags, to_millis(from_timestamp, "from_timestamp"),
+                                         timestamp_rule).id
         if tag is not None:
             tag_path = tags.tag_path(tag)
             tag_text = tags.read_bytes(tag).decode("utf-8")
@@ -389,7 +469,8 @@ class BranchManager:
 
         root = self.branch_dir(name)
         lineage = BranchLineage(source_branch, tag, source.id if source else None,
-                                source.uuid if source else None, last_schema, now_millis())
+                                source.uuid if source else None, last_schema, now_millis(),
+                                time_retained_millis=retained)
         # The lineage file is created first and atomically: it claims the name against a concurrent creator.
         if not self.fileio.try_create(f"{root}/{LINEAGE_FILE}", lineage.to_json().encode("utf-8")):
             if ignore_if_exists:
@@ -452,8 +533,13 @@ class BranchManager:
                     out.append(f"branch '{b}' has '{option.key}' = '{name}'")
         return out
 
+    def dependents(self, name: str) -> list[str]:
+        """Why branch ``name`` cannot be dropped: the branches whose options read from it (empty = none)."""
+        return self._dependents(name)
+
     def drop(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
-        """Delete the branch directory (metadata only; data files are left to orphan-file removal)."""
+        """Delete the branch directory (metadata only; data files are left to orphan-file removal). Branches
+        created from it keep their lineage (:meth:`detach_children`)."""
         validate_branch_name(name)
         if not self.exists(name):
             if ignore_if_not_exists:
@@ -463,8 +549,43 @@ class BranchManager:
         if deps:
             raise BranchError(f"Cannot drop branch '{name}': {'; '.join(deps)}. Remove or change that option first "
                               "(Table.remove_options / set_options on that branch).")
+        self.detach_children(name)
         self.fileio.delete_dir(self.branch_dir(name))
         return True
+
+    def detach_children(self, name: str) -> list[str]:
+        """Before branch ``name`` is dropped: give each branch created from it the history it inherits through
+        ``name`` (:class:`LineageVia`), so their lineage survives the drop. Returns the branches updated."""
+        lin = self.lineage(name)
+        children = [(b, c) for b in self.names() if b != name for c in [self.lineage(b)]
+                    if c is not None and c.source_branch == name]
+        if not children:
+            return []
+        snaps, tags = self._content(name)
+        updated = []
+        for child, clin in children:
+            fork, uuid_ = clin.source_snapshot_id, clin.source_snapshot_uuid
+            if fork is None:
+                continue  # an empty branch inherits nothing
+            at_fork = [s for s in [snaps.get(fork)] if s is not None] + [s for s, _ in tags.values() if s.id == fork]
+            if not uuid_ or not any(s.uuid == uuid_ for s in at_fork):
+                continue  # the dropped branch moved on since the fork: nothing of its history is the child's
+            history = {_identity(s) for s in list(snaps.values()) + [t for t, _ in tags.values()] if s.id < fork}
+            if lin is not None and lin.source_snapshot_id is not None and lin.source_snapshot_uuid:
+                history.add(("uuid", lin.source_snapshot_id, lin.source_snapshot_uuid))  # its own fork, if expired
+            if lin is None:  # made without lineage: its own history is all we know
+                via = LineageVia("", None, None, tuple(sorted(history, key=str)))
+            elif lin.via is not None and not self.exists(lin.source_branch):
+                history |= {h for h in lin.via.history if int(h[1]) < (lin.source_snapshot_id or 0)}
+                via = LineageVia(lin.via.source_branch, lin.via.source_snapshot_id, lin.via.source_snapshot_uuid,
+                                 tuple(sorted(history, key=str)))
+            else:
+                via = LineageVia(lin.source_branch, lin.source_snapshot_id, lin.source_snapshot_uuid,
+                                 tuple(sorted(history, key=str)))
+            self.fileio.write_bytes(f"{self.branch_dir(child)}/{LINEAGE_FILE}",
+                                    replace(clin, via=via).to_json().encode("utf-8"))
+            updated.append(child)
+        return updated
 
     def rename(self, old: str, new: str) -> BranchInfo:
         """Rename a branch directory; lineage files naming ``old`` as their source follow the rename."""
@@ -532,15 +653,28 @@ class BranchManager:
                 fork = 1
                 break
             fork = lin.source_snapshot_id
-            if lin.source_snapshot_uuid:
-                known.setdefault(fork, set()).add(("uuid", fork, lin.source_snapshot_uuid))
+            fork_uuid = lin.source_snapshot_uuid
+            if fork_uuid:
+                known.setdefault(fork, set()).add(("uuid", fork, fork_uuid))
             src = lin.source_branch
+            if lin.via is not None and not self.exists(src):
+                # The source was dropped (expire_branches): continue with the history it recorded for us.
+                for ident in lin.via.history:
+                    known.setdefault(int(ident[1]), set()).add(ident)
+                if not lin.via.source_branch:
+                    break  # the dropped branch had no lineage: nothing is known further back
+                if lin.via.source_snapshot_id is None:
+                    fork = 1
+                    break
+                fork, fork_uuid, src = lin.via.source_snapshot_id, lin.via.source_snapshot_uuid, lin.via.source_branch
+                if fork_uuid:
+                    known.setdefault(fork, set()).add(("uuid", fork, fork_uuid))
             if src == target or src in seen or not self.exists(src):
                 break
             src_snaps, src_tags = self._content(src)
             at_fork = [s for s in [src_snaps.get(fork)] if s is not None] + [
                 s for s, _ in src_tags.values() if s.id == fork]
-            if not lin.source_snapshot_uuid or not any(s.uuid == lin.source_snapshot_uuid for s in at_fork):
+            if not fork_uuid or not any(s.uuid == fork_uuid for s in at_fork):
                 break  # the source branch changed since the fork: its older history is not ours
             for s in list(src_snaps.values()) + [t for t, _ in src_tags.values()]:
                 if s.id < fork:

@@ -23,7 +23,9 @@ first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which ``r
 reclaims, but never a snapshot whose files are gone; Java deletes data first, which can leave exactly that);
 (3) re-list every root of every branch and protect anything that appeared meanwhile (a tag or branch created
 concurrently); (4) delete data, changelog, index and statistics files; (5) delete manifests and manifest
-lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2).
+lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2), and
+:func:`expire_branches` (branch retention, ``create_branch(time_retained=)``) with whole branch directories in
+(2), after handing each surviving child branch the history it inherits through the dropped one.
 
 **No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
 deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
+from pyspark_paimon.metadata.branches import BranchManager
 from pyspark_paimon.metadata.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import (
@@ -53,7 +56,7 @@ from pyspark_paimon.metadata.options import (
     ConfigOption,
     CoreOptions,
 )
-from pyspark_paimon.metadata.reachability import ReachabilityScanner, Root
+from pyspark_paimon.metadata.reachability import ReachabilityScanner, Root, branch_roots
 from pyspark_paimon.metadata.schema import SchemaManager
 from pyspark_paimon.metadata.snapshot import (
     EARLIEST,
@@ -221,10 +224,80 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
     return result
 
 
-def _fill(result: ExpireResult | TagExpireResult, swept: SweepResult) -> None:
+def _fill(result: ExpireResult | TagExpireResult | BranchExpireResult, swept: SweepResult) -> None:
     result.deleted_data_files = list(swept.data_files)
     result.deleted_manifests = list(swept.manifests)
     result.deleted_other_files = list(swept.other_files)
+
+
+# ------------------------------------------------------------------------------------------- branches
+@dataclass
+class BranchExpireResult:
+    """What :func:`expire_branches` dropped (or, with ``dry_run``, would drop) and the files it deleted."""
+
+    expired_branches: list[str] = field(default_factory=list)
+    kept: dict[str, str] = field(default_factory=dict)  # expired but kept: branch -> why
+    relinked_branches: list[str] = field(default_factory=list)  # surviving branches whose lineage was rewritten
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_manifests: list[str] = field(default_factory=list)
+    deleted_other_files: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+
+def _parents_first(names: list[str], mgr: BranchManager) -> list[str]:
+    """``names`` ordered so a branch comes before the branches created from it (lineage), which lets each drop
+    hand the history it carried on to its children."""
+    remaining, out = list(names), []
+    while remaining:
+        ready = [n for n in remaining if (lin := mgr.lineage(n)) is None or lin.source_branch not in remaining]
+        ready = ready or remaining[:1]  # a lineage cycle cannot be made by us; do not loop on a hand-edited one
+        out.extend(ready)
+        remaining = [n for n in remaining if n not in ready]
+    return out
+
+
+def expire_branches(fileio: FileIO, table_path: str, *, older_than: object = None, now: object = None,
+                    dry_run: bool = False) -> BranchExpireResult:
+    """Drop the branches whose retention has passed (``create_branch(time_retained=)``: created + retained <
+    now) and, when ``older_than`` (epoch ms or datetime) is given, every branch created before it; then delete
+    the files only they referenced, checked against every remaining snapshot, tag and changelog of every branch
+    (a branch made from another branch's tag keeps sharing its files, and those stay).
+
+    A branch another branch's options read from (``scan.fallback-branch``, a chain table's branches) is kept and
+    reported in ``kept``. Branches created from a dropped branch keep their lineage: the dropped branch's history
+    up to their fork is written into their ``branch.json`` first (``BranchManager.detach_children``)."""
+    mgr = BranchManager(fileio, table_path)
+    now_ms = to_millis(now, "now") if now is not None else now_millis()
+    older_ms = to_millis(older_than, "older_than") if older_than is not None else None
+    result = BranchExpireResult(dry_run=dry_run)
+    doomed = []
+    for info in mgr.list_branches():
+        end = info.expire_time_millis
+        if (end is not None and now_ms > end) or (older_ms is not None and info.create_time_millis < older_ms):
+            deps = mgr.dependents(info.name)
+            if deps:
+                result.kept[info.name] = "; ".join(deps)
+            else:
+                doomed.append(info.name)
+    if not doomed:
+        return result
+    doomed = _parents_first(doomed, mgr)
+    scanner = ReachabilityScanner(fileio, table_path)
+    with nothing_deleted_yet("expire_branches"):
+        roots = [r for name in doomed for r in branch_roots(fileio, table_path, name)]
+        candidates = scanner.refs_of(roots)
+    plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in roots},
+                            operation="expire_branches")
+    if not dry_run:
+        for name in doomed:
+            result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in doomed)
+            fileio.delete_dir(mgr.branch_dir(name))
+    result.expired_branches = doomed
+    _fill(result, sweep(fileio, table_path, plan, scanner, dry_run=dry_run,
+                        already_deleted=f"Branches {doomed} were dropped (their directories deleted)"))
+    log.info("expired branches %s of %s: %d data files, %d manifests deleted", doomed, table_path,
+             len(result.deleted_data_files), len(result.deleted_manifests))
+    return result
 
 
 # ------------------------------------------------------------------------------------------- tags
@@ -274,5 +347,6 @@ def expire_tags(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, o
     return delete_tags(fileio, table_path, branch, expired, clean_files=clean_files, ignore_if_not_exists=True)
 
 
-__all__ = ["ExpireResult", "TagExpireResult", "expire_snapshots", "expire_range", "expire_tags", "delete_tags",
+__all__ = ["ExpireResult", "TagExpireResult", "BranchExpireResult", "expire_branches", "expire_snapshots",
+           "expire_range", "expire_tags", "delete_tags",
            "min_consumer_next_snapshot", "INT_MAX"]

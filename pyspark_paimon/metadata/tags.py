@@ -7,10 +7,12 @@ what is still used from every snapshot *and tag* of every branch, see ``reachabi
 
 Tags are per branch: a branch's tags live under ``branch/branch-<b>/tag/``.
 
-Deleting, renaming or expiring a tag only touches the tag file. Java Paimon additionally deletes the data
-files only the deleted tag used; we leave them for :func:`pyspark_paimon.metadata.orphans.remove_orphan_files`
-(or pass ``clean_files=True`` to the maintenance entry points in ``expire.py``), because a tag may be the
-only thing keeping a *branch*'s files alive (apache/paimon#6272) and the orphan cleaner checks every branch.
+Renaming a tag only touches the tag file. Deleting or expiring one (``expire.delete_tags`` /
+``expire_tags``, ``Table.delete_tag``) also deletes the files only that tag kept alive by default, as Java
+does, but checked against every snapshot, tag and changelog of *every* branch (``reachability.py``), because a
+tag may be the only thing keeping a branch's files alive (apache/paimon#6272). ``clean_files=False`` removes
+only the tag file and leaves the rest to ``orphans.remove_orphan_files``. :class:`TagManager` itself only
+ever touches tag files.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, TagError, TagNotFoundError
+from pyspark_paimon.errors import (
+    CorruptMetadataError,
+    OptionError,
+    SnapshotNotFoundError,
+    TagError,
+    TagNotFoundError,
+)
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.jackson import to_jackson_json
 from pyspark_paimon.metadata.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
@@ -345,13 +353,51 @@ def first_snapshot_at_or_after(snapshots: SnapshotManager, tags: TagManager, ts:
     return min(candidates, key=lambda s: (s.time_millis, s.id))
 
 
+# How a ref (tag or branch) made "as of" an instant picks its snapshot.
+AT_OR_AFTER = "first-at-or-after"  # Paimon's create_tag_from_timestamp
+AT_OR_BEFORE = "last-at-or-before"  # Databend's / Iceberg's AS OF: the table as a read at that instant sees it
+TIMESTAMP_RULES = (AT_OR_AFTER, AT_OR_BEFORE)
+
+
+def last_snapshot_at_or_before(snapshots: SnapshotManager, tags: TagManager, ts: int) -> Snapshot:
+    """The state of the branch at ``ts``: the last snapshot committed at or before it, looking at the branch's
+    snapshots and at the snapshots its tags preserved (which may have expired)."""
+    candidates: list[Snapshot] = []
+    snap = snapshots.earlier_or_equal_time_millis(ts)
+    if snap is not None:
+        candidates.append(snap)
+    candidates.extend(t.snapshot for t in tags.list_tags() if t.snapshot.time_millis <= ts)
+    if not candidates:
+        raise SnapshotNotFoundError(
+            f"No snapshot or tag of branch '{snapshots.branch}' of {snapshots.table_path} was committed at or before "
+            f"{ts} (epoch ms, {local_datetime(ts)} local): the branch had no data yet. Pick a later time.")
+    return max(candidates, key=lambda s: (s.time_millis, s.id))
+
+
+def check_timestamp_rule(rule: str) -> None:
+    if rule not in TIMESTAMP_RULES:
+        raise OptionError(f"timestamp_rule must be one of {list(TIMESTAMP_RULES)}, got {rule!r}: "
+                      f"'{AT_OR_AFTER}' is Paimon's create_tag_from_timestamp (the first snapshot committed at or "
+                      f"after the instant), '{AT_OR_BEFORE}' the table as it was at the instant (Databend, Iceberg).")
+
+
+def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: str) -> Snapshot:
+    """The snapshot a ref made "as of" ``ts`` points at, by ``rule`` (one of :data:`TIMESTAMP_RULES`)."""
+    check_timestamp_rule(rule)
+    if rule == AT_OR_AFTER:
+        return first_snapshot_at_or_after(snapshots, tags, ts)
+    return last_snapshot_at_or_before(snapshots, tags, ts)
+
+
 def resolve_source(fileio: FileIO, table_path: str, branch: str, *, snapshot_id: int | None = None,
-                   from_tag: str | None = None, from_timestamp: object | None = None) -> Snapshot:
-    """The snapshot a new tag should point at: an explicit snapshot id, another tag, the first snapshot at or
-    after a timestamp, or (none given) the latest snapshot."""
+                   from_tag: str | None = None, from_timestamp: object | None = None,
+                   timestamp_rule: str = AT_OR_AFTER) -> Snapshot:
+    """The snapshot a new tag should point at: an explicit snapshot id, another tag, the snapshot a timestamp
+    selects by ``timestamp_rule``, or (none given) the latest snapshot."""
     given = [x for x in (snapshot_id, from_tag, from_timestamp) if x is not None]
     if len(given) > 1:
         raise TagError("Pass at most one of snapshot_id, from_tag and from_timestamp.")
+    check_timestamp_rule(timestamp_rule)
     require_branch_exists(fileio, table_path, branch)
     snapshots = SnapshotManager(fileio, table_path, branch)
     tags = TagManager(fileio, table_path, branch)
@@ -362,7 +408,7 @@ def resolve_source(fileio: FileIO, table_path: str, branch: str, *, snapshot_id:
     if from_tag is not None:
         return tags.get(from_tag)
     if from_timestamp is not None:
-        return first_snapshot_at_or_after(snapshots, tags, to_millis(from_timestamp, "from_timestamp"))
+        return snapshot_as_of(snapshots, tags, to_millis(from_timestamp, "from_timestamp"), timestamp_rule)
     latest = snapshots.latest()
     if latest is None:
         raise TagError(f"Branch '{branch}' of {table_path} has no snapshot to tag yet; commit data first.")
@@ -380,25 +426,27 @@ def retention_ms(time_retained: object | None, options: Mapping[str, str] | None
 def create_tag(fileio: FileIO, table_path: str, branch: str, name: str, *, snapshot_id: int | None = None,
                from_tag: str | None = None, from_timestamp: object | None = None,
                time_retained: object | None = None, ignore_if_exists: bool = False,
-               options: Mapping[str, str] | None = None) -> Tag:
+               options: Mapping[str, str] | None = None, timestamp_rule: str = AT_OR_AFTER) -> Tag:
     validate_tag_name(name)
     tags = TagManager(fileio, table_path, branch)
     if ignore_if_exists and tags.exists(name):
         return tags.get_tag(name)
     snapshot = resolve_source(fileio, table_path, branch, snapshot_id=snapshot_id, from_tag=from_tag,
-                              from_timestamp=from_timestamp)
+                              from_timestamp=from_timestamp, timestamp_rule=timestamp_rule)
     return tags.create(name, snapshot, retention_ms(time_retained, options), ignore_if_exists)
 
 
 def replace_tag(fileio: FileIO, table_path: str, branch: str, name: str, *, snapshot_id: int | None = None,
                 from_tag: str | None = None, from_timestamp: object | None = None,
-                time_retained: object | None = None, options: Mapping[str, str] | None = None) -> Tag:
+                time_retained: object | None = None, options: Mapping[str, str] | None = None,
+                timestamp_rule: str = AT_OR_AFTER) -> Tag:
     tags = TagManager(fileio, table_path, branch)
     snapshot = resolve_source(fileio, table_path, branch, snapshot_id=snapshot_id, from_tag=from_tag,
-                              from_timestamp=from_timestamp)
+                              from_timestamp=from_timestamp, timestamp_rule=timestamp_rule)
     return tags.replace(name, snapshot, retention_ms(time_retained, options))
 
 
 __all__ = ["Tag", "TagManager", "validate_tag_name", "tag_to_json", "tag_from_json", "create_tag",
-           "replace_tag", "resolve_source", "find_snapshot", "first_snapshot_at_or_after", "retention_ms"]
+           "replace_tag", "resolve_source", "find_snapshot", "first_snapshot_at_or_after", "last_snapshot_at_or_before",
+           "snapshot_as_of", "check_timestamp_rule", "retention_ms", "AT_OR_AFTER", "AT_OR_BEFORE", "TIMESTAMP_RULES"]
 

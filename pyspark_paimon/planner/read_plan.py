@@ -34,7 +34,7 @@ from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanPlan, ScanPlanner
-from pyspark_paimon.planner.time_travel import resolve_snapshot
+from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
 ReadKind = Literal["plain", "fallback", "incremental", "chain"]
 
@@ -90,6 +90,7 @@ def read_kind(store: FileStore, opts: ReadOptions) -> ReadKind:
 
 def read_schema(store: FileStore, opts: ReadOptions) -> TableSchema:
     """The schema a read of ``store`` with ``opts`` returns, without planning any file."""
+    store, opts = version_branch(store, opts)
     decision = _decide(store, opts)
     if decision.chain is not None:
         return chain_read_schema(store, decision.chain, opts)
@@ -103,6 +104,7 @@ def read_schema(store: FileStore, opts: ReadOptions) -> TableSchema:
 def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = ()) -> PlannedRead:
     """Plan a read of ``store`` (already on the right branch). ``predicate`` prunes partitions exactly and
     files by statistics; it is not applied to rows here (see ``ReadContext.residual``)."""
+    store, opts = version_branch(store, opts)
     decision = _decide(store, opts)
     kind, latest = decision.kind, decision.latest
     if decision.chain is not None:

@@ -213,3 +213,31 @@ def test_incremental_range_with_an_expired_snapshot(spark: Any, table: Table) ->
     table.delete_tag("v2")
     with pytest.raises(Exception, match="snapshot 2 of branch 'main' .* has expired"):
         read(spark, table, **{"incremental-between": "1,3"}).collect()
+
+
+def test_version_as_of_a_branch_tag_or_snapshot(spark: Any, table: Table) -> None:
+    """versionAsOf='<branch>.<tag>' / '<branch>.<snapshot id>' (Paimon's branch design) reads that branch, with
+    the branch's own schema."""
+    table.create_branch("b", "v2")
+    b = table.branch_table("b")
+    b.write_arrow(pa.table({"id": [9], "v": ["z"]}))  # b's snapshot 3: schema 0 of b, no column w
+    b.create_tag("bt", 3)
+    df = read(spark, table, versionAsOf="b.bt")
+    assert df.columns == ["id", "v"]
+    assert ids(df) == SNAP2 + [(9, "z")]
+    assert ids(read(spark, table, versionAsOf="b.2")) == SNAP2
+    assert ids(read(spark, table, versionAsOf="main.1")) == SNAP1
+    with pytest.raises(Exception, match="names branch 'main', but the read addresses branch 'b'"):
+        read(spark, table, branch="b", versionAsOf="main.1").collect()
+
+
+def test_a_branch_as_of_an_instant_reads_what_timestamp_as_of_reads(spark: Any, table: Table) -> None:
+    """create_branch(from_timestamp=T) keeps the table as a read with timestampAsOf=T sees it (the last snapshot
+    at or before T); timestamp_rule='first-at-or-after' picks Paimon's tag rule instead."""
+    at = T0 + 90_000  # between snapshots 2 and 3
+    table.create_branch("as_of", from_timestamp=at)
+    table.create_branch("after", from_timestamp=at, timestamp_rule="first-at-or-after")
+    expected = ids(read(spark, table, timestampAsOf=local_text(at)))
+    assert expected == SNAP2
+    assert ids(read(spark, table, branch="as_of")) == expected
+    assert ids(read(spark, table, branch="after")) == SNAP3

@@ -23,7 +23,7 @@ PAIMON_COLUMNS = {
                   "delta_record_count", "changelog_record_count", "watermark", "next_row_id", "operation",
                   "writer_version"],
     "tags": ["tag_name", "snapshot_id", "schema_id", "commit_time", "record_count", "create_time", "time_retained"],
-    "branches": ["branch_name", "create_time"],
+    "branches": ["branch_name", "created_from_tag", "created_from_snapshot", "create_time"],
     "schemas": ["schema_id", "fields", "partition_keys", "primary_keys", "options", "comment", "update_time"],
     "options": ["key", "value"],
     "files": ["partition", "bucket", "file_path", "file_format", "schema_id", "level", "record_count",
@@ -259,11 +259,27 @@ def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
     via_option = load(spark, pk_table.path, "partitions", branch="b")
     assert [r.partition for r in via_option.collect()] == ["dt=w", "dt=x", "dt=y"]
 
+    pk_table.create_branch("from_snap", snapshot_id=2)
     branches = rows(load(spark, pk_table.path, "branches"))
-    assert [r["branch_name"] for r in branches] == ["b"]
+    assert [(r["branch_name"], r["created_from_tag"], r["created_from_snapshot"]) for r in branches] == [
+        ("b", "t1", 1), ("from_snap", None, 2)]
     assert branches[0]["create_time"] is not None
     # $branches describes the table: the same rows when addressed on a branch.
-    assert [r.branch_name for r in load(spark, pk_table.path + "$branch_b", "branches").collect()] == ["b"]
+    assert [r.branch_name for r in load(spark, pk_table.path + "$branch_b", "branches").collect()] == [
+        "b", "from_snap"]
+
+
+def test_branches_without_lineage_infer_their_origin_as_paimon_did(pk_table: Table) -> None:
+    """Branches Paimon or pypaimon made have no branch.json: the origin comes from the branch's tags and
+    earliest snapshot (the rule of Java's $branches while it had these columns)."""
+    pk_table.create_tag("t1", 2)
+    pk_table.create_branch("tagged", "t1")
+    pk_table.create_branch("empty")
+    for name in ("tagged", "empty"):
+        pk_table.fileio.delete(f"{pk_table.path}/branch/branch-{name}/branch.json")
+    got = pk_table.inspect("branches").to_pylist()
+    assert [(r["branch_name"], r["created_from_tag"], r["created_from_snapshot"]) for r in got] == [
+        ("empty", None, None), ("tagged", "t1", 2)]
 
 
 def test_missing_table_or_branch_is_a_clear_error(spark: Any, pk_table: Table, warehouse: str) -> None:

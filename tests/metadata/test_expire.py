@@ -211,7 +211,7 @@ def test_a_tag_keeps_files_alive_after_its_snapshot_expires(table: FakeTable) ->
     assert table.live_names(t.list_tags()[0].snapshot) == set(f1)
     assert_all_roots_intact(table)
     # Deleting the tag file alone keeps the data (orphan); clean_files deletes what only the tag used.
-    t.delete_tag("v1")
+    t.delete_tag("v1", clean_files=False)
     assert set(f1) <= data_files_on_disk(table)
     t.create_tag("v1b", snapshot_id=3)
     table.branch_from_tag("x", "v1b")  # a branch that does not use f1 must not protect it
@@ -219,6 +219,28 @@ def test_a_tag_keeps_files_alive_after_its_snapshot_expires(table: FakeTable) ->
     result = delete_tags(table.fileio, table.path, "main", ["v1"], clean_files=True)
     assert {Path(p).name for p in result.deleted_data_files} == set(f1)
     assert result.deleted_manifests
+    assert_all_roots_intact(table)
+
+
+def test_delete_tag_cleans_unreachable_files_by_default_as_java_does(table: FakeTable) -> None:
+    """Table.delete_tag deletes what only the tag kept alive unless clean_files=False, but never a file a
+    branch made from that tag still reads."""
+    _, f1 = table.append()
+    _, f2 = table.append(dt="b")
+    t = Table(table.fileio, table.path)
+    t.create_tag("v1", snapshot_id=1)
+    t.create_tag("v2", snapshot_id=2)
+    t.create_tag("v1_for_branch", snapshot_id=1)
+    table.branch_from_tag("keeps_f1", "v1_for_branch")
+    t.delete_tag("v1_for_branch")  # the branch still has snapshot 1
+    table.commit([table.new_file("a")], overwrite=True)
+    table.append()
+    expire(table)
+    assert t.delete_tag("v1") == ["v1"]
+    assert set(f1) <= data_files_on_disk(table)  # the branch still reads f1
+    assert t.delete_tag("v2") == ["v2"]
+    assert not set(f2) & data_files_on_disk(table)  # only v2 kept f2 alive
+    assert set(f1) <= data_files_on_disk(table)
     assert_all_roots_intact(table)
 
 

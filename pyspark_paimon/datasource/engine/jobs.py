@@ -31,6 +31,7 @@ from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import PlannedRead, plan_read
 from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_target_size
 from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.time_travel import version_branch
 
 
 @dataclass
@@ -74,6 +75,7 @@ def prepare_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] 
     ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
     the merged rows (Spark does not re-check filters a source accepted).
     """
+    store, opts = version_branch(store, opts)  # versionAsOf='<branch>.<tag>' reads that branch
     planned = plan_read(store, opts, predicate)
     ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
     return ReadJob(planned, ctx)

@@ -57,7 +57,7 @@ from pyspark_paimon.metadata.types import (
     string_type,
 )
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.time_travel import resolve_snapshot
+from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
 __all__ = ["SYSTEM_TABLES", "system_table_fields", "system_table_arrow_schema", "check_system_table",
            "read_system_table", "TIME_TRAVEL_TABLES"]
@@ -98,7 +98,10 @@ _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
         ("commit_time", _ts3(False)), ("record_count", _bigint()), ("create_time", _ts3()),
         ("time_retained", _STR),
     ],
-    "branches": [("branch_name", _STR_NN), ("create_time", _ts3(False))],
+    # Paimon's branch design (and Java's $branches until 0.9) has the two created_from columns; Java 1.0 kept only
+    # branch_name and create_time, in the same order.
+    "branches": [("branch_name", _STR_NN), ("created_from_tag", _STR), ("created_from_snapshot", _bigint()),
+                 ("create_time", _ts3(False))],
     "files": [
         ("partition", _STR), ("bucket", _int(False)), ("file_path", _STR_NN), ("file_format", _STR_NN),
         ("schema_id", _bigint(False)), ("level", _int(False)), ("record_count", _bigint(False)),
@@ -318,16 +321,21 @@ def _tags(store: FileStore, opts: ReadOptions) -> Columns:
 
 def _branches(store: FileStore, opts: ReadOptions) -> Columns:
     """Every branch of the table but ``main`` (the same rows whichever branch the table is addressed on),
-    created at its lineage time or, for branches Paimon made, its directory's modification time."""
+    created at its lineage time or, for branches Paimon made, its directory's modification time. The
+    ``created_from_*`` columns come from the lineage file, else are inferred as Paimon 0.9 did
+    (``BranchManager._inferred_origin``)."""
     out = _empty("branches")
     for info in BranchManager(store.fileio, store.table_path).list_branches():
         out["branch_name"].append(info.name)
+        out["created_from_tag"].append(info.source_tag)
+        out["created_from_snapshot"].append(info.source_snapshot_id)
         out["create_time"].append(_commit_time(info.create_time_millis))
     return out
 
 
 def _read_snapshot(store: FileStore, opts: ReadOptions) -> tuple[Snapshot | None, TableSchema]:
     """The snapshot the read sees (latest, or time travel) and the schema to describe it with."""
+    store, opts = version_branch(store, opts)
     snapshot = resolve_snapshot(store, opts)
     if opts.time_travel and snapshot is not None:
         return snapshot, store.schemas.schema(snapshot.schema_id)

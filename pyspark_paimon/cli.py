@@ -1,0 +1,443 @@
+"""``pyspark-paimon``: table maintenance from the command line, without writing Python or starting Spark.
+
+Paimon users know these operations as ``CALL sys.<procedure>(table => ..., ...)``; each subcommand is one such
+procedure with the same name and argument names (``--tag``, ``--snapshot``, ``--time_retained``,
+``--older_than``...), e.g.::
+
+    pyspark-paimon create_tag --table /wh/db.db/t --tag t1 --snapshot 3
+    pyspark-paimon expire_snapshots --warehouse s3://bucket/wh --table db.t --retain_max 10 --fs key=... --fs secret=...
+
+A few subcommands Paimon spells as SQL or does not have are ours: ``list_tags``, ``list_branches``,
+``history``, ``replace_main``, ``expire_branches``. Underscores in option names may also be written as
+dashes (``--time-retained``).
+
+Every subcommand is a :class:`Procedure` in :data:`PROCEDURES`: its arguments and a function of the opened
+:class:`~pyspark_paimon.table.Table` returning rows to print. Adding one (``compact`` once ``Table.compact``
+exists) is one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
+``pyspark-paimon: error: <message>`` and exits 1, without a traceback; bad usage exits 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from pyspark_paimon.catalog import Catalog
+from pyspark_paimon.errors import OptionError, PaimonError
+from pyspark_paimon.metadata.identifier import split_suffix
+from pyspark_paimon.metadata.tags import (
+    AT_OR_AFTER,
+    AT_OR_BEFORE,
+    TIMESTAMP_RULES,
+    TagManager,
+    last_snapshot_at_or_before,
+)
+from pyspark_paimon.metadata.timeutil import local_datetime
+from pyspark_paimon.planner.read_options import parse_timestamp_millis
+from pyspark_paimon.table import Table
+
+PROG = "pyspark-paimon"
+Row = dict[str, Any]
+
+
+# ------------------------------------------------------------------------------------------- arguments
+def _bool(text: str) -> bool:
+    """Paimon's procedure booleans: 'true' / 'false' (any case)."""
+    low = text.strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a procedure, named as Paimon names it."""
+
+    name: str
+    help: str
+    type: Callable[[str], Any] = str
+    required: bool = False
+    flag: bool = False  # a switch without a value (``--dry_run``); Paimon's ``--dry_run true`` works too
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    choices: tuple[str, ...] | None = None
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        names = [self.name, *self.aliases]
+        spellings = list(dict.fromkeys(f"--{n}" for s in names for n in (s, s.replace("_", "-"))))
+        if self.flag:
+            parser.add_argument(*spellings, dest=self.name, nargs="?", const=True, default=bool(self.default),
+                                type=_bool, metavar="true|false", help=self.help)
+        else:
+            parser.add_argument(*spellings, dest=self.name, type=self.type, required=self.required,
+                                default=self.default, choices=self.choices, help=self.help)
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """A subcommand: Paimon's procedure name, its arguments, and what it does to the table."""
+
+    name: str
+    help: str
+    args: tuple[Arg, ...]
+    run: Callable[[Table, argparse.Namespace], list[Row]]
+
+
+# ------------------------------------------------------------------------------------------- formatting
+def _time(millis: int | None) -> str | None:
+    return None if millis is None else local_datetime(millis).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _duration(millis: int | None) -> str | None:
+    if millis is None:
+        return None
+    seconds = millis // 1000
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{millis} ms"
+
+
+def _result(value: Any) -> list[Row]:
+    return [{"result": value}]
+
+
+def _instant(text: str | None, name: str) -> int | None:
+    """An instant argument: epoch ms or 'yyyy-MM-dd HH:mm:ss[.SSS]' in the local time zone (Paimon's rule)."""
+    return None if text is None else parse_timestamp_millis(text, name)
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+# ------------------------------------------------------------------------------------------- procedures
+def _tag_row(tag: Any) -> Row:
+    s = tag.snapshot
+    return {"tag_name": tag.name, "snapshot_id": s.id, "schema_id": s.schema_id, "commit_time": _time(s.time_millis),
+            "record_count": s.total_record_count, "create_time": None if tag.create_time is None else
+            tag.create_time.strftime("%Y-%m-%d %H:%M:%S"), "time_retained": _duration(tag.time_retained_ms)}
+
+
+def _create_tag(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_tag_row(t.create_tag(a.tag, a.snapshot, time_retained=a.time_retained))]
+
+
+def _create_tag_from_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_tag_row(t.create_tag(a.tag, from_timestamp=_instant(a.timestamp, "timestamp"),
+                                  time_retained=a.time_retained, timestamp_rule=a.timestamp_rule))]
+
+
+def _replace_tag(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_tag_row(t.replace_tag(a.tag, a.snapshot, time_retained=a.time_retained))]
+
+
+def _delete_tag(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [{"deleted_tag": n} for n in t.delete_tag(_names(a.tag), clean_files=a.clean_files)]
+
+
+def _rename_tag(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_tag_row(t.rename_tag(a.tag, a.target_tag))]
+
+
+def _list_tags(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_tag_row(tag) for tag in t.list_tags()]
+
+
+def _expire_tags(t: Table, a: argparse.Namespace) -> list[Row]:
+    expired = t.expire_tags(_instant(a.older_than, "older_than"), clean_files=a.clean_files)
+    return [{"expired_tags": ",".join(expired) if expired else "none"}]
+
+
+def _branch_row(info: Any) -> Row:
+    return {"branch_name": info.name, "created_from_tag": info.source_tag,
+            "created_from_snapshot": info.source_snapshot_id, "create_time": _time(info.create_time_millis),
+            "time_retained": _duration(info.time_retained_millis),
+            "expire_time": _time(info.expire_time_millis), "latest_snapshot_id": info.latest_snapshot_id}
+
+
+def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
+    info = t.create_branch(a.branch, a.tag, snapshot_id=a.snapshot, from_latest=a.from_latest,
+                           from_timestamp=_instant(a.timestamp, "timestamp"), timestamp_rule=a.timestamp_rule,
+                           time_retained=a.time_retained, ignore_if_exists=a.ignoreIfExists)
+    return [_branch_row(info)]
+
+
+def _delete_branch(t: Table, a: argparse.Namespace) -> list[Row]:
+    names = _names(a.branch)
+    for name in names:
+        t.drop_branch(name)
+    return [{"deleted_branch": n} for n in names]
+
+
+def _rename_branch(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_branch_row(t.rename_branch(a.from_branch, a.to_branch))]
+
+
+def _list_branches(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [_branch_row(info) for info in t.list_branches()]
+
+
+def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.expire_branches(_instant(a.older_than, "older_than"), dry_run=a.dry_run)
+    rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
+    rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
+    rows.append({"branch": "(files)", "action": f"{len(r.deleted_data_files)} data files, {len(r.deleted_manifests)} "
+                                                f"manifests {'to delete' if a.dry_run else 'deleted'}"})
+    return rows
+
+
+def _publish_row(r: Any) -> list[Row]:
+    return [{"branch": r.branch, "target": r.target, "previous_latest_id": r.previous_latest_id,
+             "latest_id": r.latest_id, "discarded": "; ".join(r.discarded) or None,
+             "kept_previous_as": r.kept_previous_as}]
+
+
+def _fast_forward(t: Table, a: argparse.Namespace) -> list[Row]:
+    return _publish_row(t.fast_forward(a.branch, force=a.force))
+
+
+def _replace_main(t: Table, a: argparse.Namespace) -> list[Row]:
+    return _publish_row(t.replace_main(a.branch, keep_previous_as=a.keep_previous_as))
+
+
+def _rollback_row(r: Any) -> list[Row]:
+    return [{"previous_snapshot_id": r.previous_snapshot_id, "current_snapshot_id": r.current_snapshot_id,
+             "deleted_snapshots": ",".join(map(str, r.deleted_snapshots)) or None,
+             "deleted_tags": ",".join(r.deleted_tags) or None}]
+
+
+def _rollback_to(t: Table, a: argparse.Namespace) -> list[Row]:
+    return _rollback_row(t.rollback_to(a.snapshot_id, tag=a.tag))
+
+
+def _rollback(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon Spark's ``rollback(table, version | snapshot | tag)``: a version is a tag if one has that name,
+    else a snapshot id."""
+    given = [x for x in (a.version, a.snapshot, a.tag) if x is not None]
+    if len(given) != 1:
+        raise OptionError("rollback needs exactly one of --version, --snapshot and --tag.")
+    if a.version is not None:
+        names = {tag.name for tag in t.list_tags()}
+        if a.version in names or not a.version.isdigit():
+            return _rollback_row(t.rollback_to(tag=a.version))
+        return _rollback_row(t.rollback_to(int(a.version)))
+    return _rollback_row(t.rollback_to(a.snapshot, tag=a.tag))
+
+
+def _rollback_to_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``rollback_to_timestamp``: back to the last snapshot committed at or before the instant."""
+    ts = _instant(a.timestamp, "timestamp")
+    assert ts is not None  # required argument
+    snap = last_snapshot_at_or_before(t.store.snapshots, TagManager(t.fileio, t.path, t.branch), ts)
+    return _rollback_row(t.rollback_to(snap.id))
+
+
+def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.expire_snapshots(a.retain_max, a.retain_min, _instant(a.older_than, "older_than"), a.max_deletes,
+                           dry_run=a.dry_run)
+    return [{"expired_snapshots": ",".join(map(str, r.expired_snapshots)) or "none",
+             "deleted_data_files": len(r.deleted_data_files), "deleted_manifests": len(r.deleted_manifests),
+             "dry_run": r.dry_run}]
+
+
+def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.remove_orphan_files(_instant(a.older_than, "older_than"), dry_run=a.dry_run)
+    rows: list[Row] = [{"orphan_file": f} for f in r.files]
+    rows.append({"orphan_file": f"({len(r.files)} files, {r.total_bytes} bytes "
+                                f"{'found' if a.dry_run else 'deleted'})"})
+    return rows
+
+
+def _history(t: Table, a: argparse.Namespace) -> list[Row]:
+    """The branch's snapshots, newest first: when, what kind of commit, rows changed and in total, schema and
+    the tags on each; snapshots that expired but a tag preserved are listed too (marked)."""
+    tags: dict[int, list[str]] = {}
+    preserved = {}
+    for tag in t.list_tags():
+        tags.setdefault(tag.snapshot_id, []).append(tag.name)
+        preserved[tag.snapshot_id] = tag.snapshot
+    snaps = {s.id: s for s in t.snapshots()}
+    latest = t.latest_snapshot()
+    rows = []
+    for sid in sorted(set(snaps) | set(preserved), reverse=True):
+        s = snaps.get(sid) or preserved[sid]
+        note = "latest" if latest is not None and sid == latest.id else (
+            "expired, kept by tag" if sid not in snaps else "")
+        rows.append({"snapshot_id": sid, "commit_time": _time(s.time_millis), "commit_kind": s.commit_kind,
+                     "delta_records": s.delta_record_count, "total_records": s.total_record_count,
+                     "schema_id": s.schema_id, "tags": ",".join(tags.get(sid, [])) or None, "note": note or None})
+    return rows[:a.limit] if a.limit is not None else rows
+
+
+_RETAINED = Arg("time_retained", "how long the ref is kept, e.g. '1 d', '12 h' (default: never expires; tags: "
+                                 "the table's tag.default-time-retained)")
+_SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", _int, aliases=("snapshot_id",))
+_OLDER_THAN = Arg("older_than", "an instant: epoch ms or 'yyyy-MM-dd HH:mm:ss' (local time)")
+_DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
+_CLEAN = Arg("clean_files", "also delete the files only the deleted tags kept alive (default true, as Java)",
+             type=_bool, default=True, flag=True)
+
+
+def _rule(default: str, why: str) -> Arg:
+    return Arg("timestamp_rule", f"which snapshot an instant selects (default {default}: {why})", default=default,
+               choices=TIMESTAMP_RULES)
+
+
+PROCEDURES: tuple[Procedure, ...] = (
+    Procedure("create_tag", "create a tag of the latest snapshot or of --snapshot", (
+        Arg("tag", "tag name", required=True), _SNAPSHOT,
+        _RETAINED), _create_tag),
+    Procedure("create_tag_from_timestamp", "create a tag of the snapshot an instant selects", (
+        Arg("tag", "tag name", required=True), Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),
+        _RETAINED, _rule(AT_OR_AFTER, "Paimon's rule")), _create_tag_from_timestamp),
+    Procedure("replace_tag", "point an existing tag at the latest snapshot or at --snapshot", (
+        Arg("tag", "tag name", required=True), _SNAPSHOT,
+        _RETAINED), _replace_tag),
+    Procedure("delete_tag", "delete tags (comma-separated)", (
+        Arg("tag", "tag name(s), comma-separated", required=True), _CLEAN), _delete_tag),
+    Procedure("rename_tag", "rename a tag", (
+        Arg("tag", "tag name", required=True), Arg("target_tag", "new name", required=True)), _rename_tag),
+    Procedure("list_tags", "list the tags (Paimon's $tags)", (), _list_tags),
+    Procedure("expire_tags", "delete tags past their retention (and, with --older_than, all created before it)",
+              (_OLDER_THAN, _CLEAN), _expire_tags),
+    Procedure("create_branch", "create a branch: from --tag, --snapshot, --timestamp, the latest snapshot, or empty",
+              (Arg("branch", "branch name", required=True), Arg("tag", "tag to branch from"),
+               Arg("snapshot", "snapshot id to branch from", _int),
+               Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
+               _rule(AT_OR_BEFORE, "the table as of the instant"),
+               Arg("from_latest", "branch the latest snapshot", flag=True), _RETAINED,
+               Arg("ignoreIfExists", "do nothing if the branch exists", flag=True, aliases=("ignore_if_exists",))),
+              _create_branch),
+    Procedure("delete_branch", "delete branches (comma-separated; metadata only, as Paimon)", (
+        Arg("branch", "branch name(s), comma-separated", required=True),), _delete_branch),
+    Procedure("rename_branch", "rename a branch", (
+        Arg("from_branch", "current name", required=True), Arg("to_branch", "new name", required=True)),
+        _rename_branch),
+    Procedure("list_branches", "list the branches with their origin and retention", (), _list_branches),
+    Procedure("expire_branches", "drop branches past their retention (and, with --older_than, all created before "
+                                 "it), deleting files nothing else reaches", (_OLDER_THAN, _DRY_RUN),
+              _expire_branches),
+    Procedure("fast_forward", "publish a branch into the table's branch (main unless $branch_x)", (
+        Arg("branch", "branch to publish", required=True),
+        Arg("force", "discard what the target holds that the branch lacks", flag=True)), _fast_forward),
+    Procedure("replace_main", "make the table's branch an exact copy of another branch", (
+        Arg("branch", "branch to copy", required=True),
+        Arg("keep_previous_as", "save the previous state as this new branch first")), _replace_main),
+    Procedure("rollback_to", "roll back to a snapshot or tag (newer snapshots and tags are deleted)", (
+        Arg("tag", "tag to roll back to"), Arg("snapshot_id", "snapshot id to roll back to", _int,
+                                               aliases=("snapshot",))), _rollback_to),
+    Procedure("rollback", "roll back to a version (a tag, else a snapshot id), as Paimon Spark's rollback", (
+        Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", _int), Arg("tag", "tag name")),
+        _rollback),
+    Procedure("rollback_to_timestamp", "roll back to the last snapshot committed at or before an instant", (
+        Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),), _rollback_to_timestamp),
+    Procedure("expire_snapshots", "expire old snapshots (unset arguments come from the snapshot.* options)", (
+        Arg("retain_max", "keep at most this many snapshots", _int),
+        Arg("retain_min", "keep at least this many snapshots", _int), _OLDER_THAN,
+        Arg("max_deletes", "expire at most this many snapshots", _int), _DRY_RUN), _expire_snapshots),
+    Procedure("remove_orphan_files", "delete files no snapshot, tag or branch references (default: older than 1 d)",
+              (_OLDER_THAN, _DRY_RUN), _remove_orphan_files),
+    Procedure("history", "the snapshots of the branch, newest first", (
+        Arg("limit", "show at most this many", _int),), _history),
+)
+
+
+# ------------------------------------------------------------------------------------------- main
+def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """``--fs key=value`` pairs as fsspec keyword arguments. ``true``/``false`` become booleans (fsspec flags
+    such as s3fs's ``anon`` treat any non-empty string as true); every other value stays a string."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"--fs takes a storage option as key=value, got '{pair}'.")
+        low = value.strip().lower()
+        out[key.strip()] = (low == "true") if low in ("true", "false") else value
+    return out
+
+
+def open_table(table: str, warehouse: str | None, branch: str | None, storage: dict[str, Any]) -> Table:
+    """The table a command names: a table directory (``/wh/db.db/t``, ``s3://...``), or ``db.t`` with
+    ``--warehouse``; either may carry ``$branch_<b>``, or give ``--on_branch``."""
+    suffix = split_suffix(table)[1]
+    if branch and suffix.branch and suffix.branch != branch:
+        raise OptionError(f"--on_branch '{branch}' and the table's suffix (branch '{suffix.branch}') disagree; give "
+                          "one.")
+    if warehouse:
+        if branch and not suffix.branch:
+            table = f"{table}$branch_{branch}"
+        return Catalog(warehouse, **storage).get_table(table)
+    return Table.open(table, branch=branch or "main", **storage)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--table", required=True,
+                        help="table directory (/wh/db.db/t, s3://...) or, with --warehouse, db.table; "
+                             "$branch_<b> addresses a branch")
+    common.add_argument("--warehouse", help="warehouse root, when --table is db.table")
+    common.add_argument("--on_branch", "--on-branch", dest="on_branch",
+                        help="the branch to operate on (default main; the same as a $branch_<b> suffix on --table, "
+                             "which needs quoting in a shell). Not --branch: Paimon's procedures use that name "
+                             "for the branch they create or publish")
+    common.add_argument("--fs", action="append", default=[], metavar="KEY=VALUE",
+                        help="fsspec storage option (repeatable), e.g. --fs anon=false (true/false become booleans)")
+    common.add_argument("--json", action="store_true", help="print the result as JSON lines")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Paimon table maintenance (Paimon's CALL sys.<procedure> names and arguments).")
+    sub = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
+    for proc in PROCEDURES:
+        p = sub.add_parser(proc.name, parents=[common], help=proc.help, description=proc.help)
+        for arg in proc.args:
+            arg.add_to(p)
+    return parser
+
+
+def _print(rows: list[Row], as_json: bool) -> None:
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, default=str))
+        return
+    if not rows:
+        print("(none)")
+        return
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    for r in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one procedure; returns the exit status (0 ok, 1 a Paimon or storage error, 2 bad usage)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage error (or the help)
+        return int(exc.code or 0)
+    proc = next(p for p in PROCEDURES if p.name == args.procedure)
+    try:
+        table = open_table(args.table, args.warehouse, args.on_branch, _storage_options(args.fs))
+        rows = proc.run(table, args)
+    except (PaimonError, OSError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    _print(rows, args.json)
+    return 0
+
+
+__all__ = ["Arg", "Procedure", "PROCEDURES", "build_parser", "open_table", "main"]
