@@ -187,8 +187,8 @@ class StreamReadJob:
     def initial_offset(self) -> StreamOffset:
         return self.planner.initial_offset()
 
-    def next_batch(self, start: StreamOffset, admission: Admission | None,
-                   stop_at: int | None) -> tuple[list[StreamSplit], StreamOffset]:
+    def next_batch(self, start: StreamOffset, admission: Admission | None = None,
+                   stop_at: int | None = None) -> tuple[list[StreamSplit], StreamOffset]:
         return self.planner.next_batch(start, admission, stop_at)
 
     def splits_between(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
