@@ -35,7 +35,13 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.consumers import ConsumerManager, check_consumer_id
 from pyspark_paimon.metadata.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, live_files
-from pyspark_paimon.metadata.options import check_read_options, parse_memory_size
+from pyspark_paimon.metadata.options import (
+    CONSUMER_ID,
+    CONSUMER_IGNORE_PROGRESS,
+    STREAMING_READ_OVERWRITE,
+    check_read_options,
+    parse_memory_size,
+)
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -144,15 +150,15 @@ class StreamOptions:
         if (limits["min_rows"] is None) != (limits["max_trigger_delay_ms"] is None):
             raise OptionError("Give both 'read.stream.minRowsPerTrigger' and 'read.stream.maxTriggerDelayMs', or "
                               "neither (a micro-batch waits for the minimum rows at most that long).")
-        consumer = opts.get("consumer-id") or None
+        consumer = opts.get(CONSUMER_ID.key) or None
         batch = opts.get("read.batch-size", "65536")
         if not batch.isdigit() or int(batch) <= 0:
             raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
         return cls(mode=mode, snapshot_id=snapshot_id, timestamp_millis=ts, tag_name=tag,
                    consumer_id=check_consumer_id(consumer) if consumer else None,
-                   ignore_consumer_progress=_bool(opts, "consumer.ignore-progress"),
+                   ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
                    changelog=_bool(opts, "read.changelog"),
-                   read_overwrite=_bool(opts, "streaming-read-overwrite") if "streaming-read-overwrite" in opts
+                   read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts
                    else None, batch_size=int(batch), **limits)
 
 
@@ -269,8 +275,14 @@ class StreamPlanner:
         self.opts = opts
         self.schema = schema or store.schema()
         self.tags = TagManager(store.fileio, store.table_path, store.branch)
+        table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
         self.read_overwrite = opts.read_overwrite if opts.read_overwrite is not None else \
-            str(self.schema.options.get("streaming-read-overwrite", "false")).strip().lower() == "true"
+            table.get(STREAMING_READ_OVERWRITE)
+        table_consumer = table.get(CONSUMER_ID)
+        if opts.consumer_id is None and table_consumer:
+            self.opts = opts = replace(opts, consumer_id=check_consumer_id(table_consumer),
+                                       ignore_consumer_progress=opts.ignore_consumer_progress
+                                       or table.get(CONSUMER_IGNORE_PROGRESS))
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "

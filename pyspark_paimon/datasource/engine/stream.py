@@ -166,6 +166,7 @@ class StreamReadJob:
         self.opts = StreamOptions.from_options(options)
         self.store = stream_store(store)
         self.planner = StreamPlanner(self.store, self.opts)
+        self.opts = self.planner.opts  # with the table's stream defaults (consumer-id) applied
         self.columns = tuple(columns) if columns is not None else None
 
     def context(self) -> StreamReadContext:
