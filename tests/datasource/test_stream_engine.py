@@ -250,3 +250,19 @@ def test_a_rewritten_history_is_streamed_as_the_change_to_the_new_head(catalog):
     _write(t, [5], ["e"])
     batches, _ = _drain(job, pos)
     assert sum((r for r, _ in batches), []) == [("+I", 5, "e")]
+
+
+def test_a_chain_table_streams_its_delta_branch(catalog):
+    options = {"bucket": "1", "bucket-key": "t1", "sequence.field": "t2",
+               "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyyMMdd"}
+    t = catalog.create_chain_table("db.c", "t1 bigint, t2 bigint, t3 string, dt string", partition_keys=["dt"],
+                                   primary_keys=["dt", "t1"], options=options)
+    row = pa.schema([("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("dt", pa.string())])
+    t.branch_table("snapshot").write_arrow(pa.table({"t1": [1, 2], "t2": [1, 1], "t3": ["a", "b"],
+                                                     "dt": ["20250810"] * 2}, schema=row))
+    t.branch_table("delta").write_arrow(pa.table({"t1": [2], "t2": [2], "t3": ["B"], "dt": ["20250811"]},
+                                                 schema=row))
+    job = _job(t)
+    assert job.store.branch == "delta"
+    batches, _ = _drain(job, job.initial_offset())
+    assert sum((r for r, _ in batches), []) == [(2, 2, "B", "20250811")]  # the day's change, not the merged view
