@@ -35,20 +35,22 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from pyspark_paimon.datasource.engine.jobs import ReadJob, prepare_read
 from pyspark_paimon.datasource.engine.read import ReadContext, read_split
 from pyspark_paimon.datasource.engine.ref import TableRef
+from pyspark_paimon.datasource.engine.stream import stream_store
 from pyspark_paimon.datasource.engine.system_tables import check_system_table, read_system_table, system_table_fields
 from pyspark_paimon.datasource.spark_types import to_spark_schema
 from pyspark_paimon.errors import SchemaError
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.types import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
-from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.read_options import ReadOptions, is_stream_read
 from pyspark_paimon.planner.read_plan import read_schema
 from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, StreamOptions
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.
@@ -76,10 +78,18 @@ def read_options_of(ref: TableRef) -> ReadOptions:
 
 
 def spark_schema(ref: TableRef) -> StructType:
-    """The Spark schema of a read of ``ref`` (what ``DataSource.schema()`` answers)."""
+    """The Spark schema of a read of ``ref`` (what ``DataSource.schema()`` answers, for batch and stream reads:
+    Spark does not say which). Options only a stream takes make it the stream's schema: the latest schema of the
+    branch it streams, behind a ``rowkind`` column with ``read.changelog``."""
     if ref.system_table:
         check_system_table(ref.store(), ref.system_table, ref.options)
         return to_spark_schema(system_table_fields(ref.system_table))
+    if is_stream_read(ref.options):
+        opts = StreamOptions.from_options(ref.options)
+        fields = to_spark_schema(stream_store(ref.store()).schema().fields).fields
+        if opts.changelog:
+            fields = [StructField(ROW_KIND_COLUMN, StringType(), True), *fields]
+        return StructType(fields)
     return to_spark_schema(read_schema(ref.store(), read_options_of(ref)).fields)
 
 

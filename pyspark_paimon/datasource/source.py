@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.engine.ref import TableRef, resolve_table_ref
 from pyspark_paimon.datasource.reader import PaimonPushdownReader, PaimonReader, spark_schema
+from pyspark_paimon.datasource.stream import PaimonStreamReader, PaimonStreamWriter
 from pyspark_paimon.datasource.writer import PaimonWriter
 from pyspark_paimon.errors import OptionError, PaimonError
 
@@ -26,7 +27,8 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class PaimonDataSource(DataSource):
-    """``spark.read.format("paimon")`` / ``df.write.format("paimon")`` over Paimon tables.
+    """``spark.read.format("paimon")`` / ``df.write.format("paimon")`` (and ``readStream`` / ``writeStream``)
+    over Paimon tables.
 
     Name: ``paimon``. Read options: ``branch``, ``scan.snapshot-id`` / ``versionAsOf``, ``scan.tag-name``,
     ``scan.timestamp-millis`` / ``timestampAsOf``, ``scan.version``, ``source.split.target-size``...;
@@ -45,6 +47,15 @@ class PaimonDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         cls = PaimonPushdownReader if self.pushdown else PaimonReader
         return cls(spark_table_ref(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
+        return PaimonStreamReader(spark_table_ref(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        ref = spark_table_ref(self.options)
+        if ref.system_table:
+            raise PaimonError(f"System table ${ref.system_table} is read-only.")
+        return PaimonStreamWriter(ref, schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
         ref = spark_table_ref(self.options)

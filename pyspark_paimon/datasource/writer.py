@@ -248,14 +248,18 @@ class PaimonWriter(DataSourceArrowWriter):
                         "user '%s'): the data is in the table, keeping its files. Do not retry the write.",
                         self.ref.path, landed.id, self.job.store.branch, self.job.commit_user)
             return
-        for msg in messages:
-            if not isinstance(msg, PaimonCommitMessage):
-                continue
-            for m in msg.messages:
-                bucket_dir = self.job.store.bucket_path(self.job.schema, _values(self.job.schema, m.partition),
-                                                        m.bucket)
-                for f in m.new_files:
-                    self.job.store.fileio.delete(f"{bucket_dir}/{f.file_name}")
+        delete_written_files(self.job, messages)
+
+
+def delete_written_files(job: WriteJob, messages: Sequence[WriterCommitMessage | None]) -> None:
+    """Delete the data files tasks wrote for messages that no snapshot took (an aborted or skipped write)."""
+    for msg in messages:
+        if not isinstance(msg, PaimonCommitMessage):
+            continue
+        for m in msg.messages:
+            bucket_dir = job.store.bucket_path(job.schema, _values(job.schema, m.partition), m.bucket)
+            for f in m.new_files:
+                job.store.fileio.delete(f"{bucket_dir}/{f.file_name}")
 
 
 def _values(schema: TableSchema, partition: bytes) -> tuple:

@@ -36,13 +36,13 @@ explicitly, e.g. from a scheduled maintenance job. Likewise tags are expired onl
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.branches import BranchManager
+from pyspark_paimon.metadata.consumers import ConsumerManager
 from pyspark_paimon.metadata.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import (
@@ -62,7 +62,6 @@ from pyspark_paimon.metadata.snapshot import (
     EARLIEST,
     MAIN_BRANCH,
     SnapshotManager,
-    branch_path,
     require_branch_exists,
 )
 from pyspark_paimon.metadata.tags import TagManager
@@ -105,18 +104,7 @@ def _options(fileio: FileIO, table_path: str, branch: str, options: Mapping[str,
 
 def min_consumer_next_snapshot(fileio: FileIO, table_path: str, branch: str) -> int | None:
     """The smallest ``nextSnapshot`` of the branch's consumers: that snapshot is still going to be read."""
-    best = None
-    directory = f"{branch_path(table_path, branch)}/consumer"
-    for name in fileio.list_names(directory):
-        if not name.startswith("consumer-"):
-            continue
-        try:
-            value = json.loads(fileio.read_text(f"{directory}/{name}")).get("nextSnapshot")
-        except (FileNotFoundError, ValueError, AttributeError):
-            continue
-        if isinstance(value, int) and (best is None or value < best):
-            best = value
-    return best
+    return ConsumerManager(fileio, table_path, branch).min_next_snapshot()
 
 
 # Each changelog retention option and the snapshot option it must equal (as stored text) for us to expire.

@@ -290,13 +290,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
                                                         "expiration; reads here pin their snapshot in memory"),
     "continuous.discovery-interval": _inert(_STREAMING),
     "streaming.read.snapshot.delay": _inert(_STREAMING),
-    "streaming-read-overwrite": _inert(_STREAMING),
     "streaming-read-append-overwrite": _inert(_STREAMING),
     "auto-create": _inert("whether Java creates missing storage; tables here are created explicitly"),
-    "consumer-id": _inert(_STREAMING),
     "consumer.expiration-time": _inert(_STREAMING),
     "consumer.mode": _inert(_STREAMING),
-    "consumer.ignore-progress": _inert(_STREAMING),
     "consumer.changelog-only": _inert(_STREAMING),
     "query-auth.enabled": _refused("a REST catalog applies column and row permissions to reads; reading the "
                                    "files directly would bypass them", "false",

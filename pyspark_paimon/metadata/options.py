@@ -200,6 +200,15 @@ INCREMENTAL_BETWEEN_SCAN_MODE = _option("incremental-between-scan-mode", one_of(
                                        "What an incremental read returns: auto (changelog files when the table "
                                        "produces them, else delta), delta, changelog or diff.")
 
+# Streaming reads (read options of a stream; as table options, the defaults of every stream of the table)
+STREAMING_READ_OVERWRITE = _option("streaming-read-overwrite", BOOLEAN, "false",
+                                   "Streams read the changes an OVERWRITE commit makes (by key), instead of skipping "
+                                   "it.")
+CONSUMER_ID = _option("consumer-id", STRING, None,
+                      "Streams record their progress as this consumer, and expiration keeps what it still needs.")
+CONSUMER_IGNORE_PROGRESS = _option("consumer.ignore-progress", BOOLEAN, "false",
+                                   "A new stream starts from 'scan.mode', not from its consumer's progress.")
+
 # Commits and maintenance
 COMMIT_MAX_RETRIES = _option("commit.max-retries", INTEGER, "10",
                              "Commit attempts after the first that lost a race with another writer.")

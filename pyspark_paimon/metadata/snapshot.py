@@ -253,11 +253,14 @@ class SnapshotManager:
     def commit_of(self, commit_user: str) -> Snapshot | None:
         """The newest snapshot of this branch committed by ``commit_user``, or None: decides, after a failure,
         whether a job's files became part of the table (keep them, do not retry) or may be deleted."""
-        found = None
-        for snap in self.snapshots():
+        for sid in reversed(self.list_ids()):  # newest first: a job's own commit is usually near the head
+            try:
+                snap = self.snapshot(sid)
+            except SnapshotNotFoundError:  # expired while we listed
+                continue
             if snap.commit_user == commit_user:
-                found = snap
-        return found
+                return snap
+        return None
 
     def try_commit(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-N`` if absent; on success move the LATEST hint. False if N was taken."""

@@ -41,6 +41,22 @@ def _all_read_keys() -> list[str]:
 
 READ_KEYS = tuple(_all_read_keys())
 
+# Streaming reads (pyspark_paimon.planner.stream) take Paimon's streaming vocabulary; these keys mean nothing to a
+# batch read, which refuses them with a pointer to readStream instead of the generic unknown-option error.
+STREAM_LIMIT_KEYS = ("read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger",
+                     "read.stream.maxrowspertrigger", "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms")
+STREAM_ONLY_KEYS = ("scan.mode", "consumer-id", "consumer.ignore-progress", "read.changelog",
+                    "streaming-read-overwrite", *STREAM_LIMIT_KEYS)
+STREAM_KEYS = ("path", "paths", "warehouse", "branch", "read.batch-size", "source.split.target-size",
+               "source.split.open-file-cost", "scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp",
+               "scan.tag-name", *STREAM_ONLY_KEYS)
+
+
+def is_stream_read(options: Mapping[str, str]) -> bool:
+    """Whether ``options`` can only mean a streaming read (Spark asks a source for its schema before it says
+    whether the read is a batch or a stream)."""
+    return any(str(k).lower() in STREAM_ONLY_KEYS for k in options)
+
 
 def parse_timestamp_millis(value: str, key: str) -> int:
     """Epoch milliseconds, or 'yyyy-MM-dd HH:mm:ss[.SSS]' / ISO text in the local time zone (Paimon's rule)."""
@@ -96,6 +112,10 @@ class ReadOptions:
     def from_options(cls, options: Mapping[str, str], extra_allowed: tuple[str, ...] = ()) -> "ReadOptions":
         opts = {str(k).lower(): str(v) for k, v in options.items()}
         storage = {k[len(STORAGE_PREFIX):]: v for k, v in opts.items() if k.startswith(STORAGE_PREFIX)}
+        streaming = [k for k in opts if k in STREAM_ONLY_KEYS]
+        if streaming:
+            raise OptionError(f"Option{'s' if len(streaming) > 1 else ''} {streaming} apply to streaming reads only "
+                              "(spark.readStream.format('paimon')); a batch read returns one version of the table.")
         check_read_options([k for k in opts if not k.startswith(STORAGE_PREFIX)],
                            READ_KEYS + tuple(extra_allowed), "read")
         chosen: dict[str, tuple[str, str]] = {}

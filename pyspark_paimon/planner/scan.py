@@ -558,17 +558,23 @@ def pack_splits(splits: Sequence[DataSplit], target_size: int,
     they have splits to spread. A greedy longest-first packing into the least-loaded group keeps groups
     balanced.
     """
-    if not splits:
-        return []
     weights = [max(s.size_bytes, open_file_cost * max(len(s.files), 1)) for s in splits]
+    return [[splits[i] for i in group] for group in pack_weights(weights, target_size, max_groups, min_groups)]
+
+
+def pack_weights(weights: Sequence[int], target_size: int, max_groups: int | None = None,
+                 min_groups: int = 1) -> list[list[int]]:
+    """The packing of :func:`pack_splits` on bare weights: groups of item indices (each group in input order)."""
+    if not weights:
+        return []
     n = max(1, math.ceil(sum(weights) / max(target_size, 1)), min_groups)
-    n = min(n, len(splits))
+    n = min(n, len(weights))
     if max_groups is not None:
         n = max(1, min(n, max_groups))
-    groups: list[list[DataSplit]] = [[] for _ in range(n)]
+    groups: list[list[int]] = [[] for _ in range(n)]
     loads = [0] * n
-    for idx in sorted(range(len(splits)), key=lambda i: -weights[i]):
+    for idx in sorted(range(len(weights)), key=lambda i: -weights[i]):
         j = loads.index(min(loads))
-        groups[j].append(splits[idx])
+        groups[j].append(idx)
         loads[j] += weights[idx]
-    return [g for g in groups if g]
+    return [sorted(g) for g in groups if g]

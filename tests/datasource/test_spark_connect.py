@@ -1,4 +1,4 @@
-"""The connector over Spark Connect: ``register()`` on a Connect session, then write and read.
+"""The connector over Spark Connect: ``register()`` on a Connect session, then write, read and stream.
 
 ``SparkSession.builder.remote("local[2]")`` starts a local Connect server in a fresh process, so this runs in a
 subprocess. It needs pyspark's ``connect`` extra (grpcio, grpcio-status, googleapis-common-protos, zstandard,
@@ -36,6 +36,12 @@ SCRIPT = textwrap.dedent("""
         first = spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).collect()
         print("LATEST=" + json.dumps(sorted(list(r) for r in latest)))
         print("FIRST=" + json.dumps(sorted(list(r) for r in first)))
+        # A stream over Connect: paimon -> paimon, exactly the latest full state of the source.
+        sink = sys.argv[1] + "/db.db/s"
+        q = (spark.readStream.format("paimon").load(path).writeStream.format("paimon")
+             .option("checkpointLocation", sys.argv[1] + "/_checkpoint").trigger(availableNow=True).start(sink))
+        q.awaitTermination()
+        print("STREAMED=" + json.dumps(sorted(list(r) for r in spark.read.format("paimon").load(sink).collect())))
     finally:
         spark.stop()
 """)
@@ -58,3 +64,4 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert proc.returncode == 0 and "LATEST" in out, proc.stderr[-3000:]
     assert json.loads(out["LATEST"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["FIRST"]) == [[1, "a"], [2, "b"]]
+    assert json.loads(out["STREAMED"]) == [[1, "a"], [2, "B"], [3, "c"]]

@@ -45,7 +45,7 @@ from pyspark_paimon.metadata.deletion_vectors import refuse_deletion_vector_writ
 from pyspark_paimon.metadata.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
+from pyspark_paimon.metadata.snapshot import BATCH_COMMIT_IDENTIFIER, MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain import BranchPartitions, plan_chain, snapshot_drop_violations
 from pyspark_paimon.planner.chain_config import (
@@ -421,14 +421,16 @@ class ChainWriteHook:
 
 
 def commit_with_chain_rules(store: FileStore, schema: TableSchema, messages: Sequence[CommitMessage],
-                            overwrite: OverwriteSpec | None, commit_user: str) -> Snapshot | None:
+                            overwrite: OverwriteSpec | None, commit_user: str,
+                            commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
     with the chain-table rules before and after (see the module docstring). Every write commits here."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
     committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
-    snapshot = committer.commit(list(messages), overwrite=overwrite, commit_user=commit_user)
+    snapshot = committer.commit(list(messages), overwrite=overwrite, commit_user=commit_user,
+                                commit_identifier=commit_identifier)
     if hook is not None:
         hook.after_commit(snapshot, messages)
     return snapshot

@@ -24,7 +24,7 @@ from pyspark_paimon.metadata.deletion_vectors import refuse_deletion_vector_writ
 from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.metadata.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.snapshot import Snapshot
+from pyspark_paimon.metadata.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
@@ -92,12 +92,22 @@ class WriteJob:
     def new_writer(self, task_id: str) -> TableWriter:
         return TableWriter(self.context, task_id)
 
-    def commit(self, messages: Sequence[CommitMessage]) -> Snapshot | None:
+    def refreshed_writer(self, task_id: str) -> TableWriter:
+        """A writer continuing the branch's state *now* rather than when the job was prepared: each micro-batch
+        of a stream runs the tasks of the same pickled job after earlier batches committed, and its sequence
+        numbers must continue theirs (else a later batch's row would not win the merge)."""
+        ctx = WriteContext.for_store(self.store, self.commit_user,
+                                     replace_all=self.overwrite is not None and self.overwrite.mode == "all")
+        return TableWriter(ctx, task_id)
+
+    def commit(self, messages: Sequence[CommitMessage],
+               commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> Snapshot | None:
         """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
         table, so that nobody retries the write and commits it twice."""
         try:
-            return commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user)
+            return commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user,
+                                           commit_identifier)
         except CommitStateUnknownError:
             raise
         except Exception as exc:

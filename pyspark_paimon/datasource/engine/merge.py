@@ -52,7 +52,8 @@ from pyspark_paimon.metadata.options import (
 
 __all__ = [
     "SEQUENCE_NUMBER", "VALUE_KIND", "KIND_INSERT", "KIND_UPDATE_BEFORE", "KIND_UPDATE_AFTER", "KIND_DELETE",
-    "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError", "sort_for_merge", "merge_sorted", "is_retract",
+    "adjacent_differ", "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError", "sort_for_merge", "merge_sorted",
+    "is_retract",
 ]
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -164,6 +165,25 @@ def _is_float(t: pa.DataType) -> bool:
     return pa.types.is_floating(t)
 
 
+def adjacent_differ(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """``out[i]``: whether row ``i + 1`` of ``column`` differs from row ``i``. NULL vs non-NULL differ; NULL vs
+    NULL (and NaN vs NaN, as Java compares) are equal. Types Arrow cannot compare (nested) count as differing."""
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(col)
+    if n < 2:
+        return np.zeros(0, dtype=bool)
+    a, b = col.slice(0, n - 1), col.slice(1)
+    try:
+        differ = pc.fill_null(pc.not_equal(a, b), False)
+    except pa.ArrowNotImplementedError:
+        return np.ones(n - 1, dtype=bool)
+    differ = pc.or_(differ, pc.xor(pc.is_null(a), pc.is_null(b)))
+    if _is_float(col.type):
+        both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)
+        differ = pc.and_(differ, pc.invert(both_nan))
+    return np.asarray(differ.to_numpy(zero_copy_only=False), dtype=bool)
+
+
 @dataclass
 class _Groups:
     """Key groups of a sorted table, as row-index arithmetic."""
@@ -185,15 +205,7 @@ class _Groups:
             boundary[0] = True
         if n > 1:
             for name in key_names:
-                col = table.column(name).combine_chunks()
-                a, b = col.slice(0, n - 1), col.slice(1)
-                differ = pc.fill_null(pc.not_equal(a, b), False)
-                # NULL vs non-NULL differ; NULL vs NULL (and NaN vs NaN, as Java compares) are equal.
-                differ = pc.or_(differ, pc.xor(pc.is_null(a), pc.is_null(b)))
-                if _is_float(col.type):
-                    both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False)
-                    differ = pc.and_(differ, pc.invert(both_nan))
-                boundary[1:] |= np.asarray(differ.to_numpy(zero_copy_only=False), dtype=bool)
+                boundary[1:] |= adjacent_differ(table.column(name))
         starts = np.flatnonzero(boundary)
         ends = np.empty_like(starts)
         if len(starts):

@@ -77,8 +77,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
     from pyspark_paimon.metadata.store import FileStore
     from pyspark_paimon.planner.read_plan import PlannedRead
 
-__all__ = ["ReadContext", "ReadMetrics", "read_split", "read_data_file", "key_sections", "referenced_columns",
-           "select_row_groups"]
+__all__ = ["ReadContext", "ReadMetrics", "read_split", "read_file_changes", "read_data_file", "key_sections",
+           "referenced_columns", "select_row_groups"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 # What reading Parquet statistics written by any engine may raise (a timestamp or date outside Python's range
@@ -706,6 +706,28 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
                 continue
             yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
                                      descending, metrics)
+
+
+def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordBatch]:
+    """Every row of ``split``'s files as stored, not merged, with its row kind (``_VALUE_KIND``: 0 +I, 1 -U,
+    2 +U, 3 -D) as an extra last column: what a streaming read of a commit's new files returns (Java reads a
+    streaming split without merging and keeps retractions). Append tables have only +I rows. The other columns
+    are exactly ``ctx.output_schema()``."""
+    plan = _make_plan(ctx, None)
+    system = (SEQUENCE_NUMBER, VALUE_KIND) if ctx.schema.primary_keys else ()
+    kind_field = pa.field(VALUE_KIND, pa.int8(), nullable=False)
+    out_schema = pa.schema([*plan.out_schema, kind_field])
+    for f in split.files:
+        for data in _stream_data_file(ctx, split, f, plan.read_fields, system):
+            kinds = (data.column(VALUE_KIND).cast(pa.int8()) if system
+                     else pa.chunked_array([pa.repeat(pa.scalar(0, pa.int8()), data.num_rows)]))
+            columns = [data.column(fld.name) for fld in plan.out_fields]
+            table = pa.Table.from_arrays([*columns, kinds], names=[*out_schema.names]).combine_chunks()
+            for batch in table.to_batches(max_chunksize=max(1, ctx.batch_size)):
+                if batch.num_rows:
+                    arrays = [col if col.type == fld.type else col.cast(fld.type)
+                              for col, fld in zip(batch.columns, out_schema)]
+                    yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
 
 def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],

@@ -154,7 +154,7 @@ class WriteContext:
         seq_bases: dict[tuple[bytes, int], int] = {}
         partition_buckets: dict[bytes, int] = {}
         num_buckets = schema.num_buckets  # parsed once, not per live file
-        for e in store.live_entries(store.snapshots.latest()):
+        for e in store.live_entries(store.snapshots.latest(), cached=True):  # manifests never change
             key = (e.partition, e.bucket)
             seq_bases[key] = max(seq_bases.get(key, 0), e.file.max_sequence_number + 1)
             if e.total_buckets != num_buckets:

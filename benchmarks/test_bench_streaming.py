@@ -1,0 +1,116 @@
+"""Groups 6 and 7: Structured Streaming, the paimon source and sink against Spark's file source.
+
+Both read the same 4 Parquet files (the live data files of ``bench.append_t``; the file source gets a directory
+of links to them):
+
+* **6 stream throughput**: ``Trigger.AvailableNow`` over all N rows, a fresh checkpoint each round (query start
+  is part of the time, as for a user): ``paimon->noop`` and ``parquet->noop`` (the sources alone),
+  ``paimon->paimon`` (into a new append table) and ``parquet->parquet`` (Spark's file sink).
+* **7 micro-batch latency**: a running query (default trigger) on a small table; each round commits 1,000 rows
+  upstream and waits with ``processAllAvailable()`` until the query has processed them: ``paimon->noop`` after
+  a ``Table.write_arrow`` commit, ``parquet->noop`` after a new Parquet file lands in the watched directory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from conftest import ROUNDS, Datasets, loadavg, make_rows
+from pyspark.sql import SparkSession
+
+SCHEMA_DDL = "id bigint, s string, d double"
+THROUGHPUT = ["paimon->noop", "parquet->noop", "paimon->paimon", "parquet->parquet"]
+LATENCY = ["paimon->noop", "parquet->noop"]
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def parquet_dir(datasets: Datasets) -> Any:
+    """A directory holding links to the append table's data files (the file source's input)."""
+    root = Path(tempfile.mkdtemp(prefix="stream-bench-"))
+    src = root / "files"
+    src.mkdir()
+    for i, path in enumerate(datasets.append_files):
+        os.symlink(path, src / f"part-{i}.parquet")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _start(spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str, checkpoint: Path) -> Any:
+    source, sink = case.split("->")
+    if source == "paimon":
+        df = spark.readStream.format("paimon").load(datasets.append_path)
+    else:
+        df = spark.readStream.schema(SCHEMA_DDL).parquet(str(parquet_dir / "files"))
+    writer = df.writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+    n = next(_counter)
+    if sink == "noop":
+        return writer.format("noop").start()
+    if sink == "paimon":
+        return writer.format("paimon").start(f"{datasets.warehouse}/bench.db/stream_out_{n}")
+    return writer.format("parquet").start(str(parquet_dir / f"out-{n}"))
+
+
+@pytest.mark.parametrize("case", THROUGHPUT)
+def test_stream_throughput(benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path,
+                           case: str) -> None:
+    benchmark.group = "6 stream throughput: AvailableNow over all rows"
+    processed: list[int] = []
+
+    def run() -> None:
+        q = _start(spark, datasets, parquet_dir, case, parquet_dir / f"ck-{next(_counter)}")
+        q.awaitTermination()
+        processed.append(sum(p["numInputRows"] for p in q.recentProgress))
+
+    load_before = loadavg()
+    benchmark.pedantic(run, rounds=min(3, ROUNDS), warmup_rounds=1, iterations=1)
+    assert set(processed) == {datasets.rows}, f"{case} processed {processed}, expected {datasets.rows} each round"
+    benchmark.extra_info.update(label=case, rows=datasets.rows, baseline=case == "paimon->noop",
+                                loadavg=[load_before, loadavg()])
+
+
+@pytest.mark.parametrize("case", LATENCY)
+def test_micro_batch_latency(benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path,
+                             case: str) -> None:
+    from pyspark_paimon import Catalog
+
+    benchmark.group = "7 micro-batch latency: commit 1,000 rows, wait until processed"
+    source = case.split("->")[0]
+    n = next(_counter)
+    watched = parquet_dir / f"latency-{n}"
+    watched.mkdir()
+    table = Catalog(datasets.warehouse).create_table(f"bench.latency_{n}", SCHEMA_DDL)
+    if source == "paimon":
+        df = spark.readStream.format("paimon").load(table.path)
+    else:
+        df = spark.readStream.schema(SCHEMA_DDL).parquet(str(watched))
+    q = df.writeStream.format("noop").option("checkpointLocation", str(parquet_dir / f"ck-lat-{n}")).start()
+    batches = itertools.count()
+
+    def commit_and_wait() -> None:
+        rows = make_rows(np.arange(1000, dtype=np.int64) + 1000 * next(batches))
+        if source == "paimon":
+            table.write_arrow(rows)
+        else:
+            tmp = parquet_dir / f"tmp-{n}.parquet"
+            pq.write_table(rows, tmp)
+            os.replace(tmp, watched / f"batch-{next(_counter)}.parquet")  # the file source must see whole files
+        q.processAllAvailable()
+
+    try:
+        load_before = loadavg()
+        benchmark.pedantic(commit_and_wait, rounds=max(5, ROUNDS), warmup_rounds=1, iterations=1)
+        processed = sum(p["numInputRows"] for p in q.recentProgress)
+    finally:
+        q.stop()
+    assert processed == 1000 * (max(5, ROUNDS) + 1), f"{case} processed {processed} rows"
+    benchmark.extra_info.update(label=case, rows=1000, baseline=case == "paimon->noop",
+                                loadavg=[load_before, loadavg()])

@@ -1,0 +1,268 @@
+"""Streaming reads without Spark: start positions, offsets, admission, row kinds, expiry, consumers, rewrites."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog
+from pyspark_paimon.datasource.engine.jobs import prepare_write
+from pyspark_paimon.datasource.engine.stream import StreamReadJob, read_stream_split
+from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.metadata.consumers import ConsumerManager
+from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.stream import Admission, StreamOffset, StreamOptions
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def _pk(catalog: Catalog, **options: str):
+    return catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "2", **options})
+
+
+def _write(table, ids, vs):
+    return table.write_arrow(pa.table({"id": ids, "v": vs}, schema=SCHEMA))
+
+
+def _rows(job: StreamReadJob, splits) -> list[tuple]:
+    ctx = job.context()
+    out = []
+    for s in splits:
+        for batch in read_stream_split(ctx, s):
+            out.extend(tuple(r.values()) for r in batch.to_pylist())
+    return sorted(out, key=repr)
+
+
+def _drain(job: StreamReadJob, start: StreamOffset, admission_factory=None, stop_at=None):
+    """Every micro-batch until no progress: [(rows, end)], checking each replays identically."""
+    batches = []
+    pos = start
+    for _ in range(100):
+        splits, end = job.next_batch(pos, admission_factory() if admission_factory else None, stop_at)
+        if end == pos:
+            break
+        assert _rows(job, job.splits_between(pos, end)) == _rows(job, splits)  # a replay reads the same rows
+        batches.append((_rows(job, splits), end))
+        pos = end
+    return batches, pos
+
+
+def _job(table, **options: str) -> StreamReadJob:
+    return StreamReadJob(table.store, {"path": table.path, **options})
+
+
+def test_latest_full_reads_the_snapshot_then_every_change(catalog):
+    t = _pk(catalog)
+    _write(t, [1, 2], ["a", "b"])
+    _write(t, [2, 3], ["B", "c"])
+    job = _job(t)
+    start = job.initial_offset()
+    assert start == StreamOffset(2, -1, "full")
+    batches, pos = _drain(job, start)
+    assert [rows for rows, _ in batches] == [[(1, "a"), (2, "B"), (3, "c")]]
+    _write(t, [1], ["A"])
+    batches, pos = _drain(job, pos)
+    assert [rows for rows, _ in batches] == [[(1, "A")]]
+    assert pos.snapshot == 4 and pos.index == -1 and pos.consumed.snapshot_id == 3
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"scan.mode": "latest"}, [[(9, "z")]]),
+    ({"scan.mode": "from-snapshot", "scan.snapshot-id": "2"}, [[(2, "B"), (3, "c"), (9, "z")]]),
+    ({"scan.snapshot-id": "2"}, [[(2, "B"), (3, "c"), (9, "z")]]),  # default mode with a snapshot id
+    ({"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"}, [[(1, "a"), (2, "B"), (3, "c"), (9, "z")]]),
+    ({"scan.tag-name": "t1"}, [[(1, "a"), (2, "b"), (2, "B"), (3, "c"), (9, "z")]]),
+])
+def test_start_positions(catalog, options, expected):
+    t = _pk(catalog)
+    _write(t, [1, 2], ["a", "b"])
+    t.create_tag("t1", 1)
+    _write(t, [2, 3], ["B", "c"])
+    job = _job(t, **options)
+    start = job.initial_offset()  # fixed before the next commit, like a query that has started
+    _write(t, [9], ["z"])
+    batches, _ = _drain(job, start)
+    assert [sorted(sum((rows for rows, _ in batches), []), key=repr)] == [sorted(expected[0], key=repr)]
+
+
+def test_from_timestamp_reads_snapshots_committed_at_or_after_it(catalog):
+    t = _pk(catalog)
+    _write(t, [1], ["a"])
+    _write(t, [2], ["b"])
+    second = t.snapshot(2).time_millis
+    _write(t, [3], ["c"])
+    job = _job(t, **{"scan.mode": "from-timestamp", "scan.timestamp-millis": str(second)})
+    batches, _ = _drain(job, job.initial_offset())
+    rows = sum((r for r, _ in batches), [])
+    assert (2, "b") in rows and (3, "c") in rows and (1, "a") not in rows
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"scan.mode": "from-snapshot"}, "needs option 'scan.snapshot-id'"),
+    ({"scan.mode": "latest", "scan.snapshot-id": "3"}, "starts from the latest snapshot"),
+    ({"scan.mode": "compacted-full"}, "not supported by a streaming read"),
+    ({"scan.snapshot-id": "1", "scan.tag-name": "x"}, "Conflicting start options"),
+    ({"read.stream.minRowsPerTrigger": "5"}, "both"),
+    ({"read.stream.maxFilesPerTrigger": "0"}, "positive integer"),
+    ({"versionAsOf": "1"}, "Unknown streaming read option 'versionasof'"),
+    ({"consumer-id": "a/b"}, "not a valid consumer id"),
+])
+def test_bad_stream_options_are_errors(options, message):
+    with pytest.raises(OptionError, match=message):
+        StreamOptions.from_options({k.lower(): v for k, v in options.items()})
+
+
+def test_stream_only_options_are_refused_by_batch_reads():
+    with pytest.raises(OptionError, match="apply to streaming reads only"):
+        ReadOptions.from_options({"scan.mode": "latest"})
+
+
+def test_offsets_are_json_round_trips(catalog):
+    t = _pk(catalog)
+    _write(t, [1], ["a"])
+    job = _job(t)
+    _, end = _drain(job, job.initial_offset())
+    text = json.dumps(end.to_dict())
+    assert StreamOffset.from_dict(json.loads(text)) == end
+    with pytest.raises(OptionError, match="new checkpoint location"):
+        StreamOffset.from_dict({"snapshotId": 1})
+
+
+def test_admission_control_spans_one_big_commit_over_batches(catalog):
+    t = catalog.create_table("db.a", SCHEMA)
+    job = prepare_write(t.store)
+    messages = []
+    for task in range(3):  # three tasks, three files, one commit
+        writer = job.new_writer(str(task))
+        writer.write(pa.table({"id": [task * 2, task * 2 + 1], "v": ["x", "y"]}, schema=SCHEMA))
+        messages.extend(writer.prepare_commit())
+    job.commit(messages)
+    stream = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    batches, _ = _drain(stream, stream.initial_offset(), lambda: Admission(max_files=1))
+    assert len(batches) == 3  # one file per micro-batch, positions inside the snapshot
+    assert sorted(r for rows, _ in batches for r in rows) == sorted((i, "xy"[i % 2]) for i in range(6))
+    assert [end.snapshot for _, end in batches] == [1, 1, 2]
+    batches, _ = _drain(stream, stream.initial_offset(), lambda: Admission(max_rows=4))
+    assert [len(rows) for rows, _ in batches] == [4, 2]  # a split is admitted while the limit has room
+
+
+def test_available_now_stops_at_the_snapshot_latest_at_start(catalog):
+    t = _pk(catalog)
+    _write(t, [1], ["a"])
+    job = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    stop_at = t.store.snapshots.latest_id()
+    _write(t, [2], ["b"])
+    batches, pos = _drain(job, job.initial_offset(), stop_at=stop_at)
+    assert [rows for rows, _ in batches] == [[(1, "a")]] and pos.snapshot == 2
+
+
+def test_row_kinds_of_a_delta_are_kept_with_read_changelog(catalog):
+    t = catalog.create_table("db.k", pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"})
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"], "op": ["+I", "+I"]}))
+    start = _job(t, **{"scan.mode": "latest"}).initial_offset()
+    t.write_arrow(pa.table({"id": [1, 3], "v": ["a", "c"], "op": ["-D", "+I"]}))
+    batches, _ = _drain(_job(t, **{"scan.mode": "latest", "read.changelog": "true"}), start)
+    assert sum((r for r, _ in batches), []) == [("+I", 3, "c", "+I"), ("-D", 1, "a", "-D")]
+    batches, _ = _drain(_job(t, **{"scan.mode": "latest"}), start)
+    assert sum((r for r, _ in batches), []) == [(3, "c", "+I")]  # the delete is not an ordinary row
+
+
+def test_compact_and_overwrite_snapshots_are_skipped_by_default(catalog):
+    t = _pk(catalog)
+    _write(t, [1], ["a"])
+    start = _job(t, **{"scan.mode": "latest"}).initial_offset()
+    t.write_arrow(pa.table({"id": [7], "v": ["o"]}, schema=SCHEMA), mode="overwrite")
+    _write(t, [2], ["b"])
+    batches, pos = _drain(_job(t, **{"scan.mode": "latest"}), start)
+    assert sum((r for r, _ in batches), []) == [(2, "b")] and pos.snapshot == 4
+
+
+def test_streaming_read_overwrite_emits_the_change_by_key(catalog):
+    t = _pk(catalog)
+    _write(t, [1, 2], ["a", "b"])
+    start = _job(t, **{"scan.mode": "latest"}).initial_offset()
+    t.write_arrow(pa.table({"id": [2, 3], "v": ["B", "c"]}, schema=SCHEMA), mode="overwrite")
+    job = _job(t, **{"scan.mode": "latest", "streaming-read-overwrite": "true", "read.changelog": "true"})
+    batches, _ = _drain(job, start)
+    assert sum((r for r, _ in batches), []) == [("+I", 2, "B"), ("+I", 3, "c"), ("-D", 1, "a")]
+
+
+def test_streaming_read_overwrite_needs_primary_keys(catalog):
+    t = catalog.create_table("db.a", SCHEMA)
+    with pytest.raises(OptionError, match="primary-key table"):
+        _job(t, **{"streaming-read-overwrite": "true"})
+
+
+def test_an_expired_next_snapshot_is_an_error_not_a_skip(catalog):
+    t = _pk(catalog)
+    for i in range(4):
+        _write(t, [i], [str(i)])
+    job = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "2"})
+    start = job.initial_offset()
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
+    with pytest.raises(SnapshotNotFoundError, match="snapshot 2, the next one this stream must read, has expired"):
+        job.next_batch(start)
+    with pytest.raises(SnapshotNotFoundError, match="has expired"):
+        _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "2"}).initial_offset()
+
+
+def test_consumer_progress_protects_snapshots_from_expiration(catalog):
+    t = _pk(catalog)
+    for i in range(3):
+        _write(t, [i], [str(i)])
+    job = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "consumer-id": "app"})
+    _, end = job.next_batch(job.initial_offset(), Admission(max_files=1))  # snapshot 1 only
+    job.commit(end)
+    consumers = ConsumerManager(t.fileio, t.path, "main")
+    assert consumers.next_snapshot("app") == 2
+    t.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
+    assert t.store.snapshots.earliest_id() == 2  # snapshot 2 is still needed by the consumer
+    batches, _ = _drain(job, end)
+    assert sum((r for r, _ in batches), []) == [(1, "1"), (2, "2")]
+    # A new stream with the same consumer id continues where the consumer stopped.
+    assert _job(t, **{"consumer-id": "app"}).initial_offset().snapshot == 2
+
+
+def test_a_rewritten_history_is_streamed_as_the_change_to_the_new_head(catalog):
+    t = _pk(catalog)
+    _write(t, [1, 2], ["a", "b"])
+    t.create_tag("good", 1)
+    _write(t, [2, 3], ["BAD", "bad"])  # the bad batch, already streamed
+    job = _job(t, **{"read.changelog": "true"})
+    _, pos = _drain(job, job.initial_offset())
+    t.create_branch("fix", "good")
+    fix = t.branch_table("fix")
+    fix.write_arrow(pa.table({"id": [2, 4], "v": ["b2", "d"]}, schema=SCHEMA))
+    t.fast_forward("fix", force=True)
+    batches, pos = _drain(job, pos)
+    changes = sum((r for r, _ in batches), [])
+    # Applying the changes to what the stream had seen gives exactly the new head.
+    seen = {1: "a", 2: "BAD", 3: "bad"}
+    for kind, k, v in changes:
+        if kind == "-D":
+            seen.pop(k)
+        else:
+            seen[k] = v
+    assert seen == {1: "a", 2: "b2", 4: "d"}
+    _write(t, [5], ["e"])
+    batches, _ = _drain(job, pos)
+    assert sum((r for r, _ in batches), []) == [("+I", 5, "e")]
+
+
+def test_a_chain_table_streams_its_delta_branch(catalog):
+    options = {"bucket": "1", "bucket-key": "t1", "sequence.field": "t2",
+               "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyyMMdd"}
+    t = catalog.create_chain_table("db.c", "t1 bigint, t2 bigint, t3 string, dt string", partition_keys=["dt"],
+                                   primary_keys=["dt", "t1"], options=options)
+    row = pa.schema([("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("dt", pa.string())])
+    t.branch_table("snapshot").write_arrow(pa.table({"t1": [1, 2], "t2": [1, 1], "t3": ["a", "b"],
+                                                     "dt": ["20250810"] * 2}, schema=row))
+    t.branch_table("delta").write_arrow(pa.table({"t1": [2], "t2": [2], "t3": ["B"], "dt": ["20250811"]},
+                                                 schema=row))
+    job = _job(t)
+    assert job.store.branch == "delta"
+    batches, _ = _drain(job, job.initial_offset())
+    assert sum((r for r, _ in batches), []) == [(2, 2, "B", "20250811")]  # the day's change, not the merged view
