@@ -249,6 +249,8 @@ class FileStoreCommit:
             delta_entries = deletes + delta_entries
         if live is not None:
             self._check_deletes(delta_entries, live)
+            if schema.primary_keys:
+                self._check_level_overlaps(delta_entries, live, schema)
         if overwrite is None:
             self._check_bucket_counts(new_entries, base)
         if not delta_entries and overwrite is None and not allow_empty:
@@ -330,6 +332,35 @@ class FileStoreCommit:
                         f"File {e.file.file_name} (bucket {e.bucket}) is deleted twice in one commit (compaction "
                         "inputs inside an overwritten partition?). Commit the compaction and the overwrite separately.")
                 deleted.add(e.identifier)
+
+    def _check_level_overlaps(self, delta: list[ManifestEntry], live: list[ManifestEntry],
+                              schema: TableSchema) -> None:
+        """Each level >= 1 of a primary-key bucket is one sorted run: after this commit its files must not
+        overlap in key (Java's "LSM conflicts detected"). Two compactions planned on the same snapshot would
+        otherwise both put their outputs into one level. Only buckets this commit adds level >= 1 files to are
+        checked."""
+        touched = {(e.partition, e.bucket, e.file.level) for e in delta if e.kind == KIND_ADD and e.file.level > 0}
+        if not touched:
+            return
+        deleted = {e.identifier for e in delta if e.kind == KIND_DELETE}
+        runs: dict[tuple[bytes, int, int], list[DataFileMeta]] = {}
+        for e in [*live, *(d for d in delta if d.kind == KIND_ADD)]:
+            key = (e.partition, e.bucket, e.file.level)
+            if key in touched and e.identifier not in deleted:
+                runs.setdefault(key, []).append(e.file)
+        types = [f.type for f in schema.trimmed_primary_key_fields]
+
+        def decoded(raw: bytes) -> tuple:
+            return tuple((v is not None, v) for v in deserialize_row(raw, types))
+
+        for (_, bucket, level), files in runs.items():
+            ranged = sorted((decoded(f.min_key), decoded(f.max_key), f.file_name) for f in files)
+            for (_, prev_max, prev), (lo, _, name) in zip(ranged, ranged[1:]):
+                if lo <= prev_max:
+                    raise CommitConflictError(
+                        f"Files {prev} and {name} of bucket {bucket} would overlap in key at level {level} (a "
+                        "concurrent compaction wrote to the same level). Nothing was committed; re-run the "
+                        "compaction.")
 
     def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta]) -> None:
         if not new_entries:

@@ -1,0 +1,378 @@
+"""Compaction: rewrite the files of a bucket into fewer, merged, sorted ones and commit a COMPACT snapshot.
+
+Three halves, so that Spark can run the middle one on its executors and the Python API in process:
+
+1. :func:`plan_compaction` (driver): the latest snapshot's live files per (partition, bucket), and per bucket a
+   :class:`CompactTask` chosen by :mod:`pyspark_paimon.planner.compact_strategy` (full, universal, or Java's
+   append rules): which files, which output level, whether retractions may be dropped.
+2. :func:`compact_bucket` (anywhere, picklable inputs): read the task's files through the read path
+   (:func:`~pyspark_paimon.datasource.engine.read.read_merged`: key-overlap sections, the table's merge
+   engine, schema evolution, bounded-memory windows), and write the merged rows in key order with
+   :meth:`TableWriter.write_compacted` at the output level: sorted, non-overlapping files rolled at
+   ``target-file-size`` with exact statistics, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` kept. The result is a
+   :class:`CommitMessage` whose ``compact_before`` lists the inputs (DELETE entries at their own levels).
+   :func:`compact_batches` is the same over Arrow batches of pickled tasks (Spark's ``mapInArrow``).
+3. :func:`commit_compaction` (driver): one ``COMPACT`` commit. The commit refuses a DELETE of a file that is
+   no longer live and, for primary-key tables, files of one level >= 1 whose key ranges overlap
+   (:class:`~pyspark_paimon.errors.CommitConflictError`); :func:`compact` then deletes the attempt's outputs,
+   re-plans on the new latest snapshot and tries again, a few times.
+
+Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
+(``Table.remove_orphan_files`` reclaims them). Deletion-vector tables are refused (see
+:func:`_refuse_unsupported`). This module never imports pyspark.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from pyspark_paimon.datasource.engine.read import ReadContext, read_merged, read_split
+from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
+from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
+from pyspark_paimon.metadata.binary_row import deserialize_row
+from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.options import (
+    COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
+    COMPACTION_MIN_FILE_NUM,
+    COMPACTION_SIZE_RATIO,
+    NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    CoreOptions,
+)
+from pyspark_paimon.metadata.partition import coerce_partition_value, parse_partition_spec
+from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.compact_strategy import (
+    CompactUnit,
+    drop_delete,
+    level_sorted_runs,
+    pick_append,
+    pick_append_full,
+    pick_full,
+    pick_universal,
+)
+from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.split import DataSplit
+
+__all__ = ["CompactTask", "CompactContext", "CompactPlan", "CompactResult", "PartitionSpecs", "plan_compaction",
+           "compact_bucket", "compact_batches", "commit_compaction", "compact", "run_in_process",
+           "TASK_COLUMN", "MESSAGE_COLUMN"]
+
+log = logging.getLogger(__name__)
+
+#: Column names of the Arrow batches :func:`compact_batches` consumes and produces.
+TASK_COLUMN = "task"
+MESSAGE_COLUMN = "message"
+#: How often :func:`compact` re-plans after a concurrent commit removed or overlapped its inputs.
+MAX_ATTEMPTS = 3
+
+PartitionSpecs = Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None
+
+
+@dataclass(frozen=True)
+class CompactTask:
+    """One bucket's compaction: its input files, the output level and whether retractions may be dropped."""
+
+    partition: bytes
+    partition_values: tuple[Any, ...]
+    bucket: int
+    total_buckets: int
+    bucket_path: str
+    files: tuple[DataFileMeta, ...]
+    output_level: int
+    drop_delete: bool
+
+    def split(self) -> DataSplit:
+        return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets, self.files,
+                         self.bucket_path)
+
+
+@dataclass(frozen=True)
+class CompactContext:
+    """What an executor needs to run tasks (picklable): how to read the inputs and how to write the outputs."""
+
+    read: ReadContext
+    write: WriteContext
+
+    @property
+    def primary_key(self) -> bool:
+        return bool(self.read.schema.primary_keys)
+
+
+@dataclass
+class CompactPlan:
+    store: FileStore
+    snapshot: Snapshot | None
+    context: CompactContext
+    tasks: list[CompactTask]
+    commit_user: str
+
+
+@dataclass
+class CompactResult:
+    """What a compaction did (truthy when it committed a snapshot)."""
+
+    snapshot: Snapshot | None = None
+    buckets: int = 0
+    files_before: int = 0
+    files_after: int = 0
+    rows_before: int = 0
+    rows_after: int = 0
+    attempts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.snapshot is not None
+
+
+# ------------------------------------------------------------------------------------------------------ plan
+def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Callable[[tuple], bool] | None:
+    """A test on decoded partition values for ``partitions`` (dicts or 'k=v,k2=v2' texts; a partial spec
+    matches every partition with those values), or None for every partition."""
+    if partitions is None:
+        return None
+    items = [partitions] if isinstance(partitions, (str, Mapping)) else list(partitions)
+    names = list(schema.partition_keys)
+    specs = []
+    for item in items:
+        raw = parse_partition_spec(item) if isinstance(item, str) else dict(item)
+        unknown = [k for k in raw if k not in names]
+        if unknown:
+            raise OptionError(f"Compaction partition {dict(raw)} names {unknown}, which are not partition columns of "
+                              f"the table (partition columns: {', '.join(names) or 'none'}).")
+        specs.append([(names.index(k), coerce_partition_value(schema, k, v)) for k, v in raw.items()])
+    return lambda values: any(all(values[i] == v for i, v in spec) for spec in specs)
+
+
+def _refuse_unsupported(schema: TableSchema, table: str) -> None:
+    """Deletion-vector tables: compaction must also write the new deletion vectors Java keeps for level >= 1
+    files and drop the compacted files' vectors from the index manifest; we do not write index manifests yet,
+    so rather than leave vectors pointing at removed files (or, worse, resurrect rows) we refuse."""
+    if schema.core_options.deletion_vectors_enabled:
+        raise CompactionError(
+            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon cannot compact deletion-vector "
+            "tables yet (it would have to rewrite the table's deletion-vector index). Compact it with Paimon "
+            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job).")
+
+
+def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full: bool = False,
+                    buckets: Iterable[tuple[bytes, int]] | None = None, auto: bool = False) -> CompactPlan:
+    """One :class:`CompactTask` per (partition, bucket) that needs compacting, on the latest snapshot.
+
+    ``full``: primary-key buckets are compacted fully into the max level (unless already one max-level run),
+    append buckets by Java's full rule; otherwise primary-key buckets use universal compaction and append
+    buckets the ``compaction.min.file-num`` rule. ``buckets`` restricts the plan to those (partition bytes,
+    bucket) pairs (automatic compaction after a write). ``auto``: the automatic compaction of a write, which
+    leaves unaware-bucket append tables alone as Java's writers do.
+    """
+    store.fileio.require_exclusive_create()
+    schema = store.schema()
+    _refuse_unsupported(schema, store.table_path)
+    options = schema.core_options
+    pk = bool(schema.primary_keys)
+    user = options.new_commit_user()
+    read_ctx = ReadContext(fileio=store.fileio, table_path=store.table_path, schema=schema,
+                           schemas={store.branch: branch_schemas(store)}, branch=store.branch,
+                           options=dict(schema.options))
+    write_ctx = WriteContext(fileio=store.fileio, table_path=store.table_path, schema=schema,
+                             options=dict(schema.options), commit_user=user)
+    TableWriter(write_ctx)  # refuses a table we cannot write (file format, bucket mode) before any work
+    context = CompactContext(read_ctx, write_ctx)
+    snapshot = store.snapshots.latest()
+    plan = CompactPlan(store, snapshot, context, [], user)
+    if snapshot is None or (auto and not pk and options.bucket == -1):
+        return plan
+    matcher = _partition_matcher(schema, partitions)
+    wanted = None if buckets is None else set(buckets)
+    types = [f.type for f in schema.partition_fields]
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    totals: dict[tuple[bytes, int], int] = {}
+    for e in store.live_entries(snapshot):
+        key = (e.partition, e.bucket)
+        if wanted is not None and key not in wanted:
+            continue
+        groups.setdefault(key, []).append(e.file)
+        totals[key] = e.total_buckets
+    values_of: dict[bytes, tuple] = {}
+    for (part, bucket), files in sorted(groups.items()):
+        values = values_of.get(part)
+        if values is None:
+            values = values_of[part] = tuple(deserialize_row(part, types))
+        if matcher is not None and not matcher(values):
+            continue
+        where = f" (partition {dict(zip(schema.partition_keys, values))}, bucket {bucket})"
+        task = _bucket_task(options, pk, files, full, where)
+        if task is None:
+            continue
+        unit, drop = task
+        plan.tasks.append(CompactTask(part, values, bucket, totals[(part, bucket)],
+                                      store.bucket_path(schema, values, bucket), unit.files, unit.output_level,
+                                      drop))
+    return plan
+
+
+def _bucket_task(options: CoreOptions, pk: bool, files: list[DataFileMeta], full: bool,
+                 where: str) -> tuple[CompactUnit, bool] | None:
+    if not pk:
+        target = options.target_file_size(False)
+        picked = (pick_append_full(files, options.compaction_file_size(False)) if full else
+                  pick_append(files, options.get(COMPACTION_MIN_FILE_NUM), target))
+        return (CompactUnit(0, tuple(picked)), False) if picked else None
+    num_levels = options.num_levels
+    runs = level_sorted_runs(files, num_levels, where)
+    if full:
+        unit = pick_full(num_levels, runs)
+    else:
+        unit = pick_universal(num_levels, runs,
+                              max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+                              size_ratio=options.get(COMPACTION_SIZE_RATIO),
+                              trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER))
+    if unit is None:
+        return None
+    return unit, drop_delete(unit, runs)
+
+
+# ------------------------------------------------------------------------------------------------------ work
+def _accumulate(tables: Iterable[pa.Table], target: int, write: Callable[[pa.Table], None]) -> None:
+    """Hand ``tables`` (in order) to ``write`` in pieces of about ``target`` in-memory bytes, so outputs roll at
+    the target size instead of one file per merged section."""
+    buffer: list[pa.Table] = []
+    buffered = 0
+    for t in tables:
+        if t.num_rows == 0:
+            continue
+        buffer.append(t)
+        buffered += t.nbytes
+        if buffered < target:
+            continue
+        data = pa.concat_tables(buffer)
+        per_file = max(1, target * data.num_rows // max(data.nbytes, 1))
+        whole = (data.num_rows // per_file) * per_file
+        write(data.slice(0, whole))
+        rest = data.slice(whole)
+        buffer = [rest] if rest.num_rows else []
+        buffered = rest.nbytes if rest.num_rows else 0
+    if buffer:
+        write(pa.concat_tables(buffer))
+
+
+def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
+    """Rewrite ``task``'s files; the message adds the outputs and deletes the inputs. On any error the files
+    written so far are deleted and the error propagates."""
+    writer = TableWriter(ctx.write, f"compact-{task.bucket}")
+    target = CoreOptions(ctx.write.options).target_file_size(ctx.primary_key)
+    try:
+        if ctx.primary_key:
+            merged = read_merged(ctx.read, task.split(), drop_retracts=task.drop_delete)
+        else:
+            # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
+            ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
+            merged = (pa.Table.from_batches([b]) for f in ordered for b in read_split(
+                ctx.read, DataSplit(task.partition, task.partition_values, task.bucket, task.total_buckets, (f,),
+                                    task.bucket_path, True)))
+        first = min((f.min_sequence_number for f in task.files), default=0)
+        _accumulate(merged, target, lambda t: writer.write_compacted(
+            task.partition, task.partition_values, task.bucket, task.total_buckets, t, task.output_level, first))
+        messages = writer.prepare_commit()
+    except BaseException:
+        try:
+            writer.abort()
+        except PaimonError as exc:  # the original error matters more; the files are orphans either way
+            log.warning("Cleaning up after a failed compaction of bucket %d: %s", task.bucket, exc)
+        raise
+    new_files = tuple(f for m in messages for f in m.new_files)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files, compact_before=task.files)
+
+
+def compact_batches(ctx: CompactContext, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Compact every pickled :class:`CompactTask` in the ``task`` column of ``batches``; yields one batch per
+    task with its pickled :class:`CommitMessage` in the ``message`` column (Spark's ``mapInArrow`` contract)."""
+    schema = pa.schema([pa.field(MESSAGE_COLUMN, pa.binary())])
+    for batch in batches:
+        for payload in batch.column(TASK_COLUMN).to_pylist():
+            task = pickle.loads(payload)
+            message = compact_bucket(ctx, task)
+            yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(message)], pa.binary())], schema=schema)
+
+
+def run_in_process(plan: CompactPlan) -> list[CommitMessage]:
+    """Run every task here, one after the other; on an error delete what earlier tasks wrote."""
+    messages: list[CommitMessage] = []
+    try:
+        for task in plan.tasks:
+            messages.append(compact_bucket(plan.context, task))
+    except BaseException:
+        _delete_outputs(plan, messages)
+        raise
+    return messages
+
+
+def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> None:
+    """Remove the files of an attempt that was not committed (best effort: leftovers are orphans)."""
+    by_bucket = {(t.partition, t.bucket): t.bucket_path for t in plan.tasks}
+    fileio = plan.store.fileio
+    for m in messages:
+        base = by_bucket.get((m.partition, m.bucket))
+        for f in m.new_files:
+            path = f.external_path or (f"{base}/{f.file_name}" if base else None)
+            if path is None:
+                continue
+            try:
+                fileio.delete(path)
+            except OSError as exc:
+                log.warning("Could not delete %s of a compaction that was not committed (%s); "
+                            "Table.remove_orphan_files will remove it.", path, exc)
+
+
+# ------------------------------------------------------------------------------------------------------ commit
+def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Snapshot | None:
+    """Commit ``messages`` as one COMPACT snapshot (None when nothing changed)."""
+    messages = [m for m in messages if m.compact_before or m.new_files]
+    if not messages:
+        return None
+    store = plan.store
+    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, plan.context.read.schema.options)
+    return committer.commit(messages, kind="COMPACT", commit_user=plan.commit_user)
+
+
+def compact(store: FileStore, partitions: PartitionSpecs = None, *, full: bool = False,
+            runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
+            buckets: Iterable[tuple[bytes, int]] | None = None, auto: bool = False) -> CompactResult:
+    """Plan, run (``runner``: in process by default; the Spark adapter passes one that uses executors) and
+    commit a compaction. When a concurrent commit removed an input or wrote overlapping files at a level the
+    outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
+    snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed)."""
+    run = runner or run_in_process
+    wanted = None if buckets is None else list(buckets)
+    result = CompactResult()
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
+        result.attempts = attempt
+        if not plan.tasks:
+            return result
+        messages = run(plan)
+        try:
+            snapshot = commit_compaction(plan, messages)
+        except CommitConflictError as exc:
+            _delete_outputs(plan, messages)
+            if attempt == MAX_ATTEMPTS:
+                raise CommitConflictError(
+                    f"Compaction of {store.table_path} (branch '{store.branch}') lost {attempt} times to concurrent "
+                    f"commits ({exc}). Nothing was committed; run it again when fewer writers touch the same "
+                    "buckets.") from exc
+            result.notes.append(f"attempt {attempt}: {exc}")
+            continue
+        result.snapshot = snapshot
+        result.buckets = len(messages)
+        result.files_before = sum(len(m.compact_before) for m in messages)
+        result.files_after = sum(len(m.new_files) for m in messages)
+        result.rows_before = sum(f.row_count for m in messages for f in m.compact_before)
+        result.rows_after = sum(f.row_count for m in messages for f in m.new_files)
+        return result
+    return result  # pragma: no cover - the loop returns or raises
