@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.engine import chain as _chain
+from pyspark_paimon.datasource.engine import compact as _compact
 from pyspark_paimon.datasource.engine.jobs import ReadJob, overwrite_spec, prepare_read, prepare_write
 from pyspark_paimon.datasource.engine.system_tables import read_system_table
 from pyspark_paimon.errors import ChainTableError, OptionError, PaimonError
@@ -243,6 +244,22 @@ class Table:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
         return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
+
+    # -- compaction (logic in planner/compact_strategy.py and datasource/engine/compact.py) ------------
+    def compact(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+                full: bool = False, spark: Any = None) -> _compact.CompactResult:
+        """Compact this branch in one COMPACT snapshot (Paimon's ``CALL sys.compact``).
+
+        ``partitions`` (dicts or 'k=v,k2=v2' specs; a partial spec matches every partition with those values)
+        restricts it; default every partition. Primary-key buckets: ``full`` merges every file of a bucket
+        into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
+        (``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
+        ``compaction.size-ratio``) decide what to merge. Append buckets: small files are rewritten into files
+        of ``target-file-size`` (``compaction.min.file-num``; ``full``: Paimon's full rule). With a
+        SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this process
+        commits; without, here. Returns what was done (truthy when a snapshot was committed)."""
+        runner = _compact.session_runner(spark) if spark is not None else None
+        return _compact.compact(self.store, partitions, full=full, runner=runner)
 
     # -- chain tables (§10; logic in planner/chain*.py and datasource/engine/chain.py) ------------------
     def explain_chain(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,

@@ -24,6 +24,7 @@ Nothing is visible before the commit: a compaction that dies midway leaves only 
 
 from __future__ import annotations
 
+import functools
 import logging
 import pickle
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from pyspark_paimon.metadata.options import (
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
+    FULL_COMPACTION_DELTA_COMMITS,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
     CoreOptions,
 )
@@ -61,7 +63,8 @@ from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = ["CompactTask", "CompactContext", "CompactPlan", "CompactResult", "PartitionSpecs", "plan_compaction",
-           "compact_bucket", "compact_batches", "commit_compaction", "compact", "run_in_process",
+           "compact_bucket", "compact_batches", "commit_compaction", "compact", "run_in_process", "session_runner",
+           "auto_compact",
            "TASK_COLUMN", "MESSAGE_COLUMN"]
 
 log = logging.getLogger(__name__)
@@ -313,6 +316,24 @@ def run_in_process(plan: CompactPlan) -> list[CommitMessage]:
     return messages
 
 
+def session_runner(session: Any) -> Callable[[CompactPlan], list[CommitMessage]]:
+    """A runner that compacts each bucket in a Spark executor: a DataFrame of pickled tasks (one partition
+    each) through ``mapInArrow`` with :func:`compact_batches`, the messages collected on the driver.
+
+    It only calls methods of the ``session`` it is given (``createDataFrame``, ``repartition``,
+    ``mapInArrow``, ``collect``) and imports nothing of pyspark, so it works on classic Spark and Spark Connect
+    alike and the Python API can offer it without depending on the Spark adapters. If the Spark job fails, the
+    files that finished tasks wrote are never committed (orphans for ``Table.remove_orphan_files``)."""
+
+    def run(plan: CompactPlan) -> list[CommitMessage]:
+        rows = [(pickle.dumps(task),) for task in plan.tasks]
+        frame = session.createDataFrame(rows, schema=f"{TASK_COLUMN} binary").repartition(len(rows))
+        out = frame.mapInArrow(functools.partial(compact_batches, plan.context), f"{MESSAGE_COLUMN} binary")
+        return [pickle.loads(bytes(row[MESSAGE_COLUMN])) for row in out.collect()]
+
+    return run
+
+
 def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> None:
     """Remove the files of an attempt that was not committed (best effort: leftovers are orphans)."""
     by_bucket = {(t.partition, t.bucket): t.bucket_path for t in plan.tasks}
@@ -376,3 +397,20 @@ def compact(store: FileStore, partitions: PartitionSpecs = None, *, full: bool =
         result.rows_after = sum(f.row_count for m in messages for f in m.new_files)
         return result
     return result  # pragma: no cover - the loop returns or raises
+
+
+def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> CompactResult | None:
+    """The automatic compaction after a write committed ``messages`` (None when it does not apply).
+
+    Like Java's writers unless ``write-only`` is set: the written primary-key buckets are compacted by the
+    universal rules, or fully when ``full-compaction.delta-commits`` > 0 (what Java does for batch writes);
+    written fixed-bucket append buckets by ``compaction.min.file-num``. Unaware-bucket append tables and
+    deletion-vector tables are left to explicit (or Paimon's) compaction. It runs in this process, after the
+    write's own commit, as a separate COMPACT snapshot: Java's batch writes also commit APPEND, then COMPACT."""
+    schema = store.schema()
+    options = schema.core_options
+    buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
+    if options.write_only or options.deletion_vectors_enabled or not buckets:
+        return None
+    full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
+    return compact(store, full=full, buckets=buckets, auto=True)
