@@ -29,6 +29,7 @@ from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import DataType
+from pyspark_paimon.planner.compact_strategy import sorted_run_count
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 
@@ -160,8 +161,17 @@ class Table:
         Returns ``snapshot_id``, ``schema_id``, ``counters`` (manifests, partitions, buckets, files and bytes:
         total, selected and skipped per pruning level), a ``splits`` summary (count, partitions, files, bytes,
         rows, raw-convertible splits), ``split_list`` (partition, bucket, files, bytes per split) and ``notes``.
+        Primary-key reads also report ``sorted_runs`` per split (level-0 files plus non-empty higher levels:
+        what a read of the bucket merges, and what compaction reduces) and ``splits.max_sorted_runs``.
         """
-        return self.new_read(options, predicate).plan.explain()
+        plan = self.new_read(options, predicate).plan
+        out = plan.explain()
+        if plan.schema.primary_keys:
+            runs = [sorted_run_count(s.files) for s in plan.splits]
+            for item, count in zip(out["split_list"], runs):
+                item["sorted_runs"] = count
+            out["splits"]["max_sorted_runs"] = max(runs, default=0)
+        return out
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch, mode: str = "append",
                     overwrite_partition: Mapping[str, Any] | str | None = None,

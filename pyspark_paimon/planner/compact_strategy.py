@@ -28,8 +28,8 @@ from typing import Sequence
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.manifest import DataFileMeta
 
-__all__ = ["SortedRun", "CompactUnit", "level_sorted_runs", "pick_full", "pick_universal", "drop_delete",
-           "pick_append", "pick_append_full", "FULL_COMPACT_MIN_FILE"]
+__all__ = ["SortedRun", "CompactUnit", "sorted_run_count", "level_sorted_runs", "pick_full", "pick_universal",
+           "drop_delete", "pick_append", "pick_append_full", "FULL_COMPACT_MIN_FILE"]
 
 #: Java's ``BucketedAppendCompactManager.FULL_COMPACT_MIN_FILE``: a full append compaction needs this many files.
 FULL_COMPACT_MIN_FILE = 3
@@ -53,6 +53,12 @@ class CompactUnit:
 
     output_level: int
     files: tuple[DataFileMeta, ...]
+
+
+def sorted_run_count(files: Sequence[DataFileMeta]) -> int:
+    """How many sorted runs ``files`` of one bucket form (each level-0 file, plus each level above 0 that has
+    files): what a merging read of the bucket merges, and what ``num-sorted-run.compaction-trigger`` counts."""
+    return sum(1 for f in files if f.level == 0) + len({f.level for f in files if f.level > 0})
 
 
 def level_sorted_runs(files: Sequence[DataFileMeta], num_levels: int, where: str = "") -> list[SortedRun]:

@@ -74,6 +74,7 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
         t.write_arrow(data)
     before = rows(t)
     levels_before = sorted(e.file.level for e in live(t))
+    assert t.explain()["splits"]["max_sorted_runs"] == 6
     result = t.compact(full=True)
     assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
     assert rows(t) == before
@@ -85,6 +86,9 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
     assert added and all(e.file.level == 5 and e.file.file_source == FILE_SOURCE_COMPACT for e in added)
     plan = t.explain()
     assert plan["splits"]["raw_convertible"] == plan["splits"]["count"] == 2  # reads no longer merge
+    assert plan["splits"]["max_sorted_runs"] == 1 and {s["sorted_runs"] for s in plan["split_list"]} == {1}
+    files = t.inspect("files")
+    assert set(files.column("level").to_pylist()) == {5}
     assert not t.compact(full=True)  # one max-level run per bucket: nothing to do
 
 
