@@ -387,6 +387,60 @@ def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str) -> None:
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
+# ============================================================= 3b. we compact, Java reads and writes on top
+
+def test_we_compact_java_reads_and_continues(java: JavaOracle, warehouse: str) -> None:
+    """Our COMPACT snapshots (universal to an intermediate level keeping a delete, then full to the max level
+    dropping deletes) read the same in Java; Java's writer restores our levels (it refuses overlapping runs),
+    writes on top and fully compacts our files; both read the same throughout."""
+    t = "db.we_compact"
+    columns = [*COMMON, *SHORT_DECIMALS, [RK, "STRING"]]
+    table = _create_ours(warehouse, t, columns, primary_keys=["id"],
+                         options={"bucket": 1, "rowkind.field": RK, "write-only": "true", "target-file-size": "256 kb"})
+    state: dict[Any, dict[str, Any]] = {}
+
+    def write(rows: list[dict[str, Any]]) -> None:
+        _write_ours(table, rows)
+        _upsert(state, rows, [r[RK] for r in rows])
+
+    # A base much larger than the later commits (ids past 100 carry only the key: common_row's decimals
+    # would overflow), so universal compaction leaves it alone.
+    write([{**common_row(i, "base"), RK: "+I"} for i in range(90)] +
+          [{"id": i, RK: "+I"} for i in range(100, 60000)])
+    assert table.compact(full=True)  # the base at level 5
+    write([{**common_row(i, "del"), RK: "-D"} for i in (1, 2, 3)])
+    for c in range(4):
+        write([{**common_row(91 + c, f"c{c}"), RK: "+I"}, {**common_row(10 + c, f"u{c}"), RK: "+U"}])
+    assert table.compact(full=False)  # universal: the small runs go to level 4, the deletes kept
+    assert {f["level"] for f in java.files(warehouse, t)} == {4, 5}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    assert table.compact(full=True)
+    assert {f["level"] for f in java.files(warehouse, t)} == {5}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+    java_rows = [{**common_row(7, "java"), RK: "+U"}, {**common_row(98, "java"), RK: "+I"}]
+    java.write(warehouse, t, java_rows, kinds=["+U", "+I"])
+    _upsert(state, java_rows, ["+U", "+I"])
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    table.set_options({"write-only": "false"})  # Java refuses to compact a write-only table
+    java.compact(warehouse, t)
+    assert {f["level"] for f in java.files(warehouse, t)} == {5}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+
+def test_we_compact_append_java_reads(java: JavaOracle, warehouse: str) -> None:
+    t = "db.we_compact_append"
+    table = _create_ours(warehouse, t, COMMON, options={"bucket": 2, "bucket-key": "id", "write-only": "true"})
+    rows: list[dict[str, Any]] = []
+    for c in range(6):
+        batch = [common_row(c * 10 + i, f"a{c}") for i in range(5)]
+        _write_ours(table, batch)
+        rows.extend(batch)
+    assert table.compact()
+    assert {f["level"] for f in java.files(warehouse, t)} == {0}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), rows)
+
+
 # ============================================================================== 4. deletion vectors
 
 def _java_dv_table(java: JavaOracle, warehouse: str, t: str) -> dict[Any, dict[str, Any]]:
