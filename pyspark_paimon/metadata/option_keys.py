@@ -215,7 +215,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
                                  "(Paimon 1.3 to 2.0)"),
     # -- compaction
     "num-sorted-run.stop-trigger": _inert(_COMPACTION),
-    "compaction.force-up-level-0": _inert(_COMPACTION),
     "compaction.offpeak.start.hour": _inert(_COMPACTION),
     "compaction.offpeak.end.hour": _inert(_COMPACTION),
     "compaction.offpeak-ratio": _inert(_COMPACTION),

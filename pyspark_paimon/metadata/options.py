@@ -296,6 +296,8 @@ COMPACTION_SMALL_FILE_RATIO = _option("compaction.small-file-ratio", OptionType(
 FULL_COMPACTION_DELTA_COMMITS = _option("full-compaction.delta-commits", INTEGER, None,
                                         "Batch writes: > 0 compacts the written primary-key buckets fully after "
                                         "every write.")
+COMPACTION_FORCE_UP_LEVEL_0 = _option("compaction.force-up-level-0", BOOLEAN, "false",
+                                      "Automatic compaction always moves level-0 files up (first-row tables do).")
 WRITE_ONLY = _option("write-only", BOOLEAN, "false", "Writes never compact (a dedicated compaction job does).")
 #: Java's legacy spelling of ``write-only``.
 WRITE_ONLY_LEGACY_KEYS = ("write.compaction-skip",)

@@ -93,15 +93,23 @@ def pick_full(num_levels: int, runs: Sequence[SortedRun]) -> CompactUnit | None:
 
 
 def pick_universal(num_levels: int, runs: Sequence[SortedRun], *, max_size_amp: int, size_ratio: int,
-                   trigger: int) -> CompactUnit | None:
+                   trigger: int, force_up_level0: bool = False) -> CompactUnit | None:
     """Java's ``UniversalCompaction.pick`` (without off-peak hours or early full compaction), with the
-    manager's filter: a unit of one file already at its output level is no compaction."""
+    manager's filter: a unit of one file already at its output level is no compaction.
+
+    ``force_up_level0`` is Java's ``ForceUpLevel0Compaction`` (first-row tables, whose reads skip level 0,
+    and ``compaction.force-up-level-0``): when the universal rules pick nothing, every level-0 run still goes
+    up, with the runs the size ratio lets join them."""
     max_level = num_levels - 1
     unit = _size_amp(max_level, runs, max_size_amp, trigger)
     if unit is None and len(runs) >= trigger:
         unit = _size_ratio(max_level, runs, 1, size_ratio)
     if unit is None and len(runs) > trigger:
         unit = _size_ratio(max_level, runs, len(runs) - trigger + 1, size_ratio)
+    if unit is None and force_up_level0:
+        level0 = next((i for i, r in enumerate(runs) if r.level > 0), len(runs))
+        if level0:
+            unit = _size_ratio(max_level, runs, level0, size_ratio, force=True)
     if unit is None or not unit.files or (len(unit.files) == 1 and unit.files[0].level == unit.output_level):
         return None
     return unit
@@ -118,9 +126,9 @@ def _size_amp(max_level: int, runs: Sequence[SortedRun], max_size_amp: int, trig
 
 
 def _size_ratio(max_level: int, runs: Sequence[SortedRun], candidate_count: int,
-                size_ratio: int) -> CompactUnit | None:
+                size_ratio: int, force: bool = False) -> CompactUnit | None:
     candidate = sum(r.size for r in runs[:candidate_count])
-    triggered = candidate_count > 1
+    triggered = force or candidate_count > 1
     count = candidate_count
     for nxt in runs[candidate_count:]:
         if candidate * (100.0 + size_ratio) / 100.0 < nxt.size and (not triggered or nxt.level > 1):

@@ -179,6 +179,30 @@ def test_schema_evolution_outputs_latest_schema(tmp_path: Path) -> None:
     assert {e.file.schema_id for e in live(t)} == {t.schema.id}
 
 
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_tables_whose_changelog_compaction_produces_are_refused(tmp_path: Path, producer: str) -> None:
+    t = pk_table(tmp_path, {"changelog-producer": producer})
+    t.write_arrow(batch([1], "a"))
+    with pytest.raises(CompactionError, match=f"'changelog-producer' = '{producer}'.*writes no changelog"):
+        t.compact(full=True)
+    t.set_options({"write-only": "false"})
+    for i in range(6):  # and writes never compact them on their own
+        t.write_arrow(batch([1], f"w{i}"))
+    assert {s.commit_kind for s in t.snapshots()} == {"APPEND"}
+
+
+def test_first_row_automatic_compaction_moves_level0_up(tmp_path: Path) -> None:
+    t = Catalog(str(tmp_path)).create_table("db.t", "k int not null, v string, n bigint", primary_keys=["k"],
+                                            options={"bucket": "1", "merge-engine": "first-row"})
+    t.write_arrow(batch([1, 2], "first"))
+    t.write_arrow(batch([2, 3], "second"))
+    assert 0 not in {e.file.level for e in live(t)}  # as Java's lookup compaction leaves first-row buckets
+    assert {r["k"]: r["v"] for r in rows(t)} == {1: "first", 2: "first", 3: "second"}
+    # Key 2 of the second write was dropped, not kept below the first one: each key is in one level only
+    # (what lets Java read first-row buckets without merging).
+    assert sum(e.file.row_count for e in live(t)) == 3
+
+
 def test_deletion_vector_tables_are_refused(tmp_path: Path) -> None:
     t = pk_table(tmp_path, {"deletion-vectors.enabled": "true"})
     t.write_arrow(batch([1], "a"))

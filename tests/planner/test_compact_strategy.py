@@ -76,3 +76,13 @@ def test_append_full_rule() -> None:
     assert picked is not None and [x.file_name for x in picked] == ["a", "b", "c"]
     assert pick_append_full(files[:3], compaction_file_size=100) is None  # two small files after the big one
     assert pick_append_full([f("x", 500, 0, 1), f("y", 10, 0, 2), f("z", 500, 0, 3)], 100) is None
+
+
+def test_force_up_level0_moves_level0_below_the_next_level() -> None:
+    runs = level_sorted_runs([f("new", 10, 0, 9), f("base", 10_000, 5)], 6)
+    assert pick_universal(6, runs, max_size_amp=200, size_ratio=1, trigger=5) is None
+    unit = pick_universal(6, runs, max_size_amp=200, size_ratio=1, trigger=5, force_up_level0=True)
+    assert unit is not None and unit.output_level == 4 and [x.file_name for x in unit.files] == ["new"]
+    assert not drop_delete(unit, runs)
+    only_upper = level_sorted_runs([f("base", 10_000, 5)], 6)
+    assert pick_universal(6, only_upper, max_size_amp=200, size_ratio=1, trigger=5, force_up_level0=True) is None

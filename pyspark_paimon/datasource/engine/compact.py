@@ -30,15 +30,18 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from pyspark_paimon.datasource.engine.read import ReadContext, read_merged, read_split
+from pyspark_paimon.datasource.engine.read import ReadContext, read_data_file, read_merged, read_split
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.options import (
+    CHANGELOG_PRODUCER,
+    COMPACTION_FORCE_UP_LEVEL_0,
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
@@ -90,10 +93,13 @@ class CompactTask:
     files: tuple[DataFileMeta, ...]
     output_level: int
     drop_delete: bool
+    # first-row buckets: the bucket's files outside the unit (all older). Keys they hold are dropped from the
+    # outputs, as Java's lookup compaction does, so no key is in two levels and raw reads stay correct.
+    older_files: tuple[DataFileMeta, ...] = ()
 
-    def split(self) -> DataSplit:
-        return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets, self.files,
-                         self.bucket_path)
+    def split(self, files: tuple[DataFileMeta, ...] | None = None) -> DataSplit:
+        return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets,
+                         self.files if files is None else files, self.bucket_path)
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,16 @@ def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Calla
 def _refuse_unsupported(schema: TableSchema, table: str) -> None:
     """Deletion-vector tables: compaction must also write the new deletion vectors Java keeps for level >= 1
     files and drop the compacted files' vectors from the index manifest; we do not write index manifests yet,
-    so rather than leave vectors pointing at removed files (or, worse, resurrect rows) we refuse."""
+    so rather than leave vectors pointing at removed files (or, worse, resurrect rows) we refuse.
+
+    ``changelog-producer`` = lookup / full-compaction: Java's compaction is what writes those tables'
+    changelog files; a compaction that writes none would hide changes from streaming readers."""
+    producer = schema.core_options.get(CHANGELOG_PRODUCER)
+    if producer in ("lookup", "full-compaction"):
+        raise CompactionError(
+            f"Table {table} has 'changelog-producer' = '{producer}': its changelog is produced by Paimon's "
+            "compaction, which pyspark-paimon does not do (it writes no changelog files). Compact it with Paimon "
+            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job).")
     if schema.core_options.deletion_vectors_enabled:
         raise CompactionError(
             f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon cannot compact deletion-vector "
@@ -214,9 +229,13 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
         if task is None:
             continue
         unit, drop = task
+        older: tuple[DataFileMeta, ...] = ()
+        if pk and options.merge_engine == "first-row":
+            taken = {f.file_name for f in unit.files}
+            older = tuple(f for f in files if f.file_name not in taken)
         plan.tasks.append(CompactTask(part, values, bucket, totals[(part, bucket)],
                                       store.bucket_path(schema, values, bucket), unit.files, unit.output_level,
-                                      drop))
+                                      drop, older))
     return plan
 
 
@@ -235,7 +254,9 @@ def _bucket_task(options: CoreOptions, pk: bool, files: list[DataFileMeta], full
         unit = pick_universal(num_levels, runs,
                               max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
                               size_ratio=options.get(COMPACTION_SIZE_RATIO),
-                              trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER))
+                              trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
+                              force_up_level0=options.merge_engine == "first-row"
+                              or options.get(COMPACTION_FORCE_UP_LEVEL_0))
     if unit is None:
         return None
     return unit, drop_delete(unit, runs)
@@ -273,6 +294,8 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     try:
         if ctx.primary_key:
             merged = read_merged(ctx.read, task.split(), drop_retracts=task.drop_delete)
+            if task.older_files:
+                merged = _without_older_keys(ctx, task, merged)
         else:
             # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
             ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
@@ -291,6 +314,24 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         raise
     new_files = tuple(f for m in messages for f in m.new_files)
     return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files, compact_before=task.files)
+
+
+def _without_older_keys(ctx: CompactContext, task: CompactTask, merged: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """first-row: drop merged rows whose key an older file of the bucket holds (that older record is the first
+    row and stays where it is). Java's lookup compaction does the same, so a key lives in one level only."""
+    schema = ctx.read.schema
+    key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
+    key_fields = [schema.field(k) for k in key_names]
+    split = task.split(task.older_files)
+    older = pa.concat_tables([read_data_file(ctx.read, split, f, key_fields) for f in task.older_files])
+    older = older.group_by(key_names).aggregate([])
+    index = "__paimon_compact_row__"
+    for t in merged:
+        if t.num_rows == 0:
+            continue
+        numbered = t.append_column(index, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+        kept = numbered.join(older, key_names, join_type="left anti", use_threads=False)
+        yield kept.sort_by(index).drop_columns([index]).select(t.column_names)
 
 
 def compact_batches(ctx: CompactContext, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -404,13 +445,16 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
 
     Like Java's writers unless ``write-only`` is set: the written primary-key buckets are compacted by the
     universal rules, or fully when ``full-compaction.delta-commits`` > 0 (what Java does for batch writes);
-    written fixed-bucket append buckets by ``compaction.min.file-num``. Unaware-bucket append tables and
-    deletion-vector tables are left to explicit (or Paimon's) compaction. It runs in this process, after the
-    write's own commit, as a separate COMPACT snapshot: Java's batch writes also commit APPEND, then COMPACT."""
+    written fixed-bucket append buckets by ``compaction.min.file-num``; first-row buckets always move their
+    level-0 files up (Java's lookup compaction). Unaware-bucket append tables, deletion-vector tables and
+    tables whose changelog Paimon's compaction produces are left to explicit (or Paimon's) compaction. It runs
+    in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also
+    commit APPEND, then COMPACT."""
     schema = store.schema()
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
-    if options.write_only or options.deletion_vectors_enabled or not buckets:
+    if options.write_only or options.deletion_vectors_enabled or not buckets or \
+            options.get(CHANGELOG_PRODUCER) in ("lookup", "full-compaction"):
         return None
     full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
     return compact(store, full=full, buckets=buckets, auto=True)
