@@ -18,7 +18,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Callable, Iterable, Literal, Sequence
 
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
 from pyspark_paimon.metadata import auto_tag
@@ -144,8 +144,14 @@ class FileStoreCommit:
     def commit(self, messages: Sequence[CommitMessage], *, kind: CommitKind = "APPEND",
                overwrite: OverwriteSpec | None = None, commit_user: str | None = None,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
-               watermark: int | None = None, allow_empty: bool = False) -> Snapshot | None:
-        """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit)."""
+               watermark: int | None = None, allow_empty: bool = False,
+               index_update: Callable[[Snapshot | None], str | None] | None = None) -> Snapshot | None:
+        """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit).
+
+        ``index_update(latest)`` (compaction of deletion-vector tables) names the index manifest of the new
+        snapshot, computed anew on each attempt against the snapshot it builds on (it may raise
+        :class:`CommitConflictError`); a file it wrote is deleted when the attempt does not land. Without it
+        the latest snapshot's index manifest is carried forward."""
         new_entries = entries_of(messages)
         if overwrite is not None:
             kind = "OVERWRITE"
@@ -165,7 +171,7 @@ class FileStoreCommit:
             written: list[str] = []
             try:
                 snapshot = self._prepare(latest, new_entries, kind, overwrite, commit_user, commit_identifier,
-                                         properties, watermark, written, allow_empty)
+                                         properties, watermark, written, allow_empty, index_update)
             except Exception:
                 self._delete_quietly(written)
                 raise
@@ -230,7 +236,8 @@ class FileStoreCommit:
 
     def _prepare(self, latest: Snapshot | None, new_entries: list[ManifestEntry], kind: str,
                  overwrite: OverwriteSpec | None, user: str, identifier: int, properties: dict[str, str] | None,
-                 watermark: int | None, written: list[str], allow_empty: bool = False) -> Snapshot | None:
+                 watermark: int | None, written: list[str], allow_empty: bool = False,
+                 index_update: Callable[[Snapshot | None], str | None] | None = None) -> Snapshot | None:
         schema = self.schemas.latest()
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
@@ -256,6 +263,11 @@ class FileStoreCommit:
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
+        index_manifest = latest.index_manifest if latest else None
+        if index_update is not None:
+            index_manifest = index_update(latest)
+            if index_manifest is not None and index_manifest != (latest.index_manifest if latest else None):
+                written.append(self.manifests.path(index_manifest))
         delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
         base = self._maybe_compact_manifests(base, schema, written)
         codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
@@ -275,7 +287,7 @@ class FileStoreCommit:
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,
             delta_manifest_list_size=delta_size,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             commit_user=user,
             commit_identifier=identifier,
             commit_kind=kind,

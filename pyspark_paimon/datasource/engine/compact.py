@@ -18,8 +18,9 @@ Three halves, so that Spark can run the middle one on its executors and the Pyth
    re-plans on the new latest snapshot and tries again, a few times.
 
 Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
-(``Table.remove_orphan_files`` reclaims them). Deletion-vector tables are refused (see
-:func:`_refuse_unsupported`). This module never imports pyspark.
+(``Table.remove_orphan_files`` reclaims them). Deletion-vector tables are compacted fully only: their
+vectors are applied while the inputs are read and the compacted buckets' vectors leave the index manifest
+(see :func:`_refuse_unsupported`). This module never imports pyspark.
 """
 
 from __future__ import annotations
@@ -36,8 +37,16 @@ import pyarrow as pa
 from pyspark_paimon.datasource.engine.read import ReadContext, read_data_file, read_merged, read_split
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
+from pyspark_paimon.metadata.avro import avro_codec
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.deletion_vectors import (
+    DeletionFile,
+    bucket_vector_files,
+    deletion_files,
+    read_index_manifest,
+    write_index_manifest_without,
+)
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.options import (
     CHANGELOG_PRODUCER,
@@ -46,6 +55,7 @@ from pyspark_paimon.metadata.options import (
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
     FULL_COMPACTION_DELTA_COMMITS,
+    MANIFEST_COMPRESSION,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
     CoreOptions,
 )
@@ -96,10 +106,14 @@ class CompactTask:
     # first-row buckets: the bucket's files outside the unit (all older). Keys they hold are dropped from the
     # outputs, as Java's lookup compaction does, so no key is in two levels and raw reads stay correct.
     older_files: tuple[DataFileMeta, ...] = ()
+    # Deletion-vector tables: input file name -> its vector, applied while the inputs are read.
+    deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
 
     def split(self, files: tuple[DataFileMeta, ...] | None = None) -> DataSplit:
         return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets,
-                         self.files if files is None else files, self.bucket_path)
+                         self.files if files is None else files, self.bucket_path, deletion_files={
+                             f.file_name: self.deletion_files[f.file_name] for f in
+                             (self.files if files is None else files) if f.file_name in self.deletion_files})
 
 
 @dataclass(frozen=True)
@@ -121,6 +135,8 @@ class CompactPlan:
     context: CompactContext
     tasks: list[CompactTask]
     commit_user: str
+    # Deletion-vector tables: per (partition, bucket), the index files holding its vectors when planned.
+    vector_files: dict[tuple[bytes, int], frozenset[str]] | None = None
 
 
 @dataclass
@@ -159,10 +175,10 @@ def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Calla
     return lambda values: any(all(values[i] == v for i, v in spec) for spec in specs)
 
 
-def _refuse_unsupported(schema: TableSchema, table: str) -> None:
-    """Deletion-vector tables: compaction must also write the new deletion vectors Java keeps for level >= 1
-    files and drop the compacted files' vectors from the index manifest; we do not write index manifests yet,
-    so rather than leave vectors pointing at removed files (or, worse, resurrect rows) we refuse.
+def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
+    """Deletion-vector tables: only full compaction. A partial one would have to write new deletion vectors
+    for the older files its outputs supersede (Java's lookup compaction); a full one rewrites every file of
+    the bucket that has a vector, so the bucket's vectors are simply dropped from the index manifest.
 
     ``changelog-producer`` = lookup / full-compaction: Java's compaction is what writes those tables'
     changelog files; a compaction that writes none would hide changes from streaming readers."""
@@ -172,11 +188,10 @@ def _refuse_unsupported(schema: TableSchema, table: str) -> None:
             f"Table {table} has 'changelog-producer' = '{producer}': its changelog is produced by Paimon's "
             "compaction, which pyspark-paimon does not do (it writes no changelog files). Compact it with Paimon "
             "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job).")
-    if schema.core_options.deletion_vectors_enabled:
+    if schema.core_options.deletion_vectors_enabled and not full:
         raise CompactionError(
-            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon cannot compact deletion-vector "
-            "tables yet (it would have to rewrite the table's deletion-vector index). Compact it with Paimon "
-            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job).")
+            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon compacts such tables only fully "
+            "(it does not write new deletion vectors). Use compact(full=True), or Paimon for partial compactions.")
 
 
 def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full: bool = False,
@@ -191,7 +206,7 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
     """
     store.fileio.require_exclusive_create()
     schema = store.schema()
-    _refuse_unsupported(schema, store.table_path)
+    _refuse_unsupported(schema, store.table_path, full)
     options = schema.core_options
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
@@ -206,6 +221,13 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
     plan = CompactPlan(store, snapshot, context, [], user)
     if snapshot is None or (auto and not pk and options.bucket == -1):
         return plan
+    dvs: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+    if options.deletion_vectors_enabled:
+        plan.vector_files = {}
+        if snapshot.index_manifest:
+            index_path = store.manifests.path(snapshot.index_manifest)
+            plan.vector_files = bucket_vector_files(read_index_manifest(store.fileio, index_path))
+            dvs = deletion_files(store.fileio, index_path, lambda e: f"{store.table_path}/index/{e.file_name}")
     matcher = _partition_matcher(schema, partitions)
     wanted = None if buckets is None else set(buckets)
     types = [f.type for f in schema.partition_fields]
@@ -225,7 +247,8 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
         if matcher is not None and not matcher(values):
             continue
         where = f" (partition {dict(zip(schema.partition_keys, values))}, bucket {bucket})"
-        task = _bucket_task(options, pk, files, full, where)
+        vectors = dvs.get((part, bucket), {})
+        task = _bucket_task(options, pk, files, full, where, set(vectors))
         if task is None:
             continue
         unit, drop = task
@@ -235,19 +258,30 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
             older = tuple(f for f in files if f.file_name not in taken)
         plan.tasks.append(CompactTask(part, values, bucket, totals[(part, bucket)],
                                       store.bucket_path(schema, values, bucket), unit.files, unit.output_level,
-                                      drop, older))
+                                      drop, older, vectors))
     return plan
 
 
 def _bucket_task(options: CoreOptions, pk: bool, files: list[DataFileMeta], full: bool,
-                 where: str) -> tuple[CompactUnit, bool] | None:
+                 where: str, with_vectors: set[str]) -> tuple[CompactUnit, bool] | None:
     if not pk:
         target = options.target_file_size(False)
         picked = (pick_append_full(files, options.compaction_file_size(False)) if full else
                   pick_append(files, options.get(COMPACTION_MIN_FILE_NUM), target))
+        if options.deletion_vectors_enabled and full and with_vectors:
+            # Java's full rule with deletion vectors: a file with a vector is always rewritten.
+            picked = sorted({f.file_name: f for f in [*(picked or []), *(f for f in files
+                                                                         if f.file_name in with_vectors)]}.values(),
+                            key=lambda f: (f.min_sequence_number, f.file_name))
         return (CompactUnit(0, tuple(picked)), False) if picked else None
     num_levels = options.num_levels
     runs = level_sorted_runs(files, num_levels, where)
+    if full and options.deletion_vectors_enabled:
+        unit = pick_full(num_levels, runs)
+        if unit is None and with_vectors:  # one max-level run: rewrite the files that have vectors
+            unit = CompactUnit(num_levels - 1, tuple(f for f in files if f.file_name in with_vectors))
+        # Java drops retractions whenever deletion vectors are on (the vectors shadow older rows).
+        return (unit, True) if unit is not None else None
     if full:
         unit = pick_full(num_levels, runs)
     else:
@@ -399,8 +433,37 @@ def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> S
     if not messages:
         return None
     store = plan.store
-    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, plan.context.read.schema.options)
-    return committer.commit(messages, kind="COMPACT", commit_user=plan.commit_user)
+    schema = plan.context.read.schema
+    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    index_update = None
+    if plan.vector_files is not None:
+        index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages})
+    return committer.commit(messages, kind="COMPACT", commit_user=plan.commit_user, index_update=index_update)
+
+
+def _index_update(plan: CompactPlan, buckets: set[tuple[bytes, int]]) -> Callable[[Snapshot | None], str | None]:
+    """The new index manifest of a deletion-vector table's compaction: the compacted buckets lose their
+    vectors (every file that had one was rewritten). If a compacted bucket's vector files changed since the
+    plan (Paimon wrote new vectors for its files meanwhile), the commit is a conflict: the outputs were merged
+    without them."""
+    store = plan.store
+    planned = plan.vector_files or {}
+    codec = avro_codec(plan.context.read.schema.core_options.get(MANIFEST_COMPRESSION))
+
+    def update(latest: Snapshot | None) -> str | None:
+        current = latest.index_manifest if latest else None
+        now = bucket_vector_files(read_index_manifest(store.fileio, store.manifests.path(current))) \
+            if current else {}
+        for b in buckets:
+            if now.get(b, frozenset()) != planned.get(b, frozenset()):
+                raise CommitConflictError(
+                    f"The deletion vectors of bucket {b[1]} changed while it was compacted (a concurrent Paimon "
+                    "compaction wrote new ones). Nothing was committed; re-run the compaction.")
+        if current is None or not any(now.get(b) for b in buckets):
+            return current
+        return write_index_manifest_without(store.fileio, store.manifests.manifest_dir, current, buckets, codec)
+
+    return update
 
 
 def compact(store: FileStore, partitions: PartitionSpecs = None, *, full: bool = False,
@@ -446,15 +509,16 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     Like Java's writers unless ``write-only`` is set: the written primary-key buckets are compacted by the
     universal rules, or fully when ``full-compaction.delta-commits`` > 0 (what Java does for batch writes);
     written fixed-bucket append buckets by ``compaction.min.file-num``; first-row buckets always move their
-    level-0 files up (Java's lookup compaction). Unaware-bucket append tables, deletion-vector tables and
-    tables whose changelog Paimon's compaction produces are left to explicit (or Paimon's) compaction. It runs
+    level-0 files up (Java's lookup compaction). Unaware-bucket append tables, deletion-vector tables (unless
+    ``full-compaction.delta-commits`` > 0: we only compact them fully) and tables whose changelog Paimon's
+    compaction produces are left to explicit (or Paimon's) compaction. It runs
     in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also
     commit APPEND, then COMPACT."""
     schema = store.schema()
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
-    if options.write_only or options.deletion_vectors_enabled or not buckets or \
+    full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
+    if options.write_only or not buckets or (options.deletion_vectors_enabled and not full) or \
             options.get(CHANGELOG_PRODUCER) in ("lookup", "full-compaction"):
         return None
-    full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
     return compact(store, full=full, buckets=buckets, auto=True)
