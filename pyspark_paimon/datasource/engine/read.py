@@ -26,8 +26,9 @@ What a split read has to get right, and where it happens here:
 * **Output** batches have exactly ``to_arrow_schema(projected fields)`` as schema.
 
 Deliberate deviation: for the ``first-row`` engine Java's batch scans skip level-0 files, so data that was
-never compacted is invisible there. We merge all levels instead: our writer only writes level 0, and the
-first-row merge of all levels is exactly what Java returns once the files are compacted.
+never compacted is invisible there. We merge all levels instead: the first-row merge of all levels is exactly
+what Java returns once the files are compacted, and our automatic compaction moves level 0 up after each write
+(as Java's writers do), so the two agree unless the table is ``write-only``.
 
 This module never imports pyspark; :class:`ReadContext` and splits are pickled to Spark's Python workers.
 """
