@@ -154,6 +154,54 @@ def test_outputs_roll_at_target_file_size_sorted_and_disjoint(tmp_path: Path) ->
     assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
 
 
+def test_large_disjoint_files_are_upgraded_not_rewritten(tmp_path: Path) -> None:
+    """Java's MergeTreeCompactTask: a large file that overlaps nothing moves to the output level by metadata
+    alone (DELETE at its level + ADD of the same file at the new one); only overlapping sections are merged."""
+    t = pk_table(tmp_path, {"bucket": "1", "target-file-size": "16 kb", "compaction.small-file-ratio": "0.1"})
+    t.write_arrow(batch(list(range(20000)), "base"))  # one commit rolled into disjoint level-0 files
+    base = {e.file.file_name: e.file for e in live(t)}
+    assert len(base) > 3 and {f.level for f in base.values()} == {0}
+    t.compact(full=True)
+    after = {e.file.file_name: e.file for e in live(t)}
+    assert set(after) == set(base) and {f.level for f in after.values()} == {5}
+    assert {f.file_source for f in after.values()} == {base[n].file_source for n in base}  # not rewritten
+    deleted = [e for e in delta_entries(t) if e.kind == KIND_DELETE]
+    assert {e.file.level for e in deleted} == {0} and len(deleted) == len(base)
+    # A small update overlapping the first base file: only that file and the update are merged and rewritten.
+    t.write_arrow(batch([5, 6], "new"))
+    before = rows(t)
+    t.compact(full=True)
+    assert rows(t) == before
+    entries = delta_entries(t)
+    rewritten = {e.file.file_name for e in entries if e.kind == KIND_DELETE}
+    assert len(rewritten) == 2 and len(rewritten & set(base)) == 1
+    untouched = set(base) - rewritten
+    assert untouched <= {e.file.file_name for e in live(t)}
+    assert all(e.file.file_source == FILE_SOURCE_COMPACT for e in entries if e.kind == KIND_ADD)
+    assert {e.file.level for e in live(t)} == {5}
+
+
+def test_losing_compaction_never_deletes_upgraded_inputs(tmp_path: Path) -> None:
+    """An upgraded file is an input, not an output: when the compaction loses to a concurrent one, cleaning up
+    its outputs must leave that file alone (the winner may have upgraded the very same file)."""
+    t = pk_table(tmp_path, {"bucket": "1", "target-file-size": "16 kb", "compaction.small-file-ratio": "0.1"})
+    t.write_arrow(batch(list(range(20000)), "base"))
+    before = rows(t)
+
+    def runner(plan: CompactPlan) -> list[CommitMessage]:
+        messages = run_in_process(plan)
+        if len(runs) == 0:
+            assert any(f.file_name in {b.file_name for b in m.compact_before} for m in messages for f in m.new_files)
+            assert compact(t.store, full=True)  # the same upgrades win first
+        runs.append(1)
+        return messages
+
+    runs: list[int] = []
+    result = compact(t.store, full=True, runner=runner)
+    assert not result and result.attempts == 2  # re-planned: nothing left to do
+    assert rows(t) == before
+
+
 def test_partitions_argument_compacts_only_those(tmp_path: Path) -> None:
     t = pk_table(tmp_path, schema="k int not null, v string, n bigint, dt string", partition_keys=("dt",))
     for i in range(3):

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pyspark_paimon.datasource.engine.read import ReadContext, read_data_file, read_merged, read_split
+from pyspark_paimon.datasource.engine.read import ReadContext, key_sections, read_data_file, read_merged, read_split
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
 from pyspark_paimon.metadata.avro import avro_codec
@@ -325,20 +325,34 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     written so far are deleted and the error propagates."""
     writer = TableWriter(ctx.write, f"compact-{task.bucket}")
     target = CoreOptions(ctx.write.options).target_file_size(ctx.primary_key)
+
+    def write(t: pa.Table) -> None:
+        writer.write_compacted(task.partition, task.partition_values, task.bucket, task.total_buckets, t,
+                               task.output_level, first)
+
+    upgraded: list[DataFileMeta] = []
+    replaced: tuple[DataFileMeta, ...] = task.files
+    first = min((f.min_sequence_number for f in task.files), default=0)
     try:
         if ctx.primary_key:
-            merged = read_merged(ctx.read, task.split(), drop_retracts=task.drop_delete)
-            if task.older_files:
-                merged = _without_older_keys(ctx, task, merged)
+            steps = _merge_tree_steps(ctx, task)
+            touched = {f.file_name for _, files in steps for f in files}
+            replaced = tuple(f for f in task.files if f.file_name in touched)
+            for kind, files in steps:
+                if kind == _UPGRADE:
+                    upgraded.append(files[0].with_level(task.output_level))
+                    continue
+                merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
+                if task.older_files:
+                    merged = _without_older_keys(ctx, task, merged)
+                _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
         else:
             # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
             ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
-            merged = (pa.Table.from_batches([b]) for f in ordered for b in read_split(
+            _accumulate((pa.Table.from_batches([b]) for f in ordered for b in read_split(
                 ctx.read, DataSplit(task.partition, task.partition_values, task.bucket, task.total_buckets, (f,),
-                                    task.bucket_path, True)))
-        first = min((f.min_sequence_number for f in task.files), default=0)
-        _accumulate(merged, target, lambda t: writer.write_compacted(
-            task.partition, task.partition_values, task.bucket, task.total_buckets, t, task.output_level, first))
+                                    task.bucket_path, True, deletion_files=task.split((f,)).deletion_files))),
+                target, write)
         messages = writer.prepare_commit()
     except BaseException:
         try:
@@ -346,8 +360,62 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         except PaimonError as exc:  # the original error matters more; the files are orphans either way
             log.warning("Cleaning up after a failed compaction of bucket %d: %s", task.bucket, exc)
         raise
-    new_files = tuple(f for m in messages for f in m.new_files)
-    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files, compact_before=task.files)
+    new_files = tuple(f for m in messages for f in m.new_files) + tuple(upgraded)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files, compact_before=replaced)
+
+
+_REWRITE = "rewrite"
+_UPGRADE = "upgrade"
+
+
+def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str, tuple[DataFileMeta, ...]]]:
+    """What to do with each input of a primary-key unit, in key order (Java's ``MergeTreeCompactTask``).
+
+    Key-overlap sections with several files, and lone files smaller than the small-file size, gather into a
+    *candidate* that is merged and rewritten; a lone large file closes the candidate and is *upgraded*: moved
+    to the output level by metadata alone (DELETE at its level, ADD of the same file at the output level), or
+    left where it is when already there. A file is rewritten instead when that is needed for correctness:
+    retractions it holds would reach the max level, it has a deletion vector (its vectors leave the index), or
+    it is a first-row level-0 file (its keys must be checked against older levels)."""
+    options = CoreOptions(ctx.write.options)
+    min_size = options.compaction_file_size(True)
+    max_level = options.num_levels - 1
+    split = task.split()
+    schema = ctx.read.schema
+    key_fields = [schema.field(k) for k in (list(schema.trimmed_primary_keys) or list(schema.primary_keys))]
+
+    def key_types(f: DataFileMeta) -> list[Any]:
+        by_id = {fld.id: fld for fld in ctx.read.file_schema(split, f).fields}
+        return [by_id[k.id].type if k.id in by_id else k.type for k in key_fields]
+
+    steps: list[tuple[str, tuple[DataFileMeta, ...]]] = []
+    candidate: list[list[DataFileMeta]] = []
+
+    def must_rewrite(f: DataFileMeta) -> bool:
+        return ((task.output_level == max_level and (f.delete_row_count is None or f.delete_row_count > 0))
+                or f.file_name in task.deletion_files or (bool(task.older_files) and f.level == 0))
+
+    def upgrade(f: DataFileMeta) -> None:
+        if must_rewrite(f):
+            steps.append((_REWRITE, (f,)))
+        elif f.level != task.output_level:
+            steps.append((_UPGRADE, (f,)))
+
+    def flush() -> None:
+        if len(candidate) == 1 and len(candidate[0]) == 1:
+            upgrade(candidate[0][0])
+        elif candidate:
+            steps.append((_REWRITE, tuple(f for section in candidate for f in section)))
+        candidate.clear()
+
+    for section in key_sections(task.files, key_types):
+        if len(section) > 1 or section[0].file_size < min_size:
+            candidate.append(section)
+        else:
+            flush()
+            upgrade(section[0])
+    flush()
+    return steps
 
 
 def _without_older_keys(ctx: CompactContext, task: CompactTask, merged: Iterable[pa.Table]) -> Iterator[pa.Table]:
@@ -415,7 +483,10 @@ def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Non
     fileio = plan.store.fileio
     for m in messages:
         base = by_bucket.get((m.partition, m.bucket))
+        inputs = {f.file_name for f in m.compact_before}
         for f in m.new_files:
+            if f.file_name in inputs:  # an upgraded input (same file, new level): it is not ours to delete
+                continue
             path = f.external_path or (f"{base}/{f.file_name}" if base else None)
             if path is None:
                 continue
