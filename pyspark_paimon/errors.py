@@ -102,4 +102,8 @@ class ChainTableError(PaimonError):
     """A chain table is misconfigured or an operation would break its chain."""
 
 
+class CompactionError(PaimonError):
+    """A compaction that cannot be done correctly (a table layout or option it does not support)."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.engine import chain as _chain
+from pyspark_paimon.datasource.engine import compact as _compact
 from pyspark_paimon.datasource.engine.jobs import ReadJob, overwrite_spec, prepare_read, prepare_write
 from pyspark_paimon.datasource.engine.system_tables import read_system_table
 from pyspark_paimon.errors import ChainTableError, OptionError, PaimonError
@@ -28,6 +29,7 @@ from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types import DataType
+from pyspark_paimon.planner.compact_strategy import sorted_run_count
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 
@@ -159,8 +161,17 @@ class Table:
         Returns ``snapshot_id``, ``schema_id``, ``counters`` (manifests, partitions, buckets, files and bytes:
         total, selected and skipped per pruning level), a ``splits`` summary (count, partitions, files, bytes,
         rows, raw-convertible splits), ``split_list`` (partition, bucket, files, bytes per split) and ``notes``.
+        Primary-key reads also report ``sorted_runs`` per split (level-0 files plus non-empty higher levels:
+        what a read of the bucket merges, and what compaction reduces) and ``splits.max_sorted_runs``.
         """
-        return self.new_read(options, predicate).plan.explain()
+        plan = self.new_read(options, predicate).plan
+        out = plan.explain()
+        if plan.schema.primary_keys:
+            runs = [sorted_run_count(s.files) for s in plan.splits]
+            for item, count in zip(out["split_list"], runs):
+                item["sorted_runs"] = count
+            out["splits"]["max_sorted_runs"] = max(runs, default=0)
+        return out
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch, mode: str = "append",
                     overwrite_partition: Mapping[str, Any] | str | None = None,
@@ -250,6 +261,22 @@ class Table:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
         return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
+
+    # -- compaction (logic in planner/compact_strategy.py and datasource/engine/compact.py) ------------
+    def compact(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+                full: bool = False, spark: Any = None) -> _compact.CompactResult:
+        """Compact this branch in one COMPACT snapshot (Paimon's ``CALL sys.compact``).
+
+        ``partitions`` (dicts or 'k=v,k2=v2' specs; a partial spec matches every partition with those values)
+        restricts it; default every partition. Primary-key buckets: ``full`` merges every file of a bucket
+        into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
+        (``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
+        ``compaction.size-ratio``) decide what to merge. Append buckets: small files are rewritten into files
+        of ``target-file-size`` (``compaction.min.file-num``; ``full``: Paimon's full rule). With a
+        SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this process
+        commits; without, here. Returns what was done (truthy when a snapshot was committed)."""
+        runner = _compact.session_runner(spark) if spark is not None else None
+        return _compact.compact(self.store, partitions, full=full, runner=runner)
 
     # -- chain tables (§10; logic in planner/chain*.py and datasource/engine/chain.py) ------------------
     def explain_chain(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,

@@ -18,7 +18,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Callable, Iterable, Literal, Sequence
 
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
 from pyspark_paimon.metadata import auto_tag
@@ -144,8 +144,14 @@ class FileStoreCommit:
     def commit(self, messages: Sequence[CommitMessage], *, kind: CommitKind = "APPEND",
                overwrite: OverwriteSpec | None = None, commit_user: str | None = None,
                commit_identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
-               watermark: int | None = None, allow_empty: bool = False) -> Snapshot | None:
-        """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit)."""
+               watermark: int | None = None, allow_empty: bool = False,
+               index_update: Callable[[Snapshot | None], str | None] | None = None) -> Snapshot | None:
+        """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit).
+
+        ``index_update(latest)`` (compaction of deletion-vector tables) names the index manifest of the new
+        snapshot, computed anew on each attempt against the snapshot it builds on (it may raise
+        :class:`CommitConflictError`); a file it wrote is deleted when the attempt does not land. Without it
+        the latest snapshot's index manifest is carried forward."""
         new_entries = entries_of(messages)
         if overwrite is not None:
             kind = "OVERWRITE"
@@ -165,7 +171,7 @@ class FileStoreCommit:
             written: list[str] = []
             try:
                 snapshot = self._prepare(latest, new_entries, kind, overwrite, commit_user, commit_identifier,
-                                         properties, watermark, written, allow_empty)
+                                         properties, watermark, written, allow_empty, index_update)
             except Exception:
                 self._delete_quietly(written)
                 raise
@@ -230,7 +236,8 @@ class FileStoreCommit:
 
     def _prepare(self, latest: Snapshot | None, new_entries: list[ManifestEntry], kind: str,
                  overwrite: OverwriteSpec | None, user: str, identifier: int, properties: dict[str, str] | None,
-                 watermark: int | None, written: list[str], allow_empty: bool = False) -> Snapshot | None:
+                 watermark: int | None, written: list[str], allow_empty: bool = False,
+                 index_update: Callable[[Snapshot | None], str | None] | None = None) -> Snapshot | None:
         schema = self.schemas.latest()
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
@@ -249,11 +256,18 @@ class FileStoreCommit:
             delta_entries = deletes + delta_entries
         if live is not None:
             self._check_deletes(delta_entries, live)
+            if schema.primary_keys:
+                self._check_level_overlaps(delta_entries, live, schema)
         if overwrite is None:
             self._check_bucket_counts(new_entries, base)
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
+        index_manifest = latest.index_manifest if latest else None
+        if index_update is not None:
+            index_manifest = index_update(latest)
+            if index_manifest is not None and index_manifest != (latest.index_manifest if latest else None):
+                written.append(self.manifests.path(index_manifest))
         delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
         base = self._maybe_compact_manifests(base, schema, written)
         codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
@@ -273,7 +287,7 @@ class FileStoreCommit:
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,
             delta_manifest_list_size=delta_size,
-            index_manifest=latest.index_manifest if latest else None,
+            index_manifest=index_manifest,
             commit_user=user,
             commit_identifier=identifier,
             commit_kind=kind,
@@ -330,6 +344,35 @@ class FileStoreCommit:
                         f"File {e.file.file_name} (bucket {e.bucket}) is deleted twice in one commit (compaction "
                         "inputs inside an overwritten partition?). Commit the compaction and the overwrite separately.")
                 deleted.add(e.identifier)
+
+    def _check_level_overlaps(self, delta: list[ManifestEntry], live: list[ManifestEntry],
+                              schema: TableSchema) -> None:
+        """Each level >= 1 of a primary-key bucket is one sorted run: after this commit its files must not
+        overlap in key (Java's "LSM conflicts detected"). Two compactions planned on the same snapshot would
+        otherwise both put their outputs into one level. Only buckets this commit adds level >= 1 files to are
+        checked."""
+        touched = {(e.partition, e.bucket, e.file.level) for e in delta if e.kind == KIND_ADD and e.file.level > 0}
+        if not touched:
+            return
+        deleted = {e.identifier for e in delta if e.kind == KIND_DELETE}
+        runs: dict[tuple[bytes, int, int], list[DataFileMeta]] = {}
+        for e in [*live, *(d for d in delta if d.kind == KIND_ADD)]:
+            key = (e.partition, e.bucket, e.file.level)
+            if key in touched and e.identifier not in deleted:
+                runs.setdefault(key, []).append(e.file)
+        types = [f.type for f in schema.trimmed_primary_key_fields]
+
+        def decoded(raw: bytes) -> tuple:
+            return tuple((v is not None, v) for v in deserialize_row(raw, types))
+
+        for (_, bucket, level), files in runs.items():
+            ranged = sorted((decoded(f.min_key), decoded(f.max_key), f.file_name) for f in files)
+            for (_, prev_max, prev), (lo, _, name) in zip(ranged, ranged[1:]):
+                if lo <= prev_max:
+                    raise CommitConflictError(
+                        f"Files {prev} and {name} of bucket {bucket} would overlap in key at level {level} (a "
+                        "concurrent compaction wrote to the same level). Nothing was committed; re-run the "
+                        "compaction.")
 
     def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta]) -> None:
         if not new_entries:

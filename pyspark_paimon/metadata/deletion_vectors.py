@@ -22,21 +22,25 @@ bitmap containers 8 KiB bit sets, run containers (start, length - 1) pairs.
 
 from __future__ import annotations
 
+import io
 import struct
+import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Collection, Mapping
 
+import fastavro
 import numpy as np
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
-from pyspark_paimon.metadata.avro import read_avro
+from pyspark_paimon.metadata.avro import read_avro, write_avro
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import DELETION_VECTORS_MERGE_ON_READ, CoreOptions
 
 __all__ = ["DELETION_VECTORS_INDEX", "MAGIC_32", "MAGIC_64", "DeletionFile", "IndexManifestEntry",
            "read_index_manifest", "deletion_files", "read_deletion_vector", "decode_deletion_vector",
-           "decode_roaring32", "decode_roaring64", "merge_on_read", "refuse_deletion_vector_writes"]
+           "decode_roaring32", "decode_roaring64", "merge_on_read", "refuse_deletion_vector_writes",
+           "bucket_vector_files", "write_index_manifest_without"]
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 INDEX_VERSION = 1
@@ -121,6 +125,52 @@ def deletion_files(fileio: FileIO, index_manifest_path: str,
         for name, offset, length, cardinality in e.dv_ranges:
             per_bucket[name] = DeletionFile(path, offset, length, cardinality)
     return out
+
+
+def bucket_vector_files(entries: list[IndexManifestEntry]) -> dict[tuple[bytes, int], frozenset[str]]:
+    """Per (partition, bucket): the names of its ``DELETION_VECTORS`` index files (what a compaction checks
+    again at commit time: a vector written meanwhile for one of its inputs is a conflict)."""
+    out: dict[tuple[bytes, int], set[str]] = {}
+    for e in entries:
+        if e.index_type == DELETION_VECTORS_INDEX:
+            out.setdefault((e.partition, e.bucket), set()).add(e.file_name)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def write_index_manifest_without(fileio: FileIO, manifest_dir: str, index_manifest: str,
+                                 buckets: Collection[tuple[bytes, int]], codec: str) -> str | None:
+    """A new index manifest holding the live entries of ``index_manifest`` except the ``DELETION_VECTORS``
+    entries of ``buckets`` (a compaction rewrote every data file that had a vector there); returns its name,
+    or None when no entry is left (the snapshot then names no index manifest).
+
+    The records are copied as they were read and written with the old file's own Avro schema, so the fields
+    and record names of whichever writer made it (Java, pypaimon, a later Paimon with more fields) are kept."""
+    path = f"{manifest_dir}/{index_manifest}"
+    try:
+        data = fileio.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptMetadataError(
+            f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the table "
+            "back to a snapshot that does not reference it.") from None
+    records = list(read_avro(data, path))  # a damaged file raises CorruptMetadataError here
+    schema = fastavro.reader(io.BytesIO(data)).writer_schema
+    if not isinstance(schema, dict):
+        raise CorruptMetadataError(f"Index manifest {path} has no record schema; it is not an index manifest.")
+    drop = set(buckets)
+    live: dict[tuple[bytes, int, str, str], dict] = {}
+    for r in records:
+        key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
+        if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
+            live[key] = r
+        else:
+            live.pop(key, None)
+    kept = [r for (part, bucket, kind, _), r in live.items()
+            if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)]
+    if not kept:
+        return None
+    name = f"index-manifest-{uuid.uuid4()}-0"
+    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
+    return name
 
 
 # ------------------------------------------------------------------------------------------------------

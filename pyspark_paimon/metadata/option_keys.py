@@ -11,7 +11,7 @@ and every legacy (fallback) spelling of a key. ``tests/metadata/test_option_keys
 The yardstick is Paimon's engine-neutral core table (what Paimon's own Spark connector reads and writes):
 
 * **inert**: cannot change what a batch read returns or what a write must produce: tuning, caches,
-  parallelism, compaction and expiration triggers (we never compact or expire on write), other engines'
+  parallelism, compaction triggers we do not implement, expiration triggers (we never expire on write), other engines'
   runtime settings (Flink sources, sinks and lookup joins; Spark session settings), and keys that only act
   together with another key or type we refuse (``deletion-vectors.merge-on-read`` without deletion vectors);
 * **refused**: changes semantics we do not implement. A value other than the ``read_ok`` values raises an
@@ -181,7 +181,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "record-level.time-field": _inert("records expire only when Java compacts (see record-level.expire-time)"),
     "delete.force-produce-changelog": _inert(_CHANGELOG),
     # -- writes, buffers and commits
-    "write-only": _inert("Java writers skip compaction and expiration; ours never compact or expire anyway"),
     "write-buffer-spill.max-disk-size": _inert(_TUNING),
     "write-buffer-spillable": _inert(_TUNING),
     "write-buffer-for-append": _inert(_TUNING),
@@ -215,25 +214,17 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "upsert-key": _write_refused("Java turns INSERT INTO an append table into an upsert on these columns "
                                  "(Paimon 1.3 to 2.0)"),
     # -- compaction
-    "num-sorted-run.compaction-trigger": _inert(_COMPACTION),
     "num-sorted-run.stop-trigger": _inert(_COMPACTION),
-    "num-levels": _inert(_COMPACTION),
-    "compaction.small-file-ratio": _inert(_COMPACTION),
-    "compaction.max-size-amplification-percent": _inert(_COMPACTION),
-    "compaction.force-up-level-0": _inert(_COMPACTION),
-    "compaction.size-ratio": _inert(_COMPACTION),
     "compaction.offpeak.start.hour": _inert(_COMPACTION),
     "compaction.offpeak.end.hour": _inert(_COMPACTION),
     "compaction.offpeak-ratio": _inert(_COMPACTION),
     "compaction.optimization-interval": _inert(_COMPACTION),
     "compaction.total-size-threshold": _inert(_COMPACTION),
     "compaction.incremental-size-threshold": _inert(_COMPACTION),
-    "compaction.min.file-num": _inert(_COMPACTION),
     "compaction.max.file-num": _inert(_COMPACTION + " (Paimon 1.0)"),
     "compaction.file-num-limit": _inert(_COMPACTION),
     "compaction.delete-ratio-threshold": _inert(_COMPACTION),
     "compaction.skip-expired-partitions": _inert(_COMPACTION),
-    "full-compaction.delta-commits": _inert(_COMPACTION),
     "sort-compaction.range-strategy": _inert(_COMPACTION),
     "sort-compaction.local-sample.magnification": _inert(_COMPACTION),
     "force-lookup": _inert(_LOOKUP),
@@ -578,7 +569,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
 ALIASES: dict[str, str] = {
     "parquet.variant.shreddingSchema": "variant.shreddingSchema",
     "snapshot.expire.clean-empty-directories": "snapshot.clean-empty-directories",
-    "write.compaction-skip": "write-only",
     "log.scan": "scan.mode",
     "log.scan.timestamp-millis": "scan.timestamp-millis",
     "orc.write.batch-size": "write.batch-size",

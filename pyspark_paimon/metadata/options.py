@@ -287,6 +287,29 @@ DELETION_VECTORS_MERGE_ON_READ = _option("deletion-vectors.merge-on-read", BOOLE
 ADD_COLUMN_BEFORE_PARTITION = _option("add-column-before-partition", BOOLEAN, "false",
                                       "A column added without a position goes before the first partition column.")
 TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
+# Compaction (engine/compact.py; automatic compaction after a write: engine/auto_compact.py)
+NUM_SORTED_RUN_COMPACTION_TRIGGER = _option("num-sorted-run.compaction-trigger", INTEGER, "5",
+                                            "Sorted runs (each level-0 file, each level above) that trigger a "
+                                            "compaction of a primary-key bucket.")
+NUM_LEVELS = _option("num-levels", INTEGER, None,
+                     "LSM levels of primary-key buckets; unset = num-sorted-run.compaction-trigger + 1.")
+COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = _option(
+    "compaction.max-size-amplification-percent", INTEGER, "200",
+    "Universal compaction: compact everything once the newer runs exceed this percentage of the oldest run.")
+COMPACTION_SIZE_RATIO = _option("compaction.size-ratio", INTEGER, "1",
+                                "Universal compaction: percentage flexibility when comparing sorted-run sizes.")
+COMPACTION_MIN_FILE_NUM = _option("compaction.min.file-num", INTEGER, "5",
+                                  "Append tables: the number of small files that triggers their compaction.")
+COMPACTION_SMALL_FILE_RATIO = _option("compaction.small-file-ratio", OptionType(float, "a number"), "0.7",
+                                      "Files smaller than target-file-size times this ratio are small files.")
+FULL_COMPACTION_DELTA_COMMITS = _option("full-compaction.delta-commits", INTEGER, None,
+                                        "Batch writes: > 0 compacts the written primary-key buckets fully after "
+                                        "every write.")
+COMPACTION_FORCE_UP_LEVEL_0 = _option("compaction.force-up-level-0", BOOLEAN, "false",
+                                      "Automatic compaction always moves level-0 files up (first-row tables do).")
+WRITE_ONLY = _option("write-only", BOOLEAN, "false", "Writes never compact (a dedicated compaction job does).")
+#: Java's legacy spelling of ``write-only``.
+WRITE_ONLY_LEGACY_KEYS = ("write.compaction-skip",)
 
 # ------------------------------------------------------------------------------------------------ per field
 FIELD_AGGREGATE_FUNCTION = _field_option("aggregate-function", LOWERCASE, None,
@@ -351,6 +374,7 @@ _FIELD_CONSTANT_RULES: dict[str, KeyRule] = {
 KEYS: dict[str, KeyRule] = {
     **{o.key: _CONSTANT_RULES.get(o.key, KeyRule("honoured", o.description)) for o in OPTIONS},
     **{k: KeyRule("honoured", f"legacy spelling of '{IGNORE_DELETE.key}'") for k in IGNORE_DELETE_LEGACY_KEYS},
+    **{k: KeyRule("honoured", f"legacy spelling of '{WRITE_ONLY.key}'") for k in WRITE_ONLY_LEGACY_KEYS},
 }
 if set(KEYS) & set(NOT_HONOURED):
     raise AssertionError(f"keys both honoured and not: {sorted(set(KEYS) & set(NOT_HONOURED))}")
@@ -470,6 +494,28 @@ class CoreOptions:
         """``data-file.path-directory``: the directory (relative to the table) that holds the partition and
         bucket directories; None = the table directory itself."""
         return self.get(DATA_FILE_PATH_DIRECTORY)
+
+    @property
+    def write_only(self) -> bool:
+        """``write-only`` (or its legacy spelling ``write.compaction-skip``): writes never compact."""
+        return self.get(WRITE_ONLY) or any(self.get(replace(WRITE_ONLY, key=k)) for k in WRITE_ONLY_LEGACY_KEYS)
+
+    @property
+    def num_levels(self) -> int:
+        """``num-levels``; unset, Java's rule: ``num-sorted-run.compaction-trigger`` + 1 (so full compaction
+        never falls to level 0)."""
+        levels = self.get(NUM_LEVELS)
+        if levels is None:
+            levels = self.get(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 1
+        if levels < 2:
+            raise OptionError(f"Option 'num-levels' = {levels} of this table is too small: compaction needs level 0 "
+                              "and at least one level above it. Set 'num-levels' >= 2 (or unset it).")
+        return levels
+
+    def compaction_file_size(self, primary_key_table: bool) -> int:
+        """Files smaller than this are *small* (Java's ``compactionFileSize``): target-file-size times
+        ``compaction.small-file-ratio``."""
+        return int(self.target_file_size(primary_key_table) * self.get(COMPACTION_SMALL_FILE_RATIO))
 
     def new_commit_user(self) -> str:
         """A fresh commit user for a write, ``<commit.user-prefix>_<uuid>`` as Java builds it (a bare uuid

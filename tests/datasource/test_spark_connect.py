@@ -32,6 +32,9 @@ SCRIPT = textwrap.dedent("""
             .mode("append").option("primary-key", "id").option("bucket", "1").save(path))
         (spark.createDataFrame([(2, "B"), (3, "c")], "id long, v string").write.format("paimon")
             .mode("append").save(path))
+        from pyspark_paimon.table import Table
+        compacted = Table.open(path).compact(full=True, spark=spark)  # buckets compacted in Connect's executors
+        print("COMPACT=" + json.dumps(compacted.snapshot.commit_kind))
         latest = spark.read.format("paimon").load(path).collect()
         first = spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).collect()
         print("LATEST=" + json.dumps(sorted(list(r) for r in latest)))
@@ -62,6 +65,7 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
                           text=True, timeout=600)
     out = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     assert proc.returncode == 0 and "LATEST" in out, proc.stderr[-3000:]
+    assert json.loads(out["COMPACT"]) == "COMPACT"
     assert json.loads(out["LATEST"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["FIRST"]) == [[1, "a"], [2, "b"]]
     assert json.loads(out["STREAMED"]) == [[1, "a"], [2, "B"], [3, "c"]]

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.errors import OptionError
+from pyspark_paimon.errors import CompactionError, OptionError
 from pyspark_paimon.metadata.type_json import parse_type
 from pyspark_paimon.planner.predicate import Leaf
 from tests.interop.helpers import canonical_rows, ours_spark, sorted_rows, table_uri
@@ -387,6 +387,60 @@ def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str) -> None:
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
+# ============================================================= 3b. we compact, Java reads and writes on top
+
+def test_we_compact_java_reads_and_continues(java: JavaOracle, warehouse: str) -> None:
+    """Our COMPACT snapshots (universal to an intermediate level keeping a delete, then full to the max level
+    dropping deletes) read the same in Java; Java's writer restores our levels (it refuses overlapping runs),
+    writes on top and fully compacts our files; both read the same throughout."""
+    t = "db.we_compact"
+    columns = [*COMMON, *SHORT_DECIMALS, [RK, "STRING"]]
+    table = _create_ours(warehouse, t, columns, primary_keys=["id"],
+                         options={"bucket": 1, "rowkind.field": RK, "write-only": "true", "target-file-size": "256 kb"})
+    state: dict[Any, dict[str, Any]] = {}
+
+    def write(rows: list[dict[str, Any]]) -> None:
+        _write_ours(table, rows)
+        _upsert(state, rows, [r[RK] for r in rows])
+
+    # A base much larger than the later commits (ids past 100 carry only the key: common_row's decimals
+    # would overflow), so universal compaction leaves it alone.
+    write([{**common_row(i, "base"), RK: "+I"} for i in range(90)] +
+          [{"id": i, RK: "+I"} for i in range(100, 60000)])
+    assert table.compact(full=True)  # the base at level 5
+    write([{**common_row(i, "del"), RK: "-D"} for i in (1, 2, 3)])
+    for c in range(4):
+        write([{**common_row(91 + c, f"c{c}"), RK: "+I"}, {**common_row(10 + c, f"u{c}"), RK: "+U"}])
+    assert table.compact(full=False)  # universal: the small runs go to level 4, the deletes kept
+    assert {f["level"] for f in java.files(warehouse, t)} == {4, 5}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    assert table.compact(full=True)
+    assert {f["level"] for f in java.files(warehouse, t)} == {5}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+    java_rows = [{**common_row(7, "java"), RK: "+U"}, {**common_row(98, "java"), RK: "+I"}]
+    java.write(warehouse, t, java_rows, kinds=["+U", "+I"])
+    _upsert(state, java_rows, ["+U", "+I"])
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    table.set_options({"write-only": "false"})  # Java refuses to compact a write-only table
+    java.compact(warehouse, t)
+    assert {f["level"] for f in java.files(warehouse, t)} == {5}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+
+def test_we_compact_append_java_reads(java: JavaOracle, warehouse: str) -> None:
+    t = "db.we_compact_append"
+    table = _create_ours(warehouse, t, COMMON, options={"bucket": 2, "bucket-key": "id", "write-only": "true"})
+    rows: list[dict[str, Any]] = []
+    for c in range(6):
+        batch = [common_row(c * 10 + i, f"a{c}") for i in range(5)]
+        _write_ours(table, batch)
+        rows.extend(batch)
+    assert table.compact()
+    assert {f["level"] for f in java.files(warehouse, t)} == {0}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), rows)
+
+
 # ============================================================================== 4. deletion vectors
 
 def _java_dv_table(java: JavaOracle, warehouse: str, t: str) -> dict[Any, dict[str, Any]]:
@@ -461,6 +515,34 @@ def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOrac
                                {"op": "remove_option", "key": "write-only"}])
     java.compact(warehouse, t)
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
+
+
+def test_we_compact_a_java_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:
+    """Java's deletion-vector table with level-0 files on top (a write-only writer): our full compaction reads
+    every file with its vectors applied, writes the max level and drops the bucket's vectors from the index
+    manifest (copied in Java's own Avro schema). Java then reads the same rows, writes, and compacts on top."""
+    t = "db.dvc"
+    state = _java_dv_table(java, warehouse, t)
+    java.evolve(warehouse, t, [{"op": "set_option", "key": "write-only", "value": "true"}])
+    rows = [{"id": i, "v": "v5", "n": 7} for i in range(0, 300, 5)] + [{"id": 2}, {"id": 400, "v": "new"}]
+    kinds = ["+U"] * 60 + ["-D", "+I"]
+    java.write(warehouse, t, rows, kinds=kinds)
+    _upsert(state, rows, kinds)
+    table = Table.open(table_uri(warehouse, t))
+    with pytest.raises(CompactionError, match="only fully"):
+        table.compact()
+    result = table.compact(full=True)
+    assert result and result.files_after >= 1
+    files = java.files(warehouse, t)
+    assert {f["level"] for f in files} == {5} and not any(f["deletion_file"] for f in files), files
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+
+    java.evolve(warehouse, t, [{"op": "remove_option", "key": "write-only"}])
+    more = [{"id": i, "v": "v6", "n": 1} for i in range(1, 300, 13)]
+    java.write(warehouse, t, more, kinds=["+U"] * len(more))
+    _upsert(state, more, ["+U"] * len(more))
+    java.compact(warehouse, t)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
 def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str) -> None:

@@ -72,9 +72,10 @@ class BranchMachine(RuleBasedStateMachine):
         super().__init__()
         self._tmp = tempfile.TemporaryDirectory()
         pk = ["dt", "id"] if self.PK else []
+        # write-only: the model counts one snapshot per write, so no automatic COMPACT snapshots in between.
         self.table = Catalog(self._tmp.name).create_table(
             "db.t", "id bigint, v string, dt string", partition_keys=["dt"], primary_keys=pk,
-            options={"bucket": "2"} if self.PK else {})
+            options={"bucket": "2", "write-only": "true"} if self.PK else {})
         self.branches: dict[str, BranchModel] = {"main": BranchModel()}
         self.contents: dict[str, tuple[Row, ...]] = {}
         self.counter = 0

@@ -7,6 +7,7 @@ parquet files through ``Table.write_arrow`` and has pypaimon read the result.
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -92,8 +93,19 @@ def t(tmp_path: Path) -> T:
     return make_table(tmp_path)
 
 
-def new_file(rows: int = 10, level: int = 0, name: str | None = None) -> DataFileMeta:
+_KEY_RANGES = itertools.count()
+
+
+def new_file(rows: int = 10, level: int = 0, name: str | None = None,
+             keys: tuple[int, int] | None = None) -> DataFileMeta:
+    """A file of the test table; ``keys`` is its (min, max) ``id`` (default: a range no other file has, so
+    files at one level >= 1 never overlap unless a test says so)."""
+    if keys is None:
+        start = next(_KEY_RANGES) * 100
+        keys = (start, start + 99)
+    key_type = [AtomicType("BIGINT", nullable=False)]
     return DataFileMeta(file_name=name or f"data-{uuid.uuid4()}-0.parquet", file_size=100 + rows, row_count=rows,
+                        min_key=serialize_row([keys[0]], key_type), max_key=serialize_row([keys[1]], key_type),
                         level=level, creation_time_millis=1795256648745)
 
 
@@ -417,6 +429,21 @@ def test_compact_commit(t: T) -> None:
     upgraded = f3.with_level(1)
     snap = c.commit([msg(t.part("b"), upgraded, compact_before=(f3,))], kind="COMPACT")
     assert t.live()[f3.file_name].file.level == 1 and snap.delta_record_count == 0
+
+
+def test_compact_commit_refuses_overlapping_level(t: T) -> None:
+    """Two compactions planned on one snapshot may both write to one level: the second commit would leave two
+    files of a level >= 1 overlapping in key (Java's "LSM conflicts detected"), so it is refused whole."""
+    c = t.committer()
+    f1, f2 = new_file(4, keys=(0, 50)), new_file(4, keys=(40, 90))
+    c.commit([msg(t.part("a"), f1), msg(t.part("a"), f2)])
+    c.commit([msg(t.part("a"), new_file(4, level=5, keys=(0, 50)), compact_before=(f1,))], kind="COMPACT")
+    latest = t.store.snapshots.latest_id()
+    with pytest.raises(CommitConflictError, match="overlap in key at level 5.*Nothing was committed"):
+        c.commit([msg(t.part("a"), new_file(4, level=5, keys=(40, 90)), compact_before=(f2,))], kind="COMPACT")
+    assert t.store.snapshots.latest_id() == latest
+    # Touching ranges at different levels, or at level 0, are fine.
+    c.commit([msg(t.part("a"), new_file(4, level=4, keys=(40, 90)), compact_before=(f2,))], kind="COMPACT")
 
 
 def test_unknown_outcome_keeps_files(t: T) -> None:

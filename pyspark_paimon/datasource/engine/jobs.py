@@ -8,6 +8,7 @@ write rules when the branch is a chain table's snapshot or delta branch. Neither
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.engine.chain import commit_with_chain_rules
+from pyspark_paimon.datasource.engine.compact import auto_compact
 from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
@@ -32,6 +34,8 @@ from pyspark_paimon.planner.read_plan import PlannedRead, plan_read
 from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_target_size
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.time_travel import version_branch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,8 +110,8 @@ class WriteJob:
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
         table, so that nobody retries the write and commits it twice."""
         try:
-            return commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user,
-                                           commit_identifier)
+            snapshot = commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user,
+                                               commit_identifier)
         except CommitStateUnknownError:
             raise
         except Exception as exc:
@@ -125,6 +129,24 @@ class WriteJob:
                 f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
                 f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
                 "is in the table: do not retry the write (it would be written twice).") from exc
+        if snapshot is not None:
+            self._compact_after(messages)
+        return snapshot
+
+    def _compact_after(self, messages: Sequence[CommitMessage]) -> None:
+        """Automatic compaction (:func:`auto_compact`) after the write landed. The data is committed by now, so
+        a compaction that fails (a concurrent compaction won, an unreadable file) is logged, never raised: the
+        next write or an explicit ``Table.compact`` tries again."""
+        try:
+            result = auto_compact(self.store, messages)
+        except (PaimonError, OSError) as exc:
+            log.warning("The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
+                        "Nothing of it was committed; run Table.compact to compact.", self.store.table_path,
+                        self.store.branch, exc)
+            return
+        if result:
+            log.info("Compacted %d bucket(s) of %s after the write (snapshot %d).", result.buckets,
+                     self.store.table_path, result.snapshot.id if result.snapshot else -1)
 
     def landed(self) -> Snapshot | None:
         """This job's snapshot if its commit landed (abort keeps the files then; errors say so), else None."""

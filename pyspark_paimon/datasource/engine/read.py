@@ -26,8 +26,9 @@ What a split read has to get right, and where it happens here:
 * **Output** batches have exactly ``to_arrow_schema(projected fields)`` as schema.
 
 Deliberate deviation: for the ``first-row`` engine Java's batch scans skip level-0 files, so data that was
-never compacted is invisible there. We merge all levels instead: our writer only writes level 0, and the
-first-row merge of all levels is exactly what Java returns once the files are compacted.
+never compacted is invisible there. We merge all levels instead: the first-row merge of all levels is exactly
+what Java returns once the files are compacted, and our automatic compaction moves level 0 up after each write
+(as Java's writers do), so the two agree unless the table is ``write-only``.
 
 This module never imports pyspark; :class:`ReadContext` and splits are pickled to Spark's Python workers.
 """
@@ -77,7 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
     from pyspark_paimon.metadata.store import FileStore
     from pyspark_paimon.planner.read_plan import PlannedRead
 
-__all__ = ["ReadContext", "ReadMetrics", "read_split", "read_file_changes", "read_data_file", "key_sections",
+__all__ = ["ReadContext", "ReadMetrics", "read_split", "read_merged", "read_file_changes", "read_data_file",
            "referenced_columns", "select_row_groups"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
@@ -661,9 +662,6 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
                 yield from _finish(ctx, plan, data)
         return
 
-    options = ctx.merge_options()
-    core_options = CoreOptions(options)
-    engine = core_options.merge_engine
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     if split.raw_convertible:
         for f in split.files:
@@ -671,6 +669,30 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
                 yield from _finish(ctx, plan, _drop_retracts(data))
         return
 
+    for data in _merged_sections(ctx, split, plan, drop_retracts=True, metrics=metrics):
+        yield from _finish(ctx, plan, data)
+
+
+def read_merged(ctx: ReadContext, split: DataSplit, drop_retracts: bool,
+                metrics: ReadMetrics | None = None) -> Iterator[pa.Table]:
+    """The merged records of a primary-key ``split`` with their ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, in key
+    order, one table per key-overlap section (or merge window): what compaction rewrites. Every column of
+    ``ctx.schema`` is read (in read types; ``ctx.read_fields`` must be None). With ``drop_retracts`` keys whose
+    merged record is a retraction disappear (Java's ``dropDelete``); without, they stay, so that they still
+    shadow older versions in files outside the compaction. Deletion vectors in the split are applied."""
+    if ctx.read_fields is not None:
+        raise SchemaError("read_merged reads whole records; build its ReadContext without read_fields.")
+    plan = _make_plan(ctx, None)
+    yield from _merged_sections(ctx, split, plan, drop_retracts, metrics or ReadMetrics())
+
+
+def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retracts: bool,
+                     metrics: ReadMetrics) -> Iterator[pa.Table]:
+    """Merged records of each key-overlap section of ``split`` (system columns kept), in key order."""
+    options = ctx.merge_options()
+    core_options = CoreOptions(options)
+    engine = core_options.merge_engine
+    system = (SEQUENCE_NUMBER, VALUE_KIND)
     key_fields = [ctx.schema.field(n) for n in plan.key_names]
 
     def key_types(f: DataFileMeta) -> list[DataType]:
@@ -683,9 +705,9 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
     descending = core_options.sequence_descending
     for section in key_sections(split.files, key_types):
         if len(section) == 1:
-            # A data file holds one row per key, already merged; only its retractions must go.
+            # A data file holds one row per key, already merged; only its retractions may have to go.
             for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system):
-                yield from _finish(ctx, plan, _drop_retracts(data))
+                yield _drop_retracts(data) if drop_retracts else data
             continue
         # Oldest files first, so rows that tie on every sort key keep the older one first.
         ranks = split.file_ranks
@@ -696,16 +718,16 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
             windows = _plan_windows(ctx, split, plan, ordered)
         if windows is None:
             tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
-            yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                     descending, metrics)
+            yield _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
+                                descending, metrics, drop_retracts)
             continue
         metrics.windowed_sections += 1
         for lo, hi, per_file in windows:
             tables = [_read_window(ctx, split, plan, f, rgs, lo, hi, system) for f, rgs in zip(ordered, per_file)]
             if not any(t.num_rows for t in tables):
                 continue
-            yield from _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                     descending, metrics)
+            yield _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
+                                descending, metrics, drop_retracts)
 
 
 def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordBatch]:
@@ -732,8 +754,9 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
 
 def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
                   ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str, options: Mapping[str, str],
-                  value_names: list[str], descending: bool, metrics: ReadMetrics) -> Iterator[pa.RecordBatch]:
-    """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order, merge and finish."""
+                  value_names: list[str], descending: bool, metrics: ReadMetrics,
+                  drop_retracts: bool = True) -> pa.Table:
+    """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
     ranks = split.file_ranks
     if ranks:
         # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
@@ -746,13 +769,12 @@ def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequ
     if ranks:
         data = data.drop_columns([_RANK])
     try:
-        merged = merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=True,
-                              primary_keys=list(ctx.schema.primary_keys))
+        return merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=drop_retracts,
+                            primary_keys=list(ctx.schema.primary_keys))
     except PaimonError as exc:
         names = ", ".join(f.file_name for f in section)
         raise type(exc)(f"{exc} (while merging bucket {split.bucket} files {names} of "
                         f"{ctx.table_path})") from exc
-    yield from _finish(ctx, plan, merged)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from pyspark_paimon.metadata.binary_row import EMPTY_ROW, serialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.commit import CommitMessage
 from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, DataFileMeta, SimpleStats
+from pyspark_paimon.metadata.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, DataFileMeta, SimpleStats
 from pyspark_paimon.metadata.options import (
     DATA_FILE_PREFIX,
     FILE_COMPRESSION,
@@ -177,6 +177,9 @@ class _BucketState:
     file_counter: int = 0
     dir_created: bool = False
     files: list[DataFileMeta] = field(default_factory=list)
+    # Compaction writes its outputs at the unit's output level, marked as compaction output.
+    level: int = 0
+    file_source: int = FILE_SOURCE_APPEND
 
 
 def _local_millis_as_utc() -> int:
@@ -290,6 +293,7 @@ class TableWriter:
         self._buffer_limit = options.get(WRITE_BUFFER_SIZE)
         self._target_size = options.target_file_size(self._is_pk)
         self._codec, self._codec_level = self._compression()
+        self._level_codecs: dict[int, tuple[str, int | None]] = {0: (self._codec, self._codec_level)}
         self._prefix = options.get(DATA_FILE_PREFIX)
         self._suffix = (f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION)
                         else ".parquet")
@@ -306,6 +310,7 @@ class TableWriter:
         self._buffer: list[pa.Table] = []
         self._buffered_bytes = 0
         self._states: dict[tuple[bytes, int], _BucketState] = {}
+        self._compact_states: dict[tuple[bytes, int, int], _BucketState] = {}
         self._created: list[str] = []
 
     # ------------------------------------------------------------------------------------------ setup
@@ -336,13 +341,13 @@ class TableWriter:
                               f"(columns: {', '.join(self._schema.field_names)}).")
         return name
 
-    def _compression(self) -> tuple[str, int | None]:
+    def _compression(self, lsm_level: int = 0) -> tuple[str, int | None]:
         raw = self._options.get(FILE_COMPRESSION).strip().lower()
         per_level = self._options.get(FILE_COMPRESSION_PER_LEVEL)
-        if per_level:  # "0:lz4,5:zstd" - new files are level 0
+        if per_level:  # "0:lz4,5:zstd" - new files are level 0, compaction outputs their output level
             for item in per_level.split(","):
-                lsm_level, _, level_codec = item.partition(":")
-                if lsm_level.strip() == "0" and level_codec.strip():
+                level_key, _, level_codec = item.partition(":")
+                if level_key.strip() == str(lsm_level) and level_codec.strip():
                     raw = level_codec.strip().lower()
         codec = _CODECS.get(raw)
         if codec is None:
@@ -637,15 +642,20 @@ class TableWriter:
         file_table = self._to_file_table(chunk)
         self._created.append(path)  # before writing: abort must also remove a half-written file
         # Bounded row groups let readers merge big key-overlap sections window by window (arrow_read).
-        kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": self._codec, "row_group_size": ROW_GROUP_ROWS}
-        if self._codec_level is not None:
-            kwargs["compression_level"] = self._codec_level
+        codecs = self._level_codecs.get(state.level)
+        if codecs is None:
+            codecs = self._level_codecs[state.level] = self._compression(state.level)
+        codec, codec_level = codecs
+        kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": codec, "row_group_size": ROW_GROUP_ROWS}
+        if codec_level is not None:
+            kwargs["compression_level"] = codec_level
         with fileio.fs.open(path, "wb") as out:
             pq.write_table(file_table, out, **kwargs)
         size = fileio.size(path)
-        state.files.append(self._file_meta(name, size, chunk, seq_range))
+        state.files.append(self._file_meta(name, size, chunk, seq_range, state))
 
-    def _file_meta(self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None) -> DataFileMeta:
+    def _file_meta(self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None,
+                   state: _BucketState) -> DataFileMeta:
         value_stats, stats_cols = collect_value_stats(chunk, self._fields, self._opts, self._value_mode_for)
         common = dict(
             file_name=name,
@@ -653,10 +663,10 @@ class TableWriter:
             row_count=chunk.num_rows,
             value_stats=value_stats,
             schema_id=self._schema.id,
-            level=0,
+            level=state.level,
             extra_files=(),
             creation_time_millis=_local_millis_as_utc(),
-            file_source=FILE_SOURCE_APPEND,
+            file_source=state.file_source,
             value_stats_cols=stats_cols,
         )
         if not self._is_pk:
@@ -676,12 +686,45 @@ class TableWriter:
                             max_sequence_number=int(seq_mm["max"].as_py()),
                             delete_row_count=int(deletes or 0), **common)
 
+    # ------------------------------------------------------------------------------------------ compaction
+    def write_compacted(self, partition: bytes, partition_values: tuple, bucket: int, total_buckets: int,
+                        table: pa.Table, level: int, first_sequence: int = 0) -> None:
+        """Write rows that compaction already merged and ordered into files of ``level`` (``_FILE_SOURCE`` =
+        COMPACT), rolled at ``target-file-size``: nothing is re-sorted, re-folded or re-sequenced.
+
+        Primary-key rows carry their ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` and must be in key order, so the
+        files come out sorted and non-overlapping; append rows are numbered from ``first_sequence`` on (what
+        Java's append compaction does: the outputs continue the first input's sequence numbers). Call it as
+        often as needed per bucket; :meth:`prepare_commit` returns the files, and the caller adds the inputs
+        as ``compact_before``."""
+        if table.num_rows == 0:
+            return
+        key = (partition, bucket, level)
+        state = self._compact_states.get(key)
+        if state is None:
+            rel = partition_path(list(partition_values), self._partition_fields, self._default_part,
+                                 self._legacy_name) if self._partition_fields else ""
+            directory = FileIO.join(self._ctx.table_path, self._data_dir or "", rel, f"bucket-{bucket}")
+            state = _BucketState(partition, bucket, total_buckets, directory, str(uuid.uuid4()), first_sequence,
+                                 level=level, file_source=FILE_SOURCE_COMPACT)
+            self._compact_states[key] = state
+        if self._is_pk:
+            physical = self._pk_physical(table)
+            for chunk in self._chunks(physical):
+                self._write_file(state, chunk, None)
+            return
+        data = table.select([f.name for f in self._fields])
+        for _, chunk in self._chunk_offsets(data):
+            lo = state.next_sequence
+            state.next_sequence += chunk.num_rows
+            self._write_file(state, chunk, (lo, state.next_sequence - 1))
+
     # ------------------------------------------------------------------------------------------ end
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and describe the new files: one message per (partition, bucket) written since the last call."""
         self.flush()
         messages = []
-        for state in self._states.values():
+        for state in [*self._states.values(), *self._compact_states.values()]:
             if state.files:
                 messages.append(CommitMessage(state.partition, state.bucket, state.total_buckets,
                                               tuple(state.files)))
@@ -699,7 +742,7 @@ class TableWriter:
             except Exception as e:  # noqa: BLE001 - any store's delete error: keep deleting the rest, report at the end
                 errors.append(f"{path}: {e}")
         self._created = []
-        for state in self._states.values():
+        for state in [*self._states.values(), *self._compact_states.values()]:
             state.files = []
         if errors:
             raise PaimonError("Could not delete some data files of the aborted write (they are not referenced "
