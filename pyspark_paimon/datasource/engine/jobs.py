@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -113,6 +113,15 @@ class WriteJob:
                 f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
                 f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
                 "is in the table: do not retry the write (it would be written twice).") from exc
+
+    def with_overwrite(self, overwrite: OverwriteSpec | None) -> "WriteJob":
+        """This job (same commit user) overwriting as ``overwrite`` says: for an overwrite whose kind is only
+        known once the tasks run (Spark's session ``partitionOverwriteMode``). A whole-table overwrite drops
+        the old bucket counts of existing partitions, as :func:`prepare_write` does for one."""
+        context = self.context
+        if overwrite is not None and overwrite.mode == "all":
+            context = replace(context, partition_buckets={})
+        return replace(self, overwrite=overwrite, context=context)
 
     def landed(self) -> Snapshot | None:
         """This job's snapshot if its commit landed (abort keeps the files then; errors say so), else None."""
