@@ -256,10 +256,8 @@ class PaimonWriter(DataSourceArrowWriter):
         self.job: WriteJob = prepare_write(ref.store(), spec)
 
     def _session_job(self, mode: str) -> WriteJob:
-        try:
-            return self.job.with_overwrite(overwrite_spec(self.job.schema, mode, None))
-        except OptionError as e:
-            raise OptionError(f"Spark's session conf {SESSION_OVERWRITE_CONF} = '{mode}': {e}") from None
+        """The job overwriting as the session's mode says (Spark only lets 'static' or 'dynamic' be set)."""
+        return self.job.with_overwrite(overwrite_spec(self.job.schema, mode, None))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         ctx = TaskContext.get()
