@@ -68,7 +68,13 @@ from pyspark_paimon.metadata.options import CoreOptions
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.type_arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types import DataField, DataType, RowType
-from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression, tree_expression
+from pyspark_paimon.planner.predicate import (
+    Leaf,
+    could_match_stats,
+    to_arrow_expression,
+    tree_columns,
+    tree_expression,
+)
 from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
@@ -147,9 +153,12 @@ class ReadContext:
             for name in read_fields:
                 schema.field(name)  # raises with the list of existing columns
         arrow_schema = schema.arrow_schema()
+        selection = planned.selection
+        if selection is not None and tree_columns(selection) <= set(schema.partition_keys):
+            selection = None  # partitions were selected exactly by it: every row of them satisfies it
         parts = [e for e in (to_arrow_expression(list(exact_filters), arrow_schema) if exact_filters else None,
-                             tree_expression(planned.selection, arrow_schema) if planned.selection is not None
-                             else None) if e is not None]
+                             tree_expression(selection, arrow_schema) if selection is not None else None)
+                 if e is not None]
         residual = parts[0] if len(parts) == 1 else (parts[0] & parts[1]) if parts else None
         return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, schemas=planned.schemas,
                    branch=store.branch, options=dict(schema.options),
@@ -688,8 +697,9 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
     descending = core_options.sequence_descending
     for section in key_sections(split.files, key_types):
         if len(section) == 1:
-            # A data file holds one row per key, already merged; only its retractions must go.
-            for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system):
+            # A data file holds one row per key, already merged; only its retractions must go. Its rows are
+            # final, so row groups the pushed predicate rules out are skipped as in a raw read.
+            for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system, skip_row_groups=metrics):
                 yield from _finish(ctx, plan, _drop_retracts(data))
             continue
         # Oldest files first, so rows that tie on every sort key keep the older one first.
