@@ -130,3 +130,17 @@ def test_chain_read_resolves_only_the_requested_partitions(catalog: Catalog) -> 
     assert t.to_arrow({"filter": "dt = '20250811' AND t3 = 's0808'"}).num_rows == 0
     filtered = t.to_arrow({"filter": "dt = '20250811' AND t3 = 'd0809'"}).to_pylist()
     assert [(r["t1"], r["dt"]) for r in filtered] == [(1, "20250811")]
+
+
+def test_fallback_and_incremental_reads_use_the_selection(catalog: Catalog) -> None:
+    t = catalog.create_table("default.f", "id bigint, dt string", partition_keys=["dt"])
+    t.write_arrow(pa.table({"id": [1, 2], "dt": ["a", "b"]}))
+    t.create_branch("backfill", from_latest=True)
+    t.branch_table("backfill").write_arrow(pa.table({"id": [3, 4], "dt": ["c", "d"]}))
+    fb = {"scan.fallback-branch": "backfill"}
+    assert sorted(t.to_arrow({**fb, "scan.partitions": "dt=b;dt=c"}).column("id").to_pylist()) == [2, 3]
+    assert t.to_arrow({**fb, "filter": "dt = 'd' OR id = 1"}).column("id").to_pylist() in ([1, 4], [4, 1])
+    t.write_arrow(pa.table({"id": [5, 6], "dt": ["a", "b"]}))  # snapshot 2
+    inc = {"incremental-between": "1,2"}
+    assert t.to_arrow({**inc, "scan.partitions": "dt=b"}).column("id").to_pylist() == [6]
+    assert t.to_arrow({**inc, "filter": "id > 5"}).column("id").to_pylist() == [6]

@@ -1,4 +1,5 @@
-"""The connector over Spark Connect: ``register()`` on a Connect session, then write and read.
+"""The connector over Spark Connect: ``register()`` on a Connect session, then write and read (time travel, the
+``filter`` read option, and an overwrite following the session's ``partitionOverwriteMode``).
 
 ``SparkSession.builder.remote("local[2]")`` starts a local Connect server in a fresh process, so this runs in a
 subprocess. It needs pyspark's ``connect`` extra (grpcio, grpcio-status, googleapis-common-protos, zstandard,
@@ -36,6 +37,15 @@ SCRIPT = textwrap.dedent("""
         first = spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).collect()
         print("LATEST=" + json.dumps(sorted(list(r) for r in latest)))
         print("FIRST=" + json.dumps(sorted(list(r) for r in first)))
+        # the session's partitionOverwriteMode reaches the writer over Connect too
+        parts = sys.argv[1] + "/db.db/parts"
+        (spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2")], "id long, v string, dt string").write
+            .format("paimon").mode("append").option("partition", "dt").save(parts))
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        (spark.createDataFrame([(3, "c", "d1")], "id long, v string, dt string").write.format("paimon")
+            .mode("overwrite").save(parts))
+        dynamic = spark.read.format("paimon").option("filter", "id > 1").load(parts).collect()
+        print("DYNAMIC=" + json.dumps(sorted(list(r) for r in dynamic)))
     finally:
         spark.stop()
 """)
@@ -58,3 +68,4 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert proc.returncode == 0 and "LATEST" in out, proc.stderr[-3000:]
     assert json.loads(out["LATEST"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["FIRST"]) == [[1, "a"], [2, "b"]]
+    assert json.loads(out["DYNAMIC"]) == [[2, "b", "d2"], [3, "c", "d1"]]
