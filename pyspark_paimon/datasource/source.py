@@ -110,7 +110,7 @@ def remember_table(schema: StructType, options: dict[str, str]) -> StructType:
     reads get no options at all, but they do get the schema stored in the catalog, field metadata included. So
     ``spark.table('t')`` and ``SELECT ... FROM t`` find the table again (see :meth:`PaimonDataSource.reader`).
     """
-    stored = {k: v for k, v in options.items() if k not in _TABLE_KEYS}
+    stored = {k: v for k, v in options.items() if k not in ("path", "paths")}  # 'warehouse' stays with the path
     meta = {LOCATION_METADATA: options.get("path", ""), OPTIONS_METADATA: json.dumps(stored, sort_keys=True)}
     return StructType([StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), **meta})
                        for f in schema.fields])
@@ -123,9 +123,10 @@ def remembered_table(schema: StructType) -> dict[str, str]:
         if location:
             return {**json.loads(f.metadata.get(OPTIONS_METADATA) or "{}"), "path": location}
     raise OptionError(
-        "Spark gave the read no table: a catalog table made with CREATE TABLE ... USING paimon and a column list "
-        "(or by saveAsTable / CREATE TABLE AS SELECT) does not record where its Paimon table is, because Spark "
-        "passes LOCATION and OPTIONS to Python data sources only at creation. Create it from the existing Paimon "
+        "No table given (no path or warehouse option). Use .load('/warehouse/db.db/table'). If this is a catalog "
+        "table: one made with CREATE TABLE ... USING paimon and a column list (or by saveAsTable / CREATE TABLE AS "
+        "SELECT) does not record where its Paimon table is, because Spark passes LOCATION and OPTIONS to Python "
+        "data sources only at creation. Create it from the existing Paimon "
         "table without a column list (CREATE TABLE t USING paimon LOCATION '<table location>'), or name the table "
         "per read: SELECT * FROM t WITH ('path' = '<table location>'), spark.read.option('path', '<table "
         "location>').table('t'), or spark.read.format('paimon').load('<table location>').")
