@@ -7,7 +7,8 @@ anchor with all N deltas, the worst case before compaction. Groups (all prefixed
 * ``chain a: storage`` - on-disk bytes of the chain table vs daily full copies, in extra_info and printed
   (the timed body is only the ``du`` walk).
 * ``chain b: read day N`` - ``agg(count, sum(d), sum(seq))`` of day N: through the chain (filter pushdown on, so
-  only day N is resolved; and off, Spark 4's default, where every partition is resolved then filtered), from
+  only day N is resolved; off, Spark 4's default, where every partition is resolved then filtered; and the
+  ``scan.partitions`` read option, which resolves only day N without pushdown), from
   the snapshot branch after ``compact_chain``, from a plain PK table holding only day N's full copy, and
   ``spark.read.parquet`` of day N's full-copy file.
 * ``chain c: traditional merge`` - the daily job a full-copy layout runs: yesterday's full copy + today's
@@ -69,14 +70,16 @@ def _read_cases(spark: SparkSession, chain: ChainData) -> dict[str, tuple[Callab
     return {
         "chain_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), True),
         "chain_no_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), False),
+        "chain_scan_partitions": (lambda: spark.read.format("paimon").option("scan.partitions", f"date={n}")
+                                  .load(chain.chain_path), False),
         "compacted_snapshot": (lambda: spark.read.format("paimon").load(chain.compacted_path).where(where), True),
         "full_pk_table": (lambda: spark.read.format("paimon").load(chain.full_day_path), False),
         "parquet_full_copy": (lambda: spark.read.parquet(chain.full_dirs[n]), False),
     }
 
 
-@pytest.mark.parametrize("case", ["chain_pushdown", "chain_no_pushdown", "compacted_snapshot", "full_pk_table",
-                                  "parquet_full_copy"])
+@pytest.mark.parametrize("case", ["chain_pushdown", "chain_no_pushdown", "chain_scan_partitions", "compacted_snapshot",
+                                  "full_pk_table", "parquet_full_copy"])
 def test_chain_read_day(benchmark: Any, spark: SparkSession, chain: ChainData, case: str) -> None:
     from pyspark_paimon import Catalog, register
 

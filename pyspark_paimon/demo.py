@@ -65,9 +65,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
                  TIMESTAMP'2025-08-10 12:00:00' AS ts""").write.format("paimon").mode("append").save(path)
     spark.read.format("paimon").load(path).orderBy("dt", "id").show(truncate=False)
 
-    _step("Read by identifier with a filter")
-    (spark.read.format("paimon").option("warehouse", warehouse).load("default.orders")
-     .where("dt = '2025-08-10' AND amount > 50").show(truncate=False))
+    _step("Read by identifier with a filter given at load time (prunes partitions and files on every Spark)")
+    (spark.read.format("paimon").option("warehouse", warehouse)
+     .option("filter", "dt = '2025-08-10' AND amount > 50").load("default.orders").show(truncate=False))
 
     _step("Time travel: the table as of snapshot 1")
     spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).orderBy("dt", "id").show(truncate=False)

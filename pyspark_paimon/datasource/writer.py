@@ -24,15 +24,17 @@ from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.engine.jobs import WriteJob, overwrite_spec, prepare_write
 from pyspark_paimon.datasource.engine.ref import TableRef
+from pyspark_paimon.datasource.engine.store_assignment import assignment_problem
 from pyspark_paimon.datasource.spark_types import from_spark_type, to_spark_type
-from pyspark_paimon.errors import OptionError, SchemaMismatchError, TableNotFoundError
+from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.commit import CommitMessage
+from pyspark_paimon.metadata.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.options import BUCKET_KEY, ROWKIND_FIELD, SEQUENCE_FIELD, validate_table_options
 from pyspark_paimon.metadata.options import get as table_option
 from pyspark_paimon.metadata.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
+from pyspark_paimon.metadata.type_arrow import to_arrow_type
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +50,28 @@ _DYNAMIC_OVERWRITE_TABLE_OPTION = "dynamic-partition-overwrite"
 _COLUMN_LIST_KEYS = (SEQUENCE_FIELD.key, BUCKET_KEY.key, ROWKIND_FIELD.key)
 
 
+# Spark's session conf for how INSERT OVERWRITE / mode("overwrite") replaces partitions ('static' by default).
+SESSION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
 @dataclass
 class PaimonCommitMessage(WriterCommitMessage):
     messages: tuple[CommitMessage, ...]
+    # The session's partitionOverwriteMode as the task saw it (only for overwrites that defer to the session).
+    session_overwrite_mode: str | None = None
+
+
+def session_overwrite_mode() -> str:
+    """The session's ``spark.sql.sources.partitionOverwriteMode`` as seen by a write task ('static' if unset).
+
+    Spark starts ``writer()`` and ``commit()`` in Python workers that receive no session conf, but every SQL
+    execution copies the session's explicitly set ``spark.*`` confs into the job's local properties, which
+    tasks read through ``TaskContext`` (Spark classic and Connect alike). So the tasks read it and their commit
+    messages carry it to ``commit()``.
+    """
+    ctx = TaskContext.get()
+    value = ctx.getLocalProperty(SESSION_OVERWRITE_CONF) if ctx is not None else None
+    return (value or "static").strip().lower()
 
 
 def _table_options(options: dict[str, str]) -> dict[str, str]:
@@ -152,9 +173,11 @@ def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
                 f"Column '{f.name}' is {got.simpleString()} with nested values that may be NULL (array elements, map "
                 f"values or struct fields), but the table declares them NOT NULL. Make them non-null first, e.g. "
                 f"with coalesce inside transform()/struct().")
+        problem = _assignment_problem(got, want) or "the types differ"
         raise SchemaMismatchError(
-            f"Column '{f.name}' is {got.simpleString()} in the DataFrame but {want.simpleString()} in the table. "
-            f"Cast it first, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}')).")
+            f"Column '{f.name}' is {got.simpleString()} in the DataFrame but {want.simpleString()} in the table, and "
+            f"Spark's store assignment (ANSI) does not write one into the other: {problem}. Cast it first if that is "
+            f"meant, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}')).")
 
 
 def _fits(got: T.DataType, want: T.DataType) -> bool:
@@ -186,19 +209,21 @@ def _nullable(t: T.DataType) -> T.DataType:
     return t
 
 
+def _arrow(t: T.DataType) -> pa.DataType:
+    return to_arrow_type(from_spark_type(t, True, "value"), "value")
+
+
+def _assignment_problem(got: T.DataType, want: T.DataType) -> str | None:
+    """Spark's ANSI store assignment (the one set of rules, shared with the executors' casts): checked on the
+    driver so that a refused write fails before any task runs; values are checked as they are cast."""
+    try:
+        return assignment_problem(_arrow(got), _arrow(want))
+    except PaimonError as e:  # a Spark type with no Paimon counterpart: only an identical type fits
+        return str(e)
+
+
 def _castable(got: T.DataType, want: T.DataType) -> bool:
-    """Widening casts Spark users expect to just work (int literal into a bigint column and the like)."""
-    ints = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-    if isinstance(want, ints) and isinstance(got, ints):
-        order = {T.ByteType: 0, T.ShortType: 1, T.IntegerType: 2, T.LongType: 3}
-        return order[type(got)] <= order[type(want)]
-    if isinstance(want, (T.FloatType, T.DoubleType)) and isinstance(got, (*ints, T.FloatType)):
-        return True
-    if isinstance(want, T.StringType) and isinstance(got, (T.VarcharType, T.CharType)):
-        return True
-    if isinstance(want, T.DecimalType) and isinstance(got, T.DecimalType):
-        return got.scale <= want.scale and got.precision - got.scale <= want.precision - want.scale
-    return False
+    return _assignment_problem(got, want) is None
 
 
 class PaimonWriter(DataSourceArrowWriter):
@@ -218,25 +243,49 @@ class PaimonWriter(DataSourceArrowWriter):
             raise OptionError("'partitionOverwriteMode' and 'overwrite-partition' need .mode('overwrite').")
         if mode and static:
             raise OptionError("Give either 'partitionOverwriteMode' or 'overwrite-partition', not both.")
-        spec = overwrite_spec(table, mode.lower() if mode else None,
-                              parse_partition_spec(static) if static else None) if overwrite else None
+        # An overwrite of a partitioned table without a mode of its own follows the session's
+        # partitionOverwriteMode, which only the tasks can see (session_overwrite_mode); until then the job keeps
+        # the partitions' bucket counts, which a dynamic overwrite needs.
+        self.session_mode = bool(overwrite and not mode and not static and table.partition_keys)
+        spec: OverwriteSpec | None
+        if self.session_mode:
+            spec = overwrite_spec(table, "dynamic", None)
+        else:
+            spec = overwrite_spec(table, mode.lower() if mode else None,
+                                  parse_partition_spec(static) if static else None) if overwrite else None
         self.job: WriteJob = prepare_write(ref.store(), spec)
+
+    def _session_job(self, mode: str) -> WriteJob:
+        """The job overwriting as the session's mode says (Spark only lets 'static' or 'dynamic' be set)."""
+        return self.job.with_overwrite(overwrite_spec(self.job.schema, mode, None))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         ctx = TaskContext.get()
         task_id = f"{ctx.partitionId()}-{ctx.attemptNumber()}" if ctx else "0"
-        writer = self.job.new_writer(task_id)
+        mode = session_overwrite_mode() if self.session_mode else None
+        job = self._session_job(mode) if mode is not None else self.job
+        writer = job.new_writer(task_id)
         try:
             for batch in iterator:
                 writer.write(batch)
-            return PaimonCommitMessage(tuple(writer.prepare_commit()))
+            return PaimonCommitMessage(tuple(writer.prepare_commit()), mode)
         except BaseException:
             writer.abort()
             raise
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        flat = [m for msg in messages if isinstance(msg, PaimonCommitMessage) for m in msg.messages]
-        self.job.commit(flat)
+        ours = [msg for msg in messages if isinstance(msg, PaimonCommitMessage)]
+        flat = [m for msg in ours for m in msg.messages]
+        job = self.job
+        if self.session_mode:
+            modes = {msg.session_overwrite_mode for msg in ours}
+            if len(modes) != 1 or None in modes:
+                raise CommitError(
+                    f"The overwrite of {self.ref.path} follows Spark's {SESSION_OVERWRITE_CONF}, but its tasks saw "
+                    f"{sorted(map(str, modes)) or 'no value'}, so what to replace is unclear; nothing was committed. "
+                    "Give .option('partitionOverwriteMode', 'static' or 'dynamic') to the write.")
+            job = self._session_job(modes.pop() or "static")
+        job.commit(flat)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         try:

@@ -463,7 +463,7 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "lookup.async-thread-number": _inert(_FLINK),
     "lookup.cache": _inert(_FLINK),
     "scan.partitions": _inert("partitions Flink lookup joins and Flink sources load; Paimon's Spark reader "
-                              "ignores it too"),
+                              "ignores it too (pyspark-paimon honours it as a read option)"),
     "lookup.dynamic-partition.refresh-interval": _inert(_FLINK),
     "lookup.refresh.async": _inert(_FLINK),
     "lookup.dynamic-partition.refresh.async": _inert(_FLINK),

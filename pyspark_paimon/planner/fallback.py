@@ -26,7 +26,7 @@ Details and decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pyspark_paimon.errors import BranchNotFoundError, SchemaError
 from pyspark_paimon.metadata.options import SCAN_FALLBACK_BRANCH, CoreOptions
@@ -90,9 +90,10 @@ def _add_counters(a: ScanCounters, b: ScanCounters) -> ScanCounters:
 
 
 def add_fallback_splits(store: FileStore, fb_branch: str, schema: TableSchema, snapshot: Snapshot | None,
-                        plan: ScanPlan, predicate: Sequence[Leaf], opts: ReadOptions) -> FallbackResult:
+                        plan: ScanPlan, predicate: Sequence[Leaf], opts: ReadOptions,
+                        partition_filter: Callable[[dict[str, Any]], bool] | None = None) -> FallbackResult:
     """``plan`` (of ``store``'s branch at ``snapshot``) plus splits of the fallback branch's partitions that
-    the read branch does not have."""
+    the read branch does not have. ``partition_filter`` (the load-time selection) applies to both branches."""
     try:
         require_branch_exists(store.fileio, store.table_path, fb_branch)
     except BranchNotFoundError as e:
@@ -112,11 +113,12 @@ def add_fallback_splits(store: FileStore, fb_branch: str, schema: TableSchema, s
     if len(part_only) == len(predicate):
         present_plan = plan
     else:
-        present_plan = ScanPlanner(store, schema, {}).plan(snapshot, part_only)
+        present_plan = ScanPlanner(store, schema, {}).plan(snapshot, part_only, partition_filter=partition_filter)
     present = {s.partition_values for s in present_plan.splits}
 
     def missing(named: dict) -> bool:
-        return tuple(named[n] for n in part_names) not in present
+        return tuple(named[n] for n in part_names) not in present and (
+            partition_filter is None or partition_filter(named))
 
     fb_plan = ScanPlanner(fb_store, fb_schema, {}).plan(fb_snapshot, predicate, partition_filter=missing)
     fb_splits = [replace(s, file_branches={f.file_name: fb_branch for f in s.files}) for s in fb_plan.splits]

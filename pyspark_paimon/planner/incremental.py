@@ -36,7 +36,7 @@ branch's latest schema; older files are evolved to it by field id, as in a norma
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifest import KIND_ADD, ManifestEntry
@@ -161,8 +161,8 @@ def delta_entries(store: FileStore, rng: IncrementalRange) -> list[ManifestEntry
     return entries
 
 
-def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions,
-                     predicate: Sequence[Leaf] = ()) -> ScanPlan:
+def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions, predicate: Sequence[Leaf] = (),
+                     partition_filter: Callable[[dict[str, Any]], bool] | None = None) -> ScanPlan:
     """Splits reading the range's changed files (see the module docstring), pruned like a normal scan."""
     options = schema.core_options
     mode = opts.incremental_scan_mode or options.get(INCREMENTAL_BETWEEN_SCAN_MODE)
@@ -177,7 +177,8 @@ def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions,
     end = None if rng.is_empty or rng.end_id <= 0 else find_snapshot(
         store.snapshots, TagManager(store.fileio, store.table_path, store.branch), rng.end_id)
     entries = [] if rng.is_empty else delta_entries(store, rng)
-    plan = ScanPlanner(store, schema, {}, pk_value_skipping=False).plan_entries(entries, predicate, snapshot=end)
+    plan = ScanPlanner(store, schema, {}, pk_value_skipping=False).plan_entries(entries, predicate, partition_filter,
+                                                                                snapshot=end)
     if schema.primary_keys:
         # Files of different commits may overlap in key even on one level above 0, so never read a bucket's
         # changed files one after another without merging them.

@@ -1,4 +1,4 @@
-"""Filters, independent of Spark: a conjunction of simple column predicates.
+"""Filters, independent of Spark: a conjunction of simple column predicates, and boolean trees of them.
 
 Spark hands the reader a list of filters that are ANDed together (``OR`` is never pushed). We translate them
 into :class:`Leaf` predicates once and use the same objects for every level of pruning:
@@ -6,6 +6,13 @@ into :class:`Leaf` predicates once and use the same objects for every level of p
 * exact evaluation on partition values (partition pruning is exact, so Spark need not re-check those);
 * "could any row match" on min/max/null-count statistics (file skipping; inexact, so only for skipping);
 * an Arrow expression for the exact residual filter applied after a merge.
+
+The load-time selection (the ``filter`` and ``scan.partitions`` read options) may use ``OR`` and ``NOT`` as
+well, so it is a tree (:class:`AllOf` / :class:`AnyOf` over leaves, negation pushed down to the leaves, which
+three-valued logic allows). A tree is applied exactly as one Arrow expression; for pruning it gives a
+conjunction of leaves it implies (:func:`implied_leaves`), and partitions are selected by evaluating the whole
+tree on their values with every other column unknown (:func:`could_be_true`). Both are conservative: they
+never drop a partition, file or row group that holds a matching row.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -157,6 +164,16 @@ def could_match_stats(leaf: Leaf, lo: Any, hi: Any, null_count: int | None, row_
     return True
 
 
+def _decimal_scalar(v: decimal.Decimal) -> Any:
+    """A decimal literal in the narrowest decimal128 that holds it (pyarrow's inference may overshoot 38)."""
+    _, digits, exponent = v.as_tuple()
+    if not isinstance(exponent, int):
+        return pc.scalar(v)
+    scale = max(-exponent, 0)
+    precision = max(len(digits) + max(exponent, 0), scale, 1)
+    return pa.scalar(v, pa.decimal128(precision, scale)) if precision <= 38 else pc.scalar(v)
+
+
 def _literal(v: Any, arrow_type: pa.DataType | None) -> Any:
     if arrow_type is None or v is None:
         return pc.scalar(v)
@@ -167,56 +184,185 @@ def _literal(v: Any, arrow_type: pa.DataType | None) -> Any:
             v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
         elif arrow_type.tz is not None and v.tzinfo is None:
             v = v.replace(tzinfo=_dt.timezone.utc)
+    fallback = _decimal_scalar(v) if isinstance(v, decimal.Decimal) else pc.scalar(v)
     try:
         out = pa.scalar(v, type=arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        return pc.scalar(v)
+        return fallback
     if isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool):
         try:
             if out.as_py() != v:  # a lossy cast (3.5 -> int 3) would change the comparison
-                return pc.scalar(v)
+                return fallback
         except TypeError:
-            return pc.scalar(v)
+            return fallback
     return out
+
+
+def _holds_exactly(v: Any, arrow_type: pa.DataType) -> bool:
+    """Whether ``arrow_type`` represents the literal ``v`` without change (a few literals: a loop is fine)."""
+    out = _literal(v, arrow_type)
+    return isinstance(out, pa.Scalar) and out.type == arrow_type
 
 
 def _false_if_null(e: pc.Expression) -> pc.Expression:
     return pc.coalesce(e, pc.scalar(False))
 
 
+def leaf_expression(leaf: Leaf, schema: pa.Schema | None = None) -> pc.Expression:
+    """The exact Arrow filter of one leaf; a comparison with NULL is false (SQL WHERE drops unknown rows)."""
+    field = pc.field(leaf.column)
+    arrow_type = schema.field(leaf.column).type if schema is not None and leaf.column in schema.names else None
+    if leaf.op == "is_null":
+        e = field.is_null()
+    elif leaf.op == "is_not_null":
+        e = field.is_valid()
+    elif leaf.op == "<=>":
+        if leaf.value is None:
+            e = field.is_null()
+        else:
+            e = _false_if_null(field == _literal(leaf.value, arrow_type))
+    elif leaf.op == "in":
+        vals = [x for x in leaf.value if x is not None]
+        if arrow_type is not None:
+            # A value the column's type cannot hold exactly (1.005 for DECIMAL(10, 2)) equals no value of it.
+            vals = [x for x in vals if _holds_exactly(x, arrow_type)]
+        value_set = pa.array(vals, type=arrow_type) if arrow_type is not None else pa.array(vals)
+        e = pc.is_in(field, value_set=value_set)
+        e = pc.if_else(field.is_null(), pa.scalar(None, pa.bool_()), e)
+        if leaf.negated and len(vals) != len(leaf.value):
+            e = pc.if_else(e, e, pa.scalar(None, pa.bool_()))  # NOT IN (.., NULL) is never true
+    elif leaf.op == "starts_with":
+        e = pc.starts_with(field, pattern=leaf.value)
+    else:
+        lit = _literal(leaf.value, arrow_type)
+        e = {"=": field == lit, "<": field < lit, "<=": field <= lit, ">": field > lit, ">=": field >= lit}[leaf.op]
+    if leaf.negated:
+        e = ~e
+    return _false_if_null(e)
+
+
 def to_arrow_expression(pred: Sequence[Leaf], schema: pa.Schema | None = None) -> pc.Expression | None:
     """The exact Arrow filter of a conjunction (SQL semantics: a NULL comparison drops the row)."""
-    exprs = []
-    for leaf in pred:
-        field = pc.field(leaf.column)
-        arrow_type = schema.field(leaf.column).type if schema is not None and leaf.column in schema.names else None
-        if leaf.op == "is_null":
-            e = field.is_null()
-        elif leaf.op == "is_not_null":
-            e = field.is_valid()
-        elif leaf.op == "<=>":
-            if leaf.value is None:
-                e = field.is_null()
-            else:
-                e = _false_if_null(field == _literal(leaf.value, arrow_type))
-        elif leaf.op == "in":
-            vals = [x for x in leaf.value if x is not None]
-            value_set = pa.array(vals, type=arrow_type) if arrow_type is not None else pa.array(vals)
-            e = pc.is_in(field, value_set=value_set)
-            e = pc.if_else(field.is_null(), pa.scalar(None, pa.bool_()), e)
-        elif leaf.op == "starts_with":
-            e = pc.starts_with(field, pattern=leaf.value)
-        else:
-            lit = _literal(leaf.value, arrow_type)
-            e = {"=": field == lit, "<": field < lit, "<=": field <= lit, ">": field > lit, ">=": field >= lit}[
-                leaf.op]
-        if leaf.negated:
-            e = ~e
-        # SQL: a comparison with NULL is unknown, and WHERE drops unknown rows.
-        exprs.append(_false_if_null(e))
+    exprs = [leaf_expression(leaf, schema) for leaf in pred]
     if not exprs:
         return None
     out = exprs[0]
     for e in exprs[1:]:
         out = out & e
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# Boolean trees (negation normal form: NOT only inside leaves)
+# ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AllOf:
+    """Every child holds (SQL ``AND``)."""
+
+    children: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Some child holds (SQL ``OR``)."""
+
+    children: tuple["Expr", ...]
+
+
+Expr = Union[Leaf, AllOf, AnyOf]
+
+
+def negate(expr: Expr) -> Expr:
+    """``NOT expr`` in negation normal form (De Morgan; exact in SQL's three-valued logic)."""
+    if isinstance(expr, Leaf):
+        return expr.negate() if not expr.negated else Leaf(expr.column, expr.op, expr.value, False)
+    if isinstance(expr, AllOf):
+        return AnyOf(tuple(negate(c) for c in expr.children))
+    return AllOf(tuple(negate(c) for c in expr.children))
+
+
+def all_of(children: Iterable[Expr]) -> Expr:
+    """A conjunction, flattened (one child is itself)."""
+    flat: list[Expr] = []
+    for c in children:
+        flat.extend(c.children if isinstance(c, AllOf) else (c,))
+    return flat[0] if len(flat) == 1 else AllOf(tuple(flat))
+
+
+def any_of(children: Iterable[Expr]) -> Expr:
+    """A disjunction, flattened (one child is itself)."""
+    flat: list[Expr] = []
+    for c in children:
+        flat.extend(c.children if isinstance(c, AnyOf) else (c,))
+    return flat[0] if len(flat) == 1 else AnyOf(tuple(flat))
+
+
+def tree_columns(expr: Expr) -> set[str]:
+    if isinstance(expr, Leaf):
+        return {expr.column}
+    return set().union(*(tree_columns(c) for c in expr.children))
+
+
+def _value_set(leaves: Sequence[Leaf], column: str) -> list[Any] | None:
+    """Non-null values ``column`` is restricted to by one of ``leaves`` (``=``, ``<=>`` or ``IN``), or None."""
+    for leaf in leaves:
+        if leaf.column != column or leaf.negated:
+            continue
+        if leaf.op in ("=", "<=>") and leaf.value is not None:
+            return [leaf.value]
+        if leaf.op == "in" and all(v is not None for v in leaf.value):
+            return list(leaf.value)
+    return None
+
+
+def implied_leaves(expr: Expr) -> Predicate:
+    """A conjunction of leaves that every row satisfying ``expr`` satisfies (for pruning only).
+
+    Leaves of the top-level ``AND`` are kept as they are; an ``OR`` contributes ``col IN (...)`` for each column
+    that every branch restricts to a set of values (``a = 1 OR a = 2``, or Paimon's ``scan.partitions``
+    specs), and nothing else. Weaker than ``expr``, never stronger: the exact filter still runs on the rows.
+    """
+    if isinstance(expr, Leaf):
+        return (expr,)
+    if isinstance(expr, AllOf):
+        return tuple(leaf for c in expr.children for leaf in implied_leaves(c))
+    branches = [implied_leaves(c) for c in expr.children]
+    out = []
+    for column in sorted({leaf.column for leaf in branches[0]}):
+        union: list[Any] = []
+        for leaves in branches:
+            values = _value_set(leaves, column)
+            if values is None:
+                break
+            union.extend(v for v in values if not any(_cmp_value(v) == _cmp_value(u) for u in union))
+        else:
+            out.append(Leaf(column, "in", tuple(union)))
+    return tuple(out)
+
+
+def could_be_true(expr: Expr, leaf_may_hold: Callable[[Leaf], bool]) -> bool:
+    """Whether ``expr`` can hold, given for each leaf whether it may hold (False only when it surely does not)."""
+    if isinstance(expr, Leaf):
+        return leaf_may_hold(expr)
+    if isinstance(expr, AllOf):
+        return all(could_be_true(c, leaf_may_hold) for c in expr.children)
+    return any(could_be_true(c, leaf_may_hold) for c in expr.children)
+
+
+def may_hold_on_values(expr: Expr, values: Mapping[str, Any]) -> bool:
+    """``expr`` on rows whose columns in ``values`` (partition values) are fixed and all others unknown: False
+    only when no such row can satisfy it. Exact when ``expr`` names only columns in ``values``."""
+    return could_be_true(expr, lambda leaf: leaf.column not in values or
+                         _eval_leaf(leaf, values[leaf.column]) is True)
+
+
+def tree_expression(expr: Expr, schema: pa.Schema | None = None) -> pc.Expression:
+    """The exact Arrow filter of a tree. Each leaf maps NULL to false, which is exact in negation normal form
+    (AND and OR are monotone, so a row passes three-valued logic exactly when it passes with unknowns false)."""
+    if isinstance(expr, Leaf):
+        return leaf_expression(expr, schema)
+    parts = [tree_expression(c, schema) for c in expr.children]
+    out = parts[0]
+    for e in parts[1:]:
+        out = (out & e) if isinstance(expr, AllOf) else (out | e)
     return out

@@ -25,9 +25,12 @@ TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
 }
 INCREMENTAL_KEYS = ("incremental-between", "incremental-between-timestamp")
 INCREMENTAL_SCAN_MODE_KEY = "incremental-between-scan-mode"
+# Load-time selection (planner/selection.py): Paimon's partition list and a SQL predicate.
+SCAN_PARTITIONS_KEY = "scan.partitions"
+FILTER_KEY = "filter"
 OTHER_READ_KEYS = ("path", "paths", "warehouse", "branch", "source.split.target-size",
                    "source.split.open-file-cost", "read.batch-size", "scan.fallback-branch",
-                   INCREMENTAL_SCAN_MODE_KEY)
+                   INCREMENTAL_SCAN_MODE_KEY, SCAN_PARTITIONS_KEY, FILTER_KEY)
 STORAGE_PREFIX = "fs."
 
 
@@ -102,6 +105,8 @@ class ReadOptions:
     batch_size: int = 65536
     fallback_branch: str | None = None
     storage_options: dict[str, str] = field(default_factory=dict)
+    scan_partitions: str | None = None  # 'k=v,k2=v2;k=v3' (Paimon's scan.partitions), parsed against the schema
+    filter: str | None = None  # a SQL predicate (planner/sql_filter.py), parsed against the read schema
 
     @property
     def time_travel(self) -> bool:
@@ -181,4 +186,6 @@ class ReadOptions:
             batch_size=int(batch),
             fallback_branch=opts.get("scan.fallback-branch"),
             storage_options=storage,
+            scan_partitions=opts.get(SCAN_PARTITIONS_KEY),
+            filter=opts.get(FILTER_KEY),
         )

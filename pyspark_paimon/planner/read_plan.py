@@ -31,9 +31,10 @@ from pyspark_paimon.planner.chain_config import ChainConfig, chain_read_config
 from pyspark_paimon.planner.chain_versions import chain_read_schema
 from pyspark_paimon.planner.fallback import add_fallback_splits, fallback_branch
 from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
-from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.predicate import Expr, Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanPlan, ScanPlanner
+from pyspark_paimon.planner.selection import selection_of
 from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
 ReadKind = Literal["plain", "fallback", "incremental", "chain"]
@@ -53,10 +54,13 @@ class PlannedRead:
     # What pruned the plan (partitions exactly, files and row groups by statistics). It does not filter rows:
     # a pruned file may still hold rows that fail it; ReadContext.residual filters exactly.
     predicate: tuple[Leaf, ...] = ()
+    # The load-time selection (``scan.partitions`` / ``filter``): applied exactly to the rows by the residual.
+    selection: Expr | None = None
 
     @classmethod
-    def of_chain(cls, cp: ChainReadPlan, predicate: Sequence[Leaf] = ()) -> "PlannedRead":
-        return cls("chain", cp.plan, cp.schema, cp.schemas, tuple(predicate))
+    def of_chain(cls, cp: ChainReadPlan, predicate: Sequence[Leaf] = (), selection: Expr | None = None
+                 ) -> "PlannedRead":
+        return cls("chain", cp.plan, cp.schema, cp.schemas, tuple(predicate), selection)
 
 
 def branch_schemas(store: FileStore) -> dict[int, TableSchema]:
@@ -92,18 +96,22 @@ def read_schema(store: FileStore, opts: ReadOptions) -> TableSchema:
     """The schema a read of ``store`` with ``opts`` returns, without planning any file."""
     store, opts = version_branch(store, opts)
     decision = _decide(store, opts)
+    schema = decision.latest
     if decision.chain is not None:
-        return chain_read_schema(store, decision.chain, opts)
-    if opts.time_travel and decision.kind != "incremental":
+        schema = chain_read_schema(store, decision.chain, opts)
+    elif opts.time_travel and decision.kind != "incremental":
         snap = resolve_snapshot(store, opts)
         if snap is not None:
-            return store.schemas.schema(snap.schema_id)
-    return decision.latest
+            schema = store.schemas.schema(snap.schema_id)
+    selection_of(opts, schema)  # a bad 'filter' / 'scan.partitions' fails at load(), not at the first action
+    return schema
 
 
 def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = ()) -> PlannedRead:
     """Plan a read of ``store`` (already on the right branch). ``predicate`` prunes partitions exactly and
-    files by statistics; it is not applied to rows here (see ``ReadContext.residual``)."""
+    files by statistics; it is not applied to rows here (see ``ReadContext.residual``). The read options'
+    load-time selection (``scan.partitions``, ``filter``) prunes the same way and is kept in
+    ``PlannedRead.selection``, which the read applies exactly to the rows."""
     store, opts = version_branch(store, opts)
     decision = _decide(store, opts)
     kind, latest = decision.kind, decision.latest
@@ -112,18 +120,27 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
             raise OptionError(
                 f"Chain table {store.table_path} has 'deletion-vectors.enabled' = 'true'; chain reads of "
                 "deletion-vector tables are not supported yet. Read its branches one by one, or with Paimon.")
-        planned = PlannedRead.of_chain(plan_chain(store, decision.chain, opts, predicate), predicate)
+        selection = selection_of(opts, chain_read_schema(store, decision.chain, opts))
+        pred = (*predicate, *selection.leaves)
+        chain = plan_chain(store, decision.chain, opts, pred, partition_filter=selection.partition_filter())
+        planned = PlannedRead.of_chain(chain, pred, selection.expr)
         validate_table_options(planned.schema.options, creating=False, table=store.table_path)
         return planned
     validate_table_options(latest.options, creating=False, table=store.table_path)
     schemas = {store.branch: branch_schemas(store)}
     if kind == "incremental":  # the files changed in a snapshot range, read with the latest schema
-        return PlannedRead(kind, plan_incremental(store, latest, opts, predicate), latest, schemas, tuple(predicate))
+        selection = selection_of(opts, latest)
+        pred = (*predicate, *selection.leaves)
+        plan = plan_incremental(store, latest, opts, pred, partition_filter=selection.partition_filter())
+        return PlannedRead(kind, plan, latest, schemas, pred, selection.expr)
     snapshot = resolve_snapshot(store, opts)
     schema = store.schemas.schema(snapshot.schema_id) if (opts.time_travel and snapshot is not None) else latest
-    plan = ScanPlanner(store, schema, {}).plan(snapshot, predicate)
+    selection = selection_of(opts, schema)
+    pred = (*predicate, *selection.leaves)
+    plan = ScanPlanner(store, schema, {}).plan(snapshot, pred, partition_filter=selection.partition_filter())
     if decision.fallback is not None:  # partitions missing here are read from the fallback branch
-        extended = add_fallback_splits(store, decision.fallback, schema, snapshot, plan, predicate, opts)
+        extended = add_fallback_splits(store, decision.fallback, schema, snapshot, plan, pred, opts,
+                                       partition_filter=selection.partition_filter())
         plan = extended.plan
         schemas.update(extended.schemas)
-    return PlannedRead(kind, plan, schema, schemas, tuple(predicate))
+    return PlannedRead(kind, plan, schema, schemas, pred, selection.expr)

@@ -70,10 +70,18 @@ def test_append_read_skips_row_groups_and_stays_exact(catalog: Catalog) -> None:
 
 
 def test_pk_raw_convertible_only(catalog: Catalog) -> None:
-    t = _table(catalog, pk=True)  # one level-0 file: merged read, no row-group skipping
+    t = _table(catalog, pk=True)  # one level-0 file: not raw-convertible, but alone in its key range
     job = t.new_read(predicate=[Leaf("v", ">=", 950)])
     assert sorted(job.to_arrow().column("id").to_pylist()) == list(range(950, 1000))
-    assert job.metrics.row_groups_total == 0 and job.metrics.merged_sections == 0
+    # a file no other file overlaps holds final rows, so its row groups are skipped as in a raw read
+    assert job.metrics.row_groups_total == 10 and job.metrics.row_groups_skipped == 9
+    assert job.metrics.merged_sections == 0
+    # a second file overlapping it: the section is merged, and nothing is skipped before the merge
+    t.write_arrow(pa.table({"id": pa.array([960], pa.int64()), "v": pa.array([1], pa.int64()), "s": ["new"],
+                            "dt": ["d"]}))
+    job = t.new_read(predicate=[Leaf("v", ">=", 950)])
+    assert sorted(job.to_arrow().column("id").to_pylist()) == [i for i in range(950, 1000) if i != 960]
+    assert job.metrics.row_groups_skipped == 0 and job.metrics.merged_sections == 1
 
 
 def test_projection_reads_only_needed_columns(catalog: Catalog, monkeypatch: Any) -> None:

@@ -1,4 +1,5 @@
-"""The connector over Spark Connect: ``register()`` on a Connect session, then write, read and stream.
+"""The connector over Spark Connect: ``register()`` on a Connect session, then write, read and stream (time travel,
+the ``filter`` read option, an overwrite following the session's ``partitionOverwriteMode``, a stream).
 
 ``SparkSession.builder.remote("local[2]")`` starts a local Connect server in a fresh process, so this runs in a
 subprocess. It needs pyspark's ``connect`` extra (grpcio, grpcio-status, googleapis-common-protos, zstandard,
@@ -45,6 +46,15 @@ SCRIPT = textwrap.dedent("""
              .option("checkpointLocation", sys.argv[1] + "/_checkpoint").trigger(availableNow=True).start(sink))
         q.awaitTermination()
         print("STREAMED=" + json.dumps(sorted(list(r) for r in spark.read.format("paimon").load(sink).collect())))
+        # the session's partitionOverwriteMode reaches the writer over Connect too
+        parts = sys.argv[1] + "/db.db/parts"
+        (spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2")], "id long, v string, dt string").write
+            .format("paimon").mode("append").option("partition", "dt").save(parts))
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        (spark.createDataFrame([(3, "c", "d1")], "id long, v string, dt string").write.format("paimon")
+            .mode("overwrite").save(parts))
+        dynamic = spark.read.format("paimon").option("filter", "id > 1").load(parts).collect()
+        print("DYNAMIC=" + json.dumps(sorted(list(r) for r in dynamic)))
     finally:
         spark.stop()
 """)
@@ -69,3 +79,4 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert json.loads(out["LATEST"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["FIRST"]) == [[1, "a"], [2, "b"]]
     assert json.loads(out["STREAMED"]) == [[1, "a"], [2, "B"], [3, "c"]]
+    assert json.loads(out["DYNAMIC"]) == [[2, "b", "d2"], [3, "c", "d1"]]

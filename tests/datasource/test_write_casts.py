@@ -1,5 +1,6 @@
-"""Implicit casts of the Python write path: widening and value-preserving casts work, lossy or
-meaning-changing ones are refused (Spark's store-assignment spirit), and nothing is rounded silently."""
+"""Implicit casts of the Python write path (engine/store_assignment.py): widening and value-preserving casts
+work, FLOAT/DOUBLE columns take the nearest value (as Spark's ANSI store assignment casts), overflow and
+meaning-changing casts are refused, and nothing is rounded into a DECIMAL or an integer silently."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def write(table: Any, **columns: pa.Array) -> None:
     ("d", pa.array([0.1, 2.5])),                                # floats that are exact in the decimal
     ("d", pa.array([Decimal("1.230")], pa.decimal128(10, 3))),  # decimal rescale without loss
     ("x", pa.array([2**53], pa.int64())),                       # exact in a double
+    ("x", pa.array([2**53 + 1], pa.int64())),                   # the nearest double, as Spark casts
+    ("id", pa.array([1.0, -3.0])),                              # Arrow's inferred double, integral values
     ("x", pa.array([Decimal("1.10")], pa.decimal128(10, 2))),
     ("f", pa.array([0.5, float("nan"), None])),                 # exact in a float
     ("s", pa.array(["a"], pa.large_string())),
@@ -53,10 +56,10 @@ def test_value_preserving_casts_are_written(table: Any, column: str, values: pa.
     ("d", pa.array([1.005]), r"holds 1\.005, which a DECIMAL\(10, 2\) column cannot store exactly"),
     ("d", pa.array([Decimal("1.234")], pa.decimal128(10, 3)), "Rescaling"),
     ("d", pa.array([10**9], pa.int64()), "does not fit in precision"),
-    ("x", pa.array([2**53 + 1], pa.int64()), "not in range"),
-    ("f", pa.array([0.1]), "FLOAT column cannot store exactly"),
-    ("id", pa.array(["12"]), "type string, which is not written to a BIGINT column implicitly"),
-    ("s", pa.array([12], pa.int64()), "not written to a STRING column implicitly"),
+    ("f", pa.array([1e300]), r"holds 1e\+300, which is outside the range of a FLOAT column"),
+    ("id", pa.array([1.5]), "cannot hold"),
+    ("id", pa.array(["12"]), "type string, which is not written to a BIGINT column"),
+    ("s", pa.array([12], pa.int64()), "not written to a STRING column"),
     ("id", pa.array([True]), "type bool"),
 ])
 def test_lossy_or_meaning_changing_casts_are_refused(table: Any, column: str, values: pa.Array,
@@ -64,3 +67,9 @@ def test_lossy_or_meaning_changing_casts_are_refused(table: Any, column: str, va
     with pytest.raises(SchemaMismatchError, match=match):
         write(table, **{column: values})
     assert table.latest_snapshot() is None  # nothing was committed
+
+
+def test_floating_columns_take_the_nearest_value(table: Any) -> None:
+    write(table, f=pa.array([0.1]), x=pa.array([Decimal("0.1")], pa.decimal128(38, 18)))
+    row = table.to_arrow().to_pylist()[0]
+    assert row["f"] == pa.scalar(0.1, pa.float32()).as_py() and row["x"] == 0.1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -147,6 +147,15 @@ class WriteJob:
         if result:
             log.info("Compacted %d bucket(s) of %s after the write (snapshot %d).", result.buckets,
                      self.store.table_path, result.snapshot.id if result.snapshot else -1)
+
+    def with_overwrite(self, overwrite: OverwriteSpec | None) -> "WriteJob":
+        """This job (same commit user) overwriting as ``overwrite`` says: for an overwrite whose kind is only
+        known once the tasks run (Spark's session ``partitionOverwriteMode``). A whole-table overwrite drops
+        the old bucket counts of existing partitions, as :func:`prepare_write` does for one."""
+        context = self.context
+        if overwrite is not None and overwrite.mode == "all":
+            context = replace(context, partition_buckets={})
+        return replace(self, overwrite=overwrite, context=context)
 
     def landed(self) -> Snapshot | None:
         """This job's snapshot if its commit landed (abort keeps the files then; errors say so), else None."""

@@ -69,7 +69,13 @@ from pyspark_paimon.metadata.options import CoreOptions
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.type_arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types import DataField, DataType, RowType
-from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
+from pyspark_paimon.planner.predicate import (
+    Leaf,
+    could_match_stats,
+    to_arrow_expression,
+    tree_columns,
+    tree_expression,
+)
 from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.sections import key_sections as _key_sections
 from pyspark_paimon.planner.split import DataSplit
@@ -138,15 +144,23 @@ class ReadContext:
                  exact_filters: Sequence[Leaf] = (), batch_size: int = 65536) -> "ReadContext":
         """The one way to build a context from a planned read (plain, fallback, incremental or chain).
 
-        ``read_fields`` projects the output (validated against the read schema); ``exact_filters`` become the
-        residual applied after the merge (Spark does not re-check filters a source accepted); the plan's
-        pruning predicate is kept in ``pushed`` so raw reads skip Parquet row groups.
+        ``read_fields`` projects the output (validated against the read schema); ``exact_filters`` and the
+        plan's load-time selection become the residual applied after the merge (Spark does not re-check filters
+        a source accepted); the plan's pruning predicate is kept in ``pushed`` so raw reads skip Parquet row
+        groups.
         """
         schema = planned.schema
         if read_fields is not None:
             for name in read_fields:
                 schema.field(name)  # raises with the list of existing columns
-        residual = to_arrow_expression(list(exact_filters), schema.arrow_schema()) if exact_filters else None
+        arrow_schema = schema.arrow_schema()
+        selection = planned.selection
+        if selection is not None and tree_columns(selection) <= set(schema.partition_keys):
+            selection = None  # partitions were selected exactly by it: every row of them satisfies it
+        parts = [e for e in (to_arrow_expression(list(exact_filters), arrow_schema) if exact_filters else None,
+                             tree_expression(selection, arrow_schema) if selection is not None else None)
+                 if e is not None]
+        residual = parts[0] if len(parts) == 1 else (parts[0] & parts[1]) if parts else None
         return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, schemas=planned.schemas,
                    branch=store.branch, options=dict(schema.options),
                    read_fields=tuple(read_fields) if read_fields is not None else None, residual=residual,
@@ -705,8 +719,10 @@ def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retra
     descending = core_options.sequence_descending
     for section in key_sections(split.files, key_types):
         if len(section) == 1:
-            # A data file holds one row per key, already merged; only its retractions may have to go.
-            for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system):
+            # A data file holds one row per key, already merged; only its retractions may have to go. Its rows
+            # are final, so row groups the pushed predicate rules out are skipped as in a raw read (compaction
+            # pushes none, so it reads every row).
+            for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system, skip_row_groups=metrics):
                 yield _drop_retracts(data) if drop_retracts else data
             continue
         # Oldest files first, so rows that tie on every sort key keep the older one first.

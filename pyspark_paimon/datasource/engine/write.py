@@ -40,6 +40,7 @@ from pyspark_paimon.datasource.engine.stats import (
     collect_value_stats,
     mode_resolver,
 )
+from pyspark_paimon.datasource.engine.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.binary_row import EMPTY_ROW, serialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
@@ -186,60 +187,6 @@ def _local_millis_as_utc() -> int:
     """Local wall-clock time read as UTC epoch millis (what Java's ``LocalDateTime.now()`` stores)."""
     d = _dt.datetime.now() - _EPOCH
     return (d.days * 86400 + d.seconds) * 1000 + d.microseconds // 1000
-
-
-def _family(t: pa.DataType) -> str:
-    if pa.types.is_integer(t):
-        return "integer"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) \
-            or pa.types.is_binary_view(t):
-        return "binary"
-    if pa.types.is_nested(t):
-        return "nested"
-    if pa.types.is_null(t):
-        return "null"
-    return str(t)  # bool, date32/64, time...: only to themselves
-
-
-_NUMBERS = {"integer", "float", "decimal"}
-
-
-def _implicit_cast_allowed(src: pa.DataType, want: pa.DataType) -> bool:
-    """Casts a write applies on its own: numbers to numbers (checked below to lose nothing), string and binary
-    flavours, dates, nested types (pyarrow checks their children) and NULL to anything. A string into a number
-    or a number into a string changes what the value means; Spark refuses those in an INSERT, and so do we."""
-    s, w = _family(src), _family(want)
-    return s == "null" or s == w or (s in _NUMBERS and w in _NUMBERS) or \
-        (pa.types.is_date(src) and pa.types.is_date(want))
-
-
-def _may_round(src: pa.DataType, want: pa.DataType) -> bool:
-    """Number casts that pyarrow's safe cast may round silently (float to decimal, to a narrower float,
-    decimal to float); integer and decimal-to-decimal casts already fail on any loss."""
-    return (pa.types.is_floating(src) or pa.types.is_decimal(src)) and \
-        (pa.types.is_floating(want) or pa.types.is_decimal(want)) and \
-        not (pa.types.is_decimal(src) and pa.types.is_decimal(want)) and \
-        not (pa.types.is_floating(src) and pa.types.is_floating(want) and want.bit_width >= src.bit_width)
-
-
-def _check_value_preserving(col: pa.ChunkedArray, cast: pa.ChunkedArray, f: DataField) -> None:
-    """Refuse a cast that changed a value (``1.005`` into DECIMAL(10, 2)): cast back and compare, vectorised."""
-    back = cast.cast(col.type, safe=False)
-    same = pc.equal(back, col)
-    if pa.types.is_floating(col.type):
-        same = pc.or_kleene(same, pc.and_(pc.is_nan(col), pc.is_nan(back)))
-    changed = pc.invert(pc.fill_null(same, True))
-    if pc.any(changed).as_py():
-        first = col.filter(changed)[0].as_py()
-        raise SchemaMismatchError(
-            f"Column '{f.name}' holds {first!r}, which a {type_to_sql(f.type)} column cannot store exactly (it would "
-            "be rounded). Round or cast the column explicitly first if that is meant.")
 
 
 class TableWriter:
@@ -433,20 +380,7 @@ class TableWriter:
                 if col.type != want:  # unit change (ns -> us truncates) or zone relabel (same instant)
                     col = col.cast(want, safe=False)
                 return self._truncate_timestamp(col, f)
-            if src == want:
-                return col
-            if not _implicit_cast_allowed(src, want):
-                raise SchemaMismatchError(
-                    f"Column '{f.name}' has type {src}, which is not written to a {type_to_sql(f.type)} column "
-                    "implicitly (only casts within numbers, strings, binaries, dates or nested types are, as in "
-                    f"Spark's store assignment). Cast the column to {type_to_sql(f.type)} first if that is meant.")
-            if pa.types.is_integer(src) and pa.types.is_decimal(want):
-                # pyarrow checks integer -> decimal by type (int64 needs 19 digits); check the values instead.
-                col = col.cast(pa.decimal128(38, 0))
-            cast = col.cast(want, safe=True)
-            if _may_round(src, want):
-                _check_value_preserving(col, cast, f)
-            return cast
+            return cast_for_store(col, want, f.name, type_to_sql(f.type))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise SchemaMismatchError(
                 f"Column '{f.name}' has type {src}, which cannot be written to the table column of type "
