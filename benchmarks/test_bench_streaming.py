@@ -1,12 +1,12 @@
-"""Groups 6 and 7: Structured Streaming, the paimon source and sink against Spark's file source.
+"""Groups 9 and 10: Structured Streaming, the paimon source and sink against Spark's file source.
 
 Both read the same 4 Parquet files (the live data files of ``bench.append_t``; the file source gets a directory
 of links to them):
 
-* **6 stream throughput**: ``Trigger.AvailableNow`` over all N rows, a fresh checkpoint each round (query start
+* **9 stream throughput**: ``Trigger.AvailableNow`` over all N rows, a fresh checkpoint each round (query start
   is part of the time, as for a user): ``paimon->noop`` and ``parquet->noop`` (the sources alone),
   ``paimon->paimon`` (into a new append table) and ``parquet->parquet`` (Spark's file sink).
-* **7 micro-batch latency**: a running query (default trigger) on a small table; each round commits 1,000 rows
+* **10 micro-batch latency**: a running query (default trigger) on a small table; each round commits 1,000 rows
   upstream and waits with ``processAllAvailable()`` until the query has processed them: ``paimon->noop`` after
   a ``Table.write_arrow`` commit, ``parquet->noop`` after a new Parquet file lands in the watched directory.
 """
@@ -62,7 +62,7 @@ def _start(spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
 @pytest.mark.parametrize("case", THROUGHPUT)
 def test_stream_throughput(benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path,
                            case: str) -> None:
-    benchmark.group = "6 stream throughput: AvailableNow over all rows"
+    benchmark.group = "9 stream throughput: AvailableNow over all rows"
     processed: list[int] = []
 
     def run() -> None:
@@ -82,7 +82,7 @@ def test_micro_batch_latency(benchmark: Any, spark: SparkSession, datasets: Data
                              case: str) -> None:
     from pyspark_paimon import Catalog
 
-    benchmark.group = "7 micro-batch latency: commit 1,000 rows, wait until processed"
+    benchmark.group = "10 micro-batch latency: commit 1,000 rows, wait until processed"
     source = case.split("->")[0]
     n = next(_counter)
     watched = parquet_dir / f"latency-{n}"
