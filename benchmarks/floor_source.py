@@ -1,10 +1,15 @@
-"""The "pyarrow floor": the least work any Python data source can do to scan Parquet files.
+"""The "pyarrow floor": the least work any Python data source can do to scan, or write, Parquet files.
 
 It reads the given Parquet files with pyarrow and yields the record batches as they come, with no metadata,
 no schema evolution, no merge and no filter. The option ``groups`` is a JSON list of lists of file paths;
 each inner list becomes one Spark task, so the benchmark can give it exactly the partitioning of the
 ``paimon`` source (or one task per file). Whatever this source costs, the Spark <-> Python Arrow transfer
 costs every Python source, ``paimon`` included: it is the floor, not a competitor.
+
+Writing (``df.write.format("bench_pyarrow_floor").mode("append").save(directory)``): each Spark task writes the
+Arrow batches it receives into one Parquet file (zstd level 1, the codec and level of a Paimon data file) with
+no sort, no bucketing, no statistics and no commit; that is what any Python sink pays for Spark -> Python Arrow
+transfer plus Parquet encoding, the floor for the ``paimon`` writer.
 
 The batch size (65,536 rows) is the ``paimon`` reader's default ``read.batch-size``, so both sources hand
 Spark batches of the same size. The benchmark registers this module for pickling by value, so Spark's
@@ -14,12 +19,20 @@ Python workers need not be able to import it.
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -44,6 +57,26 @@ class PyarrowFloorDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return PyarrowFloorReader(schema, json.loads(self.options["groups"]))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        return PyarrowFloorWriter(self.options["path"])
+
+
+class PyarrowFloorWriter(DataSourceArrowWriter):
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        os.makedirs(self.directory, exist_ok=True)
+        writer = None
+        path = os.path.join(self.directory, f"part-{uuid.uuid4()}.parquet")
+        for batch in iterator:
+            if writer is None:
+                writer = pq.ParquetWriter(path, batch.schema, compression="zstd", compression_level=1)
+            writer.write_batch(batch)
+        if writer is not None:
+            writer.close()
+        return WriterCommitMessage()
 
 
 class PyarrowFloorReader(DataSourceReader):

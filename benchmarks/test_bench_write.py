@@ -8,6 +8,8 @@ the round its snapshot is checked to hold N records and the table is dropped. Al
   ``.write.format("paimon").mode("append").save(path)`` (2 write tasks on local[2]; the rows cross from the
   JVM to the Python workers as Arrow). Generating the rows in the JVM costs little next to the write.
 * ``table_write_arrow``: ``Table.write_arrow(<the same rows as a pyarrow Table>)``, in this process.
+* ``floor_writer``: the same Spark rows written by benchmarks/floor_source.py's writer (each task writes its
+  Arrow batches as one zstd Parquet file, nothing else): the floor any Python sink pays, for comparison.
 * ``pypaimon`` / ``pypaimon_rust``: their batch writers in the oracle venv (benchmarks/oracle_bench.py), one
   subprocess per round that reads the rows from an Arrow IPC file (untimed in process) and writes them once;
   the summary compares their in-process write time (``inproc_s``).
@@ -19,6 +21,7 @@ import itertools
 import statistics
 from typing import Any, Callable
 
+import pyarrow.parquet as pq
 import pytest
 from conftest import PK_BUCKETS, ROUNDS, Datasets, loadavg
 from pyspark.sql import SparkSession
@@ -68,6 +71,25 @@ def test_write_spark(benchmark: Any, spark: SparkSession, datasets: Datasets) ->
     load_before = loadavg()
     _pedantic(benchmark, datasets, "spark", write, WRITE_ROUNDS, 1)
     benchmark.extra_info.update(label="spark_paimon", rows=n, spark_tasks=2, baseline=True,
+                                loadavg=[load_before, loadavg()])
+
+
+def test_write_floor(benchmark: Any, spark: SparkSession, datasets: Datasets, tmp_path: Any) -> None:
+    from floor_source import FLOOR_FORMAT
+
+    n = datasets.rows
+    rounds = itertools.count()
+
+    def write() -> None:
+        (spark.range(0, n, 1, 2)
+         .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
+         .write.format(FLOOR_FORMAT).mode("append").save(str(tmp_path / f"floor-{next(rounds)}")))
+
+    load_before = loadavg()
+    benchmark.pedantic(write, rounds=WRITE_ROUNDS, warmup_rounds=1, iterations=1)
+    written = sum(pq.ParquetFile(p).metadata.num_rows for p in tmp_path.glob("floor-0/*.parquet"))
+    assert written == n, f"the floor writer wrote {written} rows, expected {n}"
+    benchmark.extra_info.update(label="floor_writer (Parquet only)", rows=n, spark_tasks=2,
                                 loadavg=[load_before, loadavg()])
 
 

@@ -261,6 +261,16 @@ def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
+    'full' (every bucket to the max level) or 'minor' (the universal rules decide), in this process."""
+    parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
+    r = t.compact(parts, full=a.compact_strategy == "full")
+    return [{"snapshot_id": r.snapshot.id if r.snapshot else None, "buckets": r.buckets,
+             "files_before": r.files_before, "files_after": r.files_after, "rows_before": r.rows_before,
+             "rows_after": r.rows_after, "notes": "; ".join(r.notes) or None}]
+
+
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     """The branch's snapshots, newest first: when, what kind of commit, rows changed and in total, schema and
     the tags on each; snapshots that expired but a tag preserved are listed too (marked)."""
@@ -350,6 +360,11 @@ PROCEDURES: tuple[Procedure, ...] = (
         Arg("max_deletes", "expire at most this many snapshots", _int), _DRY_RUN), _expire_snapshots),
     Procedure("remove_orphan_files", "delete files no snapshot, tag or branch references (default: older than 1 d)",
               (_OLDER_THAN, _DRY_RUN), _remove_orphan_files),
+    Procedure("compact", "compact the branch in one COMPACT snapshot, in this process (Table.compact(spark=...) "
+              "runs it on a cluster)", (
+        Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
+        Arg("compact_strategy", "'full': every bucket to the max level; 'minor': Paimon's universal rules decide",
+            default="minor", choices=("full", "minor"))), _compact),
     Procedure("history", "the snapshots of the branch, newest first", (
         Arg("limit", "show at most this many", _int),), _history),
 )

@@ -107,6 +107,17 @@ def test_rollback_expire_orphans_and_history(capsys: Any, table: Table) -> None:
     assert code == 0 and rows[-1]["orphan_file"].startswith("(")
 
 
+def test_compact(capsys: Any, catalog: Any) -> None:
+    t = catalog.create_table("db.pk", "id bigint not null, v string, dt string", primary_keys=["dt", "id"],
+                             partition_keys=["dt"], options={"bucket": "1", "write-only": "true"})
+    for i in range(3):
+        t.write_arrow(pa.table({"id": [1, i + 2], "v": [f"v{i}", "x"], "dt": ["a", "b"]}))
+    code, rows, _ = run(capsys, "compact", "--table", t.path, "--partitions", "dt=a", "--compact_strategy", "full")
+    assert code == 0 and rows[0]["buckets"] == 1 and rows[0]["files_before"] == 3 and rows[0]["files_after"] == 1
+    assert t.latest_snapshot().commit_kind == "COMPACT"
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: (r["dt"], r["id"]))[0] == {"id": 1, "v": "v2", "dt": "a"}
+
+
 def test_errors_are_one_line_and_exit_non_zero(capsys: Any, table: Table) -> None:
     code, _, err = run(capsys, "delete_tag", "--table", table.path, "--tag", "nope")
     assert code == 1

@@ -55,7 +55,10 @@ class PaimonDataSource(DataSource):
         return cls(spark_table_ref(options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
-        return PaimonStreamReader(spark_table_ref(self.options), schema)
+        options = dict(self.options)
+        if not names_a_table(options):  # spark.readStream.table(t) of a CREATE TABLE ... LOCATION table
+            options = {**remembered_table(schema), **options}
+        return PaimonStreamReader(spark_table_ref(options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         ref = spark_table_ref(self.options)

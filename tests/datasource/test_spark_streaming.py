@@ -97,6 +97,21 @@ def test_read_changelog_adds_the_row_kind_column(spark, catalog, tmp_path):
                                                          ("-D", 1, "a", "-D")]
 
 
+def test_stream_of_a_catalog_table(spark, catalog, tmp_path):
+    t = catalog.create_table("db.src", SCHEMA)
+    t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    spark.sql("DROP TABLE IF EXISTS stream_src")
+    try:
+        spark.sql(f"CREATE TABLE stream_src USING paimon LOCATION '{t.path}'")
+        out = tmp_path / "out"
+        q = (spark.readStream.table("stream_src").writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        q.awaitTermination()
+        assert sorted_rows(spark.read.parquet(str(out))) == [(1, "a"), (2, "b")]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS stream_src")
+
+
 def test_stream_errors_are_clear(spark, catalog, tmp_path):
     t = catalog.create_table("db.src", SCHEMA)
     t.write_arrow(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
