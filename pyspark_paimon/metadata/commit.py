@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
+from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError, PaimonError
 from pyspark_paimon.metadata import auto_tag
 from pyspark_paimon.metadata.avro import avro_codec
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
@@ -179,7 +179,7 @@ class FileStoreCommit:
                     f"Creating {self.snapshots.snapshot_path(snapshot.id)} failed with {e!r}; the commit may or may "
                     "not have landed. Its files are kept; check the table's latest snapshot before retrying."
                 ) from e
-            if created:
+            if created or self._landed_anyway(snapshot):
                 self._after_commit(snapshot)
                 return snapshot
             self._delete_quietly(written)
@@ -207,6 +207,15 @@ class FileStoreCommit:
             log.warning("Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
                         "%s. Create the tag by hand (Table.create_tag) if you need it.", snapshot.id,
                         self.table_path, self.branch, e)
+
+    def _landed_anyway(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot-N``, which the store says existed, is exactly the one we tried to create. On an object
+        store a conditional write can land while its answer is lost; the retried write then finds the file. It
+        must count as our commit, and the files it references must not be deleted as a loser's."""
+        try:
+            return self.snapshots.snapshot(snapshot.id).to_dict() == snapshot.to_dict()
+        except PaimonError:  # gone or unreadable: not ours to claim
+            return False
 
     # ---------------------------------------------------------------------------------------------
     def _already_committed(self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int,
