@@ -10,6 +10,7 @@ import contextlib
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -17,6 +18,7 @@ from pyspark_paimon import Catalog
 from tests.deploy.components import S3Server, base_env
 
 COMMITS = 20
+DEADLINE_S = 600  # CI's budget guard: a hang fails here (and the writers are killed) instead of eating CI
 
 WRITER = textwrap.dedent("""
     import sys
@@ -43,7 +45,9 @@ def test_concurrent_committing_processes(s3: S3Server, bucket: str, writers: int
     seen: list[int] = []
     try:
         # The reader: listed the table before any commit, and reads the latest state while the writers commit.
+        deadline = time.monotonic() + DEADLINE_S
         while any(p.poll() is None for p in procs):
+            assert time.monotonic() < deadline, f"{writers} writers did not finish {COMMITS} commits in {DEADLINE_S} s"
             snap = t.latest_snapshot()
             data = t.to_arrow()
             ids = data.column("id").to_pylist()
