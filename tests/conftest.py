@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by what they need, so ``-m "not spark and not interop"`` is the fast lane: every test that
+    """Mark tests by what they need, so ``-m "not spark and not interop and not deploy"`` is the fast lane: every test that
     uses the SparkSession is ``spark``, every test that drives the oracles is ``interop``, every test under
     ``tests/deploy`` (real S3 server, Spark cluster, Connect server) is ``deploy``."""
     for item in items:
