@@ -17,8 +17,9 @@ Object stores add three hazards that a local disk does not have, each handled he
 
 * **Stale listings.** fsspec drivers cache directory listings per process (s3fs, gcsfs, adlfs), and answer
   ``exists``/``info`` from that cache too, so a process that listed ``snapshot/`` would not see another process's
-  commit. Remote file systems are therefore built with ``use_listings_cache=False`` (unless the caller sets it),
-  and every listing and ``exists`` first drops the cached entries of its path.
+  commit. The object stores of :data:`EXCLUSIVE_CREATE` are therefore built with ``use_listings_cache=False``
+  (unless the caller sets it; other drivers may not accept the argument), and on every remote store each listing
+  and ``exists`` first drops the cached entries of its path.
 * **Files replaced while read.** ``open(path, "rb")`` on s3fs pins the object's ETag from a first request and
   fails (``Etag ... no longer exists``) if the file is replaced before the read, which is what happens to the
   ``LATEST`` hint under concurrent commits. :meth:`FileIO.read_bytes` reads a whole small file with one GET
@@ -175,8 +176,8 @@ class FileIO:
     def fs(self) -> fsspec.AbstractFileSystem:
         if self._fs is None:
             options = dict(self.storage_options)
-            if self.protocol not in _LOCAL_PROTOCOLS:
-                options.setdefault("use_listings_cache", False)  # see the module docstring: stale listings
+            if self.protocol in EXCLUSIVE_CREATE:  # the object stores, whose drivers cache listings: see above
+                options.setdefault("use_listings_cache", False)
             self._fs = fsspec.filesystem(self.protocol, **options)
         return self._fs
 

@@ -113,7 +113,7 @@ def test_what_counts_as_transient() -> None:
 
 def test_remote_file_systems_do_not_cache_listings(flaky: str) -> None:
     """s3fs, gcsfs and adlfs answer ls/exists/info from a per-process listing cache; another process's commit
-    would stay invisible. Remote file systems are built with the cache off (a caller's choice is kept)."""
+    would stay invisible. Their file systems are built with the cache off (a caller's choice is kept)."""
     assert FileIO("flaky").fs.dircache.use_listings_cache is False
     assert FileIO("flaky", {"use_listings_cache": True}).fs.dircache.use_listings_cache is True
     assert "use_listings_cache" not in FileIO("flaky").storage_options  # not pickled as if the user gave it
