@@ -20,7 +20,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError, PaimonError
+from pyspark_paimon.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    PaimonError,
+    SnapshotNotFoundError,
+)
 from pyspark_paimon.metadata import auto_tag
 from pyspark_paimon.metadata.avro import avro_codec
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
@@ -224,9 +230,10 @@ class FileStoreCommit:
             return None
         start = (last_seen or 0) + 1
         for sid in range(start, latest.id + 1):
-            if not self.snapshots.exists(sid):
+            try:
+                s = self.snapshots.snapshot(sid)
+            except SnapshotNotFoundError:  # expired meanwhile (reading is the existence check: one request)
                 continue
-            s = self.snapshots.snapshot(sid)
             if s.commit_user == user and s.commit_identifier == identifier and s.commit_kind == kind:
                 return s
         return None

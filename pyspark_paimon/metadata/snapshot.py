@@ -234,16 +234,28 @@ class SnapshotManager:
         otherwise; likewise when it vanished between finding its id and reading it. A reader therefore never
         returns a snapshot that was superseded before it read it."""
         for attempt in range(_LATEST_ATTEMPTS):
-            sid = self.latest_id()
-            if sid is None:
+            last = attempt == _LATEST_ATTEMPTS - 1
+            # The hint first, checked by reading its snapshot and looking for the next one: three requests on an
+            # object store where latest_id() and then reading would take five.
+            hint = self._read_hint(LATEST)
+            snap = None
+            if hint is not None:
+                try:
+                    snap = self.snapshot(hint)
+                except SnapshotNotFoundError:  # the hint is ahead of the files, or its snapshot was removed
+                    snap = None
+            if snap is not None and not self.fileio.exists(self.snapshot_path(snap.id + 1)):
+                return snap
+            ids = self.list_ids()
+            if not ids:
                 return None
             try:
-                snap = self.snapshot(sid)
+                snap = self.snapshot(ids[-1])
             except SnapshotNotFoundError:
-                if attempt == _LATEST_ATTEMPTS - 1:
+                if last:
                     raise
                 continue
-            if not self.fileio.exists(self.snapshot_path(sid + 1)) or attempt == _LATEST_ATTEMPTS - 1:
+            if not self.fileio.exists(self.snapshot_path(snap.id + 1)) or last:
                 return snap
         return None  # pragma: no cover - the loop always returns or raises
 
