@@ -3,6 +3,7 @@ branches, expiration, chain tables, and a process that listed a table while anot
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.metadata.fileio import FileIO
 from tests.deploy.components import S3Server, base_env
 
 
@@ -106,3 +108,14 @@ def test_environment_credentials(s3: S3Server, bucket: str, monkeypatch: pytest.
     t.write_arrow(batch([1], ["a"]))
     assert rows(Table.open(f"s3://{bucket}/wh/db.db/t")) == [(1, "a")]
 
+
+
+def test_exclusive_create_is_a_conditional_write(s3: S3Server, bucket: str) -> None:
+    """Two FileIOs (as two processes would have) create the same snapshot file: S3 answers the second
+    If-None-Match PUT with 412, so exactly one wins and the file keeps the winner's bytes."""
+    first, path = FileIO.for_uri(f"s3://{bucket}/t/snapshot/snapshot-1", s3.storage_options())
+    second = pickle.loads(pickle.dumps(first))  # a pickled copy, as an executor gets it
+    assert second.storage_options == s3.storage_options()
+    assert first.try_create(path, b"first") is True
+    assert second.try_create(path, b"second") is False
+    assert second.read_bytes(path) == b"first"
