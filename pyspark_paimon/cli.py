@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.errors import OptionError, PaimonError
+from pyspark_paimon.metadata.fileio import storage_options_from_strings
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.tags import (
     AT_OR_AFTER,
@@ -372,16 +373,15 @@ PROCEDURES: tuple[Procedure, ...] = (
 
 # ------------------------------------------------------------------------------------------- main
 def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
-    """``--fs key=value`` pairs as fsspec keyword arguments. ``true``/``false`` become booleans (fsspec flags
-    such as s3fs's ``anon`` treat any non-empty string as true); every other value stays a string."""
-    out: dict[str, Any] = {}
+    """``--fs key=value`` pairs as fsspec keyword arguments, converted as Spark's ``fs.*`` options are
+    (:func:`storage_options_from_strings`: booleans, JSON objects, strings)."""
+    out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise OptionError(f"--fs takes a storage option as key=value, got '{pair}'.")
-        low = value.strip().lower()
-        out[key.strip()] = (low == "true") if low in ("true", "false") else value
-    return out
+        out[key.strip()] = value
+    return storage_options_from_strings(out)
 
 
 def open_table(table: str, warehouse: str | None, branch: str | None, storage: dict[str, Any]) -> Table:

@@ -15,10 +15,13 @@ if str(ROOT) not in sys.path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by what they need, so ``-m "not spark and not interop"`` is the fast lane: every test that
-    uses the SparkSession is ``spark``, every test that drives the oracles is ``interop``."""
+    """Mark tests by what they need, so ``-m "not spark and not interop and not deploy"`` is the fast lane: every
+    test that uses the SparkSession is ``spark``, every test that drives the oracles is ``interop``, every test
+    under ``tests/deploy`` (real S3 server, Spark cluster, Connect server) is ``deploy``."""
     for item in items:
         names = getattr(item, "fixturenames", ())
+        if Path(str(item.fspath)).resolve().parent == ROOT / "tests" / "deploy":
+            item.add_marker(pytest.mark.deploy)
         if "spark" in names:
             item.add_marker(pytest.mark.spark)
         if "oracle_python" in names:

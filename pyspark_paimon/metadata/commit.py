@@ -20,7 +20,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable, Literal, Sequence
 
-from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError
+from pyspark_paimon.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    PaimonError,
+    SnapshotNotFoundError,
+)
 from pyspark_paimon.metadata import auto_tag
 from pyspark_paimon.metadata.avro import avro_codec
 from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
@@ -185,7 +191,7 @@ class FileStoreCommit:
                     f"Creating {self.snapshots.snapshot_path(snapshot.id)} failed with {e!r}; the commit may or may "
                     "not have landed. Its files are kept; check the table's latest snapshot before retrying."
                 ) from e
-            if created:
+            if created or self._landed_anyway(snapshot):
                 self._after_commit(snapshot)
                 return snapshot
             self._delete_quietly(written)
@@ -214,6 +220,15 @@ class FileStoreCommit:
                         "%s. Create the tag by hand (Table.create_tag) if you need it.", snapshot.id,
                         self.table_path, self.branch, e)
 
+    def _landed_anyway(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot-N``, which the store says existed, is exactly the one we tried to create. On an object
+        store a conditional write can land while its answer is lost; the retried write then finds the file. It
+        must count as our commit, and the files it references must not be deleted as a loser's."""
+        try:
+            return self.snapshots.snapshot(snapshot.id).to_dict() == snapshot.to_dict()
+        except PaimonError:  # gone or unreadable: not ours to claim
+            return False
+
     # ---------------------------------------------------------------------------------------------
     def _already_committed(self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int,
                            kind: str) -> Snapshot | None:
@@ -221,9 +236,10 @@ class FileStoreCommit:
             return None
         start = (last_seen or 0) + 1
         for sid in range(start, latest.id + 1):
-            if not self.snapshots.exists(sid):
+            try:
+                s = self.snapshots.snapshot(sid)
+            except SnapshotNotFoundError:  # expired meanwhile (reading is the existence check: one request)
                 continue
-            s = self.snapshots.snapshot(sid)
             if s.commit_user == user and s.commit_identifier == identifier and s.commit_kind == kind:
                 return s
         return None

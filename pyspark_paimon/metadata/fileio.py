@@ -12,24 +12,52 @@ the fsspec driver really creates exclusively (``mode="xb"`` as a conditional wri
 which is exactly what a snapshot file is), so two writers could both "win" snapshot N and one commit would be
 lost. We therefore allow only drivers known to create exclusively, from the version that does it
 (:data:`EXCLUSIVE_CREATE`), and refuse every other store before anything is written.
+
+Object stores add three hazards that a local disk does not have, each handled here so that no caller needs to know:
+
+* **Stale listings.** fsspec drivers cache directory listings per process (s3fs, gcsfs, adlfs), and answer
+  ``exists``/``info`` from that cache too, so a process that listed ``snapshot/`` would not see another process's
+  commit. The object stores of :data:`EXCLUSIVE_CREATE` are therefore built with ``use_listings_cache=False``
+  (unless the caller sets it; other drivers may not accept the argument), and on every remote store each listing
+  and ``exists`` first drops the cached entries of its path.
+* **Files replaced while read.** ``open(path, "rb")`` on s3fs pins the object's ETag from a first request and
+  fails (``Etag ... no longer exists``) if the file is replaced before the read, which is what happens to the
+  ``LATEST`` hint under concurrent commits. :meth:`FileIO.read_bytes` reads a whole small file with one GET
+  (``cat_file``), which is atomic.
+* **Transient errors** (throttling, a conditional write that conflicts with one in flight, a dropped
+  connection): reads and the exclusive create retry them a few times with back-off (:data:`TRANSIENT_ATTEMPTS`).
+  A retried create that finds the file present reports "not created", and the commit then checks whether the
+  snapshot it finds is its own, so a create whose answer was lost is never committed twice.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
+import json
 import os
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable, Mapping, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from pyspark_paimon.errors import CommitError, PaimonError
+from pyspark_paimon.errors import CommitError, OptionError, PaimonError
 
 _MEMORY_LOCK = threading.Lock()
+_T = TypeVar("_T")
+#: How often a remote read or exclusive create is tried before a transient error is raised, and the first
+#: back-off (doubled per attempt: 0.1 s, 0.2 s, 0.4 s...).
+TRANSIENT_ATTEMPTS = 5
+_FIRST_BACKOFF_SECONDS = 0.1
+#: Object stores without directories: creating a file's parent "directory" is a request that does nothing.
+_FLAT_PROTOCOLS = ("s3", "s3a", "gs", "gcs")
+#: Protocols whose file system lives on this machine: no listing cache to bypass, no transient errors to retry.
+_LOCAL_PROTOCOLS = ("file", "local", "memory")
 # ``.<target name>.<uuid>.tmp`` in the target's directory: what write_bytes and try_create write before moving the
 # file into place, and exactly Java's ``Path.createTempPath()``. A writer killed in between leaves it behind.
 _TEMP_FILE = re.compile(r"^\..+\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.tmp$")
@@ -59,6 +87,34 @@ def installed_version(distribution: str) -> str | None:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether an I/O error may go away when the same request is repeated: any ``OSError`` except the ones that
+    state a fact about the file (absent, present, forbidden, a directory). s3fs maps throttling, 409 conflicts of
+    conditional writes and 5xx answers to plain ``OSError``s."""
+    return isinstance(error, OSError) and not isinstance(
+        error, (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError))
+
+
+def storage_options_from_strings(options: Mapping[str, str]) -> dict[str, Any]:
+    """fsspec keyword arguments from string values (Spark's ``fs.<key>`` options, the CLI's ``--fs key=value``):
+    ``true``/``false`` become booleans (fsspec flags such as s3fs's ``anon`` treat any non-empty string as
+    true) and a JSON object becomes a dict (``client_kwargs``, ``config_kwargs``); anything else stays a string."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        text = value.strip()
+        if text.lower() in ("true", "false"):
+            out[key] = text.lower() == "true"
+        elif text.startswith("{"):
+            try:
+                out[key] = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise OptionError(f"Storage option '{key}' looks like a JSON object but does not parse ({e}): "
+                                  f"{value!r}. Give valid JSON, e.g. '{{\"region_name\": \"eu-west-1\"}}'.") from e
+        else:
+            out[key] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -119,8 +175,43 @@ class FileIO:
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
         if self._fs is None:
-            self._fs = fsspec.filesystem(self.protocol, **self.storage_options)
+            options = dict(self.storage_options)
+            if self.protocol in EXCLUSIVE_CREATE:  # the object stores, whose drivers cache listings: see above
+                options.setdefault("use_listings_cache", False)
+            self._fs = fsspec.filesystem(self.protocol, **options)
         return self._fs
+
+    @property
+    def is_remote(self) -> bool:
+        return self.protocol not in _LOCAL_PROTOCOLS
+
+    def _uncached(self, path: str) -> None:
+        """Drop what the driver cached about ``path`` (and its parents), so the next call asks the store."""
+        if self.is_remote:
+            self.fs.invalidate_cache(path)
+
+    def _parents_for(self, path: str) -> None:
+        """Make the parent directory of a file about to be written, where the store has directories."""
+        if self.protocol not in _FLAT_PROTOCOLS:
+            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+
+    def _cat_whole(self, path: str) -> bytes:
+        """One GET of the whole file. s3fs's ``cat_file`` first asks for the size (a HEAD) to read big files in
+        parallel chunks; metadata files are small, so read them serially in one request where it can."""
+        cat = self.fs.cat_file
+        serial = "max_concurrency" in inspect.signature(getattr(self.fs, "_cat_file", cat)).parameters
+        return bytes(cat(path, max_concurrency=1) if serial else cat(path))
+
+    def _retrying(self, what: str, call: Callable[[], _T]) -> _T:
+        """``call()``, repeated with back-off while a remote store answers with a transient error."""
+        for attempt in range(TRANSIENT_ATTEMPTS):
+            try:
+                return call()
+            except OSError as e:
+                if not self.is_remote or not is_transient(e) or attempt == TRANSIENT_ATTEMPTS - 1:
+                    raise
+                time.sleep(_FIRST_BACKOFF_SECONDS * 2 ** attempt)
+        raise AssertionError(f"unreachable: {what}")  # pragma: no cover - the loop returns or raises
 
     @property
     def is_local(self) -> bool:
@@ -142,12 +233,16 @@ class FileIO:
 
     # -- reads ---------------------------------------------------------------------------------
     def read_bytes(self, path: str) -> bytes:
+        """The whole file. Remote stores read it with one request (atomic even while the file is replaced) and
+        retry transient errors."""
         try:
-            with self.fs.open(path, "rb") as f:
-                return f.read()
+            if not self.is_remote:
+                with self.fs.open(path, "rb") as f:
+                    return f.read()
+            return self._retrying(f"read {path}", lambda: self._cat_whole(path))
         except FileNotFoundError:
             raise
-        except OSError as e:  # pragma: no cover - depends on the store
+        except OSError as e:
             raise PaimonError(f"Cannot read {self.uri(path)}: {e}") from e
 
     def read_text(self, path: str) -> str:
@@ -157,15 +252,17 @@ class FileIO:
         return self.fs.open(path, "rb")
 
     def exists(self, path: str) -> bool:
-        return bool(self.fs.exists(path))
+        self._uncached(path)
+        return bool(self._retrying(f"check {path}", lambda: self.fs.exists(path)))
 
     def size(self, path: str) -> int:
         return int(self.fs.size(path))
 
     def list_status(self, directory: str) -> list[FileStatus]:
         """Entries directly under ``directory``; empty when it does not exist."""
+        self._uncached(directory)  # the commit protocol decides on listings: never answer from a cache
         try:
-            infos = self.fs.ls(directory, detail=True)
+            infos = self._retrying(f"list {directory}", lambda: self.fs.ls(directory, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
@@ -202,9 +299,13 @@ class FileIO:
                 _unlink_quietly(tmp)  # a failed write must not leave a hidden temp file behind
                 raise
             return
-        self.fs.makedirs(parent, exist_ok=True)
-        with self.fs.open(path, "wb") as f:
-            f.write(data)
+        self._parents_for(path)
+
+        def write() -> None:
+            with self.fs.open(path, "wb") as f:
+                f.write(data)
+
+        self._retrying(f"write {path}", write)  # a whole-object PUT: repeating it is harmless
 
     def require_exclusive_create(self) -> None:
         """Raise :class:`CommitError` unless this store can create a file exclusively (see the module
@@ -252,10 +353,16 @@ class FileIO:
                 self.fs.pipe_file(path, data)
                 return True
         self.require_exclusive_create()
-        try:
-            self.fs.makedirs(parent, exist_ok=True)
+
+        def create() -> None:
             with self.fs.open(path, "xb") as f:
                 f.write(data)
+
+        try:
+            self._parents_for(path)
+            # A retry after a transient error may find the file created by our own lost attempt and report False;
+            # the commit then recognises the snapshot as its own (see the module docstring).
+            self._retrying(f"create {path}", create)
             return True
         except FileExistsError:
             return False

@@ -8,11 +8,12 @@ it against the files and falls back to listing.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from pyspark_paimon.errors import BranchNotFoundError, CorruptMetadataError, SnapshotNotFoundError
+from pyspark_paimon.errors import BranchNotFoundError, CorruptMetadataError, PaimonError, SnapshotNotFoundError
 from pyspark_paimon.metadata.fileio import FileIO
 
 MAIN_BRANCH = "main"
@@ -21,6 +22,7 @@ SNAPSHOT_PREFIX = "snapshot-"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
 _LATEST_ATTEMPTS = 5
+log = logging.getLogger(__name__)
 
 
 BRANCH_DIR = "branch"
@@ -178,7 +180,9 @@ class SnapshotManager:
     def _read_hint(self, name: str) -> int | None:
         try:
             text = self.fileio.read_text(f"{self.snapshot_dir}/{name}").strip()
-        except (OSError, UnicodeDecodeError):  # missing or unreadable: hints are advisory, fall back to listing
+        except (OSError, PaimonError, UnicodeDecodeError):
+            # Missing, unreadable, or replaced by another writer while we read it (object stores): hints are
+            # advisory, so any failure to read one means "list the directory instead".
             return None
         return int(text) if text.isascii() and text.isdigit() else None
 
@@ -230,16 +234,28 @@ class SnapshotManager:
         otherwise; likewise when it vanished between finding its id and reading it. A reader therefore never
         returns a snapshot that was superseded before it read it."""
         for attempt in range(_LATEST_ATTEMPTS):
-            sid = self.latest_id()
-            if sid is None:
+            last = attempt == _LATEST_ATTEMPTS - 1
+            # The hint first, checked by reading its snapshot and looking for the next one: three requests on an
+            # object store where latest_id() and then reading would take five.
+            hint = self._read_hint(LATEST)
+            snap = None
+            if hint is not None:
+                try:
+                    snap = self.snapshot(hint)
+                except SnapshotNotFoundError:  # the hint is ahead of the files, or its snapshot was removed
+                    snap = None
+            if snap is not None and not self.fileio.exists(self.snapshot_path(snap.id + 1)):
+                return snap
+            ids = self.list_ids()
+            if not ids:
                 return None
             try:
-                snap = self.snapshot(sid)
+                snap = self.snapshot(ids[-1])
             except SnapshotNotFoundError:
-                if attempt == _LATEST_ATTEMPTS - 1:
+                if last:
                     raise
                 continue
-            if not self.fileio.exists(self.snapshot_path(sid + 1)) or attempt == _LATEST_ATTEMPTS - 1:
+            if not self.fileio.exists(self.snapshot_path(snap.id + 1)) or last:
                 return snap
         return None  # pragma: no cover - the loop always returns or raises
 
@@ -263,10 +279,19 @@ class SnapshotManager:
         return None
 
     def try_commit(self, snapshot: Snapshot) -> bool:
-        """Create ``snapshot-N`` if absent; on success move the LATEST hint. False if N was taken."""
+        """Create ``snapshot-N`` if absent; on success move the LATEST hint. False if N was taken.
+
+        Once ``snapshot-N`` exists the commit has landed, so failing to write the hint afterwards is logged, not
+        raised: readers check the hint against the files anyway, and raising would make the caller report a
+        commit whose outcome is unknown although it is known."""
         if not self.fileio.try_create(self.snapshot_path(snapshot.id), snapshot.to_json().encode("utf-8")):
             return False
-        self.commit_latest_hint(snapshot.id)
+        try:
+            self.commit_latest_hint(snapshot.id)
+        except (OSError, PaimonError) as e:
+            log.warning("Snapshot %d of %s (branch '%s') was committed, but writing the LATEST hint failed: %s. "
+                        "Readers find the snapshot by listing; the next commit rewrites the hint.", snapshot.id,
+                        self.table_path, self.branch, e)
         return True
 
     def commit_latest_hint(self, snapshot_id: int) -> None:

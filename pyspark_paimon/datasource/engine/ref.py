@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.fileio import FileIO, storage_options_from_strings
 from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
 from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
 from pyspark_paimon.metadata.store import FileStore
@@ -35,7 +35,8 @@ class TableRef:
 def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
     """Turn Spark's options (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*``) into a :class:`TableRef`."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
-    storage = {k[3:]: v for k, v in opts.items() if k.startswith("fs.")}
+    # ``fs.<key>`` options travel inside the FileIO, which is pickled to every executor with the plan.
+    storage = storage_options_from_strings({k[3:]: v for k, v in opts.items() if k.startswith("fs.")})
     target = opts.get("path")
     if target is None and "paths" in opts:
         paths = json.loads(opts["paths"])
