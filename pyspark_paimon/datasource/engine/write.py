@@ -24,7 +24,9 @@ pyspark.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -127,6 +129,9 @@ def system_file_fields() -> list[DataField]:
     """``_SEQUENCE_NUMBER`` (BIGINT NOT NULL) and ``_VALUE_KIND`` (TINYINT NOT NULL) with Java's ids."""
     return [_SEQ_FIELD, _KIND_FIELD]
 
+
+# Buckets written at once by one writer (one per core; a Spark task's share of an executor is not visible here).
+_WRITE_THREADS = max(1, os.cpu_count() or 1)
 
 @dataclass(frozen=True)
 class WriteContext:
@@ -428,11 +433,22 @@ class TableWriter:
         table = pa.concat_tables(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
         self._buffer = []
         self._buffered_bytes = 0
+        work: list[tuple[_BucketState, pa.Table]] = []
         for part_bytes, part_values, part_table in self._split_partitions(table):
             num_buckets = self._partition_num_buckets(part_bytes)
             total = num_buckets if num_buckets > 0 else -1
             for bucket, sub in self._split_buckets(part_table, num_buckets):
-                self._write_bucket(self._state(part_bytes, part_values, bucket, total), sub)
+                work.append((self._state(part_bytes, part_values, bucket, total), sub))
+        # Sorting and Parquet encoding release the GIL, so buckets are written on every core at once; each bucket
+        # (its state, sequence numbers and files) is written by exactly one thread, in order.
+        threads = min(len(work), _WRITE_THREADS)
+        if threads <= 1:
+            for state, sub in work:
+                self._write_bucket(state, sub)
+            return
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-write") as pool:
+            for _ in pool.map(lambda item: self._write_bucket(*item), work):
+                pass  # re-raises the first failure; abort() then removes every file created so far
 
     def _split_partitions(self, table: pa.Table) -> Iterator[tuple[bytes, tuple, pa.Table]]:
         """(BinaryRow, values, rows in arrival order) of every distinct partition.
