@@ -30,7 +30,7 @@ and the way out (consumers, :mod:`pyspark_paimon.metadata.consumers`, keep a run
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.consumers import ConsumerManager, check_consumer_id
@@ -506,9 +506,3 @@ class StreamPlanner:
 def limits_of(opts: StreamOptions) -> Admission:
     return Admission(opts.max_files, opts.max_bytes, opts.max_rows)
 
-
-def describe_phase(splits: Sequence[StreamSplit]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for s in splits:
-        counts[s.phase] = counts.get(s.phase, 0) + 1
-    return counts

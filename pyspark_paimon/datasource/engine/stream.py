@@ -40,6 +40,7 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain_config import chain_read_config
 from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream import (
     ROW_KIND_COLUMN,
     Admission,
@@ -86,10 +87,10 @@ def _with_kinds(batch: pa.RecordBatch | pa.Table, kind: int) -> pa.Table:
                                pa.array(np.full(table.num_rows, kind, dtype=np.int8)))
 
 
-def _collect(ctx: ReadContext, split: object) -> pa.Table:
-    from_batches = list(read_split(ctx, split))  # type: ignore[arg-type]
+def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
+    batches = list(read_split(ctx, split))
     schema = ctx.output_schema()
-    return pa.Table.from_batches(from_batches, schema=schema) if from_batches else schema.empty_table()
+    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
 def _diff(ctx: ReadContext, s: StreamSplit) -> pa.Table:
