@@ -231,6 +231,15 @@ def test_vectorised_matches_scalar_random_multi_column_keys(seed):
     assert bucket_ids(columns, types, 7).tolist() == [bucket_of(x, 7) for x in expected]
 
 
+def test_fixed_width_rows_match_scalar():
+    """Keys of one row width (no long strings) take the matrix path; it must hash exactly as the scalar one."""
+    rng = random.Random(7)
+    values = [[rng.randint(-(2**63), 2**63 - 1), rng.choice([None, "", "abc", "1234567"])] for _ in range(500)]
+    types = [BIGINT, STRING]
+    columns = [pa.array([v[0] for v in values], pa.int64()), pa.array([v[1] for v in values], pa.string())]
+    assert hash_rows(columns, types).tolist() == [hash_bytes(row_bytes(v, types)) for v in values]
+
+
 def test_large_batch_is_fast_enough():
     """One million mixed-length string keys hash in well under the per-row Python cost."""
     import time

@@ -52,8 +52,8 @@ from pyspark_paimon.metadata.options import (
 
 __all__ = [
     "SEQUENCE_NUMBER", "VALUE_KIND", "KIND_INSERT", "KIND_UPDATE_BEFORE", "KIND_UPDATE_AFTER", "KIND_DELETE",
-    "adjacent_differ", "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError", "sort_for_merge", "merge_sorted",
-    "is_retract",
+    "adjacent_differ", "keys_strictly_increasing", "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError",
+    "sort_for_merge", "merge_sorted", "is_retract",
 ]
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -118,6 +118,8 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
             raise SchemaError(f"Cannot sort for merging: column '{name}' is missing "
                               f"(columns: {', '.join(table.column_names)}).")
     kinds = _kinds(table)
+    if keys_strictly_increasing(table, key_names):
+        return table
     seq_order = "descending" if descending_seq else "ascending"
     # NULL sorts first in both directions (treated as oldest): a column holding NULLs sorts after its
     # _nulls_first_rank. The columns are copied under numbered names so no user column name can collide.
@@ -137,6 +139,27 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
     sort_keys.append((_TEMP_IS_ADD, "ascending"))
     indices = pc.sort_indices(pa.table(columns), options=pc.SortOptions(sort_keys=sort_keys))
     return table.take(indices)
+
+
+def keys_strictly_increasing(table: pa.Table, key_names: Sequence[str]) -> bool:
+    """Whether every row's key is greater than the previous row's, i.e. the table is already in merge order
+    (the key alone decides it). Rows often arrive so: a sorted source, one bucket of a key-ordered write, a
+    single data file. Checking costs one vectorised comparison per key column, against a full sort.
+
+    Leading key columns holding one value throughout (a partition's columns in a bucket) are skipped; the
+    first other column must rise strictly. NULL and NaN never pass (their comparisons are not an order)."""
+    for name in key_names:
+        col = table.column(name)
+        if col.null_count:
+            return False
+        later, earlier = col.slice(1), col.slice(0, len(col) - 1)
+        try:
+            if bool(pc.all(pc.equal(later, earlier)).as_py()):
+                continue
+            return bool(pc.all(pc.greater(later, earlier)).as_py())
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            return False  # a type Arrow cannot compare: let the sort decide
+    return False
 
 
 def _nulls_first_rank(col: pa.ChunkedArray) -> pa.ChunkedArray | None:

@@ -51,6 +51,7 @@ from pyspark_paimon.datasource.engine.merge import (
     SEQUENCE_NUMBER,
     VALUE_KIND,
     is_retract,
+    keys_strictly_increasing,
     merge_sorted,
     sort_for_merge,
 )
@@ -683,7 +684,7 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
                 yield from _finish(ctx, plan, _drop_retracts(data))
         return
 
-    for data in _merged_sections(ctx, split, plan, drop_retracts=True, metrics=metrics):
+    for data in _merged_sections(ctx, split, plan, drop_retracts=True, metrics=metrics, key_order=False):
         yield from _finish(ctx, plan, data)
 
 
@@ -701,8 +702,9 @@ def read_merged(ctx: ReadContext, split: DataSplit, drop_retracts: bool,
 
 
 def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retracts: bool,
-                     metrics: ReadMetrics) -> Iterator[pa.Table]:
-    """Merged records of each key-overlap section of ``split`` (system columns kept), in key order."""
+                     metrics: ReadMetrics, key_order: bool = True) -> Iterator[pa.Table]:
+    """Merged records of each key-overlap section of ``split`` (system columns kept), in key order unless
+    ``key_order`` is False (a read, which may then pass untouched rows of a big file through unsorted)."""
     options = ctx.merge_options()
     core_options = CoreOptions(options)
     engine = core_options.merge_engine
@@ -735,7 +737,7 @@ def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retra
         if windows is None:
             tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
             yield _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                descending, metrics, drop_retracts)
+                                descending, metrics, drop_retracts, key_order)
             continue
         metrics.windowed_sections += 1
         for lo, hi, per_file in windows:
@@ -743,7 +745,7 @@ def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retra
             if not any(t.num_rows for t in tables):
                 continue
             yield _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                descending, metrics, drop_retracts)
+                                descending, metrics, drop_retracts, key_order)
 
 
 def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordBatch]:
@@ -771,8 +773,46 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
 def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
                   ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str, options: Mapping[str, str],
                   value_names: list[str], descending: bool, metrics: ReadMetrics,
-                  drop_retracts: bool = True) -> pa.Table:
+                  drop_retracts: bool = True, key_order: bool = True) -> pa.Table:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
+    untouched = None
+    if not key_order and drop_retracts:
+        untouched, tables = _split_untouched(plan.key_names, tables)
+    merged = _sort_and_merge(ctx, split, plan, section, ordered, tables, engine, options, value_names, descending,
+                             metrics, drop_retracts)
+    if untouched is None or not untouched.num_rows:
+        return merged
+    return pa.concat_tables([_drop_retracts(untouched), merged.select(untouched.column_names)])
+
+
+def _split_untouched(key_names: Sequence[str], tables: list[pa.Table]) -> tuple[pa.Table | None, list[pa.Table]]:
+    """(rows of the biggest table whose key no other table holds, the tables without them).
+
+    A big sorted run overlaid by a few small newer ones (a chain anchor and its deltas, a compacted bucket and
+    today's commits) needs no sort for the keys only it holds: a key with one record keeps that record under
+    every merge engine (Java's ``ReducerMergeFunctionWrapper``), and one file holds each key once. Only the keys
+    the small tables touch are sorted and merged, the rest pass through (and so out of key order). Applies
+    when the others hold at most a quarter of the biggest's rows, the key is one non-float column and the
+    biggest table is strictly ordered by it (which proves its keys unique)."""
+    if len(key_names) != 1 or len(tables) < 2:
+        return None, tables
+    big = max(range(len(tables)), key=lambda i: tables[i].num_rows)
+    base = tables[big]
+    others = [t for i, t in enumerate(tables) if i != big]
+    key = key_names[0]
+    if (sum(t.num_rows for t in others) * 4 > base.num_rows or pa.types.is_floating(base.schema.field(key).type)
+            or not keys_strictly_increasing(base, key_names)):
+        return None, tables
+    keys = pa.chunked_array([c for t in others for c in t.column(key).chunks],
+                            type=base.schema.field(key).type).combine_chunks()
+    touched = pc.is_in(base.column(key), value_set=keys)
+    return base.filter(pc.invert(touched)), [*tables[:big], base.filter(touched), *tables[big + 1:]]
+
+
+def _sort_and_merge(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
+                    ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str,
+                    options: Mapping[str, str], value_names: list[str], descending: bool, metrics: ReadMetrics,
+                    drop_retracts: bool) -> pa.Table:
     ranks = split.file_ranks
     if ranks:
         # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
