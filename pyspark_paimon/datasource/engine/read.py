@@ -637,8 +637,11 @@ def _finish(ctx: ReadContext, plan: _Plan, data: pa.Table) -> Iterator[pa.Record
         data = data.filter(ctx.residual)
     if data.num_rows == 0:
         return
-    data = data.select([f.name for f in plan.out_fields]).combine_chunks()
-    for batch in data.to_batches(max_chunksize=max(1, ctx.batch_size)):
+    data = data.select([f.name for f in plan.out_fields])
+    batch_size = max(1, ctx.batch_size)
+    if data.num_columns and data.column(0).num_chunks * batch_size > 4 * data.num_rows:
+        data = data.combine_chunks()  # many small pieces (e.g. merge output): copy once into full batches
+    for batch in data.to_batches(max_chunksize=batch_size):
         if batch.num_rows == 0:
             continue
         arrays = [col if col.type == fld.type else col.cast(fld.type)
