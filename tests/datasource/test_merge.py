@@ -16,6 +16,7 @@ from pyspark_paimon.datasource.engine.merge import (
     KIND_UPDATE_AFTER,
     KIND_UPDATE_BEFORE,
     MergeError,
+    deduplicated_rows,
     merge_sorted,
     sort_for_merge,
 )
@@ -656,3 +657,28 @@ def test_property_sequence_field_matches_model(ops: list[tuple[int, Any, int]]) 
     t = kv([(k, n, I, s, v) for n, (k, s, v) in enumerate(ops)], {"s": pa.int64(), "v": pa.int64()})
     rows = merge(t, seq=["s"])
     assert {r["id"]: r["v"] for r in rows} == {k: b[1] for k, b in best.items()}
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(-4, 4), st.integers(0, 6), st.sampled_from([0, 1, 2, 3]),
+                               st.integers(0, 99)), min_size=1, max_size=40),
+       options=st.sampled_from([{}, {"merge-engine": "deduplicate"}, {"ignore-delete": "true"},
+                                {"sequence.field": "v"}, {"merge-engine": "first-row"}]))
+def test_deduplicated_rows_equal_sort_and_merge(rows: list[tuple[int, int, int, int]], options: dict) -> None:
+    """The winners-only shortcut of a deduplicate read gives exactly the sort-and-merge result, row for row
+    (key order, kinds and sequence numbers included), and declines every other shape."""
+    t = pa.table({"k": pa.array([r[0] for r in rows], pa.int64()),
+                  "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
+                  "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8()),
+                  "v": pa.array([r[3] for r in rows], pa.int64())})
+    engine = options.get("merge-engine", "deduplicate")
+    seq = [f for f in options.get("sequence.field", "").split(",") if f]
+    got = deduplicated_rows(t, ["k"], options)
+    if engine != "deduplicate":
+        assert got is None
+        return
+    expected = merge_sorted(sort_for_merge(t, ["k"], seq), ["k"], engine, options, ["v"], drop_retracts=True)
+    if not seq and "ignore-delete" not in options:
+        assert got is not None and got.to_pylist() == expected.to_pylist()
+    else:
+        assert got is None

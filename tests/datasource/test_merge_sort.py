@@ -137,3 +137,20 @@ def test_presorted_input_takes_the_shortcut_only_when_the_key_decides(keys: list
     else:
         options = pc.SortOptions(sort_keys=named)
     assert got == t.take(pc.sort_indices(t, options=options)).column(ROW).to_pylist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 5), st.sampled_from(KINDS)), min_size=2,
+                     max_size=30),
+       runs=st.booleans())
+def test_integer_keys_sort_like_arrow(rows: list[tuple[int, int, int]], runs: bool) -> None:
+    """One integer key and no sequence fields take the numpy path: the order must be the reference order, for
+    concatenated sorted runs (the usual input) and for any other input, ties on the sequence number included."""
+    if runs:  # two sorted files, the newer with higher sequence numbers
+        half = len(rows) // 2
+        rows = sorted(rows[:half]) + sorted((k, s + 10, kind) for k, s, kind in rows[half:])
+    t = pa.table({"k": pa.array([r[0] for r in rows], pa.int64()),
+                  "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
+                  "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8()), ROW: pa.array(range(len(rows)))})
+    got = sort_for_merge(t, ["k"], [], False).column(ROW).to_pylist()
+    assert got == reference_order(t, ["k"], [], False, None)

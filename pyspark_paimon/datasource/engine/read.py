@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 from pyspark_paimon.datasource.engine.merge import (
     SEQUENCE_NUMBER,
     VALUE_KIND,
+    deduplicated_rows,
     is_retract,
     keys_strictly_increasing,
     merge_sorted,
@@ -824,10 +825,14 @@ def _sort_and_merge(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Se
     data = pa.concat_tables(tables)
     metrics.merged_sections += 1
     metrics.max_merge_rows = max(metrics.max_merge_rows, data.num_rows)
-    data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
-    if ranks:
-        data = data.drop_columns([_RANK])
     try:
+        if drop_retracts and not ranks and engine == "deduplicate":
+            winners = deduplicated_rows(data, plan.key_names, options)
+            if winners is not None:
+                return winners
+        data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
+        if ranks:
+            data = data.drop_columns([_RANK])
         return merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=drop_retracts,
                             primary_keys=list(ctx.schema.primary_keys))
     except PaimonError as exc:
