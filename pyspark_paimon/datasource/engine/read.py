@@ -112,6 +112,14 @@ class ReadMetrics:
     windowed_sections: int = 0
     max_merge_rows: int = 0
 
+    def add(self, other: "ReadMetrics") -> None:
+        """Fold in the counts of another read (a thread's share of a job)."""
+        self.row_groups_total += other.row_groups_total
+        self.row_groups_skipped += other.row_groups_skipped
+        self.merged_sections += other.merged_sections
+        self.windowed_sections += other.windowed_sections
+        self.max_merge_rows = max(self.max_merge_rows, other.max_merge_rows)
+
 
 @dataclass(frozen=True)
 class ReadContext:
