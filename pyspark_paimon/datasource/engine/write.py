@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyspark_paimon.datasource.engine import merge
-from pyspark_paimon.datasource.engine.parquet_layout import PARQUET_LAYOUT, dictionary_columns
+from pyspark_paimon.datasource.engine.parquet_layout import PARQUET_LAYOUT, encoding_settings, is_writer_v2
 from pyspark_paimon.datasource.engine.stats import (
     SYSTEM_STATS_MODE,
     collect_stats,
@@ -57,6 +57,7 @@ from pyspark_paimon.metadata.options import (
     FILE_COMPRESSION_ZSTD_LEVEL,
     FILE_SUFFIX_INCLUDE_COMPRESSION,
     IGNORE_UPDATE_BEFORE,
+    PARQUET_WRITER_VERSION,
     ROWKIND_FIELD,
     WRITE_BUFFER_SIZE,
     ConfigOption,
@@ -241,6 +242,7 @@ class TableWriter:
         self._target_size = options.target_file_size(self._is_pk)
         self._codec, self._codec_level = self._compression()
         self._level_codecs: dict[int, tuple[str, int | None]] = {0: (self._codec, self._codec_level)}
+        self._writer_v2 = is_writer_v2(options.get(PARQUET_WRITER_VERSION))
         self._prefix = options.get(DATA_FILE_PREFIX)
         self._suffix = (f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION)
                         else ".parquet")
@@ -592,7 +594,7 @@ class TableWriter:
             codecs = self._level_codecs[state.level] = self._compression(state.level)
         codec, codec_level = codecs
         kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": codec, "row_group_size": ROW_GROUP_ROWS,
-                                  "use_dictionary": dictionary_columns(file_table)}
+                                  **encoding_settings(file_table, self._writer_v2)}
         if codec_level is not None:
             kwargs["compression_level"] = codec_level
         with fileio.fs.open(path, "wb") as out:
