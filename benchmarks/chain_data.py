@@ -14,6 +14,10 @@ Chain dataset (``PAIMON_BENCH_CHAIN_ROWS``, default 500,000; ``PAIMON_BENCH_CHAI
   ``full/date=<day>/`` (what a daily-full table would store), plus each day's changes under
   ``changes/date=<day>/`` (what the traditional merge job reads), all zstd like the table's files.
 * ``bench.full_day``: a plain PK table (same keys, 4 buckets) holding only day D's full copy in one commit.
+* ``bench.chain_v2``: the same chain written with the opt-in ``parquet.writer.version = v2`` (DELTA encodings;
+  measured for storage only).
+* ``sizes["limit"]``: the arithmetic limit of a chain, one full copy (day D) plus the D days of changes, both
+  as pyarrow writes them (zstd Parquet); ``breakdown``: :func:`chain_breakdown` of ``bench.chain_t``.
 
 Scan datasets (``PAIMON_BENCH_SCAN_ROWS``, default 1,000,000; ``PAIMON_BENCH_SCAN_PARTITIONS``, default 365):
 
@@ -143,7 +147,11 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
             "partition.timestamp-pattern": "$date", "partition.timestamp-formatter": "yyyyMMdd"}
     t = cat.create_chain_table("bench.chain_t", CHAIN_SCHEMA, partition_keys=["date"], primary_keys=["date", "id"],
                                options=opts)
+    # The same chain written with the opt-in Parquet v2 encodings (storage only; Java 1.0.0 cannot read it)
+    t2 = cat.create_chain_table("bench.chain_v2", CHAIN_SCHEMA, partition_keys=["date"],
+                                primary_keys=["date", "id"], options={**opts, "parquet.writer.version": "v2"})
     snap, delta = t.branch_table("snapshot"), t.branch_table("delta")
+    snap2, delta2 = t2.branch_table("snapshot"), t2.branch_table("delta")
 
     ids = np.arange(n, dtype=np.int64)
     d_state = ids * 0.5
@@ -167,6 +175,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     expected = {}
     anchor = chain_rows(ids, 0)
     snap.write_arrow(anchor, mode="overwrite", dynamic_partition_overwrite=True)
+    snap2.write_arrow(anchor, mode="overwrite", dynamic_partition_overwrite=True)
     write_full(0)
     expected[day_name(0)] = (n, float(d_state.sum()), int(seq_state.sum()))
     k = max(1, int(n * CHAIN_FRACTION))
@@ -174,6 +183,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
         keys = np.sort(rng.choice(n, k, replace=False)).astype(np.int64)
         changes = chain_rows(keys, day)
         delta.write_arrow(changes, mode="overwrite", dynamic_partition_overwrite=True)
+        delta2.write_arrow(changes, mode="overwrite", dynamic_partition_overwrite=True)
         out = root / "changes" / f"date={day_name(day)}"
         out.mkdir(parents=True)
         pq.write_table(changes.drop_columns(["date"]), str(out / "part-0.parquet"), compression="zstd")
@@ -194,6 +204,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     # The arithmetic limit of a chain: one full copy plus the D days of changes, as pyarrow writes them
     sizes["limit"] = sizes["full_copy_one_day"] + sizes["changes_parquet"]
     breakdown = chain_breakdown(t.path, day_name(0))
+    sizes["chain_table_writer_v2"] = du(t2.path)
 
     full = cat.create_table("bench.full_day", "id bigint not null, v string, d double, seq bigint",
                             primary_keys=["id"], options={"bucket": str(CHAIN_BUCKETS)})

@@ -63,7 +63,9 @@ def test_chain_storage(benchmark: Any, chain: ChainData) -> None:
     print(f"\n[chain storage] {chain.rows:,} keys, {chain.days} days of 1% deltas: chain table {s['chain_table']:,} B "
           f"(all branches, metadata included) vs {chain.days + 1} daily full copies {s['full_copies']:,} B "
           f"(Parquet zstd) = {ratio:.2f}x; limit (one full copy {s['full_copy_one_day']:,} B + changes as Parquet "
-          f"{s['changes_parquet']:,} B) {s['limit']:,} B: chain / limit = {over_limit:.3f}; plain PK table of day N "
+          f"{s['changes_parquet']:,} B) {s['limit']:,} B: chain / limit = {over_limit:.3f} (with "
+          f"parquet.writer.version = v2: {s['chain_table_writer_v2']:,} B, "
+          f"{s['chain_table_writer_v2'] / s['limit']:.3f}); plain PK table of day N "
           f"{s['full_day_pk_table']:,} B\n[chain storage] breakdown: "
           + ", ".join(f"{k} {v:,}" for k, v in b.items()))
     info(benchmark, chain, "du(chain table)", before, sizes=s, breakdown=b, full_copies_over_chain=round(ratio, 3),
