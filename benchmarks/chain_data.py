@@ -14,6 +14,10 @@ Chain dataset (``PAIMON_BENCH_CHAIN_ROWS``, default 500,000; ``PAIMON_BENCH_CHAI
   ``full/date=<day>/`` (what a daily-full table would store), plus each day's changes under
   ``changes/date=<day>/`` (what the traditional merge job reads), all zstd like the table's files.
 * ``bench.full_day``: a plain PK table (same keys, 4 buckets) holding only day D's full copy in one commit.
+* ``bench.chain_v2``: the same chain written with the opt-in ``parquet.writer.version = v2`` (DELTA encodings;
+  measured for storage only).
+* ``sizes["limit"]``: the arithmetic limit of a chain, one full copy (day D) plus the D days of changes, both
+  as pyarrow writes them (zstd Parquet); ``breakdown``: :func:`chain_breakdown` of ``bench.chain_t``.
 
 Scan datasets (``PAIMON_BENCH_SCAN_ROWS``, default 1,000,000; ``PAIMON_BENCH_SCAN_PARTITIONS``, default 365):
 
@@ -63,6 +67,46 @@ def du(path: str | Path) -> int:
     return total
 
 
+def chain_breakdown(table_path: str, anchor_day: str) -> dict[str, int]:
+    """Where the bytes of a chain table go: data files of the anchor and of the deltas, and per branch
+    (``main``, ``snapshot``, ``delta``) its snapshot, schema, tag and branch files plus the manifest lists and
+    manifests its snapshots reference (all branches share the table's ``manifest/`` directory; a file two
+    branches reference counts for the first of snapshot, delta, main). Sums to ``du(table_path)``."""
+    import json
+
+    import fastavro
+
+    import pyspark_paimon.metadata.avro  # noqa: F401  (registers the zstd Avro codec with fastavro)
+
+    root = Path(table_path)
+    out = {"anchor_data": 0, "delta_data": 0}
+    for part in root.glob("*=*"):
+        key = "anchor_data" if part.name.endswith("=" + anchor_day) else "delta_data"
+        out[key] += du(part)
+    manifest_dir = root / "manifest"
+    claimed: set[str] = set()
+    for branch in ("snapshot", "delta", "main"):
+        broot = root if branch == "main" else root / "branch" / f"branch-{branch}"
+        own = sum(du(broot / d) for d in ("snapshot", "schema", "tag")) + sum(
+            f.stat().st_size for f in broot.glob("*.json"))
+        lists: set[str] = set()
+        for snap in (broot / "snapshot").glob("snapshot-*"):
+            meta = json.loads(snap.read_text())
+            lists.update(meta[k] for k in ("baseManifestList", "deltaManifestList", "changelogManifestList",
+                                           "indexManifest") if meta.get(k))
+        manifests: set[str] = set()
+        for name in lists:
+            with open(manifest_dir / name, "rb") as f:
+                manifests.update(r["_FILE_NAME"] for r in fastavro.reader(f) if "_FILE_NAME" in r)
+        mine = (lists | manifests) - claimed
+        claimed |= mine
+        out[f"{branch}_snapshots_schemas"] = own
+        out[f"{branch}_manifest_lists"] = sum((manifest_dir / n).stat().st_size for n in mine & lists)
+        out[f"{branch}_manifests"] = sum((manifest_dir / n).stat().st_size for n in mine - lists)
+    out["unreferenced_manifests"] = sum(f.stat().st_size for f in manifest_dir.iterdir() if f.name not in claimed)
+    return out
+
+
 def chain_rows(ids: np.ndarray, day: int, d: np.ndarray | None = None, seq: np.ndarray | None = None) -> pa.Table:
     id_arr = pa.array(ids, pa.int64())
     v = pc.binary_join_element_wise(f"v{day}_", pc.cast(id_arr, pa.string()), "")
@@ -85,6 +129,7 @@ class ChainData:
     change_dirs: dict[str, str]    # day -> directory of its changes Parquet file
     expected: dict[str, tuple[int, float, int]] = field(default_factory=dict)  # day -> (count, sum d, sum seq)
     sizes: dict[str, int] = field(default_factory=dict)
+    breakdown: dict[str, int] = field(default_factory=dict)  # chain_breakdown of the chain table
     filter_expected: int = 0       # rows of day D with d > threshold (value-column filter)
     filter_threshold: float = 0.0
 
@@ -102,7 +147,11 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
             "partition.timestamp-pattern": "$date", "partition.timestamp-formatter": "yyyyMMdd"}
     t = cat.create_chain_table("bench.chain_t", CHAIN_SCHEMA, partition_keys=["date"], primary_keys=["date", "id"],
                                options=opts)
+    # The same chain written with the opt-in Parquet v2 encodings (storage only; Java 1.0.0 cannot read it)
+    t2 = cat.create_chain_table("bench.chain_v2", CHAIN_SCHEMA, partition_keys=["date"],
+                                primary_keys=["date", "id"], options={**opts, "parquet.writer.version": "v2"})
     snap, delta = t.branch_table("snapshot"), t.branch_table("delta")
+    snap2, delta2 = t2.branch_table("snapshot"), t2.branch_table("delta")
 
     ids = np.arange(n, dtype=np.int64)
     d_state = ids * 0.5
@@ -126,6 +175,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     expected = {}
     anchor = chain_rows(ids, 0)
     snap.write_arrow(anchor, mode="overwrite", dynamic_partition_overwrite=True)
+    snap2.write_arrow(anchor, mode="overwrite", dynamic_partition_overwrite=True)
     write_full(0)
     expected[day_name(0)] = (n, float(d_state.sum()), int(seq_state.sum()))
     k = max(1, int(n * CHAIN_FRACTION))
@@ -133,6 +183,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
         keys = np.sort(rng.choice(n, k, replace=False)).astype(np.int64)
         changes = chain_rows(keys, day)
         delta.write_arrow(changes, mode="overwrite", dynamic_partition_overwrite=True)
+        delta2.write_arrow(changes, mode="overwrite", dynamic_partition_overwrite=True)
         out = root / "changes" / f"date={day_name(day)}"
         out.mkdir(parents=True)
         pq.write_table(changes.drop_columns(["date"]), str(out / "part-0.parquet"), compression="zstd")
@@ -149,7 +200,11 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     # Branches share the table directory's data files (branch/ holds only their metadata): du of the table
     # directory is the whole chain table.
     sizes = {"chain_table": du(t.path), "full_copies": du(root / "full"), "changes_parquet": du(root / "changes"),
-             "full_copy_one_day": du(full_dirs[day_name(days)])}
+             "full_copy_one_day": du(full_dirs[day_name(days)]), "full_copy_anchor_day": du(full_dirs[day_name(0)])}
+    # The arithmetic limit of a chain: one full copy plus the D days of changes, as pyarrow writes them
+    sizes["limit"] = sizes["full_copy_one_day"] + sizes["changes_parquet"]
+    breakdown = chain_breakdown(t.path, day_name(0))
+    sizes["chain_table_writer_v2"] = du(t2.path)
 
     full = cat.create_table("bench.full_day", "id bigint not null, v string, d double, seq bigint",
                             primary_keys=["id"], options={"bucket": str(CHAIN_BUCKETS)})
@@ -160,7 +215,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     shutil.copytree(t.path, compacted)
     return ChainData(root=root, warehouse=warehouse, rows=n, days=days, chain_path=t.path, compacted_path=compacted,
                      full_day_path=full.path, full_dirs=full_dirs, change_dirs=change_dirs, expected=expected,
-                     sizes=sizes, filter_expected=filter_expected, filter_threshold=threshold)
+                     sizes=sizes, breakdown=breakdown, filter_expected=filter_expected, filter_threshold=threshold)
 
 
 @dataclass

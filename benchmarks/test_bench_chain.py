@@ -4,7 +4,9 @@ Dataset: benchmarks/chain_data.py (``PAIMON_BENCH_CHAIN_ROWS`` keys, default 500
 days of 1% deltas, default 7). Day N below is the last day (``20250108`` by default): its chain read merges the
 anchor with all N deltas, the worst case before compaction. Groups (all prefixed ``chain``):
 
-* ``chain a: storage`` - on-disk bytes of the chain table vs daily full copies, in extra_info and printed
+* ``chain a: storage`` - on-disk bytes of the chain table vs daily full copies and vs its arithmetic *limit*
+  (one full copy + the D days of changes, written by pyarrow as zstd Parquet), with a breakdown (anchor and
+  delta data files; snapshots/schemas, manifest lists and manifests per branch), in extra_info and printed
   (the timed body is only the ``du`` walk).
 * ``chain b: read day N`` - ``agg(count, sum(d), sum(seq))`` of day N: through the chain (filter pushdown on, so
   only day N is resolved; off, Spark 4's default, where every partition is resolved then filtered; and the
@@ -54,14 +56,20 @@ def test_chain_storage(benchmark: Any, chain: ChainData) -> None:
     benchmark.group = "chain a: storage (du walk; bytes in extra_info)"
     before = loadavg()
     size = benchmark.pedantic(lambda: du(chain.chain_path), rounds=ROUNDS, warmup_rounds=1, iterations=1)
-    s = dict(chain.sizes)
+    s, b = dict(chain.sizes), dict(chain.breakdown)
+    assert sum(b.values()) == s["chain_table"], f"the breakdown {b} does not add up to {s['chain_table']}"
     ratio = s["full_copies"] / s["chain_table"]
+    over_limit = s["chain_table"] / s["limit"]
     print(f"\n[chain storage] {chain.rows:,} keys, {chain.days} days of 1% deltas: chain table {s['chain_table']:,} B "
           f"(all branches, metadata included) vs {chain.days + 1} daily full copies {s['full_copies']:,} B "
-          f"(Parquet zstd) = {ratio:.2f}x; one full copy {s['full_copy_one_day']:,} B; changes as Parquet "
-          f"{s['changes_parquet']:,} B; plain PK table of day N {s['full_day_pk_table']:,} B")
-    info(benchmark, chain, "du(chain table)", before, sizes=s, full_copies_over_chain=round(ratio, 3),
-         measured_chain_bytes=size)
+          f"(Parquet zstd) = {ratio:.2f}x; limit (one full copy {s['full_copy_one_day']:,} B + changes as Parquet "
+          f"{s['changes_parquet']:,} B) {s['limit']:,} B: chain / limit = {over_limit:.3f} (with "
+          f"parquet.writer.version = v2: {s['chain_table_writer_v2']:,} B, "
+          f"{s['chain_table_writer_v2'] / s['limit']:.3f}); plain PK table of day N "
+          f"{s['full_day_pk_table']:,} B\n[chain storage] breakdown: "
+          + ", ".join(f"{k} {v:,}" for k, v in b.items()))
+    info(benchmark, chain, "du(chain table)", before, sizes=s, breakdown=b, full_copies_over_chain=round(ratio, 3),
+         chain_over_limit=round(over_limit, 3), measured_chain_bytes=size)
 
 
 def _read_cases(spark: SparkSession, chain: ChainData) -> dict[str, tuple[Callable[[], DataFrame], bool]]:

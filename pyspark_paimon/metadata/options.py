@@ -133,6 +133,8 @@ TAG_CREATION_MODES = ("none", "process-time", "watermark", "batch")
 TAG_CREATION_PERIODS = ("daily", "hourly", "two-hours")
 TAG_PERIOD_FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
 INCREMENTAL_SCAN_MODES = ("auto", "delta", "changelog", "diff")
+#: parquet-mr's writer versions, as its ``WriterVersion.fromString`` accepts them (short and enum names).
+PARQUET_WRITER_VERSIONS = ("v1", "v2", "parquet_1_0", "parquet_2_0")
 
 # ------------------------------------------------------------------------------------------------ honoured
 # Layout and files
@@ -147,6 +149,10 @@ FILE_FORMAT = _option("file.format", LOWERCASE, "parquet",
                       "Format of new data files; also the format of files whose name has no known extension.")
 FILE_COMPRESSION = _option("file.compression", STRING, "zstd", "Codec of new data files.")
 FILE_COMPRESSION_ZSTD_LEVEL = _option("file.compression.zstd-level", INTEGER, "1", "zstd level of new data files.")
+PARQUET_WRITER_VERSION = _option(
+    "parquet.writer.version", one_of(PARQUET_WRITER_VERSIONS), "v1",
+    "Parquet writer version of new data files (Java passes it to parquet-mr): v2 = DELTA encodings for integer and "
+    "string columns where no dictionary pays, data page v2; Java 1.0.0 cannot read those, Java >= 1.0.1 can.")
 FILE_COMPRESSION_PER_LEVEL = _option("file.compression.per.level", STRING, None,
                                      "Per-LSM-level codecs ('0:lz4,5:zstd'); new files are level 0.")
 FILE_SUFFIX_INCLUDE_COMPRESSION = _option("file.suffix.include.compression", BOOLEAN, "false",

@@ -105,7 +105,8 @@ def to_parquet_arrow_type(t: DataType, column: str | None = None) -> pa.DataType
     (ms for p <= 3, us for p <= 6, ns above), so files carry the same logical types as Java's.
 
     DECIMAL stays ``decimal128`` here: its Parquet storage (INT32 / INT64 / FIXED_LEN_BYTE_ARRAY by precision,
-    as Java writes it) is a setting of the Parquet writer (``engine.write.PARQUET_LAYOUT``), not an Arrow type."""
+    as Java writes it) is a setting of the Parquet writer (``engine.parquet_layout.PARQUET_LAYOUT``), not an
+    Arrow type."""
     return _to_arrow(t, column, parquet=True, field_ids=False)
 
 

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyspark_paimon.datasource.engine import merge
+from pyspark_paimon.datasource.engine.parquet_layout import PARQUET_LAYOUT, encoding_settings, is_writer_v2
 from pyspark_paimon.datasource.engine.stats import (
     SYSTEM_STATS_MODE,
     collect_stats,
@@ -56,6 +57,7 @@ from pyspark_paimon.metadata.options import (
     FILE_COMPRESSION_ZSTD_LEVEL,
     FILE_SUFFIX_INCLUDE_COMPRESSION,
     IGNORE_UPDATE_BEFORE,
+    PARQUET_WRITER_VERSION,
     ROWKIND_FIELD,
     WRITE_BUFFER_SIZE,
     ConfigOption,
@@ -98,12 +100,6 @@ VALUE_KIND_ID = 2147483645
 # readers can merge a large key-overlap section window by window, large enough to keep pages efficient.
 ROW_GROUP_ROWS = 131072
 
-#: Parquet layout settings of every data file we write. ``store_decimal_as_integer``: DECIMAL(p <= 9) as INT32
-#: and DECIMAL(p <= 18) as INT64 (with the DECIMAL logical type), wider ones as FIXED_LEN_BYTE_ARRAY of the
-#: minimal length, which is how Java's ParquetSchemaConverter lays decimals out (§7.2); Java 1.0 and older
-#: read and compact no other layout. Our reader accepts both, because older versions of this library and
-#: pypaimon wrote FIXED_LEN_BYTE_ARRAY for every precision.
-PARQUET_LAYOUT: dict[str, Any] = {"store_decimal_as_integer": True}
 
 #: RowKind spelling in ``rowkind.field`` columns, in byte-value order (0 = +I, 1 = -U, 2 = +U, 3 = -D).
 ROW_KINDS = ("+I", "-U", "+U", "-D")
@@ -246,6 +242,7 @@ class TableWriter:
         self._target_size = options.target_file_size(self._is_pk)
         self._codec, self._codec_level = self._compression()
         self._level_codecs: dict[int, tuple[str, int | None]] = {0: (self._codec, self._codec_level)}
+        self._writer_v2 = is_writer_v2(options.get(PARQUET_WRITER_VERSION))
         self._prefix = options.get(DATA_FILE_PREFIX)
         self._suffix = (f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION)
                         else ".parquet")
@@ -597,7 +594,8 @@ class TableWriter:
         if codecs is None:
             codecs = self._level_codecs[state.level] = self._compression(state.level)
         codec, codec_level = codecs
-        kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": codec, "row_group_size": ROW_GROUP_ROWS}
+        kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": codec, "row_group_size": ROW_GROUP_ROWS,
+                                  **encoding_settings(file_table, self._writer_v2)}
         if codec_level is not None:
             kwargs["compression_level"] = codec_level
         with fileio.fs.open(path, "wb") as out:
