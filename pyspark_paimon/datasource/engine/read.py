@@ -692,8 +692,11 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     if split.raw_convertible:
         for f in split.files:
-            for data in _stream_data_file(ctx, split, f, plan.read_fields, system, skip_row_groups=metrics):
-                yield from _finish(ctx, plan, _drop_retracts(data))
+            # A file whose metadata counts no retractions needs no row kinds: the system columns stay unread.
+            clean = f.delete_row_count == 0
+            for data in _stream_data_file(ctx, split, f, plan.read_fields, () if clean else system,
+                                          skip_row_groups=metrics):
+                yield from _finish(ctx, plan, data if clean else _drop_retracts(data))
         return
 
     for data in _merged_sections(ctx, split, plan, drop_retracts=True, metrics=metrics, key_order=False):
