@@ -126,8 +126,9 @@ def _build(root: Path, n: int) -> Datasets:
     assert sorted(p for g in groups for p in g) == sorted(
         append.store.bucket_path(append.schema, (), e.bucket) + "/" + e.file.file_name for e in live)
 
+    # write-only: no automatic compaction, so every bucket keeps its 5 overlapping runs and every reader merges.
     pk = catalog.create_table("bench.pk_t", "id bigint not null, s string, d double", primary_keys=["id"],
-                              options={"bucket": str(PK_BUCKETS)})
+                              options={"bucket": str(PK_BUCKETS), "write-only": "true"})
     base = make_rows(np.arange(n, dtype=np.int64))
     pk.write_arrow(base)
     rng = np.random.default_rng(SEED)
@@ -141,6 +142,7 @@ def _build(root: Path, n: int) -> Datasets:
     prefix_len = np.where(last == 0, len("str_"), len("upd0_"))
     pk_expected = Expected(n, int(ids.sum()), float((ids * 0.5 + last).sum()), int((digits + prefix_len).max()))
     pk_files = len(pk.store.live_entries(pk.latest_snapshot()))
+    assert pk_files == PK_BUCKETS * (1 + UPDATE_COMMITS), f"bench.pk_t should hold 5 runs per bucket: {pk_files} files"
 
     ipc = root / "write_data.arrow"
     with pa.OSFile(str(ipc), "wb") as sink, pa.ipc.new_file(sink, base.schema) as writer:
