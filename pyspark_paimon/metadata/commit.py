@@ -125,6 +125,49 @@ def partition_stats(partitions: Iterable[bytes], schema: TableSchema) -> SimpleS
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
 
+def manifests_with_partitions(metas: Sequence[ManifestFileMeta], partitions: Iterable[bytes],
+                              schema: TableSchema) -> list[ManifestFileMeta]:
+    """The manifests whose partition statistics (min, max, null count per partition field) may hold one of
+    ``partitions`` (serialized BinaryRows). Statistics that cannot be decoded or compared never exclude."""
+    types = [f.type for f in schema.partition_fields]
+    if not types:
+        return list(metas)
+    try:
+        wanted = [deserialize_row(raw, types) for raw in set(partitions)]
+    except Exception:  # noqa: BLE001 - an undecodable partition: read everything rather than guess
+        return list(metas)
+    return [m for m in metas if any(_stats_may_hold(m.partition_stats, values, types) for values in wanted)]
+
+
+def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequence[object]) -> bool:
+    try:
+        lows = deserialize_row(stats.min_values, list(types))  # type: ignore[arg-type]
+        highs = deserialize_row(stats.max_values, list(types))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - absent (arity 0) or foreign stats: they cannot exclude anything
+        return True
+    nulls = stats.null_counts
+    for i, v in enumerate(values):
+        if v is None:
+            if nulls is not None and i < len(nulls) and nulls[i] == 0:
+                return False
+            continue
+        lo = lows[i] if i < len(lows) else None
+        hi = highs[i] if i < len(highs) else None
+        if lo is None and hi is None:
+            # No bounds but nulls counted: the field holds no value other than null in this manifest.
+            if nulls is not None and i < len(nulls) and nulls[i]:
+                return False
+            continue
+        if lo is None or hi is None:  # one bound missing: cannot exclude
+            continue
+        try:
+            if v < lo or v > hi:  # type: ignore[operator]
+                return False
+        except TypeError:  # incomparable decoded values (e.g. naive vs aware datetimes): cannot exclude
+            continue
+    return True
+
+
 class FileStoreCommit:
     """Commits to one branch of one table."""
 
@@ -137,7 +180,11 @@ class FileStoreCommit:
         self.branch = branch or MAIN_BRANCH
         self.snapshots = SnapshotManager(fileio, table_path, self.branch)
         self.schemas = SchemaManager(fileio, table_path, self.branch)
-        self.manifests = ManifestStore(fileio, table_path)
+        # Commits read base manifests through the process-wide cache, as Java's commit reads them through its
+        # manifest cache: manifest files are immutable, and every commit of a growing table would otherwise
+        # decode the whole table's manifests again (quadratic in the number of commits). Nothing a commit
+        # reads is deleted on the strength of the cache; maintenance (expire, orphans) keeps its own reads.
+        self.manifests = ManifestStore(fileio, table_path, shared_cache=True)
         opts = CoreOptions(options or {})
         self._options = opts
         self.max_retries = opts.get(COMMIT_MAX_RETRIES)
@@ -275,7 +322,7 @@ class FileStoreCommit:
             if schema.primary_keys:
                 self._check_level_overlaps(delta_entries, live, schema)
         if overwrite is None:
-            self._check_bucket_counts(new_entries, base)
+            self._check_bucket_counts(new_entries, base, schema)
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
@@ -390,12 +437,18 @@ class FileStoreCommit:
                         "concurrent compaction wrote to the same level). Nothing was committed; re-run the "
                         "compaction.")
 
-    def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta]) -> None:
+    def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta],
+                             schema: TableSchema) -> None:
+        """Every partition keeps the bucket count it was written with. Only manifests whose partition statistics
+        may hold a written partition are read (as Java reads only the changed partitions' entries): a commit
+        into a few partitions of a large table must not fold the whole table's manifests."""
         if not new_entries:
             return
         wanted = {e.partition: e.total_buckets for e in new_entries}
-        # Only live files count: files an earlier overwrite removed may have had the old bucket count.
-        for e in merge_entries(self.manifests.read_entries(base)):
+        relevant = manifests_with_partitions(base, wanted, schema)
+        # Only live files count: files an earlier overwrite removed may have had the old bucket count. A DELETE
+        # and the ADD it cancels are in the same partition, so pruning by partition keeps both.
+        for e in merge_entries(self.manifests.read_entries(relevant)):
             expect = wanted.get(e.partition)
             if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
                 raise CommitError(

@@ -376,6 +376,62 @@ def test_bucket_count_may_change_through_overwrite(t: T) -> None:
         c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
 
 
+def test_bucket_count_check_reads_only_manifests_that_may_hold_the_written_partitions(
+        t: T, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = t.committer()
+    c.commit([msg(t.part("a"), new_file())])
+    c.commit([msg(t.part("c"), new_file())])
+    c.commit([msg(t.part(None), new_file())])  # a null partition value
+    read: list[str] = []
+    real = c.manifests.read_entries
+
+    def recording(metas: Any) -> list[ManifestEntry]:
+        metas = list(metas)
+        read.extend(m.file_name for m in metas)
+        return real(metas)
+
+    monkeypatch.setattr(c.manifests, "read_entries", recording)
+    by_dt = {t.values(e.partition)[0]: m.file_name
+             for m in c.base_manifests(t.store.snapshots.latest()) for e in t.store.manifests.read_manifest(m.file_name)}
+    c.commit([msg(t.part("b"), new_file())])  # between a and c: no manifest can hold it
+    assert read == []
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("c"), new_file(), total_buckets=4)])
+    assert by_dt["c"] in read and by_dt["a"] not in read and by_dt[None] not in read
+    read.clear()
+    with pytest.raises(CommitError, match="2 buckets but this write uses 3"):
+        c.commit([msg(t.part(None), new_file(), total_buckets=3)])
+    assert by_dt[None] in read and by_dt["a"] not in read and by_dt["c"] not in read
+
+
+def test_bucket_count_check_after_manifests_merge(t: T) -> None:
+    """Merged manifests span many partitions (and may hold the DELETE of an overwritten file next to the
+    ADD of its replacement): the pruned check still sees exactly the live files."""
+    c = t.committer(**{"manifest.merge-min-count": "2"})
+    for dt in ("a", "b", "c", "d"):
+        c.commit([msg(t.part(dt), new_file())])
+    c.commit([msg(t.part("b"), new_file(), total_buckets=4)], overwrite=OverwriteSpec("dynamic"))
+    c.commit([msg(t.part("e"), new_file())])
+    assert len(c.base_manifests(t.store.snapshots.latest())) < 6  # merged
+    assert c.commit([msg(t.part("b"), new_file(), bucket=3, total_buckets=4)]) is not None
+    with pytest.raises(CommitError, match="4 buckets but this write uses 2"):
+        c.commit([msg(t.part("b"), new_file())])
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("d"), new_file(), total_buckets=4)])
+
+
+def test_commits_decode_each_manifest_once_per_process(t: T) -> None:
+    """Every write makes a new committer; base manifests come from the process-wide cache, so a commit into
+    a large table does not decode the whole table's manifests again."""
+    from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
+
+    for dt in ("a", "b", "c"):
+        t.committer().commit([msg(t.part(dt), new_file())])
+    misses = MANIFEST_CACHE.misses
+    t.committer().commit([msg(t.part("b"), new_file())])
+    assert MANIFEST_CACHE.misses == misses  # base list and manifests were written (hence cached) here
+
+
 def test_deleting_a_file_that_is_not_live_conflicts(t: T) -> None:
     c = t.committer()
     f1 = new_file(4)
