@@ -56,7 +56,8 @@ SCALE_ROWS = _sizes("PAIMON_BENCH_SCALE_ROWS", "2000000")
 SCALE_BUCKETS = _sizes("PAIMON_BENCH_SCALE_BUCKETS", "4,64")
 POINTS = list(itertools.product(SCALE_ROWS, SCALE_BUCKETS))
 META_PLAN_ROUNDS = 5
-META_READ_ROUNDS = 2
+META_READ_ROUNDS = 2      # full reads of the big-metadata table (tens of seconds each), no warm-up round
+PYPAIMON_PLAN_ROUNDS = 3
 _names = itertools.count()
 
 
@@ -284,7 +285,7 @@ def test_scale_meta_planning_pypaimon(benchmark: Any, meta: MetaTable, scope: st
         return out
 
     before = loadavg()
-    got = benchmark.pedantic(plan, rounds=1, warmup_rounds=0, iterations=1)
+    got = benchmark.pedantic(plan, rounds=PYPAIMON_PLAN_ROUNDS, warmup_rounds=0, iterations=1)
     assert got["splits"] >= (1 if scope == "one_partition" else meta.partitions), got
     _meta_info(benchmark, meta, f"pypaimon plan {scope} (subprocess)", before, inproc_s=inproc,
                inproc_median_s=statistics.median(inproc), splits=got["splits"], files=got["files"])
@@ -296,7 +297,7 @@ def test_scale_meta_read_in_process(benchmark: Any, meta: MetaTable) -> None:
     benchmark.group = _meta_group(meta, "read")
     table = Table.open(meta.path)
     before = loadavg()
-    data = benchmark.pedantic(table.to_arrow, rounds=META_READ_ROUNDS, warmup_rounds=1, iterations=1)
+    data = benchmark.pedantic(table.to_arrow, rounds=META_READ_ROUNDS, warmup_rounds=0, iterations=1)
     _check(Expected(meta.rows, meta.sum_id, meta.sum_d, meta.max_len_s), _arrow_checks(data), "Table.to_arrow")
     _meta_info(benchmark, meta, "table_to_arrow (all)", before, rows=meta.rows)
 
@@ -315,8 +316,9 @@ def test_scale_meta_read_spark(benchmark: Any, spark: SparkSession, meta: MetaTa
         return tuple(load().agg(F.count("*"), F.sum("d")).collect()[0])
 
     before = loadavg()
-    got = benchmark.pedantic(run, rounds=META_READ_ROUNDS if scope == "all" else META_PLAN_ROUNDS,
-                             warmup_rounds=1, iterations=1)
+    full = scope == "all"
+    got = benchmark.pedantic(run, rounds=META_READ_ROUNDS if full else META_PLAN_ROUNDS,
+                             warmup_rounds=0 if full else 1, iterations=1)
     want = (meta.rows, meta.sum_d) if scope == "all" else (meta.one_day_rows, meta.one_day_sum_d)
     assert got[0] == want[0] and abs(got[1] - want[1]) <= 1e-9 * abs(want[1]), f"{scope}: {got}, expected {want}"
     _meta_info(benchmark, meta, f"spark_paimon {scope}", before, rows=want[0], baseline=scope == "all",
