@@ -58,6 +58,8 @@ POINTS = list(itertools.product(SCALE_ROWS, SCALE_BUCKETS))
 META_PLAN_ROUNDS = 5
 META_READ_ROUNDS = 2      # full reads of the big-metadata table (tens of seconds each), no warm-up round
 PYPAIMON_PLAN_ROUNDS = 3
+SCOPE_LABELS = {"all": "all", "one_partition_filter": "1 part filter",
+                "one_partition_scan_partitions": "1 part scan.partitions"}
 _names = itertools.count()
 
 
@@ -260,7 +262,7 @@ def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache:
     want_partitions = meta.partitions if scope == "all" else 1
     assert got["splits"]["partitions"] == want_partitions, got["splits"]
     assert got["splits"]["rows"] >= (meta.rows if scope == "all" else meta.one_day_rows), got["splits"]
-    _meta_info(benchmark, meta, f"explain {scope} ({cache} cache)", before, splits=got["splits"]["count"],
+    _meta_info(benchmark, meta, f"explain {SCOPE_LABELS[scope]}, {cache}", before, splits=got["splits"]["count"],
                files=got["splits"]["files"], baseline=(scope, cache) == ("all", "warm"))
 
 
@@ -287,7 +289,8 @@ def test_scale_meta_planning_pypaimon(benchmark: Any, meta: MetaTable, scope: st
     before = loadavg()
     got = benchmark.pedantic(plan, rounds=PYPAIMON_PLAN_ROUNDS, warmup_rounds=0, iterations=1)
     assert got["splits"] >= (1 if scope == "one_partition" else meta.partitions), got
-    _meta_info(benchmark, meta, f"pypaimon plan {scope} (subprocess)", before, inproc_s=inproc,
+    _meta_info(benchmark, meta, f"pypaimon plan {'all' if scope == 'all' else '1 part filter'} (subproc)", before,
+               inproc_s=inproc,
                inproc_median_s=statistics.median(inproc), splits=got["splits"], files=got["files"])
 
 
@@ -321,5 +324,5 @@ def test_scale_meta_read_spark(benchmark: Any, spark: SparkSession, meta: MetaTa
                              warmup_rounds=0 if full else 1, iterations=1)
     want = (meta.rows, meta.sum_d) if scope == "all" else (meta.one_day_rows, meta.one_day_sum_d)
     assert got[0] == want[0] and abs(got[1] - want[1]) <= 1e-9 * abs(want[1]), f"{scope}: {got}, expected {want}"
-    _meta_info(benchmark, meta, f"spark_paimon {scope}", before, rows=want[0], baseline=scope == "all",
+    _meta_info(benchmark, meta, f"spark_paimon {SCOPE_LABELS[scope]}", before, rows=want[0], baseline=full,
                spark_tasks=load().rdd.getNumPartitions())
