@@ -26,6 +26,7 @@ import datetime as _dt
 import json
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -66,6 +67,10 @@ class MetaTable:
     files: int                  # live data files
     manifests: int              # manifest files the latest snapshot lists
     snapshot_id: int
+    # median seconds of one write_arrow (data files + commit + the writer's compaction) over the first and the
+    # last 10% of the build's commits: how a commit's cost grows with the table
+    write_s_first: float = 0.0
+    write_s_last: float = 0.0
 
 
 def day_name(p: int) -> str:
@@ -100,6 +105,7 @@ def build_meta(root: Path, partitions: int = META_PARTITIONS, buckets: int = MET
 
         profiler = cProfile.Profile()
         profiler.enable()
+    write_s: list[float] = []
     start = time.perf_counter()
     for c in range(commits):
         parts = [_rows(p, keys_all, 0, rows_per_day) for p in range(bounds[c], bounds[c + 1])]
@@ -108,7 +114,9 @@ def build_meta(root: Path, partitions: int = META_PARTITIONS, buckets: int = MET
                 keys = np.sort(rng.choice(rows_per_day, n_update, replace=False)).astype(np.int64)
                 parts.append(_rows(int(p), keys, c + 1, rows_per_day))
                 version[p, keys] = c + 1
+        t0 = time.perf_counter()
         table.write_arrow(pa.concat_tables(parts))
+        write_s.append(time.perf_counter() - t0)
     build_s = time.perf_counter() - start
     if profiler is not None:
         profiler.disable()
@@ -118,6 +126,7 @@ def build_meta(root: Path, partitions: int = META_PARTITIONS, buckets: int = MET
     d = ids * 0.5 + version
     lens = np.char.str_len(np.char.add(np.char.add("v", version.astype(str)), np.char.add("_", ids.astype(str))))
     one = partitions // 2
+    tenth = max(1, commits // 10)
     snapshot = table.latest_snapshot()
     assert snapshot is not None
     return MetaTable(warehouse=warehouse, identifier=IDENTIFIER, path=table.path, partitions=partitions,
@@ -125,7 +134,8 @@ def build_meta(root: Path, partitions: int = META_PARTITIONS, buckets: int = MET
                      sum_d=float(d.sum()), max_len_s=int(lens.max()), one_day=day_name(one),
                      one_day_rows=rows_per_day, one_day_sum_d=float(d[one].sum()), build_s=build_s,
                      files=len(table.store.live_entries(snapshot)),
-                     manifests=len(table.store.data_manifests(snapshot)), snapshot_id=snapshot.id)
+                     manifests=len(table.store.data_manifests(snapshot)), snapshot_id=snapshot.id,
+                     write_s_first=statistics.median(write_s[:tenth]), write_s_last=statistics.median(write_s[-tenth:]))
 
 
 def get_meta() -> MetaTable:

@@ -235,7 +235,8 @@ def _meta_group(meta: MetaTable, what: str) -> str:
 
 def _meta_info(benchmark: Any, meta: MetaTable, label: str, before: float, **extra: Any) -> None:
     benchmark.extra_info.update(label=label, live_files=meta.files, manifests=meta.manifests,
-                                build_s=round(meta.build_s, 1), loadavg=[before, loadavg()], **extra)
+                                build_s=round(meta.build_s, 1), write_s_first=round(meta.write_s_first, 3),
+                                write_s_last=round(meta.write_s_last, 3), loadavg=[before, loadavg()], **extra)
 
 
 @pytest.mark.parametrize("cache", ["cold", "warm"])
