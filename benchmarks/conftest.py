@@ -293,3 +293,38 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             tr.write_line(f"  {label:<40} {b.stats.min:8.3f} {b.stats.median:9.3f} "
                           f"{(f'{inproc:.3f}' if inproc is not None else '-'):>10} {rate} "
                           f"{secs / base_s:6.2f}x {b.stats.rounds:>6}  {max(b.extra_info.get('loadavg') or [-1]):.1f}")
+    _curve_summary(tr, benches)
+
+
+def _curve_summary(tr: Any, benches: list[Any]) -> None:
+    """The scale curves (test_bench_scale.py): per operation, each alternative's median at every (rows,
+    buckets) point, then how time grows: the largest / smallest row count at equal buckets, and the most /
+    fewest buckets at equal rows."""
+    curves = [b for b in benches if b.extra_info.get("curve")]
+    if not curves:
+        return
+    tr.write_sep("=", "paimon scale curves (median s, in-process for subprocess benchmarks; growth = time ratio)")
+    for op in sorted({b.extra_info["curve"] for b in curves}):
+        items = [b for b in curves if b.extra_info["curve"] == op]
+        points = sorted({(b.extra_info["rows"], b.extra_info["buckets"]) for b in items})
+        rows = sorted({r for r, _ in points})
+        buckets = sorted({k for _, k in points})
+        growth: list[tuple[str, tuple[int, int], tuple[int, int]]] = []
+        if len(rows) > 1:
+            growth += [(f"{rows[-1] / rows[0]:g}x rows @{k}b", (rows[0], k), (rows[-1], k)) for k in buckets]
+        if len(buckets) > 1:
+            growth += [(f"{buckets[-1]}b/{buckets[0]}b @{r / 1e6:g}M", (r, buckets[0]), (r, buckets[-1]))
+                       for r in rows]
+        heads = [f"{r / 1e6:g}M x {k}b" for r, k in points] + [g[0] for g in growth]
+        tr.write_line("")
+        tr.write_line(f"{op}")
+        tr.write_line(f"  {'alternative':<22}" + "".join(f"{h:>16}" for h in heads) + "   load")
+        for label in sorted({b.extra_info.get("label", b.name) for b in items}):
+            secs = {(b.extra_info["rows"], b.extra_info["buckets"]): comparable_seconds(b)
+                    for b in items if b.extra_info.get("label", b.name) == label}
+            cells = [f"{secs[p]:16.3f}" if p in secs else f"{'-':>16}" for p in points]
+            cells += [f"{secs[b] / secs[a]:15.2f}x" if a in secs and b in secs and secs[a] > 0 else f"{'-':>16}"
+                      for _, a, b in growth]
+            load = max(max(b.extra_info.get("loadavg") or [-1]) for b in items
+                       if b.extra_info.get("label", b.name) == label)
+            tr.write_line(f"  {label:<22}" + "".join(cells) + f"   {load:.1f}")

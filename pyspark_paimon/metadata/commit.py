@@ -48,6 +48,7 @@ from pyspark_paimon.metadata.options import (
     COMMIT_MIN_RETRY_WAIT,
     COMMIT_TIMEOUT,
     MANIFEST_COMPRESSION,
+    MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE,
     MANIFEST_MERGE_MIN_COUNT,
     MANIFEST_TARGET_FILE_SIZE,
     CoreOptions,
@@ -125,6 +126,49 @@ def partition_stats(partitions: Iterable[bytes], schema: TableSchema) -> SimpleS
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
 
+def manifests_with_partitions(metas: Sequence[ManifestFileMeta], partitions: Iterable[bytes],
+                              schema: TableSchema) -> list[ManifestFileMeta]:
+    """The manifests whose partition statistics (min, max, null count per partition field) may hold one of
+    ``partitions`` (serialized BinaryRows). Statistics that cannot be decoded or compared never exclude."""
+    types = [f.type for f in schema.partition_fields]
+    if not types:
+        return list(metas)
+    try:
+        wanted = [deserialize_row(raw, types) for raw in set(partitions)]
+    except Exception:  # noqa: BLE001 - an undecodable partition: read everything rather than guess
+        return list(metas)
+    return [m for m in metas if any(_stats_may_hold(m.partition_stats, values, types) for values in wanted)]
+
+
+def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequence[object]) -> bool:
+    try:
+        lows = deserialize_row(stats.min_values, list(types))
+        highs = deserialize_row(stats.max_values, list(types))
+    except Exception:  # noqa: BLE001 - absent (arity 0) or foreign stats: they cannot exclude anything
+        return True
+    nulls = stats.null_counts
+    for i, v in enumerate(values):
+        if v is None:
+            if nulls is not None and i < len(nulls) and nulls[i] == 0:
+                return False
+            continue
+        lo = lows[i] if i < len(lows) else None
+        hi = highs[i] if i < len(highs) else None
+        if lo is None and hi is None:
+            # No bounds but nulls counted: the field holds no value other than null in this manifest.
+            if nulls is not None and i < len(nulls) and nulls[i]:
+                return False
+            continue
+        if lo is None or hi is None:  # one bound missing: cannot exclude
+            continue
+        try:
+            if v < lo or v > hi:
+                return False
+        except TypeError:  # incomparable decoded values (e.g. naive vs aware datetimes): cannot exclude
+            continue
+    return True
+
+
 class FileStoreCommit:
     """Commits to one branch of one table."""
 
@@ -137,7 +181,11 @@ class FileStoreCommit:
         self.branch = branch or MAIN_BRANCH
         self.snapshots = SnapshotManager(fileio, table_path, self.branch)
         self.schemas = SchemaManager(fileio, table_path, self.branch)
-        self.manifests = ManifestStore(fileio, table_path)
+        # Commits read base manifests through the process-wide cache, as Java's commit reads them through its
+        # manifest cache: manifest files are immutable, and every commit of a growing table would otherwise
+        # decode the whole table's manifests again (quadratic in the number of commits). Nothing a commit
+        # reads is deleted on the strength of the cache; maintenance (expire, orphans) keeps its own reads.
+        self.manifests = ManifestStore(fileio, table_path, shared_cache=True)
         opts = CoreOptions(options or {})
         self._options = opts
         self.max_retries = opts.get(COMMIT_MAX_RETRIES)
@@ -275,7 +323,7 @@ class FileStoreCommit:
             if schema.primary_keys:
                 self._check_level_overlaps(delta_entries, live, schema)
         if overwrite is None:
-            self._check_bucket_counts(new_entries, base)
+            self._check_bucket_counts(new_entries, base, schema)
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
@@ -390,12 +438,18 @@ class FileStoreCommit:
                         "concurrent compaction wrote to the same level). Nothing was committed; re-run the "
                         "compaction.")
 
-    def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta]) -> None:
+    def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta],
+                             schema: TableSchema) -> None:
+        """Every partition keeps the bucket count it was written with. Only manifests whose partition statistics
+        may hold a written partition are read (as Java reads only the changed partitions' entries): a commit
+        into a few partitions of a large table must not fold the whole table's manifests."""
         if not new_entries:
             return
         wanted = {e.partition: e.total_buckets for e in new_entries}
-        # Only live files count: files an earlier overwrite removed may have had the old bucket count.
-        for e in merge_entries(self.manifests.read_entries(base)):
+        relevant = manifests_with_partitions(base, wanted, schema)
+        # Only live files count: files an earlier overwrite removed may have had the old bucket count. A DELETE
+        # and the ADD it cancels are in the same partition, so pruning by partition keeps both.
+        for e in merge_entries(self.manifests.read_entries(relevant)):
             expect = wanted.get(e.partition)
             if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
                 raise CommitError(
@@ -414,21 +468,82 @@ class FileStoreCommit:
 
     def _maybe_compact_manifests(self, base: list[ManifestFileMeta], schema: TableSchema,
                                  written: list[str]) -> list[ManifestFileMeta]:
-        """Fold the manifests into files holding only live ADDs once ``manifest.merge-min-count`` of them are
-        smaller than ``manifest.target-file-size`` (full ones do not count, so a large table is not rewritten on
-        every commit), so planning stays fast. The output is sorted by partition and bucket, so that the rolled
-        files' partition statistics prune well.
+        """Merge manifests the way Java's commit does (its legacy merger), so planning stays fast and a large
+        table's full manifests are not rewritten on every merge:
 
-        The old manifests stay on disk (older snapshots and tags reference them); expiration removes them.
+        * *full compaction*, once the manifests that are small (below ``manifest.target-file-size``) or hold
+          DELETE entries add up to ``manifest.full-compaction-threshold-size``: every such manifest, and every
+          full one holding a file that is deleted, is rewritten into new manifests without the deleted files
+          (no DELETE entries are left); the other full manifests are kept as they are;
+        * otherwise a *minor* merge: walking the list in order, each run of manifests that reaches the target
+          size is merged into new manifests, and the trailing run is merged once it counts
+          ``manifest.merge-min-count`` manifests. ADD and DELETE entries of one file cancel inside a run; a
+          DELETE whose ADD is in an earlier manifest is kept.
+
+        Merged output is sorted by partition and bucket (an order of ours, which Java's readers do not depend
+        on), so that rolled files' partition statistics prune well. The old manifests stay on disk (older
+        snapshots and tags reference them); expiration removes them.
         """
-        target = schema.core_options.get(MANIFEST_TARGET_FILE_SIZE)
-        if sum(1 for m in base if m.file_size < target) < self.merge_min_count:
-            return base
-        live = live_files(self.manifests.read_entries(base), "base manifests")
-        if not live:
+        opts = schema.core_options
+        target = opts.get(MANIFEST_TARGET_FILE_SIZE)
+        full = self._full_manifest_compaction(base, schema, written, target,
+                                              opts.get(MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE))
+        if full is not None:
+            return full
+        result: list[ManifestFileMeta] = []
+        run: list[ManifestFileMeta] = []
+        size = 0
+        for m in base:
+            run.append(m)
+            size += m.file_size
+            if size >= target:
+                result += self._merge_run(run, schema, written)
+                run, size = [], 0
+        result += self._merge_run(run, schema, written) if len(run) >= self.merge_min_count else run
+        return result
+
+    def _merge_run(self, run: list[ManifestFileMeta], schema: TableSchema,
+                   written: list[str]) -> list[ManifestFileMeta]:
+        if len(run) < 2:
+            return list(run)
+        merged = merge_entries(self.manifests.read_entries(run))
+        if not merged:
             return []
-        live.sort(key=lambda e: (e.partition, e.bucket))
-        return self._write_manifests(live, schema, written)
+        merged.sort(key=lambda e: (e.partition, e.bucket))
+        return self._write_manifests(merged, schema, written)
+
+    def _full_manifest_compaction(self, base: list[ManifestFileMeta], schema: TableSchema, written: list[str],
+                                  target: int, threshold: int) -> list[ManifestFileMeta] | None:
+        """Java's full manifest compaction (see :meth:`_maybe_compact_manifests`); None when it does not apply."""
+        def must_change(m: ManifestFileMeta) -> bool:
+            return m.num_deleted_files > 0 or m.file_size < target
+
+        if sum(m.file_size for m in base if must_change(m)) < threshold:
+            return None
+        deleted = {e.identifier for m in base if m.num_deleted_files > 0
+                   for e in self.manifests.read_manifest(m.file_name) if e.kind == KIND_DELETE}
+        deleted_partitions = {ident[0] for ident in deleted}
+        kept: list[ManifestFileMeta] = []
+        candidates: list[ManifestFileMeta] = []
+        for m in base:
+            if must_change(m) or (deleted and manifests_with_partitions([m], deleted_partitions, schema)):
+                candidates.append(m)
+            else:
+                kept.append(m)
+        if len(candidates) <= 1:
+            return None
+        survivors: list[ManifestEntry] = []
+        for m in candidates:
+            adds = [e for e in self.manifests.read_manifest(m.file_name) if e.kind == KIND_ADD]
+            live = [e for e in adds if e.identifier not in deleted]
+            if must_change(m) or len(live) != len(adds):
+                survivors += live
+            else:
+                kept.append(m)
+        if not survivors:
+            return kept
+        survivors.sort(key=lambda e: (e.partition, e.bucket))
+        return kept + self._write_manifests(survivors, schema, written)
 
     def _sleep(self, attempt: int) -> None:
         wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** attempt))

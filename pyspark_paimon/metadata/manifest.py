@@ -319,10 +319,11 @@ class ManifestStore:
     """Reads and writes manifest files and manifest lists in a table's shared ``manifest/`` directory.
 
     Manifest files are immutable, so parsed contents are cached per instance. With ``shared_cache=True``
-    (scan planning) they are cached process-wide instead (:data:`MANIFEST_CACHE`): planning several queries
-    of the same table, or snapshots sharing base manifests, decodes each file once per process. Maintenance
-    and commits keep the default, so a deleted or damaged manifest is always noticed before anything is
-    deleted. Pickling never ships either cache.
+    (scan planning and commits) they are cached process-wide instead (:data:`MANIFEST_CACHE`): planning
+    several queries of the same table, snapshots sharing base manifests, or the next commit of a growing
+    table decode each file once per process. Maintenance (expiration, orphan removal) keeps the default, so a
+    deleted or damaged manifest is always noticed before anything is deleted. Pickling never ships either
+    cache.
     """
 
     def __init__(self, fileio: FileIO, table_path: str, shared_cache: bool = False):

@@ -138,7 +138,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "variant.shredding.maxInferBufferRow": _inert(_NO_VARIANT),
     "variant.shredding.adaptive.maxInferBufferRow": _inert(_NO_VARIANT),
     "variant.shredding.adaptive.retentionRatio": _inert(_NO_VARIANT),
-    "manifest.full-compaction-threshold-size": _inert("when Java rewrites all manifests; they list the same files"),
     "manifest-sort.enabled": _inert("order of entries in Java's merged manifests"),
     "manifest-sort.partition-field": _inert("order of entries in Java's merged manifests"),
     "manifest-sort.max-rewrite-size": _inert("order of entries in Java's merged manifests"),

@@ -228,6 +228,9 @@ MANIFEST_MERGE_MIN_COUNT = _option("manifest.merge-min-count", INTEGER, "30",
                                    "Manifests a snapshot may list before a commit merges them.")
 MANIFEST_TARGET_FILE_SIZE = _option("manifest.target-file-size", MEMORY_SIZE, "8 mb",
                                     "Size at which a new manifest file is rolled.")
+MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE = _option(
+    "manifest.full-compaction-threshold-size", MEMORY_SIZE, "16 mb",
+    "Size of small or delete-holding manifests at which a commit rewrites them without the deleted files.")
 SNAPSHOT_NUM_RETAINED_MIN = _option("snapshot.num-retained.min", INTEGER, "10",
                                     "Snapshots expiration always keeps.")
 SNAPSHOT_NUM_RETAINED_MAX = _option("snapshot.num-retained.max", INTEGER, str(2**31 - 1),

@@ -89,9 +89,17 @@ class FileStore:
         return [e for e in merge_entries(ms.read_entries(manifests)) if e.kind == KIND_ADD]
 
     def bucket_path(self, schema: TableSchema, partition_values: tuple, bucket: int) -> str:
+        return self.bucket_in(self.partition_dir(schema, partition_values), bucket)
+
+    def partition_dir(self, schema: TableSchema, partition_values: tuple) -> str:
+        """The directory holding a partition's bucket directories (the table's, for an unpartitioned table).
+        Planning computes it once per partition, not once per bucket (:meth:`bucket_in`)."""
         options = schema.core_options
         rel = partition_path(partition_values, [(f.name, f.type) for f in schema.partition_fields],
                              options.partition_default_name, options.partition_legacy_name)
-        bucket_dir = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
         # data-file.path-directory puts every partition and bucket directory below a directory of the table.
-        return "/".join(p for p in (self.table_path, options.data_file_directory, rel, bucket_dir) if p)
+        return "/".join(p for p in (self.table_path, options.data_file_directory, rel) if p)
+
+    @staticmethod
+    def bucket_in(partition_dir: str, bucket: int) -> str:
+        return f"{partition_dir}/" + ("bucket-postpone" if bucket == -2 else f"bucket-{bucket}")

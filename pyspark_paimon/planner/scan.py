@@ -485,14 +485,19 @@ class ScanPlanner:
                                         [f.name for f in schema.fields if f.name not in part_names])
         splits = []
         selected_buckets = 0
-        for (part, bucket), files in sorted(groups.items(), key=lambda kv: (cache[kv[0][0]].__repr__(), kv[0][1])):
+        part_dirs: dict[bytes, str] = {}
+        order = {part: repr(values) for part, values in cache.items()}
+        for (part, bucket), files in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
             files.sort(key=lambda f: (f.level, f.min_sequence_number, f.file_name))
             kept = self._skip_files(files, key_pruner, value_pruner, counters, deletion_vectors)
             if not kept:
                 continue
             selected_buckets += 1
             values = cache[part]
-            path = self.store.bucket_path(schema, values, bucket)
+            part_dir = part_dirs.get(part)
+            if part_dir is None:
+                part_dir = part_dirs[part] = self.store.partition_dir(schema, values)
+            path = self.store.bucket_in(part_dir, bucket)
             splits.extend(self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path,
                                             deletion_vectors))
         counters.buckets_selected = selected_buckets

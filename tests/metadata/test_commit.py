@@ -376,6 +376,63 @@ def test_bucket_count_may_change_through_overwrite(t: T) -> None:
         c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
 
 
+def test_bucket_count_check_reads_only_manifests_that_may_hold_the_written_partitions(
+        t: T, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = t.committer()
+    c.commit([msg(t.part("a"), new_file())])
+    c.commit([msg(t.part("c"), new_file())])
+    c.commit([msg(t.part(None), new_file())])  # a null partition value
+    read: list[str] = []
+    real = c.manifests.read_entries
+
+    def recording(metas: Any) -> list[ManifestEntry]:
+        metas = list(metas)
+        read.extend(m.file_name for m in metas)
+        return real(metas)
+
+    monkeypatch.setattr(c.manifests, "read_entries", recording)
+    store = t.store
+    by_dt = {t.values(e.partition)[0]: m.file_name
+             for m in c.base_manifests(store.snapshots.latest()) for e in store.manifests.read_manifest(m.file_name)}
+    c.commit([msg(t.part("b"), new_file())])  # between a and c: no manifest can hold it
+    assert read == []
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("c"), new_file(), total_buckets=4)])
+    assert by_dt["c"] in read and by_dt["a"] not in read and by_dt[None] not in read
+    read.clear()
+    with pytest.raises(CommitError, match="2 buckets but this write uses 3"):
+        c.commit([msg(t.part(None), new_file(), total_buckets=3)])
+    assert by_dt[None] in read and by_dt["a"] not in read and by_dt["c"] not in read
+
+
+def test_bucket_count_check_after_manifests_merge(t: T) -> None:
+    """Merged manifests span many partitions (and may hold the DELETE of an overwritten file next to the
+    ADD of its replacement): the pruned check still sees exactly the live files."""
+    c = t.committer(**{"manifest.merge-min-count": "2"})
+    for dt in ("a", "b", "c", "d"):
+        c.commit([msg(t.part(dt), new_file())])
+    c.commit([msg(t.part("b"), new_file(), total_buckets=4)], overwrite=OverwriteSpec("dynamic"))
+    c.commit([msg(t.part("e"), new_file())])
+    assert len(c.base_manifests(t.store.snapshots.latest())) < 6  # merged
+    assert c.commit([msg(t.part("b"), new_file(), bucket=3, total_buckets=4)]) is not None
+    with pytest.raises(CommitError, match="4 buckets but this write uses 2"):
+        c.commit([msg(t.part("b"), new_file())])
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("d"), new_file(), total_buckets=4)])
+
+
+def test_commits_decode_each_manifest_once_per_process(t: T) -> None:
+    """Every write makes a new committer; base manifests come from the process-wide cache, so a commit into
+    a large table does not decode the whole table's manifests again."""
+    from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
+
+    for dt in ("a", "b", "c"):
+        t.committer().commit([msg(t.part(dt), new_file())])
+    misses = MANIFEST_CACHE.misses
+    t.committer().commit([msg(t.part("b"), new_file())])
+    assert MANIFEST_CACHE.misses == misses  # base list and manifests were written (hence cached) here
+
+
 def test_deleting_a_file_that_is_not_live_conflicts(t: T) -> None:
     c = t.committer()
     f1 = new_file(4)
@@ -630,6 +687,79 @@ def test_manifests_not_compacted_below_merge_min_count(t: T) -> None:
     for i in range(5):
         snap = c.commit([msg(t.part("a", i), new_file())])
         assert len(t.store.manifests.read_list(snap.base_manifest_list)) == i, "one delta manifest per commit"
+
+
+def _merge(t: T, base: list, min_count: int = 3, **options: str) -> tuple[list, list[str]]:
+    """``_maybe_compact_manifests`` of ``base`` under table ``options`` (sizes are taken from the metas, so a
+    test can declare a manifest full by giving it a large ``file_size``)."""
+    from dataclasses import replace as dc_replace
+
+    c = t.committer(**{"manifest.merge-min-count": str(min_count)})
+    written: list[str] = []
+    schema = dc_replace(t.schema, options={**t.schema.options, **options})
+    return c._maybe_compact_manifests(list(base), schema, written), written
+
+
+def _live_names(t: T, metas: list) -> set[str]:
+    from pyspark_paimon.metadata.manifest import live_files
+
+    return {e.file.file_name for e in live_files(t.store.manifests.read_entries(metas), "test")}
+
+
+def test_minor_manifest_merge_keeps_full_manifests_and_unmatched_deletes(t: T) -> None:
+    """Java's minor merge: a full manifest (at least the target size) is never rewritten; the trailing small
+    ones merge once there are merge-min-count of them, keeping a DELETE whose ADD is in an earlier manifest."""
+    from dataclasses import replace as dc_replace
+
+    c = t.committer()
+    doomed, keep = new_file(), new_file()
+    c.commit([msg(t.part("z"), doomed), msg(t.part("y"), keep)])
+    c.commit([msg(t.part("z"), new_file())], overwrite=OverwriteSpec("dynamic"))  # DELETE doomed
+    c.commit([msg(t.part("a"), new_file())])
+    snap = c.commit([msg(t.part("b"), new_file())])
+    base = c.base_manifests(snap)  # 3 base manifests and the last commit's delta
+    assert len(base) == 4 and base[1].num_deleted_files == 1
+    full = dc_replace(base[0], file_size=64 << 20)  # pretend the first manifest is full
+    want = _live_names(t, base)
+
+    merged, written = _merge(t, [full, *base[1:]])
+    assert merged[0] is full and len(merged) == 2, "the full manifest is kept as is; the 3 small ones merge"
+    entries = t.store.manifests.read_manifest(merged[1].file_name)
+    assert [e.file.file_name for e in entries if e.kind == KIND_DELETE] == [doomed.file_name]
+    assert _live_names(t, merged) == want and written
+
+    # below merge-min-count nothing is merged; a run reaching the target size is merged on its own
+    assert _merge(t, [full, *base[1:]], min_count=4)[0] == [full, *base[1:]]
+    small_run, _ = _merge(t, base, min_count=30, **{"manifest.target-file-size": str(sum(m.file_size for m in base))})
+    assert len(small_run) == 1 and _live_names(t, small_run) == want
+    assert all(e.kind == KIND_ADD for e in t.store.manifests.read_manifest(small_run[0].file_name))
+
+
+def test_full_manifest_compaction_drops_deleted_files(t: T) -> None:
+    """Java's full compaction (manifest.full-compaction-threshold-size reached by the small or delete-holding
+    manifests): those, and full manifests holding a deleted file, are rewritten without DELETE entries; a full
+    manifest of untouched partitions is kept as is."""
+    from dataclasses import replace as dc_replace
+
+    c = t.committer()
+    doomed = new_file()
+    c.commit([msg(t.part("z"), doomed)])
+    c.commit([msg(t.part("y"), new_file())])
+    c.commit([msg(t.part("z"), new_file())], overwrite=OverwriteSpec("dynamic"))
+    snap = c.commit([msg(t.part("a"), new_file())])
+    base = c.base_manifests(snap)
+    assert len(base) == 4
+    big_z, big_y = (dc_replace(m, file_size=64 << 20) for m in base[:2])
+    want = _live_names(t, base)
+
+    merged, written = _merge(t, [big_z, big_y, *base[2:]], min_count=30,
+                             **{"manifest.full-compaction-threshold-size": "1 b"})
+    assert big_y in merged and big_z not in merged, "only the full manifest holding the deleted file is rewritten"
+    assert _live_names(t, merged) == want and written
+    for m in merged:
+        assert all(e.kind == KIND_ADD for e in t.store.manifests.read_manifest(m.file_name))
+    # below the threshold: a minor merge (here: nothing, fewer than merge-min-count small manifests)
+    assert _merge(t, [big_z, big_y, *base[2:]], min_count=30)[0] == [big_z, big_y, *base[2:]]
 
 
 def test_partition_stats() -> None:
