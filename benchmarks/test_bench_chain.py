@@ -22,11 +22,13 @@ Times are measured, never asserted; the checks only verify every alternative ret
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import pytest
-from chain_data import ChainData, du, get_chain
+from chain_data import ChainData, day_name, du, get_chain
 from conftest import loadavg
+from floor_source import FLOOR_FORMAT
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -72,9 +74,21 @@ def test_chain_storage(benchmark: Any, chain: ChainData) -> None:
          chain_over_limit=round(over_limit, 3), measured_chain_bytes=size)
 
 
+def _anchor_groups(chain: ChainData) -> list[list[str]]:
+    """The anchor partition's data files (one per bucket), in two groups: the Spark tasks a chain read of a day
+    gets on 2 cores."""
+    from pyspark_paimon import Catalog
+
+    snap = Catalog(chain.warehouse).get_table("bench.chain_t").branch_table("snapshot")
+    files = sorted(split.file_path(f) for split in snap.new_read().splits for f in split.files)
+    assert len(files) == 4, files  # the anchor partition only: one file per bucket
+    return [files[0::2], files[1::2]]
+
+
 def _read_cases(spark: SparkSession, chain: ChainData) -> dict[str, tuple[Callable[[], DataFrame], bool]]:
     n = chain.last_day
     where = f"date = '{n}'"
+    groups = json.dumps(_anchor_groups(chain))
     return {
         "chain_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), True),
         "chain_no_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), False),
@@ -86,12 +100,17 @@ def _read_cases(spark: SparkSession, chain: ChainData) -> dict[str, tuple[Callab
         "compacted_snapshot": (lambda: spark.read.format("paimon").load(chain.compacted_path).where(where), True),
         "full_pk_table": (lambda: spark.read.format("paimon").load(chain.full_day_path), False),
         "parquet_full_copy": (lambda: spark.read.parquet(chain.full_dirs[n]), False),
+        # The Python-source floor for a day: the anchor's own files (500k rows, the same columns, 2 tasks) handed
+        # to Spark by benchmarks/floor_source.py, with no Paimon work at all (it returns day 0's content).
+        "floor_anchor_files": (lambda: spark.read.format(FLOOR_FORMAT)
+                               .option("ddl", "id bigint, v string, d double, seq bigint, date string")
+                               .option("groups", groups).load(), False),
     }
 
 
 @pytest.mark.parametrize("case", ["chain_pushdown", "chain_no_pushdown", "chain_scan_partitions",
                                   "chain_scan_partitions_pruned", "compacted_snapshot", "full_pk_table",
-                                  "parquet_full_copy"])
+                                  "parquet_full_copy", "floor_anchor_files"])
 def test_chain_read_day(benchmark: Any, spark: SparkSession, chain: ChainData, case: str) -> None:
     from pyspark_paimon import Catalog, register
 
@@ -107,7 +126,7 @@ def test_chain_read_day(benchmark: Any, spark: SparkSession, chain: ChainData, c
     finally:
         if pushdown:
             register(spark)
-    check(got, chain.expected[chain.last_day], case)
+    check(got, chain.expected[day_name(0) if case == "floor_anchor_files" else chain.last_day], case)
     info(benchmark, chain, case, before, baseline=case == "parquet_full_copy", pushdown=pushdown)
 
 
