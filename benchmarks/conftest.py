@@ -208,6 +208,26 @@ def _oracle_env() -> dict[str, str]:
     return env
 
 
+def oracle_plan_runner(args: list[str], timeout: int) -> tuple[Callable[[], dict[str, Any]], list[float]]:
+    """(a callable running benchmarks/oracle_plan.py ``args`` once in the oracle venv and returning its JSON
+    report, the list each run appends its in-process planning times to)."""
+    from tests.oracle import require_oracle_python
+
+    argv = [require_oracle_python(), str(BENCH_DIR / "oracle_plan.py"), *args]
+    inproc: list[float] = []
+
+    def plan() -> dict[str, Any]:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=_oracle_env(), check=False, timeout=timeout)
+        lines = proc.stdout.strip().splitlines()
+        if proc.returncode != 0 or not lines:
+            raise RuntimeError(f"oracle_plan.py failed ({proc.returncode}): {proc.stderr[-3000:]}")
+        out: dict[str, Any] = json.loads(lines[-1])
+        inproc.extend(out["times_s"])
+        return out
+
+    return plan, inproc
+
+
 @pytest.fixture(scope="session")
 def oracle_bench() -> Callable[..., dict[str, Any]]:
     """``oracle_bench("read", impl="rust", ...)`` runs benchmarks/oracle_bench.py in the oracle venv.

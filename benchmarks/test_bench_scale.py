@@ -30,10 +30,8 @@ with the growth ratios (rows: largest / smallest size at equal buckets; buckets:
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import statistics
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -42,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from conftest import BENCH_DIR, Expected, _expected_plain, _oracle_env, loadavg, make_rows
+from conftest import Expected, _expected_plain, loadavg, make_rows, oracle_plan_runner
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from scale_data import MetaTable, get_meta
@@ -269,23 +267,11 @@ def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache:
 
 @pytest.mark.parametrize("scope", ["all", "one_partition"])
 def test_scale_meta_planning_pypaimon(benchmark: Any, meta: MetaTable, scope: str) -> None:
-    from tests.oracle import require_oracle_python
-
     benchmark.group = _meta_group(meta, "planning (explain)")
-    argv = [require_oracle_python(), str(BENCH_DIR / "oracle_plan.py"), "--warehouse", meta.warehouse,
-            "--table", meta.identifier, "--reps", "1"]
+    args = ["--warehouse", meta.warehouse, "--table", meta.identifier, "--reps", "1"]
     if scope == "one_partition":
-        argv += ["--column", "dt", "--value", meta.one_day]
-    inproc: list[float] = []
-
-    def plan() -> dict:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=_oracle_env(), check=False, timeout=1800)
-        lines = proc.stdout.strip().splitlines()
-        if proc.returncode != 0 or not lines:
-            raise RuntimeError(f"oracle_plan.py failed ({proc.returncode}): {proc.stderr[-3000:]}")
-        out = json.loads(lines[-1])
-        inproc.extend(out["times_s"])
-        return out
+        args += ["--column", "dt", "--value", meta.one_day]
+    plan, inproc = oracle_plan_runner(args, timeout=1800)
 
     before = loadavg()
     got = benchmark.pedantic(plan, rounds=PYPAIMON_PLAN_ROUNDS, warmup_rounds=0, iterations=1)

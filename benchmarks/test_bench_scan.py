@@ -19,14 +19,12 @@ default, see ``pushdown_is_safe``).
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 from typing import Any, Callable
 
 import pytest
 from chain_data import ChainData, ScanData, get_chain, get_scan
-from conftest import BENCH_DIR, Datasets, _oracle_env, loadavg
+from conftest import Datasets, loadavg, oracle_plan_runner
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -113,21 +111,8 @@ def test_scan_partition_planning(benchmark: Any, scan: ScanData, case: str) -> N
         assert got["splits"]["files"] == 1, got["splits"]
         benchmark.extra_info.update(splits=got["splits"]["count"], files=got["splits"]["files"])
     else:
-        from tests.oracle import require_oracle_python
-
-        python = require_oracle_python()
-        argv = [python, str(BENCH_DIR / "oracle_plan.py"), "--warehouse", scan.warehouse, "--table",
-                scan.parts_identifier, "--column", "dt", "--value", scan.day, "--reps", "1"]
-        inproc: list[float] = []
-
-        def plan() -> dict:
-            proc = subprocess.run(argv, capture_output=True, text=True, env=_oracle_env(), check=False, timeout=600)
-            lines = proc.stdout.strip().splitlines()
-            if proc.returncode != 0 or not lines:
-                raise RuntimeError(f"oracle_plan.py failed ({proc.returncode}): {proc.stderr[-3000:]}")
-            out = json.loads(lines[-1])
-            inproc.extend(out["times_s"])
-            return out
+        plan, inproc = oracle_plan_runner(["--warehouse", scan.warehouse, "--table", scan.parts_identifier,
+                                           "--column", "dt", "--value", scan.day, "--reps", "1"], timeout=600)
 
         got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)
         assert got["splits"] >= 1, got
