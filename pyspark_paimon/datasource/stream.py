@@ -6,7 +6,8 @@ and ``Trigger.AvailableNow`` stops at the snapshot that was latest when the quer
 ``latestOffset()`` without arguments, so each micro-batch there takes every complete snapshot available.
 ``partitions(start, end)`` replans exactly the splits between two logged offsets, so a replayed batch reads the
 same rows. Splits of one (partition, bucket) stay in one task, in commit order, so that a key's changes reach
-the sink in the order they were made.
+the sink in the order they were made; unaware-bucket append tables, which promise no order, spread their files
+over every core (:func:`pyspark_paimon.planner.stream.task_groups`).
 
 The writer is Spark's ``DataSourceStreamArrowWriter``: tasks write data files, and ``commit(messages,
 batchId)`` on the driver commits them once per micro-batch, idempotently (see
@@ -45,8 +46,7 @@ from pyspark_paimon.datasource.writer import PaimonCommitMessage, check_write_sc
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.commit import OverwriteSpec
 from pyspark_paimon.metadata.options import COMMIT_USER_PREFIX
-from pyspark_paimon.planner.scan import pack_weights
-from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of
+from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of, task_groups
 
 try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (
@@ -151,15 +151,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not splits:
             return []
         ctx = self.job.context()
-        by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
-        for s in splits:  # splits come in commit order; a bucket's stay together and in that order
-            first = s.splits[0]
-            by_bucket.setdefault((first.partition, first.bucket), []).append(s)
-        groups = list(by_bucket.values())
-        weights = [max(sum(s.size_bytes for s in g), 4 << 20) for g in groups]
-        packed = pack_weights(weights, 128 << 20, min_groups=max(os.cpu_count() or 1, 1))
-        return [PaimonStreamPartition(i, tuple(s for j in idx for s in groups[j]), ctx)
-                for i, idx in enumerate(packed)]
+        groups = task_groups(splits, ctx.read.schema, os.cpu_count() or 1)
+        return [PaimonStreamPartition(i, group, ctx) for i, group in enumerate(groups)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonStreamPartition)

@@ -47,11 +47,11 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.tags import TagManager, find_snapshot
 from pyspark_paimon.planner.read_options import STORAGE_PREFIX, STREAM_KEYS, STREAM_LIMIT_KEYS, parse_timestamp_millis
-from pyspark_paimon.planner.scan import ScanPlanner
+from pyspark_paimon.planner.scan import ScanPlanner, pack_weights
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = ["StreamOptions", "StreamOffset", "Consumed", "StreamSplit", "Admission", "StreamPlanner",
-           "SCAN_MODES", "ROW_KIND_COLUMN"]
+           "SCAN_MODES", "ROW_KIND_COLUMN", "task_groups"]
 
 Phase = Literal["full", "delta", "diff"]
 PHASES = ("full", "delta", "diff")
@@ -506,3 +506,34 @@ class StreamPlanner:
 def limits_of(opts: StreamOptions) -> Admission:
     return Admission(opts.max_files, opts.max_bytes, opts.max_rows)
 
+
+#: What one Spark task of a micro-batch aims to read, and the least a file weighs however small (the defaults
+#: of Paimon's ``source.split.target-size`` and ``source.split.open-file-cost``).
+_TASK_TARGET_BYTES = 128 << 20
+_FILE_OPEN_BYTES = 4 << 20
+
+
+def _ordered_by_bucket(schema: TableSchema) -> bool:
+    """Whether a bucket's rows must reach the sink in commit order: always for primary-key tables (a key's
+    changes), and for append tables with fixed buckets (Paimon's ordered append queue). Unaware-bucket append
+    tables (``bucket = -1``) promise no order, so their files may be read by any task."""
+    return bool(schema.primary_keys) or schema.core_options.bucket != -1
+
+
+def task_groups(splits: list[StreamSplit], schema: TableSchema, min_groups: int) -> list[tuple[StreamSplit, ...]]:
+    """The Spark tasks of one micro-batch: groups of about 128 MB, at least ``min_groups`` (the cores) while
+    there is more than one unit to spread. Where order matters (:func:`_ordered_by_bucket`) a unit is every
+    split of one (partition, bucket), kept in commit order; otherwise it is one split, which for an append
+    table is one file (the planner's rule), so a micro-batch of one bucket still keeps every core busy."""
+    units: list[list[StreamSplit]]
+    if _ordered_by_bucket(schema):
+        by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
+        for s in splits:  # splits come in commit order; a bucket's stay together and in that order
+            first = s.splits[0]
+            by_bucket.setdefault((first.partition, first.bucket), []).append(s)
+        units = list(by_bucket.values())
+    else:
+        units = [[s] for s in splits]
+    weights = [max(sum(s.size_bytes for s in unit), _FILE_OPEN_BYTES) for unit in units]
+    packed = pack_weights(weights, _TASK_TARGET_BYTES, min_groups=max(min_groups, 1))
+    return [tuple(s for j in idx for s in units[j]) for idx in packed]

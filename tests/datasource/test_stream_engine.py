@@ -13,7 +13,7 @@ from pyspark_paimon.datasource.engine.stream import StreamReadJob, read_stream_s
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.consumers import ConsumerManager
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.stream import Admission, StreamOffset, StreamOptions
+from pyspark_paimon.planner.stream import Admission, StreamOffset, StreamOptions, task_groups
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -146,6 +146,54 @@ def test_admission_control_spans_one_big_commit_over_batches(catalog):
     assert [end.snapshot for _, end in batches] == [1, 1, 2]
     batches, _ = _drain(stream, stream.initial_offset(), lambda: Admission(max_rows=4))
     assert [len(rows) for rows, _ in batches] == [4, 2]  # a split is admitted while the limit has room
+
+
+def _commit_files(table, batches) -> None:
+    """One commit of one data file per batch (one write task each)."""
+    job = prepare_write(table.store)
+    messages = []
+    for task, batch in enumerate(batches):
+        writer = job.new_writer(str(task))
+        writer.write(batch)
+        messages.extend(writer.prepare_commit())
+    job.commit(messages)
+
+
+def test_an_unaware_append_table_spreads_its_files_over_every_core(catalog):
+    t = catalog.create_table("db.a", SCHEMA)  # bucket -1: no order promised
+    _commit_files(t, [pa.table({"id": [i, i + 10], "v": ["x", "y"]}, schema=SCHEMA) for i in range(4)])
+    _write(t, [100], ["z"])
+    stream = _job(t)
+    splits, _ = stream.next_batch(stream.initial_offset())
+    assert [len(s.after.files) for s in splits] == [1] * 5  # one bucket (0): one split per file
+    groups = task_groups(splits, t.schema, 2)
+    assert sorted(len(g) for g in groups) == [2, 3]  # the 5 files over 2 tasks
+    assert _rows(stream, [s for g in groups for s in g]) == _rows(stream, splits)  # exactly the batch's rows
+    assert len(task_groups(splits, t.schema, 1)) == 1  # small files share one task on one core
+
+
+@pytest.mark.parametrize("options, primary_keys",
+                         [({"bucket": "3"}, ["id"]), ({"bucket": "3", "bucket-key": "id"}, [])],
+                         ids=["primary_key", "fixed_bucket_append"])
+def test_a_bucket_stays_in_one_task_in_commit_order(catalog, options, primary_keys):
+    t = catalog.create_table("db.b", SCHEMA, primary_keys=primary_keys, options=options)
+    job = _job(t, **{"scan.mode": "latest"})
+    start = job.initial_offset()
+    ids = list(range(12))
+    for k in range(3):
+        _write(t, ids, [f"v{k}"] * len(ids))
+    splits, _ = job.next_batch(start)
+    assert len(splits) == 9  # 3 commits x 3 buckets, one file each
+    groups = task_groups(splits, t.schema, 2)
+    assert len(groups) == 2
+    home = {}
+    for g, group in enumerate(groups):
+        for s in group:
+            assert home.setdefault(s.after.bucket, g) == g  # every split of a bucket in one task ...
+        for b in {s.after.bucket for s in group}:
+            snapshots = [s.snapshot_id for s in group if s.after.bucket == b]
+            assert snapshots == [1, 2, 3]  # ... in commit order
+    assert sorted(home) == [0, 1, 2]
 
 
 def test_available_now_stops_at_the_snapshot_latest_at_start(catalog):
