@@ -203,3 +203,28 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_planning_a_stream_loads_neither_pandas_nor_sqlglot(tmp_path: Path) -> None:
+    """Spark starts a fresh Python process for every streaming query's source (and every new executor imports
+    the package): importing and planning must not pull in pandas (~0.2 s, which any ``pa.array`` call at
+    import time would) or sqlglot (~0.08 s, needed only by the ``filter`` option)."""
+    import pyarrow as pa
+
+    from pyspark_paimon import Catalog
+
+    table = Catalog(str(tmp_path)).create_table("db.t", "id bigint, v string", primary_keys=["id"],
+                                                options={"bucket": "2"})
+    table.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
+    script = f"""
+import sys
+from pyspark_paimon.datasource.source import PaimonDataSource
+source = PaimonDataSource({{"path": {table.path!r}}})
+reader = source.streamReader(source.schema())
+start = reader.initialOffset()
+assert len(reader.partitions(start, reader.latestOffset(start, None))) == 2
+print(sorted(m for m in ("pandas", "sqlglot") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

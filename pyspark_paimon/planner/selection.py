@@ -29,7 +29,6 @@ from pyspark_paimon.metadata.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.planner.predicate import Expr, Leaf, Predicate, all_of, any_of, implied_leaves, may_hold_on_values
 from pyspark_paimon.planner.read_options import SCAN_PARTITIONS_KEY, ReadOptions
-from pyspark_paimon.planner.sql_filter import parse_filter
 
 
 @dataclass(frozen=True)
@@ -90,6 +89,10 @@ def selection_of(opts: ReadOptions, schema: TableSchema) -> Selection:
     if opts.scan_partitions is not None:
         parts.append(_scan_partitions(opts.scan_partitions, schema))
     if opts.filter is not None:
+        # Imported here: sqlglot costs ~80 ms to import, paid by every fresh Python process that loads the
+        # package (Spark's streaming-source runner, new executors, the CLI), and only this option needs it.
+        from pyspark_paimon.planner.sql_filter import parse_filter  # noqa: PLC0415
+
         parts.append(parse_filter(opts.filter, schema))
     return Selection(all_of(parts) if parts else None, tuple(schema.partition_keys))
 

@@ -14,6 +14,7 @@ before a crash and Spark is replaying it, so it is skipped (its new files delete
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -55,7 +56,12 @@ log = logging.getLogger(__name__)
 __all__ = ["StreamReadContext", "StreamReadJob", "read_stream_split", "stream_store", "stream_commit_user",
            "StreamCommitter"]
 
-_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"], pa.string())
+
+@functools.cache
+def _kind_names() -> pa.Array:
+    """Paimon's names of the row kinds, by kind. Built on first use, not at import: ``pa.array`` imports pandas
+    (~0.2 s), and Spark's streaming-source runner, which imports this module to plan, never needs it."""
+    return pa.array(["+I", "-U", "+U", "-D"], pa.string())
 
 
 def stream_store(store: FileStore) -> FileStore:
@@ -135,7 +141,7 @@ def _emit(sctx: StreamReadContext, table: pa.Table | pa.RecordBatch) -> Iterator
     data = table.drop_columns([VALUE_KIND]) if isinstance(table, pa.Table) else \
         pa.Table.from_batches([table]).drop_columns([VALUE_KIND])
     if sctx.changelog:
-        data = data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), pc.take(_KIND_NAMES, kinds))
+        data = data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), pc.take(_kind_names(), kinds))
     else:
         data = data.filter(pc.is_in(kinds, pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())))
     schema = sctx.output_schema()

@@ -24,6 +24,7 @@ pyspark.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -103,7 +104,6 @@ ROW_GROUP_ROWS = 131072
 
 #: RowKind spelling in ``rowkind.field`` columns, in byte-value order (0 = +I, 1 = -U, 2 = +U, 3 = -D).
 ROW_KINDS = ("+I", "-U", "+U", "-D")
-_RETRACT_KINDS = pa.array([1, 3], pa.int8())
 
 _SEQ_FIELD = DataField(SEQUENCE_NUMBER_ID, SEQUENCE_NUMBER, AtomicType("BIGINT", nullable=False))
 _KIND_FIELD = DataField(VALUE_KIND_ID, VALUE_KIND, AtomicType("TINYINT", nullable=False))
@@ -128,6 +128,14 @@ def system_file_fields() -> list[DataField]:
 
 # Buckets written at once by one writer (one per core; a Spark task's share of an executor is not visible here).
 _WRITE_THREADS = max(1, os.cpu_count() or 1)
+
+
+@functools.cache
+def _retract_kinds() -> pa.Array:
+    """The row kinds that retract (-U, -D). Built on first use, not at import: ``pa.array`` imports pandas
+    (~0.2 s), which a process that only plans (Spark's streaming-source runner) never needs otherwise."""
+    return pa.array([1, 3], pa.int8())
+
 
 @dataclass(frozen=True)
 class WriteContext:
@@ -629,7 +637,7 @@ class TableWriter:
         max_key = serialize_row([c[last].as_py() for c in key_cols], key_types)
         key_stats = collect_stats(chunk, self._key_file_fields, SYSTEM_STATS_MODE)
         seq_mm = pc.min_max(chunk.column(SEQUENCE_NUMBER))
-        deletes = pc.sum(pc.is_in(chunk.column(VALUE_KIND), value_set=_RETRACT_KINDS).cast(pa.int64())).as_py()
+        deletes = pc.sum(pc.is_in(chunk.column(VALUE_KIND), value_set=_retract_kinds()).cast(pa.int64())).as_py()
         return DataFileMeta(min_key=min_key, max_key=max_key, key_stats=key_stats,
                             min_sequence_number=int(seq_mm["min"].as_py()),
                             max_sequence_number=int(seq_mm["max"].as_py()),
