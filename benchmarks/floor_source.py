@@ -11,6 +11,9 @@ Arrow batches it receives into one Parquet file (zstd level 1, the codec and lev
 no sort, no bucketing, no statistics and no commit; that is what any Python sink pays for Spark -> Python Arrow
 transfer plus Parquet encoding, the floor for the ``paimon`` writer.
 
+Streaming (``spark.readStream.format("bench_pyarrow_floor").schema(ddl).option("groups", json).load()``): the
+same files as one micro-batch, one task per group; the floor of a Python streaming source.
+
 The batch size (65,536 rows) is the ``paimon`` reader's default ``read.batch-size``, so both sources hand
 Spark batches of the same size. The benchmark registers this module for pickling by value, so Spark's
 Python workers need not be able to import it.
@@ -30,6 +33,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
@@ -60,6 +64,9 @@ class PyarrowFloorDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         return PyarrowFloorWriter(self.options["path"])
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
+        return PyarrowFloorStreamReader(schema, json.loads(self.options["groups"]))
 
 
 class PyarrowFloorWriter(DataSourceArrowWriter):
@@ -96,3 +103,26 @@ class PyarrowFloorReader(DataSourceReader):
         for path in partition.files:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=names):
                 yield pa.RecordBatch.from_arrays(batch.columns, schema=target)
+
+
+class PyarrowFloorStreamReader(DataSourceStreamReader):
+    """The same files as one micro-batch (offset 0 -> 1), one task per group: what any Python streaming source
+    pays (Spark's source runner process, offsets, the Arrow transfer) before doing any work of its own."""
+
+    def __init__(self, schema: StructType, groups: list[list[str]]) -> None:
+        self.batch_reader = PyarrowFloorReader(schema, groups)
+
+    def initialOffset(self) -> dict:  # noqa: N802 (Spark's names)
+        return {"batch": 0}
+
+    def latestOffset(self, start: dict | None = None, limit: object = None) -> dict:  # noqa: N802
+        return {"batch": 1}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return self.batch_reader.partitions() if start["batch"] < end["batch"] else []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return self.batch_reader.read(partition)
+
+    def commit(self, end: dict) -> None:
+        pass

@@ -5,6 +5,8 @@ of links to them):
 
 * **9 stream throughput**: ``Trigger.AvailableNow`` over all N rows, a fresh checkpoint each round (query start
   is part of the time, as for a user): ``paimon->noop`` and ``parquet->noop`` (the sources alone),
+  ``floor->noop`` (benchmarks/floor_source.py's bare Python streaming source handing Spark the same 4 files as
+  one micro-batch in 2 tasks: what any Python streaming source costs before doing any work),
   ``paimon->paimon`` (into a new append table) and ``parquet->parquet`` (Spark's file sink).
 * **10 micro-batch latency**: a running query (default trigger) on a small table; each round commits 1,000 rows
   upstream and waits with ``processAllAvailable()`` until the query has processed them: ``paimon->noop`` after
@@ -14,6 +16,7 @@ of links to them):
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -27,7 +30,7 @@ from conftest import ROUNDS, Datasets, loadavg, make_rows
 from pyspark.sql import SparkSession
 
 SCHEMA_DDL = "id bigint, s string, d double"
-THROUGHPUT = ["paimon->noop", "parquet->noop", "paimon->paimon", "parquet->parquet"]
+THROUGHPUT = ["paimon->noop", "parquet->noop", "floor->noop", "paimon->paimon", "parquet->parquet"]
 LATENCY = ["paimon->noop", "parquet->noop"]
 _counter = itertools.count()
 
@@ -48,6 +51,11 @@ def _start(spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
     source, sink = case.split("->")
     if source == "paimon":
         df = spark.readStream.format("paimon").load(datasets.append_path)
+    elif source == "floor":
+        from floor_source import FLOOR_FORMAT
+
+        groups = [list(map(str, datasets.append_files[i::2])) for i in range(2)]
+        df = spark.readStream.format(FLOOR_FORMAT).schema(SCHEMA_DDL).option("groups", json.dumps(groups)).load()
     else:
         df = spark.readStream.schema(SCHEMA_DDL).parquet(str(parquet_dir / "files"))
     writer = df.writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
