@@ -481,6 +481,7 @@ class ScanPlanner:
         if selector is None:
             selector = _PartitionSelector(schema, part_pred, partition_filter, {})
         cache = selector.values
+        answers = selector.answers  # read inline: this loop runs once per live file of the table
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         total_buckets: dict[tuple[bytes, int], int] = {}
         seen_partitions: set[bytes] = set()
@@ -493,7 +494,10 @@ class ScanPlanner:
             counters.bytes_total += size
             seen_partitions.add(e.partition)
             seen_buckets.add((e.partition, e.bucket))
-            if not selector(e.partition):
+            ok = answers.get(e.partition)
+            if ok is None:
+                ok = selector(e.partition)
+            if not ok:
                 counters.files_skipped_partition += 1
                 counters.bytes_skipped_partition += size
                 continue
