@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import zlib
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, cast
 
 import fastavro
@@ -157,7 +158,12 @@ def read_avro_blocks(data: bytes, source: str) -> AvroBlocks:
 # ``AvroBlocks.blocks[i][0]``), for readers that look at a few leading fields of every record and decode the rest
 # of only some: skipping walks a value without building Python objects. Wrap their use in ``AVRO_READ_ERRORS``
 # handling (a truncated block raises ``EOFError``). ``read_record(stream, schema, named_schemas, None, options)``.
+# ``VALUE_READERS``: whether this fastavro has them all (1.8 to 1.13 do); without them callers decode whole files.
+_VALUE_READER_NAMES = ("read_long", "read_bytes", "skip_utf8", "skip_record", "read_record")
 _compiled: Any = _fastavro_read  # the compiled module; its type stubs do not list these cpdef functions
+VALUE_READERS = all(hasattr(_compiled, n) for n in _VALUE_READER_NAMES)
+if not VALUE_READERS:  # never called then (build_index checks VALUE_READERS); keep the names importable
+    _compiled = SimpleNamespace(**dict.fromkeys(_VALUE_READER_NAMES))
 read_long: Callable[[BinaryIO], int] = _compiled.read_long  # Avro int and long: zig-zag varints
 read_bytes: Callable[[BinaryIO], bytes] = _compiled.read_bytes
 skip_string: Callable[[BinaryIO], None] = _compiled.skip_utf8

@@ -8,8 +8,8 @@ counters), remembers where the ``_FILE`` record starts, and skips the rest witho
 The kept entries' ``_FILE`` records are then decoded from those positions. The index holds the decompressed
 blocks, so later reads with other filters, or a full read, never decompress or walk the file again.
 
-Only the record layout Java writes (and so pypaimon and this package) is indexed; any other layout returns
-``None`` and the caller decodes the file whole.
+Only the record layout Java writes (and so pypaimon and this package) is indexed; any other layout (or a
+fastavro without the compiled value readers) returns ``None`` and the caller decodes the file whole.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.avro import (
     AVRO_READ_ERRORS,
+    VALUE_READERS,
     corrupt_avro,
     read_avro_blocks,
     read_bytes,
@@ -85,6 +86,8 @@ def _field_types(schema: Any) -> list[tuple[str, Any]] | None:
 def build_index(data: bytes, source: str, version: int) -> ManifestIndex | None:
     """Index the manifest file ``data`` (read from ``source``); ``None`` when its writer schema is not laid out
     as Java writes it. Every entry must carry format ``version`` (:class:`CorruptMetadataError` otherwise)."""
+    if not VALUE_READERS:
+        return None
     avro = read_avro_blocks(data, source)
     top = _field_types(avro.writer_schema)
     if top is None or len(top) != len(_ENTRY_LAYOUT) + 1 or tuple(top[:-1]) != _ENTRY_LAYOUT \

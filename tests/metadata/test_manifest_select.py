@@ -207,6 +207,21 @@ def test_foreign_field_order_is_decoded_whole(store: ManifestStore) -> None:
     assert (got, others) == expected([meta], store, in_partitions("b"))
 
 
+def test_without_compiled_value_readers_files_are_decoded_whole(store: ManifestStore,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark_paimon.metadata import manifest_index
+
+    monkeypatch.setattr(manifest_index, "VALUE_READERS", False)
+    first = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2")], 0,
+                                 SimpleStats.empty())
+    second = store.write_manifest([entry(KIND_DELETE, "a", 0, "f1")], 0, SimpleStats.empty())
+    MANIFEST_CACHE.clear()
+    shared = fresh(store, shared=True)
+    assert selected(shared, [first, second], in_partitions("a", "b")) == expected([first, second], store,
+                                                                                  in_partitions("a", "b"))
+    assert isinstance(MANIFEST_CACHE.get(shared._key(first.file_name)), list)
+
+
 def test_damaged_manifest_is_named(store: ManifestStore) -> None:
     meta = store.write_manifest([entry(KIND_ADD, "a", 0, f"f{i}") for i in range(30)], 0, SimpleStats.empty())
     data = store.fileio.read_bytes(store.path(meta.file_name))
