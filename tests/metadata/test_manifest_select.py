@@ -45,7 +45,7 @@ def part(value: str | None) -> bytes:
     return serialize_row([value], STR)
 
 
-def entry(kind: int, partition: str, bucket: int, name: str, level: int = 0, size: int = 100) -> ManifestEntry:
+def entry(kind: int, partition: str | None, bucket: int, name: str, level: int = 0, size: int = 100) -> ManifestEntry:
     return ManifestEntry(kind, part(partition), bucket, 4,
                          DataFileMeta(file_name=name, file_size=size, row_count=size // 10, level=level,
                                       value_stats=SimpleStats(part(name), part(name), (0,)), value_stats_cols=("v",)))
