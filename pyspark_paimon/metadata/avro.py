@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import io
 import zlib
-from typing import Any, BinaryIO, Iterable, Iterator, cast
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, cast
 
 import fastavro
 import fastavro._read as _fastavro_read
@@ -110,13 +112,60 @@ def write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], codec:
     return buf.getvalue()
 
 
+# A damaged file fails in many ways: truncated varints (EOFError), a cut zstd frame (pyarrow OSError), a
+# mangled header schema (KeyError, SchemaParseException), bad lengths (ValueError, IndexError).
+AVRO_READ_ERRORS = (EOFError, ValueError, IndexError, KeyError, TypeError, OSError,
+                    fastavro.read.SchemaResolutionError, fastavro.schema.SchemaParseException)
+
+
+def corrupt_avro(source: str, error: BaseException) -> CorruptMetadataError:
+    return CorruptMetadataError(
+        f"Cannot read Avro file {source}: {error}. The file is truncated or corrupt; restore it, or roll the "
+        "table back to a snapshot that does not reference it.")
+
+
 def read_avro(data: bytes, source: str) -> Iterator[dict[str, Any]]:
     try:
         yield from cast(Iterator[dict[str, Any]], fastavro.reader(io.BytesIO(data)))
-    # A damaged file fails in many ways: truncated varints (EOFError), a cut zstd frame (pyarrow OSError), a
-    # mangled header schema (KeyError, SchemaParseException), bad lengths (ValueError, IndexError).
-    except (EOFError, ValueError, IndexError, KeyError, TypeError, OSError, fastavro.read.SchemaResolutionError,
-            fastavro.schema.SchemaParseException) as e:
-        raise CorruptMetadataError(
-            f"Cannot read Avro file {source}: {e}. The file is truncated or corrupt; restore it, or roll the "
-            "table back to a snapshot that does not reference it.") from e
+    except AVRO_READ_ERRORS as e:
+        raise corrupt_avro(source, e) from e
+
+
+@dataclass(frozen=True)
+class AvroBlocks:
+    """An Avro container file's writer schema and its decompressed data blocks, for callers that walk the
+    records themselves (``read_long`` ... below) to decode only some of them."""
+
+    writer_schema: Any
+    named_schemas: dict[str, Any]
+    options: dict[str, Any]
+    blocks: list[tuple[bytes, int]]  # (decompressed bytes, record count)
+
+
+def read_avro_blocks(data: bytes, source: str) -> AvroBlocks:
+    try:
+        reader = fastavro.block_reader(io.BytesIO(data))
+        blocks = [(block.bytes_.getvalue(), block.num_records) for block in reader]  # type: ignore[attr-defined]
+        # The writer schema's named types (a reused record name refers to them); fastavro has no public accessor,
+        # and its own blocks read with this same dict (fastavro 1.8 to 1.13).
+        named = reader._named_schemas  # type: ignore[attr-defined]  # noqa: SLF001
+        return AvroBlocks(reader.writer_schema, named, dict(getattr(reader, "options", None) or {}), blocks)
+    except AVRO_READ_ERRORS as e:
+        raise corrupt_avro(source, e) from e
+
+
+# fastavro's compiled readers of single values of a decompressed block (an ``io.BytesIO`` over
+# ``AvroBlocks.blocks[i][0]``), for readers that look at a few leading fields of every record and decode the rest
+# of only some: skipping walks a value without building Python objects. Wrap their use in ``AVRO_READ_ERRORS``
+# handling (a truncated block raises ``EOFError``). ``read_record(stream, schema, named_schemas, None, options)``.
+# ``VALUE_READERS``: whether this fastavro has them all (1.8 to 1.13 do); without them callers decode whole files.
+_VALUE_READER_NAMES = ("read_long", "read_bytes", "skip_utf8", "skip_record", "read_record")
+_compiled: Any = _fastavro_read  # the compiled module; its type stubs do not list these cpdef functions
+VALUE_READERS = all(hasattr(_compiled, n) for n in _VALUE_READER_NAMES)
+if not VALUE_READERS:  # never called then (build_index checks VALUE_READERS); keep the names importable
+    _compiled = SimpleNamespace(**dict.fromkeys(_VALUE_READER_NAMES))
+read_long: Callable[[BinaryIO], int] = _compiled.read_long  # Avro int and long: zig-zag varints
+read_bytes: Callable[[BinaryIO], bytes] = _compiled.read_bytes
+skip_string: Callable[[BinaryIO], None] = _compiled.skip_utf8
+skip_record: Callable[[BinaryIO, Any, dict[str, Any]], None] = _compiled.skip_record
+read_record: Callable[..., dict[str, Any]] = _compiled.read_record

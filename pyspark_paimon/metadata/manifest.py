@@ -16,11 +16,12 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.avro import AVRO_CODECS, read_avro, write_avro
 from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.manifest_index import ManifestIndex, build_index
 
 KIND_ADD = 0
 KIND_DELETE = 1
@@ -259,6 +260,95 @@ def meta_from_avro(d: dict, source: str) -> ManifestFileMeta:
         d.get("_MIN_LEVEL"), d.get("_MAX_LEVEL"), d.get("_MIN_ROW_ID"), d.get("_MAX_ROW_ID"))
 
 
+# --------------------------------------------------------------------------------------- selective reads
+#: Decides from an entry's serialized partition whether a selective read (:meth:`ManifestStore.select_entries`)
+#: needs the entry; the data files of the others are never decoded. Only the partition: it is part of a data
+#: file's identity, so an ADD and the DELETE that cancels it always get the same answer (the bucket is too, but
+#: bucket pruning also needs the total bucket count, which Java does not promise to repeat in a DELETE).
+PartitionTest = Callable[[bytes], bool]
+
+
+@dataclass
+class SkippedFiles:
+    """What a selective read skipped without decoding, per ``(partition, bucket)``: the number and bytes of ADD
+    entries minus those of DELETE entries. A DELETE names the same file (and size) as the ADD it cancels, so
+    over a consistent set of manifests these are the live files a full read would have found there."""
+
+    net: dict[tuple[bytes, int], list[int]] = field(default_factory=dict)
+
+    def add(self, partition: bytes, bucket: int, kind: int, size: int) -> None:
+        tally = self.net.get((partition, bucket))
+        if tally is None:
+            tally = self.net[(partition, bucket)] = [0, 0]
+        if kind == KIND_ADD:
+            tally[0] += 1
+            tally[1] += size
+        else:
+            tally[0] -= 1
+            tally[1] -= size
+
+    def live(self) -> Iterator[tuple[bytes, int, int, int]]:
+        """``(partition, bucket, files, bytes)`` of each bucket that still holds live files (a DELETE whose ADD
+        sits in a manifest the read did not open can leave a bucket at zero or below)."""
+        for (partition, bucket), (files, size) in self.net.items():
+            if files > 0:
+                yield partition, bucket, files, size
+
+
+class _IndexedManifest:
+    """A manifest in the cache as a :class:`ManifestIndex` plus the entries decoded so far (by position).
+
+    Selective reads decode only what they keep; a full read decodes the rest, and the store then caches the
+    plain list instead. Entries are decoded completely, never partially, so whatever any reader gets is
+    exactly what a full decode yields.
+    """
+
+    def __init__(self, index: ManifestIndex):
+        self.index = index
+        self.decoded: dict[int, ManifestEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def _decode(self, positions: list[int]) -> None:
+        index = self.index
+        missing = [i for i in positions if i not in self.decoded]
+        if not missing:
+            return
+        records = index.file_records(missing)
+        try:
+            for i, d in zip(missing, records):
+                self.decoded[i] = ManifestEntry(index.kinds[i], index.partitions[i], index.buckets[i],
+                                                index.total_buckets[i], file_from_avro(d))
+        except (KeyError, TypeError) as e:
+            raise _missing_field("Manifest", index.source, e) from e
+
+    def select(self, test: PartitionTest, skipped: SkippedFiles) -> list[ManifestEntry]:
+        index = self.index
+        kinds, partitions, buckets, sizes = index.kinds, index.partitions, index.buckets, index.file_sizes
+        wanted = {p: test(p) for p in set(partitions)}  # one test per partition, not per entry
+        keep = []
+        add = skipped.add
+        for i, partition in enumerate(partitions):
+            if wanted[partition]:
+                keep.append(i)
+            else:
+                add(partition, buckets[i], kinds[i], sizes[i])
+        self._decode(keep)
+        return [self.decoded[i] for i in keep]
+
+    def complete(self) -> list[ManifestEntry]:
+        positions = list(range(len(self.index)))
+        self._decode(positions)
+        return [self.decoded[i] for i in positions]
+
+
+def _missing_field(what: str, source: str, error: BaseException) -> CorruptMetadataError:
+    return CorruptMetadataError(
+        f"{what} {source} has a record without required field {error}; the file is corrupt or not a Paimon "
+        "manifest. Restore it, or roll the table back to a snapshot that does not reference it.")
+
+
 # --------------------------------------------------------------------------------------- files
 class _ManifestCache:
     """Process-wide bounded LRU of parsed manifest files and manifest lists.
@@ -267,18 +357,19 @@ class _ManifestCache:
     copy can be shared by every query of every table in this process: re-planning the same snapshot, or a
     newer snapshot sharing base manifests, decodes nothing again. Keys are (file-system protocol, full path);
     the bound is a total number of records (entries or metas), so a few huge manifests cannot pin memory.
+    A manifest only read selectively so far is held as an index with its kept entries (``_IndexedManifest``).
     It lives at module level so pickling a :class:`ManifestStore` (or a ``FileStore``) never ships it.
     """
 
     def __init__(self, max_records: int = 2_000_000):
         self.max_records = max_records
-        self._data: OrderedDict[tuple[str, str], list] = OrderedDict()
+        self._data: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._records = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple) -> list | None:
+    def get(self, key: tuple) -> Any:
         with self._lock:
             value = self._data.get(key)
             if value is None:
@@ -288,7 +379,7 @@ class _ManifestCache:
             self.hits += 1
             return value
 
-    def put(self, key: tuple, value: list) -> None:
+    def put(self, key: tuple, value: Any) -> None:
         weight = len(value) + 1
         if weight > self.max_records:
             return
@@ -331,7 +422,7 @@ class ManifestStore:
         self.table_path = table_path
         self.manifest_dir = f"{table_path}/manifest"
         self.shared_cache = shared_cache
-        self._local: dict[tuple, list] = {}
+        self._local: dict[tuple, Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"fileio": self.fileio, "table_path": self.table_path, "shared_cache": self.shared_cache}
@@ -339,10 +430,10 @@ class ManifestStore:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["fileio"], state["table_path"], state.get("shared_cache", False))  # type: ignore[misc]
 
-    def _get(self, key: tuple) -> list | None:
+    def _get(self, key: tuple) -> Any:
         return MANIFEST_CACHE.get(key) if self.shared_cache else self._local.get(key)
 
-    def _put(self, key: tuple, value: list) -> None:
+    def _put(self, key: tuple, value: Any) -> None:
         if self.shared_cache:
             MANIFEST_CACHE.put(key, value)
         else:
@@ -369,17 +460,43 @@ class ManifestStore:
         try:
             return [convert(d, source) for d in records]
         except (KeyError, TypeError) as e:  # a required field is missing or null: not a Paimon manifest
-            raise CorruptMetadataError(
-                f"{what} {source} has a record without required field {e}; the file is corrupt or not a Paimon "
-                "manifest. Restore it, or roll the table back to a snapshot that does not reference it.") from e
+            raise _missing_field(what, source, e) from e
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
         key = self._key(name)
         cached = self._get(key)
-        if cached is None:
+        if isinstance(cached, _IndexedManifest):  # read selectively before: decode the remaining entries
+            cached = cached.complete()
+            self._put(key, cached)
+        elif cached is None:
             cached = self._decode(name, "Manifest", entry_from_avro)
             self._put(key, cached)
         return cached
+
+    def select_manifest(self, name: str, test: PartitionTest, skipped: SkippedFiles) -> list[ManifestEntry]:
+        """The entries of manifest ``name`` that ``test`` keeps, in file order, exactly as :meth:`read_manifest`
+        returns them; the others are tallied in ``skipped`` and, on a first read, never decoded."""
+        key = self._key(name)
+        cached = self._get(key)
+        if cached is None:
+            index = build_index(self._read(name, "Manifest"), self.path(name), MANIFEST_FORMAT_VERSION)
+            if index is None:  # a layout Java does not write: decode it whole
+                return self._select_list(self.read_manifest(name), test, skipped)
+            cached = _IndexedManifest(index)
+            self._put(key, cached)
+        if isinstance(cached, _IndexedManifest):
+            return cached.select(test, skipped)
+        return self._select_list(cached, test, skipped)
+
+    @staticmethod
+    def _select_list(entries: list[ManifestEntry], test: PartitionTest, skipped: SkippedFiles) -> list[ManifestEntry]:
+        keep = []
+        for e in entries:
+            if test(e.partition):
+                keep.append(e)
+            else:
+                skipped.add(e.partition, e.bucket, e.kind, e.file.file_size)
+        return keep
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
         key = ("list",) + self._key(name)
@@ -438,6 +555,18 @@ class ManifestStore:
         for m in metas:
             out.extend(self.read_manifest(m.file_name))
         return out
+
+    def select_entries(self, metas: Iterable[ManifestFileMeta],
+                       test: PartitionTest) -> tuple[list[ManifestEntry], SkippedFiles]:
+        """:meth:`read_entries` of only the entries whose partition ``test`` keeps, and a tally of the others.
+        The entries of one data file share its partition, so the test keeps a DELETE exactly when it keeps the
+        ADD it cancels, whichever manifests they sit in: folding the kept entries gives the kept part of the
+        fold of all entries."""
+        skipped = SkippedFiles()
+        out: list[ManifestEntry] = []
+        for m in metas:
+            out.extend(self.select_manifest(m.file_name, test, skipped))
+        return out, skipped
 
 
 def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:

@@ -17,6 +17,8 @@ from pyspark_paimon.metadata.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     ManifestStore,
+    PartitionTest,
+    SkippedFiles,
     live_files,
     merge_entries,
 )
@@ -87,6 +89,15 @@ class FileStore:
                               f"snapshot {snapshot.id} of {self.table_path}")
         # A pruned manifest list may hold a DELETE whose ADD was pruned with its (non-matching) partition.
         return [e for e in merge_entries(ms.read_entries(manifests)) if e.kind == KIND_ADD]
+
+    def selected_entries(self, manifests: list[ManifestFileMeta], test: PartitionTest,
+                         cached: bool = False) -> tuple[list[ManifestEntry], SkippedFiles]:
+        """The live data files of ``manifests`` in the partitions ``test`` keeps, without decoding the other
+        partitions' entries (which one-partition planning of a big table would otherwise spend most of its time
+        on), and the tally of live files in the partitions it skipped (for the scan's counters)."""
+        ms = self.planning_manifests if cached else self.manifests
+        entries, skipped = ms.select_entries(manifests, test)
+        return [e for e in merge_entries(entries) if e.kind == KIND_ADD], skipped
 
     def bucket_path(self, schema: TableSchema, partition_values: tuple, bucket: int) -> str:
         return self.bucket_in(self.partition_dir(schema, partition_values), bucket)

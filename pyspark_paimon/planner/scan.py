@@ -19,7 +19,7 @@ from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.binary_row import deserialize_row
 from pyspark_paimon.metadata.bucket import bucket_ids
 from pyspark_paimon.metadata.deletion_vectors import DeletionFile, IndexManifestEntry, deletion_files, merge_on_read
-from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta
+from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SkippedFiles
 from pyspark_paimon.metadata.options import (
     BUCKET_FUNCTION_TYPE,
     SOURCE_SPLIT_OPEN_FILE_COST,
@@ -48,7 +48,9 @@ class ScanCounters:
     Levels, in the order they run: manifests (partition stats of the manifest list), partitions (exact
     partition predicate on entries), buckets (the bucket key fixed by ``=``/``IN``), statistics (file
     min/max/null counts). ``*_skipped_<level>`` counts what that level dropped; files in skipped manifests
-    are never opened, so they appear in no file counter.
+    are never opened, so they appear in no file counter. Entries of partitions the exact partition filter
+    rejects are not decoded either: their files are counted from the entries' leading fields (ADDs minus
+    DELETEs per bucket), so with deletion vectors they include the level-0 files a batch scan skips.
     """
 
     manifests_total: int = 0
@@ -112,6 +114,38 @@ def partition_values(entry_partition: bytes, schema: TableSchema, cache: dict[by
         values = tuple(deserialize_row(entry_partition, [f.type for f in schema.partition_fields]))
         cache[entry_partition] = values
     return values
+
+
+class _PartitionSelector:
+    """The exact partition filter of one scan (partition predicate and caller's ``partition_filter``) on
+    serialized partitions, memoised per partition. Planning asks it before decoding entries
+    (:meth:`FileStore.selected_entries`) and again for the decoded ones, with the same answers."""
+
+    def __init__(self, schema: TableSchema, part_pred: Sequence[Leaf],
+                 partition_filter: Callable[[dict[str, Any]], bool] | None, values: dict[bytes, tuple]):
+        fields = schema.partition_fields
+        self.names = [f.name for f in fields]
+        self.types = [f.type for f in fields]
+        self.pred = part_pred
+        self.partition_filter = partition_filter
+        self.values = values
+        self.answers: dict[bytes, bool] = {}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.pred) or self.partition_filter is not None
+
+    def __call__(self, partition: bytes) -> bool:
+        ok = self.answers.get(partition)
+        if ok is None:
+            values = self.values.get(partition)
+            if values is None:
+                values = self.values[partition] = tuple(deserialize_row(partition, self.types))
+            named = dict(zip(self.names, values))
+            ok = (not self.pred or eval_on_values(self.pred, named)) and (
+                self.partition_filter is None or self.partition_filter(named))
+            self.answers[partition] = ok
+        return ok
 
 
 def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Sequence[Leaf]) -> bool:
@@ -384,14 +418,22 @@ class ScanPlanner:
         counters.manifests_skipped = len(metas) - len(kept)
         # Deletes in skipped manifests can only cancel adds of the same partition, which the same stats
         # exclude, so pruning whole manifests cannot resurrect a deleted file.
-        entries: Iterable[ManifestEntry] = self.store.live_entries(snapshot, kept, cached=True)
+        selector = _PartitionSelector(self.schema, part_pred, partition_filter, {})
+        skipped = None
+        entries: Iterable[ManifestEntry]
+        if selector.active:  # entries of other partitions are never decoded (nor cached decoded)
+            entries, skipped = self.store.selected_entries(kept, selector, cached=True)
+        else:
+            entries = self.store.live_entries(snapshot, kept, cached=True)
         if not self._deletion_vectors:
-            return self.plan_entries(entries, predicate, partition_filter, counters, snapshot)
+            return self.plan_entries(entries, predicate, partition_filter, counters, snapshot, skipped=skipped,
+                                     selector=selector)
         if self.schema.primary_keys and not merge_on_read({**self.schema.options, **self.options}):
             # Java's batch scans of deletion-vector tables skip level 0 (CoreOptions.batchScanSkipLevel0,
             # AbstractBatchTableScan): data not yet compacted is invisible unless merge-on-read is set.
             entries = [e for e in entries if e.file.level > 0]
-        plan = self.plan_entries(entries, predicate, partition_filter, counters, snapshot, deletion_vectors=True)
+        plan = self.plan_entries(entries, predicate, partition_filter, counters, snapshot, deletion_vectors=True,
+                                 skipped=skipped, selector=selector)
         dvs = self._deletion_files(snapshot)
         plan.splits = [replace(s, deletion_files={f.file_name: dvs[(s.partition, s.bucket)][f.file_name]
                                                   for f in s.files
@@ -424,17 +466,22 @@ class ScanPlanner:
     def plan_entries(self, entries: Iterable[ManifestEntry], predicate: Sequence[Leaf] = (),
                      partition_filter: Callable[[dict[str, Any]], bool] | None = None,
                      counters: ScanCounters | None = None, snapshot: Snapshot | None = None,
-                     deletion_vectors: bool = False) -> ScanPlan:
+                     deletion_vectors: bool = False, skipped: SkippedFiles | None = None,
+                     selector: _PartitionSelector | None = None) -> ScanPlan:
         """Splits of ``entries``. ``deletion_vectors``: the caller attaches every file's deletion vector, so a
         PK bucket above level 0 is raw-convertible whatever its levels (without them, overlapping levels must
-        be merged: incremental reads of a deletion-vector table take this path)."""
+        be merged: incremental reads of a deletion-vector table take this path). ``skipped``: the live files
+        of the partitions left out of ``entries`` undecoded, by ``selector`` (the same filter), for the
+        counters."""
         counters = counters or ScanCounters()
         schema = self.schema
         part_names = [f.name for f in schema.partition_fields]
         part_pred = leaves_on(predicate, part_names)
-        selector = _BucketSelector(schema, predicate)
-        cache: dict[bytes, tuple] = {}
-        named_cache: dict[bytes, bool] = {}
+        bucket_selector = _BucketSelector(schema, predicate)
+        if selector is None:
+            selector = _PartitionSelector(schema, part_pred, partition_filter, {})
+        cache = selector.values
+        answers = selector.answers  # read inline: this loop runs once per live file of the table
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         total_buckets: dict[tuple[bytes, int], int] = {}
         seen_partitions: set[bytes] = set()
@@ -447,20 +494,16 @@ class ScanPlanner:
             counters.bytes_total += size
             seen_partitions.add(e.partition)
             seen_buckets.add((e.partition, e.bucket))
-            ok = named_cache.get(e.partition)
+            ok = answers.get(e.partition)
             if ok is None:
-                values = partition_values(e.partition, schema, cache)
-                named = dict(zip(part_names, values))
-                ok = (not part_pred or eval_on_values(part_pred, named)) and (
-                    partition_filter is None or partition_filter(named))
-                named_cache[e.partition] = ok
+                ok = selector(e.partition)
             if not ok:
                 counters.files_skipped_partition += 1
                 counters.bytes_skipped_partition += size
                 continue
             selected_partitions.add(e.partition)
-            if selector.active and e.bucket >= 0:
-                targets = selector.buckets(e.total_buckets)
+            if bucket_selector.active and e.bucket >= 0:
+                targets = bucket_selector.buckets(e.total_buckets)
                 if targets is not None and e.bucket not in targets:
                     skipped_buckets.add((e.partition, e.bucket))
                     counters.files_skipped_bucket += 1
@@ -468,6 +511,13 @@ class ScanPlanner:
                     continue
             groups.setdefault((e.partition, e.bucket), []).append(e.file)
             total_buckets[(e.partition, e.bucket)] = e.total_buckets
+        for part, bucket, count, size in (skipped.live() if skipped is not None else ()):
+            counters.files_total += count
+            counters.bytes_total += size
+            counters.files_skipped_partition += count
+            counters.bytes_skipped_partition += size
+            seen_partitions.add(part)
+            seen_buckets.add((part, bucket))
         counters.partitions_total = len(seen_partitions)
         counters.partitions_selected = len(selected_partitions)
         counters.partitions_skipped = len(seen_partitions) - len(selected_partitions)

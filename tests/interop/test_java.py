@@ -28,8 +28,10 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import CompactionError, OptionError
+from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
 from pyspark_paimon.metadata.type_json import parse_type
 from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.scan import ScanPlanner
 from tests.interop.helpers import canonical_rows, ours_spark, sorted_rows, table_uri
 from tests.oracle import java_oracle
 from tests.oracle.java_oracle import JavaOracle, JavaRead
@@ -270,6 +272,25 @@ def test_java_tags(java: JavaOracle, warehouse: str) -> None:
         assert_agree(_ours(warehouse, t, options), java.read(warehouse, t, options), rows)
 
 
+def _each_partition_alone(java: JavaOracle, warehouse: str, t: str) -> None:
+    """Planning one partition (cold manifest cache) decodes only that partition's entries of Java's manifests:
+    the partitions' plans must together hold exactly the files Java plans (Java's DELETEs cancel their ADDs)
+    and read exactly Java's rows of each partition."""
+    by_java = java.read(warehouse, t)
+    table = Table.open(table_uri(warehouse, t))
+    planned: list[str] = []
+    for part in sorted({r["part"] for r in by_java.rows}):
+        want = sorted_rows(r for r in by_java.rows if r["part"] == part)
+        MANIFEST_CACHE.clear()
+        plan = ScanPlanner(table.store, table.schema).plan(table.latest_snapshot(), [Leaf("part", "=", part)])
+        planned += [f.file_name for s in plan.splits for f in s.files]
+        MANIFEST_CACHE.clear()
+        assert canonical_rows(table.to_arrow({"scan.partitions": f"part={part}"})) == want
+        MANIFEST_CACHE.clear()
+        assert canonical_rows(table.to_arrow(predicate=[Leaf("part", "=", part)])) == want
+    assert sorted(planned) == sorted(f["file"] for f in java.files(warehouse, t))
+
+
 def test_java_full_compaction_then_more_writes(java: JavaOracle, warehouse: str) -> None:
     """Java's full compaction puts every file at the top level (deletes dropped); a later commit adds level-0
     files above them. We must read both states exactly as Java does."""
@@ -282,6 +303,7 @@ def test_java_full_compaction_then_more_writes(java: JavaOracle, warehouse: str)
     levels = {f["level"] for f in java.files(warehouse, t)}
     assert levels == {5}, levels  # num-levels 5 + the level-0 = top level 5
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    _each_partition_alone(java, warehouse, t)  # the compaction's DELETEs cancel older ADDs
     assert sorted_rows(java.read(warehouse, t).rows) == sorted_rows(before.rows)
 
     more = [{**common_row(i, "c5"), "part": f"p{i % 2}"} for i in (0, 1, 30)]
@@ -290,6 +312,7 @@ def test_java_full_compaction_then_more_writes(java: JavaOracle, warehouse: str)
     _upsert(state, more + gone, ["+I"] * 3 + ["-D"] * 2, ("part", "id"))
     assert {f["level"] for f in java.files(warehouse, t)} == {0, 5}
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    _each_partition_alone(java, warehouse, t)
 
 
 # ============================================================================== 2. we write, Java reads
