@@ -11,6 +11,7 @@ names (``lz4``...) are refused, because Java's Avro could not read the files.
 
 from __future__ import annotations
 
+import functools
 import io
 import zlib
 from dataclasses import dataclass
@@ -169,3 +170,34 @@ read_bytes: Callable[[BinaryIO], bytes] = _compiled.read_bytes
 skip_string: Callable[[BinaryIO], None] = _compiled.skip_utf8
 skip_record: Callable[[BinaryIO, Any, dict[str, Any]], None] = _compiled.skip_record
 read_record: Callable[..., dict[str, Any]] = _compiled.read_record
+
+
+_PROBE_SCHEMA = {"type": "record", "name": "probe", "fields": [
+    {"name": "n", "type": "long"}, {"name": "b", "type": "bytes"}, {"name": "s", "type": "string"},
+    {"name": "r", "type": {"type": "record", "name": "probe_r", "fields": [
+        {"name": "x", "type": ["null", "long"]}, {"name": "y", "type": {"type": "array", "items": "string"}}]}},
+    {"name": "t", "type": {"type": "record", "name": "probe_t", "fields": [
+        {"name": "x", "type": ["null", "long"]}, {"name": "z", "type": "probe_r"}]}}]}
+
+
+@functools.cache
+def value_readers_work() -> bool:
+    """Whether the compiled value readers above read a record of a file written by fastavro's public writer as
+    expected. They are fastavro internals: a release that changes them must make selective readers fall back to
+    whole-file decoding, not report every manifest as corrupt. Checked once per process, on first use."""
+    if not VALUE_READERS:
+        return False
+    record = {"n": -3, "b": b"\x00\x01", "s": "pa", "r": {"x": 7, "y": ["a", "b"]},
+              "t": {"x": None, "z": {"x": 1, "y": []}}}
+    try:
+        blocks = read_avro_blocks(write_avro(_PROBE_SCHEMA, [record, record], "null"), "probe")
+        buffer, count = blocks.blocks[0]
+        stream = io.BytesIO(buffer)
+        fields = {f["name"]: f["type"] for f in blocks.writer_schema["fields"]}
+        ok = count == 2 and read_long(stream) == -3 and read_bytes(stream) == b"\x00\x01"
+        skip_string(stream)
+        skip_record(stream, fields["r"], blocks.named_schemas)
+        ok = ok and read_record(stream, fields["t"], blocks.named_schemas, None, blocks.options) == record["t"]
+        return bool(ok and read_long(stream) == -3)  # the second record starts where the first one ended
+    except Exception:  # noqa: BLE001 (any failure of an internal API means: do not use it)
+        return False

@@ -29,6 +29,7 @@ from pyspark_paimon.metadata.avro import (
     read_record,
     skip_record,
     skip_string,
+    value_readers_work,
 )
 
 #: The top-level fields of a manifest entry, in the order Java writes them.
@@ -86,7 +87,7 @@ def _field_types(schema: Any) -> list[tuple[str, Any]] | None:
 def build_index(data: bytes, source: str, version: int) -> ManifestIndex | None:
     """Index the manifest file ``data`` (read from ``source``); ``None`` when its writer schema is not laid out
     as Java writes it. Every entry must carry format ``version`` (:class:`CorruptMetadataError` otherwise)."""
-    if not VALUE_READERS:
+    if not VALUE_READERS or not value_readers_work():
         return None
     avro = read_avro_blocks(data, source)
     top = _field_types(avro.writer_schema)

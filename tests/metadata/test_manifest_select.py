@@ -222,6 +222,24 @@ def test_without_compiled_value_readers_files_are_decoded_whole(store: ManifestS
     assert isinstance(MANIFEST_CACHE.get(shared._key(first.file_name)), list)
 
 
+def test_value_readers_are_probed_before_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled readers are fastavro internals: one whose signature changed must disable selective reads
+    (whole-file decoding), never make a healthy manifest look corrupt."""
+    from pyspark_paimon.metadata import avro
+
+    assert avro.value_readers_work()  # the installed fastavro (the lanes run 1.8.4 and the newest)
+
+    def changed_signature(stream: Any, schema: Any, named: Any) -> Any:
+        raise TypeError("read_record() takes exactly 3 positional arguments (5 given)")
+
+    avro.value_readers_work.cache_clear()
+    monkeypatch.setattr(avro, "read_record", changed_signature)
+    try:
+        assert not avro.value_readers_work()
+    finally:
+        avro.value_readers_work.cache_clear()
+
+
 def test_damaged_manifest_is_named(store: ManifestStore) -> None:
     meta = store.write_manifest([entry(KIND_ADD, "a", 0, f"f{i}") for i in range(30)], 0, SimpleStats.empty())
     data = store.fileio.read_bytes(store.path(meta.file_name))
