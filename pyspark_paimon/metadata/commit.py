@@ -448,8 +448,10 @@ class FileStoreCommit:
         wanted = {e.partition: e.total_buckets for e in new_entries}
         relevant = manifests_with_partitions(base, wanted, schema)
         # Only live files count: files an earlier overwrite removed may have had the old bucket count. A DELETE
-        # and the ADD it cancels are in the same partition, so pruning by partition keeps both.
-        for e in merge_entries(self.manifests.read_entries(relevant)):
+        # and the ADD it cancels are in the same partition, so pruning by partition keeps both; the other
+        # partitions' entries of a manifest spanning many (a merged one) are skipped without being decoded.
+        entries, _ = self.manifests.select_entries(relevant, wanted.__contains__)
+        for e in merge_entries(entries):
             expect = wanted.get(e.partition)
             if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
                 raise CommitError(

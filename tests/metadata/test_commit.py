@@ -383,14 +383,14 @@ def test_bucket_count_check_reads_only_manifests_that_may_hold_the_written_parti
     c.commit([msg(t.part("c"), new_file())])
     c.commit([msg(t.part(None), new_file())])  # a null partition value
     read: list[str] = []
-    real = c.manifests.read_entries
+    real = c.manifests.select_entries
 
-    def recording(metas: Any) -> list[ManifestEntry]:
+    def recording(metas: Any, test: Any) -> Any:
         metas = list(metas)
         read.extend(m.file_name for m in metas)
-        return real(metas)
+        return real(metas, test)
 
-    monkeypatch.setattr(c.manifests, "read_entries", recording)
+    monkeypatch.setattr(c.manifests, "select_entries", recording)
     store = t.store
     by_dt = {t.values(e.partition)[0]: m.file_name
              for m in c.base_manifests(store.snapshots.latest()) for e in store.manifests.read_manifest(m.file_name)}
