@@ -16,7 +16,6 @@ batchId)`` on the driver commits them once per micro-batch, idempotently (see
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
@@ -45,7 +44,6 @@ from pyspark_paimon.datasource.writer import PaimonCommitMessage, check_write_sc
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.commit import OverwriteSpec
 from pyspark_paimon.metadata.options import COMMIT_USER_PREFIX
-from pyspark_paimon.planner.scan import pack_weights
 from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of
 
 try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python sources
@@ -151,15 +149,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not splits:
             return []
         ctx = self.job.context()
-        by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
-        for s in splits:  # splits come in commit order; a bucket's stay together and in that order
-            first = s.splits[0]
-            by_bucket.setdefault((first.partition, first.bucket), []).append(s)
-        groups = list(by_bucket.values())
-        weights = [max(sum(s.size_bytes for s in g), 4 << 20) for g in groups]
-        packed = pack_weights(weights, 128 << 20, min_groups=max(os.cpu_count() or 1, 1))
-        return [PaimonStreamPartition(i, tuple(s for j in idx for s in groups[j]), ctx)
-                for i, idx in enumerate(packed)]
+        return [PaimonStreamPartition(i, tuple(group), ctx) for i, group in enumerate(self.job.task_groups(splits))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonStreamPartition)

@@ -102,6 +102,8 @@ class StreamOptions:
     min_rows: int | None = None
     max_trigger_delay_ms: int | None = None
     batch_size: int = 65536
+    split_target_size: int | None = None  # None: the table's source.split.target-size
+    open_file_cost: int | None = None  # None: the table's source.split.open-file-cost
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "StreamOptions":
@@ -159,7 +161,10 @@ class StreamOptions:
                    ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
                    changelog=_bool(opts, "read.changelog"),
                    read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts
-                   else None, batch_size=int(batch), **limits)
+                   else None, batch_size=int(batch), **limits,
+                   **{name: parse_memory_size(opts[key], key) if key in opts else None for key, name in
+                      (("source.split.target-size", "split_target_size"),
+                       ("source.split.open-file-cost", "open_file_cost"))})
 
 
 @dataclass(frozen=True)

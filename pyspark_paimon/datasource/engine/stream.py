@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import uuid
 from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
@@ -40,6 +41,7 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain_config import chain_read_config
 from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.scan import pack_weights, split_open_file_cost, split_target_size, split_weight
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream import (
     ROW_KIND_COLUMN,
@@ -185,6 +187,24 @@ class StreamReadJob:
                            schemas={self.store.branch: branch_schemas(self.store)}, branch=self.store.branch,
                            options=dict(schema.options), read_fields=self.columns, batch_size=self.opts.batch_size)
         return StreamReadContext(read, self.opts.changelog)
+
+    def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
+        """A micro-batch's splits packed into Spark tasks like a batch read's (``source.split.target-size``,
+        ``source.split.open-file-cost``: the stream's read option, else the table's; at least one task per core),
+        except that a bucket's splits stay in one task in commit order, so its changes are emitted in order."""
+        by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
+        for s in splits:  # splits come in commit order; a bucket's stay together and in that order
+            first = s.splits[0]
+            by_bucket.setdefault((first.partition, first.bucket), []).append(s)
+        buckets = list(by_bucket.values())
+        table = self.store.schema().options
+        target = self.opts.split_target_size
+        cost = self.opts.open_file_cost
+        target = split_target_size(table, {}) if target is None else target
+        cost = split_open_file_cost(table, {}) if cost is None else cost
+        weights = [split_weight(sum(s.size_bytes for s in b), sum(s.file_count for s in b), cost) for b in buckets]
+        packed = pack_weights(weights, target, min_groups=max(os.cpu_count() or 1, 1))
+        return [[s for j in group for s in buckets[j]] for group in packed]
 
     def initial_offset(self) -> StreamOffset:
         return self.planner.initial_offset()
