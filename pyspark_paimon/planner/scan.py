@@ -561,6 +561,14 @@ def split_open_file_cost(table_options: Mapping[str, str], read_options: Mapping
     return chosen.get(SOURCE_SPLIT_OPEN_FILE_COST)
 
 
+def split_packing(table_options: Mapping[str, str], target_size: int | None = None,
+                  open_file_cost: int | None = None) -> tuple[int, int]:
+    """(``source.split.target-size``, ``source.split.open-file-cost``) of a batch read or a stream: the read's
+    own parsed values where given, else the table's, else the defaults."""
+    return (split_target_size(table_options, {}) if target_size is None else target_size,
+            split_open_file_cost(table_options, {}) if open_file_cost is None else open_file_cost)
+
+
 def split_weight(size_bytes: int, file_count: int, open_file_cost: int) -> int:
     """What a split (or a stream's bucket of splits) counts for when packing: its bytes, but at least
     ``open_file_cost`` per file, because opening a file costs time however little it holds."""

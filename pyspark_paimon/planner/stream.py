@@ -84,6 +84,10 @@ def _positive(opts: Mapping[str, str], key: str, memory: bool = False) -> int | 
     return value
 
 
+# Task packing of a micro-batch (as in a batch read): option -> StreamOptions field.
+_SPLIT_KEYS = {"source.split.target-size": "split_target_size", "source.split.open-file-cost": "open_file_cost"}
+
+
 @dataclass(frozen=True)
 class StreamOptions:
     """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case)."""
@@ -162,9 +166,7 @@ class StreamOptions:
                    changelog=_bool(opts, "read.changelog"),
                    read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts
                    else None, batch_size=int(batch), **limits,
-                   **{name: parse_memory_size(opts[key], key) if key in opts else None for key, name in
-                      (("source.split.target-size", "split_target_size"),
-                       ("source.split.open-file-cost", "open_file_cost"))})
+                   **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts})
 
 
 @dataclass(frozen=True)

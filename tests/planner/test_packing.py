@@ -16,7 +16,7 @@ from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.manifest import DataFileMeta
 from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.scan import pack_splits, split_open_file_cost, split_weight
+from pyspark_paimon.planner.scan import pack_splits, split_open_file_cost, split_packing, split_weight
 from pyspark_paimon.planner.split import DataSplit
 
 KB, MB = 1 << 10, 1 << 20
@@ -40,6 +40,10 @@ def test_default_open_file_cost_is_a_python_tasks_not_javas() -> None:
     assert split_open_file_cost({}, {}) == 64 * KB
     assert split_open_file_cost({"source.split.open-file-cost": "4 mb"}, {}) == 4 * MB
     assert split_open_file_cost({"source.split.open-file-cost": "4 mb"}, {"source.split.open-file-cost": "1kb"}) == KB
+    assert split_packing({}) == (TARGET, 64 * KB)
+    table = {"source.split.target-size": "1 mb", "source.split.open-file-cost": "4 mb"}
+    assert split_packing(table) == (MB, 4 * MB)
+    assert split_packing(table, 2 * MB, 0) == (2 * MB, 0)  # a read's explicit 0 is a value, not "unset"
 
 
 def test_many_tiny_files_share_few_balanced_groups() -> None:

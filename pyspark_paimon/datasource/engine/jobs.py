@@ -31,7 +31,7 @@ from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import PlannedRead, plan_read
-from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_open_file_cost, split_target_size
+from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_packing
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.time_travel import version_branch
 
@@ -60,10 +60,8 @@ class ReadJob:
 
         The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
         """
-        # A read option overrides the table's own source.split.target-size / source.split.open-file-cost.
-        table, read = self.plan.schema.options, read_options
-        target = split_target_size(table, {}) if read.split_target_size is None else read.split_target_size
-        open_file_cost = split_open_file_cost(table, {}) if read.open_file_cost is None else read.open_file_cost
+        target, open_file_cost = split_packing(self.plan.schema.options, read_options.split_target_size,
+                                               read_options.open_file_cost)
         return pack_splits(self.plan.splits, target, open_file_cost, min_groups=max(os.cpu_count() or 1, 1))
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:

@@ -41,7 +41,7 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain_config import chain_read_config
 from pyspark_paimon.planner.read_plan import branch_schemas
-from pyspark_paimon.planner.scan import pack_weights, split_open_file_cost, split_target_size, split_weight
+from pyspark_paimon.planner.scan import pack_weights, split_packing, split_weight
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream import (
     ROW_KIND_COLUMN,
@@ -197,11 +197,7 @@ class StreamReadJob:
             first = s.splits[0]
             by_bucket.setdefault((first.partition, first.bucket), []).append(s)
         buckets = list(by_bucket.values())
-        table = self.store.schema().options
-        target = self.opts.split_target_size
-        cost = self.opts.open_file_cost
-        target = split_target_size(table, {}) if target is None else target
-        cost = split_open_file_cost(table, {}) if cost is None else cost
+        target, cost = split_packing(self.store.schema().options, self.opts.split_target_size, self.opts.open_file_cost)
         weights = [split_weight(sum(s.size_bytes for s in b), sum(s.file_count for s in b), cost) for b in buckets]
         packed = pack_weights(weights, target, min_groups=max(os.cpu_count() or 1, 1))
         return [[s for j in group for s in buckets[j]] for group in packed]
