@@ -17,7 +17,6 @@ batchId)`` on the driver commits them once per micro-batch, idempotently (see
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
@@ -46,7 +45,7 @@ from pyspark_paimon.datasource.writer import PaimonCommitMessage, check_write_sc
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.commit import OverwriteSpec
 from pyspark_paimon.metadata.options import COMMIT_USER_PREFIX
-from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of, task_groups
+from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of
 
 try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (
@@ -151,8 +150,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not splits:
             return []
         ctx = self.job.context()
-        groups = task_groups(splits, ctx.read.schema, os.cpu_count() or 1)
-        return [PaimonStreamPartition(i, group, ctx) for i, group in enumerate(groups)]
+        return [PaimonStreamPartition(i, tuple(group), ctx) for i, group in enumerate(self.job.task_groups(splits))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonStreamPartition)

@@ -199,8 +199,11 @@ ROWKIND_FIELD = _option("rowkind.field", STRING, None, "Column whose +I/-U/+U/-D
 # Reads
 SOURCE_SPLIT_TARGET_SIZE = _option("source.split.target-size", MEMORY_SIZE, "128 mb",
                                    "Data a read task is given (splits are packed up to this size).")
-SOURCE_SPLIT_OPEN_FILE_COST = _option("source.split.open-file-cost", MEMORY_SIZE, "4 mb",
-                                      "Size a file counts for when splits are packed, however small it is.")
+# Java's default is 4 mb, a JVM figure: opening a small Parquet file in a Python task costs about what reading
+# 64 KB does there (benchmarks/README.md, "Packing many small files"), so 4 mb made tasks of ~30 tiny files.
+SOURCE_SPLIT_OPEN_FILE_COST = _option("source.split.open-file-cost", MEMORY_SIZE, "64 kb",
+                                      "Size a file counts for when splits are packed, however small it is "
+                                      "(default calibrated for Python tasks; Java's is 4 mb).")
 
 INCREMENTAL_BETWEEN_SCAN_MODE = _option("incremental-between-scan-mode", one_of(INCREMENTAL_SCAN_MODES), "auto",
                                        "What an incremental read returns: auto (changelog files when the table "

@@ -30,7 +30,7 @@ and the way out (consumers, :mod:`pyspark_paimon.metadata.consumers`, keep a run
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.consumers import ConsumerManager, check_consumer_id
@@ -47,7 +47,7 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.tags import TagManager, find_snapshot
 from pyspark_paimon.planner.read_options import STORAGE_PREFIX, STREAM_KEYS, STREAM_LIMIT_KEYS, parse_timestamp_millis
-from pyspark_paimon.planner.scan import ScanPlanner, pack_weights
+from pyspark_paimon.planner.scan import ScanPlanner, pack_weights, split_weight
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = ["StreamOptions", "StreamOffset", "Consumed", "StreamSplit", "Admission", "StreamPlanner",
@@ -84,6 +84,10 @@ def _positive(opts: Mapping[str, str], key: str, memory: bool = False) -> int | 
     return value
 
 
+# Task packing of a micro-batch (as in a batch read): option -> StreamOptions field.
+_SPLIT_KEYS = {"source.split.target-size": "split_target_size", "source.split.open-file-cost": "open_file_cost"}
+
+
 @dataclass(frozen=True)
 class StreamOptions:
     """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case)."""
@@ -102,6 +106,8 @@ class StreamOptions:
     min_rows: int | None = None
     max_trigger_delay_ms: int | None = None
     batch_size: int = 65536
+    split_target_size: int | None = None  # None: the table's source.split.target-size
+    open_file_cost: int | None = None  # None: the table's source.split.open-file-cost
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "StreamOptions":
@@ -159,7 +165,8 @@ class StreamOptions:
                    ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
                    changelog=_bool(opts, "read.changelog"),
                    read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts
-                   else None, batch_size=int(batch), **limits)
+                   else None, batch_size=int(batch), **limits,
+                   **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts})
 
 
 @dataclass(frozen=True)
@@ -507,12 +514,6 @@ def limits_of(opts: StreamOptions) -> Admission:
     return Admission(opts.max_files, opts.max_bytes, opts.max_rows)
 
 
-#: What one Spark task of a micro-batch aims to read, and the least a file weighs however small (the defaults
-#: of Paimon's ``source.split.target-size`` and ``source.split.open-file-cost``).
-_TASK_TARGET_BYTES = 128 << 20
-_FILE_OPEN_BYTES = 4 << 20
-
-
 def _ordered_by_bucket(schema: TableSchema) -> bool:
     """Whether a bucket's rows must reach the sink in commit order: always for primary-key tables (a key's
     changes), and for append tables with fixed buckets (Paimon's ordered append queue). Unaware-bucket append
@@ -520,11 +521,13 @@ def _ordered_by_bucket(schema: TableSchema) -> bool:
     return bool(schema.primary_keys) or schema.core_options.bucket != -1
 
 
-def task_groups(splits: list[StreamSplit], schema: TableSchema, min_groups: int) -> list[tuple[StreamSplit, ...]]:
-    """The Spark tasks of one micro-batch: groups of about 128 MB, at least ``min_groups`` (the cores) while
-    there is more than one unit to spread. Where order matters (:func:`_ordered_by_bucket`) a unit is every
-    split of one (partition, bucket), kept in commit order; otherwise it is one split, which for an append
-    table is one file (the planner's rule), so a micro-batch of one bucket still keeps every core busy."""
+def task_groups(splits: Sequence[StreamSplit], schema: TableSchema, target_size: int, open_file_cost: int,
+                min_groups: int) -> list[list[StreamSplit]]:
+    """The Spark tasks of one micro-batch, packed like a batch read's splits (``target_size`` bytes per task,
+    each file weighing at least ``open_file_cost``, at least ``min_groups`` tasks while there is more than one
+    unit to spread). Where order matters (:func:`_ordered_by_bucket`) a unit is every split of one (partition,
+    bucket), kept in commit order; otherwise it is one split, which for an append table is one file (the
+    planner's rule), so a micro-batch of one bucket still keeps every core busy."""
     units: list[list[StreamSplit]]
     if _ordered_by_bucket(schema):
         by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
@@ -534,6 +537,7 @@ def task_groups(splits: list[StreamSplit], schema: TableSchema, min_groups: int)
         units = list(by_bucket.values())
     else:
         units = [[s] for s in splits]
-    weights = [max(sum(s.size_bytes for s in unit), _FILE_OPEN_BYTES) for unit in units]
-    packed = pack_weights(weights, _TASK_TARGET_BYTES, min_groups=max(min_groups, 1))
-    return [tuple(s for j in idx for s in units[j]) for idx in packed]
+    weights = [split_weight(sum(s.size_bytes for s in unit), sum(s.file_count for s in unit), open_file_cost)
+               for unit in units]
+    packed = pack_weights(weights, target_size, min_groups=max(min_groups, 1))
+    return [[s for j in idx for s in units[j]] for idx in packed]

@@ -16,6 +16,7 @@ from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.stream import Admission, StreamOffset, StreamOptions, task_groups
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+TARGET, OPEN_COST = 128 << 20, 64 << 10  # the default source.split.target-size and open-file-cost
 
 
 def _pk(catalog: Catalog, **options: str):
@@ -166,10 +167,10 @@ def test_an_unaware_append_table_spreads_its_files_over_every_core(catalog):
     stream = _job(t)
     splits, _ = stream.next_batch(stream.initial_offset())
     assert [len(s.after.files) for s in splits] == [1] * 5  # one bucket (0): one split per file
-    groups = task_groups(splits, t.schema, 2)
+    groups = task_groups(splits, t.schema, TARGET, OPEN_COST, 2)
     assert sorted(len(g) for g in groups) == [2, 3]  # the 5 files over 2 tasks
     assert _rows(stream, [s for g in groups for s in g]) == _rows(stream, splits)  # exactly the batch's rows
-    assert len(task_groups(splits, t.schema, 1)) == 1  # small files share one task on one core
+    assert len(task_groups(splits, t.schema, TARGET, OPEN_COST, 1)) == 1  # small files share one task on one core
 
 
 @pytest.mark.parametrize("options, primary_keys",
@@ -184,7 +185,7 @@ def test_a_bucket_stays_in_one_task_in_commit_order(catalog, options, primary_ke
         _write(t, ids, [f"v{k}"] * len(ids))
     splits, _ = job.next_batch(start)
     assert len(splits) == 9  # 3 commits x 3 buckets, one file each
-    groups = task_groups(splits, t.schema, 2)
+    groups = task_groups(splits, t.schema, TARGET, OPEN_COST, 2)
     assert len(groups) == 2
     home = {}
     for g, group in enumerate(groups):

@@ -24,7 +24,6 @@ from pyspark_paimon.datasource.engine.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.deletion_vectors import refuse_deletion_vector_writes
-from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.metadata.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema import TableSchema
 from pyspark_paimon.metadata.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
@@ -32,7 +31,7 @@ from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import PlannedRead, plan_read
-from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_target_size
+from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_packing
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.time_travel import version_branch
 
@@ -61,9 +60,8 @@ class ReadJob:
 
         The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
         """
-        target = read_options.split_target_size or split_target_size(self.plan.schema.options, {})
-        # The read option overrides the table's own source.split.open-file-cost.
-        open_file_cost = read_options.open_file_cost or self.plan.schema.core_options.get(SOURCE_SPLIT_OPEN_FILE_COST)
+        target, open_file_cost = split_packing(self.plan.schema.options, read_options.split_target_size,
+                                               read_options.open_file_cost)
         return pack_splits(self.plan.splits, target, open_file_cost, min_groups=max(os.cpu_count() or 1, 1))
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import logging
+import os
 import uuid
 from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
@@ -41,6 +42,7 @@ from pyspark_paimon.metadata.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain_config import chain_read_config
 from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.scan import split_packing
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream import (
     ROW_KIND_COLUMN,
@@ -49,6 +51,7 @@ from pyspark_paimon.planner.stream import (
     StreamOptions,
     StreamPlanner,
     StreamSplit,
+    task_groups,
 )
 
 log = logging.getLogger(__name__)
@@ -191,6 +194,14 @@ class StreamReadJob:
                            schemas={self.store.branch: branch_schemas(self.store)}, branch=self.store.branch,
                            options=dict(schema.options), read_fields=self.columns, batch_size=self.opts.batch_size)
         return StreamReadContext(read, self.opts.changelog)
+
+    def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
+        """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.stream.task_groups`)
+        with ``source.split.target-size`` and ``source.split.open-file-cost`` as a batch read takes them (the
+        stream's read option, else the table's), at least one task per core."""
+        schema = self.store.schema()
+        target, cost = split_packing(schema.options, self.opts.split_target_size, self.opts.open_file_cost)
+        return task_groups(splits, schema, target, cost, os.cpu_count() or 1)
 
     def initial_offset(self) -> StreamOffset:
         return self.planner.initial_offset()
