@@ -38,7 +38,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from pyspark_paimon.datasource.engine.jobs import ReadJob, prepare_read
-from pyspark_paimon.datasource.engine.read import ReadContext, read_split
+from pyspark_paimon.datasource.engine.read import ReadContext, coalesce_batches, read_split
 from pyspark_paimon.datasource.engine.ref import TableRef
 from pyspark_paimon.datasource.engine.stream import stream_store
 from pyspark_paimon.datasource.engine.system_tables import check_system_table, read_system_table, system_table_fields
@@ -206,7 +206,8 @@ class PaimonReader(DataSourceReader):
         else:
             assert isinstance(partition, PaimonPartition) and partition.context is not None
             ctx = partition.context
-            batches = (batch for split in partition.splits for batch in read_split(ctx, split))
+            batches = coalesce_batches((batch for split in partition.splits for batch in read_split(ctx, split)
+                                        if batch.num_rows), ctx.batch_size)
         for batch in batches:
             if batch.num_rows:
                 yield conform(batch, target)

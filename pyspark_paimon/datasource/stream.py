@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.engine.jobs import prepare_write
+from pyspark_paimon.datasource.engine.read import coalesce_batches
 from pyspark_paimon.datasource.engine.ref import TableRef
 from pyspark_paimon.datasource.engine.stream import (
     StreamCommitter,
@@ -155,10 +156,10 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonStreamPartition)
         target = spark_arrow_schema(self.spark_schema)
-        for s in partition.splits:
-            for batch in read_stream_split(partition.context, s):
-                if batch.num_rows:
-                    yield conform(batch, target)
+        batches = (batch for s in partition.splits for batch in read_stream_split(partition.context, s)
+                   if batch.num_rows)
+        for batch in coalesce_batches(batches, partition.context.read.batch_size):
+            yield conform(batch, target)
 
     def commit(self, end: dict) -> None:
         self.job.commit(StreamOffset.from_dict(end))

@@ -16,8 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyspark_paimon.datasource.engine import read as engine_read
 from pyspark_paimon.datasource.engine.merge import MergeError
-from pyspark_paimon.datasource.engine.read import ReadContext, key_sections, read_split, referenced_columns
+from pyspark_paimon.datasource.engine.read import (
+    ReadContext,
+    coalesce_batches,
+    key_sections,
+    read_split,
+    referenced_columns,
+)
 from pyspark_paimon.errors import CorruptMetadataError, DataFileError, SchemaError
 from pyspark_paimon.metadata.binary_row import serialize_row
 from pyspark_paimon.metadata.fileio import FileIO
@@ -426,9 +433,13 @@ def test_table_options_come_from_the_schema_unless_overridden(tmp_path: Path) ->
     assert read(ctx, split) == [{"v": 2}]
 
 
-def test_damaged_data_files_name_the_file_and_the_way_out(catalog: Any) -> None:
+@pytest.mark.parametrize("whole_file_bytes", [1 << 20, 0], ids=["read_whole", "streamed"])
+def test_damaged_data_files_name_the_file_and_the_way_out(catalog: Any, whole_file_bytes: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A missing or truncated data file fails with a DataFileError naming the file and how to recover, not a
-    bare FileNotFoundError / ArrowInvalid from inside pyarrow; windowed merges and raw reads alike."""
+    bare FileNotFoundError / ArrowInvalid from inside pyarrow; windowed merges and raw reads alike, whether the
+    file is small enough to be read whole first or is read through its handle."""
+    monkeypatch.setattr(engine_read, "_WHOLE_FILE_BYTES", whole_file_bytes)
     for pk in (False, True):
         t = catalog.create_table(f"db.damaged_{int(pk)}", "id bigint, v string",
                                  primary_keys=["id"] if pk else [], options={"bucket": "1"} if pk else {})
@@ -441,3 +452,28 @@ def test_damaged_data_files_name_the_file_and_the_way_out(catalog: Any) -> None:
         first.unlink()
         with pytest.raises(DataFileError, match=rf"Data file \S*{first.name} is missing.*rollback_to"):
             t.to_arrow()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=30), st.integers(1, 50))
+def test_coalesced_batches_keep_every_row_and_join_small_runs(sizes: list[int], batch_size: int) -> None:
+    start = [0]
+
+    def batch(n: int) -> pa.RecordBatch:
+        start[0] += n
+        return pa.record_batch({"id": pa.array(range(start[0] - n, start[0]), pa.int64()),
+                                "s": pa.array([str(i) for i in range(n)], pa.string())})
+
+    batches = [batch(n) for n in sizes]
+    out = list(coalesce_batches(batches, batch_size))
+    assert [v for b in out for v in b.column("id").to_pylist()] == list(range(sum(sizes)))  # every row, in order
+    assert all(b.schema.equals(batches[0].schema) for b in out)
+    small = max(1, batch_size // 4)
+    # Between two batches that passed through, small ones are joined: at most one joined batch falls short.
+    runs: list[list[int]] = [[]]
+    for b in out:
+        if any(b is x for x in batches) and b.num_rows >= small:
+            runs.append([])
+        else:
+            runs[-1].append(b.num_rows)
+    assert all(sum(n < batch_size for n in run) <= 1 for run in runs)

@@ -87,7 +87,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
     from pyspark_paimon.planner.read_plan import PlannedRead
 
 __all__ = ["ReadContext", "ReadMetrics", "read_split", "read_merged", "read_file_changes", "read_data_file",
-           "referenced_columns", "select_row_groups"]
+           "referenced_columns", "select_row_groups", "coalesce_batches"]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 # What reading Parquet statistics written by any engine may raise (a timestamp or date outside Python's range
@@ -335,6 +335,10 @@ def _format_of(f: DataFileMeta, options: CoreOptions) -> str:
     return options.file_format
 
 
+# Data files up to this size (by their manifest's file size) are read whole before parsing (_FileReader).
+_WHOLE_FILE_BYTES = 1 << 20
+
+
 class _FileReader:
     """One open data file: its physical column names and batch/whole reads of chosen columns.
 
@@ -343,15 +347,24 @@ class _FileReader:
     which table is damaged nor what to do about it.
     """
 
-    def __init__(self, fileio: FileIO, path: str, fmt: str, file_name: str):
+    def __init__(self, fileio: FileIO, path: str, fmt: str, file_name: str, size: int | None = None):
         self.file_name = file_name
         self.uri = fileio.uri(path)
         self.fmt = fmt
         if fmt not in ("parquet", "orc"):
             raise OptionError(f"Data file '{file_name}' is in {fmt} format, which pyspark-paimon cannot read "
                               "(parquet and orc only). Rewrite the table with 'file.format' = 'parquet'.")
+        self._handle: Any
         with self.errors():
-            self._handle = fileio.open_input(path)
+            if size is not None and size <= _WHOLE_FILE_BYTES:
+                # A small file is read with one call, then parsed in memory: the reader's several small reads
+                # (footer length, footer, column chunks) through a Python file object cost more than the bytes
+                # (a quarter of the time per file of a table of many small files), and on object stores each
+                # could be a request.
+                with fileio.open_input(path) as handle:
+                    self._handle = pa.BufferReader(handle.read())
+            else:
+                self._handle = fileio.open_input(path)
         try:
             with self.errors():
                 if fmt == "parquet":
@@ -468,7 +481,8 @@ def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets:
     without the rows its deletion vector names."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name) as reader:
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name,
+                     f.file_size) as reader:
         data = reader.read(_physical_columns(reader, targets, file_schema, system))
         if deleted is not None:
             data = data.filter(pa.array(_keep_mask(deleted, reader.group_rows(), None, f.file_name)))
@@ -557,7 +571,8 @@ def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targe
     row groups ``ctx.pushed`` rules out are not read."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name) as reader:
+    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name,
+                     f.file_size) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
         if skip_row_groups is not None and reader.fmt == "parquet":
@@ -955,3 +970,35 @@ def _read_window(ctx: ReadContext, split: DataSplit, plan: _Plan, f: DataFileMet
         below = pc.less(key, pa.scalar(hi, key.type))
         mask = below if mask is None else pc.and_(mask, below)
     return data.filter(mask) if mask is not None else data
+
+
+def coalesce_batches(batches: Iterable[pa.RecordBatch], batch_size: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` (one schema), in order, with runs of small ones joined into batches of about ``batch_size`` rows.
+
+    A task of many small files or buckets reads each as its own few-row batch, and every batch handed to
+    Spark pays a fixed cost on both sides of the Arrow stream (thousands of 20-row batches cost more than the
+    rows). Batches of at least a quarter of ``batch_size`` pass through as they are. Row order is kept, so a
+    stream's changes of one key stay in the order they were made.
+    """
+    small = max(1, batch_size // 4)
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+
+    def joined() -> Iterator[pa.RecordBatch]:
+        if len(pending) == 1:
+            yield pending[0]
+        elif pending:
+            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+
+    for batch in batches:
+        if batch.num_rows >= small:
+            yield from joined()
+            pending, rows = [], 0
+            yield batch
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= batch_size:
+            yield from joined()
+            pending, rows = [], 0
+    yield from joined()
