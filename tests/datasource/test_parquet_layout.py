@@ -9,8 +9,11 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyspark_paimon import Catalog
+from pyspark_paimon.datasource.engine import parquet_layout
 from pyspark_paimon.datasource.engine.parquet_layout import dictionary_columns, dictionary_pays, leaf_paths
 from pyspark_paimon.errors import OptionError
 
@@ -25,6 +28,27 @@ def test_dictionary_pays_only_for_repeated_values() -> None:
     assert not dictionary_pays(pa.array([True, False] * n))                          # 1 bit per value already
     # long strings repeated a few times each: the dictionary stores each once
     assert dictionary_pays(pa.array([("x" * 50) + str(i % 100) for i in range(n)]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-3, 40)), max_size=60), st.booleans(), st.booleans())
+def test_the_increasing_shortcut_decides_as_the_distinct_count(values: list, sort: bool, as_text: bool) -> None:
+    """Strictly increasing columns (keys, sequence numbers) skip the distinct count; the decision must be the
+    one the count gives, for any column."""
+    if sort:
+        values = sorted(set(v for v in values if v is not None))
+    col = pa.array([None if v is None else (f"k{v:03d}" if as_text else v) for v in values],
+                   pa.string() if as_text else pa.int64())
+    shortcut = dictionary_pays(col)
+    real = parquet_layout._strictly_increasing
+    try:
+        parquet_layout._strictly_increasing = lambda c: False  # type: ignore[assignment]
+        assert shortcut == dictionary_pays(col)
+    finally:
+        parquet_layout._strictly_increasing = real
+    got = col.to_pylist()
+    assert parquet_layout._strictly_increasing(col) == (len(got) >= 2 and None not in got
+                                                        and all(a < b for a, b in zip(got, got[1:])))
 
 
 def test_nested_columns_keep_a_dictionary_on_every_leaf() -> None:
