@@ -123,9 +123,8 @@ class _PartitionSelector:
 
     def __init__(self, schema: TableSchema, part_pred: Sequence[Leaf],
                  partition_filter: Callable[[dict[str, Any]], bool] | None, values: dict[bytes, tuple]):
-        fields = schema.partition_fields
-        self.names = [f.name for f in fields]
-        self.types = [f.type for f in fields]
+        self.schema = schema
+        self.names = [f.name for f in schema.partition_fields]
         self.pred = part_pred
         self.partition_filter = partition_filter
         self.values = values
@@ -138,10 +137,7 @@ class _PartitionSelector:
     def __call__(self, partition: bytes) -> bool:
         ok = self.answers.get(partition)
         if ok is None:
-            values = self.values.get(partition)
-            if values is None:
-                values = self.values[partition] = tuple(deserialize_row(partition, self.types))
-            named = dict(zip(self.names, values))
+            named = dict(zip(self.names, partition_values(partition, self.schema, self.values)))
             ok = (not self.pred or eval_on_values(self.pred, named)) and (
                 self.partition_filter is None or self.partition_filter(named))
             self.answers[partition] = ok
