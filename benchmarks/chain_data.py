@@ -88,12 +88,16 @@ def chain_breakdown(table_path: str, anchor_day: str) -> dict[str, int]:
     for branch in ("snapshot", "delta", "main"):
         broot = root if branch == "main" else root / "branch" / f"branch-{branch}"
         own = sum(du(broot / d) for d in ("snapshot", "schema", "tag")) + sum(
-            f.stat().st_size for f in broot.glob("*.json"))
+            f.stat().st_size for f in broot.glob("*.json")
+        )
         lists: set[str] = set()
         for snap in (broot / "snapshot").glob("snapshot-*"):
             meta = json.loads(snap.read_text())
-            lists.update(meta[k] for k in ("baseManifestList", "deltaManifestList", "changelogManifestList",
-                                           "indexManifest") if meta.get(k))
+            lists.update(
+                meta[k]
+                for k in ("baseManifestList", "deltaManifestList", "changelogManifestList", "indexManifest")
+                if meta.get(k)
+            )
         manifests: set[str] = set()
         for name in lists:
             with open(manifest_dir / name, "rb") as f:
@@ -112,8 +116,9 @@ def chain_rows(ids: np.ndarray, day: int, d: np.ndarray | None = None, seq: np.n
     v = pc.binary_join_element_wise(f"v{day}_", pc.cast(id_arr, pa.string()), "")
     d_arr = pa.array(ids * 0.5 + day if d is None else d, pa.float64())
     seq_arr = pa.array(np.full(len(ids), day, np.int64) if seq is None else seq, pa.int64())
-    return pa.table({"id": id_arr, "v": v, "d": d_arr, "seq": seq_arr,
-                     "date": pa.array([day_name(day)] * len(ids), pa.string())})
+    return pa.table(
+        {"id": id_arr, "v": v, "d": d_arr, "seq": seq_arr, "date": pa.array([day_name(day)] * len(ids), pa.string())}
+    )
 
 
 @dataclass
@@ -123,14 +128,14 @@ class ChainData:
     rows: int
     days: int
     chain_path: str
-    compacted_path: str            # a copy of the chain table, for compact_chain (the original stays uncompacted)
-    full_day_path: str             # plain PK table with day D's full copy
-    full_dirs: dict[str, str]      # day -> directory of its full-copy Parquet file
-    change_dirs: dict[str, str]    # day -> directory of its changes Parquet file
+    compacted_path: str  # a copy of the chain table, for compact_chain (the original stays uncompacted)
+    full_day_path: str  # plain PK table with day D's full copy
+    full_dirs: dict[str, str]  # day -> directory of its full-copy Parquet file
+    change_dirs: dict[str, str]  # day -> directory of its changes Parquet file
     expected: dict[str, tuple[int, float, int]] = field(default_factory=dict)  # day -> (count, sum d, sum seq)
     sizes: dict[str, int] = field(default_factory=dict)
     breakdown: dict[str, int] = field(default_factory=dict)  # chain_breakdown of the chain table
-    filter_expected: int = 0       # rows of day D with d > threshold (value-column filter)
+    filter_expected: int = 0  # rows of day D with d > threshold (value-column filter)
     filter_threshold: float = 0.0
 
     @property
@@ -143,13 +148,24 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
 
     warehouse = str(root / "warehouse")
     cat = Catalog(warehouse)
-    opts = {"bucket": str(CHAIN_BUCKETS), "bucket-key": "id", "sequence.field": "seq",
-            "partition.timestamp-pattern": "$date", "partition.timestamp-formatter": "yyyyMMdd"}
-    t = cat.create_chain_table("bench.chain_t", CHAIN_SCHEMA, partition_keys=["date"], primary_keys=["date", "id"],
-                               options=opts)
+    opts = {
+        "bucket": str(CHAIN_BUCKETS),
+        "bucket-key": "id",
+        "sequence.field": "seq",
+        "partition.timestamp-pattern": "$date",
+        "partition.timestamp-formatter": "yyyyMMdd",
+    }
+    t = cat.create_chain_table(
+        "bench.chain_t", CHAIN_SCHEMA, partition_keys=["date"], primary_keys=["date", "id"], options=opts
+    )
     # The same chain written with the opt-in Parquet v2 encodings (storage only; Java 1.0.0 cannot read it)
-    t2 = cat.create_chain_table("bench.chain_v2", CHAIN_SCHEMA, partition_keys=["date"],
-                                primary_keys=["date", "id"], options={**opts, "parquet.writer.version": "v2"})
+    t2 = cat.create_chain_table(
+        "bench.chain_v2",
+        CHAIN_SCHEMA,
+        partition_keys=["date"],
+        primary_keys=["date", "id"],
+        options={**opts, "parquet.writer.version": "v2"},
+    )
     snap, delta = t.branch_table("snapshot"), t.branch_table("delta")
     snap2, delta2 = t2.branch_table("snapshot"), t2.branch_table("delta")
 
@@ -199,23 +215,45 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
 
     # Branches share the table directory's data files (branch/ holds only their metadata): du of the table
     # directory is the whole chain table.
-    sizes = {"chain_table": du(t.path), "full_copies": du(root / "full"), "changes_parquet": du(root / "changes"),
-             "full_copy_one_day": du(full_dirs[day_name(days)]), "full_copy_anchor_day": du(full_dirs[day_name(0)])}
+    sizes = {
+        "chain_table": du(t.path),
+        "full_copies": du(root / "full"),
+        "changes_parquet": du(root / "changes"),
+        "full_copy_one_day": du(full_dirs[day_name(days)]),
+        "full_copy_anchor_day": du(full_dirs[day_name(0)]),
+    }
     # The arithmetic limit of a chain: one full copy plus the D days of changes, as pyarrow writes them
     sizes["limit"] = sizes["full_copy_one_day"] + sizes["changes_parquet"]
     breakdown = chain_breakdown(t.path, day_name(0))
     sizes["chain_table_writer_v2"] = du(t2.path)
 
-    full = cat.create_table("bench.full_day", "id bigint not null, v string, d double, seq bigint",
-                            primary_keys=["id"], options={"bucket": str(CHAIN_BUCKETS)})
+    full = cat.create_table(
+        "bench.full_day",
+        "id bigint not null, v string, d double, seq bigint",
+        primary_keys=["id"],
+        options={"bucket": str(CHAIN_BUCKETS)},
+    )
     full.write_arrow(pq.read_table(full_dirs[day_name(days)]).select(["id", "v", "d", "seq"]))
     sizes["full_day_pk_table"] = du(full.path)
 
     compacted = str(Path(warehouse) / "bench.db" / "chain_compacted")
     shutil.copytree(t.path, compacted)
-    return ChainData(root=root, warehouse=warehouse, rows=n, days=days, chain_path=t.path, compacted_path=compacted,
-                     full_day_path=full.path, full_dirs=full_dirs, change_dirs=change_dirs, expected=expected,
-                     sizes=sizes, breakdown=breakdown, filter_expected=filter_expected, filter_threshold=threshold)
+    return ChainData(
+        root=root,
+        warehouse=warehouse,
+        rows=n,
+        days=days,
+        chain_path=t.path,
+        compacted_path=compacted,
+        full_day_path=full.path,
+        full_dirs=full_dirs,
+        change_dirs=change_dirs,
+        expected=expected,
+        sizes=sizes,
+        breakdown=breakdown,
+        filter_expected=filter_expected,
+        filter_threshold=threshold,
+    )
 
 
 @dataclass
@@ -237,8 +275,9 @@ def build_scan(root: Path, n: int = SCAN_ROWS, partitions: int = SCAN_PARTITIONS
 
     warehouse = str(root / "warehouse")
     cat = Catalog(warehouse)
-    pk = cat.create_table("bench.pk16", "id bigint not null, s string, d double", primary_keys=["id"],
-                          options={"bucket": "16"})
+    pk = cat.create_table(
+        "bench.pk16", "id bigint not null, s string, d double", primary_keys=["id"], options={"bucket": "16"}
+    )
     pk.write_arrow(make_rows(np.arange(n, dtype=np.int64)))
 
     parts = cat.create_table("bench.parts365", "id bigint, s string, d double, dt string", partition_keys=["dt"])
@@ -247,8 +286,16 @@ def build_scan(root: Path, n: int = SCAN_ROWS, partitions: int = SCAN_PARTITIONS
     days = [(_dt.date(2024, 1, 1) + _dt.timedelta(days=i)).isoformat() for i in range(partitions)]
     dt = pa.array(np.repeat(np.array(days, dtype=object), ROWS_PER_PARTITION), pa.string())
     parts.write_arrow(rows.append_column("dt", dt))
-    return ScanData(warehouse=warehouse, rows=n, pk16_path=pk.path, parts_identifier="bench.parts365",
-                    parts_path=parts.path, partitions=partitions, parts_rows=total, day=days[partitions // 2])
+    return ScanData(
+        warehouse=warehouse,
+        rows=n,
+        pk16_path=pk.path,
+        parts_identifier="bench.parts365",
+        parts_path=parts.path,
+        partitions=partitions,
+        parts_rows=total,
+        day=days[partitions // 2],
+    )
 
 
 _CACHE: dict[str, Any] = {}

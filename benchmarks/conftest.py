@@ -57,6 +57,7 @@ def loadavg() -> float:
 
 # ---------------------------------------------------------------------------------------------- data
 
+
 def make_rows(ids: np.ndarray, prefix: str = "str_", d_offset: float = 0.0) -> pa.Table:
     """(id, s, d) rows for ``ids``, built column-wise (no Python loop over rows)."""
     id_arr = pa.array(ids, pa.int64())
@@ -78,8 +79,9 @@ class Expected:
         got = (rows, sum_id, max_len_s)
         want = (self.rows, self.sum_id, self.max_len_s)
         assert got == want, f"{who} returned (rows, sum id, max len s) = {got}, expected {want}"
-        assert abs(sum_d - self.sum_d) <= 1e-9 * max(abs(self.sum_d), 1.0), \
+        assert abs(sum_d - self.sum_d) <= 1e-9 * max(abs(self.sum_d), 1.0), (
             f"{who} returned sum(d) = {sum_d}, expected {self.sum_d}"
+        )
 
 
 @dataclass
@@ -89,13 +91,13 @@ class Datasets:
     rows: int
     append_path: str
     append_expected: Expected
-    append_groups: list[list[str]]          # data files per Spark task of the paimon source
+    append_groups: list[list[str]]  # data files per Spark task of the paimon source
     pk_identifier: str
     pk_path: str
     pk_expected: Expected
     pk_files: int
-    write_data: pa.Table                    # the rows every write benchmark writes (= pk_t's first commit)
-    write_ipc: str                          # the same rows as an Arrow IPC file, for the oracle venv
+    write_data: pa.Table  # the rows every write benchmark writes (= pk_t's first commit)
+    write_ipc: str  # the same rows as an Arrow IPC file, for the oracle venv
     notes: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -124,11 +126,16 @@ def _build(root: Path, n: int) -> Datasets:
     groups = [[split.file_path(f) for split in group for f in split.files] for group in job.groups(ReadOptions())]
     live = append.store.live_entries(append.latest_snapshot())
     assert sorted(p for g in groups for p in g) == sorted(
-        append.store.bucket_path(append.schema, (), e.bucket) + "/" + e.file.file_name for e in live)
+        append.store.bucket_path(append.schema, (), e.bucket) + "/" + e.file.file_name for e in live
+    )
 
     # write-only: no automatic compaction, so every bucket keeps its 5 overlapping runs and every reader merges.
-    pk = catalog.create_table("bench.pk_t", "id bigint not null, s string, d double", primary_keys=["id"],
-                              options={"bucket": str(PK_BUCKETS), "write-only": "true"})
+    pk = catalog.create_table(
+        "bench.pk_t",
+        "id bigint not null, s string, d double",
+        primary_keys=["id"],
+        options={"bucket": str(PK_BUCKETS), "write-only": "true"},
+    )
     base = make_rows(np.arange(n, dtype=np.int64))
     pk.write_arrow(base)
     rng = np.random.default_rng(SEED)
@@ -138,7 +145,7 @@ def _build(root: Path, n: int) -> Datasets:
         pk.write_arrow(make_rows(keys, f"upd{k}_", float(k)))
         last[keys] = k
     ids = np.arange(n, dtype=np.int64)
-    digits = 1 + sum((ids >= 10 ** k).astype(np.int64) for k in range(1, len(str(n))))
+    digits = 1 + sum((ids >= 10**k).astype(np.int64) for k in range(1, len(str(n))))
     prefix_len = np.where(last == 0, len("str_"), len("upd0_"))
     pk_expected = Expected(n, int(ids.sum()), float((ids * 0.5 + last).sum()), int((digits + prefix_len).max()))
     pk_files = len(pk.store.live_entries(pk.latest_snapshot()))
@@ -148,10 +155,20 @@ def _build(root: Path, n: int) -> Datasets:
     with pa.OSFile(str(ipc), "wb") as sink, pa.ipc.new_file(sink, base.schema) as writer:
         writer.write_table(base)
 
-    return Datasets(root=root, warehouse=warehouse, rows=n, append_path=append.path,
-                    append_expected=_expected_plain(n), append_groups=groups,
-                    pk_identifier="bench.pk_t", pk_path=pk.path, pk_expected=pk_expected, pk_files=pk_files,
-                    write_data=base, write_ipc=str(ipc))
+    return Datasets(
+        root=root,
+        warehouse=warehouse,
+        rows=n,
+        append_path=append.path,
+        append_expected=_expected_plain(n),
+        append_groups=groups,
+        pk_identifier="bench.pk_t",
+        pk_path=pk.path,
+        pk_expected=pk_expected,
+        pk_files=pk_files,
+        write_data=base,
+        write_ipc=str(ipc),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -165,6 +182,7 @@ def datasets() -> Iterator[Datasets]:
 
 
 # --------------------------------------------------------------------------------------------- spark
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["SparkSession"]:  # noqa: F821
@@ -200,6 +218,7 @@ def spark() -> Iterator["SparkSession"]:  # noqa: F821
 
 
 # -------------------------------------------------------------------------------------------- oracle
+
 
 def _oracle_env() -> dict[str, str]:
     """Keep the main venv's packages (PYTHONPATH, VIRTUAL_ENV) out of the oracle interpreter."""
@@ -243,8 +262,7 @@ def oracle_bench() -> Callable[..., dict[str, Any]]:
         argv = [python, str(ORACLE_BENCH), op]
         for key, value in kwargs.items():
             argv += [f"--{key}", str(value)]
-        proc = subprocess.run(argv, capture_output=True, text=True, env=_oracle_env(), check=False,
-                              timeout=3600)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=_oracle_env(), check=False, timeout=3600)
         lines = proc.stdout.strip().splitlines()
         if proc.returncode != 0 or not lines:
             raise RuntimeError(f"{' '.join(argv)} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -254,6 +272,7 @@ def oracle_bench() -> Callable[..., dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------------- reports
+
 
 def _versions() -> str:
     import pyspark
@@ -269,8 +288,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         cpu = names[0] if names else cpu
     except OSError:
         pass
-    return [f"paimon bench: {ROWS:,} rows (PAIMON_BENCH_ROWS), {ROUNDS} rounds (PAIMON_BENCH_ROUNDS), "
-            f"Spark local[2]; machine: {os.cpu_count()} cores ({cpu}); {_versions()}"]
+    return [
+        f"paimon bench: {ROWS:,} rows (PAIMON_BENCH_ROWS), {ROUNDS} rounds (PAIMON_BENCH_ROUNDS), "
+        f"Spark local[2]; machine: {os.cpu_count()} cores ({cpu}); {_versions()}"
+    ]
 
 
 def comparable_seconds(bench: Any) -> float:
@@ -291,8 +312,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not benches:
         return
     tr = terminalreporter
-    tr.write_sep("=", f"paimon bench comparison ({ROWS:,} rows; ratio and rows/s from medians, in-process "
-                      "for subprocess benchmarks; load = 1-min load average)")
+    tr.write_sep(
+        "=",
+        f"paimon bench comparison ({ROWS:,} rows; ratio and rows/s from medians, in-process "
+        "for subprocess benchmarks; load = 1-min load average)",
+    )
     groups: dict[str, list[Any]] = {}
     for b in benches:
         groups.setdefault(b.group or "", []).append(b)
@@ -302,17 +326,21 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         base_s = comparable_seconds(base)
         tr.write_line("")
         tr.write_line(f"{group}  (baseline: {base.extra_info.get('label', base.name)})")
-        tr.write_line(f"  {'alternative':<40} {'min s':>8} {'median s':>9} {'in-proc s':>10} {'M rows/s':>9} "
-                      f"{'ratio':>7} {'rounds':>6}  load")
+        tr.write_line(
+            f"  {'alternative':<40} {'min s':>8} {'median s':>9} {'in-proc s':>10} {'M rows/s':>9} "
+            f"{'ratio':>7} {'rounds':>6}  load"
+        )
         for b in items:
             label = b.extra_info.get("label", b.name)
             inproc = b.extra_info.get("inproc_median_s")
             secs = comparable_seconds(b)
             rows = b.extra_info.get("rows")
             rate = f"{rows / secs / 1e6:9.2f}" if rows and secs > 0 else f"{'':>9}"
-            tr.write_line(f"  {label:<40} {b.stats.min:8.3f} {b.stats.median:9.3f} "
-                          f"{(f'{inproc:.3f}' if inproc is not None else '-'):>10} {rate} "
-                          f"{secs / base_s:6.2f}x {b.stats.rounds:>6}  {max(b.extra_info.get('loadavg') or [-1]):.1f}")
+            tr.write_line(
+                f"  {label:<40} {b.stats.min:8.3f} {b.stats.median:9.3f} "
+                f"{(f'{inproc:.3f}' if inproc is not None else '-'):>10} {rate} "
+                f"{secs / base_s:6.2f}x {b.stats.rounds:>6}  {max(b.extra_info.get('loadavg') or [-1]):.1f}"
+            )
     _curve_summary(tr, benches)
 
 
@@ -333,18 +361,23 @@ def _curve_summary(tr: Any, benches: list[Any]) -> None:
         if len(rows) > 1:
             growth += [(f"{rows[-1] / rows[0]:g}x rows @{k}b", (rows[0], k), (rows[-1], k)) for k in buckets]
         if len(buckets) > 1:
-            growth += [(f"{buckets[-1]}b/{buckets[0]}b @{r / 1e6:g}M", (r, buckets[0]), (r, buckets[-1]))
-                       for r in rows]
+            growth += [(f"{buckets[-1]}b/{buckets[0]}b @{r / 1e6:g}M", (r, buckets[0]), (r, buckets[-1])) for r in rows]
         heads = [f"{r / 1e6:g}M x {k}b" for r, k in points] + [g[0] for g in growth]
         tr.write_line("")
         tr.write_line(f"{op}")
         tr.write_line(f"  {'alternative':<22}" + "".join(f"{h:>16}" for h in heads) + "   load")
         for label in sorted({b.extra_info.get("label", b.name) for b in items}):
-            secs = {(b.extra_info["rows"], b.extra_info["buckets"]): comparable_seconds(b)
-                    for b in items if b.extra_info.get("label", b.name) == label}
+            secs = {
+                (b.extra_info["rows"], b.extra_info["buckets"]): comparable_seconds(b)
+                for b in items
+                if b.extra_info.get("label", b.name) == label
+            }
             cells = [f"{secs[p]:16.3f}" if p in secs else f"{'-':>16}" for p in points]
-            cells += [f"{secs[b] / secs[a]:15.2f}x" if a in secs and b in secs and secs[a] > 0 else f"{'-':>16}"
-                      for _, a, b in growth]
-            load = max(max(b.extra_info.get("loadavg") or [-1]) for b in items
-                       if b.extra_info.get("label", b.name) == label)
+            cells += [
+                f"{secs[b] / secs[a]:15.2f}x" if a in secs and b in secs and secs[a] > 0 else f"{'-':>16}"
+                for _, a, b in growth
+            ]
+            load = max(
+                max(b.extra_info.get("loadavg") or [-1]) for b in items if b.extra_info.get("label", b.name) == label
+            )
             tr.write_line(f"  {label:<22}" + "".join(cells) + f"   {load:.1f}")

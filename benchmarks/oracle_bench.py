@@ -75,10 +75,12 @@ def read_once(impl: str, warehouse: str, identifier: str) -> pa.Table:
 
 
 def checks(data: pa.Table) -> dict[str, Any]:
-    return {"rows": data.num_rows,
-            "sum_id": pc.sum(data.column("id")).as_py(),
-            "sum_d": pc.sum(data.column("d")).as_py(),
-            "max_len_s": pc.max(pc.utf8_length(data.column("s"))).as_py()}
+    return {
+        "rows": data.num_rows,
+        "sum_id": pc.sum(data.column("id")).as_py(),
+        "sum_d": pc.sum(data.column("d")).as_py(),
+        "max_len_s": pc.max(pc.utf8_length(data.column("s"))).as_py(),
+    }
 
 
 def cmd_read(args: argparse.Namespace) -> dict[str, Any]:

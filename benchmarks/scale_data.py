@@ -40,8 +40,8 @@ META_PARTITIONS = int(os.environ.get("PAIMON_BENCH_META_PARTITIONS", "1000"))
 META_BUCKETS = int(os.environ.get("PAIMON_BENCH_META_BUCKETS", "16"))
 META_COMMITS = int(os.environ.get("PAIMON_BENCH_META_COMMITS", "500"))
 META_ROWS = int(os.environ.get("PAIMON_BENCH_META_ROWS", "320"))  # rows (keys) per partition
-UPDATED_DAYS = 2           # earlier days each commit upserts
-UPDATE_FRACTION = 0.25     # of the keys of an upserted day
+UPDATED_DAYS = 2  # earlier days each commit upserts
+UPDATE_FRACTION = 0.25  # of the keys of an upserted day
 SEED = 20261124
 IDENTIFIER = "bench.meta_t"
 SCHEMA = "dt string, id bigint not null, s string, d double"
@@ -56,16 +56,16 @@ class MetaTable:
     partitions: int
     buckets: int
     commits: int
-    rows: int                   # live rows
+    rows: int  # live rows
     sum_id: int
     sum_d: float
     max_len_s: int
-    one_day: str                # the day the one-partition benchmarks read
+    one_day: str  # the day the one-partition benchmarks read
     one_day_rows: int
     one_day_sum_d: float
     build_s: float
-    files: int                  # live data files
-    manifests: int              # manifest files the latest snapshot lists
+    files: int  # live data files
+    manifests: int  # manifest files the latest snapshot lists
     snapshot_id: int
     # median seconds of one write_arrow (data files + commit + the writer's compaction) over the first and the
     # last 10% of the build's commits: how a commit's cost grows with the table
@@ -84,16 +84,27 @@ def _rows(p: int, keys: np.ndarray, version: int, rows_per_day: int) -> pa.Table
     return pa.table({"dt": pa.array([day_name(p)] * len(keys), pa.string()), "id": ids, "s": s, "d": d})
 
 
-def build_meta(root: Path, partitions: int = META_PARTITIONS, buckets: int = META_BUCKETS,
-               commits: int = META_COMMITS, rows_per_day: int = META_ROWS, profile: str | None = None) -> MetaTable:
+def build_meta(
+    root: Path,
+    partitions: int = META_PARTITIONS,
+    buckets: int = META_BUCKETS,
+    commits: int = META_COMMITS,
+    rows_per_day: int = META_ROWS,
+    profile: str | None = None,
+) -> MetaTable:
     """Write the table under ``root`` (``profile``: write cProfile stats of the build to that file)."""
     from pyspark_paimon import Catalog
 
     if commits > partitions:
         raise ValueError(f"{commits} commits cannot each insert a new day into {partitions} partitions")
     warehouse = str(root / "warehouse")
-    table = Catalog(warehouse).create_table(IDENTIFIER, SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
-                                            options={"bucket": str(buckets), "bucket-key": "id"})
+    table = Catalog(warehouse).create_table(
+        IDENTIFIER,
+        SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": str(buckets), "bucket-key": "id"},
+    )
     rng = np.random.default_rng(SEED)
     version = np.zeros((partitions, rows_per_day), np.int64)  # the commit that last wrote each key
     bounds = [(c * partitions) // commits for c in range(commits + 1)]
@@ -129,13 +140,27 @@ def build_meta(root: Path, partitions: int = META_PARTITIONS, buckets: int = MET
     tenth = max(1, commits // 10)
     snapshot = table.latest_snapshot()
     assert snapshot is not None
-    return MetaTable(warehouse=warehouse, identifier=IDENTIFIER, path=table.path, partitions=partitions,
-                     buckets=buckets, commits=commits, rows=int(ids.size), sum_id=int(ids.sum()),
-                     sum_d=float(d.sum()), max_len_s=int(lens.max()), one_day=day_name(one),
-                     one_day_rows=rows_per_day, one_day_sum_d=float(d[one].sum()), build_s=build_s,
-                     files=len(table.store.live_entries(snapshot)),
-                     manifests=len(table.store.data_manifests(snapshot)), snapshot_id=snapshot.id,
-                     write_s_first=statistics.median(write_s[:tenth]), write_s_last=statistics.median(write_s[-tenth:]))
+    return MetaTable(
+        warehouse=warehouse,
+        identifier=IDENTIFIER,
+        path=table.path,
+        partitions=partitions,
+        buckets=buckets,
+        commits=commits,
+        rows=int(ids.size),
+        sum_id=int(ids.sum()),
+        sum_d=float(d.sum()),
+        max_len_s=int(lens.max()),
+        one_day=day_name(one),
+        one_day_rows=rows_per_day,
+        one_day_sum_d=float(d[one].sum()),
+        build_s=build_s,
+        files=len(table.store.live_entries(snapshot)),
+        manifests=len(table.store.data_manifests(snapshot)),
+        snapshot_id=snapshot.id,
+        write_s_first=statistics.median(write_s[:tenth]),
+        write_s_last=statistics.median(write_s[-tenth:]),
+    )
 
 
 def get_meta() -> MetaTable:

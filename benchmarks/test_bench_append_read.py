@@ -54,8 +54,12 @@ CASES = [(q, s) for q in QUERIES for s in SOURCES] + [("filter", "paimon_pushdow
 
 def expected_result(query: str, data: Datasets) -> tuple:
     e = data.append_expected
-    return {"count": (e.rows,), "sum_id": (e.sum_id,), "full_agg": (e.sum_id, e.sum_d, e.max_len_s),
-            "filter": (min(1000, e.rows),)}[query]
+    return {
+        "count": (e.rows,),
+        "sum_id": (e.sum_id,),
+        "full_agg": (e.sum_id, e.sum_d, e.max_len_s),
+        "filter": (min(1000, e.rows),),
+    }[query]
 
 
 def loader(spark: SparkSession, data: Datasets, source: str) -> Callable[[], DataFrame]:
@@ -88,6 +92,11 @@ def test_append_scan(benchmark: Any, spark: SparkSession, datasets: Datasets, qu
     assert result[0] == want[0] and result[-1] == want[-1], f"{source} {query}: got {result}, expected {want}"
     if len(want) == 3:
         assert abs(result[1] - want[1]) <= 1e-9 * abs(want[1])
-    benchmark.extra_info.update(label=source, rows=datasets.rows, spark_tasks=tasks,
-                                files=len(datasets.append_files), baseline=source == "paimon",
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=source,
+        rows=datasets.rows,
+        spark_tasks=tasks,
+        files=len(datasets.append_files),
+        baseline=source == "paimon",
+        loadavg=[load_before, loadavg()],
+    )

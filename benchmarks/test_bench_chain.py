@@ -62,16 +62,26 @@ def test_chain_storage(benchmark: Any, chain: ChainData) -> None:
     assert sum(b.values()) == s["chain_table"], f"the breakdown {b} does not add up to {s['chain_table']}"
     ratio = s["full_copies"] / s["chain_table"]
     over_limit = s["chain_table"] / s["limit"]
-    print(f"\n[chain storage] {chain.rows:,} keys, {chain.days} days of 1% deltas: chain table {s['chain_table']:,} B "
-          f"(all branches, metadata included) vs {chain.days + 1} daily full copies {s['full_copies']:,} B "
-          f"(Parquet zstd) = {ratio:.2f}x; limit (one full copy {s['full_copy_one_day']:,} B + changes as Parquet "
-          f"{s['changes_parquet']:,} B) {s['limit']:,} B: chain / limit = {over_limit:.3f} (with "
-          f"parquet.writer.version = v2: {s['chain_table_writer_v2']:,} B, "
-          f"{s['chain_table_writer_v2'] / s['limit']:.3f}); plain PK table of day N "
-          f"{s['full_day_pk_table']:,} B\n[chain storage] breakdown: "
-          + ", ".join(f"{k} {v:,}" for k, v in b.items()))
-    info(benchmark, chain, "du(chain table)", before, sizes=s, breakdown=b, full_copies_over_chain=round(ratio, 3),
-         chain_over_limit=round(over_limit, 3), measured_chain_bytes=size)
+    print(
+        f"\n[chain storage] {chain.rows:,} keys, {chain.days} days of 1% deltas: chain table {s['chain_table']:,} B "
+        f"(all branches, metadata included) vs {chain.days + 1} daily full copies {s['full_copies']:,} B "
+        f"(Parquet zstd) = {ratio:.2f}x; limit (one full copy {s['full_copy_one_day']:,} B + changes as Parquet "
+        f"{s['changes_parquet']:,} B) {s['limit']:,} B: chain / limit = {over_limit:.3f} (with "
+        f"parquet.writer.version = v2: {s['chain_table_writer_v2']:,} B, "
+        f"{s['chain_table_writer_v2'] / s['limit']:.3f}); plain PK table of day N "
+        f"{s['full_day_pk_table']:,} B\n[chain storage] breakdown: " + ", ".join(f"{k} {v:,}" for k, v in b.items())
+    )
+    info(
+        benchmark,
+        chain,
+        "du(chain table)",
+        before,
+        sizes=s,
+        breakdown=b,
+        full_copies_over_chain=round(ratio, 3),
+        chain_over_limit=round(over_limit, 3),
+        measured_chain_bytes=size,
+    )
 
 
 def _anchor_groups(chain: ChainData) -> list[list[str]]:
@@ -92,25 +102,50 @@ def _read_cases(spark: SparkSession, chain: ChainData) -> dict[str, tuple[Callab
     return {
         "chain_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), True),
         "chain_no_pushdown": (lambda: spark.read.format("paimon").load(chain.chain_path).where(where), False),
-        "chain_scan_partitions": (lambda: spark.read.format("paimon").option("scan.partitions", f"date={n}")
-                                  .load(chain.chain_path), False),
+        "chain_scan_partitions": (
+            lambda: spark.read.format("paimon").option("scan.partitions", f"date={n}").load(chain.chain_path),
+            False,
+        ),
         # Spark 4's Python sources get no column pruning; a user-given schema is how a user prunes (README).
-        "chain_scan_partitions_pruned": (lambda: spark.read.schema("d double, seq bigint").format("paimon")
-                                         .option("scan.partitions", f"date={n}").load(chain.chain_path), False),
+        "chain_scan_partitions_pruned": (
+            lambda: (
+                spark.read.schema("d double, seq bigint")
+                .format("paimon")
+                .option("scan.partitions", f"date={n}")
+                .load(chain.chain_path)
+            ),
+            False,
+        ),
         "compacted_snapshot": (lambda: spark.read.format("paimon").load(chain.compacted_path).where(where), True),
         "full_pk_table": (lambda: spark.read.format("paimon").load(chain.full_day_path), False),
         "parquet_full_copy": (lambda: spark.read.parquet(chain.full_dirs[n]), False),
         # The Python-source floor for a day: the anchor's own files (500k rows, the same columns, 2 tasks) handed
         # to Spark by benchmarks/floor_source.py, with no Paimon work at all (it returns day 0's content).
-        "floor_anchor_files": (lambda: spark.read.format(FLOOR_FORMAT)
-                               .option("ddl", "id bigint, v string, d double, seq bigint, date string")
-                               .option("groups", groups).load(), False),
+        "floor_anchor_files": (
+            lambda: (
+                spark.read.format(FLOOR_FORMAT)
+                .option("ddl", "id bigint, v string, d double, seq bigint, date string")
+                .option("groups", groups)
+                .load()
+            ),
+            False,
+        ),
     }
 
 
-@pytest.mark.parametrize("case", ["chain_pushdown", "chain_no_pushdown", "chain_scan_partitions",
-                                  "chain_scan_partitions_pruned", "compacted_snapshot", "full_pk_table",
-                                  "parquet_full_copy", "floor_anchor_files"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "chain_pushdown",
+        "chain_no_pushdown",
+        "chain_scan_partitions",
+        "chain_scan_partitions_pruned",
+        "compacted_snapshot",
+        "full_pk_table",
+        "parquet_full_copy",
+        "floor_anchor_files",
+    ],
+)
 def test_chain_read_day(benchmark: Any, spark: SparkSession, chain: ChainData, case: str) -> None:
     from pyspark_paimon import Catalog, register
 
@@ -144,8 +179,13 @@ def test_chain_traditional_merge(benchmark: Any, spark: SparkSession, chain: Cha
     before = loadavg()
     got = benchmark.pedantic(job, rounds=ROUNDS, warmup_rounds=1, iterations=1)
     check(got, chain.expected[n], "traditional merge")
-    info(benchmark, chain, "spark_sql_row_number_merge", before, shuffle_partitions=spark.conf.get(
-        "spark.sql.shuffle.partitions"))
+    info(
+        benchmark,
+        chain,
+        "spark_sql_row_number_merge",
+        before,
+        shuffle_partitions=spark.conf.get("spark.sql.shuffle.partitions"),
+    )
 
 
 def test_chain_compact(benchmark: Any, chain: ChainData) -> None:
@@ -155,8 +195,9 @@ def test_chain_compact(benchmark: Any, chain: ChainData) -> None:
     table = Catalog(chain.warehouse).get_table("bench.chain_compacted")
     part = f"date={chain.last_day}"
     before = loadavg()
-    result = benchmark.pedantic(lambda: table.compact_chain(part, overwrite=True), rounds=ROUNDS, warmup_rounds=1,
-                                iterations=1)
+    result = benchmark.pedantic(
+        lambda: table.compact_chain(part, overwrite=True), rounds=ROUNDS, warmup_rounds=1, iterations=1
+    )
     assert result.compacted, f"compact_chain wrote nothing: {result}"
     check(tuple(_arrow_agg(table, chain.last_day)), chain.expected[chain.last_day], "compact_chain result")
     info(benchmark, chain, "compact_chain(overwrite=True)", before)

@@ -49,8 +49,12 @@ class CompactionTables:
 
 
 def _expected(data: pa.Table) -> Expected:
-    return Expected(data.num_rows, pc.sum(data.column("id")).as_py(), pc.sum(data.column("d")).as_py(),
-                    pc.max(pc.utf8_length(data.column("s"))).as_py())
+    return Expected(
+        data.num_rows,
+        pc.sum(data.column("id")).as_py(),
+        pc.sum(data.column("d")).as_py(),
+        pc.max(pc.utf8_length(data.column("s"))).as_py(),
+    )
 
 
 def _build(root: Path) -> CompactionTables:
@@ -60,9 +64,12 @@ def _build(root: Path) -> CompactionTables:
     input_rows: dict[int, int] = {}
     per_commit = max(1, COMPACT_ROWS // 200)
     for commits in COMMITS:
-        t = Catalog(str(root)).create_table(f"bench.pk_c{commits}", "id bigint not null, s string, d double",
-                                            primary_keys=["id"], options={"bucket": str(BUCKETS),
-                                                                          "write-only": "true"})
+        t = Catalog(str(root)).create_table(
+            f"bench.pk_c{commits}",
+            "id bigint not null, s string, d double",
+            primary_keys=["id"],
+            options={"bucket": str(BUCKETS), "write-only": "true"},
+        )
         t.write_arrow(make_rows(np.arange(COMPACT_ROWS, dtype=np.int64)))
         for k in range(commits):
             ids = np.sort(rng.choice(COMPACT_ROWS, size=per_commit, replace=False)).astype(np.int64)
@@ -88,8 +95,13 @@ def tables() -> Iterator[CompactionTables]:
 
 
 def _check(exp: Expected, data: pa.Table, who: str) -> None:
-    exp.check(data.num_rows, pc.sum(data.column("id")).as_py(), pc.sum(data.column("d")).as_py(),
-              pc.max(pc.utf8_length(data.column("s"))).as_py(), who)
+    exp.check(
+        data.num_rows,
+        pc.sum(data.column("id")).as_py(),
+        pc.sum(data.column("d")).as_py(),
+        pc.max(pc.utf8_length(data.column("s"))).as_py(),
+        who,
+    )
 
 
 # --------------------------------------------------------------------------------------------------- group 7
@@ -102,22 +114,28 @@ def test_pk_read_after_commits_ours(benchmark: Any, tables: CompactionTables, co
     load_before = loadavg()
     data = benchmark.pedantic(table.to_arrow, rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _check(tables.expected[commits], data, f"Table.to_arrow {commits} commits")
-    benchmark.extra_info.update(label=f"ours {commits}c {'compacted' if compacted else 'uncompacted'}",
-                                rows=data.num_rows, sorted_runs=runs, baseline=(commits == 5 and compacted),
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=f"ours {commits}c {'compacted' if compacted else 'uncompacted'}",
+        rows=data.num_rows,
+        sorted_runs=runs,
+        baseline=(commits == 5 and compacted),
+        loadavg=[load_before, loadavg()],
+    )
 
 
 @pytest.mark.benchmark(group=READ_GROUP)
 @pytest.mark.parametrize("compacted", [False, True], ids=["uncompacted", "compacted"])
 @pytest.mark.parametrize("commits", COMMITS)
-def test_pk_read_after_commits_rust(benchmark: Any, tables: CompactionTables, oracle_bench: Any, commits: int,
-                                    compacted: bool) -> None:
+def test_pk_read_after_commits_rust(
+    benchmark: Any, tables: CompactionTables, oracle_bench: Any, commits: int, compacted: bool
+) -> None:
     path = Path(tables.paths[(commits, compacted)])
     reports: list[dict[str, Any]] = []
 
     def run() -> None:
-        reports.append(oracle_bench("read", impl="rust", warehouse=str(tables.root), table=f"bench.{path.name}",
-                                    reads=1))
+        reports.append(
+            oracle_bench("read", impl="rust", warehouse=str(tables.root), table=f"bench.{path.name}", reads=1)
+        )
 
     load_before = loadavg()
     benchmark.pedantic(run, rounds=3, warmup_rounds=0, iterations=1)
@@ -125,16 +143,21 @@ def test_pk_read_after_commits_rust(benchmark: Any, tables: CompactionTables, or
         c = report["checks"]
         tables.expected[commits].check(c["rows"], c["sum_id"], c["sum_d"], c["max_len_s"], "pypaimon-rust")
     inproc = [r["times_s"][0] for r in reports]
-    benchmark.extra_info.update(label=f"rust {commits}c {'compacted' if compacted else 'uncompacted'}",
-                                rows=tables.expected[commits].rows, inproc_s=inproc,
-                                inproc_median_s=statistics.median(inproc), loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=f"rust {commits}c {'compacted' if compacted else 'uncompacted'}",
+        rows=tables.expected[commits].rows,
+        inproc_s=inproc,
+        inproc_median_s=statistics.median(inproc),
+        loadavg=[load_before, loadavg()],
+    )
 
 
 # --------------------------------------------------------------------------------------------------- group 8
 @pytest.mark.benchmark(group=COMPACT_GROUP)
 @pytest.mark.parametrize("through", ["in_process", "spark"])
-def test_full_compaction_throughput(benchmark: Any, tables: CompactionTables, request: pytest.FixtureRequest,
-                                    through: str) -> None:
+def test_full_compaction_throughput(
+    benchmark: Any, tables: CompactionTables, request: pytest.FixtureRequest, through: str
+) -> None:
     source = Path(tables.paths[(200, False)])
     spark = request.getfixturevalue("spark") if through == "spark" else None
     scratch = Path(tempfile.mkdtemp(prefix="paimon-bench-compact-round-"))
@@ -156,6 +179,10 @@ def test_full_compaction_throughput(benchmark: Any, tables: CompactionTables, re
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert all(r and r.rows_before == tables.input_rows[200] for r in results)
-    benchmark.extra_info.update(label=f"full compaction {through.replace('_', ' ')}", rows=tables.input_rows[200],
-                                buckets=results[0].buckets, baseline=through == "in_process",
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=f"full compaction {through.replace('_', ' ')}",
+        rows=tables.input_rows[200],
+        buckets=results[0].buckets,
+        baseline=through == "in_process",
+        loadavg=[load_before, loadavg()],
+    )

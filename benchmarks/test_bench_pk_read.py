@@ -51,8 +51,14 @@ def test_pk_read_spark(benchmark: Any, spark: SparkSession, datasets: Datasets, 
     load_before = loadavg()
     rows, sum_id, sum_d, max_len = benchmark.pedantic(run, rounds=ROUNDS, warmup_rounds=1, iterations=1)
     datasets.pk_expected.check(rows, sum_id, sum_d, max_len, "spark paimon")
-    _info(benchmark, "spark_paimon" + (f" (split-target {split_target})" if split_target else ""), datasets,
-          spark_tasks=tasks, baseline=split_target is None, loadavg=[load_before, loadavg()])
+    _info(
+        benchmark,
+        "spark_paimon" + (f" (split-target {split_target})" if split_target else ""),
+        datasets,
+        spark_tasks=tasks,
+        baseline=split_target is None,
+        loadavg=[load_before, loadavg()],
+    )
 
 
 def test_pk_read_table_to_arrow(benchmark: Any, datasets: Datasets) -> None:
@@ -61,8 +67,13 @@ def test_pk_read_table_to_arrow(benchmark: Any, datasets: Datasets) -> None:
     table = Table.open(datasets.pk_path)
     load_before = loadavg()
     data = benchmark.pedantic(table.to_arrow, rounds=ROUNDS, warmup_rounds=1, iterations=1)
-    datasets.pk_expected.check(data.num_rows, pc.sum(data.column("id")).as_py(), pc.sum(data.column("d")).as_py(),
-                               pc.max(pc.utf8_length(data.column("s"))).as_py(), "Table.to_arrow")
+    datasets.pk_expected.check(
+        data.num_rows,
+        pc.sum(data.column("id")).as_py(),
+        pc.sum(data.column("d")).as_py(),
+        pc.max(pc.utf8_length(data.column("s"))).as_py(),
+        "Table.to_arrow",
+    )
     _info(benchmark, "table_to_arrow (no Spark)", datasets, loadavg=[load_before, loadavg()])
 
 
@@ -71,8 +82,9 @@ def test_pk_read_oracle(benchmark: Any, datasets: Datasets, oracle_bench: Any, i
     reports: list[dict[str, Any]] = []
 
     def run() -> None:
-        reports.append(oracle_bench("read", impl=impl, warehouse=datasets.warehouse,
-                                    table=datasets.pk_identifier, reads=1))
+        reports.append(
+            oracle_bench("read", impl=impl, warehouse=datasets.warehouse, table=datasets.pk_identifier, reads=1)
+        )
 
     load_before = loadavg()
     benchmark.pedantic(run, rounds=SUBPROCESS_ROUNDS[impl], warmup_rounds=0, iterations=1)
@@ -85,6 +97,13 @@ def test_pk_read_oracle(benchmark: Any, datasets: Datasets, oracle_bench: Any, i
     if impl == "rust":
         warm = oracle_bench("read", impl=impl, warehouse=datasets.warehouse, table=datasets.pk_identifier, reads=3)
         extra["warm_inproc_s"] = warm["times_s"][1:]
-    _info(benchmark, ("pypaimon" if impl == "pypaimon" else "pypaimon_rust") + " (subprocess)", datasets,
-          inproc_s=inproc, inproc_median_s=statistics.median(inproc),
-          import_s=statistics.median(r["import_s"] for r in reports), loadavg=[load_before, load_after], **extra)
+    _info(
+        benchmark,
+        ("pypaimon" if impl == "pypaimon" else "pypaimon_rust") + " (subprocess)",
+        datasets,
+        inproc_s=inproc,
+        inproc_median_s=statistics.median(inproc),
+        import_s=statistics.median(r["import_s"] for r in reports),
+        loadavg=[load_before, load_after],
+        **extra,
+    )

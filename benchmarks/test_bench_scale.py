@@ -54,10 +54,13 @@ SCALE_ROWS = _sizes("PAIMON_BENCH_SCALE_ROWS", "2000000")
 SCALE_BUCKETS = _sizes("PAIMON_BENCH_SCALE_BUCKETS", "4,64")
 POINTS = list(itertools.product(SCALE_ROWS, SCALE_BUCKETS))
 META_PLAN_ROUNDS = 5
-META_READ_ROUNDS = 2      # full reads of the big-metadata table (tens of seconds each), no warm-up round
+META_READ_ROUNDS = 2  # full reads of the big-metadata table (tens of seconds each), no warm-up round
 PYPAIMON_PLAN_ROUNDS = 3
-SCOPE_LABELS = {"all": "all", "one_partition_filter": "1 part filter",
-                "one_partition_scan_partitions": "1 part scan.partitions"}
+SCOPE_LABELS = {
+    "all": "all",
+    "one_partition_filter": "1 part filter",
+    "one_partition_scan_partitions": "1 part scan.partitions",
+}
 _names = itertools.count()
 
 
@@ -104,8 +107,9 @@ class ScaleData:
                     writer.write_table(data)
                 expected = _expected_plain(rows)
             ident = f"scale.read_{rows}_{buckets}"
-            table = Catalog(self.warehouse).create_table(ident, "id bigint not null, s string, d double",
-                                                         primary_keys=["id"], options={"bucket": str(buckets)})
+            table = Catalog(self.warehouse).create_table(
+                ident, "id bigint not null, s string, d double", primary_keys=["id"], options={"bucket": str(buckets)}
+            )
             table.write_arrow(data)
             self.points[key] = Point(rows, buckets, data, ipc, expected, ident, table.path)
         return self.points[key]
@@ -123,8 +127,9 @@ def meta() -> MetaTable:
 
 
 def _curve(benchmark: Any, op: str, label: str, point: Point, before: float, **extra: Any) -> None:
-    benchmark.extra_info.update(label=label, rows=point.rows, buckets=point.buckets, curve=op,
-                                loadavg=[before, loadavg()], **extra)
+    benchmark.extra_info.update(
+        label=label, rows=point.rows, buckets=point.buckets, curve=op, loadavg=[before, loadavg()], **extra
+    )
 
 
 def _check(expected: Expected, got: tuple, who: str) -> None:
@@ -132,56 +137,85 @@ def _check(expected: Expected, got: tuple, who: str) -> None:
 
 
 def _arrow_checks(data: pa.Table) -> tuple:
-    return (data.num_rows, pc.sum(data.column("id")).as_py(), pc.sum(data.column("d")).as_py(),
-            pc.max(pc.utf8_length(data.column("s"))).as_py())
+    return (
+        data.num_rows,
+        pc.sum(data.column("id")).as_py(),
+        pc.sum(data.column("d")).as_py(),
+        pc.max(pc.utf8_length(data.column("s"))).as_py(),
+    )
 
 
 # ------------------------------------------------------------------------------------------- curves: write
 
+
 def _fresh(scale: ScaleData, buckets: int, label: str) -> Any:
     from pyspark_paimon import Catalog
 
-    return Catalog(scale.warehouse).create_table(f"scale_w.{label}_{next(_names)}",
-                                                 "id bigint not null, s string, d double", primary_keys=["id"],
-                                                 options={"bucket": str(buckets)})
+    return Catalog(scale.warehouse).create_table(
+        f"scale_w.{label}_{next(_names)}",
+        "id bigint not null, s string, d double",
+        primary_keys=["id"],
+        options={"bucket": str(buckets)},
+    )
 
 
-def _write_rounds(benchmark: Any, scale: ScaleData, point: Point, label: str, write: Callable[[Any], None],
-                  warmup: int = 1) -> None:
+def _write_rounds(
+    benchmark: Any, scale: ScaleData, point: Point, label: str, write: Callable[[Any], None], warmup: int = 1
+) -> None:
     from pyspark_paimon import Catalog
 
     def check_and_drop(table: Any) -> None:
         snapshot = table.latest_snapshot()
-        assert snapshot is not None and snapshot.total_record_count == point.rows, \
+        assert snapshot is not None and snapshot.total_record_count == point.rows, (
             f"{label}: expected {point.rows} records, got {snapshot}"
+        )
         Catalog(scale.warehouse).drop_table(table.identifier)
 
-    benchmark.pedantic(write, setup=lambda: ((_fresh(scale, point.buckets, label),), {}), teardown=check_and_drop,
-                       rounds=rounds_for(point.rows), warmup_rounds=warmup if point.rows <= 2_000_000 else 0,
-                       iterations=1)
+    benchmark.pedantic(
+        write,
+        setup=lambda: ((_fresh(scale, point.buckets, label),), {}),
+        teardown=check_and_drop,
+        rounds=rounds_for(point.rows),
+        warmup_rounds=warmup if point.rows <= 2_000_000 else 0,
+        iterations=1,
+    )
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[_point_id(p) for p in POINTS])
 @pytest.mark.parametrize("alt", ["spark_paimon", "table_write_arrow", "pypaimon_rust"])
-def test_scale_write(benchmark: Any, spark: SparkSession, scale: ScaleData, oracle_bench: Any,
-                     point: tuple[int, int], alt: str) -> None:
+def test_scale_write(
+    benchmark: Any, spark: SparkSession, scale: ScaleData, oracle_bench: Any, point: tuple[int, int], alt: str
+) -> None:
     p = scale.point(*point)
     benchmark.group = f"scale write: {p.rows:,} rows x {p.buckets} buckets"
     before = loadavg()
     extra: dict[str, Any] = {"baseline": alt == "spark_paimon"}
     if alt == "spark_paimon":
+
         def write(table: Any) -> None:
-            (spark.range(0, p.rows, 1, 2)
-             .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
-             .write.format("paimon").mode("append").save(table.path))
+            (
+                spark.range(0, p.rows, 1, 2)
+                .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
+                .write.format("paimon")
+                .mode("append")
+                .save(table.path)
+            )
 
         _write_rounds(benchmark, scale, p, alt, write)
     elif alt == "table_write_arrow":
         _write_rounds(benchmark, scale, p, alt, lambda table: table.write_arrow(p.data))
     else:
         reports: list[dict[str, Any]] = []
-        _write_rounds(benchmark, scale, p, "rust", lambda table: reports.append(oracle_bench(
-            "write", impl="rust", warehouse=scale.warehouse, table=table.identifier, ipc=p.ipc)), warmup=0)
+        _write_rounds(
+            benchmark,
+            scale,
+            p,
+            "rust",
+            lambda table: reports.append(
+                oracle_bench("write", impl="rust", warehouse=scale.warehouse, table=table.identifier, ipc=p.ipc)
+            ),
+            warmup=0,
+        )
         inproc = [r["times_s"][0] for r in reports]
         extra.update(inproc_s=inproc, inproc_median_s=statistics.median(inproc))
     _curve(benchmark, "write", alt, p, before, **extra)
@@ -189,10 +223,12 @@ def test_scale_write(benchmark: Any, spark: SparkSession, scale: ScaleData, orac
 
 # -------------------------------------------------------------------------------------------- curves: read
 
+
 @pytest.mark.parametrize("point", POINTS, ids=[_point_id(p) for p in POINTS])
 @pytest.mark.parametrize("alt", ["spark_paimon", "table_to_arrow", "pypaimon_rust"])
-def test_scale_read(benchmark: Any, spark: SparkSession, scale: ScaleData, oracle_bench: Any,
-                    point: tuple[int, int], alt: str) -> None:
+def test_scale_read(
+    benchmark: Any, spark: SparkSession, scale: ScaleData, oracle_bench: Any, point: tuple[int, int], alt: str
+) -> None:
     from pyspark_paimon import Table
 
     p = scale.point(*point)
@@ -201,9 +237,14 @@ def test_scale_read(benchmark: Any, spark: SparkSession, scale: ScaleData, oracl
     before = loadavg()
     extra: dict[str, Any] = {"baseline": alt == "spark_paimon"}
     if alt == "spark_paimon":
+
         def run() -> tuple:
-            return tuple(spark.read.format("paimon").load(p.read_path)
-                         .agg(F.count("*"), F.sum("id"), F.sum("d"), F.max(F.length("s"))).collect()[0])
+            return tuple(
+                spark.read.format("paimon")
+                .load(p.read_path)
+                .agg(F.count("*"), F.sum("id"), F.sum("d"), F.max(F.length("s")))
+                .collect()[0]
+            )
 
         got = benchmark.pedantic(run, rounds=rounds, warmup_rounds=warmup, iterations=1)
         extra["spark_tasks"] = spark.read.format("paimon").load(p.read_path).rdd.getNumPartitions()
@@ -214,9 +255,14 @@ def test_scale_read(benchmark: Any, spark: SparkSession, scale: ScaleData, oracl
         _check(p.expected, _arrow_checks(data), alt)
     else:
         reports: list[dict[str, Any]] = []
-        benchmark.pedantic(lambda: reports.append(oracle_bench("read", impl="rust", warehouse=scale.warehouse,
-                                                               table=p.read_identifier, reads=1)),
-                           rounds=rounds, warmup_rounds=0, iterations=1)
+        benchmark.pedantic(
+            lambda: reports.append(
+                oracle_bench("read", impl="rust", warehouse=scale.warehouse, table=p.read_identifier, reads=1)
+            ),
+            rounds=rounds,
+            warmup_rounds=0,
+            iterations=1,
+        )
         for r in reports:
             c = r["checks"]
             _check(p.expected, (c["rows"], c["sum_id"], c["sum_d"], c["max_len_s"]), alt)
@@ -227,14 +273,22 @@ def test_scale_read(benchmark: Any, spark: SparkSession, scale: ScaleData, oracl
 
 # ------------------------------------------------------------------------------------------- big metadata
 
+
 def _meta_group(meta: MetaTable, what: str) -> str:
     return f"scale meta {what}: {meta.partitions:,} partitions x {meta.buckets} buckets x {meta.commits} commits"
 
 
 def _meta_info(benchmark: Any, meta: MetaTable, label: str, before: float, **extra: Any) -> None:
-    benchmark.extra_info.update(label=label, live_files=meta.files, manifests=meta.manifests,
-                                build_s=round(meta.build_s, 1), write_s_first=round(meta.write_s_first, 3),
-                                write_s_last=round(meta.write_s_last, 3), loadavg=[before, loadavg()], **extra)
+    benchmark.extra_info.update(
+        label=label,
+        live_files=meta.files,
+        manifests=meta.manifests,
+        build_s=round(meta.build_s, 1),
+        write_s_first=round(meta.write_s_first, 3),
+        write_s_last=round(meta.write_s_last, 3),
+        loadavg=[before, loadavg()],
+        **extra,
+    )
 
 
 @pytest.mark.parametrize("cache", ["cold", "warm"])
@@ -261,8 +315,15 @@ def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache:
     want_partitions = meta.partitions if scope == "all" else 1
     assert got["splits"]["partitions"] == want_partitions, got["splits"]
     assert got["splits"]["rows"] >= (meta.rows if scope == "all" else meta.one_day_rows), got["splits"]
-    _meta_info(benchmark, meta, f"explain {SCOPE_LABELS[scope]}, {cache}", before, splits=got["splits"]["count"],
-               files=got["splits"]["files"], baseline=(scope, cache) == ("all", "warm"))
+    _meta_info(
+        benchmark,
+        meta,
+        f"explain {SCOPE_LABELS[scope]}, {cache}",
+        before,
+        splits=got["splits"]["count"],
+        files=got["splits"]["files"],
+        baseline=(scope, cache) == ("all", "warm"),
+    )
 
 
 @pytest.mark.parametrize("scope", ["all", "one_partition"])
@@ -276,9 +337,16 @@ def test_scale_meta_planning_pypaimon(benchmark: Any, meta: MetaTable, scope: st
     before = loadavg()
     got = benchmark.pedantic(plan, rounds=PYPAIMON_PLAN_ROUNDS, warmup_rounds=0, iterations=1)
     assert got["splits"] >= (1 if scope == "one_partition" else meta.partitions), got
-    _meta_info(benchmark, meta, f"pypaimon plan {'all' if scope == 'all' else '1 part filter'} (subproc)", before,
-               inproc_s=inproc,
-               inproc_median_s=statistics.median(inproc), splits=got["splits"], files=got["files"])
+    _meta_info(
+        benchmark,
+        meta,
+        f"pypaimon plan {'all' if scope == 'all' else '1 part filter'} (subproc)",
+        before,
+        inproc_s=inproc,
+        inproc_median_s=statistics.median(inproc),
+        splits=got["splits"],
+        files=got["files"],
+    )
 
 
 def test_scale_meta_read_in_process(benchmark: Any, meta: MetaTable) -> None:
@@ -307,9 +375,17 @@ def test_scale_meta_read_spark(benchmark: Any, spark: SparkSession, meta: MetaTa
 
     before = loadavg()
     full = scope == "all"
-    got = benchmark.pedantic(run, rounds=META_READ_ROUNDS if full else META_PLAN_ROUNDS,
-                             warmup_rounds=0 if full else 1, iterations=1)
+    got = benchmark.pedantic(
+        run, rounds=META_READ_ROUNDS if full else META_PLAN_ROUNDS, warmup_rounds=0 if full else 1, iterations=1
+    )
     want = (meta.rows, meta.sum_d) if scope == "all" else (meta.one_day_rows, meta.one_day_sum_d)
     assert got[0] == want[0] and abs(got[1] - want[1]) <= 1e-9 * abs(want[1]), f"{scope}: {got}, expected {want}"
-    _meta_info(benchmark, meta, f"spark_paimon {SCOPE_LABELS[scope]}", before, rows=want[0], baseline=full,
-               spark_tasks=load().rdd.getNumPartitions())
+    _meta_info(
+        benchmark,
+        meta,
+        f"spark_paimon {SCOPE_LABELS[scope]}",
+        before,
+        rows=want[0],
+        baseline=full,
+        spark_tasks=load().rdd.getNumPartitions(),
+    )

@@ -63,11 +63,16 @@ def test_scan_selective_append(benchmark: Any, spark: SparkSession, datasets: Da
     else:
         load = lambda: spark.read.format("paimon").load(datasets.append_path)  # noqa: E731
     before = loadavg()
-    got = timed(benchmark, spark, lambda: load().where(cond).agg(F.count(F.lit(1)), F.sum("id")).collect()[0],
-                case == "paimon_pushdown")
+    got = timed(
+        benchmark,
+        spark,
+        lambda: load().where(cond).agg(F.count(F.lit(1)), F.sum("id")).collect()[0],
+        case == "paimon_pushdown",
+    )
     assert (got[0], got[1]) == (1000, sum(range(lo, lo + 1000))), f"{case}: {got}"
-    benchmark.extra_info.update(label=case, rows=datasets.rows, baseline=case == "paimon_pushdown",
-                                loadavg=[before, loadavg()])
+    benchmark.extra_info.update(
+        label=case, rows=datasets.rows, baseline=case == "paimon_pushdown", loadavg=[before, loadavg()]
+    )
 
 
 @pytest.mark.parametrize("case", ["pushdown", "filter_option", "no_pushdown"])
@@ -88,11 +93,22 @@ def test_scan_pk_point(benchmark: Any, spark: SparkSession, scan: ScanData, case
 def test_scan_partition_filter(benchmark: Any, spark: SparkSession, scan: ScanData, case: str) -> None:
     benchmark.group = f"scan c: dt = day on {scan.partitions} partitions x 1,000 rows"
     before = loadavg()
-    got = timed(benchmark, spark, lambda: spark.read.format("paimon").load(scan.parts_path)
-                .where(f"dt = '{scan.day}'").agg(F.count(F.lit(1)), F.sum("id")).collect()[0], case == "pushdown")
+    got = timed(
+        benchmark,
+        spark,
+        lambda: (
+            spark.read.format("paimon")
+            .load(scan.parts_path)
+            .where(f"dt = '{scan.day}'")
+            .agg(F.count(F.lit(1)), F.sum("id"))
+            .collect()[0]
+        ),
+        case == "pushdown",
+    )
     assert got[0] == 1000, got
-    benchmark.extra_info.update(label=case, rows=scan.parts_rows, baseline=case == "pushdown",
-                                loadavg=[before, loadavg()])
+    benchmark.extra_info.update(
+        label=case, rows=scan.parts_rows, baseline=case == "pushdown", loadavg=[before, loadavg()]
+    )
 
 
 @pytest.mark.parametrize("case", ["ours_explain", "pypaimon_plan"])
@@ -103,22 +119,41 @@ def test_scan_partition_planning(benchmark: Any, scan: ScanData, case: str) -> N
     benchmark.group = f"scan c: planning dt = day ({scan.partitions} partitions)"
     before = loadavg()
     if case == "ours_explain":
+
         def plan() -> dict:
-            return Catalog(scan.warehouse).get_table(scan.parts_identifier).explain(
-                predicate=[Leaf("dt", "=", scan.day)])
+            return (
+                Catalog(scan.warehouse).get_table(scan.parts_identifier).explain(predicate=[Leaf("dt", "=", scan.day)])
+            )
 
         got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)
         assert got["splits"]["files"] == 1, got["splits"]
         benchmark.extra_info.update(splits=got["splits"]["count"], files=got["splits"]["files"])
     else:
-        plan, inproc = oracle_plan_runner(["--warehouse", scan.warehouse, "--table", scan.parts_identifier,
-                                           "--column", "dt", "--value", scan.day, "--reps", "1"], timeout=600)
+        plan, inproc = oracle_plan_runner(
+            [
+                "--warehouse",
+                scan.warehouse,
+                "--table",
+                scan.parts_identifier,
+                "--column",
+                "dt",
+                "--value",
+                scan.day,
+                "--reps",
+                "1",
+            ],
+            timeout=600,
+        )
 
         got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)
         assert got["splits"] >= 1, got
         timed_inproc = inproc[1:]  # drop the warm-up round
-        benchmark.extra_info.update(inproc_s=timed_inproc, inproc_median_s=statistics.median(timed_inproc),
-                                    splits=got["splits"], files=got["files"])
+        benchmark.extra_info.update(
+            inproc_s=timed_inproc,
+            inproc_median_s=statistics.median(timed_inproc),
+            splits=got["splits"],
+            files=got["files"],
+        )
     benchmark.extra_info.update(label=case, baseline=case == "ours_explain", loadavg=[before, loadavg()])
 
 
@@ -127,9 +162,20 @@ def test_scan_chain_filter(benchmark: Any, spark: SparkSession, chain: ChainData
     benchmark.group = "scan d: chain read of day N (pushdown on)"
     cond = f"date = '{chain.last_day}'" + (f" AND d > {chain.filter_threshold}" if case == "value_filter" else "")
     before = loadavg()
-    got = timed(benchmark, spark, lambda: spark.read.format("paimon").load(chain.chain_path).where(cond)
-                .agg(F.count(F.lit(1)), F.sum("d")).collect()[0], True)
+    got = timed(
+        benchmark,
+        spark,
+        lambda: (
+            spark.read.format("paimon")
+            .load(chain.chain_path)
+            .where(cond)
+            .agg(F.count(F.lit(1)), F.sum("d"))
+            .collect()[0]
+        ),
+        True,
+    )
     want = chain.filter_expected if case == "value_filter" else chain.rows
     assert got[0] == want, f"{case}: {got[0]} rows, expected {want}"
-    benchmark.extra_info.update(label=case, rows=chain.rows, baseline=case == "no_value_filter",
-                                loadavg=[before, loadavg()])
+    benchmark.extra_info.update(
+        label=case, rows=chain.rows, baseline=case == "no_value_filter", loadavg=[before, loadavg()]
+    )

@@ -68,8 +68,9 @@ def _start(spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
 
 
 @pytest.mark.parametrize("case", THROUGHPUT)
-def test_stream_throughput(benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path,
-                           case: str) -> None:
+def test_stream_throughput(
+    benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
+) -> None:
     benchmark.group = "9 stream throughput: AvailableNow over all rows"
     processed: list[int] = []
 
@@ -81,13 +82,15 @@ def test_stream_throughput(benchmark: Any, spark: SparkSession, datasets: Datase
     load_before = loadavg()
     benchmark.pedantic(run, rounds=min(3, ROUNDS), warmup_rounds=1, iterations=1)
     assert set(processed) == {datasets.rows}, f"{case} processed {processed}, expected {datasets.rows} each round"
-    benchmark.extra_info.update(label=case, rows=datasets.rows, baseline=case == "paimon->noop",
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=case, rows=datasets.rows, baseline=case == "paimon->noop", loadavg=[load_before, loadavg()]
+    )
 
 
 @pytest.mark.parametrize("case", LATENCY)
-def test_micro_batch_latency(benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path,
-                             case: str) -> None:
+def test_micro_batch_latency(
+    benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
+) -> None:
     from pyspark_paimon import Catalog
 
     benchmark.group = "10 micro-batch latency: commit 1,000 rows, wait until processed"
@@ -120,5 +123,6 @@ def test_micro_batch_latency(benchmark: Any, spark: SparkSession, datasets: Data
     finally:
         q.stop()
     assert processed == 1000 * (max(5, ROUNDS) + 1), f"{case} processed {processed} rows"
-    benchmark.extra_info.update(label=case, rows=1000, baseline=case == "paimon->noop",
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=case, rows=1000, baseline=case == "paimon->noop", loadavg=[load_before, loadavg()]
+    )

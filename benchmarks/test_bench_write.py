@@ -38,40 +38,57 @@ def _fresh_table(data: Datasets, label: str) -> Any:
     from pyspark_paimon import Catalog
 
     catalog = Catalog(data.warehouse)
-    return catalog.create_table(f"bench_w.{label}_{next(_names)}", "id bigint not null, s string, d double",
-                                primary_keys=["id"], options={"bucket": str(PK_BUCKETS)})
+    return catalog.create_table(
+        f"bench_w.{label}_{next(_names)}",
+        "id bigint not null, s string, d double",
+        primary_keys=["id"],
+        options={"bucket": str(PK_BUCKETS)},
+    )
 
 
 def _check_and_drop(data: Datasets, table: Any) -> None:
     from pyspark_paimon import Catalog
 
     snapshot = table.latest_snapshot()
-    assert snapshot is not None and snapshot.total_record_count == data.rows, \
+    assert snapshot is not None and snapshot.total_record_count == data.rows, (
         f"{table.identifier}: expected one snapshot of {data.rows} records, got {snapshot}"
+    )
     Catalog(data.warehouse).drop_table(table.identifier)
 
 
-def _pedantic(benchmark: Any, data: Datasets, label: str, write: Callable[[Any], None], rounds: int,
-              warmup: int) -> None:
+def _pedantic(
+    benchmark: Any, data: Datasets, label: str, write: Callable[[Any], None], rounds: int, warmup: int
+) -> None:
     def setup() -> tuple[tuple, dict]:
         return (_fresh_table(data, label),), {}
 
-    benchmark.pedantic(write, setup=setup, teardown=lambda table: _check_and_drop(data, table),
-                       rounds=rounds, warmup_rounds=warmup, iterations=1)
+    benchmark.pedantic(
+        write,
+        setup=setup,
+        teardown=lambda table: _check_and_drop(data, table),
+        rounds=rounds,
+        warmup_rounds=warmup,
+        iterations=1,
+    )
 
 
 def test_write_spark(benchmark: Any, spark: SparkSession, datasets: Datasets) -> None:
     n = datasets.rows
 
     def write(table: Any) -> None:
-        (spark.range(0, n, 1, 2)
-         .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
-         .write.format("paimon").mode("append").save(table.path))
+        (
+            spark.range(0, n, 1, 2)
+            .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
+            .write.format("paimon")
+            .mode("append")
+            .save(table.path)
+        )
 
     load_before = loadavg()
     _pedantic(benchmark, datasets, "spark", write, WRITE_ROUNDS, 1)
-    benchmark.extra_info.update(label="spark_paimon", rows=n, spark_tasks=2, baseline=True,
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label="spark_paimon", rows=n, spark_tasks=2, baseline=True, loadavg=[load_before, loadavg()]
+    )
 
 
 def test_write_floor(benchmark: Any, spark: SparkSession, datasets: Datasets, tmp_path: Any) -> None:
@@ -81,23 +98,29 @@ def test_write_floor(benchmark: Any, spark: SparkSession, datasets: Datasets, tm
     rounds = itertools.count()
 
     def write() -> None:
-        (spark.range(0, n, 1, 2)
-         .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
-         .write.format(FLOOR_FORMAT).mode("append").save(str(tmp_path / f"floor-{next(rounds)}")))
+        (
+            spark.range(0, n, 1, 2)
+            .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
+            .write.format(FLOOR_FORMAT)
+            .mode("append")
+            .save(str(tmp_path / f"floor-{next(rounds)}"))
+        )
 
     load_before = loadavg()
     benchmark.pedantic(write, rounds=WRITE_ROUNDS, warmup_rounds=1, iterations=1)
     written = sum(pq.ParquetFile(p).metadata.num_rows for p in tmp_path.glob("floor-0/*.parquet"))
     assert written == n, f"the floor writer wrote {written} rows, expected {n}"
-    benchmark.extra_info.update(label="floor_writer (Parquet only)", rows=n, spark_tasks=2,
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label="floor_writer (Parquet only)", rows=n, spark_tasks=2, loadavg=[load_before, loadavg()]
+    )
 
 
 def test_write_table_write_arrow(benchmark: Any, datasets: Datasets) -> None:
     load_before = loadavg()
     _pedantic(benchmark, datasets, "arrow", lambda table: table.write_arrow(datasets.write_data), WRITE_ROUNDS, 1)
-    benchmark.extra_info.update(label="table_write_arrow (no Spark)", rows=datasets.rows,
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label="table_write_arrow (no Spark)", rows=datasets.rows, loadavg=[load_before, loadavg()]
+    )
 
 
 @pytest.mark.parametrize("impl", ["pypaimon", "rust"], ids=["pypaimon", "pypaimon_rust"])
@@ -105,13 +128,20 @@ def test_write_oracle(benchmark: Any, datasets: Datasets, oracle_bench: Any, imp
     reports: list[dict[str, Any]] = []
 
     def write(table: Any) -> None:
-        reports.append(oracle_bench("write", impl=impl, warehouse=datasets.warehouse, table=table.identifier,
-                                    ipc=datasets.write_ipc))
+        reports.append(
+            oracle_bench(
+                "write", impl=impl, warehouse=datasets.warehouse, table=table.identifier, ipc=datasets.write_ipc
+            )
+        )
 
     load_before = loadavg()
     _pedantic(benchmark, datasets, impl, write, SUBPROCESS_ROUNDS[impl], 0)
     inproc = [r["times_s"][0] for r in reports]
-    benchmark.extra_info.update(label=("pypaimon" if impl == "pypaimon" else "pypaimon_rust") + " (subprocess)",
-                                rows=datasets.rows, inproc_s=inproc, inproc_median_s=statistics.median(inproc),
-                                import_s=statistics.median(r["import_s"] for r in reports),
-                                loadavg=[load_before, loadavg()])
+    benchmark.extra_info.update(
+        label=("pypaimon" if impl == "pypaimon" else "pypaimon_rust") + " (subprocess)",
+        rows=datasets.rows,
+        inproc_s=inproc,
+        inproc_median_s=statistics.median(inproc),
+        import_s=statistics.median(r["import_s"] for r in reports),
+        loadavg=[load_before, loadavg()],
+    )

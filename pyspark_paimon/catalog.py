@@ -40,6 +40,7 @@ def _copy_schemas_to_branch(fileio: FileIO, table_path: str, branch: str) -> Non
     for sid in src.list_ids():
         fileio.write_bytes(dst.schema_path(sid), fileio.read_bytes(src.schema_path(sid)))
 
+
 DB_SUFFIX = ".db"
 
 
@@ -73,8 +74,11 @@ class Catalog:
         return f"{self.warehouse_path}/{database}{DB_SUFFIX}"
 
     def list_databases(self) -> list[str]:
-        return sorted(s.name[: -len(DB_SUFFIX)] for s in self.fileio.list_status(self.warehouse_path)
-                      if s.is_dir and s.name.endswith(DB_SUFFIX))
+        return sorted(
+            s.name[: -len(DB_SUFFIX)]
+            for s in self.fileio.list_status(self.warehouse_path)
+            if s.is_dir and s.name.endswith(DB_SUFFIX)
+        )
 
     def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
         path = self.database_path(name)
@@ -91,7 +95,8 @@ class Catalog:
         tables = self.list_tables(name)
         if tables and not cascade:
             raise DatabaseNotEmptyError(
-                f"Database '{name}' still holds tables {tables}; drop them first or pass cascade=True.")
+                f"Database '{name}' still holds tables {tables}; drop them first or pass cascade=True."
+            )
         self.fileio.delete_dir(path)
 
     # -- tables ----------------------------------------------------------------------------------
@@ -103,16 +108,24 @@ class Catalog:
         path = self.database_path(database)
         if not self.fileio.exists(path):
             raise DatabaseNotFoundError(f"Database '{database}' does not exist in {self.warehouse}.")
-        return sorted(s.name for s in self.fileio.list_status(path)
-                      if s.is_dir and self.fileio.exists(f"{s.path}/schema"))
+        return sorted(
+            s.name for s in self.fileio.list_status(path) if s.is_dir and self.fileio.exists(f"{s.path}/schema")
+        )
 
     def table_exists(self, identifier: str) -> bool:
         return SchemaManager(self.fileio, self.table_path(identifier)).latest() is not None
 
-    def create_table(self, identifier: str, schema: pa.Schema | str | Sequence[tuple], *,
-                     partition_keys: Sequence[str] = (), primary_keys: Sequence[str] = (),
-                     options: Mapping[str, Any] | None = None, comment: str | None = None,
-                     ignore_if_exists: bool = False) -> Table:
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema | str | Sequence[tuple],
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, Any] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> Table:
         """Create a table; ``schema`` is a pyarrow schema, a Spark DDL string or (name, type) tuples."""
         db, name, suffix = parse_identifier(identifier)
         if suffix.branch or suffix.system_table:
@@ -125,19 +138,29 @@ class Catalog:
         if chain_options_enabled(opts):
             validate_chain_definition(list(partition_keys), list(primary_keys), opts, identifier)
         try:
-            SchemaManager(self.fileio, path).create_table(columns_from(schema), list(partition_keys),
-                                                          list(primary_keys), opts, comment)
+            SchemaManager(self.fileio, path).create_table(
+                columns_from(schema), list(partition_keys), list(primary_keys), opts, comment
+            )
         except TableAlreadyExistsError:
             if not ignore_if_exists:
                 raise TableAlreadyExistsError(
                     f"Table '{identifier}' already exists at {path}. Use ignore_if_exists=True to reuse it, or "
-                    "drop it first.") from None
+                    "drop it first."
+                ) from None
         return Table(self.fileio, path, identifier=f"{db}.{name}")
 
-    def create_chain_table(self, identifier: str, schema: pa.Schema | str | Sequence[tuple], *,
-                           partition_keys: Sequence[str], primary_keys: Sequence[str],
-                           options: Mapping[str, Any] | None = None, snapshot_branch: str = "snapshot",
-                           delta_branch: str = "delta", comment: str | None = None) -> Table:
+    def create_chain_table(
+        self,
+        identifier: str,
+        schema: pa.Schema | str | Sequence[tuple],
+        *,
+        partition_keys: Sequence[str],
+        primary_keys: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+        snapshot_branch: str = "snapshot",
+        delta_branch: str = "delta",
+        comment: str | None = None,
+    ) -> Table:
         """Create a chain table (format reference §10) in one call: the table with ``chain-table.enabled`` and
         both fallback-branch options, and its empty snapshot and delta branches, all with the same schema.
 
@@ -148,15 +171,21 @@ class Catalog:
         partitions with ``option('branch', snapshot_branch)`` and increments with ``option('branch', delta_branch)``.
         """
         opts = {k: str(v) for k, v in (options or {}).items()}
-        opts.update({CHAIN_TABLE_ENABLED.key: "true", SCAN_FALLBACK_SNAPSHOT_BRANCH.key: snapshot_branch,
-                     SCAN_FALLBACK_DELTA_BRANCH.key: delta_branch})
+        opts.update(
+            {
+                CHAIN_TABLE_ENABLED.key: "true",
+                SCAN_FALLBACK_SNAPSHOT_BRANCH.key: snapshot_branch,
+                SCAN_FALLBACK_DELTA_BRANCH.key: delta_branch,
+            }
+        )
         validate_table_options(opts, creating=True, table=identifier)
         validate_chain_definition(list(partition_keys), list(primary_keys), opts, identifier)
         for b in (snapshot_branch, delta_branch):
             if not b or b.isdigit() or "$" in b or "/" in b:
                 raise ChainTableError(f"Chain table {identifier}: '{b}' is not a valid branch name.")
-        table = self.create_table(identifier, schema, partition_keys=partition_keys, primary_keys=primary_keys,
-                                  options=opts, comment=comment)
+        table = self.create_table(
+            identifier, schema, partition_keys=partition_keys, primary_keys=primary_keys, options=opts, comment=comment
+        )
         try:
             for b in (snapshot_branch, delta_branch):
                 create = getattr(table, "create_branch", None)
@@ -173,10 +202,13 @@ class Catalog:
         """``db.t`` or ``db.t$branch_b``."""
         db, name, suffix = parse_identifier(identifier)
         if suffix.system_table:
-            raise PaimonError(f"'{identifier}' is a system table; read it through Spark: "
-                              f"spark.read.format('paimon').load(path + '${suffix.system_table}').")
-        table = Table(self.fileio, self.table_path(identifier), identifier=f"{db}.{name}",
-                      branch=suffix.branch or "main")
+            raise PaimonError(
+                f"'{identifier}' is a system table; read it through Spark: "
+                f"spark.read.format('paimon').load(path + '${suffix.system_table}')."
+            )
+        table = Table(
+            self.fileio, self.table_path(identifier), identifier=f"{db}.{name}", branch=suffix.branch or "main"
+        )
         table.schema  # noqa: B018 - fail now, with a clear message, if there is no such table or branch
         return table
 

@@ -79,11 +79,26 @@ class Arg:
         names = [self.name, *self.aliases]
         spellings = list(dict.fromkeys(f"--{n}" for s in names for n in (s, s.replace("_", "-"))))
         if self.flag:
-            parser.add_argument(*spellings, dest=self.name, nargs="?", const=True, default=bool(self.default),
-                                type=_bool, metavar="true|false", help=self.help)
+            parser.add_argument(
+                *spellings,
+                dest=self.name,
+                nargs="?",
+                const=True,
+                default=bool(self.default),
+                type=_bool,
+                metavar="true|false",
+                help=self.help,
+            )
         else:
-            parser.add_argument(*spellings, dest=self.name, type=self.type, required=self.required,
-                                default=self.default, choices=self.choices, help=self.help)
+            parser.add_argument(
+                *spellings,
+                dest=self.name,
+                type=self.type,
+                required=self.required,
+                default=self.default,
+                choices=self.choices,
+                help=self.help,
+            )
 
 
 @dataclass(frozen=True)
@@ -127,9 +142,15 @@ def _names(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------- procedures
 def _tag_row(tag: Any) -> Row:
     s = tag.snapshot
-    return {"tag_name": tag.name, "snapshot_id": s.id, "schema_id": s.schema_id, "commit_time": _time(s.time_millis),
-            "record_count": s.total_record_count, "create_time": None if tag.create_time is None else
-            tag.create_time.strftime("%Y-%m-%d %H:%M:%S"), "time_retained": _duration(tag.time_retained_ms)}
+    return {
+        "tag_name": tag.name,
+        "snapshot_id": s.id,
+        "schema_id": s.schema_id,
+        "commit_time": _time(s.time_millis),
+        "record_count": s.total_record_count,
+        "create_time": None if tag.create_time is None else tag.create_time.strftime("%Y-%m-%d %H:%M:%S"),
+        "time_retained": _duration(tag.time_retained_ms),
+    }
 
 
 def _create_tag(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -137,8 +158,16 @@ def _create_tag(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _create_tag_from_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(t.create_tag(a.tag, from_timestamp=_instant(a.timestamp, "timestamp"),
-                                  time_retained=a.time_retained, timestamp_rule=a.timestamp_rule))]
+    return [
+        _tag_row(
+            t.create_tag(
+                a.tag,
+                from_timestamp=_instant(a.timestamp, "timestamp"),
+                time_retained=a.time_retained,
+                timestamp_rule=a.timestamp_rule,
+            )
+        )
+    ]
 
 
 def _replace_tag(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -163,16 +192,28 @@ def _expire_tags(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _branch_row(info: Any) -> Row:
-    return {"branch_name": info.name, "created_from_tag": info.source_tag,
-            "created_from_snapshot": info.source_snapshot_id, "create_time": _time(info.create_time_millis),
-            "time_retained": _duration(info.time_retained_millis),
-            "expire_time": _time(info.expire_time_millis), "latest_snapshot_id": info.latest_snapshot_id}
+    return {
+        "branch_name": info.name,
+        "created_from_tag": info.source_tag,
+        "created_from_snapshot": info.source_snapshot_id,
+        "create_time": _time(info.create_time_millis),
+        "time_retained": _duration(info.time_retained_millis),
+        "expire_time": _time(info.expire_time_millis),
+        "latest_snapshot_id": info.latest_snapshot_id,
+    }
 
 
 def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    info = t.create_branch(a.branch, a.tag, snapshot_id=a.snapshot, from_latest=a.from_latest,
-                           from_timestamp=_instant(a.timestamp, "timestamp"), timestamp_rule=a.timestamp_rule,
-                           time_retained=a.time_retained, ignore_if_exists=a.ignoreIfExists)
+    info = t.create_branch(
+        a.branch,
+        a.tag,
+        snapshot_id=a.snapshot,
+        from_latest=a.from_latest,
+        from_timestamp=_instant(a.timestamp, "timestamp"),
+        timestamp_rule=a.timestamp_rule,
+        time_retained=a.time_retained,
+        ignore_if_exists=a.ignoreIfExists,
+    )
     return [_branch_row(info)]
 
 
@@ -195,15 +236,27 @@ def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.expire_branches(_instant(a.older_than, "older_than"), dry_run=a.dry_run)
     rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
     rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
-    rows.append({"branch": "(files)", "action": f"{len(r.deleted_data_files)} data files, {len(r.deleted_manifests)} "
-                                                f"manifests {'to delete' if a.dry_run else 'deleted'}"})
+    rows.append(
+        {
+            "branch": "(files)",
+            "action": f"{len(r.deleted_data_files)} data files, {len(r.deleted_manifests)} "
+            f"manifests {'to delete' if a.dry_run else 'deleted'}",
+        }
+    )
     return rows
 
 
 def _publish_row(r: Any) -> list[Row]:
-    return [{"branch": r.branch, "target": r.target, "previous_latest_id": r.previous_latest_id,
-             "latest_id": r.latest_id, "discarded": "; ".join(r.discarded) or None,
-             "kept_previous_as": r.kept_previous_as}]
+    return [
+        {
+            "branch": r.branch,
+            "target": r.target,
+            "previous_latest_id": r.previous_latest_id,
+            "latest_id": r.latest_id,
+            "discarded": "; ".join(r.discarded) or None,
+            "kept_previous_as": r.kept_previous_as,
+        }
+    ]
 
 
 def _fast_forward(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -215,9 +268,14 @@ def _replace_main(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _rollback_row(r: Any) -> list[Row]:
-    return [{"previous_snapshot_id": r.previous_snapshot_id, "current_snapshot_id": r.current_snapshot_id,
-             "deleted_snapshots": ",".join(map(str, r.deleted_snapshots)) or None,
-             "deleted_tags": ",".join(r.deleted_tags) or None}]
+    return [
+        {
+            "previous_snapshot_id": r.previous_snapshot_id,
+            "current_snapshot_id": r.current_snapshot_id,
+            "deleted_snapshots": ",".join(map(str, r.deleted_snapshots)) or None,
+            "deleted_tags": ",".join(r.deleted_tags) or None,
+        }
+    ]
 
 
 def _rollback_to(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -247,18 +305,23 @@ def _rollback_to_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
-    r = t.expire_snapshots(a.retain_max, a.retain_min, _instant(a.older_than, "older_than"), a.max_deletes,
-                           dry_run=a.dry_run)
-    return [{"expired_snapshots": ",".join(map(str, r.expired_snapshots)) or "none",
-             "deleted_data_files": len(r.deleted_data_files), "deleted_manifests": len(r.deleted_manifests),
-             "dry_run": r.dry_run}]
+    r = t.expire_snapshots(
+        a.retain_max, a.retain_min, _instant(a.older_than, "older_than"), a.max_deletes, dry_run=a.dry_run
+    )
+    return [
+        {
+            "expired_snapshots": ",".join(map(str, r.expired_snapshots)) or "none",
+            "deleted_data_files": len(r.deleted_data_files),
+            "deleted_manifests": len(r.deleted_manifests),
+            "dry_run": r.dry_run,
+        }
+    ]
 
 
 def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.remove_orphan_files(_instant(a.older_than, "older_than"), dry_run=a.dry_run)
     rows: list[Row] = [{"orphan_file": f} for f in r.files]
-    rows.append({"orphan_file": f"({len(r.files)} files, {r.total_bytes} bytes "
-                                f"{'found' if a.dry_run else 'deleted'})"})
+    rows.append({"orphan_file": f"({len(r.files)} files, {r.total_bytes} bytes {'found' if a.dry_run else 'deleted'})"})
     return rows
 
 
@@ -267,9 +330,17 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     'full' (every bucket to the max level) or 'minor' (the universal rules decide), in this process."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
     r = t.compact(parts, full=a.compact_strategy == "full")
-    return [{"snapshot_id": r.snapshot.id if r.snapshot else None, "buckets": r.buckets,
-             "files_before": r.files_before, "files_after": r.files_after, "rows_before": r.rows_before,
-             "rows_after": r.rows_after, "notes": "; ".join(r.notes) or None}]
+    return [
+        {
+            "snapshot_id": r.snapshot.id if r.snapshot else None,
+            "buckets": r.buckets,
+            "files_before": r.files_before,
+            "files_after": r.files_after,
+            "rows_before": r.rows_before,
+            "rows_after": r.rows_after,
+            "notes": "; ".join(r.notes) or None,
+        }
+    ]
 
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -285,89 +356,207 @@ def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     rows = []
     for sid in sorted(set(snaps) | set(preserved), reverse=True):
         s = snaps.get(sid) or preserved[sid]
-        note = "latest" if latest is not None and sid == latest.id else (
-            "expired, kept by tag" if sid not in snaps else "")
-        rows.append({"snapshot_id": sid, "commit_time": _time(s.time_millis), "commit_kind": s.commit_kind,
-                     "delta_records": s.delta_record_count, "total_records": s.total_record_count,
-                     "schema_id": s.schema_id, "tags": ",".join(tags.get(sid, [])) or None, "note": note or None})
-    return rows[:a.limit] if a.limit is not None else rows
+        note = (
+            "latest"
+            if latest is not None and sid == latest.id
+            else ("expired, kept by tag" if sid not in snaps else "")
+        )
+        rows.append(
+            {
+                "snapshot_id": sid,
+                "commit_time": _time(s.time_millis),
+                "commit_kind": s.commit_kind,
+                "delta_records": s.delta_record_count,
+                "total_records": s.total_record_count,
+                "schema_id": s.schema_id,
+                "tags": ",".join(tags.get(sid, [])) or None,
+                "note": note or None,
+            }
+        )
+    return rows[: a.limit] if a.limit is not None else rows
 
 
-_RETAINED = Arg("time_retained", "how long the ref is kept, e.g. '1 d', '12 h' (default: never expires; tags: "
-                                 "the table's tag.default-time-retained)")
+_RETAINED = Arg(
+    "time_retained",
+    "how long the ref is kept, e.g. '1 d', '12 h' (default: never expires; tags: "
+    "the table's tag.default-time-retained)",
+)
 _SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", _int, aliases=("snapshot_id",))
 _OLDER_THAN = Arg("older_than", "an instant: epoch ms or 'yyyy-MM-dd HH:mm:ss' (local time)")
 _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
-_CLEAN = Arg("clean_files", "also delete the files only the deleted tags kept alive (default true, as Java)",
-             type=_bool, default=True, flag=True)
+_CLEAN = Arg(
+    "clean_files",
+    "also delete the files only the deleted tags kept alive (default true, as Java)",
+    type=_bool,
+    default=True,
+    flag=True,
+)
 
 
 def _rule(default: str, why: str) -> Arg:
-    return Arg("timestamp_rule", f"which snapshot an instant selects (default {default}: {why})", default=default,
-               choices=TIMESTAMP_RULES)
+    return Arg(
+        "timestamp_rule",
+        f"which snapshot an instant selects (default {default}: {why})",
+        default=default,
+        choices=TIMESTAMP_RULES,
+    )
 
 
 PROCEDURES: tuple[Procedure, ...] = (
-    Procedure("create_tag", "create a tag of the latest snapshot or of --snapshot", (
-        Arg("tag", "tag name", required=True), _SNAPSHOT,
-        _RETAINED), _create_tag),
-    Procedure("create_tag_from_timestamp", "create a tag of the snapshot an instant selects", (
-        Arg("tag", "tag name", required=True), Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),
-        _RETAINED, _rule(AT_OR_AFTER, "Paimon's rule")), _create_tag_from_timestamp),
-    Procedure("replace_tag", "point an existing tag at the latest snapshot or at --snapshot", (
-        Arg("tag", "tag name", required=True), _SNAPSHOT,
-        _RETAINED), _replace_tag),
-    Procedure("delete_tag", "delete tags (comma-separated)", (
-        Arg("tag", "tag name(s), comma-separated", required=True), _CLEAN), _delete_tag),
-    Procedure("rename_tag", "rename a tag", (
-        Arg("tag", "tag name", required=True), Arg("target_tag", "new name", required=True)), _rename_tag),
+    Procedure(
+        "create_tag",
+        "create a tag of the latest snapshot or of --snapshot",
+        (Arg("tag", "tag name", required=True), _SNAPSHOT, _RETAINED),
+        _create_tag,
+    ),
+    Procedure(
+        "create_tag_from_timestamp",
+        "create a tag of the snapshot an instant selects",
+        (
+            Arg("tag", "tag name", required=True),
+            Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),
+            _RETAINED,
+            _rule(AT_OR_AFTER, "Paimon's rule"),
+        ),
+        _create_tag_from_timestamp,
+    ),
+    Procedure(
+        "replace_tag",
+        "point an existing tag at the latest snapshot or at --snapshot",
+        (Arg("tag", "tag name", required=True), _SNAPSHOT, _RETAINED),
+        _replace_tag,
+    ),
+    Procedure(
+        "delete_tag",
+        "delete tags (comma-separated)",
+        (Arg("tag", "tag name(s), comma-separated", required=True), _CLEAN),
+        _delete_tag,
+    ),
+    Procedure(
+        "rename_tag",
+        "rename a tag",
+        (Arg("tag", "tag name", required=True), Arg("target_tag", "new name", required=True)),
+        _rename_tag,
+    ),
     Procedure("list_tags", "list the tags (Paimon's $tags)", (), _list_tags),
-    Procedure("expire_tags", "delete tags past their retention (and, with --older_than, all created before it)",
-              (_OLDER_THAN, _CLEAN), _expire_tags),
-    Procedure("create_branch", "create a branch: from --tag, --snapshot, --timestamp, the latest snapshot, or empty",
-              (Arg("branch", "branch name", required=True), Arg("tag", "tag to branch from"),
-               Arg("snapshot", "snapshot id to branch from", _int),
-               Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
-               _rule(AT_OR_BEFORE, "the table as of the instant"),
-               Arg("from_latest", "branch the latest snapshot", flag=True), _RETAINED,
-               Arg("ignoreIfExists", "do nothing if the branch exists", flag=True, aliases=("ignore_if_exists",))),
-              _create_branch),
-    Procedure("delete_branch", "delete branches (comma-separated; metadata only, as Paimon)", (
-        Arg("branch", "branch name(s), comma-separated", required=True),), _delete_branch),
-    Procedure("rename_branch", "rename a branch", (
-        Arg("from_branch", "current name", required=True), Arg("to_branch", "new name", required=True)),
-        _rename_branch),
+    Procedure(
+        "expire_tags",
+        "delete tags past their retention (and, with --older_than, all created before it)",
+        (_OLDER_THAN, _CLEAN),
+        _expire_tags,
+    ),
+    Procedure(
+        "create_branch",
+        "create a branch: from --tag, --snapshot, --timestamp, the latest snapshot, or empty",
+        (
+            Arg("branch", "branch name", required=True),
+            Arg("tag", "tag to branch from"),
+            Arg("snapshot", "snapshot id to branch from", _int),
+            Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
+            _rule(AT_OR_BEFORE, "the table as of the instant"),
+            Arg("from_latest", "branch the latest snapshot", flag=True),
+            _RETAINED,
+            Arg("ignoreIfExists", "do nothing if the branch exists", flag=True, aliases=("ignore_if_exists",)),
+        ),
+        _create_branch,
+    ),
+    Procedure(
+        "delete_branch",
+        "delete branches (comma-separated; metadata only, as Paimon)",
+        (Arg("branch", "branch name(s), comma-separated", required=True),),
+        _delete_branch,
+    ),
+    Procedure(
+        "rename_branch",
+        "rename a branch",
+        (Arg("from_branch", "current name", required=True), Arg("to_branch", "new name", required=True)),
+        _rename_branch,
+    ),
     Procedure("list_branches", "list the branches with their origin and retention", (), _list_branches),
-    Procedure("expire_branches", "drop branches past their retention (and, with --older_than, all created before "
-                                 "it), deleting files nothing else reaches", (_OLDER_THAN, _DRY_RUN),
-              _expire_branches),
-    Procedure("fast_forward", "publish a branch into the table's branch (main unless $branch_x)", (
-        Arg("branch", "branch to publish", required=True),
-        Arg("force", "discard what the target holds that the branch lacks", flag=True)), _fast_forward),
-    Procedure("replace_main", "make the table's branch an exact copy of another branch", (
-        Arg("branch", "branch to copy", required=True),
-        Arg("keep_previous_as", "save the previous state as this new branch first")), _replace_main),
-    Procedure("rollback_to", "roll back to a snapshot or tag (newer snapshots and tags are deleted)", (
-        Arg("tag", "tag to roll back to"), Arg("snapshot_id", "snapshot id to roll back to", _int,
-                                               aliases=("snapshot",))), _rollback_to),
-    Procedure("rollback", "roll back to a version (a tag, else a snapshot id), as Paimon Spark's rollback", (
-        Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", _int), Arg("tag", "tag name")),
-        _rollback),
-    Procedure("rollback_to_timestamp", "roll back to the last snapshot committed at or before an instant", (
-        Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),), _rollback_to_timestamp),
-    Procedure("expire_snapshots", "expire old snapshots (unset arguments come from the snapshot.* options)", (
-        Arg("retain_max", "keep at most this many snapshots", _int),
-        Arg("retain_min", "keep at least this many snapshots", _int), _OLDER_THAN,
-        Arg("max_deletes", "expire at most this many snapshots", _int), _DRY_RUN), _expire_snapshots),
-    Procedure("remove_orphan_files", "delete files no snapshot, tag or branch references (default: older than 1 d)",
-              (_OLDER_THAN, _DRY_RUN), _remove_orphan_files),
-    Procedure("compact", "compact the branch in one COMPACT snapshot, in this process (Table.compact(spark=...) "
-              "runs it on a cluster)", (
-        Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
-        Arg("compact_strategy", "'full': every bucket to the max level; 'minor': Paimon's universal rules decide",
-            default="minor", choices=("full", "minor"))), _compact),
-    Procedure("history", "the snapshots of the branch, newest first", (
-        Arg("limit", "show at most this many", _int),), _history),
+    Procedure(
+        "expire_branches",
+        "drop branches past their retention (and, with --older_than, all created before "
+        "it), deleting files nothing else reaches",
+        (_OLDER_THAN, _DRY_RUN),
+        _expire_branches,
+    ),
+    Procedure(
+        "fast_forward",
+        "publish a branch into the table's branch (main unless $branch_x)",
+        (
+            Arg("branch", "branch to publish", required=True),
+            Arg("force", "discard what the target holds that the branch lacks", flag=True),
+        ),
+        _fast_forward,
+    ),
+    Procedure(
+        "replace_main",
+        "make the table's branch an exact copy of another branch",
+        (
+            Arg("branch", "branch to copy", required=True),
+            Arg("keep_previous_as", "save the previous state as this new branch first"),
+        ),
+        _replace_main,
+    ),
+    Procedure(
+        "rollback_to",
+        "roll back to a snapshot or tag (newer snapshots and tags are deleted)",
+        (
+            Arg("tag", "tag to roll back to"),
+            Arg("snapshot_id", "snapshot id to roll back to", _int, aliases=("snapshot",)),
+        ),
+        _rollback_to,
+    ),
+    Procedure(
+        "rollback",
+        "roll back to a version (a tag, else a snapshot id), as Paimon Spark's rollback",
+        (Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", _int), Arg("tag", "tag name")),
+        _rollback,
+    ),
+    Procedure(
+        "rollback_to_timestamp",
+        "roll back to the last snapshot committed at or before an instant",
+        (Arg("timestamp", "epoch ms or 'yyyy-MM-dd HH:mm:ss'", required=True),),
+        _rollback_to_timestamp,
+    ),
+    Procedure(
+        "expire_snapshots",
+        "expire old snapshots (unset arguments come from the snapshot.* options)",
+        (
+            Arg("retain_max", "keep at most this many snapshots", _int),
+            Arg("retain_min", "keep at least this many snapshots", _int),
+            _OLDER_THAN,
+            Arg("max_deletes", "expire at most this many snapshots", _int),
+            _DRY_RUN,
+        ),
+        _expire_snapshots,
+    ),
+    Procedure(
+        "remove_orphan_files",
+        "delete files no snapshot, tag or branch references (default: older than 1 d)",
+        (_OLDER_THAN, _DRY_RUN),
+        _remove_orphan_files,
+    ),
+    Procedure(
+        "compact",
+        "compact the branch in one COMPACT snapshot, in this process (Table.compact(spark=...) runs it on a cluster)",
+        (
+            Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
+            Arg(
+                "compact_strategy",
+                "'full': every bucket to the max level; 'minor': Paimon's universal rules decide",
+                default="minor",
+                choices=("full", "minor"),
+            ),
+        ),
+        _compact,
+    ),
+    Procedure(
+        "history",
+        "the snapshots of the branch, newest first",
+        (Arg("limit", "show at most this many", _int),),
+        _history,
+    ),
 )
 
 
@@ -389,8 +578,9 @@ def open_table(table: str, warehouse: str | None, branch: str | None, storage: d
     ``--warehouse``; either may carry ``$branch_<b>``, or give ``--on_branch``."""
     suffix = split_suffix(table)[1]
     if branch and suffix.branch and suffix.branch != branch:
-        raise OptionError(f"--on_branch '{branch}' and the table's suffix (branch '{suffix.branch}') disagree; give "
-                          "one.")
+        raise OptionError(
+            f"--on_branch '{branch}' and the table's suffix (branch '{suffix.branch}') disagree; give one."
+        )
     if warehouse:
         if branch and not suffix.branch:
             table = f"{table}$branch_{branch}"
@@ -400,19 +590,31 @@ def open_table(table: str, warehouse: str | None, branch: str | None, storage: d
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--table", required=True,
-                        help="table directory (/wh/db.db/t, s3://...) or, with --warehouse, db.table; "
-                             "$branch_<b> addresses a branch")
+    common.add_argument(
+        "--table",
+        required=True,
+        help="table directory (/wh/db.db/t, s3://...) or, with --warehouse, db.table; $branch_<b> addresses a branch",
+    )
     common.add_argument("--warehouse", help="warehouse root, when --table is db.table")
-    common.add_argument("--on_branch", "--on-branch", dest="on_branch",
-                        help="the branch to operate on (default main; the same as a $branch_<b> suffix on --table, "
-                             "which needs quoting in a shell). Not --branch: Paimon's procedures use that name "
-                             "for the branch they create or publish")
-    common.add_argument("--fs", action="append", default=[], metavar="KEY=VALUE",
-                        help="fsspec storage option (repeatable), e.g. --fs anon=false (true/false become booleans)")
+    common.add_argument(
+        "--on_branch",
+        "--on-branch",
+        dest="on_branch",
+        help="the branch to operate on (default main; the same as a $branch_<b> suffix on --table, "
+        "which needs quoting in a shell). Not --branch: Paimon's procedures use that name "
+        "for the branch they create or publish",
+    )
+    common.add_argument(
+        "--fs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fsspec storage option (repeatable), e.g. --fs anon=false (true/false become booleans)",
+    )
     common.add_argument("--json", action="store_true", help="print the result as JSON lines")
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Paimon table maintenance (Paimon's CALL sys.<procedure> names and arguments).")
+        prog=PROG, description="Paimon table maintenance (Paimon's CALL sys.<procedure> names and arguments)."
+    )
     sub = parser.add_subparsers(dest="procedure", required=True, metavar="PROCEDURE")
     for proc in PROCEDURES:
         p = sub.add_parser(proc.name, parents=[common], help=proc.help, description=proc.help)

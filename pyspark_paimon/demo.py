@@ -34,18 +34,26 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     started = time.time()
     own_session = spark is None
     if spark is None:
-        spark = (SparkSession.builder.master("local[2]").appName("pyspark-paimon-demo")
-                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-                 .getOrCreate())
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("pyspark-paimon-demo")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
     cat = Catalog(warehouse)
 
     _step(f"Create a primary-key table default.orders in {warehouse}")
     orders = cat.create_table(
-        "default.orders", "dt string, id bigint, customer string, amount decimal(10,2), ts timestamp",
-        partition_keys=["dt"], primary_keys=["dt", "id"],
-        options={"bucket": "2", "sequence.field": "ts"}, ignore_if_exists=True)
+        "default.orders",
+        "dt string, id bigint, customer string, amount decimal(10,2), ts timestamp",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "2", "sequence.field": "ts"},
+        ignore_if_exists=True,
+    )
     path = orders.uri
     print(f"table at {path}; schema: {[f.name for f in orders.schema.fields]}; primary key {orders.primary_keys}")
 
@@ -56,7 +64,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
           ('2025-08-10', 2L, 'bob', 20.00BD, TIMESTAMP'2025-08-10 10:00:00'),
           ('2025-08-11', 3L, 'cid', 30.25BD, TIMESTAMP'2025-08-11 11:00:00')
         AS t(dt, id, customer, amount, ts)""").selectExpr(
-        "dt", "id", "customer", "CAST(amount AS DECIMAL(10,2)) AS amount", "ts")
+        "dt", "id", "customer", "CAST(amount AS DECIMAL(10,2)) AS amount", "ts"
+    )
     df.write.format("paimon").mode("append").save(path)
     spark.read.format("paimon").load(path).orderBy("dt", "id").show(truncate=False)
 
@@ -66,8 +75,13 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     spark.read.format("paimon").load(path).orderBy("dt", "id").show(truncate=False)
 
     _step("Read by identifier with a filter given at load time (prunes partitions and files on every Spark)")
-    (spark.read.format("paimon").option("warehouse", warehouse)
-     .option("filter", "dt = '2025-08-10' AND amount > 50").load("default.orders").show(truncate=False))
+    (
+        spark.read.format("paimon")
+        .option("warehouse", warehouse)
+        .option("filter", "dt = '2025-08-10' AND amount > 50")
+        .load("default.orders")
+        .show(truncate=False)
+    )
 
     _step("Time travel: the table as of snapshot 1")
     spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).orderBy("dt", "id").show(truncate=False)
@@ -80,8 +94,9 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     _step("Branch from the tag, correct data on the branch, main is untouched")
     orders.create_branch("fix", tag="after-upsert")
     spark.sql("""SELECT '2025-08-10' AS dt, 1L AS id, 'ann' AS customer, CAST(11.00 AS DECIMAL(10,2)) AS amount,
-                 TIMESTAMP'2025-08-10 14:00:00' AS ts""").write.format("paimon").mode("append") \
-        .option("branch", "fix").save(path)
+                 TIMESTAMP'2025-08-10 14:00:00' AS ts""").write.format("paimon").mode("append").option(
+        "branch", "fix"
+    ).save(path)
     print("branch 'fix':")
     spark.read.format("paimon").load(path + "$branch_fix").orderBy("dt", "id").show()
     print("main:")
@@ -89,14 +104,17 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
 
     _step("Overwrite one partition (dynamic partition overwrite)")
     spark.sql("""SELECT '2025-08-11' AS dt, 4L AS id, 'dan' AS customer, CAST(5.00 AS DECIMAL(10,2)) AS amount,
-                 TIMESTAMP'2025-08-11 13:00:00' AS ts""").write.format("paimon").mode("overwrite") \
-        .option("partitionOverwriteMode", "dynamic").save(path)
+                 TIMESTAMP'2025-08-11 13:00:00' AS ts""").write.format("paimon").mode("overwrite").option(
+        "partitionOverwriteMode", "dynamic"
+    ).save(path)
     spark.read.format("paimon").load(path).orderBy("dt", "id").show(truncate=False)
 
     _step("Snapshots of the table")
     for snap in orders.snapshots():
-        print(f"snapshot {snap.id}: {snap.commit_kind:9s} total rows {snap.total_record_count} "
-              f"(delta {snap.delta_record_count:+d})")
+        print(
+            f"snapshot {snap.id}: {snap.commit_kind:9s} total rows {snap.total_record_count} "
+            f"(delta {snap.delta_record_count:+d})"
+        )
 
     _step("Create a table straight from a DataFrame write (options become table options)")
     events = spark.range(0, 1000).selectExpr("id", "id % 7 AS kind", "CAST(id * 1.5 AS DOUBLE) AS value")

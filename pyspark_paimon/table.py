@@ -117,8 +117,9 @@ class Table:
 
     def remove_options(self, keys: Iterable[str]) -> TableSchema:
         keys = list(keys)
-        _chain.check_chain_options(self.store, {k: v for k, v in self.schema.options.items() if k not in keys},
-                                   self.identifier)
+        _chain.check_chain_options(
+            self.store, {k: v for k, v in self.schema.options.items() if k not in keys}, self.identifier
+        )
         return self._evolve_chain(lambda m: m.remove_options(keys))
 
     def _evolve_chain(self, change: Callable[[SchemaManager], TableSchema]) -> TableSchema:
@@ -132,19 +133,28 @@ class Table:
                 raise ChainTableError(
                     f"Chain table {self.identifier}: the change was applied to branch(es) {done} but failed on branch "
                     f"'{branch}': {exc}. Chain reads need the same schema on all three branches; fix branch "
-                    f"'{branch}' with Table.branch_table('{branch}').") from exc
+                    f"'{branch}' with Table.branch_table('{branch}')."
+                ) from exc
             done.append(branch)
         return result
 
     # -- Arrow I/O without Spark -------------------------------------------------------------------
-    def new_read(self, options: Mapping[str, str] | None = None, predicate: Sequence[Leaf] = (),
-                 columns: Sequence[str] | None = None) -> ReadJob:
+    def new_read(
+        self,
+        options: Mapping[str, str] | None = None,
+        predicate: Sequence[Leaf] = (),
+        columns: Sequence[str] | None = None,
+    ) -> ReadJob:
         opts = ReadOptions.from_options(options or {})
         store = self.store if not opts.branch else self.store.with_branch(opts.branch)
         return prepare_read(store, opts, predicate, columns, exact_filters=predicate)
 
-    def to_arrow(self, options: Mapping[str, str] | None = None, predicate: Sequence[Leaf] = (),
-                 columns: Sequence[str] | None = None) -> pa.Table:
+    def to_arrow(
+        self,
+        options: Mapping[str, str] | None = None,
+        predicate: Sequence[Leaf] = (),
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
         """Read this branch (latest snapshot, or the version named by time-travel ``options``)."""
         return self.new_read(options, predicate, columns).to_arrow()
 
@@ -173,16 +183,23 @@ class Table:
             out["splits"]["max_sorted_runs"] = max(runs, default=0)
         return out
 
-    def write_arrow(self, data: pa.Table | pa.RecordBatch, mode: str = "append",
-                    overwrite_partition: Mapping[str, Any] | str | None = None,
-                    dynamic_partition_overwrite: bool = False) -> Snapshot | None:
+    def write_arrow(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        mode: str = "append",
+        overwrite_partition: Mapping[str, Any] | str | None = None,
+        dynamic_partition_overwrite: bool = False,
+    ) -> Snapshot | None:
         """Write Arrow data in one commit. ``mode`` is 'append' or 'overwrite' (as in Spark)."""
         if mode not in ("append", "overwrite"):
             raise OptionError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
         spec = None
         if mode == "overwrite":
-            static = parse_partition_spec(overwrite_partition) if isinstance(overwrite_partition, str) else (
-                dict(overwrite_partition) if overwrite_partition else None)
+            static = (
+                parse_partition_spec(overwrite_partition)
+                if isinstance(overwrite_partition, str)
+                else (dict(overwrite_partition) if overwrite_partition else None)
+            )
             spec = overwrite_spec(self.schema, "dynamic" if dynamic_partition_overwrite else None, static)
         elif overwrite_partition or dynamic_partition_overwrite:
             raise OptionError("overwrite_partition / dynamic_partition_overwrite need mode='overwrite'.")
@@ -197,40 +214,80 @@ class Table:
         return job.commit(messages)
 
     # -- tags, rollback and maintenance (logic in metadata/tags, rollback, expire, orphans) -------
-    def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: Any = None,
-                   from_timestamp: Any = None, from_tag: str | None = None,
-                   ignore_if_exists: bool = False, timestamp_rule: str = _tags.AT_OR_AFTER) -> _tags.Tag:
+    def create_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        time_retained: Any = None,
+        from_timestamp: Any = None,
+        from_tag: str | None = None,
+        ignore_if_exists: bool = False,
+        timestamp_rule: str = _tags.AT_OR_AFTER,
+    ) -> _tags.Tag:
         """Tag the latest snapshot, ``snapshot_id`` (an expired one if a tag preserved it), the snapshot of
         tag ``from_tag``, or the snapshot ``from_timestamp`` (epoch ms or a datetime; naive = local time)
         selects: by default the first committed at or after it (Paimon's ``create_tag_from_timestamp``), with
         ``timestamp_rule='last-at-or-before'`` the last committed at or before it (the table as of that
         instant, as Databend and Iceberg tag "as of"). ``time_retained`` ('7 d', a timedelta or ms) defaults
         to the table's ``tag.default-time-retained``; a tag without retention never expires."""
-        return _tags.create_tag(self.fileio, self.path, self.branch, name, snapshot_id=snapshot_id,
-                                from_tag=from_tag, from_timestamp=from_timestamp, time_retained=time_retained,
-                                ignore_if_exists=ignore_if_exists, options=self.options,
-                                timestamp_rule=timestamp_rule)
+        return _tags.create_tag(
+            self.fileio,
+            self.path,
+            self.branch,
+            name,
+            snapshot_id=snapshot_id,
+            from_tag=from_tag,
+            from_timestamp=from_timestamp,
+            time_retained=time_retained,
+            ignore_if_exists=ignore_if_exists,
+            options=self.options,
+            timestamp_rule=timestamp_rule,
+        )
 
-    def replace_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: Any = None,
-                    from_timestamp: Any = None, from_tag: str | None = None,
-                    timestamp_rule: str = _tags.AT_OR_AFTER) -> _tags.Tag:
+    def replace_tag(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        time_retained: Any = None,
+        from_timestamp: Any = None,
+        from_tag: str | None = None,
+        timestamp_rule: str = _tags.AT_OR_AFTER,
+    ) -> _tags.Tag:
         """Move the existing tag ``name`` (to the latest snapshot unless a source is given; sources as in
         :meth:`create_tag`)."""
-        return _tags.replace_tag(self.fileio, self.path, self.branch, name, snapshot_id=snapshot_id,
-                                 from_tag=from_tag, from_timestamp=from_timestamp, time_retained=time_retained,
-                                 options=self.options, timestamp_rule=timestamp_rule)
+        return _tags.replace_tag(
+            self.fileio,
+            self.path,
+            self.branch,
+            name,
+            snapshot_id=snapshot_id,
+            from_tag=from_tag,
+            from_timestamp=from_timestamp,
+            time_retained=time_retained,
+            options=self.options,
+            timestamp_rule=timestamp_rule,
+        )
 
     def rename_tag(self, old: str, new: str) -> _tags.Tag:
         return _tags.TagManager(self.fileio, self.path, self.branch).rename(old, new)
 
-    def delete_tag(self, name: str | Sequence[str], *, ignore_if_not_exists: bool = False,
-                   clean_files: bool = True) -> list[str]:
+    def delete_tag(
+        self, name: str | Sequence[str], *, ignore_if_not_exists: bool = False, clean_files: bool = True
+    ) -> list[str]:
         """Delete tag(s) (a name, a comma-separated list, or a list) and, as Java Paimon does, the files only
         they kept alive: files no snapshot, tag or changelog of any branch still references.
         ``clean_files=False`` removes only the tag files (``remove_orphan_files`` reclaims the rest later)."""
         names = [n.strip() for n in name.split(",")] if isinstance(name, str) else list(name)
-        return _expire.delete_tags(self.fileio, self.path, self.branch, names, clean_files=clean_files,
-                                   ignore_if_not_exists=ignore_if_not_exists).expired_tags
+        return _expire.delete_tags(
+            self.fileio,
+            self.path,
+            self.branch,
+            names,
+            clean_files=clean_files,
+            ignore_if_not_exists=ignore_if_not_exists,
+        ).expired_tags
 
     def list_tags(self) -> list[_tags.Tag]:
         """This branch's tags, ordered by snapshot id then name."""
@@ -241,21 +298,36 @@ class Table:
         newer snapshots and tags (Paimon semantics; no data files are deleted)."""
         return _rollback.rollback_to(self.fileio, self.path, self.branch, snapshot_id=snapshot_id, tag=tag)
 
-    def expire_snapshots(self, retain_max: int | None = None, retain_min: int | None = None,
-                         older_than: Any = None, max_deletes: int | None = None, *,
-                         dry_run: bool = False) -> _expire.ExpireResult:
+    def expire_snapshots(
+        self,
+        retain_max: int | None = None,
+        retain_min: int | None = None,
+        older_than: Any = None,
+        max_deletes: int | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> _expire.ExpireResult:
         """Expire old snapshots of this branch; unset arguments come from the ``snapshot.*`` table options.
         Deletes only files no snapshot, tag or changelog of *any* branch still references."""
-        return _expire.expire_snapshots(self.fileio, self.path, self.branch, retain_max=retain_max,
-                                        retain_min=retain_min, older_than=older_than, max_deletes=max_deletes,
-                                        options=self.options, dry_run=dry_run)
+        return _expire.expire_snapshots(
+            self.fileio,
+            self.path,
+            self.branch,
+            retain_max=retain_max,
+            retain_min=retain_min,
+            older_than=older_than,
+            max_deletes=max_deletes,
+            options=self.options,
+            dry_run=dry_run,
+        )
 
     def expire_tags(self, older_than: Any = None, *, clean_files: bool = True) -> list[str]:
         """Delete this branch's tags past their retention (and, with ``older_than``, all tags created before
         it) and, as Java does, the files only they kept alive (``clean_files=False``: the tag files only);
         returns their names."""
-        return _expire.expire_tags(self.fileio, self.path, self.branch, older_than=older_than,
-                                   clean_files=clean_files).expired_tags
+        return _expire.expire_tags(
+            self.fileio, self.path, self.branch, older_than=older_than, clean_files=clean_files
+        ).expired_tags
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False) -> _orphans.OrphanResult:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
@@ -263,8 +335,12 @@ class Table:
         return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
 
     # -- compaction (logic in planner/compact_strategy.py and datasource/engine/compact.py) ------------
-    def compact(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
-                full: bool = False, spark: Any = None) -> _compact.CompactResult:
+    def compact(
+        self,
+        partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+        full: bool = False,
+        spark: Any = None,
+    ) -> _compact.CompactResult:
         """Compact this branch in one COMPACT snapshot (Paimon's ``CALL sys.compact``).
 
         ``partitions`` (dicts or 'k=v,k2=v2' specs; a partial spec matches every partition with those values)
@@ -279,21 +355,31 @@ class Table:
         return _compact.compact(self.store, partitions, full=full, runner=runner)
 
     # -- chain tables (§10; logic in planner/chain*.py and datasource/engine/chain.py) ------------------
-    def explain_chain(self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
-                      *, options: Mapping[str, str] | None = None,
-                      predicate: Sequence[Leaf] = ()) -> list[dict[str, Any]]:
+    def explain_chain(
+        self,
+        partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+        *,
+        options: Mapping[str, str] | None = None,
+        predicate: Sequence[Leaf] = (),
+    ) -> list[dict[str, Any]]:
         """How a full read of this chain table resolves each partition: ``source`` ('main', 'snapshot' or
         'chain'), ``anchor`` (the snapshot partition merged from), ``deltas`` (the delta partitions merged
         in, in merge order), ``buckets``, ``files`` per branch and ``splits``. ``partitions`` (dicts or
         'k=v' specs; partial specs match every partition with those values) restrict the report; ``options``
         may carry time travel (``scan.timestamp-millis``, ``scan.tag-name``)."""
-        return _chain.explain_chain(self._read_store(options), ReadOptions.from_options(options or {}), predicate,
-                                    partitions)
+        return _chain.explain_chain(
+            self._read_store(options), ReadOptions.from_options(options or {}), predicate, partitions
+        )
 
-    def compact_chain(self, partition: Mapping[str, Any] | str | None = None, *,
-                      partitions: Iterable[Mapping[str, Any] | str] | None = None,
-                      start: Mapping[str, Any] | str | None = None, end: Mapping[str, Any] | str | None = None,
-                      overwrite: bool = False) -> _chain.ChainCompactResult:
+    def compact_chain(
+        self,
+        partition: Mapping[str, Any] | str | None = None,
+        *,
+        partitions: Iterable[Mapping[str, Any] | str] | None = None,
+        start: Mapping[str, Any] | str | None = None,
+        end: Mapping[str, Any] | str | None = None,
+        overwrite: bool = False,
+    ) -> _chain.ChainCompactResult:
         """Write the chain-merged view of ``partition`` (or ``partitions``, or every delta partition from
         ``start`` to ``end`` inclusive) into the snapshot branch, in one commit, so later reads of it hit the
         snapshot branch. A partition already in the snapshot branch is skipped unless ``overwrite``. Returns
@@ -305,8 +391,12 @@ class Table:
             parts.extend([partitions] if isinstance(partitions, (str, Mapping)) else list(partitions))
         return _chain.compact_chain(self.store, partitions=parts or None, start=start, end=end, overwrite=overwrite)
 
-    def chain_hybrid(self, predicate: Sequence[Leaf] = (), columns: Sequence[str] | None = None,
-                     options: Mapping[str, str] | None = None) -> pa.Table:
+    def chain_hybrid(
+        self,
+        predicate: Sequence[Leaf] = (),
+        columns: Sequence[str] | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> pa.Table:
         """Paimon's *hybrid* read: the full (chain) read UNION ALL the delta branch's rows, with the same
         filter. In Spark: ``full.unionByName(spark.read.format('paimon').option('branch', delta).load(p))``."""
         cfg = _chain.require_chain_config(self.store)
@@ -314,8 +404,9 @@ class Table:
         delta = self.branch_table(cfg.delta_branch or "").to_arrow(options, predicate, columns)
         return pa.concat_tables([full, delta.cast(full.schema)])
 
-    def create_chain_tag(self, name: str, *, time_retained: Any = None,
-                         ignore_if_exists: bool = False) -> dict[str, _tags.Tag]:
+    def create_chain_tag(
+        self, name: str, *, time_retained: Any = None, ignore_if_exists: bool = False
+    ) -> dict[str, _tags.Tag]:
         """A *chain tag*: tag ``name`` on the latest snapshot of the delta, the snapshot and the main branch
         (each one that has a snapshot), so ``scan.tag-name`` = ``name`` reads the chain table as it is now; a
         branch without snapshots reads as empty at that tag. Returns the tags by branch. Not atomic across
@@ -326,8 +417,7 @@ class Table:
             table = self.branch_table(branch or "")
             if table.latest_snapshot() is None:
                 continue  # empty now: reads of the tag see it empty (no data when the tag was made)
-            out[table.branch] = table.create_tag(name, time_retained=time_retained,
-                                                 ignore_if_exists=ignore_if_exists)
+            out[table.branch] = table.create_tag(name, time_retained=time_retained, ignore_if_exists=ignore_if_exists)
         if not out:
             raise ChainTableError(f"Chain table {self.identifier} has no data on any branch yet; nothing to tag.")
         return out
@@ -340,10 +430,18 @@ class Table:
     def _branch_manager(self) -> _branches.BranchManager:
         return _branches.BranchManager(self.fileio, self.path)
 
-    def create_branch(self, name: str, tag: str | None = None, *, snapshot_id: int | None = None,
-                      from_latest: bool = False, from_timestamp: Any = None,
-                      timestamp_rule: str = _tags.AT_OR_BEFORE, time_retained: Any = None,
-                      ignore_if_exists: bool = False) -> _branches.BranchInfo:
+    def create_branch(
+        self,
+        name: str,
+        tag: str | None = None,
+        *,
+        snapshot_id: int | None = None,
+        from_latest: bool = False,
+        from_timestamp: Any = None,
+        timestamp_rule: str = _tags.AT_OR_BEFORE,
+        time_retained: Any = None,
+        ignore_if_exists: bool = False,
+    ) -> _branches.BranchInfo:
         """Create branch ``name`` from this branch: from ``tag`` (Paimon's way), from ``snapshot_id`` (an
         expired one if a tag preserved it), from the latest snapshot (``from_latest=True``), from the snapshot
         ``from_timestamp`` (epoch ms or datetime; naive = local time) selects, or, with none of these, empty
@@ -353,10 +451,17 @@ class Table:
         ``time_retained`` ('7 d', timedelta, ms): :meth:`expire_branches` drops the branch once it has
         passed. The branch shares data files with this one; its origin and retention are recorded in
         ``branch/branch-<name>/branch.json``."""
-        return self._branch_manager().create(name, self.branch, tag=tag, snapshot_id=snapshot_id,
-                                              from_latest=from_latest, from_timestamp=from_timestamp,
-                                              timestamp_rule=timestamp_rule, time_retained=time_retained,
-                                              ignore_if_exists=ignore_if_exists)
+        return self._branch_manager().create(
+            name,
+            self.branch,
+            tag=tag,
+            snapshot_id=snapshot_id,
+            from_latest=from_latest,
+            from_timestamp=from_timestamp,
+            timestamp_rule=timestamp_rule,
+            time_retained=time_retained,
+            ignore_if_exists=ignore_if_exists,
+        )
 
     def expire_branches(self, older_than: Any = None, *, dry_run: bool = False) -> _expire.BranchExpireResult:
         """Drop the table's branches whose ``time_retained`` has passed (and, with ``older_than``, every branch

@@ -41,8 +41,9 @@ def test_tags(capsys: Any, table: Table) -> None:
     code, rows, _ = run(capsys, "create_tag", "--table", table.path, "--tag", "t3", "--time_retained", "1 d")
     assert rows[0]["snapshot_id"] == 3 and rows[0]["time_retained"] == "1 d"
     first = table.snapshot(1).time_millis
-    code, rows, _ = run(capsys, "create_tag_from_timestamp", "--table", table.path, "--tag", "ts",
-                        "--timestamp", str(first))
+    code, rows, _ = run(
+        capsys, "create_tag_from_timestamp", "--table", table.path, "--tag", "ts", "--timestamp", str(first)
+    )
     assert code == 0 and rows[0]["snapshot_id"] == 1
     assert run(capsys, "rename_tag", "--table", table.path, "--tag", "ts", "--target_tag", "ts2")[0] == 0
     code, rows, _ = run(capsys, "list_tags", "--table", table.path)
@@ -61,8 +62,9 @@ def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table:
     assert code == 0 and rows[0]["created_from_tag"] == "t2" and rows[0]["time_retained"] == "2 h"
     assert run(capsys, "create_branch", *wh, "--branch", "b", "--tag", "t2", "--ignoreIfExists")[0] == 0
     assert run(capsys, "create_branch", *wh, "--branch", "s1", "--snapshot", "1")[0] == 0
-    code, rows, _ = run(capsys, "create_branch", *wh, "--branch", "at", "--timestamp",
-                        str(table.snapshot(2).time_millis))
+    code, rows, _ = run(
+        capsys, "create_branch", *wh, "--branch", "at", "--timestamp", str(table.snapshot(2).time_millis)
+    )
     assert rows[0]["created_from_snapshot"] == 2  # the table as of that instant
     assert run(capsys, "rename_branch", *wh, "--from_branch", "s1", "--to_branch", "s1b")[0] == 0
     code, rows, _ = run(capsys, "list_branches", *wh)
@@ -95,11 +97,22 @@ def test_rollback_expire_orphans_and_history(capsys: Any, table: Table) -> None:
     assert rows[0]["current_snapshot_id"] == 1
     for i in (4, 5):
         table.write_arrow(pa.table({"id": [i], "v": [str(i)]}))
-    code, rows, _ = run(capsys, "rollback_to_timestamp", "--table", table.path,
-                        "--timestamp", str(table.snapshot(2).time_millis))
+    code, rows, _ = run(
+        capsys, "rollback_to_timestamp", "--table", table.path, "--timestamp", str(table.snapshot(2).time_millis)
+    )
     assert rows[0]["current_snapshot_id"] == 2
-    code, rows, _ = run(capsys, "expire_snapshots", "--table", table.path, "--retain_max", "1", "--retain_min", "1",
-                        "--older_than", "2999-01-01 00:00:00")
+    code, rows, _ = run(
+        capsys,
+        "expire_snapshots",
+        "--table",
+        table.path,
+        "--retain_max",
+        "1",
+        "--retain_min",
+        "1",
+        "--older_than",
+        "2999-01-01 00:00:00",
+    )
     assert rows[0]["expired_snapshots"] == "1"
     code, rows, _ = run(capsys, "history", "--table", table.path)
     assert [(r["snapshot_id"], r["note"]) for r in rows] == [(2, "latest")]
@@ -108,8 +121,13 @@ def test_rollback_expire_orphans_and_history(capsys: Any, table: Table) -> None:
 
 
 def test_compact(capsys: Any, catalog: Any) -> None:
-    t = catalog.create_table("db.pk", "id bigint not null, v string, dt string", primary_keys=["dt", "id"],
-                             partition_keys=["dt"], options={"bucket": "1", "write-only": "true"})
+    t = catalog.create_table(
+        "db.pk",
+        "id bigint not null, v string, dt string",
+        primary_keys=["dt", "id"],
+        partition_keys=["dt"],
+        options={"bucket": "1", "write-only": "true"},
+    )
     for i in range(3):
         t.write_arrow(pa.table({"id": [1, i + 2], "v": [f"v{i}", "x"], "dt": ["a", "b"]}))
     code, rows, _ = run(capsys, "compact", "--table", t.path, "--partitions", "dt=a", "--compact_strategy", "full")
@@ -126,7 +144,10 @@ def test_errors_are_one_line_and_exit_non_zero(capsys: Any, table: Table) -> Non
     code, _, err = run(capsys, "create_tag", "--table", table.path + "_missing", "--tag", "x")
     assert code == 1 and "Traceback" not in err
     assert cli._storage_options(["anon=false", "secret=123", "token=a=b"]) == {
-        "anon": False, "secret": "123", "token": "a=b"}
+        "anon": False,
+        "secret": "123",
+        "token": "a=b",
+    }
     code, _, err = run(capsys, "list_tags", "--table", table.path, "--fs", "novalue")
     assert code == 1 and "key=value" in err
     code, _, err = run(capsys, "list_tags", "--table", table.path + "$branch_a", "--on_branch", "b")
@@ -143,13 +164,34 @@ def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) 
     scripts = pyproject.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
     assert 'pyspark-paimon = "pyspark_paimon.cli:main"' in scripts
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "pyspark_paimon", "create_tag", "--table", table.path, "--tag",
-                           "cli", "--snapshot", "2"], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyspark_paimon",
+            "create_tag",
+            "--table",
+            table.path,
+            "--tag",
+            "cli",
+            "--snapshot",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     header, row = done.stdout.splitlines()
     assert header.split()[:2] == ["tag_name", "snapshot_id"] and row.split()[:2] == ["cli", "2"]
-    done = subprocess.run([sys.executable, "-m", "pyspark_paimon", "delete_tag", "--table", table.path, "--tag",
-                           "nope"], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pyspark_paimon", "delete_tag", "--table", table.path, "--tag", "nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 1 and done.stderr.startswith("pyspark-paimon: error:") and not done.stdout
     names = [p.name for p in cli.PROCEDURES]
     assert len(names) == len(set(names))

@@ -132,9 +132,11 @@ def test_the_checks_see_function_level_and_type_checking_imports(tmp_path: Path)
     graph = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 9}, "d": {"a": 1}}
     assert _cycles(graph) == [["a", "b", "c"]]
     source = tmp_path / "probe.py"
-    source.write_text("from typing import TYPE_CHECKING\n"
-                      "if TYPE_CHECKING:\n    from pyspark_paimon.planner import scan\n"
-                      "def f():\n    from pyspark_paimon.errors import PaimonError\n    import pyspark.sql\n")
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pyspark_paimon.planner import scan\n"
+        "def f():\n    from pyspark_paimon.errors import PaimonError\n    import pyspark.sql\n"
+    )
     found = _imports(source, {"pyspark_paimon.planner.scan": source, "pyspark_paimon.errors": source})
     assert set(found) == {"pyspark_paimon.planner.scan", "pyspark_paimon.errors", "pyspark"}
 
@@ -145,8 +147,11 @@ def test_subpackage_inits_import_nothing() -> None:
     adapters into the Spark-free engine below it)."""
     inits = [p for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE]
     assert inits
-    offenders = [str(p.relative_to(ROOT)) for p in inits
-                 if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(ast.parse(p.read_text())))]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in inits
+        if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(ast.parse(p.read_text())))
+    ]
     assert offenders == []
 
 
@@ -155,8 +160,12 @@ def test_no_dynamic_imports() -> None:
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr == "import_module" or \
-                    isinstance(node, ast.Name) and node.id == "__import__":
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "import_module"
+                or isinstance(node, ast.Name)
+                and node.id == "__import__"
+            ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
 
@@ -175,8 +184,9 @@ def test_layers_import_only_layers_below() -> None:
 
 
 def test_spark_free_modules_never_import_pyspark() -> None:
-    offenders = [f"{m}:{deps['pyspark']}" for m, deps in sorted(GRAPH.items())
-                 if "pyspark" in deps and _layer(m) in SPARK_FREE]
+    offenders = [
+        f"{m}:{deps['pyspark']}" for m, deps in sorted(GRAPH.items()) if "pyspark" in deps and _layer(m) in SPARK_FREE
+    ]
     assert offenders == []
 
 
@@ -213,8 +223,9 @@ def test_planning_a_stream_loads_neither_pandas_nor_sqlglot(tmp_path: Path) -> N
 
     from pyspark_paimon import Catalog
 
-    table = Catalog(str(tmp_path)).create_table("db.t", "id bigint, v string", primary_keys=["id"],
-                                                options={"bucket": "2"})
+    table = Catalog(str(tmp_path)).create_table(
+        "db.t", "id bigint, v string", primary_keys=["id"], options={"bucket": "2"}
+    )
     table.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
     script = f"""
 import sys

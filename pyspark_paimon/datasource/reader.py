@@ -54,10 +54,27 @@ from pyspark_paimon.planner.stream import ROW_KIND_COLUMN, StreamOptions
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.
-_EXACT_TYPES = {"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN", "CHAR", "VARCHAR", "DATE", "DECIMAL",
-                "TIMESTAMP", "TIMESTAMP_LTZ"}
-_SIMPLE_OPS = {EqualTo: "=", EqualNullSafe: "<=>", GreaterThan: ">", GreaterThanOrEqual: ">=",
-               LessThan: "<", LessThanOrEqual: "<="}
+_EXACT_TYPES = {
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "BOOLEAN",
+    "CHAR",
+    "VARCHAR",
+    "DATE",
+    "DECIMAL",
+    "TIMESTAMP",
+    "TIMESTAMP_LTZ",
+}
+_SIMPLE_OPS = {
+    EqualTo: "=",
+    EqualNullSafe: "<=>",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
 _COMPARISONS = (EqualTo, EqualNullSafe, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
 _TRANSLATED = (*_COMPARISONS, In, IsNull, IsNotNull, StringStartsWith)
 
@@ -65,7 +82,8 @@ _TRANSLATED = (*_COMPARISONS, In, IsNull, IsNotNull, StringStartsWith)
 # Spark expects TIMESTAMP (LTZ) columns of a read batch in UTC. pyspark 4.1's to_arrow_schema says so with
 # `timestamp_utc=True`; 4.2 replaced that flag with `timezone=`, so the keyword is chosen once from the signature.
 _UTC_TIMESTAMPS: dict[str, Any] = (
-    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {"timestamp_utc": True})
+    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {"timestamp_utc": True}
+)
 
 
 def spark_arrow_schema(schema: StructType) -> pa.Schema:
@@ -180,13 +198,15 @@ class PaimonReader(DataSourceReader):
             if not table.has_field(name):
                 raise SchemaError(
                     f"Column '{name}' of the schema given to spark.read.schema(...) is not in the table "
-                    f"{table.field_names}. Give a subset of the table's columns.")
+                    f"{table.field_names}. Give a subset of the table's columns."
+                )
         return tuple(names)
 
     def _plan(self) -> ReadJob:
         if self._job is None:
-            self._job = prepare_read(self.ref.store(), self.opts, self.filters, self.read_fields,
-                                     exact_filters=self.filters)
+            self._job = prepare_read(
+                self.ref.store(), self.opts, self.filters, self.read_fields, exact_filters=self.filters
+            )
         return self._job
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -195,19 +215,23 @@ class PaimonReader(DataSourceReader):
         job = self._plan()
         groups = job.groups(self.opts)
         return [PaimonPartition(i, tuple(g), job.context) for i, g in enumerate(groups)] or [
-            PaimonPartition(0, (), job.context)]
+            PaimonPartition(0, (), job.context)
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = spark_arrow_schema(self.spark_schema)
         ref = self.ref
         if ref.system_table:
-            batches: Iterable[pa.RecordBatch] = read_system_table(ref.store(), ref.system_table,
-                                                                  ref.options).to_batches()
+            batches: Iterable[pa.RecordBatch] = read_system_table(
+                ref.store(), ref.system_table, ref.options
+            ).to_batches()
         else:
             assert isinstance(partition, PaimonPartition) and partition.context is not None
             ctx = partition.context
-            batches = coalesce_batches((batch for split in partition.splits for batch in read_split(ctx, split)
-                                        if batch.num_rows), ctx.batch_size)
+            batches = coalesce_batches(
+                (batch for split in partition.splits for batch in read_split(ctx, split) if batch.num_rows),
+                ctx.batch_size,
+            )
         for batch in batches:
             if batch.num_rows:
                 yield conform(batch, target)

@@ -76,7 +76,8 @@ class PaimonDataSource(DataSource):
                 "saveAsTable of a 'paimon' catalog table cannot know where to write. Name the table per write: "
                 "INSERT INTO t WITH ('path' = '<table location>') SELECT ..., df.writeTo('t').option('path', "
                 "'<table location>').append(), df.write.format('paimon').save('<table location>'), or a "
-                "CREATE TEMPORARY VIEW v USING paimon OPTIONS (path '<table location>') and INSERT INTO v.")
+                "CREATE TEMPORARY VIEW v USING paimon OPTIONS (path '<table location>') and INSERT INTO v."
+            )
         ref = spark_table_ref(self.options)
         if ref.system_table:
             raise PaimonError(f"System table ${ref.system_table} is read-only.")
@@ -110,7 +111,7 @@ def without_create_keys(options: Any) -> tuple[dict[str, str], bool]:
     location = opts.get("location")
     out = {k: v for k, v in opts.items() if k not in _CREATE_KEYS}
     for key in [k for k in out if k.startswith("option.")]:
-        if out.get(key[len("option."):]) == out[key]:
+        if out.get(key[len("option.") :]) == out[key]:
             del out[key]
     if location and not names_a_table(out):
         out["path"] = location
@@ -126,8 +127,9 @@ def remember_table(schema: StructType, options: dict[str, str]) -> StructType:
     """
     stored = {k: v for k, v in options.items() if k not in ("path", "paths")}  # 'warehouse' stays with the path
     meta = {LOCATION_METADATA: options.get("path", ""), OPTIONS_METADATA: json.dumps(stored, sort_keys=True)}
-    return StructType([StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), **meta})
-                       for f in schema.fields])
+    return StructType(
+        [StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), **meta}) for f in schema.fields]
+    )
 
 
 def remembered_table(schema: StructType) -> dict[str, str]:
@@ -143,7 +145,8 @@ def remembered_table(schema: StructType) -> dict[str, str]:
         "data sources only at creation. Create it from the existing Paimon "
         "table without a column list (CREATE TABLE t USING paimon LOCATION '<table location>'), or name the table "
         "per read: SELECT * FROM t WITH ('path' = '<table location>'), spark.read.option('path', '<table "
-        "location>').table('t'), or spark.read.format('paimon').load('<table location>').")
+        "location>').table('t'), or spark.read.format('paimon').load('<table location>')."
+    )
 
 
 def spark_table_ref(options: Any) -> TableRef:
@@ -160,7 +163,8 @@ def spark_table_ref(options: Any) -> TableRef:
             f"Cannot use {ref.fileio.uri(ref.path)} with Spark: memory:// tables live in the memory of one Python "
             "process, and Spark reads and writes through separate worker processes that cannot see it. Use a "
             "local path or object storage (e.g. /data/warehouse, file:///..., s3://...) for Spark; memory:// works "
-            "only through the Python API (Catalog/Table) in the process that created the table.")
+            "only through the Python API (Catalog/Table) in the process that created the table."
+        )
     return ref
 
 
@@ -199,6 +203,8 @@ def register(spark: Any, pushdown: bool | None = None) -> None:
         log.warning(
             "Filter pushdown is on for Spark %s: a DataFrame loaded once and queried twice (first with a filter, "
             "then without) can return the first query's filtered rows (Spark keeps the pushed-down plan on the "
-            "shared data source). Load a fresh DataFrame per query.", spark.version)
+            "shared data source). Load a fresh DataFrame per query.",
+            spark.version,
+        )
     spark.conf.set(PUSHDOWN_CONF, "true" if pushdown else "false")
     spark.dataSource.register(PaimonPushdownDataSource if pushdown else PaimonDataSource)

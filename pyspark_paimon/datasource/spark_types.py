@@ -22,10 +22,20 @@ from pyspark_paimon.metadata.types import (
 )
 
 _SIMPLE = {
-    "BOOLEAN": T.BooleanType, "TINYINT": T.ByteType, "SMALLINT": T.ShortType, "INT": T.IntegerType,
-    "BIGINT": T.LongType, "FLOAT": T.FloatType, "DOUBLE": T.DoubleType, "DATE": T.DateType,
-    "CHAR": T.StringType, "VARCHAR": T.StringType, "BINARY": T.BinaryType, "VARBINARY": T.BinaryType,
-    "TIMESTAMP": T.TimestampNTZType, "TIMESTAMP_LTZ": T.TimestampType,
+    "BOOLEAN": T.BooleanType,
+    "TINYINT": T.ByteType,
+    "SMALLINT": T.ShortType,
+    "INT": T.IntegerType,
+    "BIGINT": T.LongType,
+    "FLOAT": T.FloatType,
+    "DOUBLE": T.DoubleType,
+    "DATE": T.DateType,
+    "CHAR": T.StringType,
+    "VARCHAR": T.StringType,
+    "BINARY": T.BinaryType,
+    "VARBINARY": T.BinaryType,
+    "TIMESTAMP": T.TimestampNTZType,
+    "TIMESTAMP_LTZ": T.TimestampType,
 }
 
 
@@ -38,7 +48,8 @@ def to_spark_type(t: DataType, column: str = "?") -> T.DataType:
         if factory is None:
             raise UnsupportedTypeError(
                 f"Column '{column}' has Paimon type {t}, which Spark cannot represent. Read the other columns by "
-                "giving a schema without it: spark.read.schema('...').format('paimon').")
+                "giving a schema without it: spark.read.schema('...').format('paimon')."
+            )
         return factory()
     if isinstance(t, ArrayType):
         return T.ArrayType(to_spark_type(t.element, column), t.element.nullable)
@@ -61,8 +72,14 @@ def to_spark_schema(fields: Sequence[DataField]) -> T.StructType:
 def from_spark_type(t: T.DataType, nullable: bool = True, column: str = "?") -> DataType:
     """Spark type to the Paimon type a new table column gets."""
     simple = {
-        T.BooleanType: "BOOLEAN", T.ByteType: "TINYINT", T.ShortType: "SMALLINT", T.IntegerType: "INT",
-        T.LongType: "BIGINT", T.FloatType: "FLOAT", T.DoubleType: "DOUBLE", T.DateType: "DATE",
+        T.BooleanType: "BOOLEAN",
+        T.ByteType: "TINYINT",
+        T.ShortType: "SMALLINT",
+        T.IntegerType: "INT",
+        T.LongType: "BIGINT",
+        T.FloatType: "FLOAT",
+        T.DoubleType: "DOUBLE",
+        T.DateType: "DATE",
     }
     for cls, name in simple.items():
         if isinstance(t, cls):
@@ -80,11 +97,16 @@ def from_spark_type(t: T.DataType, nullable: bool = True, column: str = "?") -> 
     if isinstance(t, T.ArrayType):
         return ArrayType(from_spark_type(t.elementType, t.containsNull, column), nullable)
     if isinstance(t, T.MapType):
-        return MapType(from_spark_type(t.keyType, False, column), from_spark_type(t.valueType, t.valueContainsNull,
-                                                                                  column), nullable)
+        return MapType(
+            from_spark_type(t.keyType, False, column),
+            from_spark_type(t.valueType, t.valueContainsNull, column),
+            nullable,
+        )
     if isinstance(t, T.StructType):
-        fields = tuple(DataField(-1, f.name, from_spark_type(f.dataType, f.nullable, f"{column}.{f.name}"))
-                       for f in t.fields)
+        fields = tuple(
+            DataField(-1, f.name, from_spark_type(f.dataType, f.nullable, f"{column}.{f.name}")) for f in t.fields
+        )
         return RowType(fields, nullable)
     raise UnsupportedTypeError(
-        f"Column '{column}' has Spark type {t.simpleString()}, which has no Paimon equivalent here.")
+        f"Column '{column}' has Spark type {t.simpleString()}, which has no Paimon equivalent here."
+    )

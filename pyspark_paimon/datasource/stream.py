@@ -56,12 +56,14 @@ try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python source
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
+
     HAS_ADMISSION_CONTROL = True
 except ImportError:  # Spark 4.1
     HAS_ADMISSION_CONTROL = False
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         """Stands in for Spark 4.2's mixin on 4.1, where Python sources have no Trigger.AvailableNow."""
+
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +91,10 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         names = [f.name for f in schema.fields]
         if self.job.opts.changelog:
             if not names or names[0] != ROW_KIND_COLUMN:
-                raise OptionError(f"With 'read.changelog' the stream's first column is '{ROW_KIND_COLUMN}'; a schema "
-                                  "given to readStream.schema(...) must start with it.")
+                raise OptionError(
+                    f"With 'read.changelog' the stream's first column is '{ROW_KIND_COLUMN}'; a schema "
+                    "given to readStream.schema(...) must start with it."
+                )
             names = names[1:]
         self.job.columns = tuple(names)
         self.job.context()  # the columns exist (a clear error now, not in the first batch)
@@ -111,9 +115,13 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         admission = self._admission(limit)
         splits, end = self.job.next_batch(begin, admission, self.stop_at)
         opts = self.job.opts
-        if (opts.min_rows is not None and opts.max_trigger_delay_ms is not None and self.stop_at is None
-                and sum(s.row_count for s in splits) < opts.min_rows
-                and (time.time() - self.last_trigger) * 1000 < opts.max_trigger_delay_ms):
+        if (
+            opts.min_rows is not None
+            and opts.max_trigger_delay_ms is not None
+            and self.stop_at is None
+            and sum(s.row_count for s in splits) < opts.min_rows
+            and (time.time() - self.last_trigger) * 1000 < opts.max_trigger_delay_ms
+        ):
             return start  # read.stream.minRowsPerTrigger: wait for more rows, at most maxTriggerDelayMs
         if end != begin:
             self.last_trigger = time.time()
@@ -156,8 +164,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PaimonStreamPartition)
         target = spark_arrow_schema(self.spark_schema)
-        batches = (batch for s in partition.splits for batch in read_stream_split(partition.context, s)
-                   if batch.num_rows)
+        batches = (
+            batch for s in partition.splits for batch in read_stream_split(partition.context, s) if batch.num_rows
+        )
         for batch in coalesce_batches(batches, partition.context.read.batch_size):
             yield conform(batch, target)
 
@@ -180,8 +189,10 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         table_ref = _table_options_only(ref)
         for key in ("partitionoverwritemode", "overwrite-partition"):
             if key in table_ref.options:
-                raise OptionError(f"Option '{key}' does not apply to streaming writes: outputMode('append') appends "
-                                  "and outputMode('complete') replaces the whole table with each micro-batch.")
+                raise OptionError(
+                    f"Option '{key}' does not apply to streaming writes: outputMode('append') appends "
+                    "and outputMode('complete') replaces the whole table with each micro-batch."
+                )
         table = ensure_table(table_ref, schema)
         check_write_schema(schema, table)
         stream_commit_user(None, self.checkpoint, ref.path)  # no checkpoint location: a clear error at start
@@ -210,9 +221,15 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         committer = self._committer()
         landed = committer.landed(batchId)
         if landed is not None:
-            log.warning("Micro-batch %d of the stream into %s (branch '%s') was already committed (snapshot %d, "
-                        "commit user '%s'): Spark replays it after a restart; skipping it so it is not written twice.",
-                        batchId, self.ref.path, self.job.store.branch, landed.id, committer.commit_user)
+            log.warning(
+                "Micro-batch %d of the stream into %s (branch '%s') was already committed (snapshot %d, "
+                "commit user '%s'): Spark replays it after a restart; skipping it so it is not written twice.",
+                batchId,
+                self.ref.path,
+                self.job.store.branch,
+                landed.id,
+                committer.commit_user,
+            )
             delete_written_files(self.job, messages)
             return
         flat = [m for msg in messages if isinstance(msg, PaimonCommitMessage) for m in msg.messages]
@@ -226,7 +243,12 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         except PaimonError:
             return
         if landed is not None:
-            log.warning("Spark aborts micro-batch %d of the stream into %s, but it is committed (snapshot %d): "
-                        "keeping its files.", batchId, self.ref.path, landed.id)
+            log.warning(
+                "Spark aborts micro-batch %d of the stream into %s, but it is committed (snapshot %d): "
+                "keeping its files.",
+                batchId,
+                self.ref.path,
+                landed.id,
+            )
             return
         delete_written_files(self.job, messages)

@@ -39,8 +39,17 @@ from pyspark_paimon.metadata.type_arrow import to_arrow_type
 log = logging.getLogger(__name__)
 
 # Write options that are not table options.
-WRITE_KEYS = {"path", "paths", "warehouse", "branch", "partitionoverwritemode", "overwrite-partition",
-              "primary-key", "partition", "comment"}
+WRITE_KEYS = {
+    "path",
+    "paths",
+    "warehouse",
+    "branch",
+    "partitionoverwritemode",
+    "overwrite-partition",
+    "primary-key",
+    "partition",
+    "comment",
+}
 
 
 # A table option Java engines read when they overwrite; a Spark write chooses with partitionOverwriteMode.
@@ -120,8 +129,7 @@ def ensure_table(ref: TableRef, schema: StructType) -> TableSchema:
     validate_table_options(opts, creating=True, table=ref.path)
     fields = [(f.name, from_spark_type(f.dataType, f.nullable, f.name)) for f in schema.fields]
     try:
-        return SchemaManager(ref.fileio, ref.path).create_table(fields, parts, pks, opts,
-                                                                ref.options.get("comment"))
+        return SchemaManager(ref.fileio, ref.path).create_table(fields, parts, pks, opts, ref.options.get("comment"))
     except Exception:
         latest = store.schemas.latest()  # created concurrently by another writer: use it
         if latest is None:
@@ -150,7 +158,8 @@ def check_write_options(ref: TableRef, table: TableSchema) -> None:
         raise OptionError(
             f"Table {ref.path} already exists, and write options that define a table only apply when the write "
             f"creates it. These differ from the table: {'; '.join(differing)}. Drop them from the write, or change "
-            "the table first (Table.set_options; keys and partitioning cannot change).")
+            "the table first (Table.set_options; keys and partitioning cannot change)."
+        )
 
 
 def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
@@ -162,7 +171,8 @@ def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
         raise SchemaMismatchError(
             f"The DataFrame's columns do not match the table's. Missing: {missing or 'none'}; not in the table: "
             f"{extra or 'none'}. Table columns: {table.field_names}. Select/rename columns to match, or evolve the "
-            "table first (Table.add_column).")
+            "table first (Table.add_column)."
+        )
     for f in table.fields:
         want = to_spark_type(f.type, f.name)
         got = df_cols[f.name].dataType
@@ -172,12 +182,14 @@ def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
             raise SchemaMismatchError(
                 f"Column '{f.name}' is {got.simpleString()} with nested values that may be NULL (array elements, map "
                 f"values or struct fields), but the table declares them NOT NULL. Make them non-null first, e.g. "
-                f"with coalesce inside transform()/struct().")
+                f"with coalesce inside transform()/struct()."
+            )
         problem = _assignment_problem(got, want) or "the types differ"
         raise SchemaMismatchError(
             f"Column '{f.name}' is {got.simpleString()} in the DataFrame but {want.simpleString()} in the table, and "
             f"Spark's store assignment (ANSI) does not write one into the other: {problem}. Cast it first if that is "
-            f"meant, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}')).")
+            f"meant, e.g. df.withColumn('{f.name}', col('{f.name}').cast('{want.simpleString()}'))."
+        )
 
 
 def _fits(got: T.DataType, want: T.DataType) -> bool:
@@ -190,11 +202,15 @@ def _fits(got: T.DataType, want: T.DataType) -> bool:
     if isinstance(got, T.ArrayType) and isinstance(want, T.ArrayType):
         return (want.containsNull or not got.containsNull) and _fits(got.elementType, want.elementType)
     if isinstance(got, T.MapType) and isinstance(want, T.MapType):
-        return ((want.valueContainsNull or not got.valueContainsNull) and _fits(got.keyType, want.keyType)
-                and _fits(got.valueType, want.valueType))
+        return (
+            (want.valueContainsNull or not got.valueContainsNull)
+            and _fits(got.keyType, want.keyType)
+            and _fits(got.valueType, want.valueType)
+        )
     if isinstance(got, T.StructType) and isinstance(want, T.StructType):
         return [g.name for g in got.fields] == [w.name for w in want.fields] and all(
-            (w.nullable or not g.nullable) and _fits(g.dataType, w.dataType) for g, w in zip(got.fields, want.fields))
+            (w.nullable or not g.nullable) and _fits(g.dataType, w.dataType) for g, w in zip(got.fields, want.fields)
+        )
     return got == want or _castable(got, want)
 
 
@@ -232,9 +248,11 @@ class PaimonWriter(DataSourceArrowWriter):
         if _DYNAMIC_OVERWRITE_TABLE_OPTION in ref.options:
             # Paimon's Spark writer decides per write too; silently storing the option instead would turn an
             # intended partition overwrite into a whole-table one.
-            raise OptionError(f"The table option '{_DYNAMIC_OVERWRITE_TABLE_OPTION}' does not choose how a Spark "
-                              "write overwrites: use .option('partitionOverwriteMode', 'dynamic') (or 'static'). To "
-                              "store the option for other engines, use Table.set_options.")
+            raise OptionError(
+                f"The table option '{_DYNAMIC_OVERWRITE_TABLE_OPTION}' does not choose how a Spark "
+                "write overwrites: use .option('partitionOverwriteMode', 'dynamic') (or 'static'). To "
+                "store the option for other engines, use Table.set_options."
+            )
         table = ensure_table(ref, schema)
         check_write_schema(schema, table)
         mode = ref.options.get("partitionoverwritemode")
@@ -251,8 +269,11 @@ class PaimonWriter(DataSourceArrowWriter):
         if self.session_mode:
             spec = overwrite_spec(table, "dynamic", None)
         else:
-            spec = overwrite_spec(table, mode.lower() if mode else None,
-                                  parse_partition_spec(static) if static else None) if overwrite else None
+            spec = (
+                overwrite_spec(table, mode.lower() if mode else None, parse_partition_spec(static) if static else None)
+                if overwrite
+                else None
+            )
         self.job: WriteJob = prepare_write(ref.store(), spec)
 
     def _session_job(self, mode: str) -> WriteJob:
@@ -283,7 +304,8 @@ class PaimonWriter(DataSourceArrowWriter):
                 raise CommitError(
                     f"The overwrite of {self.ref.path} follows Spark's {SESSION_OVERWRITE_CONF}, but its tasks saw "
                     f"{sorted(map(str, modes)) or 'no value'}, so what to replace is unclear; nothing was committed. "
-                    "Give .option('partitionOverwriteMode', 'static' or 'dynamic') to the write.")
+                    "Give .option('partitionOverwriteMode', 'static' or 'dynamic') to the write."
+                )
             job = self._session_job(modes.pop() or "static")
         job.commit(flat)
 
@@ -293,9 +315,14 @@ class PaimonWriter(DataSourceArrowWriter):
         except TableNotFoundError:
             return
         if landed is not None:  # e.g. the driver's commit landed and a later step (or a worker) failed
-            log.warning("Spark aborts the write to %s, but its commit landed as snapshot %s of branch '%s' (commit "
-                        "user '%s'): the data is in the table, keeping its files. Do not retry the write.",
-                        self.ref.path, landed.id, self.job.store.branch, self.job.commit_user)
+            log.warning(
+                "Spark aborts the write to %s, but its commit landed as snapshot %s of branch '%s' (commit "
+                "user '%s'): the data is in the table, keeping its files. Do not retry the write.",
+                self.ref.path,
+                landed.id,
+                self.job.store.branch,
+                self.job.commit_user,
+            )
             return
         delete_written_files(self.job, messages)
 

@@ -71,12 +71,16 @@ _EPOCH = _dt.datetime(1970, 1, 1)
 _LONG_MIN = -(2**63)
 
 # (regex, strftime) per (period kind, formatter)
-_DAY = {"with_dashes": (r"(\d{4})-(\d{2})-(\d{2})", "%Y-%m-%d"),
-        "without_dashes": (r"(\d{4})(\d{2})(\d{2})", "%Y%m%d"),
-        "without_dashes_and_spaces": (r"(\d{4})(\d{2})(\d{2})", "%Y%m%d")}
-_HOUR = {"with_dashes": (r"(\d{4})-(\d{2})-(\d{2}) (\d{2})", "%Y-%m-%d %H"),
-         "without_dashes": (r"(\d{4})(\d{2})(\d{2}) (\d{2})", "%Y%m%d %H"),
-         "without_dashes_and_spaces": (r"(\d{4})(\d{2})(\d{2})(\d{2})", "%Y%m%d%H")}
+_DAY = {
+    "with_dashes": (r"(\d{4})-(\d{2})-(\d{2})", "%Y-%m-%d"),
+    "without_dashes": (r"(\d{4})(\d{2})(\d{2})", "%Y%m%d"),
+    "without_dashes_and_spaces": (r"(\d{4})(\d{2})(\d{2})", "%Y%m%d"),
+}
+_HOUR = {
+    "with_dashes": (r"(\d{4})-(\d{2})-(\d{2}) (\d{2})", "%Y-%m-%d %H"),
+    "without_dashes": (r"(\d{4})(\d{2})(\d{2}) (\d{2})", "%Y%m%d %H"),
+    "without_dashes_and_spaces": (r"(\d{4})(\d{2})(\d{2})(\d{2})", "%Y%m%d%H"),
+}
 _MINUTE = (r"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})", "%Y%m%d%H%M")
 
 
@@ -141,8 +145,10 @@ def validate_options(options: Mapping[str, str]) -> None:
     opts = CoreOptions(options)
     delay = opts.get(TAG_CREATION_DELAY)
     if delay >= handler.period_ms:
-        raise OptionError(f"Option '{TAG_CREATION_DELAY.key}' ({delay} ms) must be shorter than the tag period "
-                          f"({handler.period_ms} ms).")
+        raise OptionError(
+            f"Option '{TAG_CREATION_DELAY.key}' ({delay} ms) must be shorter than the tag period "
+            f"({handler.period_ms} ms)."
+        )
     opts.get(TAG_NUM_RETAINED_MAX)  # refuses a negative or non-integer value before the commit writes anything
     retention_ms(None, options)  # parses tag.default-time-retained
     _zone(options, SINK_WATERMARK_TIME_ZONE if mode_of(options) == "watermark" else SINK_PROCESS_TIME_ZONE)
@@ -156,8 +162,9 @@ def _zone(options: Mapping[str, str], option: ConfigOption[Any]) -> _dt.tzinfo |
     try:
         return _dt.timezone.utc if zone.strip().upper() == "UTC" else ZoneInfo(zone.strip())
     except Exception as e:  # noqa: BLE001 - ZoneInfo raises several unrelated types for a bad name
-        raise OptionError(f"Option '{option.key}' = '{zone}' is not a known time zone; use a name such as 'UTC' "
-                          "or 'Asia/Shanghai'.") from e
+        raise OptionError(
+            f"Option '{option.key}' = '{zone}' is not a known time zone; use a name such as 'UTC' or 'Asia/Shanghai'."
+        ) from e
 
 
 def _wall_clock(millis: int, zone: _dt.tzinfo | None) -> _dt.datetime:
@@ -176,8 +183,9 @@ def _time_of(snapshot: Snapshot, mode: str, options: Mapping[str, str]) -> _dt.d
     return _wall_clock(snapshot.time_millis, _zone(options, SINK_PROCESS_TIME_ZONE))
 
 
-def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
-              options: Mapping[str, str]) -> list[str]:
+def on_commit(
+    fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot, options: Mapping[str, str]
+) -> list[str]:
     """Create the auto tags due after ``snapshot`` was committed; returns their names."""
     mode = mode_of(options)
     if mode == "none":
@@ -193,18 +201,29 @@ def on_commit(fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot,
     return created
 
 
-def _batch_tag(tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, options: Mapping[str, str],
-               retained: int | None) -> str:
+def _batch_tag(
+    tags: TagManager, handler: PeriodHandler, snapshot: Snapshot, options: Mapping[str, str], retained: int | None
+) -> str:
     name = CoreOptions(options).get(TAG_BATCH_CUSTOMIZED_NAME) or BATCH_TAG_PREFIX + _wall_clock(
-        snapshot.time_millis, _zone(options, SINK_PROCESS_TIME_ZONE)).strftime("%Y-%m-%d")
+        snapshot.time_millis, _zone(options, SINK_PROCESS_TIME_ZONE)
+    ).strftime("%Y-%m-%d")
     if tags.create(name, snapshot, retained, ignore_if_exists=True, validate=False).snapshot.id != snapshot.id:
         # The period's tag exists from an earlier batch: move it (an atomic overwrite, never absent).
         tags.write(Tag(name, snapshot, _dt.datetime.now() if retained is not None else None, retained))
     return name
 
 
-def _time_tags(fileio: FileIO, table_path: str, branch: str, tags: TagManager, handler: PeriodHandler,
-               snapshot: Snapshot, mode: str, options: Mapping[str, str], retained: int | None) -> list[str]:
+def _time_tags(
+    fileio: FileIO,
+    table_path: str,
+    branch: str,
+    tags: TagManager,
+    handler: PeriodHandler,
+    snapshot: Snapshot,
+    mode: str,
+    options: Mapping[str, str],
+    retained: int | None,
+) -> list[str]:
     opts = CoreOptions(options)
     delay = _dt.timedelta(milliseconds=opts.get(TAG_CREATION_DELAY))
     completion = opts.get(TAG_AUTOMATIC_COMPLETION)
@@ -250,7 +269,7 @@ def _is_batch_tag(name: str) -> bool:
     if not name.startswith(BATCH_TAG_PREFIX):
         return False
     try:
-        _dt.datetime.strptime(name[len(BATCH_TAG_PREFIX):], "%Y-%m-%d")
+        _dt.datetime.strptime(name[len(BATCH_TAG_PREFIX) :], "%Y-%m-%d")
     except ValueError:
         return False
     return True
@@ -263,7 +282,7 @@ def _enforce_max(tags: TagManager, handler: PeriodHandler, options: Mapping[str,
     is_auto = _is_batch_tag if mode_of(options) == "batch" else handler.is_auto_tag
     auto = [t for t in tags.list_tags() if is_auto(t.name)]  # oldest (lowest snapshot id) first
     excess = len(auto) - max_n
-    for t in auto[:max(excess, 0)]:
+    for t in auto[: max(excess, 0)]:
         tags.delete(t.name, ignore_if_not_exists=True)
         log.info("deleted auto tag %s: more than %s = %s auto tags", t.name, TAG_NUM_RETAINED_MAX.key, max_n)
 

@@ -28,8 +28,17 @@ from pyspark_paimon.errors import CorruptMetadataError, OptionError
 
 _CODEC = "zstandard"
 #: Paimon's name of a codec -> Avro's, for the codecs both Java's Avro and this module read and write.
-AVRO_CODECS = {"zstd": "zstandard", "zstandard": "zstandard", "null": "null", "none": "null",
-               "uncompressed": "null", "deflate": "deflate", "snappy": "snappy", "bzip2": "bzip2", "xz": "xz"}
+AVRO_CODECS = {
+    "zstd": "zstandard",
+    "zstandard": "zstandard",
+    "null": "null",
+    "none": "null",
+    "uncompressed": "null",
+    "deflate": "deflate",
+    "snappy": "snappy",
+    "bzip2": "bzip2",
+    "xz": "xz",
+}
 
 
 def _write_long(fo: BinaryIO, n: int) -> None:
@@ -102,8 +111,10 @@ def avro_codec(name: str, key: str = "manifest.compression") -> str:
     """Avro's name of the codec Paimon calls ``name`` (option ``key``); refuses codecs Java cannot read."""
     codec = AVRO_CODECS.get(name.strip().lower())
     if codec is None:
-        raise OptionError(f"Option '{key}' = '{name}' is not an Avro codec Paimon can read; use one of "
-                          f"{', '.join(sorted(AVRO_CODECS))} (zstd is Paimon's default).")
+        raise OptionError(
+            f"Option '{key}' = '{name}' is not an Avro codec Paimon can read; use one of "
+            f"{', '.join(sorted(AVRO_CODECS))} (zstd is Paimon's default)."
+        )
     return codec
 
 
@@ -115,14 +126,23 @@ def write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], codec:
 
 # A damaged file fails in many ways: truncated varints (EOFError), a cut zstd frame (pyarrow OSError), a
 # mangled header schema (KeyError, SchemaParseException), bad lengths (ValueError, IndexError).
-AVRO_READ_ERRORS = (EOFError, ValueError, IndexError, KeyError, TypeError, OSError,
-                    fastavro.read.SchemaResolutionError, fastavro.schema.SchemaParseException)
+AVRO_READ_ERRORS = (
+    EOFError,
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+    OSError,
+    fastavro.read.SchemaResolutionError,
+    fastavro.schema.SchemaParseException,
+)
 
 
 def corrupt_avro(source: str, error: BaseException) -> CorruptMetadataError:
     return CorruptMetadataError(
         f"Cannot read Avro file {source}: {error}. The file is truncated or corrupt; restore it, or roll the "
-        "table back to a snapshot that does not reference it.")
+        "table back to a snapshot that does not reference it."
+    )
 
 
 def read_avro(data: bytes, source: str) -> Iterator[dict[str, Any]]:
@@ -172,12 +192,34 @@ skip_record: Callable[[BinaryIO, Any, dict[str, Any]], None] = _compiled.skip_re
 read_record: Callable[..., dict[str, Any]] = _compiled.read_record
 
 
-_PROBE_SCHEMA = {"type": "record", "name": "probe", "fields": [
-    {"name": "n", "type": "long"}, {"name": "b", "type": "bytes"}, {"name": "s", "type": "string"},
-    {"name": "r", "type": {"type": "record", "name": "probe_r", "fields": [
-        {"name": "x", "type": ["null", "long"]}, {"name": "y", "type": {"type": "array", "items": "string"}}]}},
-    {"name": "t", "type": {"type": "record", "name": "probe_t", "fields": [
-        {"name": "x", "type": ["null", "long"]}, {"name": "z", "type": "probe_r"}]}}]}
+_PROBE_SCHEMA = {
+    "type": "record",
+    "name": "probe",
+    "fields": [
+        {"name": "n", "type": "long"},
+        {"name": "b", "type": "bytes"},
+        {"name": "s", "type": "string"},
+        {
+            "name": "r",
+            "type": {
+                "type": "record",
+                "name": "probe_r",
+                "fields": [
+                    {"name": "x", "type": ["null", "long"]},
+                    {"name": "y", "type": {"type": "array", "items": "string"}},
+                ],
+            },
+        },
+        {
+            "name": "t",
+            "type": {
+                "type": "record",
+                "name": "probe_t",
+                "fields": [{"name": "x", "type": ["null", "long"]}, {"name": "z", "type": "probe_r"}],
+            },
+        },
+    ],
+}
 
 
 @functools.cache
@@ -187,8 +229,13 @@ def value_readers_work() -> bool:
     whole-file decoding, not report every manifest as corrupt. Checked once per process, on first use."""
     if not VALUE_READERS:
         return False
-    record = {"n": -3, "b": b"\x00\x01", "s": "pa", "r": {"x": 7, "y": ["a", "b"]},
-              "t": {"x": None, "z": {"x": 1, "y": []}}}
+    record = {
+        "n": -3,
+        "b": b"\x00\x01",
+        "s": "pa",
+        "r": {"x": 7, "y": ["a", "b"]},
+        "t": {"x": None, "z": {"x": 1, "y": []}},
+    }
     try:
         blocks = read_avro_blocks(write_avro(_PROBE_SCHEMA, [record, record], "null"), "probe")
         buffer, count = blocks.blocks[0]

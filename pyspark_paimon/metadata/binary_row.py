@@ -335,9 +335,7 @@ def row_bytes(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
     ``None`` for NULL.
     """
     if len(values) != len(types):
-        raise SchemaError(
-            f"BinaryRow needs one value per type: got {len(values)} values for {len(types)} types."
-        )
+        raise SchemaError(f"BinaryRow needs one value per type: got {len(values)} values for {len(types)} types.")
     writer = _RowWriter(len(types))
     for pos, (value, t) in enumerate(zip(values, types)):
         name = type_name(t)
@@ -679,9 +677,7 @@ def _layout_bytes(arr: pa.Array, name: str, pos: int) -> _ColumnLayout:
     return _ColumnLayout(null=null, slot=slot, var_size=var_size, var_src=(data, starts, var_lengths))
 
 
-def _inline_slots(
-    data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, inline: np.ndarray
-) -> np.ndarray:
+def _inline_slots(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, inline: np.ndarray) -> np.ndarray:
     """Slots of values of <= 7 bytes: the bytes LE in the low end, ``0x80 | len`` in the top byte.
 
     Rows where ``inline`` is False get 0 (callers fill them in).
@@ -771,9 +767,7 @@ def encode_rows(columns: Sequence[Any], types: Sequence[DataType]) -> EncodedRow
     Sub-microsecond timestamp digits are kept when the column is ``timestamp[ns]``.
     """
     if len(columns) != len(types):
-        raise SchemaError(
-            f"encode_rows needs one type per column: got {len(columns)} columns, {len(types)} types."
-        )
+        raise SchemaError(f"encode_rows needs one type per column: got {len(columns)} columns, {len(types)} types.")
     layouts = [_column_layout(col, t, pos) for pos, (col, t) in enumerate(zip(columns, types))]
     n = len(layouts[0].null) if layouts else 0
     if any(len(layout.null) != n for layout in layouts):

@@ -175,13 +175,21 @@ class LineageVia:
     history: tuple[tuple, ...] = ()  # snapshot identities (see ``_identity``)
 
     def to_dict(self) -> dict:
-        return {"sourceBranch": self.source_branch, "sourceSnapshotId": self.source_snapshot_id,
-                "sourceSnapshotUuid": self.source_snapshot_uuid, "history": [list(h) for h in self.history]}
+        return {
+            "sourceBranch": self.source_branch,
+            "sourceSnapshotId": self.source_snapshot_id,
+            "sourceSnapshotUuid": self.source_snapshot_uuid,
+            "history": [list(h) for h in self.history],
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "LineageVia":
-        return cls(str(d.get("sourceBranch") or ""), _opt_int(d.get("sourceSnapshotId")),
-                   d.get("sourceSnapshotUuid"), tuple(tuple(h) for h in d.get("history") or ()))
+        return cls(
+            str(d.get("sourceBranch") or ""),
+            _opt_int(d.get("sourceSnapshotId")),
+            d.get("sourceSnapshotUuid"),
+            tuple(tuple(h) for h in d.get("history") or ()),
+        )
 
 
 @dataclass(frozen=True)
@@ -221,11 +229,17 @@ class BranchLineage:
     def from_json(cls, text: str) -> "BranchLineage":
         d = json.loads(text)
         via = d.get("via")
-        return cls(str(d.get("sourceBranch") or MAIN_BRANCH), d.get("sourceTag"),
-                   _opt_int(d.get("sourceSnapshotId")), d.get("sourceSnapshotUuid"),
-                   _opt_int(d.get("sourceSchemaId")), int(d.get("createdAtMillis") or 0),
-                   str(d.get("createdBy") or ""), _opt_int(d.get("timeRetainedMillis")),
-                   LineageVia.from_dict(via) if isinstance(via, dict) else None)
+        return cls(
+            str(d.get("sourceBranch") or MAIN_BRANCH),
+            d.get("sourceTag"),
+            _opt_int(d.get("sourceSnapshotId")),
+            d.get("sourceSnapshotUuid"),
+            _opt_int(d.get("sourceSchemaId")),
+            int(d.get("createdAtMillis") or 0),
+            str(d.get("createdBy") or ""),
+            _opt_int(d.get("timeRetainedMillis")),
+            LineageVia.from_dict(via) if isinstance(via, dict) else None,
+        )
 
     @property
     def expire_at_millis(self) -> int | None:
@@ -360,8 +374,16 @@ class BranchManager:
         if lin is None:
             tag, snapshot_id = self._inferred_origin(name)
             return BranchInfo(name, created, None, tag, snapshot_id, latest_snapshot_id=latest)
-        return BranchInfo(name, created, lin.source_branch, lin.source_tag, lin.source_snapshot_id, latest, True,
-                          lin.time_retained_millis)
+        return BranchInfo(
+            name,
+            created,
+            lin.source_branch,
+            lin.source_tag,
+            lin.source_snapshot_id,
+            latest,
+            True,
+            lin.time_retained_millis,
+        )
 
     def _inferred_origin(self, name: str) -> tuple[str | None, int | None]:
         """Tag and snapshot a branch without lineage (made by Paimon or pypaimon) was created from, inferred as
@@ -385,25 +407,34 @@ class BranchManager:
     def _require(self, name: str) -> None:
         if not self.exists(name):
             raise BranchNotFoundError(
-                f"Branch '{name}' does not exist in {self.table_path}. Existing branches: "
-                f"{self.names() or 'none'}.")
+                f"Branch '{name}' does not exist in {self.table_path}. Existing branches: {self.names() or 'none'}."
+            )
 
     def schema_ids(self, branch: str) -> list[int]:
         """The ids of ``branch``'s schema files, ascending."""
         ids = []
         for n in self.fileio.list_names(self.dirs(branch)[0]):
-            if n.startswith(SCHEMA_PREFIX) and n[len(SCHEMA_PREFIX):].isdigit():
-                ids.append(int(n[len(SCHEMA_PREFIX):]))
+            if n.startswith(SCHEMA_PREFIX) and n[len(SCHEMA_PREFIX) :].isdigit():
+                ids.append(int(n[len(SCHEMA_PREFIX) :]))
         return sorted(ids)
 
     def _schema_bytes(self, branch: str, sid: int) -> bytes:
         return self.fileio.read_bytes(f"{self.dirs(branch)[0]}/{SCHEMA_PREFIX}{sid}")
 
     # -- create ------------------------------------------------------------------------------------
-    def create(self, name: str, source_branch: str = MAIN_BRANCH, *, tag: str | None = None,
-               snapshot_id: int | None = None, from_latest: bool = False, from_timestamp: object = None,
-               timestamp_rule: str = AT_OR_BEFORE, time_retained: object = None,
-               ignore_if_exists: bool = False) -> BranchInfo:
+    def create(
+        self,
+        name: str,
+        source_branch: str = MAIN_BRANCH,
+        *,
+        tag: str | None = None,
+        snapshot_id: int | None = None,
+        from_latest: bool = False,
+        from_timestamp: object = None,
+        timestamp_rule: str = AT_OR_BEFORE,
+        time_retained: object = None,
+        ignore_if_exists: bool = False,
+    ) -> BranchInfo:
         """Create branch ``name`` from ``source_branch``'s tag, snapshot id, latest snapshot, the snapshot
         ``from_timestamp`` selects by ``timestamp_rule`` (default: the last committed at or before it, i.e. the
         table as a read at that instant sees it), or empty. ``time_retained`` (``'7 d'``, timedelta, ms) is
@@ -412,8 +443,10 @@ class BranchManager:
         source_branch = source_branch or MAIN_BRANCH
         given = [x for x in (tag, snapshot_id, from_latest or None, from_timestamp) if x is not None]
         if len(given) > 1:
-            raise BranchError("Give at most one of tag=, snapshot_id=, from_timestamp= and from_latest=True (none "
-                              "creates an empty branch holding only the current schema).")
+            raise BranchError(
+                "Give at most one of tag=, snapshot_id=, from_timestamp= and from_latest=True (none "
+                "creates an empty branch holding only the current schema)."
+            )
         check_timestamp_rule(timestamp_rule)
         retained = duration_millis(time_retained, "time_retained") if time_retained is not None else None
         if snapshot_id is not None and (isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)):
@@ -424,8 +457,10 @@ class BranchManager:
         if self.exists(name):
             if ignore_if_exists:
                 return self.info(name)
-            raise BranchError(f"Branch '{name}' already exists in {self.table_path}; drop it first, pick another "
-                              "name, or pass ignore_if_exists=True.")
+            raise BranchError(
+                f"Branch '{name}' already exists in {self.table_path}; drop it first, pick another "
+                "name, or pass ignore_if_exists=True."
+            )
         src_schema_dir, src_snapshot_dir, src_tag_dir = self.dirs(source_branch)
         schema_ids = self.schema_ids(source_branch)
         if not schema_ids:
@@ -439,8 +474,9 @@ class BranchManager:
         snapshots = SnapshotManager(self.fileio, self.table_path, source_branch)
         tags = TagManager(self.fileio, self.table_path, source_branch)
         if from_timestamp is not None:
-            snapshot_id = snapshot_as_of(snapshots, tags, to_millis(from_timestamp, "from_timestamp"),
-                                         timestamp_rule).id
+            snapshot_id = snapshot_as_of(
+                snapshots, tags, to_millis(from_timestamp, "from_timestamp"), timestamp_rule
+            ).id
         if tag is not None:
             tag_path = tags.tag_path(tag)
             tag_text = tags.read_bytes(tag).decode("utf-8")
@@ -465,12 +501,19 @@ class BranchManager:
         if missing:
             raise BranchError(
                 f"Cannot create branch '{name}': schema files {missing} of branch '{source_branch}' are missing, but "
-                f"the source snapshot needs schemas 0..{last_schema}. Restore them first.")
+                f"the source snapshot needs schemas 0..{last_schema}. Restore them first."
+            )
 
         root = self.branch_dir(name)
-        lineage = BranchLineage(source_branch, tag, source.id if source else None,
-                                source.uuid if source else None, last_schema, now_millis(),
-                                time_retained_millis=retained)
+        lineage = BranchLineage(
+            source_branch,
+            tag,
+            source.id if source else None,
+            source.uuid if source else None,
+            last_schema,
+            now_millis(),
+            time_retained_millis=retained,
+        )
         # The lineage file is created first and atomically: it claims the name against a concurrent creator.
         if not self.fileio.try_create(f"{root}/{LINEAGE_FILE}", lineage.to_json().encode("utf-8")):
             if ignore_if_exists:
@@ -484,8 +527,10 @@ class BranchManager:
                 self.fileio.write_bytes(f"{dst_snapshot_dir}/{SNAPSHOT_PREFIX}{snap_copy[0]}", snap_copy[1])
             # Schemas last: the branch "exists" for readers once schema/ has files, and then it is complete.
             for sid in copy_schemas:
-                self.fileio.write_bytes(f"{dst_schema_dir}/{SCHEMA_PREFIX}{sid}",
-                                        self.fileio.read_bytes(f"{src_schema_dir}/{SCHEMA_PREFIX}{sid}"))
+                self.fileio.write_bytes(
+                    f"{dst_schema_dir}/{SCHEMA_PREFIX}{sid}",
+                    self.fileio.read_bytes(f"{src_schema_dir}/{SCHEMA_PREFIX}{sid}"),
+                )
         except BaseException:
             try:
                 self.fileio.delete_dir(root)
@@ -547,8 +592,10 @@ class BranchManager:
             self._require(name)
         deps = self._dependents(name)
         if deps:
-            raise BranchError(f"Cannot drop branch '{name}': {'; '.join(deps)}. Remove or change that option first "
-                              "(Table.remove_options / set_options on that branch).")
+            raise BranchError(
+                f"Cannot drop branch '{name}': {'; '.join(deps)}. Remove or change that option first "
+                "(Table.remove_options / set_options on that branch)."
+            )
         self.detach_children(name)
         self.fileio.delete_dir(self.branch_dir(name))
         return True
@@ -557,8 +604,13 @@ class BranchManager:
         """Before branch ``name`` is dropped: give each branch created from it the history it inherits through
         ``name`` (:class:`LineageVia`), so their lineage survives the drop. Returns the branches updated."""
         lin = self.lineage(name)
-        children = [(b, c) for b in self.names() if b != name for c in [self.lineage(b)]
-                    if c is not None and c.source_branch == name]
+        children = [
+            (b, c)
+            for b in self.names()
+            if b != name
+            for c in [self.lineage(b)]
+            if c is not None and c.source_branch == name
+        ]
         if not children:
             return []
         snaps, tags = self._content(name)
@@ -577,13 +629,19 @@ class BranchManager:
                 via = LineageVia("", None, None, tuple(sorted(history, key=str)))
             elif lin.via is not None and not self.exists(lin.source_branch):
                 history |= {h for h in lin.via.history if int(h[1]) < (lin.source_snapshot_id or 0)}
-                via = LineageVia(lin.via.source_branch, lin.via.source_snapshot_id, lin.via.source_snapshot_uuid,
-                                 tuple(sorted(history, key=str)))
+                via = LineageVia(
+                    lin.via.source_branch,
+                    lin.via.source_snapshot_id,
+                    lin.via.source_snapshot_uuid,
+                    tuple(sorted(history, key=str)),
+                )
             else:
-                via = LineageVia(lin.source_branch, lin.source_snapshot_id, lin.source_snapshot_uuid,
-                                 tuple(sorted(history, key=str)))
-            self.fileio.write_bytes(f"{self.branch_dir(child)}/{LINEAGE_FILE}",
-                                    replace(clin, via=via).to_json().encode("utf-8"))
+                via = LineageVia(
+                    lin.source_branch, lin.source_snapshot_id, lin.source_snapshot_uuid, tuple(sorted(history, key=str))
+                )
+            self.fileio.write_bytes(
+                f"{self.branch_dir(child)}/{LINEAGE_FILE}", replace(clin, via=via).to_json().encode("utf-8")
+            )
             updated.append(child)
         return updated
 
@@ -601,8 +659,9 @@ class BranchManager:
         for b in self.names():
             lin = self.lineage(b)
             if lin is not None and lin.source_branch == old:
-                self.fileio.write_bytes(f"{self.branch_dir(b)}/{LINEAGE_FILE}",
-                                        lin.with_source_branch(new).to_json().encode("utf-8"))
+                self.fileio.write_bytes(
+                    f"{self.branch_dir(b)}/{LINEAGE_FILE}", lin.with_source_branch(new).to_json().encode("utf-8")
+                )
         return self.info(new)
 
     # -- ancestry ----------------------------------------------------------------------------------
@@ -625,12 +684,15 @@ class BranchManager:
                 data = self.fileio.read_bytes(path)
             except FileNotFoundError:
                 continue
-            tags[n[len(TAG_PREFIX):]] = (tag_from_json(n[len(TAG_PREFIX):], data.decode("utf-8"), path).snapshot,
-                                         data)
+            tags[n[len(TAG_PREFIX) :]] = (
+                tag_from_json(n[len(TAG_PREFIX) :], data.decode("utf-8"), path).snapshot,
+                data,
+            )
         return snaps, tags
 
-    def _known(self, branch: str, target: str, snaps: dict[int, Snapshot],
-               tags: dict[str, tuple[Snapshot, bytes]]) -> tuple[dict[int, set[tuple]], int | None]:
+    def _known(
+        self, branch: str, target: str, snaps: dict[int, Snapshot], tags: dict[str, tuple[Snapshot, bytes]]
+    ) -> tuple[dict[int, set[tuple]], int | None]:
         """Identities of every snapshot in ``branch``'s history, by id, and the fork id from ``target``.
 
         The history is the branch's own snapshots and tags, plus, following lineage files, the snapshot it was
@@ -673,7 +735,8 @@ class BranchManager:
                 break
             src_snaps, src_tags = self._content(src)
             at_fork = [s for s in [src_snaps.get(fork)] if s is not None] + [
-                s for s, _ in src_tags.values() if s.id == fork]
+                s for s, _ in src_tags.values() if s.id == fork
+            ]
             if not fork_uuid or not any(s.uuid == fork_uuid for s in at_fork):
                 break  # the source branch changed since the fork: its older history is not ours
             for s in list(src_snaps.values()) + [t for t, _ in src_tags.values()]:
@@ -683,9 +746,16 @@ class BranchManager:
             seen.add(src)
         return known, fork
 
-    def _conflicts(self, branch: str, target: str, snaps: dict[int, Snapshot],
-                   tags: dict[str, tuple[Snapshot, bytes]], t_snaps: dict[int, Snapshot],
-                   t_tags: dict[str, tuple[Snapshot, bytes]], earliest: Snapshot) -> list[str]:
+    def _conflicts(
+        self,
+        branch: str,
+        target: str,
+        snaps: dict[int, Snapshot],
+        tags: dict[str, tuple[Snapshot, bytes]],
+        t_snaps: dict[int, Snapshot],
+        t_tags: dict[str, tuple[Snapshot, bytes]],
+        earliest: Snapshot,
+    ) -> list[str]:
         """What fast-forwarding ``branch`` into ``target`` would lose (empty = safe)."""
         known, fork = self._known(branch, target, snaps, tags)
         lo = earliest.id if fork is None else min(fork, earliest.id)
@@ -699,11 +769,13 @@ class BranchManager:
             if head.id < lo and _identity(head) not in known.get(head.id, set()):
                 problems.append(
                     f"the latest {_describe(head)} of '{target}' is older than the fork point (snapshot {lo}): "
-                    f"'{target}' was rolled back or rewritten after branch '{branch}' was created")
+                    f"'{target}' was rolled back or rewritten after branch '{branch}' was created"
+                )
         for name, (s, _) in sorted(t_tags.items()):
             if name in tags and _identity(tags[name][0]) != _identity(s):
-                problems.append(f"tag '{name}' (snapshot {s.id}) would be moved to branch '{branch}''s "
-                                f"snapshot {tags[name][0].id}")
+                problems.append(
+                    f"tag '{name}' (snapshot {s.id}) would be moved to branch '{branch}''s snapshot {tags[name][0].id}"
+                )
             elif s.id >= lo and _identity(s) not in known.get(s.id, set()):
                 problems.append(f"tag '{name}' (snapshot {s.id}) is on a commit that is not in branch '{branch}'")
         b_schema_ids = set(self.schema_ids(branch))
@@ -733,8 +805,10 @@ class BranchManager:
             raise BranchError(f"Cannot fast-forward branch '{branch}' into itself.")
         snaps, tags = self._content(branch)
         if not snaps:
-            raise BranchError(f"Branch '{branch}' of {self.table_path} has no snapshot; there is nothing to "
-                              "fast-forward. Write to the branch first.")
+            raise BranchError(
+                f"Branch '{branch}' of {self.table_path} has no snapshot; there is nothing to "
+                "fast-forward. Write to the branch first."
+            )
         earliest = snaps[min(snaps)]
         t_snaps, t_tags = self._content(target)
         problems = self._conflicts(branch, target, snaps, tags, t_snaps, t_tags, earliest)
@@ -743,19 +817,24 @@ class BranchManager:
                 f"Refusing to fast-forward '{target}' of {self.table_path} to branch '{branch}': '{target}' holds "
                 f"changes the branch does not contain, which Paimon's fast-forward would silently discard: "
                 f"{'; '.join(problems)}. Re-apply them on the branch and retry, or pass force=True to discard "
-                "them (replace_main(..., keep_previous_as=...) keeps a copy of the old state).")
+                "them (replace_main(..., keep_previous_as=...) keeps a copy of the old state)."
+            )
         e = earliest.id
         keep_snaps = {sid for sid in t_snaps if sid < e}
-        drop_tags = [n for n, (s, _) in t_tags.items()
-                     if n not in tags and s.id >= e and not (s.id in snaps and _identity(snaps[s.id]) == _identity(s))]
+        drop_tags = [
+            n
+            for n, (s, _) in t_tags.items()
+            if n not in tags and s.id >= e and not (s.id in snaps and _identity(snaps[s.id]) == _identity(s))
+        ]
         b_schemas = self.schema_ids(branch)
         drop_schemas = [sid for sid in self.schema_ids(target) if sid >= earliest.schema_id and sid not in b_schemas]
         result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, keep_snaps, drop_tags, drop_schemas)
         result.discarded = problems
         return result
 
-    def replace_main(self, branch: str, target: str = MAIN_BRANCH, *,
-                     keep_previous_as: str | None = None) -> PublishResult:
+    def replace_main(
+        self, branch: str, target: str = MAIN_BRANCH, *, keep_previous_as: str | None = None
+    ) -> PublishResult:
         """Make ``target``'s snapshots, schemas and tags exact copies of ``branch``'s; the previous target is
         first copied to branch ``keep_previous_as`` (if given) or discarded."""
         validate_branch_name(branch)
@@ -765,18 +844,24 @@ class BranchManager:
             raise BranchError(f"Cannot replace branch '{target}' with itself.")
         snaps, tags = self._content(branch)
         if not snaps:
-            raise BranchError(f"Branch '{branch}' of {self.table_path} has no snapshot; write to it before making it "
-                              f"'{target}'.")
+            raise BranchError(
+                f"Branch '{branch}' of {self.table_path} has no snapshot; write to it before making it '{target}'."
+            )
         t_snaps, t_tags = self._content(target)
         if keep_previous_as is not None:
             validate_branch_name(keep_previous_as)
             if self.exists(keep_previous_as):
-                raise BranchError(f"Cannot keep the previous '{target}' as branch '{keep_previous_as}': that branch "
-                                  "already exists. Pick another name.")
+                raise BranchError(
+                    f"Cannot keep the previous '{target}' as branch '{keep_previous_as}': that branch "
+                    "already exists. Pick another name."
+                )
             self._save_copy(target, keep_previous_as, t_snaps)
         known = {(_identity(s)) for s in snaps.values()}
-        discarded = [f"{_describe(s)} of '{target}'" for s in t_snaps.values()
-                     if _identity(s) not in known and s.commit_user != PUBLISH_FILLER_USER]
+        discarded = [
+            f"{_describe(s)} of '{target}'"
+            for s in t_snaps.values()
+            if _identity(s) not in known and s.commit_user != PUBLISH_FILLER_USER
+        ]
         drop_tags = [n for n in t_tags if n not in tags]
         b_schemas = set(self.schema_ids(branch))
         drop_schemas = [sid for sid in self.schema_ids(target) if sid not in b_schemas]
@@ -795,14 +880,21 @@ class BranchManager:
         """Copy every snapshot, schema and tag file of ``source`` into a new branch ``name``."""
         head = snaps[max(snaps)] if snaps else None
         schema_ids = self.schema_ids(source)
-        lineage = BranchLineage(source, None, head.id if head else None, head.uuid if head else None,
-                                schema_ids[-1] if schema_ids else None, now_millis())
+        lineage = BranchLineage(
+            source,
+            None,
+            head.id if head else None,
+            head.uuid if head else None,
+            schema_ids[-1] if schema_ids else None,
+            now_millis(),
+        )
         root = self.branch_dir(name)
         if not self.fileio.try_create(f"{root}/{LINEAGE_FILE}", lineage.to_json().encode("utf-8")):
             raise BranchError(f"Branch '{name}' was created concurrently in {self.table_path}.")
         try:
-            for src_dir, dst_dir, prefix in zip(self.dirs(source), self.dirs(name),
-                                                (SCHEMA_PREFIX, SNAPSHOT_PREFIX, TAG_PREFIX)):
+            for src_dir, dst_dir, prefix in zip(
+                self.dirs(source), self.dirs(name), (SCHEMA_PREFIX, SNAPSHOT_PREFIX, TAG_PREFIX)
+            ):
                 for n in self.fileio.list_names(src_dir):
                     if n.startswith(prefix):
                         try:
@@ -814,9 +906,18 @@ class BranchManager:
             self.fileio.delete_dir(root)
             raise
 
-    def _publish(self, branch: str, target: str, snaps: dict[int, Snapshot], tags: dict[str, tuple[Snapshot, bytes]],
-                 t_snaps: dict[int, Snapshot], t_tags: dict[str, tuple[Snapshot, bytes]], keep_snaps: set[int],
-                 drop_tags: Iterable[str], drop_schemas: Iterable[int]) -> PublishResult:
+    def _publish(
+        self,
+        branch: str,
+        target: str,
+        snaps: dict[int, Snapshot],
+        tags: dict[str, tuple[Snapshot, bytes]],
+        t_snaps: dict[int, Snapshot],
+        t_tags: dict[str, tuple[Snapshot, bytes]],
+        keep_snaps: set[int],
+        drop_tags: Iterable[str],
+        drop_schemas: Iterable[int],
+    ) -> PublishResult:
         """Write ``branch``'s snapshots/schemas/tags over ``target`` in reader-safe order (see :class:`_Publish`).
 
         ``keep_snaps``: target snapshot ids (below the branch's earliest) that stay; every other target
@@ -837,9 +938,16 @@ class _Publish:
     reported.
     """
 
-    def __init__(self, mgr: BranchManager, branch: str, target: str, snaps: dict[int, Snapshot],
-                 tags: dict[str, tuple[Snapshot, bytes]], t_snaps: dict[int, Snapshot],
-                 t_tags: dict[str, tuple[Snapshot, bytes]]):
+    def __init__(
+        self,
+        mgr: BranchManager,
+        branch: str,
+        target: str,
+        snaps: dict[int, Snapshot],
+        tags: dict[str, tuple[Snapshot, bytes]],
+        t_snaps: dict[int, Snapshot],
+        t_tags: dict[str, tuple[Snapshot, bytes]],
+    ):
         self.mgr, self.fio = mgr, mgr.fileio
         self.branch, self.target = branch, target
         self.snaps, self.tags, self.t_snaps, self.t_tags = snaps, tags, t_snaps, t_tags
@@ -896,7 +1004,8 @@ class _Publish:
         data = self._read_or_none(path)
         try:
             same = data is not None and _identity(Snapshot.from_json(data.decode("utf-8"), path)) == _identity(
-                self.t_snaps[sid])
+                self.t_snaps[sid]
+            )
         except (CorruptMetadataError, UnicodeDecodeError):
             same = False
         if same and data is not None:
@@ -934,14 +1043,24 @@ class _Publish:
         delta_name, delta_size = store.write_list([])
         self.filler_lists.append(store.path(delta_name))
         filler = Snapshot(
-            id=sid, schema_id=head.schema_id if head else earliest.schema_id, base_manifest_list=base_name,
-            base_manifest_list_size=base_size, delta_manifest_list=delta_name, delta_manifest_list_size=delta_size,
-            index_manifest=head.index_manifest if head else None, commit_user=PUBLISH_FILLER_USER,
-            commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind="APPEND",
+            id=sid,
+            schema_id=head.schema_id if head else earliest.schema_id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            index_manifest=head.index_manifest if head else None,
+            commit_user=PUBLISH_FILLER_USER,
+            commit_identifier=BATCH_COMMIT_IDENTIFIER,
+            commit_kind="APPEND",
             time_millis=head.time_millis if head else earliest.time_millis,
-            total_record_count=(head.total_record_count or 0) if head else 0, delta_record_count=0,
-            watermark=head.watermark if head else None, next_row_id=head.next_row_id if head else None,
-            properties={FILLER_PROPERTY: self.branch}, uuid=str(uuid.uuid4()))
+            total_record_count=(head.total_record_count or 0) if head else 0,
+            delta_record_count=0,
+            watermark=head.watermark if head else None,
+            next_row_id=head.next_row_id if head else None,
+            properties={FILLER_PROPERTY: self.branch},
+            uuid=str(uuid.uuid4()),
+        )
         return filler.to_json().encode("utf-8")
 
     # -- the publish -------------------------------------------------------------------------------
@@ -985,7 +1104,8 @@ class _Publish:
         if remaining:
             self.t_mgr.commit_latest_hint(remaining[-1])
             if self.fio.exists(f"{self.t_mgr.snapshot_dir}/{EARLIEST}") or any(
-                    sid < min(snaps) for sid in self.removed):
+                sid < min(snaps) for sid in self.removed
+            ):
                 self.t_mgr.commit_earliest_hint(remaining[0])
 
         # 3. Tags: the branch's, then the target's that no longer belong (each only if unchanged since planned).
@@ -1010,7 +1130,8 @@ class _Publish:
                 f"Branch '{self.branch}' was published into '{self.target}' of {self.mgr.table_path} (latest snapshot "
                 f"{result.latest_id}), but another operation changed '{self.target}' at the same time: "
                 f"{'; '.join(self.notes)}. Check those items; stop other writers and maintenance while publishing.",
-                undone=False)
+                undone=False,
+            )
         return result
 
     def _rewrite_schemas(self, sids: list[int]) -> None:
@@ -1019,8 +1140,14 @@ class _Publish:
             self.replaced_schemas.setdefault(sid, self.fio.read_bytes(path))
             self.fio.write_bytes(path, self.fio.read_bytes(f"{self.b_schema_dir}/{SCHEMA_PREFIX}{sid}"))
 
-    def _forward(self, new_ids: list[int], differing: list[int], doomed: list[int], rewrite_schemas: list[int],
-                 result: PublishResult) -> None:
+    def _forward(
+        self,
+        new_ids: list[int],
+        differing: list[int],
+        doomed: list[int],
+        rewrite_schemas: list[int],
+        result: PublishResult,
+    ) -> None:
         """B > H: the branch's snapshots above H become visible in one create-if-absent, which fails if a commit
         took the id (module docstring). Which id that is depends on B - H, so that the snapshots copied before
         the switch never sit right above an id a racing commit can take:
@@ -1062,8 +1189,12 @@ class _Publish:
                 continue
             self._create(sid, data[sid], f"copying snapshot {sid}")
             self._check(f"after copying snapshot {sid}")
-        self._create(switch, data[switch], f"switching '{self.target}' to the branch (snapshot {switch})",
-                     filler=switch not in self.snaps)
+        self._create(
+            switch,
+            data[switch],
+            f"switching '{self.target}' to the branch (snapshot {switch})",
+            filler=switch not in self.snaps,
+        )
         self.switched = True
         if claim is not None:  # nobody reads the claim as the head any more: it becomes the branch's snapshot
             self.fio.write_bytes(self._path(claim), data[claim])
@@ -1072,8 +1203,10 @@ class _Publish:
                 self.created[delayed] = data[delayed]
                 self.expected.add(delayed)
             else:
-                self.notes.append(f"snapshot {delayed} of '{self.target}' was taken by another writer during the "
-                                  f"switch and was left as it is (branch '{self.branch}' has another commit there)")
+                self.notes.append(
+                    f"snapshot {delayed} of '{self.target}' was taken by another writer during the "
+                    f"switch and was left as it is (branch '{self.branch}' has another commit there)"
+                )
         result.created_snapshots = sorted(sid for sid in self.created if sid in self.snaps)
         # After the switch: ids <= H are history below the head, where commits cannot land (H+1 exists).
         for sid in new_ids:
@@ -1085,8 +1218,14 @@ class _Publish:
         for sid in doomed:
             self._remove(sid, f"deleting snapshot {sid}")
 
-    def _rewind(self, new_ids: list[int], differing: list[int], doomed: list[int], rewrite_schemas: list[int],
-                result: PublishResult) -> None:
+    def _rewind(
+        self,
+        new_ids: list[int],
+        differing: list[int],
+        doomed: list[int],
+        rewrite_schemas: list[int],
+        result: PublishResult,
+    ) -> None:
         """B <= H (force / replace): everything below H is rewritten or deleted while H stays the head, then
         ``LATEST`` moves to B and H is deleted: the switch. A commit on the old head lands on ``H+1``; every
         step checks for it first, and the check after the switch undoes the publish around it."""
@@ -1216,10 +1355,13 @@ class _Publish:
                 f"snapshot(s) {on_top} were committed on top of the branch's snapshots already copied, so "
                 f"'{self.target}' now continues from branch '{self.branch}' (latest snapshot {max(on_top)}); "
                 f"the commit(s) above, made on the old head, are kept in its history but their rows are not in "
-                f"the latest snapshot: read them with scan.snapshot-id and write them again")
+                f"the latest snapshot: read them with scan.snapshot-id and write them again"
+            )
         elif kept_fillers:
-            outcome.append(f"snapshot(s) {kept_fillers} stay: they hold the old content unchanged (commit user "
-                           f"'{PUBLISH_FILLER_USER}') and the racing commit was made on top of them")
+            outcome.append(
+                f"snapshot(s) {kept_fillers} stay: they hold the old content unchanged (commit user "
+                f"'{PUBLISH_FILLER_USER}') and the racing commit was made on top of them"
+            )
         for sid, data in sorted(self.removed.items()):
             if self.fio.try_create(self._path(sid), data):
                 self.expected.add(sid)
@@ -1235,8 +1377,10 @@ class _Publish:
         if self.created_schemas:
             # A writer may already have picked a new schema up as the target's latest; deleting it could make
             # that writer's commit unreadable, so it stays (a schema file alone changes no data).
-            outcome.append(f"schema file(s) {self.created_schemas} copied from the branch stay on "
-                           f"'{self.target}' because a concurrent writer may already use them")
+            outcome.append(
+                f"schema file(s) {self.created_schemas} copied from the branch stay on "
+                f"'{self.target}' because a concurrent writer may already use them"
+            )
         remaining = self.t_mgr.list_ids()
         if remaining:
             self.t_mgr.commit_latest_hint(remaining[-1])
@@ -1246,16 +1390,21 @@ class _Publish:
         else:
             what = f"{'; '.join(landed)} landed on '{self.target}'" if landed else f"'{self.target}' changed"
         if self.created or self.removed or self.replaced or self.replaced_schemas or self.created_schemas:
-            status = "The publish could not be undone" if on_top else (
-                f"The publish was undone; '{self.target}' keeps every commit (latest snapshot {head})")
+            status = (
+                "The publish could not be undone"
+                if on_top
+                else (f"The publish was undone; '{self.target}' keeps every commit (latest snapshot {head})")
+            )
         else:
             status = f"Nothing was published; '{self.target}' keeps every commit (latest snapshot {head})"
         raise BranchPublishRaceError(
             f"While branch '{self.branch}' was being published into '{self.target}' of {self.mgr.table_path} "
-            f"({step}), {what}. {status}" + (f"; {'; '.join(outcome)}" if outcome else "") +
-            f". Stop writers to '{self.target}' (or wait for them) and run the publish again; it re-checks what "
+            f"({step}), {what}. {status}"
+            + (f"; {'; '.join(outcome)}" if outcome else "")
+            + f". Stop writers to '{self.target}' (or wait for them) and run the publish again; it re-checks what "
             f"'{self.target}' holds (a commit on the old head is then reported, or discarded only with force=True).",
-            undone=not on_top)
+            undone=not on_top,
+        )
 
     def _describe_landed(self, sid: int) -> str:
         try:

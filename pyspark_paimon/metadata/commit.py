@@ -126,8 +126,9 @@ def partition_stats(partitions: Iterable[bytes], schema: TableSchema) -> SimpleS
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
 
 
-def manifests_with_partitions(metas: Sequence[ManifestFileMeta], partitions: Iterable[bytes],
-                              schema: TableSchema) -> list[ManifestFileMeta]:
+def manifests_with_partitions(
+    metas: Sequence[ManifestFileMeta], partitions: Iterable[bytes], schema: TableSchema
+) -> list[ManifestFileMeta]:
     """The manifests whose partition statistics (min, max, null count per partition field) may hold one of
     ``partitions`` (serialized BinaryRows). Statistics that cannot be decoded or compared never exclude."""
     types = [f.type for f in schema.partition_fields]
@@ -172,8 +173,9 @@ def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequenc
 class FileStoreCommit:
     """Commits to one branch of one table."""
 
-    def __init__(self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
-                 options: dict[str, str] | None = None):
+    def __init__(
+        self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, options: dict[str, str] | None = None
+    ):
         from pyspark_paimon.metadata.schema import SchemaManager  # noqa: PLC0415 (avoid a cycle at import)
 
         self.fileio = fileio
@@ -195,11 +197,19 @@ class FileStoreCommit:
         self.merge_min_count = opts.get(MANIFEST_MERGE_MIN_COUNT)
 
     # ---------------------------------------------------------------------------------------------
-    def commit(self, messages: Sequence[CommitMessage], *, kind: CommitKind = "APPEND",
-               overwrite: OverwriteSpec | None = None, commit_user: str | None = None,
-               commit_identifier: int = BATCH_COMMIT_IDENTIFIER, properties: dict[str, str] | None = None,
-               watermark: int | None = None, allow_empty: bool = False,
-               index_update: Callable[[Snapshot | None], str | None] | None = None) -> Snapshot | None:
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        *,
+        kind: CommitKind = "APPEND",
+        overwrite: OverwriteSpec | None = None,
+        commit_user: str | None = None,
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        properties: dict[str, str] | None = None,
+        watermark: int | None = None,
+        allow_empty: bool = False,
+        index_update: Callable[[Snapshot | None], str | None] | None = None,
+    ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit).
 
         ``index_update(latest)`` (compaction of deletion-vector tables) names the index manifest of the new
@@ -224,8 +234,19 @@ class FileStoreCommit:
             last_seen = latest.id if latest else None
             written: list[str] = []
             try:
-                snapshot = self._prepare(latest, new_entries, kind, overwrite, commit_user, commit_identifier,
-                                         properties, watermark, written, allow_empty, index_update)
+                snapshot = self._prepare(
+                    latest,
+                    new_entries,
+                    kind,
+                    overwrite,
+                    commit_user,
+                    commit_identifier,
+                    properties,
+                    watermark,
+                    written,
+                    allow_empty,
+                    index_update,
+                )
             except Exception:
                 self._delete_quietly(written)
                 raise
@@ -247,11 +268,13 @@ class FileStoreCommit:
                 raise CommitConflictError(
                     f"Gave up committing to {self.table_path} (branch '{self.branch}') after {attempt + 1} attempts: "
                     f"'commit.timeout' ({self.timeout_ms} ms) passed while other writers kept committing first. "
-                    "Retry the job, or raise 'commit.timeout'.")
+                    "Retry the job, or raise 'commit.timeout'."
+                )
             self._sleep(attempt)
         raise CommitConflictError(
             f"Gave up committing to {self.table_path} (branch '{self.branch}') after {self.max_retries + 1} attempts: "
-            "other writers kept committing first. Retry the job, or raise 'commit.max-retries'.")
+            "other writers kept committing first. Retry the job, or raise 'commit.max-retries'."
+        )
 
     def _after_commit(self, snapshot: Snapshot) -> None:
         """Post-commit work: automatic tag creation (``tag.automatic-creation``).
@@ -264,9 +287,14 @@ class FileStoreCommit:
         try:
             auto_tag.on_commit(self.fileio, self.table_path, self.branch, snapshot, self._schema.options)
         except Exception as e:  # noqa: BLE001 - see the docstring
-            log.warning("Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
-                        "%s. Create the tag by hand (Table.create_tag) if you need it.", snapshot.id,
-                        self.table_path, self.branch, e)
+            log.warning(
+                "Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
+                "%s. Create the tag by hand (Table.create_tag) if you need it.",
+                snapshot.id,
+                self.table_path,
+                self.branch,
+                e,
+            )
 
     def _landed_anyway(self, snapshot: Snapshot) -> bool:
         """Whether ``snapshot-N``, which the store says existed, is exactly the one we tried to create. On an object
@@ -278,8 +306,9 @@ class FileStoreCommit:
             return False
 
     # ---------------------------------------------------------------------------------------------
-    def _already_committed(self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int,
-                           kind: str) -> Snapshot | None:
+    def _already_committed(
+        self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int, kind: str
+    ) -> Snapshot | None:
         if latest is None:
             return None
         start = (last_seen or 0) + 1
@@ -296,12 +325,23 @@ class FileStoreCommit:
         if latest is None:
             return []
         return self.manifests.read_list(latest.base_manifest_list) + self.manifests.read_list(
-            latest.delta_manifest_list)
+            latest.delta_manifest_list
+        )
 
-    def _prepare(self, latest: Snapshot | None, new_entries: list[ManifestEntry], kind: str,
-                 overwrite: OverwriteSpec | None, user: str, identifier: int, properties: dict[str, str] | None,
-                 watermark: int | None, written: list[str], allow_empty: bool = False,
-                 index_update: Callable[[Snapshot | None], str | None] | None = None) -> Snapshot | None:
+    def _prepare(
+        self,
+        latest: Snapshot | None,
+        new_entries: list[ManifestEntry],
+        kind: str,
+        overwrite: OverwriteSpec | None,
+        user: str,
+        identifier: int,
+        properties: dict[str, str] | None,
+        watermark: int | None,
+        written: list[str],
+        allow_empty: bool = False,
+        index_update: Callable[[Snapshot | None], str | None] | None = None,
+    ) -> Snapshot | None:
         schema = self.schemas.latest()
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
@@ -315,8 +355,11 @@ class FileStoreCommit:
         if overwrite is not None:
             assert live is not None
             targets = self._overwrite_targets(overwrite, new_entries, live, schema)
-            deletes = [ManifestEntry(KIND_DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                       for e in live if targets is None or e.partition in targets]
+            deletes = [
+                ManifestEntry(KIND_DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                for e in live
+                if targets is None or e.partition in targets
+            ]
             delta_entries = deletes + delta_entries
         if live is not None:
             self._check_deletes(delta_entries, live)
@@ -366,8 +409,9 @@ class FileStoreCommit:
             writer_version=WRITER_VERSION,
         )
 
-    def _overwrite_targets(self, spec: OverwriteSpec, new_entries: list[ManifestEntry], live: list[ManifestEntry],
-                           schema: TableSchema) -> set[bytes] | None:
+    def _overwrite_targets(
+        self, spec: OverwriteSpec, new_entries: list[ManifestEntry], live: list[ManifestEntry], schema: TableSchema
+    ) -> set[bytes] | None:
         if spec.mode == "all":
             return None
         if spec.mode == "dynamic":
@@ -386,7 +430,8 @@ class FileStoreCommit:
                 if not all(values.get(k) == v for k, v in wanted.items()):
                     raise CommitError(
                         f"Static overwrite of partition {wanted} got rows for partition {values}. Write only rows "
-                        "of the overwritten partition, or use dynamic partition overwrite.")
+                        "of the overwritten partition, or use dynamic partition overwrite."
+                    )
             return out
         return set(spec.partitions)
 
@@ -399,18 +444,19 @@ class FileStoreCommit:
                 if e.identifier not in live_ids:
                     raise CommitConflictError(
                         f"File {e.file.file_name} (bucket {e.bucket}) is no longer live: a concurrent commit removed "
-                        "it. Nothing was committed; re-run the operation.")
+                        "it. Nothing was committed; re-run the operation."
+                    )
                 if e.identifier in added:
                     raise CommitError(f"File {e.file.file_name} is both added and deleted in one commit.")
                 # A second DELETE would outlive the ADD it cancels and make every later read of the table fail.
                 if e.identifier in deleted:
                     raise CommitError(
                         f"File {e.file.file_name} (bucket {e.bucket}) is deleted twice in one commit (compaction "
-                        "inputs inside an overwritten partition?). Commit the compaction and the overwrite separately.")
+                        "inputs inside an overwritten partition?). Commit the compaction and the overwrite separately."
+                    )
                 deleted.add(e.identifier)
 
-    def _check_level_overlaps(self, delta: list[ManifestEntry], live: list[ManifestEntry],
-                              schema: TableSchema) -> None:
+    def _check_level_overlaps(self, delta: list[ManifestEntry], live: list[ManifestEntry], schema: TableSchema) -> None:
         """Each level >= 1 of a primary-key bucket is one sorted run: after this commit its files must not
         overlap in key (Java's "LSM conflicts detected"). Two compactions planned on the same snapshot would
         otherwise both put their outputs into one level. Only buckets this commit adds level >= 1 files to are
@@ -436,10 +482,12 @@ class FileStoreCommit:
                     raise CommitConflictError(
                         f"Files {prev} and {name} of bucket {bucket} would overlap in key at level {level} (a "
                         "concurrent compaction wrote to the same level). Nothing was committed; re-run the "
-                        "compaction.")
+                        "compaction."
+                    )
 
-    def _check_bucket_counts(self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta],
-                             schema: TableSchema) -> None:
+    def _check_bucket_counts(
+        self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta], schema: TableSchema
+    ) -> None:
         """Every partition keeps the bucket count it was written with. Only manifests whose partition statistics
         may hold a written partition are read (as Java reads only the changed partitions' entries): a commit
         into a few partitions of a large table must not fold the whole table's manifests."""
@@ -456,20 +504,27 @@ class FileStoreCommit:
             if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
                 raise CommitError(
                     f"A partition of {self.table_path} was written with {e.total_buckets} buckets but this write "
-                    f"uses {expect}. Overwrite the partition to change its bucket count.")
+                    f"uses {expect}. Overwrite the partition to change its bucket count."
+                )
 
-    def _write_manifests(self, entries: list[ManifestEntry], schema: TableSchema,
-                         written: list[str]) -> list[ManifestFileMeta]:
+    def _write_manifests(
+        self, entries: list[ManifestEntry], schema: TableSchema, written: list[str]
+    ) -> list[ManifestFileMeta]:
         """Write manifest files in the table's ``manifest.compression``, rolled at ``manifest.target-file-size``."""
         opts = schema.core_options
         metas = self.manifests.write_manifests(
-            entries, schema.id, lambda chunk: partition_stats((e.partition for e in chunk), schema),
-            codec=avro_codec(opts.get(MANIFEST_COMPRESSION)), target_size=opts.get(MANIFEST_TARGET_FILE_SIZE))
+            entries,
+            schema.id,
+            lambda chunk: partition_stats((e.partition for e in chunk), schema),
+            codec=avro_codec(opts.get(MANIFEST_COMPRESSION)),
+            target_size=opts.get(MANIFEST_TARGET_FILE_SIZE),
+        )
         written.extend(self.manifests.path(m.file_name) for m in metas)
         return metas
 
-    def _maybe_compact_manifests(self, base: list[ManifestFileMeta], schema: TableSchema,
-                                 written: list[str]) -> list[ManifestFileMeta]:
+    def _maybe_compact_manifests(
+        self, base: list[ManifestFileMeta], schema: TableSchema, written: list[str]
+    ) -> list[ManifestFileMeta]:
         """Merge manifests the way Java's commit does (its legacy merger), so planning stays fast and a large
         table's full manifests are not rewritten on every merge:
 
@@ -488,8 +543,9 @@ class FileStoreCommit:
         """
         opts = schema.core_options
         target = opts.get(MANIFEST_TARGET_FILE_SIZE)
-        full = self._full_manifest_compaction(base, schema, written, target,
-                                              opts.get(MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE))
+        full = self._full_manifest_compaction(
+            base, schema, written, target, opts.get(MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE)
+        )
         if full is not None:
             return full
         result: list[ManifestFileMeta] = []
@@ -504,8 +560,9 @@ class FileStoreCommit:
         result += self._merge_run(run, schema, written) if len(run) >= self.merge_min_count else run
         return result
 
-    def _merge_run(self, run: list[ManifestFileMeta], schema: TableSchema,
-                   written: list[str]) -> list[ManifestFileMeta]:
+    def _merge_run(
+        self, run: list[ManifestFileMeta], schema: TableSchema, written: list[str]
+    ) -> list[ManifestFileMeta]:
         if len(run) < 2:
             return list(run)
         merged = merge_entries(self.manifests.read_entries(run))
@@ -514,16 +571,23 @@ class FileStoreCommit:
         merged.sort(key=lambda e: (e.partition, e.bucket))
         return self._write_manifests(merged, schema, written)
 
-    def _full_manifest_compaction(self, base: list[ManifestFileMeta], schema: TableSchema, written: list[str],
-                                  target: int, threshold: int) -> list[ManifestFileMeta] | None:
+    def _full_manifest_compaction(
+        self, base: list[ManifestFileMeta], schema: TableSchema, written: list[str], target: int, threshold: int
+    ) -> list[ManifestFileMeta] | None:
         """Java's full manifest compaction (see :meth:`_maybe_compact_manifests`); None when it does not apply."""
+
         def must_change(m: ManifestFileMeta) -> bool:
             return m.num_deleted_files > 0 or m.file_size < target
 
         if sum(m.file_size for m in base if must_change(m)) < threshold:
             return None
-        deleted = {e.identifier for m in base if m.num_deleted_files > 0
-                   for e in self.manifests.read_manifest(m.file_name) if e.kind == KIND_DELETE}
+        deleted = {
+            e.identifier
+            for m in base
+            if m.num_deleted_files > 0
+            for e in self.manifests.read_manifest(m.file_name)
+            if e.kind == KIND_DELETE
+        }
         deleted_partitions = {ident[0] for ident in deleted}
         kept: list[ManifestFileMeta] = []
         candidates: list[ManifestFileMeta] = []
@@ -548,7 +612,7 @@ class FileStoreCommit:
         return kept + self._write_manifests(survivors, schema, written)
 
     def _sleep(self, attempt: int) -> None:
-        wait = min(self.max_wait_ms, self.min_wait_ms * (2 ** attempt))
+        wait = min(self.max_wait_ms, self.min_wait_ms * (2**attempt))
         time.sleep((wait + random.uniform(0, wait)) / 2000.0)
 
     def _delete_quietly(self, paths: Iterable[str]) -> None:
@@ -557,4 +621,3 @@ class FileStoreCommit:
                 self.fileio.delete(p)
             except OSError:  # pragma: no cover - best effort, orphan cleanup is the safety net
                 log.warning("could not delete %s", p)
-

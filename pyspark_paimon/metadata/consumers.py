@@ -25,7 +25,8 @@ def check_consumer_id(consumer_id: str) -> str:
     if not _VALID_ID.fullmatch(consumer_id) or consumer_id in (".", ".."):
         raise OptionError(
             f"Option 'consumer-id' = '{consumer_id}' is not a valid consumer id: use letters, digits, '_', '-' and "
-            "'.' only (it names the file consumer/consumer-<id>).")
+            "'.' only (it names the file consumer/consumer-<id>)."
+        )
     return consumer_id
 
 
@@ -57,7 +58,7 @@ class ConsumerManager:
         for name in self.fileio.list_names(self.directory):
             if not name.startswith(CONSUMER_PREFIX):
                 continue
-            cid = name[len(CONSUMER_PREFIX):]
+            cid = name[len(CONSUMER_PREFIX) :]
             if not _VALID_ID.fullmatch(cid):
                 continue
             value = self.next_snapshot(cid)

@@ -31,12 +31,18 @@ __all__ = ["parse_ddl", "DdlColumn", "to_spark_ddl", "to_spark_type_ddl"]
 
 
 _DDL_SIMPLE = {
-    "BOOLEAN": "BOOLEAN", "BOOL": "BOOLEAN",
-    "TINYINT": "TINYINT", "BYTE": "TINYINT",
-    "SMALLINT": "SMALLINT", "SHORT": "SMALLINT",
-    "INT": "INT", "INTEGER": "INT",
-    "BIGINT": "BIGINT", "LONG": "BIGINT",
-    "FLOAT": "FLOAT", "REAL": "FLOAT",
+    "BOOLEAN": "BOOLEAN",
+    "BOOL": "BOOLEAN",
+    "TINYINT": "TINYINT",
+    "BYTE": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "SHORT": "SMALLINT",
+    "INT": "INT",
+    "INTEGER": "INT",
+    "BIGINT": "BIGINT",
+    "LONG": "BIGINT",
+    "FLOAT": "FLOAT",
+    "REAL": "FLOAT",
     "DOUBLE": "DOUBLE",
     "DATE": "DATE",
 }
@@ -50,9 +56,10 @@ class _DdlParser:
         self.cur = Cursor(tokenize(ddl, backslash_escapes=True, fail=self._fail), self._fail)
 
     def _fail(self, msg: str, pos: int) -> SchemaError:
-        snippet = self.ddl[max(0, pos - 20):pos + 20]
-        return SchemaError(f"Cannot parse column definitions at position {pos} ({msg}): "
-                           f"...{snippet}... in {self.ddl!r}")
+        snippet = self.ddl[max(0, pos - 20) : pos + 20]
+        return SchemaError(
+            f"Cannot parse column definitions at position {pos} ({msg}): ...{snippet}... in {self.ddl!r}"
+        )
 
     def name(self, what: str) -> str:
         t = self.cur.tok
@@ -129,8 +136,7 @@ class _DdlParser:
         if word in ("CHAR", "CHARACTER", "VARCHAR"):
             if not cur.is_sym("("):
                 raise cur.error(f"{word.lower()} needs a length, e.g. {word.lower()}(10)")
-            return self._atomic(t.pos, "VARCHAR" if word == "VARCHAR" else "CHAR",
-                                length=self._precision(1, "length"))
+            return self._atomic(t.pos, "VARCHAR" if word == "VARCHAR" else "CHAR", length=self._precision(1, "length"))
         if word in ("DECIMAL", "DEC", "NUMERIC"):
             p, s = 10, 0
             if cur.accept_sym("("):
@@ -162,9 +168,12 @@ class _DdlParser:
                         break
             cur.expect_sym(">")
             return RowType(tuple(members))
-        raise self._fail(f"unsupported Spark type '{t.value}' (supported: boolean, tinyint, smallint, int, "
-                         "bigint, float, double, decimal(p,s), string, char(n), varchar(n), binary, date, "
-                         "timestamp, timestamp_ntz, array<>, map<>, struct<>)", t.pos)
+        raise self._fail(
+            f"unsupported Spark type '{t.value}' (supported: boolean, tinyint, smallint, int, "
+            "bigint, float, double, decimal(p,s), string, char(n), varchar(n), binary, date, "
+            "timestamp, timestamp_ntz, array<>, map<>, struct<>)",
+            t.pos,
+        )
 
 
 class DdlColumn(tuple):
@@ -239,8 +248,10 @@ def to_spark_type_ddl(t: DataType, column: str | None = None, keep_char_varchar:
     if isinstance(t, ArrayType):
         return f"ARRAY<{to_spark_type_ddl(t.element, column, keep_char_varchar)}>"
     if isinstance(t, MapType):
-        return (f"MAP<{to_spark_type_ddl(t.key, column, keep_char_varchar)}, "
-                f"{to_spark_type_ddl(t.value, column, keep_char_varchar)}>")
+        return (
+            f"MAP<{to_spark_type_ddl(t.key, column, keep_char_varchar)}, "
+            f"{to_spark_type_ddl(t.value, column, keep_char_varchar)}>"
+        )
     if isinstance(t, RowType):
         members = []
         for f in t.fields:

@@ -77,8 +77,10 @@ def nothing_deleted_yet(operation: str) -> Iterator[None]:
     try:
         yield
     except PaimonError as e:
-        raise type(e)(f"{e} Nothing was deleted: {operation} reads every snapshot, tag and changelog of every "
-                      "branch before deleting anything.") from e
+        raise type(e)(
+            f"{e} Nothing was deleted: {operation} reads every snapshot, tag and changelog of every "
+            "branch before deleting anything."
+        ) from e
 
 
 @dataclass
@@ -89,8 +91,15 @@ class SweepPlan:
     seen: set[tuple]
 
 
-def plan_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, scanner: ReachabilityScanner, *,
-                     exclude: set[tuple], operation: str) -> SweepPlan:
+def plan_unreachable(
+    fileio: FileIO,
+    table_path: str,
+    candidates: FileRefs,
+    scanner: ReachabilityScanner,
+    *,
+    exclude: set[tuple],
+    operation: str,
+) -> SweepPlan:
     """Phase one, before the caller deletes anything: the ``candidates`` that no remaining root references.
     ``exclude``: keys of the roots being removed (still on disk, so they must not protect their own files).
     Any unreadable root raises here, with "Nothing was deleted"."""
@@ -100,8 +109,15 @@ def plan_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, scan
     return SweepPlan(doomed, {r.key for r in roots} | set(exclude))
 
 
-def sweep(fileio: FileIO, table_path: str, plan: SweepPlan, scanner: ReachabilityScanner, *,
-          dry_run: bool = False, already_deleted: str = "") -> SweepResult:
+def sweep(
+    fileio: FileIO,
+    table_path: str,
+    plan: SweepPlan,
+    scanner: ReachabilityScanner,
+    *,
+    dry_run: bool = False,
+    already_deleted: str = "",
+) -> SweepResult:
     """Phase two: re-read the roots (protecting anything created since the plan) and delete what is still
     unreferenced. ``already_deleted`` says what the caller removed since the plan, for an error here."""
     doomed = plan.doomed
@@ -111,8 +127,10 @@ def sweep(fileio: FileIO, table_path: str, plan: SweepPlan, scanner: Reachabilit
             if new:
                 doomed = doomed.minus(scanner.refs_of(new))
         except PaimonError as e:
-            raise type(e)(f"{e} {already_deleted or 'Nothing was deleted'}; no data file or manifest was deleted. "
-                          "Once repaired, remove_orphan_files reclaims whatever is no longer used.") from e
+            raise type(e)(
+                f"{e} {already_deleted or 'Nothing was deleted'}; no data file or manifest was deleted. "
+                "Once repaired, remove_orphan_files reclaims whatever is no longer used."
+            ) from e
     result = SweepResult()
     resolver = DataPathResolver(fileio, table_path)
     for name in sorted(doomed.data_files):
@@ -130,23 +148,38 @@ def sweep(fileio: FileIO, table_path: str, plan: SweepPlan, scanner: Reachabilit
         elif fileio.delete(path):
             result.data_files.append(path)
     others = [f"{table_path}/index/{n}" for n in sorted(doomed.index_files)] + [
-        f"{table_path}/statistics/{n}" for n in sorted(doomed.statistics)]
+        f"{table_path}/statistics/{n}" for n in sorted(doomed.statistics)
+    ]
     for path in others:
-        if (fileio.exists(path) if dry_run else fileio.delete(path)):
+        if fileio.exists(path) if dry_run else fileio.delete(path):
             result.other_files.append(path)
     for name in sorted(doomed.manifests):
         path = scanner.manifests.path(name)
-        if (fileio.exists(path) if dry_run else fileio.delete(path)):
+        if fileio.exists(path) if dry_run else fileio.delete(path):
             result.manifests.append(path)
     return result
 
 
-def delete_unreachable(fileio: FileIO, table_path: str, candidates: FileRefs, scanner: ReachabilityScanner, *,
-                       exclude: set[tuple], dry_run: bool = False) -> SweepResult:
+def delete_unreachable(
+    fileio: FileIO,
+    table_path: str,
+    candidates: FileRefs,
+    scanner: ReachabilityScanner,
+    *,
+    exclude: set[tuple],
+    dry_run: bool = False,
+) -> SweepResult:
     """Both phases at once, for callers that delete nothing of their own in between."""
     plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude=exclude, operation="this cleanup")
     return sweep(fileio, table_path, plan, scanner, dry_run=dry_run)
 
 
-__all__ = ["SweepResult", "SweepPlan", "DataPathResolver", "plan_unreachable", "sweep", "delete_unreachable",
-           "nothing_deleted_yet"]
+__all__ = [
+    "SweepResult",
+    "SweepPlan",
+    "DataPathResolver",
+    "plan_unreachable",
+    "sweep",
+    "delete_unreachable",
+    "nothing_deleted_yet",
+]

@@ -37,10 +37,23 @@ from pyspark_paimon.metadata.avro import read_avro, write_avro
 from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.options import DELETION_VECTORS_MERGE_ON_READ, CoreOptions
 
-__all__ = ["DELETION_VECTORS_INDEX", "MAGIC_32", "MAGIC_64", "DeletionFile", "IndexManifestEntry",
-           "read_index_manifest", "deletion_files", "read_deletion_vector", "decode_deletion_vector",
-           "decode_roaring32", "decode_roaring64", "merge_on_read", "refuse_deletion_vector_writes",
-           "bucket_vector_files", "write_index_manifest_without"]
+__all__ = [
+    "DELETION_VECTORS_INDEX",
+    "MAGIC_32",
+    "MAGIC_64",
+    "DeletionFile",
+    "IndexManifestEntry",
+    "read_index_manifest",
+    "deletion_files",
+    "read_deletion_vector",
+    "decode_deletion_vector",
+    "decode_roaring32",
+    "decode_roaring64",
+    "merge_on_read",
+    "refuse_deletion_vector_writes",
+    "bucket_vector_files",
+    "write_index_manifest_without",
+]
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 INDEX_VERSION = 1
@@ -90,18 +103,32 @@ def read_index_manifest(fileio: FileIO, path: str) -> list[IndexManifestEntry]:
     except FileNotFoundError:
         raise CorruptMetadataError(
             f"Index manifest {path} is missing, but the snapshot being read names it. Restore it, or roll the "
-            "table back to a snapshot that does not reference it.") from None
+            "table back to a snapshot that does not reference it."
+        ) from None
     live: dict[tuple[bytes, int, str, str], IndexManifestEntry] = {}
     for r in read_avro(data, path):
         ranges = r.get("_DELETIONS_VECTORS_RANGES")
         entry = IndexManifestEntry(
-            kind=int(r.get("_KIND", _KIND_ADD)), partition=bytes(r["_PARTITION"]), bucket=int(r["_BUCKET"]),
-            index_type=str(r["_INDEX_TYPE"]), file_name=str(r["_FILE_NAME"]), file_size=int(r["_FILE_SIZE"]),
+            kind=int(r.get("_KIND", _KIND_ADD)),
+            partition=bytes(r["_PARTITION"]),
+            bucket=int(r["_BUCKET"]),
+            index_type=str(r["_INDEX_TYPE"]),
+            file_name=str(r["_FILE_NAME"]),
+            file_size=int(r["_FILE_SIZE"]),
             row_count=int(r["_ROW_COUNT"]),
-            dv_ranges=None if ranges is None else tuple(
-                (str(x["f0"]), int(x["f1"]), int(x["f2"]),
-                 None if x.get("_CARDINALITY") is None else int(x["_CARDINALITY"])) for x in ranges),
-            external_path=r.get("_EXTERNAL_PATH"))
+            dv_ranges=None
+            if ranges is None
+            else tuple(
+                (
+                    str(x["f0"]),
+                    int(x["f1"]),
+                    int(x["f2"]),
+                    None if x.get("_CARDINALITY") is None else int(x["_CARDINALITY"]),
+                )
+                for x in ranges
+            ),
+            external_path=r.get("_EXTERNAL_PATH"),
+        )
         key = (entry.partition, entry.bucket, entry.index_type, entry.file_name)
         if entry.kind == _KIND_ADD:
             live[key] = entry
@@ -110,9 +137,9 @@ def read_index_manifest(fileio: FileIO, path: str) -> list[IndexManifestEntry]:
     return list(live.values())
 
 
-def deletion_files(fileio: FileIO, index_manifest_path: str,
-                   index_file_path: Callable[[IndexManifestEntry], str]) -> dict[tuple[bytes, int],
-                                                                                 dict[str, DeletionFile]]:
+def deletion_files(
+    fileio: FileIO, index_manifest_path: str, index_file_path: Callable[[IndexManifestEntry], str]
+) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
     """Per (partition bytes, bucket): data file name -> its :class:`DeletionFile` (java
     ``DeletionVectorsIndexFile.toDeletionFiles``). ``index_file_path`` places an index file (``index/`` of the
     table, or its bucket directory with ``index-file-in-data-file-dir``); an external path wins."""
@@ -137,8 +164,9 @@ def bucket_vector_files(entries: list[IndexManifestEntry]) -> dict[tuple[bytes, 
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def write_index_manifest_without(fileio: FileIO, manifest_dir: str, index_manifest: str,
-                                 buckets: Collection[tuple[bytes, int]], codec: str) -> str | None:
+def write_index_manifest_without(
+    fileio: FileIO, manifest_dir: str, index_manifest: str, buckets: Collection[tuple[bytes, int]], codec: str
+) -> str | None:
     """A new index manifest holding the live entries of ``index_manifest`` except the ``DELETION_VECTORS``
     entries of ``buckets`` (a compaction rewrote every data file that had a vector there); returns its name,
     or None when no entry is left (the snapshot then names no index manifest).
@@ -151,7 +179,8 @@ def write_index_manifest_without(fileio: FileIO, manifest_dir: str, index_manife
     except FileNotFoundError:
         raise CorruptMetadataError(
             f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the table "
-            "back to a snapshot that does not reference it.") from None
+            "back to a snapshot that does not reference it."
+        ) from None
     records = list(read_avro(data, path))  # a damaged file raises CorruptMetadataError here
     schema = fastavro.reader(io.BytesIO(data)).writer_schema
     if not isinstance(schema, dict):
@@ -164,8 +193,11 @@ def write_index_manifest_without(fileio: FileIO, manifest_dir: str, index_manife
             live[key] = r
         else:
             live.pop(key, None)
-    kept = [r for (part, bucket, kind, _), r in live.items()
-            if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)]
+    kept = [
+        r
+        for (part, bucket, kind, _), r in live.items()
+        if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)
+    ]
     if not kept:
         return None
     name = f"index-manifest-{uuid.uuid4()}-0"
@@ -208,8 +240,9 @@ def _roaring32(buf: bytes, pos: int) -> tuple[np.ndarray, int]:
             starts, counts = runs[0::2], runs[1::2] + 1
             ends = np.cumsum(counts)
             # value k of the run r is starts[r] + (k - first index of r): one arange, shifted per run
-            values = np.arange(int(ends[-1]) if n_runs else 0, dtype=np.int64) + np.repeat(starts - (ends - counts),
-                                                                                             counts)
+            values = np.arange(int(ends[-1]) if n_runs else 0, dtype=np.int64) + np.repeat(
+                starts - (ends - counts), counts
+            )
             parts.append(values.astype(np.uint32) + base)
         elif cards[i] > _ARRAY_MAX:
             bits = np.unpackbits(np.frombuffer(buf, np.uint8, _BITMAP_BYTES, pos), bitorder="little")
@@ -254,17 +287,19 @@ def decode_deletion_vector(record: bytes, expected_length: int | None, where: st
     Java trusts the CRC; we check it, so a damaged index file is an error instead of resurrected rows.
     ``where`` names the index file and data file in errors.
     """
+
     def corrupt(why: str) -> CorruptMetadataError:
         return CorruptMetadataError(
             f"Deletion vector {where} is corrupt: {why}. Restore the index file, or roll the table back to a "
-            "snapshot that does not reference it (Table.rollback_to).")
+            "snapshot that does not reference it (Table.rollback_to)."
+        )
 
     if len(record) < 12:
         raise corrupt(f"only {len(record)} bytes")
     (size,) = struct.unpack_from(">i", record, 0)
     if size < 4 or 4 + size + 4 > len(record):
         raise corrupt(f"its size word says {size} bytes, but the range holds {len(record) - 8}")
-    payload = record[4:4 + size]
+    payload = record[4 : 4 + size]
     (crc,) = struct.unpack_from(">I", record, 4 + size)
     if zlib.crc32(payload) != crc:
         raise corrupt(f"CRC32 mismatch (stored {crc:#010x}, computed {zlib.crc32(payload):#010x})")
@@ -297,16 +332,19 @@ def read_deletion_vector(fileio: FileIO, dfile: DeletionFile, data_file: str) ->
     except FileNotFoundError:
         raise CorruptMetadataError(
             f"Deletion vector {where} cannot be read: the index file is missing, but the snapshot being read "
-            "references it. Restore it, or roll the table back to a snapshot that does not reference it.") from None
+            "references it. Restore it, or roll the table back to a snapshot that does not reference it."
+        ) from None
     if version != bytes([INDEX_VERSION]):
         raise CorruptMetadataError(
             f"Deletion vector {where}: the index file starts with version {version!r}, expected {INDEX_VERSION}; "
-            "it is not a deletion-vector file or is corrupt. Restore it, or roll the table back.")
+            "it is not a deletion-vector file or is corrupt. Restore it, or roll the table back."
+        )
     positions = decode_deletion_vector(record, dfile.length, where)
     if dfile.cardinality is not None and len(positions) != dfile.cardinality:
         raise CorruptMetadataError(
             f"Deletion vector {where} holds {len(positions)} positions, but the index manifest says "
-            f"{dfile.cardinality}. Restore the index file, or roll the table back to an earlier snapshot.")
+            f"{dfile.cardinality}. Restore the index file, or roll the table back to an earlier snapshot."
+        )
     return positions
 
 
@@ -329,4 +367,5 @@ def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str, ov
         raise OptionError(
             f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon appends to such tables but does "
             "not overwrite them yet. Append instead, or overwrite with Paimon (Flink, Spark with the Paimon jar, "
-            "Java) or pypaimon.")
+            "Java) or pypaimon."
+        )

@@ -125,11 +125,19 @@ def _refuse_decoupled_changelog(opts: CoreOptions) -> None:
             raise OptionError(
                 f"Table option '{key}' = '{value}' gives the changelog its own retention (Paimon's decoupled "
                 "changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire this "
-                f"table with Paimon, or remove '{key}'.")
+                f"table with Paimon, or remove '{key}'."
+            )
 
 
-def expire_range(snapshots: SnapshotManager, *, retain_min: int, retain_max: int, older_than_ms: int,
-                 limit: int, consumer_next: int | None) -> tuple[int, int] | None:
+def expire_range(
+    snapshots: SnapshotManager,
+    *,
+    retain_min: int,
+    retain_max: int,
+    older_than_ms: int,
+    limit: int,
+    consumer_next: int | None,
+) -> tuple[int, int] | None:
     """``(earliest, end_exclusive)``: the snapshot ids ``[earliest, end_exclusive)`` expire (may be empty)."""
     latest = snapshots.latest_id()
     earliest = snapshots.earliest_id()
@@ -150,10 +158,19 @@ def expire_range(snapshots: SnapshotManager, *, retain_min: int, retain_max: int
     return earliest, end
 
 
-def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *,
-                     retain_max: int | None = None, retain_min: int | None = None, older_than: object = None,
-                     max_deletes: int | None = None, options: Mapping[str, str] | None = None,
-                     now: object = None, dry_run: bool = False) -> ExpireResult:
+def expire_snapshots(
+    fileio: FileIO,
+    table_path: str,
+    branch: str = MAIN_BRANCH,
+    *,
+    retain_max: int | None = None,
+    retain_min: int | None = None,
+    older_than: object = None,
+    max_deletes: int | None = None,
+    options: Mapping[str, str] | None = None,
+    now: object = None,
+    dry_run: bool = False,
+) -> ExpireResult:
     """Expire old snapshots of ``branch`` (see the module docstring). Arguments override the table options
     ``snapshot.num-retained.max`` / ``.min``, ``snapshot.time-retained`` (``older_than``: an epoch-ms or
     ``datetime`` instant; snapshots superseded before it may expire) and ``snapshot.expire.limit``
@@ -165,11 +182,14 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
     retain_max = retain_max if retain_max is not None else opts.get(SNAPSHOT_NUM_RETAINED_MAX)
     limit = max_deletes if max_deletes is not None else opts.get(SNAPSHOT_EXPIRE_LIMIT)
     if retain_min < 1:
-        raise OptionError(f"retain_min / 'snapshot.num-retained.min' must be at least 1, got {retain_min}: the "
-                          "latest snapshot can never expire.")
+        raise OptionError(
+            f"retain_min / 'snapshot.num-retained.min' must be at least 1, got {retain_min}: the "
+            "latest snapshot can never expire."
+        )
     if retain_max < retain_min:
-        raise OptionError(f"retain_max / 'snapshot.num-retained.max' ({retain_max}) must be >= retain_min "
-                          f"({retain_min}).")
+        raise OptionError(
+            f"retain_max / 'snapshot.num-retained.max' ({retain_max}) must be >= retain_min ({retain_min})."
+        )
     if limit < 1:
         raise OptionError(f"max_deletes / 'snapshot.expire.limit' must be at least 1, got {limit}.")
     _refuse_decoupled_changelog(opts)
@@ -180,8 +200,14 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
         older_than_ms = now_ms - opts.get(SNAPSHOT_TIME_RETAINED)
 
     snapshots = SnapshotManager(fileio, table_path, branch)
-    bounds = expire_range(snapshots, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_than_ms,
-                          limit=limit, consumer_next=min_consumer_next_snapshot(fileio, table_path, branch))
+    bounds = expire_range(
+        snapshots,
+        retain_min=retain_min,
+        retain_max=retain_max,
+        older_than_ms=older_than_ms,
+        limit=limit,
+        consumer_next=min_consumer_next_snapshot(fileio, table_path, branch),
+    )
     result = ExpireResult(dry_run=dry_run)
     if bounds is None:
         return result
@@ -197,18 +223,33 @@ def expire_snapshots(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH,
         expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
         candidates = scanner.refs_of(expired_roots)
     # Everything else is read now, before the first deletion: a corrupt tag must not cost a snapshot.
-    plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in expired_roots},
-                            operation="expire_snapshots")
+    plan = plan_unreachable(
+        fileio, table_path, candidates, scanner, exclude={r.key for r in expired_roots}, operation="expire_snapshots"
+    )
     if not dry_run:
         for sid in expired:  # oldest first: what remains is always a contiguous run of snapshots
             fileio.delete(snapshots.snapshot_path(sid))
         snapshots.commit_earliest_hint(end)
     result.expired_snapshots = expired
-    _fill(result, sweep(fileio, table_path, plan, scanner, dry_run=dry_run,
-                        already_deleted=f"Snapshots {expired} of branch '{branch}' were expired (their snapshot files "
-                                        "deleted)"))
-    log.info("expired snapshots %s of %s (branch %s): %d data files, %d manifests deleted", expired, table_path,
-             branch, len(result.deleted_data_files), len(result.deleted_manifests))
+    _fill(
+        result,
+        sweep(
+            fileio,
+            table_path,
+            plan,
+            scanner,
+            dry_run=dry_run,
+            already_deleted=f"Snapshots {expired} of branch '{branch}' were expired (their snapshot files deleted)",
+        ),
+    )
+    log.info(
+        "expired snapshots %s of %s (branch %s): %d data files, %d manifests deleted",
+        expired,
+        table_path,
+        branch,
+        len(result.deleted_data_files),
+        len(result.deleted_manifests),
+    )
     return result
 
 
@@ -244,8 +285,9 @@ def _parents_first(names: list[str], mgr: BranchManager) -> list[str]:
     return out
 
 
-def expire_branches(fileio: FileIO, table_path: str, *, older_than: object = None, now: object = None,
-                    dry_run: bool = False) -> BranchExpireResult:
+def expire_branches(
+    fileio: FileIO, table_path: str, *, older_than: object = None, now: object = None, dry_run: bool = False
+) -> BranchExpireResult:
     """Drop the branches whose retention has passed (``create_branch(time_retained=)``: created + retained <
     now) and, when ``older_than`` (epoch ms or datetime) is given, every branch created before it; then delete
     the files only they referenced, checked against every remaining snapshot, tag and changelog of every branch
@@ -274,23 +316,45 @@ def expire_branches(fileio: FileIO, table_path: str, *, older_than: object = Non
     with nothing_deleted_yet("expire_branches"):
         roots = [r for name in doomed for r in branch_roots(fileio, table_path, name)]
         candidates = scanner.refs_of(roots)
-    plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in roots},
-                            operation="expire_branches")
+    plan = plan_unreachable(
+        fileio, table_path, candidates, scanner, exclude={r.key for r in roots}, operation="expire_branches"
+    )
     if not dry_run:
         for name in doomed:
             result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in doomed)
             fileio.delete_dir(mgr.branch_dir(name))
     result.expired_branches = doomed
-    _fill(result, sweep(fileio, table_path, plan, scanner, dry_run=dry_run,
-                        already_deleted=f"Branches {doomed} were dropped (their directories deleted)"))
-    log.info("expired branches %s of %s: %d data files, %d manifests deleted", doomed, table_path,
-             len(result.deleted_data_files), len(result.deleted_manifests))
+    _fill(
+        result,
+        sweep(
+            fileio,
+            table_path,
+            plan,
+            scanner,
+            dry_run=dry_run,
+            already_deleted=f"Branches {doomed} were dropped (their directories deleted)",
+        ),
+    )
+    log.info(
+        "expired branches %s of %s: %d data files, %d manifests deleted",
+        doomed,
+        table_path,
+        len(result.deleted_data_files),
+        len(result.deleted_manifests),
+    )
     return result
 
 
 # ------------------------------------------------------------------------------------------- tags
-def delete_tags(fileio: FileIO, table_path: str, branch: str, names: Iterable[str], *, clean_files: bool = False,
-                ignore_if_not_exists: bool = False) -> TagExpireResult:
+def delete_tags(
+    fileio: FileIO,
+    table_path: str,
+    branch: str,
+    names: Iterable[str],
+    *,
+    clean_files: bool = False,
+    ignore_if_not_exists: bool = False,
+) -> TagExpireResult:
     """Delete tags. With ``clean_files`` also delete the files only those tags kept alive (Java's behaviour),
     checked against every remaining snapshot, tag and changelog of every branch."""
     require_branch_exists(fileio, table_path, branch)
@@ -312,19 +376,40 @@ def delete_tags(fileio: FileIO, table_path: str, branch: str, names: Iterable[st
         with nothing_deleted_yet("delete_tags(clean_files=True)"):
             roots = [Root(tags.branch, "tag", name, tags.get_tag(name).snapshot) for name in present]
             candidates = scanner.refs_of(roots)
-        plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude={r.key for r in roots},
-                                operation="delete_tags(clean_files=True)")
+        plan = plan_unreachable(
+            fileio,
+            table_path,
+            candidates,
+            scanner,
+            exclude={r.key for r in roots},
+            operation="delete_tags(clean_files=True)",
+        )
     for name in present:
         tags.delete(name, ignore_if_not_exists=True)
         result.expired_tags.append(name)
     if plan is not None and not plan.doomed.is_empty():
-        _fill(result, sweep(fileio, table_path, plan, scanner,
-                            already_deleted=f"Tag files {present} of branch '{branch}' were deleted"))
+        _fill(
+            result,
+            sweep(
+                fileio,
+                table_path,
+                plan,
+                scanner,
+                already_deleted=f"Tag files {present} of branch '{branch}' were deleted",
+            ),
+        )
     return result
 
 
-def expire_tags(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, older_than: object = None,
-                now: object = None, clean_files: bool = False) -> TagExpireResult:
+def expire_tags(
+    fileio: FileIO,
+    table_path: str,
+    branch: str = MAIN_BRANCH,
+    *,
+    older_than: object = None,
+    now: object = None,
+    clean_files: bool = False,
+) -> TagExpireResult:
     """Delete the branch's tags whose retention has passed (``tagCreateTime + tagTimeRetained < now``) and,
     when ``older_than`` (epoch ms or datetime) is given, every tag created before it (as Java's
     ``expire_tags(older_than)``: tags without a create time use their file's modification time)."""
@@ -335,6 +420,15 @@ def expire_tags(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, o
     return delete_tags(fileio, table_path, branch, expired, clean_files=clean_files, ignore_if_not_exists=True)
 
 
-__all__ = ["ExpireResult", "TagExpireResult", "BranchExpireResult", "expire_branches", "expire_snapshots",
-           "expire_range", "expire_tags", "delete_tags",
-           "min_consumer_next_snapshot", "INT_MAX"]
+__all__ = [
+    "ExpireResult",
+    "TagExpireResult",
+    "BranchExpireResult",
+    "expire_branches",
+    "expire_snapshots",
+    "expire_range",
+    "expire_tags",
+    "delete_tags",
+    "min_consumer_next_snapshot",
+    "INT_MAX",
+]

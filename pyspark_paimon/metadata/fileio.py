@@ -67,14 +67,19 @@ def is_temp_file(name: str) -> bool:
     """Whether a base name is a temp file of an atomic write (ours or Java Paimon's), never a table file."""
     return _TEMP_FILE.match(name) is not None
 
+
 #: Remote protocols whose fsspec driver implements ``open(path, "xb")`` as a real conditional create, and the
 #: first driver release that does (s3fs 2024.12 added it but ignored it for small files until 2025.7; gcsfs
 #: and adlfs added it in 2024.12). ``file`` (hard link) and ``memory`` (a process-wide lock) are handled
 #: separately.
 EXCLUSIVE_CREATE: dict[str, tuple[str, str]] = {
-    "s3": ("s3fs", "2025.7.0"), "s3a": ("s3fs", "2025.7.0"),
-    "gs": ("gcsfs", "2024.12.0"), "gcs": ("gcsfs", "2024.12.0"),
-    "abfs": ("adlfs", "2024.12.0"), "abfss": ("adlfs", "2024.12.0"), "az": ("adlfs", "2024.12.0"),
+    "s3": ("s3fs", "2025.7.0"),
+    "s3a": ("s3fs", "2025.7.0"),
+    "gs": ("gcsfs", "2024.12.0"),
+    "gcs": ("gcsfs", "2024.12.0"),
+    "abfs": ("adlfs", "2024.12.0"),
+    "abfss": ("adlfs", "2024.12.0"),
+    "az": ("adlfs", "2024.12.0"),
 }
 
 
@@ -94,7 +99,8 @@ def is_transient(error: BaseException) -> bool:
     state a fact about the file (absent, present, forbidden, a directory). s3fs maps throttling, 409 conflicts of
     conditional writes and 5xx answers to plain ``OSError``s."""
     return isinstance(error, OSError) and not isinstance(
-        error, (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError))
+        error, (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+    )
 
 
 def storage_options_from_strings(options: Mapping[str, str]) -> dict[str, Any]:
@@ -110,8 +116,10 @@ def storage_options_from_strings(options: Mapping[str, str]) -> dict[str, Any]:
             try:
                 out[key] = json.loads(text)
             except json.JSONDecodeError as e:
-                raise OptionError(f"Storage option '{key}' looks like a JSON object but does not parse ({e}): "
-                                  f"{value!r}. Give valid JSON, e.g. '{{\"region_name\": \"eu-west-1\"}}'.") from e
+                raise OptionError(
+                    f"Storage option '{key}' looks like a JSON object but does not parse ({e}): "
+                    f'{value!r}. Give valid JSON, e.g. \'{{"region_name": "eu-west-1"}}\'.'
+                ) from e
         else:
             out[key] = value
     return out
@@ -138,7 +146,7 @@ def _split_protocol(uri: str) -> tuple[str, str]:
         protocol, rest = uri.split("://", 1)
         return protocol.lower(), rest
     if uri.startswith("file:"):
-        return "file", uri[len("file:"):]
+        return "file", uri[len("file:") :]
     return "file", uri
 
 
@@ -210,7 +218,7 @@ class FileIO:
             except OSError as e:
                 if not self.is_remote or not is_transient(e) or attempt == TRANSIENT_ATTEMPTS - 1:
                     raise
-                time.sleep(_FIRST_BACKOFF_SECONDS * 2 ** attempt)
+                time.sleep(_FIRST_BACKOFF_SECONDS * 2**attempt)
         raise AssertionError(f"unreachable: {what}")  # pragma: no cover - the loop returns or raises
 
     @property
@@ -274,8 +282,11 @@ class FileIO:
             mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
             if hasattr(mtime, "timestamp"):
                 mtime = mtime.timestamp()
-            out.append(FileStatus(name, path, int(info.get("size") or 0), int(float(mtime) * 1000),
-                                  info.get("type") == "directory"))
+            out.append(
+                FileStatus(
+                    name, path, int(info.get("size") or 0), int(float(mtime) * 1000), info.get("type") == "directory"
+                )
+            )
         return out
 
     def list_names(self, directory: str) -> list[str]:
@@ -318,13 +329,15 @@ class FileIO:
                 f"The file system '{self.protocol}' is not known to create files exclusively (fsspec drivers often "
                 "accept mode 'xb' and silently overwrite), so two writers could both commit the same snapshot and "
                 "one commit would be lost. pyspark-paimon commits only to local/shared file systems, S3 (s3fs), "
-                "GCS (gcsfs) and Azure (adlfs). Write to one of those; reading works on any file system.")
+                "GCS (gcsfs) and Azure (adlfs). Write to one of those; reading works on any file system."
+            )
         distribution, minimum = known
         have = installed_version(distribution)
         if have is None or _version_tuple(have) < _version_tuple(minimum):
             raise CommitError(
                 f"Committing to '{self.protocol}://' needs {distribution} >= {minimum} (its exclusive create is what "
-                f"makes a commit atomic; installed: {have or 'none'}). Run: pip install '{distribution}>={minimum}'.")
+                f"makes a commit atomic; installed: {have or 'none'}). Run: pip install '{distribution}>={minimum}'."
+            )
 
     def try_create(self, path: str, data: bytes) -> bool:
         """Atomically create ``path`` with ``data`` unless it exists. True if we created it.
@@ -370,7 +383,8 @@ class FileIO:
             raise CommitError(
                 f"The file system '{self.protocol}' offers no atomic create-if-absent (needed to commit "
                 f"{path} safely). Use a store with conditional writes (e.g. S3 with s3fs >= 2024.12) or a "
-                "local/shared file system.") from e
+                "local/shared file system."
+            ) from e
 
     def _temp_path(self, path: str) -> str:
         parent, name = path.rsplit("/", 1)

@@ -32,14 +32,15 @@ def split_suffix(text: str) -> tuple[str, Suffix]:
     for i, part in enumerate(rest):
         low = part.lower()
         if low.startswith(BRANCH_PREFIX) and i == 0:
-            branch = part[len(BRANCH_PREFIX):]
+            branch = part[len(BRANCH_PREFIX) :]
             validate_branch_name(branch, allow_main=True)
         elif low in SYSTEM_TABLES and system is None and (i == len(rest) - 1):
             system = low
         else:
             raise PaimonError(
                 f"Unknown table suffix '${part}' in '{text}'. Use '$branch_<name>' and/or one of the system "
-                f"tables: {', '.join('$' + s for s in SYSTEM_TABLES)}.")
+                f"tables: {', '.join('$' + s for s in SYSTEM_TABLES)}."
+            )
     return base, Suffix(branch, system)
 
 
@@ -49,7 +50,8 @@ def parse_identifier(identifier: str) -> tuple[str, str, Suffix]:
     if base.count(".") != 1:
         raise PaimonError(
             f"Table identifier '{identifier}' must be 'database.table' (optionally followed by $branch_<b> or a "
-            "system table such as $snapshots).")
+            "system table such as $snapshots)."
+        )
     db, table = base.split(".")
     for what, name in (("database", db), ("table", table)):
         if not name or not _NAME.match(name):

@@ -82,8 +82,7 @@ class ManifestEntry:
     @property
     def identifier(self) -> tuple:
         f = self.file
-        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files, f.embedded_index,
-                f.external_path)
+        return (self.partition, self.bucket, f.level, f.file_name, f.extra_files, f.embedded_index, f.external_path)
 
 
 @dataclass(frozen=True)
@@ -111,11 +110,15 @@ def _opt(t: Any) -> list:
 
 
 def _stats_schema(name: str) -> dict:
-    return {"type": "record", "name": name, "fields": [
-        {"name": "_MIN_VALUES", "type": "bytes"},
-        {"name": "_MAX_VALUES", "type": "bytes"},
-        {"name": "_NULL_COUNTS", "type": _opt({"type": "array", "items": _opt("long")}), "default": None},
-    ]}
+    return {
+        "type": "record",
+        "name": name,
+        "fields": [
+            {"name": "_MIN_VALUES", "type": "bytes"},
+            {"name": "_MAX_VALUES", "type": "bytes"},
+            {"name": "_NULL_COUNTS", "type": _opt({"type": "array", "items": _opt("long")}), "default": None},
+        ],
+    }
 
 
 def _nullable(name: str, t: Any) -> dict:
@@ -146,17 +149,24 @@ DATA_FILE_FIELDS = [
 ]
 
 MANIFEST_ENTRY_SCHEMA = {
-    "type": "record", "name": "record", "namespace": _NS, "fields": [
+    "type": "record",
+    "name": "record",
+    "namespace": _NS,
+    "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_KIND", "type": "int"},
         {"name": "_PARTITION", "type": "bytes"},
         {"name": "_BUCKET", "type": "int"},
         {"name": "_TOTAL_BUCKETS", "type": "int"},
         {"name": "_FILE", "type": {"type": "record", "name": "record__FILE", "fields": DATA_FILE_FIELDS}},
-    ]}
+    ],
+}
 
 MANIFEST_FILE_META_SCHEMA = {
-    "type": "record", "name": "record", "namespace": _NS, "fields": [
+    "type": "record",
+    "name": "record",
+    "namespace": _NS,
+    "fields": [
         {"name": "_VERSION", "type": "int"},
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},
@@ -170,7 +180,8 @@ MANIFEST_FILE_META_SCHEMA = {
         _nullable("_MAX_LEVEL", "int"),
         _nullable("_MIN_ROW_ID", "long"),
         _nullable("_MAX_ROW_ID", "long"),
-    ]}
+    ],
+}
 
 
 # --------------------------------------------------------------------------------------- conversion
@@ -185,8 +196,11 @@ def _millis(value: Any) -> int | None:
 
 
 def _stats_to_avro(s: SimpleStats) -> dict:
-    return {"_MIN_VALUES": s.min_values, "_MAX_VALUES": s.max_values,
-            "_NULL_COUNTS": None if s.null_counts is None else list(s.null_counts)}
+    return {
+        "_MIN_VALUES": s.min_values,
+        "_MAX_VALUES": s.max_values,
+        "_NULL_COUNTS": None if s.null_counts is None else list(s.null_counts),
+    }
 
 
 def _stats_from_avro(d: dict | None) -> SimpleStats:
@@ -202,62 +216,112 @@ def _tuple_or_none(v: Any) -> tuple | None:
 
 def file_to_avro(f: DataFileMeta) -> dict:
     return {
-        "_FILE_NAME": f.file_name, "_FILE_SIZE": f.file_size, "_ROW_COUNT": f.row_count,
-        "_MIN_KEY": f.min_key, "_MAX_KEY": f.max_key,
-        "_KEY_STATS": _stats_to_avro(f.key_stats), "_VALUE_STATS": _stats_to_avro(f.value_stats),
-        "_MIN_SEQUENCE_NUMBER": f.min_sequence_number, "_MAX_SEQUENCE_NUMBER": f.max_sequence_number,
-        "_SCHEMA_ID": f.schema_id, "_LEVEL": f.level, "_EXTRA_FILES": list(f.extra_files),
-        "_CREATION_TIME": f.creation_time_millis, "_DELETE_ROW_COUNT": f.delete_row_count,
-        "_EMBEDDED_FILE_INDEX": f.embedded_index, "_FILE_SOURCE": f.file_source,
+        "_FILE_NAME": f.file_name,
+        "_FILE_SIZE": f.file_size,
+        "_ROW_COUNT": f.row_count,
+        "_MIN_KEY": f.min_key,
+        "_MAX_KEY": f.max_key,
+        "_KEY_STATS": _stats_to_avro(f.key_stats),
+        "_VALUE_STATS": _stats_to_avro(f.value_stats),
+        "_MIN_SEQUENCE_NUMBER": f.min_sequence_number,
+        "_MAX_SEQUENCE_NUMBER": f.max_sequence_number,
+        "_SCHEMA_ID": f.schema_id,
+        "_LEVEL": f.level,
+        "_EXTRA_FILES": list(f.extra_files),
+        "_CREATION_TIME": f.creation_time_millis,
+        "_DELETE_ROW_COUNT": f.delete_row_count,
+        "_EMBEDDED_FILE_INDEX": f.embedded_index,
+        "_FILE_SOURCE": f.file_source,
         "_VALUE_STATS_COLS": None if f.value_stats_cols is None else list(f.value_stats_cols),
-        "_EXTERNAL_PATH": f.external_path, "_FIRST_ROW_ID": f.first_row_id,
+        "_EXTERNAL_PATH": f.external_path,
+        "_FIRST_ROW_ID": f.first_row_id,
         "_WRITE_COLS": None if f.write_cols is None else list(f.write_cols),
     }
 
 
 def file_from_avro(d: dict) -> DataFileMeta:
     return DataFileMeta(
-        file_name=d["_FILE_NAME"], file_size=d["_FILE_SIZE"], row_count=d["_ROW_COUNT"],
-        min_key=bytes(d["_MIN_KEY"]), max_key=bytes(d["_MAX_KEY"]),
-        key_stats=_stats_from_avro(d.get("_KEY_STATS")), value_stats=_stats_from_avro(d.get("_VALUE_STATS")),
-        min_sequence_number=d["_MIN_SEQUENCE_NUMBER"], max_sequence_number=d["_MAX_SEQUENCE_NUMBER"],
-        schema_id=d["_SCHEMA_ID"], level=d["_LEVEL"], extra_files=tuple(d.get("_EXTRA_FILES") or ()),
-        creation_time_millis=_millis(d.get("_CREATION_TIME")), delete_row_count=d.get("_DELETE_ROW_COUNT"),
-        embedded_index=d.get("_EMBEDDED_FILE_INDEX"), file_source=d.get("_FILE_SOURCE"),
-        value_stats_cols=_tuple_or_none(d.get("_VALUE_STATS_COLS")), external_path=d.get("_EXTERNAL_PATH"),
-        first_row_id=d.get("_FIRST_ROW_ID"), write_cols=_tuple_or_none(d.get("_WRITE_COLS")),
+        file_name=d["_FILE_NAME"],
+        file_size=d["_FILE_SIZE"],
+        row_count=d["_ROW_COUNT"],
+        min_key=bytes(d["_MIN_KEY"]),
+        max_key=bytes(d["_MAX_KEY"]),
+        key_stats=_stats_from_avro(d.get("_KEY_STATS")),
+        value_stats=_stats_from_avro(d.get("_VALUE_STATS")),
+        min_sequence_number=d["_MIN_SEQUENCE_NUMBER"],
+        max_sequence_number=d["_MAX_SEQUENCE_NUMBER"],
+        schema_id=d["_SCHEMA_ID"],
+        level=d["_LEVEL"],
+        extra_files=tuple(d.get("_EXTRA_FILES") or ()),
+        creation_time_millis=_millis(d.get("_CREATION_TIME")),
+        delete_row_count=d.get("_DELETE_ROW_COUNT"),
+        embedded_index=d.get("_EMBEDDED_FILE_INDEX"),
+        file_source=d.get("_FILE_SOURCE"),
+        value_stats_cols=_tuple_or_none(d.get("_VALUE_STATS_COLS")),
+        external_path=d.get("_EXTERNAL_PATH"),
+        first_row_id=d.get("_FIRST_ROW_ID"),
+        write_cols=_tuple_or_none(d.get("_WRITE_COLS")),
     )
 
 
 def entry_to_avro(e: ManifestEntry) -> dict:
-    return {"_VERSION": MANIFEST_FORMAT_VERSION, "_KIND": e.kind, "_PARTITION": e.partition, "_BUCKET": e.bucket,
-            "_TOTAL_BUCKETS": e.total_buckets, "_FILE": file_to_avro(e.file)}
+    return {
+        "_VERSION": MANIFEST_FORMAT_VERSION,
+        "_KIND": e.kind,
+        "_PARTITION": e.partition,
+        "_BUCKET": e.bucket,
+        "_TOTAL_BUCKETS": e.total_buckets,
+        "_FILE": file_to_avro(e.file),
+    }
 
 
 def entry_from_avro(d: dict, source: str) -> ManifestEntry:
     if d.get("_VERSION") != MANIFEST_FORMAT_VERSION:
         raise CorruptMetadataError(
-            f"Manifest {source} has format version {d.get('_VERSION')}; only version 2 is supported.")
-    return ManifestEntry(d["_KIND"], bytes(d["_PARTITION"]), d["_BUCKET"], d["_TOTAL_BUCKETS"],
-                         file_from_avro(d["_FILE"]))
+            f"Manifest {source} has format version {d.get('_VERSION')}; only version 2 is supported."
+        )
+    return ManifestEntry(
+        d["_KIND"], bytes(d["_PARTITION"]), d["_BUCKET"], d["_TOTAL_BUCKETS"], file_from_avro(d["_FILE"])
+    )
 
 
 def meta_to_avro(m: ManifestFileMeta) -> dict:
-    return {"_VERSION": MANIFEST_FORMAT_VERSION, "_FILE_NAME": m.file_name, "_FILE_SIZE": m.file_size,
-            "_NUM_ADDED_FILES": m.num_added_files, "_NUM_DELETED_FILES": m.num_deleted_files,
-            "_PARTITION_STATS": _stats_to_avro(m.partition_stats), "_SCHEMA_ID": m.schema_id,
-            "_MIN_BUCKET": m.min_bucket, "_MAX_BUCKET": m.max_bucket, "_MIN_LEVEL": m.min_level,
-            "_MAX_LEVEL": m.max_level, "_MIN_ROW_ID": m.min_row_id, "_MAX_ROW_ID": m.max_row_id}
+    return {
+        "_VERSION": MANIFEST_FORMAT_VERSION,
+        "_FILE_NAME": m.file_name,
+        "_FILE_SIZE": m.file_size,
+        "_NUM_ADDED_FILES": m.num_added_files,
+        "_NUM_DELETED_FILES": m.num_deleted_files,
+        "_PARTITION_STATS": _stats_to_avro(m.partition_stats),
+        "_SCHEMA_ID": m.schema_id,
+        "_MIN_BUCKET": m.min_bucket,
+        "_MAX_BUCKET": m.max_bucket,
+        "_MIN_LEVEL": m.min_level,
+        "_MAX_LEVEL": m.max_level,
+        "_MIN_ROW_ID": m.min_row_id,
+        "_MAX_ROW_ID": m.max_row_id,
+    }
 
 
 def meta_from_avro(d: dict, source: str) -> ManifestFileMeta:
     if d.get("_VERSION") != MANIFEST_FORMAT_VERSION:
         raise CorruptMetadataError(
-            f"Manifest list {source} has format version {d.get('_VERSION')}; only version 2 is supported.")
+            f"Manifest list {source} has format version {d.get('_VERSION')}; only version 2 is supported."
+        )
     return ManifestFileMeta(
-        d["_FILE_NAME"], d["_FILE_SIZE"], d["_NUM_ADDED_FILES"], d["_NUM_DELETED_FILES"],
-        _stats_from_avro(d["_PARTITION_STATS"]), d["_SCHEMA_ID"], d.get("_MIN_BUCKET"), d.get("_MAX_BUCKET"),
-        d.get("_MIN_LEVEL"), d.get("_MAX_LEVEL"), d.get("_MIN_ROW_ID"), d.get("_MAX_ROW_ID"))
+        d["_FILE_NAME"],
+        d["_FILE_SIZE"],
+        d["_NUM_ADDED_FILES"],
+        d["_NUM_DELETED_FILES"],
+        _stats_from_avro(d["_PARTITION_STATS"]),
+        d["_SCHEMA_ID"],
+        d.get("_MIN_BUCKET"),
+        d.get("_MAX_BUCKET"),
+        d.get("_MIN_LEVEL"),
+        d.get("_MAX_LEVEL"),
+        d.get("_MIN_ROW_ID"),
+        d.get("_MAX_ROW_ID"),
+    )
 
 
 # --------------------------------------------------------------------------------------- selective reads
@@ -318,8 +382,9 @@ class _IndexedManifest:
         records = index.file_records(missing)
         try:
             for i, d in zip(missing, records):
-                self.decoded[i] = ManifestEntry(index.kinds[i], index.partitions[i], index.buckets[i],
-                                                index.total_buckets[i], file_from_avro(d))
+                self.decoded[i] = ManifestEntry(
+                    index.kinds[i], index.partitions[i], index.buckets[i], index.total_buckets[i], file_from_avro(d)
+                )
         except (KeyError, TypeError) as e:
             raise _missing_field("Manifest", index.source, e) from e
 
@@ -346,7 +411,8 @@ class _IndexedManifest:
 def _missing_field(what: str, source: str, error: BaseException) -> CorruptMetadataError:
     return CorruptMetadataError(
         f"{what} {source} has a record without required field {error}; the file is corrupt or not a Paimon "
-        "manifest. Restore it, or roll the table back to a snapshot that does not reference it.")
+        "manifest. Restore it, or roll the table back to a snapshot that does not reference it."
+    )
 
 
 # --------------------------------------------------------------------------------------- files
@@ -506,15 +572,26 @@ class ManifestStore:
             self._put(key, cached)
         return cached
 
-    def write_manifest(self, entries: Sequence[ManifestEntry], schema_id: int,
-                       partition_stats: SimpleStats, codec: str = AVRO_CODECS["zstd"]) -> ManifestFileMeta:
+    def write_manifest(
+        self,
+        entries: Sequence[ManifestEntry],
+        schema_id: int,
+        partition_stats: SimpleStats,
+        codec: str = AVRO_CODECS["zstd"],
+    ) -> ManifestFileMeta:
         """Write ``entries`` as one manifest file (``codec``: an Avro codec name, see ``avro.avro_codec``)."""
         data = write_avro(MANIFEST_ENTRY_SCHEMA, (entry_to_avro(e) for e in entries), codec=codec)
         return self._store_manifest(entries, schema_id, partition_stats, data)
 
-    def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int,
-                        stats_of: Callable[[Sequence[ManifestEntry]], SimpleStats], *,
-                        codec: str = AVRO_CODECS["zstd"], target_size: int | None = None) -> list[ManifestFileMeta]:
+    def write_manifests(
+        self,
+        entries: Sequence[ManifestEntry],
+        schema_id: int,
+        stats_of: Callable[[Sequence[ManifestEntry]], SimpleStats],
+        *,
+        codec: str = AVRO_CODECS["zstd"],
+        target_size: int | None = None,
+    ) -> list[ManifestFileMeta]:
         """Write ``entries`` as manifest files of about ``target_size`` bytes each (``manifest.target-file-size``:
         Java rolls manifests at that size, so planning can prune them by partition and read them in parallel).
         ``stats_of`` gives the partition statistics of each file's entries."""
@@ -523,11 +600,14 @@ class ManifestStore:
             return [self._store_manifest(entries, schema_id, stats_of(entries), data)]
         parts = min(len(entries), -(-len(data) // max(target_size, 1)))
         step = -(-len(entries) // parts)
-        return [self.write_manifest(entries[i:i + step], schema_id, stats_of(entries[i:i + step]), codec)
-                for i in range(0, len(entries), step)]
+        return [
+            self.write_manifest(entries[i : i + step], schema_id, stats_of(entries[i : i + step]), codec)
+            for i in range(0, len(entries), step)
+        ]
 
-    def _store_manifest(self, entries: Sequence[ManifestEntry], schema_id: int, partition_stats: SimpleStats,
-                        data: bytes) -> ManifestFileMeta:
+    def _store_manifest(
+        self, entries: Sequence[ManifestEntry], schema_id: int, partition_stats: SimpleStats, data: bytes
+    ) -> ManifestFileMeta:
         name = f"manifest-{uuid.uuid4()}-0"
         self.fileio.write_bytes(self.path(name), data)
         self._put(self._key(name), list(entries))
@@ -536,12 +616,17 @@ class ManifestStore:
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         return ManifestFileMeta(
-            file_name=name, file_size=len(data),
+            file_name=name,
+            file_size=len(data),
             num_added_files=sum(1 for e in entries if e.kind == KIND_ADD),
             num_deleted_files=sum(1 for e in entries if e.kind == KIND_DELETE),
-            partition_stats=partition_stats, schema_id=schema_id,
-            min_bucket=min(buckets) if buckets else None, max_bucket=max(buckets) if buckets else None,
-            min_level=min(levels) if levels else None, max_level=max(levels) if levels else None)
+            partition_stats=partition_stats,
+            schema_id=schema_id,
+            min_bucket=min(buckets) if buckets else None,
+            max_bucket=max(buckets) if buckets else None,
+            min_level=min(levels) if levels else None,
+            max_level=max(levels) if levels else None,
+        )
 
     def write_list(self, metas: Sequence[ManifestFileMeta], codec: str = AVRO_CODECS["zstd"]) -> tuple[str, int]:
         name = f"manifest-list-{uuid.uuid4()}-0"
@@ -556,8 +641,9 @@ class ManifestStore:
             out.extend(self.read_manifest(m.file_name))
         return out
 
-    def select_entries(self, metas: Iterable[ManifestFileMeta],
-                       test: PartitionTest) -> tuple[list[ManifestEntry], SkippedFiles]:
+    def select_entries(
+        self, metas: Iterable[ManifestFileMeta], test: PartitionTest
+    ) -> tuple[list[ManifestEntry], SkippedFiles]:
         """:meth:`read_entries` of only the entries whose partition ``test`` keeps, and a tally of the others.
         The entries of one data file share its partition, so the test keeps a DELETE exactly when it keeps the
         ADD it cancels, whichever manifests they sit in: folding the kept entries gives the kept part of the
@@ -582,7 +668,8 @@ def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
             if key in live and live[key].kind == KIND_ADD:
                 raise CorruptMetadataError(
                     f"File {e.file.file_name} (bucket {e.bucket}) is added twice without a delete in between; "
-                    "the manifests are inconsistent.")
+                    "the manifests are inconsistent."
+                )
             live[key] = e
         else:
             if key in live and live[key].kind == KIND_ADD:
@@ -598,5 +685,6 @@ def live_files(entries: Iterable[ManifestEntry], source: str) -> list[ManifestEn
     if dangling:
         raise CorruptMetadataError(
             f"{source}: {len(dangling)} DELETE entries have no matching file (first: {dangling[0].file.file_name}); "
-            "the manifests are inconsistent.")
+            "the manifests are inconsistent."
+        )
     return merged

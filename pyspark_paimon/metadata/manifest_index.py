@@ -33,8 +33,13 @@ from pyspark_paimon.metadata.avro import (
 )
 
 #: The top-level fields of a manifest entry, in the order Java writes them.
-_ENTRY_LAYOUT = (("_VERSION", "int"), ("_KIND", "int"), ("_PARTITION", "bytes"), ("_BUCKET", "int"),
-                 ("_TOTAL_BUCKETS", "int"))
+_ENTRY_LAYOUT = (
+    ("_VERSION", "int"),
+    ("_KIND", "int"),
+    ("_PARTITION", "bytes"),
+    ("_BUCKET", "int"),
+    ("_TOTAL_BUCKETS", "int"),
+)
 #: The leading fields of the ``_FILE`` record the index reads (the rest is skipped).
 _FILE_LAYOUT = (("_FILE_NAME", "string"), ("_FILE_SIZE", "long"))
 
@@ -91,15 +96,13 @@ def build_index(data: bytes, source: str, version: int) -> ManifestIndex | None:
         return None
     avro = read_avro_blocks(data, source)
     top = _field_types(avro.writer_schema)
-    if top is None or len(top) != len(_ENTRY_LAYOUT) + 1 or tuple(top[:-1]) != _ENTRY_LAYOUT \
-            or top[-1][0] != "_FILE":
+    if top is None or len(top) != len(_ENTRY_LAYOUT) + 1 or tuple(top[:-1]) != _ENTRY_LAYOUT or top[-1][0] != "_FILE":
         return None
     file_schema = top[-1][1]
     file_fields = _field_types(file_schema)
     if file_fields is None or tuple(file_fields[:2]) != _FILE_LAYOUT:
         return None
-    rest = {"type": "record", "name": f"{file_schema.get('name', '_FILE')}__rest",
-            "fields": file_schema["fields"][2:]}
+    rest = {"type": "record", "name": f"{file_schema.get('name', '_FILE')}__rest", "fields": file_schema["fields"][2:]}
     kinds: list[int] = []
     partitions: list[bytes] = []
     buckets: list[int] = []
@@ -116,7 +119,8 @@ def build_index(data: bytes, source: str, version: int) -> ManifestIndex | None:
                 if read_long(stream) != version:
                     raise CorruptMetadataError(
                         f"Manifest {source} has an entry of another format version; only version {version} is "
-                        "supported.")
+                        "supported."
+                    )
                 kinds.append(read_long(stream))
                 partitions.append(read_bytes(stream))
                 buckets.append(read_long(stream))
@@ -130,5 +134,18 @@ def build_index(data: bytes, source: str, version: int) -> ManifestIndex | None:
                 raise ValueError(f"block {block} has {len(buffer) - stream.tell()} bytes after its last record")
     except AVRO_READ_ERRORS as e:
         raise corrupt_avro(source, e) from e
-    return ManifestIndex(source, version, file_schema, avro.named_schemas, avro.options, buffers, kinds,
-                         partitions, buckets, total_buckets, sizes, blocks, offsets)
+    return ManifestIndex(
+        source,
+        version,
+        file_schema,
+        avro.named_schemas,
+        avro.options,
+        buffers,
+        kinds,
+        partitions,
+        buckets,
+        total_buckets,
+        sizes,
+        blocks,
+        offsets,
+    )

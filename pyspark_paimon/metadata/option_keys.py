@@ -29,17 +29,30 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-__all__ = ["Kind", "KeyRule", "NOT_HONOURED", "ALIASES", "PREFIX_RULES", "FIELD_SUFFIX_RULES", "JAVA_IMMUTABLE",
-           "USE_JAVA", "AS_READ_OPTION"]
+__all__ = [
+    "Kind",
+    "KeyRule",
+    "NOT_HONOURED",
+    "ALIASES",
+    "PREFIX_RULES",
+    "FIELD_SUFFIX_RULES",
+    "JAVA_IMMUTABLE",
+    "USE_JAVA",
+    "AS_READ_OPTION",
+]
 
 Kind = Literal["honoured", "inert", "refused"]
 
 #: The usual fix of a refused key.
-USE_JAVA = ("read and write this table with Paimon (Java/Flink/Spark), or remove the option "
-            "(Table.remove_options) if the table does not depend on it")
+USE_JAVA = (
+    "read and write this table with Paimon (Java/Flink/Spark), or remove the option "
+    "(Table.remove_options) if the table does not depend on it"
+)
 #: The fix of a read-time key stored as a table option.
-AS_READ_OPTION = ("remove it from the table's options (Table.remove_options) and pass the read option "
-                  "instead (see the README's read options)")
+AS_READ_OPTION = (
+    "remove it from the table's options (Table.remove_options) and pass the read option "
+    "instead (see the README's read options)"
+)
 
 
 @dataclass(frozen=True)
@@ -107,26 +120,34 @@ _GLOBAL_INDEX = "global and primary-key indexes only speed up lookups, searches 
 NOT_HONOURED: dict[str, KeyRule] = {
     # -- layout and files
     "bucket-append-ordered": _inert("orders append buckets for streaming consumers; a batch read has no order"),
-    "data-file.external-paths": _inert("read by file (each file records its external path); writes only use it "
-                                       "with data-file.external-paths.strategy, which writes refuse"),
+    "data-file.external-paths": _inert(
+        "read by file (each file records its external path); writes only use it "
+        "with data-file.external-paths.strategy, which writes refuse"
+    ),
     "data-file.external-paths.strategy": _write_refused(
-        "Java writes new data files to the external paths; ours would land in the table directory", "none",
-        fix="write this table with Paimon (Java), or set 'data-file.external-paths.strategy' = 'none'"),
+        "Java writes new data files to the external paths; ours would land in the table directory",
+        "none",
+        fix="write this table with Paimon (Java), or set 'data-file.external-paths.strategy' = 'none'",
+    ),
     "data-file.external-paths.specific-fs": _inert("only with data-file.external-paths.strategy (writes refuse it)"),
     "data-file.external-paths.weights": _inert("only with data-file.external-paths.strategy (writes refuse it)"),
     "compaction.force-rewrite-all-files": _inert(_COMPACTION),
-    "branch": _refused("a branch stored in the table's options makes Paimon read that branch instead", "main",
-                       fix=AS_READ_OPTION),
+    "branch": _refused(
+        "a branch stored in the table's options makes Paimon read that branch instead", "main", fix=AS_READ_OPTION
+    ),
     "chain-table.streaming.merge-snapshot": _inert(_STREAMING),
-    "file.format.per.level": _inert("format of files per LSM level; each file's name carries its format, so any "
-                                    "mix reads the same (new files here are parquet)"),
+    "file.format.per.level": _inert(
+        "format of files per LSM level; each file's name carries its format, so any "
+        "mix reads the same (new files here are parquet)"
+    ),
     "changelog-file.prefix": _inert(_CHANGELOG),
     "changelog-file.format": _inert(_CHANGELOG),
     "changelog-file.compression": _inert(_CHANGELOG),
     "changelog-file.stats-mode": _inert(_CHANGELOG),
     "file.block-size": _inert("row group / stripe size of new files"),
-    "metadata.stats-mode.per.level": _inert("statistics per LSM level; statistics only prune, and files "
-                                            "without them stay valid"),
+    "metadata.stats-mode.per.level": _inert(
+        "statistics per LSM level; statistics only prune, and files without them stay valid"
+    ),
     "file-index.in-manifest-threshold": _inert(_INDEX),
     "file-index.read.enabled": _inert(_INDEX),
     "variant.shreddingSchema": _inert(_NO_VARIANT),
@@ -149,22 +170,31 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "parquet.enable.dictionary": _inert("parquet encoding of new files"),
     "local-kv-db.block-size": _inert(_LOOKUP),
     # -- merging and keys
-    "sequence.snapshot-ordering": _refused("records of later snapshots always win a key, whatever their sequence "
-                                           "numbers", "false"),
+    "sequence.snapshot-ordering": _refused(
+        "records of later snapshots always win a key, whatever their sequence numbers", "false"
+    ),
     "partial-update.remove-record-on-sequence-group": _refused("a DELETE of a sequence group removes the whole row"),
-    "primary-key": _write_refused("Java moves it into the schema when the table is created; stored, it is ignored",
-                                  fix="give the keys as primary_keys= (Catalog.create_table) or the write option "
-                                      "'primary-key', which become the schema's keys"),
-    "partition": _write_refused("Java moves it into the schema when the table is created; stored, it is ignored",
-                                fix="give the keys as partition_keys= (Catalog.create_table) or the write option "
-                                    "'partition', which become the schema's keys"),
+    "primary-key": _write_refused(
+        "Java moves it into the schema when the table is created; stored, it is ignored",
+        fix="give the keys as primary_keys= (Catalog.create_table) or the write option "
+        "'primary-key', which become the schema's keys",
+    ),
+    "partition": _write_refused(
+        "Java moves it into the schema when the table is created; stored, it is ignored",
+        fix="give the keys as partition_keys= (Catalog.create_table) or the write option "
+        "'partition', which become the schema's keys",
+    ),
     "primary-key.nullable": _refused("NULL primary-key values merged with null-safe equality", "false"),
-    "pk-clustering-override": _refused("data files of the primary-key table are sorted by clustering.columns, not "
-                                       "by key, which key-ordered merge reads need", "false"),
+    "pk-clustering-override": _refused(
+        "data files of the primary-key table are sorted by clustering.columns, not "
+        "by key, which key-ordered merge reads need",
+        "false",
+    ),
     "changelog-producer.row-deduplicate": _inert(_CHANGELOG),
     "changelog-producer.row-deduplicate-ignore-fields": _inert(_CHANGELOG),
-    "table-read.sequence-number.enabled": _inert("adds _SEQUENCE_NUMBER to $audit_log / $binlog, which "
-                                                 "pyspark-paimon does not serve"),
+    "table-read.sequence-number.enabled": _inert(
+        "adds _SEQUENCE_NUMBER to $audit_log / $binlog, which pyspark-paimon does not serve"
+    ),
     "key-value.sequence_number.enabled": _inert("internal switch of Java's $audit_log / $binlog tables"),
     "sort-engine": _inert(_TUNING),
     "sort-spill-threshold": _inert(_TUNING),
@@ -172,11 +202,14 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "spill-compression": _inert(_TUNING),
     "spill-compression.zstd-level": _inert(_TUNING),
     "local-merge-buffer-size": _inert("Flink pre-merge buffer before the shuffle"),
-    "cross-partition-upsert.index-ttl": _inert("Flink's index of cross-partition upserts; writes of such tables "
-                                               "(dynamic bucket) are refused"),
+    "cross-partition-upsert.index-ttl": _inert(
+        "Flink's index of cross-partition upserts; writes of such tables (dynamic bucket) are refused"
+    ),
     "cross-partition-upsert.bootstrap-parallelism": _inert(_FLINK),
-    "record-level.expire-time": _inert("records expire only when Java compacts (best effort, no deadline), so "
-                                       "every read and write here stays within that contract"),
+    "record-level.expire-time": _inert(
+        "records expire only when Java compacts (best effort, no deadline), so "
+        "every read and write here stays within that contract"
+    ),
     "record-level.time-field": _inert("records expire only when Java compacts (see record-level.expire-time)"),
     "delete.force-produce-changelog": _inert(_CHANGELOG),
     # -- writes, buffers and commits
@@ -192,26 +225,33 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "read.batch-size": _inert(_TUNING + " (a read option of ours too)"),
     "write.sequence-number-init-mode": _write_refused(
         "Java writers in 'snapshot' mode start from the max sequence number recorded in snapshot properties, "
-        "which our commits do not record, so their later writes could lose to ours", "scan"),
+        "which our commits do not record, so their later writes could lose to ours",
+        "scan",
+    ),
     "commit.force-compact": _inert(_COMPACTION),
     "commit.force-create-snapshot": _inert("whether an empty streaming commit leaves a snapshot; no data changes"),
     "snapshot.ignore-empty-commit": _inert("whether an empty commit leaves a snapshot; no data changes"),
-    "commit.discard-duplicate-files": _inert("how Java deduplicates files of retried commits; ours never commit "
-                                             "a file twice"),
-    "commit.callbacks": _write_refused("Java calls these classes after each commit (metastore sync and the "
-                                       "like); our commits cannot"),
-    "tag.callbacks": _write_refused("Java calls these classes after each tag it creates; our automatic tags "
-                                    "cannot"),
-    "commit.strict-mode.last-safe-snapshot": _write_refused("Java aborts commits that conflict with other users' "
-                                                            "snapshots after this one; ours do not check"),
-    "dynamic-partition-overwrite": _inert("each write says how it overwrites (partitionOverwriteMode / "
-                                          "dynamic_partition_overwrite), as Paimon's Spark writer does"),
+    "commit.discard-duplicate-files": _inert(
+        "how Java deduplicates files of retried commits; ours never commit a file twice"
+    ),
+    "commit.callbacks": _write_refused(
+        "Java calls these classes after each commit (metastore sync and the like); our commits cannot"
+    ),
+    "tag.callbacks": _write_refused("Java calls these classes after each tag it creates; our automatic tags cannot"),
+    "commit.strict-mode.last-safe-snapshot": _write_refused(
+        "Java aborts commits that conflict with other users' snapshots after this one; ours do not check"
+    ),
+    "dynamic-partition-overwrite": _inert(
+        "each write says how it overwrites (partitionOverwriteMode / "
+        "dynamic_partition_overwrite), as Paimon's Spark writer does"
+    ),
     "overwrite-upgrade": _inert("Java moves overwritten primary-key files to a higher level; layout only"),
     "visibility-callback.enabled": _inert("Java waits for compaction after commit; no data changes"),
     "visibility-callback.timeout": _inert("Java waits for compaction after commit; no data changes"),
     "visibility-callback.check-interval": _inert("Java waits for compaction after commit; no data changes"),
-    "upsert-key": _write_refused("Java turns INSERT INTO an append table into an upsert on these columns "
-                                 "(Paimon 1.3 to 2.0)"),
+    "upsert-key": _write_refused(
+        "Java turns INSERT INTO an append table into an upsert on these columns (Paimon 1.3 to 2.0)"
+    ),
     # -- compaction
     "num-sorted-run.stop-trigger": _inert(_COMPACTION),
     "compaction.offpeak.start.hour": _inert(_COMPACTION),
@@ -239,34 +279,51 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "clustering.incremental.mode": _inert("Java sorts or clusters append data; layout only"),
     "zorder.var-length-contribution": _inert("Java sorts or clusters append data; layout only"),
     # -- reads
-    "scan.mode": _refused("a startup mode other than the latest snapshot changes what a batch read returns",
-                          "default", "latest-full", "full", "latest", fix=AS_READ_OPTION),
-    "scan.timestamp": _refused("a stored time-travel option makes every batch read read that version",
-                               fix=AS_READ_OPTION),
-    "scan.timestamp-millis": _refused("a stored time-travel option makes every batch read read that version",
-                                      fix=AS_READ_OPTION),
-    "scan.watermark": _refused("a stored time-travel option makes every batch read read that version",
-                               fix=AS_READ_OPTION),
-    "scan.snapshot-id": _refused("a stored time-travel option makes every batch read read that version",
-                                 fix=AS_READ_OPTION),
-    "scan.tag-name": _refused("a stored time-travel option makes every batch read read that version",
-                              fix=AS_READ_OPTION),
-    "scan.version": _refused("a stored time-travel option makes every batch read read that version",
-                             fix=AS_READ_OPTION),
+    "scan.mode": _refused(
+        "a startup mode other than the latest snapshot changes what a batch read returns",
+        "default",
+        "latest-full",
+        "full",
+        "latest",
+        fix=AS_READ_OPTION,
+    ),
+    "scan.timestamp": _refused(
+        "a stored time-travel option makes every batch read read that version", fix=AS_READ_OPTION
+    ),
+    "scan.timestamp-millis": _refused(
+        "a stored time-travel option makes every batch read read that version", fix=AS_READ_OPTION
+    ),
+    "scan.watermark": _refused(
+        "a stored time-travel option makes every batch read read that version", fix=AS_READ_OPTION
+    ),
+    "scan.snapshot-id": _refused(
+        "a stored time-travel option makes every batch read read that version", fix=AS_READ_OPTION
+    ),
+    "scan.tag-name": _refused(
+        "a stored time-travel option makes every batch read read that version", fix=AS_READ_OPTION
+    ),
+    "scan.version": _refused(
+        "a stored time-travel option makes every batch read read that version", fix=AS_READ_OPTION
+    ),
     "scan.file-creation-time-millis": _refused("batch reads keep only data files created after this instant"),
     "scan.creation-time-millis": _refused("batch reads start from the snapshot (or files) of this instant"),
     "scan.bucket": _refused("batch reads return only this bucket"),
     "scan.primary-branch": _refused("partitions present in that branch are read from it instead"),
-    "incremental-between": _refused("a stored incremental range makes every batch read incremental",
-                                    fix=AS_READ_OPTION),
-    "incremental-between-timestamp": _refused("a stored incremental range makes every batch read incremental",
-                                              fix=AS_READ_OPTION),
-    "incremental-to-auto-tag": _refused("a stored incremental range makes every batch read incremental",
-                                        fix="remove it (Table.remove_options) and read with the read option "
-                                            "incremental-between naming the two tags"),
+    "incremental-between": _refused(
+        "a stored incremental range makes every batch read incremental", fix=AS_READ_OPTION
+    ),
+    "incremental-between-timestamp": _refused(
+        "a stored incremental range makes every batch read incremental", fix=AS_READ_OPTION
+    ),
+    "incremental-to-auto-tag": _refused(
+        "a stored incremental range makes every batch read incremental",
+        fix="remove it (Table.remove_options) and read with the read option incremental-between naming the two tags",
+    ),
     "incremental-between-tag-to-snapshot": _refused(
         "an incremental read between two tags here reads the snapshots between them (Java's 'true'); Java's "
-        "'false' compares the tags' files instead", "true"),
+        "'false' compares the tags' files instead",
+        "true",
+    ),
     "batch-scan-mode": _refused("forces Java's internal compaction scan on batch reads", "none"),
     "stream-scan-mode": _inert(_STREAMING),
     "scan.bounded.watermark": _inert(_STREAMING),
@@ -276,8 +333,9 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "scan.ignore-corrupt-files": _inert("we always fail on a corrupt file instead of skipping it (the default)"),
     "scan.ignore-lost-files": _inert("we always fail on a missing file instead of skipping it (the default)"),
     "scan.fallback-branch.read-fail-fast": _inert("a failed fallback-branch read always fails the read here"),
-    "scan.plan-auto-tag-for-read.time-retained": _inert("a temporary tag that protects a long read from "
-                                                        "expiration; reads here pin their snapshot in memory"),
+    "scan.plan-auto-tag-for-read.time-retained": _inert(
+        "a temporary tag that protects a long read from expiration; reads here pin their snapshot in memory"
+    ),
     "continuous.discovery-interval": _inert(_STREAMING),
     "streaming.read.snapshot.delay": _inert(_STREAMING),
     "streaming-read-append-overwrite": _inert(_STREAMING),
@@ -285,9 +343,11 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "consumer.expiration-time": _inert(_STREAMING),
     "consumer.mode": _inert(_STREAMING),
     "consumer.changelog-only": _inert(_STREAMING),
-    "query-auth.enabled": _refused("a REST catalog applies column and row permissions to reads; reading the "
-                                   "files directly would bypass them", "false",
-                                   fix="read this table through its catalog with Paimon (Java)"),
+    "query-auth.enabled": _refused(
+        "a REST catalog applies column and row permissions to reads; reading the files directly would bypass them",
+        "false",
+        fix="read this table through its catalog with Paimon (Java)",
+    ),
     # -- lookup joins (Flink)
     "lookup.hash-load-factor": _inert(_LOOKUP),
     "lookup.cache-rows": _inert(_LOOKUP),
@@ -316,8 +376,9 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "postpone.default-bucket-num": _inert(_NO_POSTPONE_WRITE),
     "postpone.target-row-num-per-bucket": _inert(_NO_POSTPONE_WRITE),
     "postpone.target-size-per-bucket": _inert(_NO_POSTPONE_WRITE),
-    "postpone.merge-on-read": _refused("batch reads merge the postpone bucket's records into the real buckets",
-                                       "false"),
+    "postpone.merge-on-read": _refused(
+        "batch reads merge the postpone bucket's records into the real buckets", "false"
+    ),
     # -- partitions: expiration, mark-done, metastore
     "partition.expiration-strategy": _inert(_MAINTENANCE),
     "partition.expiration-time": _inert(_MAINTENANCE),
@@ -326,8 +387,9 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "partition.expiration-batch-size": _inert(_MAINTENANCE),
     "end-input.check-partition-expire": _inert(_MAINTENANCE),
     "partition.timestamp-format.strict": _write_refused(
-        "Java refuses to write partition values that do not match partition.timestamp-formatter; ours would "
-        "not check", "false"),
+        "Java refuses to write partition values that do not match partition.timestamp-formatter; ours would not check",
+        "false",
+    ),
     "partition.end-input-to-done": _inert("marks partitions done for schedulers at the end of Java batch jobs"),
     "partition.mark-done-action": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.custom.class": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
@@ -342,8 +404,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "snapshot.expire.execution-mode": _inert(_MAINTENANCE),
     "snapshot.clean-empty-directories": _inert(_MAINTENANCE),
     "tag.create-success-file": _inert("a marker file for schedulers next to each new tag"),
-    "tag.time-expire-enabled": _inert("Java's commits expire tags by retention; ours never expire anything, and "
-                                      "expire_tags (like Java's procedure) always expires by retention"),
+    "tag.time-expire-enabled": _inert(
+        "Java's commits expire tags by retention; ours never expire anything, and "
+        "expire_tags (like Java's procedure) always expires by retention"
+    ),
     "snapshot.watermark-idle-timeout": _inert(_FLINK),
     # -- deletion vectors, row tracking, data evolution, blobs, vectors
     "deletion-vectors.modifiable": _inert(_DV_WRITE),
@@ -352,9 +416,12 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "data-file.thin-mode": _refused("primary-key data files without the key columns", "false"),
     "index-file-in-data-file-dir": _refused(
         "index files (deletion vectors, bucket indexes) live in the bucket directories, where nothing here "
-        "looks for them (reads, writes and expiration expect them in index/)", "false"),
-    "row-tracking.enabled": _write_refused("Java gives every new row an id at commit (first_row_id, "
-                                           "next_row_id); our commits do not", "false"),
+        "looks for them (reads, writes and expiration expect them in index/)",
+        "false",
+    ),
+    "row-tracking.enabled": _write_refused(
+        "Java gives every new row an id at commit (first_row_id, next_row_id); our commits do not", "false"
+    ),
     "row-tracking.partition-group-on-commit": _inert("only with row-tracking.enabled, which writes refuse"),
     "data-evolution.enabled": _refused("rows are assembled from files that each hold some columns", "false"),
     "data-evolution.reassign.skip-contiguous-row-count": _inert(_NO_EVOLUTION),
@@ -380,8 +447,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "blob-external-storage-field": _inert(_NO_BLOB + " (Paimon 1.4)"),
     "blob-external-storage-path": _inert(_NO_BLOB + " (Paimon 1.4)"),
     "vector.file.format": _refused("VECTOR columns are written to separate vector-store files"),
-    "vector-field": _inert("makes Java declare these columns VECTOR when it creates the table; the schema's "
-                           "column types carry it from then on"),
+    "vector-field": _inert(
+        "makes Java declare these columns VECTOR when it creates the table; the schema's "
+        "column types carry it from then on"
+    ),
     "vector.target-file-size": _inert("only with vector.file.format, which is refused"),
     "vector-search.distribute.enabled": _inert(_GLOBAL_INDEX),
     "vector-search.lateral-join.batch-size": _inert(_GLOBAL_INDEX),
@@ -402,8 +471,7 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "pk-multivalue.index.columns": _inert(_GLOBAL_INDEX),
     "pk-full-text.index.columns": _inert(_GLOBAL_INDEX),
     # -- schema changes
-    "alter-column-null-to-not-null.disabled": _inert("only restricts column type changes, which are not offered "
-                                                     "here"),
+    "alter-column-null-to-not-null.disabled": _inert("only restricts column type changes, which are not offered here"),
     "disable-explicit-type-casting": _inert("only restricts column type changes, which are not offered here"),
     # -- catalog and table kinds
     "path": _inert("the table's location as catalogs record it; the location a read or write is given decides"),
@@ -461,8 +529,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "lookup.bootstrap-parallelism": _inert(_FLINK),
     "lookup.async-thread-number": _inert(_FLINK),
     "lookup.cache": _inert(_FLINK),
-    "scan.partitions": _inert("partitions Flink lookup joins and Flink sources load; Paimon's Spark reader "
-                              "ignores it too (pyspark-paimon honours it as a read option)"),
+    "scan.partitions": _inert(
+        "partitions Flink lookup joins and Flink sources load; Paimon's Spark reader "
+        "ignores it too (pyspark-paimon honours it as a read option)"
+    ),
     "lookup.dynamic-partition.refresh-interval": _inert(_FLINK),
     "lookup.refresh.async": _inert(_FLINK),
     "lookup.dynamic-partition.refresh.async": _inert(_FLINK),
@@ -524,11 +594,13 @@ NOT_HONOURED: dict[str, KeyRule] = {
     # -- OrcOptions (format options Java passes to its ORC writer and reader)
     "orc.column.encoding.direct": _inert("ORC encoding of new files"),
     "orc.dictionary.key.threshold": _inert("ORC encoding of new files"),
-    "orc.timestamp-ltz.legacy.type": _refused("ORC files store TIMESTAMP WITH LOCAL TIME ZONE in the newer "
-                                              "encoding, which is not read here", "true"),
+    "orc.timestamp-ltz.legacy.type": _refused(
+        "ORC files store TIMESTAMP WITH LOCAL TIME ZONE in the newer encoding, which is not read here", "true"
+    ),
     # -- IcebergOptions
-    "metadata.iceberg.storage": _write_refused("Java commits also write Iceberg metadata for Iceberg readers; "
-                                               "ours would leave it stale", "disabled"),
+    "metadata.iceberg.storage": _write_refused(
+        "Java commits also write Iceberg metadata for Iceberg readers; ours would leave it stale", "disabled"
+    ),
     "metadata.iceberg.storage-location": _inert(_ICEBERG),
     "metadata.iceberg.format-version": _inert(_ICEBERG),
     "metadata.iceberg.compaction.min.file-num": _inert(_ICEBERG),
@@ -590,14 +662,17 @@ ALIASES: dict[str, str] = {
     "nullvalue": "csv.null-literal",
     "mode": "csv.mode",
 }
-NOT_HONOURED.update({alias: replace(NOT_HONOURED[key], reason=f"legacy spelling of '{key}': "
-                                    f"{NOT_HONOURED[key].reason}") for alias, key in ALIASES.items()})
+NOT_HONOURED.update(
+    {
+        alias: replace(NOT_HONOURED[key], reason=f"legacy spelling of '{key}': {NOT_HONOURED[key].reason}")
+        for alias, key in ALIASES.items()
+    }
+)
 
 #: Families of keys with a variable part (``file-index.bloom-filter.columns``, ``orc.compress``...), checked
 #: after exact keys, longest prefix first.
 PREFIX_RULES: tuple[tuple[str, KeyRule], ...] = (
-    ("commit.callback.", _inert("constructor parameter of a commit callback (commit.callbacks, which writes "
-                                "refuse)")),
+    ("commit.callback.", _inert("constructor parameter of a commit callback (commit.callbacks, which writes refuse)")),
     ("tag.callback.", _inert("constructor parameter of a tag callback (tag.callbacks, which writes refuse)")),
     ("file-index.", _inert(_INDEX)),
     ("blob-descriptor.", _inert(_NO_BLOB)),
@@ -616,23 +691,43 @@ FIELD_SUFFIX_RULES: dict[str, KeyRule] = {
     "ts-field": _inert("only read by merge_map_with_keytime, refused through aggregate-function"),
     "map.storage-layout": _refused("the MAP column is stored as a shredded row, not as a map", "default"),
     "map.shared-shredding.max-columns": _inert("only with map.storage-layout = shared-shredding (refused)"),
-    "map.shared-shredding.column-placement-policy": _inert("only with map.storage-layout = shared-shredding "
-                                                           "(refused)"),
+    "map.shared-shredding.column-placement-policy": _inert("only with map.storage-layout = shared-shredding (refused)"),
     "pk-vector.index.type": _inert(_GLOBAL_INDEX),
     "pk-vector.index.options": _inert(_GLOBAL_INDEX),
     "pk-vector.distance.metric": _inert(_GLOBAL_INDEX),
-    "default-value": _refused("Paimon up to 1.2 reads NULLs of this column as the default value (newer Paimon "
-                              "keeps column defaults in the schema instead)",
-                              fix="remove the option (Table.remove_options) after checking the column has no NULLs "
-                                  "that readers expect to see as the default"),
+    "default-value": _refused(
+        "Paimon up to 1.2 reads NULLs of this column as the default value (newer Paimon "
+        "keeps column defaults in the schema instead)",
+        fix="remove the option (Table.remove_options) after checking the column has no NULLs "
+        "that readers expect to see as the default",
+    ),
 }
 
 #: Keys Java marks ``@Immutable``: they cannot change once a table exists (they define how existing data is
 #: laid out or merged). ``SchemaManager`` refuses to change them, as Java does.
-JAVA_IMMUTABLE: frozenset[str] = frozenset({
-    "type", "bucket-key", "bucket-function.type", "data-file.path-directory", "merge-engine",
-    "sequence.snapshot-ordering", "aggregation.remove-record-on-delete", "partial-update.remove-record-on-delete",
-    "partial-update.remove-record-on-sequence-group", "rowkind.field", "primary-key", "primary-key.nullable",
-    "partition", "dynamic-bucket.initial-buckets", "force-lookup", "row-tracking.enabled", "data-evolution.enabled",
-    "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field", "blob-view-field", "pk-clustering-override",
-})
+JAVA_IMMUTABLE: frozenset[str] = frozenset(
+    {
+        "type",
+        "bucket-key",
+        "bucket-function.type",
+        "data-file.path-directory",
+        "merge-engine",
+        "sequence.snapshot-ordering",
+        "aggregation.remove-record-on-delete",
+        "partial-update.remove-record-on-delete",
+        "partial-update.remove-record-on-sequence-group",
+        "rowkind.field",
+        "primary-key",
+        "primary-key.nullable",
+        "partition",
+        "dynamic-bucket.initial-buckets",
+        "force-lookup",
+        "row-tracking.enabled",
+        "data-evolution.enabled",
+        "index-file-in-data-file-dir",
+        "blob-field",
+        "blob-descriptor-field",
+        "blob-view-field",
+        "pk-clustering-override",
+    }
+)

@@ -21,20 +21,62 @@ from pyspark_paimon.errors import OptionError
 T = TypeVar("T")
 
 __all__ = [
-    "OptionType", "BOOLEAN", "INTEGER", "NON_NEGATIVE_INTEGER", "STRING", "LOWERCASE", "STRING_LIST",
-    "DURATION", "POSITIVE_DURATION", "MEMORY_SIZE", "RELATIVE_DIRECTORY", "one_of", "parse_duration_ms",
-    "parse_memory_size", "DURATION_FORMS", "SIZE_FORMS",
+    "OptionType",
+    "BOOLEAN",
+    "INTEGER",
+    "NON_NEGATIVE_INTEGER",
+    "STRING",
+    "LOWERCASE",
+    "STRING_LIST",
+    "DURATION",
+    "POSITIVE_DURATION",
+    "MEMORY_SIZE",
+    "RELATIVE_DIRECTORY",
+    "one_of",
+    "parse_duration_ms",
+    "parse_memory_size",
+    "DURATION_FORMS",
+    "SIZE_FORMS",
 ]
 
 _DURATION_UNITS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "mins": 60_000, "m": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "ms": 1,
+    "milli": 1,
+    "millis": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1000,
+    "sec": 1000,
+    "secs": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "min": 60_000,
+    "mins": 60_000,
+    "m": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
 }
-_SIZE_UNITS = {"b": 1, "bytes": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
-               "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4}
+_SIZE_UNITS = {
+    "b": 1,
+    "bytes": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1024**4,
+}
 _ISO_DURATION = re.compile(r"p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?)?")
 _NUMBER_UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
 
@@ -169,13 +211,15 @@ LOWERCASE: OptionType[str] = OptionType(_to_lowercase, "a name")
 STRING_LIST: OptionType[list[str]] = OptionType(_to_list, "a comma-separated list of names")
 #: Durations in milliseconds.
 DURATION: OptionType[int] = OptionType(_to_duration_ms, f"a duration such as {DURATION_FORMS}")
-POSITIVE_DURATION: OptionType[int] = OptionType(_to_positive_duration_ms,
-                                                f"a positive duration such as {DURATION_FORMS}")
+POSITIVE_DURATION: OptionType[int] = OptionType(
+    _to_positive_duration_ms, f"a positive duration such as {DURATION_FORMS}"
+)
 #: Memory sizes in bytes.
 MEMORY_SIZE: OptionType[int] = OptionType(_to_memory_size, f"a memory size such as {SIZE_FORMS}")
 #: A directory relative to another one (``data-file.path-directory``), normalised to ``'a/b'``.
-RELATIVE_DIRECTORY: OptionType[str] = OptionType(_to_relative_directory,
-                                                 "a relative directory such as 'data' (no leading '/', '..' or scheme)")
+RELATIVE_DIRECTORY: OptionType[str] = OptionType(
+    _to_relative_directory, "a relative directory such as 'data' (no leading '/', '..' or scheme)"
+)
 
 
 # ------------------------------------------------------------------------------- for values of any origin

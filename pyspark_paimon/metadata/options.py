@@ -65,11 +65,34 @@ T = TypeVar("T")
 
 # Re-exported: the duration and size parsers are part of this module's contract (DEVELOPERS.md).
 __all__ = [
-    "ConfigOption", "FieldOption", "CoreOptions", "KeyRule", "Kind", "OPTIONS", "FIELD_OPTIONS", "HONOURED",
-    "FIELD_OPTION_SUFFIXES", "KEYS", "FIELD_KEY_RULES", "PREFIX_RULES", "JAVA_IMMUTABLE", "MERGE_ENGINES",
-    "TAG_CREATION_MODES", "TAG_CREATION_PERIODS", "TAG_PERIOD_FORMATTERS", "INCREMENTAL_SCAN_MODES", "rule_of",
-    "is_field_option", "is_known", "REMOVED_AGGREGATE_FUNCTIONS", "validate_merge_options",
-    "removed_aggregate_function_error", "validate_table_options", "check_read_options", "get", "parse_duration_ms",
+    "ConfigOption",
+    "FieldOption",
+    "CoreOptions",
+    "KeyRule",
+    "Kind",
+    "OPTIONS",
+    "FIELD_OPTIONS",
+    "HONOURED",
+    "FIELD_OPTION_SUFFIXES",
+    "KEYS",
+    "FIELD_KEY_RULES",
+    "PREFIX_RULES",
+    "JAVA_IMMUTABLE",
+    "MERGE_ENGINES",
+    "TAG_CREATION_MODES",
+    "TAG_CREATION_PERIODS",
+    "TAG_PERIOD_FORMATTERS",
+    "INCREMENTAL_SCAN_MODES",
+    "rule_of",
+    "is_field_option",
+    "is_known",
+    "REMOVED_AGGREGATE_FUNCTIONS",
+    "validate_merge_options",
+    "removed_aggregate_function_error",
+    "validate_table_options",
+    "check_read_options",
+    "get",
+    "parse_duration_ms",
     "parse_memory_size",
 ]
 
@@ -118,10 +141,8 @@ def _option(key: str, value_type: OptionType[Any], default: str | None, descript
 @overload
 def _field_option(suffix: str, value_type: OptionType[T], default: str, description: str) -> FieldOption[T]: ...
 @overload
-def _field_option(suffix: str, value_type: OptionType[T], default: None,
-                  description: str) -> FieldOption[T | None]: ...
-def _field_option(suffix: str, value_type: OptionType[Any], default: str | None,
-                  description: str) -> FieldOption[Any]:
+def _field_option(suffix: str, value_type: OptionType[T], default: None, description: str) -> FieldOption[T | None]: ...
+def _field_option(suffix: str, value_type: OptionType[Any], default: str | None, description: str) -> FieldOption[Any]:
     return FieldOption(suffix, value_type, default, description)
 
 
@@ -138,204 +159,362 @@ PARQUET_WRITER_VERSIONS = ("v1", "v2", "parquet_1_0", "parquet_2_0")
 
 # ------------------------------------------------------------------------------------------------ honoured
 # Layout and files
-BUCKET = _option("bucket", OptionType(INTEGER.parse, "an integer (N > 0 fixed buckets, -1 dynamic/unaware, "
-                                                     "-2 postpone)"), "-1",
-                 "Bucket count: N > 0 fixed, -1 dynamic (PK) / unaware (append), -2 postpone.")
-BUCKET_KEY = _option("bucket-key", STRING_LIST, None,
-                     "Columns hashed to pick a bucket; unset = the trimmed primary key.")
-BUCKET_FUNCTION_TYPE = _option("bucket-function.type", LOWERCASE, "default",
-                               "Hash function of fixed buckets; bucket pruning assumes Java's default one.")
-FILE_FORMAT = _option("file.format", LOWERCASE, "parquet",
-                      "Format of new data files; also the format of files whose name has no known extension.")
+BUCKET = _option(
+    "bucket",
+    OptionType(INTEGER.parse, "an integer (N > 0 fixed buckets, -1 dynamic/unaware, -2 postpone)"),
+    "-1",
+    "Bucket count: N > 0 fixed, -1 dynamic (PK) / unaware (append), -2 postpone.",
+)
+BUCKET_KEY = _option(
+    "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
+)
+BUCKET_FUNCTION_TYPE = _option(
+    "bucket-function.type",
+    LOWERCASE,
+    "default",
+    "Hash function of fixed buckets; bucket pruning assumes Java's default one.",
+)
+FILE_FORMAT = _option(
+    "file.format",
+    LOWERCASE,
+    "parquet",
+    "Format of new data files; also the format of files whose name has no known extension.",
+)
 FILE_COMPRESSION = _option("file.compression", STRING, "zstd", "Codec of new data files.")
 FILE_COMPRESSION_ZSTD_LEVEL = _option("file.compression.zstd-level", INTEGER, "1", "zstd level of new data files.")
 PARQUET_WRITER_VERSION = _option(
-    "parquet.writer.version", one_of(PARQUET_WRITER_VERSIONS), "v1",
+    "parquet.writer.version",
+    one_of(PARQUET_WRITER_VERSIONS),
+    "v1",
     "Parquet writer version of new data files (Java passes it to parquet-mr): v2 = DELTA encodings for integer and "
-    "string columns where no dictionary pays, data page v2; Java 1.0.0 cannot read those, Java >= 1.0.1 can.")
-FILE_COMPRESSION_PER_LEVEL = _option("file.compression.per.level", STRING, None,
-                                     "Per-LSM-level codecs ('0:lz4,5:zstd'); new files are level 0.")
-FILE_SUFFIX_INCLUDE_COMPRESSION = _option("file.suffix.include.compression", BOOLEAN, "false",
-                                          "Name data files '<name>.<codec>.parquet'.")
-MANIFEST_COMPRESSION = _option("manifest.compression", LOWERCASE, "zstd",
-                               "Codec of new manifest and manifest-list files (Avro codecs; zstd = zstandard).")
-TARGET_FILE_SIZE = _option("target-file-size", MEMORY_SIZE, None,
-                           "Size at which a data file is rolled; unset = 128 mb (PK tables) or 256 mb (append).")
-WRITE_BUFFER_SIZE = _option("write-buffer-size", MEMORY_SIZE, "256 mb",
-                            "Buffered input a write task holds before it flushes data files.")
+    "string columns where no dictionary pays, data page v2; Java 1.0.0 cannot read those, Java >= 1.0.1 can.",
+)
+FILE_COMPRESSION_PER_LEVEL = _option(
+    "file.compression.per.level", STRING, None, "Per-LSM-level codecs ('0:lz4,5:zstd'); new files are level 0."
+)
+FILE_SUFFIX_INCLUDE_COMPRESSION = _option(
+    "file.suffix.include.compression", BOOLEAN, "false", "Name data files '<name>.<codec>.parquet'."
+)
+MANIFEST_COMPRESSION = _option(
+    "manifest.compression",
+    LOWERCASE,
+    "zstd",
+    "Codec of new manifest and manifest-list files (Avro codecs; zstd = zstandard).",
+)
+TARGET_FILE_SIZE = _option(
+    "target-file-size",
+    MEMORY_SIZE,
+    None,
+    "Size at which a data file is rolled; unset = 128 mb (PK tables) or 256 mb (append).",
+)
+WRITE_BUFFER_SIZE = _option(
+    "write-buffer-size", MEMORY_SIZE, "256 mb", "Buffered input a write task holds before it flushes data files."
+)
 DATA_FILE_PREFIX = _option("data-file.prefix", STRING, "data-", "Name prefix of new data files.")
-DATA_FILE_PATH_DIRECTORY = _option("data-file.path-directory", RELATIVE_DIRECTORY, None,
-                                   "Directory under the table that holds the partition and bucket directories.")
-PARTITION_DEFAULT_NAME = _option("partition.default-name", STRING, "__DEFAULT_PARTITION__",
-                                 "Directory name of a NULL (or empty string) partition value.")
-PARTITION_LEGACY_NAME = _option("partition.legacy-name", BOOLEAN, "true",
-                                "Spell partition values in directory names as Java's legacy toString does.")
-METADATA_STATS_MODE = _option("metadata.stats-mode", STRING, "truncate(16)",
-                              "Column stats kept in manifests: none, counts, full or truncate(N).")
-METADATA_STATS_DENSE_STORE = _option("metadata.stats-dense-store", BOOLEAN, "true",
-                                     "Store stats only of the columns that have them (and list those).")
-METADATA_STATS_KEEP_FIRST_N_COLUMNS = _option("metadata.stats-keep-first-n-columns", INTEGER, None,
-                                              "Only the first N columns get stats (negative = all).")
+DATA_FILE_PATH_DIRECTORY = _option(
+    "data-file.path-directory",
+    RELATIVE_DIRECTORY,
+    None,
+    "Directory under the table that holds the partition and bucket directories.",
+)
+PARTITION_DEFAULT_NAME = _option(
+    "partition.default-name",
+    STRING,
+    "__DEFAULT_PARTITION__",
+    "Directory name of a NULL (or empty string) partition value.",
+)
+PARTITION_LEGACY_NAME = _option(
+    "partition.legacy-name",
+    BOOLEAN,
+    "true",
+    "Spell partition values in directory names as Java's legacy toString does.",
+)
+METADATA_STATS_MODE = _option(
+    "metadata.stats-mode", STRING, "truncate(16)", "Column stats kept in manifests: none, counts, full or truncate(N)."
+)
+METADATA_STATS_DENSE_STORE = _option(
+    "metadata.stats-dense-store", BOOLEAN, "true", "Store stats only of the columns that have them (and list those)."
+)
+METADATA_STATS_KEEP_FIRST_N_COLUMNS = _option(
+    "metadata.stats-keep-first-n-columns", INTEGER, None, "Only the first N columns get stats (negative = all)."
+)
 
 # Primary-key merging
-MERGE_ENGINE = _option("merge-engine", one_of(MERGE_ENGINES), "deduplicate",
-                       "How the records of one primary key are merged.")
-SEQUENCE_FIELD = _option("sequence.field", STRING_LIST, None,
-                         "Columns that order the records of a key before the write order does.")
-SEQUENCE_FIELD_SORT_ORDER = _option("sequence.field.sort-order", one_of(SORT_ORDERS), "ascending",
-                                    "descending: a smaller sequence.field value is the newer record.")
+MERGE_ENGINE = _option(
+    "merge-engine", one_of(MERGE_ENGINES), "deduplicate", "How the records of one primary key are merged."
+)
+SEQUENCE_FIELD = _option(
+    "sequence.field", STRING_LIST, None, "Columns that order the records of a key before the write order does."
+)
+SEQUENCE_FIELD_SORT_ORDER = _option(
+    "sequence.field.sort-order",
+    one_of(SORT_ORDERS),
+    "ascending",
+    "descending: a smaller sequence.field value is the newer record.",
+)
 IGNORE_DELETE = _option("ignore-delete", BOOLEAN, "false", "Drop DELETE/UPDATE_BEFORE records instead of merging.")
 #: Engine-prefixed spellings of ``ignore-delete`` that Java still reads; any one of them set true enables it.
 IGNORE_DELETE_LEGACY_KEYS = ("first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete")
 IGNORE_UPDATE_BEFORE = _option("ignore-update-before", BOOLEAN, "false", "Drop UPDATE_BEFORE records on write.")
-PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _option("partial-update.remove-record-on-delete", BOOLEAN, "false",
-                                                 "partial-update: a DELETE removes the whole record.")
-AGGREGATION_REMOVE_RECORD_ON_DELETE = _option("aggregation.remove-record-on-delete", BOOLEAN, "false",
-                                              "aggregation: a DELETE removes the whole record.")
-FIELDS_DEFAULT_AGGREGATE_FUNCTION = _option("fields.default-aggregate-function", LOWERCASE, None,
-                                            "aggregation: function of columns without their own.")
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _option(
+    "partial-update.remove-record-on-delete", BOOLEAN, "false", "partial-update: a DELETE removes the whole record."
+)
+AGGREGATION_REMOVE_RECORD_ON_DELETE = _option(
+    "aggregation.remove-record-on-delete", BOOLEAN, "false", "aggregation: a DELETE removes the whole record."
+)
+FIELDS_DEFAULT_AGGREGATE_FUNCTION = _option(
+    "fields.default-aggregate-function", LOWERCASE, None, "aggregation: function of columns without their own."
+)
 ROWKIND_FIELD = _option("rowkind.field", STRING, None, "Column whose +I/-U/+U/-D value is each row's kind.")
 
 # Reads
-SOURCE_SPLIT_TARGET_SIZE = _option("source.split.target-size", MEMORY_SIZE, "128 mb",
-                                   "Data a read task is given (splits are packed up to this size).")
+SOURCE_SPLIT_TARGET_SIZE = _option(
+    "source.split.target-size", MEMORY_SIZE, "128 mb", "Data a read task is given (splits are packed up to this size)."
+)
 # Java's default is 4 mb, a JVM figure: opening a small Parquet file in a Python task costs about what reading
 # 64 KB does there (benchmarks/README.md, "Packing many small files"), so 4 mb made tasks of ~30 tiny files.
-SOURCE_SPLIT_OPEN_FILE_COST = _option("source.split.open-file-cost", MEMORY_SIZE, "64 kb",
-                                      "Size a file counts for when splits are packed, however small it is "
-                                      "(default calibrated for Python tasks; Java's is 4 mb).")
+SOURCE_SPLIT_OPEN_FILE_COST = _option(
+    "source.split.open-file-cost",
+    MEMORY_SIZE,
+    "64 kb",
+    "Size a file counts for when splits are packed, however small it is "
+    "(default calibrated for Python tasks; Java's is 4 mb).",
+)
 
-INCREMENTAL_BETWEEN_SCAN_MODE = _option("incremental-between-scan-mode", one_of(INCREMENTAL_SCAN_MODES), "auto",
-                                       "What an incremental read returns: auto (changelog files when the table "
-                                       "produces them, else delta), delta, changelog or diff.")
+INCREMENTAL_BETWEEN_SCAN_MODE = _option(
+    "incremental-between-scan-mode",
+    one_of(INCREMENTAL_SCAN_MODES),
+    "auto",
+    "What an incremental read returns: auto (changelog files when the table "
+    "produces them, else delta), delta, changelog or diff.",
+)
 
 # Streaming reads (read options of a stream; as table options, the defaults of every stream of the table)
-STREAMING_READ_OVERWRITE = _option("streaming-read-overwrite", BOOLEAN, "false",
-                                   "Streams read the changes an OVERWRITE commit makes (by key), instead of skipping "
-                                   "it.")
-CONSUMER_ID = _option("consumer-id", STRING, None,
-                      "Streams record their progress as this consumer, and expiration keeps what it still needs.")
-CONSUMER_IGNORE_PROGRESS = _option("consumer.ignore-progress", BOOLEAN, "false",
-                                   "A new stream starts from 'scan.mode', not from its consumer's progress.")
+STREAMING_READ_OVERWRITE = _option(
+    "streaming-read-overwrite",
+    BOOLEAN,
+    "false",
+    "Streams read the changes an OVERWRITE commit makes (by key), instead of skipping it.",
+)
+CONSUMER_ID = _option(
+    "consumer-id",
+    STRING,
+    None,
+    "Streams record their progress as this consumer, and expiration keeps what it still needs.",
+)
+CONSUMER_IGNORE_PROGRESS = _option(
+    "consumer.ignore-progress",
+    BOOLEAN,
+    "false",
+    "A new stream starts from 'scan.mode', not from its consumer's progress.",
+)
 
 # Commits and maintenance
-COMMIT_MAX_RETRIES = _option("commit.max-retries", INTEGER, "10",
-                             "Commit attempts after the first that lost a race with another writer.")
+COMMIT_MAX_RETRIES = _option(
+    "commit.max-retries", INTEGER, "10", "Commit attempts after the first that lost a race with another writer."
+)
 COMMIT_MIN_RETRY_WAIT = _option("commit.min-retry-wait", DURATION, "10 ms", "First back-off between attempts.")
 COMMIT_MAX_RETRY_WAIT = _option("commit.max-retry-wait", DURATION, "10 s", "Longest back-off between attempts.")
-COMMIT_TIMEOUT = _option("commit.timeout", DURATION, None,
-                         "Stop retrying a commit that lost races once this long has passed since it started.")
-COMMIT_USER_PREFIX = _option("commit.user-prefix", STRING, None,
-                             "Commit users of our writes are '<prefix>_<uuid>' instead of a bare uuid.")
-MANIFEST_MERGE_MIN_COUNT = _option("manifest.merge-min-count", INTEGER, "30",
-                                   "Manifests a snapshot may list before a commit merges them.")
-MANIFEST_TARGET_FILE_SIZE = _option("manifest.target-file-size", MEMORY_SIZE, "8 mb",
-                                    "Size at which a new manifest file is rolled.")
+COMMIT_TIMEOUT = _option(
+    "commit.timeout",
+    DURATION,
+    None,
+    "Stop retrying a commit that lost races once this long has passed since it started.",
+)
+COMMIT_USER_PREFIX = _option(
+    "commit.user-prefix", STRING, None, "Commit users of our writes are '<prefix>_<uuid>' instead of a bare uuid."
+)
+MANIFEST_MERGE_MIN_COUNT = _option(
+    "manifest.merge-min-count", INTEGER, "30", "Manifests a snapshot may list before a commit merges them."
+)
+MANIFEST_TARGET_FILE_SIZE = _option(
+    "manifest.target-file-size", MEMORY_SIZE, "8 mb", "Size at which a new manifest file is rolled."
+)
 MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE = _option(
-    "manifest.full-compaction-threshold-size", MEMORY_SIZE, "16 mb",
-    "Size of small or delete-holding manifests at which a commit rewrites them without the deleted files.")
-SNAPSHOT_NUM_RETAINED_MIN = _option("snapshot.num-retained.min", INTEGER, "10",
-                                    "Snapshots expiration always keeps.")
-SNAPSHOT_NUM_RETAINED_MAX = _option("snapshot.num-retained.max", INTEGER, str(2**31 - 1),
-                                    "Snapshots expiration keeps at most.")
-SNAPSHOT_TIME_RETAINED = _option("snapshot.time-retained", DURATION, "1 h",
-                                 "How long a superseded snapshot is kept.")
+    "manifest.full-compaction-threshold-size",
+    MEMORY_SIZE,
+    "16 mb",
+    "Size of small or delete-holding manifests at which a commit rewrites them without the deleted files.",
+)
+SNAPSHOT_NUM_RETAINED_MIN = _option("snapshot.num-retained.min", INTEGER, "10", "Snapshots expiration always keeps.")
+SNAPSHOT_NUM_RETAINED_MAX = _option(
+    "snapshot.num-retained.max", INTEGER, str(2**31 - 1), "Snapshots expiration keeps at most."
+)
+SNAPSHOT_TIME_RETAINED = _option("snapshot.time-retained", DURATION, "1 h", "How long a superseded snapshot is kept.")
 SNAPSHOT_EXPIRE_LIMIT = _option("snapshot.expire.limit", INTEGER, "50", "Snapshots one expiration deletes at most.")
-CHANGELOG_NUM_RETAINED_MIN = _option("changelog.num-retained.min", INTEGER, None,
-                                     "Refused when it differs from snapshot.num-retained.min (decoupled changelog).")
-CHANGELOG_NUM_RETAINED_MAX = _option("changelog.num-retained.max", INTEGER, None,
-                                     "Refused when it differs from snapshot.num-retained.max (decoupled changelog).")
-CHANGELOG_TIME_RETAINED = _option("changelog.time-retained", DURATION, None,
-                                  "Refused when it differs from snapshot.time-retained (decoupled changelog).")
+CHANGELOG_NUM_RETAINED_MIN = _option(
+    "changelog.num-retained.min",
+    INTEGER,
+    None,
+    "Refused when it differs from snapshot.num-retained.min (decoupled changelog).",
+)
+CHANGELOG_NUM_RETAINED_MAX = _option(
+    "changelog.num-retained.max",
+    INTEGER,
+    None,
+    "Refused when it differs from snapshot.num-retained.max (decoupled changelog).",
+)
+CHANGELOG_TIME_RETAINED = _option(
+    "changelog.time-retained",
+    DURATION,
+    None,
+    "Refused when it differs from snapshot.time-retained (decoupled changelog).",
+)
 
 # Tags
-TAG_AUTOMATIC_CREATION = _option("tag.automatic-creation", one_of(TAG_CREATION_MODES), "none",
-                                 "Create tags after commits: none, process-time, watermark or batch.")
-TAG_CREATION_PERIOD = _option("tag.creation-period", one_of(TAG_CREATION_PERIODS), "daily",
-                              "Period of automatic tags.")
-TAG_CREATION_DELAY = _option("tag.creation-delay", DURATION, "0 ms",
-                             "How long after a period ends its tag is created.")
-TAG_PERIOD_FORMATTER = _option("tag.period-formatter", one_of(TAG_PERIOD_FORMATTERS), "with_dashes",
-                               "Name format of automatic tags.")
-TAG_NUM_RETAINED_MAX = _option("tag.num-retained-max", NON_NEGATIVE_INTEGER, None,
-                               "Automatic tags kept at most (older ones are deleted).")
-TAG_DEFAULT_TIME_RETAINED = _option("tag.default-time-retained", DURATION, None,
-                                    "Retention written into tags created without one.")
-TAG_CREATION_PERIOD_DURATION = _option("tag.creation-period-duration", POSITIVE_DURATION, None,
-                                       "Any tag period (tags named yyyyMMddHHmm); overrides tag.creation-period.")
-TAG_AUTOMATIC_COMPLETION = _option("tag.automatic-completion", BOOLEAN, "false",
-                                   "Also create tags for periods without a commit.")
+TAG_AUTOMATIC_CREATION = _option(
+    "tag.automatic-creation",
+    one_of(TAG_CREATION_MODES),
+    "none",
+    "Create tags after commits: none, process-time, watermark or batch.",
+)
+TAG_CREATION_PERIOD = _option("tag.creation-period", one_of(TAG_CREATION_PERIODS), "daily", "Period of automatic tags.")
+TAG_CREATION_DELAY = _option("tag.creation-delay", DURATION, "0 ms", "How long after a period ends its tag is created.")
+TAG_PERIOD_FORMATTER = _option(
+    "tag.period-formatter", one_of(TAG_PERIOD_FORMATTERS), "with_dashes", "Name format of automatic tags."
+)
+TAG_NUM_RETAINED_MAX = _option(
+    "tag.num-retained-max", NON_NEGATIVE_INTEGER, None, "Automatic tags kept at most (older ones are deleted)."
+)
+TAG_DEFAULT_TIME_RETAINED = _option(
+    "tag.default-time-retained", DURATION, None, "Retention written into tags created without one."
+)
+TAG_CREATION_PERIOD_DURATION = _option(
+    "tag.creation-period-duration",
+    POSITIVE_DURATION,
+    None,
+    "Any tag period (tags named yyyyMMddHHmm); overrides tag.creation-period.",
+)
+TAG_AUTOMATIC_COMPLETION = _option(
+    "tag.automatic-completion", BOOLEAN, "false", "Also create tags for periods without a commit."
+)
 TAG_BATCH_CUSTOMIZED_NAME = _option("tag.batch.customized-name", STRING, None, "Fixed tag name of batch mode.")
-SINK_WATERMARK_TIME_ZONE = _option("sink.watermark-time-zone", STRING, "UTC",
-                                   "Zone in which watermark-mode tags read snapshot watermarks.")
-SINK_PROCESS_TIME_ZONE = _option("sink.process-time-zone", STRING, None,
-                                 "Zone in which process-time and batch tags read commit times; unset = local zone.")
+SINK_WATERMARK_TIME_ZONE = _option(
+    "sink.watermark-time-zone", STRING, "UTC", "Zone in which watermark-mode tags read snapshot watermarks."
+)
+SINK_PROCESS_TIME_ZONE = _option(
+    "sink.process-time-zone",
+    STRING,
+    None,
+    "Zone in which process-time and batch tags read commit times; unset = local zone.",
+)
 
 # Branches and chain tables
-SCAN_FALLBACK_BRANCH = _option("scan.fallback-branch", STRING, None,
-                               "Branch that supplies the partitions this branch lacks.")
+SCAN_FALLBACK_BRANCH = _option(
+    "scan.fallback-branch", STRING, None, "Branch that supplies the partitions this branch lacks."
+)
 CHAIN_TABLE_ENABLED = _option("chain-table.enabled", BOOLEAN, "false", "The table is a chain table.")
-SCAN_FALLBACK_SNAPSHOT_BRANCH = _option("scan.fallback-snapshot-branch", STRING, None,
-                                        "Chain table: the branch of full partitions.")
-SCAN_FALLBACK_DELTA_BRANCH = _option("scan.fallback-delta-branch", STRING, None,
-                                     "Chain table: the branch of incremental partitions.")
-CHAIN_TABLE_CHAIN_PARTITION_KEYS = _option("chain-table.chain-partition-keys", STRING_LIST, None,
-                                           "Chain table: the partition keys that form the chain.")
-CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED = _option("chain-table.split.key-range-enabled", BOOLEAN, "true",
-                                              "Chain table: split chain reads by key range.")
-CHAIN_TABLE_COMPACT_AUTO_THRESHOLD = _option("chain-table.compact.auto-threshold", INTEGER, None,
-                                             "Chain table: compact a partition after this many deltas.")
-PARTITION_TIMESTAMP_PATTERN = _option("partition.timestamp-pattern", STRING, None,
-                                      "How partition values form a timestamp ('$dt $hh:00:00').")
-PARTITION_TIMESTAMP_FORMATTER = _option("partition.timestamp-formatter", STRING, None,
-                                        "Java DateTimeFormatter pattern of that timestamp.")
+SCAN_FALLBACK_SNAPSHOT_BRANCH = _option(
+    "scan.fallback-snapshot-branch", STRING, None, "Chain table: the branch of full partitions."
+)
+SCAN_FALLBACK_DELTA_BRANCH = _option(
+    "scan.fallback-delta-branch", STRING, None, "Chain table: the branch of incremental partitions."
+)
+CHAIN_TABLE_CHAIN_PARTITION_KEYS = _option(
+    "chain-table.chain-partition-keys", STRING_LIST, None, "Chain table: the partition keys that form the chain."
+)
+CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED = _option(
+    "chain-table.split.key-range-enabled", BOOLEAN, "true", "Chain table: split chain reads by key range."
+)
+CHAIN_TABLE_COMPACT_AUTO_THRESHOLD = _option(
+    "chain-table.compact.auto-threshold", INTEGER, None, "Chain table: compact a partition after this many deltas."
+)
+PARTITION_TIMESTAMP_PATTERN = _option(
+    "partition.timestamp-pattern", STRING, None, "How partition values form a timestamp ('$dt $hh:00:00')."
+)
+PARTITION_TIMESTAMP_FORMATTER = _option(
+    "partition.timestamp-formatter", STRING, None, "Java DateTimeFormatter pattern of that timestamp."
+)
 
 # Table kind and metadata
 CHANGELOG_PRODUCER = _option("changelog-producer", LOWERCASE, "none", "How Paimon produces a changelog.")
-DELETION_VECTORS_ENABLED = _option("deletion-vectors.enabled", BOOLEAN, "false",
-                                   "Deletion vectors (read; appends only).")
-DELETION_VECTORS_MERGE_ON_READ = _option("deletion-vectors.merge-on-read", BOOLEAN, "false",
-                                         "Batch reads of a deletion-vector table also merge level-0 files.")
-ADD_COLUMN_BEFORE_PARTITION = _option("add-column-before-partition", BOOLEAN, "false",
-                                      "A column added without a position goes before the first partition column.")
+DELETION_VECTORS_ENABLED = _option(
+    "deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (read; appends only)."
+)
+DELETION_VECTORS_MERGE_ON_READ = _option(
+    "deletion-vectors.merge-on-read",
+    BOOLEAN,
+    "false",
+    "Batch reads of a deletion-vector table also merge level-0 files.",
+)
+ADD_COLUMN_BEFORE_PARTITION = _option(
+    "add-column-before-partition",
+    BOOLEAN,
+    "false",
+    "A column added without a position goes before the first partition column.",
+)
 TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
 # Compaction (engine/compact.py; automatic compaction after a write: engine/auto_compact.py)
-NUM_SORTED_RUN_COMPACTION_TRIGGER = _option("num-sorted-run.compaction-trigger", INTEGER, "5",
-                                            "Sorted runs (each level-0 file, each level above) that trigger a "
-                                            "compaction of a primary-key bucket.")
-NUM_LEVELS = _option("num-levels", INTEGER, None,
-                     "LSM levels of primary-key buckets; unset = num-sorted-run.compaction-trigger + 1.")
+NUM_SORTED_RUN_COMPACTION_TRIGGER = _option(
+    "num-sorted-run.compaction-trigger",
+    INTEGER,
+    "5",
+    "Sorted runs (each level-0 file, each level above) that trigger a compaction of a primary-key bucket.",
+)
+NUM_LEVELS = _option(
+    "num-levels", INTEGER, None, "LSM levels of primary-key buckets; unset = num-sorted-run.compaction-trigger + 1."
+)
 COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = _option(
-    "compaction.max-size-amplification-percent", INTEGER, "200",
-    "Universal compaction: compact everything once the newer runs exceed this percentage of the oldest run.")
-COMPACTION_SIZE_RATIO = _option("compaction.size-ratio", INTEGER, "1",
-                                "Universal compaction: percentage flexibility when comparing sorted-run sizes.")
-COMPACTION_MIN_FILE_NUM = _option("compaction.min.file-num", INTEGER, "5",
-                                  "Append tables: the number of small files that triggers their compaction.")
-COMPACTION_SMALL_FILE_RATIO = _option("compaction.small-file-ratio", OptionType(float, "a number"), "0.7",
-                                      "Files smaller than target-file-size times this ratio are small files.")
-FULL_COMPACTION_DELTA_COMMITS = _option("full-compaction.delta-commits", INTEGER, None,
-                                        "Batch writes: > 0 compacts the written primary-key buckets fully after "
-                                        "every write.")
-COMPACTION_FORCE_UP_LEVEL_0 = _option("compaction.force-up-level-0", BOOLEAN, "false",
-                                      "Automatic compaction always moves level-0 files up (first-row tables do).")
+    "compaction.max-size-amplification-percent",
+    INTEGER,
+    "200",
+    "Universal compaction: compact everything once the newer runs exceed this percentage of the oldest run.",
+)
+COMPACTION_SIZE_RATIO = _option(
+    "compaction.size-ratio",
+    INTEGER,
+    "1",
+    "Universal compaction: percentage flexibility when comparing sorted-run sizes.",
+)
+COMPACTION_MIN_FILE_NUM = _option(
+    "compaction.min.file-num", INTEGER, "5", "Append tables: the number of small files that triggers their compaction."
+)
+COMPACTION_SMALL_FILE_RATIO = _option(
+    "compaction.small-file-ratio",
+    OptionType(float, "a number"),
+    "0.7",
+    "Files smaller than target-file-size times this ratio are small files.",
+)
+FULL_COMPACTION_DELTA_COMMITS = _option(
+    "full-compaction.delta-commits",
+    INTEGER,
+    None,
+    "Batch writes: > 0 compacts the written primary-key buckets fully after every write.",
+)
+COMPACTION_FORCE_UP_LEVEL_0 = _option(
+    "compaction.force-up-level-0",
+    BOOLEAN,
+    "false",
+    "Automatic compaction always moves level-0 files up (first-row tables do).",
+)
 WRITE_ONLY = _option("write-only", BOOLEAN, "false", "Writes never compact (a dedicated compaction job does).")
 #: Java's legacy spelling of ``write-only``.
 WRITE_ONLY_LEGACY_KEYS = ("write.compaction-skip",)
 
 # ------------------------------------------------------------------------------------------------ per field
-FIELD_AGGREGATE_FUNCTION = _field_option("aggregate-function", LOWERCASE, None,
-                                         "aggregation: the column's function (else fields.default-aggregate-function).")
-FIELD_IGNORE_RETRACT = _field_option("ignore-retract", BOOLEAN, "false",
-                                     "aggregation: retractions do not change the column.")
-FIELD_SEQUENCE_GROUP = _field_option("sequence-group", STRING_LIST, None,
-                                     "Sequence groups (engine/merge.py refuses them when it merges).")
+FIELD_AGGREGATE_FUNCTION = _field_option(
+    "aggregate-function",
+    LOWERCASE,
+    None,
+    "aggregation: the column's function (else fields.default-aggregate-function).",
+)
+FIELD_IGNORE_RETRACT = _field_option(
+    "ignore-retract", BOOLEAN, "false", "aggregation: retractions do not change the column."
+)
+FIELD_SEQUENCE_GROUP = _field_option(
+    "sequence-group", STRING_LIST, None, "Sequence groups (engine/merge.py refuses them when it merges)."
+)
 FIELD_STATS_MODE = _field_option("stats-mode", STRING, None, "The column's stats mode (else metadata.stats-mode).")
-FIELD_DISTINCT = _field_option("distinct", BOOLEAN, "false",
-                               "aggregation listagg: distinct items (engine/merge.py refuses 'true').")
+FIELD_DISTINCT = _field_option(
+    "distinct", BOOLEAN, "false", "aggregation listagg: distinct items (engine/merge.py refuses 'true')."
+)
 # A blank delimiter is a delimiter (items joined with nothing between them), not an unset option.
-FIELD_LIST_AGG_DELIMITER = _field_option("list-agg-delimiter", OptionType(STRING.parse, "text", blank_is_unset=False),
-                                         ",", "aggregation listagg: the delimiter.")
+FIELD_LIST_AGG_DELIMITER = _field_option(
+    "list-agg-delimiter",
+    OptionType(STRING.parse, "text", blank_is_unset=False),
+    ",",
+    "aggregation listagg: the delimiter.",
+)
 
 
 def _declared(kind: type, name_attr: str) -> tuple[Any, ...]:
@@ -358,24 +537,38 @@ FIELD_OPTIONS: tuple[FieldOption[Any], ...] = _declared(FieldOption, "suffix")
 # ------------------------------------------------------------------------------------------------ the registry
 # Constants whose key accepts only some values, or that code reads although we do not implement the key.
 _CONSTANT_RULES: dict[str, KeyRule] = {
-    TYPE.key: KeyRule("honoured", "only ordinary Paimon tables are read (materialized tables too) and written here",
-                      read_ok=("table", "materialized-table"), write_ok=("table",),
-                      fix="read or write this table with Paimon (Java)"),
-    FILE_FORMAT.key: KeyRule("honoured", "only parquet (read and write) and orc (read) data files are supported",
-                             read_ok=("parquet", "orc"),
-                             fix="read and write this table with Paimon (Java), or copy it into a parquet table"),
-    MERGE_ENGINE.key: KeyRule("honoured", "the supported merge engines are " + ", ".join(MERGE_ENGINES),
-                              read_ok=MERGE_ENGINES),
-    BUCKET_FUNCTION_TYPE.key: KeyRule("honoured", "only Paimon's default bucket function is supported",
-                                      read_ok=("default",)),
+    TYPE.key: KeyRule(
+        "honoured",
+        "only ordinary Paimon tables are read (materialized tables too) and written here",
+        read_ok=("table", "materialized-table"),
+        write_ok=("table",),
+        fix="read or write this table with Paimon (Java)",
+    ),
+    FILE_FORMAT.key: KeyRule(
+        "honoured",
+        "only parquet (read and write) and orc (read) data files are supported",
+        read_ok=("parquet", "orc"),
+        fix="read and write this table with Paimon (Java), or copy it into a parquet table",
+    ),
+    MERGE_ENGINE.key: KeyRule(
+        "honoured", "the supported merge engines are " + ", ".join(MERGE_ENGINES), read_ok=MERGE_ENGINES
+    ),
+    BUCKET_FUNCTION_TYPE.key: KeyRule(
+        "honoured", "only Paimon's default bucket function is supported", read_ok=("default",)
+    ),
     CHANGELOG_PRODUCER.key: KeyRule(
-        "honoured", "batch reads never read changelog files; with 'input', Java writers also write every input "
+        "honoured",
+        "batch reads never read changelog files; with 'input', Java writers also write every input "
         "row to changelog files, which ours do not ('lookup' and 'full-compaction' changelogs come from Java's "
-        "compaction, so our writes suit them)", read_ok=("none", "input", "lookup", "full-compaction"),
-        write_ok=("none", "lookup", "full-compaction")),
+        "compaction, so our writes suit them)",
+        read_ok=("none", "input", "lookup", "full-compaction"),
+        write_ok=("none", "lookup", "full-compaction"),
+    ),
     INCREMENTAL_BETWEEN_SCAN_MODE.key: KeyRule(
-        "honoured", "incremental reads here return the changed data files (delta); 'changelog' and 'diff' are not "
-        "implemented", read_ok=("auto", "delta")),
+        "honoured",
+        "incremental reads here return the changed data files (delta); 'changelog' and 'diff' are not implemented",
+        read_ok=("auto", "delta"),
+    ),
 }
 _FIELD_CONSTANT_RULES: dict[str, KeyRule] = {
     FIELD_SEQUENCE_GROUP.suffix: KeyRule("refused", "engine/merge.py refuses sequence groups when it merges a key"),
@@ -487,7 +680,8 @@ class CoreOptions:
     def ignore_delete(self) -> bool:
         """``ignore-delete``, or any of its legacy engine-prefixed spellings (each parsed, in order)."""
         return self.get(IGNORE_DELETE) or any(
-            self.get(replace(IGNORE_DELETE, key=key)) for key in IGNORE_DELETE_LEGACY_KEYS)
+            self.get(replace(IGNORE_DELETE, key=key)) for key in IGNORE_DELETE_LEGACY_KEYS
+        )
 
     @property
     def partition_default_name(self) -> str:
@@ -520,8 +714,10 @@ class CoreOptions:
         if levels is None:
             levels = self.get(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 1
         if levels < 2:
-            raise OptionError(f"Option 'num-levels' = {levels} of this table is too small: compaction needs level 0 "
-                              "and at least one level above it. Set 'num-levels' >= 2 (or unset it).")
+            raise OptionError(
+                f"Option 'num-levels' = {levels} of this table is too small: compaction needs level 0 "
+                "and at least one level above it. Set 'num-levels' >= 2 (or unset it)."
+            )
         return levels
 
     def compaction_file_size(self, primary_key_table: bool) -> int:
@@ -548,7 +744,7 @@ def _field_suffix(key: str) -> str | None:
     """The known suffix of a per-field key ``fields.<column>.<suffix>`` (longest match), else None."""
     if not key.startswith("fields."):
         return None
-    rest = key[len("fields."):]
+    rest = key[len("fields.") :]
     matches = [s for s in FIELD_KEY_RULES if rest.endswith("." + s) and len(rest) > len(s) + 1]
     return max(matches, key=len) if matches else None
 
@@ -589,11 +785,12 @@ def _parse_honoured(view: CoreOptions, key: str) -> None:
     suffix = _field_suffix(key)
     field_option = _BY_SUFFIX.get(suffix) if suffix is not None else None
     if suffix is not None and field_option is not None:
-        view.field(key[len("fields."):-len(suffix) - 1], field_option)
+        view.field(key[len("fields.") : -len(suffix) - 1], field_option)
 
 
-def validate_table_options(options: Mapping[str, str], *, creating: bool, writing: bool = False,
-                           table: str = "the table") -> None:
+def validate_table_options(
+    options: Mapping[str, str], *, creating: bool, writing: bool = False, table: str = "the table"
+) -> None:
     """Refuse values whose semantics we cannot honour: on a read, those that change what it returns; on a write
     (``writing``) or a table creation (``creating``), also those that change what the write must produce.
     When creating, also refuse keys Java does not define (a typo must not become a silent no-op), and values of
@@ -605,15 +802,19 @@ def validate_table_options(options: Mapping[str, str], *, creating: bool, writin
             if creating:
                 hint = difflib.get_close_matches(key, list(KEYS), n=1)
                 raise OptionError(
-                    f"Unknown table option '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") +
-                    ". pyspark-paimon refuses options it does not understand; see the README's option reference.")
+                    f"Unknown table option '{key}'"
+                    + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                    + ". pyspark-paimon refuses options it does not understand; see the README's option reference."
+                )
             continue
         if creating:
             _parse_honoured(view, key)
         if rule.refused_value(str(value), writing=writing or creating):
             action = "read or written" if rule.refused_value(str(value), writing=False) else "written or created"
-            raise OptionError(f"Option '{key}' = '{value}' of {table} is not supported: {rule.reason}, so the table "
-                              f"cannot be {action} here. Fix: {rule.fix}.")
+            raise OptionError(
+                f"Option '{key}' = '{value}' of {table} is not supported: {rule.reason}, so the table "
+                f"cannot be {action} here. Fix: {rule.fix}."
+            )
     validate_merge_options(options, creating=creating, table=table)
 
 
@@ -622,24 +823,27 @@ def validate_table_options(options: Mapping[str, str], *, creating: bool, writin
 #: updates; Java fails on it ("Use unsupported aggregation"), and so do we rather than count differently.
 REMOVED_AGGREGATE_FUNCTIONS: dict[str, str] = {
     "count": "use 'sum' over a column that holds 1 for each row to count (e.g. write `1 AS cnt`, or "
-             "`CASE WHEN <condition> THEN 1 ELSE 0 END` to count matching rows), or count at query time",
+    "`CASE WHEN <condition> THEN 1 ELSE 0 END` to count matching rows), or count at query time",
 }
 
 
 def removed_aggregate_function_error(func: str, column: str | None, key: str, table: str = "the table") -> OptionError:
     """The error for an aggregate function Java removed, naming the column, the option and the alternatives."""
     what = f"column '{column}'" if column is not None else "the columns without their own function"
-    return OptionError(f"Aggregate function '{func}' of {what} (option '{key}' of {table}) was removed from Paimon "
-                       f"and Java Paimon refuses it; {REMOVED_AGGREGATE_FUNCTIONS[func]}.")
+    return OptionError(
+        f"Aggregate function '{func}' of {what} (option '{key}' of {table}) was removed from Paimon "
+        f"and Java Paimon refuses it; {REMOVED_AGGREGATE_FUNCTIONS[func]}."
+    )
 
 
 def _column_of(key: str, option: FieldOption[Any]) -> str:
     """The column of a per-field key: ``fields.v.ignore-retract`` -> ``v``."""
-    return key[len("fields."):-len("." + option.suffix)]
+    return key[len("fields.") : -len("." + option.suffix)]
 
 
-def validate_merge_options(options: Mapping[str, str], *, creating: bool, table: str = "the table",
-                           engine: str | None = None) -> None:
+def validate_merge_options(
+    options: Mapping[str, str], *, creating: bool, table: str = "the table", engine: str | None = None
+) -> None:
     """Refuse merge-engine option combinations Java Paimon refuses, so a table we create (or read) never
     means something different to us than to Java.
 
@@ -660,17 +864,21 @@ def validate_merge_options(options: Mapping[str, str], *, creating: bool, table:
             raise removed_aggregate_function_error(default, None, FIELDS_DEFAULT_AGGREGATE_FUNCTION.key, table)
     if engine == "partial-update" and core.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE) and core.ignore_delete:
         # PartialUpdateMergeFunction.Factory: checkState(!(removeRecordOnDelete && ignoreDelete)).
-        raise OptionError(f"Options '{PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key}' and '{IGNORE_DELETE.key}' of "
-                          f"{table} conflict (Java Paimon refuses them together): a DELETE either removes the row "
-                          "or is ignored. Set one of them to 'false'.")
+        raise OptionError(
+            f"Options '{PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key}' and '{IGNORE_DELETE.key}' of "
+            f"{table} conflict (Java Paimon refuses them together): a DELETE either removes the row "
+            "or is ignored. Set one of them to 'false'."
+        )
     if engine == "aggregation" and core.get(AGGREGATION_REMOVE_RECORD_ON_DELETE):
         # FieldAggregatorFactory.create: a DELETE that removes the row and a column that ignores retractions
         # contradict each other.
         for key in sorted(core.field_keys(FIELD_IGNORE_RETRACT)):
             if core.field(_column_of(key, FIELD_IGNORE_RETRACT), FIELD_IGNORE_RETRACT):
-                raise OptionError(f"Options '{AGGREGATION_REMOVE_RECORD_ON_DELETE.key}' and '{key}' of {table} "
-                                  "conflict (Java Paimon refuses them together): a DELETE either removes the row "
-                                  "or is ignored by the column. Set one of them to 'false'.")
+                raise OptionError(
+                    f"Options '{AGGREGATION_REMOVE_RECORD_ON_DELETE.key}' and '{key}' of {table} "
+                    "conflict (Java Paimon refuses them together): a DELETE either removes the row "
+                    "or is ignored by the column. Set one of them to 'false'."
+                )
     if creating:
         # SchemaValidation.validateSequenceField: the sequence field is never aggregated (it takes the newest
         # record's value), so a function configured for it would be silently ignored.
@@ -679,7 +887,8 @@ def validate_merge_options(options: Mapping[str, str], *, creating: bool, table:
                 raise OptionError(
                     f"Option '{FIELD_AGGREGATE_FUNCTION.of(name).key}' of {table} sets an aggregate function on "
                     f"the sequence field '{name}'; sequence fields are never aggregated (they keep the newest "
-                    "record's value). Remove the option.")
+                    "record's value). Remove the option."
+                )
 
 
 def get(options: Mapping[str, str], key: str) -> str | None:
@@ -695,5 +904,7 @@ def check_read_options(options: Iterable[str], allowed: Iterable[str], what: str
         if key.lower() not in allowed_set:
             hint = difflib.get_close_matches(key.lower(), sorted(allowed_set), n=1)
             raise OptionError(
-                f"Unknown {what} option '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") +
-                ". Unsupported options are refused rather than ignored; see the README's option reference.")
+                f"Unknown {what} option '{key}'"
+                + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                + ". Unsupported options are refused rather than ignored; see the README's option reference."
+            )

@@ -78,8 +78,11 @@ def _candidates(fileio: FileIO, table_path: str, cutoff_ms: int) -> list[tuple[s
     """(category, status) of every file in the scanned directories older than the cutoff."""
     schema = SchemaManager(fileio, table_path, MAIN_BRANCH).latest()
     keys = list(schema.partition_keys) if schema is not None else []
-    dirs: list[tuple[str, str]] = [("manifest", f"{table_path}/manifest"), ("index", f"{table_path}/index"),
-                                   ("statistics", f"{table_path}/statistics")]
+    dirs: list[tuple[str, str]] = [
+        ("manifest", f"{table_path}/manifest"),
+        ("index", f"{table_path}/index"),
+        ("statistics", f"{table_path}/statistics"),
+    ]
     if schema is not None:
         if keys and keys[0] in METADATA_DIRS:  # pragma: no cover - a partition key named like a metadata dir
             log.warning("partition key %r collides with a metadata directory; data directories not scanned", keys[0])
@@ -113,8 +116,9 @@ def _referenced(name: str, refs: FileRefs) -> bool:
     return name in refs.data_files or name in refs.manifests or name in refs.index_files or name in refs.statistics
 
 
-def remove_orphan_files(fileio: FileIO, table_path: str, *, older_than: object = None, dry_run: bool = False,
-                        now: object = None) -> OrphanResult:
+def remove_orphan_files(
+    fileio: FileIO, table_path: str, *, older_than: object = None, dry_run: bool = False, now: object = None
+) -> OrphanResult:
     """Delete (or, with ``dry_run``, only list) orphan files older than ``older_than`` (epoch ms or datetime;
     default one day before ``now``). See the module docstring for what is scanned."""
     now_ms = to_millis(now, "now") if now is not None else now_millis()
@@ -137,8 +141,13 @@ def remove_orphan_files(fileio: FileIO, table_path: str, *, older_than: object =
         if dry_run or fileio.delete(status.path):
             result.files.append(status.path)
             result.total_bytes += status.size
-    log.info("%s %d orphan files (%d bytes) in %s", "found" if dry_run else "deleted", len(result.files),
-             result.total_bytes, table_path)
+    log.info(
+        "%s %d orphan files (%d bytes) in %s",
+        "found" if dry_run else "deleted",
+        len(result.files),
+        result.total_bytes,
+        table_path,
+    )
     return result
 
 

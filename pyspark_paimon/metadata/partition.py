@@ -37,7 +37,7 @@ __all__ = [
 
 DEFAULT_PARTITION_NAME: str = PARTITION_DEFAULT_NAME.default_value
 
-_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{}[]^') | frozenset(chr(c) for c in range(0x20))
+_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{}[]^") | frozenset(chr(c) for c in range(0x20))
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _DEFAULT_TIMESTAMP_PRECISION = 6

@@ -57,8 +57,15 @@ class Root:
     def key(self) -> tuple:
         """Identity including the manifest lists, so a tag replaced in the meantime counts as a new root."""
         s = self.snapshot
-        return (self.branch, self.kind, self.name, s.base_manifest_list, s.delta_manifest_list,
-                s.changelog_manifest_list, s.index_manifest)
+        return (
+            self.branch,
+            self.kind,
+            self.name,
+            s.base_manifest_list,
+            s.delta_manifest_list,
+            s.changelog_manifest_list,
+            s.index_manifest,
+        )
 
     def describe(self) -> str:
         what = f"tag '{self.name}'" if self.kind == "tag" else f"{self.kind} {self.name}"
@@ -109,8 +116,8 @@ class FileRefs:
 def _changelog_ids(fileio: FileIO, table_path: str, branch: str) -> list[int]:
     ids = []
     for name in fileio.list_names(f"{branch_path(table_path, branch)}/changelog"):
-        if name.startswith(CHANGELOG_PREFIX) and name[len(CHANGELOG_PREFIX):].isdigit():
-            ids.append(int(name[len(CHANGELOG_PREFIX):]))
+        if name.startswith(CHANGELOG_PREFIX) and name[len(CHANGELOG_PREFIX) :].isdigit():
+            ids.append(int(name[len(CHANGELOG_PREFIX) :]))
     return sorted(ids)
 
 
@@ -133,8 +140,10 @@ def branch_roots(fileio: FileIO, table_path: str, branch: str) -> list[Root]:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise CorruptMetadataError(f"{path} is not UTF-8 text ({e}); the changelog file is corrupt. Restore it "
-                                       "from a backup, or delete it if its changelog is no longer needed.") from e
+            raise CorruptMetadataError(
+                f"{path} is not UTF-8 text ({e}); the changelog file is corrupt. Restore it "
+                "from a backup, or delete it if its changelog is no longer needed."
+            ) from e
         roots.append(Root(branch, "changelog", str(cid), Snapshot.from_json(text, path)))
     tags = TagManager(fileio, table_path, branch)
     for name in tags.list_names():
@@ -212,16 +221,25 @@ class ReachabilityScanner:
                 try:
                     prev_names, live = self._visit(root, refs, done, prev_names, live)
                 except PaimonError as e:
-                    raise type(e)(f"While finding the files used by {root.describe()} of {self.table_path}: {e} "
-                                  "Repair or delete that snapshot/tag, then retry.") from e
+                    raise type(e)(
+                        f"While finding the files used by {root.describe()} of {self.table_path}: {e} "
+                        "Repair or delete that snapshot/tag, then retry."
+                    ) from e
         return refs
 
-    def _visit(self, root: Root, refs: FileRefs, done: set[tuple[str, str]], prev_names: list[str] | None,
-               live: dict[tuple, ManifestEntry]) -> tuple[list[str] | None, dict[tuple, ManifestEntry]]:
+    def _visit(
+        self,
+        root: Root,
+        refs: FileRefs,
+        done: set[tuple[str, str]],
+        prev_names: list[str] | None,
+        live: dict[tuple, ManifestEntry],
+    ) -> tuple[list[str] | None, dict[tuple, ManifestEntry]]:
         s = root.snapshot
         ms = self.manifests
-        refs.manifests.update(n for n in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list,
-                                          s.index_manifest) if n)
+        refs.manifests.update(
+            n for n in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest) if n
+        )
         if s.statistics:
             refs.statistics.add(s.statistics)
         if s.index_manifest:
@@ -267,5 +285,13 @@ def iter_new_roots(fileio: FileIO, table_path: str, seen: set[tuple]) -> Iterato
             yield root
 
 
-__all__ = ["Root", "DataFileRef", "FileRefs", "ReachabilityScanner", "branch_roots", "all_roots",
-           "used_files", "iter_new_roots"]
+__all__ = [
+    "Root",
+    "DataFileRef",
+    "FileRefs",
+    "ReachabilityScanner",
+    "branch_roots",
+    "all_roots",
+    "used_files",
+    "iter_new_roots",
+]

@@ -46,8 +46,14 @@ class RollbackResult:
     restored_from_tag: bool = False
 
 
-def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, snapshot_id: int | None = None,
-                tag: str | None = None) -> RollbackResult:
+def rollback_to(
+    fileio: FileIO,
+    table_path: str,
+    branch: str = MAIN_BRANCH,
+    *,
+    snapshot_id: int | None = None,
+    tag: str | None = None,
+) -> RollbackResult:
     """Roll ``branch`` back to ``snapshot_id`` or to ``tag`` (exactly one)."""
     if (snapshot_id is None) == (tag is None):
         raise TagError("rollback_to needs exactly one of snapshot_id= or tag=.")
@@ -71,7 +77,8 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
                 f"Tag '{tag}' of branch '{branch}' points at snapshot {target.id}, but snapshot {target.id} of the "
                 "branch is a different commit (the tag came from another branch, e.g. through a forced fast-forward). "
                 "Nothing was changed. Read the tag with scan.tag-name, or create a branch from it: "
-                f"create_branch(name, tag='{tag}').")
+                f"create_branch(name, tag='{tag}')."
+            )
     else:
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise TagError(f"snapshot_id must be an int, got {snapshot_id!r}.")
@@ -80,7 +87,8 @@ def rollback_to(fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, *, s
             have = f"snapshots {ids[0]}..{ids[-1]}" if ids else "no snapshots"
             raise SnapshotNotFoundError(
                 f"Cannot roll back branch '{branch}' of {table_path} to snapshot {snapshot_id}: it does not exist "
-                f"(the branch has {have}). If a tag preserved it, roll back to that tag instead.")
+                f"(the branch has {have}). If a tag preserved it, roll back to that tag instead."
+            )
         target = snapshots.snapshot(snapshot_id)
     n = target.id
 
@@ -104,7 +112,11 @@ def same_commit(a: Snapshot, b: Snapshot) -> bool:
     if a.uuid and b.uuid:
         return a.uuid == b.uuid
     return (a.base_manifest_list, a.delta_manifest_list, a.commit_user, a.time_millis) == (
-        b.base_manifest_list, b.delta_manifest_list, b.commit_user, b.time_millis)
+        b.base_manifest_list,
+        b.delta_manifest_list,
+        b.commit_user,
+        b.time_millis,
+    )
 
 
 def _delete_changelogs_after(fileio: FileIO, table_path: str, branch: str, n: int) -> None:
@@ -112,8 +124,8 @@ def _delete_changelogs_after(fileio: FileIO, table_path: str, branch: str, n: in
     names = fileio.list_names(directory)
     remaining = []
     for name in names:
-        if name.startswith(CHANGELOG_PREFIX) and name[len(CHANGELOG_PREFIX):].isdigit():
-            cid = int(name[len(CHANGELOG_PREFIX):])
+        if name.startswith(CHANGELOG_PREFIX) and name[len(CHANGELOG_PREFIX) :].isdigit():
+            cid = int(name[len(CHANGELOG_PREFIX) :])
             if cid > n:
                 fileio.delete(f"{directory}/{name}")
             else:

@@ -52,14 +52,12 @@ from pyspark_paimon.metadata.types import (
     type_to_sql,
 )
 
-__all__ = ["CURRENT_VERSION", "TableSchema", "SchemaManager", "option_str",
-           "validate_table_schema"]
+__all__ = ["CURRENT_VERSION", "TableSchema", "SchemaManager", "option_str", "validate_table_schema"]
 
 CURRENT_VERSION = 3
 
 #: Types that cannot be primary, partition or bucket keys (java SchemaValidation).
-_KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR", "VARIANT", "GEOMETRY",
-                                    "GEOGRAPHY"})
+_KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR", "VARIANT", "GEOMETRY", "GEOGRAPHY"})
 #: Names the primary-key data file layout (§7.1) reserves.
 _SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND"})
 _KEY_FIELD_PREFIX = "_KEY_"
@@ -133,11 +131,13 @@ class TableSchema:
         Old versions get their implied options materialised (version 1: ``bucket=1``; versions 1-2:
         ``file.format=orc``), so a later schema written as version 3 keeps the same meaning.
         """
+
         def corrupt(msg: str) -> CorruptMetadataError:
             return CorruptMetadataError(
                 f"Schema file {path_for_errors} is corrupt: {msg}. It may have been truncated by an "
                 "interrupted write or edited by hand; restore it from a backup (or from the same schema of a "
-                "branch). If it is the newest schema-N and no snapshot uses it, it can be deleted.")
+                "branch). If it is the newest schema-N and no snapshot uses it, it can be deleted."
+            )
 
         if isinstance(text, bytes):
             try:
@@ -218,8 +218,10 @@ class TableSchema:
         for f in self.fields:
             if f.name == name:
                 return f
-        raise SchemaError(f"Column '{name}' does not exist in the table (schema {self.id}). "
-                          f"Existing columns: {', '.join(self.field_names) or '(none)'}")
+        raise SchemaError(
+            f"Column '{name}' does not exist in the table (schema {self.id}). "
+            f"Existing columns: {', '.join(self.field_names) or '(none)'}"
+        )
 
     def has_field(self, name: str) -> bool:
         return any(f.name == name for f in self.fields)
@@ -228,8 +230,10 @@ class TableSchema:
         for f in self.fields:
             if f.id == field_id:
                 return f
-        raise SchemaError(f"No top-level column with field id {field_id} in schema {self.id} "
-                          f"(ids: {', '.join(str(f.id) for f in self.fields)})")
+        raise SchemaError(
+            f"No top-level column with field id {field_id} in schema {self.id} "
+            f"(ids: {', '.join(str(f.id) for f in self.fields)})"
+        )
 
     @property
     def logical_row_type(self) -> RowType:
@@ -304,12 +308,15 @@ def _check_key_columns(schema: TableSchema, keys: Sequence[str], what: str) -> N
             raise SchemaError(f"{what} column '{k}' is listed twice in {list(keys)}")
         seen.add(k)
         if not schema.has_field(k):
-            raise SchemaError(f"{what} column '{k}' is not a column of the table. "
-                              f"Columns: {', '.join(schema.field_names)}")
+            raise SchemaError(
+                f"{what} column '{k}' is not a column of the table. Columns: {', '.join(schema.field_names)}"
+            )
         t = schema.field(k).type
         if t.root in _KEY_UNSUPPORTED_ROOTS:
-            raise SchemaError(f"{what} column '{k}' has type {type_to_sql(t)}, which cannot be a {what.lower()} "
-                              f"(not allowed: {', '.join(sorted(_KEY_UNSUPPORTED_ROOTS))})")
+            raise SchemaError(
+                f"{what} column '{k}' has type {type_to_sql(t)}, which cannot be a {what.lower()} "
+                f"(not allowed: {', '.join(sorted(_KEY_UNSUPPORTED_ROOTS))})"
+            )
 
 
 def validate_table_schema(schema: TableSchema) -> None:
@@ -326,8 +333,10 @@ def validate_table_schema(schema: TableSchema) -> None:
         if f.name in _SYSTEM_FIELD_NAMES:
             raise SchemaError(f"Column name '{f.name}' is reserved by Paimon's data file layout; rename it")
         if schema.primary_keys and f.name.startswith(_KEY_FIELD_PREFIX):
-            raise SchemaError(f"Column '{f.name}': names starting with '{_KEY_FIELD_PREFIX}' are reserved in "
-                              "primary-key tables; rename it")
+            raise SchemaError(
+                f"Column '{f.name}': names starting with '{_KEY_FIELD_PREFIX}' are reserved in "
+                "primary-key tables; rename it"
+            )
     ids = [x.id for x in iter_fields(schema.fields)]
     if len(ids) != len(set(ids)):
         raise SchemaError(f"Field ids are not unique: {sorted(ids)}")
@@ -343,22 +352,25 @@ def validate_table_schema(schema: TableSchema) -> None:
         if set(schema.primary_keys) == set(schema.partition_keys):
             raise SchemaError(
                 f"Primary key {schema.primary_keys} must not be the same as the partition keys "
-                f"{schema.partition_keys}: each partition could then hold only one row. Add a column to the key.")
+                f"{schema.partition_keys}: each partition could then hold only one row. Add a column to the key."
+            )
     if len(schema.partition_keys) >= len(schema.fields):
         raise SchemaError("A table cannot be partitioned by all of its columns; it needs a non-partition column")
 
     bucket = schema.num_buckets
     if bucket == 0 or bucket < -2:
-        raise OptionError(f"Option 'bucket' = {bucket} is invalid: use N > 0 for fixed buckets, -1 for dynamic "
-                          "(PK) / unaware (append) bucketing, or -2 for postpone mode (PK tables only)")
+        raise OptionError(
+            f"Option 'bucket' = {bucket} is invalid: use N > 0 for fixed buckets, -1 for dynamic "
+            "(PK) / unaware (append) bucketing, or -2 for postpone mode (PK tables only)"
+        )
     if bucket == -2 and not schema.primary_keys:
         raise OptionError("Option 'bucket' = -2 (postpone mode) needs a primary key table")
-    if (schema.primary_keys and bucket != -1
-            and not set(schema.partition_keys).issubset(schema.primary_keys)):
+    if schema.primary_keys and bucket != -1 and not set(schema.partition_keys).issubset(schema.primary_keys):
         raise SchemaError(
             f"Primary key {schema.primary_keys} does not include all partition keys {schema.partition_keys}; "
             "such cross-partition upserts need dynamic bucket mode (bucket = -1). Add the partition keys to "
-            "the primary key or set bucket = -1.")
+            "the primary key or set bucket = -1."
+        )
 
     has_bucket_key = schema.core_options.is_set(BUCKET_KEY)
     if has_bucket_key:
@@ -366,20 +378,28 @@ def validate_table_schema(schema: TableSchema) -> None:
         _check_key_columns(schema, bkeys, "Bucket key")
         in_partition = [k for k in bkeys if k in schema.partition_keys]
         if in_partition:
-            raise OptionError(f"Option 'bucket-key' must not contain partition keys {in_partition}: rows of a "
-                              "bucket all share the partition values anyway")
+            raise OptionError(
+                f"Option 'bucket-key' must not contain partition keys {in_partition}: rows of a "
+                "bucket all share the partition values anyway"
+            )
         if schema.primary_keys:
             outside = [k for k in bkeys if k not in schema.primary_keys]
             if outside:
-                raise OptionError(f"Option 'bucket-key' columns {outside} are not part of the primary key "
-                                  f"{schema.primary_keys}; the bucket key must be a subset of the primary key")
+                raise OptionError(
+                    f"Option 'bucket-key' columns {outside} are not part of the primary key "
+                    f"{schema.primary_keys}; the bucket key must be a subset of the primary key"
+                )
     if not schema.primary_keys:
         if bucket > 0 and not has_bucket_key:
-            raise OptionError(f"An append table with 'bucket' = {bucket} needs the option 'bucket-key' (the "
-                              "columns to hash), or use 'bucket' = -1 for an unbucketed append table")
+            raise OptionError(
+                f"An append table with 'bucket' = {bucket} needs the option 'bucket-key' (the "
+                "columns to hash), or use 'bucket' = -1 for an unbucketed append table"
+            )
         if bucket == -1 and has_bucket_key:
-            raise OptionError("Option 'bucket-key' cannot be used with 'bucket' = -1 (unaware bucketing); "
-                              "remove 'bucket-key' or set a bucket number")
+            raise OptionError(
+                "Option 'bucket-key' cannot be used with 'bucket' = -1 (unaware bucketing); "
+                "remove 'bucket-key' or set a bucket number"
+            )
 
 
 def _pk_not_null(fields: list[DataField], primary_keys: Sequence[str]) -> list[DataField]:
@@ -443,7 +463,8 @@ class SchemaManager:
             raise SchemaError(
                 f"Schema {schema_id} does not exist under {self.schema_dir} (existing: "
                 f"{', '.join(map(str, existing)) or 'none'}). A data file or snapshot refers to a schema "
-                "that was deleted; restore the schema file.") from None
+                "that was deleted; restore the schema file."
+            ) from None
         schema = TableSchema.from_json(text, path)
         self._cache[schema_id] = schema
         return schema
@@ -469,7 +490,8 @@ class SchemaManager:
         if self.list_ids():
             raise TableAlreadyExistsError(
                 f"A table already exists at {self.table_path} (found {self.schema_dir}); drop it first or "
-                "choose another name")
+                "choose another name"
+            )
         fields = list(fields)
         field_list: list[DataField]
         if fields and all(isinstance(f, DataField) for f in fields):
@@ -493,7 +515,8 @@ class SchemaManager:
         validate_table_schema(schema)
         if not self.commit(schema):
             raise TableAlreadyExistsError(
-                f"A table was created concurrently at {self.table_path}; drop it first or choose another name")
+                f"A table was created concurrently at {self.table_path}; drop it first or choose another name"
+            )
         return schema
 
     def _evolve(self, change: Callable[[TableSchema], TableSchema | None]) -> TableSchema:
@@ -506,24 +529,38 @@ class SchemaManager:
             new = change(latest)
             if new is None:
                 return latest
-            new = replace(new, version=CURRENT_VERSION, id=latest.id + 1, time_millis=_now_millis(),
-                          highest_field_id=max(new.highest_field_id, latest.highest_field_id))
+            new = replace(
+                new,
+                version=CURRENT_VERSION,
+                id=latest.id + 1,
+                time_millis=_now_millis(),
+                highest_field_id=max(new.highest_field_id, latest.highest_field_id),
+            )
             validate_table_schema(new)
             if self.commit(new):
                 return new
-        raise CommitError(f"Could not commit a schema change to {self.table_path} after {_COMMIT_RETRIES} "
-                          "attempts: other writers kept changing the schema. Retry later.")
+        raise CommitError(
+            f"Could not commit a schema change to {self.table_path} after {_COMMIT_RETRIES} "
+            "attempts: other writers kept changing the schema. Retry later."
+        )
 
-    def add_column(self, name: str, data_type: DataType, description: str | None = None,
-                   after: str | None = None, first: bool = False) -> TableSchema:
+    def add_column(
+        self,
+        name: str,
+        data_type: DataType,
+        description: str | None = None,
+        after: str | None = None,
+        first: bool = False,
+    ) -> TableSchema:
         """Add a nullable column with id ``highestFieldId + 1`` (nested ROW members follow). It goes last
         (before the first partition column with ``add-column-before-partition``, as Java places it), first
         (``first=True``) or right after column ``after``."""
         if not isinstance(data_type, DataType):
             raise SchemaError(f"Column '{name}': expected a Paimon DataType, got {data_type!r}")
         if not data_type.nullable:
-            raise SchemaError(f"Cannot add column '{name}' as NOT NULL: existing rows have no value for it. "
-                              "Add it as nullable.")
+            raise SchemaError(
+                f"Cannot add column '{name}' as NOT NULL: existing rows have no value for it. Add it as nullable."
+            )
         if first and after is not None:
             raise SchemaError("Use either first=True or after=<column> when adding a column, not both")
 
@@ -589,14 +626,18 @@ class SchemaManager:
         if old_value == new_value:
             return
         if key in IMMUTABLE_OPTIONS:
-            raise OptionError(f"Option '{key}' cannot be changed on an existing table (it defines how existing "
-                              "data is laid out); create a new table instead")
+            raise OptionError(
+                f"Option '{key}' cannot be changed on an existing table (it defines how existing "
+                "data is laid out); create a new table instead"
+            )
         if key == BUCKET.key:
             old_b = s.num_buckets
             new_b = CoreOptions({} if new_value is None else {key: new_value}).bucket
             if (old_b > 0) != (new_b > 0) or (old_b < 0 and old_b != new_b):
-                raise OptionError(f"Option 'bucket' cannot change from {old_b} to {new_b}: switching between "
-                                  "fixed, dynamic and postpone bucket modes would misplace existing rows")
+                raise OptionError(
+                    f"Option 'bucket' cannot change from {old_b} to {new_b}: switching between "
+                    "fixed, dynamic and postpone bucket modes would misplace existing rows"
+                )
 
     def set_options(self, options: Mapping[str, Any]) -> TableSchema:
         new_opts = _coerce_options(options)
@@ -628,4 +669,3 @@ class SchemaManager:
             return None if s.comment == comment else replace(s, comment=comment)
 
         return self._evolve(change)
-

@@ -42,7 +42,7 @@ def branch_dirs(fileio: FileIO, table_path: str) -> dict[str, int]:
     out = {}
     for status in fileio.list_status(f"{table_path}/{BRANCH_DIR}"):
         if status.is_dir and status.name.startswith(BRANCH_DIR_PREFIX) and len(status.name) > len(BRANCH_DIR_PREFIX):
-            out[status.name[len(BRANCH_DIR_PREFIX):]] = status.mtime_millis
+            out[status.name[len(BRANCH_DIR_PREFIX) :]] = status.mtime_millis
     return dict(sorted(out.items()))
 
 
@@ -73,8 +73,16 @@ _JSON_KEYS: list[tuple[str, str]] = [
     ("next_row_id", "nextRowId"),
     ("operation", "operation"),
 ]
-_REQUIRED = {"id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser", "commitIdentifier",
-             "commitKind", "timeMillis"}
+_REQUIRED = {
+    "id",
+    "schemaId",
+    "baseManifestList",
+    "deltaManifestList",
+    "commitUser",
+    "commitIdentifier",
+    "commitKind",
+    "timeMillis",
+}
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,8 @@ class Snapshot:
         if missing:
             raise CorruptMetadataError(
                 f"{source} is not a Paimon snapshot: missing {sorted(missing)}. Restore the file from a backup "
-                "or roll the table back to an earlier snapshot.")
+                "or roll the table back to an earlier snapshot."
+            )
         known = {key: attr for attr, key in _JSON_KEYS}
         kwargs: dict[str, Any] = {}
         extra: dict[str, Any] = {}
@@ -144,7 +153,8 @@ class Snapshot:
         except json.JSONDecodeError as e:
             raise CorruptMetadataError(
                 f"{source} is not valid JSON ({e}); the file is truncated or corrupt. Restore it from a backup "
-                "or roll the table back to an earlier snapshot.") from e
+                "or roll the table back to an earlier snapshot."
+            ) from e
         if not isinstance(d, dict):
             raise CorruptMetadataError(f"{source} does not hold a JSON object.")
         return cls.from_dict(d, source)
@@ -173,8 +183,8 @@ class SnapshotManager:
     def list_ids(self) -> list[int]:
         ids = []
         for name in self.fileio.list_names(self.snapshot_dir):
-            if name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX):].isdigit():
-                ids.append(int(name[len(SNAPSHOT_PREFIX):]))
+            if name.startswith(SNAPSHOT_PREFIX) and name[len(SNAPSHOT_PREFIX) :].isdigit():
+                ids.append(int(name[len(SNAPSHOT_PREFIX) :]))
         return sorted(ids)
 
     def _read_hint(self, name: str) -> int | None:
@@ -188,16 +198,22 @@ class SnapshotManager:
 
     def latest_id(self) -> int | None:
         hint = self._read_hint(LATEST)
-        if hint is not None and self.fileio.exists(self.snapshot_path(hint)) and not self.fileio.exists(
-                self.snapshot_path(hint + 1)):
+        if (
+            hint is not None
+            and self.fileio.exists(self.snapshot_path(hint))
+            and not self.fileio.exists(self.snapshot_path(hint + 1))
+        ):
             return hint
         ids = self.list_ids()
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
         hint = self._read_hint(EARLIEST)
-        if hint is not None and self.fileio.exists(self.snapshot_path(hint)) and not self.fileio.exists(
-                self.snapshot_path(hint - 1)):
+        if (
+            hint is not None
+            and self.fileio.exists(self.snapshot_path(hint))
+            and not self.fileio.exists(self.snapshot_path(hint - 1))
+        ):
             return hint
         ids = self.list_ids()
         return ids[0] if ids else None
@@ -221,7 +237,8 @@ class SnapshotManager:
         except UnicodeDecodeError as e:
             raise CorruptMetadataError(
                 f"{path} is not UTF-8 text ({e}); the file is corrupt. Restore it from a backup or roll the table "
-                "back to an earlier snapshot.") from e
+                "back to an earlier snapshot."
+            ) from e
         return Snapshot.from_json(text, path)
 
     def latest_hint(self) -> int | None:
@@ -289,9 +306,14 @@ class SnapshotManager:
         try:
             self.commit_latest_hint(snapshot.id)
         except (OSError, PaimonError) as e:
-            log.warning("Snapshot %d of %s (branch '%s') was committed, but writing the LATEST hint failed: %s. "
-                        "Readers find the snapshot by listing; the next commit rewrites the hint.", snapshot.id,
-                        self.table_path, self.branch, e)
+            log.warning(
+                "Snapshot %d of %s (branch '%s') was committed, but writing the LATEST hint failed: %s. "
+                "Readers find the snapshot by listing; the next commit rewrites the hint.",
+                snapshot.id,
+                self.table_path,
+                self.branch,
+                e,
+            )
         return True
 
     def commit_latest_hint(self, snapshot_id: int) -> None:
@@ -328,8 +350,16 @@ def require_branch_exists(fileio: FileIO, table_path: str, branch: str) -> None:
     if branch and branch != MAIN_BRANCH and not fileio.exists(f"{branch_path(table_path, branch)}/schema"):
         raise BranchNotFoundError(
             f"Branch '{branch}' does not exist in {table_path}. Create it first (Table.create_branch) or "
-            "check the name; list branches with Table.list_branches().")
+            "check the name; list branches with Table.list_branches()."
+        )
 
 
-__all__ = ["Snapshot", "SnapshotManager", "branch_path", "MAIN_BRANCH", "BATCH_COMMIT_IDENTIFIER",
-           "SNAPSHOT_FIELD_KEYS", "now_millis"]
+__all__ = [
+    "Snapshot",
+    "SnapshotManager",
+    "branch_path",
+    "MAIN_BRANCH",
+    "BATCH_COMMIT_IDENTIFIER",
+    "SNAPSHOT_FIELD_KEYS",
+    "now_millis",
+]

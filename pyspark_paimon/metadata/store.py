@@ -67,10 +67,12 @@ class FileStore:
             if self.branch != MAIN_BRANCH and self.fileio.exists(f"{self.table_path}/schema"):
                 raise BranchNotFoundError(
                     f"Branch '{self.branch}' does not exist in table {self.table_path}. Create it with "
-                    "Table.create_branch, or list branches with Table.list_branches().")
+                    "Table.create_branch, or list branches with Table.list_branches()."
+                )
             raise TableNotFoundError(
                 f"No Paimon table at {self.fileio.uri(self.table_path)} (no schema/schema-N files). Check the path, "
-                "or create the table first (Catalog.create_table, or write with mode 'append').")
+                "or create the table first (Catalog.create_table, or write with mode 'append')."
+            )
         return schema
 
     def data_manifests(self, snapshot: Snapshot, cached: bool = False) -> list[ManifestFileMeta]:
@@ -78,20 +80,23 @@ class FileStore:
         ms = self.planning_manifests if cached else self.manifests
         return ms.read_list(snapshot.base_manifest_list) + ms.read_list(snapshot.delta_manifest_list)
 
-    def live_entries(self, snapshot: Snapshot | None,
-                     manifests: list[ManifestFileMeta] | None = None, cached: bool = False) -> list[ManifestEntry]:
+    def live_entries(
+        self, snapshot: Snapshot | None, manifests: list[ManifestFileMeta] | None = None, cached: bool = False
+    ) -> list[ManifestEntry]:
         """Live data files of ``snapshot`` (optionally only from a pruned list of its manifests)."""
         if snapshot is None:
             return []
         ms = self.planning_manifests if cached else self.manifests
         if manifests is None:
-            return live_files(ms.read_entries(self.data_manifests(snapshot, cached)),
-                              f"snapshot {snapshot.id} of {self.table_path}")
+            return live_files(
+                ms.read_entries(self.data_manifests(snapshot, cached)), f"snapshot {snapshot.id} of {self.table_path}"
+            )
         # A pruned manifest list may hold a DELETE whose ADD was pruned with its (non-matching) partition.
         return [e for e in merge_entries(ms.read_entries(manifests)) if e.kind == KIND_ADD]
 
-    def selected_entries(self, manifests: list[ManifestFileMeta], test: PartitionTest,
-                         cached: bool = False) -> tuple[list[ManifestEntry], SkippedFiles]:
+    def selected_entries(
+        self, manifests: list[ManifestFileMeta], test: PartitionTest, cached: bool = False
+    ) -> tuple[list[ManifestEntry], SkippedFiles]:
         """The live data files of ``manifests`` in the partitions ``test`` keeps, without decoding the other
         partitions' entries (which one-partition planning of a big table would otherwise spend most of its time
         on), and the tally of live files in the partitions it skipped (for the scan's counters)."""
@@ -106,8 +111,12 @@ class FileStore:
         """The directory holding a partition's bucket directories (the table's, for an unpartitioned table).
         Planning computes it once per partition, not once per bucket (:meth:`bucket_in`)."""
         options = schema.core_options
-        rel = partition_path(partition_values, [(f.name, f.type) for f in schema.partition_fields],
-                             options.partition_default_name, options.partition_legacy_name)
+        rel = partition_path(
+            partition_values,
+            [(f.name, f.type) for f in schema.partition_fields],
+            options.partition_default_name,
+            options.partition_legacy_name,
+        )
         # data-file.path-directory puts every partition and bucket directory below a directory of the table.
         return "/".join(p for p in (self.table_path, options.data_file_directory, rel) if p)
 

@@ -78,8 +78,10 @@ def validate_tag_name(name: str) -> None:
     if name is None or not isinstance(name, str) or not name.strip():
         raise TagError(f"Tag name must be a non-blank string, got {name!r}.")
     if name.isdigit():
-        raise TagError(f"Tag name '{name}' is purely numeric; it would be ambiguous with snapshot ids. "
-                       f"Use a name with a letter in it, e.g. 'v{name}'.")
+        raise TagError(
+            f"Tag name '{name}' is purely numeric; it would be ambiguous with snapshot ids. "
+            f"Use a name with a letter in it, e.g. 'v{name}'."
+        )
     if "/" in name or "\\" in name:
         raise TagError(f"Tag name '{name}' must not contain '/' or '\\' (it becomes a file name).")
     if name != name.strip():
@@ -156,7 +158,8 @@ def tag_to_json(tag: Tag) -> str:
 def _corrupt_tag(name: str, source: str, what: str) -> CorruptMetadataError:
     return CorruptMetadataError(
         f"Tag file {source} {what}. Restore the file from a backup, or delete tag '{name}' (Table.delete_tag"
-        f"('{name}') without clean_files, or remove the file).")
+        f"('{name}') without clean_files, or remove the file)."
+    )
 
 
 def tag_from_json(name: str, text: str, source: str) -> Tag:
@@ -171,8 +174,7 @@ def tag_from_json(name: str, text: str, source: str) -> Tag:
     missing = sorted(SNAPSHOT_REQUIRED_KEYS - d.keys())
     if missing:
         raise _corrupt_tag(name, source, f"is not a Paimon tag: it lacks the snapshot fields {missing}")
-    return Tag(name, Snapshot.from_dict(d, source), _local_datetime_from_json(create),
-               _duration_from_json(retained))
+    return Tag(name, Snapshot.from_dict(d, source), _local_datetime_from_json(create), _duration_from_json(retained))
 
 
 # ------------------------------------------------------------------------------------------- manager
@@ -192,7 +194,7 @@ class TagManager:
         return self.fileio.exists(self.tag_path(name))
 
     def list_names(self) -> list[str]:
-        return sorted(n[len(TAG_PREFIX):] for n in self.fileio.list_names(self.tag_dir) if n.startswith(TAG_PREFIX))
+        return sorted(n[len(TAG_PREFIX) :] for n in self.fileio.list_names(self.tag_dir) if n.startswith(TAG_PREFIX))
 
     def read_bytes(self, name: str) -> bytes:
         """The tag file's bytes, or a TagNotFoundError listing the branch's tags."""
@@ -201,7 +203,8 @@ class TagManager:
         except FileNotFoundError:
             raise TagNotFoundError(
                 f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}. "
-                f"Existing tags: {self.list_names() or 'none'}.") from None
+                f"Existing tags: {self.list_names() or 'none'}."
+            ) from None
 
     def get_tag(self, name: str) -> Tag:
         try:
@@ -234,8 +237,15 @@ class TagManager:
         """Write (or overwrite) the tag file; atomic on local file systems."""
         self.fileio.write_bytes(self.tag_path(tag.name), tag_to_json(tag).encode("utf-8"))
 
-    def create(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None,
-               ignore_if_exists: bool = False, *, validate: bool = True) -> Tag:
+    def create(
+        self,
+        name: str,
+        snapshot: Snapshot,
+        time_retained_ms: int | None = None,
+        ignore_if_exists: bool = False,
+        *,
+        validate: bool = True,
+    ) -> Tag:
         """Create tag ``name`` of ``snapshot``; fails if it exists (atomically: of two concurrent creators of the
         same name exactly one wins). ``validate=False`` is for auto-created tags, whose names follow the
         table's period formatter and may be purely numeric (``'20250810'``)."""
@@ -245,13 +255,14 @@ class TagManager:
             _check_file_name(name)
         if time_retained_ms is not None and time_retained_ms < 0:
             raise TagError(f"Tag '{name}': time retained must not be negative.")
-        tag = Tag(name, _trim(snapshot), _dt.datetime.now() if time_retained_ms is not None else None,
-                  time_retained_ms)
+        tag = Tag(name, _trim(snapshot), _dt.datetime.now() if time_retained_ms is not None else None, time_retained_ms)
         if not self.fileio.try_create(self.tag_path(name), tag_to_json(tag).encode("utf-8")):
             if ignore_if_exists:
                 return self.get_tag(name)
-            raise TagError(f"Tag '{name}' already exists on branch '{self.branch}' of {self.table_path}; use "
-                           "replace_tag to move it, or delete it first.")
+            raise TagError(
+                f"Tag '{name}' already exists on branch '{self.branch}' of {self.table_path}; use "
+                "replace_tag to move it, or delete it first."
+            )
         return tag
 
     def replace(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
@@ -259,9 +270,9 @@ class TagManager:
         if not self.exists(name):
             raise TagNotFoundError(
                 f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}, so it cannot be "
-                "replaced; create it instead.")
-        tag = Tag(name, _trim(snapshot), _dt.datetime.now() if time_retained_ms is not None else None,
-                  time_retained_ms)
+                "replaced; create it instead."
+            )
+        tag = Tag(name, _trim(snapshot), _dt.datetime.now() if time_retained_ms is not None else None, time_retained_ms)
         self.write(tag)
         return tag
 
@@ -274,8 +285,10 @@ class TagManager:
         if old == new:
             return tag_from_json(new, data.decode("utf-8"), path)
         if not self.fileio.try_create(self.tag_path(new), data):
-            raise TagError(f"Cannot rename tag '{old}' to '{new}': tag '{new}' already exists on branch "
-                           f"'{self.branch}'. Delete it first or pick another name.")
+            raise TagError(
+                f"Cannot rename tag '{old}' to '{new}': tag '{new}' already exists on branch "
+                f"'{self.branch}'. Delete it first or pick another name."
+            )
         self.fileio.delete(path)
         return tag_from_json(new, data.decode("utf-8"), self.tag_path(new))
 
@@ -285,12 +298,13 @@ class TagManager:
             return True
         if ignore_if_not_exists:
             return False
-        raise TagNotFoundError(f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}. "
-                               f"Existing tags: {self.list_names() or 'none'}.")
+        raise TagNotFoundError(
+            f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}. "
+            f"Existing tags: {self.list_names() or 'none'}."
+        )
 
     # -- expiration ------------------------------------------------------------------------------
-    def expired_tags(self, now: _dt.datetime | None = None,
-                     older_than: _dt.datetime | None = None) -> list[Tag]:
+    def expired_tags(self, now: _dt.datetime | None = None, older_than: _dt.datetime | None = None) -> list[Tag]:
         """Tags past their retention (``now > create + retained``), plus, when ``older_than`` is given, tags
         created before it, as Java's ``TagTimeExpire`` decides. A tag without ``tagCreateTime`` uses its file's
         modification time for the ``older_than`` test and never expires by retention (it has none)."""
@@ -349,7 +363,8 @@ def first_snapshot_at_or_after(snapshots: SnapshotManager, tags: TagManager, ts:
     if not candidates:
         raise SnapshotNotFoundError(
             f"No snapshot or tag of branch '{snapshots.branch}' of {snapshots.table_path} was committed at or after "
-            f"{ts} (epoch ms, {local_datetime(ts)} local). Pick an earlier time.")
+            f"{ts} (epoch ms, {local_datetime(ts)} local). Pick an earlier time."
+        )
     return min(candidates, key=lambda s: (s.time_millis, s.id))
 
 
@@ -370,15 +385,18 @@ def last_snapshot_at_or_before(snapshots: SnapshotManager, tags: TagManager, ts:
     if not candidates:
         raise SnapshotNotFoundError(
             f"No snapshot or tag of branch '{snapshots.branch}' of {snapshots.table_path} was committed at or before "
-            f"{ts} (epoch ms, {local_datetime(ts)} local): the branch had no data yet. Pick a later time.")
+            f"{ts} (epoch ms, {local_datetime(ts)} local): the branch had no data yet. Pick a later time."
+        )
     return max(candidates, key=lambda s: (s.time_millis, s.id))
 
 
 def check_timestamp_rule(rule: str) -> None:
     if rule not in TIMESTAMP_RULES:
-        raise OptionError(f"timestamp_rule must be one of {list(TIMESTAMP_RULES)}, got {rule!r}: "
-                      f"'{AT_OR_AFTER}' is Paimon's create_tag_from_timestamp (the first snapshot committed at or "
-                      f"after the instant), '{AT_OR_BEFORE}' the table as it was at the instant (Databend, Iceberg).")
+        raise OptionError(
+            f"timestamp_rule must be one of {list(TIMESTAMP_RULES)}, got {rule!r}: "
+            f"'{AT_OR_AFTER}' is Paimon's create_tag_from_timestamp (the first snapshot committed at or "
+            f"after the instant), '{AT_OR_BEFORE}' the table as it was at the instant (Databend, Iceberg)."
+        )
 
 
 def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: str) -> Snapshot:
@@ -389,9 +407,16 @@ def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: 
     return last_snapshot_at_or_before(snapshots, tags, ts)
 
 
-def resolve_source(fileio: FileIO, table_path: str, branch: str, *, snapshot_id: int | None = None,
-                   from_tag: str | None = None, from_timestamp: object | None = None,
-                   timestamp_rule: str = AT_OR_AFTER) -> Snapshot:
+def resolve_source(
+    fileio: FileIO,
+    table_path: str,
+    branch: str,
+    *,
+    snapshot_id: int | None = None,
+    from_tag: str | None = None,
+    from_timestamp: object | None = None,
+    timestamp_rule: str = AT_OR_AFTER,
+) -> Snapshot:
     """The snapshot a new tag should point at: an explicit snapshot id, another tag, the snapshot a timestamp
     selects by ``timestamp_rule``, or (none given) the latest snapshot."""
     given = [x for x in (snapshot_id, from_tag, from_timestamp) if x is not None]
@@ -423,30 +448,78 @@ def retention_ms(time_retained: object | None, options: Mapping[str, str] | None
     return CoreOptions(options or {}).get(TAG_DEFAULT_TIME_RETAINED)
 
 
-def create_tag(fileio: FileIO, table_path: str, branch: str, name: str, *, snapshot_id: int | None = None,
-               from_tag: str | None = None, from_timestamp: object | None = None,
-               time_retained: object | None = None, ignore_if_exists: bool = False,
-               options: Mapping[str, str] | None = None, timestamp_rule: str = AT_OR_AFTER) -> Tag:
+def create_tag(
+    fileio: FileIO,
+    table_path: str,
+    branch: str,
+    name: str,
+    *,
+    snapshot_id: int | None = None,
+    from_tag: str | None = None,
+    from_timestamp: object | None = None,
+    time_retained: object | None = None,
+    ignore_if_exists: bool = False,
+    options: Mapping[str, str] | None = None,
+    timestamp_rule: str = AT_OR_AFTER,
+) -> Tag:
     validate_tag_name(name)
     tags = TagManager(fileio, table_path, branch)
     if ignore_if_exists and tags.exists(name):
         return tags.get_tag(name)
-    snapshot = resolve_source(fileio, table_path, branch, snapshot_id=snapshot_id, from_tag=from_tag,
-                              from_timestamp=from_timestamp, timestamp_rule=timestamp_rule)
+    snapshot = resolve_source(
+        fileio,
+        table_path,
+        branch,
+        snapshot_id=snapshot_id,
+        from_tag=from_tag,
+        from_timestamp=from_timestamp,
+        timestamp_rule=timestamp_rule,
+    )
     return tags.create(name, snapshot, retention_ms(time_retained, options), ignore_if_exists)
 
 
-def replace_tag(fileio: FileIO, table_path: str, branch: str, name: str, *, snapshot_id: int | None = None,
-                from_tag: str | None = None, from_timestamp: object | None = None,
-                time_retained: object | None = None, options: Mapping[str, str] | None = None,
-                timestamp_rule: str = AT_OR_AFTER) -> Tag:
+def replace_tag(
+    fileio: FileIO,
+    table_path: str,
+    branch: str,
+    name: str,
+    *,
+    snapshot_id: int | None = None,
+    from_tag: str | None = None,
+    from_timestamp: object | None = None,
+    time_retained: object | None = None,
+    options: Mapping[str, str] | None = None,
+    timestamp_rule: str = AT_OR_AFTER,
+) -> Tag:
     tags = TagManager(fileio, table_path, branch)
-    snapshot = resolve_source(fileio, table_path, branch, snapshot_id=snapshot_id, from_tag=from_tag,
-                              from_timestamp=from_timestamp, timestamp_rule=timestamp_rule)
+    snapshot = resolve_source(
+        fileio,
+        table_path,
+        branch,
+        snapshot_id=snapshot_id,
+        from_tag=from_tag,
+        from_timestamp=from_timestamp,
+        timestamp_rule=timestamp_rule,
+    )
     return tags.replace(name, snapshot, retention_ms(time_retained, options))
 
 
-__all__ = ["Tag", "TagManager", "validate_tag_name", "tag_to_json", "tag_from_json", "create_tag",
-           "replace_tag", "resolve_source", "find_snapshot", "first_snapshot_at_or_after", "last_snapshot_at_or_before",
-           "snapshot_as_of", "check_timestamp_rule", "retention_ms", "AT_OR_AFTER", "AT_OR_BEFORE", "TIMESTAMP_RULES"]
-
+__all__ = [
+    "Tag",
+    "TagManager",
+    "validate_tag_name",
+    "tag_to_json",
+    "tag_from_json",
+    "create_tag",
+    "replace_tag",
+    "resolve_source",
+    "find_snapshot",
+    "first_snapshot_at_or_after",
+    "last_snapshot_at_or_before",
+    "snapshot_as_of",
+    "check_timestamp_rule",
+    "retention_ms",
+    "AT_OR_AFTER",
+    "AT_OR_BEFORE",
+    "TIMESTAMP_RULES",
+]

@@ -32,15 +32,16 @@ def to_millis(value: object, what: str = "time") -> int:
         try:
             value = _dt.datetime.fromisoformat(value.strip())
         except ValueError:
-            raise OptionError(f"Cannot parse {what} {value!r}; pass epoch milliseconds, a datetime, or an ISO "
-                              "string such as '2025-08-10 12:00:00'.") from None
+            raise OptionError(
+                f"Cannot parse {what} {value!r}; pass epoch milliseconds, a datetime, or an ISO "
+                "string such as '2025-08-10 12:00:00'."
+            ) from None
     if isinstance(value, _dt.datetime):
         # A naive datetime's .timestamp() interprets it in the local zone, which is exactly our rule.
         return int(round(value.timestamp() * 1000))
     if isinstance(value, _dt.date):
         return int(round(_dt.datetime(value.year, value.month, value.day).timestamp() * 1000))
-    raise OptionError(f"{what} must be epoch milliseconds (int) or a datetime, got {type(value).__name__} "
-                      f"{value!r}.")
+    raise OptionError(f"{what} must be epoch milliseconds (int) or a datetime, got {type(value).__name__} {value!r}.")
 
 
 def local_datetime(millis: int) -> _dt.datetime:
@@ -67,8 +68,10 @@ def duration_millis(value: object, what: str = "duration") -> int:
     elif isinstance(value, str):
         ms = parse_duration_ms(value, what)
     else:
-        raise OptionError(f"{what} must be a duration string ('7 d'), a timedelta or milliseconds, got "
-                          f"{type(value).__name__} {value!r}.")
+        raise OptionError(
+            f"{what} must be a duration string ('7 d'), a timedelta or milliseconds, got "
+            f"{type(value).__name__} {value!r}."
+        )
     if ms < 0:
         raise OptionError(f"{what} must not be negative, got {value!r}.")
     return ms

@@ -29,16 +29,31 @@ from pyspark_paimon.metadata.types import (
 
 __all__ = [
     "ARROW_LIST_ELEMENT",
-    "to_arrow_type", "to_arrow_field", "to_arrow_schema",
-    "to_parquet_arrow_type", "to_parquet_arrow_field", "to_parquet_arrow_schema",
-    "from_arrow_type", "from_arrow_field", "from_arrow_schema",
+    "to_arrow_type",
+    "to_arrow_field",
+    "to_arrow_schema",
+    "to_parquet_arrow_type",
+    "to_parquet_arrow_field",
+    "to_parquet_arrow_schema",
+    "from_arrow_type",
+    "from_arrow_field",
+    "from_arrow_schema",
 ]
 
 
 _ARROW_SIMPLE: dict[str, pa.DataType] = {
-    "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
-    "BIGINT": pa.int64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
-    "CHAR": pa.string(), "VARCHAR": pa.string(), "BINARY": pa.binary(), "VARBINARY": pa.binary(),
+    "BOOLEAN": pa.bool_(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INT": pa.int32(),
+    "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "DATE": pa.date32(),
+    "CHAR": pa.string(),
+    "VARCHAR": pa.string(),
+    "BINARY": pa.binary(),
+    "VARBINARY": pa.binary(),
 }
 
 #: Name of the list element field, as Spark and Parquet spell it.
@@ -131,10 +146,15 @@ def from_arrow_type(pa_type: pa.DataType, nullable: bool = True, column: str | N
         return from_arrow_type(t.value_type, nullable, column)
     if pa.types.is_boolean(t):
         return AtomicType("BOOLEAN", nullable)
-    for check, name in ((pa.types.is_int8, "TINYINT"), (pa.types.is_int16, "SMALLINT"),
-                        (pa.types.is_int32, "INT"), (pa.types.is_int64, "BIGINT"),
-                        (pa.types.is_float32, "FLOAT"), (pa.types.is_float64, "DOUBLE"),
-                        (pa.types.is_date, "DATE")):
+    for check, name in (
+        (pa.types.is_int8, "TINYINT"),
+        (pa.types.is_int16, "SMALLINT"),
+        (pa.types.is_int32, "INT"),
+        (pa.types.is_int64, "BIGINT"),
+        (pa.types.is_float32, "FLOAT"),
+        (pa.types.is_float64, "DOUBLE"),
+        (pa.types.is_date, "DATE"),
+    ):
         if check(t):
             return AtomicType(name, nullable)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", _no)(t):
@@ -146,28 +166,42 @@ def from_arrow_type(pa_type: pa.DataType, nullable: bool = True, column: str | N
     if pa.types.is_decimal(t):
         if t.precision > MAX_DECIMAL_PRECISION:
             raise UnsupportedTypeError(
-                f"Arrow type {t} of {where} exceeds Paimon's maximum DECIMAL precision {MAX_DECIMAL_PRECISION}")
+                f"Arrow type {t} of {where} exceeds Paimon's maximum DECIMAL precision {MAX_DECIMAL_PRECISION}"
+            )
         return AtomicType("DECIMAL", nullable, precision=t.precision, scale=t.scale)
     if pa.types.is_timestamp(t):
         p = _TIME_UNIT_PRECISION[t.unit]
         return AtomicType("TIMESTAMP_LTZ" if t.tz else "TIMESTAMP", nullable, precision=p)
     if pa.types.is_time(t):
         return AtomicType("TIME", nullable, precision=_TIME_UNIT_PRECISION[t.unit])
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or getattr(pa.types, "is_list_view", _no)(t) or getattr(pa.types, "is_large_list_view", _no)(t)):
+    if (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or getattr(pa.types, "is_list_view", _no)(t)
+        or getattr(pa.types, "is_large_list_view", _no)(t)
+    ):
         vf = t.value_field
         return ArrayType(from_arrow_type(vf.type, vf.nullable, column), nullable)
     if pa.types.is_map(t):
-        return MapType(from_arrow_type(t.key_field.type, False, column),
-                       from_arrow_type(t.item_field.type, t.item_field.nullable, column), nullable)
+        return MapType(
+            from_arrow_type(t.key_field.type, False, column),
+            from_arrow_type(t.item_field.type, t.item_field.nullable, column),
+            nullable,
+        )
     if pa.types.is_struct(t):
         members = [t.field(i) for i in range(t.num_fields)]
-        return RowType(tuple(DataField(-1, m.name, from_arrow_type(m.type, m.nullable,
-                                                                  f"{column}.{m.name}" if column else m.name))
-                             for m in members), nullable)
+        return RowType(
+            tuple(
+                DataField(-1, m.name, from_arrow_type(m.type, m.nullable, f"{column}.{m.name}" if column else m.name))
+                for m in members
+            ),
+            nullable,
+        )
     raise UnsupportedTypeError(
         f"Arrow type {t} of {where} has no Paimon equivalent; cast it (e.g. unsigned to a wider signed "
-        "integer, float16 to FLOAT) before writing")
+        "integer, float16 to FLOAT) before writing"
+    )
 
 
 def _no(_t: pa.DataType) -> bool:

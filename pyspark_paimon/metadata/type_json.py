@@ -125,11 +125,13 @@ def _parse_sql_base(cur: Cursor) -> DataType:
     if word in EXTRA_TYPES:
         return AtomicType(word, extra=_raw_params(cur))
     if word in ("ARRAY", "MAP", "MULTISET", "ROW", "VECTOR"):
-        raise cur.fail(f"{word} must be encoded as a JSON object such as {{\"type\": \"{word}\", ...}}, "
-                       "not as a type string", t.pos)
+        raise cur.fail(
+            f'{word} must be encoded as a JSON object such as {{"type": "{word}", ...}}, not as a type string', t.pos
+        )
     raise UnsupportedTypeError(
         f"Unknown Paimon type '{t.value}' (perhaps written by a newer Paimon version). "
-        f"Known types: {', '.join(sorted(ATOMIC_TYPE_NAMES | {'STRING', 'BYTES'}))}.")
+        f"Known types: {', '.join(sorted(ATOMIC_TYPE_NAMES | {'STRING', 'BYTES'}))}."
+    )
 
 
 def _parse_nullability(cur: Cursor, t: DataType) -> DataType:
@@ -174,7 +176,8 @@ def parse_type(json_value: Any, next_id: Callable[[], int] | None = None) -> Dat
     m = _NESTED_HEAD.match(head) if isinstance(head, str) else None
     if not m:
         raise CorruptMetadataError(
-            f"Unknown nested type {head!r} in {json_value!r}; expected ARRAY, MAP, MULTISET, ROW or VECTOR")
+            f"Unknown nested type {head!r} in {json_value!r}; expected ARRAY, MAP, MULTISET, ROW or VECTOR"
+        )
     kind = m.group(1).upper()
     if m.group(2):
         nullable = not m.group(2).upper().startswith("NOT")
@@ -209,8 +212,9 @@ def fields_from_json(values: Any, next_id: Callable[[], int] | None = None) -> l
     with_id = [isinstance(v, dict) and "id" in v for v in values]
     if any(with_id) and not all(with_id):
         raise CorruptMetadataError(
-            "Either all fields or none must have an 'id': " + ", ".join(
-                repr(v.get("name") if isinstance(v, dict) else v) for v in values))
+            "Either all fields or none must have an 'id': "
+            + ", ".join(repr(v.get("name") if isinstance(v, dict) else v) for v in values)
+        )
     if next_id is None:
         next_id = field_id_counter(0)
     return [field_from_json(v, next_id) for v in values]

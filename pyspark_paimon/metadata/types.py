@@ -28,10 +28,30 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
 
 __all__ = [
-    "STRING_LENGTH", "MAX_DECIMAL_PRECISION", "MAX_TIMESTAMP_PRECISION", "ATOMIC_TYPE_NAMES", "EXTRA_TYPES",
-    "DataType", "AtomicType", "ArrayType", "MapType", "MultisetType", "RowType", "VectorType", "DataField",
-    "string_type", "bytes_type", "is_nested", "type_to_sql", "quote_ident", "unsupported_in_spark",
-    "ColumnSpec", "assign_field_ids", "iter_fields", "max_field_id", "field_id_counter",
+    "STRING_LENGTH",
+    "MAX_DECIMAL_PRECISION",
+    "MAX_TIMESTAMP_PRECISION",
+    "ATOMIC_TYPE_NAMES",
+    "EXTRA_TYPES",
+    "DataType",
+    "AtomicType",
+    "ArrayType",
+    "MapType",
+    "MultisetType",
+    "RowType",
+    "VectorType",
+    "DataField",
+    "string_type",
+    "bytes_type",
+    "is_nested",
+    "type_to_sql",
+    "quote_ident",
+    "unsupported_in_spark",
+    "ColumnSpec",
+    "assign_field_ids",
+    "iter_fields",
+    "max_field_id",
+    "field_id_counter",
 ]
 
 #: Length of ``STRING`` (= ``VARCHAR(2147483647)``) and ``BYTES`` (= ``VARBINARY(2147483647)``).
@@ -41,8 +61,9 @@ MAX_TIMESTAMP_PRECISION = 9
 
 _LENGTH_TYPES = frozenset({"CHAR", "VARCHAR", "BINARY", "VARBINARY"})
 _PRECISION_TYPES = frozenset({"TIME", "TIMESTAMP", "TIMESTAMP_LTZ"})
-_PLAIN_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE",
-                          "VARIANT", "BLOB"})
+_PLAIN_TYPES = frozenset(
+    {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "VARIANT", "BLOB"}
+)
 # Types whose optional parameter text (a CRS, an algorithm) we keep verbatim but do not interpret.
 EXTRA_TYPES = frozenset({"GEOMETRY", "GEOGRAPHY"})
 ATOMIC_TYPE_NAMES = frozenset(_LENGTH_TYPES | _PRECISION_TYPES | _PLAIN_TYPES | EXTRA_TYPES | {"DECIMAL"})
@@ -104,7 +125,8 @@ class AtomicType(DataType):
         name = self.name.upper() if isinstance(self.name, str) else self.name
         if name not in ATOMIC_TYPE_NAMES:
             raise UnsupportedTypeError(
-                f"Unknown Paimon type '{self.name}'. Known atomic types: {', '.join(sorted(ATOMIC_TYPE_NAMES))}.")
+                f"Unknown Paimon type '{self.name}'. Known atomic types: {', '.join(sorted(ATOMIC_TYPE_NAMES))}."
+            )
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "nullable", bool(self.nullable))
         length, precision, scale = self.length, self.precision, self.scale
@@ -376,4 +398,5 @@ def unsupported_in_spark(t: DataType, column: str | None) -> UnsupportedTypeErro
     where = f"Column '{column}' has" if column else "Found"
     return UnsupportedTypeError(
         f"{where} Paimon type {type_to_sql(t)}, which Spark (and so pyspark-paimon) cannot represent. "
-        "Select the other columns only, or change the column type with another Paimon engine.")
+        "Select the other columns only, or change the column type with another Paimon engine."
+    )

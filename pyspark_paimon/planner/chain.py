@@ -86,10 +86,16 @@ class ChainTarget:
     splits: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"partition": dict(self.partition), "source": self.source,
-                "anchor": dict(self.anchor) if self.anchor is not None else None,
-                "deltas": [dict(d) for d in self.deltas], "delta_count": len(self.deltas),
-                "buckets": list(self.buckets), "files": dict(self.files), "splits": self.splits}
+        return {
+            "partition": dict(self.partition),
+            "source": self.source,
+            "anchor": dict(self.anchor) if self.anchor is not None else None,
+            "deltas": [dict(d) for d in self.deltas],
+            "delta_count": len(self.deltas),
+            "buckets": list(self.buckets),
+            "files": dict(self.files),
+            "splits": self.splits,
+        }
 
 
 @dataclass
@@ -125,9 +131,17 @@ class BranchPartitions:
         return cls(entries, raw)
 
 
-def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: Sequence[Leaf] = (), *,
-               partition_filter: Callable[[dict[str, Any]], bool] | None = None, use_main: bool = True,
-               force_chain: Iterable[tuple] = (), only_chain: bool = False) -> ChainReadPlan:
+def plan_chain(
+    main: FileStore,
+    cfg: ChainConfig,
+    opts: ReadOptions,
+    predicate: Sequence[Leaf] = (),
+    *,
+    partition_filter: Callable[[dict[str, Any]], bool] | None = None,
+    use_main: bool = True,
+    force_chain: Iterable[tuple] = (),
+    only_chain: bool = False,
+) -> ChainReadPlan:
     """Plan a chain read of ``main`` (the loaded branch) per §10.2.
 
     ``predicate`` leaves on partition columns (and ``partition_filter``) choose the target partitions; other
@@ -164,7 +178,8 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
     if use_main:
         # Partition leaves only: file pruning by value filters must never make a main partition look missing.
         main_plan = ScanPlanner(main, schema).plan(
-            snaps[MAIN], part_pred, partition_filter=(lambda named: wanted(tuple(named[n] for n in names))))
+            snaps[MAIN], part_pred, partition_filter=(lambda named: wanted(tuple(named[n] for n in names)))
+        )
         _add_counters(counters, main_plan.counters)
         by_part: dict[tuple, list[DataSplit]] = {}
         for s in main_plan.splits:
@@ -172,10 +187,15 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
         for values, part_splits in by_part.items():
             main_parts.add(values)
             splits.extend(part_splits)
-            targets.append(ChainTarget(dict(zip(names, values)), "main",
-                                       buckets=sorted({s.bucket for s in part_splits}),
-                                       files={main.branch: sum(len(s.files) for s in part_splits)},
-                                       splits=len(part_splits)))
+            targets.append(
+                ChainTarget(
+                    dict(zip(names, values)),
+                    "main",
+                    buckets=sorted({s.bucket for s in part_splits}),
+                    files={main.branch: sum(len(s.files) for s in part_splits)},
+                    splits=len(part_splits),
+                )
+            )
 
     snap_parts = BranchPartitions.of(stores[SNAPSHOT], snaps[SNAPSHOT], schema)
     delta_parts = BranchPartitions.of(stores[DELTA], snaps[DELTA], schema)
@@ -192,14 +212,20 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
             by_part.setdefault(tuple(s.partition_values), []).append(s)
         for values, part_splits in by_part.items():
             splits.extend(part_splits)
-            targets.append(ChainTarget(dict(zip(names, values)), "snapshot",
-                                       buckets=sorted({s.bucket for s in part_splits}),
-                                       files={branch_of[SNAPSHOT]: sum(len(s.files) for s in part_splits)},
-                                       splits=len(part_splits)))
+            targets.append(
+                ChainTarget(
+                    dict(zip(names, values)),
+                    "snapshot",
+                    buckets=sorted({s.bucket for s in part_splits}),
+                    files={branch_of[SNAPSHOT]: sum(len(s.files) for s in part_splits)},
+                    splits=len(part_splits),
+                )
+            )
 
     # Level 2b: delta-only partitions are chain-resolved.
-    chain_targets = sorted((p for p in delta_parts.entries if wanted(p) and p not in main_parts and p not in s_hit),
-                           key=_sortable)
+    chain_targets = sorted(
+        (p for p in delta_parts.entries if wanted(p) and p not in main_parts and p not in s_hit), key=_sortable
+    )
     if chain_targets:
         g = cfg.group_size
         resolver = cfg.resolver()
@@ -225,8 +251,21 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
                 deltas = _deltas_after_anchor(resolver, names, anchor, t, group_deltas, table)
             else:
                 deltas = [d for d in group_deltas if _sortable(d[g:]) < _sortable(t[g:]) or d == t]
-            tsplits = _chain_splits(stores, schema, schemas, key_fields, cfg, t, anchor, deltas, snap_parts,
-                                    delta_parts, delta_parts.raw[t], target_size, table)
+            tsplits = _chain_splits(
+                stores,
+                schema,
+                schemas,
+                key_fields,
+                cfg,
+                t,
+                anchor,
+                deltas,
+                snap_parts,
+                delta_parts,
+                delta_parts.raw[t],
+                target_size,
+                table,
+            )
             splits.extend(tsplits)
             files: dict[str, int] = {}
             for s in tsplits:
@@ -236,13 +275,22 @@ def plan_chain(main: FileStore, cfg: ChainConfig, opts: ReadOptions, predicate: 
                 counters.files_selected += len(s.files)
                 counters.bytes_selected += s.size_bytes
             counters.partitions_selected += 1
-            targets.append(ChainTarget(
-                dict(zip(names, t)), "chain", dict(zip(names, anchor)) if anchor is not None else None,
-                [dict(zip(names, d)) for d in deltas], sorted({s.bucket for s in tsplits}), files, len(tsplits)))
+            targets.append(
+                ChainTarget(
+                    dict(zip(names, t)),
+                    "chain",
+                    dict(zip(names, anchor)) if anchor is not None else None,
+                    [dict(zip(names, d)) for d in deltas],
+                    sorted({s.bucket for s in tsplits}),
+                    files,
+                    len(tsplits),
+                )
+            )
 
     targets.sort(key=lambda tg: _sortable(tuple(tg.partition[n] for n in names)))
-    plan = ScanPlan(snaps[MAIN], schema, splits, counters,
-                    notes=[f"chain: {tg.source} {tg.partition}" for tg in targets])
+    plan = ScanPlan(
+        snaps[MAIN], schema, splits, counters, notes=[f"chain: {tg.source} {tg.partition}" for tg in targets]
+    )
     return ChainReadPlan(plan, schema, schemas, targets, {branch_of[r]: s for r, s in snaps.items()}, cfg)
 
 
@@ -251,9 +299,16 @@ def _add_counters(total: ScanCounters, part: ScanCounters) -> None:
         setattr(total, k, getattr(total, k) + v)
 
 
-def _deltas_after_anchor(resolver: PartitionTimeResolver, names: Sequence[str], anchor: tuple, target: tuple,
-                         group_deltas: Sequence[tuple], table: str) -> list[tuple]:
+def _deltas_after_anchor(
+    resolver: PartitionTimeResolver,
+    names: Sequence[str],
+    anchor: tuple,
+    target: tuple,
+    group_deltas: Sequence[tuple],
+    table: str,
+) -> list[tuple]:
     """The existing delta partitions that Paimon's time stepping over (anchor, target] would visit."""
+
     def time_of(values: tuple, role: str) -> _dt.datetime:
         named = dict(zip(names, values))
         try:
@@ -263,7 +318,8 @@ def _deltas_after_anchor(resolver: PartitionTimeResolver, names: Sequence[str], 
                 f"Chain table {table}: the {role} partition {named} does not fit "
                 f"'{PARTITION_TIMESTAMP_PATTERN.key}' = '{resolver.pattern}' with "
                 f"'{PARTITION_TIMESTAMP_FORMATTER.key}' = '{resolver.format.pattern}' ({exc}); "
-                "fix the partition values or the options.") from exc
+                "fix the partition values or the options."
+            ) from exc
 
     lo = time_of(anchor, "anchor")
     hi = time_of(target, "target")
@@ -278,10 +334,21 @@ def _deltas_after_anchor(resolver: PartitionTimeResolver, names: Sequence[str], 
     return out
 
 
-def _chain_splits(stores: Mapping[str, FileStore], schema: TableSchema,
-                  schemas: Mapping[str, Mapping[int, TableSchema]], key_fields: Sequence[Any], cfg: ChainConfig,
-                  target: tuple, anchor: tuple | None, deltas: Sequence[tuple], snap_parts: BranchPartitions,
-                  delta_parts: BranchPartitions, raw: bytes, target_size: int, table: str) -> list[DataSplit]:
+def _chain_splits(
+    stores: Mapping[str, FileStore],
+    schema: TableSchema,
+    schemas: Mapping[str, Mapping[int, TableSchema]],
+    key_fields: Sequence[Any],
+    cfg: ChainConfig,
+    target: tuple,
+    anchor: tuple | None,
+    deltas: Sequence[tuple],
+    snap_parts: BranchPartitions,
+    delta_parts: BranchPartitions,
+    raw: bytes,
+    target_size: int,
+    table: str,
+) -> list[DataSplit]:
     """One split per bucket of ``target`` (cut further by key ranges when enabled): the anchor's files then
     the deltas' files, each with its branch, directory and merge rank; rows relabelled to ``target``."""
     snap_branch = stores[SNAPSHOT].branch
@@ -295,7 +362,8 @@ def _chain_splits(stores: Mapping[str, FileStore], schema: TableSchema,
         raise ChainTableError(
             f"Chain table {table}: inconsistent bucket numbers {sorted(totals)} between the anchor and delta "
             f"partitions of {dict(zip(schema.partition_keys, target))}; all chain branches must use the same "
-            "'bucket' value.")
+            "'bucket' value."
+        )
     by_bucket: dict[int, list[tuple[DataFileMeta, str, str, int]]] = {}
     store = stores[MAIN]
     for rank, (branch, values, entries) in enumerate(sources):
@@ -315,21 +383,40 @@ def _chain_splits(stores: Mapping[str, FileStore], schema: TableSchema,
         if cfg.key_range_split and len(files) > 1:
             groups = _pack_sections(files, branches, schemas, key_fields, target_size)
         for group_files in groups:
-            raw_ok = (single_source and all(f.level > 0 for f in group_files)
-                      and all(f.delete_row_count == 0 for f in group_files)
-                      and len({f.level for f in group_files}) == 1)
+            raw_ok = (
+                single_source
+                and all(f.level > 0 for f in group_files)
+                and all(f.delete_row_count == 0 for f in group_files)
+                and len({f.level for f in group_files}) == 1
+            )
             names = {f.file_name for f in group_files}
-            out.append(DataSplit(
-                raw, tuple(target), bucket, total, tuple(group_files), store.bucket_path(schema, target, bucket),
-                raw_ok, file_branches={n: branches[n] for n in names}, file_bucket_paths={n: paths[n] for n in names},
-                file_ranks={n: ranks[n] for n in names}, relabel_partition=True))
+            out.append(
+                DataSplit(
+                    raw,
+                    tuple(target),
+                    bucket,
+                    total,
+                    tuple(group_files),
+                    store.bucket_path(schema, target, bucket),
+                    raw_ok,
+                    file_branches={n: branches[n] for n in names},
+                    file_bucket_paths={n: paths[n] for n in names},
+                    file_ranks={n: ranks[n] for n in names},
+                    relabel_partition=True,
+                )
+            )
     return out
 
 
-def _pack_sections(files: Sequence[DataFileMeta], branches: Mapping[str, str],
-                   schemas: Mapping[str, Mapping[int, TableSchema]], key_fields: Sequence[Any],
-                   target_size: int) -> list[list[DataFileMeta]]:
+def _pack_sections(
+    files: Sequence[DataFileMeta],
+    branches: Mapping[str, str],
+    schemas: Mapping[str, Mapping[int, TableSchema]],
+    key_fields: Sequence[Any],
+    target_size: int,
+) -> list[list[DataFileMeta]]:
     """Cut one bucket's files into independent key-range sections, packed in key order to ~target size."""
+
     def key_of(f: DataFileMeta) -> tuple[tuple, tuple]:
         file_schema = schemas[branches[f.file_name]][f.schema_id]
         by_id = {x.id: x for x in file_schema.fields}
@@ -353,8 +440,9 @@ def _pack_sections(files: Sequence[DataFileMeta], branches: Mapping[str, str],
 # ------------------------------------------------------------------------------------------------------
 # Write-side rule: dropping snapshot partitions (§10.7)
 # ------------------------------------------------------------------------------------------------------
-def snapshot_drop_violations(cfg: ChainConfig, snapshot_parts: Iterable[tuple], delta_parts: Iterable[tuple],
-                             dropped: Iterable[tuple]) -> list[tuple[tuple, list[tuple]]]:
+def snapshot_drop_violations(
+    cfg: ChainConfig, snapshot_parts: Iterable[tuple], delta_parts: Iterable[tuple], dropped: Iterable[tuple]
+) -> list[tuple[tuple, list[tuple]]]:
     """Dropped snapshot partitions that delta partitions still depend on: deltas of the same group follow it
     (before the next remaining snapshot partition) and no earlier snapshot partition remains to anchor them.
     Returns (dropped partition, dependent deltas) pairs."""
@@ -369,8 +457,9 @@ def snapshot_drop_violations(cfg: ChainConfig, snapshot_parts: Iterable[tuple], 
         if any(c < chain for c in same):
             continue
         nxt = min((c for c in same if c > chain), default=None)
-        dependents = [x for x in deltas if x[:g] == group and _sortable(x[g:]) > chain
-                      and (nxt is None or _sortable(x[g:]) < nxt)]
+        dependents = [
+            x for x in deltas if x[:g] == group and _sortable(x[g:]) > chain and (nxt is None or _sortable(x[g:]) < nxt)
+        ]
         if dependents:
             out.append((d, sorted(dependents, key=_sortable)))
     return out

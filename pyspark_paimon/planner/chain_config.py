@@ -49,8 +49,16 @@ T = TypeVar("T")
 PARTITION_EXPIRATION_STRATEGY = "partition.expiration-strategy"
 
 __all__ = [
-    "MAIN", "SNAPSHOT", "DELTA", "ChainConfig", "chain_options_enabled", "validate_chain_definition",
-    "chain_config", "chain_read_config", "validate_branch_schemas", "stores_of",
+    "MAIN",
+    "SNAPSHOT",
+    "DELTA",
+    "ChainConfig",
+    "chain_options_enabled",
+    "validate_chain_definition",
+    "chain_config",
+    "chain_read_config",
+    "validate_branch_schemas",
+    "stores_of",
 ]
 
 MAIN, SNAPSHOT, DELTA = "main", "snapshot", "delta"  # roles of the three branches
@@ -98,8 +106,9 @@ def chain_options_enabled(options: Mapping[str, str]) -> bool:
     return _get(CoreOptions(options), CHAIN_TABLE_ENABLED, "Chain table option")
 
 
-def validate_chain_definition(partition_keys: Sequence[str], primary_keys: Sequence[str],
-                              options: Mapping[str, str], table: str = "the table") -> ChainConfig:
+def validate_chain_definition(
+    partition_keys: Sequence[str], primary_keys: Sequence[str], options: Mapping[str, str], table: str = "the table"
+) -> ChainConfig:
     """Paimon's chain-table rules (``SchemaValidation.validateChainTable``), as a :class:`ChainTableError`."""
     where = f"Chain table {table}"
     co = CoreOptions(options)
@@ -111,25 +120,34 @@ def validate_chain_definition(partition_keys: Sequence[str], primary_keys: Seque
         raise ChainTableError(f"{where} must be partitioned: the chain runs over partitions (e.g. a date column).")
     bucket = _get(co, BUCKET, where)
     if bucket <= 0:
-        raise ChainTableError(f"{where} needs a fixed bucket count: set 'bucket' to N > 0 (got {bucket}); chain "
-                              "splits join the same bucket of the snapshot and delta branches.")
+        raise ChainTableError(
+            f"{where} needs a fixed bucket count: set 'bucket' to N > 0 (got {bucket}); chain "
+            "splits join the same bucket of the snapshot and delta branches."
+        )
     seq = _get(co, SEQUENCE_FIELD, where) or []
     if not seq:
-        raise ChainTableError(f"{where} needs the option 'sequence.field': sequence numbers are branch-local, so "
-                              "only a user sequence column can order rows across the snapshot and delta branches.")
+        raise ChainTableError(
+            f"{where} needs the option 'sequence.field': sequence numbers are branch-local, so "
+            "only a user sequence column can order rows across the snapshot and delta branches."
+        )
     engine = _get(co, MERGE_ENGINE, where)
     if engine == "first-row":
-        raise ChainTableError(f"{where}: the first-row merge engine cannot be used (it forbids 'sequence.field', "
-                              "which chain tables require). Use deduplicate or partial-update.")
+        raise ChainTableError(
+            f"{where}: the first-row merge engine cannot be used (it forbids 'sequence.field', "
+            "which chain tables require). Use deduplicate or partial-update."
+        )
     if engine == "aggregation":
         aggregated = [s for s in seq if co.is_set(FIELD_AGGREGATE_FUNCTION.of(s))]
         if aggregated:
-            raise ChainTableError(f"{where}: the sequence field(s) {aggregated} cannot be aggregated; remove "
-                                  f"'{FIELD_AGGREGATE_FUNCTION.of(aggregated[0]).key}'.")
+            raise ChainTableError(
+                f"{where}: the sequence field(s) {aggregated} cannot be aggregated; remove "
+                f"'{FIELD_AGGREGATE_FUNCTION.of(aggregated[0]).key}'."
+            )
     producer = _get(co, CHANGELOG_PRODUCER, where)
     if producer not in ("none", "input"):
-        raise ChainTableError(f"{where}: '{CHANGELOG_PRODUCER.key}' = '{producer}' is not allowed; use 'none' or "
-                              "'input'.")
+        raise ChainTableError(
+            f"{where}: '{CHANGELOG_PRODUCER.key}' = '{producer}' is not allowed; use 'none' or 'input'."
+        )
     if _get(co, DELETION_VECTORS_ENABLED, where) and engine != "deduplicate":
         raise ChainTableError(f"{where}: deletion vectors are only allowed with the deduplicate merge engine.")
     strategy = options.get(PARTITION_EXPIRATION_STRATEGY)  # inert for us; Paimon's chain rule still applies
@@ -138,12 +156,17 @@ def validate_chain_definition(partition_keys: Sequence[str], primary_keys: Seque
     pattern = _get(co, PARTITION_TIMESTAMP_PATTERN, where)
     formatter = _get(co, PARTITION_TIMESTAMP_FORMATTER, where)
     if not pattern or not formatter:
-        missing = [o.key for o, v in ((PARTITION_TIMESTAMP_PATTERN, pattern), (PARTITION_TIMESTAMP_FORMATTER,
-                                                                                formatter)) if not v]
-        raise ChainTableError(f"{where} needs {' and '.join(repr(m) for m in missing)}, e.g. "
-                              f"'{PARTITION_TIMESTAMP_PATTERN.key}' = '${partition_keys[-1]}' and "
-                              f"'{PARTITION_TIMESTAMP_FORMATTER.key}' = 'yyyyMMdd': they turn partition values into "
-                              "time to find the deltas of a chain.")
+        missing = [
+            o.key
+            for o, v in ((PARTITION_TIMESTAMP_PATTERN, pattern), (PARTITION_TIMESTAMP_FORMATTER, formatter))
+            if not v
+        ]
+        raise ChainTableError(
+            f"{where} needs {' and '.join(repr(m) for m in missing)}, e.g. "
+            f"'{PARTITION_TIMESTAMP_PATTERN.key}' = '${partition_keys[-1]}' and "
+            f"'{PARTITION_TIMESTAMP_FORMATTER.key}' = 'yyyyMMdd': they turn partition values into "
+            "time to find the deltas of a chain."
+        )
     listed = _get(co, CHAIN_TABLE_CHAIN_PARTITION_KEYS, where)
     raw_keys = co.text(CHAIN_TABLE_CHAIN_PARTITION_KEYS)
     if raw_keys is None:
@@ -152,33 +175,41 @@ def validate_chain_definition(partition_keys: Sequence[str], primary_keys: Seque
         chain_keys = tuple(listed or ())
         unknown = [k for k in chain_keys if k not in partition_keys]
         if unknown or not chain_keys:
-            raise ChainTableError(f"{where}: '{CHAIN_TABLE_CHAIN_PARTITION_KEYS.key}' = '{raw_keys}' names "
-                                  f"{unknown or 'nothing'}, which are not partition keys (partition keys: "
-                                  f"{', '.join(partition_keys)}).")
-        if tuple(partition_keys[len(partition_keys) - len(chain_keys):]) != chain_keys:
+            raise ChainTableError(
+                f"{where}: '{CHAIN_TABLE_CHAIN_PARTITION_KEYS.key}' = '{raw_keys}' names "
+                f"{unknown or 'nothing'}, which are not partition keys (partition keys: "
+                f"{', '.join(partition_keys)})."
+            )
+        if tuple(partition_keys[len(partition_keys) - len(chain_keys) :]) != chain_keys:
             raise ChainTableError(
                 f"{where}: '{CHAIN_TABLE_CHAIN_PARTITION_KEYS.key}' = '{raw_keys}' must be a contiguous suffix of the "
                 f"partition keys ({', '.join(partition_keys)}), e.g. '{partition_keys[-1]}'; the keys before it form "
-                "the group.")
+                "the group."
+            )
     PartitionTimeResolver(pattern, formatter, list(partition_keys))  # validates both options
     try:
         threshold = co.get(CHAIN_TABLE_COMPACT_AUTO_THRESHOLD)
     except OptionError:
         threshold = -1
     if threshold is not None and threshold < 1:
-        raise ChainTableError(f"{where}: '{CHAIN_TABLE_COMPACT_AUTO_THRESHOLD.key}' = "
-                              f"'{co.text(CHAIN_TABLE_COMPACT_AUTO_THRESHOLD)}' must be a positive integer (the "
-                              "number of merged delta partitions above which a delta write compacts).")
+        raise ChainTableError(
+            f"{where}: '{CHAIN_TABLE_COMPACT_AUTO_THRESHOLD.key}' = "
+            f"'{co.text(CHAIN_TABLE_COMPACT_AUTO_THRESHOLD)}' must be a positive integer (the "
+            "number of merged delta partitions above which a delta write compacts)."
+        )
     key_range = _get(co, CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED, where)
     snapshot_branch = (_get(co, SCAN_FALLBACK_SNAPSHOT_BRANCH, where) or "").strip() or None
     delta_branch = (_get(co, SCAN_FALLBACK_DELTA_BRANCH, where) or "").strip() or None
     if snapshot_branch and snapshot_branch == delta_branch:
-        raise ChainTableError(f"{where}: '{SCAN_FALLBACK_SNAPSHOT_BRANCH.key}' and '{SCAN_FALLBACK_DELTA_BRANCH.key}' "
-                              f"must name two different branches (both are '{snapshot_branch}').")
+        raise ChainTableError(
+            f"{where}: '{SCAN_FALLBACK_SNAPSHOT_BRANCH.key}' and '{SCAN_FALLBACK_DELTA_BRANCH.key}' "
+            f"must name two different branches (both are '{snapshot_branch}')."
+        )
     if MAIN_BRANCH in (snapshot_branch, delta_branch):
         raise ChainTableError(f"{where}: the snapshot and delta branches cannot be '{MAIN_BRANCH}'.")
-    return ChainConfig(snapshot_branch, delta_branch, tuple(partition_keys), chain_keys, pattern, formatter,
-                       key_range, threshold)
+    return ChainConfig(
+        snapshot_branch, delta_branch, tuple(partition_keys), chain_keys, pattern, formatter, key_range, threshold
+    )
 
 
 def chain_config(schema: TableSchema, table: str = "the table") -> ChainConfig | None:
@@ -204,8 +235,7 @@ def chain_read_config(store: FileStore, latest: TableSchema | None = None) -> Ch
 def _strip_nullability(t: DataType) -> DataType:
     t = t.copy(nullable=True)
     if isinstance(t, RowType):
-        return replace(t, fields=tuple(replace(f, type=_strip_nullability(f.type), description=None)
-                                       for f in t.fields))
+        return replace(t, fields=tuple(replace(f, type=_strip_nullability(f.type), description=None) for f in t.fields))
     if isinstance(t, (ArrayType, MultisetType)):
         return replace(t, element=_strip_nullability(t.element))
     if isinstance(t, MapType):
@@ -228,18 +258,24 @@ def validate_branch_schemas(schemas: Mapping[str, TableSchema], table: str = "th
         if got != want:
             a = {(i, n): t for i, n, t in want}
             b = {(i, n): t for i, n, t in got}
-            diff = sorted({f"{n}#{i}" for (i, n) in set(a) ^ set(b)} |
-                          {f"{n}#{i}" for (i, n) in set(a) & set(b) if a[(i, n)] != b[(i, n)]})
+            diff = sorted(
+                {f"{n}#{i}" for (i, n) in set(a) ^ set(b)}
+                | {f"{n}#{i}" for (i, n) in set(a) & set(b) if a[(i, n)] != b[(i, n)]}
+            )
             raise ChainTableError(
                 f"Chain table {table}: branch '{branch}' (schema {schema.id}) does not have the same columns as "
                 f"branch '{base_branch}' (schema {base.id}); differing columns (name#field id): "
                 f"{', '.join(diff) or 'column order'}. Apply the same schema change on every chain branch "
-                "(Table.add_column etc. on the main branch of a chain table does this).")
-        if list(schema.partition_keys) != list(base.partition_keys) or \
-                list(schema.primary_keys) != list(base.primary_keys):
-            raise ChainTableError(f"Chain table {table}: branch '{branch}' has partition keys {schema.partition_keys} "
-                                  f"and primary keys {schema.primary_keys}, but branch '{base_branch}' has "
-                                  f"{base.partition_keys} and {base.primary_keys}.")
+                "(Table.add_column etc. on the main branch of a chain table does this)."
+            )
+        if list(schema.partition_keys) != list(base.partition_keys) or list(schema.primary_keys) != list(
+            base.primary_keys
+        ):
+            raise ChainTableError(
+                f"Chain table {table}: branch '{branch}' has partition keys {schema.partition_keys} "
+                f"and primary keys {schema.primary_keys}, but branch '{base_branch}' has "
+                f"{base.partition_keys} and {base.primary_keys}."
+            )
 
 
 def stores_of(main: FileStore, cfg: ChainConfig) -> dict[str, FileStore]:

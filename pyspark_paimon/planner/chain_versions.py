@@ -33,13 +33,15 @@ def _at_time(store: FileStore, ts: int) -> Snapshot | None:
     snap = store.snapshots.earlier_or_equal_time_millis(ts)
     if snap is not None:
         return snap
-    tagged = [t for t in TagManager(store.fileio, store.table_path, store.branch).list_tags()
-              if t.snapshot.time_millis <= ts]
+    tagged = [
+        t for t in TagManager(store.fileio, store.table_path, store.branch).list_tags() if t.snapshot.time_millis <= ts
+    ]
     return max(tagged, key=lambda t: t.snapshot.time_millis).snapshot if tagged else None
 
 
-def resolve_chain_snapshots(stores: Mapping[str, FileStore], opts: ReadOptions,
-                            table: str = "the table") -> dict[str, Snapshot | None]:
+def resolve_chain_snapshots(
+    stores: Mapping[str, FileStore], opts: ReadOptions, table: str = "the table"
+) -> dict[str, Snapshot | None]:
     """One consistent snapshot per branch role (None = the branch had no data then).
 
     * no time travel: each branch's latest snapshot;
@@ -50,15 +52,18 @@ def resolve_chain_snapshots(stores: Mapping[str, FileStore], opts: ReadOptions,
     * snapshot ids and watermarks are branch-local and refused.
     """
     if opts.incremental_between or opts.incremental_between_timestamp:
-        raise ChainTableError(f"Chain table {table}: incremental reads are reads of the delta branch; read with "
-                              f"option('branch', '{stores[DELTA].branch}') instead.")
+        raise ChainTableError(
+            f"Chain table {table}: incremental reads are reads of the delta branch; read with "
+            f"option('branch', '{stores[DELTA].branch}') instead."
+        )
     if opts.snapshot_id is not None or opts.watermark is not None:
         what = "scan.snapshot-id" if opts.snapshot_id is not None else "scan.watermark"
         raise ChainTableError(
             f"Chain table {table}: '{what}' cannot select a version, because snapshot ids and watermarks are "
             "branch-local and the snapshot and delta branches number their snapshots independently. Use "
             "'scan.timestamp-millis' (applied to every branch) or 'scan.tag-name' with a chain tag "
-            "(Table.create_chain_tag), or read one branch with option('branch', ...).")
+            "(Table.create_chain_tag), or read one branch with option('branch', ...)."
+        )
     tag = opts.tag_name
     if opts.version is not None:
         version = opts.version
@@ -68,7 +73,8 @@ def resolve_chain_snapshots(stores: Mapping[str, FileStore], opts: ReadOptions,
             raise ChainTableError(
                 f"Chain table {table}: version '{version}' is not a chain tag (a tag of that name on the branches "
                 f"'{stores[SNAPSHOT].branch}' and '{stores[DELTA].branch}'). Create one with Table.create_chain_tag, "
-                "or use 'scan.timestamp-millis'.")
+                "or use 'scan.timestamp-millis'."
+            )
     if tag is not None:
         return _resolve_chain_tag(stores, tag, table)
     if opts.timestamp_millis is not None:
@@ -91,12 +97,15 @@ def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) ->
         if tm.exists(tag):
             found[role] = tm.get_tag(tag)
     if not found:
-        names = {stores[r].branch: TagManager(stores[r].fileio, stores[r].table_path, stores[r].branch).list_names()
-                 for r in (SNAPSHOT, DELTA)}
+        names = {
+            stores[r].branch: TagManager(stores[r].fileio, stores[r].table_path, stores[r].branch).list_names()
+            for r in (SNAPSHOT, DELTA)
+        }
         raise ChainTableError(
             f"Chain table {table}: tag '{tag}' exists on neither the snapshot branch '{stores[SNAPSHOT].branch}' nor "
             f"the delta branch '{stores[DELTA].branch}'. Time travel to a tag needs a chain tag: create it with "
-            f"Table.create_chain_tag('{tag}'). Existing tags: {names}.")
+            f"Table.create_chain_tag('{tag}'). Existing tags: {names}."
+        )
     # The instant the chain tag stands for: the tag's creation time (Paimon records one only for tags with a
     # retention), else the newest tagged snapshot's commit time.
     ref = found.get(DELTA) or found[SNAPSHOT]
@@ -114,7 +123,8 @@ def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) ->
                 f"Chain table {table}: tag '{tag}' exists on branch "
                 f"'{stores[SNAPSHOT if role == DELTA else DELTA].branch}' but not on the {role} branch '{s.branch}', "
                 "which had data when the tag was created. Create the tag there too (Table.create_chain_tag tags "
-                "both branches at once), or use 'scan.timestamp-millis'.")
+                "both branches at once), or use 'scan.timestamp-millis'."
+            )
         out[role] = None
     main = stores[MAIN]
     main_tags = TagManager(main.fileio, main.table_path, main.branch)
@@ -134,13 +144,18 @@ def latest_schemas(stores: Mapping[str, FileStore], table: str) -> dict[str, Tab
             raise ChainTableError(
                 f"Chain table {table}: the {role} branch '{s.branch}' does not exist. Create it with "
                 f"Table.create_branch('{s.branch}') (an empty branch), or fix the option "
-                f"'{(SCAN_FALLBACK_SNAPSHOT_BRANCH if role == SNAPSHOT else SCAN_FALLBACK_DELTA_BRANCH).key}'.")
+                f"'{(SCAN_FALLBACK_SNAPSHOT_BRANCH if role == SNAPSHOT else SCAN_FALLBACK_DELTA_BRANCH).key}'."
+            )
         out[role] = s.schema()
     return out
 
 
-def schema_at(stores: Mapping[str, FileStore], latest: Mapping[str, TableSchema],
-              snaps: Mapping[str, Snapshot | None], opts: ReadOptions) -> TableSchema:
+def schema_at(
+    stores: Mapping[str, FileStore],
+    latest: Mapping[str, TableSchema],
+    snaps: Mapping[str, Snapshot | None],
+    opts: ReadOptions,
+) -> TableSchema:
     """The schema a chain read at ``snaps`` returns: main's latest, or with time travel the schema of the
     first branch (delta, snapshot, main) that had a snapshot then."""
     if not opts.time_travel:

@@ -28,8 +28,18 @@ from typing import Sequence
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.manifest import DataFileMeta
 
-__all__ = ["SortedRun", "CompactUnit", "sorted_run_count", "level_sorted_runs", "pick_full", "pick_universal",
-           "drop_delete", "pick_append", "pick_append_full", "FULL_COMPACT_MIN_FILE"]
+__all__ = [
+    "SortedRun",
+    "CompactUnit",
+    "sorted_run_count",
+    "level_sorted_runs",
+    "pick_full",
+    "pick_universal",
+    "drop_delete",
+    "pick_append",
+    "pick_append_full",
+    "FULL_COMPACT_MIN_FILE",
+]
 
 #: Java's ``BucketedAppendCompactManager.FULL_COMPACT_MIN_FILE``: a full append compaction needs this many files.
 FULL_COMPACT_MIN_FILE = 3
@@ -70,9 +80,11 @@ def level_sorted_runs(files: Sequence[DataFileMeta], num_levels: int, where: str
         raise OptionError(
             f"Data file {f.file_name}{where} is at level {f.level}, but the table has 'num-levels' = {num_levels} "
             f"(levels 0 to {num_levels - 1}). Set 'num-levels' to at least {f.level + 1} (it was written with more "
-            "levels) before compacting.")
-    level0 = sorted((f for f in files if f.level == 0),
-                    key=lambda f: (-f.max_sequence_number, f.min_sequence_number, f.file_name))
+            "levels) before compacting."
+        )
+    level0 = sorted(
+        (f for f in files if f.level == 0), key=lambda f: (-f.max_sequence_number, f.min_sequence_number, f.file_name)
+    )
     runs = [SortedRun(0, (f,)) for f in level0]
     for level in sorted({f.level for f in files if f.level > 0}):
         runs.append(SortedRun(level, tuple(f for f in files if f.level == level)))
@@ -92,8 +104,15 @@ def pick_full(num_levels: int, runs: Sequence[SortedRun]) -> CompactUnit | None:
     return _unit(max_level, runs)
 
 
-def pick_universal(num_levels: int, runs: Sequence[SortedRun], *, max_size_amp: int, size_ratio: int,
-                   trigger: int, force_up_level0: bool = False) -> CompactUnit | None:
+def pick_universal(
+    num_levels: int,
+    runs: Sequence[SortedRun],
+    *,
+    max_size_amp: int,
+    size_ratio: int,
+    trigger: int,
+    force_up_level0: bool = False,
+) -> CompactUnit | None:
     """Java's ``UniversalCompaction.pick`` (without off-peak hours or early full compaction), with the
     manager's filter: a unit of one file already at its output level is no compaction.
 
@@ -125,8 +144,9 @@ def _size_amp(max_level: int, runs: Sequence[SortedRun], max_size_amp: int, trig
     return None
 
 
-def _size_ratio(max_level: int, runs: Sequence[SortedRun], candidate_count: int,
-                size_ratio: int, force: bool = False) -> CompactUnit | None:
+def _size_ratio(
+    max_level: int, runs: Sequence[SortedRun], candidate_count: int, size_ratio: int, force: bool = False
+) -> CompactUnit | None:
     candidate = sum(r.size for r in runs[:candidate_count])
     triggered = force or candidate_count > 1
     count = candidate_count

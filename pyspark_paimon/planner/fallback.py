@@ -62,7 +62,8 @@ def _check_compatible(schema: TableSchema, fb: TableSchema, fb_branch: str, bran
     def why(msg: str) -> SchemaError:
         return SchemaError(
             f"Cannot read partitions from fallback branch '{fb_branch}' while reading branch '{branch}': {msg}. "
-            f"Evolve both branches the same way, or drop the '{FALLBACK_OPTION}' option.")
+            f"Evolve both branches the same way, or drop the '{FALLBACK_OPTION}' option."
+        )
 
     if list(schema.partition_keys) != list(fb.partition_keys):
         raise why(f"partition keys differ ({schema.partition_keys} vs {fb.partition_keys})")
@@ -89,9 +90,16 @@ def _add_counters(a: ScanCounters, b: ScanCounters) -> ScanCounters:
     return ScanCounters(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(ScanCounters)})
 
 
-def add_fallback_splits(store: FileStore, fb_branch: str, schema: TableSchema, snapshot: Snapshot | None,
-                        plan: ScanPlan, predicate: Sequence[Leaf], opts: ReadOptions,
-                        partition_filter: Callable[[dict[str, Any]], bool] | None = None) -> FallbackResult:
+def add_fallback_splits(
+    store: FileStore,
+    fb_branch: str,
+    schema: TableSchema,
+    snapshot: Snapshot | None,
+    plan: ScanPlan,
+    predicate: Sequence[Leaf],
+    opts: ReadOptions,
+    partition_filter: Callable[[dict[str, Any]], bool] | None = None,
+) -> FallbackResult:
     """``plan`` (of ``store``'s branch at ``snapshot``) plus splits of the fallback branch's partitions that
     the read branch does not have. ``partition_filter`` (the load-time selection) applies to both branches."""
     try:
@@ -118,17 +126,18 @@ def add_fallback_splits(store: FileStore, fb_branch: str, schema: TableSchema, s
 
     def missing(named: dict) -> bool:
         return tuple(named[n] for n in part_names) not in present and (
-            partition_filter is None or partition_filter(named))
+            partition_filter is None or partition_filter(named)
+        )
 
     fb_plan = ScanPlanner(fb_store, fb_schema, {}).plan(fb_snapshot, predicate, partition_filter=missing)
     fb_splits = [replace(s, file_branches={f.file_name: fb_branch for f in s.files}) for s in fb_plan.splits]
     n_parts = len({s.partition_values for s in fb_splits})
     notes = list(plan.notes)
     if fb_splits:
-        notes.append(f"{n_parts} partition(s) read from fallback branch '{fb_branch}' "
-                     f"(snapshot {fb_snapshot.id})")
-    merged = ScanPlan(plan.snapshot, plan.schema, list(plan.splits) + fb_splits,
-                      _add_counters(plan.counters, fb_plan.counters), notes)
+        notes.append(f"{n_parts} partition(s) read from fallback branch '{fb_branch}' (snapshot {fb_snapshot.id})")
+    merged = ScanPlan(
+        plan.snapshot, plan.schema, list(plan.splits) + fb_splits, _add_counters(plan.counters, fb_plan.counters), notes
+    )
     return FallbackResult(merged, {fb_branch: fb_schemas})
 
 

@@ -84,7 +84,8 @@ def _split_pair(value: str, key: str) -> tuple[str, str]:
     if len(parts) != 2 or not all(parts):
         raise OptionError(
             f"Option '{key}' = '{value}' must be two values separated by a comma: 'start,end' (start exclusive, "
-            "end inclusive), e.g. '3,7' or 'tag_a,tag_b'.")
+            "end inclusive), e.g. '3,7' or 'tag_a,tag_b'."
+        )
     return parts[0], parts[1]
 
 
@@ -96,7 +97,8 @@ def _resolve_end_point(store: FileStore, tags: TagManager, text: str, key: str) 
         return int(text)
     raise OptionError(
         f"Option '{key}': '{text}' is neither a tag of branch '{store.branch}' of {store.table_path} nor a "
-        f"snapshot id. Existing tags: {tags.list_names() or 'none'}.")
+        f"snapshot id. Existing tags: {tags.list_names() or 'none'}."
+    )
 
 
 def resolve_range(store: FileStore, opts: ReadOptions) -> IncrementalRange:
@@ -126,12 +128,14 @@ def resolve_range(store: FileStore, opts: ReadOptions) -> IncrementalRange:
     if start > end:
         raise OptionError(
             f"Option '{key}' = '{raw}': the start (snapshot {start}) is after the end (snapshot {end}); give "
-            "'start,end' with start <= end.")
+            "'start,end' with start <= end."
+        )
     latest = store.snapshots.latest_id()
     if end > 0 and (latest is None or end > latest):
         raise SnapshotNotFoundError(
             f"Option '{key}' = '{raw}': snapshot {end} does not exist on branch '{store.branch}' of "
-            f"{store.table_path} (latest: {latest if latest is not None else 'none'}).")
+            f"{store.table_path} (latest: {latest if latest is not None else 'none'})."
+        )
     return IncrementalRange(start, end, f"{key} = '{raw}'")
 
 
@@ -146,7 +150,8 @@ def _range_snapshots(store: FileStore, rng: IncrementalRange) -> list[Snapshot]:
             raise SnapshotNotFoundError(
                 f"{rng.description}: snapshot {sid} of branch '{store.branch}' of {store.table_path} has expired, "
                 "so the changes it made are gone. Pick a range of existing snapshots (see the $snapshots system "
-                "table), or read a tag with 'scan.tag-name'.") from None
+                "table), or read a tag with 'scan.tag-name'."
+            ) from None
     return out
 
 
@@ -161,8 +166,13 @@ def delta_entries(store: FileStore, rng: IncrementalRange) -> list[ManifestEntry
     return entries
 
 
-def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions, predicate: Sequence[Leaf] = (),
-                     partition_filter: Callable[[dict[str, Any]], bool] | None = None) -> ScanPlan:
+def plan_incremental(
+    store: FileStore,
+    schema: TableSchema,
+    opts: ReadOptions,
+    predicate: Sequence[Leaf] = (),
+    partition_filter: Callable[[dict[str, Any]], bool] | None = None,
+) -> ScanPlan:
     """Splits reading the range's changed files (see the module docstring), pruned like a normal scan."""
     options = schema.core_options
     mode = opts.incremental_scan_mode or options.get(INCREMENTAL_BETWEEN_SCAN_MODE)
@@ -172,17 +182,24 @@ def plan_incremental(store: FileStore, schema: TableSchema, opts: ReadOptions, p
             f"Table {store.table_path} has '{CHANGELOG_PRODUCER.key}' = '{producer}', so Paimon's incremental read "
             f"('{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'auto') returns its changelog files, which pyspark-paimon "
             f"does not read. Pass the read option '{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'delta' to read the "
-            "changed data files instead, or read the changelog with Paimon (Java).")
+            "changed data files instead, or read the changelog with Paimon (Java)."
+        )
     rng = resolve_range(store, opts)
-    end = None if rng.is_empty or rng.end_id <= 0 else find_snapshot(
-        store.snapshots, TagManager(store.fileio, store.table_path, store.branch), rng.end_id)
+    end = (
+        None
+        if rng.is_empty or rng.end_id <= 0
+        else find_snapshot(store.snapshots, TagManager(store.fileio, store.table_path, store.branch), rng.end_id)
+    )
     entries = [] if rng.is_empty else delta_entries(store, rng)
-    plan = ScanPlanner(store, schema, {}, pk_value_skipping=False).plan_entries(entries, predicate, partition_filter,
-                                                                                snapshot=end)
+    plan = ScanPlanner(store, schema, {}, pk_value_skipping=False).plan_entries(
+        entries, predicate, partition_filter, snapshot=end
+    )
     if schema.primary_keys:
         # Files of different commits may overlap in key even on one level above 0, so never read a bucket's
         # changed files one after another without merging them.
         plan.splits = [replace(s, raw_convertible=False) if len(s.files) > 1 else s for s in plan.splits]
-    plan.notes.append(f"incremental read of snapshots ({rng.start_id}, {rng.end_id}] ({rng.description}): "
-                      f"{len(entries)} changed files")
+    plan.notes.append(
+        f"incremental read of snapshots ({rng.start_id}, {rng.end_id}] ({rng.description}): "
+        f"{len(entries)} changed files"
+    )
     return plan

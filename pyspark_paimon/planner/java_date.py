@@ -58,7 +58,8 @@ class JavaDateFormat:
         if not (has_year and (has_month_day or "D" in letters)):
             raise ChainTableError(
                 f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' must contain a complete date: a year (y or u) and "
-                "either month and day (M and d) or the day of the year (D), e.g. 'yyyyMMdd'.")
+                "either month and day (M and d) or the day of the year (D), e.g. 'yyyyMMdd'."
+            )
         self._regex = re.compile("".join(self._regex_of(t) for t in self.tokens) + r"\Z")
 
     @staticmethod
@@ -72,8 +73,9 @@ class JavaDateFormat:
                 buf = []
                 while True:
                     if j >= n:
-                        raise ChainTableError(f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' has an unterminated "
-                                              "quote.")
+                        raise ChainTableError(
+                            f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' has an unterminated quote."
+                        )
                     if pattern[j] == "'":
                         if j + 1 < n and pattern[j + 1] == "'":
                             buf.append("'")
@@ -89,7 +91,8 @@ class JavaDateFormat:
                 if c not in _ALLOWED_LETTERS:
                     raise ChainTableError(
                         f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' uses the pattern letter '{c}'. Chain tables "
-                        "allow only y u M L d D H k m s (numeric) plus literals; the smallest step is one second.")
+                        "allow only y u M L d D H k m s (numeric) plus literals; the smallest step is one second."
+                    )
                 j = i
                 while j < n and pattern[j] == c:
                     j += 1
@@ -97,16 +100,20 @@ class JavaDateFormat:
                 if c in "ML" and count >= 3:
                     raise ChainTableError(
                         f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' uses a text month ('{c * count}'); use the "
-                        "numeric form 'MM' (text months cannot be partition-sortable).")
+                        "numeric form 'MM' (text months cannot be partition-sortable)."
+                    )
                 if c in "dHkms" and count > 2 or c == "D" and count > 3:
-                    raise ChainTableError(f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}': '{c * count}' is too "
-                                          "many pattern letters.")
+                    raise ChainTableError(
+                        f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}': '{c * count}' is too many pattern letters."
+                    )
                 tokens.append(_Tok(c, count))
                 i = j
                 continue
             if c in "[]{}#":
-                raise ChainTableError(f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' uses the reserved character "
-                                      f"'{c}'; quote it ('{c}') to use it as a literal.")
+                raise ChainTableError(
+                    f"Option '{TIMESTAMP_FORMATTER}' = '{pattern}' uses the reserved character "
+                    f"'{c}'; quote it ('{c}') to use it as a literal."
+                )
             if tokens and not tokens[-1].letter:
                 tokens[-1] = _Tok("", 0, tokens[-1].text + c)
             else:
@@ -226,7 +233,8 @@ class PartitionTimeResolver:
             raise ChainTableError(
                 f"Option '{TIMESTAMP_PATTERN}' = '{pattern}' references no partition column; write it with $col, "
                 f"e.g. '${partition_keys[-1] if partition_keys else 'dt'}' (partition columns: "
-                f"{', '.join(partition_keys)}).")
+                f"{', '.join(partition_keys)})."
+            )
         self._parts = parts
         regex: list[str] = []
         seen: dict[str, int] = {}

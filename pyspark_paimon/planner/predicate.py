@@ -43,8 +43,11 @@ class Leaf:
         return Leaf(self.column, self.op, self.value, not self.negated)
 
     def __str__(self) -> str:
-        body = f"{self.column} {self.op} {self.value!r}" if self.op not in ("is_null", "is_not_null") else \
-            f"{self.column} {self.op}"
+        body = (
+            f"{self.column} {self.op} {self.value!r}"
+            if self.op not in ("is_null", "is_not_null")
+            else f"{self.column} {self.op}"
+        )
         return f"NOT ({body})" if self.negated else body
 
 
@@ -69,7 +72,8 @@ def _eval_leaf(leaf: Leaf, value: Any) -> bool | None:
         result = value is not None
     elif op == "<=>":
         result = (value is None and leaf.value is None) or (
-            value is not None and leaf.value is not None and _cmp_value(value) == _cmp_value(leaf.value))
+            value is not None and leaf.value is not None and _cmp_value(value) == _cmp_value(leaf.value)
+        )
     elif value is None:
         return None
     elif op == "in":
@@ -352,8 +356,7 @@ def could_be_true(expr: Expr, leaf_may_hold: Callable[[Leaf], bool]) -> bool:
 def may_hold_on_values(expr: Expr, values: Mapping[str, Any]) -> bool:
     """``expr`` on rows whose columns in ``values`` (partition values) are fixed and all others unknown: False
     only when no such row can satisfy it. Exact when ``expr`` names only columns in ``values``."""
-    return could_be_true(expr, lambda leaf: leaf.column not in values or
-                         _eval_leaf(leaf, values[leaf.column]) is True)
+    return could_be_true(expr, lambda leaf: leaf.column not in values or _eval_leaf(leaf, values[leaf.column]) is True)
 
 
 def tree_expression(expr: Expr, schema: pa.Schema | None = None) -> pc.Expression:

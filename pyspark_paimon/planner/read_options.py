@@ -28,9 +28,19 @@ INCREMENTAL_SCAN_MODE_KEY = "incremental-between-scan-mode"
 # Load-time selection (planner/selection.py): Paimon's partition list and a SQL predicate.
 SCAN_PARTITIONS_KEY = "scan.partitions"
 FILTER_KEY = "filter"
-OTHER_READ_KEYS = ("path", "paths", "warehouse", "branch", "source.split.target-size",
-                   "source.split.open-file-cost", "read.batch-size", "scan.fallback-branch",
-                   INCREMENTAL_SCAN_MODE_KEY, SCAN_PARTITIONS_KEY, FILTER_KEY)
+OTHER_READ_KEYS = (
+    "path",
+    "paths",
+    "warehouse",
+    "branch",
+    "source.split.target-size",
+    "source.split.open-file-cost",
+    "read.batch-size",
+    "scan.fallback-branch",
+    INCREMENTAL_SCAN_MODE_KEY,
+    SCAN_PARTITIONS_KEY,
+    FILTER_KEY,
+)
 STORAGE_PREFIX = "fs."
 
 
@@ -46,13 +56,35 @@ READ_KEYS = tuple(_all_read_keys())
 
 # Streaming reads (pyspark_paimon.planner.stream) take Paimon's streaming vocabulary; these keys mean nothing to a
 # batch read, which refuses them with a pointer to readStream instead of the generic unknown-option error.
-STREAM_LIMIT_KEYS = ("read.stream.maxfilespertrigger", "read.stream.maxbytespertrigger",
-                     "read.stream.maxrowspertrigger", "read.stream.minrowspertrigger", "read.stream.maxtriggerdelayms")
-STREAM_ONLY_KEYS = ("scan.mode", "consumer-id", "consumer.ignore-progress", "read.changelog",
-                    "streaming-read-overwrite", *STREAM_LIMIT_KEYS)
-STREAM_KEYS = ("path", "paths", "warehouse", "branch", "read.batch-size", "source.split.target-size",
-               "source.split.open-file-cost", "scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp",
-               "scan.tag-name", *STREAM_ONLY_KEYS)
+STREAM_LIMIT_KEYS = (
+    "read.stream.maxfilespertrigger",
+    "read.stream.maxbytespertrigger",
+    "read.stream.maxrowspertrigger",
+    "read.stream.minrowspertrigger",
+    "read.stream.maxtriggerdelayms",
+)
+STREAM_ONLY_KEYS = (
+    "scan.mode",
+    "consumer-id",
+    "consumer.ignore-progress",
+    "read.changelog",
+    "streaming-read-overwrite",
+    *STREAM_LIMIT_KEYS,
+)
+STREAM_KEYS = (
+    "path",
+    "paths",
+    "warehouse",
+    "branch",
+    "read.batch-size",
+    "source.split.target-size",
+    "source.split.open-file-cost",
+    "scan.snapshot-id",
+    "scan.timestamp-millis",
+    "scan.timestamp",
+    "scan.tag-name",
+    *STREAM_ONLY_KEYS,
+)
 
 
 def is_stream_read(options: Mapping[str, str]) -> bool:
@@ -70,8 +102,8 @@ def parse_timestamp_millis(value: str, key: str) -> int:
         dt = _dt.datetime.fromisoformat(text.replace("T", " ", 1))
     except ValueError:
         raise OptionError(
-            f"Option '{key}' = '{value}' is neither epoch milliseconds nor a timestamp like "
-            "'2025-08-10 12:00:00'.") from None
+            f"Option '{key}' = '{value}' is neither epoch milliseconds nor a timestamp like '2025-08-10 12:00:00'."
+        ) from None
     if dt.tzinfo is None:
         dt = dt.astimezone()  # local time zone, as Paimon interprets 'scan.timestamp'
     return int(dt.timestamp() * 1000)
@@ -83,9 +115,11 @@ def _incremental_scan_mode(value: str | None) -> str | None:
         return None
     mode = value.strip().lower()
     if mode not in ("auto", "delta"):
-        raise OptionError(f"Option '{INCREMENTAL_SCAN_MODE_KEY}' = '{value}' is not supported: incremental reads "
-                          "return the changed data files ('delta', or 'auto' for tables without a changelog "
-                          "producer); 'changelog' and 'diff' are not implemented.")
+        raise OptionError(
+            f"Option '{INCREMENTAL_SCAN_MODE_KEY}' = '{value}' is not supported: incremental reads "
+            "return the changed data files ('delta', or 'auto' for tables without a changelog "
+            "producer); 'changelog' and 'diff' are not implemented."
+        )
     return mode
 
 
@@ -110,19 +144,24 @@ class ReadOptions:
 
     @property
     def time_travel(self) -> bool:
-        return any(v is not None for v in (self.snapshot_id, self.tag_name, self.timestamp_millis,
-                                           self.watermark, self.version))
+        return any(
+            v is not None
+            for v in (self.snapshot_id, self.tag_name, self.timestamp_millis, self.watermark, self.version)
+        )
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], extra_allowed: tuple[str, ...] = ()) -> "ReadOptions":
         opts = {str(k).lower(): str(v) for k, v in options.items()}
-        storage = {k[len(STORAGE_PREFIX):]: v for k, v in opts.items() if k.startswith(STORAGE_PREFIX)}
+        storage = {k[len(STORAGE_PREFIX) :]: v for k, v in opts.items() if k.startswith(STORAGE_PREFIX)}
         streaming = [k for k in opts if k in STREAM_ONLY_KEYS]
         if streaming:
-            raise OptionError(f"Option{'s' if len(streaming) > 1 else ''} {streaming} apply to streaming reads only "
-                              "(spark.readStream.format('paimon')); a batch read returns one version of the table.")
-        check_read_options([k for k in opts if not k.startswith(STORAGE_PREFIX)],
-                           READ_KEYS + tuple(extra_allowed), "read")
+            raise OptionError(
+                f"Option{'s' if len(streaming) > 1 else ''} {streaming} apply to streaming reads only "
+                "(spark.readStream.format('paimon')); a batch read returns one version of the table."
+            )
+        check_read_options(
+            [k for k in opts if not k.startswith(STORAGE_PREFIX)], READ_KEYS + tuple(extra_allowed), "read"
+        )
         chosen: dict[str, tuple[str, str]] = {}
         for canonical, aliases in TIME_TRAVEL_KEYS.items():
             for key in (canonical, *aliases):
@@ -130,7 +169,8 @@ class ReadOptions:
                     if canonical in chosen and chosen[canonical][1] != opts[key]:
                         raise OptionError(
                             f"Options '{chosen[canonical][0]}' and '{key}' both set {canonical} with different "
-                            "values; give only one.")
+                            "values; give only one."
+                        )
                     chosen[canonical] = (key, opts[key])
         travel = [k for k in chosen]
         incremental = [k for k in INCREMENTAL_KEYS if k in opts]
@@ -138,7 +178,8 @@ class ReadOptions:
             named = [chosen[k][0] for k in travel] + incremental
             raise OptionError(
                 f"Conflicting read options {named}: choose one way to pick the version to read (a snapshot id, a "
-                "tag, a timestamp, a watermark, a version string, or an incremental range).")
+                "tag, a timestamp, a watermark, a version string, or an incremental range)."
+            )
         snapshot_id = version = None
         if "scan.snapshot-id" in chosen:
             key, raw = chosen["scan.snapshot-id"]
@@ -164,8 +205,10 @@ class ReadOptions:
                 raise OptionError(f"Option 'scan.watermark' must be an integer, got '{raw}'.")
             watermark = int(raw)
         if opts.get(INCREMENTAL_SCAN_MODE_KEY, "").strip() and not incremental:
-            raise OptionError(f"Option '{INCREMENTAL_SCAN_MODE_KEY}' only applies to incremental reads; give "
-                              "'incremental-between' or 'incremental-between-timestamp' too, or drop it.")
+            raise OptionError(
+                f"Option '{INCREMENTAL_SCAN_MODE_KEY}' only applies to incremental reads; give "
+                "'incremental-between' or 'incremental-between-timestamp' too, or drop it."
+            )
         batch = opts.get("read.batch-size", "65536")
         if not batch.isdigit() or int(batch) <= 0:
             raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
@@ -180,9 +223,11 @@ class ReadOptions:
             incremental_between_timestamp=opts.get("incremental-between-timestamp"),
             incremental_scan_mode=_incremental_scan_mode(opts.get(INCREMENTAL_SCAN_MODE_KEY)),
             split_target_size=parse_memory_size(opts["source.split.target-size"], "source.split.target-size")
-            if "source.split.target-size" in opts else None,
+            if "source.split.target-size" in opts
+            else None,
             open_file_cost=parse_memory_size(opts["source.split.open-file-cost"], "source.split.open-file-cost")
-            if "source.split.open-file-cost" in opts else None,
+            if "source.split.open-file-cost" in opts
+            else None,
             batch_size=int(batch),
             fallback_branch=opts.get("scan.fallback-branch"),
             storage_options=storage,

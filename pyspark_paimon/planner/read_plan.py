@@ -58,8 +58,9 @@ class PlannedRead:
     selection: Expr | None = None
 
     @classmethod
-    def of_chain(cls, cp: ChainReadPlan, predicate: Sequence[Leaf] = (), selection: Expr | None = None
-                 ) -> "PlannedRead":
+    def of_chain(
+        cls, cp: ChainReadPlan, predicate: Sequence[Leaf] = (), selection: Expr | None = None
+    ) -> "PlannedRead":
         return cls("chain", cp.plan, cp.schema, cp.schemas, tuple(predicate), selection)
 
 
@@ -119,7 +120,8 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
         if latest.core_options.deletion_vectors_enabled:
             raise OptionError(
                 f"Chain table {store.table_path} has 'deletion-vectors.enabled' = 'true'; chain reads of "
-                "deletion-vector tables are not supported yet. Read its branches one by one, or with Paimon.")
+                "deletion-vector tables are not supported yet. Read its branches one by one, or with Paimon."
+            )
         selection = selection_of(opts, chain_read_schema(store, decision.chain, opts))
         pred = (*predicate, *selection.leaves)
         chain = plan_chain(store, decision.chain, opts, pred, partition_filter=selection.partition_filter())
@@ -139,8 +141,9 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
     pred = (*predicate, *selection.leaves)
     plan = ScanPlanner(store, schema, {}).plan(snapshot, pred, partition_filter=selection.partition_filter())
     if decision.fallback is not None:  # partitions missing here are read from the fallback branch
-        extended = add_fallback_splits(store, decision.fallback, schema, snapshot, plan, pred, opts,
-                                       partition_filter=selection.partition_filter())
+        extended = add_fallback_splits(
+            store, decision.fallback, schema, snapshot, plan, pred, opts, partition_filter=selection.partition_filter()
+        )
         plan = extended.plan
         schemas.update(extended.schemas)
     return PlannedRead(kind, plan, schema, schemas, pred, selection.expr)

@@ -100,10 +100,16 @@ class ScanPlan:
                 "raw_convertible": sum(1 for s in self.splits if s.raw_convertible),
             },
             "split_list": [
-                {"partition": dict(zip(self.schema.partition_keys, s.partition_values)), "bucket": s.bucket,
-                 "files": len(s.files), "bytes": s.size_bytes, "rows": s.row_count,
-                 "raw_convertible": s.raw_convertible}
-                for s in self.splits],
+                {
+                    "partition": dict(zip(self.schema.partition_keys, s.partition_values)),
+                    "bucket": s.bucket,
+                    "files": len(s.files),
+                    "bytes": s.size_bytes,
+                    "rows": s.row_count,
+                    "raw_convertible": s.raw_convertible,
+                }
+                for s in self.splits
+            ],
             "notes": list(self.notes),
         }
 
@@ -121,8 +127,13 @@ class _PartitionSelector:
     serialized partitions, memoised per partition. Planning asks it before decoding entries
     (:meth:`FileStore.selected_entries`) and again for the decoded ones, with the same answers."""
 
-    def __init__(self, schema: TableSchema, part_pred: Sequence[Leaf],
-                 partition_filter: Callable[[dict[str, Any]], bool] | None, values: dict[bytes, tuple]):
+    def __init__(
+        self,
+        schema: TableSchema,
+        part_pred: Sequence[Leaf],
+        partition_filter: Callable[[dict[str, Any]], bool] | None,
+        values: dict[bytes, tuple],
+    ):
         self.schema = schema
         self.names = [f.name for f in schema.partition_fields]
         self.pred = part_pred
@@ -139,7 +150,8 @@ class _PartitionSelector:
         if ok is None:
             named = dict(zip(self.names, partition_values(partition, self.schema, self.values)))
             ok = (not self.pred or eval_on_values(self.pred, named)) and (
-                self.partition_filter is None or self.partition_filter(named))
+                self.partition_filter is None or self.partition_filter(named)
+            )
             self.answers[partition] = ok
         return ok
 
@@ -161,8 +173,9 @@ def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Seque
                 continue
             nc = nulls[i] if i < len(nulls) else None
             rows = meta.num_added_files + meta.num_deleted_files
-            if not could_match_stats(leaf, lows[i] if i < len(lows) else None,
-                                     highs[i] if i < len(highs) else None, nc, max(rows, 1)):
+            if not could_match_stats(
+                leaf, lows[i] if i < len(lows) else None, highs[i] if i < len(highs) else None, nc, max(rows, 1)
+            ):
                 return False
     return True
 
@@ -172,8 +185,20 @@ def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Seque
 # ------------------------------------------------------------------------------------------------------
 # Types whose SQL equality is exactly equality of the BinaryRow bytes the writer hashed. Floats are out
 # (0.0 = -0.0 but they hash differently; NaN), CHAR is out (padding), nested types have no hash here.
-_BUCKET_PRUNABLE = {"TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN", "VARCHAR", "DATE", "DECIMAL",
-                    "TIMESTAMP", "TIMESTAMP_LTZ", "BINARY", "VARBINARY"}
+_BUCKET_PRUNABLE = {
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "BOOLEAN",
+    "VARCHAR",
+    "DATE",
+    "DECIMAL",
+    "TIMESTAMP",
+    "TIMESTAMP_LTZ",
+    "BINARY",
+    "VARBINARY",
+}
 _MAX_BUCKET_COMBOS = 4096
 
 
@@ -393,15 +418,24 @@ class ScanPlanner:
     the bucket looks raw-convertible.
     """
 
-    def __init__(self, store: FileStore, schema: TableSchema, options: dict[str, str] | None = None,
-                 pk_value_skipping: bool = True):
+    def __init__(
+        self,
+        store: FileStore,
+        schema: TableSchema,
+        options: dict[str, str] | None = None,
+        pk_value_skipping: bool = True,
+    ):
         self.store = store
         self.schema = schema
         self.options = options or {}
         self.pk_value_skipping = pk_value_skipping
 
-    def plan(self, snapshot: Snapshot | None, predicate: Sequence[Leaf] = (),
-             partition_filter: Callable[[dict[str, Any]], bool] | None = None) -> ScanPlan:
+    def plan(
+        self,
+        snapshot: Snapshot | None,
+        predicate: Sequence[Leaf] = (),
+        partition_filter: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> ScanPlan:
         """Live files of ``snapshot`` grouped into splits, pruned by ``predicate`` and ``partition_filter``."""
         counters = ScanCounters()
         if snapshot is None:
@@ -422,19 +456,35 @@ class ScanPlanner:
         else:
             entries = self.store.live_entries(snapshot, kept, cached=True)
         if not self._deletion_vectors:
-            return self.plan_entries(entries, predicate, partition_filter, counters, snapshot, skipped=skipped,
-                                     selector=selector)
+            return self.plan_entries(
+                entries, predicate, partition_filter, counters, snapshot, skipped=skipped, selector=selector
+            )
         if self.schema.primary_keys and not merge_on_read({**self.schema.options, **self.options}):
             # Java's batch scans of deletion-vector tables skip level 0 (CoreOptions.batchScanSkipLevel0,
             # AbstractBatchTableScan): data not yet compacted is invisible unless merge-on-read is set.
             entries = [e for e in entries if e.file.level > 0]
-        plan = self.plan_entries(entries, predicate, partition_filter, counters, snapshot, deletion_vectors=True,
-                                 skipped=skipped, selector=selector)
+        plan = self.plan_entries(
+            entries,
+            predicate,
+            partition_filter,
+            counters,
+            snapshot,
+            deletion_vectors=True,
+            skipped=skipped,
+            selector=selector,
+        )
         dvs = self._deletion_files(snapshot)
-        plan.splits = [replace(s, deletion_files={f.file_name: dvs[(s.partition, s.bucket)][f.file_name]
-                                                  for f in s.files
-                                                  if f.file_name in dvs.get((s.partition, s.bucket), {})})
-                       for s in plan.splits]
+        plan.splits = [
+            replace(
+                s,
+                deletion_files={
+                    f.file_name: dvs[(s.partition, s.bucket)][f.file_name]
+                    for f in s.files
+                    if f.file_name in dvs.get((s.partition, s.bucket), {})
+                },
+            )
+            for s in plan.splits
+        ]
         return plan
 
     @property
@@ -445,9 +495,16 @@ class ScanPlanner:
         """The deletion file of every data file of ``snapshot`` that has one (none without an index manifest)."""
         if not snapshot.index_manifest:
             return {}
-        in_bucket_dir = str(self.options.get("index-file-in-data-file-dir",
-                                             self.schema.options.get("index-file-in-data-file-dir", ""))
-                            ).strip().lower() == "true"
+        in_bucket_dir = (
+            str(
+                self.options.get(
+                    "index-file-in-data-file-dir", self.schema.options.get("index-file-in-data-file-dir", "")
+                )
+            )
+            .strip()
+            .lower()
+            == "true"
+        )
         index_dir = f"{self.store.table_path}/index"
         cache: dict[bytes, tuple] = {}
 
@@ -459,11 +516,17 @@ class ScanPlanner:
 
         return deletion_files(self.store.fileio, self.store.manifests.path(snapshot.index_manifest), index_path)
 
-    def plan_entries(self, entries: Iterable[ManifestEntry], predicate: Sequence[Leaf] = (),
-                     partition_filter: Callable[[dict[str, Any]], bool] | None = None,
-                     counters: ScanCounters | None = None, snapshot: Snapshot | None = None,
-                     deletion_vectors: bool = False, skipped: SkippedFiles | None = None,
-                     selector: _PartitionSelector | None = None) -> ScanPlan:
+    def plan_entries(
+        self,
+        entries: Iterable[ManifestEntry],
+        predicate: Sequence[Leaf] = (),
+        partition_filter: Callable[[dict[str, Any]], bool] | None = None,
+        counters: ScanCounters | None = None,
+        snapshot: Snapshot | None = None,
+        deletion_vectors: bool = False,
+        skipped: SkippedFiles | None = None,
+        selector: _PartitionSelector | None = None,
+    ) -> ScanPlan:
         """Splits of ``entries``. ``deletion_vectors``: the caller attaches every file's deletion vector, so a
         PK bucket above level 0 is raw-convertible whatever its levels (without them, overlapping levels must
         be merged: incremental reads of a deletion-vector table take this path). ``skipped``: the live files
@@ -507,7 +570,7 @@ class ScanPlanner:
                     continue
             groups.setdefault((e.partition, e.bucket), []).append(e.file)
             total_buckets[(e.partition, e.bucket)] = e.total_buckets
-        for part, bucket, count, size in (skipped.live() if skipped is not None else ()):
+        for part, bucket, count, size in skipped.live() if skipped is not None else ():
             counters.files_total += count
             counters.bytes_total += size
             counters.files_skipped_partition += count
@@ -523,12 +586,17 @@ class ScanPlanner:
         if schema.primary_keys:
             keys = schema.trimmed_primary_keys or schema.primary_keys
             key_pruner = _StatsPruner(self.store, schema, non_part, [k for k in keys if k not in part_names])
-            value_pruner = _StatsPruner(self.store, schema, non_part if self.pk_value_skipping else (),
-                                        [f.name for f in schema.fields if f.name not in part_names])
+            value_pruner = _StatsPruner(
+                self.store,
+                schema,
+                non_part if self.pk_value_skipping else (),
+                [f.name for f in schema.fields if f.name not in part_names],
+            )
         else:
             key_pruner = _StatsPruner(self.store, schema, (), ())
-            value_pruner = _StatsPruner(self.store, schema, non_part,
-                                        [f.name for f in schema.fields if f.name not in part_names])
+            value_pruner = _StatsPruner(
+                self.store, schema, non_part, [f.name for f in schema.fields if f.name not in part_names]
+            )
         splits = []
         selected_buckets = 0
         part_dirs: dict[bytes, str] = {}
@@ -544,15 +612,22 @@ class ScanPlanner:
             if part_dir is None:
                 part_dir = part_dirs[part] = self.store.partition_dir(schema, values)
             path = self.store.bucket_in(part_dir, bucket)
-            splits.extend(self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path,
-                                            deletion_vectors))
+            splits.extend(
+                self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path, deletion_vectors)
+            )
         counters.buckets_selected = selected_buckets
         counters.files_selected = sum(len(s.files) for s in splits)
         counters.bytes_selected = sum(s.size_bytes for s in splits)
         return ScanPlan(snapshot, schema, splits, counters)
 
-    def _skip_files(self, files: list[DataFileMeta], key_pruner: _StatsPruner, value_pruner: _StatsPruner,
-                    counters: ScanCounters, deletion_vectors: bool = False) -> list[DataFileMeta]:
+    def _skip_files(
+        self,
+        files: list[DataFileMeta],
+        key_pruner: _StatsPruner,
+        value_pruner: _StatsPruner,
+        counters: ScanCounters,
+        deletion_vectors: bool = False,
+    ) -> list[DataFileMeta]:
         """The files of one bucket that statistics cannot exclude.
 
         Append files are independent, so value statistics decide alone. In a primary-key bucket every version
@@ -574,22 +649,35 @@ class ScanPlanner:
             counters.bytes_skipped_stats += sum(f.file_size for f in files) - sum(f.file_size for f in kept)
         return kept
 
-    def _make_splits(self, part: bytes, values: tuple, bucket: int, total_buckets: int,
-                     files: list[DataFileMeta], path: str, deletion_vectors: bool = False) -> list[DataSplit]:
+    def _make_splits(
+        self,
+        part: bytes,
+        values: tuple,
+        bucket: int,
+        total_buckets: int,
+        files: list[DataFileMeta],
+        path: str,
+        deletion_vectors: bool = False,
+    ) -> list[DataSplit]:
         if not self.schema.primary_keys:
             # Append files are independent: one split each, so packing can spread them over every core.
             return [DataSplit(part, values, bucket, total_buckets, (f,), path, True) for f in files]
-        return [DataSplit(part, values, bucket, total_buckets, tuple(files), path,
-                          _raw_convertible(files, deletion_vectors))]
+        return [
+            DataSplit(
+                part, values, bucket, total_buckets, tuple(files), path, _raw_convertible(files, deletion_vectors)
+            )
+        ]
 
 
 def _raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool = False) -> bool:
     """A PK bucket readable without merging (§7.5, java ``MergeTreeSplitGenerator.splitForBatch``): every file
     above level 0 without retract rows, and all in one level unless deletion vectors are on (then each key has
     exactly one position not deleted, whatever the levels)."""
-    return (all(f.level > 0 for f in files)
-            and all(f.delete_row_count == 0 or (deletion_vectors and f.delete_row_count is None) for f in files)
-            and (deletion_vectors or len({f.level for f in files}) == 1))
+    return (
+        all(f.level > 0 for f in files)
+        and all(f.delete_row_count == 0 or (deletion_vectors and f.delete_row_count is None) for f in files)
+        and (deletion_vectors or len({f.level for f in files}) == 1)
+    )
 
 
 def split_target_size(table_options: Mapping[str, str], read_options: Mapping[str, str]) -> int:
@@ -607,12 +695,15 @@ def split_open_file_cost(table_options: Mapping[str, str], read_options: Mapping
     return chosen.get(SOURCE_SPLIT_OPEN_FILE_COST)
 
 
-def split_packing(table_options: Mapping[str, str], target_size: int | None = None,
-                  open_file_cost: int | None = None) -> tuple[int, int]:
+def split_packing(
+    table_options: Mapping[str, str], target_size: int | None = None, open_file_cost: int | None = None
+) -> tuple[int, int]:
     """(``source.split.target-size``, ``source.split.open-file-cost``) of a batch read or a stream: the read's
     own parsed values where given, else the table's, else the defaults."""
-    return (split_target_size(table_options, {}) if target_size is None else target_size,
-            split_open_file_cost(table_options, {}) if open_file_cost is None else open_file_cost)
+    return (
+        split_target_size(table_options, {}) if target_size is None else target_size,
+        split_open_file_cost(table_options, {}) if open_file_cost is None else open_file_cost,
+    )
 
 
 def split_weight(size_bytes: int, file_count: int, open_file_cost: int) -> int:
@@ -621,9 +712,13 @@ def split_weight(size_bytes: int, file_count: int, open_file_cost: int) -> int:
     return max(size_bytes, open_file_cost * max(file_count, 1))
 
 
-def pack_splits(splits: Sequence[DataSplit], target_size: int,
-                open_file_cost: int = SOURCE_SPLIT_OPEN_FILE_COST.default_value,
-                max_groups: int | None = None, min_groups: int = 1) -> list[list[DataSplit]]:
+def pack_splits(
+    splits: Sequence[DataSplit],
+    target_size: int,
+    open_file_cost: int = SOURCE_SPLIT_OPEN_FILE_COST.default_value,
+    max_groups: int | None = None,
+    min_groups: int = 1,
+) -> list[list[DataSplit]]:
     """Pack splits into few groups of about ``target_size`` bytes each (one Spark task per group).
 
     Every Python task costs ~30 ms, so many small splits must share a task; but fewer groups than
@@ -640,8 +735,9 @@ def pack_splits(splits: Sequence[DataSplit], target_size: int,
     return [[splits[i] for i in group] for group in pack_weights(weights, target_size, max_groups, min_groups)]
 
 
-def pack_weights(weights: Sequence[int], target_size: int, max_groups: int | None = None,
-                 min_groups: int = 1) -> list[list[int]]:
+def pack_weights(
+    weights: Sequence[int], target_size: int, max_groups: int | None = None, min_groups: int = 1
+) -> list[list[int]]:
     """The packing of :func:`pack_splits` on bare weights: groups of item indices (each group in input order)."""
     if not weights:
         return []

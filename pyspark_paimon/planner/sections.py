@@ -23,8 +23,9 @@ def decoded_key_range(f: DataFileMeta, types: Sequence[Any]) -> tuple[tuple, tup
     return sortable_key(deserialize_row(f.min_key, types)), sortable_key(deserialize_row(f.max_key, types))
 
 
-def key_sections(files: Sequence[DataFileMeta], key_range: Callable[[DataFileMeta], tuple[tuple, tuple]]
-                 ) -> list[list[DataFileMeta]]:
+def key_sections(
+    files: Sequence[DataFileMeta], key_range: Callable[[DataFileMeta], tuple[tuple, tuple]]
+) -> list[list[DataFileMeta]]:
     """Files grouped by overlapping key ranges, in key order (files within a section by min key).
 
     ``key_range(file)`` returns the file's comparable (min, max) key. If a key cannot be decoded, all files

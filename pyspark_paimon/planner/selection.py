@@ -59,8 +59,10 @@ def _scan_partitions(text: str, schema: TableSchema) -> Expr:
     if not keys:
         raise fail("the table is not partitioned; use the 'filter' read option to select rows.")
     if "max_pt()" in text.lower() or "max_two_pt()" in text.lower():
-        raise fail("Paimon's dynamic forms max_pt() / max_two_pt() are not supported; list the partitions "
-                   "('dt=2024-01-01;dt=2024-01-02').")
+        raise fail(
+            "Paimon's dynamic forms max_pt() / max_two_pt() are not supported; list the partitions "
+            "('dt=2024-01-01;dt=2024-01-02')."
+        )
     default_name = schema.core_options.get(PARTITION_DEFAULT_NAME)
     specs = []
     for part in text.split(";"):

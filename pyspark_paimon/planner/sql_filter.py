@@ -36,8 +36,14 @@ _INTEGERS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 _COMPARABLE = {*_INTEGERS, "DECIMAL", "BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}
 # sqlglot comparison node -> (our op, negated)
 _COMPARISONS: dict[type, tuple[str, bool]] = {
-    exp.EQ: ("=", False), exp.NEQ: ("=", True), exp.LT: ("<", False), exp.LTE: ("<=", False),
-    exp.GT: (">", False), exp.GTE: (">=", False), exp.NullSafeEQ: ("<=>", False), exp.NullSafeNEQ: ("<=>", True),
+    exp.EQ: ("=", False),
+    exp.NEQ: ("=", True),
+    exp.LT: ("<", False),
+    exp.LTE: ("<=", False),
+    exp.GT: (">", False),
+    exp.GTE: (">=", False),
+    exp.NullSafeEQ: ("<=>", False),
+    exp.NullSafeNEQ: ("<=>", True),
 }
 # The operator to use when the literal is on the left (``5 < x`` is ``x > 5``).
 _FLIPPED = {"=": "=", "<=>": "<=>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -84,11 +90,15 @@ class _Parser:
         if isinstance(node, exp.Column):
             f = self.column(node)
             if not (isinstance(f.type, AtomicType) and f.type.root == "BOOLEAN"):
-                raise self.fail(f"column '{f.name}' is {type_to_sql(f.type)}, not BOOLEAN, so it is not a condition "
-                                "on its own; compare it with a value.")
+                raise self.fail(
+                    f"column '{f.name}' is {type_to_sql(f.type)}, not BOOLEAN, so it is not a condition "
+                    "on its own; compare it with a value."
+                )
             return Leaf(f.name, "=", True)
-        raise self.fail(f"'{node.sql(dialect='spark')}' is not supported. Use comparisons of a column with a literal, "
-                        "IN, BETWEEN, IS [NOT] NULL, combined with AND, OR, NOT.")
+        raise self.fail(
+            f"'{node.sql(dialect='spark')}' is not supported. Use comparisons of a column with a literal, "
+            "IN, BETWEEN, IS [NOT] NULL, combined with AND, OR, NOT."
+        )
 
     def comparison(self, node: _Node) -> Expr:
         op, negated = _COMPARISONS[type(node)]
@@ -115,20 +125,29 @@ class _Parser:
         t = f.type
         if isinstance(t, AtomicType) and t.root in _COMPARABLE:
             return
-        why = {"FLOAT": "NaN compares differently in Spark", "DOUBLE": "NaN compares differently in Spark",
-               "CHAR": "CHAR values are blank-padded"}.get(t.root if isinstance(t, AtomicType) else "", "")
-        raise self.fail(f"column '{f.name}' is {type_to_sql(t)}, which the filter option does not compare"
-                        f"{' (' + why + ')' if why else ''}; only IS [NOT] NULL works on it. Filter it with "
-                        "Spark's where() instead.")
+        why = {
+            "FLOAT": "NaN compares differently in Spark",
+            "DOUBLE": "NaN compares differently in Spark",
+            "CHAR": "CHAR values are blank-padded",
+        }.get(t.root if isinstance(t, AtomicType) else "", "")
+        raise self.fail(
+            f"column '{f.name}' is {type_to_sql(t)}, which the filter option does not compare"
+            f"{' (' + why + ')' if why else ''}; only IS [NOT] NULL works on it. Filter it with "
+            "Spark's where() instead."
+        )
 
     # -- names and literals ----------------------------------------------------------------------------
     def column(self, node: _Node) -> DataField:
         if not isinstance(node, exp.Column):
-            raise self.fail(f"'{node.sql(dialect='spark')}' is not a column of the table; the left side of a "
-                            "condition must be a column and the other side a literal (no functions or arithmetic).")
+            raise self.fail(
+                f"'{node.sql(dialect='spark')}' is not a column of the table; the left side of a "
+                "condition must be a column and the other side a literal (no functions or arithmetic)."
+            )
         if node.table:
-            raise self.fail(f"'{node.sql(dialect='spark')}' is a qualified or nested name; name a top-level column "
-                            f"of the table ({', '.join(self.schema.field_names)}).")
+            raise self.fail(
+                f"'{node.sql(dialect='spark')}' is a qualified or nested name; name a top-level column "
+                f"of the table ({', '.join(self.schema.field_names)})."
+            )
         name = node.name
         found = self.by_name.get(name)
         if found is None:
@@ -181,16 +200,23 @@ class _Parser:
                     whole = max(whole, (t.precision or 0) - (t.scale or 0))
                     scale = max(scale, t.scale or 0)
                 if whole + scale > 38:
-                    raise mismatch(" (compared with the column it needs more than the 38 digits of the largest "
-                                   "DECIMAL; use fewer digits)")
+                    raise mismatch(
+                        " (compared with the column it needs more than the 38 digits of the largest "
+                        "DECIMAL; use fewer digits)"
+                    )
                 return number_value
             raise mismatch()
         kind, text = _string_text(node)
         if text is None:
-            raise self.fail(f"{shown} is not a literal; compare column '{f.name}' with a literal value (no "
-                            "functions, arithmetic or subqueries).")
+            raise self.fail(
+                f"{shown} is not a literal; compare column '{f.name}' with a literal value (no "
+                "functions, arithmetic or subqueries)."
+            )
         parsers: dict[str, Callable[[str], Any]] = {
-            "DATE": _parse_date, "TIMESTAMP": _parse_ntz, "TIMESTAMP_LTZ": _parse_ltz}
+            "DATE": _parse_date,
+            "TIMESTAMP": _parse_ntz,
+            "TIMESTAMP_LTZ": _parse_ltz,
+        }
         if kind in ("", "STRING") and root in ("VARCHAR", "CHAR"):
             return text
         if root in parsers and kind in ("", "STRING", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ"):
@@ -221,10 +247,15 @@ def _string_text(node: _Node) -> tuple[str, str | None]:
     if isinstance(node, exp.Literal) and node.is_string:
         return "", str(node.this)
     if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal) and node.this.is_string:
-        kinds = {exp.DataType.Type.DATE: "DATE", exp.DataType.Type.TIMESTAMP: "TIMESTAMP",
-                 exp.DataType.Type.TIMESTAMPTZ: "TIMESTAMP", exp.DataType.Type.TIMESTAMPNTZ: "TIMESTAMP_NTZ",
-                 exp.DataType.Type.TIMESTAMPLTZ: "TIMESTAMP_LTZ", exp.DataType.Type.TEXT: "STRING",
-                 exp.DataType.Type.VARCHAR: "STRING"}
+        kinds = {
+            exp.DataType.Type.DATE: "DATE",
+            exp.DataType.Type.TIMESTAMP: "TIMESTAMP",
+            exp.DataType.Type.TIMESTAMPTZ: "TIMESTAMP",
+            exp.DataType.Type.TIMESTAMPNTZ: "TIMESTAMP_NTZ",
+            exp.DataType.Type.TIMESTAMPLTZ: "TIMESTAMP_LTZ",
+            exp.DataType.Type.TEXT: "STRING",
+            exp.DataType.Type.VARCHAR: "STRING",
+        }
         kind = kinds.get(node.to.this)
         if kind is not None:
             return kind, str(node.this.this)
@@ -252,8 +283,10 @@ def _parse_ntz(text: str) -> _dt.datetime:
 def _parse_ltz(text: str) -> _dt.datetime:
     value = _parse_datetime(text)
     if value.tzinfo is None:
-        raise ValueError("give the offset, e.g. '2024-01-01 10:00:00+08:00' or '...Z': the reader does not know "
-                         "Spark's session time zone")
+        raise ValueError(
+            "give the offset, e.g. '2024-01-01 10:00:00+08:00' or '...Z': the reader does not know "
+            "Spark's session time zone"
+        )
     return value
 
 
@@ -261,7 +294,7 @@ def parse_filter(text: str, schema: TableSchema) -> Expr:
     """The predicate tree of the ``filter`` read option ``text`` over ``schema``'s columns."""
     parser = _Parser(text, schema)
     if not text.strip():
-        raise parser.fail("the filter is empty; give a condition such as \"id = 5\", or drop the option.")
+        raise parser.fail('the filter is empty; give a condition such as "id = 5", or drop the option.')
     try:
         node = sqlglot.parse_one(text, read="spark")
     except SqlglotError as e:

@@ -50,8 +50,17 @@ from pyspark_paimon.planner.read_options import STORAGE_PREFIX, STREAM_KEYS, STR
 from pyspark_paimon.planner.scan import ScanPlanner, pack_weights, split_weight
 from pyspark_paimon.planner.split import DataSplit
 
-__all__ = ["StreamOptions", "StreamOffset", "Consumed", "StreamSplit", "Admission", "StreamPlanner",
-           "SCAN_MODES", "ROW_KIND_COLUMN", "task_groups"]
+__all__ = [
+    "StreamOptions",
+    "StreamOffset",
+    "Consumed",
+    "StreamSplit",
+    "Admission",
+    "StreamPlanner",
+    "SCAN_MODES",
+    "ROW_KIND_COLUMN",
+    "task_groups",
+]
 
 Phase = Literal["full", "delta", "diff"]
 PHASES = ("full", "delta", "diff")
@@ -118,7 +127,8 @@ class StreamOptions:
             raise OptionError(
                 f"Option 'scan.mode' = '{opts['scan.mode']}' is not supported by a streaming read; use one of "
                 f"{', '.join(SCAN_MODES[1:])} ('compacted-full', 'incremental' and 'from-file-creation-time' are "
-                "not implemented).")
+                "not implemented)."
+            )
         snapshot_id = None
         if "scan.snapshot-id" in opts:
             raw = opts["scan.snapshot-id"].strip()
@@ -130,43 +140,69 @@ class StreamOptions:
             raise OptionError("Give either 'scan.timestamp-millis' or 'scan.timestamp', not both.")
         ts = parse_timestamp_millis(opts[stamps[0]], stamps[0]) if stamps else None
         tag = opts.get("scan.tag-name") or None
-        given = [k for k, v in (("scan.snapshot-id", snapshot_id), (stamps[0] if stamps else "", ts),
-                                ("scan.tag-name", tag)) if v is not None]
+        given = [
+            k
+            for k, v in (("scan.snapshot-id", snapshot_id), (stamps[0] if stamps else "", ts), ("scan.tag-name", tag))
+            if v is not None
+        ]
         if len(given) > 1:
-            raise OptionError(f"Conflicting start options {given}: a stream starts from one snapshot, timestamp or "
-                              "tag.")
+            raise OptionError(
+                f"Conflicting start options {given}: a stream starts from one snapshot, timestamp or tag."
+            )
         if mode == "full":
             mode = "latest-full"
         if mode == "default":
-            mode = ("from-snapshot" if snapshot_id is not None else "from-timestamp" if ts is not None
-                    else "from-tag" if tag is not None else "latest-full")
-        needs = {"from-snapshot": "scan.snapshot-id", "from-snapshot-full": "scan.snapshot-id",
-                 "from-timestamp": "scan.timestamp-millis' or 'scan.timestamp"}
+            mode = (
+                "from-snapshot"
+                if snapshot_id is not None
+                else "from-timestamp"
+                if ts is not None
+                else "from-tag"
+                if tag is not None
+                else "latest-full"
+            )
+        needs = {
+            "from-snapshot": "scan.snapshot-id",
+            "from-snapshot-full": "scan.snapshot-id",
+            "from-timestamp": "scan.timestamp-millis' or 'scan.timestamp",
+        }
         if mode in needs and not given:
             raise OptionError(f"'scan.mode' = '{mode}' needs option '{needs[mode]}'.")
         if mode in ("latest", "latest-full") and given:
-            raise OptionError(f"'scan.mode' = '{mode}' starts from the latest snapshot; drop {given}, or use "
-                              "'from-snapshot' / 'from-timestamp' / 'scan.tag-name' (with the default scan.mode).")
+            raise OptionError(
+                f"'scan.mode' = '{mode}' starts from the latest snapshot; drop {given}, or use "
+                "'from-snapshot' / 'from-timestamp' / 'scan.tag-name' (with the default scan.mode)."
+            )
         if mode.startswith("from-snapshot") and snapshot_id is None or mode == "from-timestamp" and ts is None:
             raise OptionError(f"'scan.mode' = '{mode}' does not go with {given}.")
         if tag is not None and mode != "from-tag":
-            raise OptionError("'scan.tag-name' starts a stream from a tag (the tag's data, then the branch's commits "
-                              "after it); leave 'scan.mode' unset (default) with it.")
+            raise OptionError(
+                "'scan.tag-name' starts a stream from a tag (the tag's data, then the branch's commits "
+                "after it); leave 'scan.mode' unset (default) with it."
+            )
         limits = {name: _positive(opts, key, memory=(name == "max_bytes")) for key, name in _LIMIT_KEYS.items()}
         if (limits["min_rows"] is None) != (limits["max_trigger_delay_ms"] is None):
-            raise OptionError("Give both 'read.stream.minRowsPerTrigger' and 'read.stream.maxTriggerDelayMs', or "
-                              "neither (a micro-batch waits for the minimum rows at most that long).")
+            raise OptionError(
+                "Give both 'read.stream.minRowsPerTrigger' and 'read.stream.maxTriggerDelayMs', or "
+                "neither (a micro-batch waits for the minimum rows at most that long)."
+            )
         consumer = opts.get(CONSUMER_ID.key) or None
         batch = opts.get("read.batch-size", "65536")
         if not batch.isdigit() or int(batch) <= 0:
             raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
-        return cls(mode=mode, snapshot_id=snapshot_id, timestamp_millis=ts, tag_name=tag,
-                   consumer_id=check_consumer_id(consumer) if consumer else None,
-                   ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
-                   changelog=_bool(opts, "read.changelog"),
-                   read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts
-                   else None, batch_size=int(batch), **limits,
-                   **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts})
+        return cls(
+            mode=mode,
+            snapshot_id=snapshot_id,
+            timestamp_millis=ts,
+            tag_name=tag,
+            consumer_id=check_consumer_id(consumer) if consumer else None,
+            ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
+            changelog=_bool(opts, "read.changelog"),
+            read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
+            batch_size=int(batch),
+            **limits,
+            **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts},
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +221,9 @@ class Consumed:
 
     def matches(self, snapshot: Snapshot) -> bool:
         return (snapshot.base_manifest_list, snapshot.delta_manifest_list) == (
-            self.base_manifest_list, self.delta_manifest_list)
+            self.base_manifest_list,
+            self.delta_manifest_list,
+        )
 
 
 @dataclass(frozen=True)
@@ -200,8 +238,12 @@ class StreamOffset:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.consumed
-        return {"snapshotId": self.snapshot, "index": self.index, "phase": self.phase,
-                "consumed": None if c is None else [c.snapshot_id, c.base_manifest_list, c.delta_manifest_list]}
+        return {
+            "snapshotId": self.snapshot,
+            "index": self.index,
+            "phase": self.phase,
+            "consumed": None if c is None else [c.snapshot_id, c.base_manifest_list, c.delta_manifest_list],
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "StreamOffset":
@@ -215,7 +257,8 @@ class StreamOffset:
         except (KeyError, TypeError, ValueError, IndexError):
             raise OptionError(
                 f"Cannot read the streaming offset {dict(d)} (not written by this version of pyspark-paimon). Start "
-                "the query with a new checkpoint location.") from None
+                "the query with a new checkpoint location."
+            ) from None
 
     def after(self, snapshot: Snapshot) -> "StreamOffset":
         """The position after every split of ``snapshot``: the next snapshot's delta, on top of this one."""
@@ -283,17 +326,21 @@ class StreamPlanner:
         self.schema = schema or store.schema()
         self.tags = TagManager(store.fileio, store.table_path, store.branch)
         table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
-        self.read_overwrite = opts.read_overwrite if opts.read_overwrite is not None else \
-            table.get(STREAMING_READ_OVERWRITE)
+        self.read_overwrite = (
+            opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
+        )
         table_consumer = table.get(CONSUMER_ID)
         if opts.consumer_id is None and table_consumer:
-            self.opts = opts = replace(opts, consumer_id=check_consumer_id(table_consumer),
-                                       ignore_consumer_progress=opts.ignore_consumer_progress
-                                       or table.get(CONSUMER_IGNORE_PROGRESS))
+            self.opts = opts = replace(
+                opts,
+                consumer_id=check_consumer_id(table_consumer),
+                ignore_consumer_progress=opts.ignore_consumer_progress or table.get(CONSUMER_IGNORE_PROGRESS),
+            )
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
-                "the changes of an overwrite are computed by key.")
+                "the changes of an overwrite are computed by key."
+            )
 
     # -- where a stream starts ------------------------------------------------------------------
     def initial_offset(self) -> StreamOffset:
@@ -301,7 +348,8 @@ class StreamPlanner:
         snapshots = self.store.snapshots
         if self.opts.consumer_id and not self.opts.ignore_consumer_progress:
             nxt = ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).next_snapshot(
-                self.opts.consumer_id)
+                self.opts.consumer_id
+            )
             if nxt is not None:
                 return self._delta_from(nxt)
         mode = self.opts.mode
@@ -309,8 +357,9 @@ class StreamPlanner:
         if mode == "latest-full":
             return StreamOffset(latest.id, -1, "full") if latest is not None else StreamOffset(1)
         if mode == "latest":
-            return StreamOffset(latest.id + 1, -1, "delta", Consumed.of(latest)) if latest is not None \
-                else StreamOffset(1)
+            return (
+                StreamOffset(latest.id + 1, -1, "delta", Consumed.of(latest)) if latest is not None else StreamOffset(1)
+            )
         if mode == "from-snapshot-full":
             assert self.opts.snapshot_id is not None
             find_snapshot(snapshots, self.tags, self.opts.snapshot_id)  # a clear error when it does not exist
@@ -349,7 +398,8 @@ class StreamPlanner:
             f"next one this stream must read, has expired (earliest snapshot: {earliest}), so the changes it made "
             "are gone and continuing would silently skip them. Start the query again with a new checkpoint location "
             "(from a tag with 'scan.tag-name', or 'scan.mode' = 'latest-full'), and give a long-running stream "
-            "option 'consumer-id' so that expiration keeps the snapshots it still needs.")
+            "option 'consumer-id' so that expiration keeps the snapshots it still needs."
+        )
 
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         plan = ScanPlanner(self.store, self.schema, {}).plan(snapshot)
@@ -383,10 +433,12 @@ class StreamPlanner:
                 f"The history of branch '{self.store.branch}' of {self.store.table_path} was rewritten (fast-forward, "
                 f"replace or rollback) after this stream consumed snapshot {consumed.snapshot_id}, and the metadata "
                 f"of what it consumed is gone ({exc}), so the stream cannot compute the change to the new history. "
-                "Start the query again with a new checkpoint location.") from exc
+                "Start the query again with a new checkpoint location."
+            ) from exc
 
-    def _diff(self, snapshot_id: int, before: Iterable[ManifestEntry],
-              after: Iterable[ManifestEntry]) -> list[StreamSplit]:
+    def _diff(
+        self, snapshot_id: int, before: Iterable[ManifestEntry], after: Iterable[ManifestEntry]
+    ) -> list[StreamSplit]:
         b = self._entries_splits(before)
         a = self._entries_splits(after)
         if self.schema.primary_keys:
@@ -409,6 +461,7 @@ class StreamPlanner:
             s = pair[0] or pair[1]
             assert s is not None
             return repr(s.partition_values), s.bucket, s.files[0].file_name if s.files else "", pair[0] is None
+
         pairs.sort(key=order)
         return [StreamSplit(snapshot_id, i, "diff", sa, sb) for i, (sb, sa) in enumerate(pairs)]
 
@@ -444,12 +497,14 @@ class StreamPlanner:
             raise SnapshotNotFoundError(
                 f"Branch '{self.store.branch}' of {self.store.table_path} has no snapshot any more, after this stream "
                 f"consumed snapshot {pos.consumed.snapshot_id if pos.consumed else '?'}. Start the query again with a "
-                "new checkpoint location.")
+                "new checkpoint location."
+            )
         return StreamOffset(latest, -1, "diff", pos.consumed)
 
     # -- micro-batches ------------------------------------------------------------------------------
-    def next_batch(self, start: StreamOffset, admission: Admission | None = None,
-                   stop_at: int | None = None) -> tuple[list[StreamSplit], StreamOffset]:
+    def next_batch(
+        self, start: StreamOffset, admission: Admission | None = None, stop_at: int | None = None
+    ) -> tuple[list[StreamSplit], StreamOffset]:
         """The splits after ``start`` that the next micro-batch reads, and the offset it ends at.
 
         ``stop_at`` (Trigger.AvailableNow) leaves snapshots above it for later. A rewritten history ends the
@@ -465,8 +520,9 @@ class StreamPlanner:
         end = start
         latest = self.store.snapshots.latest_id()
         while True:
-            if pos.phase == "delta" and (latest is None or pos.snapshot > latest
-                                         or (stop_at is not None and pos.snapshot > stop_at)):
+            if pos.phase == "delta" and (
+                latest is None or pos.snapshot > latest or (stop_at is not None and pos.snapshot > stop_at)
+            ):
                 break
             snapshot, splits = self._phase_splits(pos)
             for s in splits:
@@ -493,7 +549,8 @@ class StreamPlanner:
                 raise SnapshotNotFoundError(
                     f"Cannot replay the micro-batch ({start.to_dict()}, {end.to_dict()}] of branch "
                     f"'{self.store.branch}' of {self.store.table_path}: the branch's history changed since the batch "
-                    "was planned. Start the query again with a new checkpoint location.")
+                    "was planned. Start the query again with a new checkpoint location."
+                )
             snapshot, splits = self._phase_splits(pos)
             if pos.snapshot == end.snapshot and pos.phase == end.phase:
                 out.extend(s for s in splits if pos.index < s.index <= end.index)
@@ -521,8 +578,9 @@ def _ordered_by_bucket(schema: TableSchema) -> bool:
     return bool(schema.primary_keys) or schema.core_options.bucket != -1
 
 
-def task_groups(splits: Sequence[StreamSplit], schema: TableSchema, target_size: int, open_file_cost: int,
-                min_groups: int) -> list[list[StreamSplit]]:
+def task_groups(
+    splits: Sequence[StreamSplit], schema: TableSchema, target_size: int, open_file_cost: int, min_groups: int
+) -> list[list[StreamSplit]]:
     """The Spark tasks of one micro-batch, packed like a batch read's splits (``target_size`` bytes per task,
     each file weighing at least ``open_file_cost``, at least ``min_groups`` tasks while there is more than one
     unit to spread). Where order matters (:func:`_ordered_by_bucket`) a unit is every split of one (partition,
@@ -537,7 +595,8 @@ def task_groups(splits: Sequence[StreamSplit], schema: TableSchema, target_size:
         units = list(by_bucket.values())
     else:
         units = [[s] for s in splits]
-    weights = [split_weight(sum(s.size_bytes for s in unit), sum(s.file_count for s in unit), open_file_cost)
-               for unit in units]
+    weights = [
+        split_weight(sum(s.size_bytes for s in unit), sum(s.file_count for s in unit), open_file_cost) for unit in units
+    ]
     packed = pack_weights(weights, target_size, min_groups=max(min_groups, 1))
     return [[s for j in idx for s in units[j]] for idx in packed]

@@ -29,24 +29,26 @@ def version_branch(store: FileStore, opts: ReadOptions) -> tuple[FileStore, Read
     if TagManager(store.fileio, store.table_path, store.branch).exists(version):
         return store, opts
     branches = BranchManager(store.fileio, store.table_path)
-    splits = [(version[:i], version[i + 1:]) for i, ch in enumerate(version) if ch == BRANCH_REF_SEPARATOR]
+    splits = [(version[:i], version[i + 1 :]) for i, ch in enumerate(version) if ch == BRANCH_REF_SEPARATOR]
     found = [(b, rest) for b, rest in splits if b and rest and b != store.branch and branches.exists(b)]
     if store.branch in [b for b, rest in splits if rest]:
-        found.append((store.branch, version[len(store.branch) + 1:]))
+        found.append((store.branch, version[len(store.branch) + 1 :]))
     if not found:
         return store, opts
     if len(found) > 1:
         raise OptionError(
             f"Version '{version}' is ambiguous on {store.table_path}: it can be read as "
             f"{' or '.join(f'{rest!r} of branch {b!r}' for b, rest in found)}. Read the branch directly "
-            "(option 'branch' or a $branch_<name> suffix) with the version inside it.")
+            "(option 'branch' or a $branch_<name> suffix) with the version inside it."
+        )
     branch, rest = found[0]
     if branch == store.branch:
         return store, replace(opts, version=rest)
     if store.branch != MAIN_BRANCH or (opts.branch and opts.branch != branch):
         raise OptionError(
             f"Version '{version}' names branch '{branch}', but the read addresses branch '{store.branch}'. Give "
-            f"the version without the branch ('{rest}'), or read branch '{branch}' instead.")
+            f"the version without the branch ('{rest}'), or read branch '{branch}' instead."
+        )
     return store.with_branch(branch), replace(opts, version=rest, branch=branch)
 
 
@@ -70,13 +72,14 @@ def resolve_version(store: FileStore, tags: TagManager, version: str) -> Snapsho
     """Paimon's ``scan.version``: a tag first, then ``watermark-<n>``, then a snapshot id."""
     if tags.exists(version):
         return tags.get(version)
-    if version.startswith(WATERMARK_PREFIX) and version[len(WATERMARK_PREFIX):].lstrip("-").isdigit():
-        return snapshot_at_watermark(store, int(version[len(WATERMARK_PREFIX):]))
+    if version.startswith(WATERMARK_PREFIX) and version[len(WATERMARK_PREFIX) :].lstrip("-").isdigit():
+        return snapshot_at_watermark(store, int(version[len(WATERMARK_PREFIX) :]))
     if version.isdigit():
         return find_snapshot(store.snapshots, tags, int(version))
     raise TagNotFoundError(
         f"Version '{version}' is neither a tag nor a snapshot id on branch '{store.branch}' of {store.table_path}, "
-        f"nor '<branch>.<tag or snapshot id>' of an existing branch. Existing tags: {tags.list_names() or 'none'}.")
+        f"nor '<branch>.<tag or snapshot id>' of an existing branch. Existing tags: {tags.list_names() or 'none'}."
+    )
 
 
 def snapshot_at_time(store: FileStore, tags: TagManager, ts: int) -> Snapshot:
@@ -90,5 +93,4 @@ def snapshot_at_watermark(store: FileStore, watermark: int) -> Snapshot:
     for snap in store.snapshots.snapshots():
         if snap.watermark is not None and snap.watermark >= watermark:
             return snap
-    raise OptionError(
-        f"No snapshot of branch '{store.branch}' of {store.table_path} has a watermark >= {watermark}.")
+    raise OptionError(f"No snapshot of branch '{store.branch}' of {store.table_path} has a watermark >= {watermark}.")

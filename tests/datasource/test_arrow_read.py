@@ -41,18 +41,35 @@ BIGINT = AtomicType("BIGINT")
 STRING = string_type()
 
 
-def make_schema(fields: list[DataField], pk: Sequence[str] = (), partition: Sequence[str] = (),
-                options: dict[str, str] | None = None, schema_id: int = 0) -> TableSchema:
-    return TableSchema(id=schema_id, fields=list(fields), highest_field_id=max(f.id for f in fields),
-                       partition_keys=list(partition), primary_keys=list(pk), options=dict(options or {}))
+def make_schema(
+    fields: list[DataField],
+    pk: Sequence[str] = (),
+    partition: Sequence[str] = (),
+    options: dict[str, str] | None = None,
+    schema_id: int = 0,
+) -> TableSchema:
+    return TableSchema(
+        id=schema_id,
+        fields=list(fields),
+        highest_field_id=max(f.id for f in fields),
+        partition_keys=list(partition),
+        primary_keys=list(pk),
+        options=dict(options or {}),
+    )
 
 
 _counter = [0]
 
 
-def write_file(directory: Path, schema: TableSchema, rows: list[dict[str, Any]], level: int = 0,
-               fmt: str = "parquet", arrow_types: dict[str, pa.DataType] | None = None,
-               field_ids: bool = False) -> DataFileMeta:
+def write_file(
+    directory: Path,
+    schema: TableSchema,
+    rows: list[dict[str, Any]],
+    level: int = 0,
+    fmt: str = "parquet",
+    arrow_types: dict[str, pa.DataType] | None = None,
+    field_ids: bool = False,
+) -> DataFileMeta:
     """A data file in Paimon layout: PK tables get ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` then
     the table columns, sorted by key; append tables get the table columns only."""
     _counter[0] += 1
@@ -93,22 +110,45 @@ def write_file(directory: Path, schema: TableSchema, rows: list[dict[str, Any]],
     if schema.primary_keys and rows:
         min_key = serialize_row([rows[0][k] for k in keys], key_types)
         max_key = serialize_row([rows[-1][k] for k in keys], key_types)
-    return DataFileMeta(file_name=name, file_size=path.stat().st_size, row_count=len(rows), min_key=min_key,
-                        max_key=max_key, min_sequence_number=min(seqs), max_sequence_number=max(seqs),
-                        schema_id=schema.id, level=level,
-                        delete_row_count=sum(1 for r in rows if r.get("_kind", I) in (UB, D)))
+    return DataFileMeta(
+        file_name=name,
+        file_size=path.stat().st_size,
+        row_count=len(rows),
+        min_key=min_key,
+        max_key=max_key,
+        min_sequence_number=min(seqs),
+        max_sequence_number=max(seqs),
+        schema_id=schema.id,
+        level=level,
+        delete_row_count=sum(1 for r in rows if r.get("_kind", I) in (UB, D)),
+    )
 
 
 def split_of(directory: Path, files: Sequence[DataFileMeta], raw: bool = False, **kw: Any) -> DataSplit:
-    return DataSplit(partition=serialize_row([], []), partition_values=(), bucket=0, total_buckets=1,
-                     files=tuple(files), bucket_path=str(directory), raw_convertible=raw, **kw)
+    return DataSplit(
+        partition=serialize_row([], []),
+        partition_values=(),
+        bucket=0,
+        total_buckets=1,
+        files=tuple(files),
+        bucket_path=str(directory),
+        raw_convertible=raw,
+        **kw,
+    )
 
 
-def context(directory: Path, schema: TableSchema, schemas: dict[int, TableSchema] | None = None,
-            **kw: Any) -> ReadContext:
-    return ReadContext(fileio=FileIO(), table_path=str(directory), schema=schema,
-                       schemas={"main": schemas or {schema.id: schema}}, branch="main",
-                       options=dict(schema.options), **kw)
+def context(
+    directory: Path, schema: TableSchema, schemas: dict[int, TableSchema] | None = None, **kw: Any
+) -> ReadContext:
+    return ReadContext(
+        fileio=FileIO(),
+        table_path=str(directory),
+        schema=schema,
+        schemas={"main": schemas or {schema.id: schema}},
+        branch="main",
+        options=dict(schema.options),
+        **kw,
+    )
 
 
 def read(ctx: ReadContext, split: DataSplit, **kw: Any) -> list[dict]:
@@ -141,8 +181,13 @@ def test_append_streams_with_projection_residual_and_exact_schema(tmp_path: Path
     assert all(b.num_rows <= 2 for b in batches)
     assert batches[0].schema == pa.schema([pa.field("c", pa.int32(), False), pa.field("b", pa.string())])
     rows = pa.Table.from_batches(batches).to_pylist()
-    assert rows == [{"c": 30, "b": "x3"}, {"c": 40, "b": "x4"}, {"c": 5, "b": None}, {"c": 6, "b": None},
-                    {"c": 7, "b": None}]
+    assert rows == [
+        {"c": 30, "b": "x3"},
+        {"c": 40, "b": "x4"},
+        {"c": 5, "b": None},
+        {"c": 6, "b": None},
+        {"c": 7, "b": None},
+    ]
 
 
 def test_append_empty_projection_counts_rows(tmp_path: Path) -> None:
@@ -155,22 +200,28 @@ def test_append_empty_projection_counts_rows(tmp_path: Path) -> None:
 
 def test_append_schema_evolution_rename_add_and_widen(tmp_path: Path) -> None:
     s0 = make_schema([DataField(0, "k", INT), DataField(1, "a", STRING), DataField(2, "n", INT)])
-    s1 = make_schema([DataField(1, "a2", STRING), DataField(2, "n", BIGINT), DataField(3, "c", INT)],
-                     schema_id=1)
+    s1 = make_schema([DataField(1, "a2", STRING), DataField(2, "n", BIGINT), DataField(3, "c", INT)], schema_id=1)
     f0 = write_file(tmp_path, s0, [{"k": 1, "a": "x", "n": 7}])
     f1 = write_file(tmp_path, s1, [{"a2": "y", "n": 2**40, "c": 3}])
     ctx = context(tmp_path, s1, {0: s0, 1: s1})
-    assert read(ctx, split_of(tmp_path, [f0, f1])) == [{"a2": "x", "n": 7, "c": None},
-                                                       {"a2": "y", "n": 2**40, "c": 3}]
+    assert read(ctx, split_of(tmp_path, [f0, f1])) == [{"a2": "x", "n": 7, "c": None}, {"a2": "y", "n": 2**40, "c": 3}]
     assert ctx.output_schema().field("n").type == pa.int64()
 
 
 def test_timestamp_and_int96_like_units_are_cast_to_microseconds(tmp_path: Path) -> None:
-    schema = make_schema([DataField(0, "t3", AtomicType("TIMESTAMP", precision=3)),
-                          DataField(1, "t9", AtomicType("TIMESTAMP_LTZ", precision=9))])
+    schema = make_schema(
+        [
+            DataField(0, "t3", AtomicType("TIMESTAMP", precision=3)),
+            DataField(1, "t9", AtomicType("TIMESTAMP_LTZ", precision=9)),
+        ]
+    )
     ts = dt.datetime(2025, 8, 10, 1, 2, 3, 456000)
-    f = write_file(tmp_path, schema, [{"t3": ts, "t9": ts.replace(tzinfo=dt.timezone.utc)}],
-                   arrow_types={"t3": pa.timestamp("ms"), "t9": pa.timestamp("ns", tz="UTC")})
+    f = write_file(
+        tmp_path,
+        schema,
+        [{"t3": ts, "t9": ts.replace(tzinfo=dt.timezone.utc)}],
+        arrow_types={"t3": pa.timestamp("ms"), "t9": pa.timestamp("ns", tz="UTC")},
+    )
     ctx = context(tmp_path, schema)
     batches = list(read_split(ctx, split_of(tmp_path, [f])))
     assert batches[0].schema.field("t3").type == pa.timestamp("us")
@@ -218,10 +269,14 @@ def test_pk_residual_applies_after_merge(tmp_path: Path) -> None:
 def test_pk_sequence_field_across_files(tmp_path: Path) -> None:
     fields = [DataField(0, "id", INT_NN), DataField(1, "seq", BIGINT), DataField(2, "v", STRING)]
     schema = make_schema(fields, pk=["id"], options={"bucket": "1", "sequence.field": "seq"})
-    f1 = write_file(tmp_path, schema, [{"id": 1, "_seq": 0, "seq": 10, "v": "a"},
-                                       {"id": 2, "_seq": 1, "seq": None, "v": "n"}])
-    f2 = write_file(tmp_path, schema, [{"id": 1, "_seq": 2, "_kind": UA, "seq": 5, "v": "b"},
-                                       {"id": 2, "_seq": 3, "_kind": UA, "seq": 1, "v": "m"}])
+    f1 = write_file(
+        tmp_path, schema, [{"id": 1, "_seq": 0, "seq": 10, "v": "a"}, {"id": 2, "_seq": 1, "seq": None, "v": "n"}]
+    )
+    f2 = write_file(
+        tmp_path,
+        schema,
+        [{"id": 1, "_seq": 2, "_kind": UA, "seq": 5, "v": "b"}, {"id": 2, "_seq": 3, "_kind": UA, "seq": 1, "v": "m"}],
+    )
     ctx = context(tmp_path, schema, read_fields=("v",))
     assert read(ctx, split_of(tmp_path, [f1, f2])) == [{"v": "a"}, {"v": "m"}]
     f3 = write_file(tmp_path, schema, [{"id": 1, "_seq": 4, "_kind": D, "seq": 20, "v": "a"}])
@@ -238,7 +293,9 @@ def test_pk_partial_update_and_delete_options(tmp_path: Path) -> None:
     assert read(context(tmp_path, s2), split_of(tmp_path, [f1, f2])) == [{"id": 1, "v": 5, "s": "x"}]
     s3 = pk_schema({"merge-engine": "partial-update", "ignore-delete": "true"})
     assert read(context(tmp_path, s3), split_of(tmp_path, [f1, f2])) == [
-        {"id": 1, "v": 5, "s": "x"}, {"id": 2, "v": 5, "s": "y"}]
+        {"id": 1, "v": 5, "s": "x"},
+        {"id": 2, "v": 5, "s": "y"},
+    ]
 
 
 def test_pk_partial_update_delete_seeds_later_records(tmp_path: Path) -> None:
@@ -249,7 +306,9 @@ def test_pk_partial_update_delete_seeds_later_records(tmp_path: Path) -> None:
     f2 = write_file(tmp_path, schema, [r(1, 2, D, v=9), r(3, 3, D, v=3)])
     f3 = write_file(tmp_path, schema, [r(1, 4, s="y"), r(2, 5, UA, v=None, s="q")])
     assert read(context(tmp_path, schema), split_of(tmp_path, [f1, f2, f3])) == [
-        {"id": 1, "v": 9, "s": "y"}, {"id": 2, "v": 2, "s": "q"}]
+        {"id": 1, "v": 9, "s": "y"},
+        {"id": 2, "v": 2, "s": "q"},
+    ]
 
 
 def test_pk_aggregation_sum_with_retraction(tmp_path: Path) -> None:
@@ -269,10 +328,15 @@ def test_pk_aggregation_remove_record_on_delete(tmp_path: Path) -> None:
     f2 = write_file(tmp_path, schema, [r(1, 3, D, v=1), r(2, 4, v=5), r(3, 5, D, v=7)])
     f3 = write_file(tmp_path, schema, [r(3, 6, v=2, s="y")])
     assert read(context(tmp_path, schema), split_of(tmp_path, [f1, f2, f3])) == [
-        {"id": 2, "v": 15, "s": None}, {"id": 3, "v": 9, "s": "y"}]
+        {"id": 2, "v": 15, "s": None},
+        {"id": 3, "v": 9, "s": "y"},
+    ]
     plain = pk_schema(options)
     assert read(context(tmp_path, plain), split_of(tmp_path, [f1, f2])) == [
-        {"id": 1, "v": 0, "s": "x"}, {"id": 2, "v": 15, "s": None}, {"id": 3, "v": 0, "s": None}]
+        {"id": 1, "v": 0, "s": "x"},
+        {"id": 2, "v": 15, "s": None},
+        {"id": 3, "v": 0, "s": None},
+    ]
 
 
 def test_pk_first_row_merges_all_levels(tmp_path: Path) -> None:
@@ -285,16 +349,15 @@ def test_pk_first_row_merges_all_levels(tmp_path: Path) -> None:
 
 def test_pk_schema_evolution_with_merge(tmp_path: Path) -> None:
     s0 = make_schema([DataField(0, "id", INT_NN), DataField(1, "a", STRING)], pk=["id"])
-    s1 = make_schema([DataField(0, "id", INT_NN), DataField(1, "a2", STRING), DataField(2, "c", INT)],
-                     pk=["id"], schema_id=1)
+    s1 = make_schema(
+        [DataField(0, "id", INT_NN), DataField(1, "a2", STRING), DataField(2, "c", INT)], pk=["id"], schema_id=1
+    )
     f0 = write_file(tmp_path, s0, [{"id": 1, "_seq": 0, "a": "x"}, {"id": 2, "_seq": 1, "a": "y"}])
     f1 = write_file(tmp_path, s1, [{"id": 2, "_seq": 2, "_kind": UA, "a2": "y2", "c": 7}])
     ctx = context(tmp_path, s1, {0: s0, 1: s1})
-    assert read(ctx, split_of(tmp_path, [f0, f1])) == [{"id": 1, "a2": "x", "c": None},
-                                                       {"id": 2, "a2": "y2", "c": 7}]
+    assert read(ctx, split_of(tmp_path, [f0, f1])) == [{"id": 1, "a2": "x", "c": None}, {"id": 2, "a2": "y2", "c": 7}]
     # A single old file (no merge) evolves the same way.
-    assert read(ctx, split_of(tmp_path, [f0])) == [{"id": 1, "a2": "x", "c": None},
-                                                   {"id": 2, "a2": "y", "c": None}]
+    assert read(ctx, split_of(tmp_path, [f0])) == [{"id": 1, "a2": "x", "c": None}, {"id": 2, "a2": "y", "c": None}]
 
 
 def test_pk_java_layout_with_field_ids_and_raw_convertible(tmp_path: Path) -> None:
@@ -308,22 +371,43 @@ def test_pk_java_layout_with_field_ids_and_raw_convertible(tmp_path: Path) -> No
 
 
 def test_pk_partitioned_table_and_partition_override(tmp_path: Path) -> None:
-    fields = [DataField(0, "dt", string_type(False)), DataField(1, "id", INT_NN), DataField(2, "seq", BIGINT),
-              DataField(3, "v", STRING)]
-    schema = make_schema(fields, pk=["dt", "id"], partition=["dt"],
-                         options={"bucket": "1", "sequence.field": "seq"})
+    fields = [
+        DataField(0, "dt", string_type(False)),
+        DataField(1, "id", INT_NN),
+        DataField(2, "seq", BIGINT),
+        DataField(3, "v", STRING),
+    ]
+    schema = make_schema(fields, pk=["dt", "id"], partition=["dt"], options={"bucket": "1", "sequence.field": "seq"})
     # Chain-style: an anchor partition and a delta partition merged on the trimmed key (id only).
-    anchor = write_file(tmp_path, schema, [{"dt": "0810", "id": 1, "_seq": 7, "seq": 2, "v": "a"},
-                                           {"dt": "0810", "id": 2, "_seq": 8, "seq": 1, "v": "b"}])
-    delta = write_file(tmp_path, schema, [{"dt": "0811", "id": 2, "_seq": 0, "_kind": UA, "seq": 2, "v": "b2"},
-                                          {"dt": "0811", "id": 3, "_seq": 1, "seq": 1, "v": "c"}])
+    anchor = write_file(
+        tmp_path,
+        schema,
+        [
+            {"dt": "0810", "id": 1, "_seq": 7, "seq": 2, "v": "a"},
+            {"dt": "0810", "id": 2, "_seq": 8, "seq": 1, "v": "b"},
+        ],
+    )
+    delta = write_file(
+        tmp_path,
+        schema,
+        [
+            {"dt": "0811", "id": 2, "_seq": 0, "_kind": UA, "seq": 2, "v": "b2"},
+            {"dt": "0811", "id": 3, "_seq": 1, "seq": 1, "v": "c"},
+        ],
+    )
     split = split_of(tmp_path, [anchor, delta])
     ctx = context(tmp_path, schema, read_fields=("dt", "id", "v"))
-    assert read(ctx, split) == [{"dt": "0810", "id": 1, "v": "a"}, {"dt": "0811", "id": 2, "v": "b2"},
-                                {"dt": "0811", "id": 3, "v": "c"}]
+    assert read(ctx, split) == [
+        {"dt": "0810", "id": 1, "v": "a"},
+        {"dt": "0811", "id": 2, "v": "b2"},
+        {"dt": "0811", "id": 3, "v": "c"},
+    ]
     ctx = context(tmp_path, schema, read_fields=("dt", "v"), residual=pc.field("dt") == "0811")
     assert read(ctx, split, partition_override={"dt": "0811"}) == [
-        {"dt": "0811", "v": "a"}, {"dt": "0811", "v": "b2"}, {"dt": "0811", "v": "c"}]
+        {"dt": "0811", "v": "a"},
+        {"dt": "0811", "v": "b2"},
+        {"dt": "0811", "v": "c"},
+    ]
 
 
 def test_files_of_other_branches_use_their_schema_and_path(tmp_path: Path) -> None:
@@ -334,8 +418,12 @@ def test_files_of_other_branches_use_their_schema_and_path(tmp_path: Path) -> No
     s_delta = make_schema([DataField(0, "id", INT_NN), DataField(1, "old_v", STRING)], pk=["id"], schema_id=1)
     f_main = write_file(main_dir, s_main, [{"id": 1, "_seq": 0, "v": "m"}])
     f_delta = write_file(delta_dir, s_delta, [{"id": 1, "_seq": 5, "old_v": "d"}])
-    split = split_of(main_dir, [f_main, f_delta], file_branches={f_delta.file_name: "delta"},
-                     file_bucket_paths={f_delta.file_name: str(delta_dir)})
+    split = split_of(
+        main_dir,
+        [f_main, f_delta],
+        file_branches={f_delta.file_name: "delta"},
+        file_bucket_paths={f_delta.file_name: str(delta_dir)},
+    )
     ctx = ReadContext(FileIO(), str(tmp_path), s_main, {"main": {1: s_main}, "delta": {1: s_delta}}, "main", {})
     assert read(ctx, split) == [{"id": 1, "v": "d"}]
     ctx = ReadContext(FileIO(), str(tmp_path), s_main, {"main": {1: s_main}}, "main", {})
@@ -361,8 +449,9 @@ def test_unknown_columns_are_refused(tmp_path: Path) -> None:
 
 
 def test_referenced_columns() -> None:
-    schema = pa.schema([("a", pa.int32()), ("b", pa.string()), ("ab", pa.int64()),
-                        ("st", pa.struct([("x", pa.int32())]))])
+    schema = pa.schema(
+        [("a", pa.int32()), ("b", pa.string()), ("ab", pa.int64()), ("st", pa.struct([("x", pa.int32())]))]
+    )
     expr = (pc.field("ab") > 1) & pc.field("st", "x").is_valid()
     assert referenced_columns(expr, schema) == ("ab", "st")
     assert referenced_columns(pc.scalar(True), schema) == ()
@@ -370,29 +459,43 @@ def test_referenced_columns() -> None:
 
 # ------------------------------------------------------------------------------------------------ sections
 def _meta(lo: int, hi: int, name: str) -> DataFileMeta:
-    return DataFileMeta(file_name=name, file_size=1, row_count=1, min_key=serialize_row([lo], [INT_NN]),
-                        max_key=serialize_row([hi], [INT_NN]))
+    return DataFileMeta(
+        file_name=name,
+        file_size=1,
+        row_count=1,
+        min_key=serialize_row([lo], [INT_NN]),
+        max_key=serialize_row([hi], [INT_NN]),
+    )
 
 
 def test_key_sections_union_overlapping_ranges() -> None:
-    files = [_meta(20, 30, "c"), _meta(1, 5, "a"), _meta(5, 8, "b"), _meta(31, 40, "d"), _meta(9, 9, "e"),
-             _meta(25, 35, "f")]
+    files = [
+        _meta(20, 30, "c"),
+        _meta(1, 5, "a"),
+        _meta(5, 8, "b"),
+        _meta(31, 40, "d"),
+        _meta(9, 9, "e"),
+        _meta(25, 35, "f"),
+    ]
     sections = key_sections(files, lambda f: [INT_NN])
     assert [[f.file_name for f in s] for s in sections] == [["a", "b"], ["e"], ["c", "f", "d"]]
 
 
 def test_key_sections_string_keys_compare_like_java() -> None:
     st_ = string_type(False)
-    files = [DataFileMeta("x", 1, 1, serialize_row(["b"], [st_]), serialize_row(["c"], [st_])),
-             DataFileMeta("y", 1, 1, serialize_row(["aa"], [st_]), serialize_row(["ab"], [st_]))]
+    files = [
+        DataFileMeta("x", 1, 1, serialize_row(["b"], [st_]), serialize_row(["c"], [st_])),
+        DataFileMeta("y", 1, 1, serialize_row(["aa"], [st_]), serialize_row(["ab"], [st_])),
+    ]
     assert [[f.file_name for f in s] for s in key_sections(files, lambda f: [st_])] == [["y"], ["x"]]
 
 
 # ------------------------------------------------------------------------------------------------ property
 ops_strategy = st.lists(
-    st.lists(st.tuples(st.integers(0, 6), st.sampled_from([I, UA, D]), st.integers(-3, 3)), min_size=1,
-             max_size=8),
-    min_size=1, max_size=5)
+    st.lists(st.tuples(st.integers(0, 6), st.sampled_from([I, UA, D]), st.integers(-3, 3)), min_size=1, max_size=8),
+    min_size=1,
+    max_size=5,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -434,15 +537,20 @@ def test_table_options_come_from_the_schema_unless_overridden(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("whole_file_bytes", [1 << 20, 0], ids=["read_whole", "streamed"])
-def test_damaged_data_files_name_the_file_and_the_way_out(catalog: Any, whole_file_bytes: int,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_damaged_data_files_name_the_file_and_the_way_out(
+    catalog: Any, whole_file_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A missing or truncated data file fails with a DataFileError naming the file and how to recover, not a
     bare FileNotFoundError / ArrowInvalid from inside pyarrow; windowed merges and raw reads alike, whether the
     file is small enough to be read whole first or is read through its handle."""
     monkeypatch.setattr(engine_read, "_WHOLE_FILE_BYTES", whole_file_bytes)
     for pk in (False, True):
-        t = catalog.create_table(f"db.damaged_{int(pk)}", "id bigint, v string",
-                                 primary_keys=["id"] if pk else [], options={"bucket": "1"} if pk else {})
+        t = catalog.create_table(
+            f"db.damaged_{int(pk)}",
+            "id bigint, v string",
+            primary_keys=["id"] if pk else [],
+            options={"bucket": "1"} if pk else {},
+        )
         t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
         t.write_arrow(pa.table({"id": [2, 3], "v": ["b2", "c"]}))
         first, second = sorted(Path(t.path).rglob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
@@ -461,8 +569,12 @@ def test_coalesced_batches_keep_every_row_and_join_small_runs(sizes: list[int], 
 
     def batch(n: int) -> pa.RecordBatch:
         start[0] += n
-        return pa.record_batch({"id": pa.array(range(start[0] - n, start[0]), pa.int64()),
-                                "s": pa.array([str(i) for i in range(n)], pa.string())})
+        return pa.record_batch(
+            {
+                "id": pa.array(range(start[0] - n, start[0]), pa.int64()),
+                "s": pa.array([str(i) for i in range(n)], pa.string()),
+            }
+        )
 
     batches = [batch(n) for n in sizes]
     out = list(coalesce_batches(batches, batch_size))

@@ -137,8 +137,7 @@ def test_append_string_stats_are_truncated(tmp_path) -> None:
 
 def test_append_partitioned_escaping_and_default_partition(tmp_path) -> None:
     ctx = make_ctx(tmp_path, "dt string, hr int, v bigint", partition_keys=["dt", "hr"])
-    data = pa.table({"dt": ["a/b=c d%", None, "a/b=c d%", "", "x"],
-                     "hr": [7, 1, 7, 2, None], "v": [1, 2, 3, 4, 5]})
+    data = pa.table({"dt": ["a/b=c d%", None, "a/b=c d%", "", "x"], "hr": [7, 1, 7, 2, None], "v": [1, 2, 3, 4, 5]})
     messages = write(ctx, data)
     types = [STRING, INT]
     by_part = {deserialize_row(m.partition, types): m for m in messages}
@@ -158,8 +157,7 @@ def test_append_partitioned_escaping_and_default_partition(tmp_path) -> None:
     t = read(ctx, by_part[("a/b=c d%", 7)].new_files[0])
     assert t.to_pydict() == {"dt": ["a/b=c d%"] * 2, "hr": [7, 7], "v": [1, 3]}  # arrival order kept
     null_file = files[by_part[(None, 1)].new_files[0].file_name]
-    assert [f.name for f in pq.read_schema(os.path.join(ctx.table_path, null_file))] \
-        == ["dt", "hr", "v"]
+    assert [f.name for f in pq.read_schema(os.path.join(ctx.table_path, null_file))] == ["dt", "hr", "v"]
 
 
 def test_append_fixed_bucket_routing_matches_bucket_ids(tmp_path) -> None:
@@ -181,8 +179,13 @@ def test_append_fixed_bucket_routing_matches_bucket_ids(tmp_path) -> None:
 
 
 def test_existing_partition_keeps_its_bucket_count(tmp_path) -> None:
-    base = make_ctx(tmp_path, "p int, k int not null, v string", partition_keys=["p"], primary_keys=["p", "k"],
-                    options={"bucket": "2"})
+    base = make_ctx(
+        tmp_path,
+        "p int, k int not null, v string",
+        partition_keys=["p"],
+        primary_keys=["p", "k"],
+        options={"bucket": "2"},
+    )
     old_part = serialize_row([1], [INT])
     ctx = WriteContext(base.fileio, base.table_path, base.schema, base.options, partition_buckets={old_part: 5})
     keys = list(range(30))
@@ -200,15 +203,23 @@ def test_existing_partition_keeps_its_bucket_count(tmp_path) -> None:
 
 # ------------------------------------------------------------------------------------------------ PK tables
 def test_pk_layout_sorting_folding_and_meta(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, name string, amount decimal(10,2)", primary_keys=["k"],
-                   options={"bucket": "4"})
-    ctx = WriteContext(ctx.fileio, ctx.table_path, ctx.schema, ctx.options,
-                       sequence_bases={(EMPTY_ROW, b): 100 * (b + 1) for b in range(4)})
+    ctx = make_ctx(
+        tmp_path, "k int not null, name string, amount decimal(10,2)", primary_keys=["k"], options={"bucket": "4"}
+    )
+    ctx = WriteContext(
+        ctx.fileio,
+        ctx.table_path,
+        ctx.schema,
+        ctx.options,
+        sequence_bases={(EMPTY_ROW, b): 100 * (b + 1) for b in range(4)},
+    )
     keys = [9, 3, 7, 3, 1, 12, 7, 5, 3]
     names = [f"n{i}" for i in range(len(keys))]
     amounts = [Decimal(i) for i in range(len(keys))]
-    messages = write(ctx, pa.table({"k": pa.array(keys, pa.int32()), "name": names,
-                                    "amount": pa.array(amounts, pa.decimal128(10, 2))}))
+    messages = write(
+        ctx,
+        pa.table({"k": pa.array(keys, pa.int32()), "name": names, "amount": pa.array(amounts, pa.decimal128(10, 2))}),
+    )
     expected_bucket = bucket_ids([pa.array(keys, pa.int32())], [INT], 4)
     files = data_files(ctx)
     total = 0
@@ -220,8 +231,14 @@ def test_pk_layout_sorting_folding_and_meta(tmp_path) -> None:
         assert meta.file_size == os.path.getsize(path)
         t = pq.read_table(path, partitioning=None)
         assert t.column_names == ["_KEY_k", "_SEQUENCE_NUMBER", "_VALUE_KIND", "k", "name", "amount"]
-        assert field_ids(path) == {"_KEY_k": KEY_FIELD_ID_START + 0, "_SEQUENCE_NUMBER": SEQUENCE_NUMBER_ID,
-                                   "_VALUE_KIND": VALUE_KIND_ID, "k": 0, "name": 1, "amount": 2}
+        assert field_ids(path) == {
+            "_KEY_k": KEY_FIELD_ID_START + 0,
+            "_SEQUENCE_NUMBER": SEQUENCE_NUMBER_ID,
+            "_VALUE_KIND": VALUE_KIND_ID,
+            "k": 0,
+            "name": 1,
+            "amount": 2,
+        }
         schema = pq.read_schema(path)
         assert not schema.field("_KEY_k").nullable and not schema.field("_SEQUENCE_NUMBER").nullable
         assert schema.field("_VALUE_KIND").type == pa.int8() and not schema.field("_VALUE_KIND").nullable
@@ -254,8 +271,13 @@ def test_pk_layout_sorting_folding_and_meta(tmp_path) -> None:
 
 
 def test_pk_partitioned_sequence_bases_per_partition_and_bucket(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "dt string not null, k bigint not null, v string", partition_keys=["dt"],
-                   primary_keys=["dt", "k"], options={"bucket": "1"})
+    ctx = make_ctx(
+        tmp_path,
+        "dt string not null, k bigint not null, v string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "k"],
+        options={"bucket": "1"},
+    )
     pa_ = serialize_row(["a"], [STRING])
     ctx = WriteContext(ctx.fileio, ctx.table_path, ctx.schema, ctx.options, sequence_bases={(pa_, 0): 5})
     messages = write(ctx, pa.table({"dt": ["a", "b", "a"], "k": [2, 1, 1], "v": ["x", "y", "z"]}))
@@ -269,10 +291,19 @@ def test_pk_partitioned_sequence_bases_per_partition_and_bucket(tmp_path) -> Non
 
 
 def test_rowkind_field_updates_and_deletes(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, v string, op string", primary_keys=["k"],
-                   options={"bucket": "1", "rowkind.field": "op"})
-    data = pa.table({"k": pa.array([1, 2, 3, 1, 1, 4], pa.int32()), "v": ["a", "b", "c", "a", "a2", "d"],
-                     "op": ["+I", "+I", "+I", "-U", "+U", "-D"]})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, v string, op string",
+        primary_keys=["k"],
+        options={"bucket": "1", "rowkind.field": "op"},
+    )
+    data = pa.table(
+        {
+            "k": pa.array([1, 2, 3, 1, 1, 4], pa.int32()),
+            "v": ["a", "b", "c", "a", "a2", "d"],
+            "op": ["+I", "+I", "+I", "-U", "+U", "-D"],
+        }
+    )
     (m,) = write(ctx, data)
     (meta,) = m.new_files
     t = read(ctx, meta)
@@ -293,18 +324,25 @@ def test_rowkind_field_updates_and_deletes(tmp_path) -> None:
 
 
 def test_ignore_delete_drops_retractions(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, v string, op string", primary_keys=["k"],
-                   options={"bucket": "1", "rowkind.field": "op", "ignore-delete": "true"})
-    (m,) = write(ctx, pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": ["a", "a", "b"],
-                                "op": ["+I", "-D", "-D"]}))
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, v string, op string",
+        primary_keys=["k"],
+        options={"bucket": "1", "rowkind.field": "op", "ignore-delete": "true"},
+    )
+    (m,) = write(ctx, pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": ["a", "a", "b"], "op": ["+I", "-D", "-D"]}))
     t = read(ctx, m.new_files[0])
     assert t.column("k").to_pylist() == [1] and t.column("_VALUE_KIND").to_pylist() == [0]
     assert m.new_files[0].delete_row_count == 0
 
 
 def test_sequence_field_decides_the_winner(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, seq bigint, v string", primary_keys=["k"],
-                   options={"bucket": "1", "sequence.field": "seq"})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, seq bigint, v string",
+        primary_keys=["k"],
+        options={"bucket": "1", "sequence.field": "seq"},
+    )
     data = pa.table({"k": pa.array([1, 1, 2, 2], pa.int32()), "seq": [10, 5, 1, 3], "v": ["new", "old", "b1", "b3"]})
     (m,) = write(ctx, data)
     t = read(ctx, m.new_files[0])
@@ -314,8 +352,12 @@ def test_sequence_field_decides_the_winner(tmp_path) -> None:
 
 
 def test_partial_update_engine_folds_with_merge_module(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, a string, b int", primary_keys=["k"],
-                   options={"bucket": "1", "merge-engine": "partial-update"})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, a string, b int",
+        primary_keys=["k"],
+        options={"bucket": "1", "merge-engine": "partial-update"},
+    )
     data = pa.table({"k": pa.array([1, 1], pa.int32()), "a": ["x", None], "b": pa.array([None, 5], pa.int32())})
     (m,) = write(ctx, data)
     assert read(ctx, m.new_files[0]).select(["k", "a", "b"]).to_pylist() == [{"k": 1, "a": "x", "b": 5}]
@@ -324,19 +366,33 @@ def test_partial_update_engine_folds_with_merge_module(tmp_path) -> None:
 def test_aggregation_fold_keeps_the_winners_sequence_field(tmp_path) -> None:
     # The write buffer folds duplicate keys with the read-side engine: the sequence.field column is never
     # aggregated (Java AggregateMergeFunction.getAggFuncName), it takes the winner's value.
-    ctx = make_ctx(tmp_path, "k int not null, seq bigint, v bigint", primary_keys=["k"],
-                   options={"bucket": "1", "merge-engine": "aggregation", "sequence.field": "seq",
-                            "fields.default-aggregate-function": "sum"})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, seq bigint, v bigint",
+        primary_keys=["k"],
+        options={
+            "bucket": "1",
+            "merge-engine": "aggregation",
+            "sequence.field": "seq",
+            "fields.default-aggregate-function": "sum",
+        },
+    )
     data = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "seq": [10, 5, 3], "v": [1, 2, 4]})
     (m,) = write(ctx, data)
     assert read(ctx, m.new_files[0]).select(["k", "seq", "v"]).to_pylist() == [
-        {"k": 1, "seq": 10, "v": 3}, {"k": 2, "seq": 3, "v": 4}]
+        {"k": 1, "seq": 10, "v": 3},
+        {"k": 2, "seq": 3, "v": 4},
+    ]
 
 
 def test_aggregation_fold_overflow_raises_like_java(tmp_path) -> None:
     # Folding duplicate keys of one write uses Java's exact arithmetic too (FieldSumAgg: Math.addExact).
-    ctx = make_ctx(tmp_path, "k int not null, v bigint", primary_keys=["k"],
-                   options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum"})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, v bigint",
+        primary_keys=["k"],
+        options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+    )
     data = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [2**63 - 1, 1, 4]})
     with pytest.raises(MergeError, match=r"'sum' of column 'v'.*key \(k=1\)"):
         write(ctx, data)
@@ -345,32 +401,61 @@ def test_aggregation_fold_overflow_raises_like_java(tmp_path) -> None:
 def test_aggregation_remove_record_on_delete_fold_writes_the_delete(tmp_path) -> None:
     # The folded DELETE carries the DELETE record's own values (Java initRow), so it shadows older files and
     # keeps NOT NULL columns filled.
-    ctx = make_ctx(tmp_path, "k int not null, v bigint not null, op string", primary_keys=["k"],
-                   options={"bucket": "1", "merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
-                            "aggregation.remove-record-on-delete": "true", "rowkind.field": "op"})
-    data = pa.table({"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "v": [5, 5, 1, 4, 2],
-                     "op": ["+I", "-D", "+I", "-D", "+I"]})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, v bigint not null, op string",
+        primary_keys=["k"],
+        options={
+            "bucket": "1",
+            "merge-engine": "aggregation",
+            "fields.v.aggregate-function": "sum",
+            "aggregation.remove-record-on-delete": "true",
+            "rowkind.field": "op",
+        },
+    )
+    data = pa.table(
+        {"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "v": [5, 5, 1, 4, 2], "op": ["+I", "-D", "+I", "-D", "+I"]}
+    )
     (m,) = write(ctx, data)
     assert read(ctx, m.new_files[0]).select(["k", "v", "op", "_VALUE_KIND"]).to_pylist() == [
-        {"k": 1, "v": 5, "op": "-D", "_VALUE_KIND": 3}, {"k": 2, "v": 6, "op": "+I", "_VALUE_KIND": 0}]
+        {"k": 1, "v": 5, "op": "-D", "_VALUE_KIND": 3},
+        {"k": 2, "v": 6, "op": "+I", "_VALUE_KIND": 0},
+    ]
 
 
 def test_partial_update_remove_record_on_delete_fold(tmp_path) -> None:
     # The fold follows Java's PartialUpdateMergeFunction: a folded DELETE carries the DELETE's own values (NOT NULL
     # columns stay filled), and records after a DELETE overwrite its values field by field.
-    ctx = make_ctx(tmp_path, "k int not null, a string, b int not null, op string", primary_keys=["k"],
-                   options={"bucket": "1", "merge-engine": "partial-update", "rowkind.field": "op",
-                            "partial-update.remove-record-on-delete": "true"})
-    data = pa.table({"k": pa.array([1, 1, 2, 2, 2], pa.int32()), "a": ["x", "x", "p", "d", None],
-                     "b": pa.array([1, 1, 2, 3, 5], pa.int32()), "op": ["+I", "-D", "+I", "-D", "+I"]})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, a string, b int not null, op string",
+        primary_keys=["k"],
+        options={
+            "bucket": "1",
+            "merge-engine": "partial-update",
+            "rowkind.field": "op",
+            "partial-update.remove-record-on-delete": "true",
+        },
+    )
+    data = pa.table(
+        {
+            "k": pa.array([1, 1, 2, 2, 2], pa.int32()),
+            "a": ["x", "x", "p", "d", None],
+            "b": pa.array([1, 1, 2, 3, 5], pa.int32()),
+            "op": ["+I", "-D", "+I", "-D", "+I"],
+        }
+    )
     (m,) = write(ctx, data)
     assert read(ctx, m.new_files[0]).select(["k", "a", "b", "_VALUE_KIND"]).to_pylist() == [
-        {"k": 1, "a": "x", "b": 1, "_VALUE_KIND": 3}, {"k": 2, "a": "d", "b": 5, "_VALUE_KIND": 0}]
+        {"k": 1, "a": "x", "b": 1, "_VALUE_KIND": 3},
+        {"k": 2, "a": "d", "b": 5, "_VALUE_KIND": 0},
+    ]
 
 
 def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k bigint not null, v string", primary_keys=["k"],
-                   options={"bucket": "1", "write-buffer-size": "1 b"})
+    ctx = make_ctx(
+        tmp_path, "k bigint not null, v string", primary_keys=["k"], options={"bucket": "1", "write-buffer-size": "1 b"}
+    )
     writer = TableWriter(ctx, "t")
     writer.write(pa.table({"k": [5, 1, 2], "v": ["a", "b", "c"]}))
     writer.write(pa.table({"k": [1, 9], "v": ["d", "e"]}))
@@ -385,8 +470,9 @@ def test_flushes_roll_files_and_continue_sequence(tmp_path) -> None:
 
 
 def test_target_file_size_rolls_sorted_runs(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k bigint not null, v string", primary_keys=["k"],
-                   options={"bucket": "1", "target-file-size": "2 kb"})
+    ctx = make_ctx(
+        tmp_path, "k bigint not null, v string", primary_keys=["k"], options={"bucket": "1", "target-file-size": "2 kb"}
+    )
     rng = np.random.default_rng(7)
     keys = rng.permutation(2000)
     (m,) = write(ctx, pa.table({"k": pa.array(keys, pa.int64()), "v": [f"value-{k}" for k in keys]}))
@@ -437,8 +523,9 @@ def test_timestamps_from_spark(tmp_path) -> None:
     instant = dt.datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
     session = pa.array([instant], pa.timestamp("us", tz="America/New_York"))
     wall = dt.datetime(2024, 3, 1, 7, 30, 0, 654321)
-    data = pa.table({"ltz": session, "ntz": pa.array([wall], pa.timestamp("us")),
-                     "ms": pa.array([wall], pa.timestamp("us"))})
+    data = pa.table(
+        {"ltz": session, "ntz": pa.array([wall], pa.timestamp("us")), "ms": pa.array([wall], pa.timestamp("us"))}
+    )
     (m,) = write(ctx, data)
     meta = m.new_files[0]
     path = os.path.join(ctx.table_path, data_files(ctx)[meta.file_name])
@@ -451,8 +538,11 @@ def test_timestamps_from_spark(tmp_path) -> None:
     assert "isAdjustedToUTC=false" in logical["ms"] and "timeUnit=milliseconds" in logical["ms"]
     row = pq.read_table(path, partitioning=None).to_pylist()[0]
     assert row["ltz"] == instant and row["ntz"] == wall and row["ms"] == wall.replace(microsecond=654000)
-    types = [AtomicType("TIMESTAMP_LTZ", precision=6), AtomicType("TIMESTAMP", precision=6),
-             AtomicType("TIMESTAMP", precision=3)]
+    types = [
+        AtomicType("TIMESTAMP_LTZ", precision=6),
+        AtomicType("TIMESTAMP", precision=6),
+        AtomicType("TIMESTAMP", precision=3),
+    ]
     assert deserialize_row(meta.value_stats.max_values, types) == (instant, wall, wall.replace(microsecond=654000))
 
     # a zoned input into TIMESTAMP_NTZ keeps the wall clock of its zone (Spark's cast semantics)
@@ -463,9 +553,14 @@ def test_timestamps_from_spark(tmp_path) -> None:
 
 def test_nested_columns_are_written_with_null_min_max(tmp_path) -> None:
     ctx = make_ctx(tmp_path, "id int, tags array<string>, attrs map<string,int>, s struct<x:int,y:string>")
-    data = pa.table({"id": pa.array([1, 2], pa.int32()), "tags": [["a"], None],
-                     "attrs": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
-                     "s": [{"x": 1, "y": "a"}, None]})
+    data = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int32()),
+            "tags": [["a"], None],
+            "attrs": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
+            "s": [{"x": 1, "y": "a"}, None],
+        }
+    )
     (m,) = write(ctx, data)
     meta = m.new_files[0]
     t = read(ctx, meta)
@@ -522,8 +617,14 @@ def test_write_batches_aborts_on_error(tmp_path) -> None:
 
 
 def test_context_is_picklable(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, v string", primary_keys=["k"], options={"bucket": "2"},
-                   sequence_bases={(EMPTY_ROW, 0): 3}, partition_buckets={})
+    ctx = make_ctx(
+        tmp_path,
+        "k int not null, v string",
+        primary_keys=["k"],
+        options={"bucket": "2"},
+        sequence_bases={(EMPTY_ROW, 0): 3},
+        partition_buckets={},
+    )
     clone = pickle.loads(pickle.dumps(ctx))
     assert isinstance(clone.schema, TableSchema) and clone.sequence_bases == {(EMPTY_ROW, 0): 3}
     messages = write(clone, pa.table({"k": pa.array([1, 2, 3], pa.int32()), "v": ["a", "b", "c"]}))

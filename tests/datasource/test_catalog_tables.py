@@ -11,9 +11,17 @@ from pyspark_paimon.errors import OptionError
 
 
 def test_create_keys_are_dropped_and_user_keys_kept() -> None:
-    spark_opts = {"owner": "root", "provider": "paimon", "location": "file:/wh/db.db/t", "path": "file:/wh/db.db/t",
-                  "branch": "dev", "option.branch": "dev", "Filter": "id > 1", "option.filter": "id > 1",
-                  "bukcet": "2"}
+    spark_opts = {
+        "owner": "root",
+        "provider": "paimon",
+        "location": "file:/wh/db.db/t",
+        "path": "file:/wh/db.db/t",
+        "branch": "dev",
+        "option.branch": "dev",
+        "Filter": "id > 1",
+        "option.filter": "id > 1",
+        "bukcet": "2",
+    }
     opts, creating = without_create_keys(spark_opts)
     assert creating
     assert opts == {"path": "file:/wh/db.db/t", "branch": "dev", "filter": "id > 1", "bukcet": "2"}

@@ -29,16 +29,27 @@ def rows(t: Table, **options: str) -> list[dict[str, Any]]:
     return sorted(data.to_pylist(), key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
-def pk_table(tmp_path: Path, options: dict[str, str] | None = None, schema: str = "k int not null, v string, n bigint",
-             partition_keys: tuple[str, ...] = ()) -> Table:
+def pk_table(
+    tmp_path: Path,
+    options: dict[str, str] | None = None,
+    schema: str = "k int not null, v string, n bigint",
+    partition_keys: tuple[str, ...] = (),
+) -> Table:
     return Catalog(str(tmp_path)).create_table(
-        "db.t", schema, primary_keys=["k", *partition_keys], partition_keys=list(partition_keys),
-        options={"bucket": "2", **WRITE_ONLY, **(options or {})})
+        "db.t",
+        schema,
+        primary_keys=["k", *partition_keys],
+        partition_keys=list(partition_keys),
+        options={"bucket": "2", **WRITE_ONLY, **(options or {})},
+    )
 
 
 def batch(keys: list[int], v: str, n: int | None = None, kinds: list[str] | None = None) -> pa.Table:
-    cols: dict[str, Any] = {"k": pa.array(keys, pa.int32()), "v": [v] * len(keys),
-                            "n": pa.array([n if n is not None else i for i in range(len(keys))], pa.int64())}
+    cols: dict[str, Any] = {
+        "k": pa.array(keys, pa.int32()),
+        "v": [v] * len(keys),
+        "n": pa.array([n if n is not None else i for i in range(len(keys))], pa.int64()),
+    }
     if kinds is not None:
         cols["kind"] = kinds
     return pa.table(cols)
@@ -118,8 +129,9 @@ def test_outputs_keep_sequence_numbers_kinds_and_exact_stats(tmp_path: Path) -> 
 
 
 def test_full_compaction_drops_retractions_intermediate_keeps_them(tmp_path: Path) -> None:
-    t = pk_table(tmp_path, {"bucket": "1", "rowkind.field": "kind"},
-                 schema="k int not null, v string, n bigint, kind string")
+    t = pk_table(
+        tmp_path, {"bucket": "1", "rowkind.field": "kind"}, schema="k int not null, v string, n bigint, kind string"
+    )
     t.write_arrow(batch(list(range(20000)), "a", kinds=["+I"] * 20000))
     t.compact(full=True)  # a large base run at level 5
     t.write_arrow(batch([2], "a", kinds=["-D"]))
@@ -240,8 +252,12 @@ def test_tables_whose_changelog_compaction_produces_are_refused(tmp_path: Path, 
 
 
 def test_first_row_automatic_compaction_moves_level0_up(tmp_path: Path) -> None:
-    t = Catalog(str(tmp_path)).create_table("db.t", "k int not null, v string, n bigint", primary_keys=["k"],
-                                            options={"bucket": "1", "merge-engine": "first-row"})
+    t = Catalog(str(tmp_path)).create_table(
+        "db.t",
+        "k int not null, v string, n bigint",
+        primary_keys=["k"],
+        options={"bucket": "1", "merge-engine": "first-row"},
+    )
     t.write_arrow(batch([1, 2], "first"))
     t.write_arrow(batch([2, 3], "second"))
     assert 0 not in {e.file.level for e in live(t)}  # as Java's lookup compaction leaves first-row buckets
@@ -327,8 +343,10 @@ def test_two_compactions_racing_replan_instead_of_corrupting(tmp_path: Path) -> 
 
     result = compact(t.store, full=True, runner=runner)
     assert result.attempts == 2 and result.notes and "no longer live" in result.notes[0]
-    assert rows(t) == sorted(before + [{"k": 4, "v": "late", "n": 0}, {"k": 5, "v": "late", "n": 0}],
-                             key=lambda r: tuple(str(r[k]) for k in sorted(r)))
+    assert rows(t) == sorted(
+        before + [{"k": 4, "v": "late", "n": 0}, {"k": 5, "v": "late", "n": 0}],
+        key=lambda r: tuple(str(r[k]) for k in sorted(r)),
+    )
     # The losing attempt deleted its outputs: every data file on disk is referenced by some snapshot.
     on_disk = {p.name for p in (Path(t.path) / "bucket-0").iterdir()}
     referenced = {e.file.file_name for s in t.snapshots() for e in t.store.live_entries(s)}
@@ -414,8 +432,9 @@ def test_append_small_files_compaction(tmp_path: Path, bucket: str) -> None:
 
 
 def test_append_min_file_num(tmp_path: Path) -> None:
-    t = Catalog(str(tmp_path)).create_table("db.a", "k int, v string",
-                                            options={**WRITE_ONLY, "compaction.min.file-num": "4"})
+    t = Catalog(str(tmp_path)).create_table(
+        "db.a", "k int, v string", options={**WRITE_ONLY, "compaction.min.file-num": "4"}
+    )
     for i in range(3):
         t.write_arrow(pa.table({"k": pa.array([i], pa.int32()), "v": ["x"]}))
     assert not t.compact()
@@ -425,16 +444,16 @@ def test_append_min_file_num(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------------ auto
 def test_automatic_compaction_after_writes(tmp_path: Path) -> None:
-    t = Catalog(str(tmp_path)).create_table("db.t", "k int not null, v string, n bigint", primary_keys=["k"],
-                                            options={"bucket": "1"})
+    t = Catalog(str(tmp_path)).create_table(
+        "db.t", "k int not null, v string, n bigint", primary_keys=["k"], options={"bucket": "1"}
+    )
     for i in range(5):
         t.write_arrow(batch([1, 2, i + 10], f"w{i}", i))
     kinds = [s.commit_kind for s in t.snapshots()]
     # The fifth level-0 run trips the size-amplification rule: everything goes to the max level.
     assert kinds == ["APPEND"] * 5 + ["COMPACT"]
     assert {e.file.level for e in live(t)} == {5}
-    assert {r["k"]: r["v"] for r in rows(t)} == {1: "w4", 2: "w4", 10: "w0", 11: "w1", 12: "w2", 13: "w3",
-                                                  14: "w4"}
+    assert {r["k"]: r["v"] for r in rows(t)} == {1: "w4", 2: "w4", 10: "w0", 11: "w1", 12: "w2", 13: "w3", 14: "w4"}
 
 
 def test_write_only_and_full_compaction_delta_commits(tmp_path: Path) -> None:

@@ -27,8 +27,12 @@ from pyspark_paimon.planner.predicate import Leaf
 
 #: (precision, scale) -> (Parquet physical type, FIXED_LEN_BYTE_ARRAY length or None)
 LAYOUT = {
-    (1, 0): ("INT32", None), (9, 2): ("INT32", None), (10, 0): ("INT64", None), (18, 4): ("INT64", None),
-    (19, 0): ("FIXED_LEN_BYTE_ARRAY", 9), (38, 10): ("FIXED_LEN_BYTE_ARRAY", 16),
+    (1, 0): ("INT32", None),
+    (9, 2): ("INT32", None),
+    (10, 0): ("INT64", None),
+    (18, 4): ("INT64", None),
+    (19, 0): ("FIXED_LEN_BYTE_ARRAY", 9),
+    (38, 10): ("FIXED_LEN_BYTE_ARRAY", 16),
 }
 COLUMNS = {f"d{p}": (p, s) for p, s in LAYOUT}
 
@@ -51,8 +55,9 @@ def arrow_rows(ids: list[int], with_array: bool = True) -> pa.Table:
         values = extremes(p, s)
         cols[name] = pa.array([values[i % len(values)] for i in ids], pa.decimal128(p, s))
     if with_array:
-        cols["arr"] = pa.array([[Decimal("-1.50"), None, Decimal("9999999.99")] for _ in ids],
-                               pa.list_(pa.decimal128(9, 2)))
+        cols["arr"] = pa.array(
+            [[Decimal("-1.50"), None, Decimal("9999999.99")] for _ in ids], pa.list_(pa.decimal128(9, 2))
+        )
     return pa.table(cols)
 
 
@@ -91,8 +96,12 @@ def catalog(tmp_path) -> Catalog:
 
 @pytest.mark.parametrize("primary_key", [False, True])
 def test_parquet_physical_type_per_precision(catalog: Catalog, primary_key: bool) -> None:
-    t = catalog.create_table("db.t", ddl(), primary_keys=["id", "d9"] if primary_key else [],
-                             options={"bucket": "1"} if primary_key else None)
+    t = catalog.create_table(
+        "db.t",
+        ddl(),
+        primary_keys=["id", "d9"] if primary_key else [],
+        options={"bucket": "1"} if primary_key else None,
+    )
     data = arrow_rows(list(range(12)))
     if primary_key:  # key columns are NOT NULL
         i = data.schema.get_field_index("d9")
@@ -158,8 +167,10 @@ def test_manifest_stats_hold_the_decimal_extremes(catalog: Catalog) -> None:
     t.write_arrow(arrow_rows(list(range(12)), with_array=False))
     [meta] = files_of_snapshot(t, 1)
     assert meta.value_stats_cols is None  # every column has statistics: one stats field per column
-    types = [AtomicType("INT", nullable=False), *(AtomicType("DECIMAL", precision=p, scale=s)
-                                                  for p, s in COLUMNS.values())]
+    types = [
+        AtomicType("INT", nullable=False),
+        *(AtomicType("DECIMAL", precision=p, scale=s) for p, s in COLUMNS.values()),
+    ]
     lo = deserialize_row(meta.value_stats.min_values, types)
     hi = deserialize_row(meta.value_stats.max_values, types)
     for i, (name, (p, s)) in enumerate(COLUMNS.items(), start=1):

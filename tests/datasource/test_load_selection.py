@@ -21,19 +21,26 @@ N = 400
 
 def _rows() -> pa.Table:
     ids = list(range(N))
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "dt": [f"2024-01-0{i % 4 + 1}" for i in ids],
-        "name": [None if i % 7 == 0 else f"n{i % 13}" for i in ids],
-        "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i % 30) for i in ids],
-        "amt": pa.array([decimal.Decimal(i) / 4 for i in ids], pa.decimal128(10, 2)),
-        "ok": [i % 3 == 0 for i in ids]})
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "dt": [f"2024-01-0{i % 4 + 1}" for i in ids],
+            "name": [None if i % 7 == 0 else f"n{i % 13}" for i in ids],
+            "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i % 30) for i in ids],
+            "amt": pa.array([decimal.Decimal(i) / 4 for i in ids], pa.decimal128(10, 2)),
+            "ok": [i % 3 == 0 for i in ids],
+        }
+    )
 
 
 def _table(catalog: Catalog, pk: bool) -> Any:
-    t = catalog.create_table("default.s", "id bigint, dt string, name string, d date, amt decimal(10,2), ok boolean",
-                             partition_keys=["dt"], primary_keys=["id", "dt"] if pk else [],
-                             options={"bucket": "4"} if pk else {})
+    t = catalog.create_table(
+        "default.s",
+        "id bigint, dt string, name string, d date, amt decimal(10,2), ok boolean",
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"] if pk else [],
+        options={"bucket": "4"} if pk else {},
+    )
     t.write_arrow(_rows())
     if pk:  # a second version of some rows: the selection must see the merged (newest) values
         upd = _rows().filter(pa.compute.less(pa.compute.field("id"), 40))
@@ -48,8 +55,10 @@ def _expected(catalog_rows: list[dict], keep: Callable[[dict], bool]) -> list[in
 CASES: list[tuple[str, Callable[[dict], bool]]] = [
     ("id = 5", lambda r: r["id"] == 5),
     ("id IN (5, 6, 399) AND dt = '2024-01-02'", lambda r: r["id"] in (5, 6, 399) and r["dt"] == "2024-01-02"),
-    ("(dt = '2024-01-01' AND id < 40) OR (dt = '2024-01-02' AND id BETWEEN 10 AND 30)",
-     lambda r: (r["dt"] == "2024-01-01" and r["id"] < 40) or (r["dt"] == "2024-01-02" and 10 <= r["id"] <= 30)),
+    (
+        "(dt = '2024-01-01' AND id < 40) OR (dt = '2024-01-02' AND id BETWEEN 10 AND 30)",
+        lambda r: (r["dt"] == "2024-01-01" and r["id"] < 40) or (r["dt"] == "2024-01-02" and 10 <= r["id"] <= 30),
+    ),
     ("NOT (id >= 30) AND ok", lambda r: r["id"] < 30 and r["ok"]),
     ("name IS NULL OR name = 'updated'", lambda r: r["name"] is None or r["name"] == "updated"),
     ("name <> 'n1'", lambda r: r["name"] is not None and r["name"] != "n1"),
@@ -114,12 +123,18 @@ def test_errors_are_raised_before_reading(catalog: Catalog) -> None:
 def test_chain_read_resolves_only_the_requested_partitions(catalog: Catalog) -> None:
     t = make(catalog)
     put(t, [(1, 1, "s0808", "20250808"), (2, 1, "s0808", "20250808")], "snapshot")
-    for day, rows in {"20250809": [(1, 5, "d0809")], "20250810": [(3, 5, "d0810")],
-                      "20250811": [(2, 6, "d0811")]}.items():
+    for day, rows in {
+        "20250809": [(1, 5, "d0809")],
+        "20250810": [(3, 5, "d0810")],
+        "20250811": [(2, 6, "d0811")],
+    }.items():
         put(t, [(*r, day) for r in rows], "delta")
     got = t.to_arrow({"scan.partitions": "dt=20250810"}).to_pylist()
     assert sorted((r["t1"], r["t3"], r["dt"]) for r in got) == [
-        (1, "d0809", "20250810"), (2, "s0808", "20250810"), (3, "d0810", "20250810")]
+        (1, "d0809", "20250810"),
+        (2, "s0808", "20250810"),
+        (3, "d0810", "20250810"),
+    ]
     full = [r for r in t.to_arrow().to_pylist() if r["dt"] == "20250810"]
     assert sorted(map(str, full)) == sorted(map(str, got))
     plan = t.explain({"scan.partitions": "dt=20250810"})

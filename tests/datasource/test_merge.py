@@ -39,14 +39,23 @@ def kv(rows: list[tuple], value_types: dict[str, pa.DataType] | None = None) -> 
     return pa.table(cols)
 
 
-def merge(table: pa.Table, engine: str = "deduplicate", options: dict[str, str] | None = None,
-          seq: list[str] | None = None, descending: bool = False, drop_retracts: bool = True,
-          values: list[str] | None = None) -> list[dict]:
+def merge(
+    table: pa.Table,
+    engine: str = "deduplicate",
+    options: dict[str, str] | None = None,
+    seq: list[str] | None = None,
+    descending: bool = False,
+    drop_retracts: bool = True,
+    values: list[str] | None = None,
+) -> list[dict]:
     table = sort_for_merge(table, ["id"], seq or [], descending)
     if seq:  # as in a real table, the engine sees the sequence fields in the options too
         options = {"sequence.field": ",".join(seq), **(options or {})}
-    values = values if values is not None else [c for c in table.column_names
-                                                if c not in ("id", "_SEQUENCE_NUMBER", "_VALUE_KIND")]
+    values = (
+        values
+        if values is not None
+        else [c for c in table.column_names if c not in ("id", "_SEQUENCE_NUMBER", "_VALUE_KIND")]
+    )
     out = merge_sorted(table, ["id"], engine, options or {}, values, drop_retracts, primary_keys=["id"])
     assert out.schema == table.schema
     return out.to_pylist()
@@ -61,12 +70,15 @@ def test_sort_for_merge_orders_by_key_then_sequence_number_then_is_add() -> None
     t = kv([(2, 1, I, 20), (1, 5, I, 15), (1, 3, I, 13), (1, 5, UB, 99)])
     out = sort_for_merge(t, ["id"], [], False)
     assert pick(out.to_pylist(), "id", "_SEQUENCE_NUMBER", "_VALUE_KIND") == [
-        (1, 3, I), (1, 5, UB), (1, 5, I), (2, 1, I)]
+        (1, 3, I),
+        (1, 5, UB),
+        (1, 5, I),
+        (2, 1, I),
+    ]
 
 
 def test_sort_for_merge_user_sequence_field_nulls_first_and_stable() -> None:
-    t = kv([(1, 1, I, 10, 1), (1, 2, I, None, 2), (1, 3, I, 5, 3), (1, 4, I, 5, 4)],
-           {"s": pa.int64(), "v": pa.int64()})
+    t = kv([(1, 1, I, 10, 1), (1, 2, I, None, 2), (1, 3, I, 5, 3), (1, 4, I, 5, 4)], {"s": pa.int64(), "v": pa.int64()})
     asc = sort_for_merge(t, ["id"], ["s"], False).column("v").to_pylist()
     assert asc == [2, 3, 4, 1]
     desc = sort_for_merge(t, ["id"], ["s"], True).column("v").to_pylist()
@@ -120,9 +132,15 @@ def test_sequence_field_descending() -> None:
 
 
 def test_multi_column_keys() -> None:
-    t = pa.table({"a": pa.array([1, 1, 1, 2], pa.int32()), "b": ["x", "y", "x", "x"],
-                  "_SEQUENCE_NUMBER": pa.array([0, 1, 2, 3], pa.int64()),
-                  "_VALUE_KIND": pa.array([0, 0, 0, 0], pa.int8()), "v": [1, 2, 3, 4]})
+    t = pa.table(
+        {
+            "a": pa.array([1, 1, 1, 2], pa.int32()),
+            "b": ["x", "y", "x", "x"],
+            "_SEQUENCE_NUMBER": pa.array([0, 1, 2, 3], pa.int64()),
+            "_VALUE_KIND": pa.array([0, 0, 0, 0], pa.int8()),
+            "v": [1, 2, 3, 4],
+        }
+    )
     s = sort_for_merge(t, ["a", "b"], [], False)
     out = merge_sorted(s, ["a", "b"], "deduplicate", {}, ["v"])
     assert pick(out.to_pylist(), "a", "b", "v") == [(1, "x", 3), (1, "y", 2), (2, "x", 4)]
@@ -135,14 +153,15 @@ def test_empty_input() -> None:
 
 # ------------------------------------------------------------------------------------------------ partial-update
 def test_partial_update_last_non_null_per_field() -> None:
-    t = kv([(1, 0, I, "x", None), (1, 1, I, None, 5), (2, 2, I, "p", 1), (2, 3, UA, "q", None)],
-           {"a": pa.string(), "b": pa.int64()})
+    t = kv(
+        [(1, 0, I, "x", None), (1, 1, I, None, 5), (2, 2, I, "p", 1), (2, 3, UA, "q", None)],
+        {"a": pa.string(), "b": pa.int64()},
+    )
     assert pick(merge(t, "partial-update"), "id", "a", "b") == [(1, "x", 5), (2, "q", 1)]
 
 
 def test_partial_update_respects_sequence_field() -> None:
-    t = kv([(1, 0, I, 10, "new", None), (1, 1, I, 5, "old", 7)], {"s": pa.int64(), "a": pa.string(),
-                                                                   "b": pa.int64()})
+    t = kv([(1, 0, I, 10, "new", None), (1, 1, I, 5, "old", 7)], {"s": pa.int64(), "a": pa.string(), "b": pa.int64()})
     assert pick(merge(t, "partial-update", seq=["s"]), "s", "a", "b") == [(10, "new", 7)]
 
 
@@ -156,10 +175,19 @@ def test_partial_update_delete_needs_an_option() -> None:
 
 def test_partial_update_remove_record_on_delete() -> None:
     opts = {"partial-update.remove-record-on-delete": "true"}
-    t = kv([(1, 0, I, "x", 1), (1, 1, D, None, None),  # key 1 removed
-            (2, 2, I, "p", 2), (2, 3, D, None, None), (2, 4, I, None, 9),  # fresh start after -D
-            (3, 5, I, "k", 3), (3, 6, UB, "k", 3), (3, 7, UA, None, 4)],  # -U ignored
-           {"a": pa.string(), "b": pa.int64()})
+    t = kv(
+        [
+            (1, 0, I, "x", 1),
+            (1, 1, D, None, None),  # key 1 removed
+            (2, 2, I, "p", 2),
+            (2, 3, D, None, None),
+            (2, 4, I, None, 9),  # fresh start after -D
+            (3, 5, I, "k", 3),
+            (3, 6, UB, "k", 3),
+            (3, 7, UA, None, 4),
+        ],  # -U ignored
+        {"a": pa.string(), "b": pa.int64()},
+    )
     assert pick(merge(t, "partial-update", opts), "id", "a", "b") == [(2, None, 9), (3, "k", 4)]
     kept = merge(t, "partial-update", opts, drop_retracts=False)
     assert pick(kept, "id", "_VALUE_KIND") == [(1, D), (2, I), (3, I)]
@@ -170,12 +198,14 @@ def test_partial_update_update_before_only() -> None:
     # a lone record passes Java's ReducerMergeFunctionWrapper untouched: the writer keeps the -U
     t = kv([(1, 0, UB, "x", 1)], {"a": pa.string(), "b": pa.int64()})
     assert pick(merge(t, "partial-update", opts, drop_retracts=False), "id", "a", "b", "_VALUE_KIND") == [
-        (1, "x", 1, UB)]
+        (1, "x", 1, UB)
+    ]
     assert merge(t, "partial-update", opts) == []
     # several: the first seeds the row (initRow), the rest are skipped; no addition, so the result is a DELETE
     t = kv([(1, 0, UB, "x", 1), (1, 1, UB, "y", None)], {"a": pa.string(), "b": pa.int64()})
     assert pick(merge(t, "partial-update", opts, drop_retracts=False), "id", "a", "b", "_VALUE_KIND") == [
-        (1, "x", 1, D)]
+        (1, "x", 1, D)
+    ]
 
 
 def test_partial_update_a_delete_seeds_the_row_for_later_records() -> None:
@@ -183,18 +213,34 @@ def test_partial_update_a_delete_seeds_the_row_for_later_records() -> None:
     # own values (initRow, all fields since Paimon 2.0), later additions overwrite only their non-NULL fields.
     opts = {"partial-update.remove-record-on-delete": "true"}
     types = {"a": pa.string(), "b": pa.int64(), "c": pa.int64()}
-    t = kv([(1, 0, I, "x", 1, 1), (1, 1, D, "d", None, 7), (1, 2, I, None, 5, None),
-            (2, 3, UB, "u", 2, 2), (2, 4, UA, None, 3, None),  # a leading -U seeds the row too
-            (3, 5, I, "x", 1, 1), (3, 6, UB, "u", 9, 9), (3, 7, UA, None, 4, None),  # a later -U is skipped
-            (4, 8, I, "x", 1, 1), (4, 9, D, "d", 2, 2), (4, 10, UB, "u", 3, 3)],  # the -U after the -D: +I again
-           types)
+    t = kv(
+        [
+            (1, 0, I, "x", 1, 1),
+            (1, 1, D, "d", None, 7),
+            (1, 2, I, None, 5, None),
+            (2, 3, UB, "u", 2, 2),
+            (2, 4, UA, None, 3, None),  # a leading -U seeds the row too
+            (3, 5, I, "x", 1, 1),
+            (3, 6, UB, "u", 9, 9),
+            (3, 7, UA, None, 4, None),  # a later -U is skipped
+            (4, 8, I, "x", 1, 1),
+            (4, 9, D, "d", 2, 2),
+            (4, 10, UB, "u", 3, 3),
+        ],  # the -U after the -D: +I again
+        types,
+    )
     rows = merge(t, "partial-update", opts, drop_retracts=False)
     assert pick(rows, "id", "a", "b", "c", "_VALUE_KIND", "_SEQUENCE_NUMBER") == [
-        (1, "d", 5, 7, I, 2), (2, "u", 3, 2, I, 4), (3, "x", 4, 1, I, 7), (4, "d", 2, 2, I, 10)]
+        (1, "d", 5, 7, I, 2),
+        (2, "u", 3, 2, I, 4),
+        (3, "x", 4, 1, I, 7),
+        (4, "d", 2, 2, I, 10),
+    ]
     # a key whose last record is the -D is removed, carrying the DELETE's values for the writer
     t = kv([(1, 0, I, "x", 1, 1), (1, 1, D, "d", None, 7)], types)
     assert pick(merge(t, "partial-update", opts, drop_retracts=False), "a", "b", "c", "_VALUE_KIND") == [
-        ("d", None, 7, D)]
+        ("d", None, 7, D)
+    ]
     assert merge(t, "partial-update", opts) == []
 
 
@@ -216,8 +262,12 @@ def test_single_records_pass_through_unmerged() -> None:
     t = kv([(1, 0, UB, 5, "a"), (2, 1, D, 6, "b"), (3, 2, UA, 7, " "), (4, 3, I, 1, "x"), (4, 4, I, 2, " ")], types)
     opts = {"fields.v.aggregate-function": "max", "fields.la.aggregate-function": "listagg"}
     rows = merge(t, "aggregation", opts, drop_retracts=False)
-    assert pick(rows, "id", "v", "la", "_VALUE_KIND") == [(1, 5, "a", UB), (2, 6, "b", D), (3, 7, " ", UA),
-                                                         (4, 2, "x", I)]
+    assert pick(rows, "id", "v", "la", "_VALUE_KIND") == [
+        (1, 5, "a", UB),
+        (2, 6, "b", D),
+        (3, 7, " ", UA),
+        (4, 2, "x", I),
+    ]
     assert pick(merge(t, "aggregation", opts), "id") == [(3,), (4,)]
     assert pick(merge(t, "partial-update", {}), "id", "v") == [(3, 7), (4, 2)]
     assert pick(merge(t, "first-row", {}), "id", "v") == [(3, 7), (4, 1)]
@@ -230,38 +280,92 @@ def test_partial_update_sequence_group_refused() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ aggregation
-AGG_TYPES = {"s": pa.int64(), "mx": pa.int32(), "mn": pa.string(), "lv": pa.string(), "lnn": pa.string(),
-             "fv": pa.int64(), "fnn": pa.int64(), "c": pa.int64(), "ba": pa.bool_(), "bo": pa.bool_(),
-             "la": pa.string(), "p": pa.int64()}  # c: no function of its own, so the default last_non_null_value
+AGG_TYPES = {
+    "s": pa.int64(),
+    "mx": pa.int32(),
+    "mn": pa.string(),
+    "lv": pa.string(),
+    "lnn": pa.string(),
+    "fv": pa.int64(),
+    "fnn": pa.int64(),
+    "c": pa.int64(),
+    "ba": pa.bool_(),
+    "bo": pa.bool_(),
+    "la": pa.string(),
+    "p": pa.int64(),
+}  # c: no function of its own, so the default last_non_null_value
 AGG_OPTS = {
-    "fields.s.aggregate-function": "sum", "fields.mx.aggregate-function": "max",
-    "fields.mn.aggregate-function": "min", "fields.lv.aggregate-function": "last_value",
-    "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_non_null_value",
+    "fields.s.aggregate-function": "sum",
+    "fields.mx.aggregate-function": "max",
+    "fields.mn.aggregate-function": "min",
+    "fields.lv.aggregate-function": "last_value",
+    "fields.fv.aggregate-function": "first_value",
+    "fields.fnn.aggregate-function": "first_non_null_value",
     "fields.ba.aggregate-function": "bool_and",
-    "fields.bo.aggregate-function": "bool_or", "fields.la.aggregate-function": "listagg",
+    "fields.bo.aggregate-function": "bool_or",
+    "fields.la.aggregate-function": "listagg",
     "fields.p.aggregate-function": "product",
 }
 
 
 def test_aggregation_functions() -> None:
-    t = kv([
-        (1, 0, I, 1, 3, "m", "a", "x", None, None, 1, True, False, "p", 2),
-        (1, 1, I, None, 9, "b", None, None, 7, 8, 1, None, True, "q", 3),
-        (1, 2, I, 5, None, None, "c", "z", 4, 9, None, False, None, " ", None),
-        (2, 3, I, 4, None, None, None, None, None, None, None, None, None, None, None),
-    ], AGG_TYPES)
+    t = kv(
+        [
+            (1, 0, I, 1, 3, "m", "a", "x", None, None, 1, True, False, "p", 2),
+            (1, 1, I, None, 9, "b", None, None, 7, 8, 1, None, True, "q", 3),
+            (1, 2, I, 5, None, None, "c", "z", 4, 9, None, False, None, " ", None),
+            (2, 3, I, 4, None, None, None, None, None, None, None, None, None, None, None),
+        ],
+        AGG_TYPES,
+    )
     rows = merge(t, "aggregation", AGG_OPTS)
-    assert rows[0] == {"id": 1, "_SEQUENCE_NUMBER": 2, "_VALUE_KIND": I, "s": 6, "mx": 9, "mn": "b", "lv": "c",
-                       "lnn": "z", "fv": None, "fnn": 8, "c": 1, "ba": False, "bo": True, "la": "p,q", "p": 6}
-    assert rows[1] == {"id": 2, "_SEQUENCE_NUMBER": 3, "_VALUE_KIND": I, "s": 4, "mx": None, "mn": None,
-                       "lv": None, "lnn": None, "fv": None, "fnn": None, "c": None, "ba": None, "bo": None,
-                       "la": None, "p": None}
+    assert rows[0] == {
+        "id": 1,
+        "_SEQUENCE_NUMBER": 2,
+        "_VALUE_KIND": I,
+        "s": 6,
+        "mx": 9,
+        "mn": "b",
+        "lv": "c",
+        "lnn": "z",
+        "fv": None,
+        "fnn": 8,
+        "c": 1,
+        "ba": False,
+        "bo": True,
+        "la": "p,q",
+        "p": 6,
+    }
+    assert rows[1] == {
+        "id": 2,
+        "_SEQUENCE_NUMBER": 3,
+        "_VALUE_KIND": I,
+        "s": 4,
+        "mx": None,
+        "mn": None,
+        "lv": None,
+        "lnn": None,
+        "fv": None,
+        "fnn": None,
+        "c": None,
+        "ba": None,
+        "bo": None,
+        "la": None,
+        "p": None,
+    }
 
 
 def test_aggregation_default_function_and_listagg_delimiter() -> None:
     t = kv([(1, 0, I, "a", 1), (1, 1, I, "b", None)], {"la": pa.string(), "x": pa.int64()})
-    rows = merge(t, "aggregation", {"fields.default-aggregate-function": "listagg",
-                                    "fields.x.aggregate-function": "sum", "fields.la.list-agg-delimiter": "|"})
+    rows = merge(
+        t,
+        "aggregation",
+        {
+            "fields.default-aggregate-function": "listagg",
+            "fields.x.aggregate-function": "sum",
+            "fields.la.list-agg-delimiter": "|",
+        },
+    )
     assert pick(rows, "la", "x") == [("a|b", 1)]
     # The default is last_non_null_value.
     assert pick(merge(t, "aggregation", {}), "la", "x") == [("b", 1)]
@@ -270,11 +374,21 @@ def test_aggregation_default_function_and_listagg_delimiter() -> None:
 def test_aggregation_sum_with_retraction_and_types() -> None:
     types = {"i": pa.int32(), "d": pa.decimal128(10, 2), "f": pa.float64()}
     opts = {f"fields.{n}.aggregate-function": "sum" for n in types}
-    t = kv([(1, 0, I, 5, decimal.Decimal("1.50"), 1.5), (1, 1, UB, 2, decimal.Decimal("0.25"), 0.5),
-            (1, 2, UA, 4, decimal.Decimal("1.00"), 2.0), (2, 3, D, 3, None, 1.0), (2, 4, I, 1, None, 0.5)], types)
+    t = kv(
+        [
+            (1, 0, I, 5, decimal.Decimal("1.50"), 1.5),
+            (1, 1, UB, 2, decimal.Decimal("0.25"), 0.5),
+            (1, 2, UA, 4, decimal.Decimal("1.00"), 2.0),
+            (2, 3, D, 3, None, 1.0),
+            (2, 4, I, 1, None, 0.5),
+        ],
+        types,
+    )
     rows = merge(t, "aggregation", opts)
     assert pick(rows, "id", "i", "d", "f", "_VALUE_KIND") == [
-        (1, 7, decimal.Decimal("2.25"), 3.0, I), (2, -2, None, -0.5, I)]
+        (1, 7, decimal.Decimal("2.25"), 3.0, I),
+        (2, -2, None, -0.5, I),
+    ]
 
 
 def test_aggregation_last_value_retraction() -> None:
@@ -314,16 +428,23 @@ def test_aggregation_keeps_primary_key_and_refuses_unknown_function() -> None:
     t = kv([(1, 0, I, 1), (1, 1, I, 2)])
     with pytest.raises(OptionError, match="fields.v.aggregate-function"):
         merge(t, "aggregation", {"fields.v.aggregate-function": "collect"})
-    rows = merge(t, "aggregation", {"fields.id.aggregate-function": "sum", "fields.v.aggregate-function": "sum"},
-                 values=["id", "v"])
+    rows = merge(
+        t,
+        "aggregation",
+        {"fields.id.aggregate-function": "sum", "fields.v.aggregate-function": "sum"},
+        values=["id", "v"],
+    )
     assert pick(rows, "id", "v") == [(1, 3)]
 
 
 def test_aggregation_with_sequence_field() -> None:
-    t = kv([(1, 0, I, 10, "new", 1), (1, 1, I, 5, "old", 2)],
-           {"s": pa.int64(), "lv": pa.string(), "x": pa.int64()})
-    rows = merge(t, "aggregation", {"fields.lv.aggregate-function": "last_value",
-                                    "fields.x.aggregate-function": "sum"}, seq=["s"])
+    t = kv([(1, 0, I, 10, "new", 1), (1, 1, I, 5, "old", 2)], {"s": pa.int64(), "lv": pa.string(), "x": pa.int64()})
+    rows = merge(
+        t,
+        "aggregation",
+        {"fields.lv.aggregate-function": "last_value", "fields.x.aggregate-function": "sum"},
+        seq=["s"],
+    )
     assert pick(rows, "s", "lv", "x") == [(10, "new", 3)]
 
 
@@ -358,8 +479,11 @@ def test_integer_sum_overflow_raises_like_java(bits: int) -> None:
     with pytest.raises(MergeError, match="'sum' of column 'v'"):
         merge(kv([(1, 0, I, lo), (1, 1, I, -1)], types), "aggregation", opts)
     # the bounds themselves are fine, and so is a NULL next to them
-    rows = merge(kv([(1, 0, I, hi - 1), (1, 1, I, 1), (1, 2, I, None), (2, 3, I, lo + 1), (2, 4, I, -1)], types),
-                 "aggregation", opts)
+    rows = merge(
+        kv([(1, 0, I, hi - 1), (1, 1, I, 1), (1, 2, I, None), (2, 3, I, lo + 1), (2, 4, I, -1)], types),
+        "aggregation",
+        opts,
+    )
     assert pick(rows, "id", "v") == [(1, hi), (2, lo)]
 
 
@@ -431,14 +555,17 @@ def java_fold(records: list[tuple[int, Any]], func: str, bits: int, remove_on_de
     return acc
 
 
-_edge = st.sampled_from([0, 1, -1, 2, -2, 3, 2**31, -(2**31), 2**32, 2**62, -(2**62), 2**63 - 1, -(2**63),
-                         2**21, -(2**21)])
-agg_op = st.tuples(st.integers(0, 3), st.sampled_from([I, I, UA, UB, D]),
-                   st.one_of(st.none(), _edge, st.integers(-(2**63), 2**63 - 1), st.integers(-9, 9)))
+_edge = st.sampled_from(
+    [0, 1, -1, 2, -2, 3, 2**31, -(2**31), 2**32, 2**62, -(2**62), 2**63 - 1, -(2**63), 2**21, -(2**21)]
+)
+agg_op = st.tuples(
+    st.integers(0, 3),
+    st.sampled_from([I, I, UA, UB, D]),
+    st.one_of(st.none(), _edge, st.integers(-(2**63), 2**63 - 1), st.integers(-9, 9)),
+)
 
 
-def _check_against_java_fold(func: str, failure: str, ops: list[tuple[int, int, Any]], bits: int,
-                             rod: bool) -> None:
+def _check_against_java_fold(func: str, failure: str, ops: list[tuple[int, int, Any]], bits: int, rod: bool) -> None:
     """Our merge of ``ops`` with ``func`` equals a step-by-step model of Java's checked fold, or both fail."""
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     ops = [(k, kind, None if v is None else max(lo, min(hi, v))) for k, kind, v in ops]
@@ -479,11 +606,22 @@ def test_product_retraction_divides_like_java() -> None:
     # Java FieldProductAgg.retract: acc / value with integer division (truncating toward zero); a NULL
     # accumulator or a NULL retracted value leaves the accumulator unchanged.
     opts = {"fields.v.aggregate-function": "product"}
-    t = kv([(1, 0, I, 6), (1, 1, UB, 4), (1, 2, UA, 4),  # 6 / 4 = 1, then * 4: order matters
-            (2, 3, I, -7), (2, 4, UB, 2),  # truncates toward zero: -3, not -4
-            (3, 5, UB, 5), (3, 6, I, 3),  # retraction before any value: no-op
-            (4, 7, I, 6), (4, 8, UB, None), (4, 9, I, 2),  # NULL retraction: no-op
-            (5, 10, I, None), (5, 11, UB, 2)])  # NULL accumulator stays NULL
+    t = kv(
+        [
+            (1, 0, I, 6),
+            (1, 1, UB, 4),
+            (1, 2, UA, 4),  # 6 / 4 = 1, then * 4: order matters
+            (2, 3, I, -7),
+            (2, 4, UB, 2),  # truncates toward zero: -3, not -4
+            (3, 5, UB, 5),
+            (3, 6, I, 3),  # retraction before any value: no-op
+            (4, 7, I, 6),
+            (4, 8, UB, None),
+            (4, 9, I, 2),  # NULL retraction: no-op
+            (5, 10, I, None),
+            (5, 11, UB, 2),
+        ]
+    )  # NULL accumulator stays NULL
     assert pick(merge(t, "aggregation", opts), "id", "v") == [(1, 4), (2, -3), (3, 3), (4, 12), (5, None)]
     # retracting 0 divides by zero: Java's ArithmeticException
     with pytest.raises(MergeError, match=r"'product' of column 'v'.*key \(id=1\).*by zero.*fields.v.ignore-retract"):
@@ -491,12 +629,17 @@ def test_product_retraction_divides_like_java() -> None:
     with pytest.raises(MergeError, match="64-bit range"):
         merge(kv([(1, 0, I, -(2**63)), (1, 1, UB, -1)]), "aggregation", opts)
     # floating point divides as IEEE does
-    rows = merge(kv([(1, 0, I, 6.0), (1, 1, UB, 4.0), (2, 2, I, 1.5), (2, 3, UB, 0.0)], {"v": pa.float64()}),
-                 "aggregation", opts)
+    rows = merge(
+        kv([(1, 0, I, 6.0), (1, 1, UB, 4.0), (2, 2, I, 1.5), (2, 3, UB, 0.0)], {"v": pa.float64()}), "aggregation", opts
+    )
     assert pick(rows, "v") == [(1.5,), (float("inf"),)]
     # ignore-retract keeps the plain product
-    assert pick(merge(kv([(1, 0, I, 6), (1, 1, UB, 4), (1, 2, I, 4)]), "aggregation",
-                      {**opts, "fields.v.ignore-retract": "true"}), "v") == [(24,)]
+    assert pick(
+        merge(
+            kv([(1, 0, I, 6), (1, 1, UB, 4), (1, 2, I, 4)]), "aggregation", {**opts, "fields.v.ignore-retract": "true"}
+        ),
+        "v",
+    ) == [(24,)]
 
 
 def test_decimal_product_retraction_is_refused() -> None:
@@ -525,28 +668,51 @@ def test_aggregation_remove_record_on_delete_folds_on_from_the_deletes_values() 
     # After the DELETE, Java folds later records into the row initRow built from the DELETE's values (its test
     # MergeFunctionTestUtils.getExpectedForAggSum: sum = delete.value, then + inserts); an UPDATE_BEFORE is
     # still a retraction.
-    types = {"s": pa.int64(), "mx": pa.int64(), "fv": pa.int64(), "fnn": pa.int64(), "lv": pa.string(),
-             "lnn": pa.string(), "la": pa.string(), "p": pa.int64()}
-    opts = {**ROD, "fields.s.aggregate-function": "sum", "fields.mx.aggregate-function": "max",
-            "fields.fv.aggregate-function": "first_value", "fields.fnn.aggregate-function": "first_non_null_value",
-            "fields.lv.aggregate-function": "last_value", "fields.la.aggregate-function": "listagg",
-            "fields.p.aggregate-function": "product"}
-    t = kv([
-        (1, 0, I, 5, 9, 7, 7, "a", "a", "a", 2),
-        (1, 1, D, 2, 1, 1, 1, "d", None, "d", 3),
-        (1, 2, I, 3, 3, 3, 3, None, None, "c", 4),
-        (2, 3, D, None, None, None, None, None, "x", " ", None),  # first record a DELETE: the row starts from it
-        (2, 4, I, 4, 4, 4, None, "b", None, None, 5),
-    ], types)
+    types = {
+        "s": pa.int64(),
+        "mx": pa.int64(),
+        "fv": pa.int64(),
+        "fnn": pa.int64(),
+        "lv": pa.string(),
+        "lnn": pa.string(),
+        "la": pa.string(),
+        "p": pa.int64(),
+    }
+    opts = {
+        **ROD,
+        "fields.s.aggregate-function": "sum",
+        "fields.mx.aggregate-function": "max",
+        "fields.fv.aggregate-function": "first_value",
+        "fields.fnn.aggregate-function": "first_non_null_value",
+        "fields.lv.aggregate-function": "last_value",
+        "fields.la.aggregate-function": "listagg",
+        "fields.p.aggregate-function": "product",
+    }
+    t = kv(
+        [
+            (1, 0, I, 5, 9, 7, 7, "a", "a", "a", 2),
+            (1, 1, D, 2, 1, 1, 1, "d", None, "d", 3),
+            (1, 2, I, 3, 3, 3, 3, None, None, "c", 4),
+            (2, 3, D, None, None, None, None, None, "x", " ", None),  # first record a DELETE: the row starts from it
+            (2, 4, I, 4, 4, 4, None, "b", None, None, 5),
+        ],
+        types,
+    )
     rows = merge(t, "aggregation", opts)
     assert pick(rows, "id", "s", "mx", "fv", "fnn", "lv", "lnn", "la", "p") == [
         # 2 + 3; max(1, 3); first_value keeps the DELETE's value (Java's "initialized" flag stays set); ...
         (1, 5, 3, 1, 1, None, None, "d,c", 12),
         # no value before the DELETE: first_value takes the next one; a blank listagg accumulator stays
-        (2, 4, 4, 4, None, "b", "x", " ", 5)]
+        (2, 4, 4, 4, None, "b", "x", " ", 5),
+    ]
     t2 = kv([(1, 0, I, 5, 2), (1, 1, UB, 2, None)], {"s": pa.int64(), "p": pa.int64()})
-    assert pick(merge(t2, "aggregation", {**ROD, "fields.s.aggregate-function": "sum",
-                                          "fields.p.aggregate-function": "product"}), "s", "p") == [(3, 2)]
+    assert pick(
+        merge(
+            t2, "aggregation", {**ROD, "fields.s.aggregate-function": "sum", "fields.p.aggregate-function": "product"}
+        ),
+        "s",
+        "p",
+    ) == [(3, 2)]
 
 
 def test_aggregation_remove_record_on_delete_conflicts_with_ignore_retract() -> None:
@@ -554,8 +720,9 @@ def test_aggregation_remove_record_on_delete_conflicts_with_ignore_retract() -> 
     bad = {"merge-engine": "aggregation", **ROD, "fields.v.ignore-retract": "true"}
     with pytest.raises(OptionError, match="'aggregation.remove-record-on-delete' and 'fields.v.ignore-retract'"):
         merge(kv([(1, 0, I, 1), (1, 1, I, 2)]), "aggregation", bad)
-    assert pick(merge(kv([(1, 0, I, 1), (1, 1, I, 2)]), "aggregation",
-                      {**bad, "fields.v.ignore-retract": "false"}), "v") == [(2,)]
+    assert pick(
+        merge(kv([(1, 0, I, 1), (1, 1, I, 2)]), "aggregation", {**bad, "fields.v.ignore-retract": "false"}), "v"
+    ) == [(2,)]
 
 
 # ------------------------------------------------------------------------------------------------ first-row
@@ -645,8 +812,7 @@ def test_property_partial_update_and_sum_match_model(data: tuple[list, list[int]
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3)), st.integers(0, 9)),
-                max_size=30))
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3)), st.integers(0, 9)), max_size=30))
 def test_property_sequence_field_matches_model(ops: list[tuple[int, Any, int]]) -> None:
     # The newest record is the one with the greatest (seq field, NULL first; then sequence number).
     best: dict[int, tuple] = {}
@@ -660,17 +826,33 @@ def test_property_sequence_field_matches_model(ops: list[tuple[int, Any, int]]) 
 
 
 @settings(max_examples=100, deadline=None)
-@given(rows=st.lists(st.tuples(st.integers(-4, 4), st.integers(0, 6), st.sampled_from([0, 1, 2, 3]),
-                               st.integers(0, 99)), min_size=1, max_size=40),
-       options=st.sampled_from([{}, {"merge-engine": "deduplicate"}, {"ignore-delete": "true"},
-                                {"sequence.field": "v"}, {"merge-engine": "first-row"}]))
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(-4, 4), st.integers(0, 6), st.sampled_from([0, 1, 2, 3]), st.integers(0, 99)),
+        min_size=1,
+        max_size=40,
+    ),
+    options=st.sampled_from(
+        [
+            {},
+            {"merge-engine": "deduplicate"},
+            {"ignore-delete": "true"},
+            {"sequence.field": "v"},
+            {"merge-engine": "first-row"},
+        ]
+    ),
+)
 def test_deduplicated_rows_equal_sort_and_merge(rows: list[tuple[int, int, int, int]], options: dict) -> None:
     """The winners-only shortcut of a deduplicate read gives exactly the sort-and-merge result, row for row
     (key order, kinds and sequence numbers included), and declines every other shape."""
-    t = pa.table({"k": pa.array([r[0] for r in rows], pa.int64()),
-                  "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
-                  "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8()),
-                  "v": pa.array([r[3] for r in rows], pa.int64())})
+    t = pa.table(
+        {
+            "k": pa.array([r[0] for r in rows], pa.int64()),
+            "_SEQUENCE_NUMBER": pa.array([r[1] for r in rows], pa.int64()),
+            "_VALUE_KIND": pa.array([r[2] for r in rows], pa.int8()),
+            "v": pa.array([r[3] for r in rows], pa.int64()),
+        }
+    )
     engine = options.get("merge-engine", "deduplicate")
     seq = [f for f in options.get("sequence.field", "").split(",") if f]
     got = deduplicated_rows(t, ["k"], options)

@@ -28,18 +28,32 @@ def _rewrite_with_small_row_groups(table: Any, rows_per_group: int) -> int:
 
 
 def _table(catalog: Catalog, pk: bool = False) -> Any:
-    t = catalog.create_table("default.r", "id bigint, v bigint, s string, dt string", partition_keys=["dt"],
-                             primary_keys=["dt", "id"] if pk else [], options={"bucket": "1"} if pk else {})
-    t.write_arrow(pa.table({"id": pa.array(range(1000), pa.int64()), "v": pa.array(range(1000), pa.int64()),
-                            "s": [f"s{i:04d}" for i in range(1000)], "dt": ["d"] * 1000}))
+    t = catalog.create_table(
+        "default.r",
+        "id bigint, v bigint, s string, dt string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"] if pk else [],
+        options={"bucket": "1"} if pk else {},
+    )
+    t.write_arrow(
+        pa.table(
+            {
+                "id": pa.array(range(1000), pa.int64()),
+                "v": pa.array(range(1000), pa.int64()),
+                "s": [f"s{i:04d}" for i in range(1000)],
+                "dt": ["d"] * 1000,
+            }
+        )
+    )
     assert _rewrite_with_small_row_groups(t, 100) == 1
     return t
 
 
 def test_select_row_groups_uses_statistics() -> None:
     buf = io.BytesIO()
-    pq.write_table(pa.table({"a": pa.array(range(100), pa.int64()), "b": [None] * 50 + ["x"] * 50}), buf,
-                   row_group_size=10)
+    pq.write_table(
+        pa.table({"a": pa.array(range(100), pa.int64()), "b": [None] * 50 + ["x"] * 50}), buf, row_group_size=10
+    )
     f = pq.ParquetFile(io.BytesIO(buf.getvalue()))
     assert select_row_groups(f, []) is None
     metrics = ReadMetrics()
@@ -77,8 +91,9 @@ def test_pk_raw_convertible_only(catalog: Catalog) -> None:
     assert job.metrics.row_groups_total == 10 and job.metrics.row_groups_skipped == 9
     assert job.metrics.merged_sections == 0
     # a second file overlapping it: the section is merged, and nothing is skipped before the merge
-    t.write_arrow(pa.table({"id": pa.array([960], pa.int64()), "v": pa.array([1], pa.int64()), "s": ["new"],
-                            "dt": ["d"]}))
+    t.write_arrow(
+        pa.table({"id": pa.array([960], pa.int64()), "v": pa.array([1], pa.int64()), "s": ["new"], "dt": ["d"]})
+    )
     job = t.new_read(predicate=[Leaf("v", ">=", 950)])
     assert sorted(job.to_arrow().column("id").to_pylist()) == [i for i in range(950, 1000) if i != 960]
     assert job.metrics.row_groups_skipped == 0 and job.metrics.merged_sections == 1
@@ -111,8 +126,14 @@ def test_statistics_outside_pythons_range_keep_row_groups(catalog: Catalog) -> N
     """A timestamp beyond year 9999 (Java writes such sentinels) has Parquet statistics that Python cannot
     decode (OverflowError): the row group is kept and the exact filter still answers."""
     t = catalog.create_table("default.far", "id bigint, ts timestamp(6)")
-    t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()),
-                            "ts": pa.array([1577836800000000, 1577836800000001], pa.timestamp("us"))}))
+    t.write_arrow(
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "ts": pa.array([1577836800000000, 1577836800000001], pa.timestamp("us")),
+            }
+        )
+    )
     (path,) = Path(t.path).rglob("*.parquet")
     data = pq.read_table(path, partitioning=None)
     i = data.schema.get_field_index("ts")

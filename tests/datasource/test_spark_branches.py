@@ -15,8 +15,7 @@ from tests.sparkutil import sorted_rows as rows
 SCHEMA = "id bigint, dt string, amount bigint"
 
 
-def write(spark: Any, path: str, data: list[tuple], schema: str = SCHEMA, mode: str = "append",
-          **options: str) -> None:
+def write(spark: Any, path: str, data: list[tuple], schema: str = SCHEMA, mode: str = "append", **options: str) -> None:
     w = spark.createDataFrame(data, schema).write.format("paimon").mode(mode)
     for k, v in options.items():
         w = w.option(k, v)

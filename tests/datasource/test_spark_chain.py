@@ -17,8 +17,13 @@ from tests.sparkutil import load, pushdown_forced
 from tests.sparkutil import sorted_rows as rows
 
 SCHEMA = "t1 bigint, t2 bigint, t3 string, dt string"
-OPTIONS = {"bucket": "2", "bucket-key": "t1", "sequence.field": "t2",
-           "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyyMMdd"}
+OPTIONS = {
+    "bucket": "2",
+    "bucket-key": "t1",
+    "sequence.field": "t2",
+    "partition.timestamp-pattern": "$dt",
+    "partition.timestamp-formatter": "yyyyMMdd",
+}
 
 
 def make_branch(table: Any, name: str) -> None:
@@ -32,8 +37,15 @@ def make_branch(table: Any, name: str) -> None:
     _copy_schemas_to_branch(table.fileio, table.path, name)
 
 
-def write(spark: Any, path: str, rows: list[tuple], schema: str = SCHEMA, branch: str | None = None,
-          mode: str = "append", **options: str) -> None:
+def write(
+    spark: Any,
+    path: str,
+    rows: list[tuple],
+    schema: str = SCHEMA,
+    branch: str | None = None,
+    mode: str = "append",
+    **options: str,
+) -> None:
     w = spark.createDataFrame(rows, schema).write.format("paimon").mode(mode)
     if branch:
         w = w.option("branch", branch)
@@ -46,11 +58,20 @@ def write(spark: Any, path: str, rows: list[tuple], schema: str = SCHEMA, branch
 # The documentation example (chain-table.mdx), following the API
 # ------------------------------------------------------------------------------------------------------
 def test_documentation_example_through_spark(spark: Any, catalog: Catalog) -> None:
-    t = catalog.create_table("default.t", "t1 string, t2 string, t3 string, date string", partition_keys=["date"],
-                             primary_keys=["date", "t1"], options={
-                                 "chain-table.enabled": "true", "bucket": "2", "bucket-key": "t1",
-                                 "sequence.field": "t2", "partition.timestamp-pattern": "$date",
-                                 "partition.timestamp-formatter": "yyyyMMdd"})
+    t = catalog.create_table(
+        "default.t",
+        "t1 string, t2 string, t3 string, date string",
+        partition_keys=["date"],
+        primary_keys=["date", "t1"],
+        options={
+            "chain-table.enabled": "true",
+            "bucket": "2",
+            "bucket-key": "t1",
+            "sequence.field": "t2",
+            "partition.timestamp-pattern": "$date",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
     make_branch(t, "snapshot")
     make_branch(t, "delta")
     t.set_options({"scan.fallback-snapshot-branch": "snapshot", "scan.fallback-delta-branch": "delta"})
@@ -58,10 +79,24 @@ def test_documentation_example_through_spark(spark: Any, catalog: Catalog) -> No
         assert t.branch_table(b).options["scan.fallback-delta-branch"] == "delta"
     path = t.uri
     schema = "t1 string, t2 string, t3 string, date string"
-    write(spark, path, [("1", "1", "1", "20250810")], schema, branch="snapshot", mode="overwrite",
-          partitionOverwriteMode="dynamic")
-    write(spark, path, [("2", "1", "1", "20250811")], schema, branch="delta", mode="overwrite",
-          partitionOverwriteMode="dynamic")
+    write(
+        spark,
+        path,
+        [("1", "1", "1", "20250810")],
+        schema,
+        branch="snapshot",
+        mode="overwrite",
+        partitionOverwriteMode="dynamic",
+    )
+    write(
+        spark,
+        path,
+        [("2", "1", "1", "20250811")],
+        schema,
+        branch="delta",
+        mode="overwrite",
+        partitionOverwriteMode="dynamic",
+    )
 
     full = load(spark, path).where("date = '20250811'")
     assert rows(full) == [("1", "1", "1", "20250811"), ("2", "1", "1", "20250811")]
@@ -101,8 +136,7 @@ def with_dt(data: list[tuple], dt: str) -> list[tuple]:
 def arrow_write(table: Any, data: list[tuple], branch: str | None = None, **kw: Any) -> None:
     target = table.branch_table(branch) if branch else table
     names = table.arrow_schema.names
-    target.write_arrow(pa.table({n: [r[i] for r in data] for i, n in enumerate(names)}).cast(table.arrow_schema),
-                       **kw)
+    target.write_arrow(pa.table({n: [r[i] for r in data] for i, n in enumerate(names)}).cast(table.arrow_schema), **kw)
 
 
 def build_scenario(catalog: Catalog, name: str = "default.chain") -> tuple[Any, str]:
@@ -132,8 +166,9 @@ EXPECTED = {
     "20250810": MAIN_0810,  # main wins
     "20250811": with_dt([(1, 2, "1-1"), (2, 2, "1-1"), (3, 1, "1"), (4, 1, "1")], "20250811"),
     "20250812": with_dt(SNAPSHOT["20250812"], "20250812"),  # snapshot partitions are complete
-    "20250813": with_dt([(1, 2, "1-1"), (2, 2, "1-1"), (3, 2, "1-1"), (4, 2, "1-1"), (5, 1, "1"), (6, 1, "1")],
-                        "20250813"),
+    "20250813": with_dt(
+        [(1, 2, "1-1"), (2, 2, "1-1"), (3, 2, "1-1"), (4, 2, "1-1"), (5, 1, "1"), (6, 1, "1")], "20250813"
+    ),
     "20250814": with_dt(SNAPSHOT["20250814"], "20250814"),
 }
 
@@ -144,11 +179,13 @@ def test_paimon_scenario(spark: Any, shared_scenario: tuple[Any, str]) -> None:
         assert rows(load(spark, path).where(f"dt = '{dt}'")) == sorted(expected), dt
     assert rows(load(spark, path).where("dt = '20250812' AND t1 = 7")) == []
     assert rows(load(spark, path).where("dt IN ('20250810', '20250811', '20250812')")) == sorted(
-        EXPECTED["20250810"] + EXPECTED["20250811"] + EXPECTED["20250812"])
+        EXPECTED["20250810"] + EXPECTED["20250811"] + EXPECTED["20250812"]
+    )
     assert rows(load(spark, path)) == sorted(r for v in EXPECTED.values() for r in v)
     # Incremental read: the delta branch as it is.
     assert rows(load(spark, path, branch="delta").where("dt = '20250811'")) == sorted(
-        with_dt(DELTA["20250811"], "20250811"))
+        with_dt(DELTA["20250811"], "20250811")
+    )
     explained = {e["partition"]["dt"]: e for e in t.explain_chain()}
     assert explained["20250810"]["source"] == "main"
     assert explained["20250811"]["source"] == "chain"
@@ -160,8 +197,13 @@ def test_paimon_scenario(spark: Any, shared_scenario: tuple[Any, str]) -> None:
 
 def test_pushdown_and_python_predicate_agree(spark: Any, shared_scenario: tuple[Any, str]) -> None:
     t, path = shared_scenario
-    queries = ["dt = '20250811'", "dt = '20250813' AND t1 > 2", "dt IN ('20250809', '20250811')",
-               "dt >= '20250811' AND t3 = '1'", "t1 = 4"]
+    queries = [
+        "dt = '20250811'",
+        "dt = '20250813' AND t1 > 2",
+        "dt IN ('20250809', '20250811')",
+        "dt >= '20250811' AND t3 = '1'",
+        "t1 = 4",
+    ]
     plain = {q: rows(load(spark, path).where(q)) for q in queries}
     with pushdown_forced(spark):
         pushed = {q: rows(load(spark, path).where(q)) for q in queries}  # a fresh DataFrame per query
@@ -175,32 +217,38 @@ def test_pushdown_and_python_predicate_agree(spark: Any, shared_scenario: tuple[
 def test_delta_overwrite_truncates_snapshot_partition(spark: Any, scenario: tuple[Any, str]) -> None:
     t, path = scenario
     new_0814 = [(5, 3, "2-2"), (8, 1, "1")]
-    write(spark, path, with_dt(new_0814, "20250814"), branch="delta", mode="overwrite",
-          partitionOverwriteMode="dynamic")
+    write(
+        spark, path, with_dt(new_0814, "20250814"), branch="delta", mode="overwrite", partitionOverwriteMode="dynamic"
+    )
     # Paimon: overwriting delta 0814 empties snapshot 0814, so 0814 is chained again (anchor 0812).
     assert rows(load(spark, path, branch="snapshot").where("dt = '20250814'")) == []
-    expected = with_dt([(1, 2, "1-1"), (2, 2, "1-1"), (3, 2, "1-1"), (4, 2, "1-1"), (5, 3, "2-2"), (6, 1, "1"),
-                        (8, 1, "1")], "20250814")
+    expected = with_dt(
+        [(1, 2, "1-1"), (2, 2, "1-1"), (3, 2, "1-1"), (4, 2, "1-1"), (5, 3, "2-2"), (6, 1, "1"), (8, 1, "1")],
+        "20250814",
+    )
     assert rows(load(spark, path).where("dt = '20250814'")) == sorted(expected)
     # Other snapshot partitions are untouched.
     assert rows(load(spark, path).where("dt = '20250812'")) == sorted(EXPECTED["20250812"])
 
 
 def test_dropping_a_needed_snapshot_partition_is_refused(spark: Any, catalog: Catalog) -> None:
-    t = catalog.create_chain_table("default.drop", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                                   options=OPTIONS)
+    t = catalog.create_chain_table(
+        "default.drop", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=OPTIONS
+    )
     path = t.uri
     write(spark, path, [(1, 1, "a", "20250810")], branch="snapshot")
     write(spark, path, [(2, 1, "b", "20250811")], branch="delta")
     empty = spark.createDataFrame([], SCHEMA)
     with pytest.raises(Exception, match="Snapshot partition cannot be dropped"):
-        empty.write.format("paimon").option("branch", "snapshot").option("overwrite-partition", "dt=20250810") \
-            .mode("overwrite").save(path)
+        empty.write.format("paimon").option("branch", "snapshot").option("overwrite-partition", "dt=20250810").mode(
+            "overwrite"
+        ).save(path)
     assert rows(load(spark, path).where("dt = '20250811'")) == [(1, 1, "a", "20250811"), (2, 1, "b", "20250811")]
     # With an earlier snapshot partition to anchor the deltas, the drop is allowed.
     write(spark, path, [(0, 1, "z", "20250801")], branch="snapshot")
-    empty.write.format("paimon").option("branch", "snapshot").option("overwrite-partition", "dt=20250810") \
-        .mode("overwrite").save(path)
+    empty.write.format("paimon").option("branch", "snapshot").option("overwrite-partition", "dt=20250810").mode(
+        "overwrite"
+    ).save(path)
     assert rows(load(spark, path).where("dt = '20250811'")) == [(0, 1, "z", "20250811"), (2, 1, "b", "20250811")]
 
 
@@ -214,9 +262,9 @@ def test_time_travel_by_timestamp_and_chain_tag(spark: Any, scenario: tuple[Any,
     changed = sorted(with_dt([(1, 2, "1-1"), (2, 9, "new"), (3, 1, "1"), (4, 1, "1")], "20250811"))
     assert rows(load(spark, path).where("dt = '20250811'")) == changed
     assert rows(load(spark, path, **{"scan.timestamp-millis": str(ts)}).where("dt = '20250811'")) == sorted(
-        EXPECTED["20250811"])
-    assert rows(load(spark, path, **{"scan.tag-name": "v1"}).where("dt = '20250811'")) == sorted(
-        EXPECTED["20250811"])
+        EXPECTED["20250811"]
+    )
+    assert rows(load(spark, path, **{"scan.tag-name": "v1"}).where("dt = '20250811'")) == sorted(EXPECTED["20250811"])
     with pytest.raises(Exception, match="branch-local"):
         load(spark, path, **{"scan.snapshot-id": "1"}).collect()
     with pytest.raises(ChainTableError, match="chain tag"):
@@ -237,20 +285,45 @@ def test_compaction_then_reads_hit_the_snapshot_branch(spark: Any, scenario: tup
 def test_group_and_hourly_chains_with_and_without_pushdown(spark: Any, catalog: Catalog) -> None:
     schema = "t1 bigint, t2 bigint, t3 string, region string, dt string, hour string"
     t = catalog.create_chain_table(
-        "default.gh", schema, partition_keys=["region", "dt", "hour"], primary_keys=["region", "dt", "hour", "t1"],
-        options={**OPTIONS, "chain-table.chain-partition-keys": "dt,hour",
-                 "partition.timestamp-pattern": "$dt $hour:00:00",
-                 "partition.timestamp-formatter": "yyyyMMdd HH:mm:ss"})
+        "default.gh",
+        schema,
+        partition_keys=["region", "dt", "hour"],
+        primary_keys=["region", "dt", "hour", "t1"],
+        options={
+            **OPTIONS,
+            "chain-table.chain-partition-keys": "dt,hour",
+            "partition.timestamp-pattern": "$dt $hour:00:00",
+            "partition.timestamp-formatter": "yyyyMMdd HH:mm:ss",
+        },
+    )
     path = t.uri
-    write(spark, path, [(1, 1, "eu-s", "eu", "20250810", "23"), (2, 1, "us-s", "us", "20250811", "00")], schema,
-          branch="snapshot")
-    write(spark, path, [(3, 1, "eu-d", "eu", "20250811", "00"), (4, 1, "eu-d", "eu", "20250811", "01"),
-                        (1, 2, "us-d", "us", "20250811", "01"), (5, 1, "us-old", "us", "20250810", "22")], schema,
-          branch="delta")
+    write(
+        spark,
+        path,
+        [(1, 1, "eu-s", "eu", "20250810", "23"), (2, 1, "us-s", "us", "20250811", "00")],
+        schema,
+        branch="snapshot",
+    )
+    write(
+        spark,
+        path,
+        [
+            (3, 1, "eu-d", "eu", "20250811", "00"),
+            (4, 1, "eu-d", "eu", "20250811", "01"),
+            (1, 2, "us-d", "us", "20250811", "01"),
+            (5, 1, "us-old", "us", "20250810", "22"),
+        ],
+        schema,
+        branch="delta",
+    )
     q = "dt = '20250811' AND hour = '01'"
-    expected = [(1, 1, "eu-s", "eu", "20250811", "01"), (1, 2, "us-d", "us", "20250811", "01"),
-                (2, 1, "us-s", "us", "20250811", "01"), (3, 1, "eu-d", "eu", "20250811", "01"),
-                (4, 1, "eu-d", "eu", "20250811", "01")]
+    expected = [
+        (1, 1, "eu-s", "eu", "20250811", "01"),
+        (1, 2, "us-d", "us", "20250811", "01"),
+        (2, 1, "us-s", "us", "20250811", "01"),
+        (3, 1, "eu-d", "eu", "20250811", "01"),
+        (4, 1, "eu-d", "eu", "20250811", "01"),
+    ]
     assert rows(load(spark, path).where(q)) == expected
     with pushdown_forced(spark):
         assert rows(load(spark, path).where(q)) == expected
@@ -264,27 +337,38 @@ def test_group_and_hourly_chains_with_and_without_pushdown(spark: Any, catalog: 
 
 def test_deletes_and_auto_compaction_through_spark(spark: Any, catalog: Catalog) -> None:
     schema = "t1 bigint, t2 bigint, t3 string, op string, dt string"
-    t = catalog.create_chain_table("default.del", schema, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                                   options={**OPTIONS, "rowkind.field": "op",
-                                            "chain-table.compact.auto-threshold": "2"})
+    t = catalog.create_chain_table(
+        "default.del",
+        schema,
+        partition_keys=["dt"],
+        primary_keys=["dt", "t1"],
+        options={**OPTIONS, "rowkind.field": "op", "chain-table.compact.auto-threshold": "2"},
+    )
     path = t.uri
     write(spark, path, [(1, 1, "a", "+I", "20250810"), (2, 1, "b", "+I", "20250810")], schema, branch="snapshot")
     write(spark, path, [(1, 2, "a", "-D", "20250811"), (3, 1, "c", "+I", "20250811")], schema, branch="delta")
-    assert rows(load(spark, path).where("dt = '20250811'")) == [(2, 1, "b", "+I", "20250811"),
-                                                                 (3, 1, "c", "+I", "20250811")]
+    assert rows(load(spark, path).where("dt = '20250811'")) == [
+        (2, 1, "b", "+I", "20250811"),
+        (3, 1, "c", "+I", "20250811"),
+    ]
     write(spark, path, [(4, 1, "d", "+I", "20250812")], schema, branch="delta")
     assert t.explain_chain("dt=20250812")[0]["source"] == "chain"
     write(spark, path, [(2, 5, "b2", "+U", "20250813")], schema, branch="delta")  # 3 deltas > 2: compacted
     assert t.explain_chain("dt=20250813")[0]["source"] == "snapshot"
     assert rows(load(spark, path, branch="snapshot").where("dt = '20250813'")) == [
-        (2, 5, "b2", "+U", "20250813"), (3, 1, "c", "+I", "20250813"), (4, 1, "d", "+I", "20250813")]
+        (2, 5, "b2", "+U", "20250813"),
+        (3, 1, "c", "+I", "20250813"),
+        (4, 1, "d", "+I", "20250813"),
+    ]
     assert rows(load(spark, path).where("dt = '20250813'")) == rows(
-        load(spark, path, branch="snapshot").where("dt = '20250813'"))
+        load(spark, path, branch="snapshot").where("dt = '20250813'")
+    )
 
 
 def test_branch_schema_mismatch_fails_the_spark_read(spark: Any, catalog: Catalog) -> None:
-    t = catalog.create_chain_table("default.mm", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                                   options=OPTIONS)
+    t = catalog.create_chain_table(
+        "default.mm", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=OPTIONS
+    )
     t.branch_table("snapshot").add_column("x", "int")
     with pytest.raises(Exception, match="does not have the same columns"):
         load(spark, t.uri).collect()

@@ -11,11 +11,17 @@ from pyspark_paimon.metadata.manifest import KIND_ADD
 
 
 def test_compact_through_spark_executors(spark, warehouse: str) -> None:
-    t = Catalog(warehouse).create_table("db.t", "k int not null, v string, dt string", primary_keys=["k", "dt"],
-                                        partition_keys=["dt"], options={"bucket": "2", "write-only": "true"})
+    t = Catalog(warehouse).create_table(
+        "db.t",
+        "k int not null, v string, dt string",
+        primary_keys=["k", "dt"],
+        partition_keys=["dt"],
+        options={"bucket": "2", "write-only": "true"},
+    )
     for i in range(3):
-        t.write_arrow(pa.table({"k": pa.array([1, 2, 3, 10 + i], pa.int32()), "v": [f"w{i}"] * 4,
-                                "dt": ["a", "a", "b", "b"]}))
+        t.write_arrow(
+            pa.table({"k": pa.array([1, 2, 3, 10 + i], pa.int32()), "v": [f"w{i}"] * 4, "dt": ["a", "a", "b", "b"]})
+        )
     path = t.path
     before = sorted(map(tuple, spark.read.format("paimon").load(path).collect()))
     result = t.compact(full=True, spark=spark)

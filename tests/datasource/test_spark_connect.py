@@ -64,15 +64,23 @@ SCRIPT = textwrap.dedent("""
 def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None:
     import importlib.util
 
-    missing = [m for m in ("grpc", "grpc_status", "google.rpc", "zstandard", "pandas")
-               if importlib.util.find_spec(m.split(".")[0]) is None]
+    missing = [
+        m
+        for m in ("grpc", "grpc_status", "google.rpc", "zstandard", "pandas")
+        if importlib.util.find_spec(m.split(".")[0]) is None
+    ]
     assert not missing, f"Spark Connect needs {missing}: run ./dev setup (pip install -e '.[test]')."
     script = tmp_path / "connect_roundtrip.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    proc = subprocess.run([sys.executable, str(script), warehouse], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script), warehouse], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     out = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     assert proc.returncode == 0 and "LATEST" in out, proc.stderr[-3000:]
     assert json.loads(out["COMPACT"]) == "COMPACT"

@@ -88,8 +88,10 @@ def test_semantic_table_options_are_refused_with_the_key_and_the_fix(spark, ware
 
 def test_error_if_exists_is_spark_s_refusal(spark, kv_table) -> None:
     df = spark.createDataFrame([(2, "b")], "id long, v string")
-    for action in (lambda: df.write.format("paimon").mode("error").save(kv_table),
-                   lambda: df.write.format("paimon").save(kv_table)):
+    for action in (
+        lambda: df.write.format("paimon").mode("error").save(kv_table),
+        lambda: df.write.format("paimon").save(kv_table),
+    ):
         text = error_text(action)
         assert "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in text and "Append" in text
 
@@ -122,12 +124,12 @@ def test_memory_uri_is_refused_with_the_reason(spark) -> None:
     table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}))
     assert table.to_arrow().num_rows == 1
     df = spark.createDataFrame([(2, "b")], "id long, v string")
-    for action in (lambda: load(spark, "memory://spark-test-wh/db.db/t").collect(),
-                   lambda: spark.read.format("paimon").option("warehouse", "memory://spark-test-wh").load("db.t")
-                   .collect(),
-                   lambda: write(df, "memory://spark-test-wh/db.db/t"),
-                   lambda: df.write.format("paimon").mode("append").option("warehouse", "memory://spark-test-wh")
-                   .save("db.t")):
+    for action in (
+        lambda: load(spark, "memory://spark-test-wh/db.db/t").collect(),
+        lambda: spark.read.format("paimon").option("warehouse", "memory://spark-test-wh").load("db.t").collect(),
+        lambda: write(df, "memory://spark-test-wh/db.db/t"),
+        lambda: df.write.format("paimon").mode("append").option("warehouse", "memory://spark-test-wh").save("db.t"),
+    ):
         text = error_text(action)
         assert "memory://" in text and "Spark" in text and "local path or object storage" in text, text
         assert "No Paimon table" not in text, text

@@ -52,22 +52,42 @@ def test_new_table_from_options_folds_duplicates_and_orders_by_sequence_field(sp
     path = table_path(warehouse, "pk")
     first = spark.createDataFrame(
         [(1, "a", 5, "d1"), (1, "b", 3, "d1"), (2, "x", 1, "d2"), (3, "y", 1, "d2")],
-        "id long, v string, ts int, dt string")
-    write(first, path, **{"primary-key": "id,dt", "partition": "dt", "bucket": "2", "sequence.field": "ts",
-                          "merge-engine": "deduplicate", "target-file-size": "64 mb"})
+        "id long, v string, ts int, dt string",
+    )
+    write(
+        first,
+        path,
+        **{
+            "primary-key": "id,dt",
+            "partition": "dt",
+            "bucket": "2",
+            "sequence.field": "ts",
+            "merge-engine": "deduplicate",
+            "target-file-size": "64 mb",
+        },
+    )
 
     table = catalog.get_table("db.pk")
     assert table.primary_keys == ["id", "dt"]
     assert table.partition_keys == ["dt"]
-    assert table.options == {"bucket": "2", "sequence.field": "ts", "merge-engine": "deduplicate",
-                             "target-file-size": "64 mb"}
+    assert table.options == {
+        "bucket": "2",
+        "sequence.field": "ts",
+        "merge-engine": "deduplicate",
+        "target-file-size": "64 mb",
+    }
     # The DataFrame's schema, with the primary key made NOT NULL.
     assert [(f.name, f.type, f.nullable) for f in table.arrow_schema] == [
-        ("id", pa.int64(), False), ("v", pa.string(), True), ("ts", pa.int32(), True), ("dt", pa.string(), False)]
+        ("id", pa.int64(), False),
+        ("v", pa.string(), True),
+        ("ts", pa.int32(), True),
+        ("dt", pa.string(), False),
+    ]
 
     # Within the first write id 1 kept ts=5 ('a'). Across commits the higher ts wins, not the later commit.
-    write(spark.createDataFrame([(1, "old", 4, "d1"), (2, "new", 2, "d2")], "id long, v string, ts int, dt string"),
-          path)
+    write(
+        spark.createDataFrame([(1, "old", 4, "d1"), (2, "new", 2, "d2")], "id long, v string, ts int, dt string"), path
+    )
     assert rows(spark, path) == [(1, "a", 5, "d1"), (2, "new", 2, "d2"), (3, "y", 1, "d2")]
 
 
@@ -82,21 +102,27 @@ def test_overwrite_whole_table(spark, warehouse) -> None:
 def test_dynamic_and_static_partition_overwrite(spark, warehouse) -> None:
     path = table_path(warehouse, "parts")
     schema = "id long, v string, dt string"
-    write(spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2"), (3, "c", "d3")], schema), path,
-          **{"primary-key": "id,dt", "partition": "dt", "bucket": "1"})
+    write(
+        spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2"), (3, "c", "d3")], schema),
+        path,
+        **{"primary-key": "id,dt", "partition": "dt", "bucket": "1"},
+    )
 
     # Dynamic: only the partitions present in the data (d2) are replaced.
     write(spark.createDataFrame([(20, "x", "d2")], schema), path, mode="overwrite", partitionOverwriteMode="dynamic")
     # Static: exactly the named partition is replaced.
-    write(spark.createDataFrame([(10, "y", "d1")], schema), path, mode="overwrite",
-          **{"overwrite-partition": "dt=d1"})
+    write(spark.createDataFrame([(10, "y", "d1")], schema), path, mode="overwrite", **{"overwrite-partition": "dt=d1"})
     expected = [(3, "c", "d3"), (10, "y", "d1"), (20, "x", "d2")]
     assert sorted(rows(spark, path)) == expected
 
     # A static overwrite that also carries rows of another partition is refused, and nothing changes.
     with pytest.raises(Exception) as err:
-        write(spark.createDataFrame([(11, "z", "d1"), (30, "w", "d3")], schema), path, mode="overwrite",
-              **{"overwrite-partition": "dt=d1"})
+        write(
+            spark.createDataFrame([(11, "z", "d1"), (30, "w", "d3")], schema),
+            path,
+            mode="overwrite",
+            **{"overwrite-partition": "dt=d1"},
+        )
     assert "Static overwrite of partition {'dt': 'd1'} got rows for partition {'dt': 'd3'}" in str(err.value)
     assert sorted(rows(spark, path)) == expected
 
@@ -104,24 +130,32 @@ def test_dynamic_and_static_partition_overwrite(spark, warehouse) -> None:
 def test_rowkind_field_updates_and_deletes(spark, warehouse) -> None:
     path = table_path(warehouse, "cdc")
     schema = "id long, v string, op string"
-    write(spark.createDataFrame([(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")], schema), path,
-          **{"primary-key": "id", "bucket": "1", "rowkind.field": "op"})
+    write(
+        spark.createDataFrame([(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")], schema),
+        path,
+        **{"primary-key": "id", "bucket": "1", "rowkind.field": "op"},
+    )
     write(spark.createDataFrame([(1, "a", "-U"), (1, "A", "+U"), (2, "b", "-D"), (4, "d", "+I")], schema), path)
     assert rows(spark, path) == [(1, "A", "+U"), (3, "c", "+I"), (4, "d", "+I")]
 
 
 def test_partial_update_and_aggregation_merge_engines(spark, warehouse) -> None:
     pu = table_path(warehouse, "pu")
-    write(spark.createDataFrame([(1, "a", None), (2, "b", 2)], "id long, name string, n int"), pu,
-          **{"primary-key": "id", "bucket": "1", "merge-engine": "partial-update"})
+    write(
+        spark.createDataFrame([(1, "a", None), (2, "b", 2)], "id long, name string, n int"),
+        pu,
+        **{"primary-key": "id", "bucket": "1", "merge-engine": "partial-update"},
+    )
     write(spark.createDataFrame([(1, None, 7), (2, "B", None)], "id long, name string, n int"), pu)
     assert rows(spark, pu) == [(1, "a", 7), (2, "B", 2)]
 
     agg = table_path(warehouse, "agg")
     # Duplicate keys inside one write are summed too.
-    write(spark.createDataFrame([(1, 10), (1, 5), (2, 1)], "id long, total long"), agg,
-          **{"primary-key": "id", "bucket": "1", "merge-engine": "aggregation",
-             "fields.total.aggregate-function": "sum"})
+    write(
+        spark.createDataFrame([(1, 10), (1, 5), (2, 1)], "id long, total long"),
+        agg,
+        **{"primary-key": "id", "bucket": "1", "merge-engine": "aggregation", "fields.total.aggregate-function": "sum"},
+    )
     write(spark.createDataFrame([(1, 100), (3, 3)], "id long, total long"), agg)
     assert rows(spark, agg) == [(1, 115), (2, 1), (3, 3)]
 
@@ -152,21 +186,54 @@ def test_append_tables_and_many_tasks_writing_one_bucket(spark, warehouse, catal
     assert sorted(k for ks in ks_by_bucket.values() for k in ks) == ["0", "1", "2"]
 
 
-ALL_TYPES = ("b boolean, t tinyint, s smallint, i int, l bigint, f float, d double, d1 decimal(10,2), "
-             "d2 decimal(38,10), str string, bin binary, dte date, ts timestamp, tsn timestamp_ntz, "
-             "arr array<int>, m map<string,int>, st struct<x:int,y:string>")
+ALL_TYPES = (
+    "b boolean, t tinyint, s smallint, i int, l bigint, f float, d double, d1 decimal(10,2), "
+    "d2 decimal(38,10), str string, bin binary, dte date, ts timestamp, tsn timestamp_ntz, "
+    "arr array<int>, m map<string,int>, st struct<x:int,y:string>"
+)
 
 
 def test_all_types_round_trip_with_nulls(spark, warehouse) -> None:
     utc = dt.timezone.utc
     data = [
-        (True, 1, 2, 3, 4, 1.5, 2.5, Decimal("12.34"), Decimal("1234567890123456789012345678.0123456789"), "héllo",
-         b"\x00\x01", dt.date(2025, 8, 11), dt.datetime(2025, 8, 11, 12, 30, 45, 123456, tzinfo=utc),
-         dt.datetime(2025, 8, 11, 1, 2, 3, 4), [1, None, 3], {"a": 1, "b": None}, (7, "y")),
-        (False, -128, 32767, -2147483648, 9223372036854775807, -3.25, 1e300, Decimal("-99999999.99"),
-         Decimal("-9999999999999999999999999999.9999999999"), "", b"", dt.date(1969, 12, 31),
-         dt.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=utc), dt.datetime(1969, 12, 31, 23, 59, 59, 999999), [], {},
-         (None, None)),
+        (
+            True,
+            1,
+            2,
+            3,
+            4,
+            1.5,
+            2.5,
+            Decimal("12.34"),
+            Decimal("1234567890123456789012345678.0123456789"),
+            "héllo",
+            b"\x00\x01",
+            dt.date(2025, 8, 11),
+            dt.datetime(2025, 8, 11, 12, 30, 45, 123456, tzinfo=utc),
+            dt.datetime(2025, 8, 11, 1, 2, 3, 4),
+            [1, None, 3],
+            {"a": 1, "b": None},
+            (7, "y"),
+        ),
+        (
+            False,
+            -128,
+            32767,
+            -2147483648,
+            9223372036854775807,
+            -3.25,
+            1e300,
+            Decimal("-99999999.99"),
+            Decimal("-9999999999999999999999999999.9999999999"),
+            "",
+            b"",
+            dt.date(1969, 12, 31),
+            dt.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=utc),
+            dt.datetime(1969, 12, 31, 23, 59, 59, 999999),
+            [],
+            {},
+            (None, None),
+        ),
         (None,) * 17,
     ]
     df = spark.createDataFrame(data, ALL_TYPES)
@@ -185,7 +252,8 @@ def test_nested_nullability_of_written_dataframes(spark, warehouse, catalog) -> 
     catalog.create_table("db.nested", "arr array<int>, m map<string,int>, st struct<x:int,y:string>")
     write(literal, "db.nested", warehouse=warehouse)
     assert [r.asDict(recursive=True) for r in load(spark, "db.nested", warehouse=warehouse).collect()] == [
-        {"arr": [1, 2], "m": {"k": 1}, "st": {"x": 1, "y": "a"}}]
+        {"arr": [1, 2], "m": {"k": 1}, "st": {"x": 1, "y": "a"}}
+    ]
 
     strict = table_path(warehouse, "strict")
     write(literal.select("arr"), strict)  # a new table keeps the DataFrame's nested NOT NULL
@@ -204,12 +272,14 @@ def test_timestamps_in_a_non_utc_session_time_zone(spark, warehouse, catalog) ->
     try:
         write(spark.sql(query), path)
         assert [tuple(r) for r in load(spark, path).selectExpr(*as_text).collect()] == [
-            ("2025-08-11 12:00:00", "2025-08-11 12:00:00")]
+            ("2025-08-11 12:00:00", "2025-08-11 12:00:00")
+        ]
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous)
     # The LTZ value is an instant (12:00 in Los Angeles = 19:00 UTC); the NTZ value is wall-clock time.
     assert [tuple(r) for r in load(spark, path).selectExpr(*as_text).collect()] == [
-        ("2025-08-11 19:00:00", "2025-08-11 12:00:00")]
+        ("2025-08-11 19:00:00", "2025-08-11 12:00:00")
+    ]
     stored = catalog.get_table("db.tz").to_arrow().to_pylist()[0]
     assert stored["ts"] == dt.datetime(2025, 8, 11, 19, 0, tzinfo=dt.timezone.utc)
     assert stored["tsn"] == dt.datetime(2025, 8, 11, 12, 0)
@@ -250,8 +320,9 @@ def test_user_schema_selects_columns(spark, warehouse) -> None:
 
 
 def test_empty_table_reads_no_rows_with_its_schema(spark, catalog, warehouse) -> None:
-    catalog.create_table("db.empty", "id bigint not null, v string, d decimal(10,2)", primary_keys=["id"],
-                         options={"bucket": "1"})
+    catalog.create_table(
+        "db.empty", "id bigint not null, v string, d decimal(10,2)", primary_keys=["id"], options={"bucket": "1"}
+    )
     df = load(spark, "db.empty", warehouse=warehouse)
     assert df.schema.simpleString() == "struct<id:bigint,v:string,d:decimal(10,2)>"
     assert not df.schema["id"].nullable
@@ -283,8 +354,9 @@ def test_executors_read_the_planned_snapshot_without_planning_again(catalog) -> 
     """Spark pickles the reader for the executors before it calls ``partitions()``; the partitions must carry
     the plan, or each task re-plans against whatever the table looks like by then."""
     table = catalog.create_table("db.race", "id bigint, v string, w int")
-    table.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"],
-                                "w": pa.array([1, 2], pa.int32())}))
+    table.write_arrow(
+        pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"], "w": pa.array([1, 2], pa.int32())})
+    )
     source = PaimonDataSource({"path": table.path})
     reader = source.reader(source.schema())
     shipped = cloudpickle.dumps(reader)  # what Spark sends to executors: not yet planned
@@ -295,7 +367,9 @@ def test_executors_read_the_planned_snapshot_without_planning_again(catalog) -> 
     executor_reader = cloudpickle.loads(shipped)
     batches = [b for p in partitions for b in executor_reader.read(cloudpickle.loads(cloudpickle.dumps(p)))]
     assert sorted(pa.Table.from_batches(batches).to_pylist(), key=lambda r: r["id"]) == [
-        {"id": 1, "v": "a", "w": 1}, {"id": 2, "v": "b", "w": 2}]
+        {"id": 1, "v": "a", "w": 1},
+        {"id": 2, "v": "b", "w": 2},
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ pushdown

@@ -38,10 +38,15 @@ def test_auto_registration_without_register(catalog, warehouse, tmp_path) -> Non
     table.write_arrow(pa.table({"id": pa.array([2, 1], pa.int64()), "v": ["b", "a"]}))
     script = tmp_path / "auto_register.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    proc = subprocess.run([sys.executable, str(script), warehouse], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(script), warehouse], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     out = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     assert proc.returncode == 0 and "ROWS" in out, proc.stderr[-3000:]
     assert json.loads(out["ROWS"]) == [[1, "a"], [2, "b"]]

@@ -19,9 +19,16 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 def _stream(spark, source: str, sink: str, checkpoint: str, read_options=None, write_options=None):
     """Run paimon -> paimon with Trigger.AvailableNow to the end; returns the finished query."""
-    q = (spark.readStream.format("paimon").options(**(read_options or {})).load(source)
-         .writeStream.format("paimon").options(**(write_options or {})).option("checkpointLocation", checkpoint)
-         .trigger(availableNow=True).start(sink))
+    q = (
+        spark.readStream.format("paimon")
+        .options(**(read_options or {}))
+        .load(source)
+        .writeStream.format("paimon")
+        .options(**(write_options or {}))
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start(sink)
+    )
     q.awaitTermination()
     assert q.exception() is None
     return q
@@ -71,9 +78,13 @@ def test_admission_control_limits_each_micro_batch(spark, catalog, tmp_path):
     t = catalog.create_table("db.src", SCHEMA)
     for i in range(3):
         t.write_arrow(pa.table({"id": [2 * i, 2 * i + 1], "v": ["x", "y"]}, schema=SCHEMA))
-    q = _stream(spark, t.path, f"{catalog.warehouse}/db.db/dst", str(tmp_path / "ck"),
-                read_options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1",
-                              "read.stream.maxFilesPerTrigger": "1"})
+    q = _stream(
+        spark,
+        t.path,
+        f"{catalog.warehouse}/db.db/dst",
+        str(tmp_path / "ck"),
+        read_options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "read.stream.maxFilesPerTrigger": "1"},
+    )
     if HAS_ADMISSION_CONTROL:  # Spark 4.2+: one file per micro-batch
         assert _batches_with_rows(q) == [2, 2, 2]
     else:  # Spark 4.1 has no admission control for Python sources: whole snapshots in one batch
@@ -82,19 +93,36 @@ def test_admission_control_limits_each_micro_batch(spark, catalog, tmp_path):
 
 
 def test_read_changelog_adds_the_row_kind_column(spark, catalog, tmp_path):
-    t = catalog.create_table("db.src", pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())]),
-                             primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"})
+    t = catalog.create_table(
+        "db.src",
+        pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())]),
+        primary_keys=["id"],
+        options={"bucket": "1", "rowkind.field": "op"},
+    )
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"], "op": ["+I", "+I"]}))
     t.write_arrow(pa.table({"id": [1], "v": ["a"], "op": ["-D"]}))
-    df = spark.readStream.format("paimon").option("read.changelog", "true").option("scan.mode", "from-snapshot") \
-        .option("scan.snapshot-id", "1").load(t.path)
+    df = (
+        spark.readStream.format("paimon")
+        .option("read.changelog", "true")
+        .option("scan.mode", "from-snapshot")
+        .option("scan.snapshot-id", "1")
+        .load(t.path)
+    )
     assert df.columns == ["rowkind", "id", "v", "op"]
     out = tmp_path / "out"
-    q = (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(tmp_path / "ck"))
-         .trigger(availableNow=True).start())
+    q = (
+        df.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
-    assert sorted_rows(spark.read.parquet(str(out))) == [("+I", 1, "a", "+I"), ("+I", 2, "b", "+I"),
-                                                         ("-D", 1, "a", "-D")]
+    assert sorted_rows(spark.read.parquet(str(out))) == [
+        ("+I", 1, "a", "+I"),
+        ("+I", 2, "b", "+I"),
+        ("-D", 1, "a", "-D"),
+    ]
 
 
 def test_stream_of_a_catalog_table(spark, catalog, tmp_path):
@@ -104,8 +132,14 @@ def test_stream_of_a_catalog_table(spark, catalog, tmp_path):
     try:
         spark.sql(f"CREATE TABLE stream_src USING paimon LOCATION '{t.path}'")
         out = tmp_path / "out"
-        q = (spark.readStream.table("stream_src").writeStream.format("parquet").option("path", str(out))
-             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        q = (
+            spark.readStream.table("stream_src")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination()
         assert sorted_rows(spark.read.parquet(str(out))) == [(1, "a"), (2, "b")]
     finally:
@@ -118,8 +152,13 @@ def test_stream_errors_are_clear(spark, catalog, tmp_path):
     with pytest.raises(Exception, match="checkpointLocation"):
         spark.conf.set("spark.sql.streaming.checkpointLocation", str(tmp_path / "session-ck"))
         try:
-            q = (spark.readStream.format("paimon").load(t.path).writeStream.format("paimon")
-                 .trigger(availableNow=True).start(f"{catalog.warehouse}/db.db/dst"))
+            q = (
+                spark.readStream.format("paimon")
+                .load(t.path)
+                .writeStream.format("paimon")
+                .trigger(availableNow=True)
+                .start(f"{catalog.warehouse}/db.db/dst")
+            )
             q.awaitTermination()
         finally:
             spark.conf.unset("spark.sql.streaming.checkpointLocation")
@@ -143,43 +182,63 @@ def test_correction_workflow_with_streams(spark, catalog, tmp_path):
     orders_path = f"{wh}/db.db/orders"
 
     def land(day: int, ids: list[int]) -> None:
-        events.write_arrow(pa.table({"id": ids, "day": [day] * len(ids), "amount": [i * 10 for i in ids]},
-                                    schema=ev_schema))
+        events.write_arrow(
+            pa.table({"id": ids, "day": [day] * len(ids), "amount": [i * 10 for i in ids]}, schema=ev_schema)
+        )
         events.create_tag(f"day{day}")
 
     def stream_a() -> None:  # buggy logic
         df = spark.readStream.format("paimon").load(events.path)
         df = df.selectExpr("id", "CASE WHEN day >= 2 THEN amount * 100 ELSE amount END AS amount")
-        q = (df.writeStream.format("paimon").option("checkpointLocation", str(tmp_path / "ck-a"))
-             .option("primary-key", "id").option("bucket", "2").trigger(availableNow=True).start(orders_path))
+        q = (
+            df.writeStream.format("paimon")
+            .option("checkpointLocation", str(tmp_path / "ck-a"))
+            .option("primary-key", "id")
+            .option("bucket", "2")
+            .trigger(availableNow=True)
+            .start(orders_path)
+        )
         q.awaitTermination()
 
-    mirror = catalog.create_table("db.mirror", pa.schema([("rowkind", pa.string()), ("id", pa.int64()),
-                                                          ("amount", pa.int64())]),
-                                  primary_keys=["id"], options={"bucket": "1", "rowkind.field": "rowkind"})
+    mirror = catalog.create_table(
+        "db.mirror",
+        pa.schema([("rowkind", pa.string()), ("id", pa.int64()), ("amount", pa.int64())]),
+        primary_keys=["id"],
+        options={"bucket": "1", "rowkind.field": "rowkind"},
+    )
     land(1, [1, 2])
     stream_a()
     orders = Catalog(wh).get_table("db.orders")
     orders.create_tag("day1")
-    reader = (spark.readStream.format("paimon").option("read.changelog", "true").load(orders_path)
-              .writeStream.format("paimon").option("checkpointLocation", str(tmp_path / "ck-c"))
-              .start(mirror.path))
+    reader = (
+        spark.readStream.format("paimon")
+        .option("read.changelog", "true")
+        .load(orders_path)
+        .writeStream.format("paimon")
+        .option("checkpointLocation", str(tmp_path / "ck-c"))
+        .start(mirror.path)
+    )
     try:
         reader.processAllAvailable()
         land(2, [3, 4])
         stream_a()
         orders.create_tag("day2")
         reader.processAllAvailable()
-        assert sorted_rows(load(spark, mirror.path).select("id", "amount")) == [(1, 10), (2, 20), (3, 3000),
-                                                                               (4, 4000)]
+        assert sorted_rows(load(spark, mirror.path).select("id", "amount")) == [(1, 10), (2, 20), (3, 3000), (4, 4000)]
         # The fix: a branch from the last good tag, and stream B with the fixed logic from the upstream's tag.
         orders.create_branch("fix", "day1")
         day1 = {tag.name: tag.snapshot.id for tag in events.list_tags()}["day1"]
-        q = (spark.readStream.format("paimon").option("scan.mode", "from-snapshot")
-             .option("scan.snapshot-id", str(day1 + 1))  # the upstream's commits after its day-1 tag
-             .load(events.path).selectExpr("id", "amount")
-             .writeStream.format("paimon").option("checkpointLocation", str(tmp_path / "ck-b"))
-             .trigger(availableNow=True).start(orders_path + "$branch_fix"))
+        q = (
+            spark.readStream.format("paimon")
+            .option("scan.mode", "from-snapshot")
+            .option("scan.snapshot-id", str(day1 + 1))  # the upstream's commits after its day-1 tag
+            .load(events.path)
+            .selectExpr("id", "amount")
+            .writeStream.format("paimon")
+            .option("checkpointLocation", str(tmp_path / "ck-b"))
+            .trigger(availableNow=True)
+            .start(orders_path + "$branch_fix")
+        )
         q.awaitTermination()
         fixed = sorted_rows(load(spark, orders_path, branch="fix"))
         assert fixed == [(1, 10), (2, 20), (3, 30), (4, 40)]

@@ -55,8 +55,9 @@ def no_overwrite_conf(spark: Any) -> Iterator[None]:
     spark.conf.unset(OVERWRITE_CONF)
 
 
-def test_overwrite_follows_the_session_partition_overwrite_mode(spark: Any, events: str,
-                                                               no_overwrite_conf: None) -> None:
+def test_overwrite_follows_the_session_partition_overwrite_mode(
+    spark: Any, events: str, no_overwrite_conf: None
+) -> None:
     new = spark.createDataFrame([(100, "d1", "new")], "id long, dt string, v string")
     spark.conf.set(OVERWRITE_CONF, "dynamic")
     write(new, events, mode="overwrite")  # replaces d1 only
@@ -78,9 +79,11 @@ def test_store_assignment_casts(spark: Any, warehouse: str) -> None:
     write(spark.sql("SELECT CAST(2 AS INT) AS id, 2 * 0.5 AS x, 7 AS d, CAST(3 AS SMALLINT) AS n"), path)
     assert sorted_rows(load(spark, path)) == [(1, 1.0, Decimal("1.00"), 1), (2, 1.0, Decimal("7.00"), 3)]
     # lossy casts are refused before any task runs, naming the column and the fix
-    for sql, column in [("SELECT 3L AS id, 1.0D AS x, 1.00BD AS d, 5L AS n", "n"),
-                        ("SELECT 3L AS id, 1.0D AS x, 1.00BD AS d, 1.5D AS n", "n"),
-                        ("SELECT 3L AS id, 1.0D AS x, 1.00BD AS d, '5' AS n", "n")]:
+    for sql, column in [
+        ("SELECT 3L AS id, 1.0D AS x, 1.00BD AS d, 5L AS n", "n"),
+        ("SELECT 3L AS id, 1.0D AS x, 1.00BD AS d, 1.5D AS n", "n"),
+        ("SELECT 3L AS id, 1.0D AS x, 1.00BD AS d, '5' AS n", "n"),
+    ]:
         text = error_text(lambda sql=sql: write(spark.sql(sql), path))
         assert f"Column '{column}' is" in text and "store assignment" in text and f"col('{column}').cast(" in text
     # a legal but narrowing cast whose value does not fit raises instead of wrapping
@@ -105,8 +108,9 @@ def test_create_table_using_paimon_location(spark: Any, events: str) -> None:
         spark.sql(f"INSERT INTO {name} WITH ('path' = '{events}') VALUES (50, 'd1', 'x')").collect()
         assert sorted_rows(load(spark, events, filter="id = 50")) == [(50, "d1", "x")]
         # true unknowns are still errors
-        text = error_text(lambda: spark.sql(f"CREATE TABLE {name}_bad USING paimon LOCATION '{events}' "
-                                            "OPTIONS (bukcet '2')"))
+        text = error_text(
+            lambda: spark.sql(f"CREATE TABLE {name}_bad USING paimon LOCATION '{events}' OPTIONS (bukcet '2')")
+        )
         assert "Unknown read option 'bukcet'" in text
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")

@@ -160,8 +160,11 @@ def test_incremental_between_snapshot_ids(spark: Any, table: Table) -> None:
 def test_incremental_between_tags(spark: Any, table: Table) -> None:
     table.create_tag("v1", 1)
     table.create_tag("v3", 3)
-    assert ids(read(spark, table, **{"incremental-between": "v1,v3"})) == [(1, "a2", None), (3, "c", None),
-                                                                        (4, "d", 40)]
+    assert ids(read(spark, table, **{"incremental-between": "v1,v3"})) == [
+        (1, "a2", None),
+        (3, "c", None),
+        (4, "d", 40),
+    ]
     assert ids(read(spark, table, **{"incremental-between": "v2,v3"})) == [(4, "d", 40)]
     with pytest.raises(Exception, match="neither a tag"):
         read(spark, table, **{"incremental-between": "v1,nope"}).collect()
@@ -170,20 +173,26 @@ def test_incremental_between_tags(spark: Any, table: Table) -> None:
 def test_incremental_between_timestamps(spark: Any, table: Table) -> None:
     # start = latest snapshot <= T0+30s (1), end = latest <= T0+90s (2): the changes of snapshot 2.
     assert ids(read(spark, table, **{"incremental-between-timestamp": f"{T0 + 30_000},{T0 + 90_000}"})) == [
-        (1, "a2", None), (3, "c", None)]
+        (1, "a2", None),
+        (3, "c", None),
+    ]
     # A start before every snapshot includes the first one.
     assert read(spark, table, **{"incremental-between-timestamp": f"{T0 - MINUTE},{T0 + 10 * MINUTE}"}).count() == 4
     # The 'yyyy-MM-dd HH:mm:ss' form is read in the local time zone.
     text = f"{local_text(T0 + 30_000)},{local_text(T0 + 10 * MINUTE)}"
-    assert ids(read(spark, table, **{"incremental-between-timestamp": text})) == [(1, "a2", None), (3, "c", None),
-                                                                               (4, "d", 40)]
+    assert ids(read(spark, table, **{"incremental-between-timestamp": text})) == [
+        (1, "a2", None),
+        (3, "c", None),
+        (4, "d", 40),
+    ]
     # Nothing committed by the end instant: nothing to read.
     assert read(spark, table, **{"incremental-between-timestamp": f"{T0 - 2 * MINUTE},{T0 - MINUTE}"}).count() == 0
 
 
 def test_incremental_drops_keys_deleted_in_the_range(spark: Any, catalog: Any) -> None:
-    t = catalog.create_table("db.del", "id bigint, v string, op string", primary_keys=["id"],
-                             options={"bucket": "1", "rowkind.field": "op"})
+    t = catalog.create_table(
+        "db.del", "id bigint, v string, op string", primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"}
+    )
     t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "op": ["+I", "+I", "+I"]}))
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a2", "b"], "op": ["+U", "-D"]}))
     t.write_arrow(pa.table({"id": [5], "v": ["e"], "op": ["+I"]}))
@@ -193,10 +202,10 @@ def test_incremental_drops_keys_deleted_in_the_range(spark: Any, catalog: Any) -
 
 def test_incremental_append_table_skips_overwrite_snapshots_and_prunes_partitions(spark: Any, catalog: Any) -> None:
     t = catalog.create_table("db.app", "id bigint, dt string", partition_keys=["dt"])
-    t.write_arrow(pa.table({"id": [1, 2], "dt": ["x", "y"]}))                      # 1 APPEND
-    t.write_arrow(pa.table({"id": [3, 4], "dt": ["x", "y"]}))                      # 2 APPEND
+    t.write_arrow(pa.table({"id": [1, 2], "dt": ["x", "y"]}))  # 1 APPEND
+    t.write_arrow(pa.table({"id": [3, 4], "dt": ["x", "y"]}))  # 2 APPEND
     t.write_arrow(pa.table({"id": [9], "dt": ["y"]}), mode="overwrite", overwrite_partition={"dt": "y"})  # 3
-    t.write_arrow(pa.table({"id": [5], "dt": ["y"]}))                              # 4 APPEND
+    t.write_arrow(pa.table({"id": [5], "dt": ["y"]}))  # 4 APPEND
     assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "APPEND", "OVERWRITE", "APPEND"]
     # Paimon's delta mode: rows ADDed by APPEND commits only (the overwrite's row 9 is not reported).
     assert ids(read(spark, t, **{"incremental-between": "1,4"})) == [(3, "x"), (4, "y"), (5, "y")]
@@ -208,8 +217,7 @@ def test_incremental_append_table_skips_overwrite_snapshots_and_prunes_partition
 def test_incremental_range_with_an_expired_snapshot(spark: Any, table: Table) -> None:
     table.fileio.delete(table.store.snapshots.snapshot_path(2))
     # Tag v2 preserved the expired snapshot 2 (its delta manifests stay alive with it): still readable.
-    assert ids(read(spark, table, **{"incremental-between": "1,3"})) == [(1, "a2", None), (3, "c", None),
-                                                                      (4, "d", 40)]
+    assert ids(read(spark, table, **{"incremental-between": "1,3"})) == [(1, "a2", None), (3, "c", None), (4, "d", 40)]
     table.delete_tag("v2")
     with pytest.raises(Exception, match="snapshot 2 of branch 'main' .* has expired"):
         read(spark, table, **{"incremental-between": "1,3"}).collect()

@@ -91,8 +91,8 @@ def test_truncate_strings() -> None:
     assert truncate_min(wide, 16) == "é" * 16
     assert truncate_max(wide, 16) == "é" * 15 + "ê"
     # the last code point cannot grow: carry into the one before and drop the tail
-    assert truncate_max("a" + "\U0010FFFF" * 16, 16) == "b"
-    assert truncate_max("\U0010FFFF" * 17, 16) is None
+    assert truncate_max("a" + "\U0010ffff" * 16, 16) == "b"
+    assert truncate_max("\U0010ffff" * 17, 16) is None
     # U+D7FF + 1 is a surrogate; the next encodable code point is U+E000
     assert truncate_max("\ud7ff" * 17, 16) == "\ud7ff" * 15 + "\ue000"
     assert truncate_min(None, 16) is None and truncate_max(None, 16) is None
@@ -129,23 +129,57 @@ def test_truncated_binary_bounds(b: bytes, n: int) -> None:
 
 # ------------------------------------------------------------------------------------------------ collect
 def test_full_stats_all_types() -> None:
-    fields = fields_of(("i", INT), ("l", BIGINT), ("d", DOUBLE), ("s", string_type()), ("b", bytes_type()),
-                       ("day", DATE), ("ts", TS6), ("ltz", LTZ6), ("dec", DEC), ("ok", BOOL))
+    fields = fields_of(
+        ("i", INT),
+        ("l", BIGINT),
+        ("d", DOUBLE),
+        ("s", string_type()),
+        ("b", bytes_type()),
+        ("day", DATE),
+        ("ts", TS6),
+        ("ltz", LTZ6),
+        ("dec", DEC),
+        ("ok", BOOL),
+    )
     utc = dt.timezone.utc
     data = {
-        "i": [3, None, -7], "l": [10, 20, None], "d": [1.5, -2.5, None], "s": ["pear", "apple", None],
+        "i": [3, None, -7],
+        "l": [10, 20, None],
+        "d": [1.5, -2.5, None],
+        "s": ["pear", "apple", None],
         "b": [b"\x02", b"\x01\xff", None],
         "day": [dt.date(2024, 1, 2), dt.date(2023, 5, 6), None],
         "ts": [dt.datetime(2024, 1, 1, 0, 0, 0, 1), None, dt.datetime(2020, 1, 1)],
         "ltz": [dt.datetime(2024, 1, 1, tzinfo=utc), dt.datetime(2025, 1, 1, tzinfo=utc), None],
-        "dec": [Decimal("1.25"), Decimal("-3.50"), None], "ok": [True, None, False],
+        "dec": [Decimal("1.25"), Decimal("-3.50"), None],
+        "ok": [True, None, False],
     }
     stats = collect_stats(table_of(fields, data), fields, "full")
     mins, maxs, nulls = decode(stats, [f.type for f in fields])
-    assert mins == (-7, 10, -2.5, "apple", b"\x01\xff", dt.date(2023, 5, 6), dt.datetime(2020, 1, 1),
-                    dt.datetime(2024, 1, 1, tzinfo=utc), Decimal("-3.50"), False)
-    assert maxs == (3, 20, 1.5, "pear", b"\x02", dt.date(2024, 1, 2), dt.datetime(2024, 1, 1, 0, 0, 0, 1),
-                    dt.datetime(2025, 1, 1, tzinfo=utc), Decimal("1.25"), True)
+    assert mins == (
+        -7,
+        10,
+        -2.5,
+        "apple",
+        b"\x01\xff",
+        dt.date(2023, 5, 6),
+        dt.datetime(2020, 1, 1),
+        dt.datetime(2024, 1, 1, tzinfo=utc),
+        Decimal("-3.50"),
+        False,
+    )
+    assert maxs == (
+        3,
+        20,
+        1.5,
+        "pear",
+        b"\x02",
+        dt.date(2024, 1, 2),
+        dt.datetime(2024, 1, 1, 0, 0, 0, 1),
+        dt.datetime(2025, 1, 1, tzinfo=utc),
+        Decimal("1.25"),
+        True,
+    )
     assert nulls == (1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
     assert covered_columns(fields, "full") is None
 
@@ -165,15 +199,14 @@ def test_truncate_mode_only_cuts_strings_and_binaries() -> None:
 
 def test_truncated_max_impossible_is_null() -> None:
     fields = fields_of(("s", string_type()))
-    stats = collect_stats(table_of(fields, {"s": ["\U0010FFFF" * 20, "a"]}), fields, "truncate(4)")
+    stats = collect_stats(table_of(fields, {"s": ["\U0010ffff" * 20, "a"]}), fields, "truncate(4)")
     mins, maxs, _ = decode(stats, [fields[0].type])
     assert mins == ("a",) and maxs == (None,)
 
 
 def test_nan_is_the_maximum() -> None:
     fields = fields_of(("d", DOUBLE), ("f", FLOAT), ("all_nan", DOUBLE))
-    data = {"d": [1.0, math.nan, -3.0, None], "f": [0.5, 2.5, None, None],
-            "all_nan": [math.nan, math.nan, None, None]}
+    data = {"d": [1.0, math.nan, -3.0, None], "f": [0.5, 2.5, None, None], "all_nan": [math.nan, math.nan, None, None]}
     mins, maxs, nulls = decode(collect_stats(table_of(fields, data), fields, "full"), [f.type for f in fields])
     assert mins[0] == -3.0 and math.isnan(maxs[0])
     assert (mins[1], maxs[1]) == (0.5, 2.5)
@@ -182,10 +215,13 @@ def test_nan_is_the_maximum() -> None:
 
 
 def test_nested_columns_have_null_min_max_and_real_null_counts() -> None:
-    fields = fields_of(("a", ArrayType(INT)), ("m", MapType(string_type(False), INT)),
-                       ("r", RowType((DataField(10, "x", INT),))), ("i", INT))
-    data = {"a": [[1, 2], None, []], "m": [[("k", 1)], None, None], "r": [{"x": 1}, {"x": None}, None],
-            "i": [1, 2, 3]}
+    fields = fields_of(
+        ("a", ArrayType(INT)),
+        ("m", MapType(string_type(False), INT)),
+        ("r", RowType((DataField(10, "x", INT),))),
+        ("i", INT),
+    )
+    data = {"a": [[1, 2], None, []], "m": [[("k", 1)], None, None], "r": [{"x": 1}, {"x": None}, None], "i": [1, 2, 3]}
     stats = collect_stats(table_of(fields, data), fields, "full")
     mins, maxs, nulls = decode(stats, [PLACEHOLDER, PLACEHOLDER, PLACEHOLDER, INT])
     assert mins == (None, None, None, 1) and maxs == (None, None, None, 3)

@@ -69,13 +69,16 @@ def test_latest_full_reads_the_snapshot_then_every_change(catalog):
     assert pos.snapshot == 4 and pos.index == -1 and pos.consumed.snapshot_id == 3
 
 
-@pytest.mark.parametrize("options, expected", [
-    ({"scan.mode": "latest"}, [[(9, "z")]]),
-    ({"scan.mode": "from-snapshot", "scan.snapshot-id": "2"}, [[(2, "B"), (3, "c"), (9, "z")]]),
-    ({"scan.snapshot-id": "2"}, [[(2, "B"), (3, "c"), (9, "z")]]),  # default mode with a snapshot id
-    ({"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"}, [[(1, "a"), (2, "B"), (3, "c"), (9, "z")]]),
-    ({"scan.tag-name": "t1"}, [[(1, "a"), (2, "b"), (2, "B"), (3, "c"), (9, "z")]]),
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ({"scan.mode": "latest"}, [[(9, "z")]]),
+        ({"scan.mode": "from-snapshot", "scan.snapshot-id": "2"}, [[(2, "B"), (3, "c"), (9, "z")]]),
+        ({"scan.snapshot-id": "2"}, [[(2, "B"), (3, "c"), (9, "z")]]),  # default mode with a snapshot id
+        ({"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"}, [[(1, "a"), (2, "B"), (3, "c"), (9, "z")]]),
+        ({"scan.tag-name": "t1"}, [[(1, "a"), (2, "b"), (2, "B"), (3, "c"), (9, "z")]]),
+    ],
+)
 def test_start_positions(catalog, options, expected):
     t = _pk(catalog)
     _write(t, [1, 2], ["a", "b"])
@@ -100,16 +103,19 @@ def test_from_timestamp_reads_snapshots_committed_at_or_after_it(catalog):
     assert (2, "b") in rows and (3, "c") in rows and (1, "a") not in rows
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"scan.mode": "from-snapshot"}, "needs option 'scan.snapshot-id'"),
-    ({"scan.mode": "latest", "scan.snapshot-id": "3"}, "starts from the latest snapshot"),
-    ({"scan.mode": "compacted-full"}, "not supported by a streaming read"),
-    ({"scan.snapshot-id": "1", "scan.tag-name": "x"}, "Conflicting start options"),
-    ({"read.stream.minRowsPerTrigger": "5"}, "both"),
-    ({"read.stream.maxFilesPerTrigger": "0"}, "positive integer"),
-    ({"versionAsOf": "1"}, "Unknown streaming read option 'versionasof'"),
-    ({"consumer-id": "a/b"}, "not a valid consumer id"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"scan.mode": "from-snapshot"}, "needs option 'scan.snapshot-id'"),
+        ({"scan.mode": "latest", "scan.snapshot-id": "3"}, "starts from the latest snapshot"),
+        ({"scan.mode": "compacted-full"}, "not supported by a streaming read"),
+        ({"scan.snapshot-id": "1", "scan.tag-name": "x"}, "Conflicting start options"),
+        ({"read.stream.minRowsPerTrigger": "5"}, "both"),
+        ({"read.stream.maxFilesPerTrigger": "0"}, "positive integer"),
+        ({"versionAsOf": "1"}, "Unknown streaming read option 'versionasof'"),
+        ({"consumer-id": "a/b"}, "not a valid consumer id"),
+    ],
+)
 def test_bad_stream_options_are_errors(options, message):
     with pytest.raises(OptionError, match=message):
         StreamOptions.from_options({k.lower(): v for k, v in options.items()})
@@ -173,9 +179,11 @@ def test_an_unaware_append_table_spreads_its_files_over_every_core(catalog):
     assert len(task_groups(splits, t.schema, TARGET, OPEN_COST, 1)) == 1  # small files share one task on one core
 
 
-@pytest.mark.parametrize("options, primary_keys",
-                         [({"bucket": "3"}, ["id"]), ({"bucket": "3", "bucket-key": "id"}, [])],
-                         ids=["primary_key", "fixed_bucket_append"])
+@pytest.mark.parametrize(
+    "options, primary_keys",
+    [({"bucket": "3"}, ["id"]), ({"bucket": "3", "bucket-key": "id"}, [])],
+    ids=["primary_key", "fixed_bucket_append"],
+)
 def test_a_bucket_stays_in_one_task_in_commit_order(catalog, options, primary_keys):
     t = catalog.create_table("db.b", SCHEMA, primary_keys=primary_keys, options=options)
     job = _job(t, **{"scan.mode": "latest"})
@@ -208,8 +216,12 @@ def test_available_now_stops_at_the_snapshot_latest_at_start(catalog):
 
 
 def test_row_kinds_of_a_delta_are_kept_with_read_changelog(catalog):
-    t = catalog.create_table("db.k", pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())]),
-                             primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"})
+    t = catalog.create_table(
+        "db.k",
+        pa.schema([("id", pa.int64()), ("v", pa.string()), ("op", pa.string())]),
+        primary_keys=["id"],
+        options={"bucket": "1", "rowkind.field": "op"},
+    )
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"], "op": ["+I", "+I"]}))
     start = _job(t, **{"scan.mode": "latest"}).initial_offset()
     t.write_arrow(pa.table({"id": [1, 3], "v": ["a", "c"], "op": ["-D", "+I"]}))
@@ -302,15 +314,25 @@ def test_a_rewritten_history_is_streamed_as_the_change_to_the_new_head(catalog):
 
 
 def test_a_chain_table_streams_its_delta_branch(catalog):
-    options = {"bucket": "1", "bucket-key": "t1", "sequence.field": "t2",
-               "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyyMMdd"}
-    t = catalog.create_chain_table("db.c", "t1 bigint, t2 bigint, t3 string, dt string", partition_keys=["dt"],
-                                   primary_keys=["dt", "t1"], options=options)
+    options = {
+        "bucket": "1",
+        "bucket-key": "t1",
+        "sequence.field": "t2",
+        "partition.timestamp-pattern": "$dt",
+        "partition.timestamp-formatter": "yyyyMMdd",
+    }
+    t = catalog.create_chain_table(
+        "db.c",
+        "t1 bigint, t2 bigint, t3 string, dt string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "t1"],
+        options=options,
+    )
     row = pa.schema([("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("dt", pa.string())])
-    t.branch_table("snapshot").write_arrow(pa.table({"t1": [1, 2], "t2": [1, 1], "t3": ["a", "b"],
-                                                     "dt": ["20250810"] * 2}, schema=row))
-    t.branch_table("delta").write_arrow(pa.table({"t1": [2], "t2": [2], "t3": ["B"], "dt": ["20250811"]},
-                                                 schema=row))
+    t.branch_table("snapshot").write_arrow(
+        pa.table({"t1": [1, 2], "t2": [1, 1], "t3": ["a", "b"], "dt": ["20250810"] * 2}, schema=row)
+    )
+    t.branch_table("delta").write_arrow(pa.table({"t1": [2], "t2": [2], "t3": ["B"], "dt": ["20250811"]}, schema=row))
     job = _job(t)
     assert job.store.branch == "delta"
     batches, _ = _drain(job, job.initial_offset())

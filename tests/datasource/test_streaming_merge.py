@@ -29,19 +29,23 @@ TINY = 1  # every section windowed, about one row group per window
 
 
 def make_schema(key_type: Any, composite: bool, options: dict[str, str]) -> TableSchema:
-    fields = [DataField(0, "k", key_type), DataField(1, "k2", AtomicType("INT", nullable=False)),
-              DataField(2, "v", AtomicType("BIGINT")), DataField(3, "s", string_type()),
-              DataField(4, "ts", AtomicType("INT"))]
+    fields = [
+        DataField(0, "k", key_type),
+        DataField(1, "k2", AtomicType("INT", nullable=False)),
+        DataField(2, "v", AtomicType("BIGINT")),
+        DataField(3, "s", string_type()),
+        DataField(4, "ts", AtomicType("INT")),
+    ]
     pk = ["k", "k2"] if composite else ["k"]
-    return TableSchema(id=0, fields=fields, highest_field_id=4, partition_keys=[], primary_keys=pk,
-                       options={"bucket": "1", **options})
+    return TableSchema(
+        id=0, fields=fields, highest_field_id=4, partition_keys=[], primary_keys=pk, options={"bucket": "1", **options}
+    )
 
 
 _counter = [0]
 
 
-def write_file(directory: Path, schema: TableSchema, rows: list[dict[str, Any]], row_group_size: int
-               ) -> DataFileMeta:
+def write_file(directory: Path, schema: TableSchema, rows: list[dict[str, Any]], row_group_size: int) -> DataFileMeta:
     """A data file in Paimon layout (``_KEY_*``, system columns, table columns), sorted by key, written with
     small row groups."""
     _counter[0] += 1
@@ -66,20 +70,47 @@ def write_file(directory: Path, schema: TableSchema, rows: list[dict[str, Any]],
     pq.write_table(pa.Table.from_arrays(cols, schema=pa.schema(fields)), path, row_group_size=row_group_size)
     key_types = [schema.field(k).type for k in keys]
     seqs = [r["_seq"] for r in rows]
-    return DataFileMeta(file_name=name, file_size=path.stat().st_size, row_count=len(rows),
-                        min_key=serialize_row([rows[0][k] for k in keys], key_types),
-                        max_key=serialize_row([rows[-1][k] for k in keys], key_types),
-                        min_sequence_number=min(seqs), max_sequence_number=max(seqs), schema_id=0, level=0,
-                        delete_row_count=sum(1 for r in rows if r["_kind"] in (UB, D)))
+    return DataFileMeta(
+        file_name=name,
+        file_size=path.stat().st_size,
+        row_count=len(rows),
+        min_key=serialize_row([rows[0][k] for k in keys], key_types),
+        max_key=serialize_row([rows[-1][k] for k in keys], key_types),
+        min_sequence_number=min(seqs),
+        max_sequence_number=max(seqs),
+        schema_id=0,
+        level=0,
+        delete_row_count=sum(1 for r in rows if r["_kind"] in (UB, D)),
+    )
 
 
-def read(directory: Path, schema: TableSchema, files: Sequence[DataFileMeta], window: int,
-         ranks: dict[str, int] | None = None, metrics: ReadMetrics | None = None) -> pa.Table:
-    ctx = ReadContext(fileio=FileIO(), table_path=str(directory), schema=schema, schemas={"main": {0: schema}},
-                      options=dict(schema.options), batch_size=7, merge_window_bytes=window)
-    split = DataSplit(partition=serialize_row([], []), partition_values=(), bucket=0, total_buckets=1,
-                      files=tuple(files), bucket_path=str(directory), raw_convertible=False,
-                      file_ranks=dict(ranks or {}))
+def read(
+    directory: Path,
+    schema: TableSchema,
+    files: Sequence[DataFileMeta],
+    window: int,
+    ranks: dict[str, int] | None = None,
+    metrics: ReadMetrics | None = None,
+) -> pa.Table:
+    ctx = ReadContext(
+        fileio=FileIO(),
+        table_path=str(directory),
+        schema=schema,
+        schemas={"main": {0: schema}},
+        options=dict(schema.options),
+        batch_size=7,
+        merge_window_bytes=window,
+    )
+    split = DataSplit(
+        partition=serialize_row([], []),
+        partition_values=(),
+        bucket=0,
+        total_buckets=1,
+        files=tuple(files),
+        bucket_path=str(directory),
+        raw_convertible=False,
+        file_ranks=dict(ranks or {}),
+    )
     batches = list(read_split(ctx, split, metrics=metrics))
     return pa.Table.from_batches(batches, schema=ctx.output_schema())
 
@@ -95,16 +126,32 @@ ENGINES = [
     {"merge-engine": "first-row"},
 ]
 
-row_strategy = st.tuples(st.integers(0, 30), st.integers(0, 2), st.sampled_from([I, I, UA, D, UB]),
-                         st.one_of(st.none(), st.integers(-5, 5)), st.one_of(st.none(), st.integers(0, 3)))
+row_strategy = st.tuples(
+    st.integers(0, 30),
+    st.integers(0, 2),
+    st.sampled_from([I, I, UA, D, UB]),
+    st.one_of(st.none(), st.integers(-5, 5)),
+    st.one_of(st.none(), st.integers(0, 3)),
+)
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.lists(row_strategy, min_size=1, max_size=40), min_size=2, max_size=5),
-       st.sampled_from(ENGINES), st.booleans(), st.booleans(), st.integers(1, 6), st.booleans())
-def test_windowed_merge_equals_whole_section(commits: list[list[tuple]], options: dict[str, str],
-                                             string_key: bool, composite: bool, row_group_size: int,
-                                             chain: bool) -> None:
+@given(
+    st.lists(st.lists(row_strategy, min_size=1, max_size=40), min_size=2, max_size=5),
+    st.sampled_from(ENGINES),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 6),
+    st.booleans(),
+)
+def test_windowed_merge_equals_whole_section(
+    commits: list[list[tuple]],
+    options: dict[str, str],
+    string_key: bool,
+    composite: bool,
+    row_group_size: int,
+    chain: bool,
+) -> None:
     if options.get("merge-engine") == "first-row":  # first-row tables hold insertions only
         commits = [[(k, k2, I, v, ts) for k, k2, _, v, ts in c] for c in commits]
     key_type = string_type(nullable=False) if string_key else AtomicType("INT", nullable=False)
@@ -119,8 +166,7 @@ def test_windowed_merge_equals_whole_section(commits: list[list[tuple]], options
             buffer: dict[tuple, dict] = {}
             for k, k2, kind, v, ts in commit:
                 key = (f"key{k:02d}" if string_key else k, k2 if composite else 0)
-                buffer[key] = {"k": key[0], "k2": key[1], "_seq": seq, "_kind": kind, "v": v, "s": f"s{seq}",
-                               "ts": ts}
+                buffer[key] = {"k": key[0], "k2": key[1], "_seq": seq, "_kind": kind, "v": v, "s": f"s{seq}", "ts": ts}
                 seq += 1
             files.append(write_file(directory, schema, list(buffer.values()), row_group_size))
         # Force one section (level-0 files usually all overlap anyway).
@@ -133,12 +179,19 @@ def test_windowed_merge_equals_whole_section(commits: list[list[tuple]], options
         assert metrics.windowed_sections == 1  # the windowed path really ran
 
 
-def outcome(directory: Path, schema: TableSchema, files: Sequence[DataFileMeta], window: int,
-            ranks: dict[str, int] | None, metrics: ReadMetrics | None = None) -> Any:
+def outcome(
+    directory: Path,
+    schema: TableSchema,
+    files: Sequence[DataFileMeta],
+    window: int,
+    ranks: dict[str, int] | None,
+    metrics: ReadMetrics | None = None,
+) -> Any:
     try:
         # A read promises no row order: compare by key.
-        return sorted(read(directory, schema, files, window, ranks, metrics).to_pylist(),
-                      key=lambda r: (r["k"], r["k2"]))
+        return sorted(
+            read(directory, schema, files, window, ranks, metrics).to_pylist(), key=lambda r: (r["k"], r["k2"])
+        )
     except PaimonError as exc:
         return type(exc)
 
@@ -152,8 +205,17 @@ def test_windowed_merge_bounds_rows_materialised(tmp_path: Path) -> None:
     for n in range(4):
         rows = []
         for k in range(2000):
-            rows.append({"k": k, "k2": 0, "_seq": seq, "_kind": D if (k + n) % 97 == 0 else I, "v": k * 10 + n,
-                         "s": "x" * 20, "ts": None})
+            rows.append(
+                {
+                    "k": k,
+                    "k2": 0,
+                    "_seq": seq,
+                    "_kind": D if (k + n) % 97 == 0 else I,
+                    "v": k * 10 + n,
+                    "s": "x" * 20,
+                    "ts": None,
+                }
+            )
             seq += 1
         files.append(write_file(tmp_path, schema, rows, row_group_size=100))
     total_rows = sum(f.row_count for f in files)
@@ -189,14 +251,29 @@ def test_writer_row_groups_are_bounded() -> None:
     assert ROW_GROUP_ROWS == 131072
 
 
-def merged_in_key_order(directory: Path, schema: TableSchema, files: Sequence[DataFileMeta],
-                        ranks: dict[str, int] | None) -> Any:
+def merged_in_key_order(
+    directory: Path, schema: TableSchema, files: Sequence[DataFileMeta], ranks: dict[str, int] | None
+) -> Any:
     """The whole-section merge in key order (what compaction reads), projected to the read's columns."""
-    ctx = ReadContext(fileio=FileIO(), table_path=str(directory), schema=schema, schemas={"main": {0: schema}},
-                      options=dict(schema.options), batch_size=7, merge_window_bytes=WHOLE)
-    split = DataSplit(partition=serialize_row([], []), partition_values=(), bucket=0, total_buckets=1,
-                      files=tuple(files), bucket_path=str(directory), raw_convertible=False,
-                      file_ranks=dict(ranks or {}))
+    ctx = ReadContext(
+        fileio=FileIO(),
+        table_path=str(directory),
+        schema=schema,
+        schemas={"main": {0: schema}},
+        options=dict(schema.options),
+        batch_size=7,
+        merge_window_bytes=WHOLE,
+    )
+    split = DataSplit(
+        partition=serialize_row([], []),
+        partition_values=(),
+        bucket=0,
+        total_buckets=1,
+        files=tuple(files),
+        bucket_path=str(directory),
+        raw_convertible=False,
+        file_ranks=dict(ranks or {}),
+    )
     try:
         tables = list(read_merged(ctx, split, drop_retracts=True))
     except PaimonError as exc:
@@ -205,11 +282,17 @@ def merged_in_key_order(directory: Path, schema: TableSchema, files: Sequence[Da
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(row_strategy, min_size=1, max_size=12), st.lists(row_strategy, min_size=1, max_size=12),
-       st.sampled_from(ENGINES), st.booleans(), st.booleans(), st.sampled_from([I, UA, D]))
-def test_big_base_with_small_overlays_equals_key_ordered_merge(first: list[tuple], second: list[tuple],
-                                                               options: dict[str, str], string_key: bool,
-                                                               chain: bool, base_kind: int) -> None:
+@given(
+    st.lists(row_strategy, min_size=1, max_size=12),
+    st.lists(row_strategy, min_size=1, max_size=12),
+    st.sampled_from(ENGINES),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([I, UA, D]),
+)
+def test_big_base_with_small_overlays_equals_key_ordered_merge(
+    first: list[tuple], second: list[tuple], options: dict[str, str], string_key: bool, chain: bool, base_kind: int
+) -> None:
     """A big sorted run with a few small newer ones (a chain anchor and its deltas): the read passes the keys only
     the big file holds through unsorted and merges the rest; row for row it must equal the key-ordered merge."""
     if options.get("merge-engine") == "first-row":
@@ -221,15 +304,32 @@ def test_big_base_with_small_overlays_equals_key_ordered_merge(first: list[tuple
     key = (lambda k: f"key{k:03d}") if string_key else (lambda k: k)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        base = [{"k": key(k), "k2": 0, "_seq": k, "_kind": base_kind if k % 7 == 0 else I, "v": k, "s": f"b{k}",
-                 "ts": k % 4} for k in range(120)]
+        base = [
+            {
+                "k": key(k),
+                "k2": 0,
+                "_seq": k,
+                "_kind": base_kind if k % 7 == 0 else I,
+                "v": k,
+                "s": f"b{k}",
+                "ts": k % 4,
+            }
+            for k in range(120)
+        ]
         files = [write_file(directory, schema, base, 1000)]
         seq = 1000
         for commit in (first, second):
             buffer: dict[Any, dict] = {}
             for k, _, kind, v, ts in commit:
-                buffer[key(k * 4)] = {"k": key(k * 4), "k2": 0, "_seq": seq, "_kind": kind, "v": v, "s": f"s{seq}",
-                                      "ts": ts}
+                buffer[key(k * 4)] = {
+                    "k": key(k * 4),
+                    "k2": 0,
+                    "_seq": seq,
+                    "_kind": kind,
+                    "v": v,
+                    "s": f"s{seq}",
+                    "ts": ts,
+                }
                 seq += 1
             files.append(write_file(directory, schema, list(buffer.values()), 1000))
         ranks = {f.file_name: i for i, f in enumerate(files)} if chain else None

@@ -18,22 +18,75 @@ from pyspark_paimon.table import Table
 
 # §9.5 of the format reference (Java table/system/*Table.java), in order.
 PAIMON_COLUMNS = {
-    "snapshots": ["snapshot_id", "schema_id", "commit_user", "commit_identifier", "commit_kind", "commit_time",
-                  "base_manifest_list", "delta_manifest_list", "changelog_manifest_list", "total_record_count",
-                  "delta_record_count", "changelog_record_count", "watermark", "next_row_id", "operation",
-                  "writer_version"],
+    "snapshots": [
+        "snapshot_id",
+        "schema_id",
+        "commit_user",
+        "commit_identifier",
+        "commit_kind",
+        "commit_time",
+        "base_manifest_list",
+        "delta_manifest_list",
+        "changelog_manifest_list",
+        "total_record_count",
+        "delta_record_count",
+        "changelog_record_count",
+        "watermark",
+        "next_row_id",
+        "operation",
+        "writer_version",
+    ],
     "tags": ["tag_name", "snapshot_id", "schema_id", "commit_time", "record_count", "create_time", "time_retained"],
     "branches": ["branch_name", "created_from_tag", "created_from_snapshot", "create_time"],
     "schemas": ["schema_id", "fields", "partition_keys", "primary_keys", "options", "comment", "update_time"],
     "options": ["key", "value"],
-    "files": ["partition", "bucket", "file_path", "file_format", "schema_id", "level", "record_count",
-              "file_size_in_bytes", "min_key", "max_key", "null_value_counts", "min_value_stats", "max_value_stats",
-              "min_sequence_number", "max_sequence_number", "creation_time", "deleteRowCount", "file_source",
-              "first_row_id", "write_cols"],
-    "manifests": ["file_name", "file_size", "num_added_files", "num_deleted_files", "schema_id",
-                  "min_partition_stats", "max_partition_stats", "min_row_id", "max_row_id"],
-    "partitions": ["partition", "record_count", "file_size_in_bytes", "file_count", "last_update_time", "created_at",
-                   "created_by", "updated_by", "options", "total_buckets", "done", "deleted_record_count"],
+    "files": [
+        "partition",
+        "bucket",
+        "file_path",
+        "file_format",
+        "schema_id",
+        "level",
+        "record_count",
+        "file_size_in_bytes",
+        "min_key",
+        "max_key",
+        "null_value_counts",
+        "min_value_stats",
+        "max_value_stats",
+        "min_sequence_number",
+        "max_sequence_number",
+        "creation_time",
+        "deleteRowCount",
+        "file_source",
+        "first_row_id",
+        "write_cols",
+    ],
+    "manifests": [
+        "file_name",
+        "file_size",
+        "num_added_files",
+        "num_deleted_files",
+        "schema_id",
+        "min_partition_stats",
+        "max_partition_stats",
+        "min_row_id",
+        "max_row_id",
+    ],
+    "partitions": [
+        "partition",
+        "record_count",
+        "file_size_in_bytes",
+        "file_count",
+        "last_update_time",
+        "created_at",
+        "created_by",
+        "updated_by",
+        "options",
+        "total_buckets",
+        "done",
+        "deleted_record_count",
+    ],
 }
 
 
@@ -56,8 +109,13 @@ def local_ms(millis: int) -> _dt.datetime:
 @pytest.fixture
 def pk_table(catalog: Any) -> Table:
     """Partitioned PK table, 2 buckets: snapshot 1 (3 rows), 2 (2 rows, one update), 3 (1 row); tags."""
-    t = catalog.create_table("db.pk", "id bigint, v string, dt string", partition_keys=["dt"],
-                             primary_keys=["id", "dt"], options={"bucket": "2"})
+    t = catalog.create_table(
+        "db.pk",
+        "id bigint, v string, dt string",
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"],
+        options={"bucket": "2"},
+    )
     t.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "dt": ["x", "x", "y"]}))
     t.write_arrow(pa.table({"id": [1, 4], "v": ["a2", "d"], "dt": ["x", "y"]}))
     t.write_arrow(pa.table({"id": [5], "v": ["e"], "dt": ["z"]}))
@@ -80,8 +138,9 @@ def test_columns_are_paimons_and_batches_match_sparks_arrow_schema(spark: Any, p
 
 
 def test_snapshots(spark: Any, pk_table: Table) -> None:
-    pk_table.write_arrow(pa.table({"id": [9], "v": ["z"], "dt": ["x"]}), mode="overwrite",
-                         overwrite_partition={"dt": "x"})
+    pk_table.write_arrow(
+        pa.table({"id": [9], "v": ["z"], "dt": ["x"]}), mode="overwrite", overwrite_partition={"dt": "x"}
+    )
     got = rows(load(spark, pk_table.path, "snapshots").orderBy("snapshot_id"))
     snaps = pk_table.snapshots()
     assert [r["snapshot_id"] for r in got] == [1, 2, 3, 4]
@@ -226,7 +285,10 @@ def test_manifests(spark: Any, pk_table: Table) -> None:
     assert sum(r["num_deleted_files"] for r in got) == 0
     assert [r["file_size"] for r in got] == [m.file_size for m in metas]
     assert [(r["min_partition_stats"], r["max_partition_stats"]) for r in got] == [
-        ("{x}", "{y}"), ("{x}", "{y}"), ("{z}", "{z}")]
+        ("{x}", "{y}"),
+        ("{x}", "{y}"),
+        ("{z}", "{z}"),
+    ]
     assert {r["schema_id"] for r in got} == {0}
 
 
@@ -246,8 +308,7 @@ def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
     pk_table.create_tag("main_only", 3)
 
     tags = rows(load(spark, pk_table.path + "$branch_b", "tags"))
-    assert [(r["tag_name"], r["snapshot_id"], r["time_retained"]) for r in tags] == [
-        ("bt", 2, "PT2H"), ("t1", 1, None)]
+    assert [(r["tag_name"], r["snapshot_id"], r["time_retained"]) for r in tags] == [("bt", 2, "PT2H"), ("t1", 1, None)]
     main_tags = rows(load(spark, pk_table.path, "tags"))
     assert [r["tag_name"] for r in main_tags] == ["main_only", "t1"]
 
@@ -262,11 +323,12 @@ def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
     pk_table.create_branch("from_snap", snapshot_id=2)
     branches = rows(load(spark, pk_table.path, "branches"))
     assert [(r["branch_name"], r["created_from_tag"], r["created_from_snapshot"]) for r in branches] == [
-        ("b", "t1", 1), ("from_snap", None, 2)]
+        ("b", "t1", 1),
+        ("from_snap", None, 2),
+    ]
     assert branches[0]["create_time"] is not None
     # $branches describes the table: the same rows when addressed on a branch.
-    assert [r.branch_name for r in load(spark, pk_table.path + "$branch_b", "branches").collect()] == [
-        "b", "from_snap"]
+    assert [r.branch_name for r in load(spark, pk_table.path + "$branch_b", "branches").collect()] == ["b", "from_snap"]
 
 
 def test_branches_without_lineage_infer_their_origin_as_paimon_did(pk_table: Table) -> None:
@@ -279,7 +341,9 @@ def test_branches_without_lineage_infer_their_origin_as_paimon_did(pk_table: Tab
         pk_table.fileio.delete(f"{pk_table.path}/branch/branch-{name}/branch.json")
     got = pk_table.inspect("branches").to_pylist()
     assert [(r["branch_name"], r["created_from_tag"], r["created_from_snapshot"]) for r in got] == [
-        ("empty", None, None), ("tagged", "t1", 2)]
+        ("empty", None, None),
+        ("tagged", "t1", 2),
+    ]
 
 
 def test_missing_table_or_branch_is_a_clear_error(spark: Any, pk_table: Table, warehouse: str) -> None:

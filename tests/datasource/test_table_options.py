@@ -28,8 +28,12 @@ ROWS = pa.table({"dt": ["a", "a", "b"], "id": [1, 2, 3], "v": ["x", "y", "z"]})
 
 def _create(tmp_path: Path, options: dict[str, str] | None = None, pk: bool = True) -> Table:
     return Catalog(str(tmp_path / "wh")).create_table(
-        "db.t", "dt string, id bigint, v string", partition_keys=["dt"],
-        primary_keys=["dt", "id"] if pk else [], options={"bucket": "2" if pk else "-1", **(options or {})})
+        "db.t",
+        "dt string, id bigint, v string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"] if pk else [],
+        options={"bucket": "2" if pk else "-1", **(options or {})},
+    )
 
 
 def _rows(table: Table, options: dict[str, str] | None = None) -> list[dict[str, object]]:
@@ -46,8 +50,9 @@ def _as_java_left_it(table: Table, options: dict[str, str]) -> None:
 
 
 def _files(root: str, suffix: str) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
-                  if f.endswith(suffix))
+    return sorted(
+        os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs if f.endswith(suffix)
+    )
 
 
 # ------------------------------------------------------------------------------------ data-file.path-directory
@@ -61,8 +66,7 @@ def test_path_directory_places_data_files_below_it(tmp_path: Path, pk: bool) -> 
     assert files and all(f.startswith("data/files/dt=") and "/bucket-" in f for f in files), files
     assert not any(name.startswith("dt=") for name in os.listdir(table.path))
     assert [r["id"] for r in _rows(table)] == [1, 2, 3, 4]
-    assert {r["file_path"] for r in table.inspect("files").to_pylist()} == {
-        f"{table.path}/{f}" for f in files}
+    assert {r["file_path"] for r in table.inspect("files").to_pylist()} == {f"{table.path}/{f}" for f in files}
 
 
 def test_path_directory_maintenance_finds_the_files(tmp_path: Path) -> None:
@@ -99,8 +103,9 @@ def _manifest_codecs(table: Table) -> set[str]:
     return codecs
 
 
-@pytest.mark.parametrize("codec, avro", [("zstd", "zstandard"), ("snappy", "snappy"), ("none", "null"),
-                                         ("deflate", "deflate")])
+@pytest.mark.parametrize(
+    "codec, avro", [("zstd", "zstandard"), ("snappy", "snappy"), ("none", "null"), ("deflate", "deflate")]
+)
 def test_manifest_compression_is_the_codec_of_new_manifests(tmp_path: Path, codec: str, avro: str) -> None:
     table = _create(tmp_path, {"manifest.compression": codec})
     table.write_arrow(ROWS)
@@ -143,9 +148,16 @@ def test_commit_timeout_stops_retrying(tmp_path: Path, monkeypatch: pytest.Monke
         return False
 
     monkeypatch.setattr(SnapshotManager, "try_commit", always_lose)
-    committer = FileStoreCommit(table.fileio, table.path, options={
-        "commit.timeout": "30 ms", "commit.max-retries": "1000", "commit.min-retry-wait": "5 ms",
-        "commit.max-retry-wait": "5 ms"})
+    committer = FileStoreCommit(
+        table.fileio,
+        table.path,
+        options={
+            "commit.timeout": "30 ms",
+            "commit.max-retries": "1000",
+            "commit.min-retry-wait": "5 ms",
+            "commit.max-retry-wait": "5 ms",
+        },
+    )
     with pytest.raises(CommitConflictError, match=r"'commit.timeout' \(30 ms\) passed"):
         committer.commit([], allow_empty=True)
     assert 1 < len(attempts) < 100
@@ -184,8 +196,11 @@ def test_sink_process_time_zone_must_be_a_zone(tmp_path: Path) -> None:
 
 def test_add_column_before_partition(tmp_path: Path) -> None:
     table = Catalog(str(tmp_path / "wh")).create_table(
-        "db.t", "id bigint, dt string, h int", partition_keys=["dt", "h"],
-        options={"add-column-before-partition": "true"})
+        "db.t",
+        "id bigint, dt string, h int",
+        partition_keys=["dt", "h"],
+        options={"add-column-before-partition": "true"},
+    )
     table.add_column("extra", AtomicType("INT"))
     assert table.schema.field_names == ["id", "extra", "dt", "h"]
     table.add_column("last", AtomicType("INT"))
@@ -229,8 +244,16 @@ def test_write_only_semantics_refuse_the_write_not_the_read(tmp_path: Path) -> N
 def test_inert_and_unknown_options_java_stored_are_read(tmp_path: Path) -> None:
     table = _create(tmp_path)
     table.write_arrow(ROWS)
-    _as_java_left_it(table, {"lookup.cache-rows": "5", "sink.parallelism": "4", "file-index.bloom-filter.columns":
-                             "v", "some.engine.private-key": "x", "fields.v.nested-key": "id"})
+    _as_java_left_it(
+        table,
+        {
+            "lookup.cache-rows": "5",
+            "sink.parallelism": "4",
+            "file-index.bloom-filter.columns": "v",
+            "some.engine.private-key": "x",
+            "fields.v.nested-key": "id",
+        },
+    )
     assert len(table.to_arrow()) == 3
     table.write_arrow(ROWS)  # none of them changes what the write must produce
     with pytest.raises(OptionError, match="Unknown table option 'some.engine.private-key'"):

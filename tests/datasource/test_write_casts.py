@@ -21,25 +21,33 @@ def table(catalog: Catalog) -> Any:
 
 def write(table: Any, **columns: pa.Array) -> None:
     n = len(next(iter(columns.values())))
-    data = {"id": pa.array(range(n), pa.int64()), "d": pa.array([Decimal("1.00")] * n, pa.decimal128(10, 2)),
-            "x": pa.array([1.0] * n), "f": pa.array([1.0] * n, pa.float32()), "s": pa.array(["a"] * n)}
+    data = {
+        "id": pa.array(range(n), pa.int64()),
+        "d": pa.array([Decimal("1.00")] * n, pa.decimal128(10, 2)),
+        "x": pa.array([1.0] * n),
+        "f": pa.array([1.0] * n, pa.float32()),
+        "s": pa.array(["a"] * n),
+    }
     data.update(columns)
     table.write_arrow(pa.table(data))
 
 
-@pytest.mark.parametrize("column, values", [
-    ("id", pa.array([1, 2], pa.int32())),                       # integer widening
-    ("id", pa.array([None, None], pa.null())),                  # NULL into anything nullable
-    ("d", pa.array([1, -99999999], pa.int64())),                # integers that fit the decimal
-    ("d", pa.array([0.1, 2.5])),                                # floats that are exact in the decimal
-    ("d", pa.array([Decimal("1.230")], pa.decimal128(10, 3))),  # decimal rescale without loss
-    ("x", pa.array([2**53], pa.int64())),                       # exact in a double
-    ("x", pa.array([2**53 + 1], pa.int64())),                   # the nearest double, as Spark casts
-    ("id", pa.array([1.0, -3.0])),                              # Arrow's inferred double, integral values
-    ("x", pa.array([Decimal("1.10")], pa.decimal128(10, 2))),
-    ("f", pa.array([0.5, float("nan"), None])),                 # exact in a float
-    ("s", pa.array(["a"], pa.large_string())),
-])
+@pytest.mark.parametrize(
+    "column, values",
+    [
+        ("id", pa.array([1, 2], pa.int32())),  # integer widening
+        ("id", pa.array([None, None], pa.null())),  # NULL into anything nullable
+        ("d", pa.array([1, -99999999], pa.int64())),  # integers that fit the decimal
+        ("d", pa.array([0.1, 2.5])),  # floats that are exact in the decimal
+        ("d", pa.array([Decimal("1.230")], pa.decimal128(10, 3))),  # decimal rescale without loss
+        ("x", pa.array([2**53], pa.int64())),  # exact in a double
+        ("x", pa.array([2**53 + 1], pa.int64())),  # the nearest double, as Spark casts
+        ("id", pa.array([1.0, -3.0])),  # Arrow's inferred double, integral values
+        ("x", pa.array([Decimal("1.10")], pa.decimal128(10, 2))),
+        ("f", pa.array([0.5, float("nan"), None])),  # exact in a float
+        ("s", pa.array(["a"], pa.large_string())),
+    ],
+)
 def test_value_preserving_casts_are_written(table: Any, column: str, values: pa.Array) -> None:
     write(table, **{column: values})
     got = table.to_arrow().column(column).to_pylist()
@@ -52,18 +60,20 @@ def test_value_preserving_casts_are_written(table: Any, column: str, values: pa.
             assert float(g) == float(w) or (float(g) != float(g) and float(w) != float(w))
 
 
-@pytest.mark.parametrize("column, values, match", [
-    ("d", pa.array([1.005]), r"holds 1\.005, which a DECIMAL\(10, 2\) column cannot store exactly"),
-    ("d", pa.array([Decimal("1.234")], pa.decimal128(10, 3)), "Rescaling"),
-    ("d", pa.array([10**9], pa.int64()), "does not fit in precision"),
-    ("f", pa.array([1e300]), r"holds 1e\+300, which is outside the range of a FLOAT column"),
-    ("id", pa.array([1.5]), "cannot hold"),
-    ("id", pa.array(["12"]), "type string, which is not written to a BIGINT column"),
-    ("s", pa.array([12], pa.int64()), "not written to a STRING column"),
-    ("id", pa.array([True]), "type bool"),
-])
-def test_lossy_or_meaning_changing_casts_are_refused(table: Any, column: str, values: pa.Array,
-                                                     match: str) -> None:
+@pytest.mark.parametrize(
+    "column, values, match",
+    [
+        ("d", pa.array([1.005]), r"holds 1\.005, which a DECIMAL\(10, 2\) column cannot store exactly"),
+        ("d", pa.array([Decimal("1.234")], pa.decimal128(10, 3)), "Rescaling"),
+        ("d", pa.array([10**9], pa.int64()), "does not fit in precision"),
+        ("f", pa.array([1e300]), r"holds 1e\+300, which is outside the range of a FLOAT column"),
+        ("id", pa.array([1.5]), "cannot hold"),
+        ("id", pa.array(["12"]), "type string, which is not written to a BIGINT column"),
+        ("s", pa.array([12], pa.int64()), "not written to a STRING column"),
+        ("id", pa.array([True]), "type bool"),
+    ],
+)
+def test_lossy_or_meaning_changing_casts_are_refused(table: Any, column: str, values: pa.Array, match: str) -> None:
     with pytest.raises(SchemaMismatchError, match=match):
         write(table, **{column: values})
     assert table.latest_snapshot() is None  # nothing was committed

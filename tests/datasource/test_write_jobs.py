@@ -33,8 +33,7 @@ def test_failure_after_the_commit_landed_says_do_not_retry(catalog: Catalog, mon
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]  # the data is there, as the error said
 
 
-def test_failure_before_the_commit_keeps_the_original_error(catalog: Catalog,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_before_the_commit_keeps_the_original_error(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     t = _table(catalog)
 
     def fail(*args: Any, **kwargs: Any) -> Any:

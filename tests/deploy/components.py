@@ -54,8 +54,10 @@ def _wait_until(ready: Callable[[], bool], procs: list[subprocess.Popen], what: 
     while time.monotonic() < deadline:
         for p in procs:
             if p.poll() is not None:
-                raise AssertionError(f"{what} exited with code {p.returncode} while starting ({' '.join(p.args)}). "
-                                     f"Log {log}:\n{_tail(log)}")
+                raise AssertionError(
+                    f"{what} exited with code {p.returncode} while starting ({' '.join(p.args)}). "
+                    f"Log {log}:\n{_tail(log)}"
+                )
         with contextlib.suppress(OSError, ValueError):
             if ready():
                 return
@@ -81,8 +83,9 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 def _spawn(cmd: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
     out = open(log, "ab")  # noqa: SIM115 - the child owns it; closed when the process is reaped
     try:
-        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent,
-                                start_new_session=True)  # its own group, so teardown stops its children too
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=log.parent, start_new_session=True
+        )  # its own group, so teardown stops its children too
     finally:
         out.close()
 
@@ -96,9 +99,15 @@ def python_path(include_checkout: bool = True) -> str:
 
 def base_env(include_checkout: bool = True) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "AWS_"))}
-    env.update({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-                "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-                "PYTHONPATH": python_path(include_checkout)})
+    env.update(
+        {
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "SPARK_HOME": str(SPARK_HOME),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYTHONPATH": python_path(include_checkout),
+        }
+    )
     return env
 
 
@@ -117,8 +126,12 @@ class S3Server:
 
     def env(self) -> dict[str, str]:
         """The same as environment credentials (botocore reads them in every process)."""
-        return {"AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_SECRET, "AWS_DEFAULT_REGION": S3_REGION,
-                "AWS_ENDPOINT_URL": self.endpoint}
+        return {
+            "AWS_ACCESS_KEY_ID": S3_KEY,
+            "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+            "AWS_DEFAULT_REGION": S3_REGION,
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
 
     def create_bucket(self, name: str) -> str:
         req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
@@ -133,15 +146,20 @@ def moto_s3(workdir: Path) -> Iterator[S3Server]:
         import moto.server  # noqa: F401 - only to fail with the fix below
         import s3fs  # noqa: F401
     except ImportError as e:
-        raise AssertionError(f"The deploy tier needs moto[server] and s3fs ({e}): pip install -e '.[deploy-test]' "
-                             "(./dev setup does it).") from e
+        raise AssertionError(
+            f"The deploy tier needs moto[server] and s3fs ({e}): pip install -e '.[deploy-test]' (./dev setup does it)."
+        ) from e
     workdir.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), workdir / "moto.log"
     proc = _spawn([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], log, base_env())
     server = S3Server(f"http://127.0.0.1:{port}")
     try:
-        _wait_until(lambda: urllib.request.urlopen(f"{server.endpoint}/moto-api/", timeout=2).status == 200,
-                    [proc], "The moto S3 server", log)
+        _wait_until(
+            lambda: urllib.request.urlopen(f"{server.endpoint}/moto-api/", timeout=2).status == 200,
+            [proc],
+            "The moto S3 server",
+            log,
+        )
         yield server
     finally:
         _stop([proc])
@@ -166,19 +184,55 @@ def spark_standalone(workdir: Path, env: dict[str, str], workers: int = 2) -> It
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port, ui = free_port(), free_port()
     log = workdir / "master.log"
-    procs = [_spawn([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-                     str(port), "--webui-port", str(ui)], log, env)]
+    procs = [
+        _spawn(
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui),
+            ],
+            log,
+            env,
+        )
+    ]
     cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui}", workdir)
     try:
         _wait_until(lambda: cluster.status().get("status") == "ALIVE", procs, "The Spark master", log)
         for i in range(workers):
             wdir = workdir / f"worker-{i}"
             wdir.mkdir(exist_ok=True)
-            procs.append(_spawn([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                 "--webui-port", str(free_port()), "--cores", "2", "--memory", "2g",
-                                 "--work-dir", str(wdir), cluster.master_url], workdir / f"worker-{i}.log", env))
-        _wait_until(lambda: cluster.status().get("aliveworkers") == workers, procs, "The Spark workers",
-                    workdir / "worker-0.log")
+            procs.append(
+                _spawn(
+                    [
+                        spark_class,
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--webui-port",
+                        str(free_port()),
+                        "--cores",
+                        "2",
+                        "--memory",
+                        "2g",
+                        "--work-dir",
+                        str(wdir),
+                        cluster.master_url,
+                    ],
+                    workdir / f"worker-{i}.log",
+                    env,
+                )
+            )
+        _wait_until(
+            lambda: cluster.status().get("aliveworkers") == workers,
+            procs,
+            "The Spark workers",
+            workdir / "worker-0.log",
+        )
         yield cluster
     finally:
         _stop(procs[::-1])
@@ -191,11 +245,21 @@ def connect_server(workdir: Path, env: dict[str, str], master: str, conf: dict[s
     ``sbin/start-connect-server.sh`` does, but in the foreground so the test owns it); yields ``sc://`` URL."""
     workdir.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), workdir / "connect.log"
-    cmd = [str(SPARK_HOME / "bin" / "spark-submit"),
-           "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-           "--name", "pyspark-paimon-connect-test", "--master", master,
-           "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-           "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false"]
+    cmd = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--name",
+        "pyspark-paimon-connect-test",
+        "--master",
+        master,
+        "--conf",
+        "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
     proc = _spawn(cmd + ["spark-internal"], log, env)
@@ -215,8 +279,9 @@ def run_script(script: str, args: list[str], env: dict[str, str], workdir: Path,
     """Run ``script`` with this interpreter; its ``KEY=<json>`` lines become the result. Fails with its stderr."""
     path = workdir / "driver.py"
     path.write_text(script)
-    proc = subprocess.run([sys.executable, str(path), *args], cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(path), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+    )
     out = {}
     for line in proc.stdout.splitlines():
         key, sep, value = line.partition("=")

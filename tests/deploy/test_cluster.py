@@ -49,16 +49,22 @@ DRIVER = textwrap.dedent("""
 """)
 
 
-def test_write_merge_and_read_on_a_standalone_cluster(cluster: Cluster, s3: S3Server, bucket: str,
-                                                      tmp_path: Path) -> None:
+def test_write_merge_and_read_on_a_standalone_cluster(
+    cluster: Cluster, s3: S3Server, bucket: str, tmp_path: Path
+) -> None:
     package = zip_package(tmp_path / "pyspark_paimon.zip")
     opts = s3.storage_options()
-    out = run_script(DRIVER, [cluster.master_url, str(package), opts["endpoint_url"], opts["key"], opts["secret"],
-                              bucket], base_env(), tmp_path)
+    out = run_script(
+        DRIVER,
+        [cluster.master_url, str(package), opts["endpoint_url"], opts["key"], opts["secret"], bucket],
+        base_env(),
+        tmp_path,
+    )
     assert out["LATEST"] == [[0, "v0"], [1, "one"], [2, "v2"], [3, "v3"], [4, "four"], [5, "v5"], [7, "seven"]]
     assert out["FIRST"] == [[i, f"v{i}"] for i in range(6)]
     assert out["EXECUTORS"] == 2
     pids = {pid for pid, _ in out["TASKS"]}
     assert out["DRIVER_PID"] not in pids and len(pids) >= 2, out["TASKS"]
-    assert all(f.endswith("pyspark_paimon.zip/pyspark_paimon/__init__.py") for _, f in out["TASKS"]), \
+    assert all(f.endswith("pyspark_paimon.zip/pyspark_paimon/__init__.py") for _, f in out["TASKS"]), (
         f"executors must import the shipped package, not an installed one: {out['TASKS']}"
+    )

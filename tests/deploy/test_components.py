@@ -19,4 +19,3 @@ def test_a_component_that_dies_while_starting_fails_with_its_log(tmp_path: Path)
             _wait_until(lambda: False, [proc], "The thing", log)
     finally:
         _stop([proc])
-

@@ -40,16 +40,24 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-def test_client_against_a_separately_started_connect_server(cluster: Cluster, s3: S3Server, bucket: str,
-                                                            tmp_path: Path) -> None:
+def test_client_against_a_separately_started_connect_server(
+    cluster: Cluster, s3: S3Server, bucket: str, tmp_path: Path
+) -> None:
     package = zip_package(tmp_path / "pyspark_paimon.zip")
-    conf = {"spark.executor.cores": "1", "spark.cores.max": "2", "spark.executor.memory": "512m",
-            "spark.sql.shuffle.partitions": "2", "spark.pyspark.python": base_env()["PYSPARK_PYTHON"]}
+    conf = {
+        "spark.executor.cores": "1",
+        "spark.cores.max": "2",
+        "spark.executor.memory": "512m",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.pyspark.python": base_env()["PYSPARK_PYTHON"],
+    }
     with connect_server(tmp_path / "server", base_env(include_checkout=False), cluster.master_url, conf) as url:
         opts = s3.storage_options()
-        out = run_script(CLIENT, [url, str(package), opts["endpoint_url"], opts["key"], opts["secret"], bucket],
-                         base_env(), tmp_path)
+        out = run_script(
+            CLIENT, [url, str(package), opts["endpoint_url"], opts["key"], opts["secret"], bucket], base_env(), tmp_path
+        )
     assert out["LATEST"] == [[1, "a"], [2, "B"], [3, "c"]]
     assert out["FIRST"] == [[1, "a"], [2, "b"]]
-    assert out["PACKAGE"].endswith("pyspark_paimon.zip/pyspark_paimon/__init__.py"), \
+    assert out["PACKAGE"].endswith("pyspark_paimon.zip/pyspark_paimon/__init__.py"), (
         f"the server must run the package the client shipped, not an installed one: {out['PACKAGE']}"
+    )

@@ -36,12 +36,31 @@ WRITER = textwrap.dedent("""
 def test_concurrent_committing_processes(s3: S3Server, bucket: str, writers: int) -> None:
     cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
     # Losing a race is expected here, often: enough retries that every commit lands, with short back-offs.
-    t = cat.create_table("db.t", "id bigint, writer int", options={
-        "commit.max-retries": "1000", "commit.min-retry-wait": "5 ms", "commit.max-retry-wait": "200 ms"})
+    t = cat.create_table(
+        "db.t",
+        "id bigint, writer int",
+        options={"commit.max-retries": "1000", "commit.min-retry-wait": "5 ms", "commit.max-retry-wait": "200 ms"},
+    )
     opts = s3.storage_options()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, opts["endpoint_url"], opts["key"], opts["secret"],
-                               f"s3://{bucket}/wh/db.db/t", str(w), str(COMMITS)], env=base_env(),
-                              stderr=subprocess.PIPE, text=True) for w in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                WRITER,
+                opts["endpoint_url"],
+                opts["key"],
+                opts["secret"],
+                f"s3://{bucket}/wh/db.db/t",
+                str(w),
+                str(COMMITS),
+            ],
+            env=base_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(writers)
+    ]
     seen: list[int] = []
     try:
         # The reader: listed the table before any commit, and reads the latest state while the writers commit.

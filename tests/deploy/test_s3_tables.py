@@ -56,14 +56,26 @@ def test_primary_key_table_tags_time_travel_branches_expiration(s3: S3Server, bu
 def test_chain_table(s3: S3Server, bucket: str) -> None:
     cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
     t = cat.create_chain_table(
-        "db.c", "k string, seq string, v string, date string", partition_keys=["date"], primary_keys=["date", "k"],
-        options={"bucket": "1", "sequence.field": "seq", "partition.timestamp-pattern": "$date",
-                 "partition.timestamp-formatter": "yyyyMMdd"})
+        "db.c",
+        "k string, seq string, v string, date string",
+        partition_keys=["date"],
+        primary_keys=["date", "k"],
+        options={
+            "bucket": "1",
+            "sequence.field": "seq",
+            "partition.timestamp-pattern": "$date",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
     day = pa.schema([("k", pa.string()), ("seq", pa.string()), ("v", pa.string()), ("date", pa.string())])
-    full = pa.Table.from_pylist([{"k": "a", "seq": "1", "v": "a0", "date": "20250810"},
-                                 {"k": "b", "seq": "1", "v": "b0", "date": "20250810"}], day)
-    delta = pa.Table.from_pylist([{"k": "b", "seq": "2", "v": "b1", "date": "20250811"},
-                                  {"k": "c", "seq": "2", "v": "c1", "date": "20250811"}], day)
+    full = pa.Table.from_pylist(
+        [{"k": "a", "seq": "1", "v": "a0", "date": "20250810"}, {"k": "b", "seq": "1", "v": "b0", "date": "20250810"}],
+        day,
+    )
+    delta = pa.Table.from_pylist(
+        [{"k": "b", "seq": "2", "v": "b1", "date": "20250811"}, {"k": "c", "seq": "2", "v": "c1", "date": "20250811"}],
+        day,
+    )
     t.branch_table("snapshot").write_arrow(full)
     t.branch_table("delta").write_arrow(delta)
     got = sorted(tuple(r.values()) for r in cat.get_table("db.c").to_arrow().to_pylist() if r["date"] == "20250811")
@@ -80,8 +92,9 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def test_a_process_that_listed_the_table_keeps_working_across_other_processes_commits(s3: S3Server,
-                                                                                         bucket: str) -> None:
+def test_a_process_that_listed_the_table_keeps_working_across_other_processes_commits(
+    s3: S3Server, bucket: str
+) -> None:
     """s3fs caches listings per process; before the fix this process kept seeing its first listing and neither
     read the other process's commit nor could commit itself (its snapshot id was taken, forever)."""
     uri = f"s3://{bucket}/wh/db.db/t"
@@ -91,8 +104,12 @@ def test_a_process_that_listed_the_table_keeps_working_across_other_processes_co
     assert [s.id for s in t.snapshots()] == [1] and rows(t) == [(1, "a")]  # listed, hint read, files read
     opts = s3.storage_options()
     for first in (10, 20):
-        subprocess.run([sys.executable, "-c", WRITER, opts["endpoint_url"], opts["key"], opts["secret"], uri,
-                        str(first)], check=True, env=base_env(), timeout=120)
+        subprocess.run(
+            [sys.executable, "-c", WRITER, opts["endpoint_url"], opts["key"], opts["secret"], uri, str(first)],
+            check=True,
+            env=base_env(),
+            timeout=120,
+        )
         assert t.latest_snapshot().id == first // 10 + 1
     assert [s.id for s in t.snapshots()] == [1, 2, 3]
     assert rows(t) == [(1, "a"), (10, "x"), (11, "y"), (20, "x"), (21, "y")]
@@ -107,7 +124,6 @@ def test_environment_credentials(s3: S3Server, bucket: str, monkeypatch: pytest.
     t = Catalog(f"s3://{bucket}/wh").create_table("db.t", "id bigint, v string")
     t.write_arrow(batch([1], ["a"]))
     assert rows(Table.open(f"s3://{bucket}/wh/db.db/t")) == [(1, "a")]
-
 
 
 def test_exclusive_create_is_a_conditional_write(s3: S3Server, bucket: str) -> None:

@@ -30,6 +30,7 @@ IMPLS = ("pypaimon", "rust")
 
 # --------------------------------------------------------------------------------------- the oracle side
 
+
 class OracleBatch:
     """Collects oracle commands and runs them in order in one oracle process.
 
@@ -52,29 +53,54 @@ class OracleBatch:
         self._cmds.append(cmd)
         return len(self._cmds) - 1
 
-    def write(self, identifier: str, commits: Sequence[oracle.Commit], *, create: oracle.CreateSpec | None = None,
-              impl: str = "pypaimon") -> int:
+    def write(
+        self,
+        identifier: str,
+        commits: Sequence[oracle.Commit],
+        *,
+        create: oracle.CreateSpec | None = None,
+        impl: str = "pypaimon",
+    ) -> int:
         encoded = []
         for commit in commits:
             encoded.append(oracle._commit_json(commit, self._dir, self._spilled))  # noqa: SLF001
             self._spilled += 1
-        cmd: dict[str, Any] = {"cmd": "write", "impl": impl, "warehouse": self.warehouse,
-                               "identifier": identifier, "commits": encoded}
+        cmd: dict[str, Any] = {
+            "cmd": "write",
+            "impl": impl,
+            "warehouse": self.warehouse,
+            "identifier": identifier,
+            "commits": encoded,
+        }
         if create is not None:
             cmd["create"] = create
         return self._add(cmd)
 
-    def read(self, key: str, identifier: str, options: Mapping[str, Any] | None = None,
-             impls: Sequence[str] = IMPLS, sort: bool = True) -> None:
+    def read(
+        self,
+        key: str,
+        identifier: str,
+        options: Mapping[str, Any] | None = None,
+        impls: Sequence[str] = IMPLS,
+        sort: bool = True,
+    ) -> None:
         if key in self._outputs:
             raise ValueError(f"read key {key!r} used twice")
         self._outputs[key] = {}
         for impl in impls:
             output = self._dir / f"read-{len(self._cmds)}-{impl}.arrow"
             self._outputs[key][impl] = output
-            self._add({"cmd": "read", "impl": impl, "warehouse": self.warehouse, "identifier": identifier,
-                       "options": {k: str(v) for k, v in (options or {}).items()}, "output": str(output),
-                       "sort": sort})
+            self._add(
+                {
+                    "cmd": "read",
+                    "impl": impl,
+                    "warehouse": self.warehouse,
+                    "identifier": identifier,
+                    "options": {k: str(v) for k, v in (options or {}).items()},
+                    "output": str(output),
+                    "sort": sort,
+                }
+            )
 
     def tag(self, identifier: str, name: str, snapshot_id: int | None = None) -> int:
         cmd: dict[str, Any] = {"cmd": "tag", "warehouse": self.warehouse, "identifier": identifier, "name": name}
@@ -83,15 +109,20 @@ class OracleBatch:
         return self._add(cmd)
 
     def branch(self, identifier: str, name: str, from_tag: str | None = None) -> int:
-        cmd: dict[str, Any] = {"cmd": "branch", "warehouse": self.warehouse, "identifier": identifier,
-                               "name": name}
+        cmd: dict[str, Any] = {"cmd": "branch", "warehouse": self.warehouse, "identifier": identifier, "name": name}
         if from_tag is not None:
             cmd["from_tag"] = from_tag
         return self._add(cmd)
 
     def evolve(self, identifier: str, changes: Sequence[Mapping[str, Any]]) -> int:
-        return self._add({"cmd": "evolve", "warehouse": self.warehouse, "identifier": identifier,
-                          "changes": [dict(c) for c in changes]})
+        return self._add(
+            {
+                "cmd": "evolve",
+                "warehouse": self.warehouse,
+                "identifier": identifier,
+                "changes": [dict(c) for c in changes],
+            }
+        )
 
     def inspect(self, identifier: str, impl: str) -> int:
         return self._add({"cmd": "inspect", "impl": impl, "warehouse": self.warehouse, "identifier": identifier})
@@ -112,6 +143,7 @@ def _read_ipc(path: Path) -> pa.Table:
 
 
 # ------------------------------------------------------------------------------------------ our side
+
 
 def ours_arrow(table_uri: str, options: Mapping[str, Any] | None = None) -> pa.Table:
     """Read through our Python API (no Spark). ``table_uri`` may carry a ``$branch_<b>`` suffix."""
@@ -136,6 +168,7 @@ def table_uri(warehouse: str | os.PathLike[str], identifier: str) -> str:
 
 # ------------------------------------------------------------------------------------------ comparison
 
+
 def type_shape(t: pa.DataType) -> str:
     """A logical description of an Arrow type that ignores timestamp units, list item names, nullability
     and string/binary offset width: what a Paimon type looks like whichever reader produced it."""
@@ -152,8 +185,9 @@ def type_shape(t: pa.DataType) -> str:
     if pa.types.is_map(t):
         return f"map<{type_shape(t.key_type)},{type_shape(t.item_type)}>"
     if pa.types.is_struct(t):
-        return "struct<" + ",".join(f"{t.field(i).name}:{type_shape(t.field(i).type)}"
-                                    for i in range(t.num_fields)) + ">"
+        return (
+            "struct<" + ",".join(f"{t.field(i).name}:{type_shape(t.field(i).type)}" for i in range(t.num_fields)) + ">"
+        )
     return str(t)
 
 

@@ -26,13 +26,24 @@ ENGINES: dict[str, dict[str, str]] = {
 
 
 def _write(t: Table, keys: list[int], v: str | None, n: int) -> None:
-    t.write_arrow(pa.table({"k": pa.array(keys, pa.int32()), "v": pa.array([v] * len(keys), pa.string()),
-                            "n": pa.array([n] * len(keys), pa.int64())}))
+    t.write_arrow(
+        pa.table(
+            {
+                "k": pa.array(keys, pa.int32()),
+                "v": pa.array([v] * len(keys), pa.string()),
+                "n": pa.array([n] * len(keys), pa.int64()),
+            }
+        )
+    )
 
 
 def _engine_table(wh: str, engine: str) -> str:
-    t = Catalog(wh).create_table(f"db.{engine.replace('-', '_')}", SCHEMA, primary_keys=["k"],
-                                 options={"bucket": "2", "write-only": "true", **ENGINES[engine]})
+    t = Catalog(wh).create_table(
+        f"db.{engine.replace('-', '_')}",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "2", "write-only": "true", **ENGINES[engine]},
+    )
     for i in range(5):
         _write(t, list(range(i, 60, 2)), None if engine == "partial-update" and i % 2 else f"w{i}", i + 1)
     assert t.compact(full=True)
@@ -46,10 +57,22 @@ def _engine_table(wh: str, engine: str) -> str:
 
 
 def _rowkind_table(wh: str) -> str:
-    t = Catalog(wh).create_table("db.rowkind", SCHEMA + ", kind string", primary_keys=["k"],
-                                 options={"bucket": "1", "write-only": "true", "rowkind.field": "kind"})
-    t.write_arrow(pa.table({"k": pa.array(range(20000), pa.int32()), "v": ["base"] * 20000,
-                            "n": pa.array(range(20000), pa.int64()), "kind": ["+I"] * 20000}))
+    t = Catalog(wh).create_table(
+        "db.rowkind",
+        SCHEMA + ", kind string",
+        primary_keys=["k"],
+        options={"bucket": "1", "write-only": "true", "rowkind.field": "kind"},
+    )
+    t.write_arrow(
+        pa.table(
+            {
+                "k": pa.array(range(20000), pa.int32()),
+                "v": ["base"] * 20000,
+                "n": pa.array(range(20000), pa.int64()),
+                "kind": ["+I"] * 20000,
+            }
+        )
+    )
     assert t.compact(full=True)
     rows: list[dict[str, Any]] = [{"k": 2, "v": None, "n": 0, "kind": "-D"}]
     rows += [{"k": 100000 + i, "v": "x", "n": i, "kind": "+I"} for i in range(4)]

@@ -45,8 +45,10 @@ def java(oracle_python: str) -> Iterator[JavaOracle]:
 
 def _rows(ids: range, tag: str) -> list[dict[str, Any]]:  # common_row: i < 100 (TINYINT, DECIMAL(20, 4))
     # `grade` has 3 values (dictionary pays), `id`/`s`/`big`/... are distinct (PLAIN); every 7th row is NULL
-    return [{**common_row(i, tag, extra=True), "grade": None if i % 7 == 3 else f"g{i % 3}", "part": f"p{i % 2}"}
-            for i in ids]
+    return [
+        {**common_row(i, tag, extra=True), "grade": None if i % 7 == 3 else f"g{i % 3}", "part": f"p{i % 2}"}
+        for i in ids
+    ]
 
 
 def _encodings(warehouse: str) -> dict[str, set[str]]:
@@ -63,8 +65,9 @@ def _encodings(warehouse: str) -> dict[str, set[str]]:
 
 
 def test_every_reader_reads_the_mixed_plain_and_dictionary_layout(java: JavaOracle, warehouse: str) -> None:
-    table = _create_ours(warehouse, T, COLUMNS, partition_keys=["part"], primary_keys=["part", "id"],
-                         options={"bucket": 2})
+    table = _create_ours(
+        warehouse, T, COLUMNS, partition_keys=["part"], primary_keys=["part", "id"], options={"bucket": 2}
+    )
     state: dict[Any, dict[str, Any]] = {}
     for commit in (_rows(range(96), "c1"), _rows(range(0, 96, 9), "c2")):
         _write_ours(table, commit)
@@ -89,8 +92,14 @@ def test_every_reader_reads_the_mixed_plain_and_dictionary_layout(java: JavaOrac
 def test_writer_v2_reads_in_pypaimon_and_rust_but_not_java_1_0_0(java: JavaOracle, warehouse: str) -> None:
     """The opt-in ``parquet.writer.version = v2`` (DELTA encodings): pypaimon and pypaimon-rust read it as we do;
     Java 1.0.0 refuses the pages, which is why it is not our default (Java >= 1.0.1 reads them)."""
-    table = _create_ours(warehouse, T, COLUMNS, partition_keys=["part"], primary_keys=["part", "id"],
-                         options={"bucket": 2, "parquet.writer.version": "v2"})
+    table = _create_ours(
+        warehouse,
+        T,
+        COLUMNS,
+        partition_keys=["part"],
+        primary_keys=["part", "id"],
+        options={"bucket": 2, "parquet.writer.version": "v2"},
+    )
     state: dict[Any, dict[str, Any]] = {}
     for commit in (_rows(range(96), "c1"), _rows(range(0, 96, 9), "c2")):
         _write_ours(table, commit)

@@ -26,17 +26,26 @@ except ImportError:  # pragma: no cover
 
 pytestmark = pytest.mark.interop
 
-SEQ_AGG_OPTIONS = {"bucket": 1, "merge-engine": "aggregation", "sequence.field": "seq",
-                   "fields.default-aggregate-function": "sum"}
+SEQ_AGG_OPTIONS = {
+    "bucket": 1,
+    "merge-engine": "aggregation",
+    "sequence.field": "seq",
+    "fields.default-aggregate-function": "sum",
+}
 EXPECTED = [{"k": 1, "seq": 10, "v": 3}, {"k": 2, "seq": 7, "v": 2}]
 
 
 def test_sequence_field_is_not_aggregated_they_write(tmp_path: Path) -> None:
     # Java AggregateMergeFunction.getAggFuncName: the sequence field takes last_value (the winner's value).
     wh = str(tmp_path)
-    oracle.pypaimon_write(wh, "db.t", [{"rows": [[1, 10, 1], [2, 3, 1]]}, {"rows": [[1, 5, 2], [2, 7, 1]]}],
-                          create=oracle.table_spec([["k", "INT", False], ["seq", "BIGINT"], ["v", "BIGINT"]],
-                                                   primary_keys=["k"], options=SEQ_AGG_OPTIONS))
+    oracle.pypaimon_write(
+        wh,
+        "db.t",
+        [{"rows": [[1, 10, 1], [2, 3, 1]]}, {"rows": [[1, 5, 2], [2, 7, 1]]}],
+        create=oracle.table_spec(
+            [["k", "INT", False], ["seq", "BIGINT"], ["v", "BIGINT"]], primary_keys=["k"], options=SEQ_AGG_OPTIONS
+        ),
+    )
     theirs = assert_oracles_agree(oracle.read_with(["pypaimon", "rust"], wh, "db.t"), "db.t")
     assert rows_of(theirs) == EXPECTED
     assert_same_table(ours_arrow(table_uri(wh, "db.t")), theirs, "db.t")
@@ -45,8 +54,9 @@ def test_sequence_field_is_not_aggregated_they_write(tmp_path: Path) -> None:
 def test_sequence_field_is_not_aggregated_we_write(tmp_path: Path) -> None:
     # Duplicate keys of one write are folded by our writer, the commits merged by their readers.
     wh = str(tmp_path)
-    t = Catalog(wh).create_table("db.o", "k int not null, seq bigint, v bigint", primary_keys=["k"],
-                                 options=SEQ_AGG_OPTIONS)
+    t = Catalog(wh).create_table(
+        "db.o", "k int not null, seq bigint, v bigint", primary_keys=["k"], options=SEQ_AGG_OPTIONS
+    )
     t.write_arrow(_rows(t, [{"k": 1, "seq": 10, "v": 1}, {"k": 1, "seq": 4, "v": 1}, {"k": 2, "seq": 3, "v": 1}]))
     t.write_arrow(_rows(t, [{"k": 1, "seq": 5, "v": 1}, {"k": 2, "seq": 7, "v": 1}]))
     theirs = assert_oracles_agree(oracle.read_with(["pypaimon", "rust"], wh, "db.o"), "db.o")
@@ -58,10 +68,16 @@ def test_bigint_sum_overflow_fails_in_every_reader(tmp_path: Path) -> None:
     # Java FieldSumAgg: Math.addExact throws ArithmeticException; pypaimon raises too (its FieldSumAgg).
     # pypaimon-rust 0.4.0 differs from Java: it wraps silently (k=1 reads -2^63), so it is not asked here.
     wh = str(tmp_path)
-    oracle.pypaimon_write(wh, "db.t", [{"rows": [[1, 2**63 - 1], [2, 1]]}, {"rows": [[1, 1], [2, 1]]}],
-                          create=oracle.table_spec([["k", "INT", False], ["v", "BIGINT"]], primary_keys=["k"],
-                                                   options={"bucket": 1, "merge-engine": "aggregation",
-                                                            "fields.v.aggregate-function": "sum"}))
+    oracle.pypaimon_write(
+        wh,
+        "db.t",
+        [{"rows": [[1, 2**63 - 1], [2, 1]]}, {"rows": [[1, 1], [2, 1]]}],
+        create=oracle.table_spec(
+            [["k", "INT", False], ["v", "BIGINT"]],
+            primary_keys=["k"],
+            options={"bucket": 1, "merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+        ),
+    )
     with pytest.raises(oracle.OracleError, match="(?i)overflow"):
         oracle.pypaimon_read(wh, "db.t")
     with pytest.raises(MergeError, match=r"'sum' of column 'v' \(int64\) failed for key \(k=1\)"):

@@ -26,8 +26,12 @@ except ImportError:  # pragma: no cover
 pytestmark = pytest.mark.interop
 
 OPTIONS = {"bucket": 2, "data-file.path-directory": "data/dir"}
-SPEC = oracle.table_spec([["id", "BIGINT", False], ["p", "STRING", False], ["v", "STRING"]], partition_keys=["p"],
-                         primary_keys=["p", "id"], options=OPTIONS)
+SPEC = oracle.table_spec(
+    [["id", "BIGINT", False], ["p", "STRING", False], ["v", "STRING"]],
+    partition_keys=["p"],
+    primary_keys=["p", "id"],
+    options=OPTIONS,
+)
 PYPAIMON_ROWS = [[i, f"p{i % 2}", f"pypaimon-{i}"] for i in range(10)]
 RUST_ROWS = [[i, f"p{i % 2}", f"rust-{i}"] for i in range(5, 12)]
 OUR_ROWS = [{"id": i, "p": f"p{i % 2}", "v": f"ours-{i}"} for i in (0, 11, 20)]
@@ -43,8 +47,12 @@ def _expected(*layers: list[Any]) -> list[dict[str, Any]]:
 
 
 def _data_files(table_dir: str) -> list[str]:
-    return sorted(os.path.relpath(os.path.join(d, f), table_dir) for d, _, fs in os.walk(table_dir) for f in fs
-                  if f.endswith(".parquet"))
+    return sorted(
+        os.path.relpath(os.path.join(d, f), table_dir)
+        for d, _, fs in os.walk(table_dir)
+        for f in fs
+        if f.endswith(".parquet")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +63,13 @@ def world(module_warehouse: str) -> dict[str, Any]:
     first.read("theirs", "db.theirs")
     # ...and a table of ours, created and written by us before the oracles read it
     cat = Catalog(module_warehouse)
-    ours = cat.create_table("db.ours", "id bigint not null, p string not null, v string", partition_keys=["p"],
-                            primary_keys=["p", "id"], options={k: str(v) for k, v in OPTIONS.items()})
+    ours = cat.create_table(
+        "db.ours",
+        "id bigint not null, p string not null, v string",
+        partition_keys=["p"],
+        primary_keys=["p", "id"],
+        options={k: str(v) for k, v in OPTIONS.items()},
+    )
     ours.write_arrow(pa.Table.from_pylist(OUR_ROWS, schema=ours.arrow_schema))
     first.read("ours", "db.ours")
     first.run()

@@ -52,6 +52,7 @@ def java(oracle_python: str) -> Iterator[JavaOracle]:
 
 # ------------------------------------------------------------------------------------------------ helpers
 
+
 def _types(columns: Sequence[Sequence[Any]]) -> list[tuple[str, Any]]:
     """Java-style ``[name, type, nullable?]`` columns as our ``(name, DataType)`` tuples."""
     return [(c[0], parse_type(type_json(c[1] + ("" if len(c) < 3 or c[2] else " NOT NULL")))) for c in columns]
@@ -82,8 +83,12 @@ def assert_agree(ours: pa.Table, by_java: JavaRead, expected: Iterable[dict[str,
         assert sorted_rows(by_java.rows) == _full(expected, by_java.names)
 
 
-def _upsert(state: dict[Any, dict[str, Any]], rows: Iterable[dict[str, Any]], kinds: Sequence[str] | None = None,
-            key: Sequence[str] = ("id",)) -> None:
+def _upsert(
+    state: dict[Any, dict[str, Any]],
+    rows: Iterable[dict[str, Any]],
+    kinds: Sequence[str] | None = None,
+    key: Sequence[str] = ("id",),
+) -> None:
     """Apply one commit to the expected state of a deduplicate table (-U rows are ignored, -D deletes)."""
     rows = list(rows)
     for row, kind in zip(rows, kinds or ["+I"] * len(rows)):
@@ -96,39 +101,72 @@ def _upsert(state: dict[Any, dict[str, Any]], rows: Iterable[dict[str, Any]], ki
 
 # The common types of both directions; DECIMAL(p <= 18) separately: Java (and we) store DECIMAL(10, 2) as INT64
 # and DECIMAL(5, 2) as INT32, and Java 1.0 cannot read them as FIXED_LEN_BYTE_ARRAY (what we wrote before).
-COMMON = [["id", "INT", False], ["big", "BIGINT"], ["s", "STRING"], ["d", "DOUBLE"], ["dec20", "DECIMAL(20, 4)"],
-          ["day", "DATE"], ["ts", "TIMESTAMP(6)"], ["ok", "BOOLEAN"], ["raw", "BYTES"]]
+COMMON = [
+    ["id", "INT", False],
+    ["big", "BIGINT"],
+    ["s", "STRING"],
+    ["d", "DOUBLE"],
+    ["dec20", "DECIMAL(20, 4)"],
+    ["day", "DATE"],
+    ["ts", "TIMESTAMP(6)"],
+    ["ok", "BOOLEAN"],
+    ["raw", "BYTES"],
+]
 SHORT_DECIMALS = [["dec10", "DECIMAL(10, 2)"], ["dec5", "DECIMAL(5, 2)"]]
-EXTRA = [["ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"], ["ts3", "TIMESTAMP(3)"], ["f", "FLOAT"], ["ti", "TINYINT"],
-         ["si", "SMALLINT"], ["vc", "VARCHAR(10)"], ["bin2", "BINARY(2)"], ["arr", "ARRAY<STRING>"],
-         ["m", "MAP<INT, STRING>"], ["r", "ROW<x INT, y DECIMAL(5, 1)>"]]
+EXTRA = [
+    ["ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"],
+    ["ts3", "TIMESTAMP(3)"],
+    ["f", "FLOAT"],
+    ["ti", "TINYINT"],
+    ["si", "SMALLINT"],
+    ["vc", "VARCHAR(10)"],
+    ["bin2", "BINARY(2)"],
+    ["arr", "ARRAY<STRING>"],
+    ["m", "MAP<INT, STRING>"],
+    ["r", "ROW<x INT, y DECIMAL(5, 1)>"],
+]
 
 
 def common_row(i: int, tag: str, *, dec10: bool = True, extra: bool = False) -> dict[str, Any]:
     """Deterministic values for row `i`; every 7th row (i % 7 == 3) is NULL in all nullable columns."""
     row: dict[str, Any] = {"id": i}
     if i % 7 != 3:
-        row.update({
-            "big": (-1) ** i * i * 10 ** 12, "s": f"{tag}-{i}-é✓", "d": i / 3 - 1.5,
-            "dec20": Decimal(f"{i * 98765432109876}.{i * 37 % 10000:04d}") * (-1) ** i,
-            "day": dt.date(2024, 2, 29) + dt.timedelta(days=37 * i - 400),
-            "ts": dt.datetime(2024, 1, 1) + dt.timedelta(seconds=3601 * i, microseconds=7 * i),
-            "ok": i % 2 == 0, "raw": bytes([i % 256, 255 - i % 256, 0])})
+        row.update(
+            {
+                "big": (-1) ** i * i * 10**12,
+                "s": f"{tag}-{i}-é✓",
+                "d": i / 3 - 1.5,
+                "dec20": Decimal(f"{i * 98765432109876}.{i * 37 % 10000:04d}") * (-1) ** i,
+                "day": dt.date(2024, 2, 29) + dt.timedelta(days=37 * i - 400),
+                "ts": dt.datetime(2024, 1, 1) + dt.timedelta(seconds=3601 * i, microseconds=7 * i),
+                "ok": i % 2 == 0,
+                "raw": bytes([i % 256, 255 - i % 256, 0]),
+            }
+        )
         if dec10:
             row["dec10"] = Decimal(i * 137 - 500) / 100
             row["dec5"] = Decimal(i * 3 - 20) / 4
         if extra:
-            row.update({
-                "ltz": dt.datetime(2000, 1, 1, tzinfo=UTC) + dt.timedelta(days=i, microseconds=i),
-                "ts3": dt.datetime(1990, 6, 1, 12, 0, 0, (i * 1000) % 1_000_000), "f": i + 0.25,
-                "ti": -i, "si": 300 * i, "vc": f"v{i}", "bin2": bytes([i, i]),
-                "arr": [f"a{i}", None] if i % 2 else [], "m": [(i, f"m{i}"), (-i - 1, None)],
-                # Never a non-NULL ROW of only NULLs: Java <= 1.0 reads it as NULL (apache/paimon#4785).
-                "r": {"x": i, "y": None} if i % 2 else {"x": None, "y": Decimal(i) / 10}})
+            row.update(
+                {
+                    "ltz": dt.datetime(2000, 1, 1, tzinfo=UTC) + dt.timedelta(days=i, microseconds=i),
+                    "ts3": dt.datetime(1990, 6, 1, 12, 0, 0, (i * 1000) % 1_000_000),
+                    "f": i + 0.25,
+                    "ti": -i,
+                    "si": 300 * i,
+                    "vc": f"v{i}",
+                    "bin2": bytes([i, i]),
+                    "arr": [f"a{i}", None] if i % 2 else [],
+                    "m": [(i, f"m{i}"), (-i - 1, None)],
+                    # Never a non-NULL ROW of only NULLs: Java <= 1.0 reads it as NULL (apache/paimon#4785).
+                    "r": {"x": i, "y": None} if i % 2 else {"x": None, "y": Decimal(i) / 10},
+                }
+            )
     return row
 
 
 # ============================================================================== 1. Java writes, we read
+
 
 def test_java_version(java: JavaOracle) -> None:
     found = java.versions()
@@ -148,9 +186,11 @@ def test_java_append_table_partitioned_and_bucketed(java: JavaOracle, warehouse:
     assert_agree(_ours(warehouse, t, {"scan.snapshot-id": 1}), java.read(warehouse, t, {"scan.snapshot-id": 1}), c1)
 
 
-def _java_dedup_history(java: JavaOracle, warehouse: str, t: str, key: Sequence[str],
-                        part: Any = None, dec10: bool = True) -> dict[Any, dict[str, Any]]:
+def _java_dedup_history(
+    java: JavaOracle, warehouse: str, t: str, key: Sequence[str], part: Any = None, dec10: bool = True
+) -> dict[Any, dict[str, Any]]:
     """Four commits of inserts, -U/+U updates, -D deletes and plain upserts; returns the expected state."""
+
     def rows(ids: Iterable[int], tag: str) -> list[dict[str, Any]]:
         return [{**common_row(i, tag, dec10=dec10), **({"part": part(i)} if part else {})} for i in ids]
 
@@ -179,57 +219,100 @@ def test_java_pk_deduplicate(java: JavaOracle, warehouse: str, spark: Any) -> No
 
 def test_java_partitioned_pk_table_with_buckets(java: JavaOracle, warehouse: str, spark: Any) -> None:
     t = "db.parts"
-    java.create(warehouse, t, [*COMMON, *SHORT_DECIMALS, ["part", "STRING", False]], partition_keys=["part"],
-                primary_keys=["part", "id"], options={"bucket": 3})
+    java.create(
+        warehouse,
+        t,
+        [*COMMON, *SHORT_DECIMALS, ["part", "STRING", False]],
+        partition_keys=["part"],
+        primary_keys=["part", "id"],
+        options={"bucket": 3},
+    )
     state = _java_dedup_history(java, warehouse, t, ("part", "id"), part=lambda i: f"2024-01-0{1 + i % 3}")
     assert {f["bucket"] for f in java.files(warehouse, t)} == {0, 1, 2}
     by_java = java.read(warehouse, t)
     assert_agree(_ours(warehouse, t), by_java, state.values())
     assert_agree(ours_spark(spark, table_uri(warehouse, t)), by_java)
-    pruned = (spark.read.format("paimon").load(table_uri(warehouse, t)).where("part = '2024-01-02'").toArrow())
+    pruned = spark.read.format("paimon").load(table_uri(warehouse, t)).where("part = '2024-01-02'").toArrow()
     assert canonical_rows(pruned) == sorted_rows(r for r in by_java.rows if r["part"] == "2024-01-02")
 
 
 def test_java_partial_update(java: JavaOracle, warehouse: str) -> None:
     t = "db.partial"
-    java.create(warehouse, t, [["k", "INT", False], ["a", "STRING"], ["b", "INT"], ["c", "DECIMAL(20, 4)"]],
-                primary_keys=["k"], options={"bucket": 1, "merge-engine": "partial-update",
-                                             "partial-update.remove-record-on-delete": "true"})
+    java.create(
+        warehouse,
+        t,
+        [["k", "INT", False], ["a", "STRING"], ["b", "INT"], ["c", "DECIMAL(20, 4)"]],
+        primary_keys=["k"],
+        options={"bucket": 1, "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+    )
     java.write(warehouse, t, [{"k": 1, "a": "a1"}, {"k": 2, "b": 20}, {"k": 3, "a": "gone", "b": 3}])
     java.write(warehouse, t, [{"k": 1, "b": 10}, {"k": 2, "a": "a2", "c": Decimal("2.5")}, {"k": 4, "c": Decimal(4)}])
     java.write(warehouse, t, [{"k": 1, "a": "a1-new"}, {"k": 3}], kinds=["+I", "-D"])
-    expected = [{"k": 1, "a": "a1-new", "b": 10}, {"k": 2, "a": "a2", "b": 20, "c": Decimal("2.5000")},
-                {"k": 4, "c": Decimal("4.0000")}]
+    expected = [
+        {"k": 1, "a": "a1-new", "b": 10},
+        {"k": 2, "a": "a2", "b": 20, "c": Decimal("2.5000")},
+        {"k": 4, "c": Decimal("4.0000")},
+    ]
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), expected)
 
 
 def test_java_aggregation(java: JavaOracle, warehouse: str) -> None:
     t = "db.agg"
-    java.create(warehouse, t, [["k", "STRING", False], ["total", "BIGINT"], ["amount", "DECIMAL(20, 4)"],
-                               ["hi", "INT"], ["last", "STRING"]],
-                primary_keys=["k"], options={
-                    "bucket": 2, "merge-engine": "aggregation", "fields.total.aggregate-function": "sum",
-                    "fields.amount.aggregate-function": "sum", "fields.hi.aggregate-function": "max"})
-    java.write(warehouse, t, [{"k": "a", "total": 1, "amount": Decimal("1.5"), "hi": 3, "last": "x"},
-                              {"k": "b", "total": 10, "hi": 1, "last": "y"}])
-    java.write(warehouse, t, [{"k": "a", "total": 2, "amount": Decimal("0.25"), "hi": 1, "last": None},
-                              {"k": "c", "total": -5, "amount": Decimal("-1"), "hi": None, "last": "z"}])
+    java.create(
+        warehouse,
+        t,
+        [["k", "STRING", False], ["total", "BIGINT"], ["amount", "DECIMAL(20, 4)"], ["hi", "INT"], ["last", "STRING"]],
+        primary_keys=["k"],
+        options={
+            "bucket": 2,
+            "merge-engine": "aggregation",
+            "fields.total.aggregate-function": "sum",
+            "fields.amount.aggregate-function": "sum",
+            "fields.hi.aggregate-function": "max",
+        },
+    )
+    java.write(
+        warehouse,
+        t,
+        [
+            {"k": "a", "total": 1, "amount": Decimal("1.5"), "hi": 3, "last": "x"},
+            {"k": "b", "total": 10, "hi": 1, "last": "y"},
+        ],
+    )
+    java.write(
+        warehouse,
+        t,
+        [
+            {"k": "a", "total": 2, "amount": Decimal("0.25"), "hi": 1, "last": None},
+            {"k": "c", "total": -5, "amount": Decimal("-1"), "hi": None, "last": "z"},
+        ],
+    )
     java.write(warehouse, t, [{"k": "a", "total": 4, "hi": 7, "last": "x2"}, {"k": "b", "total": None, "hi": 0}])
-    expected = [{"k": "a", "total": 7, "amount": Decimal("1.7500"), "hi": 7, "last": "x2"},
-                {"k": "b", "total": 10, "hi": 1, "last": "y"},
-                {"k": "c", "total": -5, "amount": Decimal("-1.0000"), "last": "z"}]
+    expected = [
+        {"k": "a", "total": 7, "amount": Decimal("1.7500"), "hi": 7, "last": "x2"},
+        {"k": "b", "total": 10, "hi": 1, "last": "y"},
+        {"k": "c", "total": -5, "amount": Decimal("-1.0000"), "last": "z"},
+    ]
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), expected)
 
 
 def test_java_first_row(java: JavaOracle, warehouse: str) -> None:
     t = "db.first"
-    java.create(warehouse, t, [["k", "INT", False], ["v", "STRING"], ["day", "DATE"]], primary_keys=["k"],
-                options={"bucket": 2, "merge-engine": "first-row"})
+    java.create(
+        warehouse,
+        t,
+        [["k", "INT", False], ["v", "STRING"], ["day", "DATE"]],
+        primary_keys=["k"],
+        options={"bucket": 2, "merge-engine": "first-row"},
+    )
     java.write(warehouse, t, [{"k": k, "v": f"first-{k}", "day": dt.date(2024, 1, k)} for k in (1, 2, 3)])
     java.write(warehouse, t, [{"k": k, "v": f"second-{k}"} for k in (2, 3, 4, 5)])
     java.write(warehouse, t, [{"k": k, "v": f"third-{k}"} for k in (1, 5, 6)])
     expected = [{"k": k, "v": f"first-{k}", "day": dt.date(2024, 1, k)} for k in (1, 2, 3)] + [
-        {"k": 4, "v": "second-4"}, {"k": 5, "v": "second-5"}, {"k": 6, "v": "third-6"}]
+        {"k": 4, "v": "second-4"},
+        {"k": 5, "v": "second-5"},
+        {"k": 6, "v": "third-6"},
+    ]
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), expected)
 
 
@@ -237,24 +320,37 @@ def test_java_schema_evolution(java: JavaOracle, warehouse: str) -> None:
     """Java adds and renames columns, and drops a column then adds one of the same name (a new field id):
     old files must not leak the dropped column's values into the new one."""
     t = "db.evolved"
-    java.create(warehouse, t, [["id", "INT", False], ["a", "STRING"], ["b", "INT"]], primary_keys=["id"],
-                options={"bucket": 1})
+    java.create(
+        warehouse, t, [["id", "INT", False], ["a", "STRING"], ["b", "INT"]], primary_keys=["id"], options={"bucket": 1}
+    )
     java.write(warehouse, t, [{"id": i, "a": f"a{i}", "b": i} for i in range(4)])
-    java.evolve(warehouse, t, [{"op": "add_column", "name": "c", "type": "DECIMAL(20, 4)"},
-                               {"op": "rename_column", "name": "a", "new_name": "name"}])
+    java.evolve(
+        warehouse,
+        t,
+        [
+            {"op": "add_column", "name": "c", "type": "DECIMAL(20, 4)"},
+            {"op": "rename_column", "name": "a", "new_name": "name"},
+        ],
+    )
     java.write(warehouse, t, [{"id": 1, "name": "one", "b": 10, "c": Decimal("1.5")}, {"id": 9, "name": "nine"}])
     java.evolve(warehouse, t, [{"op": "drop_column", "name": "b"}])
     java.evolve(warehouse, t, [{"op": "add_column", "name": "b", "type": "STRING", "first": True}])
     java.write(warehouse, t, [{"id": 2, "name": "two", "b": "new-b"}])
-    expected = [{"id": 0, "name": "a0"}, {"id": 1, "name": "one", "c": Decimal("1.5000")},
-                {"id": 2, "name": "two", "b": "new-b"}, {"id": 3, "name": "a3"}, {"id": 9, "name": "nine"}]
+    expected = [
+        {"id": 0, "name": "a0"},
+        {"id": 1, "name": "one", "c": Decimal("1.5000")},
+        {"id": 2, "name": "two", "b": "new-b"},
+        {"id": 3, "name": "a3"},
+        {"id": 9, "name": "nine"},
+    ]
     by_java = java.read(warehouse, t)
     assert by_java.names == ["b", "id", "name", "c"]
     assert_agree(_ours(warehouse, t), by_java, expected)
     # time travel reads a snapshot with the schema it was written with
     first = {"scan.snapshot-id": 1}
-    assert_agree(_ours(warehouse, t, first), java.read(warehouse, t, first),
-                 [{"id": i, "a": f"a{i}", "b": i} for i in range(4)])
+    assert_agree(
+        _ours(warehouse, t, first), java.read(warehouse, t, first), [{"id": i, "a": f"a{i}", "b": i} for i in range(4)]
+    )
 
 
 def test_java_tags(java: JavaOracle, warehouse: str) -> None:
@@ -295,8 +391,14 @@ def test_java_full_compaction_then_more_writes(java: JavaOracle, warehouse: str)
     """Java's full compaction puts every file at the top level (deletes dropped); a later commit adds level-0
     files above them. We must read both states exactly as Java does."""
     t = "db.compacted"
-    java.create(warehouse, t, [*COMMON, *SHORT_DECIMALS, ["part", "STRING", False]], partition_keys=["part"],
-                primary_keys=["part", "id"], options={"bucket": 2})
+    java.create(
+        warehouse,
+        t,
+        [*COMMON, *SHORT_DECIMALS, ["part", "STRING", False]],
+        partition_keys=["part"],
+        primary_keys=["part", "id"],
+        options={"bucket": 2},
+    )
     state = _java_dedup_history(java, warehouse, t, ("part", "id"), part=lambda i: f"p{i % 2}")
     before = java.read(warehouse, t)
     java.compact(warehouse, t)
@@ -316,6 +418,7 @@ def test_java_full_compaction_then_more_writes(java: JavaOracle, warehouse: str)
 
 
 # ============================================================================== 2. we write, Java reads
+
 
 def test_we_write_append_java_reads(java: JavaOracle, warehouse: str) -> None:
     dec10 = True
@@ -339,16 +442,24 @@ def test_we_write_pk_java_reads_then_writes(java: JavaOracle, warehouse: str) ->
     dec10 = True
     t = "db.ours_pk"
     columns = [*COMMON, *(SHORT_DECIMALS if dec10 else []), ["part", "STRING", False], [RK, "STRING"]]
-    table = _create_ours(warehouse, t, columns, partition_keys=["part"], primary_keys=["part", "id"],
-                         options={"bucket": 2, "rowkind.field": RK})
+    table = _create_ours(
+        warehouse,
+        t,
+        columns,
+        partition_keys=["part"],
+        primary_keys=["part", "id"],
+        options={"bucket": 2, "rowkind.field": RK},
+    )
     state: dict[Any, dict[str, Any]] = {}
 
     def rows(ids: Iterable[int], tag: str, kinds: Sequence[str]) -> list[dict[str, Any]]:
         return [{**common_row(i, tag, dec10=dec10), "part": f"p{i % 2}", RK: kind} for i, kind in zip(ids, kinds)]
 
-    commits = [rows(range(16), "c1", ["+I"] * 16),
-               rows([1, 1, 2, 3, 16], "c2", ["-U", "+U", "+U", "-D", "+I"]),
-               rows([2, 4, 5, 17, 16], "c3", ["-D", "+I", "-D", "+I", "+U"])]
+    commits = [
+        rows(range(16), "c1", ["+I"] * 16),
+        rows([1, 1, 2, 3, 16], "c2", ["-U", "+U", "+U", "-D", "+I"]),
+        rows([2, 4, 5, 17, 16], "c3", ["-D", "+I", "-D", "+I", "+U"]),
+    ]
     for commit in commits:
         _write_ours(table, commit)
         _upsert(state, commit, [r[RK] for r in commit], ("part", "id"))
@@ -366,8 +477,14 @@ def test_mixed_writers_on_a_java_table(java: JavaOracle, warehouse: str) -> None
     """Java creates and writes a partitioned, bucketed PK table; we upsert into it; Java writes again. Both
     writers must agree on buckets and sequence numbers, so each key's newest write wins for both readers."""
     t = "db.mixed"
-    java.create(warehouse, t, [*COMMON, ["part", "STRING", False]], partition_keys=["part"],
-                primary_keys=["part", "id"], options={"bucket": 3})
+    java.create(
+        warehouse,
+        t,
+        [*COMMON, ["part", "STRING", False]],
+        partition_keys=["part"],
+        primary_keys=["part", "id"],
+        options={"bucket": 3},
+    )
     part = "p{}".format
     state = _java_dedup_history(java, warehouse, t, ("part", "id"), part=lambda i: part(i % 2), dec10=False)
     ours_commit = [{**common_row(i, "ours", dec10=False), "part": part(i % 2)} for i in (0, 1, 5, 8, 33)]
@@ -382,15 +499,18 @@ def test_mixed_writers_on_a_java_table(java: JavaOracle, warehouse: str) -> None
 
 # ==================================================================== 3. we write, Java compacts, we read
 
+
 def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str) -> None:
     dec10 = True  # DECIMAL(10, 2) and (5, 2): written as INT64/INT32 as Java writes them, so Java reads them
     t = "db.ours_compacted"
     columns = [*COMMON, *(SHORT_DECIMALS if dec10 else []), [RK, "STRING"]]
     table = _create_ours(warehouse, t, columns, primary_keys=["id"], options={"bucket": 2, "rowkind.field": RK})
     state: dict[Any, dict[str, Any]] = {}
-    commits = [[{**common_row(i, "c1", dec10=dec10), RK: "+I"} for i in range(20)],
-               [{**common_row(i, "c2", dec10=dec10), RK: k} for i, k in ((1, "+U"), (2, "-D"), (25, "+I"))],
-               [{**common_row(i, "c3", dec10=dec10), RK: k} for i, k in ((1, "-D"), (3, "+U"), (4, "+I"))]]
+    commits = [
+        [{**common_row(i, "c1", dec10=dec10), RK: "+I"} for i in range(20)],
+        [{**common_row(i, "c2", dec10=dec10), RK: k} for i, k in ((1, "+U"), (2, "-D"), (25, "+I"))],
+        [{**common_row(i, "c3", dec10=dec10), RK: k} for i, k in ((1, "-D"), (3, "+U"), (4, "+I"))],
+    ]
     for commit in commits:
         _write_ours(table, commit)
         _upsert(state, commit, [r[RK] for r in commit])
@@ -412,14 +532,20 @@ def test_we_write_pk_java_compacts(java: JavaOracle, warehouse: str) -> None:
 
 # ============================================================= 3b. we compact, Java reads and writes on top
 
+
 def test_we_compact_java_reads_and_continues(java: JavaOracle, warehouse: str) -> None:
     """Our COMPACT snapshots (universal to an intermediate level keeping a delete, then full to the max level
     dropping deletes) read the same in Java; Java's writer restores our levels (it refuses overlapping runs),
     writes on top and fully compacts our files; both read the same throughout."""
     t = "db.we_compact"
     columns = [*COMMON, *SHORT_DECIMALS, [RK, "STRING"]]
-    table = _create_ours(warehouse, t, columns, primary_keys=["id"],
-                         options={"bucket": 1, "rowkind.field": RK, "write-only": "true", "target-file-size": "256 kb"})
+    table = _create_ours(
+        warehouse,
+        t,
+        columns,
+        primary_keys=["id"],
+        options={"bucket": 1, "rowkind.field": RK, "write-only": "true", "target-file-size": "256 kb"},
+    )
     state: dict[Any, dict[str, Any]] = {}
 
     def write(rows: list[dict[str, Any]]) -> None:
@@ -428,8 +554,7 @@ def test_we_compact_java_reads_and_continues(java: JavaOracle, warehouse: str) -
 
     # A base much larger than the later commits (ids past 100 carry only the key: common_row's decimals
     # would overflow), so universal compaction leaves it alone.
-    write([{**common_row(i, "base"), RK: "+I"} for i in range(90)] +
-          [{"id": i, RK: "+I"} for i in range(100, 60000)])
+    write([{**common_row(i, "base"), RK: "+I"} for i in range(90)] + [{"id": i, RK: "+I"} for i in range(100, 60000)])
     assert table.compact(full=True)  # the base at level 5
     write([{**common_row(i, "del"), RK: "-D"} for i in (1, 2, 3)])
     for c in range(4):
@@ -466,12 +591,18 @@ def test_we_compact_append_java_reads(java: JavaOracle, warehouse: str) -> None:
 
 # ============================================================================== 4. deletion vectors
 
+
 def _java_dv_table(java: JavaOracle, warehouse: str, t: str) -> dict[Any, dict[str, Any]]:
     """A deletion-vector table as Java writes it: two buckets, inserts, then updates and
     deletes. Java's writes compact level 0 at commit, so every file ends above level 0 and the superseded and
     deleted rows are positions in deletion vectors. Returns the expected state."""
-    java.create(warehouse, t, [["id", "INT", False], ["v", "STRING"], ["n", "BIGINT"]], primary_keys=["id"],
-                options={"bucket": 2, "deletion-vectors.enabled": "true"})
+    java.create(
+        warehouse,
+        t,
+        [["id", "INT", False], ["v", "STRING"], ["n", "BIGINT"]],
+        primary_keys=["id"],
+        options={"bucket": 2, "deletion-vectors.enabled": "true"},
+    )
     state: dict[Any, dict[str, Any]] = {}
     commits: list[tuple[list[dict[str, Any]], list[str]]] = [
         ([{"id": i, "v": "v1", "n": i} for i in range(300)], ["+I"] * 300),
@@ -534,8 +665,14 @@ def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOrac
 
     java.evolve(warehouse, t, [{"op": "set_option", "key": "deletion-vectors.merge-on-read", "value": "true"}])
     assert canonical_rows(_ours(warehouse, t)) == _full(after.values(), ["id", "v", "n"])
-    java.evolve(warehouse, t, [{"op": "remove_option", "key": "deletion-vectors.merge-on-read"},
-                               {"op": "remove_option", "key": "write-only"}])
+    java.evolve(
+        warehouse,
+        t,
+        [
+            {"op": "remove_option", "key": "deletion-vectors.merge-on-read"},
+            {"op": "remove_option", "key": "write-only"},
+        ],
+    )
     java.compact(warehouse, t)
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
 
@@ -571,12 +708,19 @@ def test_we_compact_a_java_deletion_vector_table(java: JavaOracle, warehouse: st
 def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str) -> None:
     """ORC data files with deletion vectors: positions count rows across the file's stripes."""
     t = "db.dvorc"
-    java.create(warehouse, t, [["id", "INT", False], ["v", "STRING"]], primary_keys=["id"],
-                options={"bucket": 1, "deletion-vectors.enabled": "true", "file.format": "orc"})
+    java.create(
+        warehouse,
+        t,
+        [["id", "INT", False], ["v", "STRING"]],
+        primary_keys=["id"],
+        options={"bucket": 1, "deletion-vectors.enabled": "true", "file.format": "orc"},
+    )
     state: dict[Any, dict[str, Any]] = {}
-    for rows, kinds in (([{"id": i, "v": "a"} for i in range(200)], ["+I"] * 200),
-                        ([{"id": i, "v": "b"} for i in range(0, 200, 3)], ["+U"] * 67),
-                        ([{"id": i} for i in range(0, 200, 5)], ["-D"] * 40)):
+    for rows, kinds in (
+        ([{"id": i, "v": "a"} for i in range(200)], ["+I"] * 200),
+        ([{"id": i, "v": "b"} for i in range(0, 200, 3)], ["+U"] * 67),
+        ([{"id": i} for i in range(0, 200, 5)], ["-D"] * 40),
+    ):
         java.write(warehouse, t, rows, kinds=kinds)
         _upsert(state, rows, kinds)
     assert any(f["deletion_file"] for f in java.files(warehouse, t))
@@ -602,6 +746,7 @@ def test_we_append_to_a_java_deletion_vector_table(java: JavaOracle, warehouse: 
 
 
 # =========================================================================== the harness itself
+
 
 def test_missing_java_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))

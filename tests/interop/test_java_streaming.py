@@ -28,8 +28,9 @@ def _changes(job: StreamReadJob, start: StreamOffset) -> tuple[list[tuple], Stre
 
 
 def test_we_stream_java_commits_with_their_row_kinds(java: JavaOracle, warehouse: str) -> None:
-    java.create(warehouse, "db.j", [["id", "BIGINT", False], ["v", "STRING"]], primary_keys=["id"],
-                options={"bucket": 1})
+    java.create(
+        warehouse, "db.j", [["id", "BIGINT", False], ["v", "STRING"]], primary_keys=["id"], options={"bucket": 1}
+    )
     java.write(warehouse, "db.j", [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])
     table = Catalog(warehouse).get_table("db.j")
     job = StreamReadJob(table.store, {"path": table.path, "read.changelog": "true"})
@@ -45,15 +46,23 @@ def test_we_stream_java_commits_with_their_row_kinds(java: JavaOracle, warehouse
 
 def test_java_reads_what_our_stream_sink_committed(java: JavaOracle, warehouse: str, spark: Any, tmp_path) -> None:
     cat = Catalog(warehouse)
-    src = cat.create_table("db.src", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"],
-                           options={"bucket": "2"})
+    src = cat.create_table(
+        "db.src", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_keys=["id"], options={"bucket": "2"}
+    )
     src.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
     sink = f"{warehouse}/db.db/sink"
 
     def run() -> None:
-        q = (spark.readStream.format("paimon").load(src.path).writeStream.format("paimon")
-             .option("checkpointLocation", str(tmp_path / "ck")).option("primary-key", "id").option("bucket", "2")
-             .trigger(availableNow=True).start(sink))
+        q = (
+            spark.readStream.format("paimon")
+            .load(src.path)
+            .writeStream.format("paimon")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .option("primary-key", "id")
+            .option("bucket", "2")
+            .trigger(availableNow=True)
+            .start(sink)
+        )
         q.awaitTermination()
 
     run()

@@ -39,7 +39,8 @@ class FakeTable:
         self.path = str(self.root)
         if not SchemaManager(self.fileio, self.path).list_ids():
             SchemaManager(self.fileio, self.path).create_table(
-                parse_ddl("id bigint, dt string"), partition_keys=["dt"], options=self.options)
+                parse_ddl("id bigint, dt string"), partition_keys=["dt"], options=self.options
+            )
         self.store = FileStore(self.fileio, self.path)
 
     # -- files ---------------------------------------------------------------------------------
@@ -62,15 +63,21 @@ class FakeTable:
         raise FileNotFoundError(name)
 
     # -- commits ---------------------------------------------------------------------------------
-    def commit(self, files: list[tuple[str, DataFileMeta]], branch: str = MAIN_BRANCH, overwrite: bool = False,
-               options: dict[str, str] | None = None) -> Snapshot:
+    def commit(
+        self,
+        files: list[tuple[str, DataFileMeta]],
+        branch: str = MAIN_BRANCH,
+        overwrite: bool = False,
+        options: dict[str, str] | None = None,
+    ) -> Snapshot:
         by_part: dict[str, list[DataFileMeta]] = {}
         for dt, meta in files:
             by_part.setdefault(dt, []).append(meta)
         messages = [CommitMessage(serialize_row([dt], [STRING]), 0, -1, tuple(metas)) for dt, metas in by_part.items()]
         spec = OverwriteSpec("all") if overwrite else None
-        snap = FileStoreCommit(self.fileio, self.path, branch, options).commit(messages, overwrite=spec,
-                                                                                allow_empty=True)
+        snap = FileStoreCommit(self.fileio, self.path, branch, options).commit(
+            messages, overwrite=spec, allow_empty=True
+        )
         assert snap is not None
         return snap
 

@@ -64,8 +64,10 @@ def test_process_time_daily(tmp_path: Path, clock: Clock) -> None:
 
 
 def test_process_time_with_delay_hourly_and_formatters(tmp_path: Path, clock: Clock) -> None:
-    table = FakeTable(tmp_path / "t", options=opts(automatic_creation="process-time", creation_period="hourly",
-                                                   creation_delay="10 min"))
+    table = FakeTable(
+        tmp_path / "t",
+        options=opts(automatic_creation="process-time", creation_period="hourly", creation_delay="10 min"),
+    )
     commit_at(table, clock, dt.datetime(2025, 8, 10, 10, 5))
     assert tagmap(table) == {"2025-08-10 09": 1}
     commit_at(table, clock, dt.datetime(2025, 8, 10, 11, 5))  # 11:05 - 10 min < 11:00
@@ -74,23 +76,30 @@ def test_process_time_with_delay_hourly_and_formatters(tmp_path: Path, clock: Cl
     assert tagmap(table) == {"2025-08-10 09": 1, "2025-08-10 10": 3}
 
 
-@pytest.mark.parametrize("period, formatter, expected", [
-    ("daily", "without_dashes", "20250809"),
-    ("daily", "without_dashes_and_spaces", "20250809"),
-    ("hourly", "without_dashes", "20250810 09"),
-    ("hourly", "without_dashes_and_spaces", "2025081009"),
-    ("two-hours", "with_dashes", "2025-08-10 08"),
-])
+@pytest.mark.parametrize(
+    "period, formatter, expected",
+    [
+        ("daily", "without_dashes", "20250809"),
+        ("daily", "without_dashes_and_spaces", "20250809"),
+        ("hourly", "without_dashes", "20250810 09"),
+        ("hourly", "without_dashes_and_spaces", "2025081009"),
+        ("two-hours", "with_dashes", "2025-08-10 08"),
+    ],
+)
 def test_period_formatters(tmp_path: Path, clock: Clock, period: str, formatter: str, expected: str) -> None:
-    table = FakeTable(tmp_path / "t", options=opts(automatic_creation="process-time", creation_period=period,
-                                                   period_formatter=formatter))
+    table = FakeTable(
+        tmp_path / "t",
+        options=opts(automatic_creation="process-time", creation_period=period, period_formatter=formatter),
+    )
     commit_at(table, clock, dt.datetime(2025, 8, 10, 10, 30))
     assert tagmap(table) == {expected: 1}  # auto tags may be numeric: the formatter chose the name
 
 
 def test_num_retained_max_and_default_time_retained(tmp_path: Path, clock: Clock) -> None:
-    table = FakeTable(tmp_path / "t", options=opts(automatic_creation="process-time", num_retained_max="2",
-                                                   default_time_retained="3 d"))
+    table = FakeTable(
+        tmp_path / "t",
+        options=opts(automatic_creation="process-time", num_retained_max="2", default_time_retained="3 d"),
+    )
     commit_at(table, clock, dt.datetime(2025, 8, 10, 10, 0))
     table.tags().create("manual", table.snapshots().latest())  # never counted, never deleted
     for day in (11, 12, 13):
@@ -102,8 +111,9 @@ def test_num_retained_max_and_default_time_retained(tmp_path: Path, clock: Clock
 
 
 def test_automatic_completion_fills_skipped_periods(tmp_path: Path, clock: Clock) -> None:
-    table = FakeTable(tmp_path / "t", options={**opts(automatic_creation="process-time"),
-                                               "tag.automatic-completion": "true"})
+    table = FakeTable(
+        tmp_path / "t", options={**opts(automatic_creation="process-time"), "tag.automatic-completion": "true"}
+    )
     commit_at(table, clock, dt.datetime(2025, 8, 10, 10, 0))
     commit_at(table, clock, dt.datetime(2025, 8, 14, 1, 0))
     commit_at(table, clock, dt.datetime(2025, 8, 14, 2, 0))
@@ -133,8 +143,9 @@ def test_batch_mode_tags_the_day_like_java_and_moves_it(tmp_path: Path, clock: C
 
 
 def test_batch_customized_name(tmp_path: Path, clock: Clock) -> None:
-    table = FakeTable(tmp_path / "t", options={**opts(automatic_creation="batch"),
-                                               "tag.batch.customized-name": "nightly"})
+    table = FakeTable(
+        tmp_path / "t", options={**opts(automatic_creation="batch"), "tag.batch.customized-name": "nightly"}
+    )
     commit_at(table, clock, dt.datetime(2025, 8, 10, 10, 0))
     commit_at(table, clock, dt.datetime(2025, 8, 11, 10, 0))
     assert tagmap(table) == {"nightly": 2}
@@ -162,9 +173,12 @@ def test_watermark_mode(tmp_path: Path, clock: Clock) -> None:
 
 
 def test_invalid_options_fail_the_commit_before_writing(tmp_path: Path, clock: Clock) -> None:
-    for bad in (opts(automatic_creation="sometimes"), opts(automatic_creation="process-time", creation_period="weekly"),
-                opts(automatic_creation="batch", period_formatter="fancy"),
-                opts(automatic_creation="process-time", creation_delay="2 d")):
+    for bad in (
+        opts(automatic_creation="sometimes"),
+        opts(automatic_creation="process-time", creation_period="weekly"),
+        opts(automatic_creation="batch", period_formatter="fancy"),
+        opts(automatic_creation="process-time", creation_delay="2 d"),
+    ):
         table = FakeTable(tmp_path / str(abs(hash(str(bad)))), options=bad)
         with pytest.raises(OptionError):
             table.append()
@@ -172,9 +186,9 @@ def test_invalid_options_fail_the_commit_before_writing(tmp_path: Path, clock: C
         assert not Path(f"{table.path}/manifest").exists() or not list(Path(f"{table.path}/manifest").iterdir())
 
 
-def test_a_failing_auto_tag_does_not_fail_the_landed_commit(tmp_path: Path, clock: Clock,
-                                                            monkeypatch: pytest.MonkeyPatch,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_auto_tag_does_not_fail_the_landed_commit(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     table = FakeTable(tmp_path / "t", options=opts(automatic_creation="batch"))
 
     def boom(*args: object) -> list[str]:

@@ -42,34 +42,58 @@ def h(text: str) -> bytes:
 
 # §5.4 worked examples: (id, values, types, serialized hex)
 SPEC_EXAMPLES = [
-    ("partition-string-var", ["20250810"], [STRING],
-     "00000001 | 00000000 00000000 | 08000000 10000000 | 32303235 30383130"),
+    (
+        "partition-string-var",
+        ["20250810"],
+        [STRING],
+        "00000001 | 00000000 00000000 | 08000000 10000000 | 32303235 30383130",
+    ),
     ("key-inline-string", ["1"], [STRING], "00000001 00000000 00000000 31000000 00000081"),
     ("empty-string", [""], [STRING], "00000001 00000000 00000000 00000000 00000080"),
     ("null-string", [None], [STRING], "00000001 00010000 00000000 00000000 00000000"),
     ("int-1", [1], [INT], "00000001 00000000 00000000 01000000 00000000"),
     ("bigint-minus-1", [-1], [BIGINT], "00000001 00000000 00000000 ffffffff ffffffff"),
-    ("partition-date-int-string", [dt.date(2025, 8, 10), 7, "a/b=c d%"], [DATE, INT, STRING],
-     "00000003 00000000 00000000 | 564f0000 00000000 | 07000000 00000000 | 08000000 20000000 | 612f623d 63206425"),
-    ("key-ts6-dec20", [dt.datetime(2025, 8, 10, 1, 2, 3, 1111), Decimal("12345678901234567.01")], [TS6, DEC20_2],
-     "00000002 00000000 00000000 | 98b10100 18000000 | 08000000 20000000 | f9b67f91 98010000 | "
-     "112210f4 7de980bd 00000000 00000000"),
+    (
+        "partition-date-int-string",
+        [dt.date(2025, 8, 10), 7, "a/b=c d%"],
+        [DATE, INT, STRING],
+        "00000003 00000000 00000000 | 564f0000 00000000 | 07000000 00000000 | 08000000 20000000 | 612f623d 63206425",
+    ),
+    (
+        "key-ts6-dec20",
+        [dt.datetime(2025, 8, 10, 1, 2, 3, 1111), Decimal("12345678901234567.01")],
+        [TS6, DEC20_2],
+        "00000002 00000000 00000000 | 98b10100 18000000 | 08000000 20000000 | f9b67f91 98010000 | "
+        "112210f4 7de980bd 00000000 00000000",
+    ),
     ("empty-row", [], [], "00000000 00000000 00000000"),
     ("ts3", [dt.datetime(2025, 8, 10, 1, 2, 3, 456000)], [TS3], "00000001 00000000 00000000 c0b87f91 98010000"),
     # Java's NULL layout of a non-compact TIMESTAMP: var space reserved, slot = offset << 32 (§5.3).
-    ("null-ts6-java", [None], [TS6],
-     "00000001 00010000 00000000 00000000 10000000 00000000 00000000"),
+    ("null-ts6-java", [None], [TS6], "00000001 00010000 00000000 00000000 10000000 00000000 00000000"),
     # Same rule for a non-compact DECIMAL: 16 reserved bytes.
-    ("null-dec20-java", [None], [DEC20_2],
-     "00000001 00010000 00000000 00000000 10000000 00000000 00000000 00000000 00000000"),
+    (
+        "null-dec20-java",
+        [None],
+        [DEC20_2],
+        "00000001 00010000 00000000 00000000 10000000 00000000 00000000 00000000 00000000",
+    ),
 ]
 
 
 def _arrow_column(values: list, t: AtomicType) -> pa.Array:
     arrow_types = {
-        "VARCHAR": pa.string(), "CHAR": pa.string(), "VARBINARY": pa.binary(), "INT": pa.int32(), "BIGINT": pa.int64(),
-        "DATE": pa.date32(), "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(),
-        "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "TIME": pa.time32("ms"),
+        "VARCHAR": pa.string(),
+        "CHAR": pa.string(),
+        "VARBINARY": pa.binary(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "DATE": pa.date32(),
+        "BOOLEAN": pa.bool_(),
+        "TINYINT": pa.int8(),
+        "SMALLINT": pa.int16(),
+        "FLOAT": pa.float32(),
+        "DOUBLE": pa.float64(),
+        "TIME": pa.time32("ms"),
     }
     if t.name == "TIMESTAMP":
         return pa.array(values, pa.timestamp("us"))
@@ -86,8 +110,9 @@ def test_spec_examples_scalar(values, types, expected):
     assert row_bytes(values, types) == h(expected)[4:]
 
 
-@pytest.mark.parametrize("values,types,expected", [e[1:] for e in SPEC_EXAMPLES if e[2]],
-                         ids=[e[0] for e in SPEC_EXAMPLES if e[2]])
+@pytest.mark.parametrize(
+    "values,types,expected", [e[1:] for e in SPEC_EXAMPLES if e[2]], ids=[e[0] for e in SPEC_EXAMPLES if e[2]]
+)
 def test_spec_examples_vectorised(values, types, expected):
     columns = [_arrow_column([v], t) for v, t in zip(values, types)]
     rows = encode_rows(columns, types)
@@ -112,8 +137,17 @@ def test_pypaimon_null_layout_also_decodes():
 
 @pytest.mark.parametrize(
     "unscaled,be_bytes",
-    [(0, "00"), (-1, "ff"), (127, "7f"), (128, "0080"), (-128, "80"), (-129, "ff7f"), (255, "00ff"),
-     (10**38 - 1, "4b3b4ca85a86c47a098a223fffffffff"), (-(10**38) + 1, "b4c4b357a5793b85f675ddc000000001")],
+    [
+        (0, "00"),
+        (-1, "ff"),
+        (127, "7f"),
+        (128, "0080"),
+        (-128, "80"),
+        (-129, "ff7f"),
+        (255, "00ff"),
+        (10**38 - 1, "4b3b4ca85a86c47a098a223fffffffff"),
+        (-(10**38) + 1, "b4c4b357a5793b85f675ddc000000001"),
+    ],
 )
 def test_non_compact_decimal_uses_java_biginteger_bytes(unscaled, be_bytes):
     row = row_bytes([Decimal(unscaled)], [DEC38_0])

@@ -35,8 +35,9 @@ DAY_MS = 86_400_000
 PARTS = ["a", "b"]
 Row = tuple[str, int, str]  # (dt, id, v)
 
-ROWS = st.lists(st.tuples(st.sampled_from(PARTS), st.integers(0, 3), st.sampled_from(["p", "q", "r", "s"])),
-                min_size=1, max_size=4)
+ROWS = st.lists(
+    st.tuples(st.sampled_from(PARTS), st.integers(0, 3), st.sampled_from(["p", "q", "r", "s"])), min_size=1, max_size=4
+)
 
 
 # ------------------------------------------------------------------------------------------- model
@@ -74,8 +75,12 @@ class BranchMachine(RuleBasedStateMachine):
         pk = ["dt", "id"] if self.PK else []
         # write-only: the model counts one snapshot per write, so no automatic COMPACT snapshots in between.
         self.table = Catalog(self._tmp.name).create_table(
-            "db.t", "id bigint, v string, dt string", partition_keys=["dt"], primary_keys=pk,
-            options={"bucket": "2", "write-only": "true"} if self.PK else {})
+            "db.t",
+            "id bigint, v string, dt string",
+            partition_keys=["dt"],
+            primary_keys=pk,
+            options={"bucket": "2", "write-only": "true"} if self.PK else {},
+        )
         self.branches: dict[str, BranchModel] = {"main": BranchModel()}
         self.contents: dict[str, tuple[Row, ...]] = {}
         self.counter = 0
@@ -133,8 +138,7 @@ class BranchMachine(RuleBasedStateMachine):
         self.write(0, rows, None, False)
         self.write(0, more, None, False)
 
-    @rule(pick=st.integers(0, 100), rows=ROWS, overwrite=st.sampled_from([None, None, "a", "b"]),
-          empty=st.booleans())
+    @rule(pick=st.integers(0, 100), rows=ROWS, overwrite=st.sampled_from([None, None, "a", "b"]), empty=st.booleans())
     def write(self, pick: int, rows: list[Row], overwrite: str | None, empty: bool) -> None:
         b = self._pick(list(self.branches), pick)
         m = self.branches[b]
@@ -143,9 +147,13 @@ class BranchMachine(RuleBasedStateMachine):
             rows = [] if empty else [(overwrite, i, v) for _, i, v in rows]
         latest = m.latest()
         base = self.contents[m.snaps[latest]] if latest is not None else ()
-        data = pa.table({"id": pa.array([r[1] for r in rows], pa.int64()),
-                         "v": pa.array([r[2] for r in rows], pa.string()),
-                         "dt": pa.array([r[0] for r in rows], pa.string())})
+        data = pa.table(
+            {
+                "id": pa.array([r[1] for r in rows], pa.int64()),
+                "v": pa.array([r[2] for r in rows], pa.string()),
+                "dt": pa.array([r[0] for r in rows], pa.string()),
+            }
+        )
         self._did(f"write {b} {rows} overwrite={overwrite}")
         bt = self._bt(b)
         if overwrite is None:
@@ -207,8 +215,9 @@ class BranchMachine(RuleBasedStateMachine):
             del m.tags[n]
 
     # -- branches -----------------------------------------------------------------------------------
-    @rule(pick=st.integers(0, 100), how=st.sampled_from(["tag", "snapshot", "latest", "empty"]),
-          which=st.integers(0, 100))
+    @rule(
+        pick=st.integers(0, 100), how=st.sampled_from(["tag", "snapshot", "latest", "empty"]), which=st.integers(0, 100)
+    )
     @precondition(lambda self: len(self.branches) < 5)
     def create_branch(self, pick: int, how: str, which: int) -> None:
         src = self._pick(list(self.branches), pick)
@@ -275,8 +284,7 @@ class BranchMachine(RuleBasedStateMachine):
             self.contents[filler.uuid] = self.contents[main.snaps[head]] if head is not None else ()  # type: ignore[index]
         else:
             assert result.filler_snapshot is None
-        tags = {n: t for n, t in main.tags.items()
-                if n not in src.tags and (t[0] < e or src.snaps.get(t[0]) == t[1])}
+        tags = {n: t for n, t in main.tags.items() if n not in src.tags and (t[0] < e or src.snaps.get(t[0]) == t[1])}
         tags.update(src.tags)
         self.branches["main"] = BranchModel(snaps, tags)
         assert result.latest_id == max(snaps)
@@ -367,8 +375,12 @@ class AppendBranchMachine(BranchMachine):
     PK = False
 
 
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, stateful_step_count=20,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    stateful_step_count=20,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 TestPrimaryKeyBranches = BranchMachine.TestCase
 TestPrimaryKeyBranches.settings = SETTINGS
@@ -382,8 +394,12 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
     m = machine_cls()
 
     def p(kind: str, name: str) -> int:  # the pick that selects branch ``name`` among the eligible ones
-        eligible = {"branches": list(m.branches), "sources": m._with_sources(), "tags": m._with_tags(),
-                    "snaps": m._with_snaps()}[kind]
+        eligible = {
+            "branches": list(m.branches),
+            "sources": m._with_sources(),
+            "tags": m._with_tags(),
+            "snaps": m._with_snaps(),
+        }[kind]
         return sorted(eligible).index(name)
 
     def t(branch: str, name: str) -> int:  # the pick that selects tag ``name`` of ``branch``
@@ -399,32 +415,32 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
         steps = [
             lambda: m.write(p("branches", "main"), [("a", 1, "p"), ("b", 2, "q")], None, False),  # main 1
             lambda: m.write(p("branches", "main"), [("a", 1, "r"), ("a", 3, "s")], None, False),  # main 2
-            lambda: m.create_tag(p("sources", "main"), s("main", 1), False),                     # t1 on main 1
-            lambda: m.create_tag(p("sources", "main"), s("main", 2), True),                   # t2 on main 2, retained
-            lambda: m.create_branch(p("branches", "main"), "tag", t("main", "t1")),               # b3 from t1
-            lambda: m.create_branch(p("branches", "main"), "snapshot", s("main", 2)),             # b4 from main 2
-            lambda: m.create_branch(p("branches", "main"), "latest", 0),                          # b5 from main 2
-            lambda: m.create_branch(p("branches", "main"), "empty", 0),                           # b6 empty
-            lambda: m.write(p("branches", "b3"), [("b", 7, "p")], None, False),                   # b3 2
-            lambda: m.write(p("branches", "b3"), [("a", 0, "q")], "a", False),                    # b3 3: overwrite a
-            lambda: m.create_tag(p("sources", "b3"), s("b3", 3), False),                         # t7 on b3 3
-            lambda: m.write(p("branches", "b6"), [("a", 9, "p")], None, False),                   # b6 1
-            lambda: m.write(p("branches", "b4"), [], "b", True),                          # b4 3: delete partition b
-            lambda: m.write(p("branches", "b5"), [("a", 5, "p")], None, False),                   # b5 3
-            lambda: m.fast_forward(o("b5"), False),                                   # b5 -> main (safe)
-            lambda: m.write(p("branches", "main"), [("b", 5, "s")], None, False),                 # main 4
-            lambda: m.fast_forward(o("b3"), False),                                   # b3 -> main: refused
-            lambda: m.expire_snapshots(p("snaps", "main"), 1, False),                          # main keeps 4 only
+            lambda: m.create_tag(p("sources", "main"), s("main", 1), False),  # t1 on main 1
+            lambda: m.create_tag(p("sources", "main"), s("main", 2), True),  # t2 on main 2, retained
+            lambda: m.create_branch(p("branches", "main"), "tag", t("main", "t1")),  # b3 from t1
+            lambda: m.create_branch(p("branches", "main"), "snapshot", s("main", 2)),  # b4 from main 2
+            lambda: m.create_branch(p("branches", "main"), "latest", 0),  # b5 from main 2
+            lambda: m.create_branch(p("branches", "main"), "empty", 0),  # b6 empty
+            lambda: m.write(p("branches", "b3"), [("b", 7, "p")], None, False),  # b3 2
+            lambda: m.write(p("branches", "b3"), [("a", 0, "q")], "a", False),  # b3 3: overwrite a
+            lambda: m.create_tag(p("sources", "b3"), s("b3", 3), False),  # t7 on b3 3
+            lambda: m.write(p("branches", "b6"), [("a", 9, "p")], None, False),  # b6 1
+            lambda: m.write(p("branches", "b4"), [], "b", True),  # b4 3: delete partition b
+            lambda: m.write(p("branches", "b5"), [("a", 5, "p")], None, False),  # b5 3
+            lambda: m.fast_forward(o("b5"), False),  # b5 -> main (safe)
+            lambda: m.write(p("branches", "main"), [("b", 5, "s")], None, False),  # main 4
+            lambda: m.fast_forward(o("b3"), False),  # b3 -> main: refused
+            lambda: m.expire_snapshots(p("snaps", "main"), 1, False),  # main keeps 4 only
             lambda: m.remove_orphans(),
-            lambda: m.fast_forward(o("b3"), True),                                    # b3 -> main, forced
-            lambda: m.rollback(p("tags", "main"), t("main", "t1"), True),                     # main back to t1
-            lambda: m.write(p("branches", "b4"), [("a", 4, "s")], None, False),                   # b4 4
-            lambda: m.expire_snapshots(p("snaps", "b4"), 2, True),                             # b4 keeps 3, 4
-            lambda: m.rollback(p("snaps", "b4"), 0, False),                                    # b4 back to 3
-            lambda: m.delete_tag(p("tags", "main"), t("main", "t1"), True),                   # main drops t1
-            lambda: m.create_tag(p("sources", "main"), s("main", 1), True),                      # t8, retained
-            lambda: m.expire_tags(p("tags", "main"), False, True),                            # retained tags go
-            lambda: m.expire_tags(p("tags", "b3"), True, False),                              # all tags of b3
+            lambda: m.fast_forward(o("b3"), True),  # b3 -> main, forced
+            lambda: m.rollback(p("tags", "main"), t("main", "t1"), True),  # main back to t1
+            lambda: m.write(p("branches", "b4"), [("a", 4, "s")], None, False),  # b4 4
+            lambda: m.expire_snapshots(p("snaps", "b4"), 2, True),  # b4 keeps 3, 4
+            lambda: m.rollback(p("snaps", "b4"), 0, False),  # b4 back to 3
+            lambda: m.delete_tag(p("tags", "main"), t("main", "t1"), True),  # main drops t1
+            lambda: m.create_tag(p("sources", "main"), s("main", 1), True),  # t8, retained
+            lambda: m.expire_tags(p("tags", "main"), False, True),  # retained tags go
+            lambda: m.expire_tags(p("tags", "b3"), True, False),  # all tags of b3
             lambda: m.drop_branch(o("b6")),
             lambda: m.remove_orphans(),
             lambda: m.write(p("branches", "main"), [("a", 1, "z")], None, False),
@@ -434,8 +450,18 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
             step()
             m.every_snapshot_and_tag_reads_its_rows()
         ops = {line.split()[0] for line in m.log}
-        assert ops >= {"write", "create_tag", "delete_tag", "expire_tags", "create_branch", "drop_branch",
-                       "fast_forward", "rollback", "expire_snapshots", "remove_orphan_files"}, ops
+        assert ops >= {
+            "write",
+            "create_tag",
+            "delete_tag",
+            "expire_tags",
+            "create_branch",
+            "drop_branch",
+            "fast_forward",
+            "rollback",
+            "expire_snapshots",
+            "remove_orphan_files",
+        }, ops
         assert any("refused" in line for line in m.log), m.log
     finally:
         m.teardown()
@@ -444,6 +470,9 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
 def test_model_write_semantics() -> None:
     base = (("a", 1, "p"), ("b", 1, "q"))
     assert apply_write(base, [("a", 1, "r"), ("a", 2, "s"), ("a", 2, "t")], None, True) == (
-        ("a", 1, "r"), ("a", 2, "t"), ("b", 1, "q"))
+        ("a", 1, "r"),
+        ("a", 2, "t"),
+        ("b", 1, "q"),
+    )
     assert apply_write(base, [], "a", True) == (("b", 1, "q"),)
     assert apply_write(base, [("a", 1, "p")], None, False) == (("a", 1, "p"), ("a", 1, "p"), ("b", 1, "q"))

@@ -67,10 +67,18 @@ def table(catalog: Catalog) -> Table:
 
 
 # ---------------------------------------------------------------------------------------- names
-@pytest.mark.parametrize("name, match", [
-    ("", "blank"), ("  ", "blank"), ("main", "default branch"), ("123", "numeric"), ("a.b", "'.'"),
-    ("a$b", r"'\$'"), ("a/b", "'/'"),
-])
+@pytest.mark.parametrize(
+    "name, match",
+    [
+        ("", "blank"),
+        ("  ", "blank"),
+        ("main", "default branch"),
+        ("123", "numeric"),
+        ("a.b", "'.'"),
+        ("a$b", r"'\$'"),
+        ("a/b", "'/'"),
+    ],
+)
 def test_branch_names_are_validated(table: Table, name: str, match: str) -> None:
     with pytest.raises(BranchError, match=match):
         table.create_branch(name)
@@ -114,8 +122,12 @@ def test_create_from_snapshot_latest_and_empty(table: Table) -> None:
     table.create_branch("delta")
     base = f"{table.path}/branch"
     assert sorted(files_under(f"{base}/branch-exp")) == [LINEAGE_FILE, "schema/schema-0", "snapshot/snapshot-1"]
-    assert sorted(files_under(f"{base}/branch-lat")) == [LINEAGE_FILE, "schema/schema-0", "schema/schema-1",
-                                                         "snapshot/snapshot-3"]
+    assert sorted(files_under(f"{base}/branch-lat")) == [
+        LINEAGE_FILE,
+        "schema/schema-0",
+        "schema/schema-1",
+        "snapshot/snapshot-3",
+    ]
     assert sorted(files_under(f"{base}/branch-delta")) == [LINEAGE_FILE, "schema/schema-0", "schema/schema-1"]
     assert rows(table.branch_table("exp").to_arrow()) == [(1, "a", 10), (2, "a", 20)]
     lat = table.branch_table("lat")
@@ -275,8 +287,10 @@ def test_fast_forward_when_main_did_not_move(table: Table) -> None:
     assert rows(table.to_arrow()) == rows(dev.to_arrow())
     assert table.schema.field_names == ["id", "dt", "amount", "note"]
     for sid in (4, 5):
-        assert Path(table.path, f"snapshot/snapshot-{sid}").read_bytes() == Path(
-            table.path, f"branch/branch-dev/snapshot/snapshot-{sid}").read_bytes()
+        assert (
+            Path(table.path, f"snapshot/snapshot-{sid}").read_bytes()
+            == Path(table.path, f"branch/branch-dev/snapshot/snapshot-{sid}").read_bytes()
+        )
     assert sorted(t.name for t in table.list_tags()) == ["t2", "t_dev"]
     # The branch goes on; main has not moved: a second fast-forward is safe again.
     dev.write_arrow(pa.table({"id": [7], "dt": ["e"], "amount": [70], "note": ["y"]}))
@@ -299,12 +313,15 @@ def test_fast_forward_refuses_when_main_moved_on_and_changes_nothing(table: Tabl
     assert files_under(table.path) == before, "a refused fast-forward writes nothing"
 
 
-@pytest.mark.parametrize("change, match", [
-    ("schema", "schema 1 of 'main' was added after the fork"),
-    ("tag", "tag 'late' .* is on a commit that is not in branch"),
-    ("tag_name", "tag 'same' .* would be moved"),
-    ("rollback", "older than the fork point"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ("schema", "schema 1 of 'main' was added after the fork"),
+        ("tag", "tag 'late' .* is on a commit that is not in branch"),
+        ("tag_name", "tag 'same' .* would be moved"),
+        ("rollback", "older than the fork point"),
+    ],
+)
 def test_fast_forward_refusals(table: Table, change: str, match: str) -> None:
     table.create_branch("fix", from_latest=True)
     fix = table.branch_table("fix")
@@ -351,8 +368,10 @@ def test_fast_forward_is_paimons_on_disk_result(table: Table) -> None:
     ids = SnapshotManager(table.fileio, table.path).list_ids()
     assert ids == [1, 2, 3, 4, 5]
     for sid in (2, 3, 4, 5):
-        assert Path(table.path, f"snapshot/snapshot-{sid}").read_bytes() == Path(
-            table.path, f"branch/branch-fix/snapshot/snapshot-{sid}").read_bytes()
+        assert (
+            Path(table.path, f"snapshot/snapshot-{sid}").read_bytes()
+            == Path(table.path, f"branch/branch-fix/snapshot/snapshot-{sid}").read_bytes()
+        )
     assert Path(table.path, "snapshot/LATEST").read_text() == "5"
     assert sorted(os.listdir(f"{table.path}/tag")) == ["tag-t2"]
 
@@ -464,8 +483,9 @@ def test_data_correction_workflow(catalog: Catalog, fix_commits: int) -> None:
     """Main is fed by batches, one is bad; a branch from the tag before it gets the corrected data and the
     later good batch, is fast-forwarded into main; a concurrent reader of main only ever sees the old or the
     corrected table."""
-    t = catalog.create_table("default.sales", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
-                             options={"bucket": "2"})
+    t = catalog.create_table(
+        "default.sales", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "2"}
+    )
     t.write_arrow(batch([1, 2, 3], "d1", [10, 20, 30]))
     t.write_arrow(batch([1, 2], "d2", [11, 21]))
     t.create_tag("before_bad")
@@ -563,8 +583,9 @@ def test_latest_rechecks_after_reading_a_reused_snapshot_id(table: Table) -> Non
 @pytest.fixture
 def fallback_table(catalog: Catalog) -> Table:
     """main has dt=2 (fresh); branch ``backfill`` has dt=1 and an outdated dt=2."""
-    t = catalog.create_table("default.fb", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
-                             options={"bucket": "1"})
+    t = catalog.create_table(
+        "default.fb", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "1"}
+    )
     t.create_branch("backfill")
     bf = t.branch_table("backfill")
     bf.write_arrow(pa.concat_tables([batch([1, 2], "1", [10, 20]), batch([1], "2", [-1])]))

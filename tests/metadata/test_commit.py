@@ -84,7 +84,10 @@ def make_table(root: Path, options: dict[str, str] | None = None, name: str = "t
     fio, path = FileIO.for_uri(str(root / "db.db" / name))
     schema = SchemaManager(fio, path).create_table(
         [("dt", string_type()), ("h", AtomicType("INT")), ("id", AtomicType("BIGINT")), ("v", string_type())],
-        partition_keys=["dt", "h"], primary_keys=["dt", "h", "id"], options={"bucket": "2", **(options or {})})
+        partition_keys=["dt", "h"],
+        primary_keys=["dt", "h", "id"],
+        options={"bucket": "2", **(options or {})},
+    )
     return T(fio, path, schema)
 
 
@@ -96,21 +99,33 @@ def t(tmp_path: Path) -> T:
 _KEY_RANGES = itertools.count()
 
 
-def new_file(rows: int = 10, level: int = 0, name: str | None = None,
-             keys: tuple[int, int] | None = None) -> DataFileMeta:
+def new_file(
+    rows: int = 10, level: int = 0, name: str | None = None, keys: tuple[int, int] | None = None
+) -> DataFileMeta:
     """A file of the test table; ``keys`` is its (min, max) ``id`` (default: a range no other file has, so
     files at one level >= 1 never overlap unless a test says so)."""
     if keys is None:
         start = next(_KEY_RANGES) * 100
         keys = (start, start + 99)
     key_type = [AtomicType("BIGINT", nullable=False)]
-    return DataFileMeta(file_name=name or f"data-{uuid.uuid4()}-0.parquet", file_size=100 + rows, row_count=rows,
-                        min_key=serialize_row([keys[0]], key_type), max_key=serialize_row([keys[1]], key_type),
-                        level=level, creation_time_millis=1795256648745)
+    return DataFileMeta(
+        file_name=name or f"data-{uuid.uuid4()}-0.parquet",
+        file_size=100 + rows,
+        row_count=rows,
+        min_key=serialize_row([keys[0]], key_type),
+        max_key=serialize_row([keys[1]], key_type),
+        level=level,
+        creation_time_millis=1795256648745,
+    )
 
 
-def msg(partition: bytes, *files: DataFileMeta, bucket: int = 0, total_buckets: int = 2,
-        compact_before: tuple[DataFileMeta, ...] = ()) -> CommitMessage:
+def msg(
+    partition: bytes,
+    *files: DataFileMeta,
+    bucket: int = 0,
+    total_buckets: int = 2,
+    compact_before: tuple[DataFileMeta, ...] = (),
+) -> CommitMessage:
     return CommitMessage(partition, bucket, total_buckets, tuple(files), compact_before)
 
 
@@ -122,8 +137,13 @@ class HookedFileIO(FileIO):
     """Local FileIO that runs ``hook(path)`` just before the first create of a snapshot file (a concurrent
     writer sneaking in between our read of the latest snapshot and our create), optionally failing."""
 
-    def __init__(self, hook: Callable[[str], None] | None = None, *, times: int = 1,
-                 snapshot_create: Callable[[str], bool | None] | None = None) -> None:
+    def __init__(
+        self,
+        hook: Callable[[str], None] | None = None,
+        *,
+        times: int = 1,
+        snapshot_create: Callable[[str], bool | None] | None = None,
+    ) -> None:
         super().__init__("file")
         self.hook, self.times, self.snapshot_create, self.creates = hook, times, snapshot_create, 0
 
@@ -157,7 +177,11 @@ def test_append_snapshots_and_manifest_lists(t: T) -> None:
         on_disk = t.store.snapshots.snapshot(i)
         assert on_disk == snap, "the returned snapshot is the one written"
         assert (snap.commit_kind, snap.commit_identifier, snap.schema_id, snap.version) == (
-            "APPEND", BATCH_COMMIT_IDENTIFIER, 0, 3)
+            "APPEND",
+            BATCH_COMMIT_IDENTIFIER,
+            0,
+            3,
+        )
         assert snap.next_row_id == 0 and snap.uuid and snap.writer_version.startswith("pyspark-paimon")
         added = sum(f.row_count for m in batch for f in m.new_files)
         assert snap.delta_record_count == added and snap.total_record_count == totals[i - 1]
@@ -170,8 +194,10 @@ def test_append_snapshots_and_manifest_lists(t: T) -> None:
         if previous is None:
             assert base == [], "the first snapshot's base list is empty"
         else:
-            assert base == (store.manifests.read_list(previous.base_manifest_list)
-                            + store.manifests.read_list(previous.delta_manifest_list)), "base = previous base + delta"
+            assert base == (
+                store.manifests.read_list(previous.base_manifest_list)
+                + store.manifests.read_list(previous.delta_manifest_list)
+            ), "base = previous base + delta"
         assert len(delta_metas) == 1
         delta = store.manifests.read_manifest(delta_metas[0].file_name)
         assert names(delta) == {f.file_name for m in batch for f in m.new_files}
@@ -212,8 +238,9 @@ def test_empty_commit(t: T) -> None:
 
 def test_commit_user_identifier_properties_watermark(t: T) -> None:
     c = t.committer()
-    s1 = c.commit([msg(t.part("a"), new_file())], commit_user="job-1", commit_identifier=7,
-                  properties={"k": "v"}, watermark=100)
+    s1 = c.commit(
+        [msg(t.part("a"), new_file())], commit_user="job-1", commit_identifier=7, properties={"k": "v"}, watermark=100
+    )
     assert (s1.commit_user, s1.commit_identifier, s1.properties, s1.watermark) == ("job-1", 7, {"k": "v"}, 100)
     s2 = c.commit([msg(t.part("a"), new_file())], watermark=50)
     assert s2.watermark == 100, "the watermark never goes back"
@@ -228,8 +255,14 @@ def test_index_manifest_and_statistics_carried_forward(t: T) -> None:
     c = t.committer()
     s1 = c.commit([msg(t.part("a"), new_file())])
     # another engine wrote snapshot 2 with an index manifest and statistics
-    s2 = s1.with_changes(id=2, index_manifest="index-manifest-x-0", statistics="stat-x", delta_record_count=0,
-                         base_manifest_list=s1.base_manifest_list, delta_manifest_list=s1.delta_manifest_list)
+    s2 = s1.with_changes(
+        id=2,
+        index_manifest="index-manifest-x-0",
+        statistics="stat-x",
+        delta_record_count=0,
+        base_manifest_list=s1.base_manifest_list,
+        delta_manifest_list=s1.delta_manifest_list,
+    )
     assert t.store.snapshots.try_commit(s2)
     s3 = c.commit([msg(t.part("a"), new_file())])
     assert (s3.index_manifest, s3.statistics) == ("index-manifest-x-0", "stat-x")
@@ -248,16 +281,22 @@ def three_partitions(t: T) -> dict[str, list[DataFileMeta]]:
     return files
 
 
-def check_overwrite(t: T, snap: Snapshot, deleted: list[DataFileMeta], added: list[DataFileMeta],
-                    before: dict[str, ManifestEntry]) -> None:
+def check_overwrite(
+    t: T, snap: Snapshot, deleted: list[DataFileMeta], added: list[DataFileMeta], before: dict[str, ManifestEntry]
+) -> None:
     assert snap.commit_kind == "OVERWRITE"
     delta = t.delta(snap)
     assert names(delta, KIND_DELETE) == {f.file_name for f in deleted}
     assert names(delta, KIND_ADD) == {f.file_name for f in added}
     for e in delta:
         if e.kind == KIND_DELETE:  # a DELETE repeats the live entry exactly (partition, bucket, file meta)
-            assert e == ManifestEntry(KIND_DELETE, before[e.file.file_name].partition, before[e.file.file_name].bucket,
-                                      before[e.file.file_name].total_buckets, before[e.file.file_name].file)
+            assert e == ManifestEntry(
+                KIND_DELETE,
+                before[e.file.file_name].partition,
+                before[e.file.file_name].bucket,
+                before[e.file.file_name].total_buckets,
+                before[e.file.file_name].file,
+            )
     removed = sum(f.row_count for f in deleted)
     new = sum(f.row_count for f in added)
     assert snap.delta_record_count == new - removed
@@ -287,8 +326,9 @@ def test_overwrite_dynamic(t: T) -> None:
     files = three_partitions(t)
     before = t.live()
     new_a1, new_c = new_file(1), new_file(2)
-    snap = t.committer().commit([msg(t.part("a", 1), new_a1), msg(t.part("c", 1), new_c)],
-                                overwrite=OverwriteSpec("dynamic"))
+    snap = t.committer().commit(
+        [msg(t.part("a", 1), new_a1), msg(t.part("c", 1), new_c)], overwrite=OverwriteSpec("dynamic")
+    )
     check_overwrite(t, snap, files["a1"], [new_a1, new_c], before)
     assert files["a2"][0].file_name in t.live() and files["b1"][0].file_name in t.live()
 
@@ -297,8 +337,9 @@ def test_overwrite_static_partition_spec(t: T) -> None:
     files = three_partitions(t)
     before = t.live()
     new_a3 = new_file(6)
-    snap = t.committer().commit([msg(t.part("a", 3), new_a3)],
-                                overwrite=OverwriteSpec("static", partition_spec={"dt": "a"}))
+    snap = t.committer().commit(
+        [msg(t.part("a", 3), new_a3)], overwrite=OverwriteSpec("static", partition_spec={"dt": "a"})
+    )
     check_overwrite(t, snap, files["a1"] + files["a2"], [new_a3], before)
 
 
@@ -308,8 +349,9 @@ def test_overwrite_static_full_spec_and_partition_bytes(t: T) -> None:
     snap = t.committer().commit([], overwrite=OverwriteSpec("static", partition_spec={"dt": "a", "h": 2}))
     check_overwrite(t, snap, files["a2"], [], before)
     before = t.live()
-    snap = t.committer().commit([msg(t.part("b", 1), new_b := new_file(1))],
-                                overwrite=OverwriteSpec("static", frozenset({t.part("b", 1)})))
+    snap = t.committer().commit(
+        [msg(t.part("b", 1), new_b := new_file(1))], overwrite=OverwriteSpec("static", frozenset({t.part("b", 1)}))
+    )
     check_overwrite(t, snap, files["b1"], [new_b], before)
 
 
@@ -317,8 +359,10 @@ def test_static_overwrite_rejects_rows_of_other_partitions(t: T) -> None:
     three_partitions(t)
     before_files, before_manifests = t.live(), t.manifest_dir_files()
     with pytest.raises(CommitError, match=r"Static overwrite of partition \{'dt': 'a'\}.*'dt': 'b'"):
-        t.committer().commit([msg(t.part("a", 1), new_file()), msg(t.part("b", 1), new_file())],
-                             overwrite=OverwriteSpec("static", partition_spec={"dt": "a"}))
+        t.committer().commit(
+            [msg(t.part("a", 1), new_file()), msg(t.part("b", 1), new_file())],
+            overwrite=OverwriteSpec("static", partition_spec={"dt": "a"}),
+        )
     assert t.store.snapshots.latest_id() == 2, "nothing committed"
     assert t.live() == before_files and t.manifest_dir_files() == before_manifests, "no files left behind"
 
@@ -343,8 +387,9 @@ def test_overwrite_deletes_are_recomputed_after_losing_a_race(tmp_path: Path) ->
 
     fio = HookedFileIO(concurrent_append)
     mine = new_file(1)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)],
-                                                                 overwrite=OverwriteSpec("dynamic"))
+    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit(
+        [msg(t.part("a"), mine)], overwrite=OverwriteSpec("dynamic")
+    )
     assert fio.creates == 2, "first attempt lost snapshot-2, the retry made snapshot-3"
     assert snap.id == 3
     assert names(t.delta(snap), KIND_DELETE) == {old.file_name, sneaked_a.file_name}
@@ -377,7 +422,8 @@ def test_bucket_count_may_change_through_overwrite(t: T) -> None:
 
 
 def test_bucket_count_check_reads_only_manifests_that_may_hold_the_written_partitions(
-        t: T, monkeypatch: pytest.MonkeyPatch) -> None:
+    t: T, monkeypatch: pytest.MonkeyPatch
+) -> None:
     c = t.committer()
     c.commit([msg(t.part("a"), new_file())])
     c.commit([msg(t.part("c"), new_file())])
@@ -392,8 +438,11 @@ def test_bucket_count_check_reads_only_manifests_that_may_hold_the_written_parti
 
     monkeypatch.setattr(c.manifests, "select_entries", recording)
     store = t.store
-    by_dt = {t.values(e.partition)[0]: m.file_name
-             for m in c.base_manifests(store.snapshots.latest()) for e in store.manifests.read_manifest(m.file_name)}
+    by_dt = {
+        t.values(e.partition)[0]: m.file_name
+        for m in c.base_manifests(store.snapshots.latest())
+        for e in store.manifests.read_manifest(m.file_name)
+    }
     c.commit([msg(t.part("b"), new_file())])  # between a and c: no manifest can hold it
     assert read == []
     with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
@@ -464,11 +513,13 @@ def test_file_deleted_twice_in_one_commit_is_refused(t: T) -> None:
     t.committer().commit([msg(t.part("a"), f1)])
     before = t.manifest_dir_files()
     with pytest.raises(CommitError, match=f"{f1.file_name}.*deleted twice"):
-        t.committer().commit([msg(t.part("a"), new_file(4, level=1), compact_before=(f1,))],
-                             overwrite=OverwriteSpec("dynamic"))
+        t.committer().commit(
+            [msg(t.part("a"), new_file(4, level=1), compact_before=(f1,))], overwrite=OverwriteSpec("dynamic")
+        )
     with pytest.raises(CommitError, match="deleted twice"):
-        t.committer().commit([msg(t.part("a"), compact_before=(f1,)), msg(t.part("a"), compact_before=(f1,))],
-                             kind="COMPACT")
+        t.committer().commit(
+            [msg(t.part("a"), compact_before=(f1,)), msg(t.part("a"), compact_before=(f1,))], kind="COMPACT"
+        )
     assert t.store.snapshots.latest_id() == 1 and t.manifest_dir_files() == before
     assert set(t.live()) == {f1.file_name}
 
@@ -532,8 +583,16 @@ def test_no_schema_is_an_error(tmp_path: Path) -> None:
 
 
 def test_retry_options_are_parsed() -> None:
-    c = FileStoreCommit(FileIO(), "/nowhere", options={"commit.min-retry-wait": "2 s", "commit.max-retry-wait": "1 min",
-                                                       "commit.max-retries": "4", "manifest.merge-min-count": "7"})
+    c = FileStoreCommit(
+        FileIO(),
+        "/nowhere",
+        options={
+            "commit.min-retry-wait": "2 s",
+            "commit.max-retry-wait": "1 min",
+            "commit.max-retries": "4",
+            "manifest.merge-min-count": "7",
+        },
+    )
     assert (c.min_wait_ms, c.max_wait_ms, c.max_retries, c.merge_min_count) == (2000, 60000, 4, 7)
     d = FileStoreCommit(FileIO(), "/nowhere")
     assert (d.min_wait_ms, d.max_wait_ms, d.max_retries, d.merge_min_count) == (10, 10000, 10, 30)
@@ -592,8 +651,9 @@ def test_concurrent_committers_threads(t: T) -> None:
         try:
             committer = t.committer()
             barrier.wait()
-            results[i] = committer.commit([msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)],
-                                          commit_user=f"user-{i}")
+            results[i] = committer.commit(
+                [msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)], commit_user=f"user-{i}"
+            )
         except BaseException as e:  # noqa: BLE001 - collected and re-raised by the main thread
             errors.append(e)
 
@@ -613,8 +673,9 @@ def _commit_in_process(root: str, index: int, barrier: Any, out: Any) -> None:
     part = serialize_row(["p", index], [f.type for f in schema.partition_fields])
     f = DataFileMeta(file_name=f"data-proc-{index}.parquet", file_size=100, row_count=index + 1)
     barrier.wait()
-    snap = FileStoreCommit(fio, path, options=FAST_RETRY).commit([CommitMessage(part, 0, 2, (f,))],
-                                                                 commit_user=f"proc-{index}")
+    snap = FileStoreCommit(fio, path, options=FAST_RETRY).commit(
+        [CommitMessage(part, 0, 2, (f,))], commit_user=f"proc-{index}"
+    )
     out.put((index, snap.id))
 
 
@@ -752,8 +813,9 @@ def test_full_manifest_compaction_drops_deleted_files(t: T) -> None:
     big_z, big_y = (dc_replace(m, file_size=64 << 20) for m in base[:2])
     want = _live_names(t, base)
 
-    merged, written = _merge(t, [big_z, big_y, *base[2:]], min_count=30,
-                             **{"manifest.full-compaction-threshold-size": "1 b"})
+    merged, written = _merge(
+        t, [big_z, big_y, *base[2:]], min_count=30, **{"manifest.full-compaction-threshold-size": "1 b"}
+    )
     assert big_y in merged and big_z not in merged, "only the full manifest holding the deleted file is rewritten"
     assert _live_names(t, merged) == want and written
     for m in merged:
@@ -811,32 +873,50 @@ def test_pypaimon_reads_our_commits(tmp_path: Path) -> None:
 
     warehouse = tmp_path / "wh"
     catalog = Catalog(str(warehouse))
-    table = catalog.create_table("default.t", "dt string, id bigint, v string", partition_keys=["dt"],
-                                 primary_keys=["dt", "id"], options={"bucket": "2", "manifest.merge-min-count": "2"})
+    table = catalog.create_table(
+        "default.t",
+        "dt string, id bigint, v string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "2", "manifest.merge-min-count": "2"},
+    )
     first = pa.table({"dt": ["a", "a", "b", "b"], "id": [1, 2, 1, 2], "v": ["a1", "a2", "b1", "b2"]})
     table.write_arrow(first)
     table.write_arrow(pa.table({"dt": ["a", "c"], "id": [2, 9], "v": ["a2-new", "c9"]}))
-    table.write_arrow(pa.table({"dt": ["b"], "id": [5], "v": ["b5"]}), mode="overwrite",
-                      overwrite_partition={"dt": "b"})
+    table.write_arrow(
+        pa.table({"dt": ["b"], "id": [5], "v": ["b5"]}), mode="overwrite", overwrite_partition={"dt": "b"}
+    )
     ours = [(s.id, s.commit_kind, s.total_record_count, s.delta_record_count) for s in table.snapshots()]
     assert ours == [(1, "APPEND", 4, 4), (2, "APPEND", 6, 2), (3, "OVERWRITE", 5, -1)]
     base3 = table.store.manifests.read_list(table.snapshot(3).base_manifest_list)
     assert len(base3) == 1, "snapshot 3's base list is a merged manifest (merge-min-count 2): pypaimon reads it too"
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    proc = subprocess.run([oracle_python(), "-c", PYPAIMON_READ, str(warehouse)], capture_output=True, text=True,
-                          timeout=180, env=env)
+    proc = subprocess.run(
+        [oracle_python(), "-c", PYPAIMON_READ, str(warehouse)], capture_output=True, text=True, timeout=180, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
 
     assert sorted((r["dt"], r["id"], r["v"]) for r in got["rows"]) == [
-        ("a", 1, "a1"), ("a", 2, "a2-new"), ("b", 5, "b5"), ("c", 9, "c9")]
+        ("a", 1, "a1"),
+        ("a", 2, "a2-new"),
+        ("b", 5, "b5"),
+        ("c", 9, "c9"),
+    ]
     assert sorted((r["dt"], r["id"], r["v"]) for r in got["old_rows"]) == sorted(
-        zip(first["dt"].to_pylist(), first["id"].to_pylist(), first["v"].to_pylist())), "time travel to snapshot 1"
+        zip(first["dt"].to_pylist(), first["id"].to_pylist(), first["v"].to_pylist())
+    ), "time travel to snapshot 1"
     assert [tuple(s) for s in got["snapshots"]] == ours
     store = table.store
     types = [f.type for f in table.schema.partition_fields]
-    live = sorted((f"dt={deserialize_row(e.partition, types)[0]}", e.bucket, e.file.file_name, e.file.row_count)
-                  for e in store.live_entries(store.snapshots.latest()))
-    assert sorted((r["partition"], r["bucket"], r["file_path"].rsplit("/", 1)[-1], r["record_count"])
-                  for r in got["files"]) == live
+    live = sorted(
+        (f"dt={deserialize_row(e.partition, types)[0]}", e.bucket, e.file.file_name, e.file.row_count)
+        for e in store.live_entries(store.snapshots.latest())
+    )
+    assert (
+        sorted(
+            (r["partition"], r["bucket"], r["file_path"].rsplit("/", 1)[-1], r["record_count"]) for r in got["files"]
+        )
+        == live
+    )

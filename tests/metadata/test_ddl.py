@@ -23,23 +23,38 @@ from pyspark_paimon.metadata.types import (
     string_type,
 )
 
-BRIEF_DDL = ("id bigint not null, name string, price decimal(10,2), ts timestamp, ts2 timestamp_ntz, d date, "
-             "tags array<string>, m map<string,int>, s struct<x:int, y:string>, b binary, f float, dd double, "
-             "i int, si smallint, ti tinyint, bl boolean, c char(3), v varchar(10)")
+BRIEF_DDL = (
+    "id bigint not null, name string, price decimal(10,2), ts timestamp, ts2 timestamp_ntz, d date, "
+    "tags array<string>, m map<string,int>, s struct<x:int, y:string>, b binary, f float, dd double, "
+    "i int, si smallint, ti tinyint, bl boolean, c char(3), v varchar(10)"
+)
 
 
 def test_parse_ddl_all_types() -> None:
     cols = parse_ddl(BRIEF_DDL)
     got = {name: type_to_json(t) for name, t in cols}
     assert got == {
-        "id": "BIGINT NOT NULL", "name": "STRING", "price": "DECIMAL(10, 2)",
-        "ts": "TIMESTAMP(6) WITH LOCAL TIME ZONE", "ts2": "TIMESTAMP(6)", "d": "DATE",
+        "id": "BIGINT NOT NULL",
+        "name": "STRING",
+        "price": "DECIMAL(10, 2)",
+        "ts": "TIMESTAMP(6) WITH LOCAL TIME ZONE",
+        "ts2": "TIMESTAMP(6)",
+        "d": "DATE",
         "tags": {"type": "ARRAY", "element": "STRING"},
         "m": {"type": "MAP", "key": "STRING NOT NULL", "value": "INT"},
-        "s": {"type": "ROW", "fields": [{"id": -1, "name": "x", "type": "INT"},
-                                       {"id": -1, "name": "y", "type": "STRING"}]},
-        "b": "BYTES", "f": "FLOAT", "dd": "DOUBLE", "i": "INT", "si": "SMALLINT", "ti": "TINYINT",
-        "bl": "BOOLEAN", "c": "CHAR(3)", "v": "VARCHAR(10)",
+        "s": {
+            "type": "ROW",
+            "fields": [{"id": -1, "name": "x", "type": "INT"}, {"id": -1, "name": "y", "type": "STRING"}],
+        },
+        "b": "BYTES",
+        "f": "FLOAT",
+        "dd": "DOUBLE",
+        "i": "INT",
+        "si": "SMALLINT",
+        "ti": "TINYINT",
+        "bl": "BOOLEAN",
+        "c": "CHAR(3)",
+        "v": "VARCHAR(10)",
     }
     assert [c.name for c in cols] == list(got)
     fields, highest = assign_field_ids(cols)
@@ -47,15 +62,30 @@ def test_parse_ddl_all_types() -> None:
     assert fields[9].id == 11 and highest == 19
 
 
-@pytest.mark.parametrize("ddl,expected", [
-    ("a long", "BIGINT"), ("a LONG", "BIGINT"), ("a integer", "INT"), ("a short", "SMALLINT"),
-    ("a byte", "TINYINT"), ("a bool", "BOOLEAN"), ("a real", "FLOAT"), ("a dec(5,1)", "DECIMAL(5, 1)"),
-    ("a numeric", "DECIMAL(10, 0)"), ("a decimal", "DECIMAL(10, 0)"), ("a decimal(12)", "DECIMAL(12, 0)"),
-    ("a timestamp_ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"), ("a timestamp(3)", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
-    ("a timestamp_ntz(3)", "TIMESTAMP(3)"), ("a character(2)", "CHAR(2)"), ("a STRING NULL", "STRING"),
-    ("a int NOT NULL", "INT NOT NULL"), ("`a` INT not null COMMENT 'x'", "INT NOT NULL"),
-    ("a int comment 'x' not null", "INT NOT NULL"),
-])
+@pytest.mark.parametrize(
+    "ddl,expected",
+    [
+        ("a long", "BIGINT"),
+        ("a LONG", "BIGINT"),
+        ("a integer", "INT"),
+        ("a short", "SMALLINT"),
+        ("a byte", "TINYINT"),
+        ("a bool", "BOOLEAN"),
+        ("a real", "FLOAT"),
+        ("a dec(5,1)", "DECIMAL(5, 1)"),
+        ("a numeric", "DECIMAL(10, 0)"),
+        ("a decimal", "DECIMAL(10, 0)"),
+        ("a decimal(12)", "DECIMAL(12, 0)"),
+        ("a timestamp_ltz", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+        ("a timestamp(3)", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
+        ("a timestamp_ntz(3)", "TIMESTAMP(3)"),
+        ("a character(2)", "CHAR(2)"),
+        ("a STRING NULL", "STRING"),
+        ("a int NOT NULL", "INT NOT NULL"),
+        ("`a` INT not null COMMENT 'x'", "INT NOT NULL"),
+        ("a int comment 'x' not null", "INT NOT NULL"),
+    ],
+)
 def test_parse_ddl_aliases(ddl: str, expected: str) -> None:
     (col,) = parse_ddl(ddl)
     assert col.name == "a"
@@ -63,8 +93,10 @@ def test_parse_ddl_aliases(ddl: str, expected: str) -> None:
 
 
 def test_parse_ddl_names_and_comments() -> None:
-    cols = parse_ddl("`my col` int COMMENT 'it''s', `we``ird` string comment \"dq \\\"x\\\"\", "
-                     "plain bigint COMMENT 'back\\'slash', 名前 string")
+    cols = parse_ddl(
+        "`my col` int COMMENT 'it''s', `we``ird` string comment \"dq \\\"x\\\"\", "
+        "plain bigint COMMENT 'back\\'slash', 名前 string"
+    )
     assert [c.name for c in cols] == ["my col", "we`ird", "plain", "名前"]
     assert [c.description for c in cols] == ["it's", 'dq "x"', "back'slash", None]
     fields, _ = assign_field_ids(cols)
@@ -82,22 +114,25 @@ def test_parse_ddl_nested() -> None:
     assert e.type == RowType(())
 
 
-@pytest.mark.parametrize("ddl,needle", [
-    ("id bigint,", "position 10"),
-    ("id", "position 2"),
-    ("id foo", "unsupported Spark type 'foo'"),
-    ("a array<int", "expected '>'"),
-    ("a decimal(40,2)", "precision"),
-    ("a char", "length"),
-    ("a int, a string", "defined twice"),
-    ("a int not", "expected NULL"),
-    ("a int b int", "expected ',' or end"),
-    ("a map<string>", "expected ','"),
-    ("`a int", "unterminated"),
-    ("a int comment x", "quoted comment"),
-    ("", "at least one column"),
-    ("a interval", "interval"),
-])
+@pytest.mark.parametrize(
+    "ddl,needle",
+    [
+        ("id bigint,", "position 10"),
+        ("id", "position 2"),
+        ("id foo", "unsupported Spark type 'foo'"),
+        ("a array<int", "expected '>'"),
+        ("a decimal(40,2)", "precision"),
+        ("a char", "length"),
+        ("a int, a string", "defined twice"),
+        ("a int not", "expected NULL"),
+        ("a int b int", "expected ',' or end"),
+        ("a map<string>", "expected ','"),
+        ("`a int", "unterminated"),
+        ("a int comment x", "quoted comment"),
+        ("", "at least one column"),
+        ("a interval", "interval"),
+    ],
+)
 def test_parse_ddl_errors(ddl: str, needle: str) -> None:
     with pytest.raises(SchemaError, match=needle):
         parse_ddl(ddl)
@@ -106,9 +141,11 @@ def test_parse_ddl_errors(ddl: str, needle: str) -> None:
 def test_to_spark_ddl() -> None:
     fields, _ = assign_field_ids(parse_ddl(BRIEF_DDL))
     ddl = to_spark_ddl(fields)
-    assert ddl.startswith("`id` BIGINT NOT NULL, `name` STRING, `price` DECIMAL(10,2), `ts` TIMESTAMP, "
-                          "`ts2` TIMESTAMP_NTZ, `d` DATE, `tags` ARRAY<STRING>, `m` MAP<STRING, INT>, "
-                          "`s` STRUCT<`x`: INT, `y`: STRING>, `b` BINARY")
+    assert ddl.startswith(
+        "`id` BIGINT NOT NULL, `name` STRING, `price` DECIMAL(10,2), `ts` TIMESTAMP, "
+        "`ts2` TIMESTAMP_NTZ, `d` DATE, `tags` ARRAY<STRING>, `m` MAP<STRING, INT>, "
+        "`s` STRUCT<`x`: INT, `y`: STRING>, `b` BINARY"
+    )
     assert ddl.endswith("`c` STRING, `v` STRING")
     assert to_spark_ddl(fields, keep_char_varchar=True).endswith("`c` CHAR(3), `v` VARCHAR(10)")
     # parsing it back gives the same types (CHAR/VARCHAR kept)
@@ -117,8 +154,10 @@ def test_to_spark_ddl() -> None:
 
 
 def test_to_spark_ddl_quoting_and_comments() -> None:
-    fields = [DataField(0, "we`ird", AtomicType("INT", False), "it's \\ fine"),
-              DataField(1, "r", RowType((DataField(2, "n", string_type(False), "c"),)))]
+    fields = [
+        DataField(0, "we`ird", AtomicType("INT", False), "it's \\ fine"),
+        DataField(1, "r", RowType((DataField(2, "n", string_type(False), "c"),))),
+    ]
     ddl = to_spark_ddl(fields)
     assert ddl == "`we``ird` INT NOT NULL COMMENT 'it\\'s \\\\ fine', `r` STRUCT<`n`: STRING NOT NULL COMMENT 'c'>"
     back = parse_ddl(ddl)
@@ -159,8 +198,9 @@ def _spark_normalise(t: DataType) -> DataType:
     if isinstance(t, ArrayType):
         return replace(t, element=_spark_normalise(t.element).copy(nullable=True))
     if isinstance(t, MapType):
-        return replace(t, key=_spark_normalise(t.key).copy(nullable=False),
-                       value=_spark_normalise(t.value).copy(nullable=True))
+        return replace(
+            t, key=_spark_normalise(t.key).copy(nullable=False), value=_spark_normalise(t.value).copy(nullable=True)
+        )
     if isinstance(t, RowType):
         return replace(t, fields=tuple(replace(f, type=_spark_normalise(f.type)) for f in t.fields))
     if isinstance(t, AtomicType) and t.name in ("TIMESTAMP", "TIMESTAMP_LTZ"):

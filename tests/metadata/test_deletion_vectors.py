@@ -89,7 +89,8 @@ def encode_roaring64(values: list[int]) -> bytes:
     for v in sorted(set(values)):
         by_high.setdefault(v >> 32, []).append(v & 0xFFFFFFFF)
     return struct.pack("<q", len(by_high)) + b"".join(
-        struct.pack("<I", h) + encode_roaring32(low) for h, low in sorted(by_high.items()))
+        struct.pack("<I", h) + encode_roaring32(low) for h, low in sorted(by_high.items())
+    )
 
 
 def record32(values: list[int]) -> bytes:
@@ -121,19 +122,24 @@ def test_reference_portable_64_bit_bitmap() -> None:
         base = high << 32
         values += [base + v for v in range(0x0, 0x9001)] + [base + v for v in range(0xA000, 0x10001)]
         values += [base + 0x20000, base + 0x20005] + [base + 0x80000 + v for v in range(0, 0x10000, 2)]
-    np.testing.assert_array_equal(decode_roaring64((FIXTURES / "portable_bitmap64.bin").read_bytes()),
-                                  np.array(sorted(values), dtype=np.int64))
+    np.testing.assert_array_equal(
+        decode_roaring64((FIXTURES / "portable_bitmap64.bin").read_bytes()), np.array(sorted(values), dtype=np.int64)
+    )
 
 
-@pytest.mark.parametrize("values", [
-    [],
-    [5],
-    [0, 3, 65535, 65536, 70000],  # arrays in two containers, run cookie not used
-    list(range(100, 200)) + [300],  # one run container and nothing else: no offset header
-    list(range(0, 65536, 2)),  # one bitmap container
-    list(range(0, 20000, 3)) + list(range(65536 * 3, 65536 * 3 + 5000)) + [65536 * 5 + 1, 65536 * 9],  # mixed
-    [65536 * k + 7 for k in range(6)] + list(range(65536 * 7, 65536 * 8)),  # >= 4 containers with a run: offsets
-], ids=["empty", "one", "arrays", "run-no-offsets", "bitmap", "mixed", "offsets-with-runs"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [5],
+        [0, 3, 65535, 65536, 70000],  # arrays in two containers, run cookie not used
+        list(range(100, 200)) + [300],  # one run container and nothing else: no offset header
+        list(range(0, 65536, 2)),  # one bitmap container
+        list(range(0, 20000, 3)) + list(range(65536 * 3, 65536 * 3 + 5000)) + [65536 * 5 + 1, 65536 * 9],  # mixed
+        [65536 * k + 7 for k in range(6)] + list(range(65536 * 7, 65536 * 8)),  # >= 4 containers with a run: offsets
+    ],
+    ids=["empty", "one", "arrays", "run-no-offsets", "bitmap", "mixed", "offsets-with-runs"],
+)
 def test_container_kinds_round_trip(values: list[int]) -> None:
     expected = np.array(sorted(set(values)), dtype=np.int64)
     np.testing.assert_array_equal(decode_roaring32(encode_roaring32(values)), expected)
@@ -172,11 +178,15 @@ def test_read_from_an_index_file(tmp_path: Path) -> None:
     np.testing.assert_array_equal(read_deletion_vector(fileio, files[1], "data-2.parquet"), np.arange(5000))
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda rec: rec[:-1] + bytes([rec[-1] ^ 1]), "CRC32 mismatch"),
-    (lambda rec: rec[:10] + bytes([rec[10] ^ 0xFF]) + rec[11:], "CRC32 mismatch"),
-    (lambda rec: rec[:4] + b"\x00\x00\x00\x01" + rec[8:], "CRC32 mismatch"),
-], ids=["crc", "bitmap-byte", "magic"])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda rec: rec[:-1] + bytes([rec[-1] ^ 1]), "CRC32 mismatch"),
+        (lambda rec: rec[:10] + bytes([rec[10] ^ 0xFF]) + rec[11:], "CRC32 mismatch"),
+        (lambda rec: rec[:4] + b"\x00\x00\x00\x01" + rec[8:], "CRC32 mismatch"),
+    ],
+    ids=["crc", "bitmap-byte", "magic"],
+)
 def test_corrupt_vector_names_the_files(tmp_path: Path, damage: object, message: str) -> None:
     rec = damage(record32([3, 4, 5]))  # type: ignore[operator]
     fileio, path, files = _index_file(tmp_path, [rec])
@@ -222,28 +232,61 @@ def test_truncated_bitmap_is_corrupt() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ manifest
-_RANGE = {"type": "record", "name": "r_ranges", "fields": [
-    {"name": "f0", "type": "string"}, {"name": "f1", "type": "int"}, {"name": "f2", "type": "int"},
-    {"name": "_CARDINALITY", "type": ["null", "long"], "default": None}]}
-_INDEX_SCHEMA = {"type": "record", "name": "record", "fields": [
-    {"name": "_VERSION", "type": "int"}, {"name": "_KIND", "type": "int"}, {"name": "_PARTITION", "type": "bytes"},
-    {"name": "_BUCKET", "type": "int"}, {"name": "_INDEX_TYPE", "type": "string"},
-    {"name": "_FILE_NAME", "type": "string"}, {"name": "_FILE_SIZE", "type": "long"},
-    {"name": "_ROW_COUNT", "type": "long"},
-    {"name": "_DELETIONS_VECTORS_RANGES", "type": ["null", {"type": "array", "items": _RANGE}], "default": None},
-    {"name": "_EXTERNAL_PATH", "type": ["null", "string"], "default": None}]}
+_RANGE = {
+    "type": "record",
+    "name": "r_ranges",
+    "fields": [
+        {"name": "f0", "type": "string"},
+        {"name": "f1", "type": "int"},
+        {"name": "f2", "type": "int"},
+        {"name": "_CARDINALITY", "type": ["null", "long"], "default": None},
+    ],
+}
+_INDEX_SCHEMA = {
+    "type": "record",
+    "name": "record",
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {"name": "_DELETIONS_VECTORS_RANGES", "type": ["null", {"type": "array", "items": _RANGE}], "default": None},
+        {"name": "_EXTERNAL_PATH", "type": ["null", "string"], "default": None},
+    ],
+}
 
 
 def _entry(kind: int, bucket: int, index_type: str, name: str, ranges: list | None) -> dict:
-    return {"_VERSION": 1, "_KIND": kind, "_PARTITION": b"\x00" * 12, "_BUCKET": bucket, "_INDEX_TYPE": index_type,
-            "_FILE_NAME": name, "_FILE_SIZE": 10, "_ROW_COUNT": len(ranges or []),
-            "_DELETIONS_VECTORS_RANGES": ranges, "_EXTERNAL_PATH": None}
+    return {
+        "_VERSION": 1,
+        "_KIND": kind,
+        "_PARTITION": b"\x00" * 12,
+        "_BUCKET": bucket,
+        "_INDEX_TYPE": index_type,
+        "_FILE_NAME": name,
+        "_FILE_SIZE": 10,
+        "_ROW_COUNT": len(ranges or []),
+        "_DELETIONS_VECTORS_RANGES": ranges,
+        "_EXTERNAL_PATH": None,
+    }
 
 
 def test_index_manifest_to_deletion_files(tmp_path: Path) -> None:
     records = [
-        _entry(0, 0, "DELETION_VECTORS", "index-1", [{"f0": "data-a", "f1": 1, "f2": 20, "_CARDINALITY": 3},
-                                                     {"f0": "data-b", "f1": 29, "f2": 22, "_CARDINALITY": None}]),
+        _entry(
+            0,
+            0,
+            "DELETION_VECTORS",
+            "index-1",
+            [
+                {"f0": "data-a", "f1": 1, "f2": 20, "_CARDINALITY": 3},
+                {"f0": "data-b", "f1": 29, "f2": 22, "_CARDINALITY": None},
+            ],
+        ),
         _entry(0, 1, "HASH", "index-2", None),
         _entry(0, 1, "DELETION_VECTORS", "index-3", [{"f0": "data-c", "f1": 1, "f2": 5, "_CARDINALITY": 1}]),
         _entry(1, 1, "DELETION_VECTORS", "index-3", None),  # deleted again: no vectors for bucket 1
@@ -251,8 +294,12 @@ def test_index_manifest_to_deletion_files(tmp_path: Path) -> None:
     (tmp_path / "index-manifest-x").write_bytes(write_avro(_INDEX_SCHEMA, records))
     fileio, _ = FileIO.for_uri(str(tmp_path), {})
     got = deletion_files(fileio, str(tmp_path / "index-manifest-x"), lambda e: f"/t/index/{e.file_name}")
-    assert got == {(b"\x00" * 12, 0): {"data-a": DeletionFile("/t/index/index-1", 1, 20, 3),
-                                       "data-b": DeletionFile("/t/index/index-1", 29, 22, None)}}
+    assert got == {
+        (b"\x00" * 12, 0): {
+            "data-a": DeletionFile("/t/index/index-1", 1, 20, 3),
+            "data-b": DeletionFile("/t/index/index-1", 29, 22, None),
+        }
+    }
     with pytest.raises(CorruptMetadataError, match="Index manifest .* is missing"):
         deletion_files(fileio, str(tmp_path / "nope"), lambda e: e.file_name)
 

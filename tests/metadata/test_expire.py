@@ -106,8 +106,10 @@ def test_retention_options_and_java_bounds(table: FakeTable) -> None:
 
 
 def test_table_options_drive_defaults(tmp_path: Path) -> None:
-    table = FakeTable(tmp_path / "t", options={"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms",
-                                               "snapshot.expire.limit": "3"})
+    table = FakeTable(
+        tmp_path / "t",
+        options={"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms", "snapshot.expire.limit": "3"},
+    )
     _commit_spaced(table, 7)
     t = Table(table.fileio, table.path)
     assert t.expire_snapshots().expired_snapshots == [1, 2, 3]  # limit 3 per run
@@ -123,8 +125,10 @@ def test_consumers_protect_their_next_snapshot(table: FakeTable) -> None:
 
 
 def test_commits_never_expire_snapshots(tmp_path: Path) -> None:
-    table = FakeTable(tmp_path / "t", options={"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1",
-                                               "snapshot.time-retained": "1 ms"})
+    table = FakeTable(
+        tmp_path / "t",
+        options={"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"},
+    )
     for _ in range(6):
         table.append()
     assert table.snapshots().list_ids() == [1, 2, 3, 4, 5, 6]
@@ -337,8 +341,9 @@ def history(table: FakeTable) -> FakeTable:
 
 @pytest.mark.parametrize("where", ["main", "branch"])
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_a_corrupt_tag_stops_expiration_before_anything_is_deleted(history: FakeTable, where: str,
-                                                                   corruption: str) -> None:
+def test_a_corrupt_tag_stops_expiration_before_anything_is_deleted(
+    history: FakeTable, where: str, corruption: str
+) -> None:
     """Expiration needs every tag of every branch to know what is still used. A corrupt one must stop it
     before the first deletion (it used to delete snapshot-1 first), with an error naming the file and the fix."""
     tag_file = f"{history.path}/tag/tag-keep" if where == "main" else f"{history.path}/branch/branch-b/tag/tag-bt"
@@ -388,11 +393,15 @@ def test_a_corrupt_snapshot_of_another_branch_stops_expiration(history: FakeTabl
 
 
 # ------------------------------------------------------------------------------------------ property test
-OP_NAMES = ["append"] * 3 + ["overwrite"] * 2 + ["tag"] * 3 + ["expire"] * 3 + [
-    "untag", "untag_clean", "rollback", "rollback_tag", "orphans", "branch", "branch_append"]
+OP_NAMES = (
+    ["append"] * 3
+    + ["overwrite"] * 2
+    + ["tag"] * 3
+    + ["expire"] * 3
+    + ["untag", "untag_clean", "rollback", "rollback_tag", "orphans", "branch", "branch_append"]
+)
 # Model: per branch, snapshot id -> file set and tag name -> (snapshot id, file set).
-OPS = st.lists(st.tuples(
-    st.sampled_from(OP_NAMES), st.integers(0, 1000), st.integers(1, 3)), min_size=1, max_size=25)
+OPS = st.lists(st.tuples(st.sampled_from(OP_NAMES), st.integers(0, 1000), st.integers(1, 3)), min_size=1, max_size=25)
 
 
 class Model:
@@ -467,15 +476,17 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
             model.snaps[b][sid] = files
             model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
         elif op == "expire" and latest is not None:
-            result = expire_snapshots(table.fileio, table.path, b, retain_min=n, older_than=FUTURE,
-                                      max_deletes=1 + pick % 4)
+            result = expire_snapshots(
+                table.fileio, table.path, b, retain_min=n, older_than=FUTURE, max_deletes=1 + pick % 4
+            )
             for sid in result.expired_snapshots:
                 del model.snaps[b][sid]
         elif op == "orphans":
             remove_orphan_files(table.fileio, table.path, older_than=FUTURE)
             assert data_files_on_disk(table) == model.all_files()
             assert set(used_files(table.fileio, table.path).manifests) >= manifests_on_disk(table) - {
-                n for n in manifests_on_disk(table) if n.startswith(".")}
+                n for n in manifests_on_disk(table) if n.startswith(".")
+            }
         elif op == "branch" and model.tags["main"]:
             name = sorted(model.tags["main"])[pick % len(model.tags["main"])]
             counter += 1
@@ -487,8 +498,11 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
         _check(table, model)
 
 
-@settings(max_examples=int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "40")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(OPS)
 def test_property_every_remaining_snapshot_and_tag_keeps_all_its_files(ops: list[tuple[str, int, int]]) -> None:
     with tempfile.TemporaryDirectory() as d:
@@ -497,10 +511,26 @@ def test_property_every_remaining_snapshot_and_tag_keeps_all_its_files(ops: list
 
 def test_property_regression_history() -> None:
     """A fixed, long history exercising every operation (fast, deterministic)."""
-    ops = [("append", 1, 2), ("append", 2, 1), ("tag", 0, 1), ("branch", 0, 1), ("branch_append", 1, 2),
-           ("tag", 1, 1), ("overwrite", 3, 1), ("untag", 0, 1), ("expire", 0, 1), ("branch_append", 1, 1),
-           ("expire", 1, 1), ("rollback_tag", 1, 1), ("orphans", 0, 1), ("append", 0, 1), ("expire", 3, 1),
-           ("untag_clean", 1, 1), ("rollback", 0, 1), ("orphans", 0, 1)]
+    ops = [
+        ("append", 1, 2),
+        ("append", 2, 1),
+        ("tag", 0, 1),
+        ("branch", 0, 1),
+        ("branch_append", 1, 2),
+        ("tag", 1, 1),
+        ("overwrite", 3, 1),
+        ("untag", 0, 1),
+        ("expire", 0, 1),
+        ("branch_append", 1, 1),
+        ("expire", 1, 1),
+        ("rollback_tag", 1, 1),
+        ("orphans", 0, 1),
+        ("append", 0, 1),
+        ("expire", 3, 1),
+        ("untag_clean", 1, 1),
+        ("rollback", 0, 1),
+        ("orphans", 0, 1),
+    ]
     with tempfile.TemporaryDirectory() as d:
         _run(ops, Path(d))
 
@@ -516,10 +546,18 @@ except ImportError:  # pragma: no cover
 def test_pypaimon_reads_a_table_we_expired_rolled_back_and_cleaned(tmp_path: Path, oracle_python: str) -> None:
     wh = tmp_path / "wh"
     spec = oracle.table_spec([["id", "BIGINT"], ["dt", "STRING"]], partition_keys=["dt"])
-    oracle.pypaimon_write(wh, "db.t", [
-        [{"id": 1, "dt": "a"}], [{"id": 2, "dt": "b"}],
-        {"rows": [{"id": 3, "dt": "a"}], "overwrite": True},
-        [{"id": 4, "dt": "b"}], [{"id": 5, "dt": "a"}]], create=spec)
+    oracle.pypaimon_write(
+        wh,
+        "db.t",
+        [
+            [{"id": 1, "dt": "a"}],
+            [{"id": 2, "dt": "b"}],
+            {"rows": [{"id": 3, "dt": "a"}], "overwrite": True},
+            [{"id": 4, "dt": "b"}],
+            [{"id": 5, "dt": "a"}],
+        ],
+        create=spec,
+    )
     path = str(wh / "db.db" / "t")
     t = Table.open(path)
     t.create_tag("t2", snapshot_id=2)

@@ -203,8 +203,9 @@ def test_try_create_threads_race(fio_root: tuple[FileIO, str]) -> None:
         barrier = threading.Barrier(8)
         results: dict[int, bool] = {}
 
-        def create(i: int, barrier: threading.Barrier = barrier, results: dict[int, bool] = results,
-                   path: str = path) -> None:
+        def create(
+            i: int, barrier: threading.Barrier = barrier, results: dict[int, bool] = results, path: str = path
+        ) -> None:
             barrier.wait()
             results[i] = fio.try_create(path, f"thread-{i}".encode())
 

@@ -52,8 +52,7 @@ oracle_python = require_oracle_python  # fails (never skips) without the oracle 
 
 def run_oracle(script: str, *args: str) -> Any:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    proc = subprocess.run([oracle_python(), "-c", script, *args], capture_output=True, text=True, timeout=180,
-                          env=env)
+    proc = subprocess.run([oracle_python(), "-c", script, *args], capture_output=True, text=True, timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -66,13 +65,15 @@ def data_file(name: str, rows: int = 10, level: int = 0, **kw: Any) -> DataFileM
     return DataFileMeta(file_name=name, file_size=1000 + rows, row_count=rows, level=level, **kw)
 
 
-def add(name: str, partition: bytes = EMPTY_ROW, bucket: int = 0, level: int = 0, rows: int = 10,
-        **kw: Any) -> ManifestEntry:
+def add(
+    name: str, partition: bytes = EMPTY_ROW, bucket: int = 0, level: int = 0, rows: int = 10, **kw: Any
+) -> ManifestEntry:
     return ManifestEntry(KIND_ADD, partition, bucket, 2, data_file(name, rows, level, **kw))
 
 
-def delete(name: str, partition: bytes = EMPTY_ROW, bucket: int = 0, level: int = 0, rows: int = 10,
-           **kw: Any) -> ManifestEntry:
+def delete(
+    name: str, partition: bytes = EMPTY_ROW, bucket: int = 0, level: int = 0, rows: int = 10, **kw: Any
+) -> ManifestEntry:
     return ManifestEntry(KIND_DELETE, partition, bucket, 2, data_file(name, rows, level, **kw))
 
 
@@ -80,22 +81,42 @@ def rich_entries() -> list[ManifestEntry]:
     """Entries exercising every DataFileMeta field, including null and non-null optional ones."""
     key_types = [AtomicType("BIGINT", nullable=False)]
     full = DataFileMeta(
-        file_name="data-aaaa-0.parquet", file_size=4321, row_count=77,
-        min_key=serialize_row([1], key_types), max_key=serialize_row([99], key_types),
+        file_name="data-aaaa-0.parquet",
+        file_size=4321,
+        row_count=77,
+        min_key=serialize_row([1], key_types),
+        max_key=serialize_row([99], key_types),
         key_stats=SimpleStats(serialize_row([1], key_types), serialize_row([99], key_types), (0,)),
-        value_stats=SimpleStats(serialize_row(["a", None], STR * 2), serialize_row(["z", None], STR * 2),
-                                (3, None)),
-        min_sequence_number=5, max_sequence_number=81, schema_id=2, level=3, extra_files=("extra-1", "extra-2"),
-        creation_time_millis=1795256648745, delete_row_count=4, embedded_index=b"\x01\x02idx",
-        file_source=1, value_stats_cols=("v", "w"), external_path="s3://bucket/elsewhere/data-aaaa-0.parquet",
-        first_row_id=1000, write_cols=("k", "v"))
+        value_stats=SimpleStats(serialize_row(["a", None], STR * 2), serialize_row(["z", None], STR * 2), (3, None)),
+        min_sequence_number=5,
+        max_sequence_number=81,
+        schema_id=2,
+        level=3,
+        extra_files=("extra-1", "extra-2"),
+        creation_time_millis=1795256648745,
+        delete_row_count=4,
+        embedded_index=b"\x01\x02idx",
+        file_source=1,
+        value_stats_cols=("v", "w"),
+        external_path="s3://bucket/elsewhere/data-aaaa-0.parquet",
+        first_row_id=1000,
+        write_cols=("k", "v"),
+    )
     minimal = DataFileMeta(
-        file_name="data-bbbb-0.parquet", file_size=10, row_count=1, creation_time_millis=None,
-        delete_row_count=None, file_source=None, value_stats_cols=None,
-        key_stats=SimpleStats(EMPTY_ROW, EMPTY_ROW, None))
-    return [ManifestEntry(KIND_ADD, part("2024-01-01"), 1, 4, full),
-            ManifestEntry(KIND_DELETE, part(None), 0, -1, minimal),
-            ManifestEntry(KIND_ADD, EMPTY_ROW, -2, -2, data_file("data-cccc-0.parquet"))]
+        file_name="data-bbbb-0.parquet",
+        file_size=10,
+        row_count=1,
+        creation_time_millis=None,
+        delete_row_count=None,
+        file_source=None,
+        value_stats_cols=None,
+        key_stats=SimpleStats(EMPTY_ROW, EMPTY_ROW, None),
+    )
+    return [
+        ManifestEntry(KIND_ADD, part("2024-01-01"), 1, 4, full),
+        ManifestEntry(KIND_DELETE, part(None), 0, -1, minimal),
+        ManifestEntry(KIND_ADD, EMPTY_ROW, -2, -2, data_file("data-cccc-0.parquet")),
+    ]
 
 
 @pytest.fixture
@@ -126,8 +147,11 @@ def test_manifest_list_round_trip(store: ManifestStore) -> None:
     assert name.startswith("manifest-list-") and size == os.path.getsize(store.path(name))
     fresh = ManifestStore(store.fileio, store.table_path)
     assert fresh.read_list(name) == [m1, m2, m3]
-    assert fresh.read_entries([m1, m2]) == [add("f1", part("a")), add("f2", part("z"), bucket=1),
-                                            delete("f1", part("a"))]
+    assert fresh.read_entries([m1, m2]) == [
+        add("f1", part("a")),
+        add("f2", part("z"), bucket=1),
+        delete("f1", part("a")),
+    ]
     empty_name, empty_size = store.write_list([])
     assert ManifestStore(store.fileio, store.table_path).read_list(empty_name) == []
     assert empty_size == os.path.getsize(store.path(empty_name)), "the first snapshot's base list is a valid empty file"
@@ -136,8 +160,10 @@ def test_manifest_list_round_trip(store: ManifestStore) -> None:
 def test_avro_container_header(store: ManifestStore) -> None:
     meta = store.write_manifest(rich_entries(), 0, SimpleStats.empty())
     name, _ = store.write_list([meta])
-    for file_name, record_name in ((meta.file_name, "org.apache.paimon.avro.generated.record"),
-                                   (name, "org.apache.paimon.avro.generated.record")):
+    for file_name, record_name in (
+        (meta.file_name, "org.apache.paimon.avro.generated.record"),
+        (name, "org.apache.paimon.avro.generated.record"),
+    ):
         with open(store.path(file_name), "rb") as f:
             reader = fastavro.reader(f)
             assert reader.metadata["avro.codec"] == "zstandard"
@@ -174,13 +200,13 @@ def normalize(record: dict) -> Any:
         if isinstance(o, dt.datetime):
             return int(o.timestamp() * 1000)
         raise TypeError(type(o))
+
     return json.loads(json.dumps(record, default=conv))
 
 
 @pytest.mark.interop
 def test_plain_fastavro_in_oracle_venv_reads_our_files(store: ManifestStore) -> None:
-    entries = rich_entries() + [add(f"data-{i}.parquet", part(f"p{i % 3}"), bucket=i % 4, rows=i)
-                                for i in range(200)]
+    entries = rich_entries() + [add(f"data-{i}.parquet", part(f"p{i % 3}"), bucket=i % 4, rows=i) for i in range(200)]
     meta = store.write_manifest(entries, 0, SimpleStats(part("2024-01-01"), part("p2"), (1,)))
     name, _ = store.write_list([meta, ManifestFileMeta("manifest-x-0", 7, 0, 3, SimpleStats.empty(), 4)])
     manifest_path, list_path = store.path(meta.file_name), store.path(name)
@@ -196,8 +222,9 @@ def pypaimon_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[FileStore,
     """A PK table (partitioned by dt, 2 buckets) written by pypaimon in 3 commits, incl. an overwrite."""
     warehouse = tmp_path_factory.mktemp("pypaimon-wh")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    proc = subprocess.run([oracle_python(), str(GEN_PK_TABLE), str(warehouse)], capture_output=True, text=True,
-                          timeout=180, env=env)
+    proc = subprocess.run(
+        [oracle_python(), str(GEN_PK_TABLE), str(warehouse)], capture_output=True, text=True, timeout=180, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     view = json.loads(proc.stdout.strip().splitlines()[-1])
     fio, path = FileIO.for_uri(str(warehouse / "default.db" / "t"))
@@ -206,8 +233,17 @@ def pypaimon_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[FileStore,
 
 def describe(store: FileStore, entries: list[ManifestEntry]) -> list[tuple]:
     types = [f.type for f in store.schema().partition_fields]
-    return sorted((f"dt={deserialize_row(e.partition, types)[0]}", e.bucket, e.file.file_name, e.file.level,
-                   e.file.row_count, e.file.file_size) for e in entries)
+    return sorted(
+        (
+            f"dt={deserialize_row(e.partition, types)[0]}",
+            e.bucket,
+            e.file.file_name,
+            e.file.level,
+            e.file.row_count,
+            e.file.file_size,
+        )
+        for e in entries
+    )
 
 
 @pytest.mark.interop
@@ -216,8 +252,17 @@ def test_live_entries_of_pypaimon_table_match_its_files_table(pypaimon_table: tu
     latest = store.snapshots.latest()
     assert latest.id == 3 and latest.commit_kind == "OVERWRITE"
     live = store.live_entries(latest)
-    expected = sorted((r["partition"], r["bucket"], r["file_path"].rsplit("/", 1)[-1], r["level"],
-                       r["record_count"], r["file_size_in_bytes"]) for r in view["files"])
+    expected = sorted(
+        (
+            r["partition"],
+            r["bucket"],
+            r["file_path"].rsplit("/", 1)[-1],
+            r["level"],
+            r["record_count"],
+            r["file_size_in_bytes"],
+        )
+        for r in view["files"]
+    )
     assert describe(store, live) == expected
     assert latest.total_record_count == sum(e.file.row_count for e in live) == 11
     assert all(e.kind == KIND_ADD and e.total_buckets == 2 for e in live)
@@ -230,8 +275,7 @@ def test_live_entries_of_pypaimon_table_match_its_files_table(pypaimon_table: tu
 @pytest.mark.interop
 def test_every_pypaimon_snapshot_folds_to_its_record_count(pypaimon_table: tuple[FileStore, dict]) -> None:
     store, view = pypaimon_table
-    assert [(s["id"], s["commit_kind"]) for s in view["snapshots"]] == [(1, "APPEND"), (2, "APPEND"),
-                                                                       (3, "OVERWRITE")]
+    assert [(s["id"], s["commit_kind"]) for s in view["snapshots"]] == [(1, "APPEND"), (2, "APPEND"), (3, "OVERWRITE")]
     for snap in store.snapshots.snapshots():
         live = store.live_entries(snap)
         assert snap.total_record_count == sum(e.file.row_count for e in live)
@@ -249,8 +293,11 @@ def test_every_pypaimon_snapshot_folds_to_its_record_count(pypaimon_table: tuple
     types = [f.type for f in store.schema().partition_fields]
     parts = {(e.kind, deserialize_row(e.partition, types)[0]) for e in delta}
     assert parts == {(KIND_DELETE, "a"), (KIND_ADD, "a")}, "the overwrite touched only partition dt=a"
-    before = {e.file.file_name for e in store.live_entries(store.snapshots.snapshot(2))
-              if deserialize_row(e.partition, types)[0] == "a"}
+    before = {
+        e.file.file_name
+        for e in store.live_entries(store.snapshots.snapshot(2))
+        if deserialize_row(e.partition, types)[0] == "a"
+    }
     assert {e.file.file_name for e in delta if e.kind == KIND_DELETE} == before
 
 
@@ -290,8 +337,15 @@ def test_readd_after_delete_is_allowed() -> None:
 
 def test_identifier_components() -> None:
     """(partition, bucket, level, name, extra files, embedded index, external path) identify a file."""
-    same_name = [add("f", part("a")), add("f", part("b")), add("f", bucket=1), add("f", level=1),
-                 add("f", extra_files=("x",)), add("f", embedded_index=b"i"), add("f", external_path="/o/f")]
+    same_name = [
+        add("f", part("a")),
+        add("f", part("b")),
+        add("f", bucket=1),
+        add("f", level=1),
+        add("f", extra_files=("x",)),
+        add("f", embedded_index=b"i"),
+        add("f", external_path="/o/f"),
+    ]
     assert merge_entries(same_name) == same_name, "all distinct, none collides"
     # a level upgrade is a DELETE at the old level plus an ADD at the new one
     assert merge_entries([add("f", level=0), delete("f", level=0), add("f", level=5)]) == [add("f", level=5)]
@@ -370,8 +424,9 @@ def test_bit_flips_never_escape_as_other_errors(store: ManifestStore) -> None:
     """Random single-bit damage either still parses or raises CorruptMetadataError (never KeyError & co)."""
     import random
 
-    meta = store.write_manifest([add(f"data-{i}.parquet", part("p"), rows=i) for i in range(20)], 0,
-                                SimpleStats.empty())
+    meta = store.write_manifest(
+        [add(f"data-{i}.parquet", part("p"), rows=i) for i in range(20)], 0, SimpleStats.empty()
+    )
     data = store.fileio.read_bytes(store.path(meta.file_name))
     rng = random.Random(1234)
     for _ in range(400):

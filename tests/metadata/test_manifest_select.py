@@ -46,9 +46,20 @@ def part(value: str | None) -> bytes:
 
 
 def entry(kind: int, partition: str | None, bucket: int, name: str, level: int = 0, size: int = 100) -> ManifestEntry:
-    return ManifestEntry(kind, part(partition), bucket, 4,
-                         DataFileMeta(file_name=name, file_size=size, row_count=size // 10, level=level,
-                                      value_stats=SimpleStats(part(name), part(name), (0,)), value_stats_cols=("v",)))
+    return ManifestEntry(
+        kind,
+        part(partition),
+        bucket,
+        4,
+        DataFileMeta(
+            file_name=name,
+            file_size=size,
+            row_count=size // 10,
+            level=level,
+            value_stats=SimpleStats(part(name), part(name), (0,)),
+            value_stats_cols=("v",),
+        ),
+    )
 
 
 def fresh(store: ManifestStore, shared: bool = False) -> ManifestStore:
@@ -104,11 +115,21 @@ def test_every_field_decodes_as_a_full_read(store: ManifestStore) -> None:
 
 
 def test_delete_cancels_add_of_another_manifest(store: ManifestStore) -> None:
-    first = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2"),
-                                  entry(KIND_ADD, "a", 1, "f3")], 0, SimpleStats.empty())
-    second = store.write_manifest([entry(KIND_DELETE, "a", 0, "f1"), entry(KIND_ADD, "a", 0, "f4", level=1),
-                                   entry(KIND_DELETE, "b", 0, "f2"), entry(KIND_ADD, "b", 0, "f5")],
-                                  0, SimpleStats.empty())
+    first = store.write_manifest(
+        [entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2"), entry(KIND_ADD, "a", 1, "f3")],
+        0,
+        SimpleStats.empty(),
+    )
+    second = store.write_manifest(
+        [
+            entry(KIND_DELETE, "a", 0, "f1"),
+            entry(KIND_ADD, "a", 0, "f4", level=1),
+            entry(KIND_DELETE, "b", 0, "f2"),
+            entry(KIND_ADD, "b", 0, "f5"),
+        ],
+        0,
+        SimpleStats.empty(),
+    )
     got, others = selected(fresh(store), [first, second], in_partitions("a"))
     assert [e.file.file_name for e in got] == ["f3", "f4"]
     assert others == {(part("b"), 0): [1, 100]}  # f2 added and deleted, f5 live
@@ -116,9 +137,12 @@ def test_delete_cancels_add_of_another_manifest(store: ManifestStore) -> None:
 
 
 entries_strategy = st.lists(
-    st.tuples(st.sampled_from(["x", "y", "z", None]), st.integers(0, 2), st.integers(0, 5),
-              st.booleans(), st.integers(0, 3)),
-    min_size=0, max_size=25)
+    st.tuples(
+        st.sampled_from(["x", "y", "z", None]), st.integers(0, 2), st.integers(0, 5), st.booleans(), st.integers(0, 3)
+    ),
+    min_size=0,
+    max_size=25,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -141,8 +165,9 @@ def test_selective_read_equals_filtered_full_read(spec: list[tuple], wanted: set
         fio, path = FileIO.for_uri(tmp)
         writer = ManifestStore(fio, path)
         step = max(1, -(-len(entries) // manifests))
-        metas = [writer.write_manifest(entries[i:i + step], 0, SimpleStats.empty())
-                 for i in range(0, len(entries), step)] or [writer.write_manifest([], 0, SimpleStats.empty())]
+        metas = [
+            writer.write_manifest(entries[i : i + step], 0, SimpleStats.empty()) for i in range(0, len(entries), step)
+        ] or [writer.write_manifest([], 0, SimpleStats.empty())]
         test = in_partitions(*wanted)
         want = expected(metas, writer, test)
         assert selected(fresh(writer), metas, test) == want
@@ -162,8 +187,11 @@ def test_cache_upgrades_an_index_to_the_full_list(store: ManifestStore) -> None:
     MANIFEST_CACHE.clear()
     shared = fresh(store, shared=True)
     key = shared._key(meta.file_name)
-    assert [e.file.file_name for e in shared.select_manifest(meta.file_name, in_partitions("b"),
-                                                             _tally())] == ["f-b-0", "f-b-1", "f-b-2"]
+    assert [e.file.file_name for e in shared.select_manifest(meta.file_name, in_partitions("b"), _tally())] == [
+        "f-b-0",
+        "f-b-1",
+        "f-b-2",
+    ]
     cached = MANIFEST_CACHE.get(key)
     assert not isinstance(cached, list), "a partly decoded manifest must never look like a full list"
     assert len(cached) == len(entries)  # weighs what the full list will
@@ -183,8 +211,7 @@ def _tally() -> SkippedFiles:
 
 
 def test_decoded_entries_are_shared_not_redecoded(store: ManifestStore) -> None:
-    meta = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2")], 0,
-                                SimpleStats.empty())
+    meta = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2")], 0, SimpleStats.empty())
     MANIFEST_CACHE.clear()
     shared = fresh(store, shared=True)
     first = shared.select_manifest(meta.file_name, in_partitions("a"), _tally())
@@ -207,18 +234,19 @@ def test_foreign_field_order_is_decoded_whole(store: ManifestStore) -> None:
     assert (got, others) == expected([meta], store, in_partitions("b"))
 
 
-def test_without_compiled_value_readers_files_are_decoded_whole(store: ManifestStore,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_compiled_value_readers_files_are_decoded_whole(
+    store: ManifestStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pyspark_paimon.metadata import manifest_index
 
     monkeypatch.setattr(manifest_index, "VALUE_READERS", False)
-    first = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2")], 0,
-                                 SimpleStats.empty())
+    first = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2")], 0, SimpleStats.empty())
     second = store.write_manifest([entry(KIND_DELETE, "a", 0, "f1")], 0, SimpleStats.empty())
     MANIFEST_CACHE.clear()
     shared = fresh(store, shared=True)
-    assert selected(shared, [first, second], in_partitions("a", "b")) == expected([first, second], store,
-                                                                                  in_partitions("a", "b"))
+    assert selected(shared, [first, second], in_partitions("a", "b")) == expected(
+        [first, second], store, in_partitions("a", "b")
+    )
     assert isinstance(MANIFEST_CACHE.get(shared._key(first.file_name)), list)
 
 
@@ -246,11 +274,13 @@ def test_damaged_manifest_is_named(store: ManifestStore) -> None:
     for cut in (len(data) // 2, len(data) - 20):
         store.fileio.write_bytes(store.path("manifest-cut-0"), data[:cut])
         with pytest.raises(CorruptMetadataError, match="manifest-cut-0"):
-            fresh(store).select_entries([ManifestFileMeta("manifest-cut-0", cut, 30, 0, SimpleStats.empty(), 0)],
-                                        in_partitions("a"))
+            fresh(store).select_entries(
+                [ManifestFileMeta("manifest-cut-0", cut, 30, 0, SimpleStats.empty(), 0)], in_partitions("a")
+            )
     record = entry_to_avro(entry(KIND_ADD, "a", 0, "f1"))
     record["_VERSION"] = 1
     store.fileio.write_bytes(store.path("manifest-v1-0"), write_avro(MANIFEST_ENTRY_SCHEMA, [record]))
     with pytest.raises(CorruptMetadataError, match="manifest-v1-0.*version"):
-        fresh(store).select_entries([ManifestFileMeta("manifest-v1-0", 1, 1, 0, SimpleStats.empty(), 0)],
-                                    in_partitions("b"))
+        fresh(store).select_entries(
+            [ManifestFileMeta("manifest-v1-0", 1, 1, 0, SimpleStats.empty(), 0)], in_partitions("b")
+        )

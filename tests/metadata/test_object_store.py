@@ -119,8 +119,10 @@ def test_remote_file_systems_do_not_cache_listings(flaky: str) -> None:
     assert "use_listings_cache" not in FileIO("flaky").storage_options  # not pickled as if the user gave it
 
 
-@pytest.mark.parametrize("error", [PaimonError("Cannot read LATEST: Etag no longer exists"),
-                                   OSError(errno.EBUSY, "busy"), FileNotFoundError()])
+@pytest.mark.parametrize(
+    "error",
+    [PaimonError("Cannot read LATEST: Etag no longer exists"), OSError(errno.EBUSY, "busy"), FileNotFoundError()],
+)
 def test_any_failure_to_read_a_hint_falls_back_to_listing(flaky: str, error: Exception) -> None:
     class HintFailsFileIO(FileIO):
         def read_bytes(self, path: str) -> bytes:
@@ -159,18 +161,39 @@ def test_a_create_whose_answer_was_lost_commits_once(flaky: str) -> None:
 
 
 def test_storage_options_from_strings() -> None:
-    got = storage_options_from_strings({"anon": "False", "requester_pays": "true", "key": "k",
-                                        "client_kwargs": '{"region_name": "eu-west-1"}', "endpoint_url": "http://h"})
-    assert got == {"anon": False, "requester_pays": True, "key": "k", "client_kwargs": {"region_name": "eu-west-1"},
-                   "endpoint_url": "http://h"}
+    got = storage_options_from_strings(
+        {
+            "anon": "False",
+            "requester_pays": "true",
+            "key": "k",
+            "client_kwargs": '{"region_name": "eu-west-1"}',
+            "endpoint_url": "http://h",
+        }
+    )
+    assert got == {
+        "anon": False,
+        "requester_pays": True,
+        "key": "k",
+        "client_kwargs": {"region_name": "eu-west-1"},
+        "endpoint_url": "http://h",
+    }
     with pytest.raises(OptionError, match="Storage option 'config_kwargs' looks like a JSON object"):
         storage_options_from_strings({"config_kwargs": "{not json"})
 
 
 def test_fs_options_travel_to_executors_inside_the_pickled_fileio() -> None:
-    ref = resolve_table_ref({"path": "s3://bucket/wh/db.db/t", "fs.endpoint_url": "http://127.0.0.1:9",
-                             "fs.anon": "false", "fs.client_kwargs": '{"region_name": "us-east-1"}'})
+    ref = resolve_table_ref(
+        {
+            "path": "s3://bucket/wh/db.db/t",
+            "fs.endpoint_url": "http://127.0.0.1:9",
+            "fs.anon": "false",
+            "fs.client_kwargs": '{"region_name": "us-east-1"}',
+        }
+    )
     shipped = pickle.loads(pickle.dumps(ref))
     assert shipped.fileio.protocol == "s3" and shipped.path == "bucket/wh/db.db/t"
-    assert shipped.fileio.storage_options == {"endpoint_url": "http://127.0.0.1:9", "anon": False,
-                                              "client_kwargs": {"region_name": "us-east-1"}}
+    assert shipped.fileio.storage_options == {
+        "endpoint_url": "http://127.0.0.1:9",
+        "anon": False,
+        "client_kwargs": {"region_name": "us-east-1"},
+    }

@@ -126,11 +126,17 @@ def _core_options_readers() -> dict[str, set[str]]:
 def test_every_honoured_option_is_read_somewhere() -> None:
     """An honoured key that no code reads would be a semantic key silently ignored: each honoured constant must
     be used by a module other than the registry, directly or through a CoreOptions accessor that is."""
-    sources = {p.relative_to(PACKAGE).as_posix(): p.read_text() for p in PACKAGE.rglob("*.py")
-               if p.name not in ("options.py", "option_keys.py")}
+    sources = {
+        p.relative_to(PACKAGE).as_posix(): p.read_text()
+        for p in PACKAGE.rglob("*.py")
+        if p.name not in ("options.py", "option_keys.py")
+    }
     readers = _core_options_readers()
-    names = {name: value for name, value in vars(opts).items()
-             if isinstance(value, (ConfigOption, FieldOption)) and name.isupper()}
+    names = {
+        name: value
+        for name, value in vars(opts).items()
+        if isinstance(value, (ConfigOption, FieldOption)) and name.isupper()
+    }
     unread = []
     for name, option in names.items():
         key = option.key if isinstance(option, ConfigOption) else option.of("c").key
@@ -149,9 +155,18 @@ def test_every_honoured_option_is_read_somewhere() -> None:
 
 # ------------------------------------------------------------------------------------------------ values
 def test_values_are_parsed_to_their_types() -> None:
-    o = CoreOptions({"bucket": " 4 ", "bucket-key": "a, b,,c ", "commit.min-retry-wait": "2 s",
-                     "write-buffer-size": "64mb", "partition.legacy-name": "FALSE", "merge-engine": " Partial-Update",
-                     "file.format": "ORC", "tag.num-retained-max": "3"})
+    o = CoreOptions(
+        {
+            "bucket": " 4 ",
+            "bucket-key": "a, b,,c ",
+            "commit.min-retry-wait": "2 s",
+            "write-buffer-size": "64mb",
+            "partition.legacy-name": "FALSE",
+            "merge-engine": " Partial-Update",
+            "file.format": "ORC",
+            "tag.num-retained-max": "3",
+        }
+    )
     assert o.bucket == 4 and o.get(BUCKET) == 4
     assert o.bucket_keys == ["a", "b", "c"]
     assert o.get(COMMIT_MIN_RETRY_WAIT) == 2000
@@ -198,8 +213,14 @@ def test_ignore_delete_accepts_the_legacy_spellings() -> None:
 
 
 def test_per_field_options() -> None:
-    o = CoreOptions({"fields.v.aggregate-function": " SUM ", "fields.v.ignore-retract": "true",
-                     "fields.w.list-agg-delimiter": "", "fields.v.sequence-group": "a,b"})
+    o = CoreOptions(
+        {
+            "fields.v.aggregate-function": " SUM ",
+            "fields.v.ignore-retract": "true",
+            "fields.w.list-agg-delimiter": "",
+            "fields.v.sequence-group": "a,b",
+        }
+    )
     assert FIELD_AGGREGATE_FUNCTION.of("v").key == "fields.v.aggregate-function"
     assert o.field("v", FIELD_AGGREGATE_FUNCTION) == "sum"
     assert o.field("w", FIELD_AGGREGATE_FUNCTION) is None
@@ -210,18 +231,22 @@ def test_per_field_options() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ errors
-@pytest.mark.parametrize("mapping, option, expected", [
-    ({"commit.max-retries": "ten"}, COMMIT_MAX_RETRIES, "an integer"),
-    ({"commit.min-retry-wait": "soon"}, COMMIT_MIN_RETRY_WAIT, "a duration such as '10 ms'"),
-    ({"write-buffer-size": "big"}, WRITE_BUFFER_SIZE, "a memory size such as '128 mb'"),
-    ({"partition.legacy-name": "yes"}, PARTITION_LEGACY_NAME, "'true' or 'false'"),
-    ({"merge-engine": "replace"}, MERGE_ENGINE, "one of deduplicate, partial-update, aggregation, first-row"),
-    ({"bucket": "four"}, BUCKET, "an integer (N > 0 fixed buckets"),
-    ({"tag.num-retained-max": "-1"}, TAG_NUM_RETAINED_MAX, "a non-negative integer"),
-    ({"tag.creation-period-duration": "0 s"}, TAG_CREATION_PERIOD_DURATION, "a positive duration"),
-])
-def test_bad_values_name_the_option_the_value_and_the_form(mapping: dict[str, str], option: ConfigOption[object],
-                                                           expected: str) -> None:
+@pytest.mark.parametrize(
+    "mapping, option, expected",
+    [
+        ({"commit.max-retries": "ten"}, COMMIT_MAX_RETRIES, "an integer"),
+        ({"commit.min-retry-wait": "soon"}, COMMIT_MIN_RETRY_WAIT, "a duration such as '10 ms'"),
+        ({"write-buffer-size": "big"}, WRITE_BUFFER_SIZE, "a memory size such as '128 mb'"),
+        ({"partition.legacy-name": "yes"}, PARTITION_LEGACY_NAME, "'true' or 'false'"),
+        ({"merge-engine": "replace"}, MERGE_ENGINE, "one of deduplicate, partial-update, aggregation, first-row"),
+        ({"bucket": "four"}, BUCKET, "an integer (N > 0 fixed buckets"),
+        ({"tag.num-retained-max": "-1"}, TAG_NUM_RETAINED_MAX, "a non-negative integer"),
+        ({"tag.creation-period-duration": "0 s"}, TAG_CREATION_PERIOD_DURATION, "a positive duration"),
+    ],
+)
+def test_bad_values_name_the_option_the_value_and_the_form(
+    mapping: dict[str, str], option: ConfigOption[object], expected: str
+) -> None:
     with pytest.raises(OptionError) as info:
         CoreOptions(mapping).get(option)
     message = str(info.value)
@@ -270,11 +295,13 @@ def test_sequence_field_may_not_have_an_aggregate_function_when_created() -> Non
 def test_count_aggregate_function_is_refused(creating: bool) -> None:
     # Java removed 'count' (FieldAggregatorFactory finds no such function); refused on create and on read.
     with pytest.raises(OptionError, match=r"'count' of column 'n' \(option 'fields.n.aggregate-function'.*'sum' over"):
-        opts.validate_table_options({"merge-engine": "aggregation", "fields.n.aggregate-function": "count"},
-                                    creating=creating)
+        opts.validate_table_options(
+            {"merge-engine": "aggregation", "fields.n.aggregate-function": "count"}, creating=creating
+        )
     with pytest.raises(OptionError, match=r"'count' of the columns without.*'fields.default-aggregate-function'"):
-        opts.validate_table_options({"merge-engine": "partial-update", "fields.default-aggregate-function": "Count"},
-                                    creating=creating)
+        opts.validate_table_options(
+            {"merge-engine": "partial-update", "fields.default-aggregate-function": "Count"}, creating=creating
+        )
     # deduplicate and first-row tables never aggregate: Java ignores their function options
     opts.validate_table_options({"fields.n.aggregate-function": "count"}, creating=creating)
 

@@ -64,7 +64,9 @@ def test_young_files_are_never_deleted(table: FakeTable) -> None:
     assert remove_orphan_files(table.fileio, table.path, older_than=past).files == []
     later = int(time.time() * 1000) + 60_000
     assert {Path(p).name for p in remove_orphan_files(table.fileio, table.path, older_than=later).files} == {
-        lost, ".manifest-list-inflight.tmp"}
+        lost,
+        ".manifest-list-inflight.tmp",
+    }
 
 
 def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
@@ -79,9 +81,18 @@ def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
     age_all_files(table)
     result = remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
     assert result.files == []
-    for p in ("README", "dt=a/notes.txt", "snapshot/stray-file", "other/bucket-0/data-x.parquet",
-              "schema/schema-0", "snapshot/snapshot-1", "tag/tag-t1", "branch/branch-b/tag/tag-t1",
-              "branch/branch-b/snapshot/snapshot-1", "branch/branch-b/schema/schema-0"):
+    for p in (
+        "README",
+        "dt=a/notes.txt",
+        "snapshot/stray-file",
+        "other/bucket-0/data-x.parquet",
+        "schema/schema-0",
+        "snapshot/snapshot-1",
+        "tag/tag-t1",
+        "branch/branch-b/tag/tag-t1",
+        "branch/branch-b/snapshot/snapshot-1",
+        "branch/branch-b/schema/schema-0",
+    ):
         assert os.path.exists(f"{table.path}/{p}"), p
 
 
@@ -164,8 +175,11 @@ def _killed_write(path: str, method: str) -> None:
     """Run ``FileIO.<method>(path)`` in a process that is SIGKILLed before the temp file is moved into place,
     exactly like a commit, schema change or tag write killed mid-way (``finally`` clauses never run)."""
     root = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.run([sys.executable, "-c", _KILLED_WRITE.format(root=root, method=method, path=path)],
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITE.format(root=root, method=method, path=path)],
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
 
 
@@ -184,15 +198,25 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
     table.branch_from_tag("b", "t1")
     SnapshotManager(table.fileio, table.path).commit_earliest_hint(1)
     p = table.path
-    for path, method in [(f"{p}/snapshot/snapshot-3", "try_create"), (f"{p}/snapshot/LATEST", "write_bytes"),
-                         (f"{p}/schema/schema-1", "try_create"), (f"{p}/tag/tag-t2", "write_bytes"),
-                         (f"{p}/branch/branch-b/snapshot/snapshot-2", "try_create"),
-                         (f"{p}/branch/branch-b/branch.json", "try_create"),
-                         (f"{p}/manifest/manifest-list-killed-0", "write_bytes")]:
+    for path, method in [
+        (f"{p}/snapshot/snapshot-3", "try_create"),
+        (f"{p}/snapshot/LATEST", "write_bytes"),
+        (f"{p}/schema/schema-1", "try_create"),
+        (f"{p}/tag/tag-t2", "write_bytes"),
+        (f"{p}/branch/branch-b/snapshot/snapshot-2", "try_create"),
+        (f"{p}/branch/branch-b/branch.json", "try_create"),
+        (f"{p}/manifest/manifest-list-killed-0", "write_bytes"),
+    ]:
         _killed_write(path, method)
     left = _temp_files(p)
     assert {name.rsplit("/", 1)[0] for name in left} == {
-        "snapshot", "schema", "tag", "branch/branch-b/snapshot", "branch/branch-b", "manifest"}
+        "snapshot",
+        "schema",
+        "tag",
+        "branch/branch-b/snapshot",
+        "branch/branch-b",
+        "manifest",
+    }
     assert len(left) == 7 and not os.path.exists(f"{p}/snapshot/snapshot-3")
     # Look-alikes that are not our (or Java's) temp files, and metadata: never touched.
     keep = ["snapshot/.snapshot-1.crc", "snapshot/snapshot-1.tmp", "tag/.tag-t1.not-a-uuid.tmp"]
@@ -203,9 +227,20 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
     _killed_write(f"{p}/snapshot/snapshot-4", "try_create")
     young = _temp_files(p) - left - set(keep)
     assert len(young) == 1
-    before = {n: Path(f"{p}/{n}").read_bytes() for n in (
-        "snapshot/snapshot-1", "snapshot/snapshot-2", "snapshot/LATEST", "snapshot/EARLIEST", "schema/schema-0",
-        "tag/tag-t1", "branch/branch-b/snapshot/snapshot-1", "branch/branch-b/tag/tag-t1", *keep)}
+    before = {
+        n: Path(f"{p}/{n}").read_bytes()
+        for n in (
+            "snapshot/snapshot-1",
+            "snapshot/snapshot-2",
+            "snapshot/LATEST",
+            "snapshot/EARLIEST",
+            "schema/schema-0",
+            "tag/tag-t1",
+            "branch/branch-b/snapshot/snapshot-1",
+            "branch/branch-b/tag/tag-t1",
+            *keep,
+        )
+    }
 
     dry = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True)
     assert {str(Path(f).relative_to(p)) for f in dry.files} == left

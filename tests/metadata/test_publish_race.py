@@ -144,8 +144,9 @@ def test_a_commit_after_the_switch_of_a_gap_publish_goes_on_top(table: Table) ->
     result = BranchManager(FileIO("file"), table.path).fast_forward("fix", force=True)
     assert result.latest_id == 4 and SnapshotManager(FileIO("file"), table.path).list_ids() == [1, 2, 3, 4]
     filler = main_snapshot(table, 2)
-    assert filler.delta_record_count == 0 and stale is not None and filler.total_record_count == \
-        stale.total_record_count
+    assert (
+        filler.delta_record_count == 0 and stale is not None and filler.total_record_count == stale.total_record_count
+    )
     assert set(table.to_arrow({"scan.snapshot-id": "2"}).column("id").to_pylist()) == {1}
     # A commit prepared on the old head 1 collides with 2 and lands on top of the published head.
     acked = Table(FileIO("file"), table.path).write_arrow(batch([999], "w"))
@@ -194,8 +195,9 @@ def test_replace_main_keeping_the_previous_main_races_a_commit(table: Table) -> 
 
 
 # ------------------------------------------------------------------------------------------ stress
-def race(table: Table, publish_call: Callable[[], PublishResult], *, force: bool, delay: float,
-         rounds_after: int = 2) -> str:
+def race(
+    table: Table, publish_call: Callable[[], PublishResult], *, force: bool, delay: float, rounds_after: int = 2
+) -> str:
     """Start a writer thread that keeps committing to main (until a few commits after the publish returned),
     run ``publish_call`` ``delay`` seconds later, then check every acknowledged commit:
 
@@ -245,15 +247,23 @@ def race(table: Table, publish_call: Callable[[], PublishResult], *, force: bool
         if 1000 + n in head_ids:
             continue
         label = f"snapshot {snap.id} ({snap.commit_kind} at {snap.time_millis}"
-        intact = SnapshotManager(FileIO("file"), table.path).exists(snap.id) and main_snapshot(
-            table, snap.id).uuid == snap.uuid
+        intact = (
+            SnapshotManager(FileIO("file"), table.path).exists(snap.id)
+            and main_snapshot(table, snap.id).uuid == snap.uuid
+        )
         if isinstance(outcome, BranchError) and not isinstance(outcome, BranchConflictError):
             undone = getattr(outcome, "undone", True)
             assert not undone and f"snapshot {snap.id}" in str(outcome) and intact, (
-                f"acknowledged {label} lost its rows", str(outcome), sorted(head_ids))
+                f"acknowledged {label} lost its rows",
+                str(outcome),
+                sorted(head_ids),
+            )
         else:
             assert force and isinstance(outcome, PublishResult) and (label in discarded or intact), (
-                f"acknowledged {label} lost its rows", str(outcome), sorted(head_ids))
+                f"acknowledged {label} lost its rows",
+                str(outcome),
+                sorted(head_ids),
+            )
     return type(outcome).__name__
 
 

@@ -151,14 +151,13 @@ def test_rollback_to_a_tag_whose_id_holds_another_commit_is_refused(tmp_path: Pa
 
     from pyspark_paimon import Catalog
 
-    t = Catalog(str(tmp_path)).create_table("db.t", "id bigint, v string", primary_keys=["id"],
-                                            options={"bucket": "1"})
+    t = Catalog(str(tmp_path)).create_table("db.t", "id bigint, v string", primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
     t.create_branch("b", from_latest=True)
     b = t.branch_table("b")
-    b.write_arrow(pa.table({"id": [2], "v": ["branch"]}))          # branch snapshot 2
+    b.write_arrow(pa.table({"id": [2], "v": ["branch"]}))  # branch snapshot 2
     b.create_tag("bt")
-    t.write_arrow(pa.table({"id": [3], "v": ["main"]}))            # main snapshot 2: another commit
+    t.write_arrow(pa.table({"id": [3], "v": ["main"]}))  # main snapshot 2: another commit
     t.write_arrow(pa.table({"id": [4], "v": ["main"]}))
     os.makedirs(t.store.branch_root + "/tag", exist_ok=True)
     shutil.copy(b.store.branch_root + "/tag/tag-bt", t.store.branch_root + "/tag/tag-bt")

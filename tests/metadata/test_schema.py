@@ -75,8 +75,14 @@ def test_spec_example() -> None:
     assert [f.name for f in s.partition_fields] == ["date"]
     assert s.field("t1").type == string_type(False)
     assert s.field_by_id(3).name == "v"
-    assert s.arrow_schema() == pa.schema([pa.field("date", pa.string(), False), pa.field("t1", pa.string(), False),
-                                          ("t2", pa.string()), ("v", pa.int64())])
+    assert s.arrow_schema() == pa.schema(
+        [
+            pa.field("date", pa.string(), False),
+            pa.field("t1", pa.string(), False),
+            ("t2", pa.string()),
+            ("v", pa.int64()),
+        ]
+    )
     assert s.logical_row_type.field_names == s.field_names
     # to_json -> from_json is the identity, and the dict is what was read
     assert TableSchema.from_json(s.to_json()) == s
@@ -84,9 +90,14 @@ def test_spec_example() -> None:
 
 
 def test_java_key_order_and_pretty_print() -> None:
-    s = TableSchema(id=1, fields=[DataField(0, "k", AtomicType("INT", False)),
-                                  DataField(1, "a", ArrayType(string_type()), "c\"1\n")],
-                    highest_field_id=1, primary_keys=["k"], options={"bucket": "1"}, time_millis=5)
+    s = TableSchema(
+        id=1,
+        fields=[DataField(0, "k", AtomicType("INT", False)), DataField(1, "a", ArrayType(string_type()), 'c"1\n')],
+        highest_field_id=1,
+        primary_keys=["k"],
+        options={"bucket": "1"},
+        time_millis=5,
+    )
     expected = textwrap.dedent("""\
         {
           "version" : 3,
@@ -113,8 +124,16 @@ def test_java_key_order_and_pretty_print() -> None:
           "timeMillis" : 5
         }""")
     assert s.to_json() == expected
-    assert list(json.loads(s.to_json())) == ["version", "id", "fields", "highestFieldId", "partitionKeys",
-                                             "primaryKeys", "options", "timeMillis"]
+    assert list(json.loads(s.to_json())) == [
+        "version",
+        "id",
+        "fields",
+        "highestFieldId",
+        "partitionKeys",
+        "primaryKeys",
+        "options",
+        "timeMillis",
+    ]
     s.comment = "hello"
     keys = list(json.loads(s.to_json()))
     assert keys[-2:] == ["comment", "timeMillis"]
@@ -124,40 +143,51 @@ def test_jackson_json_details() -> None:
     assert to_jackson_json({}) == "{ }"
     assert to_jackson_json([]) == "[ ]"
     assert to_jackson_json({"a": [1, 2], "b": None, "c": True, "d": "\u0001é"}) == (
-        '{\n  "a" : [ 1, 2 ],\n  "b" : null,\n  "c" : true,\n  "d" : "\\u0001é"\n}')
+        '{\n  "a" : [ 1, 2 ],\n  "b" : null,\n  "c" : true,\n  "d" : "\\u0001é"\n}'
+    )
 
 
 def test_lenient_parsing_of_old_and_foreign_files() -> None:
-    v1 = TableSchema.from_json('{"id": 2, "fields": [{"id": 0, "name": "a", "type": "INT"}], '
-                               '"highestFieldId": 0, "partitionKeys": [], "primaryKeys": [], "options": {}}')
+    v1 = TableSchema.from_json(
+        '{"id": 2, "fields": [{"id": 0, "name": "a", "type": "INT"}], '
+        '"highestFieldId": 0, "partitionKeys": [], "primaryKeys": [], "options": {}}'
+    )
     assert v1.version == 1 and v1.time_millis == 0 and v1.comment is None
     assert v1.options == {"bucket": "1", "file.format": "orc"} and v1.num_buckets == 1
     assert v1.options_with_defaults() == {"bucket": "1", "file.format": "orc"}
-    v2 = TableSchema.from_json('{"version": 2, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], '
-                               '"highestFieldId": 0, "partitionKeys": [], "primaryKeys": [], '
-                               '"options": {"bucket": "4", "bucket-key": "a"}, "comment": null}')
+    v2 = TableSchema.from_json(
+        '{"version": 2, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], '
+        '"highestFieldId": 0, "partitionKeys": [], "primaryKeys": [], '
+        '"options": {"bucket": "4", "bucket-key": "a"}, "comment": null}'
+    )
     assert v2.options == {"bucket": "4", "bucket-key": "a", "file.format": "orc"} and v2.comment is None
-    v3 = TableSchema.from_json('{"version": 3, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], '
-                               '"highestFieldId": 0, "options": {}}')
+    v3 = TableSchema.from_json(
+        '{"version": 3, "id": 0, "fields": [{"id": 0, "name": "a", "type": "INT"}], "highestFieldId": 0, "options": {}}'
+    )
     assert v3.options == {} and v3.num_buckets == -1 and v3.partition_keys == [] and v3.primary_keys == []
     # a v1 schema evolved by us keeps its meaning: the implied bucket is written out explicitly
     assert json.loads(v1.copy(version=3).to_json())["options"]["bucket"] == "1"
     # missing highestFieldId / id are recovered
-    s = TableSchema.from_json(b'{"version": 3, "fields": [{"id": 0, "name": "a", "type": "INT"}, '
-                              b'{"id": 7, "name": "b", "type": "INT"}]}', "/x/schema/schema-5")
+    s = TableSchema.from_json(
+        b'{"version": 3, "fields": [{"id": 0, "name": "a", "type": "INT"}, {"id": 7, "name": "b", "type": "INT"}]}',
+        "/x/schema/schema-5",
+    )
     assert s.id == 5 and s.highest_field_id == 7
 
 
-@pytest.mark.parametrize("text,needle", [
-    ('{"version": 3, "id": 0, "fields": [{"id": 0, "name": "a", "ty', "not valid JSON"),
-    ("", "not valid JSON"),
-    ("[]", "not a JSON object"),
-    ('{"version": 3, "id": 0}', "'fields'"),
-    ('{"version": "3", "id": 0, "fields": []}', "'version'"),
-    ('{"version": 3, "id": 0, "fields": [], "primaryKeys": "a"}', "primaryKeys"),
-    ('{"version": 3, "id": 0, "fields": [{"id": 0, "name": "a", "type": "DECIMAL(50, 1)"}]}', "'a'"),
-    ('{"version": 3, "id": 0, "fields": [], "options": []}', "options"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('{"version": 3, "id": 0, "fields": [{"id": 0, "name": "a", "ty', "not valid JSON"),
+        ("", "not valid JSON"),
+        ("[]", "not a JSON object"),
+        ('{"version": 3, "id": 0}', "'fields'"),
+        ('{"version": "3", "id": 0, "fields": []}', "'version'"),
+        ('{"version": 3, "id": 0, "fields": [], "primaryKeys": "a"}', "primaryKeys"),
+        ('{"version": 3, "id": 0, "fields": [{"id": 0, "name": "a", "type": "DECIMAL(50, 1)"}]}', "'a'"),
+        ('{"version": 3, "id": 0, "fields": [], "options": []}', "options"),
+    ],
+)
 def test_corrupt_files_name_the_file(text: str, needle: str) -> None:
     with pytest.raises(CorruptMetadataError, match=needle) as e:
         TableSchema.from_json(text, "/w/t/schema/schema-0")
@@ -171,8 +201,9 @@ def test_missing_id_without_file_name() -> None:
 
 def test_unknown_type_in_file() -> None:
     with pytest.raises(UnsupportedTypeError, match="schema-3.*'z'.*WEIRD"):
-        TableSchema.from_json('{"version": 3, "id": 3, "fields": [{"id": 0, "name": "z", "type": "WEIRD"}]}',
-                              "t/schema/schema-3")
+        TableSchema.from_json(
+            '{"version": 3, "id": 3, "fields": [{"id": 0, "name": "z", "type": "WEIRD"}]}', "t/schema/schema-3"
+        )
 
 
 def test_truncated_file_through_manager(fileio: FileIO, manager: SchemaManager) -> None:
@@ -301,31 +332,46 @@ def _create(manager: SchemaManager, ddl: str, **kw: object) -> TableSchema:
     return manager.create_table(parse_ddl(ddl), **kw)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("ddl,kw,exc,needle", [
-    ("a int", dict(primary_keys=["b"]), SchemaError, "'b'.*a"),
-    ("a int, b int", dict(partition_keys=["x"]), SchemaError, "'x'"),
-    ("a int, m map<string,int>", dict(partition_keys=["m"]), SchemaError, "MAP"),
-    ("a int, m array<int>", dict(primary_keys=["m"]), SchemaError, "ARRAY"),
-    ("a int, r struct<x:int>", dict(primary_keys=["a", "r"]), SchemaError, "ROW"),
-    ("a int, b int", dict(primary_keys=["a", "a"]), SchemaError, "twice"),
-    ("a int, b int", dict(partition_keys=["a"], primary_keys=["a"]), SchemaError, "same as the partition"),
-    ("a int, b int, c int", dict(partition_keys=["a"], primary_keys=["b"], options={"bucket": "2"}), SchemaError,
-     "bucket = -1"),
-    ("a int, b int", dict(partition_keys=["a", "b"]), SchemaError, "all of its columns"),
-    ("a int, b int", dict(primary_keys=["a"], options={"bucket": "0"}), OptionError, "'bucket' = 0"),
-    ("a int, b int", dict(options={"bucket": "-2"}), OptionError, "primary key"),
-    ("a int, b int", dict(options={"bucket": "4"}), OptionError, "needs the option 'bucket-key'"),
-    ("a int, b int", dict(options={"bucket-key": "a"}), OptionError, "'bucket' = -1"),
-    ("a int, b int", dict(options={"bucket": "2", "bucket-key": "c"}), SchemaError, "'c'"),
-    ("a int, b int, c int", dict(partition_keys=["a"], options={"bucket": "2", "bucket-key": "a"}), OptionError,
-     "partition keys"),
-    ("a int, b int, c int", dict(primary_keys=["a"], options={"bucket": "2", "bucket-key": "b"}), OptionError,
-     "subset of the primary key"),
-    ("a int, b map<string,int>", dict(options={"bucket": "2", "bucket-key": "b"}), SchemaError, "MAP"),
-    ("_SEQUENCE_NUMBER bigint", dict(), SchemaError, "reserved"),
-    ("a int, _KEY_a int", dict(primary_keys=["a"]), SchemaError, "reserved"),
-    ("a int", dict(options={"x": None}), OptionError, "'x'"),
-])
+@pytest.mark.parametrize(
+    "ddl,kw,exc,needle",
+    [
+        ("a int", dict(primary_keys=["b"]), SchemaError, "'b'.*a"),
+        ("a int, b int", dict(partition_keys=["x"]), SchemaError, "'x'"),
+        ("a int, m map<string,int>", dict(partition_keys=["m"]), SchemaError, "MAP"),
+        ("a int, m array<int>", dict(primary_keys=["m"]), SchemaError, "ARRAY"),
+        ("a int, r struct<x:int>", dict(primary_keys=["a", "r"]), SchemaError, "ROW"),
+        ("a int, b int", dict(primary_keys=["a", "a"]), SchemaError, "twice"),
+        ("a int, b int", dict(partition_keys=["a"], primary_keys=["a"]), SchemaError, "same as the partition"),
+        (
+            "a int, b int, c int",
+            dict(partition_keys=["a"], primary_keys=["b"], options={"bucket": "2"}),
+            SchemaError,
+            "bucket = -1",
+        ),
+        ("a int, b int", dict(partition_keys=["a", "b"]), SchemaError, "all of its columns"),
+        ("a int, b int", dict(primary_keys=["a"], options={"bucket": "0"}), OptionError, "'bucket' = 0"),
+        ("a int, b int", dict(options={"bucket": "-2"}), OptionError, "primary key"),
+        ("a int, b int", dict(options={"bucket": "4"}), OptionError, "needs the option 'bucket-key'"),
+        ("a int, b int", dict(options={"bucket-key": "a"}), OptionError, "'bucket' = -1"),
+        ("a int, b int", dict(options={"bucket": "2", "bucket-key": "c"}), SchemaError, "'c'"),
+        (
+            "a int, b int, c int",
+            dict(partition_keys=["a"], options={"bucket": "2", "bucket-key": "a"}),
+            OptionError,
+            "partition keys",
+        ),
+        (
+            "a int, b int, c int",
+            dict(primary_keys=["a"], options={"bucket": "2", "bucket-key": "b"}),
+            OptionError,
+            "subset of the primary key",
+        ),
+        ("a int, b map<string,int>", dict(options={"bucket": "2", "bucket-key": "b"}), SchemaError, "MAP"),
+        ("_SEQUENCE_NUMBER bigint", dict(), SchemaError, "reserved"),
+        ("a int, _KEY_a int", dict(primary_keys=["a"]), SchemaError, "reserved"),
+        ("a int", dict(options={"x": None}), OptionError, "'x'"),
+    ],
+)
 def test_create_validation(manager: SchemaManager, ddl: str, kw: dict, exc: type, needle: str) -> None:
     with pytest.raises(exc, match=needle):
         _create(manager, ddl, **kw)
@@ -354,15 +400,21 @@ def test_create_rejects_mixed_field_kinds(manager: SchemaManager) -> None:
 # Evolution
 # ---------------------------------------------------------------------------------------------
 def test_evolution_sequence(manager: SchemaManager, table_path: str) -> None:
-    _create(manager, "dt string, k int, v string", partition_keys=["dt"], primary_keys=["dt", "k"],
-            options={"bucket": "2"})
+    _create(
+        manager, "dt string, k int, v string", partition_keys=["dt"], primary_keys=["dt", "k"], options={"bucket": "2"}
+    )
     s1 = manager.add_column("extra", AtomicType("INT"), "added col")
     assert s1.id == 1 and s1.field("extra").id == 3 and s1.highest_field_id == 3
     assert s1.field_names == ["dt", "k", "v", "extra"]
     assert json.loads(Path(table_path, "schema", "schema-1").read_text())["fields"][-1] == {
-        "id": 3, "name": "extra", "type": "INT", "description": "added col"}
-    s2 = manager.add_column("r", RowType((DataField(-1, "x", AtomicType("INT")), DataField(-1, "y", string_type()))),
-                            after="k")
+        "id": 3,
+        "name": "extra",
+        "type": "INT",
+        "description": "added col",
+    }
+    s2 = manager.add_column(
+        "r", RowType((DataField(-1, "x", AtomicType("INT")), DataField(-1, "y", string_type()))), after="k"
+    )
     assert s2.field_names == ["dt", "k", "r", "v", "extra"]
     assert s2.field("r").id == 4 and [f.id for f in s2.field("r").type.fields] == [5, 6] and s2.highest_field_id == 6
     s3 = manager.add_column("first_col", string_type(), first=True)
@@ -392,8 +444,13 @@ def test_evolution_sequence(manager: SchemaManager, table_path: str) -> None:
 
 
 def test_evolution_refusals(manager: SchemaManager) -> None:
-    _create(manager, "dt string, k int, b int, v string", partition_keys=["dt"], primary_keys=["dt", "k"],
-            options={"bucket": "2"})
+    _create(
+        manager,
+        "dt string, k int, b int, v string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "k"],
+        options={"bucket": "2"},
+    )
     cases = [
         (lambda: manager.add_column("v", AtomicType("INT")), SchemaError, "already has"),
         (lambda: manager.add_column("nn", AtomicType("INT", False)), SchemaError, "NOT NULL"),
@@ -511,9 +568,14 @@ def test_pypaimon_reads_our_schema(tmp_path: Path) -> None:
     py = require_oracle_python()
     wh = tmp_path / "wh"
     m = SchemaManager(FileIO(), str(wh / "default.db" / "t"))
-    _create(m, "dt string, id bigint, price decimal(10,2), ts timestamp, ts2 timestamp_ntz(3), "
-               "m map<string,int>, s struct<x:int, y:string>, tags array<string>",
-            partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "2"})
+    _create(
+        m,
+        "dt string, id bigint, price decimal(10,2), ts timestamp, ts2 timestamp_ntz(3), "
+        "m map<string,int>, s struct<x:int, y:string>, tags array<string>",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "2"},
+    )
     m.add_column("extra", AtomicType("INT"), "added")
     m.rename_column("price", "price2")
     m.drop_column("tags")

@@ -24,10 +24,30 @@ PYPAIMON_SNAPSHOTS = Path(__file__).parent / "fixtures" / "pypaimon" / "pk_snaps
 # Java's serialization order of the fields every Paimon version writes (Snapshot.java's JSON creator order).
 # Java's serialization order (Snapshot.java creator order, format reference §3.1).
 JAVA_CORE_ORDER = [
-    "version", "uuid", "id", "schemaId", "baseManifestList", "baseManifestListSize", "deltaManifestList",
-    "deltaManifestListSize", "changelogManifestList", "changelogManifestListSize", "indexManifest", "commitUser",
-    "writerVersion", "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount",
-    "changelogRecordCount", "watermark", "statistics", "properties", "nextRowId", "operation",
+    "version",
+    "uuid",
+    "id",
+    "schemaId",
+    "baseManifestList",
+    "baseManifestListSize",
+    "deltaManifestList",
+    "deltaManifestListSize",
+    "changelogManifestList",
+    "changelogManifestListSize",
+    "indexManifest",
+    "commitUser",
+    "writerVersion",
+    "commitIdentifier",
+    "commitKind",
+    "timeMillis",
+    "totalRecordCount",
+    "deltaRecordCount",
+    "changelogRecordCount",
+    "watermark",
+    "statistics",
+    "properties",
+    "nextRowId",
+    "operation",
 ]
 
 
@@ -36,23 +56,53 @@ def ordered_keys(text: str) -> list[str]:
 
 
 def make_snapshot(sid: int, **changes: object) -> Snapshot:
-    base = Snapshot(id=sid, schema_id=0, base_manifest_list=f"manifest-list-b-{sid}",
-                    delta_manifest_list=f"manifest-list-d-{sid}", commit_user="user-1",
-                    commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind="APPEND", time_millis=1000 * sid,
-                    total_record_count=10 * sid, delta_record_count=10, base_manifest_list_size=100,
-                    delta_manifest_list_size=200, next_row_id=0, uuid=f"uuid-{sid}", writer_version="test")
+    base = Snapshot(
+        id=sid,
+        schema_id=0,
+        base_manifest_list=f"manifest-list-b-{sid}",
+        delta_manifest_list=f"manifest-list-d-{sid}",
+        commit_user="user-1",
+        commit_identifier=BATCH_COMMIT_IDENTIFIER,
+        commit_kind="APPEND",
+        time_millis=1000 * sid,
+        total_record_count=10 * sid,
+        delta_record_count=10,
+        base_manifest_list_size=100,
+        delta_manifest_list_size=200,
+        next_row_id=0,
+        uuid=f"uuid-{sid}",
+        writer_version="test",
+    )
     return base.with_changes(**changes) if changes else base
 
 
 def full_snapshot() -> Snapshot:
     return Snapshot(
-        id=7, schema_id=2, base_manifest_list="manifest-list-a-0", delta_manifest_list="manifest-list-a-1",
-        commit_user="u", commit_identifier=42, commit_kind="COMPACT", time_millis=1795256648745,
-        total_record_count=5, delta_record_count=-2, version=3, base_manifest_list_size=1338,
-        delta_manifest_list_size=1339, changelog_manifest_list="manifest-list-a-changelog",
-        changelog_manifest_list_size=1348, index_manifest="index-manifest-x-0", changelog_record_count=2,
-        watermark=-9223372036854775808, statistics="stats-1", properties={"k": "v", "a": "b"}, next_row_id=17,
-        operation="WRITE", uuid="4786-uuid", writer_version="pyspark-paimon-0.1.0")
+        id=7,
+        schema_id=2,
+        base_manifest_list="manifest-list-a-0",
+        delta_manifest_list="manifest-list-a-1",
+        commit_user="u",
+        commit_identifier=42,
+        commit_kind="COMPACT",
+        time_millis=1795256648745,
+        total_record_count=5,
+        delta_record_count=-2,
+        version=3,
+        base_manifest_list_size=1338,
+        delta_manifest_list_size=1339,
+        changelog_manifest_list="manifest-list-a-changelog",
+        changelog_manifest_list_size=1348,
+        index_manifest="index-manifest-x-0",
+        changelog_record_count=2,
+        watermark=-9223372036854775808,
+        statistics="stats-1",
+        properties={"k": "v", "a": "b"},
+        next_row_id=17,
+        operation="WRITE",
+        uuid="4786-uuid",
+        writer_version="pyspark-paimon-0.1.0",
+    )
 
 
 @pytest.fixture
@@ -65,15 +115,20 @@ def manager(table: tuple[FileIO, str]) -> SnapshotManager:
     return SnapshotManager(*table)
 
 
-def put_snapshots(manager: SnapshotManager, ids: list[int], latest_hint: str | bytes | None = None,
-                  earliest_hint: str | bytes | None = None) -> None:
+def put_snapshots(
+    manager: SnapshotManager,
+    ids: list[int],
+    latest_hint: str | bytes | None = None,
+    earliest_hint: str | bytes | None = None,
+) -> None:
     """Write snapshot files directly (no hint), then the hints exactly as given."""
     for sid in ids:
         manager.fileio.write_bytes(manager.snapshot_path(sid), make_snapshot(sid).to_json().encode())
     for name, hint in (("LATEST", latest_hint), ("EARLIEST", earliest_hint)):
         if hint is not None:
-            manager.fileio.write_bytes(f"{manager.snapshot_dir}/{name}",
-                                       hint if isinstance(hint, bytes) else hint.encode())
+            manager.fileio.write_bytes(
+                f"{manager.snapshot_dir}/{name}", hint if isinstance(hint, bytes) else hint.encode()
+            )
 
 
 # --------------------------------------------------------------------------------------------- JSON form
@@ -98,12 +153,33 @@ def test_json_uses_java_key_order_and_pretty_printer() -> None:
 
 
 def test_json_omits_unset_optional_fields() -> None:
-    s = Snapshot(id=1, schema_id=0, base_manifest_list="b", delta_manifest_list="d", commit_user="u",
-                 commit_identifier=BATCH_COMMIT_IDENTIFIER, commit_kind="APPEND", time_millis=5,
-                 total_record_count=0, delta_record_count=0, properties={})
+    s = Snapshot(
+        id=1,
+        schema_id=0,
+        base_manifest_list="b",
+        delta_manifest_list="d",
+        commit_user="u",
+        commit_identifier=BATCH_COMMIT_IDENTIFIER,
+        commit_kind="APPEND",
+        time_millis=5,
+        total_record_count=0,
+        delta_record_count=0,
+        properties={},
+    )
     d = json.loads(s.to_json())
-    assert list(d) == ["version", "id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
-                       "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount"]
+    assert list(d) == [
+        "version",
+        "id",
+        "schemaId",
+        "baseManifestList",
+        "deltaManifestList",
+        "commitUser",
+        "commitIdentifier",
+        "commitKind",
+        "timeMillis",
+        "totalRecordCount",
+        "deltaRecordCount",
+    ]
     assert d["commitIdentifier"] == 9223372036854775807, "Long.MAX_VALUE survives as an exact integer"
     assert "properties" not in d, "Java writes null for empty properties, i.e. omits them"
 
@@ -185,15 +261,21 @@ def test_valid_latest_hint_is_trusted_without_listing(table: tuple[FileIO, str])
     assert CountingFileIO.listings == 0, "a valid hint saves listing the snapshot directory"
 
 
-@pytest.mark.parametrize("hint, expected", [
-    (None, 4),            # hint missing
-    ("4", 4),             # valid
-    ("3", 4),             # stale: snapshot-4 exists
-    ("1", 4),             # stale by several
-    ("9", 4),             # ahead of the files (snapshot-9 does not exist)
-    ("", 4), ("abc", 4), ("-1", 4), (b"\xff\xfe", 4),  # unreadable
-    ("4\n", 4),           # trailing newline tolerated
-])
+@pytest.mark.parametrize(
+    "hint, expected",
+    [
+        (None, 4),  # hint missing
+        ("4", 4),  # valid
+        ("3", 4),  # stale: snapshot-4 exists
+        ("1", 4),  # stale by several
+        ("9", 4),  # ahead of the files (snapshot-9 does not exist)
+        ("", 4),
+        ("abc", 4),
+        ("-1", 4),
+        (b"\xff\xfe", 4),  # unreadable
+        ("4\n", 4),  # trailing newline tolerated
+    ],
+)
 def test_latest_hint_fallbacks(manager: SnapshotManager, hint: str | bytes | None, expected: int) -> None:
     put_snapshots(manager, [2, 3, 4], latest_hint=hint)
     assert manager.latest_id() == expected
@@ -211,11 +293,18 @@ def test_latest_hint_on_dir_without_snapshots(manager: SnapshotManager) -> None:
     assert manager.latest_id() is None
 
 
-@pytest.mark.parametrize("hint, expected", [
-    (None, 3), ("3", 3), ("4", 3),   # missing; valid; stale (snapshot-3 is still there)
-    ("1", 3), ("2", 3),              # point at expired snapshots
-    ("junk", 3), (b"\x80", 3),
-])
+@pytest.mark.parametrize(
+    "hint, expected",
+    [
+        (None, 3),
+        ("3", 3),
+        ("4", 3),  # missing; valid; stale (snapshot-3 is still there)
+        ("1", 3),
+        ("2", 3),  # point at expired snapshots
+        ("junk", 3),
+        (b"\x80", 3),
+    ],
+)
 def test_earliest_hint_fallbacks(manager: SnapshotManager, hint: str | bytes | None, expected: int) -> None:
     put_snapshots(manager, [3, 4, 5], earliest_hint=hint)
     assert manager.earliest_id() == expected
@@ -289,14 +378,17 @@ def test_snapshot_not_found_on_empty_table(manager: SnapshotManager) -> None:
         manager.snapshot(1)
 
 
-@pytest.mark.parametrize("content", [
-    b"",
-    b"{\n  \"version\" : 3,\n  \"id\" : 1,\n  \"schemaId\" : 0,\n  \"baseManif",  # truncated mid-write
-    b"[1, 2]",
-    b"42",
-    b"\xff\xfe\x00garbage",                                                    # not even UTF-8
-    b'{"version": 3, "id": 1, "schemaId": 0}',                                  # required keys missing
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b'{\n  "version" : 3,\n  "id" : 1,\n  "schemaId" : 0,\n  "baseManif',  # truncated mid-write
+        b"[1, 2]",
+        b"42",
+        b"\xff\xfe\x00garbage",  # not even UTF-8
+        b'{"version": 3, "id": 1, "schemaId": 0}',  # required keys missing
+    ],
+)
 def test_corrupt_snapshot_names_the_file(manager: SnapshotManager, content: bytes) -> None:
     put_snapshots(manager, [1])
     manager.fileio.write_bytes(manager.snapshot_path(2), content)

@@ -20,10 +20,16 @@ from pyspark_paimon.metadata.types import AtomicType, string_type
 COLUMNS = [("dt", string_type()), ("h", AtomicType("INT")), ("id", AtomicType("BIGINT")), ("v", string_type())]
 
 
-def create(fio: FileIO, path: str, branch: str = MAIN_BRANCH, partition_keys: tuple[str, ...] = ("dt", "h"),
-           options: dict[str, str] | None = None) -> TableSchema:
-    return SchemaManager(fio, path, branch).create_table(COLUMNS, list(partition_keys), ["dt", "h", "id"],
-                                                         {"bucket": "2", **(options or {})})
+def create(
+    fio: FileIO,
+    path: str,
+    branch: str = MAIN_BRANCH,
+    partition_keys: tuple[str, ...] = ("dt", "h"),
+    options: dict[str, str] | None = None,
+) -> TableSchema:
+    return SchemaManager(fio, path, branch).create_table(
+        COLUMNS, list(partition_keys), ["dt", "h", "id"], {"bucket": "2", **(options or {})}
+    )
 
 
 def new_file(rows: int = 1) -> DataFileMeta:
@@ -93,8 +99,9 @@ def test_live_entries_and_data_manifests(table: tuple[FileIO, str]) -> None:
     s2 = c.commit([CommitMessage(a, 0, 2, (fa2,))], overwrite=OverwriteSpec("dynamic"))
     store = FileStore(fio, path)
     assert store.live_entries(None) == []
-    assert store.data_manifests(s2) == (store.manifests.read_list(s2.base_manifest_list)
-                                        + store.manifests.read_list(s2.delta_manifest_list))
+    assert store.data_manifests(s2) == (
+        store.manifests.read_list(s2.base_manifest_list) + store.manifests.read_list(s2.delta_manifest_list)
+    )
     assert {e.file.file_name for e in store.live_entries(s1)} == {fa.file_name, fb.file_name}
     live = store.live_entries(s2)
     assert {e.file.file_name for e in live} == {fb.file_name, fa2.file_name}
@@ -117,8 +124,13 @@ def test_dangling_delete_in_full_snapshot_is_corrupt(table: tuple[FileIO, str]) 
     delta_name, delta_size = store.manifests.write_list([meta])
     base = store.data_manifests(s1)
     base_name, base_size = store.manifests.write_list(base)
-    broken = s1.with_changes(id=2, base_manifest_list=base_name, base_manifest_list_size=base_size,
-                             delta_manifest_list=delta_name, delta_manifest_list_size=delta_size)
+    broken = s1.with_changes(
+        id=2,
+        base_manifest_list=base_name,
+        base_manifest_list_size=base_size,
+        delta_manifest_list=delta_name,
+        delta_manifest_list_size=delta_size,
+    )
     assert store.snapshots.try_commit(broken)
     with pytest.raises(CorruptMetadataError, match=f"snapshot 2 of {path}.*{ghost.file.file_name}"):
         FileStore(fio, path).live_entries(FileStore(fio, path).snapshots.latest())

@@ -56,13 +56,17 @@ def test_tag_with_retention_writes_java_create_time_array_and_bare_decimal_durat
     assert {k: v for k, v in raw.items() if not k.startswith("tag")} == json.loads(snap.to_json())
 
 
-@pytest.mark.parametrize("array, expected", [
-    ([2026, 11, 21, 10, 23], dt.datetime(2026, 11, 21, 10, 23)),
-    ([2026, 11, 21, 10, 23, 45], dt.datetime(2026, 11, 21, 10, 23, 45)),
-    ([2026, 11, 21, 10, 23, 45, 752730000], dt.datetime(2026, 11, 21, 10, 23, 45, 752730)),
-])
-def test_tag_create_time_arrays_of_5_to_7_elements_round_trip(table: FakeTable, array: list[int],
-                                                               expected: dt.datetime) -> None:
+@pytest.mark.parametrize(
+    "array, expected",
+    [
+        ([2026, 11, 21, 10, 23], dt.datetime(2026, 11, 21, 10, 23)),
+        ([2026, 11, 21, 10, 23, 45], dt.datetime(2026, 11, 21, 10, 23, 45)),
+        ([2026, 11, 21, 10, 23, 45, 752730000], dt.datetime(2026, 11, 21, 10, 23, 45, 752730)),
+    ],
+)
+def test_tag_create_time_arrays_of_5_to_7_elements_round_trip(
+    table: FakeTable, array: list[int], expected: dt.datetime
+) -> None:
     snap, _ = table.append()
     d = json.loads(snap.to_json())
     d["tagCreateTime"] = array
@@ -235,8 +239,9 @@ except ImportError:  # pragma: no cover
 def test_pypaimon_reads_tags_we_create(tmp_path: Path, oracle_python: str) -> None:
     wh = tmp_path / "wh"
     spec = oracle.table_spec([["id", "BIGINT"], ["dt", "STRING"]], partition_keys=["dt"])
-    oracle.pypaimon_write(wh, "db.t", [[{"id": 1, "dt": "a"}], [{"id": 2, "dt": "b"}], [{"id": 3, "dt": "a"}]],
-                          create=spec)
+    oracle.pypaimon_write(
+        wh, "db.t", [[{"id": 1, "dt": "a"}], [{"id": 2, "dt": "b"}], [{"id": 3, "dt": "a"}]], create=spec
+    )
     t = Table.open(str(wh / "db.db" / "t"))
     t.create_tag("ours_plain", snapshot_id=1)
     t.create_tag("ours_ttl", snapshot_id=2, time_retained="3 d")

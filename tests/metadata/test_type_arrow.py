@@ -30,29 +30,51 @@ from pyspark_paimon.metadata.types import (
 )
 
 
-@pytest.mark.parametrize("text,arrow", [
-    ("BOOLEAN", pa.bool_()), ("TINYINT", pa.int8()), ("SMALLINT", pa.int16()), ("INT", pa.int32()),
-    ("BIGINT", pa.int64()), ("FLOAT", pa.float32()), ("DOUBLE", pa.float64()), ("DATE", pa.date32()),
-    ("CHAR(3)", pa.string()), ("VARCHAR(10)", pa.string()), ("STRING", pa.string()),
-    ("BINARY(4)", pa.binary()), ("VARBINARY(9)", pa.binary()), ("BYTES", pa.binary()),
-    ("DECIMAL(10, 2)", pa.decimal128(10, 2)), ("DECIMAL(38, 0)", pa.decimal128(38, 0)),
-    ("TIMESTAMP(0)", pa.timestamp("us")), ("TIMESTAMP(3)", pa.timestamp("us")),
-    ("TIMESTAMP(6)", pa.timestamp("us")), ("TIMESTAMP(9)", pa.timestamp("us")),
-    ("TIMESTAMP(3) WITH LOCAL TIME ZONE", pa.timestamp("us", tz="UTC")),
-    ("TIMESTAMP(6) WITH LOCAL TIME ZONE", pa.timestamp("us", tz="UTC")),
-])
+@pytest.mark.parametrize(
+    "text,arrow",
+    [
+        ("BOOLEAN", pa.bool_()),
+        ("TINYINT", pa.int8()),
+        ("SMALLINT", pa.int16()),
+        ("INT", pa.int32()),
+        ("BIGINT", pa.int64()),
+        ("FLOAT", pa.float32()),
+        ("DOUBLE", pa.float64()),
+        ("DATE", pa.date32()),
+        ("CHAR(3)", pa.string()),
+        ("VARCHAR(10)", pa.string()),
+        ("STRING", pa.string()),
+        ("BINARY(4)", pa.binary()),
+        ("VARBINARY(9)", pa.binary()),
+        ("BYTES", pa.binary()),
+        ("DECIMAL(10, 2)", pa.decimal128(10, 2)),
+        ("DECIMAL(38, 0)", pa.decimal128(38, 0)),
+        ("TIMESTAMP(0)", pa.timestamp("us")),
+        ("TIMESTAMP(3)", pa.timestamp("us")),
+        ("TIMESTAMP(6)", pa.timestamp("us")),
+        ("TIMESTAMP(9)", pa.timestamp("us")),
+        ("TIMESTAMP(3) WITH LOCAL TIME ZONE", pa.timestamp("us", tz="UTC")),
+        ("TIMESTAMP(6) WITH LOCAL TIME ZONE", pa.timestamp("us", tz="UTC")),
+    ],
+)
 def test_to_arrow_atomic(text: str, arrow: pa.DataType) -> None:
     assert to_arrow_type(parse_type(text)) == arrow
 
 
-@pytest.mark.parametrize("text,arrow", [
-    ("TIMESTAMP(0)", pa.timestamp("ms")), ("TIMESTAMP(3)", pa.timestamp("ms")),
-    ("TIMESTAMP(4)", pa.timestamp("us")), ("TIMESTAMP(6)", pa.timestamp("us")),
-    ("TIMESTAMP(7)", pa.timestamp("ns")), ("TIMESTAMP(9)", pa.timestamp("ns")),
-    ("TIMESTAMP(3) WITH LOCAL TIME ZONE", pa.timestamp("ms", tz="UTC")),
-    ("TIMESTAMP(9) WITH LOCAL TIME ZONE", pa.timestamp("ns", tz="UTC")),
-    ("INT", pa.int32()),
-])
+@pytest.mark.parametrize(
+    "text,arrow",
+    [
+        ("TIMESTAMP(0)", pa.timestamp("ms")),
+        ("TIMESTAMP(3)", pa.timestamp("ms")),
+        ("TIMESTAMP(4)", pa.timestamp("us")),
+        ("TIMESTAMP(6)", pa.timestamp("us")),
+        ("TIMESTAMP(7)", pa.timestamp("ns")),
+        ("TIMESTAMP(9)", pa.timestamp("ns")),
+        ("TIMESTAMP(3) WITH LOCAL TIME ZONE", pa.timestamp("ms", tz="UTC")),
+        ("TIMESTAMP(9) WITH LOCAL TIME ZONE", pa.timestamp("ns", tz="UTC")),
+        ("INT", pa.int32()),
+    ],
+)
 def test_to_parquet_arrow_timestamp_units(text: str, arrow: pa.DataType) -> None:
     assert to_parquet_arrow_type(parse_type(text)) == arrow
 
@@ -70,8 +92,11 @@ def test_to_arrow_nested() -> None:
 
 
 def test_to_arrow_field_and_schema() -> None:
-    fields = [DataField(0, "id", AtomicType("BIGINT", False)), DataField(1, "v", string_type()),
-              DataField(2, "r", RowType((DataField(3, "x", AtomicType("INT")),)))]
+    fields = [
+        DataField(0, "id", AtomicType("BIGINT", False)),
+        DataField(1, "v", string_type()),
+        DataField(2, "r", RowType((DataField(3, "x", AtomicType("INT")),))),
+    ]
     schema = to_arrow_schema(fields)
     assert schema.field("id").nullable is False and schema.field("v").nullable is True
     assert schema.field("id").metadata is None
@@ -82,15 +107,18 @@ def test_to_arrow_field_and_schema() -> None:
     assert ps.field("r").type.field("x").metadata == {b"PARQUET:field_id": b"3"}
 
 
-@pytest.mark.parametrize("t,needle", [
-    (AtomicType("TIME"), "TIME\\(0\\)"),
-    (AtomicType("VARIANT"), "VARIANT"),
-    (AtomicType("BLOB"), "BLOB"),
-    (AtomicType("GEOMETRY"), "GEOMETRY"),
-    (MultisetType(AtomicType("INT")), "MULTISET"),
-    (VectorType(AtomicType("FLOAT"), 3), "VECTOR"),
-    (ArrayType(AtomicType("TIME")), "TIME"),
-])
+@pytest.mark.parametrize(
+    "t,needle",
+    [
+        (AtomicType("TIME"), "TIME\\(0\\)"),
+        (AtomicType("VARIANT"), "VARIANT"),
+        (AtomicType("BLOB"), "BLOB"),
+        (AtomicType("GEOMETRY"), "GEOMETRY"),
+        (MultisetType(AtomicType("INT")), "MULTISET"),
+        (VectorType(AtomicType("FLOAT"), 3), "VECTOR"),
+        (ArrayType(AtomicType("TIME")), "TIME"),
+    ],
+)
 def test_to_arrow_unsupported_names_column(t: DataType, needle: str) -> None:
     with pytest.raises(UnsupportedTypeError, match=f"'col'.*{needle}"):
         to_arrow_type(t, "col")
@@ -104,18 +132,34 @@ def test_unsupported_nested_member_names_path() -> None:
         to_arrow_schema([DataField(0, "outer", r)])
 
 
-@pytest.mark.parametrize("arrow,expected", [
-    (pa.bool_(), "BOOLEAN"), (pa.int8(), "TINYINT"), (pa.int16(), "SMALLINT"), (pa.int32(), "INT"),
-    (pa.int64(), "BIGINT"), (pa.float32(), "FLOAT"), (pa.float64(), "DOUBLE"),
-    (pa.string(), "STRING"), (pa.large_string(), "STRING"), (pa.binary(), "BYTES"),
-    (pa.large_binary(), "BYTES"), (pa.binary(7), "BINARY(7)"),
-    (pa.decimal128(10, 2), "DECIMAL(10, 2)"), (pa.date32(), "DATE"), (pa.date64(), "DATE"),
-    (pa.timestamp("s"), "TIMESTAMP(0)"), (pa.timestamp("ms"), "TIMESTAMP(3)"),
-    (pa.timestamp("us"), "TIMESTAMP(6)"), (pa.timestamp("ns"), "TIMESTAMP(9)"),
-    (pa.timestamp("us", tz="UTC"), "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
-    (pa.timestamp("ms", tz="Europe/Paris"), "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
-    (pa.time32("ms"), "TIME(3)"), (pa.dictionary(pa.int32(), pa.string()), "STRING"),
-])
+@pytest.mark.parametrize(
+    "arrow,expected",
+    [
+        (pa.bool_(), "BOOLEAN"),
+        (pa.int8(), "TINYINT"),
+        (pa.int16(), "SMALLINT"),
+        (pa.int32(), "INT"),
+        (pa.int64(), "BIGINT"),
+        (pa.float32(), "FLOAT"),
+        (pa.float64(), "DOUBLE"),
+        (pa.string(), "STRING"),
+        (pa.large_string(), "STRING"),
+        (pa.binary(), "BYTES"),
+        (pa.large_binary(), "BYTES"),
+        (pa.binary(7), "BINARY(7)"),
+        (pa.decimal128(10, 2), "DECIMAL(10, 2)"),
+        (pa.date32(), "DATE"),
+        (pa.date64(), "DATE"),
+        (pa.timestamp("s"), "TIMESTAMP(0)"),
+        (pa.timestamp("ms"), "TIMESTAMP(3)"),
+        (pa.timestamp("us"), "TIMESTAMP(6)"),
+        (pa.timestamp("ns"), "TIMESTAMP(9)"),
+        (pa.timestamp("us", tz="UTC"), "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+        (pa.timestamp("ms", tz="Europe/Paris"), "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
+        (pa.time32("ms"), "TIME(3)"),
+        (pa.dictionary(pa.int32(), pa.string()), "STRING"),
+    ],
+)
 def test_from_arrow_atomic(arrow: pa.DataType, expected: str) -> None:
     assert type_to_json(from_arrow_type(arrow)) == expected
     assert type_to_json(from_arrow_type(arrow, nullable=False)) == expected + " NOT NULL"
@@ -136,19 +180,26 @@ def test_from_arrow_nested() -> None:
     assert fields[0].type.nullable is False
 
 
-@pytest.mark.parametrize("arrow", [pa.uint32(), pa.float16(), pa.null(), pa.decimal256(60, 2),
-                                   pa.duration("us")])
+@pytest.mark.parametrize("arrow", [pa.uint32(), pa.float16(), pa.null(), pa.decimal256(60, 2), pa.duration("us")])
 def test_from_arrow_unsupported(arrow: pa.DataType) -> None:
     with pytest.raises(UnsupportedTypeError, match="'c'"):
         from_arrow_type(arrow, column="c")
 
 
 def test_arrow_round_trip_of_spark_types() -> None:
-    schema = pa.schema([
-        pa.field("id", pa.int64(), False), ("s", pa.string()), ("b", pa.binary()), ("d", pa.date32()),
-        ("dec", pa.decimal128(12, 3)), ("ts", pa.timestamp("us")), ("ltz", pa.timestamp("us", tz="UTC")),
-        ("l", pa.list_(pa.field("element", pa.int32()))),
-        ("m", pa.map_(pa.string(), pa.float64())), ("r", pa.struct([("x", pa.int16()), ("y", pa.bool_())])),
-    ])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), False),
+            ("s", pa.string()),
+            ("b", pa.binary()),
+            ("d", pa.date32()),
+            ("dec", pa.decimal128(12, 3)),
+            ("ts", pa.timestamp("us")),
+            ("ltz", pa.timestamp("us", tz="UTC")),
+            ("l", pa.list_(pa.field("element", pa.int32()))),
+            ("m", pa.map_(pa.string(), pa.float64())),
+            ("r", pa.struct([("x", pa.int16()), ("y", pa.bool_())])),
+        ]
+    )
     fields, _ = assign_field_ids(from_arrow_schema(schema))
     assert to_arrow_schema(fields) == schema

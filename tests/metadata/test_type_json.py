@@ -24,15 +24,43 @@ from pyspark_paimon.metadata.types import (
 
 # Every atomic spelling Java writes (§2.2).
 JAVA_ATOMIC_STRINGS = [
-    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE",
-    "TIME(0)", "TIME(3)", "TIME(9)",
-    "TIMESTAMP(0)", "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)",
-    "TIMESTAMP(0) WITH LOCAL TIME ZONE", "TIMESTAMP(3) WITH LOCAL TIME ZONE", "TIMESTAMP(6) WITH LOCAL TIME ZONE",
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DATE",
+    "TIME(0)",
+    "TIME(3)",
+    "TIME(9)",
+    "TIMESTAMP(0)",
+    "TIMESTAMP(3)",
+    "TIMESTAMP(6)",
+    "TIMESTAMP(9)",
+    "TIMESTAMP(0) WITH LOCAL TIME ZONE",
+    "TIMESTAMP(3) WITH LOCAL TIME ZONE",
+    "TIMESTAMP(6) WITH LOCAL TIME ZONE",
     "TIMESTAMP(9) WITH LOCAL TIME ZONE",
-    "DECIMAL(1, 0)", "DECIMAL(10, 0)", "DECIMAL(10, 2)", "DECIMAL(38, 18)", "DECIMAL(38, 38)",
-    "CHAR(1)", "CHAR(255)", "VARCHAR(1)", "VARCHAR(100)", "STRING",
-    "BINARY(1)", "BINARY(16)", "VARBINARY(20)", "BYTES",
-    "VARIANT", "BLOB", "GEOMETRY", "GEOGRAPHY",
+    "DECIMAL(1, 0)",
+    "DECIMAL(10, 0)",
+    "DECIMAL(10, 2)",
+    "DECIMAL(38, 18)",
+    "DECIMAL(38, 38)",
+    "CHAR(1)",
+    "CHAR(255)",
+    "VARCHAR(1)",
+    "VARCHAR(100)",
+    "STRING",
+    "BINARY(1)",
+    "BINARY(16)",
+    "VARBINARY(20)",
+    "BYTES",
+    "VARIANT",
+    "BLOB",
+    "GEOMETRY",
+    "GEOGRAPHY",
 ]
 
 
@@ -45,35 +73,38 @@ def test_java_atomic_strings_round_trip(text: str, suffix: str) -> None:
     assert type_to_json(t) == text + suffix
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("INTEGER", "INT"),
-    ("int", "INT"),
-    ("Integer not null", "INT NOT NULL"),
-    ("INT NULL", "INT"),
-    ("NUMERIC(5,2)", "DECIMAL(5, 2)"),
-    ("NUMERIC", "DECIMAL(10, 0)"),
-    ("DEC(7)", "DECIMAL(7, 0)"),
-    ("DECIMAL", "DECIMAL(10, 0)"),
-    ("decimal( 20 ,3 )", "DECIMAL(20, 3)"),
-    ("DOUBLE PRECISION", "DOUBLE"),
-    ("double precision NOT NULL", "DOUBLE NOT NULL"),
-    ("TIMESTAMP_LTZ(3)", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
-    ("TIMESTAMP_LTZ(6) NOT NULL", "TIMESTAMP(6) WITH LOCAL TIME ZONE NOT NULL"),
-    ("TIMESTAMP_LTZ", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
-    ("TIMESTAMP WITH LOCAL TIME ZONE", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
-    ("  timestamp ( 3 )  with local time zone not null ", "TIMESTAMP(3) WITH LOCAL TIME ZONE NOT NULL"),
-    ("TIMESTAMP(3) WITHOUT TIME ZONE", "TIMESTAMP(3)"),
-    ("TIMESTAMP", "TIMESTAMP(6)"),
-    ("TIME", "TIME(0)"),
-    ("TIME(3) WITHOUT TIME ZONE", "TIME(3)"),
-    ("CHAR", "CHAR(1)"),
-    ("VARCHAR", "VARCHAR(1)"),
-    ("VARCHAR(2147483647)", "STRING"),
-    ("VARBINARY(2147483647)", "BYTES"),
-    ("string", "STRING"),
-    ("bytes not null", "BYTES NOT NULL"),
-    ("BINARY", "BINARY(1)"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("INTEGER", "INT"),
+        ("int", "INT"),
+        ("Integer not null", "INT NOT NULL"),
+        ("INT NULL", "INT"),
+        ("NUMERIC(5,2)", "DECIMAL(5, 2)"),
+        ("NUMERIC", "DECIMAL(10, 0)"),
+        ("DEC(7)", "DECIMAL(7, 0)"),
+        ("DECIMAL", "DECIMAL(10, 0)"),
+        ("decimal( 20 ,3 )", "DECIMAL(20, 3)"),
+        ("DOUBLE PRECISION", "DOUBLE"),
+        ("double precision NOT NULL", "DOUBLE NOT NULL"),
+        ("TIMESTAMP_LTZ(3)", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
+        ("TIMESTAMP_LTZ(6) NOT NULL", "TIMESTAMP(6) WITH LOCAL TIME ZONE NOT NULL"),
+        ("TIMESTAMP_LTZ", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+        ("TIMESTAMP WITH LOCAL TIME ZONE", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+        ("  timestamp ( 3 )  with local time zone not null ", "TIMESTAMP(3) WITH LOCAL TIME ZONE NOT NULL"),
+        ("TIMESTAMP(3) WITHOUT TIME ZONE", "TIMESTAMP(3)"),
+        ("TIMESTAMP", "TIMESTAMP(6)"),
+        ("TIME", "TIME(0)"),
+        ("TIME(3) WITHOUT TIME ZONE", "TIME(3)"),
+        ("CHAR", "CHAR(1)"),
+        ("VARCHAR", "VARCHAR(1)"),
+        ("VARCHAR(2147483647)", "STRING"),
+        ("VARBINARY(2147483647)", "BYTES"),
+        ("string", "STRING"),
+        ("bytes not null", "BYTES NOT NULL"),
+        ("BINARY", "BINARY(1)"),
+    ],
+)
 def test_accepted_variants(text: str, expected: str) -> None:
     assert type_to_json(parse_type(text)) == expected
 
@@ -87,31 +118,45 @@ def test_suffix_collection_forms() -> None:
     assert parse_type("INT ARRAY ARRAY") == ArrayType(ArrayType(AtomicType("INT")))
 
 
-@pytest.mark.parametrize("text,exc,needle", [
-    ("FOO", UnsupportedTypeError, "FOO"),
-    ("INTERVAL", UnsupportedTypeError, "INTERVAL"),
-    ("DECIMAL(39, 0)", CorruptMetadataError, "precision"),
-    ("DECIMAL(5, 6)", CorruptMetadataError, "scale"),
-    ("TIMESTAMP(10)", CorruptMetadataError, "precision"),
-    ("VARCHAR(0)", CorruptMetadataError, "length"),
-    ("INT NOT", CorruptMetadataError, "NULL"),
-    ("INT garbage", CorruptMetadataError, "garbage"),
-    ("ARRAY<INT>", CorruptMetadataError, "JSON object"),
-    ("ROW<a INT>", CorruptMetadataError, "JSON object"),
-    ("TIMESTAMP WITH TIME ZONE", CorruptMetadataError, "LOCAL"),
-    ("DECIMAL(10", CorruptMetadataError, "'\\)'"),
-    ("", CorruptMetadataError, "type name"),
-    ("INT $", CorruptMetadataError, "'\\$'"),
-])
+@pytest.mark.parametrize(
+    "text,exc,needle",
+    [
+        ("FOO", UnsupportedTypeError, "FOO"),
+        ("INTERVAL", UnsupportedTypeError, "INTERVAL"),
+        ("DECIMAL(39, 0)", CorruptMetadataError, "precision"),
+        ("DECIMAL(5, 6)", CorruptMetadataError, "scale"),
+        ("TIMESTAMP(10)", CorruptMetadataError, "precision"),
+        ("VARCHAR(0)", CorruptMetadataError, "length"),
+        ("INT NOT", CorruptMetadataError, "NULL"),
+        ("INT garbage", CorruptMetadataError, "garbage"),
+        ("ARRAY<INT>", CorruptMetadataError, "JSON object"),
+        ("ROW<a INT>", CorruptMetadataError, "JSON object"),
+        ("TIMESTAMP WITH TIME ZONE", CorruptMetadataError, "LOCAL"),
+        ("DECIMAL(10", CorruptMetadataError, "'\\)'"),
+        ("", CorruptMetadataError, "type name"),
+        ("INT $", CorruptMetadataError, "'\\$'"),
+    ],
+)
 def test_bad_type_strings(text: str, exc: type, needle: str) -> None:
     with pytest.raises(exc, match=needle):
         parse_type(text)
 
 
-@pytest.mark.parametrize("value", [
-    123, None, [], {"type": "FOO"}, {"type": "ARRAY"}, {"type": "MAP", "key": "INT"}, {"type": "ROW"},
-    {"type": "ROW", "fields": "x"}, {"type": "VECTOR", "element": "FLOAT", "length": "3"}, {"element": "INT"},
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        123,
+        None,
+        [],
+        {"type": "FOO"},
+        {"type": "ARRAY"},
+        {"type": "MAP", "key": "INT"},
+        {"type": "ROW"},
+        {"type": "ROW", "fields": "x"},
+        {"type": "VECTOR", "element": "FLOAT", "length": "3"},
+        {"element": "INT"},
+    ],
+)
 def test_bad_type_json(value: object) -> None:
     with pytest.raises(CorruptMetadataError):
         parse_type(value)
@@ -124,11 +169,20 @@ NESTED_JSON = [
     {"type": "MAP", "key": "STRING NOT NULL", "value": {"type": "ARRAY", "element": "BIGINT"}},
     {"type": "MAP NOT NULL", "key": "INT", "value": "TIMESTAMP(3) WITH LOCAL TIME ZONE"},
     {"type": "VECTOR", "element": "FLOAT", "length": 3},
-    {"type": "ROW", "fields": [
-        {"id": 13, "name": "a", "type": "INT"},
-        {"id": 14, "name": "b", "type": {"type": "ROW NOT NULL", "fields": [
-            {"id": 15, "name": "c", "type": "STRING", "description": "inner"}]}},
-    ]},
+    {
+        "type": "ROW",
+        "fields": [
+            {"id": 13, "name": "a", "type": "INT"},
+            {
+                "id": 14,
+                "name": "b",
+                "type": {
+                    "type": "ROW NOT NULL",
+                    "fields": [{"id": 15, "name": "c", "type": "STRING", "description": "inner"}],
+                },
+            },
+        ],
+    },
     {"type": "ROW NOT NULL", "fields": []},
 ]
 
@@ -174,11 +228,16 @@ def test_field_json_errors_name_the_column() -> None:
 
 
 def test_missing_field_ids_are_assigned_sequentially() -> None:
-    fields = fields_from_json([
-        {"name": "a", "type": "INT"},
-        {"name": "r", "type": {"type": "ROW", "fields": [{"name": "x", "type": "INT"}, {"name": "y", "type": "INT"}]}},
-        {"name": "b", "type": "STRING"},
-    ])
+    fields = fields_from_json(
+        [
+            {"name": "a", "type": "INT"},
+            {
+                "name": "r",
+                "type": {"type": "ROW", "fields": [{"name": "x", "type": "INT"}, {"name": "y", "type": "INT"}]},
+            },
+            {"name": "b", "type": "STRING"},
+        ]
+    )
     assert [f.id for f in fields] == [0, 1, 4]
     assert [f.id for f in fields[1].type.fields] == [2, 3]
 

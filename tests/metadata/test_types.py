@@ -36,14 +36,17 @@ def test_type_model_normalises_defaults() -> None:
     assert len({AtomicType("INT"), AtomicType("INT"), AtomicType("INT", False)}) == 2
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(name="DECIMAL", precision=39, scale=0),
-    dict(name="DECIMAL", precision=5, scale=6),
-    dict(name="TIMESTAMP", precision=10),
-    dict(name="VARCHAR", length=0),
-    dict(name="INT", length=3),
-    dict(name="CHAR", precision=3),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(name="DECIMAL", precision=39, scale=0),
+        dict(name="DECIMAL", precision=5, scale=6),
+        dict(name="TIMESTAMP", precision=10),
+        dict(name="VARCHAR", length=0),
+        dict(name="INT", length=3),
+        dict(name="CHAR", precision=3),
+    ],
+)
 def test_type_model_rejects_bad_parameters(kwargs: dict) -> None:
     with pytest.raises(SchemaError):
         AtomicType(**kwargs)
@@ -68,13 +71,16 @@ def test_field_ids_spec_example() -> None:
 
 def test_field_ids_nested_collections_do_not_consume_ids() -> None:
     row = RowType((DataField(-1, "q", AtomicType("BIGINT")),))
-    fields, highest = assign_field_ids([
-        ("a", ArrayType(row)),
-        ("m", MapType(string_type(False), row)),
-        ("plain", ArrayType(AtomicType("INT"))),
-        ("n", RowType((DataField(-1, "x", RowType((DataField(-1, "y", AtomicType("INT")),))),))),
-        ("z", AtomicType("INT"), "zz"),
-    ], start=5)
+    fields, highest = assign_field_ids(
+        [
+            ("a", ArrayType(row)),
+            ("m", MapType(string_type(False), row)),
+            ("plain", ArrayType(AtomicType("INT"))),
+            ("n", RowType((DataField(-1, "x", RowType((DataField(-1, "y", AtomicType("INT")),))),))),
+            ("z", AtomicType("INT"), "zz"),
+        ],
+        start=5,
+    )
     assert [f.id for f in fields] == [5, 7, 9, 10, 13]
     assert fields[0].type.element.fields[0].id == 6
     assert fields[1].type.value.fields[0].id == 8

@@ -25,20 +25,43 @@ from typing import Any, Literal, Mapping, Sequence, TypedDict, Union
 import pyarrow as pa
 
 __all__ = [
-    "ORACLE_SCRIPT", "REQUIREMENTS", "SETUP_COMMAND", "OracleError", "OracleUnavailableError",
-    "CreateSpec", "CommitSpec", "Commit",
-    "oracle_python", "require_oracle_python", "run", "run_batch", "versions", "table_spec",
-    "pypaimon_write", "rust_write", "read", "read_with", "pypaimon_read", "rust_read", "inspect",
-    "pypaimon_create_tag", "pypaimon_create_branch", "pypaimon_evolve",
-    "add_column", "rename_column", "drop_column", "update_column_type", "set_option", "remove_option",
+    "ORACLE_SCRIPT",
+    "REQUIREMENTS",
+    "SETUP_COMMAND",
+    "OracleError",
+    "OracleUnavailableError",
+    "CreateSpec",
+    "CommitSpec",
+    "Commit",
+    "oracle_python",
+    "require_oracle_python",
+    "run",
+    "run_batch",
+    "versions",
+    "table_spec",
+    "pypaimon_write",
+    "rust_write",
+    "read",
+    "read_with",
+    "pypaimon_read",
+    "rust_read",
+    "inspect",
+    "pypaimon_create_tag",
+    "pypaimon_create_branch",
+    "pypaimon_evolve",
+    "add_column",
+    "rename_column",
+    "drop_column",
+    "update_column_type",
+    "set_option",
+    "remove_option",
 ]
 
 ORACLE_SCRIPT = Path(__file__).with_name("oracle.py")
 REQUIREMENTS = Path(__file__).with_name("requirements.txt")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_ORACLE_PYTHON = REPO_ROOT / ".venv-oracle" / "bin" / "python"
-SETUP_COMMAND = ("python3 -m venv .venv-oracle && "
-                 ".venv-oracle/bin/pip install -r tests/oracle/requirements.txt")
+SETUP_COMMAND = "python3 -m venv .venv-oracle && .venv-oracle/bin/pip install -r tests/oracle/requirements.txt"
 DEFAULT_TIMEOUT_S = 300.0
 
 Impl = Literal["pypaimon", "rust"]
@@ -86,6 +109,7 @@ Commit = Union[Sequence[Any], pa.Table, CommitSpec]
 
 # ---------------------------------------------------------------------------------------- venv + runner
 
+
 def oracle_python() -> str | None:
     """The oracle venv's python: ``$PAIMON_ORACLE_PYTHON`` if set, else ``<repo>/.venv-oracle/bin/python``;
     None when the chosen path does not exist."""
@@ -99,12 +123,16 @@ def require_oracle_python() -> str:
     python = oracle_python()
     if python is None:
         configured = os.environ.get("PAIMON_ORACLE_PYTHON")
-        where = (f"PAIMON_ORACLE_PYTHON={configured} does not exist" if configured
-                 else f"{DEFAULT_ORACLE_PYTHON} does not exist and PAIMON_ORACLE_PYTHON is not set")
+        where = (
+            f"PAIMON_ORACLE_PYTHON={configured} does not exist"
+            if configured
+            else f"{DEFAULT_ORACLE_PYTHON} does not exist and PAIMON_ORACLE_PYTHON is not set"
+        )
         raise OracleUnavailableError(
             f"The interop oracle venv (pypaimon + pypaimon-rust) is missing: {where}. "
             f"Create it from the repo root with:\n    {SETUP_COMMAND}\n"
-            "or point PAIMON_ORACLE_PYTHON at a python that has the packages in tests/oracle/requirements.txt.")
+            "or point PAIMON_ORACLE_PYTHON at a python that has the packages in tests/oracle/requirements.txt."
+        )
     return python
 
 
@@ -118,8 +146,15 @@ def _oracle_env() -> dict[str, str]:
 def run(cmd: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     """Execute one oracle command and return its JSON result; raises `OracleError` with stderr on failure."""
     python = require_oracle_python()
-    proc = subprocess.run([python, str(ORACLE_SCRIPT)], input=json.dumps(cmd), capture_output=True,
-                          text=True, timeout=timeout, env=_oracle_env(), check=False)
+    proc = subprocess.run(
+        [python, str(ORACLE_SCRIPT)],
+        input=json.dumps(cmd),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_oracle_env(),
+        check=False,
+    )
     try:
         result = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else None
     except json.JSONDecodeError:
@@ -142,13 +177,22 @@ def versions() -> dict[str, str]:
 
 # ---------------------------------------------------------------------------------------------- helpers
 
-def table_spec(columns: Sequence[Sequence[Any]], *, partition_keys: Sequence[str] = (),
-               primary_keys: Sequence[str] = (), options: Mapping[str, Any] | None = None,
-               comment: str | None = None) -> CreateSpec:
+
+def table_spec(
+    columns: Sequence[Sequence[Any]],
+    *,
+    partition_keys: Sequence[str] = (),
+    primary_keys: Sequence[str] = (),
+    options: Mapping[str, Any] | None = None,
+    comment: str | None = None,
+) -> CreateSpec:
     """Build a `CreateSpec`; option values are stringified because Paimon options are strings."""
-    spec: CreateSpec = {"columns": [list(c) for c in columns], "partition_keys": list(partition_keys),
-                        "primary_keys": list(primary_keys),
-                        "options": {k: str(v) for k, v in (options or {}).items()}}
+    spec: CreateSpec = {
+        "columns": [list(c) for c in columns],
+        "partition_keys": list(partition_keys),
+        "primary_keys": list(primary_keys),
+        "options": {k: str(v) for k, v in (options or {}).items()},
+    }
     if comment is not None:
         spec["comment"] = comment
     return spec
@@ -180,27 +224,45 @@ def _commit_json(commit: Commit, scratch: Path, index: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------- commands
 
-def pypaimon_write(warehouse: PathLike, identifier: str, commits: Sequence[Commit], *,
-                   create: CreateSpec | None = None, impl: Impl = "pypaimon") -> dict[str, Any]:
+
+def pypaimon_write(
+    warehouse: PathLike,
+    identifier: str,
+    commits: Sequence[Commit],
+    *,
+    create: CreateSpec | None = None,
+    impl: Impl = "pypaimon",
+) -> dict[str, Any]:
     """Create `identifier` from `create` if missing (always via pypaimon), then make one snapshot per
     commit with `impl`'s writer. Returns ``{"created": bool, "snapshot_ids": [...]}``."""
     with tempfile.TemporaryDirectory(prefix="paimon-oracle-") as scratch:
         cmd: dict[str, Any] = {
-            "cmd": "write", "impl": impl, "warehouse": os.fspath(warehouse), "identifier": identifier,
-            "commits": [_commit_json(c, Path(scratch), i) for i, c in enumerate(commits)]}
+            "cmd": "write",
+            "impl": impl,
+            "warehouse": os.fspath(warehouse),
+            "identifier": identifier,
+            "commits": [_commit_json(c, Path(scratch), i) for i, c in enumerate(commits)],
+        }
         if create is not None:
             cmd["create"] = create
         return run(cmd)
 
 
-def rust_write(warehouse: PathLike, identifier: str, commits: Sequence[Commit], *,
-               create: CreateSpec | None = None) -> dict[str, Any]:
+def rust_write(
+    warehouse: PathLike, identifier: str, commits: Sequence[Commit], *, create: CreateSpec | None = None
+) -> dict[str, Any]:
     """`pypaimon_write` with pypaimon-rust's writer (table creation still goes through pypaimon)."""
     return pypaimon_write(warehouse, identifier, commits, create=create, impl="rust")
 
 
-def read_with(impls: Sequence[Impl], warehouse: PathLike, identifier: str,
-              options: Mapping[str, Any] | None = None, *, sort: bool = True) -> dict[Impl, pa.Table]:
+def read_with(
+    impls: Sequence[Impl],
+    warehouse: PathLike,
+    identifier: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    sort: bool = True,
+) -> dict[Impl, pa.Table]:
     """Read a whole table (``db.t`` or ``db.t$branch_b``) with each of `impls`, in one oracle process.
 
     `options` are dynamic read options (``scan.snapshot-id``, ``scan.tag-name``, ...). Rows are sorted by
@@ -208,27 +270,43 @@ def read_with(impls: Sequence[Impl], warehouse: PathLike, identifier: str,
     two oracles compare with ``equals``."""
     with tempfile.TemporaryDirectory(prefix="paimon-oracle-") as scratch:
         outputs = {impl: Path(scratch) / f"{impl}.arrow" for impl in impls}
-        run({"cmd": "batch", "commands": [
-            {"cmd": "read", "impl": impl, "warehouse": os.fspath(warehouse), "identifier": identifier,
-             "options": {k: str(v) for k, v in (options or {}).items()}, "output": str(output), "sort": sort}
-            for impl, output in outputs.items()]})
+        run(
+            {
+                "cmd": "batch",
+                "commands": [
+                    {
+                        "cmd": "read",
+                        "impl": impl,
+                        "warehouse": os.fspath(warehouse),
+                        "identifier": identifier,
+                        "options": {k: str(v) for k, v in (options or {}).items()},
+                        "output": str(output),
+                        "sort": sort,
+                    }
+                    for impl, output in outputs.items()
+                ],
+            }
+        )
         return {impl: _read_ipc(output) for impl, output in outputs.items()}
 
 
-def read(impl: Impl, warehouse: PathLike, identifier: str, options: Mapping[str, Any] | None = None, *,
-         sort: bool = True) -> pa.Table:
+def read(
+    impl: Impl, warehouse: PathLike, identifier: str, options: Mapping[str, Any] | None = None, *, sort: bool = True
+) -> pa.Table:
     """`read_with` a single implementation."""
     return read_with([impl], warehouse, identifier, options, sort=sort)[impl]
 
 
-def pypaimon_read(warehouse: PathLike, identifier: str, options: Mapping[str, Any] | None = None, *,
-                  sort: bool = True) -> pa.Table:
+def pypaimon_read(
+    warehouse: PathLike, identifier: str, options: Mapping[str, Any] | None = None, *, sort: bool = True
+) -> pa.Table:
     """`read` through pypaimon (pure-Python paths forced)."""
     return read("pypaimon", warehouse, identifier, options, sort=sort)
 
 
-def rust_read(warehouse: PathLike, identifier: str, options: Mapping[str, Any] | None = None, *,
-              sort: bool = True) -> pa.Table:
+def rust_read(
+    warehouse: PathLike, identifier: str, options: Mapping[str, Any] | None = None, *, sort: bool = True
+) -> pa.Table:
     """`read` through pypaimon-rust. For an empty result the rust reader yields no schema, so the empty
     table's schema then comes from pypaimon."""
     return read("rust", warehouse, identifier, options, sort=sort)
@@ -239,21 +317,17 @@ def inspect(impl: Impl, warehouse: PathLike, identifier: str) -> dict[str, Any]:
     return run({"cmd": "inspect", "impl": impl, "warehouse": os.fspath(warehouse), "identifier": identifier})
 
 
-def pypaimon_create_tag(warehouse: PathLike, identifier: str, name: str,
-                        snapshot_id: int | None = None) -> int:
+def pypaimon_create_tag(warehouse: PathLike, identifier: str, name: str, snapshot_id: int | None = None) -> int:
     """Tag `snapshot_id` (default: latest) with pypaimon; returns the tagged snapshot id."""
-    cmd: dict[str, Any] = {"cmd": "tag", "warehouse": os.fspath(warehouse), "identifier": identifier,
-                           "name": name}
+    cmd: dict[str, Any] = {"cmd": "tag", "warehouse": os.fspath(warehouse), "identifier": identifier, "name": name}
     if snapshot_id is not None:
         cmd["snapshot_id"] = snapshot_id
     return int(run(cmd)["snapshot_id"])
 
 
-def pypaimon_create_branch(warehouse: PathLike, identifier: str, name: str,
-                           from_tag: str | None = None) -> list[str]:
+def pypaimon_create_branch(warehouse: PathLike, identifier: str, name: str, from_tag: str | None = None) -> list[str]:
     """Create branch `name` from `from_tag` (or an empty branch: schema only); returns all branches."""
-    cmd: dict[str, Any] = {"cmd": "branch", "warehouse": os.fspath(warehouse), "identifier": identifier,
-                           "name": name}
+    cmd: dict[str, Any] = {"cmd": "branch", "warehouse": os.fspath(warehouse), "identifier": identifier, "name": name}
     if from_tag is not None:
         cmd["from_tag"] = from_tag
     return list(run(cmd)["branches"])
@@ -262,12 +336,21 @@ def pypaimon_create_branch(warehouse: PathLike, identifier: str, name: str,
 def pypaimon_evolve(warehouse: PathLike, identifier: str, changes: Sequence[Mapping[str, Any]]) -> int:
     """Apply schema changes (see `add_column` & co.) in one pypaimon ``alter_table``; returns the new
     schema id."""
-    return int(run({"cmd": "evolve", "warehouse": os.fspath(warehouse), "identifier": identifier,
-                    "changes": [dict(c) for c in changes]})["schema_id"])
+    return int(
+        run(
+            {
+                "cmd": "evolve",
+                "warehouse": os.fspath(warehouse),
+                "identifier": identifier,
+                "changes": [dict(c) for c in changes],
+            }
+        )["schema_id"]
+    )
 
 
-def add_column(name: str, type_: str, *, comment: str | None = None, first: bool = False,
-               after: str | None = None) -> dict[str, Any]:
+def add_column(
+    name: str, type_: str, *, comment: str | None = None, first: bool = False, after: str | None = None
+) -> dict[str, Any]:
     change: dict[str, Any] = {"op": "add_column", "name": name, "type": type_}
     if comment is not None:
         change["comment"] = comment

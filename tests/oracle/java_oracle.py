@@ -53,8 +53,17 @@ from typing import IO, Any, Mapping, Sequence
 from . import _oracle_env, require_oracle_python
 
 __all__ = [
-    "JAVA_SOURCE", "JAR_PACKAGE", "JavaUnavailableError", "JavaOracleError", "JavaRead", "JavaOracle",
-    "java_tools", "bridge_jar", "compile_oracle", "encode", "decode",
+    "JAVA_SOURCE",
+    "JAR_PACKAGE",
+    "JavaUnavailableError",
+    "JavaOracleError",
+    "JavaRead",
+    "JavaOracle",
+    "java_tools",
+    "bridge_jar",
+    "compile_oracle",
+    "encode",
+    "decode",
 ]
 
 JAVA_SOURCE = Path(__file__).with_name("java") / "PaimonOracle.java"
@@ -62,13 +71,22 @@ MAIN_CLASS = "PaimonOracle"
 JAR_PACKAGE = "paimon-python-ali"
 JAR_ENV = "PAIMON_JAVA_BRIDGE_JAR"
 CACHE_ENV = "PAIMON_JAVA_ORACLE_CACHE"
-JAVA_FIX = ("install a JDK 17 or 21 (Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless; macOS: "
-            "brew install openjdk@17) and put its bin/ on PATH or set JAVA_HOME to it")
-JAR_FIX = (f"install {JAR_PACKAGE} into the oracle venv with ./dev setup (or .venv-oracle/bin/pip install -r "
-           f"tests/oracle/requirements.txt), or point {JAR_ENV} at paimon-python-java-bridge.jar")
+JAVA_FIX = (
+    "install a JDK 17 or 21 (Debian/Ubuntu: sudo apt-get install -y openjdk-17-jdk-headless; macOS: "
+    "brew install openjdk@17) and put its bin/ on PATH or set JAVA_HOME to it"
+)
+JAR_FIX = (
+    f"install {JAR_PACKAGE} into the oracle venv with ./dev setup (or .venv-oracle/bin/pip install -r "
+    f"tests/oracle/requirements.txt), or point {JAR_ENV} at paimon-python-java-bridge.jar"
+)
 # C1 only and a small heap: the oracle handles test-sized tables on a shared 2-core machine.
-JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx768m", "-Duser.timezone=UTC",
-             "-Dlog4j2.statusLoggerLevel=OFF")
+JVM_FLAGS = (
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xmx768m",
+    "-Duser.timezone=UTC",
+    "-Dlog4j2.statusLoggerLevel=OFF",
+)
 DEFAULT_TIMEOUT_S = 180.0
 UTC = dt.timezone.utc
 
@@ -81,14 +99,17 @@ class JavaOracleError(RuntimeError):
     """A Java oracle command failed; carries Java's exception, its stack trace and the JVM's stderr tail."""
 
     def __init__(self, cmd: Mapping[str, Any], error: str, trace: str = "", stderr: str = "") -> None:
-        super().__init__(f"Java oracle command {cmd.get('cmd')!r} failed: {error}\n--- Java stack trace ---\n"
-                         f"{trace}\n--- JVM stderr (tail) ---\n{stderr}")
+        super().__init__(
+            f"Java oracle command {cmd.get('cmd')!r} failed: {error}\n--- Java stack trace ---\n"
+            f"{trace}\n--- JVM stderr (tail) ---\n{stderr}"
+        )
         self.cmd = dict(cmd)
         self.error = error
         self.trace = trace
 
 
 # ------------------------------------------------------------------------------------------- discovery
+
 
 def java_tools() -> tuple[str, str]:
     """``(java, javac)``: from ``$JAVA_HOME/bin`` when JAVA_HOME is set, else from PATH."""
@@ -97,15 +118,19 @@ def java_tools() -> tuple[str, str]:
         found = [Path(java_home) / "bin" / name for name in ("java", "javac")]
         missing = [str(p) for p in found if not os.access(p, os.X_OK)]
         if missing:
-            raise JavaUnavailableError(f"The Java interop lane needs java and javac, but {', '.join(missing)} "
-                                       f"(from JAVA_HOME={java_home}) does not exist: {JAVA_FIX}.")
+            raise JavaUnavailableError(
+                f"The Java interop lane needs java and javac, but {', '.join(missing)} "
+                f"(from JAVA_HOME={java_home}) does not exist: {JAVA_FIX}."
+            )
         return str(found[0]), str(found[1])
     java, javac = shutil.which("java"), shutil.which("javac")
     if java is None or javac is None:
         missing = [n for n, p in (("java", java), ("javac", javac)) if p is None]
         what = " and ".join(missing) + (" are" if len(missing) > 1 else " is")
-        raise JavaUnavailableError(f"The Java interop lane needs a JDK, but {what} not on PATH and JAVA_HOME "
-                                   f"is not set (a JRE has no javac): {JAVA_FIX}.")
+        raise JavaUnavailableError(
+            f"The Java interop lane needs a JDK, but {what} not on PATH and JAVA_HOME "
+            f"is not set (a JRE has no javac): {JAVA_FIX}."
+        )
     return java, javac
 
 
@@ -133,15 +158,22 @@ def _locate_jar() -> _JarLocation:
             raise JavaUnavailableError(f"{JAR_ENV}={configured} does not exist: {JAR_FIX}.")
         return _JarLocation(Path(configured), None)
     python = require_oracle_python()
-    proc = subprocess.run([python, "-c", _LOCATE_JAR, JAR_PACKAGE], capture_output=True, text=True,
-                          env=_oracle_env(), timeout=60, check=False)
+    proc = subprocess.run(
+        [python, "-c", _LOCATE_JAR, JAR_PACKAGE],
+        capture_output=True,
+        text=True,
+        env=_oracle_env(),
+        timeout=60,
+        check=False,
+    )
     if proc.returncode != 0:
         raise JavaUnavailableError(f"Could not ask the oracle venv ({python}) for {JAR_PACKAGE}: {proc.stderr}")
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     jars = [Path(j) for j in found["jars"] if Path(j).name == "paimon-python-java-bridge.jar"]
     if not jars or not jars[0].is_file():
-        raise JavaUnavailableError(f"The Paimon jar of {JAR_PACKAGE} is not installed in the oracle venv "
-                                   f"({python}): {JAR_FIX}.")
+        raise JavaUnavailableError(
+            f"The Paimon jar of {JAR_PACKAGE} is not installed in the oracle venv ({python}): {JAR_FIX}."
+        )
     return _JarLocation(jars[0], Path(found["prefix"]))
 
 
@@ -172,8 +204,13 @@ def compile_oracle(javac: str, location: _JarLocation) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
-        proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", str(location.jar), "-d", str(build),
-                               str(JAVA_SOURCE)], capture_output=True, text=True, timeout=300, check=False)
+        proc = subprocess.run(
+            [javac, "-nowarn", "-encoding", "UTF-8", "-cp", str(location.jar), "-d", str(build), str(JAVA_SOURCE)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         if proc.returncode != 0:
             raise JavaUnavailableError(f"javac failed on {JAVA_SOURCE}:\n{proc.stdout}\n{proc.stderr}")
         try:
@@ -187,6 +224,7 @@ def compile_oracle(javac: str, location: _JarLocation) -> Path:
 
 
 # ------------------------------------------------------------------------------------------------ values
+
 
 def encode(value: Any) -> Any:
     """A Python value as the Java oracle reads it (see the module docstring of PaimonOracle.java)."""
@@ -258,6 +296,7 @@ class JavaRead:
 
 # ------------------------------------------------------------------------------------------------ the JVM
 
+
 class JavaOracle:
     """One JVM running `PaimonOracle`; commands run in order. Use as a context manager or call `close`."""
 
@@ -270,7 +309,12 @@ class JavaOracle:
         self._log = tempfile.NamedTemporaryFile(prefix="paimon-java-oracle-", suffix=".log", delete=False)
         self._proc = subprocess.Popen(
             [java, *JVM_FLAGS, "-cp", f"{classes}{os.pathsep}{location.jar}", MAIN_CLASS],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, encoding="utf-8")
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            encoding="utf-8",
+        )
         self._lines: queue.Queue[str | None] = queue.Queue()
         assert self._proc.stdout is not None
         threading.Thread(target=self._pump, args=(self._proc.stdout,), daemon=True).start()
@@ -287,16 +331,16 @@ class JavaOracle:
     def call(self, cmd: Mapping[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send one command; return its result or raise `JavaOracleError`."""
         if self._proc.poll() is not None or self._proc.stdin is None:
-            raise JavaOracleError(cmd, f"the JVM exited with code {self._proc.returncode}",
-                                  stderr=self.stderr_tail())
+            raise JavaOracleError(cmd, f"the JVM exited with code {self._proc.returncode}", stderr=self.stderr_tail())
         self._proc.stdin.write(json.dumps(cmd) + "\n")
         self._proc.stdin.flush()
         try:
             line = self._lines.get(timeout=timeout or self.timeout)
         except queue.Empty:
             self.close()
-            raise JavaOracleError(cmd, f"no answer within {timeout or self.timeout} s (JVM killed)",
-                                  stderr=self.stderr_tail()) from None
+            raise JavaOracleError(
+                cmd, f"no answer within {timeout or self.timeout} s (JVM killed)", stderr=self.stderr_tail()
+            ) from None
         if line is None:
             raise JavaOracleError(cmd, f"the JVM exited with code {self._proc.wait()}", stderr=self.stderr_tail())
         result = json.loads(line)
@@ -327,18 +371,43 @@ class JavaOracle:
     def versions(self) -> dict[str, str]:
         return self.call({"cmd": "versions"})
 
-    def create(self, warehouse: str, identifier: str, columns: Sequence[Sequence[Any]], *,
-               partition_keys: Sequence[str] = (), primary_keys: Sequence[str] = (),
-               options: Mapping[str, Any] | None = None) -> None:
-        self.call({"cmd": "create", "warehouse": warehouse, "identifier": identifier,
-                   "columns": [list(c) for c in columns], "partition_keys": list(partition_keys),
-                   "primary_keys": list(primary_keys),
-                   "options": {k: str(v) for k, v in (options or {}).items()}})
+    def create(
+        self,
+        warehouse: str,
+        identifier: str,
+        columns: Sequence[Sequence[Any]],
+        *,
+        partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.call(
+            {
+                "cmd": "create",
+                "warehouse": warehouse,
+                "identifier": identifier,
+                "columns": [list(c) for c in columns],
+                "partition_keys": list(partition_keys),
+                "primary_keys": list(primary_keys),
+                "options": {k: str(v) for k, v in (options or {}).items()},
+            }
+        )
 
-    def write(self, warehouse: str, identifier: str, rows: Sequence[Any], *, kinds: Sequence[str] | None = None,
-              overwrite: bool | Mapping[str, Any] | None = None) -> int:
-        cmd: dict[str, Any] = {"cmd": "write", "warehouse": warehouse, "identifier": identifier,
-                               "rows": [encode(r) for r in rows]}
+    def write(
+        self,
+        warehouse: str,
+        identifier: str,
+        rows: Sequence[Any],
+        *,
+        kinds: Sequence[str] | None = None,
+        overwrite: bool | Mapping[str, Any] | None = None,
+    ) -> int:
+        cmd: dict[str, Any] = {
+            "cmd": "write",
+            "warehouse": warehouse,
+            "identifier": identifier,
+            "rows": [encode(r) for r in rows],
+        }
         if kinds is not None:
             cmd["kinds"] = list(kinds)
         if overwrite:
@@ -346,8 +415,14 @@ class JavaOracle:
         return int(self.call(cmd)["snapshot_id"])
 
     def read(self, warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> JavaRead:
-        result = self.call({"cmd": "read", "warehouse": warehouse, "identifier": identifier,
-                            "options": {k: str(v) for k, v in (options or {}).items()}})
+        result = self.call(
+            {
+                "cmd": "read",
+                "warehouse": warehouse,
+                "identifier": identifier,
+                "options": {k: str(v) for k, v in (options or {}).items()},
+            }
+        )
         names = [f[0] for f in result["fields"]]
         types = [f[1] for f in result["fields"]]
         rows = [{n: decode(v, t) for n, t, v in zip(names, types, row)} for row in result["rows"]]
@@ -361,8 +436,16 @@ class JavaOracle:
 
     def evolve(self, warehouse: str, identifier: str, changes: Sequence[Mapping[str, Any]]) -> int:
         """Schema changes in the same shape as `tests.oracle.add_column` & co. build them."""
-        return int(self.call({"cmd": "evolve", "warehouse": warehouse, "identifier": identifier,
-                              "changes": [dict(c) for c in changes]})["schema_id"])
+        return int(
+            self.call(
+                {
+                    "cmd": "evolve",
+                    "warehouse": warehouse,
+                    "identifier": identifier,
+                    "changes": [dict(c) for c in changes],
+                }
+            )["schema_id"]
+        )
 
     def tag(self, warehouse: str, identifier: str, name: str, snapshot_id: int | None = None) -> int:
         cmd: dict[str, Any] = {"cmd": "tag", "warehouse": warehouse, "identifier": identifier, "name": name}

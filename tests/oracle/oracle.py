@@ -88,6 +88,7 @@ class OracleUsageError(ValueError):
 
 # --------------------------------------------------------------------------------------------- catalogs
 
+
 def _pypaimon_catalog(warehouse: str) -> Any:
     from pypaimon import CatalogFactory
 
@@ -107,6 +108,7 @@ def _pypaimon_table(warehouse: str, identifier: str, options: dict[str, str] | N
 
 
 # ----------------------------------------------------------------------------------- paimon type strings
+
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not nested in <>, () or backquotes."""
@@ -149,7 +151,7 @@ def type_json(spec: str | JsonDict) -> str | JsonDict:
                         break
             if close_at < 0:
                 raise OracleUsageError(f"unbalanced '<' in type {spec!r}")
-            inner, suffix = text[open_at + 1:close_at], text[close_at + 1:].strip().upper()
+            inner, suffix = text[open_at + 1 : close_at], text[close_at + 1 :].strip().upper()
             if suffix not in ("", "NULL", "NOT NULL"):
                 raise OracleUsageError(f"unexpected {suffix!r} after type {spec!r}")
             type_name = kind + (" NOT NULL" if suffix == "NOT NULL" else "")
@@ -164,7 +166,7 @@ def type_json(spec: str | JsonDict) -> str | JsonDict:
             for arg in args:
                 if arg.startswith("`"):
                     end = arg.index("`", 1)
-                    name, rest = arg[1:end], arg[end + 1:]
+                    name, rest = arg[1:end], arg[end + 1 :]
                 else:
                     name, _, rest = arg.partition(" ")
                 fields.append({"name": name, "type": type_json(rest)})
@@ -198,6 +200,7 @@ def _arrow_schema(paimon_fields: list[Any]) -> pa.Schema:
 
 # ----------------------------------------------------------------------------------------- JSON -> Arrow
 
+
 def _coerce(value: Any, arrow_type: pa.DataType) -> Any:
     """Convert one JSON value to the Python object pyarrow expects for `arrow_type` (test-sized data)."""
     if value is None:
@@ -224,18 +227,22 @@ def _coerce(value: Any, arrow_type: pa.DataType) -> Any:
         if arrow_type.tz is None and parsed.tzinfo is not None:
             return parsed.astimezone(dt.timezone.utc).replace(tzinfo=None)
         return parsed
-    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) \
-            or pa.types.is_fixed_size_binary(arrow_type):
+    if (
+        pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_fixed_size_binary(arrow_type)
+    ):
         return bytes.fromhex(value) if isinstance(value, str) else base64.b64decode(value["base64"])
     if pa.types.is_map(arrow_type):
         pairs = value.items() if isinstance(value, dict) else value
         return [(_coerce(k, arrow_type.key_type), _coerce(v, arrow_type.item_type)) for k, v in pairs]
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) \
-            or pa.types.is_fixed_size_list(arrow_type):
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
         return [_coerce(v, arrow_type.value_type) for v in value]
     if pa.types.is_struct(arrow_type):
-        return {arrow_type.field(i).name: _coerce(value.get(arrow_type.field(i).name), arrow_type.field(i).type)
-                for i in range(arrow_type.num_fields)}
+        return {
+            arrow_type.field(i).name: _coerce(value.get(arrow_type.field(i).name), arrow_type.field(i).type)
+            for i in range(arrow_type.num_fields)
+        }
     return value
 
 
@@ -256,8 +263,7 @@ def _rows_to_table(rows: list[Any], schema: pa.Schema) -> pa.Table:
             raise OracleUsageError(f"rows[{position}] must be an object or a list, got {type(row).__name__}")
         for name, value in zip(names, values):
             columns[name].append(value)
-    arrays = [pa.array([_coerce(v, field.type) for v in columns[field.name]], type=field.type)
-              for field in schema]
+    arrays = [pa.array([_coerce(v, field.type) for v in columns[field.name]], type=field.type) for field in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -268,8 +274,10 @@ def _ipc_to_table(path: str, schema: pa.Schema) -> pa.Table:
     unknown = set(data.column_names) - set(schema.names)
     if unknown:
         raise OracleUsageError(f"IPC file {path} has unknown columns {sorted(unknown)}; table has {schema.names}")
-    arrays = [data.column(f.name).cast(f.type) if f.name in data.column_names
-              else pa.nulls(data.num_rows, f.type) for f in schema]
+    arrays = [
+        data.column(f.name).cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type)
+        for f in schema
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -282,18 +290,24 @@ def _commit_table(commit: JsonDict, schema: pa.Schema, rowkind_field: str | None
         if rowkind_field is None:
             raise OracleUsageError(
                 f"commits[{index}] has 'kinds' but the table has no 'rowkind.field' option: pypaimon writes "
-                "row kinds only from that column; create the table with options {'rowkind.field': '_row_kind'}")
+                "row kinds only from that column; create the table with options {'rowkind.field': '_row_kind'}"
+            )
         if len(kinds) != data.num_rows or any(k not in ROW_KINDS for k in kinds):
             raise OracleUsageError(f"commits[{index}].kinds must hold one of {ROW_KINDS} per row ({data.num_rows})")
-        data = data.set_column(schema.get_field_index(rowkind_field), schema.field(rowkind_field),
-                               pa.array(kinds, pa.string()))
+        data = data.set_column(
+            schema.get_field_index(rowkind_field), schema.field(rowkind_field), pa.array(kinds, pa.string())
+        )
     elif rowkind_field is not None and data.column(rowkind_field).null_count == data.num_rows:
-        data = data.set_column(schema.get_field_index(rowkind_field), schema.field(rowkind_field),
-                               pa.array(["+I"] * data.num_rows, pa.string()))
+        data = data.set_column(
+            schema.get_field_index(rowkind_field),
+            schema.field(rowkind_field),
+            pa.array(["+I"] * data.num_rows, pa.string()),
+        )
     return data
 
 
 # ------------------------------------------------------------------------------------------------ write
+
 
 def _ensure_table(catalog: Any, identifier: str, create: JsonDict | None) -> bool:
     """Create the table through pypaimon if it is missing; returns whether it was created."""
@@ -312,8 +326,13 @@ def _ensure_table(catalog: Any, identifier: str, create: JsonDict | None) -> boo
     if rowkind_field and rowkind_field not in [c[0] for c in columns]:
         columns.append([rowkind_field, "STRING", True])
     catalog.create_database(identifier.split(".", 1)[0], True)
-    schema = Schema(_paimon_fields(columns), list(create.get("partition_keys") or []),
-                    list(create.get("primary_keys") or []), options, create.get("comment"))
+    schema = Schema(
+        _paimon_fields(columns),
+        list(create.get("partition_keys") or []),
+        list(create.get("primary_keys") or []),
+        options,
+        create.get("comment"),
+    )
     catalog.create_table(identifier, schema, False)
     return True
 
@@ -360,7 +379,9 @@ def _write_rust(warehouse: str, identifier: str, data: pa.Table, overwrite: dict
 def cmd_write(cmd: JsonDict) -> JsonDict:
     impl = cmd.get("impl", "pypaimon")
     writers: dict[str, Callable[[str, str, pa.Table, dict[str, Any] | None], int]] = {
-        "pypaimon": _write_pypaimon, "rust": _write_rust}
+        "pypaimon": _write_pypaimon,
+        "rust": _write_rust,
+    }
     if impl not in writers:
         raise OracleUsageError(f"write.impl must be one of {sorted(writers)}, got {impl!r}")
     warehouse, identifier = cmd["warehouse"], cmd["identifier"]
@@ -379,8 +400,10 @@ def cmd_write(cmd: JsonDict) -> JsonDict:
 
 # ------------------------------------------------------------------------------------------------- read
 
+
 def _strip_metadata(arrow_type: pa.DataType) -> pa.DataType:
     """Drop field metadata (pypaimon-rust attaches PARQUET:field_id) so results compare by value."""
+
     def field(f: pa.Field) -> pa.Field:
         return pa.field(f.name, _strip_metadata(f.type), f.nullable)
 
@@ -438,11 +461,16 @@ def cmd_read(cmd: JsonDict) -> JsonDict:
     data = _normalize(data, bool(cmd.get("sort", True)))
     with pa.OSFile(cmd["output"], "wb") as sink, pa.ipc.new_file(sink, data.schema) as ipc:
         ipc.write_table(data)
-    return {"num_rows": data.num_rows, "columns": data.column_names, "arrow_schema": str(data.schema),
-            "schema_from": schema_from}
+    return {
+        "num_rows": data.num_rows,
+        "columns": data.column_names,
+        "arrow_schema": str(data.schema),
+        "schema_from": schema_from,
+    }
 
 
 # ------------------------------------------------------------------------------- evolve / tag / branch
+
 
 def _schema_change(change: JsonDict, index: int) -> Any:
     from pypaimon.schema.data_types import AtomicInteger, DataTypeParser
@@ -470,8 +498,10 @@ def _schema_change(change: JsonDict, index: int) -> Any:
         return SchemaChange.set_option(change["key"], str(change["value"]))
     if op == "remove_option":
         return SchemaChange.remove_option(change["key"])
-    raise OracleUsageError(f"changes[{index}].op {op!r} is not one of add_column, rename_column, drop_column, "
-                           "update_column_type, set_option, remove_option")
+    raise OracleUsageError(
+        f"changes[{index}].op {op!r} is not one of add_column, rename_column, drop_column, "
+        "update_column_type, set_option, remove_option"
+    )
 
 
 def cmd_evolve(cmd: JsonDict) -> JsonDict:
@@ -495,38 +525,61 @@ def cmd_branch(cmd: JsonDict) -> JsonDict:
 
 # ---------------------------------------------------------------------------------------------- inspect
 
+
 def cmd_inspect(cmd: JsonDict) -> JsonDict:
     impl, warehouse, identifier = cmd.get("impl", "pypaimon"), cmd["warehouse"], cmd["identifier"]
     if impl == "pypaimon":
         table = _pypaimon_catalog(warehouse).get_table(identifier)  # no copy(): report the stored options
-        snapshots = [{"id": s.id, "commit_kind": s.commit_kind, "total_record_count": s.total_record_count}
-                     for s in table.snapshot_manager().list_snapshots()]
+        snapshots = [
+            {"id": s.id, "commit_kind": s.commit_kind, "total_record_count": s.total_record_count}
+            for s in table.snapshot_manager().list_snapshots()
+        ]
         tag_manager = table.tag_manager()
         tags = {name: tag_manager.get(name).id for name in table.list_tags()}
         schema = table.table_schema
-        return {"snapshots": sorted(snapshots, key=lambda s: s["id"]), "tags": tags,
-                "branches": sorted(_pypaimon_catalog(warehouse).list_branches(identifier.split("$")[0])),
-                "schema": {"id": schema.id, "fields": [[f.id, f.name, str(f.type)] for f in schema.fields],
-                           "partition_keys": schema.partition_keys, "primary_keys": schema.primary_keys,
-                           "options": schema.options}}
+        return {
+            "snapshots": sorted(snapshots, key=lambda s: s["id"]),
+            "tags": tags,
+            "branches": sorted(_pypaimon_catalog(warehouse).list_branches(identifier.split("$")[0])),
+            "schema": {
+                "id": schema.id,
+                "fields": [[f.id, f.name, str(f.type)] for f in schema.fields],
+                "partition_keys": schema.partition_keys,
+                "primary_keys": schema.primary_keys,
+                "options": schema.options,
+            },
+        }
     if impl == "rust":
         table = _rust_catalog(warehouse).get_table(identifier)
-        snapshots = [{"id": s.id(), "commit_kind": s.commit_kind(), "total_record_count": s.total_record_count()}
-                     for s in table.list_snapshots()]
+        snapshots = [
+            {"id": s.id(), "commit_kind": s.commit_kind(), "total_record_count": s.total_record_count()}
+            for s in table.list_snapshots()
+        ]
         schema = table.schema()
-        return {"snapshots": sorted(snapshots, key=lambda s: s["id"]),
-                "tags": {t.name(): t.snapshot_id() for t in table.list_tags()}, "branches": None,
-                "schema": {"id": None, "fields": [[f.id(), f.name(), f.field_type()] for f in schema.fields()],
-                           "partition_keys": schema.partition_keys(), "primary_keys": schema.primary_keys(),
-                           "options": schema.options()}}
+        return {
+            "snapshots": sorted(snapshots, key=lambda s: s["id"]),
+            "tags": {t.name(): t.snapshot_id() for t in table.list_tags()},
+            "branches": None,
+            "schema": {
+                "id": None,
+                "fields": [[f.id(), f.name(), f.field_type()] for f in schema.fields()],
+                "partition_keys": schema.partition_keys(),
+                "primary_keys": schema.primary_keys(),
+                "options": schema.options(),
+            },
+        }
     raise OracleUsageError(f"inspect.impl must be 'pypaimon' or 'rust', got {impl!r}")
 
 
 def cmd_versions(cmd: JsonDict) -> JsonDict:
     from importlib.metadata import version
 
-    return {"pypaimon": version("pypaimon"), "pypaimon_rust": version("pypaimon-rust"),
-            "pyarrow": pa.__version__, "python": sys.version.split()[0]}
+    return {
+        "pypaimon": version("pypaimon"),
+        "pypaimon_rust": version("pypaimon-rust"),
+        "pyarrow": pa.__version__,
+        "python": sys.version.split()[0],
+    }
 
 
 def cmd_batch(cmd: JsonDict) -> JsonDict:
@@ -544,12 +597,19 @@ def cmd_batch(cmd: JsonDict) -> JsonDict:
 
 
 COMMANDS: dict[str, Callable[[JsonDict], JsonDict]] = {
-    "write": cmd_write, "read": cmd_read, "evolve": cmd_evolve, "tag": cmd_tag, "branch": cmd_branch,
-    "inspect": cmd_inspect, "versions": cmd_versions, "batch": cmd_batch,
+    "write": cmd_write,
+    "read": cmd_read,
+    "evolve": cmd_evolve,
+    "tag": cmd_tag,
+    "branch": cmd_branch,
+    "inspect": cmd_inspect,
+    "versions": cmd_versions,
+    "batch": cmd_batch,
 }
 
 
 # ------------------------------------------------------------------------------------------------- main
+
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, (dt.date, dt.datetime, decimal.Decimal)):

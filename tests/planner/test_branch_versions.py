@@ -41,7 +41,10 @@ def test_branch_tag_and_branch_snapshot_versions(table: Table) -> None:
     got = table.to_arrow({"versionAsOf": "b.3"})
     assert got.column_names == ["id", "v", "w"]
     assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [
-        {"id": 1, "v": "a", "w": None}, {"id": 2, "v": "b", "w": None}, {"id": 4, "v": "d", "w": 40}]
+        {"id": 1, "v": "a", "w": None},
+        {"id": 2, "v": "b", "w": None},
+        {"id": 4, "v": "d", "w": 40},
+    ]
     # main.<x> names the main branch explicitly; snapshot 2 of main is not snapshot 2 of b.
     assert rows(table, versionAsOf="main.2") == [(1, "a"), (3, "c")]
     assert rows(table, versionAsOf="main.t1") == [(1, "a")]

@@ -16,15 +16,31 @@ from pyspark_paimon.planner.chain import snapshot_drop_violations
 from pyspark_paimon.planner.chain_config import ChainConfig, validate_chain_definition
 from pyspark_paimon.planner.predicate import Leaf
 
-BASE = {"bucket": "2", "bucket-key": "t1", "sequence.field": "t2",
-        "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyyMMdd"}
+BASE = {
+    "bucket": "2",
+    "bucket-key": "t1",
+    "sequence.field": "t2",
+    "partition.timestamp-pattern": "$dt",
+    "partition.timestamp-formatter": "yyyyMMdd",
+}
 SCHEMA = "t1 bigint, t2 bigint, t3 string, dt string"
 
 
-def make(catalog: Catalog, name: str = "default.c", schema: str = SCHEMA, partition_keys: Sequence[str] = ("dt",),
-         primary_keys: Sequence[str] = ("dt", "t1"), options: dict[str, str] | None = None) -> Any:
-    return catalog.create_chain_table(name, schema, partition_keys=list(partition_keys),
-                                      primary_keys=list(primary_keys), options={**BASE, **(options or {})})
+def make(
+    catalog: Catalog,
+    name: str = "default.c",
+    schema: str = SCHEMA,
+    partition_keys: Sequence[str] = ("dt",),
+    primary_keys: Sequence[str] = ("dt", "t1"),
+    options: dict[str, str] | None = None,
+) -> Any:
+    return catalog.create_chain_table(
+        name,
+        schema,
+        partition_keys=list(partition_keys),
+        primary_keys=list(primary_keys),
+        options={**BASE, **(options or {})},
+    )
 
 
 def put(table: Any, rows: list[tuple], branch: str | None = None, *, overwrite: bool = False, **kw: Any) -> Any:
@@ -48,23 +64,26 @@ def eq(column: str, value: Any) -> Leaf:
 # ------------------------------------------------------------------------------------------------------
 # Validation
 # ------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("parts,pks,change,match", [
-    (["dt"], [], {}, "primary key"),
-    ([], ["t1"], {}, "partitioned"),
-    (["dt"], ["dt", "t1"], {"bucket": "-1"}, "fixed bucket"),
-    (["dt"], ["dt", "t1"], {"sequence.field": None}, "sequence.field"),
-    (["dt"], ["dt", "t1"], {"partition.timestamp-pattern": None}, "partition.timestamp-pattern"),
-    (["dt"], ["dt", "t1"], {"partition.timestamp-formatter": None}, "partition.timestamp-formatter"),
-    (["dt"], ["dt", "t1"], {"partition.timestamp-formatter": "yyyyMM"}, "complete date"),
-    (["dt"], ["dt", "t1"], {"changelog-producer": "lookup"}, "changelog-producer"),
-    (["dt"], ["dt", "t1"], {"merge-engine": "first-row"}, "first-row"),
-    (["dt"], ["dt", "t1"], {"merge-engine": "aggregation", "fields.t2.aggregate-function": "max"}, "aggregated"),
-    (["region", "dt"], ["region", "dt", "t1"], {"chain-table.chain-partition-keys": "region"}, "contiguous suffix"),
-    (["region", "dt"], ["region", "dt", "t1"], {"chain-table.chain-partition-keys": "x"}, "not partition keys"),
-    (["dt"], ["dt", "t1"], {"partition.expiration-strategy": "update-time"}, "values-time"),
-    (["dt"], ["dt", "t1"], {"chain-table.compact.auto-threshold": "0"}, "positive integer"),
-    (["dt"], ["dt", "t1"], {"partition.timestamp-pattern": "$t3"}, "references no partition column"),
-])
+@pytest.mark.parametrize(
+    "parts,pks,change,match",
+    [
+        (["dt"], [], {}, "primary key"),
+        ([], ["t1"], {}, "partitioned"),
+        (["dt"], ["dt", "t1"], {"bucket": "-1"}, "fixed bucket"),
+        (["dt"], ["dt", "t1"], {"sequence.field": None}, "sequence.field"),
+        (["dt"], ["dt", "t1"], {"partition.timestamp-pattern": None}, "partition.timestamp-pattern"),
+        (["dt"], ["dt", "t1"], {"partition.timestamp-formatter": None}, "partition.timestamp-formatter"),
+        (["dt"], ["dt", "t1"], {"partition.timestamp-formatter": "yyyyMM"}, "complete date"),
+        (["dt"], ["dt", "t1"], {"changelog-producer": "lookup"}, "changelog-producer"),
+        (["dt"], ["dt", "t1"], {"merge-engine": "first-row"}, "first-row"),
+        (["dt"], ["dt", "t1"], {"merge-engine": "aggregation", "fields.t2.aggregate-function": "max"}, "aggregated"),
+        (["region", "dt"], ["region", "dt", "t1"], {"chain-table.chain-partition-keys": "region"}, "contiguous suffix"),
+        (["region", "dt"], ["region", "dt", "t1"], {"chain-table.chain-partition-keys": "x"}, "not partition keys"),
+        (["dt"], ["dt", "t1"], {"partition.expiration-strategy": "update-time"}, "values-time"),
+        (["dt"], ["dt", "t1"], {"chain-table.compact.auto-threshold": "0"}, "positive integer"),
+        (["dt"], ["dt", "t1"], {"partition.timestamp-pattern": "$t3"}, "references no partition column"),
+    ],
+)
 def test_validation(parts: list[str], pks: list[str], change: dict[str, str | None], match: str) -> None:
     opts = {**BASE, "chain-table.enabled": "true", **{k: v for k, v in change.items() if v is not None}}
     for k, v in change.items():
@@ -76,13 +95,18 @@ def test_validation(parts: list[str], pks: list[str], change: dict[str, str | No
 
 def test_validation_on_create_and_set_options(catalog: Catalog) -> None:
     with pytest.raises(ChainTableError, match="sequence.field"):
-        catalog.create_table("default.bad", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                             options={**{k: v for k, v in BASE.items() if k != "sequence.field"},
-                                      "chain-table.enabled": "true"})
+        catalog.create_table(
+            "default.bad",
+            SCHEMA,
+            partition_keys=["dt"],
+            primary_keys=["dt", "t1"],
+            options={**{k: v for k, v in BASE.items() if k != "sequence.field"}, "chain-table.enabled": "true"},
+        )
     assert not catalog.table_exists("default.bad")
     with pytest.raises(ChainTableError, match="fixed bucket"):
-        catalog.create_chain_table("default.bad2", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                                   options={**BASE, "bucket": "-1"})
+        catalog.create_chain_table(
+            "default.bad2", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options={**BASE, "bucket": "-1"}
+        )
     assert not catalog.table_exists("default.bad2")
     t = make(catalog)
     with pytest.raises(ChainTableError, match="changelog-producer"):
@@ -90,8 +114,9 @@ def test_validation_on_create_and_set_options(catalog: Catalog) -> None:
     with pytest.raises(ChainTableError, match="does not exist"):
         t.set_options({"scan.fallback-delta-branch": "nope"})
     with pytest.raises(ChainTableError, match="not a chain table"):
-        catalog.create_table("default.plain", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                             options={"bucket": "1"}).explain_chain()
+        catalog.create_table(
+            "default.plain", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options={"bucket": "1"}
+        ).explain_chain()
 
 
 def test_branches_must_share_the_schema(catalog: Catalog) -> None:
@@ -137,9 +162,13 @@ def test_anchor_is_the_latest_earlier_snapshot_and_deltas_are_after_it(catalog: 
     t = make(catalog)
     put(t, [(1, 1, "s0805", "20250805")], "snapshot")
     put(t, [(1, 2, "s0808", "20250808"), (2, 2, "s0808", "20250808")], "snapshot")
-    for day, rows in {"20250806": [(3, 3, "d0806")], "20250808": [(4, 3, "d0808")],
-                      "20250809": [(1, 5, "d0809")], "20250811": [(5, 5, "d0811")],
-                      "20250812": [(6, 5, "d0812")]}.items():
+    for day, rows in {
+        "20250806": [(3, 3, "d0806")],
+        "20250808": [(4, 3, "d0808")],
+        "20250809": [(1, 5, "d0809")],
+        "20250811": [(5, 5, "d0811")],
+        "20250812": [(6, 5, "d0812")],
+    }.items():
         put(t, [(*r, day) for r in rows], "delta")
     got = read(t, eq("dt", "20250811"))
     # anchor 0808 (not 0805, not the delta 0808), deltas 0809 and 0811 (not 0806/0808, not the later 0812)
@@ -150,8 +179,13 @@ def test_anchor_is_the_latest_earlier_snapshot_and_deltas_are_after_it(catalog: 
     # no partition filter resolves every partition; the same rows for 0811
     assert [r for r in read(t) if r[3] == "20250811"] == got
     assert {e["partition"]["dt"]: e["source"] for e in t.explain_chain()} == {
-        "20250805": "snapshot", "20250806": "chain", "20250808": "snapshot", "20250809": "chain",
-        "20250811": "chain", "20250812": "chain"}
+        "20250805": "snapshot",
+        "20250806": "chain",
+        "20250808": "snapshot",
+        "20250809": "chain",
+        "20250811": "chain",
+        "20250812": "chain",
+    }
     # a requested partition that exists nowhere yields nothing
     assert read(t, eq("dt", "20250810")) == []
 
@@ -170,21 +204,25 @@ def test_sequence_field_decides_across_branches_and_ties_go_to_later_partitions(
     t = make(catalog)
     # Several snapshot commits give the anchor's rows large branch-local sequence numbers.
     for i in range(3):
-        put(t, [(1, 5, f"anchor{i}", "20250810"), (2, 9, "anchor", "20250810"), (3, 1, "anchor", "20250810")],
-            "snapshot")
+        put(
+            t,
+            [(1, 5, f"anchor{i}", "20250810"), (2, 9, "anchor", "20250810"), (3, 1, "anchor", "20250810")],
+            "snapshot",
+        )
     put(t, [(1, 5, "tie-d11", "20250811"), (2, 4, "older", "20250811"), (3, 1, "tie-d11", "20250811")], "delta")
     put(t, [(3, 1, "tie-d12", "20250812")], "delta")
-    assert read(t, eq("dt", "20250811")) == [(1, 5, "tie-d11", "20250811"), (2, 9, "anchor", "20250811"),
-                                             (3, 1, "tie-d11", "20250811")]
+    assert read(t, eq("dt", "20250811")) == [
+        (1, 5, "tie-d11", "20250811"),
+        (2, 9, "anchor", "20250811"),
+        (3, 1, "tie-d11", "20250811"),
+    ]
     assert read(t, eq("dt", "20250812"))[2] == (3, 1, "tie-d12", "20250812")
 
 
 def test_deletes_in_a_delta_remove_anchor_rows(catalog: Catalog) -> None:
-    t = make(catalog, schema="t1 bigint, t2 bigint, t3 string, op string, dt string",
-             options={"rowkind.field": "op"})
+    t = make(catalog, schema="t1 bigint, t2 bigint, t3 string, op string, dt string", options={"rowkind.field": "op"})
     assert t.options["rowkind.field"] == "op"
-    put(t, [(1, 1, "a", "+I", "20250810"), (2, 1, "b", "+I", "20250810"), (3, 1, "c", "+I", "20250810")],
-        "snapshot")
+    put(t, [(1, 1, "a", "+I", "20250810"), (2, 1, "b", "+I", "20250810"), (3, 1, "c", "+I", "20250810")], "snapshot")
     put(t, [(2, 2, "b", "-D", "20250811"), (4, 1, "d", "+I", "20250811")], "delta")
     put(t, [(3, 0, "c", "-D", "20250812")], "delta")  # older than the anchor row: no effect
     put(t, [(9, 1, "x", "-D", "20250812")], "delta")  # deleting a key that never existed
@@ -194,8 +232,11 @@ def test_deletes_in_a_delta_remove_anchor_rows(catalog: Catalog) -> None:
 
 
 def test_partial_update_merges_across_the_chain(catalog: Catalog) -> None:
-    t = make(catalog, schema="t1 bigint, t2 bigint, a string, b string, dt string",
-             options={"merge-engine": "partial-update"})
+    t = make(
+        catalog,
+        schema="t1 bigint, t2 bigint, a string, b string, dt string",
+        options={"merge-engine": "partial-update"},
+    )
     put(t, [(1, 1, "a0", "b0", "20250810")], "snapshot")
     put(t, [(1, 2, None, "b1", "20250811")], "delta")
     put(t, [(1, 3, "a2", None, "20250812")], "delta")
@@ -203,9 +244,13 @@ def test_partial_update_merges_across_the_chain(catalog: Catalog) -> None:
 
 
 def test_group_partitions_chain_independently(catalog: Catalog) -> None:
-    t = make(catalog, schema="t1 bigint, t2 bigint, t3 string, region string, dt string",
-             partition_keys=("region", "dt"), primary_keys=("region", "dt", "t1"),
-             options={"chain-table.chain-partition-keys": "dt"})
+    t = make(
+        catalog,
+        schema="t1 bigint, t2 bigint, t3 string, region string, dt string",
+        partition_keys=("region", "dt"),
+        primary_keys=("region", "dt", "t1"),
+        options={"chain-table.chain-partition-keys": "dt"},
+    )
     put(t, [(1, 1, "eu-s0810", "eu", "20250810")], "snapshot")
     put(t, [(1, 1, "us-s0805", "us", "20250805")], "snapshot")
     put(t, [(2, 1, "eu-d0811", "eu", "20250811")], "delta")
@@ -213,9 +258,14 @@ def test_group_partitions_chain_independently(catalog: Catalog) -> None:
     put(t, [(3, 1, "us-d0811", "us", "20250811")], "delta")
     put(t, [(4, 1, "ap-d0811", "ap", "20250811")], "delta")
     got = read(t, eq("dt", "20250811"))
-    assert got == [(1, 1, "eu-s0810", "eu", "20250811"), (1, 1, "us-s0805", "us", "20250811"),
-                   (2, 1, "eu-d0811", "eu", "20250811"), (2, 1, "us-d0809", "us", "20250811"),
-                   (3, 1, "us-d0811", "us", "20250811"), (4, 1, "ap-d0811", "ap", "20250811")]
+    assert got == [
+        (1, 1, "eu-s0810", "eu", "20250811"),
+        (1, 1, "us-s0805", "us", "20250811"),
+        (2, 1, "eu-d0811", "eu", "20250811"),
+        (2, 1, "us-d0809", "us", "20250811"),
+        (3, 1, "us-d0811", "us", "20250811"),
+        (4, 1, "ap-d0811", "ap", "20250811"),
+    ]
     plan = {e["partition"]["region"]: e for e in t.explain_chain({"dt": "20250811"})}
     assert plan["eu"]["anchor"] == {"region": "eu", "dt": "20250810"}
     assert plan["us"]["anchor"] == {"region": "us", "dt": "20250805"}
@@ -225,10 +275,16 @@ def test_group_partitions_chain_independently(catalog: Catalog) -> None:
 
 
 def test_hourly_chain(catalog: Catalog) -> None:
-    t = make(catalog, schema="t1 bigint, t2 bigint, t3 string, dt string, hour string",
-             partition_keys=("dt", "hour"), primary_keys=("dt", "hour", "t1"),
-             options={"partition.timestamp-pattern": "$dt $hour:00:00",
-                      "partition.timestamp-formatter": "yyyyMMdd HH:mm:ss"})
+    t = make(
+        catalog,
+        schema="t1 bigint, t2 bigint, t3 string, dt string, hour string",
+        partition_keys=("dt", "hour"),
+        primary_keys=("dt", "hour", "t1"),
+        options={
+            "partition.timestamp-pattern": "$dt $hour:00:00",
+            "partition.timestamp-formatter": "yyyyMMdd HH:mm:ss",
+        },
+    )
     put(t, [(1, 1, "s22", "20250810", "22"), (2, 1, "s22", "20250810", "22")], "snapshot")
     put(t, [(1, 2, "d22", "20250810", "22")], "delta")  # same hour as the anchor: excluded
     put(t, [(2, 2, "d23", "20250810", "23")], "delta")
@@ -236,11 +292,14 @@ def test_hourly_chain(catalog: Catalog) -> None:
     put(t, [(4, 2, "d01", "20250811", "01")], "delta")
     put(t, [(5, 2, "d02", "20250811", "02")], "delta")
     got = read(t, eq("dt", "20250811"), eq("hour", "01"))
-    assert got == [(1, 1, "s22", "20250811", "01"), (2, 2, "d23", "20250811", "01"),
-                   (3, 2, "d00", "20250811", "01"), (4, 2, "d01", "20250811", "01")]
+    assert got == [
+        (1, 1, "s22", "20250811", "01"),
+        (2, 2, "d23", "20250811", "01"),
+        (3, 2, "d00", "20250811", "01"),
+        (4, 2, "d01", "20250811", "01"),
+    ]
     [e] = t.explain_chain("dt=20250811,hour=01")
-    assert [(d["dt"], d["hour"]) for d in e["deltas"]] == [("20250810", "23"), ("20250811", "00"),
-                                                           ("20250811", "01")]
+    assert [(d["dt"], d["hour"]) for d in e["deltas"]] == [("20250810", "23"), ("20250811", "00"), ("20250811", "01")]
 
 
 def test_key_range_splits_give_the_same_rows(catalog: Catalog) -> None:
@@ -264,8 +323,11 @@ def test_main_partitions_win_and_are_not_anchors(catalog: Catalog) -> None:
     put(t, [(2, 1, "d", "20250810")], "delta")
     put(t, [(3, 1, "d", "20250811")], "delta")
     assert read(t, eq("dt", "20250810")) == [(1, 1, "main", "20250810")]
-    assert read(t, eq("dt", "20250811")) == [(1, 1, "snap", "20250811"), (2, 1, "d", "20250811"),
-                                             (3, 1, "d", "20250811")]
+    assert read(t, eq("dt", "20250811")) == [
+        (1, 1, "snap", "20250811"),
+        (2, 1, "d", "20250811"),
+        (3, 1, "d", "20250811"),
+    ]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -296,8 +358,9 @@ def test_compact_single_partition(catalog: Catalog) -> None:
     put(t, [(1, 99, "late", "20250813")], "delta")
     assert t.compact_chain("dt=20250813", overwrite=True)
     assert (1, 99, "late", "20250813") in read(t, eq("dt", "20250813"))
-    assert read(t, eq("dt", "20250813")) == sorted(set(before) - {(1, 4, "u20250813", "20250813")}
-                                                   | {(1, 99, "late", "20250813")})
+    assert read(t, eq("dt", "20250813")) == sorted(
+        set(before) - {(1, 4, "u20250813", "20250813")} | {(1, 99, "late", "20250813")}
+    )
 
 
 def test_compact_a_range_in_one_commit(catalog: Catalog) -> None:
@@ -310,8 +373,13 @@ def test_compact_a_range_in_one_commit(catalog: Catalog) -> None:
     assert len(t.branch_table("snapshot").snapshots()) == snaps + 1
     assert {d: read(t, eq("dt", d)) for d in views} == views
     assert {e["partition"]["dt"]: e["source"] for e in t.explain_chain()} == {
-        "20250810": "snapshot", "20250811": "chain", "20250812": "snapshot", "20250813": "snapshot",
-        "20250814": "snapshot", "20250815": "chain"}
+        "20250810": "snapshot",
+        "20250811": "chain",
+        "20250812": "snapshot",
+        "20250813": "snapshot",
+        "20250814": "snapshot",
+        "20250815": "chain",
+    }
     result = t.compact_chain(partitions=["dt=20250811", {"dt": "20250815"}])
     assert len(result.compacted) == 2
     assert {d: read(t, eq("dt", d)) for d in views} == views
@@ -328,8 +396,12 @@ def test_auto_compaction_after_delta_writes(catalog: Catalog) -> None:
     put(t, [(4, 1, "d", "20250813")], "delta")  # reading 0813 would merge 3 > 2 deltas: compacted
     sources = {e["partition"]["dt"]: e for e in t.explain_chain()}
     assert sources["20250813"]["source"] == "snapshot"
-    assert read(t, eq("dt", "20250813")) == [(1, 1, "s", "20250813"), (2, 1, "d", "20250813"),
-                                             (3, 1, "d", "20250813"), (4, 1, "d", "20250813")]
+    assert read(t, eq("dt", "20250813")) == [
+        (1, 1, "s", "20250813"),
+        (2, 1, "d", "20250813"),
+        (3, 1, "d", "20250813"),
+        (4, 1, "d", "20250813"),
+    ]
     put(t, [(5, 1, "d", "20250814")], "delta")  # anchored on 0813: one delta, no compaction
     assert {e["partition"]["dt"]: e["source"] for e in t.explain_chain()}["20250814"] == "chain"
 
@@ -343,8 +415,14 @@ def test_drop_rules(catalog: Catalog) -> None:
     put(t, [(2, 1, "d", "20250811")], "delta")
     empty: list[tuple] = []
     with pytest.raises(ChainTableError, match="Snapshot partition cannot be dropped"):
-        put(t, empty, "snapshot", overwrite=True, overwrite_partition={"dt": "20250810"},
-            dynamic_partition_overwrite=False)
+        put(
+            t,
+            empty,
+            "snapshot",
+            overwrite=True,
+            overwrite_partition={"dt": "20250810"},
+            dynamic_partition_overwrite=False,
+        )
     with pytest.raises(ChainTableError, match="cannot be dropped"):
         put(t, empty, "snapshot", overwrite=True, dynamic_partition_overwrite=False)  # whole-branch overwrite
     # overwriting delta 0810 would truncate the only anchor of delta 0811: refused before committing
@@ -421,8 +499,13 @@ def test_plain_branch_reads_ignore_the_chain(catalog: Catalog) -> None:
 
 
 def test_chain_with_partial_fallback_options_is_plain(catalog: Catalog) -> None:
-    t = catalog.create_table("default.p", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"],
-                             options={**BASE, "chain-table.enabled": "true"})
+    t = catalog.create_table(
+        "default.p",
+        SCHEMA,
+        partition_keys=["dt"],
+        primary_keys=["dt", "t1"],
+        options={**BASE, "chain-table.enabled": "true"},
+    )
     put(t, [(1, 1, "main", "20250810")])
     assert read(t) == [(1, 1, "main", "20250810")]
     with pytest.raises(PaimonError, match="fallback"):

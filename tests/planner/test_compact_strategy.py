@@ -17,15 +17,20 @@ from pyspark_paimon.planner.compact_strategy import (
 
 
 def f(name: str, size: int, level: int = 0, seq: int = 0) -> DataFileMeta:
-    return DataFileMeta(file_name=name, file_size=size, row_count=1, level=level, min_sequence_number=seq,
-                        max_sequence_number=seq)
+    return DataFileMeta(
+        file_name=name, file_size=size, row_count=1, level=level, min_sequence_number=seq, max_sequence_number=seq
+    )
 
 
 def test_runs_level0_newest_first_then_levels() -> None:
     files = [f("old", 1, 0, 1), f("new", 1, 0, 9), f("l5a", 1, 5), f("l2", 1, 2), f("l5b", 1, 5)]
     runs = level_sorted_runs(files, 6)
     assert [(r.level, [x.file_name for x in r.files]) for r in runs] == [
-        (0, ["new"]), (0, ["old"]), (2, ["l2"]), (5, ["l5a", "l5b"])]
+        (0, ["new"]),
+        (0, ["old"]),
+        (2, ["l2"]),
+        (5, ["l5a", "l5b"]),
+    ]
     with pytest.raises(OptionError, match="level 5.*'num-levels' = 3.*at least 6"):
         level_sorted_runs(files, 3)
 

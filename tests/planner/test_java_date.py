@@ -22,10 +22,17 @@ def test_java_date_format_round_trips() -> None:
     assert JavaDateFormat("yyyy'T'MM/dd kk").parse("2025T01/02 24") == dt.datetime(2025, 1, 2)
 
 
-@pytest.mark.parametrize("fmt,match", [
-    ("yyyyMM", "complete date"), ("MMdd", "complete date"), ("yyyyMMdd HH:mm:ss.SSS", "letter 'S'"),
-    ("yyyyMMdd hh", "letter 'h'"), ("yyyyMMMdd", "text month"), ("yyyyMMdd[HH]", "reserved"),
-])
+@pytest.mark.parametrize(
+    "fmt,match",
+    [
+        ("yyyyMM", "complete date"),
+        ("MMdd", "complete date"),
+        ("yyyyMMdd HH:mm:ss.SSS", "letter 'S'"),
+        ("yyyyMMdd hh", "letter 'h'"),
+        ("yyyyMMMdd", "text month"),
+        ("yyyyMMdd[HH]", "reserved"),
+    ],
+)
 def test_formatter_validation(fmt: str, match: str) -> None:
     with pytest.raises(ChainTableError, match=match):
         JavaDateFormat(fmt)

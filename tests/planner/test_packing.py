@@ -25,10 +25,18 @@ JAVA_OPEN_FILE_COST = 4 * MB
 
 
 def _split(i: int, *sizes: int) -> DataSplit:
-    files = tuple(DataFileMeta(file_name=f"data-{i}-{j}.parquet", file_size=size, row_count=1)
-                  for j, size in enumerate(sizes))
-    return DataSplit(partition=b"", partition_values=(), bucket=i, total_buckets=-1, files=files,
-                     bucket_path=f"t/bucket-{i}", raw_convertible=True)
+    files = tuple(
+        DataFileMeta(file_name=f"data-{i}-{j}.parquet", file_size=size, row_count=1) for j, size in enumerate(sizes)
+    )
+    return DataSplit(
+        partition=b"",
+        partition_values=(),
+        bucket=i,
+        total_buckets=-1,
+        files=files,
+        bucket_path=f"t/bucket-{i}",
+        raw_convertible=True,
+    )
 
 
 def _loads(groups: list[list[DataSplit]], cost: int) -> list[int]:
@@ -101,25 +109,33 @@ def test_explicit_target_size_is_honoured() -> None:
 
 # ------------------------------------------------------------------------------------ options of real reads
 def _twelve_files(tmp_path: Path, options: dict[str, str] | None = None, partitions: int = 1):
-    table = Catalog(str(tmp_path / "wh")).create_table("db.t", "dt string, id bigint, v string",
-                                                        partition_keys=["dt"], options=options or {})
+    table = Catalog(str(tmp_path / "wh")).create_table(
+        "db.t", "dt string, id bigint, v string", partition_keys=["dt"], options=options or {}
+    )
     for i in range(12):
         table.write_arrow(pa.table({"dt": [f"d{i % partitions}"], "id": [i], "v": ["x"]}))
     return table
 
 
-@pytest.mark.parametrize("table_options, read_options, groups", [
-    ({}, {}, 2),  # 12 tiny files: one group per core
-    ({}, {"source.split.open-file-cost": "64 mb"}, 6),  # 12 x 64 mb over 128 mb targets
-    ({"source.split.open-file-cost": "64 mb"}, {}, 6),  # the table's own value
-    ({"source.split.open-file-cost": "4 mb"}, {"source.split.target-size": "8 mb"}, 6),
-    ({"source.split.open-file-cost": "64 mb"}, {"source.split.open-file-cost": "64 kb"}, 2),  # the read's wins
-    ({}, {"source.split.target-size": "64 kb"}, 12),  # default cost: one tiny file per 64 kb task
-    ({}, {"source.split.target-size": "128 kb"}, 6),
-])
-def test_batch_read_honours_explicit_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             table_options: dict[str, str], read_options: dict[str, str],
-                                             groups: int) -> None:
+@pytest.mark.parametrize(
+    "table_options, read_options, groups",
+    [
+        ({}, {}, 2),  # 12 tiny files: one group per core
+        ({}, {"source.split.open-file-cost": "64 mb"}, 6),  # 12 x 64 mb over 128 mb targets
+        ({"source.split.open-file-cost": "64 mb"}, {}, 6),  # the table's own value
+        ({"source.split.open-file-cost": "4 mb"}, {"source.split.target-size": "8 mb"}, 6),
+        ({"source.split.open-file-cost": "64 mb"}, {"source.split.open-file-cost": "64 kb"}, 2),  # the read's wins
+        ({}, {"source.split.target-size": "64 kb"}, 12),  # default cost: one tiny file per 64 kb task
+        ({}, {"source.split.target-size": "128 kb"}, 6),
+    ],
+)
+def test_batch_read_honours_explicit_options(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    table_options: dict[str, str],
+    read_options: dict[str, str],
+    groups: int,
+) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     table = _twelve_files(tmp_path, table_options)
     job = prepare_read(table.store, ReadOptions())
@@ -127,18 +143,22 @@ def test_batch_read_honours_explicit_options(tmp_path: Path, monkeypatch: pytest
     assert len(job.groups(ReadOptions.from_options(read_options))) == groups
 
 
-@pytest.mark.parametrize("options, groups", [
-    ({}, 2),
-    ({"source.split.open-file-cost": "64 mb"}, 6),
-    ({"source.split.target-size": "64 kb"}, 12),
-])
-def test_stream_batches_pack_like_batch_reads_and_keep_buckets_whole(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch,
-                                                                    options: dict[str, str], groups: int) -> None:
+@pytest.mark.parametrize(
+    "options, groups",
+    [
+        ({}, 2),
+        ({"source.split.open-file-cost": "64 mb"}, 6),
+        ({"source.split.target-size": "64 kb"}, 12),
+    ],
+)
+def test_stream_batches_pack_like_batch_reads_and_keep_buckets_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, str], groups: int
+) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     table = _twelve_files(tmp_path, partitions=12)
-    job = StreamReadJob(table.store, {"path": table.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1",
-                                      **options})
+    job = StreamReadJob(
+        table.store, {"path": table.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1", **options}
+    )
     splits, _ = job.next_batch(job.initial_offset())
     assert len(splits) == 12  # one per commit, each in its own partition
     packed = job.task_groups(splits)
@@ -146,15 +166,19 @@ def test_stream_batches_pack_like_batch_reads_and_keep_buckets_whole(tmp_path: P
     assert sorted(s.snapshot_id for g in packed for s in g) == [s.snapshot_id for s in splits]
 
 
-def test_stream_keeps_a_buckets_changes_in_one_task_in_commit_order(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stream_keeps_a_buckets_changes_in_one_task_in_commit_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
-    table = Catalog(str(tmp_path / "wh")).create_table("db.pk", "id bigint not null, v string", primary_keys=["id"],
-                                                        options={"bucket": "1"})
+    table = Catalog(str(tmp_path / "wh")).create_table(
+        "db.pk", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "1"}
+    )
     for i in range(6):
         table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": [f"v{i}"]}))
-    job = StreamReadJob(table.store, {"path": table.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1",
-                                      "source.split.target-size": "1 b"})
+    job = StreamReadJob(
+        table.store,
+        {"path": table.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1", "source.split.target-size": "1 b"},
+    )
     splits, _ = job.next_batch(job.initial_offset())
     packed = job.task_groups(splits)
     assert len(packed) == 1 and [s.snapshot_id for s in packed[0]] == [s.snapshot_id for s in splits]

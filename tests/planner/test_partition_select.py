@@ -21,8 +21,13 @@ def batch(days: list[str], keys: range, base: int) -> pa.Table:
 
 @pytest.fixture
 def table(catalog: Catalog) -> Any:
-    t = catalog.create_table("default.sel", "dt string, k int, v bigint", partition_keys=["dt"],
-                             primary_keys=["dt", "k"], options={"bucket": "2", "manifest.merge-min-count": "3"})
+    t = catalog.create_table(
+        "default.sel",
+        "dt string, k int, v bigint",
+        partition_keys=["dt"],
+        primary_keys=["dt", "k"],
+        options={"bucket": "2", "manifest.merge-min-count": "3"},
+    )
     for i in range(4):
         t.write_arrow(batch([f"d{k % 3}" for k in range(12)], range(12), i * 100))
     # replaces d1's files: DELETE entries in the newest manifests cancel ADDs of older (merged) ones
@@ -35,14 +40,18 @@ def partition_is(day: str) -> Callable[[dict], bool]:
     return lambda named: named["dt"] == day
 
 
-@pytest.mark.parametrize("predicate, partition_filter", [
-    ([], partition_is("d1")),  # what scan.partitions becomes
-    ([Leaf("dt", "=", "d2")], None),
-    ([Leaf("dt", "in", ("d0", "d9"))], None),
-    ([Leaf("dt", "=", "d1"), Leaf("k", "=", 0)], partition_is("d1")),
-])
-def test_filtered_plan_equals_filter_of_full_fold(table: Any, predicate: list,
-                                                  partition_filter: Callable[[dict], bool] | None) -> None:
+@pytest.mark.parametrize(
+    "predicate, partition_filter",
+    [
+        ([], partition_is("d1")),  # what scan.partitions becomes
+        ([Leaf("dt", "=", "d2")], None),
+        ([Leaf("dt", "in", ("d0", "d9"))], None),
+        ([Leaf("dt", "=", "d1"), Leaf("k", "=", 0)], partition_is("d1")),
+    ],
+)
+def test_filtered_plan_equals_filter_of_full_fold(
+    table: Any, predicate: list, partition_filter: Callable[[dict], bool] | None
+) -> None:
     store = table.store
     snapshot = store.snapshots.latest()
     schema = store.schema()

@@ -21,8 +21,12 @@ PARTITIONS, BUCKETS, COMMITS = 365, 16, 200
 
 
 def build(catalog: Catalog) -> tuple[Any, list[str]]:
-    t = catalog.create_table("default.big", "k int, v bigint, dt string", partition_keys=["dt"],
-                             options={"bucket": str(BUCKETS), "bucket-key": "k", "manifest.merge-min-count": "30"})
+    t = catalog.create_table(
+        "default.big",
+        "k int, v bigint, dt string",
+        partition_keys=["dt"],
+        options={"bucket": str(BUCKETS), "bucket-key": "k", "manifest.merge-min-count": "30"},
+    )
     days = [(dt.date(2024, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(PARTITIONS)]
     committer = FileStoreCommit(t.store.fileio, t.store.table_path, t.store.branch, t.schema.options)
     part_type = [AtomicType("VARCHAR", length=2147483647)]
@@ -33,8 +37,13 @@ def build(catalog: Catalog) -> tuple[Any, list[str]]:
             part = serialize_row([days[p]], part_type)
             for b in range(BUCKETS):
                 n += 1
-                f = DataFileMeta(file_name=f"data-{n}.parquet", file_size=1000 + b, row_count=10,
-                                 schema_id=t.schema.id, value_stats_cols=())
+                f = DataFileMeta(
+                    file_name=f"data-{n}.parquet",
+                    file_size=1000 + b,
+                    row_count=10,
+                    schema_id=t.schema.id,
+                    value_stats_cols=(),
+                )
                 messages.append(CommitMessage(part, b, BUCKETS, (f,)))
         committer.commit(messages)
     return t, days
@@ -77,5 +86,7 @@ def test_planning_365_partitions_16_buckets_200_commits(catalog: Catalog) -> Non
     assert MANIFEST_CACHE.misses == misses
     assert ex["snapshot_id"] == COMMITS and ex["splits"]["partitions"] == 28
     assert ex["splits"]["count"] == 28 * BUCKETS
-    print(f"plan all (cold cache) {cold * 1000:.0f} ms, one partition+bucket {warm * 1000:.0f} ms, "
-          f"one month via explain {month * 1000:.0f} ms")
+    print(
+        f"plan all (cold cache) {cold * 1000:.0f} ms, one partition+bucket {warm * 1000:.0f} ms, "
+        f"one month via explain {month * 1000:.0f} ms"
+    )

@@ -32,16 +32,24 @@ def same_as_filtered(table: Any, leaves: Sequence[Leaf]) -> dict:
 
 @pytest.fixture
 def append_table(catalog: Catalog) -> Any:
-    t = catalog.create_table("default.a", "k int, v bigint, s string, dt string", partition_keys=["dt"],
-                             options={"bucket": "4", "bucket-key": "k"})
+    t = catalog.create_table(
+        "default.a",
+        "k int, v bigint, s string, dt string",
+        partition_keys=["dt"],
+        options={"bucket": "4", "bucket-key": "k"},
+    )
     for batch in range(4):  # four commits: value ranges of v per file are disjoint
         n = 40
-        t.write_arrow(pa.table({
-            "k": pa.array([i % 10 for i in range(n)], pa.int32()),
-            "v": pa.array([batch * 1000 + i for i in range(n)], pa.int64()),
-            "s": [f"name-{batch}-{i:03d}-with-a-long-tail-beyond-16" for i in range(n)],
-            "dt": ["2025-01-01" if i % 2 else "2025-01-02" for i in range(n)],
-        }))
+        t.write_arrow(
+            pa.table(
+                {
+                    "k": pa.array([i % 10 for i in range(n)], pa.int32()),
+                    "v": pa.array([batch * 1000 + i for i in range(n)], pa.int64()),
+                    "s": [f"name-{batch}-{i:03d}-with-a-long-tail-beyond-16" for i in range(n)],
+                    "dt": ["2025-01-01" if i % 2 else "2025-01-02" for i in range(n)],
+                }
+            )
+        )
     return t
 
 
@@ -65,8 +73,10 @@ def test_value_stats_skip_append_files(append_table: Any) -> None:
     ex = same_as_filtered(append_table, [Leaf("v", ">=", 3000)])
     c = ex["counters"]
     assert c["files_skipped_stats"] > 0 and c["bytes_skipped_stats"] > 0
-    assert c["files_selected"] + c["files_skipped_stats"] + c["files_skipped_bucket"] + \
-        c["files_skipped_partition"] == c["files_total"]
+    assert (
+        c["files_selected"] + c["files_skipped_stats"] + c["files_skipped_bucket"] + c["files_skipped_partition"]
+        == c["files_total"]
+    )
     # partition + bucket + stats together
     ex = same_as_filtered(append_table, [Leaf("dt", "=", "2025-01-01"), Leaf("k", "=", 3), Leaf("v", "<", 1000)])
     c = ex["counters"]
@@ -97,8 +107,13 @@ def test_value_stats_modes_and_evolution(catalog: Catalog) -> None:
 
 
 def test_pk_key_stats_skip_but_value_filters_do_not_drop_unmerged_files(catalog: Catalog) -> None:
-    t = catalog.create_table("default.p", "id bigint, v string, dt string", partition_keys=["dt"],
-                             primary_keys=["dt", "id"], options={"bucket": "2"})
+    t = catalog.create_table(
+        "default.p",
+        "id bigint, v string, dt string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "2"},
+    )
     t.write_arrow(pa.table({"id": pa.array(range(0, 50), pa.int64()), "v": ["old"] * 50, "dt": ["d"] * 50}))
     t.write_arrow(pa.table({"id": pa.array(range(100, 150), pa.int64()), "v": ["x"] * 50, "dt": ["d"] * 50}))
     # newer versions of some old keys with another value
@@ -152,8 +167,11 @@ def test_chain_partition_filters_select_targets(catalog: Catalog) -> None:
     put(t, [(1, 1, "a", "20250810"), (2, 1, "b", "20250810")], "snapshot")
     put(t, [(1, 2, "a2", "20250811"), (3, 1, "c", "20250811")], "delta")
     put(t, [(2, 3, "b3", "20250812")], "delta")
-    for leaves in ([Leaf("dt", "=", "20250812")], [Leaf("dt", ">=", "20250811"), Leaf("t1", "=", 1)],
-                   [Leaf("t3", "starts_with", "b")]):
+    for leaves in (
+        [Leaf("dt", "=", "20250812")],
+        [Leaf("dt", ">=", "20250811"), Leaf("t1", "=", 1)],
+        [Leaf("t3", "starts_with", "b")],
+    ):
         full = t.to_arrow()
         expected = full.filter(to_arrow_expression(leaves, full.schema))
         assert rows_of(t.to_arrow(predicate=leaves)) == rows_of(expected)
@@ -169,11 +187,13 @@ def test_spark_pushdown_results_match(spark: Any, append_table: Any) -> None:
     register(spark, pushdown=True)
     try:
         pushed = sorted(spark.read.format("paimon").load(path).where("k = 3 and v >= 2000").collect())
-        pushed_pk = sorted(spark.read.format("paimon").load(path).where("dt = '2025-01-01' and s like 'name-1%'")
-                           .collect())
+        pushed_pk = sorted(
+            spark.read.format("paimon").load(path).where("dt = '2025-01-01' and s like 'name-1%'").collect()
+        )
     finally:
         register(spark)
     assert pushed == plain and len(plain) > 0
-    assert pushed_pk == sorted(spark.read.format("paimon").load(path)
-                               .where("dt = '2025-01-01' and s like 'name-1%'").collect())
+    assert pushed_pk == sorted(
+        spark.read.format("paimon").load(path).where("dt = '2025-01-01' and s like 'name-1%'").collect()
+    )
     assert len(pc.unique(append_table.to_arrow().column("k"))) == 10

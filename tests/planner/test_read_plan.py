@@ -11,8 +11,12 @@ from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read, read_kind, read_schema
 
-CHAIN = {"bucket": "1", "sequence.field": "t2", "partition.timestamp-pattern": "$dt",
-         "partition.timestamp-formatter": "yyyyMMdd"}
+CHAIN = {
+    "bucket": "1",
+    "sequence.field": "t2",
+    "partition.timestamp-pattern": "$dt",
+    "partition.timestamp-formatter": "yyyyMMdd",
+}
 
 
 def opts(**kv: str) -> ReadOptions:
@@ -49,13 +53,14 @@ def test_fallback(catalog: Catalog) -> None:
 
 
 def test_chain_reads_are_planned_like_every_read_and_keep_their_pruning_predicate(catalog: Catalog) -> None:
-    t = catalog.create_chain_table("db.c", "t1 bigint, t2 bigint, dt string", partition_keys=["dt"],
-                                   primary_keys=["dt", "t1"], options=CHAIN)
+    t = catalog.create_chain_table(
+        "db.c", "t1 bigint, t2 bigint, dt string", partition_keys=["dt"], primary_keys=["dt", "t1"], options=CHAIN
+    )
     schema = t.arrow_schema
-    t.branch_table("snapshot").write_arrow(pa.table({"t1": [1, 2], "t2": [1, 1], "dt": ["20250810"] * 2},
-                                                    schema=schema))
-    t.branch_table("delta").write_arrow(pa.table({"t1": [2, 3], "t2": [2, 2], "dt": ["20250811"] * 2},
-                                                 schema=schema))
+    t.branch_table("snapshot").write_arrow(
+        pa.table({"t1": [1, 2], "t2": [1, 1], "dt": ["20250810"] * 2}, schema=schema)
+    )
+    t.branch_table("delta").write_arrow(pa.table({"t1": [2, 3], "t2": [2, 2], "dt": ["20250811"] * 2}, schema=schema))
     assert read_kind(t.store, opts()) == "chain"
     assert read_kind(t.branch_table("delta").store, opts()) == "plain"  # the delta branch reads as a table
     pred = [Leaf("dt", "=", "20250811"), Leaf("t2", ">=", 2)]

@@ -25,11 +25,21 @@ from pyspark_paimon.planner.sql_filter import parse_filter
 
 
 def _schema() -> TableSchema:
-    cols = [("id", AtomicType("BIGINT", False)), ("small", AtomicType("INT")), ("name", AtomicType("VARCHAR")),
-            ("dt", AtomicType("VARCHAR")), ("hr", AtomicType("INT")), ("d", AtomicType("DATE")),
-            ("ts", AtomicType("TIMESTAMP", precision=6)), ("lts", AtomicType("TIMESTAMP_LTZ", precision=6)),
-            ("amt", AtomicType("DECIMAL", precision=10, scale=2)), ("ok", AtomicType("BOOLEAN")),
-            ("x", AtomicType("DOUBLE")), ("c", AtomicType("CHAR", length=3)), ("CamelCol", AtomicType("INT"))]
+    cols = [
+        ("id", AtomicType("BIGINT", False)),
+        ("small", AtomicType("INT")),
+        ("name", AtomicType("VARCHAR")),
+        ("dt", AtomicType("VARCHAR")),
+        ("hr", AtomicType("INT")),
+        ("d", AtomicType("DATE")),
+        ("ts", AtomicType("TIMESTAMP", precision=6)),
+        ("lts", AtomicType("TIMESTAMP_LTZ", precision=6)),
+        ("amt", AtomicType("DECIMAL", precision=10, scale=2)),
+        ("ok", AtomicType("BOOLEAN")),
+        ("x", AtomicType("DOUBLE")),
+        ("c", AtomicType("CHAR", length=3)),
+        ("CamelCol", AtomicType("INT")),
+    ]
     fields = [DataField(i, n, t) for i, (n, t) in enumerate(cols)]
     return TableSchema(0, 0, fields, len(fields) - 1, ["dt", "hr"], [], {}, None, 0)
 
@@ -59,33 +69,38 @@ def test_in_between_not_and_or_in_negation_normal_form() -> None:
     assert parse_filter("id IN (1, 2, NULL)", s) == Leaf("id", "in", (1, 2, None))
     assert parse_filter("id BETWEEN 1 AND 3", s) == AllOf((Leaf("id", ">=", 1), Leaf("id", "<=", 3)))
     assert parse_filter("id NOT BETWEEN 1 AND 3", s) == AnyOf(
-        (Leaf("id", ">=", 1, negated=True), Leaf("id", "<=", 3, negated=True)))
+        (Leaf("id", ">=", 1, negated=True), Leaf("id", "<=", 3, negated=True))
+    )
     assert parse_filter("NOT (id = 1 OR name = 'a')", s) == AllOf(
-        (Leaf("id", "=", 1, negated=True), Leaf("name", "=", "a", negated=True)))
+        (Leaf("id", "=", 1, negated=True), Leaf("name", "=", "a", negated=True))
+    )
     assert parse_filter("NOT NOT id = 1", s) == Leaf("id", "=", 1)
     assert parse_filter("((id = 1))", s) == Leaf("id", "=", 1)
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("nope = 1", "unknown column 'nope'"),
-    ("id = 'x'", "not a BIGINT NOT NULL literal for column 'id'"),
-    ("id = 1.5", "an integer is needed"),
-    ("id = name", "compare with a literal"),
-    ("abs(id) = 1", "not a column of the table"),
-    ("id + 1 = 2", "not a column of the table"),
-    ("id IN (SELECT 1)", "subquery"),
-    ("x > 1.0", "NaN compares differently"),
-    ("c = 'ab'", "blank-padded"),
-    ("name", "not BOOLEAN"),
-    ("lts = '2024-01-01 00:00:00'", "give the offset"),
-    ("ts = '2024-01-01 00:00:00+01:00'", "takes no offset"),
-    ("d = 'soon'", "not a DATE literal"),
-    ("amt = 1234567890123456789012345678901234567.7", "38 digits"),
-    ("id =", "not a SQL condition"),
-    ("t.id = 1", "qualified or nested"),
-    ("name LIKE 'a%'", "is not supported"),
-    ("  ", "empty"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("nope = 1", "unknown column 'nope'"),
+        ("id = 'x'", "not a BIGINT NOT NULL literal for column 'id'"),
+        ("id = 1.5", "an integer is needed"),
+        ("id = name", "compare with a literal"),
+        ("abs(id) = 1", "not a column of the table"),
+        ("id + 1 = 2", "not a column of the table"),
+        ("id IN (SELECT 1)", "subquery"),
+        ("x > 1.0", "NaN compares differently"),
+        ("c = 'ab'", "blank-padded"),
+        ("name", "not BOOLEAN"),
+        ("lts = '2024-01-01 00:00:00'", "give the offset"),
+        ("ts = '2024-01-01 00:00:00+01:00'", "takes no offset"),
+        ("d = 'soon'", "not a DATE literal"),
+        ("amt = 1234567890123456789012345678901234567.7", "38 digits"),
+        ("id =", "not a SQL condition"),
+        ("t.id = 1", "qualified or nested"),
+        ("name LIKE 'a%'", "is not supported"),
+        ("  ", "empty"),
+    ],
+)
 def test_errors_name_the_text(text: str, needle: str) -> None:
     with pytest.raises(OptionError) as info:
         parse_filter(text, _schema())
@@ -141,13 +156,16 @@ def test_scan_partitions_follows_paimon() -> None:
     assert both.expr == AllOf((Leaf("dt", "<=>", "a"), Leaf("hr", "<=>", 1), Leaf("id", ">", 3)))
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("dt", "not of the form key=value"),
-    ("nope=1", "not a partition key"),
-    ("hr=x", "not a valid INT"),
-    ("dt=a;;dt=b", "empty partition"),
-    ("max_pt()", "max_pt()"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("dt", "not of the form key=value"),
+        ("nope=1", "not a partition key"),
+        ("hr=x", "not a valid INT"),
+        ("dt=a;;dt=b", "empty partition"),
+        ("max_pt()", "max_pt()"),
+    ],
+)
 def test_scan_partitions_errors(text: str, needle: str) -> None:
     with pytest.raises(OptionError) as info:
         selection_of(ReadOptions.from_options({"scan.partitions": text}), _schema())

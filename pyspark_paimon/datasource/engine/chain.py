@@ -65,8 +65,17 @@ from pyspark_paimon.planner.sections import sortable_key
 
 log = logging.getLogger(__name__)
 
-__all__ = ["require_chain_config", "explain_chain", "compact_chain", "ChainCompactResult", "ChainWriteHook",
-           "commit_with_chain_rules", "partition_tuple", "check_chain_options", "chain_peer_branches"]
+__all__ = [
+    "require_chain_config",
+    "explain_chain",
+    "compact_chain",
+    "ChainCompactResult",
+    "ChainWriteHook",
+    "commit_with_chain_rules",
+    "partition_tuple",
+    "check_chain_options",
+    "chain_peer_branches",
+]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -79,16 +88,22 @@ def require_chain_config(store: FileStore) -> ChainConfig:
         return cfg
     schema = store.schema()
     if not chain_options_enabled(schema.options):
-        raise ChainTableError(f"Table {store.table_path} (branch '{store.branch}') is not a chain table: set "
-                              "'chain-table.enabled' = 'true' (Catalog.create_chain_table sets everything up).")
+        raise ChainTableError(
+            f"Table {store.table_path} (branch '{store.branch}') is not a chain table: set "
+            "'chain-table.enabled' = 'true' (Catalog.create_chain_table sets everything up)."
+        )
     parsed = chain_config(schema, store.table_path)
     assert parsed is not None
     if not parsed.complete:
-        raise ChainTableError(f"Chain table {store.table_path}: set both 'scan.fallback-snapshot-branch' and "
-                              "'scan.fallback-delta-branch' (on all three branches) before chain reads.")
-    raise ChainTableError(f"Branch '{store.branch}' of {store.table_path} is the chain's "
-                          f"{'snapshot' if store.branch == parsed.snapshot_branch else 'delta'} branch, which reads as "
-                          "a plain table; use the main branch for chain operations.")
+        raise ChainTableError(
+            f"Chain table {store.table_path}: set both 'scan.fallback-snapshot-branch' and "
+            "'scan.fallback-delta-branch' (on all three branches) before chain reads."
+        )
+    raise ChainTableError(
+        f"Branch '{store.branch}' of {store.table_path} is the chain's "
+        f"{'snapshot' if store.branch == parsed.snapshot_branch else 'delta'} branch, which reads as "
+        "a plain table; use the main branch for chain operations."
+    )
 
 
 def partition_tuple(schema: TableSchema, spec: Mapping[str, Any] | str, *, partial: bool = False) -> dict[str, Any]:
@@ -97,18 +112,22 @@ def partition_tuple(schema: TableSchema, spec: Mapping[str, Any] | str, *, parti
     names = list(schema.partition_keys)
     unknown = [k for k in raw if k not in names]
     if unknown:
-        raise ChainTableError(f"Partition spec {dict(raw)} names {unknown}, which are not partition columns "
-                              f"({', '.join(names)}).")
+        raise ChainTableError(
+            f"Partition spec {dict(raw)} names {unknown}, which are not partition columns ({', '.join(names)})."
+        )
     if not partial:
         missing = [k for k in names if k not in raw]
         if missing:
-            raise ChainTableError(f"Partition spec {dict(raw)} misses the partition column(s) {missing}; give every "
-                                  f"partition column ({', '.join(names)}).")
+            raise ChainTableError(
+                f"Partition spec {dict(raw)} misses the partition column(s) {missing}; give every "
+                f"partition column ({', '.join(names)})."
+            )
     return {k: coerce_partition_value(schema, k, raw[k]) for k in names if k in raw}
 
 
-def _partition_filter(schema: TableSchema, partitions: Iterable[Mapping[str, Any] | str] | None
-                      ) -> Callable[[dict[str, Any]], bool] | None:
+def _partition_filter(
+    schema: TableSchema, partitions: Iterable[Mapping[str, Any] | str] | None
+) -> Callable[[dict[str, Any]], bool] | None:
     if partitions is None:
         return None
     if isinstance(partitions, (str, Mapping)):
@@ -117,8 +136,12 @@ def _partition_filter(schema: TableSchema, partitions: Iterable[Mapping[str, Any
     return lambda named: any(all(named.get(k) == v for k, v in spec.items()) for spec in specs)
 
 
-def explain_chain(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (),
-                  partitions: Iterable[Mapping[str, Any] | str] | None = None) -> list[dict[str, Any]]:
+def explain_chain(
+    store: FileStore,
+    opts: ReadOptions,
+    predicate: Sequence[Leaf] = (),
+    partitions: Iterable[Mapping[str, Any] | str] | None = None,
+) -> list[dict[str, Any]]:
     """How each partition of a chain read is resolved: source (main / snapshot / chain), anchor, deltas,
     buckets, files per branch and splits. ``partitions`` (dicts or 'k=v' specs, partial specs allowed)
     restrict the report like a partition filter."""
@@ -138,11 +161,15 @@ def check_chain_options(store: FileStore, options: Mapping[str, str], table: str
         return
     schema = store.schema()
     cfg = validate_chain_definition(schema.partition_keys, schema.primary_keys, options, table)
-    for key, branch in ((SCAN_FALLBACK_SNAPSHOT_BRANCH.key, cfg.snapshot_branch),
-                        (SCAN_FALLBACK_DELTA_BRANCH.key, cfg.delta_branch)):
+    for key, branch in (
+        (SCAN_FALLBACK_SNAPSHOT_BRANCH.key, cfg.snapshot_branch),
+        (SCAN_FALLBACK_DELTA_BRANCH.key, cfg.delta_branch),
+    ):
         if branch and branch != store.branch and store.with_branch(branch).schemas.latest() is None:
-            raise ChainTableError(f"Chain table {table}: option '{key}' names branch '{branch}', which does not exist. "
-                                  f"Create it first (Table.create_branch('{branch}')).")
+            raise ChainTableError(
+                f"Chain table {table}: option '{key}' names branch '{branch}', which does not exist. "
+                f"Create it first (Table.create_branch('{branch}'))."
+            )
 
 
 def chain_peer_branches(store: FileStore, schema: TableSchema) -> list[str]:
@@ -176,8 +203,9 @@ class ChainCompactResult:
         return bool(self.compacted)
 
 
-def _in_range(cfg: ChainConfig, names: Sequence[str], p: tuple, start: dict[str, Any] | None,
-              end: dict[str, Any] | None) -> bool:
+def _in_range(
+    cfg: ChainConfig, names: Sequence[str], p: tuple, start: dict[str, Any] | None, end: dict[str, Any] | None
+) -> bool:
     named = dict(zip(names, p))
     for bound in (start, end):
         if bound is None:
@@ -193,9 +221,14 @@ def _in_range(cfg: ChainConfig, names: Sequence[str], p: tuple, start: dict[str,
     return True
 
 
-def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | str] | None = None,
-                  start: Mapping[str, Any] | str | None = None, end: Mapping[str, Any] | str | None = None,
-                  overwrite: bool = False) -> ChainCompactResult:
+def compact_chain(
+    store: FileStore,
+    *,
+    partitions: Iterable[Mapping[str, Any] | str] | None = None,
+    start: Mapping[str, Any] | str | None = None,
+    end: Mapping[str, Any] | str | None = None,
+    overwrite: bool = False,
+) -> ChainCompactResult:
     """Write the chain-merged view of partitions into the snapshot branch (§10.8), in one commit.
 
     ``partitions`` lists full partition specs; ``start``/``end`` (inclusive, on the chain keys; group keys
@@ -206,8 +239,10 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
     """
     cfg = require_chain_config(store)
     if partitions is None and start is None and end is None:
-        raise ChainTableError("compact_chain needs the partitions to compact: partition=..., partitions=[...], or "
-                              "start=... / end=... for a range.")
+        raise ChainTableError(
+            "compact_chain needs the partitions to compact: partition=..., partitions=[...], or "
+            "start=... / end=... for a range."
+        )
     schema = store.schema()
     names = list(schema.partition_keys)
     stores = stores_of(store, cfg)
@@ -228,27 +263,37 @@ def compact_chain(store: FileStore, *, partitions: Iterable[Mapping[str, Any] | 
         hi = partition_tuple(schema, end, partial=True) if end is not None else None
         for bound in (lo, hi):
             if bound is not None and any(k not in bound for k in cfg.chain_keys):
-                raise ChainTableError(f"start/end of a chain compaction range must give the chain keys "
-                                      f"{list(cfg.chain_keys)} (got {bound}).")
-        requested.extend(p for p in sorted(delta_parts.entries, key=sortable_key)
-                         if _in_range(cfg, names, p, lo, hi))
+                raise ChainTableError(
+                    f"start/end of a chain compaction range must give the chain keys "
+                    f"{list(cfg.chain_keys)} (got {bound})."
+                )
+        requested.extend(p for p in sorted(delta_parts.entries, key=sortable_key) if _in_range(cfg, names, p, lo, hi))
     result = ChainCompactResult()
     todo: list[tuple] = []
     for p in dict.fromkeys(requested):
         named = dict(zip(names, p))
         if p not in delta_parts.entries:
-            result.skipped.append({"partition": named, "reason": "not in the delta branch (only delta partitions "
-                                                                 "can be chain-resolved)"})
+            result.skipped.append(
+                {"partition": named, "reason": "not in the delta branch (only delta partitions can be chain-resolved)"}
+            )
         elif p in snap_parts.entries and not overwrite:
-            result.skipped.append({"partition": named, "reason": "already in the snapshot branch (pass "
-                                                                 "overwrite=True to recompute it)"})
+            result.skipped.append(
+                {"partition": named, "reason": "already in the snapshot branch (pass overwrite=True to recompute it)"}
+            )
         else:
             todo.append(p)
     if not todo:
         return result
     wanted = set(todo)
-    cp = plan_chain(store, cfg, ReadOptions(), partition_filter=lambda named: tuple(named[n] for n in names) in wanted,
-                    use_main=False, force_chain=wanted, only_chain=True)
+    cp = plan_chain(
+        store,
+        cfg,
+        ReadOptions(),
+        partition_filter=lambda named: tuple(named[n] for n in names) in wanted,
+        use_main=False,
+        force_chain=wanted,
+        only_chain=True,
+    )
     planned = PlannedRead.of_chain(cp)
     read_ctx = ReadContext.for_plan(store, planned)
     replaced = frozenset(snap_parts.raw[p] for p in todo if p in snap_parts.raw)
@@ -300,8 +345,15 @@ def _spec_matches(schema: TableSchema, spec: OverwriteSpec, values: tuple, raw: 
 class ChainWriteHook:
     """Chain-table rules around a commit to the snapshot or delta branch (see the module docstring)."""
 
-    def __init__(self, store: FileStore, schema: TableSchema, overwrite: OverwriteSpec | None, commit_user: str,
-                 cfg: ChainConfig, role: str):
+    def __init__(
+        self,
+        store: FileStore,
+        schema: TableSchema,
+        overwrite: OverwriteSpec | None,
+        commit_user: str,
+        cfg: ChainConfig,
+        role: str,
+    ):
         self.store = store
         self.schema = schema
         self.overwrite = overwrite
@@ -310,8 +362,9 @@ class ChainWriteHook:
         self.role = role
 
     @classmethod
-    def of(cls, store: FileStore, schema: TableSchema, overwrite: OverwriteSpec | None,
-           commit_user: str) -> "ChainWriteHook | None":
+    def of(
+        cls, store: FileStore, schema: TableSchema, overwrite: OverwriteSpec | None, commit_user: str
+    ) -> "ChainWriteHook | None":
         """The rules for a write to ``store``'s branch, or None when it is no chain table's snapshot/delta branch."""
         if not chain_options_enabled(schema.options):
             return None
@@ -336,12 +389,15 @@ class ChainWriteHook:
         if not violations:
             return
         names = list(self.schema.partition_keys)
-        lines = "; ".join(f"{dict(zip(names, d))} is needed by delta partitions "
-                          f"{[dict(zip(names, x)) for x in deps][:5]}" for d, deps in violations)
+        lines = "; ".join(
+            f"{dict(zip(names, d))} is needed by delta partitions {[dict(zip(names, x)) for x in deps][:5]}"
+            for d, deps in violations
+        )
         raise ChainTableError(
             f"Snapshot partition cannot be dropped ({why}) in chain table {self.store.table_path}: {lines}, and "
             "no earlier snapshot partition can anchor them. Nothing was committed. Drop those delta partitions "
-            "first, or write a full snapshot of an earlier partition.")
+            "first, or write a full snapshot of an earlier partition."
+        )
 
     # -- before ----------------------------------------------------------------------------------------
     def before_commit(self, messages: Sequence[CommitMessage]) -> None:
@@ -355,16 +411,21 @@ class ChainWriteHook:
         if self.role == SNAPSHOT:
             dropped = {p for p, raw in snap.raw.items() if _spec_matches(schema, spec, p, raw) and p not in written}
             if dropped:
-                self._check(snap, self._parts(stores[DELTA]).entries, dropped, "an overwrite of the snapshot branch "
-                                                                               "leaves it empty")
+                self._check(
+                    snap,
+                    self._parts(stores[DELTA]).entries,
+                    dropped,
+                    "an overwrite of the snapshot branch leaves it empty",
+                )
             return
         delta = self._parts(stores[DELTA])
         touched = written | {p for p, raw in delta.raw.items() if _spec_matches(schema, spec, p, raw)}
         truncated = touched & set(snap.entries)
         if truncated:
             remaining_deltas = (set(delta.entries) - touched) | written
-            self._check(snap, remaining_deltas, truncated,
-                        "overwriting a delta partition truncates the same snapshot partition")
+            self._check(
+                snap, remaining_deltas, truncated, "overwriting a delta partition truncates the same snapshot partition"
+            )
 
     # -- after -----------------------------------------------------------------------------------------
     def after_commit(self, snapshot: Snapshot | None, messages: Sequence[CommitMessage]) -> None:
@@ -393,44 +454,69 @@ class ChainWriteHook:
         try:
             snap_schema = snap_store.schema()
             FileStoreCommit(snap_store.fileio, snap_store.table_path, snap_store.branch, snap_schema.options).commit(
-                [], overwrite=OverwriteSpec("static", targets), commit_user=f"chain-truncate-{self.commit_user}")
+                [], overwrite=OverwriteSpec("static", targets), commit_user=f"chain-truncate-{self.commit_user}"
+            )
         except Exception as exc:
             raise ChainTableError(
                 f"The delta overwrite of {delta_store.table_path} committed (snapshot {snapshot.id} of branch "
                 f"'{delta_store.branch}'), but truncating the same partitions {which} of the snapshot branch "
                 f"'{snap_store.branch}' failed: {exc}. Until they are truncated, reads of them return the old snapshot "
-                "data; re-run the same delta overwrite (or overwrite those snapshot partitions) to fix it.") from exc
-        log.info("chain table %s: truncated snapshot partitions %s after a delta overwrite", delta_store.table_path,
-                 which)
+                "data; re-run the same delta overwrite (or overwrite those snapshot partitions) to fix it."
+            ) from exc
+        log.info(
+            "chain table %s: truncated snapshot partitions %s after a delta overwrite", delta_store.table_path, which
+        )
 
     def _auto_compact(self, written: set[tuple]) -> None:
         main = FileStore(self.store.fileio, self.store.table_path, MAIN_BRANCH)
         names = list(self.schema.partition_keys)
         try:
-            cp = plan_chain(main, self.cfg, ReadOptions(),
-                            partition_filter=lambda named: tuple(named[n] for n in names) in written, use_main=False)
-            due = [t.partition for t in cp.targets
-                   if t.source == "chain" and len(t.deltas) > (self.cfg.auto_threshold or 0)]
+            cp = plan_chain(
+                main,
+                self.cfg,
+                ReadOptions(),
+                partition_filter=lambda named: tuple(named[n] for n in names) in written,
+                use_main=False,
+            )
+            due = [
+                t.partition
+                for t in cp.targets
+                if t.source == "chain" and len(t.deltas) > (self.cfg.auto_threshold or 0)
+            ]
             if due:
                 result = compact_chain(main, partitions=due)
-                log.info("chain table %s: auto-compacted %s (more than %s delta partitions)", main.table_path,
-                         result.compacted, self.cfg.auto_threshold)
+                log.info(
+                    "chain table %s: auto-compacted %s (more than %s delta partitions)",
+                    main.table_path,
+                    result.compacted,
+                    self.cfg.auto_threshold,
+                )
         except Exception as exc:  # noqa: BLE001 - the delta data is committed; compaction is an optimisation
-            log.warning("chain table %s: automatic chain compaction after a delta write failed: %s. Run "
-                        "Table.compact_chain by hand.", main.table_path, exc)
+            log.warning(
+                "chain table %s: automatic chain compaction after a delta write failed: %s. Run "
+                "Table.compact_chain by hand.",
+                main.table_path,
+                exc,
+            )
 
 
-def commit_with_chain_rules(store: FileStore, schema: TableSchema, messages: Sequence[CommitMessage],
-                            overwrite: OverwriteSpec | None, commit_user: str,
-                            commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> Snapshot | None:
+def commit_with_chain_rules(
+    store: FileStore,
+    schema: TableSchema,
+    messages: Sequence[CommitMessage],
+    overwrite: OverwriteSpec | None,
+    commit_user: str,
+    commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
     with the chain-table rules before and after (see the module docstring). Every write commits here."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
     committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
-    snapshot = committer.commit(list(messages), overwrite=overwrite, commit_user=commit_user,
-                                commit_identifier=commit_identifier)
+    snapshot = committer.commit(
+        list(messages), overwrite=overwrite, commit_user=commit_user, commit_identifier=commit_identifier
+    )
     if hook is not None:
         hook.after_commit(snapshot, messages)
     return snapshot

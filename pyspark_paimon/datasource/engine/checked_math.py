@@ -112,8 +112,9 @@ def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a - rem) // b  # exact, so floor division equals truncation
 
 
-def segment_products(values: np.ndarray, factor: np.ndarray, divisor: np.ndarray, seg_start: np.ndarray,
-                     rng: IntRange | None) -> tuple[np.ndarray, np.ndarray]:
+def segment_products(
+    values: np.ndarray, factor: np.ndarray, divisor: np.ndarray, seg_start: np.ndarray, rng: IntRange | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Java's product accumulator of each segment: ``(value, has_value)`` per segment.
 
     ``factor`` rows multiply the accumulator (the first one of a segment sets it); ``divisor`` rows divide it
@@ -189,8 +190,10 @@ def segment_products(values: np.ndarray, factor: np.ndarray, divisor: np.ndarray
                     raise CheckedArithmeticError(int(d_rows[bad][0]), "a retraction divides the product by zero")
                 bad = (num == rng.lo) & (d == -1)
                 if bad.any():
-                    raise CheckedArithmeticError(int(d_rows[bad][0]), f"the product leaves the {rng.bits}-bit range "
-                                                               f"[{rng.lo}, {rng.hi}] (MIN_VALUE / -1)")
+                    raise CheckedArithmeticError(
+                        int(d_rows[bad][0]),
+                        f"the product leaves the {rng.bits}-bit range [{rng.lo}, {rng.hi}] (MIN_VALUE / -1)",
+                    )
                 a[divides] = _trunc_div(num, d)
         mult = block_has_factor[blocks]
         if mult.any():
@@ -201,14 +204,23 @@ def segment_products(values: np.ndarray, factor: np.ndarray, divisor: np.ndarray
                     a[mult] = cur * block_prod[b]
             else:
                 assert rng is not None
-                a[mult] = _checked_multiply(cur, block_res[b], block_log[b], block_negs[b], block_m1[b],
-                                            block_zero[b], block_rows[b], rng)
+                a[mult] = _checked_multiply(
+                    cur, block_res[b], block_log[b], block_negs[b], block_m1[b], block_zero[b], block_rows[b], rng
+                )
         acc[segs] = a
     return acc, has
 
 
-def _checked_multiply(acc: np.ndarray, res: np.ndarray, log: np.ndarray, negs: np.ndarray, m1: np.ndarray,
-                      zero: np.ndarray, rows: np.ndarray, rng: IntRange) -> np.ndarray:
+def _checked_multiply(
+    acc: np.ndarray,
+    res: np.ndarray,
+    log: np.ndarray,
+    negs: np.ndarray,
+    m1: np.ndarray,
+    zero: np.ndarray,
+    rows: np.ndarray,
+    rng: IntRange,
+) -> np.ndarray:
     """``acc`` times each block's factors, raising where a step of Java's multiplyExact would overflow.
 
     ``res`` is the product of the block's factors before its first zero modulo 2^64, ``log`` its base-2
@@ -230,6 +242,7 @@ def _checked_multiply(acc: np.ndarray, res: np.ndarray, log: np.ndarray, negs: n
     fits &= ~((x == rng.lo) & (m1 > 0))
     bad = live & ~fits
     if bad.any():
-        raise CheckedArithmeticError(int(rows[bad][0]), f"the product leaves the {rng.bits}-bit range "
-                                                 f"[{rng.lo}, {rng.hi}] (2^{top} and beyond)")
+        raise CheckedArithmeticError(
+            int(rows[bad][0]), f"the product leaves the {rng.bits}-bit range [{rng.lo}, {rng.hi}] (2^{top} and beyond)"
+        )
     return np.where(zero, 0, np.where(live, x, 0))

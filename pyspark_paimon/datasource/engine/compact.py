@@ -75,10 +75,23 @@ from pyspark_paimon.planner.compact_strategy import (
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 
-__all__ = ["CompactTask", "CompactContext", "CompactPlan", "CompactResult", "PartitionSpecs", "plan_compaction",
-           "compact_bucket", "compact_batches", "commit_compaction", "compact", "run_in_process", "session_runner",
-           "auto_compact",
-           "TASK_COLUMN", "MESSAGE_COLUMN"]
+__all__ = [
+    "CompactTask",
+    "CompactContext",
+    "CompactPlan",
+    "CompactResult",
+    "PartitionSpecs",
+    "plan_compaction",
+    "compact_bucket",
+    "compact_batches",
+    "commit_compaction",
+    "compact",
+    "run_in_process",
+    "session_runner",
+    "auto_compact",
+    "TASK_COLUMN",
+    "MESSAGE_COLUMN",
+]
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +123,19 @@ class CompactTask:
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
 
     def split(self, files: tuple[DataFileMeta, ...] | None = None) -> DataSplit:
-        return DataSplit(self.partition, self.partition_values, self.bucket, self.total_buckets,
-                         self.files if files is None else files, self.bucket_path, deletion_files={
-                             f.file_name: self.deletion_files[f.file_name] for f in
-                             (self.files if files is None else files) if f.file_name in self.deletion_files})
+        return DataSplit(
+            self.partition,
+            self.partition_values,
+            self.bucket,
+            self.total_buckets,
+            self.files if files is None else files,
+            self.bucket_path,
+            deletion_files={
+                f.file_name: self.deletion_files[f.file_name]
+                for f in (self.files if files is None else files)
+                if f.file_name in self.deletion_files
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -169,8 +191,10 @@ def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Calla
         raw = parse_partition_spec(item) if isinstance(item, str) else dict(item)
         unknown = [k for k in raw if k not in names]
         if unknown:
-            raise OptionError(f"Compaction partition {dict(raw)} names {unknown}, which are not partition columns of "
-                              f"the table (partition columns: {', '.join(names) or 'none'}).")
+            raise OptionError(
+                f"Compaction partition {dict(raw)} names {unknown}, which are not partition columns of "
+                f"the table (partition columns: {', '.join(names) or 'none'})."
+            )
         specs.append([(names.index(k), coerce_partition_value(schema, k, v)) for k, v in raw.items()])
     return lambda values: any(all(values[i] == v for i, v in spec) for spec in specs)
 
@@ -187,15 +211,23 @@ def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
         raise CompactionError(
             f"Table {table} has 'changelog-producer' = '{producer}': its changelog is produced by Paimon's "
             "compaction, which pyspark-paimon does not do (it writes no changelog files). Compact it with Paimon "
-            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job).")
+            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job)."
+        )
     if schema.core_options.deletion_vectors_enabled and not full:
         raise CompactionError(
             f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon compacts such tables only fully "
-            "(it does not write new deletion vectors). Use compact(full=True), or Paimon for partial compactions.")
+            "(it does not write new deletion vectors). Use compact(full=True), or Paimon for partial compactions."
+        )
 
 
-def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full: bool = False,
-                    buckets: Iterable[tuple[bytes, int]] | None = None, auto: bool = False) -> CompactPlan:
+def plan_compaction(
+    store: FileStore,
+    partitions: PartitionSpecs = None,
+    *,
+    full: bool = False,
+    buckets: Iterable[tuple[bytes, int]] | None = None,
+    auto: bool = False,
+) -> CompactPlan:
     """One :class:`CompactTask` per (partition, bucket) that needs compacting, on the latest snapshot.
 
     ``full``: primary-key buckets are compacted fully into the max level (unless already one max-level run),
@@ -210,11 +242,17 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
     options = schema.core_options
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
-    read_ctx = ReadContext(fileio=store.fileio, table_path=store.table_path, schema=schema,
-                           schemas={store.branch: branch_schemas(store)}, branch=store.branch,
-                           options=dict(schema.options))
-    write_ctx = WriteContext(fileio=store.fileio, table_path=store.table_path, schema=schema,
-                             options=dict(schema.options), commit_user=user)
+    read_ctx = ReadContext(
+        fileio=store.fileio,
+        table_path=store.table_path,
+        schema=schema,
+        schemas={store.branch: branch_schemas(store)},
+        branch=store.branch,
+        options=dict(schema.options),
+    )
+    write_ctx = WriteContext(
+        fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options), commit_user=user
+    )
     TableWriter(write_ctx)  # refuses a table we cannot write (file format, bucket mode) before any work
     context = CompactContext(read_ctx, write_ctx)
     snapshot = store.snapshots.latest()
@@ -256,23 +294,41 @@ def plan_compaction(store: FileStore, partitions: PartitionSpecs = None, *, full
         if pk and options.merge_engine == "first-row":
             taken = {f.file_name for f in unit.files}
             older = tuple(f for f in files if f.file_name not in taken)
-        plan.tasks.append(CompactTask(part, values, bucket, totals[(part, bucket)],
-                                      store.bucket_path(schema, values, bucket), unit.files, unit.output_level,
-                                      drop, older, vectors))
+        plan.tasks.append(
+            CompactTask(
+                part,
+                values,
+                bucket,
+                totals[(part, bucket)],
+                store.bucket_path(schema, values, bucket),
+                unit.files,
+                unit.output_level,
+                drop,
+                older,
+                vectors,
+            )
+        )
     return plan
 
 
-def _bucket_task(options: CoreOptions, pk: bool, files: list[DataFileMeta], full: bool,
-                 where: str, with_vectors: set[str]) -> tuple[CompactUnit, bool] | None:
+def _bucket_task(
+    options: CoreOptions, pk: bool, files: list[DataFileMeta], full: bool, where: str, with_vectors: set[str]
+) -> tuple[CompactUnit, bool] | None:
     if not pk:
         target = options.target_file_size(False)
-        picked = (pick_append_full(files, options.compaction_file_size(False)) if full else
-                  pick_append(files, options.get(COMPACTION_MIN_FILE_NUM), target))
+        picked = (
+            pick_append_full(files, options.compaction_file_size(False))
+            if full
+            else pick_append(files, options.get(COMPACTION_MIN_FILE_NUM), target)
+        )
         if options.deletion_vectors_enabled and full and with_vectors:
             # Java's full rule with deletion vectors: a file with a vector is always rewritten.
-            picked = sorted({f.file_name: f for f in [*(picked or []), *(f for f in files
-                                                                         if f.file_name in with_vectors)]}.values(),
-                            key=lambda f: (f.min_sequence_number, f.file_name))
+            picked = sorted(
+                {
+                    f.file_name: f for f in [*(picked or []), *(f for f in files if f.file_name in with_vectors)]
+                }.values(),
+                key=lambda f: (f.min_sequence_number, f.file_name),
+            )
         return (CompactUnit(0, tuple(picked)), False) if picked else None
     num_levels = options.num_levels
     runs = level_sorted_runs(files, num_levels, where)
@@ -285,12 +341,14 @@ def _bucket_task(options: CoreOptions, pk: bool, files: list[DataFileMeta], full
     if full:
         unit = pick_full(num_levels, runs)
     else:
-        unit = pick_universal(num_levels, runs,
-                              max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
-                              size_ratio=options.get(COMPACTION_SIZE_RATIO),
-                              trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
-                              force_up_level0=options.merge_engine == "first-row"
-                              or options.get(COMPACTION_FORCE_UP_LEVEL_0))
+        unit = pick_universal(
+            num_levels,
+            runs,
+            max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+            size_ratio=options.get(COMPACTION_SIZE_RATIO),
+            trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
+            force_up_level0=options.merge_engine == "first-row" or options.get(COMPACTION_FORCE_UP_LEVEL_0),
+        )
     if unit is None:
         return None
     return unit, drop_delete(unit, runs)
@@ -327,8 +385,9 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     target = CoreOptions(ctx.write.options).target_file_size(ctx.primary_key)
 
     def write(t: pa.Table) -> None:
-        writer.write_compacted(task.partition, task.partition_values, task.bucket, task.total_buckets, t,
-                               task.output_level, first)
+        writer.write_compacted(
+            task.partition, task.partition_values, task.bucket, task.total_buckets, t, task.output_level, first
+        )
 
     upgraded: list[DataFileMeta] = []
     replaced: tuple[DataFileMeta, ...] = task.files
@@ -349,10 +408,27 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         else:
             # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
             ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
-            _accumulate((pa.Table.from_batches([b]) for f in ordered for b in read_split(
-                ctx.read, DataSplit(task.partition, task.partition_values, task.bucket, task.total_buckets, (f,),
-                                    task.bucket_path, True, deletion_files=task.split((f,)).deletion_files))),
-                target, write)
+            _accumulate(
+                (
+                    pa.Table.from_batches([b])
+                    for f in ordered
+                    for b in read_split(
+                        ctx.read,
+                        DataSplit(
+                            task.partition,
+                            task.partition_values,
+                            task.bucket,
+                            task.total_buckets,
+                            (f,),
+                            task.bucket_path,
+                            True,
+                            deletion_files=task.split((f,)).deletion_files,
+                        ),
+                    )
+                ),
+                target,
+                write,
+            )
         messages = writer.prepare_commit()
     except BaseException:
         try:
@@ -392,8 +468,11 @@ def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str,
     candidate: list[list[DataFileMeta]] = []
 
     def must_rewrite(f: DataFileMeta) -> bool:
-        return ((task.output_level == max_level and (f.delete_row_count is None or f.delete_row_count > 0))
-                or f.file_name in task.deletion_files or (bool(task.older_files) and f.level == 0))
+        return (
+            (task.output_level == max_level and (f.delete_row_count is None or f.delete_row_count > 0))
+            or f.file_name in task.deletion_files
+            or (bool(task.older_files) and f.level == 0)
+        )
 
     def upgrade(f: DataFileMeta) -> None:
         if must_rewrite(f):
@@ -493,8 +572,12 @@ def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Non
             try:
                 fileio.delete(path)
             except OSError as exc:
-                log.warning("Could not delete %s of a compaction that was not committed (%s); "
-                            "Table.remove_orphan_files will remove it.", path, exc)
+                log.warning(
+                    "Could not delete %s of a compaction that was not committed (%s); "
+                    "Table.remove_orphan_files will remove it.",
+                    path,
+                    exc,
+                )
 
 
 # ------------------------------------------------------------------------------------------------------ commit
@@ -523,13 +606,13 @@ def _index_update(plan: CompactPlan, buckets: set[tuple[bytes, int]]) -> Callabl
 
     def update(latest: Snapshot | None) -> str | None:
         current = latest.index_manifest if latest else None
-        now = bucket_vector_files(read_index_manifest(store.fileio, store.manifests.path(current))) \
-            if current else {}
+        now = bucket_vector_files(read_index_manifest(store.fileio, store.manifests.path(current))) if current else {}
         for b in buckets:
             if now.get(b, frozenset()) != planned.get(b, frozenset()):
                 raise CommitConflictError(
                     f"The deletion vectors of bucket {b[1]} changed while it was compacted (a concurrent Paimon "
-                    "compaction wrote new ones). Nothing was committed; re-run the compaction.")
+                    "compaction wrote new ones). Nothing was committed; re-run the compaction."
+                )
         if current is None or not any(now.get(b) for b in buckets):
             return current
         return write_index_manifest_without(store.fileio, store.manifests.manifest_dir, current, buckets, codec)
@@ -537,9 +620,15 @@ def _index_update(plan: CompactPlan, buckets: set[tuple[bytes, int]]) -> Callabl
     return update
 
 
-def compact(store: FileStore, partitions: PartitionSpecs = None, *, full: bool = False,
-            runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
-            buckets: Iterable[tuple[bytes, int]] | None = None, auto: bool = False) -> CompactResult:
+def compact(
+    store: FileStore,
+    partitions: PartitionSpecs = None,
+    *,
+    full: bool = False,
+    runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
+    buckets: Iterable[tuple[bytes, int]] | None = None,
+    auto: bool = False,
+) -> CompactResult:
     """Plan, run (``runner``: in process by default; the Spark adapter passes one that uses executors) and
     commit a compaction. When a concurrent commit removed an input or wrote overlapping files at a level the
     outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
@@ -561,7 +650,8 @@ def compact(store: FileStore, partitions: PartitionSpecs = None, *, full: bool =
                 raise CommitConflictError(
                     f"Compaction of {store.table_path} (branch '{store.branch}') lost {attempt} times to concurrent "
                     f"commits ({exc}). Nothing was committed; run it again when fewer writers touch the same "
-                    "buckets.") from exc
+                    "buckets."
+                ) from exc
             result.notes.append(f"attempt {attempt}: {exc}")
             continue
         result.snapshot = snapshot
@@ -589,7 +679,11 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
     full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
-    if options.write_only or not buckets or (options.deletion_vectors_enabled and not full) or \
-            options.get(CHANGELOG_PRODUCER) in ("lookup", "full-compaction"):
+    if (
+        options.write_only
+        or not buckets
+        or (options.deletion_vectors_enabled and not full)
+        or options.get(CHANGELOG_PRODUCER) in ("lookup", "full-compaction")
+    ):
         return None
     return compact(store, full=full, buckets=buckets, auto=True)

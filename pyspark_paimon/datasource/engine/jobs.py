@@ -60,12 +60,13 @@ class ReadJob:
 
         The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
         """
-        target, open_file_cost = split_packing(self.plan.schema.options, read_options.split_target_size,
-                                               read_options.open_file_cost)
+        target, open_file_cost = split_packing(
+            self.plan.schema.options, read_options.split_target_size, read_options.open_file_cost
+        )
         return pack_splits(self.plan.splits, target, open_file_cost, min_groups=max(os.cpu_count() or 1, 1))
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
-        for split in (self.plan.splits if splits is None else splits):
+        for split in self.plan.splits if splits is None else splits:
             yield from read_split(self.context, split, metrics=self.metrics)
 
     def to_arrow(self) -> pa.Table:
@@ -76,6 +77,7 @@ class ReadJob:
         if threads <= 1:
             batches = list(self.read_batches())
         else:
+
             def read_one(split: DataSplit) -> tuple[list[pa.RecordBatch], ReadMetrics]:
                 metrics = ReadMetrics()
                 return list(read_split(self.context, split, metrics=metrics)), metrics
@@ -89,8 +91,13 @@ class ReadJob:
         return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
-def prepare_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (),
-                 read_fields: Sequence[str] | None = None, exact_filters: Sequence[Leaf] = ()) -> ReadJob:
+def prepare_read(
+    store: FileStore,
+    opts: ReadOptions,
+    predicate: Sequence[Leaf] = (),
+    read_fields: Sequence[str] | None = None,
+    exact_filters: Sequence[Leaf] = (),
+) -> ReadJob:
     """Plan a read of ``store`` (already on the right branch) and build its executor context.
 
     ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
@@ -117,18 +124,21 @@ class WriteJob:
         """A writer continuing the branch's state *now* rather than when the job was prepared: each micro-batch
         of a stream runs the tasks of the same pickled job after earlier batches committed, and its sequence
         numbers must continue theirs (else a later batch's row would not win the merge)."""
-        ctx = WriteContext.for_store(self.store, self.commit_user,
-                                     replace_all=self.overwrite is not None and self.overwrite.mode == "all")
+        ctx = WriteContext.for_store(
+            self.store, self.commit_user, replace_all=self.overwrite is not None and self.overwrite.mode == "all"
+        )
         return TableWriter(ctx, task_id)
 
-    def commit(self, messages: Sequence[CommitMessage],
-               commit_identifier: int = BATCH_COMMIT_IDENTIFIER) -> Snapshot | None:
+    def commit(
+        self, messages: Sequence[CommitMessage], commit_identifier: int = BATCH_COMMIT_IDENTIFIER
+    ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
         table, so that nobody retries the write and commits it twice."""
         try:
-            snapshot = commit_with_chain_rules(self.store, self.schema, messages, self.overwrite, self.commit_user,
-                                               commit_identifier)
+            snapshot = commit_with_chain_rules(
+                self.store, self.schema, messages, self.overwrite, self.commit_user, commit_identifier
+            )
         except CommitStateUnknownError:
             raise
         except Exception as exc:
@@ -138,14 +148,15 @@ class WriteJob:
                 raise CommitStateUnknownError(
                     f"The write to {self.store.table_path} (branch '{self.store.branch}') failed ({exc}), and whether "
                     f"its commit landed cannot be checked ({check}). Look for commit user '{self.commit_user}' in "
-                    "the table's $snapshots before retrying: if it is there, the data is already in the table.") \
-                    from exc
+                    "the table's $snapshots before retrying: if it is there, the data is already in the table."
+                ) from exc
             if landed is None:
                 raise
             raise CommitError(
                 f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
                 f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
-                "is in the table: do not retry the write (it would be written twice).") from exc
+                "is in the table: do not retry the write (it would be written twice)."
+            ) from exc
         if snapshot is not None:
             self._compact_after(messages)
         return snapshot
@@ -157,13 +168,21 @@ class WriteJob:
         try:
             result = auto_compact(self.store, messages)
         except (PaimonError, OSError) as exc:
-            log.warning("The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
-                        "Nothing of it was committed; run Table.compact to compact.", self.store.table_path,
-                        self.store.branch, exc)
+            log.warning(
+                "The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
+                "Nothing of it was committed; run Table.compact to compact.",
+                self.store.table_path,
+                self.store.branch,
+                exc,
+            )
             return
         if result:
-            log.info("Compacted %d bucket(s) of %s after the write (snapshot %d).", result.buckets,
-                     self.store.table_path, result.snapshot.id if result.snapshot else -1)
+            log.info(
+                "Compacted %d bucket(s) of %s after the write (snapshot %d).",
+                result.buckets,
+                self.store.table_path,
+                result.snapshot.id if result.snapshot else -1,
+            )
 
     def with_overwrite(self, overwrite: OverwriteSpec | None) -> "WriteJob":
         """This job (same commit user) overwriting as ``overwrite`` says: for an overwrite whose kind is only
@@ -183,15 +202,17 @@ def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> W
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
     store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
     schema = store.schema()
-    refuse_deletion_vector_writes(schema.core_options.deletion_vectors_enabled, store.table_path,
-                                  overwrite=overwrite is not None)
+    refuse_deletion_vector_writes(
+        schema.core_options.deletion_vectors_enabled, store.table_path, overwrite=overwrite is not None
+    )
     user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
     return WriteJob(store, ctx.schema, ctx, overwrite, user)
 
 
-def overwrite_spec(schema: TableSchema, mode: str | None,
-                   static_partition: Mapping[str, object] | None) -> OverwriteSpec:
+def overwrite_spec(
+    schema: TableSchema, mode: str | None, static_partition: Mapping[str, object] | None
+) -> OverwriteSpec:
     """Build the overwrite spec for a write: whole table, dynamic partitions, or a static partition."""
     if static_partition:
         names = [f.name for f in schema.partition_fields]
@@ -199,7 +220,8 @@ def overwrite_spec(schema: TableSchema, mode: str | None,
         if unknown:
             raise OptionError(
                 f"Static overwrite names {unknown}, which are not partition columns of the table "
-                f"(partition columns: {names or 'none'}).")
+                f"(partition columns: {names or 'none'})."
+            )
         typed = {k: coerce_partition_value(schema, k, v) for k, v in static_partition.items()}
         return OverwriteSpec("static", frozenset(), typed)
     if mode is None or mode == "static":

@@ -51,9 +51,21 @@ from pyspark_paimon.metadata.options import (
 )
 
 __all__ = [
-    "SEQUENCE_NUMBER", "VALUE_KIND", "KIND_INSERT", "KIND_UPDATE_BEFORE", "KIND_UPDATE_AFTER", "KIND_DELETE",
-    "adjacent_differ", "keys_strictly_increasing", "MERGE_ENGINES", "AGGREGATE_FUNCTIONS", "MergeError",
-    "sort_for_merge", "merge_sorted", "is_retract", "deduplicated_rows",
+    "SEQUENCE_NUMBER",
+    "VALUE_KIND",
+    "KIND_INSERT",
+    "KIND_UPDATE_BEFORE",
+    "KIND_UPDATE_AFTER",
+    "KIND_DELETE",
+    "adjacent_differ",
+    "keys_strictly_increasing",
+    "MERGE_ENGINES",
+    "AGGREGATE_FUNCTIONS",
+    "MergeError",
+    "sort_for_merge",
+    "merge_sorted",
+    "is_retract",
+    "deduplicated_rows",
 ]
 
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -65,9 +77,20 @@ KIND_DELETE = 3
 
 #: Aggregate functions of the aggregation engine that we implement (Java names; ``first_not_null_value``
 #: is Java's legacy spelling of ``first_non_null_value``).
-AGGREGATE_FUNCTIONS = ("sum", "product", "min", "max", "last_value", "last_non_null_value",
-                       "first_value", "first_non_null_value", "first_not_null_value", "bool_and", "bool_or",
-                       "listagg")
+AGGREGATE_FUNCTIONS = (
+    "sum",
+    "product",
+    "min",
+    "max",
+    "last_value",
+    "last_non_null_value",
+    "first_value",
+    "first_non_null_value",
+    "first_not_null_value",
+    "bool_and",
+    "bool_or",
+    "listagg",
+)
 # Functions whose retraction Java defines (sum subtracts, product divides, last_value / last_non_null_value
 # clear the value). Every other function refuses -U/-D input unless the field ignores retractions.
 _RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
@@ -93,16 +116,22 @@ def is_retract(kinds: np.ndarray) -> np.ndarray:
 
 def _kinds(table: pa.Table) -> np.ndarray:
     if VALUE_KIND not in table.column_names:
-        raise SchemaError(f"Merging needs the '{VALUE_KIND}' column; the input has only "
-                          f"{', '.join(table.column_names)}.")
+        raise SchemaError(
+            f"Merging needs the '{VALUE_KIND}' column; the input has only {', '.join(table.column_names)}."
+        )
     col = table.column(VALUE_KIND)
     if col.null_count:
         raise SchemaError(f"Column '{VALUE_KIND}' holds NULLs; the data file is corrupt.")
     return np.asarray(col.to_numpy(), dtype=np.int8)
 
 
-def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequence[str] = (),
-                   descending_seq: bool = False, rank_column: str | None = None) -> pa.Table:
+def sort_for_merge(
+    table: pa.Table,
+    key_names: Sequence[str],
+    seq_fields: Sequence[str] = (),
+    descending_seq: bool = False,
+    rank_column: str | None = None,
+) -> pa.Table:
     """Stable sort into Java's merge order: key ascending, then the user sequence fields (ascending, or
     descending with ``sequence.field.sort-order = descending``; NULLs always first, i.e. oldest), then
     ``_SEQUENCE_NUMBER``, then retractions before additions. Rows that tie on everything keep their input
@@ -115,8 +144,9 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
         return table
     for name in [*key_names, *seq_fields, *([rank_column] if rank_column else [])]:
         if name not in table.column_names:
-            raise SchemaError(f"Cannot sort for merging: column '{name}' is missing "
-                              f"(columns: {', '.join(table.column_names)}).")
+            raise SchemaError(
+                f"Cannot sort for merging: column '{name}' is missing (columns: {', '.join(table.column_names)})."
+            )
     kinds = _kinds(table)
     if keys_strictly_increasing(table, key_names):
         return table
@@ -127,8 +157,12 @@ def sort_for_merge(table: pa.Table, key_names: Sequence[str], seq_fields: Sequen
     seq_order = "descending" if descending_seq else "ascending"
     # NULL sorts first in both directions (treated as oldest): a column holding NULLs sorts after its
     # _nulls_first_rank. The columns are copied under numbered names so no user column name can collide.
-    ordered = ([(k, "ascending") for k in key_names] + [(s, seq_order) for s in seq_fields] +
-               ([(rank_column, "ascending")] if rank_column else []) + [(SEQUENCE_NUMBER, "ascending")])
+    ordered = (
+        [(k, "ascending") for k in key_names]
+        + [(s, seq_order) for s in seq_fields]
+        + ([(rank_column, "ascending")] if rank_column else [])
+        + [(SEQUENCE_NUMBER, "ascending")]
+    )
     columns: dict[str, pa.ChunkedArray | pa.Array] = {}
     sort_keys: list[tuple[str, str]] = []
     for i, (name, order) in enumerate(ordered):
@@ -333,8 +367,9 @@ def _mask_to_null(column: pa.ChunkedArray, keep: np.ndarray) -> pa.ChunkedArray 
     return pc.if_else(pa.array(keep), column, pa.scalar(None, type=column.type))
 
 
-def _hash_aggregate(groups: _Groups, values: pa.ChunkedArray | pa.Array, func: str,
-                    opts: pc.FunctionOptions | None) -> pa.Array:
+def _hash_aggregate(
+    groups: _Groups, values: pa.ChunkedArray | pa.Array, func: str, opts: pc.FunctionOptions | None
+) -> pa.Array:
     """Per-group Arrow hash aggregation of ``values`` (one result per group, in group order)."""
     tbl = pa.table({_TEMP_GROUP: pa.array(groups.gid, pa.int64()), "v": values})
     agg = tbl.group_by(_TEMP_GROUP, use_threads=False).aggregate([("v", func, opts)])
@@ -349,8 +384,10 @@ def _cast_back(result: pa.Array, target: pa.DataType, field: str, func: str) -> 
     try:
         return result.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise MergeError(f"Aggregate function '{func}' of column '{field}' produced a value that does not fit "
-                         f"the column type {target} ({exc}). Widen the column type.") from exc
+        raise MergeError(
+            f"Aggregate function '{func}' of column '{field}' produced a value that does not fit "
+            f"the column type {target} ({exc}). Widen the column type."
+        ) from exc
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -374,14 +411,17 @@ def _first_row(table: pa.Table, groups: _Groups, kinds: np.ndarray) -> _Result:
     # retractions.
     several = groups.broadcast(groups.ends > groups.starts)
     if (is_retract(kinds) & several).any():
-        raise MergeError("The first-row merge engine cannot accept DELETE/UPDATE_BEFORE records. Set the table "
-                         "option 'ignore-delete' = 'true' to ignore them.")
+        raise MergeError(
+            "The first-row merge engine cannot accept DELETE/UPDATE_BEFORE records. Set the table "
+            "option 'ignore-delete' = 'true' to ignore them."
+        )
     rows = groups.starts
     return _Result(rows, kinds[rows], np.ones(groups.count, dtype=bool), {})
 
 
-def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
-                    value_names: Sequence[str]) -> _Result:
+def _partial_update(
+    table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions, value_names: Sequence[str]
+) -> _Result:
     """Java's ``PartialUpdateMergeFunction`` without sequence groups.
 
     The row starts empty and each addition overwrites the fields it sets (non-NULL). A retraction is an
@@ -398,7 +438,8 @@ def _partial_update(table: pa.Table, groups: _Groups, kinds: np.ndarray, options
         raise MergeError(
             "The partial-update merge engine cannot accept DELETE/UPDATE_BEFORE records by default. Set the table "
             "option 'ignore-delete' = 'true' to ignore them, or 'partial-update.remove-record-on-delete' = "
-            "'true' to let a DELETE remove the whole record.")
+            "'true' to let a DELETE remove the whole record."
+        )
     adds = ~retract
     seed = np.zeros(groups.n, dtype=bool)
     seed[groups.starts] = retract[groups.starts]
@@ -428,9 +469,11 @@ def _agg_function(options: CoreOptions, name: str) -> str:
         key = FIELD_AGGREGATE_FUNCTION.of(name).key if own else FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
         raise removed_aggregate_function_error(func, name, key)
     if func not in AGGREGATE_FUNCTIONS:
-        raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported by pyspark-paimon "
-                          f"(supported: {', '.join(AGGREGATE_FUNCTIONS)}). Change "
-                          f"'fields.{name}.aggregate-function' or use Paimon (Java) for this table.")
+        raise OptionError(
+            f"Aggregate function '{func}' of column '{name}' is not supported by pyspark-paimon "
+            f"(supported: {', '.join(AGGREGATE_FUNCTIONS)}). Change "
+            f"'fields.{name}.aggregate-function' or use Paimon (Java) for this table."
+        )
     return "first_non_null_value" if func == "first_not_null_value" else func
 
 
@@ -477,25 +520,33 @@ def _key_text(table: pa.Table, key_names: Sequence[str], row: int) -> str:
 def _values_numpy(col: pa.ChunkedArray, valid: np.ndarray) -> np.ndarray:
     """The column as a numpy array; NULL slots hold 0 (callers mask them)."""
     filled = pc.fill_null(col, pa.scalar(0, col.type)) if col.null_count else col
-    return np.asarray(filled.to_numpy() if isinstance(filled, pa.Array)
-                      else filled.combine_chunks().to_numpy(zero_copy_only=False))
+    return np.asarray(
+        filled.to_numpy() if isinstance(filled, pa.Array) else filled.combine_chunks().to_numpy(zero_copy_only=False)
+    )
 
 
-def _arithmetic_error(table: pa.Table, rows: _AggRows, name: str, func: str, target: pa.DataType,
-                      fault: CheckedArithmeticError) -> MergeError:
+def _arithmetic_error(
+    table: pa.Table, rows: _AggRows, name: str, func: str, target: pa.DataType, fault: CheckedArithmeticError
+) -> MergeError:
     key = _key_text(table, rows.key_names, fault.row)
     if "zero" in fault.reason:
-        fix = (f"A retraction of 0 cannot be undone by division; set 'fields.{name}.ignore-retract' = 'true' to "
-               "ignore retractions for this column")
+        fix = (
+            f"A retraction of 0 cannot be undone by division; set 'fields.{name}.ignore-retract' = 'true' to "
+            "ignore retractions for this column"
+        )
     else:
-        fix = ("Java Paimon raises ArithmeticException here too. Store the column as a wider type, e.g. BIGINT or "
-               "DECIMAL(38, 0), and rewrite the table")
-    return MergeError(f"Aggregate function '{func}' of column '{name}' ({target}) failed for key ({key}): "
-                      f"{fault.reason}. {fix}.")
+        fix = (
+            "Java Paimon raises ArithmeticException here too. Store the column as a wider type, e.g. BIGINT or "
+            "DECIMAL(38, 0), and rewrite the table"
+        )
+    return MergeError(
+        f"Aggregate function '{func}' of column '{name}' ({target}) failed for key ({key}): {fault.reason}. {fix}."
+    )
 
 
-def _checked_sum(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray,
-                 active: np.ndarray) -> pa.Array:
+def _checked_sum(
+    table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray, active: np.ndarray
+) -> pa.Array:
     """Integer ``sum`` with Java's exact arithmetic: every step of the fold (add, subtract on retraction,
     restart from a DELETE's value) must stay in the column type's range."""
     groups = rows.groups
@@ -510,8 +561,9 @@ def _checked_sum(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: st
     return pa.array(running[groups.ends], type=col.type, mask=~has)
 
 
-def _checked_product(table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray,
-                     active: np.ndarray) -> pa.Array:
+def _checked_product(
+    table: pa.Table, rows: _AggRows, col: pa.ChunkedArray, name: str, valid: np.ndarray, active: np.ndarray
+) -> pa.Array:
     """Integer or floating ``product`` as Java folds it: multiply by each added value, divide by each retracted
     one (integer division truncates), restart from a DELETE's value; integers raise where a step overflows."""
     groups = rows.groups
@@ -537,10 +589,12 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
     if has_retract and options.field(name, FIELD_IGNORE_RETRACT):
         active = ~retract  # retractions are no-ops for this field (Java FieldIgnoreRetractAgg)
     elif has_retract and func not in _RETRACTABLE:
-        raise MergeError(f"Aggregate function '{func}' of column '{name}' does not support retraction "
-                         f"(UPDATE_BEFORE/DELETE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
-                         "retractions for this column. ('ignore-delete' only drops retractions from new writes: "
-                         "Java still applies those already in data files.)")
+        raise MergeError(
+            f"Aggregate function '{func}' of column '{name}' does not support retraction "
+            f"(UPDATE_BEFORE/DELETE records). Set 'fields.{name}.ignore-retract' = 'true' to ignore "
+            "retractions for this column. ('ignore-delete' only drops retractions from new writes: "
+            "Java still applies those already in data files.)"
+        )
     else:
         active = np.ones(groups.n, dtype=bool)
     valid = _valid(col)
@@ -557,8 +611,9 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
             try:
                 signed = pc.if_else(pa.array(retract), pc.negate_checked(col), col)
             except pa.ArrowNotImplementedError as exc:
-                raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type "
-                                 f"{target}.") from exc
+                raise MergeError(
+                    f"Aggregate function 'sum' does not support column '{name}' of type {target}."
+                ) from exc
         try:
             result = _hash_aggregate(groups, _mask_to_null(signed, active & in_last), "sum", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
@@ -568,27 +623,28 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
         if pa.types.is_integer(target) or pa.types.is_floating(target):
             return _checked_product(table, rows, col, name, valid, active)
         if has_retract and (active & retract).any():
-            raise MergeError(f"Retracting a product of DECIMAL column '{name}' ({target}) is not supported by "
-                             f"pyspark-paimon. Set 'fields.{name}.ignore-retract' = 'true' to ignore retractions for "
-                             "this column, or use Paimon (Java) for this table.")
+            raise MergeError(
+                f"Retracting a product of DECIMAL column '{name}' ({target}) is not supported by "
+                f"pyspark-paimon. Set 'fields.{name}.ignore-retract' = 'true' to ignore retractions for "
+                "this column, or use Paimon (Java) for this table."
+            )
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), "product", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
-            raise MergeError(f"Aggregate function 'product' does not support column '{name}' of type "
-                             f"{target}.") from exc
+            raise MergeError(
+                f"Aggregate function 'product' does not support column '{name}' of type {target}."
+            ) from exc
         return _cast_back(result, target, name, func)
     if func in ("min", "max"):
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), func, skip_nulls)
         except pa.ArrowNotImplementedError as exc:
-            raise MergeError(f"Aggregate function '{func}' does not support column '{name}' of type "
-                             f"{target}.") from exc
+            raise MergeError(f"Aggregate function '{func}' does not support column '{name}' of type {target}.") from exc
         return _cast_back(result, target, name, func)
     if func in ("bool_and", "bool_or"):
         if not pa.types.is_boolean(target):
             raise MergeError(f"Aggregate function '{func}' needs a BOOLEAN column; '{name}' is {target}.")
-        result = _hash_aggregate(groups, _mask_to_null(col, adds), "all" if func == "bool_and" else "any",
-                                 skip_nulls)
+        result = _hash_aggregate(groups, _mask_to_null(col, adds), "all" if func == "bool_and" else "any", skip_nulls)
         return _cast_back(result, target, name, func)
     if func in ("first_value", "first_non_null_value"):
         # Java's aggregator remembers that it took a value (a flag a DELETE's re-initialisation does not
@@ -611,8 +667,10 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
         if not (pa.types.is_string(target) or pa.types.is_large_string(target)):
             raise MergeError(f"Aggregate function 'listagg' needs a string column; '{name}' is {target}.")
         if options.field(name, FIELD_DISTINCT):
-            raise OptionError(f"'fields.{name}.distinct' = 'true' (distinct listagg) is not supported by "
-                              "pyspark-paimon; remove the option or use Paimon (Java) for this table.")
+            raise OptionError(
+                f"'fields.{name}.distinct' = 'true' (distinct listagg) is not supported by "
+                "pyspark-paimon; remove the option or use Paimon (Java) for this table."
+            )
         delimiter = options.field(name, FIELD_LIST_AGG_DELIMITER)
         chosen = np.flatnonzero(adds & valid & ~_is_blank(col))
         counts = np.bincount(groups.gid[chosen], minlength=groups.count)
@@ -628,8 +686,15 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
     raise OptionError(f"Aggregate function '{func}' of column '{name}' is not supported.")  # pragma: no cover
 
 
-def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: CoreOptions,
-                 value_names: Sequence[str], primary_keys: Sequence[str], key_names: Sequence[str]) -> _Result:
+def _aggregation(
+    table: pa.Table,
+    groups: _Groups,
+    kinds: np.ndarray,
+    options: CoreOptions,
+    value_names: Sequence[str],
+    primary_keys: Sequence[str],
+    key_names: Sequence[str],
+) -> _Result:
     remove_on_delete = options.get(AGGREGATION_REMOVE_RECORD_ON_DELETE)
     rows = _AggRows.of(groups, kinds, remove_on_delete, key_names)
     values: dict[str, pa.Array] = {}
@@ -650,9 +715,16 @@ def _aggregation(table: pa.Table, groups: _Groups, kinds: np.ndarray, options: C
 # ------------------------------------------------------------------------------------------------------
 # Entry point
 # ------------------------------------------------------------------------------------------------------
-def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options: Mapping[str, str],
-                 value_names: Sequence[str], drop_retracts: bool = True, *,
-                 primary_keys: Sequence[str] = ()) -> pa.Table:
+def merge_sorted(
+    table: pa.Table,
+    key_names: Sequence[str],
+    engine: str,
+    options: Mapping[str, str],
+    value_names: Sequence[str],
+    drop_retracts: bool = True,
+    *,
+    primary_keys: Sequence[str] = (),
+) -> pa.Table:
     """Merge the records of each key of ``table`` (sorted by :func:`sort_for_merge`) into one.
 
     ``key_names`` identify a key (the trimmed primary key). ``value_names`` are the columns the engine
@@ -668,8 +740,9 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     """
     engine = str(engine).strip().lower()
     if engine not in MERGE_ENGINES:
-        raise OptionError(f"Option 'merge-engine' = '{engine}' is not supported; use one of "
-                          f"{', '.join(MERGE_ENGINES)}.")
+        raise OptionError(
+            f"Option 'merge-engine' = '{engine}' is not supported; use one of {', '.join(MERGE_ENGINES)}."
+        )
     for name in [*key_names, *value_names, SEQUENCE_NUMBER]:
         if name not in table.column_names:
             raise SchemaError(f"Cannot merge: column '{name}' is missing (columns: {', '.join(table.column_names)}).")
@@ -679,8 +752,10 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     opts = CoreOptions(options)
     seq_groups = opts.field_keys(FIELD_SEQUENCE_GROUP)
     if seq_groups and engine in ("partial-update", "aggregation"):
-        raise OptionError(f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by pyspark-paimon; "
-                          "read and write this table with Paimon (Java) instead.")
+        raise OptionError(
+            f"Sequence groups ({', '.join(sorted(seq_groups))}) are not supported by pyspark-paimon; "
+            "read and write this table with Paimon (Java) instead."
+        )
     kinds = _kinds(table)
     retract = is_retract(kinds)
     if engine in ("deduplicate", "first-row") and opts.ignore_delete and retract.any():
@@ -702,8 +777,9 @@ def merge_sorted(table: pa.Table, key_names: Sequence[str], engine: str, options
     multi_groups = np.flatnonzero(~single)
     if len(multi_groups) == 0:
         return _drop_retract_rows(table, kinds) if drop_retracts else table
-    merged = _merge_groups(table, groups, multi_groups, kinds, engine, opts, value_names, primary_keys, key_names,
-                           drop_retracts)
+    merged = _merge_groups(
+        table, groups, multi_groups, kinds, engine, opts, value_names, primary_keys, key_names, drop_retracts
+    )
     if not single.any():
         return merged[1]
     single_rows = groups.starts[single]
@@ -720,15 +796,25 @@ def _drop_retract_rows(table: pa.Table, kinds: np.ndarray) -> pa.Table:
     return table if keep.all() else table.filter(pa.array(keep))
 
 
-def _merge_groups(table: pa.Table, groups: _Groups, multi_groups: np.ndarray, kinds: np.ndarray, engine: str,
-                  opts: CoreOptions, value_names: Sequence[str], primary_keys: Sequence[str],
-                  key_names: Sequence[str], drop_retracts: bool) -> tuple[np.ndarray, pa.Table]:
+def _merge_groups(
+    table: pa.Table,
+    groups: _Groups,
+    multi_groups: np.ndarray,
+    kinds: np.ndarray,
+    engine: str,
+    opts: CoreOptions,
+    value_names: Sequence[str],
+    primary_keys: Sequence[str],
+    key_names: Sequence[str],
+    drop_retracts: bool,
+) -> tuple[np.ndarray, pa.Table]:
     """Run the engine over the keys with several records (``multi_groups``): (their group ids, in output
     order, and the merged rows)."""
     if len(multi_groups) < groups.count:
         sizes = (groups.ends - groups.starts + 1)[multi_groups]
         rows = np.repeat(groups.starts[multi_groups], sizes) + (
-            np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+            np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        )
         table = table.take(pa.array(rows, pa.int64()))
         kinds = kinds[rows]
         groups = _Groups.from_sizes(sizes)

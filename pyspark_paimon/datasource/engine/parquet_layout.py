@@ -31,8 +31,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PARQUET_LAYOUT", "DICTIONARY_SAMPLE_ROWS", "dictionary_columns", "dictionary_pays", "leaf_paths",
-           "encoding_settings", "is_writer_v2"]
+__all__ = [
+    "PARQUET_LAYOUT",
+    "DICTIONARY_SAMPLE_ROWS",
+    "dictionary_columns",
+    "dictionary_pays",
+    "leaf_paths",
+    "encoding_settings",
+    "is_writer_v2",
+]
 
 #: Parquet layout settings of every data file we write. ``store_decimal_as_integer``: DECIMAL(p <= 9) as INT32
 #: and DECIMAL(p <= 18) as INT64 (with the DECIMAL logical type), wider ones as FIXED_LEN_BYTE_ARRAY of the
@@ -50,8 +57,13 @@ _LENGTH_PREFIX = 4
 
 
 def _is_nested(t: pa.DataType) -> bool:
-    return (pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
-            or pa.types.is_fixed_size_list(t))
+    return (
+        pa.types.is_struct(t)
+        or pa.types.is_map(t)
+        or pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+    )
 
 
 def _plain_width(col: pa.ChunkedArray | pa.Array, valid: int) -> float | None:
@@ -136,8 +148,9 @@ def encoding_settings(table: pa.Table, writer_v2: bool = False) -> dict[str, Any
     if writer_v2:
         chosen = set(dictionary)
         settings["data_page_version"] = "2.0"
-        settings["column_encoding"] = {f.name: enc for f in table.schema
-                                       if f.name not in chosen and (enc := _v2_encoding(f.type)) is not None}
+        settings["column_encoding"] = {
+            f.name: enc for f in table.schema if f.name not in chosen and (enc := _v2_encoding(f.type)) is not None
+        }
     return settings
 
 

@@ -86,8 +86,17 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
     from pyspark_paimon.metadata.store import FileStore
     from pyspark_paimon.planner.read_plan import PlannedRead
 
-__all__ = ["ReadContext", "ReadMetrics", "read_split", "read_merged", "read_file_changes", "read_data_file",
-           "referenced_columns", "select_row_groups", "coalesce_batches"]
+__all__ = [
+    "ReadContext",
+    "ReadMetrics",
+    "read_split",
+    "read_merged",
+    "read_file_changes",
+    "read_data_file",
+    "referenced_columns",
+    "select_row_groups",
+    "coalesce_batches",
+]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
 # What reading Parquet statistics written by any engine may raise (a timestamp or date outside Python's range
@@ -150,8 +159,14 @@ class ReadContext:
     merge_window_bytes: int = 64 << 20
 
     @classmethod
-    def for_plan(cls, store: FileStore, planned: PlannedRead, read_fields: Sequence[str] | None = None,
-                 exact_filters: Sequence[Leaf] = (), batch_size: int = 65536) -> "ReadContext":
+    def for_plan(
+        cls,
+        store: FileStore,
+        planned: PlannedRead,
+        read_fields: Sequence[str] | None = None,
+        exact_filters: Sequence[Leaf] = (),
+        batch_size: int = 65536,
+    ) -> "ReadContext":
         """The one way to build a context from a planned read (plain, fallback, incremental or chain).
 
         ``read_fields`` projects the output (validated against the read schema); ``exact_filters`` and the
@@ -167,14 +182,27 @@ class ReadContext:
         selection = planned.selection
         if selection is not None and tree_columns(selection) <= set(schema.partition_keys):
             selection = None  # partitions were selected exactly by it: every row of them satisfies it
-        parts = [e for e in (to_arrow_expression(list(exact_filters), arrow_schema) if exact_filters else None,
-                             tree_expression(selection, arrow_schema) if selection is not None else None)
-                 if e is not None]
+        parts = [
+            e
+            for e in (
+                to_arrow_expression(list(exact_filters), arrow_schema) if exact_filters else None,
+                tree_expression(selection, arrow_schema) if selection is not None else None,
+            )
+            if e is not None
+        ]
         residual = parts[0] if len(parts) == 1 else (parts[0] & parts[1]) if parts else None
-        return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, schemas=planned.schemas,
-                   branch=store.branch, options=dict(schema.options),
-                   read_fields=tuple(read_fields) if read_fields is not None else None, residual=residual,
-                   batch_size=batch_size, pushed=planned.predicate)
+        return cls(
+            fileio=store.fileio,
+            table_path=store.table_path,
+            schema=schema,
+            schemas=planned.schemas,
+            branch=store.branch,
+            options=dict(schema.options),
+            read_fields=tuple(read_fields) if read_fields is not None else None,
+            residual=residual,
+            batch_size=batch_size,
+            pushed=planned.predicate,
+        )
 
     def merge_options(self) -> dict[str, str]:
         """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
@@ -203,7 +231,8 @@ class ReadContext:
         raise CorruptMetadataError(
             f"Data file '{f.file_name}' was written with schema {f.schema_id} of branch '{branch}', which is not "
             f"available to the reader (known schema ids on that branch: {known or 'none'}). The schema file "
-            f"'schema/schema-{f.schema_id}' of that branch may have been deleted; restore it to read the file.")
+            f"'schema/schema-{f.schema_id}' of that branch may have been deleted; restore it to read the file."
+        )
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -239,8 +268,9 @@ def referenced_columns(expr: pc.Expression, schema: pa.Schema) -> tuple[str, ...
     try:
         empty.filter(expr)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
-        raise SchemaError(f"The filter {expr} cannot be evaluated on the table's columns "
-                          f"({', '.join(schema.names)}): {exc}") from exc
+        raise SchemaError(
+            f"The filter {expr} cannot be evaluated on the table's columns ({', '.join(schema.names)}): {exc}"
+        ) from exc
     refs = []
     for name in schema.names:
         try:
@@ -269,7 +299,8 @@ def _cast(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa
         raise SchemaError(
             f"Column '{column}' of data file '{file_name}' holds {arr.type} values that cannot be converted to the "
             f"read type {target}: {exc}. The column type was changed in a way that existing data does not fit; "
-            "read with the schema the file was written with (time travel) or rewrite the data.") from exc
+            "read with the schema the file was written with (time travel) or rewrite the data."
+        ) from exc
 
 
 def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: str, file_name: str) -> pa.Array:
@@ -291,8 +322,13 @@ def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: 
     return _cast(arr, target_arrow, column, file_name)
 
 
-def _conform_table(data: pa.Table | pa.RecordBatch, targets: Sequence[DataField], file_schema: TableSchema,
-                   file_name: str, system: Sequence[str]) -> pa.Table:
+def _conform_table(
+    data: pa.Table | pa.RecordBatch,
+    targets: Sequence[DataField],
+    file_schema: TableSchema,
+    file_name: str,
+    system: Sequence[str],
+) -> pa.Table:
     """Columns ``targets`` (by field id from ``file_schema``) plus ``system`` columns, in read types."""
     n = data.num_rows
     by_id = {f.id: f for f in file_schema.fields}
@@ -311,8 +347,10 @@ def _conform_table(data: pa.Table | pa.RecordBatch, targets: Sequence[DataField]
         fields.append(pa.field(tf.name, arr.type))
     for name in system:
         if name not in names:
-            raise CorruptMetadataError(f"Data file '{file_name}' of a primary-key table has no '{name}' column; "
-                                       "it is not a Paimon key-value file.")
+            raise CorruptMetadataError(
+                f"Data file '{file_name}' of a primary-key table has no '{name}' column; "
+                "it is not a Paimon key-value file."
+            )
         col = data.column(name)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         arr = _cast(col, _SYSTEM_TYPES[name], name, file_name)
@@ -352,8 +390,10 @@ class _FileReader:
         self.uri = fileio.uri(path)
         self.fmt = fmt
         if fmt not in ("parquet", "orc"):
-            raise OptionError(f"Data file '{file_name}' is in {fmt} format, which pyspark-paimon cannot read "
-                              "(parquet and orc only). Rewrite the table with 'file.format' = 'parquet'.")
+            raise OptionError(
+                f"Data file '{file_name}' is in {fmt} format, which pyspark-paimon cannot read "
+                "(parquet and orc only). Rewrite the table with 'file.format' = 'parquet'."
+            )
         self._handle: Any
         with self.errors():
             if size is not None and size <= _WHOLE_FILE_BYTES:
@@ -388,11 +428,13 @@ class _FileReader:
             raise DataFileError(
                 f"Data file {self.uri} is missing, but the snapshot being read references it ({exc}). It was deleted "
                 "outside Paimon or by an unsafe cleanup. Restore the file, or roll the branch back to a snapshot or "
-                "tag that does not reference it (Table.rollback_to), or read an older tag.") from exc
+                "tag that does not reference it (Table.rollback_to), or read an older tag."
+            ) from exc
         except (pa.ArrowException, OSError) as exc:
             raise DataFileError(
                 f"Data file {self.uri} cannot be read; it is truncated or corrupt ({exc}). Restore it from a copy, or "
-                "roll the branch back to a snapshot or tag that does not reference it (Table.rollback_to).") from exc
+                "roll the branch back to a snapshot or tag that does not reference it (Table.rollback_to)."
+            ) from exc
 
     def __enter__(self) -> "_FileReader":
         return self
@@ -417,22 +459,25 @@ class _FileReader:
                 return np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
             return np.array([self._orc.nrows], dtype=np.int64)
 
-    def batches(self, columns: list[str], batch_size: int,
-                row_groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
+    def batches(
+        self, columns: list[str], batch_size: int, row_groups: list[int] | None = None
+    ) -> Iterator[pa.RecordBatch]:
         with self.errors():
             if self.fmt == "parquet":
                 if row_groups is not None and not row_groups:
                     return
-                yield from self.parquet.iter_batches(batch_size=batch_size, columns=columns, use_threads=False,
-                                                     row_groups=row_groups)
+                yield from self.parquet.iter_batches(
+                    batch_size=batch_size, columns=columns, use_threads=False, row_groups=row_groups
+                )
                 return
             for i in range(self._orc.nstripes):
                 stripe = self._orc.read_stripe(i, columns=columns)
                 yield from (stripe.slice(o, batch_size) for o in range(0, stripe.num_rows, batch_size))
 
 
-def _physical_columns(reader: _FileReader, targets: Sequence[DataField], file_schema: TableSchema,
-                      system: Sequence[str]) -> list[str]:
+def _physical_columns(
+    reader: _FileReader, targets: Sequence[DataField], file_schema: TableSchema, system: Sequence[str]
+) -> list[str]:
     by_id = {f.id: f for f in file_schema.fields}
     cols = []
     for tf in targets:
@@ -451,8 +496,9 @@ def _deleted_positions(ctx: ReadContext, split: DataSplit, f: DataFileMeta) -> n
     return read_deletion_vector(ctx.fileio, dfile, f.file_name)
 
 
-def _keep_mask(deleted: np.ndarray, group_rows: np.ndarray, selected: Sequence[int] | None,
-               file_name: str) -> np.ndarray:
+def _keep_mask(
+    deleted: np.ndarray, group_rows: np.ndarray, selected: Sequence[int] | None, file_name: str
+) -> np.ndarray:
     """True for each row a read of the ``selected`` row groups (in that order; None = all) returns that
     ``deleted`` (file-global positions) does not name."""
     starts = np.concatenate([[0], np.cumsum(group_rows)]).astype(np.int64)
@@ -461,7 +507,8 @@ def _keep_mask(deleted: np.ndarray, group_rows: np.ndarray, selected: Sequence[i
         raise CorruptMetadataError(
             f"The deletion vector of data file '{file_name}' names row position {int(deleted[-1])}, but the file "
             f"has {total} rows: the deletion vector belongs to another file or is corrupt. Restore the table's "
-            "index files, or roll the table back to a snapshot before the damage (Table.rollback_to).")
+            "index files, or roll the table back to a snapshot before the damage (Table.rollback_to)."
+        )
     sel = np.arange(len(group_rows)) if selected is None else np.asarray(selected, dtype=np.int64)
     out_start = np.concatenate([[0], np.cumsum(group_rows[sel])]).astype(np.int64)
     mask = np.ones(int(out_start[-1]), dtype=bool)
@@ -475,14 +522,16 @@ def _keep_mask(deleted: np.ndarray, group_rows: np.ndarray, selected: Sequence[i
     return mask
 
 
-def read_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
-                   system: Sequence[str] = ()) -> pa.Table:
+def read_data_file(
+    ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField], system: Sequence[str] = ()
+) -> pa.Table:
     """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``,
     without the rows its deletion vector names."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name,
-                     f.file_size) as reader:
+    with _FileReader(
+        ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name, f.file_size
+    ) as reader:
         data = reader.read(_physical_columns(reader, targets, file_schema, system))
         if deleted is not None:
             data = data.filter(pa.array(_keep_mask(deleted, reader.group_rows(), None, f.file_name)))
@@ -493,8 +542,9 @@ def _base(t: DataType) -> DataType:
     return t.copy(nullable=True)
 
 
-def select_row_groups(pq_file: pq.ParquetFile, leaves: Sequence[Leaf],
-                      metrics: ReadMetrics | None = None) -> list[int] | None:
+def select_row_groups(
+    pq_file: pq.ParquetFile, leaves: Sequence[Leaf], metrics: ReadMetrics | None = None
+) -> list[int] | None:
     """Row groups of ``pq_file`` whose column statistics do not rule out every leaf (None = all of them).
 
     ``leaves`` name the file's physical (top-level, primitive) columns. Missing statistics, or statistics
@@ -565,14 +615,21 @@ def _file_leaves(ctx: ReadContext, file_schema: TableSchema, reader: "_FileReade
     return out
 
 
-def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField],
-                      system: Sequence[str], skip_row_groups: ReadMetrics | None = None) -> Iterator[pa.Table]:
+def _stream_data_file(
+    ctx: ReadContext,
+    split: DataSplit,
+    f: DataFileMeta,
+    targets: Sequence[DataField],
+    system: Sequence[str],
+    skip_row_groups: ReadMetrics | None = None,
+) -> Iterator[pa.Table]:
     """Stream ``f``. Raw reads pass ``skip_row_groups`` (the read's metrics, which count what was skipped):
     row groups ``ctx.pushed`` rules out are not read."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
-    with _FileReader(ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name,
-                     f.file_size) as reader:
+    with _FileReader(
+        ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name, f.file_size
+    ) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
         if skip_row_groups is not None and reader.fmt == "parquet":
@@ -582,7 +639,7 @@ def _stream_data_file(ctx: ReadContext, split: DataSplit, f: DataFileMeta, targe
         for batch in reader.batches(cols, ctx.batch_size, row_groups):
             n = batch.num_rows
             if keep is not None:
-                batch = batch.filter(pa.array(keep[offset:offset + n]))
+                batch = batch.filter(pa.array(keep[offset : offset + n]))
                 offset += n
             if batch.num_rows:
                 yield _conform_table(batch, targets, file_schema, f.file_name, system)
@@ -630,8 +687,10 @@ def _make_plan(ctx: ReadContext, partition_override: Mapping[str, Any] | None) -
         seq = ctx.core_options().sequence_fields
         for name in seq:
             if not schema.has_field(name):
-                raise OptionError(f"Option 'sequence.field' names column '{name}', which the table does not have "
-                                  f"(columns: {', '.join(schema.field_names)}).")
+                raise OptionError(
+                    f"Option 'sequence.field' names column '{name}', which the table does not have "
+                    f"(columns: {', '.join(schema.field_names)})."
+                )
     override = dict(partition_override or {})
     for name in override:
         if not schema.has_field(name):
@@ -668,8 +727,9 @@ def _finish(ctx: ReadContext, plan: _Plan, data: pa.Table) -> Iterator[pa.Record
     for batch in data.to_batches(max_chunksize=batch_size):
         if batch.num_rows == 0:
             continue
-        arrays = [col if col.type == fld.type else col.cast(fld.type)
-                  for col, fld in zip(batch.columns, plan.out_schema)]
+        arrays = [
+            col if col.type == fld.type else col.cast(fld.type) for col, fld in zip(batch.columns, plan.out_schema)
+        ]
         if arrays:
             yield pa.RecordBatch.from_arrays(arrays, schema=plan.out_schema)
         else:
@@ -682,8 +742,12 @@ def _drop_retracts(data: pa.Table) -> pa.Table:
     return data.filter(pa.array(~retract)) if retract.any() else data
 
 
-def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[str, Any] | None = None,
-               metrics: ReadMetrics | None = None) -> Iterator[pa.RecordBatch]:
+def read_split(
+    ctx: ReadContext,
+    split: DataSplit,
+    partition_override: Mapping[str, Any] | None = None,
+    metrics: ReadMetrics | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Read ``split`` into record batches whose schema is exactly ``ctx.output_schema()``.
 
     ``partition_override`` (chain-table reads) replaces the given partition columns by constants: the split's
@@ -709,8 +773,9 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
         for f in split.files:
             # A file whose metadata counts no retractions needs no row kinds: the system columns stay unread.
             clean = f.delete_row_count == 0
-            for data in _stream_data_file(ctx, split, f, plan.read_fields, () if clean else system,
-                                          skip_row_groups=metrics):
+            for data in _stream_data_file(
+                ctx, split, f, plan.read_fields, () if clean else system, skip_row_groups=metrics
+            ):
                 yield from _finish(ctx, plan, data if clean else _drop_retracts(data))
         return
 
@@ -718,8 +783,9 @@ def read_split(ctx: ReadContext, split: DataSplit, partition_override: Mapping[s
         yield from _finish(ctx, plan, data)
 
 
-def read_merged(ctx: ReadContext, split: DataSplit, drop_retracts: bool,
-                metrics: ReadMetrics | None = None) -> Iterator[pa.Table]:
+def read_merged(
+    ctx: ReadContext, split: DataSplit, drop_retracts: bool, metrics: ReadMetrics | None = None
+) -> Iterator[pa.Table]:
     """The merged records of a primary-key ``split`` with their ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, in key
     order, one table per key-overlap section (or merge window): what compaction rewrites. Every column of
     ``ctx.schema`` is read (in read types; ``ctx.read_fields`` must be None). With ``drop_retracts`` keys whose
@@ -731,8 +797,9 @@ def read_merged(ctx: ReadContext, split: DataSplit, drop_retracts: bool,
     yield from _merged_sections(ctx, split, plan, drop_retracts, metrics or ReadMetrics())
 
 
-def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retracts: bool,
-                     metrics: ReadMetrics, key_order: bool = True) -> Iterator[pa.Table]:
+def _merged_sections(
+    ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retracts: bool, metrics: ReadMetrics, key_order: bool = True
+) -> Iterator[pa.Table]:
     """Merged records of each key-overlap section of ``split`` (system columns kept), in key order unless
     ``key_order`` is False (a read, which may then pass untouched rows of a big file through unsorted)."""
     options = ctx.merge_options()
@@ -759,23 +826,50 @@ def _merged_sections(ctx: ReadContext, split: DataSplit, plan: _Plan, drop_retra
             continue
         # Oldest files first, so rows that tie on every sort key keep the older one first.
         ranks = split.file_ranks
-        ordered = sorted(section, key=lambda f: (ranks.get(f.file_name, 0), f.max_sequence_number,
-                                                 f.min_sequence_number))
+        ordered = sorted(
+            section, key=lambda f: (ranks.get(f.file_name, 0), f.max_sequence_number, f.min_sequence_number)
+        )
         windows = None
         if sum(f.file_size for f in ordered) > ctx.merge_window_bytes:
             windows = _plan_windows(ctx, split, plan, ordered)
         if windows is None:
             tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
-            yield _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                descending, metrics, drop_retracts, key_order)
+            yield _merge_tables(
+                ctx,
+                split,
+                plan,
+                section,
+                ordered,
+                tables,
+                engine,
+                options,
+                value_names,
+                descending,
+                metrics,
+                drop_retracts,
+                key_order,
+            )
             continue
         metrics.windowed_sections += 1
         for lo, hi, per_file in windows:
             tables = [_read_window(ctx, split, plan, f, rgs, lo, hi, system) for f, rgs in zip(ordered, per_file)]
             if not any(t.num_rows for t in tables):
                 continue
-            yield _merge_tables(ctx, split, plan, section, ordered, tables, engine, options, value_names,
-                                descending, metrics, drop_retracts, key_order)
+            yield _merge_tables(
+                ctx,
+                split,
+                plan,
+                section,
+                ordered,
+                tables,
+                engine,
+                options,
+                value_names,
+                descending,
+                metrics,
+                drop_retracts,
+                key_order,
+            )
 
 
 def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordBatch]:
@@ -789,27 +883,44 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
     out_schema = pa.schema([*plan.out_schema, kind_field])
     for f in split.files:
         for data in _stream_data_file(ctx, split, f, plan.read_fields, system):
-            kinds = (data.column(VALUE_KIND).cast(pa.int8()) if system
-                     else pa.chunked_array([pa.repeat(pa.scalar(0, pa.int8()), data.num_rows)]))
+            kinds = (
+                data.column(VALUE_KIND).cast(pa.int8())
+                if system
+                else pa.chunked_array([pa.repeat(pa.scalar(0, pa.int8()), data.num_rows)])
+            )
             columns = [data.column(fld.name) for fld in plan.out_fields]
             table = pa.Table.from_arrays([*columns, kinds], names=[*out_schema.names]).combine_chunks()
             for batch in table.to_batches(max_chunksize=max(1, ctx.batch_size)):
                 if batch.num_rows:
-                    arrays = [col if col.type == fld.type else col.cast(fld.type)
-                              for col, fld in zip(batch.columns, out_schema)]
+                    arrays = [
+                        col if col.type == fld.type else col.cast(fld.type)
+                        for col, fld in zip(batch.columns, out_schema)
+                    ]
                     yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
 
-def _merge_tables(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
-                  ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str, options: Mapping[str, str],
-                  value_names: list[str], descending: bool, metrics: ReadMetrics,
-                  drop_retracts: bool = True, key_order: bool = True) -> pa.Table:
+def _merge_tables(
+    ctx: ReadContext,
+    split: DataSplit,
+    plan: _Plan,
+    section: Sequence[DataFileMeta],
+    ordered: Sequence[DataFileMeta],
+    tables: list[pa.Table],
+    engine: str,
+    options: Mapping[str, str],
+    value_names: list[str],
+    descending: bool,
+    metrics: ReadMetrics,
+    drop_retracts: bool = True,
+    key_order: bool = True,
+) -> pa.Table:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
     untouched = None
     if not key_order and drop_retracts:
         untouched, tables = _split_untouched(plan.key_names, tables)
-    merged = _sort_and_merge(ctx, split, plan, section, ordered, tables, engine, options, value_names, descending,
-                             metrics, drop_retracts)
+    merged = _sort_and_merge(
+        ctx, split, plan, section, ordered, tables, engine, options, value_names, descending, metrics, drop_retracts
+    )
     if untouched is None or not untouched.num_rows:
         return merged
     return pa.concat_tables([_drop_retracts(untouched), merged.select(untouched.column_names)])
@@ -830,24 +941,40 @@ def _split_untouched(key_names: Sequence[str], tables: list[pa.Table]) -> tuple[
     base = tables[big]
     others = [t for i, t in enumerate(tables) if i != big]
     key = key_names[0]
-    if (sum(t.num_rows for t in others) * 4 > base.num_rows or pa.types.is_floating(base.schema.field(key).type)
-            or not keys_strictly_increasing(base, key_names)):
+    if (
+        sum(t.num_rows for t in others) * 4 > base.num_rows
+        or pa.types.is_floating(base.schema.field(key).type)
+        or not keys_strictly_increasing(base, key_names)
+    ):
         return None, tables
-    keys = pa.chunked_array([c for t in others for c in t.column(key).chunks],
-                            type=base.schema.field(key).type).combine_chunks()
+    keys = pa.chunked_array(
+        [c for t in others for c in t.column(key).chunks], type=base.schema.field(key).type
+    ).combine_chunks()
     touched = pc.is_in(base.column(key), value_set=keys)
-    return base.filter(pc.invert(touched)), [*tables[:big], base.filter(touched), *tables[big + 1:]]
+    return base.filter(pc.invert(touched)), [*tables[:big], base.filter(touched), *tables[big + 1 :]]
 
 
-def _sort_and_merge(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Sequence[DataFileMeta],
-                    ordered: Sequence[DataFileMeta], tables: list[pa.Table], engine: str,
-                    options: Mapping[str, str], value_names: list[str], descending: bool, metrics: ReadMetrics,
-                    drop_retracts: bool) -> pa.Table:
+def _sort_and_merge(
+    ctx: ReadContext,
+    split: DataSplit,
+    plan: _Plan,
+    section: Sequence[DataFileMeta],
+    ordered: Sequence[DataFileMeta],
+    tables: list[pa.Table],
+    engine: str,
+    options: Mapping[str, str],
+    value_names: list[str],
+    descending: bool,
+    metrics: ReadMetrics,
+    drop_retracts: bool,
+) -> pa.Table:
     ranks = split.file_ranks
     if ranks:
         # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
-        tables = [t.append_column(_RANK, pa.repeat(pa.scalar(ranks.get(f.file_name, 0), pa.int32()), t.num_rows))
-                  for f, t in zip(ordered, tables)]
+        tables = [
+            t.append_column(_RANK, pa.repeat(pa.scalar(ranks.get(f.file_name, 0), pa.int32()), t.num_rows))
+            for f, t in zip(ordered, tables)
+        ]
     data = pa.concat_tables(tables)
     metrics.merged_sections += 1
     metrics.max_merge_rows = max(metrics.max_merge_rows, data.num_rows)
@@ -859,12 +986,18 @@ def _sort_and_merge(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Se
         data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
         if ranks:
             data = data.drop_columns([_RANK])
-        return merge_sorted(data, plan.key_names, engine, options, value_names, drop_retracts=drop_retracts,
-                            primary_keys=list(ctx.schema.primary_keys))
+        return merge_sorted(
+            data,
+            plan.key_names,
+            engine,
+            options,
+            value_names,
+            drop_retracts=drop_retracts,
+            primary_keys=list(ctx.schema.primary_keys),
+        )
     except PaimonError as exc:
         names = ", ".join(f.file_name for f in section)
-        raise type(exc)(f"{exc} (while merging bucket {split.bucket} files {names} of "
-                        f"{ctx.table_path})") from exc
+        raise type(exc)(f"{exc} (while merging bucket {split.bucket} files {names} of {ctx.table_path})") from exc
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -872,15 +1005,15 @@ def _sort_and_merge(ctx: ReadContext, split: DataSplit, plan: _Plan, section: Se
 # ------------------------------------------------------------------------------------------------------
 def _windowable(t: pa.DataType) -> bool:
     """Arrow types whose Parquet statistics decode to Python values ordered exactly like Arrow sorts them."""
-    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_binary(t)
-            or pa.types.is_date32(t))
+    return pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_date32(t)
 
 
 _Window = tuple[Any, Any, list[list[int]]]  # [lo, hi) on the first key column (None = open), row groups per file
 
 
-def _plan_windows(ctx: ReadContext, split: DataSplit, plan: _Plan,
-                  ordered: Sequence[DataFileMeta]) -> list[_Window] | None:
+def _plan_windows(
+    ctx: ReadContext, split: DataSplit, plan: _Plan, ordered: Sequence[DataFileMeta]
+) -> list[_Window] | None:
     """Windows [lo, hi) on the first trimmed-PK column covering the section, about ``merge_window_bytes`` of
     row groups each, or None when the whole-section merge must be used (non-Parquet file, key type without
     exact Parquet ordering, missing statistics or NULLs, or a single window). Windows split on values of
@@ -891,8 +1024,9 @@ def _plan_windows(ctx: ReadContext, split: DataSplit, plan: _Plan,
         return None
 
 
-def _plan_windows_unchecked(ctx: ReadContext, split: DataSplit, plan: _Plan,
-                            ordered: Sequence[DataFileMeta]) -> list[_Window] | None:
+def _plan_windows_unchecked(
+    ctx: ReadContext, split: DataSplit, plan: _Plan, ordered: Sequence[DataFileMeta]
+) -> list[_Window] | None:
     options = ctx.core_options()
     key_field = ctx.schema.field(plan.key_names[0])
     read_type = to_arrow_type(key_field.type, key_field.name)
@@ -948,8 +1082,16 @@ def _plan_windows_unchecked(ctx: ReadContext, split: DataSplit, plan: _Plan,
     return windows
 
 
-def _read_window(ctx: ReadContext, split: DataSplit, plan: _Plan, f: DataFileMeta, row_groups: list[int],
-                 lo: Any, hi: Any, system: Sequence[str]) -> pa.Table:
+def _read_window(
+    ctx: ReadContext,
+    split: DataSplit,
+    plan: _Plan,
+    f: DataFileMeta,
+    row_groups: list[int],
+    lo: Any,
+    hi: Any,
+    system: Sequence[str],
+) -> pa.Table:
     """Rows of ``f`` whose first key column is in [lo, hi), read from ``row_groups`` only, in file order."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)

@@ -45,7 +45,8 @@ def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
         target = paths[0]
     if not target:
         raise OptionError(
-            "No table given. Use .load('/warehouse/db.db/table') or .option('warehouse', wh).load('db.table').")
+            "No table given. Use .load('/warehouse/db.db/table') or .option('warehouse', wh).load('db.table')."
+        )
     warehouse = opts.get("warehouse")
     if warehouse:
         db, table, suffix = parse_identifier(target)
@@ -62,5 +63,6 @@ def _choose_branch(suffix: Suffix, option: str | None) -> str:
     if suffix.branch and option and suffix.branch != option:
         raise OptionError(
             f"The table is addressed as branch '{suffix.branch}' ($branch_{suffix.branch}) but option 'branch' says "
-            f"'{option}'; give only one.")
+            f"'{option}'; give only one."
+        )
     return suffix.branch or option or MAIN_BRANCH

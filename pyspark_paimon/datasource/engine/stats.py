@@ -96,8 +96,9 @@ def parse_stats_mode(text: str, key: str = METADATA_STATS_MODE.key) -> StatsMode
     m = _TRUNCATE_RE.fullmatch(t)
     if m:
         return StatsMode("truncate", int(m.group(1)))
-    raise OptionError(f"Option '{key}' = '{text}' is not a stats mode; use none, counts, full or truncate(N), "
-                      "e.g. truncate(16).")
+    raise OptionError(
+        f"Option '{key}' = '{text}' is not a stats mode; use none, counts, full or truncate(N), e.g. truncate(16)."
+    )
 
 
 def field_stats_mode(options: Mapping[str, str], field_name: str) -> str:
@@ -186,8 +187,9 @@ def _min_max(column: pa.ChunkedArray | pa.Array, root: str) -> tuple[Any, Any]:
     return lo, hi
 
 
-def _column_stats(column: pa.ChunkedArray | pa.Array, t: DataType, mode: StatsMode
-                  ) -> tuple[object, object, int | None, DataType]:
+def _column_stats(
+    column: pa.ChunkedArray | pa.Array, t: DataType, mode: StatsMode
+) -> tuple[object, object, int | None, DataType]:
     """(min, max, null count, type used to encode min/max) of one column."""
     if not mode.has_stats:
         return None, None, None, _NULL_PLACEHOLDER
@@ -224,8 +226,9 @@ def _stats_over(table: pa.Table, fields: Sequence[DataField], modes: Sequence[St
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(counts))
 
 
-def collect_stats(table: pa.Table, fields: Sequence[DataField],
-                  mode_for: Callable[[DataField], str] | str | None = None) -> SimpleStats:
+def collect_stats(
+    table: pa.Table, fields: Sequence[DataField], mode_for: Callable[[DataField], str] | str | None = None
+) -> SimpleStats:
     """Stats of the columns of ``fields`` (looked up in ``table`` by name) as Paimon stores them.
 
     ``mode_for(field)`` returns the mode text (or pass one mode string for all; default ``truncate(16)``).
@@ -239,8 +242,9 @@ def collect_stats(table: pa.Table, fields: Sequence[DataField],
     return _stats_over(table, [f for f, _ in kept], [m for _, m in kept])
 
 
-def covered_columns(fields: Sequence[DataField],
-                    mode_for: Callable[[DataField], str] | str | None = None) -> tuple[str, ...] | None:
+def covered_columns(
+    fields: Sequence[DataField], mode_for: Callable[[DataField], str] | str | None = None
+) -> tuple[str, ...] | None:
     """``_VALUE_STATS_COLS`` for :func:`collect_stats`' result: None when every column has stats, else the
     names of the covered columns in order (``()`` when none is)."""
     modes = [_resolve(mode_for, f) for f in fields]
@@ -249,9 +253,12 @@ def covered_columns(fields: Sequence[DataField],
     return tuple(f.name for f, m in zip(fields, modes) if m.has_stats)
 
 
-def collect_value_stats(table: pa.Table, fields: Sequence[DataField], options: Mapping[str, str],
-                        mode_for: Callable[[DataField], str] | None = None
-                        ) -> tuple[SimpleStats, tuple[str, ...] | None]:
+def collect_value_stats(
+    table: pa.Table,
+    fields: Sequence[DataField],
+    options: Mapping[str, str],
+    mode_for: Callable[[DataField], str] | None = None,
+) -> tuple[SimpleStats, tuple[str, ...] | None]:
     """Value stats and ``_VALUE_STATS_COLS`` of a data file, honouring the table options.
 
     Default (dense store): only columns with stats are stored and listed (None = all of them). With

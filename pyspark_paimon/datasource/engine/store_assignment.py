@@ -41,8 +41,12 @@ def _family(t: pa.DataType) -> str:
         return "decimal"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) \
-            or pa.types.is_binary_view(t):
+    if (
+        pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_binary_view(t)
+    ):
         return "binary"
     if pa.types.is_date(t):
         return "date"
@@ -81,15 +85,18 @@ def assignment_problem(src: pa.DataType, want: pa.DataType, declared: bool = Tru
     if pa.types.is_map(want):
         if not pa.types.is_map(src):
             return "a map column takes only maps"
-        return (assignment_problem(src.key_type, want.key_type, declared)
-                or assignment_problem(src.item_type, want.item_type, declared))
+        return assignment_problem(src.key_type, want.key_type, declared) or assignment_problem(
+            src.item_type, want.item_type, declared
+        )
     if pa.types.is_struct(want):
         if not pa.types.is_struct(src):
             return "a struct column takes only structs"
         have, need = _fields(src), _fields(want)
         if [f.name for f in have] != [f.name for f in need]:
-            return (f"the struct fields {[f.name for f in have]} differ from the column's {[f.name for f in need]}; "
-                    "they must match in name and order")
+            return (
+                f"the struct fields {[f.name for f in have]} differ from the column's {[f.name for f in need]}; "
+                "they must match in name and order"
+            )
         for a, b in zip(have, need):
             problem = assignment_problem(a.type, b.type, declared)
             if problem is not None:
@@ -98,8 +105,7 @@ def assignment_problem(src: pa.DataType, want: pa.DataType, declared: bool = Tru
     if not declared and s in _NUMBERS and w in _NUMBERS:
         return None
     if s == w == "integer":
-        return None if want.bit_width >= src.bit_width else \
-            f"an {src} value may not fit (integer narrowing is lossy)"
+        return None if want.bit_width >= src.bit_width else f"an {src} value may not fit (integer narrowing is lossy)"
     if w == "integer" and s in ("float", "decimal"):
         return "a fractional number would lose its fraction (and may not fit)"
     if w in ("float", "decimal") and s in ("integer", "float", "decimal"):
@@ -128,7 +134,8 @@ def _refuse_overflow(col: pa.ChunkedArray, cast: pa.ChunkedArray, column: str, s
     if pc.any(overflow).as_py():
         raise SchemaMismatchError(
             f"Column '{column}' holds {_first(col, overflow)!r}, which is outside the range of a {sql_type} column. "
-            "Filter or transform such values first.")
+            "Filter or transform such values first."
+        )
 
 
 def _refuse_rounding(col: pa.ChunkedArray, cast: pa.ChunkedArray, column: str, sql_type: str) -> None:
@@ -141,11 +148,13 @@ def _refuse_rounding(col: pa.ChunkedArray, cast: pa.ChunkedArray, column: str, s
     if pc.any(changed).as_py():
         raise SchemaMismatchError(
             f"Column '{column}' holds {_first(col, changed)!r}, which a {sql_type} column cannot store exactly (it "
-            "would be rounded). Round or cast the column explicitly first if that is meant.")
+            "would be rounded). Round or cast the column explicitly first if that is meant."
+        )
 
 
-def cast_for_store(col: pa.ChunkedArray, want: pa.DataType, column: str, sql_type: str,
-                   declared: bool = False) -> pa.ChunkedArray:
+def cast_for_store(
+    col: pa.ChunkedArray, want: pa.DataType, column: str, sql_type: str, declared: bool = False
+) -> pa.ChunkedArray:
     """``col`` cast to ``want`` under the rules above; raises :class:`SchemaMismatchError` naming the column.
 
     The executors' casts take the data's types as undeclared (see :func:`assignment_problem`): a Spark write
@@ -160,7 +169,8 @@ def cast_for_store(col: pa.ChunkedArray, want: pa.DataType, column: str, sql_typ
     if problem is not None:
         raise SchemaMismatchError(
             f"Column '{column}' has type {src}, which is not written to a {sql_type} column ({problem}); Spark's "
-            f"store assignment refuses it too. Cast the column to {sql_type} first if that is meant.")
+            f"store assignment refuses it too. Cast the column to {sql_type} first if that is meant."
+        )
     try:
         if pa.types.is_floating(want):
             cast = col.cast(want, safe=False)  # approximate: the nearest value, as Spark casts
@@ -177,7 +187,8 @@ def cast_for_store(col: pa.ChunkedArray, want: pa.DataType, column: str, sql_typ
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise SchemaMismatchError(
             f"Column '{column}' ({src}) has a value that a {sql_type} column (Arrow {want}) cannot hold ({e}). "
-            f"Filter or transform such values, or cast the column to {sql_type} first.") from None
+            f"Filter or transform such values, or cast the column to {sql_type} first."
+        ) from None
 
 
 __all__ = ["assignment_problem", "cast_for_store"]

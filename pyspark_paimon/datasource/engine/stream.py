@@ -56,8 +56,14 @@ from pyspark_paimon.planner.stream import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StreamReadContext", "StreamReadJob", "read_stream_split", "stream_store", "stream_commit_user",
-           "StreamCommitter"]
+__all__ = [
+    "StreamReadContext",
+    "StreamReadJob",
+    "read_stream_split",
+    "stream_store",
+    "stream_commit_user",
+    "StreamCommitter",
+]
 
 
 @functools.cache
@@ -92,8 +98,9 @@ class StreamReadContext:
 
 def _with_kinds(batch: pa.RecordBatch | pa.Table, kind: int) -> pa.Table:
     table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
-    return table.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False),
-                               pa.array(np.full(table.num_rows, kind, dtype=np.int8)))
+    return table.append_column(
+        pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(np.full(table.num_rows, kind, dtype=np.int8))
+    )
 
 
 def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
@@ -113,8 +120,10 @@ def _diff(ctx: ReadContext, s: StreamSplit) -> pa.Table:
     else:
         both = pa.concat_tables([before, after])
         side = np.concatenate([np.zeros(before.num_rows, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)])
-        order = pc.sort_indices(both.append_column("__side", pa.array(side)),
-                                sort_keys=[(k, "ascending") for k in keys] + [("__side", "ascending")])
+        order = pc.sort_indices(
+            both.append_column("__side", pa.array(side)),
+            sort_keys=[(k, "ascending") for k in keys] + [("__side", "ascending")],
+        )
         both = both.take(order)
         side = side[np.asarray(order)]
         n = both.num_rows
@@ -141,8 +150,11 @@ def _diff(ctx: ReadContext, s: StreamSplit) -> pa.Table:
 def _emit(sctx: StreamReadContext, table: pa.Table | pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     """Turn rows with a trailing ``_VALUE_KIND`` column into the stream's output (module docstring)."""
     kinds = table.column(VALUE_KIND)
-    data = table.drop_columns([VALUE_KIND]) if isinstance(table, pa.Table) else \
-        pa.Table.from_batches([table]).drop_columns([VALUE_KIND])
+    data = (
+        table.drop_columns([VALUE_KIND])
+        if isinstance(table, pa.Table)
+        else pa.Table.from_batches([table]).drop_columns([VALUE_KIND])
+    )
     if sctx.changelog:
         data = data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), pc.take(_kind_names(), kinds))
     else:
@@ -150,8 +162,9 @@ def _emit(sctx: StreamReadContext, table: pa.Table | pa.RecordBatch) -> Iterator
     schema = sctx.output_schema()
     for batch in data.combine_chunks().to_batches(max_chunksize=max(1, sctx.read.batch_size)):
         if batch.num_rows:
-            yield pa.RecordBatch.from_arrays([c if c.type == f.type else c.cast(f.type)
-                                              for c, f in zip(batch.columns, schema)], schema=schema)
+            yield pa.RecordBatch.from_arrays(
+                [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema
+            )
 
 
 def read_stream_split(sctx: StreamReadContext, s: StreamSplit) -> Iterator[pa.RecordBatch]:
@@ -189,10 +202,18 @@ class StreamReadJob:
                 raise SchemaError(
                     f"The stream of {self.store.table_path} (branch '{self.store.branch}') started with columns "
                     f"{list(self.columns)}, but {missing} no longer exist in the table (columns now: "
-                    f"{schema.field_names}). Restart the query with a new checkpoint location to read the new schema.")
-        read = ReadContext(fileio=self.store.fileio, table_path=self.store.table_path, schema=schema,
-                           schemas={self.store.branch: branch_schemas(self.store)}, branch=self.store.branch,
-                           options=dict(schema.options), read_fields=self.columns, batch_size=self.opts.batch_size)
+                    f"{schema.field_names}). Restart the query with a new checkpoint location to read the new schema."
+                )
+        read = ReadContext(
+            fileio=self.store.fileio,
+            table_path=self.store.table_path,
+            schema=schema,
+            schemas={self.store.branch: branch_schemas(self.store)},
+            branch=self.store.branch,
+            options=dict(schema.options),
+            read_fields=self.columns,
+            batch_size=self.opts.batch_size,
+        )
         return StreamReadContext(read, self.opts.changelog)
 
     def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
@@ -206,8 +227,9 @@ class StreamReadJob:
     def initial_offset(self) -> StreamOffset:
         return self.planner.initial_offset()
 
-    def next_batch(self, start: StreamOffset, admission: Admission | None = None,
-                   stop_at: int | None = None) -> tuple[list[StreamSplit], StreamOffset]:
+    def next_batch(
+        self, start: StreamOffset, admission: Admission | None = None, stop_at: int | None = None
+    ) -> tuple[list[StreamSplit], StreamOffset]:
         return self.planner.next_batch(start, admission, stop_at)
 
     def splits_between(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
@@ -223,7 +245,8 @@ class StreamReadJob:
         nxt = self.planner.consumer_next_snapshot(end)
         if nxt is not None:
             ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).record(
-                self.opts.consumer_id, nxt)
+                self.opts.consumer_id, nxt
+            )
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -237,14 +260,19 @@ def stream_commit_user(prefix: str | None, checkpoint: str | None, table_path: s
         raise OptionError(
             f"A streaming write to {table_path} needs .option('checkpointLocation', ...) on writeStream: exactly-once "
             "commits are keyed by the query's checkpoint, and Python sinks do not see the session-wide "
-            "spark.sql.streaming.checkpointLocation.")
+            "spark.sql.streaming.checkpointLocation."
+        )
     query_id = ""
     try:
         fileio, path = FileIO.for_uri(checkpoint.rstrip("/"))
         query_id = str(json.loads(fileio.read_text(f"{path}/metadata").splitlines()[0]).get("id", ""))
     except (OSError, ValueError, IndexError, AttributeError) as exc:
-        log.warning("Cannot read the query id from %s/metadata (%s): the commit user is derived from the checkpoint "
-                    "location alone. Do not reuse this location for another query.", checkpoint, exc)
+        log.warning(
+            "Cannot read the query id from %s/metadata (%s): the commit user is derived from the checkpoint "
+            "location alone. Do not reuse this location for another query.",
+            checkpoint,
+            exc,
+        )
     digest = hashlib.sha256(f"{checkpoint.rstrip('/')}#{query_id}".encode()).hexdigest()
     name = str(uuid.UUID(digest[:32]))
     return f"{prefix}_{name}" if prefix else name

@@ -59,8 +59,14 @@ from pyspark_paimon.metadata.types import (
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
-__all__ = ["SYSTEM_TABLES", "system_table_fields", "system_table_arrow_schema", "check_system_table",
-           "read_system_table", "TIME_TRAVEL_TABLES"]
+__all__ = [
+    "SYSTEM_TABLES",
+    "system_table_fields",
+    "system_table_arrow_schema",
+    "check_system_table",
+    "read_system_table",
+    "TIME_TRAVEL_TABLES",
+]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -82,45 +88,96 @@ _STR, _STR_NN = string_type(True), string_type(False)
 
 _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
     "snapshots": [
-        ("snapshot_id", _bigint(False)), ("schema_id", _bigint(False)), ("commit_user", _STR_NN),
-        ("commit_identifier", _bigint(False)), ("commit_kind", _STR_NN), ("commit_time", _ts3(False)),
-        ("base_manifest_list", _STR_NN), ("delta_manifest_list", _STR_NN), ("changelog_manifest_list", _STR),
-        ("total_record_count", _bigint()), ("delta_record_count", _bigint()), ("changelog_record_count", _bigint()),
-        ("watermark", _bigint()), ("next_row_id", _bigint()), ("operation", _STR), ("writer_version", _STR),
+        ("snapshot_id", _bigint(False)),
+        ("schema_id", _bigint(False)),
+        ("commit_user", _STR_NN),
+        ("commit_identifier", _bigint(False)),
+        ("commit_kind", _STR_NN),
+        ("commit_time", _ts3(False)),
+        ("base_manifest_list", _STR_NN),
+        ("delta_manifest_list", _STR_NN),
+        ("changelog_manifest_list", _STR),
+        ("total_record_count", _bigint()),
+        ("delta_record_count", _bigint()),
+        ("changelog_record_count", _bigint()),
+        ("watermark", _bigint()),
+        ("next_row_id", _bigint()),
+        ("operation", _STR),
+        ("writer_version", _STR),
     ],
     "schemas": [
-        ("schema_id", _bigint(False)), ("fields", _STR_NN), ("partition_keys", _STR_NN),
-        ("primary_keys", _STR_NN), ("options", _STR_NN), ("comment", _STR), ("update_time", _ts3(False)),
+        ("schema_id", _bigint(False)),
+        ("fields", _STR_NN),
+        ("partition_keys", _STR_NN),
+        ("primary_keys", _STR_NN),
+        ("options", _STR_NN),
+        ("comment", _STR),
+        ("update_time", _ts3(False)),
     ],
     "options": [("key", _STR_NN), ("value", _STR_NN)],
     "tags": [
-        ("tag_name", _STR_NN), ("snapshot_id", _bigint(False)), ("schema_id", _bigint(False)),
-        ("commit_time", _ts3(False)), ("record_count", _bigint()), ("create_time", _ts3()),
+        ("tag_name", _STR_NN),
+        ("snapshot_id", _bigint(False)),
+        ("schema_id", _bigint(False)),
+        ("commit_time", _ts3(False)),
+        ("record_count", _bigint()),
+        ("create_time", _ts3()),
         ("time_retained", _STR),
     ],
     # Paimon's branch design (and Java's $branches until 0.9) has the two created_from columns; Java 1.0 kept only
     # branch_name and create_time, in the same order.
-    "branches": [("branch_name", _STR_NN), ("created_from_tag", _STR), ("created_from_snapshot", _bigint()),
-                 ("create_time", _ts3(False))],
+    "branches": [
+        ("branch_name", _STR_NN),
+        ("created_from_tag", _STR),
+        ("created_from_snapshot", _bigint()),
+        ("create_time", _ts3(False)),
+    ],
     "files": [
-        ("partition", _STR), ("bucket", _int(False)), ("file_path", _STR_NN), ("file_format", _STR_NN),
-        ("schema_id", _bigint(False)), ("level", _int(False)), ("record_count", _bigint(False)),
-        ("file_size_in_bytes", _bigint(False)), ("min_key", _STR), ("max_key", _STR),
-        ("null_value_counts", _STR_NN), ("min_value_stats", _STR_NN), ("max_value_stats", _STR_NN),
-        ("min_sequence_number", _bigint()), ("max_sequence_number", _bigint()), ("creation_time", _ts3()),
-        ("deleteRowCount", _bigint()), ("file_source", _STR), ("first_row_id", _bigint()),
+        ("partition", _STR),
+        ("bucket", _int(False)),
+        ("file_path", _STR_NN),
+        ("file_format", _STR_NN),
+        ("schema_id", _bigint(False)),
+        ("level", _int(False)),
+        ("record_count", _bigint(False)),
+        ("file_size_in_bytes", _bigint(False)),
+        ("min_key", _STR),
+        ("max_key", _STR),
+        ("null_value_counts", _STR_NN),
+        ("min_value_stats", _STR_NN),
+        ("max_value_stats", _STR_NN),
+        ("min_sequence_number", _bigint()),
+        ("max_sequence_number", _bigint()),
+        ("creation_time", _ts3()),
+        ("deleteRowCount", _bigint()),
+        ("file_source", _STR),
+        ("first_row_id", _bigint()),
         ("write_cols", ArrayType(string_type(True), True)),
     ],
     "manifests": [
-        ("file_name", _STR_NN), ("file_size", _bigint(False)), ("num_added_files", _bigint(False)),
-        ("num_deleted_files", _bigint(False)), ("schema_id", _bigint(False)), ("min_partition_stats", _STR),
-        ("max_partition_stats", _STR), ("min_row_id", _bigint()), ("max_row_id", _bigint()),
+        ("file_name", _STR_NN),
+        ("file_size", _bigint(False)),
+        ("num_added_files", _bigint(False)),
+        ("num_deleted_files", _bigint(False)),
+        ("schema_id", _bigint(False)),
+        ("min_partition_stats", _STR),
+        ("max_partition_stats", _STR),
+        ("min_row_id", _bigint()),
+        ("max_row_id", _bigint()),
     ],
     "partitions": [
-        ("partition", _STR), ("record_count", _bigint(False)), ("file_size_in_bytes", _bigint(False)),
-        ("file_count", _bigint(False)), ("last_update_time", _ts3()), ("created_at", _ts3()),
-        ("created_by", _STR), ("updated_by", _STR), ("options", _STR), ("total_buckets", _int(False)),
-        ("done", AtomicType("BOOLEAN", False)), ("deleted_record_count", _bigint()),
+        ("partition", _STR),
+        ("record_count", _bigint(False)),
+        ("file_size_in_bytes", _bigint(False)),
+        ("file_count", _bigint(False)),
+        ("last_update_time", _ts3()),
+        ("created_at", _ts3()),
+        ("created_by", _STR),
+        ("updated_by", _STR),
+        ("options", _STR),
+        ("total_buckets", _int(False)),
+        ("done", AtomicType("BOOLEAN", False)),
+        ("deleted_record_count", _bigint()),
     ],
 }
 
@@ -132,8 +189,7 @@ SYSTEM_TABLES = tuple(_COLUMNS)
 
 def _require_known(name: str) -> None:
     if name not in _COLUMNS:
-        raise PaimonError(f"Unknown system table '${name}'. System tables: "
-                          f"{', '.join('$' + n for n in _COLUMNS)}.")
+        raise PaimonError(f"Unknown system table '${name}'. System tables: {', '.join('$' + n for n in _COLUMNS)}.")
 
 
 def system_table_fields(name: str) -> list[DataField]:
@@ -154,11 +210,13 @@ def check_system_table(store: FileStore, name: str, options: Mapping[str, str]) 
     opts = ReadOptions.from_options(options)
     if opts.incremental_between is not None or opts.incremental_between_timestamp is not None:
         raise OptionError(
-            f"Incremental read options do not apply to system table ${name}; read the table itself with them.")
+            f"Incremental read options do not apply to system table ${name}; read the table itself with them."
+        )
     if opts.time_travel and name not in TIME_TRAVEL_TABLES:
         raise OptionError(
             f"Time-travel options do not apply to system table ${name}, which describes the whole branch; they "
-            f"select the snapshot of {', '.join('$' + n for n in sorted(TIME_TRAVEL_TABLES))} only. Remove them.")
+            f"select the snapshot of {', '.join('$' + n for n in sorted(TIME_TRAVEL_TABLES))} only. Remove them."
+        )
     store.schema()  # a clear error now, not in an executor, if the table or branch does not exist
     return opts
 
@@ -239,8 +297,9 @@ def _row_to_string(row: bytes, fields: Sequence[DataField]) -> str | None:
 
 def _partition_spec_string(values: Sequence[Any], fields: Sequence[DataField], default_name: str) -> str:
     """``k=v/k2=v2`` as ``$partitions`` prints it (CAST spellings, NULL as the default partition name)."""
-    return "/".join(f"{f.name}={default_name if v is None else _cast_string(v, f.type)}"
-                    for v, f in zip(values, fields))
+    return "/".join(
+        f"{f.name}={default_name if v is None else _cast_string(v, f.type)}" for v, f in zip(values, fields)
+    )
 
 
 def _tree_map_string(pairs: dict[str, str]) -> str:
@@ -251,7 +310,7 @@ def _tree_map_string(pairs: dict[str, str]) -> str:
 def _file_format(file_name: str) -> str:
     """Java ``DataFilePathFactory.formatIdentifier``: the text after the last dot."""
     dot = file_name.rfind(".")
-    return file_name[dot + 1:] if dot >= 0 else ""
+    return file_name[dot + 1 :] if dot >= 0 else ""
 
 
 def _json(value: Any) -> str:
@@ -273,14 +332,23 @@ def _snapshots(store: FileStore, opts: ReadOptions) -> Columns:
     out = _empty("snapshots")
     for s in store.snapshots.snapshots():
         for col, value in (
-                ("snapshot_id", s.id), ("schema_id", s.schema_id), ("commit_user", s.commit_user),
-                ("commit_identifier", s.commit_identifier), ("commit_kind", s.commit_kind),
-                ("commit_time", _commit_time(s.time_millis)), ("base_manifest_list", s.base_manifest_list),
-                ("delta_manifest_list", s.delta_manifest_list),
-                ("changelog_manifest_list", s.changelog_manifest_list),
-                ("total_record_count", s.total_record_count), ("delta_record_count", s.delta_record_count),
-                ("changelog_record_count", s.changelog_record_count), ("watermark", s.watermark),
-                ("next_row_id", s.next_row_id), ("operation", s.operation), ("writer_version", s.writer_version)):
+            ("snapshot_id", s.id),
+            ("schema_id", s.schema_id),
+            ("commit_user", s.commit_user),
+            ("commit_identifier", s.commit_identifier),
+            ("commit_kind", s.commit_kind),
+            ("commit_time", _commit_time(s.time_millis)),
+            ("base_manifest_list", s.base_manifest_list),
+            ("delta_manifest_list", s.delta_manifest_list),
+            ("changelog_manifest_list", s.changelog_manifest_list),
+            ("total_record_count", s.total_record_count),
+            ("delta_record_count", s.delta_record_count),
+            ("changelog_record_count", s.changelog_record_count),
+            ("watermark", s.watermark),
+            ("next_row_id", s.next_row_id),
+            ("operation", s.operation),
+            ("writer_version", s.writer_version),
+        ):
             out[col].append(value)
     return out
 
@@ -343,8 +411,10 @@ def _read_snapshot(store: FileStore, opts: ReadOptions) -> tuple[Snapshot | None
 
 
 def _sorted_entries(entries: list[ManifestEntry], labels: dict[bytes, str]) -> list[ManifestEntry]:
-    return sorted(entries, key=lambda e: (labels[e.partition], e.bucket, e.file.level,
-                                          e.file.min_sequence_number, e.file.file_name))
+    return sorted(
+        entries,
+        key=lambda e: (labels[e.partition], e.bucket, e.file.level, e.file.min_sequence_number, e.file.file_name),
+    )
 
 
 class _StatsRenderer:
@@ -380,14 +450,14 @@ class _StatsRenderer:
         by_name = {fld.name: fld for fld in file_schema.fields}
         stats = f.value_stats
         arity = struct.unpack(">i", stats.min_values[:4])[0] if len(stats.min_values) >= 4 else 0
-        covered = [fld.name for fld in file_schema.fields] if f.value_stats_cols is None else list(
-            f.value_stats_cols)
+        covered = [fld.name for fld in file_schema.fields] if f.value_stats_cols is None else list(f.value_stats_cols)
         mins: tuple = ()
         maxs: tuple = ()
         if covered and len(covered) == arity and all(c in by_name for c in covered):
             # Nested columns never have bounds; their slot is a NULL of any fixed-size type.
-            types: list[DataType] = [by_name[c].type if isinstance(by_name[c].type, AtomicType)
-                                     else AtomicType("BIGINT") for c in covered]
+            types: list[DataType] = [
+                by_name[c].type if isinstance(by_name[c].type, AtomicType) else AtomicType("BIGINT") for c in covered
+            ]
             try:
                 mins = deserialize_row(stats.min_values, types)
                 maxs = deserialize_row(stats.max_values, types)
@@ -412,8 +482,7 @@ class _StatsRenderer:
         return _tree_map_string(nulls), _tree_map_string(lows), _tree_map_string(highs)
 
 
-def _partition_labels(entries: list[ManifestEntry], schema: TableSchema) -> tuple[dict[bytes, tuple],
-                                                                                  dict[bytes, str]]:
+def _partition_labels(entries: list[ManifestEntry], schema: TableSchema) -> tuple[dict[bytes, tuple], dict[bytes, str]]:
     fields = schema.partition_fields
     types = [f.type for f in fields]
     values: dict[bytes, tuple] = {}
@@ -421,8 +490,9 @@ def _partition_labels(entries: list[ManifestEntry], schema: TableSchema) -> tupl
     for e in entries:
         if e.partition not in values:
             values[e.partition] = tuple(deserialize_row(e.partition, types))
-            labels[e.partition] = "{" + ", ".join(
-                _cast_string(v, f.type) for v, f in zip(values[e.partition], fields)) + "}"
+            labels[e.partition] = (
+                "{" + ", ".join(_cast_string(v, f.type) for v, f in zip(values[e.partition], fields)) + "}"
+            )
     return values, labels
 
 
@@ -436,19 +506,33 @@ def _files(store: FileStore, opts: ReadOptions) -> Columns:
         f = e.file
         nulls, lows, highs = stats.values(f)
         path = f.external_path or f"{store.bucket_path(schema, parts[e.partition], e.bucket)}/{f.file_name}"
-        source = {FILE_SOURCE_APPEND: "APPEND", FILE_SOURCE_COMPACT: "COMPACT"}.get(f.file_source) \
-            if f.file_source is not None else None
+        source = (
+            {FILE_SOURCE_APPEND: "APPEND", FILE_SOURCE_COMPACT: "COMPACT"}.get(f.file_source)
+            if f.file_source is not None
+            else None
+        )
         for col, value in (
-                ("partition", labels[e.partition]), ("bucket", e.bucket), ("file_path", path),
-                ("file_format", _file_format(f.file_name)), ("schema_id", f.schema_id), ("level", f.level),
-                ("record_count", f.row_count), ("file_size_in_bytes", f.file_size),
-                ("min_key", stats.key(f.min_key, f)), ("max_key", stats.key(f.max_key, f)),
-                ("null_value_counts", nulls), ("min_value_stats", lows), ("max_value_stats", highs),
-                ("min_sequence_number", f.min_sequence_number), ("max_sequence_number", f.max_sequence_number),
-                ("creation_time", _stored_wall_clock(f.creation_time_millis)),
-                ("deleteRowCount", f.delete_row_count), ("file_source", source),
-                ("first_row_id", f.first_row_id),
-                ("write_cols", None if f.write_cols is None else list(f.write_cols))):
+            ("partition", labels[e.partition]),
+            ("bucket", e.bucket),
+            ("file_path", path),
+            ("file_format", _file_format(f.file_name)),
+            ("schema_id", f.schema_id),
+            ("level", f.level),
+            ("record_count", f.row_count),
+            ("file_size_in_bytes", f.file_size),
+            ("min_key", stats.key(f.min_key, f)),
+            ("max_key", stats.key(f.max_key, f)),
+            ("null_value_counts", nulls),
+            ("min_value_stats", lows),
+            ("max_value_stats", highs),
+            ("min_sequence_number", f.min_sequence_number),
+            ("max_sequence_number", f.max_sequence_number),
+            ("creation_time", _stored_wall_clock(f.creation_time_millis)),
+            ("deleteRowCount", f.delete_row_count),
+            ("file_source", source),
+            ("first_row_id", f.first_row_id),
+            ("write_cols", None if f.write_cols is None else list(f.write_cols)),
+        ):
             out[col].append(value)
     return out
 
@@ -464,11 +548,16 @@ def _manifests(store: FileStore, opts: ReadOptions) -> Columns:
     fields = schema.partition_fields
     for m in metas:
         for col, value in (
-                ("file_name", m.file_name), ("file_size", m.file_size), ("num_added_files", m.num_added_files),
-                ("num_deleted_files", m.num_deleted_files), ("schema_id", m.schema_id),
-                ("min_partition_stats", _row_to_string(m.partition_stats.min_values, fields)),
-                ("max_partition_stats", _row_to_string(m.partition_stats.max_values, fields)),
-                ("min_row_id", m.min_row_id), ("max_row_id", m.max_row_id)):
+            ("file_name", m.file_name),
+            ("file_size", m.file_size),
+            ("num_added_files", m.num_added_files),
+            ("num_deleted_files", m.num_deleted_files),
+            ("schema_id", m.schema_id),
+            ("min_partition_stats", _row_to_string(m.partition_stats.min_values, fields)),
+            ("max_partition_stats", _row_to_string(m.partition_stats.max_values, fields)),
+            ("min_row_id", m.min_row_id),
+            ("max_row_id", m.max_row_id),
+        ):
             out[col].append(value)
     return out
 
@@ -494,16 +583,30 @@ def _partitions(store: FileStore, opts: ReadOptions) -> Columns:
     for label in sorted(groups):
         g = groups[label]
         for col, value in (
-                ("partition", label), ("record_count", g["records"]), ("file_size_in_bytes", g["size"]),
-                ("file_count", g["count"]), ("last_update_time", _stored_wall_clock(g["last"])),
-                ("created_at", None), ("created_by", None), ("updated_by", None), ("options", None),
-                ("total_buckets", g["buckets"]), ("done", False),
-                ("deleted_record_count", None if has_dv else 0)):
+            ("partition", label),
+            ("record_count", g["records"]),
+            ("file_size_in_bytes", g["size"]),
+            ("file_count", g["count"]),
+            ("last_update_time", _stored_wall_clock(g["last"])),
+            ("created_at", None),
+            ("created_by", None),
+            ("updated_by", None),
+            ("options", None),
+            ("total_buckets", g["buckets"]),
+            ("done", False),
+            ("deleted_record_count", None if has_dv else 0),
+        ):
             out[col].append(value)
     return out
 
 
 _BUILDERS: dict[str, _Builder] = {
-    "snapshots": _snapshots, "schemas": _schemas, "options": _options, "tags": _tags, "branches": _branches,
-    "files": _files, "manifests": _manifests, "partitions": _partitions,
+    "snapshots": _snapshots,
+    "schemas": _schemas,
+    "options": _options,
+    "tags": _tags,
+    "branches": _branches,
+    "files": _files,
+    "manifests": _manifests,
+    "partitions": _partitions,
 }

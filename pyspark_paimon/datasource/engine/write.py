@@ -111,14 +111,23 @@ _ROW_INDEX = "__paimon_row_index"
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 # ``file.compression`` value -> pyarrow codec (Paimon spells them like Parquet/Hadoop).
-_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4", "lz4_raw": "lz4",
-           "brotli": "brotli", "none": "none", "uncompressed": "none"}
+_CODECS = {
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "lz4_raw": "lz4",
+    "brotli": "brotli",
+    "none": "none",
+    "uncompressed": "none",
+}
 
 
 def key_file_fields(key_fields: Sequence[DataField]) -> list[DataField]:
     """The ``_KEY_<k>`` fields of a PK data file: same type, NOT NULL, id offset by 2^30 - 1."""
-    return [DataField(KEY_FIELD_ID_START + f.id, KEY_FIELD_PREFIX + f.name, f.type.copy(nullable=False))
-            for f in key_fields]
+    return [
+        DataField(KEY_FIELD_ID_START + f.id, KEY_FIELD_PREFIX + f.name, f.type.copy(nullable=False)) for f in key_fields
+    ]
 
 
 def system_file_fields() -> list[DataField]:
@@ -169,9 +178,15 @@ class WriteContext:
             seq_bases[key] = max(seq_bases.get(key, 0), e.file.max_sequence_number + 1)
             if e.total_buckets != num_buckets:
                 partition_buckets[e.partition] = e.total_buckets
-        return cls(fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options),
-                   sequence_bases=seq_bases, partition_buckets={} if replace_all else partition_buckets,
-                   commit_user=commit_user)
+        return cls(
+            fileio=store.fileio,
+            table_path=store.table_path,
+            schema=schema,
+            options=dict(schema.options),
+            sequence_bases=seq_bases,
+            partition_buckets={} if replace_all else partition_buckets,
+            commit_user=commit_user,
+        )
 
 
 @dataclass
@@ -225,19 +240,24 @@ class TableWriter:
         if self._num_buckets > 0 and not self._bucket_fields:
             raise OptionError(
                 f"Table {ctx.table_path} has 'bucket' = {self._num_buckets} but no bucket key; set the option "
-                "'bucket-key' (append tables) or define a primary key.")
+                "'bucket-key' (append tables) or define a primary key."
+            )
 
         self._rowkind_field = self._optional_column(ROWKIND_FIELD)
         if self._rowkind_field is not None:
             t = schema.field(self._rowkind_field).type
             if getattr(t, "name", None) not in ("CHAR", "VARCHAR"):
-                raise OptionError(f"Option 'rowkind.field' names column '{self._rowkind_field}' of type "
-                                  f"{type_to_sql(t)}; it must be a STRING column holding +I, -U, +U or -D.")
+                raise OptionError(
+                    f"Option 'rowkind.field' names column '{self._rowkind_field}' of type "
+                    f"{type_to_sql(t)}; it must be a STRING column holding +I, -U, +U or -D."
+                )
         self._seq_fields = options.sequence_fields
         for name in self._seq_fields:
             if not schema.has_field(name):
-                raise OptionError(f"Option 'sequence.field' names '{name}', which is not a column of the table "
-                                  f"(columns: {', '.join(schema.field_names)}).")
+                raise OptionError(
+                    f"Option 'sequence.field' names '{name}', which is not a column of the table "
+                    f"(columns: {', '.join(schema.field_names)})."
+                )
         self._seq_descending = options.sequence_descending
         self._engine = options.merge_engine
         self._ignore_delete = options.ignore_delete
@@ -252,8 +272,9 @@ class TableWriter:
         self._level_codecs: dict[int, tuple[str, int | None]] = {0: (self._codec, self._codec_level)}
         self._writer_v2 = is_writer_v2(options.get(PARQUET_WRITER_VERSION))
         self._prefix = options.get(DATA_FILE_PREFIX)
-        self._suffix = (f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION)
-                        else ".parquet")
+        self._suffix = (
+            f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION) else ".parquet"
+        )
         self._default_part = options.partition_default_name
         self._legacy_name = options.partition_legacy_name
         self._data_dir = options.data_file_directory  # data-file.path-directory, as Java lays files out
@@ -276,15 +297,21 @@ class TableWriter:
         validate_table_options(self._opts, creating=False, writing=True, table=where)
         fmt = self._options.file_format
         if fmt != "parquet":
-            raise OptionError(f"Table {where} has 'file.format' = '{fmt}'; pyspark-paimon writes only parquet data "
-                              "files. Set 'file.format' = 'parquet' (existing files stay readable).")
+            raise OptionError(
+                f"Table {where} has 'file.format' = '{fmt}'; pyspark-paimon writes only parquet data "
+                "files. Set 'file.format' = 'parquet' (existing files stay readable)."
+            )
         b = self._num_buckets
         if self._is_pk and b == -1:
-            raise OptionError("dynamic bucket mode (bucket = -1) primary-key tables cannot be written yet; "
-                              f"recreate with bucket = N (table {where})")
+            raise OptionError(
+                "dynamic bucket mode (bucket = -1) primary-key tables cannot be written yet; "
+                f"recreate with bucket = N (table {where})"
+            )
         if b == -2:
-            raise OptionError("postpone bucket mode (bucket = -2) primary-key tables cannot be written yet; "
-                              f"recreate with bucket = N (table {where})")
+            raise OptionError(
+                "postpone bucket mode (bucket = -2) primary-key tables cannot be written yet; "
+                f"recreate with bucket = N (table {where})"
+            )
         if b == 0 or b < -2:
             raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0 or -1.")
 
@@ -294,8 +321,10 @@ class TableWriter:
             return None
         name = name.strip()
         if not self._schema.has_field(name):
-            raise OptionError(f"Option '{option.key}' names '{name}', which is not a column of the table "
-                              f"(columns: {', '.join(self._schema.field_names)}).")
+            raise OptionError(
+                f"Option '{option.key}' names '{name}', which is not a column of the table "
+                f"(columns: {', '.join(self._schema.field_names)})."
+            )
         return name
 
     def _compression(self, lsm_level: int = 0) -> tuple[str, int | None]:
@@ -308,8 +337,10 @@ class TableWriter:
                     raw = level_codec.strip().lower()
         codec = _CODECS.get(raw)
         if codec is None:
-            raise OptionError(f"Option 'file.compression' = '{raw}' is not supported for parquet data files; use "
-                              f"one of {', '.join(sorted(_CODECS))}.")
+            raise OptionError(
+                f"Option 'file.compression' = '{raw}' is not supported for parquet data files; use "
+                f"one of {', '.join(sorted(_CODECS))}."
+            )
         level: int | None = None
         if codec == "zstd":
             level = self._options.get(FILE_COMPRESSION_ZSTD_LEVEL)
@@ -358,20 +389,23 @@ class TableWriter:
             desc = ", ".join(f"'{m}' {type_to_sql(self._schema.field(m).type)}" for m in missing)
             raise SchemaMismatchError(
                 f"The data written to {self._ctx.table_path} lacks column(s) {desc}. Select every table column "
-                f"({', '.join(self._schema.field_names)}), using NULL literals for unknown values.")
+                f"({', '.join(self._schema.field_names)}), using NULL literals for unknown values."
+            )
         chosen_set = set(chosen)
         extra = [n for n in names if n not in chosen_set]
         if extra:
             raise SchemaMismatchError(
                 f"The data written to {self._ctx.table_path} has column(s) {extra} that the table does not have "
-                f"(columns: {', '.join(self._schema.field_names)}). Drop them, or add them to the table first.")
+                f"(columns: {', '.join(self._schema.field_names)}). Drop them, or add them to the table first."
+            )
         columns = []
         for f, src_name, target in zip(self._fields, chosen, self._arrow_schema):
             col = self._cast_column(table.column(index[src_name]), f, target)
             if not target.nullable and col.null_count:
                 raise SchemaMismatchError(
                     f"Column '{f.name}' is NOT NULL in the table but the data holds {col.null_count} NULL "
-                    "value(s); filter them out or fill them (e.g. coalesce) before writing.")
+                    "value(s); filter them out or fill them (e.g. coalesce) before writing."
+                )
             columns.append(col)
         return pa.Table.from_arrays(columns, schema=self._arrow_schema)
 
@@ -394,7 +428,8 @@ class TableWriter:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise SchemaMismatchError(
                 f"Column '{f.name}' has type {src}, which cannot be written to the table column of type "
-                f"{type_to_sql(f.type)} (Arrow {want}): {e}. Cast the column to the table's type first.") from None
+                f"{type_to_sql(f.type)} (Arrow {want}): {e}. Cast the column to the table's type first."
+            ) from None
 
     @staticmethod
     def _truncate_timestamp(col: pa.ChunkedArray, f: DataField) -> pa.ChunkedArray:
@@ -414,12 +449,14 @@ class TableWriter:
             bad = pc.filter(col, invalid)[0].as_py()
             raise SchemaMismatchError(
                 f"Column '{self._rowkind_field}' (option 'rowkind.field') holds {bad!r}, which is not a row kind; "
-                "use one of '+I', '-U', '+U', '-D'.")
+                "use one of '+I', '-U', '+U', '-D'."
+            )
         kinds = idx.cast(pa.int8())
         if not self._is_pk and pc.any(pc.not_equal(kinds, 0)).as_py():
             raise SchemaMismatchError(
                 f"Column '{self._rowkind_field}' (option 'rowkind.field') holds retractions or updates, but "
-                f"{self._ctx.table_path} is an append table, which only accepts '+I' rows.")
+                f"{self._ctx.table_path} is an append table, which only accepts '+I' rows."
+            )
         return kinds
 
     def _drop_ignored_kinds(self, table: pa.Table) -> pa.Table:
@@ -524,11 +561,15 @@ class TableWriter:
         key = (part, bucket)
         state = self._states.get(key)
         if state is None:
-            rel = partition_path(list(values), self._partition_fields, self._default_part, self._legacy_name) \
-                if self._partition_fields else ""
+            rel = (
+                partition_path(list(values), self._partition_fields, self._default_part, self._legacy_name)
+                if self._partition_fields
+                else ""
+            )
             directory = FileIO.join(self._ctx.table_path, self._data_dir or "", rel, f"bucket-{bucket}")
-            state = _BucketState(part, bucket, total, directory, str(uuid.uuid4()),
-                                 int(self._ctx.sequence_bases.get(key, 0)))
+            state = _BucketState(
+                part, bucket, total, directory, str(uuid.uuid4()), int(self._ctx.sequence_bases.get(key, 0))
+            )
             self._states[key] = state
         return state
 
@@ -550,8 +591,15 @@ class TableWriter:
     def _sort_and_fold(self, table: pa.Table) -> pa.Table:
         """Sort by (key, user sequence, _SEQUENCE_NUMBER) and fold duplicate keys, keeping retractions."""
         ordered = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
-        return merge.merge_sorted(ordered, self._key_names, self._engine, self._opts, self._merge_value_names,
-                                  drop_retracts=False, primary_keys=self._schema.primary_keys)
+        return merge.merge_sorted(
+            ordered,
+            self._key_names,
+            self._engine,
+            self._opts,
+            self._merge_value_names,
+            drop_retracts=False,
+            primary_keys=self._schema.primary_keys,
+        )
 
     def _pk_physical(self, table: pa.Table) -> pa.Table:
         cols = [table.column(k) for k in self._key_names]
@@ -602,8 +650,12 @@ class TableWriter:
         if codecs is None:
             codecs = self._level_codecs[state.level] = self._compression(state.level)
         codec, codec_level = codecs
-        kwargs: dict[str, Any] = {**PARQUET_LAYOUT, "compression": codec, "row_group_size": ROW_GROUP_ROWS,
-                                  **encoding_settings(file_table, self._writer_v2)}
+        kwargs: dict[str, Any] = {
+            **PARQUET_LAYOUT,
+            "compression": codec,
+            "row_group_size": ROW_GROUP_ROWS,
+            **encoding_settings(file_table, self._writer_v2),
+        }
         if codec_level is not None:
             kwargs["compression_level"] = codec_level
         with fileio.fs.open(path, "wb") as out:
@@ -611,8 +663,9 @@ class TableWriter:
         size = fileio.size(path)
         state.files.append(self._file_meta(name, size, chunk, seq_range, state))
 
-    def _file_meta(self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None,
-                   state: _BucketState) -> DataFileMeta:
+    def _file_meta(
+        self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None, state: _BucketState
+    ) -> DataFileMeta:
         value_stats, stats_cols = collect_value_stats(chunk, self._fields, self._opts, self._value_mode_for)
         common = dict(
             file_name=name,
@@ -628,8 +681,15 @@ class TableWriter:
         )
         if not self._is_pk:
             lo, hi = seq_range if seq_range is not None else (0, 0)
-            return DataFileMeta(min_key=EMPTY_ROW, max_key=EMPTY_ROW, key_stats=SimpleStats.empty(),
-                                min_sequence_number=lo, max_sequence_number=hi, delete_row_count=0, **common)
+            return DataFileMeta(
+                min_key=EMPTY_ROW,
+                max_key=EMPTY_ROW,
+                key_stats=SimpleStats.empty(),
+                min_sequence_number=lo,
+                max_sequence_number=hi,
+                delete_row_count=0,
+                **common,
+            )
         key_types = [f.type for f in self._key_file_fields]
         key_cols = [chunk.column(f.name) for f in self._key_file_fields]
         last = chunk.num_rows - 1
@@ -638,14 +698,27 @@ class TableWriter:
         key_stats = collect_stats(chunk, self._key_file_fields, SYSTEM_STATS_MODE)
         seq_mm = pc.min_max(chunk.column(SEQUENCE_NUMBER))
         deletes = pc.sum(pc.is_in(chunk.column(VALUE_KIND), value_set=_retract_kinds()).cast(pa.int64())).as_py()
-        return DataFileMeta(min_key=min_key, max_key=max_key, key_stats=key_stats,
-                            min_sequence_number=int(seq_mm["min"].as_py()),
-                            max_sequence_number=int(seq_mm["max"].as_py()),
-                            delete_row_count=int(deletes or 0), **common)
+        return DataFileMeta(
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            min_sequence_number=int(seq_mm["min"].as_py()),
+            max_sequence_number=int(seq_mm["max"].as_py()),
+            delete_row_count=int(deletes or 0),
+            **common,
+        )
 
     # ------------------------------------------------------------------------------------------ compaction
-    def write_compacted(self, partition: bytes, partition_values: tuple, bucket: int, total_buckets: int,
-                        table: pa.Table, level: int, first_sequence: int = 0) -> None:
+    def write_compacted(
+        self,
+        partition: bytes,
+        partition_values: tuple,
+        bucket: int,
+        total_buckets: int,
+        table: pa.Table,
+        level: int,
+        first_sequence: int = 0,
+    ) -> None:
         """Write rows that compaction already merged and ordered into files of ``level`` (``_FILE_SOURCE`` =
         COMPACT), rolled at ``target-file-size``: nothing is re-sorted, re-folded or re-sequenced.
 
@@ -659,11 +732,22 @@ class TableWriter:
         key = (partition, bucket, level)
         state = self._compact_states.get(key)
         if state is None:
-            rel = partition_path(list(partition_values), self._partition_fields, self._default_part,
-                                 self._legacy_name) if self._partition_fields else ""
+            rel = (
+                partition_path(list(partition_values), self._partition_fields, self._default_part, self._legacy_name)
+                if self._partition_fields
+                else ""
+            )
             directory = FileIO.join(self._ctx.table_path, self._data_dir or "", rel, f"bucket-{bucket}")
-            state = _BucketState(partition, bucket, total_buckets, directory, str(uuid.uuid4()), first_sequence,
-                                 level=level, file_source=FILE_SOURCE_COMPACT)
+            state = _BucketState(
+                partition,
+                bucket,
+                total_buckets,
+                directory,
+                str(uuid.uuid4()),
+                first_sequence,
+                level=level,
+                file_source=FILE_SOURCE_COMPACT,
+            )
             self._compact_states[key] = state
         if self._is_pk:
             physical = self._pk_physical(table)
@@ -683,8 +767,7 @@ class TableWriter:
         messages = []
         for state in [*self._states.values(), *self._compact_states.values()]:
             if state.files:
-                messages.append(CommitMessage(state.partition, state.bucket, state.total_buckets,
-                                              tuple(state.files)))
+                messages.append(CommitMessage(state.partition, state.bucket, state.total_buckets, tuple(state.files)))
                 state.files = []
         return messages
 
@@ -702,9 +785,10 @@ class TableWriter:
         for state in [*self._states.values(), *self._compact_states.values()]:
             state.files = []
         if errors:
-            raise PaimonError("Could not delete some data files of the aborted write (they are not referenced "
-                              "by any snapshot; remove them by hand or with orphan-file cleanup): "
-                              + "; ".join(errors))
+            raise PaimonError(
+                "Could not delete some data files of the aborted write (they are not referenced "
+                "by any snapshot; remove them by hand or with orphan-file cleanup): " + "; ".join(errors)
+            )
 
     @property
     def created_files(self) -> list[str]:
@@ -712,8 +796,9 @@ class TableWriter:
         return list(self._created)
 
 
-def write_batches(ctx: WriteContext, batches: Iterator[pa.RecordBatch] | Sequence[pa.RecordBatch],
-                  task_id: str = "") -> list[CommitMessage]:
+def write_batches(
+    ctx: WriteContext, batches: Iterator[pa.RecordBatch] | Sequence[pa.RecordBatch], task_id: str = ""
+) -> list[CommitMessage]:
     """Write all ``batches`` with one :class:`TableWriter`; on any error delete its files and re-raise."""
     writer = TableWriter(ctx, task_id)
     try:
