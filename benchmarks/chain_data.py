@@ -76,7 +76,7 @@ def chain_breakdown(table_path: str, anchor_day: str) -> dict[str, int]:
 
     import fastavro
 
-    import pyspark_paimon.metadata.avro  # noqa: F401  (registers the zstd Avro codec with fastavro)
+    import pyspark_paimon.metadata.io.avro  # noqa: F401  (registers the zstd Avro codec with fastavro)
 
     root = Path(table_path)
     out = {"anchor_data": 0, "delta_data": 0}

@@ -295,7 +295,7 @@ def _meta_info(benchmark: Any, meta: MetaTable, label: str, before: float, **ext
 @pytest.mark.parametrize("scope", ["all", "one_partition_filter", "one_partition_scan_partitions"])
 def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache: str) -> None:
     from pyspark_paimon import Catalog
-    from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
+    from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
     from pyspark_paimon.planner.predicate import Leaf
 
     benchmark.group = _meta_group(meta, "planning (explain)")

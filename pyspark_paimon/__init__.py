@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark_paimon.catalog import Catalog
-    from pyspark_paimon.datasource.source import PaimonDataSource as DefaultSource
+    from pyspark_paimon.datasource.spark.source import PaimonDataSource as DefaultSource
     from pyspark_paimon.table import Table
 
 
@@ -31,11 +31,11 @@ def __getattr__(name: str) -> Any:
 
         return Table
     if name in ("DefaultSource", "PaimonDataSource"):
-        from pyspark_paimon.datasource.source import PaimonDataSource
+        from pyspark_paimon.datasource.spark.source import PaimonDataSource
 
         return PaimonDataSource
     if name == "register":
-        from pyspark_paimon.datasource.source import register
+        from pyspark_paimon.datasource.spark.source import register
 
         return register
     raise AttributeError(name)

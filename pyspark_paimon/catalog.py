@@ -15,19 +15,19 @@ from pyspark_paimon.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import parse_identifier
-from pyspark_paimon.metadata.options import (
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.schema.options import (
     CHAIN_TABLE_ENABLED,
     SCAN_FALLBACK_DELTA_BRANCH,
     SCAN_FALLBACK_SNAPSHOT_BRANCH,
     validate_table_options,
 )
-from pyspark_paimon.metadata.schema import SchemaManager
-from pyspark_paimon.metadata.type_arrow import from_arrow_schema
-from pyspark_paimon.metadata.types import DataType
-from pyspark_paimon.planner.chain_config import chain_options_enabled, validate_chain_definition
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.types.arrow import from_arrow_schema
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.model import DataType
+from pyspark_paimon.planner.chain.config import chain_options_enabled, validate_chain_definition
 from pyspark_paimon.table import Table
 
 

@@ -27,9 +27,9 @@ from typing import Any, Callable, Sequence
 
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.errors import OptionError, PaimonError
-from pyspark_paimon.metadata.fileio import storage_options_from_strings
 from pyspark_paimon.metadata.identifier import split_suffix
-from pyspark_paimon.metadata.tags import (
+from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
+from pyspark_paimon.metadata.refs.tags import (
     AT_OR_AFTER,
     AT_OR_BEFORE,
     TIMESTAMP_RULES,

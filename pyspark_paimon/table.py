@@ -10,25 +10,25 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
-from pyspark_paimon.datasource.engine import chain as _chain
-from pyspark_paimon.datasource.engine import compact as _compact
-from pyspark_paimon.datasource.engine.jobs import ReadJob, overwrite_spec, prepare_read, prepare_write
-from pyspark_paimon.datasource.engine.system_tables import read_system_table
+from pyspark_paimon.datasource import chain as _chain
+from pyspark_paimon.datasource import compact as _compact
+from pyspark_paimon.datasource.jobs import ReadJob, overwrite_spec, prepare_read, prepare_write
+from pyspark_paimon.datasource.system_tables import read_system_table
 from pyspark_paimon.errors import ChainTableError, OptionError, PaimonError
-from pyspark_paimon.metadata import branches as _branches
-from pyspark_paimon.metadata import expire as _expire
-from pyspark_paimon.metadata import orphans as _orphans
-from pyspark_paimon.metadata import rollback as _rollback
-from pyspark_paimon.metadata import tags as _tags
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.fileio import FileIO
 from pyspark_paimon.metadata.identifier import split_suffix
-from pyspark_paimon.metadata.options import validate_table_options
-from pyspark_paimon.metadata.partition import parse_partition_spec
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.maintenance import expire as _expire
+from pyspark_paimon.metadata.maintenance import orphans as _orphans
+from pyspark_paimon.metadata.refs import branches as _branches
+from pyspark_paimon.metadata.refs import rollback as _rollback
+from pyspark_paimon.metadata.refs import tags as _tags
+from pyspark_paimon.metadata.rows.partition import parse_partition_spec
+from pyspark_paimon.metadata.schema.options import validate_table_options
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import DataType
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.model import DataType
 from pyspark_paimon.planner.compact_strategy import sorted_run_count
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
@@ -334,7 +334,7 @@ class Table:
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
         return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
 
-    # -- compaction (logic in planner/compact_strategy.py and datasource/engine/compact.py) ------------
+    # -- compaction (logic in planner/compact_strategy.py and datasource/compact.py) ------------
     def compact(
         self,
         partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
@@ -354,7 +354,7 @@ class Table:
         runner = _compact.session_runner(spark) if spark is not None else None
         return _compact.compact(self.store, partitions, full=full, runner=runner)
 
-    # -- chain tables (§10; logic in planner/chain*.py and datasource/engine/chain.py) ------------------
+    # -- chain tables (§10; logic in planner/chain*.py and datasource/chain.py) ------------------
     def explain_chain(
         self,
         partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
@@ -426,7 +426,7 @@ class Table:
         branch = ReadOptions.from_options(options or {}).branch
         return self.store if not branch else self.store.with_branch(branch)
 
-    # -- branches (logic in metadata/branches.py) -------------------------------------------------------
+    # -- branches (logic in metadata/refs/branches.py) -------------------------------------------------------
     def _branch_manager(self) -> _branches.BranchManager:
         return _branches.BranchManager(self.fileio, self.path)
 
@@ -486,7 +486,7 @@ class Table:
         from its earliest snapshot on replace this branch's, as Paimon's fast-forward does. Refuses with
         :class:`~pyspark_paimon.errors.BranchConflictError` when this branch has commits, tags or schema
         changes the branch does not contain (they would be lost); ``force=True`` discards them. Concurrent
-        readers see the old or the new state, never a mix (see ``metadata/branches.py``)."""
+        readers see the old or the new state, never a mix (see ``metadata/refs/branches.py``)."""
         result = self._branch_manager().fast_forward(branch, self.branch, force=force)
         self.store = FileStore(self.fileio, self.path, self.branch)  # drop cached schemas of the old state
         return result

@@ -5,8 +5,9 @@ hides a cycle or a layer violation from readers, not from Python. The contract:
 
 * no import cycles between modules;
 * each layer imports only the layers below it (``LAYERS``);
-* the Spark-free part of the package (everything but the Spark adapters in ``datasource/`` and the demo)
-  never imports pyspark, checked statically and by importing it with pyspark made unimportable.
+* the Spark-free part of the package (everything but the Spark adapters in ``datasource/spark/`` and the
+  demo) never imports pyspark, checked statically and by importing it with pyspark made unimportable;
+* the map (``PACKAGES``): every directory of the package is a known concern, and no two modules share a name.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ LAYERS: list[tuple[str, str]] = [
     ("pyspark_paimon.errors", "errors"),
     ("pyspark_paimon.metadata", "metadata"),
     ("pyspark_paimon.planner", "planner"),
-    ("pyspark_paimon.datasource.engine", "engine"),
+    ("pyspark_paimon.datasource.spark", "spark"),
+    ("pyspark_paimon.datasource", "engine"),
     ("pyspark_paimon.table", "api"),
     ("pyspark_paimon.catalog", "api"),
     ("pyspark_paimon.cli", "api"),
-    ("pyspark_paimon.datasource", "spark"),
     ("pyspark_paimon.demo", "app"),
     ("pyspark_paimon", "package"),
 ]
@@ -43,6 +44,48 @@ MAY_IMPORT: dict[str, set[str]] = {
     "package": {"errors", "api", "spark"},
 }
 SPARK_FREE = {"errors", "metadata", "planner", "engine", "api"}
+
+
+# The map a newcomer reads (DEVELOPERS.md, "Map"): each directory of the package and what it holds. A new
+# directory is a decision about the map: add it here and in DEVELOPERS.md.
+PACKAGES: dict[str, str] = {
+    "": "the Python API (Catalog, Table and its namespaces, Scan), the CLI and the demo",
+    "metadata": "the table format, no Spark: FileStore, identifiers, time inputs",
+    "metadata/io": "file access (fsspec), Avro containers, Java-style JSON",
+    "metadata/types": "Paimon data types and their JSON, Arrow and DDL forms",
+    "metadata/schema": "table schemas and the table-option registry",
+    "metadata/rows": "BinaryRow, bucket hashing, partition paths",
+    "metadata/snapshots": "snapshots, the commit protocol, consumers",
+    "metadata/manifests": "manifest lists and files, the index manifest and deletion vectors",
+    "metadata/refs": "tags, branches, rollback, automatic tags",
+    "metadata/maintenance": "expiration, orphan removal, reachability, file deletion",
+    "planner": "which snapshot, which files, which splits (driver side, no Spark)",
+    "planner/chain": "chain tables: definition, versions, the read plan",
+    "datasource": "the Spark-free data plane: executor-side Arrow read/merge/write, jobs, compaction",
+    "datasource/spark": "the Spark adapters: DataSource, reader, writer, streaming, type mapping",
+}
+
+
+def test_every_directory_is_on_the_map() -> None:
+    dirs = {"" if p.parent == PACKAGE else str(p.parent.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")}
+    assert dirs == set(PACKAGES)
+
+
+def test_module_names_are_unique() -> None:
+    """A file name says what the module holds, so two modules never share one (``stream.py`` three times
+    said nothing)."""
+    names: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}
+
+
+def test_chain_tables_live_in_one_place_per_layer() -> None:
+    chain_modules = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*chain*.py"))
+    chain_modules += sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "planner" / "chain").glob("*.py"))
+    allowed = ("planner/chain/", "datasource/chain.py", "table_chain.py")
+    assert chain_modules and all(m.startswith(allowed) for m in chain_modules)
 
 
 def _layer(module: str) -> str:
@@ -229,7 +272,7 @@ def test_planning_a_stream_loads_neither_pandas_nor_sqlglot(tmp_path: Path) -> N
     table.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
     script = f"""
 import sys
-from pyspark_paimon.datasource.source import PaimonDataSource
+from pyspark_paimon.datasource.spark.source import PaimonDataSource
 source = PaimonDataSource({{"path": {table.path!r}}})
 reader = source.streamReader(source.schema())
 start = reader.initialOffset()

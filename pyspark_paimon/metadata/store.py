@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from pyspark_paimon.errors import BranchNotFoundError, TableNotFoundError
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import (
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
     ManifestEntry,
     ManifestFileMeta,
@@ -22,9 +22,9 @@ from pyspark_paimon.metadata.manifest import (
     live_files,
     merge_entries,
 )
-from pyspark_paimon.metadata.partition import partition_path
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
+from pyspark_paimon.metadata.rows.partition import partition_path
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
 
 
 @dataclass

@@ -14,7 +14,7 @@ import numbers
 import time
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.option_values import parse_duration_ms
+from pyspark_paimon.metadata.schema.option_values import parse_duration_ms
 
 
 def now_millis() -> int:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 
 __all__ = [
     "SortedRun",

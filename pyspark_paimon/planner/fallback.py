@@ -29,9 +29,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from pyspark_paimon.errors import BranchNotFoundError, SchemaError
-from pyspark_paimon.metadata.options import SCAN_FALLBACK_BRANCH, CoreOptions
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.snapshot import Snapshot, require_branch_exists
+from pyspark_paimon.metadata.schema.options import SCAN_FALLBACK_BRANCH, CoreOptions
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, require_branch_exists
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf, leaves_on
 from pyspark_paimon.planner.read_options import ReadOptions

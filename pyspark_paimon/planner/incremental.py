@@ -39,12 +39,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
-from pyspark_paimon.metadata.manifest import KIND_ADD, ManifestEntry
-from pyspark_paimon.metadata.options import CHANGELOG_PRODUCER, INCREMENTAL_BETWEEN_SCAN_MODE
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.snapshot import Snapshot
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, ManifestEntry
+from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
+from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, INCREMENTAL_BETWEEN_SCAN_MODE
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.tags import TagManager, find_snapshot
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions, parse_timestamp_millis
 from pyspark_paimon.planner.scan import ScanPlan, ScanPlanner

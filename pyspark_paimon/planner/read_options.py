@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.options import check_read_options, parse_memory_size
+from pyspark_paimon.metadata.schema.options import check_read_options, parse_memory_size
 
 # Canonical key -> accepted aliases (all lower case).
 TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
@@ -54,7 +54,7 @@ def _all_read_keys() -> list[str]:
 
 READ_KEYS = tuple(_all_read_keys())
 
-# Streaming reads (pyspark_paimon.planner.stream) take Paimon's streaming vocabulary; these keys mean nothing to a
+# Streaming reads (pyspark_paimon.planner.stream_scan) take Paimon's streaming vocabulary; these keys mean nothing to a
 # batch read, which refuses them with a pointer to readStream instead of the generic unknown-option error.
 STREAM_LIMIT_KEYS = (
     "read.stream.maxfilespertrigger",

@@ -6,14 +6,14 @@ goes through :func:`read_schema` (the schema, no file planned) and :func:`plan_r
 one decision (:func:`_decide`):
 
 * **chain**: ``store``'s branch is the main side of a complete chain table (§10): every branch is resolved
-  and merged (:mod:`pyspark_paimon.planner.chain`);
+  and merged (:mod:`pyspark_paimon.planner.chain.plan`);
 * **incremental**: ``incremental-between[-timestamp]`` reads the files changed in a snapshot range, with the
   latest schema (:mod:`pyspark_paimon.planner.incremental`);
 * **fallback**: ``scan.fallback-branch`` fills partitions the branch lacks (:mod:`pyspark_paimon.planner.fallback`);
 * **plain**: one snapshot of one branch (latest, or the one time travel names).
 
 Chain *maintenance* (``compact_chain``, ``explain_chain``) plans chain partitions with its own flags through
-:func:`pyspark_paimon.planner.chain.plan_chain`, and system tables resolve their snapshot directly: neither is
+:func:`pyspark_paimon.planner.chain.plan.plan_chain`, and system tables resolve their snapshot directly: neither is
 a table read.
 """
 
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.options import validate_table_options
-from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.schema.options import validate_table_options
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.chain import ChainReadPlan, plan_chain
-from pyspark_paimon.planner.chain_config import ChainConfig, chain_read_config
-from pyspark_paimon.planner.chain_versions import chain_read_schema
+from pyspark_paimon.planner.chain.config import ChainConfig, chain_read_config
+from pyspark_paimon.planner.chain.plan import ChainReadPlan, plan_chain
+from pyspark_paimon.planner.chain.versions import chain_read_schema
 from pyspark_paimon.planner.fallback import add_fallback_splits, fallback_branch
 from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
 from pyspark_paimon.planner.predicate import Expr, Leaf
@@ -45,7 +45,7 @@ __all__ = ["PlannedRead", "ReadKind", "read_kind", "read_schema", "plan_read", "
 @dataclass
 class PlannedRead:
     """What a read returns and which files it reads: the driver's answer, turned into an executor context by
-    :meth:`pyspark_paimon.datasource.engine.read.ReadContext.for_plan`."""
+    :meth:`pyspark_paimon.datasource.read.ReadContext.for_plan`."""
 
     kind: ReadKind
     plan: ScanPlan

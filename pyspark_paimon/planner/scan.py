@@ -16,21 +16,26 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.bucket import bucket_ids
-from pyspark_paimon.metadata.deletion_vectors import DeletionFile, IndexManifestEntry, deletion_files, merge_on_read
-from pyspark_paimon.metadata.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SkippedFiles
-from pyspark_paimon.metadata.options import (
+from pyspark_paimon.metadata.manifests.deletion_vectors import (
+    DeletionFile,
+    IndexManifestEntry,
+    deletion_files,
+    merge_on_read,
+)
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SkippedFiles
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.metadata.rows.bucket import bucket_ids
+from pyspark_paimon.metadata.schema.options import (
     BUCKET_FUNCTION_TYPE,
     SOURCE_SPLIT_OPEN_FILE_COST,
     SOURCE_SPLIT_TARGET_SIZE,
     CoreOptions,
 )
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.snapshot import Snapshot
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.type_arrow import to_arrow_type
-from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.metadata.types.arrow import to_arrow_type
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.predicate import Leaf, _cmp_value, could_match_stats, eval_on_values, leaves_on
 from pyspark_paimon.planner.split import DataSplit
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 
 
 def sortable_key(values: Iterable[Any]) -> tuple:

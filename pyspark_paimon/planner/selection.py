@@ -1,7 +1,7 @@
 """Load-time selection: the ``scan.partitions`` and ``filter`` read options as one predicate tree.
 
 Filter pushdown stays off on Spark 4.x (a pushed-down plan is shared between queries of one DataFrame, see
-``datasource/source.py``), so a read given no selection at ``load()`` reads every partition. These two options
+``datasource/spark/source.py``), so a read given no selection at ``load()`` reads every partition. These two options
 are part of the loaded relation instead, which makes them safe, and every read kind (plain, fallback,
 incremental, chain) uses them the same way:
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pyspark_paimon.errors import OptionError, PaimonError
-from pyspark_paimon.metadata.options import PARTITION_DEFAULT_NAME
-from pyspark_paimon.metadata.partition import coerce_partition_value
-from pyspark_paimon.metadata.schema import TableSchema
+from pyspark_paimon.metadata.rows.partition import coerce_partition_value
+from pyspark_paimon.metadata.schema.options import PARTITION_DEFAULT_NAME
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.planner.predicate import Expr, Leaf, Predicate, all_of, any_of, implied_leaves, may_hold_on_values
 from pyspark_paimon.planner.read_options import SCAN_PARTITIONS_KEY, ReadOptions
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark_paimon.metadata.deletion_vectors import DeletionFile
-from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 
 
 @dataclass(frozen=True)

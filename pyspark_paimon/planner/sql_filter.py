@@ -1,7 +1,7 @@
 """The ``filter`` read option: a SQL predicate parsed with sqlglot (Spark dialect) into a predicate tree.
 
 Why a read option and not Spark's ``where``: Spark 4.1-4.3 share a pushed-down read plan between queries of
-one loaded DataFrame (see ``datasource/source.py``), so filter pushdown stays off there and a ``where`` never
+one loaded DataFrame (see ``datasource/spark/source.py``), so filter pushdown stays off there and a ``where`` never
 reaches the connector. A selection given at ``load()`` time belongs to that DataFrame's relation and is safe;
 it prunes partitions, buckets, files and row groups, and is applied exactly to the rows.
 
@@ -27,8 +27,8 @@ from sqlglot import expressions as exp
 from sqlglot.errors import SqlglotError
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.types import AtomicType, DataField, type_to_sql
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.types.model import AtomicType, DataField, type_to_sql
 from pyspark_paimon.planner.predicate import Expr, Leaf, all_of, any_of, negate
 from pyspark_paimon.planner.read_options import FILTER_KEY
 

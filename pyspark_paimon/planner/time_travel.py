@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
-from pyspark_paimon.metadata.branches import BranchManager
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot, last_snapshot_at_or_before
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.tags import TagManager, find_snapshot, last_snapshot_at_or_before
 from pyspark_paimon.planner.read_options import ReadOptions
 
 WATERMARK_PREFIX = "watermark-"

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.engine import read as engine_read
-from pyspark_paimon.datasource.engine.merge import MergeError
-from pyspark_paimon.datasource.engine.read import (
+from pyspark_paimon.datasource import read as engine_read
+from pyspark_paimon.datasource.merge import MergeError
+from pyspark_paimon.datasource.read import (
     ReadContext,
     coalesce_batches,
     key_sections,
@@ -26,12 +26,12 @@ from pyspark_paimon.datasource.engine.read import (
     referenced_columns,
 )
 from pyspark_paimon.errors import CorruptMetadataError, DataFileError, SchemaError
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.type_arrow import to_arrow_schema
-from pyspark_paimon.metadata.types import AtomicType, DataField, RowType, string_type
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.types.arrow import to_arrow_schema
+from pyspark_paimon.metadata.types.model import AtomicType, DataField, RowType, string_type
 from pyspark_paimon.planner.split import DataSplit
 
 I, UB, UA, D = 0, 1, 2, 3

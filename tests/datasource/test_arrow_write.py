@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pyspark_paimon.datasource.engine.merge import MergeError
-from pyspark_paimon.datasource.engine.write import (
+from pyspark_paimon.datasource.merge import MergeError
+from pyspark_paimon.datasource.write import (
     KEY_FIELD_ID_START,
     SEQUENCE_NUMBER_ID,
     VALUE_KIND_ID,
@@ -23,14 +23,14 @@ from pyspark_paimon.datasource.engine.write import (
     write_batches,
 )
 from pyspark_paimon.errors import OptionError, SchemaMismatchError
-from pyspark_paimon.metadata.binary_row import EMPTY_ROW, deserialize_row, serialize_row
-from pyspark_paimon.metadata.bucket import bucket_ids
-from pyspark_paimon.metadata.commit import CommitMessage
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, deserialize_row, serialize_row
+from pyspark_paimon.metadata.rows.bucket import bucket_ids
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.model import AtomicType
 
 NAME_RE = re.compile(r"^data-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-(\d+)\.parquet$")
 INT = AtomicType("INT")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
-from pyspark_paimon.datasource.source import names_a_table, remember_table, remembered_table, without_create_keys
+from pyspark_paimon.datasource.spark.source import names_a_table, remember_table, remembered_table, without_create_keys
 from pyspark_paimon.errors import OptionError
 
 

@@ -1,4 +1,4 @@
-"""Compaction without Spark (engine/compact.py): same rows before and after for every merge engine, LSM layout
+"""Compaction without Spark (datasource/compact.py): same rows before and after for every merge engine, LSM layout
 and COMPACT commits as Java writes them, retraction dropping, rolling, races, crashes, append tables, automatic
 compaction after writes."""
 
@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.datasource.engine import compact as compact_mod
-from pyspark_paimon.datasource.engine.compact import CompactPlan, compact, plan_compaction, run_in_process
+from pyspark_paimon.datasource import compact as compact_mod
+from pyspark_paimon.datasource.compact import CompactPlan, compact, plan_compaction, run_in_process
 from pyspark_paimon.errors import CommitConflictError, CompactionError
-from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.commit import CommitMessage
-from pyspark_paimon.metadata.manifest import FILE_SOURCE_COMPACT, KIND_ADD, KIND_DELETE, ManifestEntry
+from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_COMPACT, KIND_ADD, KIND_DELETE, ManifestEntry
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.table import Table
 
 WRITE_ONLY = {"write-only": "true"}

@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.engine import write as write_module
-from pyspark_paimon.datasource.engine.read import ReadMetrics, select_row_groups
-from pyspark_paimon.metadata.binary_row import deserialize_row
-from pyspark_paimon.metadata.manifest import DataFileMeta
-from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.datasource import write as write_module
+from pyspark_paimon.datasource.read import ReadMetrics, select_row_groups
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
 
 #: (precision, scale) -> (Parquet physical type, FIXED_LEN_BYTE_ARRAY length or None)

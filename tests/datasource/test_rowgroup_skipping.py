@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine import read as arrow_read
-from pyspark_paimon.datasource.engine.read import ReadMetrics, select_row_groups
+from pyspark_paimon.datasource import read as arrow_read
+from pyspark_paimon.datasource.read import ReadMetrics, select_row_groups
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.metadata.manifest import KIND_ADD
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD
 
 
 def test_compact_through_spark_executors(spark, warehouse: str) -> None:

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
-from pyspark_paimon.datasource.engine.jobs import prepare_read
-from pyspark_paimon.datasource.source import PaimonDataSource, pushdown_is_safe
+from pyspark_paimon.datasource.jobs import prepare_read
+from pyspark_paimon.datasource.spark.source import PaimonDataSource, pushdown_is_safe
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from tests.sparkutil import load, pushdown_forced, sorted_rows

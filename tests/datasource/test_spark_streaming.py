@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.stream import HAS_ADMISSION_CONTROL
+from pyspark_paimon.datasource.spark.streaming import HAS_ADMISSION_CONTROL
 from tests.sparkutil import load, sorted_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])

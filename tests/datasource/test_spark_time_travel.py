@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon.metadata.tags import TagManager
+from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.table import Table
 
 T0 = int(_dt.datetime(2025, 8, 10, 12, 0, 0).timestamp() * 1000)  # local 2025-08-10 12:00:00

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.engine.stats import (
+from pyspark_paimon.datasource.stats import (
     StatsMode,
     collect_stats,
     collect_value_stats,
@@ -23,10 +23,10 @@ from pyspark_paimon.datasource.engine.stats import (
     truncate_min,
 )
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.binary_row import EMPTY_ROW, deserialize_row
-from pyspark_paimon.metadata.manifest import SimpleStats
-from pyspark_paimon.metadata.type_arrow import to_arrow_schema
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.manifests.manifest import SimpleStats
+from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, deserialize_row
+from pyspark_paimon.metadata.types.arrow import to_arrow_schema
+from pyspark_paimon.metadata.types.model import (
     ArrayType,
     AtomicType,
     DataField,

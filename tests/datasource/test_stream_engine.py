@@ -8,12 +8,12 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine.jobs import prepare_write
-from pyspark_paimon.datasource.engine.stream import StreamReadJob, read_stream_split
+from pyspark_paimon.datasource.jobs import prepare_write
+from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
-from pyspark_paimon.metadata.consumers import ConsumerManager
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.stream import Admission, StreamOffset, StreamOptions, task_groups
+from pyspark_paimon.planner.stream_scan import Admission, StreamOffset, StreamOptions, task_groups
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 TARGET, OPEN_COST = 128 << 20, 64 << 10  # the default source.split.target-size and open-file-cost

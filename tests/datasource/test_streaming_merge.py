@@ -12,15 +12,15 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.engine.read import ReadContext, ReadMetrics, read_merged, read_split
-from pyspark_paimon.datasource.engine.write import ROW_GROUP_ROWS
+from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_merged, read_split
+from pyspark_paimon.datasource.write import ROW_GROUP_ROWS
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.type_arrow import to_arrow_schema
-from pyspark_paimon.metadata.types import AtomicType, DataField, string_type
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.types.arrow import to_arrow_schema
+from pyspark_paimon.metadata.types.model import AtomicType, DataField, string_type
 from pyspark_paimon.planner.split import DataSplit
 
 I, UB, UA, D = 0, 1, 2, 3

@@ -9,11 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon.datasource.engine.ref import resolve_table_ref
-from pyspark_paimon.datasource.engine.system_tables import java_duration, read_system_table
-from pyspark_paimon.datasource.reader import spark_arrow_schema, spark_schema
+from pyspark_paimon.datasource.spark.reader import spark_arrow_schema, spark_schema
+from pyspark_paimon.datasource.system_tables import java_duration, read_system_table
+from pyspark_paimon.datasource.table_ref import resolve_table_ref
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.branches import BranchManager
+from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.table import Table
 
 # §9.5 of the format reference (Java table/system/*Table.java), in order.

@@ -15,12 +15,12 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.engine.jobs import prepare_read
+from pyspark_paimon.datasource.jobs import prepare_read
 from pyspark_paimon.errors import CommitConflictError, OptionError
-from pyspark_paimon.metadata.commit import FileStoreCommit
-from pyspark_paimon.metadata.schema import SchemaManager
-from pyspark_paimon.metadata.snapshot import SnapshotManager
-from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots.commit import FileStoreCommit
+from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.read_options import ReadOptions
 
 ROWS = pa.table({"dt": ["a", "a", "b"], "id": [1, 2, 3], "v": ["x", "y", "z"]})

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine import jobs
+from pyspark_paimon.datasource import jobs
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError
 
 
@@ -56,6 +56,6 @@ def test_unknown_state_when_the_check_itself_fails(catalog: Catalog, monkeypatch
         raise OSError("listing failed")
 
     monkeypatch.setattr(jobs, "commit_with_chain_rules", fail)
-    monkeypatch.setattr("pyspark_paimon.metadata.snapshot.SnapshotManager.commit_of", cannot_list)
+    monkeypatch.setattr("pyspark_paimon.metadata.snapshots.snapshot.SnapshotManager.commit_of", cannot_list)
     with pytest.raises(CommitStateUnknownError, match=r"connection reset.*listing failed.*\$snapshots"):
         t.write_arrow(pa.table({"id": [2], "v": ["b"]}))

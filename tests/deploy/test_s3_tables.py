@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.io.fileio import FileIO
 from tests.deploy.components import S3Server, base_env
 
 

@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import ManifestEntry
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.type_json import parse_type
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.json_codec import parse_type
 from tests.interop.helpers import OracleBatch, assert_oracles_agree, assert_same_table
 
 try:

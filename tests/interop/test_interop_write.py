@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.type_json import parse_type
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.json_codec import parse_type
 from tests.interop.helpers import (
     OracleBatch,
     assert_oracles_agree,

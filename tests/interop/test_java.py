@@ -28,8 +28,8 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import CompactionError, OptionError
-from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
-from pyspark_paimon.metadata.type_json import parse_type
+from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
+from pyspark_paimon.metadata.types.json_codec import parse_type
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.scan import ScanPlanner
 from tests.interop.helpers import canonical_rows, ours_spark, sorted_rows, table_uri

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine.stream import StreamReadJob, read_stream_split
-from pyspark_paimon.planner.stream import StreamOffset
+from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+from pyspark_paimon.planner.stream_scan import StreamOffset
 from tests.oracle.java_oracle import JavaOracle
 
 

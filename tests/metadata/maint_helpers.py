@@ -13,16 +13,16 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import DataFileMeta
-from pyspark_paimon.metadata.reachability import all_roots
-from pyspark_paimon.metadata.schema import SchemaManager
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.maintenance.reachability import all_roots
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.refs.tags import TagManager
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.tags import TagManager
+from pyspark_paimon.metadata.types.ddl import parse_ddl
 
 STRING = parse_ddl("dt string")[0][1]
 
@@ -133,7 +133,7 @@ def assert_all_roots_intact(table: FakeTable) -> None:
 
 
 def _dt_of(partition: bytes) -> str:
-    from pyspark_paimon.metadata.binary_row import deserialize_row
+    from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 
     return deserialize_row(partition, [STRING])[0]
 

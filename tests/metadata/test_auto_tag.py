@@ -11,10 +11,11 @@ import pytest
 from maint_helpers import STRING, FakeTable
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata import auto_tag, commit
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
-from pyspark_paimon.metadata.schema import SchemaManager
+from pyspark_paimon.metadata.refs import auto_tag
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots import commit
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
 
 
 class Clock:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon.errors import CorruptMetadataError, SchemaError, UnsupportedTypeError
-from pyspark_paimon.metadata.binary_row import (
+from pyspark_paimon.metadata.rows.binary_row import (
     EMPTY_ROW,
     deserialize_row,
     encode_rows,
@@ -20,7 +20,7 @@ from pyspark_paimon.metadata.binary_row import (
     row_bytes,
     serialize_row,
 )
-from pyspark_paimon.metadata.types import ArrayType, AtomicType, MapType
+from pyspark_paimon.metadata.types.model import ArrayType, AtomicType, MapType
 
 STRING = AtomicType("VARCHAR", length=2147483647)
 BYTES = AtomicType("VARBINARY", length=2147483647)

@@ -11,10 +11,10 @@ import pytest
 from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk
 
 from pyspark_paimon.errors import BranchConflictError, OptionError, SnapshotNotFoundError
-from pyspark_paimon.metadata.branches import LINEAGE_FILE, BranchManager
-from pyspark_paimon.metadata.expire import expire_branches, expire_snapshots
-from pyspark_paimon.metadata.snapshot import Snapshot, branch_path
-from pyspark_paimon.metadata.tags import AT_OR_AFTER, AT_OR_BEFORE
+from pyspark_paimon.metadata.maintenance.expire import expire_branches, expire_snapshots
+from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
+from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, branch_path
 from pyspark_paimon.table import Table
 
 HOUR_MS = 3600 * 1000

@@ -24,9 +24,9 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
     TagNotFoundError,
 )
-from pyspark_paimon.metadata.branches import LINEAGE_FILE, BranchManager
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.snapshot import SnapshotManager, now_millis
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
+from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager, now_millis
 from pyspark_paimon.planner.predicate import Leaf
 
 try:

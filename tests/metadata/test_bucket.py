@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon.errors import OptionError, UnsupportedTypeError
-from pyspark_paimon.metadata.binary_row import row_bytes
-from pyspark_paimon.metadata.bucket import (
+from pyspark_paimon.metadata.rows.binary_row import row_bytes
+from pyspark_paimon.metadata.rows.bucket import (
     bucket_ids,
     bucket_of,
     bucket_of_values,
@@ -22,7 +22,7 @@ from pyspark_paimon.metadata.bucket import (
     hash_row_bytes,
     hash_rows,
 )
-from pyspark_paimon.metadata.types import ArrayType, AtomicType
+from pyspark_paimon.metadata.types.model import ArrayType, AtomicType
 
 STRING = AtomicType("VARCHAR", length=2147483647)
 INT = AtomicType("INT")

@@ -1,4 +1,4 @@
-"""The commit protocol (metadata/commit.py, §8): snapshots, manifests, overwrite, conflicts and concurrency.
+"""The commit protocol (metadata/snapshots/commit.py, §8): snapshots, manifests, overwrite, conflicts and concurrency.
 
 Tables are real (``SchemaManager.create_table`` on local disk); data files are made-up ``DataFileMeta``s
 with real partition BinaryRows, because the commit only ever looks at metadata. The last test writes real
@@ -23,14 +23,14 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.errors import CommitConflictError, CommitError, CommitStateUnknownError, OptionError
-from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
-from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec, partition_stats
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import KIND_ADD, KIND_DELETE, DataFileMeta, ManifestEntry
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, DataFileMeta, ManifestEntry
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, OverwriteSpec, partition_stats
+from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import AtomicType, string_type
+from pyspark_paimon.metadata.types.model import AtomicType, string_type
 from tests.oracle import require_oracle_python
 
 FAST_RETRY = {"commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "20 ms", "commit.max-retries": "60"}
@@ -473,7 +473,7 @@ def test_bucket_count_check_after_manifests_merge(t: T) -> None:
 def test_commits_decode_each_manifest_once_per_process(t: T) -> None:
     """Every write makes a new committer; base manifests come from the process-wide cache, so a commit into
     a large table does not decode the whole table's manifests again."""
-    from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
+    from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
 
     for dt in ("a", "b", "c"):
         t.committer().commit([msg(t.part(dt), new_file())])
@@ -762,7 +762,7 @@ def _merge(t: T, base: list, min_count: int = 3, **options: str) -> tuple[list, 
 
 
 def _live_names(t: T, metas: list) -> set[str]:
-    from pyspark_paimon.metadata.manifest import live_files
+    from pyspark_paimon.metadata.manifests.manifest import live_files
 
     return {e.file.file_name for e in live_files(t.store.manifests.read_entries(metas), "test")}
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from type_strategies import type_strategy
 
 from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
-from pyspark_paimon.metadata.ddl import parse_ddl, to_spark_ddl
-from pyspark_paimon.metadata.type_json import type_to_json
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.types.ddl import parse_ddl, to_spark_ddl
+from pyspark_paimon.metadata.types.json_codec import type_to_json
+from pyspark_paimon.metadata.types.model import (
     ArrayType,
     AtomicType,
     DataField,

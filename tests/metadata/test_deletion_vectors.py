@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
-from pyspark_paimon.metadata.avro import write_avro
-from pyspark_paimon.metadata.deletion_vectors import (
+from pyspark_paimon.metadata.io.avro import write_avro
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.deletion_vectors import (
     MAGIC_32,
     MAGIC_64,
     DeletionFile,
@@ -28,7 +29,6 @@ from pyspark_paimon.metadata.deletion_vectors import (
     read_deletion_vector,
     refuse_deletion_vector_writes,
 )
-from pyspark_paimon.metadata.fileio import FileIO
 
 FIXTURES = Path(__file__).parent / "fixtures" / "roaring"
 

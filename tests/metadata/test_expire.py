@@ -23,13 +23,13 @@ from maint_helpers import (
 )
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
-from pyspark_paimon.metadata import deletion
-from pyspark_paimon.metadata.expire import delete_tags, expire_snapshots, expire_tags
-from pyspark_paimon.metadata.orphans import remove_orphan_files
-from pyspark_paimon.metadata.reachability import used_files
-from pyspark_paimon.metadata.rollback import rollback_to
-from pyspark_paimon.metadata.snapshot import branch_path
-from pyspark_paimon.metadata.tags import TagManager
+from pyspark_paimon.metadata.maintenance import deletion
+from pyspark_paimon.metadata.maintenance.expire import delete_tags, expire_snapshots, expire_tags
+from pyspark_paimon.metadata.maintenance.orphans import remove_orphan_files
+from pyspark_paimon.metadata.maintenance.reachability import used_files
+from pyspark_paimon.metadata.refs.rollback import rollback_to
+from pyspark_paimon.metadata.refs.tags import TagManager
+from pyspark_paimon.metadata.snapshots.snapshot import branch_path
 from pyspark_paimon.table import Table
 
 FUTURE = dt.datetime.now() + dt.timedelta(days=365)

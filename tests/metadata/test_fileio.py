@@ -1,4 +1,4 @@
-"""FileIO (metadata/fileio.py): URI handling, create-if-absent, atomic replace, listing and pickling.
+"""FileIO (metadata/io/fileio.py): URI handling, create-if-absent, atomic replace, listing and pickling.
 
 Everything runs against real file systems: the local disk under ``tmp_path`` and fsspec's ``memory://``.
 The create-if-absent race runs in separate *processes*, because the commit protocol's safety is exactly
@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from pyspark_paimon.datasource.engine.jobs import prepare_write
+from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import CommitError
-from pyspark_paimon.metadata import fileio as fileio_module
-from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.io import fileio as fileio_module
+from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.store import FileStore
 
 

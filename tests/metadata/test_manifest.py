@@ -1,4 +1,4 @@
-"""Manifests and manifest lists (metadata/manifest.py, metadata/avro.py; §4 of the format reference).
+"""Manifests and manifest lists (metadata/manifests/manifest.py, metadata/io/avro.py; §4 of the format reference).
 
 Interop in both directions: our Avro files are read by *plain* fastavro in the oracle venv (its codec comes
 from the ``zstandard`` library, not from our pyarrow-backed codec), and the manifests pypaimon writes for a
@@ -19,10 +19,9 @@ import fastavro
 import pytest
 
 from pyspark_paimon.errors import CorruptMetadataError
-from pyspark_paimon.metadata.avro import read_avro, write_avro
-from pyspark_paimon.metadata.binary_row import deserialize_row, serialize_row
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import (
+from pyspark_paimon.metadata.io.avro import read_avro, write_avro
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import (
     EMPTY_ROW,
     KIND_ADD,
     KIND_DELETE,
@@ -39,8 +38,9 @@ from pyspark_paimon.metadata.manifest import (
     merge_entries,
     meta_to_avro,
 )
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import AtomicType, string_type
+from pyspark_paimon.metadata.types.model import AtomicType, string_type
 from tests.oracle import require_oracle_python
 
 GEN_PK_TABLE = Path(__file__).parent / "fixtures" / "pypaimon" / "gen_pk_table.py"
@@ -451,7 +451,7 @@ def test_zstd_frames_without_content_size_decode() -> None:
     import fastavro._write as fastavro_write
     import pyarrow as pa
 
-    from pyspark_paimon.metadata import avro as avro_module
+    from pyspark_paimon.metadata.io import avro as avro_module
 
     frames: list[bytes] = []
 

@@ -1,4 +1,4 @@
-"""Selective manifest reads (metadata/manifest_index.py, ``ManifestStore.select_entries``): the entries of
+"""Selective manifest reads (metadata/manifests/entry_index.py, ``ManifestStore.select_entries``): the entries of
 partitions a scan keeps, without decoding the others.
 
 Every test compares against the full read filtered afterwards, so a shortcut that drops, invents or
@@ -18,10 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon.errors import CorruptMetadataError
-from pyspark_paimon.metadata.avro import write_avro
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import (
+from pyspark_paimon.metadata.io.avro import write_avro
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
     KIND_DELETE,
     MANIFEST_CACHE,
@@ -35,7 +34,8 @@ from pyspark_paimon.metadata.manifest import (
     entry_to_avro,
     merge_entries,
 )
-from pyspark_paimon.metadata.types import string_type
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.types.model import string_type
 from tests.metadata.test_manifest import rich_entries
 
 STR = [string_type()]
@@ -237,7 +237,7 @@ def test_foreign_field_order_is_decoded_whole(store: ManifestStore) -> None:
 def test_without_compiled_value_readers_files_are_decoded_whole(
     store: ManifestStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pyspark_paimon.metadata import manifest_index
+    from pyspark_paimon.metadata.manifests import entry_index as manifest_index
 
     monkeypatch.setattr(manifest_index, "VALUE_READERS", False)
     first = store.write_manifest([entry(KIND_ADD, "a", 0, "f1"), entry(KIND_ADD, "b", 0, "f2")], 0, SimpleStats.empty())
@@ -253,7 +253,7 @@ def test_without_compiled_value_readers_files_are_decoded_whole(
 def test_value_readers_are_probed_before_use(monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled readers are fastavro internals: one whose signature changed must disable selective reads
     (whole-file decoding), never make a healthy manifest look corrupt."""
-    from pyspark_paimon.metadata import avro
+    from pyspark_paimon.metadata.io import avro
 
     assert avro.value_readers_work()  # the installed fastavro (the lanes run 1.8.4 and the newest)
 

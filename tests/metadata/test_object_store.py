@@ -16,11 +16,11 @@ import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine.ref import resolve_table_ref
+from pyspark_paimon.datasource.table_ref import resolve_table_ref
 from pyspark_paimon.errors import OptionError, PaimonError
-from pyspark_paimon.metadata import fileio as fileio_module
-from pyspark_paimon.metadata.fileio import FileIO, is_transient, storage_options_from_strings
-from pyspark_paimon.metadata.snapshot import SnapshotManager
+from pyspark_paimon.metadata.io import fileio as fileio_module
+from pyspark_paimon.metadata.io.fileio import FileIO, is_transient, storage_options_from_strings
+from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
 from tests.metadata.test_snapshot import make_snapshot, put_snapshots
 
 

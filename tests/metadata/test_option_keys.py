@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata import option_keys
-from pyspark_paimon.metadata import options as opts
-from pyspark_paimon.metadata.option_keys import ALIASES, NOT_HONOURED, KeyRule
-from pyspark_paimon.metadata.options import KEYS, rule_of, validate_table_options
+from pyspark_paimon.metadata.schema import option_keys
+from pyspark_paimon.metadata.schema import options as opts
+from pyspark_paimon.metadata.schema.option_keys import ALIASES, NOT_HONOURED, KeyRule
+from pyspark_paimon.metadata.schema.options import KEYS, rule_of, validate_table_options
 
 # The option keys of Apache Paimon 2.1-SNAPSHOT (github.com/apache/paimon, commit 5dacde516bf6, 2026-08-22), as
 # declared by each option class; "removed since 1.0" lists the CoreOptions keys of releases 1.0 to 2.0.0 that

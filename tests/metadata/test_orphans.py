@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from maint_helpers import FakeTable, age_all_files, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
 
-from pyspark_paimon.metadata.orphans import remove_orphan_files
-from pyspark_paimon.metadata.reachability import used_files
-from pyspark_paimon.metadata.snapshot import SnapshotManager
+from pyspark_paimon.metadata.maintenance.orphans import remove_orphan_files
+from pyspark_paimon.metadata.maintenance.reachability import used_files
+from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
 from pyspark_paimon.table import Table
 
 
@@ -139,11 +139,11 @@ def test_rollback_leftovers_and_dropped_branches_become_orphans(table: FakeTable
 
 
 def test_unpartitioned_table(tmp_path: Path) -> None:
-    from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
-    from pyspark_paimon.metadata.ddl import parse_ddl
-    from pyspark_paimon.metadata.fileio import FileIO
-    from pyspark_paimon.metadata.manifest import EMPTY_ROW, DataFileMeta
-    from pyspark_paimon.metadata.schema import SchemaManager
+    from pyspark_paimon.metadata.io.fileio import FileIO
+    from pyspark_paimon.metadata.manifests.manifest import EMPTY_ROW, DataFileMeta
+    from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+    from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+    from pyspark_paimon.metadata.types.ddl import parse_ddl
 
     fileio, path = FileIO(), str(tmp_path / "u")
     SchemaManager(fileio, path).create_table(parse_ddl("id bigint"))
@@ -161,7 +161,7 @@ def test_unpartitioned_table(tmp_path: Path) -> None:
 _KILLED_WRITE = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from pyspark_paimon.metadata.fileio import FileIO
+from pyspark_paimon.metadata.io.fileio import FileIO
 
 def killed(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
-from pyspark_paimon.metadata.partition import (
+from pyspark_paimon.metadata.rows.partition import (
     DEFAULT_PARTITION_NAME,
     escape_path_name,
     java_local_date_time_string,
@@ -18,7 +18,7 @@ from pyspark_paimon.metadata.partition import (
     partition_value_string,
     unescape_path_name,
 )
-from pyspark_paimon.metadata.types import AtomicType, DataField
+from pyspark_paimon.metadata.types.model import AtomicType, DataField
 
 STRING = AtomicType("VARCHAR", length=2147483647)
 INT = AtomicType("INT")

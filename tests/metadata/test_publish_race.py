@@ -19,9 +19,9 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
-from pyspark_paimon.metadata.branches import BranchManager, PublishResult
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.snapshot import Snapshot, SnapshotManager
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.refs.branches import BranchManager, PublishResult
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, SnapshotManager
 
 SCHEMA = "id bigint, dt string, amount bigint"
 

@@ -11,9 +11,9 @@ import pytest
 from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk, manifests_on_disk
 
 from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, TagError, TagNotFoundError
-from pyspark_paimon.metadata.expire import expire_snapshots
-from pyspark_paimon.metadata.rollback import rollback_to
-from pyspark_paimon.metadata.snapshot import SnapshotManager
+from pyspark_paimon.metadata.maintenance.expire import expire_snapshots
+from pyspark_paimon.metadata.refs.rollback import rollback_to
+from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
 from pyspark_paimon.table import Table
 
 
@@ -128,8 +128,8 @@ def test_rollback_removes_long_lived_changelogs_after_target(table: FakeTable) -
 
 def test_operations_on_a_missing_branch_name_it(table: FakeTable) -> None:
     from pyspark_paimon.errors import BranchNotFoundError
-    from pyspark_paimon.metadata.expire import expire_tags as _expire_tags
-    from pyspark_paimon.metadata.tags import create_tag
+    from pyspark_paimon.metadata.maintenance.expire import expire_tags as _expire_tags
+    from pyspark_paimon.metadata.refs.tags import create_tag
 
     table.append()
     with pytest.raises(BranchNotFoundError, match="nope"):

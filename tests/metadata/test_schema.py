@@ -22,12 +22,12 @@ from pyspark_paimon.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
-from pyspark_paimon.metadata.ddl import parse_ddl
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.jackson import to_jackson_json
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema, validate_table_schema
-from pyspark_paimon.metadata.type_json import type_to_json
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.io.jackson import to_jackson_json
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema, validate_table_schema
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.json_codec import type_to_json
+from pyspark_paimon.metadata.types.model import (
     ArrayType,
     AtomicType,
     DataField,
@@ -278,7 +278,7 @@ def test_we_can_evolve_a_pypaimon_table(fileio: FileIO, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 def _schema(**kw: object) -> TableSchema:
     cols = parse_ddl(kw.pop("ddl", "dt string, k int not null, k2 string not null, v bigint"))  # type: ignore[arg-type]
-    from pyspark_paimon.metadata.types import assign_field_ids
+    from pyspark_paimon.metadata.types.model import assign_field_ids
 
     fields, highest = assign_field_ids(cols)
     return TableSchema(fields=fields, highest_field_id=highest, **kw)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Snapshots (metadata/snapshot.py, §3 and §8.1): JSON form, hint files, lookups and error messages."""
+"""Snapshots (metadata/snapshots/snapshot.py, §3 and §8.1): JSON form, hint files, lookups and error messages."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pyspark_paimon.errors import BranchNotFoundError, CorruptMetadataError, SnapshotNotFoundError
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.snapshot import (
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.snapshots.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
     SNAPSHOT_FIELD_KEYS,
     Snapshot,

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from pyspark_paimon.errors import BranchNotFoundError, CorruptMetadataError, TableNotFoundError
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit, OverwriteSpec
-from pyspark_paimon.metadata.fileio import FileIO
-from pyspark_paimon.metadata.manifest import KIND_ADD, KIND_DELETE, DataFileMeta, ManifestEntry, SimpleStats
-from pyspark_paimon.metadata.schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.snapshot import MAIN_BRANCH
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, DataFileMeta, ManifestEntry, SimpleStats
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.types import AtomicType, string_type
+from pyspark_paimon.metadata.types.model import AtomicType, string_type
 
 COLUMNS = [("dt", string_type()), ("h", AtomicType("INT")), ("id", AtomicType("BIGINT")), ("v", string_type())]
 

@@ -14,8 +14,8 @@ import pytest
 from maint_helpers import FakeTable, data_files_on_disk
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, TagNotFoundError
-from pyspark_paimon.metadata.expire import expire_snapshots, expire_tags
-from pyspark_paimon.metadata.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
+from pyspark_paimon.metadata.maintenance.expire import expire_snapshots, expire_tags
+from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
 from pyspark_paimon.table import Table
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.errors import UnsupportedTypeError
-from pyspark_paimon.metadata.type_arrow import (
+from pyspark_paimon.metadata.types.arrow import (
     from_arrow_schema,
     from_arrow_type,
     to_arrow_field,
@@ -15,8 +15,8 @@ from pyspark_paimon.metadata.type_arrow import (
     to_parquet_arrow_schema,
     to_parquet_arrow_type,
 )
-from pyspark_paimon.metadata.type_json import parse_type, type_to_json
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.types.json_codec import parse_type, type_to_json
+from pyspark_paimon.metadata.types.model import (
     ArrayType,
     AtomicType,
     DataField,

@@ -10,8 +10,14 @@ from hypothesis import strategies as st
 from type_strategies import type_strategy
 
 from pyspark_paimon.errors import CorruptMetadataError, UnsupportedTypeError
-from pyspark_paimon.metadata.type_json import field_from_json, field_to_json, fields_from_json, parse_type, type_to_json
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.types.json_codec import (
+    field_from_json,
+    field_to_json,
+    fields_from_json,
+    parse_type,
+    type_to_json,
+)
+from pyspark_paimon.metadata.types.model import (
     ArrayType,
     AtomicType,
     DataField,

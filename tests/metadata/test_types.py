@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.types.model import (
     STRING_LENGTH,
     ArrayType,
     AtomicType,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from pyspark_paimon.metadata.types import (
+from pyspark_paimon.metadata.types.model import (
     ArrayType,
     AtomicType,
     DataField,

@@ -12,8 +12,8 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError, PaimonError
-from pyspark_paimon.planner.chain import snapshot_drop_violations
-from pyspark_paimon.planner.chain_config import ChainConfig, validate_chain_definition
+from pyspark_paimon.planner.chain.config import ChainConfig, validate_chain_definition
+from pyspark_paimon.planner.chain.plan import snapshot_drop_violations
 from pyspark_paimon.planner.predicate import Leaf
 
 BASE = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.manifest import DataFileMeta
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.planner.compact_strategy import (
     drop_delete,
     level_sorted_runs,

@@ -10,11 +10,11 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine.jobs import prepare_read
-from pyspark_paimon.datasource.engine.stream import StreamReadJob
+from pyspark_paimon.datasource.jobs import prepare_read
+from pyspark_paimon.datasource.stream_jobs import StreamReadJob
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.manifest import DataFileMeta
-from pyspark_paimon.metadata.options import SOURCE_SPLIT_OPEN_FILE_COST
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.options import SOURCE_SPLIT_OPEN_FILE_COST
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import pack_splits, split_open_file_cost, split_packing, split_weight
 from pyspark_paimon.planner.split import DataSplit

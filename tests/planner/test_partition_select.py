@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
+from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
 from pyspark_paimon.planner.predicate import Leaf, leaves_on
 from pyspark_paimon.planner.scan import ScanPlanner, _manifest_may_match
 

@@ -9,11 +9,11 @@ import time
 from typing import Any
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.metadata.binary_row import serialize_row
-from pyspark_paimon.metadata.bucket import bucket_of_values
-from pyspark_paimon.metadata.commit import CommitMessage, FileStoreCommit
-from pyspark_paimon.metadata.manifest import MANIFEST_CACHE, DataFileMeta
-from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE, DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.rows.bucket import bucket_of_values
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.scan import ScanPlanner
 

@@ -11,9 +11,9 @@ import pyarrow.compute as pc
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.metadata.bucket import bucket_of_values
-from pyspark_paimon.metadata.manifest import MANIFEST_CACHE
-from pyspark_paimon.metadata.types import AtomicType
+from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
+from pyspark_paimon.metadata.rows.bucket import bucket_of_values
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.engine.jobs import prepare_read
+from pyspark_paimon.datasource.jobs import prepare_read
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read, read_kind, read_schema

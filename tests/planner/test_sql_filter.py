@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.schema import TableSchema
-from pyspark_paimon.metadata.types import AtomicType, DataField
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.types.model import AtomicType, DataField
 from pyspark_paimon.planner.predicate import (
     AllOf,
     AnyOf,

@@ -1,0 +1,689 @@
+"""Compaction: rewrite the files of a bucket into fewer, merged, sorted ones and commit a COMPACT snapshot.
+
+Three halves, so that Spark can run the middle one on its executors and the Python API in process:
+
+1. :func:`plan_compaction` (driver): the latest snapshot's live files per (partition, bucket), and per bucket a
+   :class:`CompactTask` chosen by :mod:`pyspark_paimon.planner.compact_strategy` (full, universal, or Java's
+   append rules): which files, which output level, whether retractions may be dropped.
+2. :func:`compact_bucket` (anywhere, picklable inputs): read the task's files through the read path
+   (:func:`~pyspark_paimon.datasource.read.read_merged`: key-overlap sections, the table's merge
+   engine, schema evolution, bounded-memory windows), and write the merged rows in key order with
+   :meth:`TableWriter.write_compacted` at the output level: sorted, non-overlapping files rolled at
+   ``target-file-size`` with exact statistics, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` kept. The result is a
+   :class:`CommitMessage` whose ``compact_before`` lists the inputs (DELETE entries at their own levels).
+   :func:`compact_batches` is the same over Arrow batches of pickled tasks (Spark's ``mapInArrow``).
+3. :func:`commit_compaction` (driver): one ``COMPACT`` commit. The commit refuses a DELETE of a file that is
+   no longer live and, for primary-key tables, files of one level >= 1 whose key ranges overlap
+   (:class:`~pyspark_paimon.errors.CommitConflictError`); :func:`compact` then deletes the attempt's outputs,
+   re-plans on the new latest snapshot and tries again, a few times.
+
+Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
+(``Table.remove_orphan_files`` reclaims them). Deletion-vector tables are compacted fully only: their
+vectors are applied while the inputs are read and the compacted buckets' vectors leave the index manifest
+(see :func:`_refuse_unsupported`). This module never imports pyspark.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pyspark_paimon.datasource.read import ReadContext, key_sections, read_data_file, read_merged, read_split
+from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
+from pyspark_paimon.metadata.io.avro import avro_codec
+from pyspark_paimon.metadata.manifests.deletion_vectors import (
+    DeletionFile,
+    bucket_vector_files,
+    deletion_files,
+    read_index_manifest,
+    write_index_manifest_without,
+)
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
+from pyspark_paimon.metadata.schema.options import (
+    CHANGELOG_PRODUCER,
+    COMPACTION_FORCE_UP_LEVEL_0,
+    COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
+    COMPACTION_MIN_FILE_NUM,
+    COMPACTION_SIZE_RATIO,
+    FULL_COMPACTION_DELTA_COMMITS,
+    MANIFEST_COMPRESSION,
+    NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    CoreOptions,
+)
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.compact_strategy import (
+    CompactUnit,
+    drop_delete,
+    level_sorted_runs,
+    pick_append,
+    pick_append_full,
+    pick_full,
+    pick_universal,
+)
+from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.split import DataSplit
+
+__all__ = [
+    "CompactTask",
+    "CompactContext",
+    "CompactPlan",
+    "CompactResult",
+    "PartitionSpecs",
+    "plan_compaction",
+    "compact_bucket",
+    "compact_batches",
+    "commit_compaction",
+    "compact",
+    "run_in_process",
+    "session_runner",
+    "auto_compact",
+    "TASK_COLUMN",
+    "MESSAGE_COLUMN",
+]
+
+log = logging.getLogger(__name__)
+
+#: Column names of the Arrow batches :func:`compact_batches` consumes and produces.
+TASK_COLUMN = "task"
+MESSAGE_COLUMN = "message"
+#: How often :func:`compact` re-plans after a concurrent commit removed or overlapped its inputs.
+MAX_ATTEMPTS = 3
+
+PartitionSpecs = Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None
+
+
+@dataclass(frozen=True)
+class CompactTask:
+    """One bucket's compaction: its input files, the output level and whether retractions may be dropped."""
+
+    partition: bytes
+    partition_values: tuple[Any, ...]
+    bucket: int
+    total_buckets: int
+    bucket_path: str
+    files: tuple[DataFileMeta, ...]
+    output_level: int
+    drop_delete: bool
+    # first-row buckets: the bucket's files outside the unit (all older). Keys they hold are dropped from the
+    # outputs, as Java's lookup compaction does, so no key is in two levels and raw reads stay correct.
+    older_files: tuple[DataFileMeta, ...] = ()
+    # Deletion-vector tables: input file name -> its vector, applied while the inputs are read.
+    deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
+
+    def split(self, files: tuple[DataFileMeta, ...] | None = None) -> DataSplit:
+        return DataSplit(
+            self.partition,
+            self.partition_values,
+            self.bucket,
+            self.total_buckets,
+            self.files if files is None else files,
+            self.bucket_path,
+            deletion_files={
+                f.file_name: self.deletion_files[f.file_name]
+                for f in (self.files if files is None else files)
+                if f.file_name in self.deletion_files
+            },
+        )
+
+
+@dataclass(frozen=True)
+class CompactContext:
+    """What an executor needs to run tasks (picklable): how to read the inputs and how to write the outputs."""
+
+    read: ReadContext
+    write: WriteContext
+
+    @property
+    def primary_key(self) -> bool:
+        return bool(self.read.schema.primary_keys)
+
+
+@dataclass
+class CompactPlan:
+    store: FileStore
+    snapshot: Snapshot | None
+    context: CompactContext
+    tasks: list[CompactTask]
+    commit_user: str
+    # Deletion-vector tables: per (partition, bucket), the index files holding its vectors when planned.
+    vector_files: dict[tuple[bytes, int], frozenset[str]] | None = None
+
+
+@dataclass
+class CompactResult:
+    """What a compaction did (truthy when it committed a snapshot)."""
+
+    snapshot: Snapshot | None = None
+    buckets: int = 0
+    files_before: int = 0
+    files_after: int = 0
+    rows_before: int = 0
+    rows_after: int = 0
+    attempts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.snapshot is not None
+
+
+# ------------------------------------------------------------------------------------------------------ plan
+def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Callable[[tuple], bool] | None:
+    """A test on decoded partition values for ``partitions`` (dicts or 'k=v,k2=v2' texts; a partial spec
+    matches every partition with those values), or None for every partition."""
+    if partitions is None:
+        return None
+    items = [partitions] if isinstance(partitions, (str, Mapping)) else list(partitions)
+    names = list(schema.partition_keys)
+    specs = []
+    for item in items:
+        raw = parse_partition_spec(item) if isinstance(item, str) else dict(item)
+        unknown = [k for k in raw if k not in names]
+        if unknown:
+            raise OptionError(
+                f"Compaction partition {dict(raw)} names {unknown}, which are not partition columns of "
+                f"the table (partition columns: {', '.join(names) or 'none'})."
+            )
+        specs.append([(names.index(k), coerce_partition_value(schema, k, v)) for k, v in raw.items()])
+    return lambda values: any(all(values[i] == v for i, v in spec) for spec in specs)
+
+
+def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
+    """Deletion-vector tables: only full compaction. A partial one would have to write new deletion vectors
+    for the older files its outputs supersede (Java's lookup compaction); a full one rewrites every file of
+    the bucket that has a vector, so the bucket's vectors are simply dropped from the index manifest.
+
+    ``changelog-producer`` = lookup / full-compaction: Java's compaction is what writes those tables'
+    changelog files; a compaction that writes none would hide changes from streaming readers."""
+    producer = schema.core_options.get(CHANGELOG_PRODUCER)
+    if producer in ("lookup", "full-compaction"):
+        raise CompactionError(
+            f"Table {table} has 'changelog-producer' = '{producer}': its changelog is produced by Paimon's "
+            "compaction, which pyspark-paimon does not do (it writes no changelog files). Compact it with Paimon "
+            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job)."
+        )
+    if schema.core_options.deletion_vectors_enabled and not full:
+        raise CompactionError(
+            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon compacts such tables only fully "
+            "(it does not write new deletion vectors). Use compact(full=True), or Paimon for partial compactions."
+        )
+
+
+def plan_compaction(
+    store: FileStore,
+    partitions: PartitionSpecs = None,
+    *,
+    full: bool = False,
+    buckets: Iterable[tuple[bytes, int]] | None = None,
+    auto: bool = False,
+) -> CompactPlan:
+    """One :class:`CompactTask` per (partition, bucket) that needs compacting, on the latest snapshot.
+
+    ``full``: primary-key buckets are compacted fully into the max level (unless already one max-level run),
+    append buckets by Java's full rule; otherwise primary-key buckets use universal compaction and append
+    buckets the ``compaction.min.file-num`` rule. ``buckets`` restricts the plan to those (partition bytes,
+    bucket) pairs (automatic compaction after a write). ``auto``: the automatic compaction of a write, which
+    leaves unaware-bucket append tables alone as Java's writers do.
+    """
+    store.fileio.require_exclusive_create()
+    schema = store.schema()
+    _refuse_unsupported(schema, store.table_path, full)
+    options = schema.core_options
+    pk = bool(schema.primary_keys)
+    user = options.new_commit_user()
+    read_ctx = ReadContext(
+        fileio=store.fileio,
+        table_path=store.table_path,
+        schema=schema,
+        schemas={store.branch: branch_schemas(store)},
+        branch=store.branch,
+        options=dict(schema.options),
+    )
+    write_ctx = WriteContext(
+        fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options), commit_user=user
+    )
+    TableWriter(write_ctx)  # refuses a table we cannot write (file format, bucket mode) before any work
+    context = CompactContext(read_ctx, write_ctx)
+    snapshot = store.snapshots.latest()
+    plan = CompactPlan(store, snapshot, context, [], user)
+    if snapshot is None or (auto and not pk and options.bucket == -1):
+        return plan
+    dvs: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+    if options.deletion_vectors_enabled:
+        plan.vector_files = {}
+        if snapshot.index_manifest:
+            index_path = store.manifests.path(snapshot.index_manifest)
+            plan.vector_files = bucket_vector_files(read_index_manifest(store.fileio, index_path))
+            dvs = deletion_files(store.fileio, index_path, lambda e: f"{store.table_path}/index/{e.file_name}")
+    matcher = _partition_matcher(schema, partitions)
+    wanted = None if buckets is None else set(buckets)
+    types = [f.type for f in schema.partition_fields]
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    totals: dict[tuple[bytes, int], int] = {}
+    for e in store.live_entries(snapshot):
+        key = (e.partition, e.bucket)
+        if wanted is not None and key not in wanted:
+            continue
+        groups.setdefault(key, []).append(e.file)
+        totals[key] = e.total_buckets
+    values_of: dict[bytes, tuple] = {}
+    for (part, bucket), files in sorted(groups.items()):
+        values = values_of.get(part)
+        if values is None:
+            values = values_of[part] = tuple(deserialize_row(part, types))
+        if matcher is not None and not matcher(values):
+            continue
+        where = f" (partition {dict(zip(schema.partition_keys, values))}, bucket {bucket})"
+        vectors = dvs.get((part, bucket), {})
+        task = _bucket_task(options, pk, files, full, where, set(vectors))
+        if task is None:
+            continue
+        unit, drop = task
+        older: tuple[DataFileMeta, ...] = ()
+        if pk and options.merge_engine == "first-row":
+            taken = {f.file_name for f in unit.files}
+            older = tuple(f for f in files if f.file_name not in taken)
+        plan.tasks.append(
+            CompactTask(
+                part,
+                values,
+                bucket,
+                totals[(part, bucket)],
+                store.bucket_path(schema, values, bucket),
+                unit.files,
+                unit.output_level,
+                drop,
+                older,
+                vectors,
+            )
+        )
+    return plan
+
+
+def _bucket_task(
+    options: CoreOptions, pk: bool, files: list[DataFileMeta], full: bool, where: str, with_vectors: set[str]
+) -> tuple[CompactUnit, bool] | None:
+    if not pk:
+        target = options.target_file_size(False)
+        picked = (
+            pick_append_full(files, options.compaction_file_size(False))
+            if full
+            else pick_append(files, options.get(COMPACTION_MIN_FILE_NUM), target)
+        )
+        if options.deletion_vectors_enabled and full and with_vectors:
+            # Java's full rule with deletion vectors: a file with a vector is always rewritten.
+            picked = sorted(
+                {
+                    f.file_name: f for f in [*(picked or []), *(f for f in files if f.file_name in with_vectors)]
+                }.values(),
+                key=lambda f: (f.min_sequence_number, f.file_name),
+            )
+        return (CompactUnit(0, tuple(picked)), False) if picked else None
+    num_levels = options.num_levels
+    runs = level_sorted_runs(files, num_levels, where)
+    if full and options.deletion_vectors_enabled:
+        unit = pick_full(num_levels, runs)
+        if unit is None and with_vectors:  # one max-level run: rewrite the files that have vectors
+            unit = CompactUnit(num_levels - 1, tuple(f for f in files if f.file_name in with_vectors))
+        # Java drops retractions whenever deletion vectors are on (the vectors shadow older rows).
+        return (unit, True) if unit is not None else None
+    if full:
+        unit = pick_full(num_levels, runs)
+    else:
+        unit = pick_universal(
+            num_levels,
+            runs,
+            max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+            size_ratio=options.get(COMPACTION_SIZE_RATIO),
+            trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
+            force_up_level0=options.merge_engine == "first-row" or options.get(COMPACTION_FORCE_UP_LEVEL_0),
+        )
+    if unit is None:
+        return None
+    return unit, drop_delete(unit, runs)
+
+
+# ------------------------------------------------------------------------------------------------------ work
+def _accumulate(tables: Iterable[pa.Table], target: int, write: Callable[[pa.Table], None]) -> None:
+    """Hand ``tables`` (in order) to ``write`` in pieces of about ``target`` in-memory bytes, so outputs roll at
+    the target size instead of one file per merged section."""
+    buffer: list[pa.Table] = []
+    buffered = 0
+    for t in tables:
+        if t.num_rows == 0:
+            continue
+        buffer.append(t)
+        buffered += t.nbytes
+        if buffered < target:
+            continue
+        data = pa.concat_tables(buffer)
+        per_file = max(1, target * data.num_rows // max(data.nbytes, 1))
+        whole = (data.num_rows // per_file) * per_file
+        write(data.slice(0, whole))
+        rest = data.slice(whole)
+        buffer = [rest] if rest.num_rows else []
+        buffered = rest.nbytes if rest.num_rows else 0
+    if buffer:
+        write(pa.concat_tables(buffer))
+
+
+def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
+    """Rewrite ``task``'s files; the message adds the outputs and deletes the inputs. On any error the files
+    written so far are deleted and the error propagates."""
+    writer = TableWriter(ctx.write, f"compact-{task.bucket}")
+    target = CoreOptions(ctx.write.options).target_file_size(ctx.primary_key)
+
+    def write(t: pa.Table) -> None:
+        writer.write_compacted(
+            task.partition, task.partition_values, task.bucket, task.total_buckets, t, task.output_level, first
+        )
+
+    upgraded: list[DataFileMeta] = []
+    replaced: tuple[DataFileMeta, ...] = task.files
+    first = min((f.min_sequence_number for f in task.files), default=0)
+    try:
+        if ctx.primary_key:
+            steps = _merge_tree_steps(ctx, task)
+            touched = {f.file_name for _, files in steps for f in files}
+            replaced = tuple(f for f in task.files if f.file_name in touched)
+            for kind, files in steps:
+                if kind == _UPGRADE:
+                    upgraded.append(files[0].with_level(task.output_level))
+                    continue
+                merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
+                if task.older_files:
+                    merged = _without_older_keys(ctx, task, merged)
+                _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
+        else:
+            # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
+            ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
+            _accumulate(
+                (
+                    pa.Table.from_batches([b])
+                    for f in ordered
+                    for b in read_split(
+                        ctx.read,
+                        DataSplit(
+                            task.partition,
+                            task.partition_values,
+                            task.bucket,
+                            task.total_buckets,
+                            (f,),
+                            task.bucket_path,
+                            True,
+                            deletion_files=task.split((f,)).deletion_files,
+                        ),
+                    )
+                ),
+                target,
+                write,
+            )
+        messages = writer.prepare_commit()
+    except BaseException:
+        try:
+            writer.abort()
+        except PaimonError as exc:  # the original error matters more; the files are orphans either way
+            log.warning("Cleaning up after a failed compaction of bucket %d: %s", task.bucket, exc)
+        raise
+    new_files = tuple(f for m in messages for f in m.new_files) + tuple(upgraded)
+    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files, compact_before=replaced)
+
+
+_REWRITE = "rewrite"
+_UPGRADE = "upgrade"
+
+
+def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str, tuple[DataFileMeta, ...]]]:
+    """What to do with each input of a primary-key unit, in key order (Java's ``MergeTreeCompactTask``).
+
+    Key-overlap sections with several files, and lone files smaller than the small-file size, gather into a
+    *candidate* that is merged and rewritten; a lone large file closes the candidate and is *upgraded*: moved
+    to the output level by metadata alone (DELETE at its level, ADD of the same file at the output level), or
+    left where it is when already there. A file is rewritten instead when that is needed for correctness:
+    retractions it holds would reach the max level, it has a deletion vector (its vectors leave the index), or
+    it is a first-row level-0 file (its keys must be checked against older levels)."""
+    options = CoreOptions(ctx.write.options)
+    min_size = options.compaction_file_size(True)
+    max_level = options.num_levels - 1
+    split = task.split()
+    schema = ctx.read.schema
+    key_fields = [schema.field(k) for k in (list(schema.trimmed_primary_keys) or list(schema.primary_keys))]
+
+    def key_types(f: DataFileMeta) -> list[Any]:
+        by_id = {fld.id: fld for fld in ctx.read.file_schema(split, f).fields}
+        return [by_id[k.id].type if k.id in by_id else k.type for k in key_fields]
+
+    steps: list[tuple[str, tuple[DataFileMeta, ...]]] = []
+    candidate: list[list[DataFileMeta]] = []
+
+    def must_rewrite(f: DataFileMeta) -> bool:
+        return (
+            (task.output_level == max_level and (f.delete_row_count is None or f.delete_row_count > 0))
+            or f.file_name in task.deletion_files
+            or (bool(task.older_files) and f.level == 0)
+        )
+
+    def upgrade(f: DataFileMeta) -> None:
+        if must_rewrite(f):
+            steps.append((_REWRITE, (f,)))
+        elif f.level != task.output_level:
+            steps.append((_UPGRADE, (f,)))
+
+    def flush() -> None:
+        if len(candidate) == 1 and len(candidate[0]) == 1:
+            upgrade(candidate[0][0])
+        elif candidate:
+            steps.append((_REWRITE, tuple(f for section in candidate for f in section)))
+        candidate.clear()
+
+    for section in key_sections(task.files, key_types):
+        if len(section) > 1 or section[0].file_size < min_size:
+            candidate.append(section)
+        else:
+            flush()
+            upgrade(section[0])
+    flush()
+    return steps
+
+
+def _without_older_keys(ctx: CompactContext, task: CompactTask, merged: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """first-row: drop merged rows whose key an older file of the bucket holds (that older record is the first
+    row and stays where it is). Java's lookup compaction does the same, so a key lives in one level only."""
+    schema = ctx.read.schema
+    key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
+    key_fields = [schema.field(k) for k in key_names]
+    split = task.split(task.older_files)
+    older = pa.concat_tables([read_data_file(ctx.read, split, f, key_fields) for f in task.older_files])
+    older = older.group_by(key_names).aggregate([])
+    index = "__paimon_compact_row__"
+    for t in merged:
+        if t.num_rows == 0:
+            continue
+        numbered = t.append_column(index, pa.array(np.arange(t.num_rows, dtype=np.int64)))
+        kept = numbered.join(older, key_names, join_type="left anti", use_threads=False)
+        yield kept.sort_by(index).drop_columns([index]).select(t.column_names)
+
+
+def compact_batches(ctx: CompactContext, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Compact every pickled :class:`CompactTask` in the ``task`` column of ``batches``; yields one batch per
+    task with its pickled :class:`CommitMessage` in the ``message`` column (Spark's ``mapInArrow`` contract)."""
+    schema = pa.schema([pa.field(MESSAGE_COLUMN, pa.binary())])
+    for batch in batches:
+        for payload in batch.column(TASK_COLUMN).to_pylist():
+            task = pickle.loads(payload)
+            message = compact_bucket(ctx, task)
+            yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(message)], pa.binary())], schema=schema)
+
+
+def run_in_process(plan: CompactPlan) -> list[CommitMessage]:
+    """Run every task here, one after the other; on an error delete what earlier tasks wrote."""
+    messages: list[CommitMessage] = []
+    try:
+        for task in plan.tasks:
+            messages.append(compact_bucket(plan.context, task))
+    except BaseException:
+        _delete_outputs(plan, messages)
+        raise
+    return messages
+
+
+def session_runner(session: Any) -> Callable[[CompactPlan], list[CommitMessage]]:
+    """A runner that compacts each bucket in a Spark executor: a DataFrame of pickled tasks (one partition
+    each) through ``mapInArrow`` with :func:`compact_batches`, the messages collected on the driver.
+
+    It only calls methods of the ``session`` it is given (``createDataFrame``, ``repartition``,
+    ``mapInArrow``, ``collect``) and imports nothing of pyspark, so it works on classic Spark and Spark Connect
+    alike and the Python API can offer it without depending on the Spark adapters. If the Spark job fails, the
+    files that finished tasks wrote are never committed (orphans for ``Table.remove_orphan_files``)."""
+
+    def run(plan: CompactPlan) -> list[CommitMessage]:
+        rows = [(pickle.dumps(task),) for task in plan.tasks]
+        frame = session.createDataFrame(rows, schema=f"{TASK_COLUMN} binary").repartition(len(rows))
+        out = frame.mapInArrow(functools.partial(compact_batches, plan.context), f"{MESSAGE_COLUMN} binary")
+        return [pickle.loads(bytes(row[MESSAGE_COLUMN])) for row in out.collect()]
+
+    return run
+
+
+def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> None:
+    """Remove the files of an attempt that was not committed (best effort: leftovers are orphans)."""
+    by_bucket = {(t.partition, t.bucket): t.bucket_path for t in plan.tasks}
+    fileio = plan.store.fileio
+    for m in messages:
+        base = by_bucket.get((m.partition, m.bucket))
+        inputs = {f.file_name for f in m.compact_before}
+        for f in m.new_files:
+            if f.file_name in inputs:  # an upgraded input (same file, new level): it is not ours to delete
+                continue
+            path = f.external_path or (f"{base}/{f.file_name}" if base else None)
+            if path is None:
+                continue
+            try:
+                fileio.delete(path)
+            except OSError as exc:
+                log.warning(
+                    "Could not delete %s of a compaction that was not committed (%s); "
+                    "Table.remove_orphan_files will remove it.",
+                    path,
+                    exc,
+                )
+
+
+# ------------------------------------------------------------------------------------------------------ commit
+def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Snapshot | None:
+    """Commit ``messages`` as one COMPACT snapshot (None when nothing changed)."""
+    messages = [m for m in messages if m.compact_before or m.new_files]
+    if not messages:
+        return None
+    store = plan.store
+    schema = plan.context.read.schema
+    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    index_update = None
+    if plan.vector_files is not None:
+        index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages})
+    return committer.commit(messages, kind="COMPACT", commit_user=plan.commit_user, index_update=index_update)
+
+
+def _index_update(plan: CompactPlan, buckets: set[tuple[bytes, int]]) -> Callable[[Snapshot | None], str | None]:
+    """The new index manifest of a deletion-vector table's compaction: the compacted buckets lose their
+    vectors (every file that had one was rewritten). If a compacted bucket's vector files changed since the
+    plan (Paimon wrote new vectors for its files meanwhile), the commit is a conflict: the outputs were merged
+    without them."""
+    store = plan.store
+    planned = plan.vector_files or {}
+    codec = avro_codec(plan.context.read.schema.core_options.get(MANIFEST_COMPRESSION))
+
+    def update(latest: Snapshot | None) -> str | None:
+        current = latest.index_manifest if latest else None
+        now = bucket_vector_files(read_index_manifest(store.fileio, store.manifests.path(current))) if current else {}
+        for b in buckets:
+            if now.get(b, frozenset()) != planned.get(b, frozenset()):
+                raise CommitConflictError(
+                    f"The deletion vectors of bucket {b[1]} changed while it was compacted (a concurrent Paimon "
+                    "compaction wrote new ones). Nothing was committed; re-run the compaction."
+                )
+        if current is None or not any(now.get(b) for b in buckets):
+            return current
+        return write_index_manifest_without(store.fileio, store.manifests.manifest_dir, current, buckets, codec)
+
+    return update
+
+
+def compact(
+    store: FileStore,
+    partitions: PartitionSpecs = None,
+    *,
+    full: bool = False,
+    runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
+    buckets: Iterable[tuple[bytes, int]] | None = None,
+    auto: bool = False,
+) -> CompactResult:
+    """Plan, run (``runner``: in process by default; the Spark adapter passes one that uses executors) and
+    commit a compaction. When a concurrent commit removed an input or wrote overlapping files at a level the
+    outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
+    snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed)."""
+    run = runner or run_in_process
+    wanted = None if buckets is None else list(buckets)
+    result = CompactResult()
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
+        result.attempts = attempt
+        if not plan.tasks:
+            return result
+        messages = run(plan)
+        try:
+            snapshot = commit_compaction(plan, messages)
+        except CommitConflictError as exc:
+            _delete_outputs(plan, messages)
+            if attempt == MAX_ATTEMPTS:
+                raise CommitConflictError(
+                    f"Compaction of {store.table_path} (branch '{store.branch}') lost {attempt} times to concurrent "
+                    f"commits ({exc}). Nothing was committed; run it again when fewer writers touch the same "
+                    "buckets."
+                ) from exc
+            result.notes.append(f"attempt {attempt}: {exc}")
+            continue
+        result.snapshot = snapshot
+        result.buckets = len(messages)
+        result.files_before = sum(len(m.compact_before) for m in messages)
+        result.files_after = sum(len(m.new_files) for m in messages)
+        result.rows_before = sum(f.row_count for m in messages for f in m.compact_before)
+        result.rows_after = sum(f.row_count for m in messages for f in m.new_files)
+        return result
+    return result  # pragma: no cover - the loop returns or raises
+
+
+def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> CompactResult | None:
+    """The automatic compaction after a write committed ``messages`` (None when it does not apply).
+
+    Like Java's writers unless ``write-only`` is set: the written primary-key buckets are compacted by the
+    universal rules, or fully when ``full-compaction.delta-commits`` > 0 (what Java does for batch writes);
+    written fixed-bucket append buckets by ``compaction.min.file-num``; first-row buckets always move their
+    level-0 files up (Java's lookup compaction). Unaware-bucket append tables, deletion-vector tables (unless
+    ``full-compaction.delta-commits`` > 0: we only compact them fully) and tables whose changelog Paimon's
+    compaction produces are left to explicit (or Paimon's) compaction. It runs
+    in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also
+    commit APPEND, then COMPACT."""
+    schema = store.schema()
+    options = schema.core_options
+    buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
+    full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
+    if (
+        options.write_only
+        or not buckets
+        or (options.deletion_vectors_enabled and not full)
+        or options.get(CHANGELOG_PRODUCER) in ("lookup", "full-compaction")
+    ):
+        return None
+    return compact(store, full=full, buckets=buckets, auto=True)

@@ -1,0 +1,233 @@
+"""Read and write jobs: the driver-side halves shared by the Spark source and the Python ``Table`` API.
+
+A :class:`ReadJob` is a planned read (:func:`pyspark_paimon.planner.read_plan.plan_read`) plus the picklable
+context executors need. A :class:`WriteJob` carries what executors need to write files (sequence-number bases
+per bucket, bucket counts of existing partitions) and commits their messages once, applying the chain-table
+write rules when the branch is a chain table's snapshot or delta branch. Neither imports pyspark.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from pyspark_paimon.datasource.chain import commit_with_chain_rules
+from pyspark_paimon.datasource.compact import auto_compact
+from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
+from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
+from pyspark_paimon.metadata.rows.partition import coerce_partition_value
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
+from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.read_plan import PlannedRead, plan_read
+from pyspark_paimon.planner.scan import ScanPlan, pack_splits, split_packing
+from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.time_travel import version_branch
+
+log = logging.getLogger(__name__)
+
+# Splits one in-process read (Table.to_arrow) works on at once: one per core.
+_READ_THREADS = max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class ReadJob:
+    planned: PlannedRead
+    context: ReadContext
+    metrics: ReadMetrics = field(default_factory=ReadMetrics)  # what reads in this process did
+
+    @property
+    def plan(self) -> ScanPlan:
+        return self.planned.plan
+
+    @property
+    def splits(self) -> list[DataSplit]:
+        return self.plan.splits
+
+    def groups(self, read_options: ReadOptions) -> list[list[DataSplit]]:
+        """Splits packed into Spark tasks: about ``source.split.target-size`` each, at least one per core.
+
+        The planning worker runs on the driver, whose core count stands in for the cluster's parallelism.
+        """
+        target, open_file_cost = split_packing(
+            self.plan.schema.options, read_options.split_target_size, read_options.open_file_cost
+        )
+        return pack_splits(self.plan.splits, target, open_file_cost, min_groups=max(os.cpu_count() or 1, 1))
+
+    def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
+        for split in self.plan.splits if splits is None else splits:
+            yield from read_split(self.context, split, metrics=self.metrics)
+
+    def to_arrow(self) -> pa.Table:
+        """Every split, read on every core at once: Parquet decoding, sorting and merging release the GIL, and
+        outside Spark nothing else uses the other cores. Rows come in no particular order."""
+        splits = self.plan.splits
+        threads = min(len(splits), _READ_THREADS)
+        if threads <= 1:
+            batches = list(self.read_batches())
+        else:
+
+            def read_one(split: DataSplit) -> tuple[list[pa.RecordBatch], ReadMetrics]:
+                metrics = ReadMetrics()
+                return list(read_split(self.context, split, metrics=metrics)), metrics
+
+            batches = []
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-read") as pool:
+                for part, metrics in pool.map(read_one, splits):
+                    batches.extend(part)
+                    self.metrics.add(metrics)
+        schema = self.context.output_schema()
+        return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+
+
+def prepare_read(
+    store: FileStore,
+    opts: ReadOptions,
+    predicate: Sequence[Leaf] = (),
+    read_fields: Sequence[str] | None = None,
+    exact_filters: Sequence[Leaf] = (),
+) -> ReadJob:
+    """Plan a read of ``store`` (already on the right branch) and build its executor context.
+
+    ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
+    the merged rows (Spark does not re-check filters a source accepted).
+    """
+    store, opts = version_branch(store, opts)  # versionAsOf='<branch>.<tag>' reads that branch
+    planned = plan_read(store, opts, predicate)
+    ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
+    return ReadJob(planned, ctx)
+
+
+@dataclass
+class WriteJob:
+    store: FileStore
+    schema: TableSchema
+    context: WriteContext
+    overwrite: OverwriteSpec | None = None
+    commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def new_writer(self, task_id: str) -> TableWriter:
+        return TableWriter(self.context, task_id)
+
+    def refreshed_writer(self, task_id: str) -> TableWriter:
+        """A writer continuing the branch's state *now* rather than when the job was prepared: each micro-batch
+        of a stream runs the tasks of the same pickled job after earlier batches committed, and its sequence
+        numbers must continue theirs (else a later batch's row would not win the merge)."""
+        ctx = WriteContext.for_store(
+            self.store, self.commit_user, replace_all=self.overwrite is not None and self.overwrite.mode == "all"
+        )
+        return TableWriter(ctx, task_id)
+
+    def commit(
+        self, messages: Sequence[CommitMessage], commit_identifier: int = BATCH_COMMIT_IDENTIFIER
+    ) -> Snapshot | None:
+        """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
+        step such as an automatic tag or a chain-table truncation), the error says that the data is in the
+        table, so that nobody retries the write and commits it twice."""
+        try:
+            snapshot = commit_with_chain_rules(
+                self.store, self.schema, messages, self.overwrite, self.commit_user, commit_identifier
+            )
+        except CommitStateUnknownError:
+            raise
+        except Exception as exc:
+            try:
+                landed = self.landed()
+            except (OSError, PaimonError) as check:
+                raise CommitStateUnknownError(
+                    f"The write to {self.store.table_path} (branch '{self.store.branch}') failed ({exc}), and whether "
+                    f"its commit landed cannot be checked ({check}). Look for commit user '{self.commit_user}' in "
+                    "the table's $snapshots before retrying: if it is there, the data is already in the table."
+                ) from exc
+            if landed is None:
+                raise
+            raise CommitError(
+                f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
+                f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
+                "is in the table: do not retry the write (it would be written twice)."
+            ) from exc
+        if snapshot is not None:
+            self._compact_after(messages)
+        return snapshot
+
+    def _compact_after(self, messages: Sequence[CommitMessage]) -> None:
+        """Automatic compaction (:func:`auto_compact`) after the write landed. The data is committed by now, so
+        a compaction that fails (a concurrent compaction won, an unreadable file) is logged, never raised: the
+        next write or an explicit ``Table.compact`` tries again."""
+        try:
+            result = auto_compact(self.store, messages)
+        except (PaimonError, OSError) as exc:
+            log.warning(
+                "The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
+                "Nothing of it was committed; run Table.compact to compact.",
+                self.store.table_path,
+                self.store.branch,
+                exc,
+            )
+            return
+        if result:
+            log.info(
+                "Compacted %d bucket(s) of %s after the write (snapshot %d).",
+                result.buckets,
+                self.store.table_path,
+                result.snapshot.id if result.snapshot else -1,
+            )
+
+    def with_overwrite(self, overwrite: OverwriteSpec | None) -> "WriteJob":
+        """This job (same commit user) overwriting as ``overwrite`` says: for an overwrite whose kind is only
+        known once the tasks run (Spark's session ``partitionOverwriteMode``). A whole-table overwrite drops
+        the old bucket counts of existing partitions, as :func:`prepare_write` does for one."""
+        context = self.context
+        if overwrite is not None and overwrite.mode == "all":
+            context = replace(context, partition_buckets={})
+        return replace(self, overwrite=overwrite, context=context)
+
+    def landed(self) -> Snapshot | None:
+        """This job's snapshot if its commit landed (abort keeps the files then; errors say so), else None."""
+        return self.store.snapshots.commit_of(self.commit_user)
+
+
+def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
+    """Everything executors need to write files that continue ``store``'s latest snapshot."""
+    store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
+    schema = store.schema()
+    refuse_deletion_vector_writes(
+        schema.core_options.deletion_vectors_enabled, store.table_path, overwrite=overwrite is not None
+    )
+    user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
+    ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
+    return WriteJob(store, ctx.schema, ctx, overwrite, user)
+
+
+def overwrite_spec(
+    schema: TableSchema, mode: str | None, static_partition: Mapping[str, object] | None
+) -> OverwriteSpec:
+    """Build the overwrite spec for a write: whole table, dynamic partitions, or a static partition."""
+    if static_partition:
+        names = [f.name for f in schema.partition_fields]
+        unknown = [k for k in static_partition if k not in names]
+        if unknown:
+            raise OptionError(
+                f"Static overwrite names {unknown}, which are not partition columns of the table "
+                f"(partition columns: {names or 'none'})."
+            )
+        typed = {k: coerce_partition_value(schema, k, v) for k, v in static_partition.items()}
+        return OverwriteSpec("static", frozenset(), typed)
+    if mode is None or mode == "static":
+        return OverwriteSpec("all")
+    if mode == "dynamic":
+        if not schema.partition_keys:
+            return OverwriteSpec("all")
+        return OverwriteSpec("dynamic")
+    raise OptionError(f"partitionOverwriteMode must be 'static' or 'dynamic', got '{mode}'.")

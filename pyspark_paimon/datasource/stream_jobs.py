@@ -1,0 +1,293 @@
+"""Streaming reads and writes, the Spark-free halves (:mod:`pyspark_paimon.datasource.spark.streaming` adapts them).
+
+Reading: :class:`StreamReadJob` plans micro-batches with :class:`pyspark_paimon.planner.stream_scan.StreamPlanner`
+and :func:`read_stream_split` turns each split into Arrow batches, in executors. What a split returns depends
+on its phase (see the planner's docstring); every row carries its kind until the end, where ``read.changelog``
+either shows it as Paimon's ``rowkind`` column (+I/-U/+U/-D) or keeps only the rows that are the new state of
+their key (+I/+U), dropping retractions (-U/-D), whose values would otherwise read as ordinary rows.
+
+Writing: each micro-batch is one commit whose identifier is Spark's batch id, by a commit user that is the same
+for every run of one streaming query (derived from its checkpoint). Before committing, :class:`StreamCommitter`
+looks for the newest snapshot of that user: if it already holds this batch id or a later one, the batch landed
+before a crash and Spark is replaying it, so it is skipped (its new files deleted) instead of committed twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyspark_paimon.datasource.merge import (
+    KIND_DELETE,
+    KIND_INSERT,
+    KIND_UPDATE_AFTER,
+    VALUE_KIND,
+    adjacent_differ,
+)
+from pyspark_paimon.datasource.read import ReadContext, read_file_changes, read_split
+from pyspark_paimon.errors import OptionError, SchemaError
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.chain.config import chain_read_config
+from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.scan import split_packing
+from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.stream_scan import (
+    ROW_KIND_COLUMN,
+    Admission,
+    StreamOffset,
+    StreamOptions,
+    StreamPlanner,
+    StreamSplit,
+    task_groups,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "StreamReadContext",
+    "StreamReadJob",
+    "read_stream_split",
+    "stream_store",
+    "stream_commit_user",
+    "StreamCommitter",
+]
+
+
+@functools.cache
+def _kind_names() -> pa.Array:
+    """Paimon's names of the row kinds, by kind. Built on first use, not at import: ``pa.array`` imports pandas
+    (~0.2 s), and Spark's streaming-source runner, which imports this module to plan, never needs it."""
+    return pa.array(["+I", "-U", "+U", "-D"], pa.string())
+
+
+def stream_store(store: FileStore) -> FileStore:
+    """The branch a stream of ``store`` reads: a chain table streams its delta branch (Paimon's rule: the
+    snapshot branch only ever receives whole partitions that the delta branch already carried as changes)."""
+    cfg = chain_read_config(store)
+    if cfg is not None and cfg.delta_branch:
+        return store.with_branch(cfg.delta_branch)
+    return store
+
+
+@dataclass(frozen=True)
+class StreamReadContext:
+    """What an executor needs to read the splits of one micro-batch (picklable)."""
+
+    read: ReadContext
+    changelog: bool  # show the row kind as a leading ``rowkind`` column, keep retractions
+
+    def output_schema(self) -> pa.Schema:
+        base = self.read.output_schema()
+        if not self.changelog:
+            return base
+        return pa.schema([pa.field(ROW_KIND_COLUMN, pa.string()), *base])
+
+
+def _with_kinds(batch: pa.RecordBatch | pa.Table, kind: int) -> pa.Table:
+    table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+    return table.append_column(
+        pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(np.full(table.num_rows, kind, dtype=np.int8))
+    )
+
+
+def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
+    batches = list(read_split(ctx, split))
+    schema = ctx.output_schema()
+    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+
+
+def _diff(ctx: ReadContext, s: StreamSplit) -> pa.Table:
+    """The change from ``s.before`` to ``s.after`` (both merged), as rows with kinds (module docstring)."""
+    full = replace(ctx, read_fields=None)  # keys and every value take part in the comparison
+    before = _collect(full, s.before) if s.before is not None else full.output_schema().empty_table()
+    after = _collect(full, s.after) if s.after is not None else full.output_schema().empty_table()
+    keys = list(ctx.schema.primary_keys)
+    if not keys:  # append tables: removed files' rows retract, added files' rows insert
+        combined = pa.concat_tables([_with_kinds(before, KIND_DELETE), _with_kinds(after, KIND_INSERT)])
+    else:
+        both = pa.concat_tables([before, after])
+        side = np.concatenate([np.zeros(before.num_rows, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)])
+        order = pc.sort_indices(
+            both.append_column("__side", pa.array(side)),
+            sort_keys=[(k, "ascending") for k in keys] + [("__side", "ascending")],
+        )
+        both = both.take(order)
+        side = side[np.asarray(order)]
+        n = both.num_rows
+        same_key = np.ones(max(n - 1, 0), dtype=bool)
+        for k in keys:
+            same_key &= ~adjacent_differ(both.column(k))
+        # Each side holds a key at most once, so a pair is (before at i, after at i + 1).
+        in_pair = np.zeros(n, dtype=bool)
+        in_pair[:-1] |= same_key
+        in_pair[1:] |= same_key
+        changed = np.zeros(max(n - 1, 0), dtype=bool)
+        for name in both.column_names:
+            if name not in keys:
+                changed |= adjacent_differ(both.column(name))
+        emit = ~in_pair
+        emit[1:] |= same_key & changed
+        kinds = np.where(side == 0, KIND_DELETE, KIND_INSERT).astype(np.int8)
+        combined = both.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kinds))
+        combined = combined.filter(pa.array(emit))
+    names = [f.name for f in ctx.output_schema()]
+    return combined.select([*names, VALUE_KIND])
+
+
+def _emit(sctx: StreamReadContext, table: pa.Table | pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """Turn rows with a trailing ``_VALUE_KIND`` column into the stream's output (module docstring)."""
+    kinds = table.column(VALUE_KIND)
+    data = (
+        table.drop_columns([VALUE_KIND])
+        if isinstance(table, pa.Table)
+        else pa.Table.from_batches([table]).drop_columns([VALUE_KIND])
+    )
+    if sctx.changelog:
+        data = data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), pc.take(_kind_names(), kinds))
+    else:
+        data = data.filter(pc.is_in(kinds, pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())))
+    schema = sctx.output_schema()
+    for batch in data.combine_chunks().to_batches(max_chunksize=max(1, sctx.read.batch_size)):
+        if batch.num_rows:
+            yield pa.RecordBatch.from_arrays(
+                [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema)], schema=schema
+            )
+
+
+def read_stream_split(sctx: StreamReadContext, s: StreamSplit) -> Iterator[pa.RecordBatch]:
+    """The rows one stream split contributes, in the stream's output schema."""
+    ctx = sctx.read
+    if s.phase == "delta":
+        assert s.after is not None
+        for batch in read_file_changes(ctx, s.after):
+            yield from _emit(sctx, batch)
+    elif s.phase == "full":
+        assert s.after is not None
+        for batch in read_split(ctx, s.after):
+            yield from _emit(sctx, _with_kinds(batch, KIND_INSERT))
+    else:
+        yield from _emit(sctx, _diff(ctx, s))
+
+
+class StreamReadJob:
+    """The driver side of one streaming read: options, planner, and a fresh executor context per batch."""
+
+    def __init__(self, store: FileStore, options: Mapping[str, str], columns: Sequence[str] | None = None):
+        self.opts = StreamOptions.from_options(options)
+        self.store = stream_store(store)
+        self.planner = StreamPlanner(self.store, self.opts)
+        self.opts = self.planner.opts  # with the table's stream defaults (consumer-id) applied
+        self.columns = tuple(columns) if columns is not None else None
+
+    def context(self) -> StreamReadContext:
+        """The executor context for splits planned now: the branch's latest schema (files of older schemas are
+        evolved by field id) projected to the stream's columns, which were fixed when it started."""
+        schema = self.store.schema()
+        if self.columns is not None:
+            missing = [c for c in self.columns if not schema.has_field(c)]
+            if missing:
+                raise SchemaError(
+                    f"The stream of {self.store.table_path} (branch '{self.store.branch}') started with columns "
+                    f"{list(self.columns)}, but {missing} no longer exist in the table (columns now: "
+                    f"{schema.field_names}). Restart the query with a new checkpoint location to read the new schema."
+                )
+        read = ReadContext(
+            fileio=self.store.fileio,
+            table_path=self.store.table_path,
+            schema=schema,
+            schemas={self.store.branch: branch_schemas(self.store)},
+            branch=self.store.branch,
+            options=dict(schema.options),
+            read_fields=self.columns,
+            batch_size=self.opts.batch_size,
+        )
+        return StreamReadContext(read, self.opts.changelog)
+
+    def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
+        """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.stream_scan.task_groups`)
+        with ``source.split.target-size`` and ``source.split.open-file-cost`` as a batch read takes them (the
+        stream's read option, else the table's), at least one task per core."""
+        schema = self.store.schema()
+        target, cost = split_packing(schema.options, self.opts.split_target_size, self.opts.open_file_cost)
+        return task_groups(splits, schema, target, cost, os.cpu_count() or 1)
+
+    def initial_offset(self) -> StreamOffset:
+        return self.planner.initial_offset()
+
+    def next_batch(
+        self, start: StreamOffset, admission: Admission | None = None, stop_at: int | None = None
+    ) -> tuple[list[StreamSplit], StreamOffset]:
+        return self.planner.next_batch(start, admission, stop_at)
+
+    def splits_between(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
+        return self.planner.splits_between(start, end)
+
+    def latest_snapshot_id(self) -> int | None:
+        return self.store.snapshots.latest_id()
+
+    def commit(self, end: StreamOffset) -> None:
+        """Spark finished every batch up to ``end``: record the consumer's progress (``consumer-id``)."""
+        if not self.opts.consumer_id:
+            return
+        nxt = self.planner.consumer_next_snapshot(end)
+        if nxt is not None:
+            ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).record(
+                self.opts.consumer_id, nxt
+            )
+
+
+# ------------------------------------------------------------------------------------------------------
+# Streaming writes
+# ------------------------------------------------------------------------------------------------------
+def stream_commit_user(prefix: str | None, checkpoint: str | None, table_path: str) -> str:
+    """The commit user of every run of one streaming query: derived from its checkpoint location and the query
+    id Spark keeps in ``<checkpoint>/metadata`` (a checkpoint deleted and recreated starts a new query, whose
+    batch ids restart at 0, so it must not look like the old one)."""
+    if not checkpoint:
+        raise OptionError(
+            f"A streaming write to {table_path} needs .option('checkpointLocation', ...) on writeStream: exactly-once "
+            "commits are keyed by the query's checkpoint, and Python sinks do not see the session-wide "
+            "spark.sql.streaming.checkpointLocation."
+        )
+    query_id = ""
+    try:
+        fileio, path = FileIO.for_uri(checkpoint.rstrip("/"))
+        query_id = str(json.loads(fileio.read_text(f"{path}/metadata").splitlines()[0]).get("id", ""))
+    except (OSError, ValueError, IndexError, AttributeError) as exc:
+        log.warning(
+            "Cannot read the query id from %s/metadata (%s): the commit user is derived from the checkpoint "
+            "location alone. Do not reuse this location for another query.",
+            checkpoint,
+            exc,
+        )
+    digest = hashlib.sha256(f"{checkpoint.rstrip('/')}#{query_id}".encode()).hexdigest()
+    name = str(uuid.UUID(digest[:32]))
+    return f"{prefix}_{name}" if prefix else name
+
+
+class StreamCommitter:
+    """Exactly-once commits of micro-batches (see the module docstring)."""
+
+    def __init__(self, store: FileStore, commit_user: str):
+        self.store = store
+        self.commit_user = commit_user
+
+    def landed(self, batch_id: int) -> Snapshot | None:
+        """The snapshot that already holds ``batch_id`` (or a later batch) of this query, if any."""
+        newest = self.store.snapshots.commit_of(self.commit_user)
+        if newest is not None and newest.commit_identifier >= batch_id:
+            return newest
+        return None

@@ -1,0 +1,68 @@
+"""Where a read or write points: a table path, a branch, maybe a system table (Spark-free, picklable).
+
+Spark hands a data source its options as a flat string map; :func:`resolve_table_ref` is the one place that
+turns them (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*`` storage options, ``$branch_x``/``$files``
+suffixes) into a :class:`TableRef`, so the Spark classes and the Python API address tables the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
+from pyspark_paimon.metadata.io.fileio import FileIO, storage_options_from_strings
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
+from pyspark_paimon.metadata.store import FileStore
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """Where a Spark read or write points: a table path, a branch, maybe a system table. Picklable."""
+
+    fileio: FileIO
+    path: str
+    branch: str = MAIN_BRANCH
+    system_table: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def store(self) -> FileStore:
+        return FileStore(self.fileio, self.path, self.branch)
+
+
+def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
+    """Turn Spark's options (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*``) into a :class:`TableRef`."""
+    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    # ``fs.<key>`` options travel inside the FileIO, which is pickled to every executor with the plan.
+    storage = storage_options_from_strings({k[3:]: v for k, v in opts.items() if k.startswith("fs.")})
+    target = opts.get("path")
+    if target is None and "paths" in opts:
+        paths = json.loads(opts["paths"])
+        if len(paths) != 1:
+            raise OptionError(f"A Paimon read takes exactly one table, got {len(paths)} paths: {paths}.")
+        target = paths[0]
+    if not target:
+        raise OptionError(
+            "No table given. Use .load('/warehouse/db.db/table') or .option('warehouse', wh).load('db.table')."
+        )
+    warehouse = opts.get("warehouse")
+    if warehouse:
+        db, table, suffix = parse_identifier(target)
+        fileio, wh_path = FileIO.for_uri(warehouse, storage)
+        path = f"{wh_path}/{db}.db/{table}"
+    else:
+        base, suffix = split_suffix(target)
+        fileio, path = FileIO.for_uri(base, storage)
+    branch = _choose_branch(suffix, opts.get("branch"))
+    return TableRef(fileio, path, branch, suffix.system_table, opts)
+
+
+def _choose_branch(suffix: Suffix, option: str | None) -> str:
+    if suffix.branch and option and suffix.branch != option:
+        raise OptionError(
+            f"The table is addressed as branch '{suffix.branch}' ($branch_{suffix.branch}) but option 'branch' says "
+            f"'{option}'; give only one."
+        )
+    return suffix.branch or option or MAIN_BRANCH

@@ -1,0 +1,434 @@
+"""Snapshot expiration (§9.4) and tag expiration (§9.1), deleting only files nothing can still read.
+
+**Which snapshots expire** follows Java's ``ExpireSnapshotsImpl`` exactly:
+
+* ``snapshot.num-retained.min`` (default 10) newest snapshots are always kept, ``snapshot.num-retained.max``
+  (default unbounded) caps how many are kept, and at most ``snapshot.expire.limit`` (default 50) snapshots
+  expire per call;
+* consumers (``consumer/consumer-<id>``, ``{"nextSnapshot": N}``) protect snapshot N and newer;
+* between those bounds a snapshot expires only if its *next* snapshot is older than
+  ``now - snapshot.time-retained`` (default 1 h) or the explicit ``older_than``: a snapshot stays readable for
+  at least that long after it was superseded.
+
+**Which files are deleted** is where we deliberately differ from Java. Java deletes what the expired
+snapshots' deltas removed, skipping files of the same branch's tags; that misses other branches and (until
+#9867) a branch's own tags, which lost data (apache/paimon#6272). We use full reachability
+(``reachability.py``): a file is deleted only if an expired snapshot referenced it and *no* remaining
+snapshot, tag or changelog of *any* branch does. Manifests and manifest lists are handled the same way.
+
+**Order of effects**, chosen so that a crash or an error at any point loses nothing: (1) compute the plan,
+reading *every* snapshot, tag and changelog of every branch and the manifests they use (a corrupt tag or
+snapshot anywhere raises here, before anything is deleted); (2) delete the expired snapshot files, oldest
+first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which ``remove_orphan_files``
+reclaims, but never a snapshot whose files are gone; Java deletes data first, which can leave exactly that);
+(3) re-list every root of every branch and protect anything that appeared meanwhile (a tag or branch created
+concurrently); (4) delete data, changelog, index and statistics files; (5) delete manifests and manifest
+lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2), and
+:func:`expire_branches` (branch retention, ``create_branch(time_retained=)``) with whole branch directories in
+(2), after handing each surviving child branch the history it inherits through the dropped one.
+
+**No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
+deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
+read, a time-travel query, a forgotten branch). Call :func:`expire_snapshots` (``Table.expire_snapshots``)
+explicitly, e.g. from a scheduled maintenance job. Likewise tags are expired only by :func:`expire_tags`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from pyspark_paimon.errors import OptionError, TagNotFoundError
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
+from pyspark_paimon.metadata.maintenance.reachability import ReachabilityScanner, Root, branch_roots
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.tags import TagManager
+from pyspark_paimon.metadata.schema.options import (
+    CHANGELOG_NUM_RETAINED_MAX,
+    CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_TIME_RETAINED,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    ConfigOption,
+    CoreOptions,
+)
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from pyspark_paimon.metadata.snapshots.snapshot import (
+    EARLIEST,
+    MAIN_BRANCH,
+    SnapshotManager,
+    require_branch_exists,
+)
+from pyspark_paimon.metadata.timeutil import now_millis, to_local_datetime, to_millis
+
+log = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass
+class ExpireResult:
+    """What an expiration removed (or, with ``dry_run``, would remove). Paths are full paths."""
+
+    expired_snapshots: list[int] = field(default_factory=list)
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_manifests: list[str] = field(default_factory=list)
+    deleted_other_files: list[str] = field(default_factory=list)  # index and statistics files
+    dry_run: bool = False
+
+    @property
+    def deleted_snapshots_count(self) -> int:
+        return len(self.expired_snapshots)
+
+
+@dataclass
+class TagExpireResult:
+    expired_tags: list[str] = field(default_factory=list)
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_manifests: list[str] = field(default_factory=list)
+    deleted_other_files: list[str] = field(default_factory=list)
+
+
+def _options(fileio: FileIO, table_path: str, branch: str, options: Mapping[str, str] | None) -> dict[str, str]:
+    if options is not None:
+        return dict(options)
+    schema = SchemaManager(fileio, table_path, branch).latest()
+    return dict(schema.options) if schema is not None else {}
+
+
+def min_consumer_next_snapshot(fileio: FileIO, table_path: str, branch: str) -> int | None:
+    """The smallest ``nextSnapshot`` of the branch's consumers: that snapshot is still going to be read."""
+    return ConsumerManager(fileio, table_path, branch).min_next_snapshot()
+
+
+# Each changelog retention option and the snapshot option it must equal (as stored text) for us to expire.
+_CHANGELOG_OPTIONS: tuple[tuple[ConfigOption[int | None], ConfigOption[int]], ...] = (
+    (CHANGELOG_NUM_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MIN),
+    (CHANGELOG_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MAX),
+    (CHANGELOG_TIME_RETAINED, SNAPSHOT_TIME_RETAINED),
+)
+
+
+def _refuse_decoupled_changelog(opts: CoreOptions) -> None:
+    """Java keeps the changelog of expired snapshots as ``changelog/changelog-N`` when the changelog has its own
+    retention; we do not write those, so expiring such a table here would drop changelog streaming readers need."""
+    for changelog_option, snapshot_option in _CHANGELOG_OPTIONS:
+        value = opts.text(changelog_option)
+        if value is not None and value != opts.text(snapshot_option):
+            key = changelog_option.key
+            raise OptionError(
+                f"Table option '{key}' = '{value}' gives the changelog its own retention (Paimon's decoupled "
+                "changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire this "
+                f"table with Paimon, or remove '{key}'."
+            )
+
+
+def expire_range(
+    snapshots: SnapshotManager,
+    *,
+    retain_min: int,
+    retain_max: int,
+    older_than_ms: int,
+    limit: int,
+    consumer_next: int | None,
+) -> tuple[int, int] | None:
+    """``(earliest, end_exclusive)``: the snapshot ids ``[earliest, end_exclusive)`` expire (may be empty)."""
+    latest = snapshots.latest_id()
+    earliest = snapshots.earliest_id()
+    if latest is None or earliest is None:
+        return None
+    lowest = max(latest - retain_max + 1, earliest)
+    end = latest - retain_min + 1
+    if consumer_next is not None:
+        end = min(end, consumer_next)
+    end = min(end, earliest + limit)
+    if end <= earliest:
+        return earliest, earliest
+    for sid in range(lowest, end):
+        # A snapshot expires only once its successor has existed for longer than the retention time.
+        nxt = sid + 1
+        if snapshots.exists(nxt) and older_than_ms <= snapshots.snapshot(nxt).time_millis:
+            return earliest, sid
+    return earliest, end
+
+
+def expire_snapshots(
+    fileio: FileIO,
+    table_path: str,
+    branch: str = MAIN_BRANCH,
+    *,
+    retain_max: int | None = None,
+    retain_min: int | None = None,
+    older_than: object = None,
+    max_deletes: int | None = None,
+    options: Mapping[str, str] | None = None,
+    now: object = None,
+    dry_run: bool = False,
+) -> ExpireResult:
+    """Expire old snapshots of ``branch`` (see the module docstring). Arguments override the table options
+    ``snapshot.num-retained.max`` / ``.min``, ``snapshot.time-retained`` (``older_than``: an epoch-ms or
+    ``datetime`` instant; snapshots superseded before it may expire) and ``snapshot.expire.limit``
+    (``max_deletes``)."""
+    branch = branch or MAIN_BRANCH
+    require_branch_exists(fileio, table_path, branch)
+    opts = CoreOptions(_options(fileio, table_path, branch, options))
+    retain_min = retain_min if retain_min is not None else opts.get(SNAPSHOT_NUM_RETAINED_MIN)
+    retain_max = retain_max if retain_max is not None else opts.get(SNAPSHOT_NUM_RETAINED_MAX)
+    limit = max_deletes if max_deletes is not None else opts.get(SNAPSHOT_EXPIRE_LIMIT)
+    if retain_min < 1:
+        raise OptionError(
+            f"retain_min / 'snapshot.num-retained.min' must be at least 1, got {retain_min}: the "
+            "latest snapshot can never expire."
+        )
+    if retain_max < retain_min:
+        raise OptionError(
+            f"retain_max / 'snapshot.num-retained.max' ({retain_max}) must be >= retain_min ({retain_min})."
+        )
+    if limit < 1:
+        raise OptionError(f"max_deletes / 'snapshot.expire.limit' must be at least 1, got {limit}.")
+    _refuse_decoupled_changelog(opts)
+    now_ms = to_millis(now, "now") if now is not None else now_millis()
+    if older_than is not None:
+        older_than_ms = to_millis(older_than, "older_than")
+    else:
+        older_than_ms = now_ms - opts.get(SNAPSHOT_TIME_RETAINED)
+
+    snapshots = SnapshotManager(fileio, table_path, branch)
+    bounds = expire_range(
+        snapshots,
+        retain_min=retain_min,
+        retain_max=retain_max,
+        older_than_ms=older_than_ms,
+        limit=limit,
+        consumer_next=min_consumer_next_snapshot(fileio, table_path, branch),
+    )
+    result = ExpireResult(dry_run=dry_run)
+    if bounds is None:
+        return result
+    earliest, end = bounds
+    expired = [sid for sid in range(earliest, end) if snapshots.exists(sid)]
+    if not expired:
+        if not dry_run and not fileio.exists(f"{snapshots.snapshot_dir}/{EARLIEST}"):
+            snapshots.commit_earliest_hint(earliest)
+        return result
+
+    scanner = ReachabilityScanner(fileio, table_path)
+    with nothing_deleted_yet("expire_snapshots"):
+        expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
+        candidates = scanner.refs_of(expired_roots)
+    # Everything else is read now, before the first deletion: a corrupt tag must not cost a snapshot.
+    plan = plan_unreachable(
+        fileio, table_path, candidates, scanner, exclude={r.key for r in expired_roots}, operation="expire_snapshots"
+    )
+    if not dry_run:
+        for sid in expired:  # oldest first: what remains is always a contiguous run of snapshots
+            fileio.delete(snapshots.snapshot_path(sid))
+        snapshots.commit_earliest_hint(end)
+    result.expired_snapshots = expired
+    _fill(
+        result,
+        sweep(
+            fileio,
+            table_path,
+            plan,
+            scanner,
+            dry_run=dry_run,
+            already_deleted=f"Snapshots {expired} of branch '{branch}' were expired (their snapshot files deleted)",
+        ),
+    )
+    log.info(
+        "expired snapshots %s of %s (branch %s): %d data files, %d manifests deleted",
+        expired,
+        table_path,
+        branch,
+        len(result.deleted_data_files),
+        len(result.deleted_manifests),
+    )
+    return result
+
+
+def _fill(result: ExpireResult | TagExpireResult | BranchExpireResult, swept: SweepResult) -> None:
+    result.deleted_data_files = list(swept.data_files)
+    result.deleted_manifests = list(swept.manifests)
+    result.deleted_other_files = list(swept.other_files)
+
+
+# ------------------------------------------------------------------------------------------- branches
+@dataclass
+class BranchExpireResult:
+    """What :func:`expire_branches` dropped (or, with ``dry_run``, would drop) and the files it deleted."""
+
+    expired_branches: list[str] = field(default_factory=list)
+    kept: dict[str, str] = field(default_factory=dict)  # expired but kept: branch -> why
+    relinked_branches: list[str] = field(default_factory=list)  # surviving branches whose lineage was rewritten
+    deleted_data_files: list[str] = field(default_factory=list)
+    deleted_manifests: list[str] = field(default_factory=list)
+    deleted_other_files: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+
+def _parents_first(names: list[str], mgr: BranchManager) -> list[str]:
+    """``names`` ordered so a branch comes before the branches created from it (lineage), which lets each drop
+    hand the history it carried on to its children."""
+    remaining, out = list(names), []
+    while remaining:
+        ready = [n for n in remaining if (lin := mgr.lineage(n)) is None or lin.source_branch not in remaining]
+        ready = ready or remaining[:1]  # a lineage cycle cannot be made by us; do not loop on a hand-edited one
+        out.extend(ready)
+        remaining = [n for n in remaining if n not in ready]
+    return out
+
+
+def expire_branches(
+    fileio: FileIO, table_path: str, *, older_than: object = None, now: object = None, dry_run: bool = False
+) -> BranchExpireResult:
+    """Drop the branches whose retention has passed (``create_branch(time_retained=)``: created + retained <
+    now) and, when ``older_than`` (epoch ms or datetime) is given, every branch created before it; then delete
+    the files only they referenced, checked against every remaining snapshot, tag and changelog of every branch
+    (a branch made from another branch's tag keeps sharing its files, and those stay).
+
+    A branch another branch's options read from (``scan.fallback-branch``, a chain table's branches) is kept and
+    reported in ``kept``. Branches created from a dropped branch keep their lineage: the dropped branch's history
+    up to their fork is written into their ``branch.json`` first (``BranchManager.detach_children``)."""
+    mgr = BranchManager(fileio, table_path)
+    now_ms = to_millis(now, "now") if now is not None else now_millis()
+    older_ms = to_millis(older_than, "older_than") if older_than is not None else None
+    result = BranchExpireResult(dry_run=dry_run)
+    doomed = []
+    for info in mgr.list_branches():
+        end = info.expire_time_millis
+        if (end is not None and now_ms > end) or (older_ms is not None and info.create_time_millis < older_ms):
+            deps = mgr.dependents(info.name)
+            if deps:
+                result.kept[info.name] = "; ".join(deps)
+            else:
+                doomed.append(info.name)
+    if not doomed:
+        return result
+    doomed = _parents_first(doomed, mgr)
+    scanner = ReachabilityScanner(fileio, table_path)
+    with nothing_deleted_yet("expire_branches"):
+        roots = [r for name in doomed for r in branch_roots(fileio, table_path, name)]
+        candidates = scanner.refs_of(roots)
+    plan = plan_unreachable(
+        fileio, table_path, candidates, scanner, exclude={r.key for r in roots}, operation="expire_branches"
+    )
+    if not dry_run:
+        for name in doomed:
+            result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in doomed)
+            fileio.delete_dir(mgr.branch_dir(name))
+    result.expired_branches = doomed
+    _fill(
+        result,
+        sweep(
+            fileio,
+            table_path,
+            plan,
+            scanner,
+            dry_run=dry_run,
+            already_deleted=f"Branches {doomed} were dropped (their directories deleted)",
+        ),
+    )
+    log.info(
+        "expired branches %s of %s: %d data files, %d manifests deleted",
+        doomed,
+        table_path,
+        len(result.deleted_data_files),
+        len(result.deleted_manifests),
+    )
+    return result
+
+
+# ------------------------------------------------------------------------------------------- tags
+def delete_tags(
+    fileio: FileIO,
+    table_path: str,
+    branch: str,
+    names: Iterable[str],
+    *,
+    clean_files: bool = False,
+    ignore_if_not_exists: bool = False,
+) -> TagExpireResult:
+    """Delete tags. With ``clean_files`` also delete the files only those tags kept alive (Java's behaviour),
+    checked against every remaining snapshot, tag and changelog of every branch."""
+    require_branch_exists(fileio, table_path, branch)
+    tags = TagManager(fileio, table_path, branch)
+    result = TagExpireResult()
+    present: list[str] = []
+    for name in names:
+        try:
+            tags.read_bytes(name)  # exists? (without clean_files a corrupt tag can still be deleted)
+        except TagNotFoundError:
+            if ignore_if_not_exists:
+                continue
+            raise
+        present.append(name)
+    plan = None
+    scanner = ReachabilityScanner(fileio, table_path)
+    if clean_files:
+        # Read the tags, then every other root of every branch, before the first tag file goes.
+        with nothing_deleted_yet("delete_tags(clean_files=True)"):
+            roots = [Root(tags.branch, "tag", name, tags.get_tag(name).snapshot) for name in present]
+            candidates = scanner.refs_of(roots)
+        plan = plan_unreachable(
+            fileio,
+            table_path,
+            candidates,
+            scanner,
+            exclude={r.key for r in roots},
+            operation="delete_tags(clean_files=True)",
+        )
+    for name in present:
+        tags.delete(name, ignore_if_not_exists=True)
+        result.expired_tags.append(name)
+    if plan is not None and not plan.doomed.is_empty():
+        _fill(
+            result,
+            sweep(
+                fileio,
+                table_path,
+                plan,
+                scanner,
+                already_deleted=f"Tag files {present} of branch '{branch}' were deleted",
+            ),
+        )
+    return result
+
+
+def expire_tags(
+    fileio: FileIO,
+    table_path: str,
+    branch: str = MAIN_BRANCH,
+    *,
+    older_than: object = None,
+    now: object = None,
+    clean_files: bool = False,
+) -> TagExpireResult:
+    """Delete the branch's tags whose retention has passed (``tagCreateTime + tagTimeRetained < now``) and,
+    when ``older_than`` (epoch ms or datetime) is given, every tag created before it (as Java's
+    ``expire_tags(older_than)``: tags without a create time use their file's modification time)."""
+    tags = TagManager(fileio, table_path, branch)
+    now_dt = to_local_datetime(now, "now") if now is not None else _dt.datetime.now()
+    older = to_local_datetime(older_than, "older_than") if older_than is not None else None
+    expired = [t.name for t in tags.expired_tags(now_dt, older)]
+    return delete_tags(fileio, table_path, branch, expired, clean_files=clean_files, ignore_if_not_exists=True)
+
+
+__all__ = [
+    "ExpireResult",
+    "TagExpireResult",
+    "BranchExpireResult",
+    "expire_branches",
+    "expire_snapshots",
+    "expire_range",
+    "expire_tags",
+    "delete_tags",
+    "min_consumer_next_snapshot",
+    "INT_MAX",
+]

@@ -1,0 +1,154 @@
+"""Orphan-file removal: delete table files that no snapshot, tag or changelog of any branch references.
+
+Orphans come from failed or abandoned writes (data files written but never committed), from commits that
+lost a race (their manifests), from rolled-back snapshots (rollback deletes no data files), from dropped
+branches and deleted tags, and from interrupted expirations.
+
+What is scanned, and nothing else:
+
+* ``manifest/`` (manifest lists, manifests, index manifests, temp files of interrupted writes);
+* ``index/`` and ``statistics/``;
+* the bucket directories of the data layout: ``<k1>=<v>/.../<kn>=<v>/bucket-<b>/`` for the table's partition
+  keys (``bucket-<b>/`` directly under the table for unpartitioned tables), below ``data-file.path-directory``
+  when the table sets it;
+* in the metadata directories of every branch (the table root and each ``branch/branch-<b>/``, and their
+  ``schema/``, ``snapshot/``, ``tag/``, ``changelog/``, ``consumer/``): **only temp files**,
+  ``.<name>.<uuid>.tmp`` (:func:`fileio.is_temp_file`), which a commit, schema change, tag or branch write
+  killed between writing its temp file and linking/renaming it into place leaves behind. Nothing reads them.
+
+Never touched: any other file of those metadata directories (snapshots, ``LATEST``/``EARLIEST`` hints,
+schemas, tags, ``branch.json``), any file outside the layout above, and files living outside the table
+directory.
+
+A file is an orphan only if **(a)** no root of any branch references it (``reachability.py``) **and (b)** it is
+older than the cutoff (default: one day before now). (b) protects writes in flight: a writer creates its
+data files and manifests before the snapshot that references them, so a young unreferenced file may be
+about to become live, and a temp file younger than the cutoff may belong to a commit that is linking it
+right now. Files are listed *before* the roots are read, and the roots are re-read right
+before deleting, so a commit that lands during the run protects its files.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pyspark_paimon.metadata.io.fileio import FileIO, FileStatus, is_temp_file
+from pyspark_paimon.metadata.maintenance.deletion import nothing_deleted_yet
+from pyspark_paimon.metadata.maintenance.reachability import FileRefs, ReachabilityScanner, all_roots, iter_new_roots
+from pyspark_paimon.metadata.rows.partition import escape_path_name
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, branch_dirs, branch_path
+from pyspark_paimon.metadata.timeutil import now_millis, to_millis
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
+# Directories of the table root that hold per-branch metadata: scanned for temp files only.
+METADATA_DIRS = frozenset({"schema", "snapshot", "tag", "branch", "changelog", "consumer"})
+_BRANCH_METADATA_DIRS = ("schema", "snapshot", "tag", "changelog", "consumer")
+
+
+@dataclass
+class OrphanResult:
+    """Orphans found (deleted unless ``dry_run``): full paths and their total size."""
+
+    files: list[str] = field(default_factory=list)
+    total_bytes: int = 0
+    dry_run: bool = False
+
+    @property
+    def deleted_file_count(self) -> int:
+        return len(self.files)
+
+
+def _bucket_dirs(fileio: FileIO, directory: str, keys: list[str]) -> list[str]:
+    """Bucket directories under ``directory`` following the partition layout ``keys``."""
+    if not keys:
+        return [s.path for s in fileio.list_status(directory) if s.is_dir and s.name.startswith("bucket-")]
+    prefix = escape_path_name(keys[0]) + "="
+    out = []
+    for s in fileio.list_status(directory):
+        if s.is_dir and s.name.startswith(prefix):
+            out.extend(_bucket_dirs(fileio, s.path, keys[1:]))
+    return out
+
+
+def _candidates(fileio: FileIO, table_path: str, cutoff_ms: int) -> list[tuple[str, FileStatus]]:
+    """(category, status) of every file in the scanned directories older than the cutoff."""
+    schema = SchemaManager(fileio, table_path, MAIN_BRANCH).latest()
+    keys = list(schema.partition_keys) if schema is not None else []
+    dirs: list[tuple[str, str]] = [
+        ("manifest", f"{table_path}/manifest"),
+        ("index", f"{table_path}/index"),
+        ("statistics", f"{table_path}/statistics"),
+    ]
+    if schema is not None:
+        if keys and keys[0] in METADATA_DIRS:  # pragma: no cover - a partition key named like a metadata dir
+            log.warning("partition key %r collides with a metadata directory; data directories not scanned", keys[0])
+        else:
+            data_root = "/".join(p for p in (table_path, schema.core_options.data_file_directory) if p)
+            dirs.extend(("data", d) for d in _bucket_dirs(fileio, data_root, keys))
+    out = []
+    for category, directory in dirs:
+        for status in fileio.list_status(directory):
+            if not status.is_dir and status.mtime_millis < cutoff_ms:
+                out.append((category, status))
+    for directory in _metadata_dirs(fileio, table_path):
+        for status in fileio.list_status(directory):
+            if not status.is_dir and is_temp_file(status.name) and status.mtime_millis < cutoff_ms:
+                out.append(("temp", status))
+    return out
+
+
+def _metadata_dirs(fileio: FileIO, table_path: str) -> list[str]:
+    """The directories where schemas, snapshots, hints, tags and lineage files are written atomically (temp
+    file, then link or rename): each branch's root and its metadata subdirectories, main's included."""
+    out = []
+    for root in [table_path, *(branch_path(table_path, b) for b in branch_dirs(fileio, table_path))]:
+        out.append(root)
+        out.extend(f"{root}/{d}" for d in _BRANCH_METADATA_DIRS)
+    return out
+
+
+def _referenced(name: str, refs: FileRefs) -> bool:
+    """A name referenced in *any* role is kept, whatever directory it was found in."""
+    return name in refs.data_files or name in refs.manifests or name in refs.index_files or name in refs.statistics
+
+
+def remove_orphan_files(
+    fileio: FileIO, table_path: str, *, older_than: object = None, dry_run: bool = False, now: object = None
+) -> OrphanResult:
+    """Delete (or, with ``dry_run``, only list) orphan files older than ``older_than`` (epoch ms or datetime;
+    default one day before ``now``). See the module docstring for what is scanned."""
+    now_ms = to_millis(now, "now") if now is not None else now_millis()
+    cutoff = to_millis(older_than, "older_than") if older_than is not None else now_ms - DEFAULT_OLDER_THAN_MS
+    candidates = _candidates(fileio, table_path, cutoff)  # listed first: roots read later protect newer commits
+    result = OrphanResult(dry_run=dry_run)
+    if not candidates:
+        return result
+    scanner = ReachabilityScanner(fileio, table_path)
+    with nothing_deleted_yet("remove_orphan_files"):  # every root is read before the first deletion
+        roots = all_roots(fileio, table_path)
+        refs = scanner.refs_of(roots)
+        orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
+        if orphans and not dry_run:
+            new = list(iter_new_roots(fileio, table_path, {r.key for r in roots}))
+            if new:
+                refs.update(scanner.refs_of(new))
+                orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
+    for _, status in sorted(orphans, key=lambda cs: cs[1].path):
+        if dry_run or fileio.delete(status.path):
+            result.files.append(status.path)
+            result.total_bytes += status.size
+    log.info(
+        "%s %d orphan files (%d bytes) in %s",
+        "found" if dry_run else "deleted",
+        len(result.files),
+        result.total_bytes,
+        table_path,
+    )
+    return result
+
+
+__all__ = ["OrphanResult", "remove_orphan_files", "DEFAULT_OLDER_THAN_MS"]

@@ -1,0 +1,371 @@
+"""Deletion vectors (§4.3, §7.5): the index manifest, ``DELETION_VECTORS`` index files and their bitmaps.
+
+A table with ``deletion-vectors.enabled`` keeps, per data file, a bitmap of the row positions that are no
+longer live (superseded by a newer version of the key, or deleted). Java's compaction writes them into index
+files named by the snapshot's index manifest. A batch read applies them to every data file it reads, so a
+bucket whose files are all above level 0 is read without any merge.
+
+Layout, as Java writes it (``DeletionFileWriter``, ``BitmapDeletionVector``, ``Bitmap64DeletionVector``):
+
+* an index file starts with the version byte ``1``;
+* the vector of one data file sits at ``offset`` (``_DELETIONS_VECTORS_RANGES.f1``): a BE int32 ``size``, then
+  ``size`` bytes of payload, then the BE CRC32 of the payload;
+* 32-bit vectors: the payload is the BE magic ``1581511376`` and a RoaringBitmap in the portable format; the
+  range's ``length`` equals ``size``;
+* 64-bit vectors (``deletion-vectors.bitmap64``): the payload is the magic ``1681511377`` written
+  little-endian, an LE int64 count of 32-bit bitmaps, then per bitmap an LE uint32 high key and a portable
+  32-bit bitmap; the range's ``length`` is ``size + 8`` (it counts the size and CRC words).
+
+Bitmaps decode per container with numpy (no per-position Python loop): array containers are uint16 lists,
+bitmap containers 8 KiB bit sets, run containers (start, length - 1) pairs.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import uuid
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Collection, Mapping
+
+import fastavro
+import numpy as np
+
+from pyspark_paimon.errors import CorruptMetadataError, OptionError
+from pyspark_paimon.metadata.io.avro import read_avro, write_avro
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.schema.options import DELETION_VECTORS_MERGE_ON_READ, CoreOptions
+
+__all__ = [
+    "DELETION_VECTORS_INDEX",
+    "MAGIC_32",
+    "MAGIC_64",
+    "DeletionFile",
+    "IndexManifestEntry",
+    "read_index_manifest",
+    "deletion_files",
+    "read_deletion_vector",
+    "decode_deletion_vector",
+    "decode_roaring32",
+    "decode_roaring64",
+    "merge_on_read",
+    "refuse_deletion_vector_writes",
+    "bucket_vector_files",
+    "write_index_manifest_without",
+]
+
+DELETION_VECTORS_INDEX = "DELETION_VECTORS"
+INDEX_VERSION = 1
+MAGIC_32 = 1581511376
+MAGIC_64 = 1681511377
+_KIND_ADD = 0
+
+_SERIAL_COOKIE_NO_RUN = 12346
+_SERIAL_COOKIE = 12347
+_NO_OFFSET_THRESHOLD = 4
+_ARRAY_MAX = 4096
+_BITMAP_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class DeletionFile:
+    """Where one data file's deletion vector lives: a byte range of an index file (small and picklable, so
+    it travels inside a split to the executor that reads the data file)."""
+
+    path: str
+    offset: int
+    length: int
+    cardinality: int | None = None
+
+
+@dataclass(frozen=True)
+class IndexManifestEntry:
+    """One record of an index manifest (java ``IndexManifestEntry`` + ``IndexFileMeta``)."""
+
+    kind: int
+    partition: bytes
+    bucket: int
+    index_type: str
+    file_name: str
+    file_size: int
+    row_count: int
+    # (data file name, offset, length, cardinality) per data file, for DELETION_VECTORS files.
+    dv_ranges: tuple[tuple[str, int, int, int | None], ...] | None = None
+    external_path: str | None = None
+
+
+def read_index_manifest(fileio: FileIO, path: str) -> list[IndexManifestEntry]:
+    """The entries of the index manifest at ``path``, folded: the snapshot's index manifest is the complete
+    set, but a DELETE entry still cancels the ADD of the same file should a writer leave both."""
+    try:
+        data = fileio.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptMetadataError(
+            f"Index manifest {path} is missing, but the snapshot being read names it. Restore it, or roll the "
+            "table back to a snapshot that does not reference it."
+        ) from None
+    live: dict[tuple[bytes, int, str, str], IndexManifestEntry] = {}
+    for r in read_avro(data, path):
+        ranges = r.get("_DELETIONS_VECTORS_RANGES")
+        entry = IndexManifestEntry(
+            kind=int(r.get("_KIND", _KIND_ADD)),
+            partition=bytes(r["_PARTITION"]),
+            bucket=int(r["_BUCKET"]),
+            index_type=str(r["_INDEX_TYPE"]),
+            file_name=str(r["_FILE_NAME"]),
+            file_size=int(r["_FILE_SIZE"]),
+            row_count=int(r["_ROW_COUNT"]),
+            dv_ranges=None
+            if ranges is None
+            else tuple(
+                (
+                    str(x["f0"]),
+                    int(x["f1"]),
+                    int(x["f2"]),
+                    None if x.get("_CARDINALITY") is None else int(x["_CARDINALITY"]),
+                )
+                for x in ranges
+            ),
+            external_path=r.get("_EXTERNAL_PATH"),
+        )
+        key = (entry.partition, entry.bucket, entry.index_type, entry.file_name)
+        if entry.kind == _KIND_ADD:
+            live[key] = entry
+        else:
+            live.pop(key, None)
+    return list(live.values())
+
+
+def deletion_files(
+    fileio: FileIO, index_manifest_path: str, index_file_path: Callable[[IndexManifestEntry], str]
+) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    """Per (partition bytes, bucket): data file name -> its :class:`DeletionFile` (java
+    ``DeletionVectorsIndexFile.toDeletionFiles``). ``index_file_path`` places an index file (``index/`` of the
+    table, or its bucket directory with ``index-file-in-data-file-dir``); an external path wins."""
+    out: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
+    for e in read_index_manifest(fileio, index_manifest_path):
+        if e.index_type != DELETION_VECTORS_INDEX or not e.dv_ranges:
+            continue
+        path = e.external_path or index_file_path(e)
+        per_bucket = out.setdefault((e.partition, e.bucket), {})
+        for name, offset, length, cardinality in e.dv_ranges:
+            per_bucket[name] = DeletionFile(path, offset, length, cardinality)
+    return out
+
+
+def bucket_vector_files(entries: list[IndexManifestEntry]) -> dict[tuple[bytes, int], frozenset[str]]:
+    """Per (partition, bucket): the names of its ``DELETION_VECTORS`` index files (what a compaction checks
+    again at commit time: a vector written meanwhile for one of its inputs is a conflict)."""
+    out: dict[tuple[bytes, int], set[str]] = {}
+    for e in entries:
+        if e.index_type == DELETION_VECTORS_INDEX:
+            out.setdefault((e.partition, e.bucket), set()).add(e.file_name)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def write_index_manifest_without(
+    fileio: FileIO, manifest_dir: str, index_manifest: str, buckets: Collection[tuple[bytes, int]], codec: str
+) -> str | None:
+    """A new index manifest holding the live entries of ``index_manifest`` except the ``DELETION_VECTORS``
+    entries of ``buckets`` (a compaction rewrote every data file that had a vector there); returns its name,
+    or None when no entry is left (the snapshot then names no index manifest).
+
+    The records are copied as they were read and written with the old file's own Avro schema, so the fields
+    and record names of whichever writer made it (Java, pypaimon, a later Paimon with more fields) are kept."""
+    path = f"{manifest_dir}/{index_manifest}"
+    try:
+        data = fileio.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptMetadataError(
+            f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the table "
+            "back to a snapshot that does not reference it."
+        ) from None
+    records = list(read_avro(data, path))  # a damaged file raises CorruptMetadataError here
+    schema = fastavro.reader(io.BytesIO(data)).writer_schema
+    if not isinstance(schema, dict):
+        raise CorruptMetadataError(f"Index manifest {path} has no record schema; it is not an index manifest.")
+    drop = set(buckets)
+    live: dict[tuple[bytes, int, str, str], dict] = {}
+    for r in records:
+        key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
+        if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
+            live[key] = r
+        else:
+            live.pop(key, None)
+    kept = [
+        r
+        for (part, bucket, kind, _), r in live.items()
+        if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)
+    ]
+    if not kept:
+        return None
+    name = f"index-manifest-{uuid.uuid4()}-0"
+    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
+    return name
+
+
+# ------------------------------------------------------------------------------------------------------
+# RoaringBitmap portable format (github.com/RoaringBitmap/RoaringFormatSpec)
+# ------------------------------------------------------------------------------------------------------
+def _roaring32(buf: bytes, pos: int) -> tuple[np.ndarray, int]:
+    """Decode one portable 32-bit bitmap starting at ``pos``: (sorted uint32 values, end position).
+    Raises ValueError on a malformed buffer (the caller names the file)."""
+    (cookie,) = struct.unpack_from("<I", buf, pos)
+    pos += 4
+    run_flags: np.ndarray | None = None
+    if cookie & 0xFFFF == _SERIAL_COOKIE:
+        size = (cookie >> 16) + 1
+        flag_bytes = (size + 7) // 8
+        run_flags = np.unpackbits(np.frombuffer(buf, np.uint8, flag_bytes, pos), bitorder="little")[:size]
+        pos += flag_bytes
+    elif cookie == _SERIAL_COOKIE_NO_RUN:
+        (size,) = struct.unpack_from("<I", buf, pos)
+        pos += 4
+    else:
+        raise ValueError(f"unknown roaring cookie {cookie}")
+    header = np.frombuffer(buf, "<u2", 2 * size, pos).astype(np.uint32)
+    pos += 4 * size
+    keys, cards = header[0::2], header[1::2] + 1
+    if run_flags is None or size >= _NO_OFFSET_THRESHOLD:
+        pos += 4 * size  # offsets: containers follow one another, so they are not needed
+    parts: list[np.ndarray] = []
+    for i in range(size):
+        base = np.uint32(int(keys[i]) << 16)
+        if run_flags is not None and run_flags[i]:
+            (n_runs,) = struct.unpack_from("<H", buf, pos)
+            pos += 2
+            runs = np.frombuffer(buf, "<u2", 2 * n_runs, pos).astype(np.int64)
+            pos += 4 * n_runs
+            starts, counts = runs[0::2], runs[1::2] + 1
+            ends = np.cumsum(counts)
+            # value k of the run r is starts[r] + (k - first index of r): one arange, shifted per run
+            values = np.arange(int(ends[-1]) if n_runs else 0, dtype=np.int64) + np.repeat(
+                starts - (ends - counts), counts
+            )
+            parts.append(values.astype(np.uint32) + base)
+        elif cards[i] > _ARRAY_MAX:
+            bits = np.unpackbits(np.frombuffer(buf, np.uint8, _BITMAP_BYTES, pos), bitorder="little")
+            pos += _BITMAP_BYTES
+            parts.append(np.flatnonzero(bits).astype(np.uint32) + base)
+        else:
+            n = int(cards[i])
+            parts.append(np.frombuffer(buf, "<u2", n, pos).astype(np.uint32) + base)
+            pos += 2 * n
+    if pos > len(buf):
+        raise ValueError("bitmap is truncated")
+    return (np.concatenate(parts) if parts else np.empty(0, np.uint32)), pos
+
+
+def decode_roaring32(buf: bytes) -> np.ndarray:
+    """The values of a portable 32-bit RoaringBitmap, ascending, as int64."""
+    values, _ = _roaring32(buf, 0)
+    return values.astype(np.int64)
+
+
+def decode_roaring64(buf: bytes) -> np.ndarray:
+    """The values of a portable 64-bit RoaringBitmap (LE int64 count, then per 32-bit bitmap its LE uint32
+    high key and the bitmap), ascending, as int64."""
+    (count,) = struct.unpack_from("<q", buf, 0)
+    if count < 0:
+        raise ValueError(f"negative bitmap count {count}")
+    pos = 8
+    parts: list[np.ndarray] = []
+    for _ in range(count):
+        (high,) = struct.unpack_from("<I", buf, pos)
+        values, pos = _roaring32(buf, pos + 4)
+        parts.append(values.astype(np.int64) + (np.int64(high) << np.int64(32)))
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+# ------------------------------------------------------------------------------------------------------
+# One data file's vector
+# ------------------------------------------------------------------------------------------------------
+def decode_deletion_vector(record: bytes, expected_length: int | None, where: str) -> np.ndarray:
+    """Deleted positions of one serialized vector (size word, payload, CRC word), ascending int64.
+
+    Java trusts the CRC; we check it, so a damaged index file is an error instead of resurrected rows.
+    ``where`` names the index file and data file in errors.
+    """
+
+    def corrupt(why: str) -> CorruptMetadataError:
+        return CorruptMetadataError(
+            f"Deletion vector {where} is corrupt: {why}. Restore the index file, or roll the table back to a "
+            "snapshot that does not reference it (Table.rollback_to)."
+        )
+
+    if len(record) < 12:
+        raise corrupt(f"only {len(record)} bytes")
+    (size,) = struct.unpack_from(">i", record, 0)
+    if size < 4 or 4 + size + 4 > len(record):
+        raise corrupt(f"its size word says {size} bytes, but the range holds {len(record) - 8}")
+    payload = record[4 : 4 + size]
+    (crc,) = struct.unpack_from(">I", record, 4 + size)
+    if zlib.crc32(payload) != crc:
+        raise corrupt(f"CRC32 mismatch (stored {crc:#010x}, computed {zlib.crc32(payload):#010x})")
+    (magic_be,) = struct.unpack_from(">i", payload, 0)
+    (magic_le,) = struct.unpack_from("<i", payload, 0)
+    try:
+        if magic_be == MAGIC_32:
+            if expected_length is not None and expected_length != size:
+                raise corrupt(f"size {size} does not match the index manifest's length {expected_length}")
+            return decode_roaring32(payload[4:])
+        if magic_le == MAGIC_64:
+            if expected_length is not None and expected_length != size + 8:
+                raise corrupt(f"size {size} does not match the index manifest's length {expected_length} - 8")
+            return decode_roaring64(payload[4:])
+    except (ValueError, struct.error) as exc:
+        raise corrupt(f"the bitmap cannot be decoded ({exc})") from exc
+    raise corrupt(f"unknown magic number {magic_be} (expected {MAGIC_32}, or {MAGIC_64} little-endian)")
+
+
+def read_deletion_vector(fileio: FileIO, dfile: DeletionFile, data_file: str) -> np.ndarray:
+    """The deleted row positions of ``data_file`` (ascending int64), read from its range of the index file."""
+    where = f"of data file '{data_file}' in index file {fileio.uri(dfile.path)} at offset {dfile.offset}"
+    # 32-bit ranges count only the payload; read the size and CRC words around it too (64-bit ranges
+    # already include them, so a few bytes more are read there and ignored).
+    try:
+        with fileio.open_input(dfile.path) as fh:
+            version = fh.read(1)
+            fh.seek(dfile.offset)
+            record = fh.read(dfile.length + 8)
+    except FileNotFoundError:
+        raise CorruptMetadataError(
+            f"Deletion vector {where} cannot be read: the index file is missing, but the snapshot being read "
+            "references it. Restore it, or roll the table back to a snapshot that does not reference it."
+        ) from None
+    if version != bytes([INDEX_VERSION]):
+        raise CorruptMetadataError(
+            f"Deletion vector {where}: the index file starts with version {version!r}, expected {INDEX_VERSION}; "
+            "it is not a deletion-vector file or is corrupt. Restore it, or roll the table back."
+        )
+    positions = decode_deletion_vector(record, dfile.length, where)
+    if dfile.cardinality is not None and len(positions) != dfile.cardinality:
+        raise CorruptMetadataError(
+            f"Deletion vector {where} holds {len(positions)} positions, but the index manifest says "
+            f"{dfile.cardinality}. Restore the index file, or roll the table back to an earlier snapshot."
+        )
+    return positions
+
+
+# ------------------------------------------------------------------------------------------------------
+# Options
+# ------------------------------------------------------------------------------------------------------
+def merge_on_read(options: Mapping[str, str]) -> bool:
+    """``deletion-vectors.merge-on-read``: batch reads of a deletion-vector table also merge level-0 files
+    (Java's ``CoreOptions.batchScanSkipLevel0``; default false: uncompacted data is invisible)."""
+    return CoreOptions(options).get(DELETION_VECTORS_MERGE_ON_READ)
+
+
+def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str, overwrite: bool = True) -> None:
+    """Appends to a deletion-vector table are allowed: they are level-0 files, exactly what Java's own
+    write-only writers leave before a compaction, and the commit carries the index manifest forward. Batch
+    reads (Java's and ours) skip them until Paimon compacts the bucket. An overwrite is refused: Java's
+    overwrite also drops the overwritten partitions' index entries (``OverwriteChangesProvider``), which our
+    commit does not do yet."""
+    if deletion_vectors_enabled and overwrite:
+        raise OptionError(
+            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon appends to such tables but does "
+            "not overwrite them yet. Append instead, or overwrite with Paimon (Flink, Spark with the Paimon jar, "
+            "Java) or pypaimon."
+        )

@@ -1,0 +1,623 @@
+"""The commit protocol (§8): turn written data files into one new snapshot, atomically.
+
+Executors write data files and send :class:`CommitMessage` s; the driver calls :meth:`FileStoreCommit.commit`
+once. A commit is visible exactly when ``snapshot-N`` is created, which :meth:`FileIO.try_create` does
+atomically and only if absent, so concurrent writers cannot both win. A loser re-reads the latest snapshot
+and tries again with back-off. Overwrite deletions are recomputed on every attempt against the snapshot the
+attempt builds on, so a concurrent append to an overwritten partition is never silently resurrected or lost.
+
+When an attempt fails because another writer took ``snapshot-N`` we know our snapshot did not land, so we
+delete the manifests that attempt wrote. When the outcome is unknown (an I/O error during the create), we
+keep everything and raise :class:`CommitStateUnknownError`: those files may be live.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Iterable, Literal, Sequence
+
+from pyspark_paimon.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitStateUnknownError,
+    PaimonError,
+    SnapshotNotFoundError,
+)
+from pyspark_paimon.metadata.io.avro import avro_codec
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import (
+    KIND_ADD,
+    KIND_DELETE,
+    DataFileMeta,
+    ManifestEntry,
+    ManifestFileMeta,
+    ManifestStore,
+    SimpleStats,
+    live_files,
+    merge_entries,
+)
+from pyspark_paimon.metadata.refs import auto_tag
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.schema.options import (
+    COMMIT_MAX_RETRIES,
+    COMMIT_MAX_RETRY_WAIT,
+    COMMIT_MIN_RETRY_WAIT,
+    COMMIT_TIMEOUT,
+    MANIFEST_COMPRESSION,
+    MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
+    CoreOptions,
+)
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.snapshot import (
+    BATCH_COMMIT_IDENTIFIER,
+    MAIN_BRANCH,
+    Snapshot,
+    SnapshotManager,
+    now_millis,
+)
+
+log = logging.getLogger(__name__)
+
+WRITER_VERSION = "pyspark-paimon-0.1.0"
+CommitKind = Literal["APPEND", "OVERWRITE", "COMPACT"]
+
+
+@dataclass(frozen=True)
+class CommitMessage:
+    """New files of one (partition, bucket), produced by one writer task. Pickled from executors."""
+
+    partition: bytes
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...]
+    # Files this writer replaces (compaction); DELETE entries in the same commit.
+    compact_before: tuple[DataFileMeta, ...] = ()
+
+
+@dataclass(frozen=True)
+class OverwriteSpec:
+    """What an OVERWRITE commit replaces.
+
+    ``mode="all"``: every live file of the table. ``mode="dynamic"``: every live file of the partitions that
+    the new data touches. ``mode="static"``: every live file of the given partitions (BinaryRow bytes), or of
+    the partitions matching ``partition_filter`` (a predicate over decoded partition value dicts).
+    """
+
+    mode: Literal["all", "dynamic", "static"] = "all"
+    partitions: frozenset[bytes] = frozenset()
+    partition_spec: dict[str, object] | None = None
+
+
+def entries_of(messages: Iterable[CommitMessage]) -> list[ManifestEntry]:
+    out = []
+    for m in messages:
+        for f in m.compact_before:
+            out.append(ManifestEntry(KIND_DELETE, m.partition, m.bucket, m.total_buckets, f))
+        for f in m.new_files:
+            out.append(ManifestEntry(KIND_ADD, m.partition, m.bucket, m.total_buckets, f))
+    return out
+
+
+def partition_stats(partitions: Iterable[bytes], schema: TableSchema) -> SimpleStats:
+    """Min/max/null-count BinaryRows over partition values, as the manifest list records them."""
+    types = [f.type for f in schema.partition_fields]
+    if not types:
+        empty = serialize_row([], [])
+        return SimpleStats(empty, empty, ())
+    mins: list = [None] * len(types)
+    maxs: list = [None] * len(types)
+    nulls = [0] * len(types)
+    for raw in set(partitions):
+        values = deserialize_row(raw, types)
+        for i, v in enumerate(values):
+            if v is None:
+                nulls[i] += 1
+                continue
+            if mins[i] is None or v < mins[i]:
+                mins[i] = v
+            if maxs[i] is None or v > maxs[i]:
+                maxs[i] = v
+    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+
+def manifests_with_partitions(
+    metas: Sequence[ManifestFileMeta], partitions: Iterable[bytes], schema: TableSchema
+) -> list[ManifestFileMeta]:
+    """The manifests whose partition statistics (min, max, null count per partition field) may hold one of
+    ``partitions`` (serialized BinaryRows). Statistics that cannot be decoded or compared never exclude."""
+    types = [f.type for f in schema.partition_fields]
+    if not types:
+        return list(metas)
+    try:
+        wanted = [deserialize_row(raw, types) for raw in set(partitions)]
+    except Exception:  # noqa: BLE001 - an undecodable partition: read everything rather than guess
+        return list(metas)
+    return [m for m in metas if any(_stats_may_hold(m.partition_stats, values, types) for values in wanted)]
+
+
+def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequence[object]) -> bool:
+    try:
+        lows = deserialize_row(stats.min_values, list(types))
+        highs = deserialize_row(stats.max_values, list(types))
+    except Exception:  # noqa: BLE001 - absent (arity 0) or foreign stats: they cannot exclude anything
+        return True
+    nulls = stats.null_counts
+    for i, v in enumerate(values):
+        if v is None:
+            if nulls is not None and i < len(nulls) and nulls[i] == 0:
+                return False
+            continue
+        lo = lows[i] if i < len(lows) else None
+        hi = highs[i] if i < len(highs) else None
+        if lo is None and hi is None:
+            # No bounds but nulls counted: the field holds no value other than null in this manifest.
+            if nulls is not None and i < len(nulls) and nulls[i]:
+                return False
+            continue
+        if lo is None or hi is None:  # one bound missing: cannot exclude
+            continue
+        try:
+            if v < lo or v > hi:
+                return False
+        except TypeError:  # incomparable decoded values (e.g. naive vs aware datetimes): cannot exclude
+            continue
+    return True
+
+
+class FileStoreCommit:
+    """Commits to one branch of one table."""
+
+    def __init__(
+        self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, options: dict[str, str] | None = None
+    ):
+        from pyspark_paimon.metadata.schema.table_schema import SchemaManager  # noqa: PLC0415 (avoid a cycle at import)
+
+        self.fileio = fileio
+        self.table_path = table_path
+        self.branch = branch or MAIN_BRANCH
+        self.snapshots = SnapshotManager(fileio, table_path, self.branch)
+        self.schemas = SchemaManager(fileio, table_path, self.branch)
+        # Commits read base manifests through the process-wide cache, as Java's commit reads them through its
+        # manifest cache: manifest files are immutable, and every commit of a growing table would otherwise
+        # decode the whole table's manifests again (quadratic in the number of commits). Nothing a commit
+        # reads is deleted on the strength of the cache; maintenance (expire, orphans) keeps its own reads.
+        self.manifests = ManifestStore(fileio, table_path, shared_cache=True)
+        opts = CoreOptions(options or {})
+        self._options = opts
+        self.max_retries = opts.get(COMMIT_MAX_RETRIES)
+        self.min_wait_ms = opts.get(COMMIT_MIN_RETRY_WAIT)
+        self.max_wait_ms = opts.get(COMMIT_MAX_RETRY_WAIT)
+        self.timeout_ms = opts.get(COMMIT_TIMEOUT)  # None: only commit.max-retries limits the attempts
+        self.merge_min_count = opts.get(MANIFEST_MERGE_MIN_COUNT)
+
+    # ---------------------------------------------------------------------------------------------
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        *,
+        kind: CommitKind = "APPEND",
+        overwrite: OverwriteSpec | None = None,
+        commit_user: str | None = None,
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        properties: dict[str, str] | None = None,
+        watermark: int | None = None,
+        allow_empty: bool = False,
+        index_update: Callable[[Snapshot | None], str | None] | None = None,
+    ) -> Snapshot | None:
+        """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit).
+
+        ``index_update(latest)`` (compaction of deletion-vector tables) names the index manifest of the new
+        snapshot, computed anew on each attempt against the snapshot it builds on (it may raise
+        :class:`CommitConflictError`); a file it wrote is deleted when the attempt does not land. Without it
+        the latest snapshot's index manifest is carried forward."""
+        new_entries = entries_of(messages)
+        if overwrite is not None:
+            kind = "OVERWRITE"
+        if not new_entries and overwrite is None and not allow_empty:
+            return None
+        commit_user = commit_user or self._options.new_commit_user()
+        last_seen: int | None = None
+        started = time.monotonic()
+        for attempt in range(self.max_retries + 1):
+            latest = self.snapshots.latest()
+            if attempt > 0:
+                done = self._already_committed(last_seen, latest, commit_user, commit_identifier, kind)
+                if done is not None:
+                    self._after_commit(done)  # an earlier attempt landed: still owe its auto tag
+                    return done
+            last_seen = latest.id if latest else None
+            written: list[str] = []
+            try:
+                snapshot = self._prepare(
+                    latest,
+                    new_entries,
+                    kind,
+                    overwrite,
+                    commit_user,
+                    commit_identifier,
+                    properties,
+                    watermark,
+                    written,
+                    allow_empty,
+                    index_update,
+                )
+            except Exception:
+                self._delete_quietly(written)
+                raise
+            if snapshot is None:
+                self._delete_quietly(written)
+                return None
+            try:
+                created = self.snapshots.try_commit(snapshot)
+            except Exception as e:
+                raise CommitStateUnknownError(
+                    f"Creating {self.snapshots.snapshot_path(snapshot.id)} failed with {e!r}; the commit may or may "
+                    "not have landed. Its files are kept; check the table's latest snapshot before retrying."
+                ) from e
+            if created or self._landed_anyway(snapshot):
+                self._after_commit(snapshot)
+                return snapshot
+            self._delete_quietly(written)
+            if self.timeout_ms is not None and (time.monotonic() - started) * 1000 > self.timeout_ms:
+                raise CommitConflictError(
+                    f"Gave up committing to {self.table_path} (branch '{self.branch}') after {attempt + 1} attempts: "
+                    f"'commit.timeout' ({self.timeout_ms} ms) passed while other writers kept committing first. "
+                    "Retry the job, or raise 'commit.timeout'."
+                )
+            self._sleep(attempt)
+        raise CommitConflictError(
+            f"Gave up committing to {self.table_path} (branch '{self.branch}') after {self.max_retries + 1} attempts: "
+            "other writers kept committing first. Retry the job, or raise 'commit.max-retries'."
+        )
+
+    def _after_commit(self, snapshot: Snapshot) -> None:
+        """Post-commit work: automatic tag creation (``tag.automatic-creation``).
+
+        Deliberately *not* snapshot or tag expiration, although Java expires on every commit by default:
+        expiration deletes files, and it stays an explicit maintenance call (``Table.expire_snapshots`` /
+        ``expire_tags``) so that writing can never delete data as a side effect. The commit has landed by
+        now, so a failure here is logged, never raised (raising would invite a retry that duplicates data).
+        """
+        try:
+            auto_tag.on_commit(self.fileio, self.table_path, self.branch, snapshot, self._schema.options)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            log.warning(
+                "Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
+                "%s. Create the tag by hand (Table.create_tag) if you need it.",
+                snapshot.id,
+                self.table_path,
+                self.branch,
+                e,
+            )
+
+    def _landed_anyway(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot-N``, which the store says existed, is exactly the one we tried to create. On an object
+        store a conditional write can land while its answer is lost; the retried write then finds the file. It
+        must count as our commit, and the files it references must not be deleted as a loser's."""
+        try:
+            return self.snapshots.snapshot(snapshot.id).to_dict() == snapshot.to_dict()
+        except PaimonError:  # gone or unreadable: not ours to claim
+            return False
+
+    # ---------------------------------------------------------------------------------------------
+    def _already_committed(
+        self, last_seen: int | None, latest: Snapshot | None, user: str, identifier: int, kind: str
+    ) -> Snapshot | None:
+        if latest is None:
+            return None
+        start = (last_seen or 0) + 1
+        for sid in range(start, latest.id + 1):
+            try:
+                s = self.snapshots.snapshot(sid)
+            except SnapshotNotFoundError:  # expired meanwhile (reading is the existence check: one request)
+                continue
+            if s.commit_user == user and s.commit_identifier == identifier and s.commit_kind == kind:
+                return s
+        return None
+
+    def base_manifests(self, latest: Snapshot | None) -> list[ManifestFileMeta]:
+        if latest is None:
+            return []
+        return self.manifests.read_list(latest.base_manifest_list) + self.manifests.read_list(
+            latest.delta_manifest_list
+        )
+
+    def _prepare(
+        self,
+        latest: Snapshot | None,
+        new_entries: list[ManifestEntry],
+        kind: str,
+        overwrite: OverwriteSpec | None,
+        user: str,
+        identifier: int,
+        properties: dict[str, str] | None,
+        watermark: int | None,
+        written: list[str],
+        allow_empty: bool = False,
+        index_update: Callable[[Snapshot | None], str | None] | None = None,
+    ) -> Snapshot | None:
+        schema = self.schemas.latest()
+        if schema is None:
+            raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
+        auto_tag.validate_options(schema.options)  # refuse bad tag options before anything is written
+        self._schema = schema
+        base = self.base_manifests(latest)
+        delta_entries = list(new_entries)
+        live: list[ManifestEntry] | None = None
+        if overwrite is not None or kind == "COMPACT" or any(e.kind == KIND_DELETE for e in new_entries):
+            live = live_files(self.manifests.read_entries(base), f"snapshot {latest.id if latest else 0}")
+        if overwrite is not None:
+            assert live is not None
+            targets = self._overwrite_targets(overwrite, new_entries, live, schema)
+            deletes = [
+                ManifestEntry(KIND_DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                for e in live
+                if targets is None or e.partition in targets
+            ]
+            delta_entries = deletes + delta_entries
+        if live is not None:
+            self._check_deletes(delta_entries, live)
+            if schema.primary_keys:
+                self._check_level_overlaps(delta_entries, live, schema)
+        if overwrite is None:
+            self._check_bucket_counts(new_entries, base, schema)
+        if not delta_entries and overwrite is None and not allow_empty:
+            return None
+
+        index_manifest = latest.index_manifest if latest else None
+        if index_update is not None:
+            index_manifest = index_update(latest)
+            if index_manifest is not None and index_manifest != (latest.index_manifest if latest else None):
+                written.append(self.manifests.path(index_manifest))
+        delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
+        base = self._maybe_compact_manifests(base, schema, written)
+        codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
+        base_name, base_size = self.manifests.write_list(base, codec)
+        written.append(self.manifests.path(base_name))
+        delta_name, delta_size = self.manifests.write_list(delta_metas, codec)
+        written.append(self.manifests.path(delta_name))
+
+        added = sum(e.file.row_count for e in delta_entries if e.kind == KIND_ADD)
+        removed = sum(e.file.row_count for e in delta_entries if e.kind == KIND_DELETE)
+        prev_total = (latest.total_record_count or 0) if latest else 0
+        marks = [w for w in (watermark, latest.watermark if latest else None) if w is not None]
+        return Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=schema.id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            index_manifest=index_manifest,
+            commit_user=user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=now_millis(),
+            total_record_count=prev_total + added - removed,
+            delta_record_count=added - removed,
+            watermark=max(marks) if marks else None,
+            statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
+            properties=properties or None,
+            next_row_id=(latest.next_row_id if latest and latest.next_row_id is not None else 0),
+            uuid=str(uuid.uuid4()),
+            writer_version=WRITER_VERSION,
+        )
+
+    def _overwrite_targets(
+        self, spec: OverwriteSpec, new_entries: list[ManifestEntry], live: list[ManifestEntry], schema: TableSchema
+    ) -> set[bytes] | None:
+        if spec.mode == "all":
+            return None
+        if spec.mode == "dynamic":
+            return {e.partition for e in new_entries}
+        if spec.partition_spec is not None:
+            names = [f.name for f in schema.partition_fields]
+            types = [f.type for f in schema.partition_fields]
+            wanted = spec.partition_spec
+            out = set(spec.partitions)
+            for raw in {e.partition for e in live}:
+                values = dict(zip(names, deserialize_row(raw, types)))
+                if all(values.get(k) == v for k, v in wanted.items()):
+                    out.add(raw)
+            for e in new_entries:
+                values = dict(zip(names, deserialize_row(e.partition, types)))
+                if not all(values.get(k) == v for k, v in wanted.items()):
+                    raise CommitError(
+                        f"Static overwrite of partition {wanted} got rows for partition {values}. Write only rows "
+                        "of the overwritten partition, or use dynamic partition overwrite."
+                    )
+            return out
+        return set(spec.partitions)
+
+    def _check_deletes(self, delta: list[ManifestEntry], live: list[ManifestEntry]) -> None:
+        live_ids = {e.identifier for e in live}
+        added = {e.identifier for e in delta if e.kind == KIND_ADD}
+        deleted: set[tuple] = set()
+        for e in delta:
+            if e.kind == KIND_DELETE:
+                if e.identifier not in live_ids:
+                    raise CommitConflictError(
+                        f"File {e.file.file_name} (bucket {e.bucket}) is no longer live: a concurrent commit removed "
+                        "it. Nothing was committed; re-run the operation."
+                    )
+                if e.identifier in added:
+                    raise CommitError(f"File {e.file.file_name} is both added and deleted in one commit.")
+                # A second DELETE would outlive the ADD it cancels and make every later read of the table fail.
+                if e.identifier in deleted:
+                    raise CommitError(
+                        f"File {e.file.file_name} (bucket {e.bucket}) is deleted twice in one commit (compaction "
+                        "inputs inside an overwritten partition?). Commit the compaction and the overwrite separately."
+                    )
+                deleted.add(e.identifier)
+
+    def _check_level_overlaps(self, delta: list[ManifestEntry], live: list[ManifestEntry], schema: TableSchema) -> None:
+        """Each level >= 1 of a primary-key bucket is one sorted run: after this commit its files must not
+        overlap in key (Java's "LSM conflicts detected"). Two compactions planned on the same snapshot would
+        otherwise both put their outputs into one level. Only buckets this commit adds level >= 1 files to are
+        checked."""
+        touched = {(e.partition, e.bucket, e.file.level) for e in delta if e.kind == KIND_ADD and e.file.level > 0}
+        if not touched:
+            return
+        deleted = {e.identifier for e in delta if e.kind == KIND_DELETE}
+        runs: dict[tuple[bytes, int, int], list[DataFileMeta]] = {}
+        for e in [*live, *(d for d in delta if d.kind == KIND_ADD)]:
+            key = (e.partition, e.bucket, e.file.level)
+            if key in touched and e.identifier not in deleted:
+                runs.setdefault(key, []).append(e.file)
+        types = [f.type for f in schema.trimmed_primary_key_fields]
+
+        def decoded(raw: bytes) -> tuple:
+            return tuple((v is not None, v) for v in deserialize_row(raw, types))
+
+        for (_, bucket, level), files in runs.items():
+            ranged = sorted((decoded(f.min_key), decoded(f.max_key), f.file_name) for f in files)
+            for (_, prev_max, prev), (lo, _, name) in zip(ranged, ranged[1:]):
+                if lo <= prev_max:
+                    raise CommitConflictError(
+                        f"Files {prev} and {name} of bucket {bucket} would overlap in key at level {level} (a "
+                        "concurrent compaction wrote to the same level). Nothing was committed; re-run the "
+                        "compaction."
+                    )
+
+    def _check_bucket_counts(
+        self, new_entries: list[ManifestEntry], base: list[ManifestFileMeta], schema: TableSchema
+    ) -> None:
+        """Every partition keeps the bucket count it was written with. Only manifests whose partition statistics
+        may hold a written partition are read (as Java reads only the changed partitions' entries): a commit
+        into a few partitions of a large table must not fold the whole table's manifests."""
+        if not new_entries:
+            return
+        wanted = {e.partition: e.total_buckets for e in new_entries}
+        relevant = manifests_with_partitions(base, wanted, schema)
+        # Only live files count: files an earlier overwrite removed may have had the old bucket count. A DELETE
+        # and the ADD it cancels are in the same partition, so pruning by partition keeps both; the other
+        # partitions' entries of a manifest spanning many (a merged one) are skipped without being decoded.
+        entries, _ = self.manifests.select_entries(relevant, wanted.__contains__)
+        for e in merge_entries(entries):
+            expect = wanted.get(e.partition)
+            if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
+                raise CommitError(
+                    f"A partition of {self.table_path} was written with {e.total_buckets} buckets but this write "
+                    f"uses {expect}. Overwrite the partition to change its bucket count."
+                )
+
+    def _write_manifests(
+        self, entries: list[ManifestEntry], schema: TableSchema, written: list[str]
+    ) -> list[ManifestFileMeta]:
+        """Write manifest files in the table's ``manifest.compression``, rolled at ``manifest.target-file-size``."""
+        opts = schema.core_options
+        metas = self.manifests.write_manifests(
+            entries,
+            schema.id,
+            lambda chunk: partition_stats((e.partition for e in chunk), schema),
+            codec=avro_codec(opts.get(MANIFEST_COMPRESSION)),
+            target_size=opts.get(MANIFEST_TARGET_FILE_SIZE),
+        )
+        written.extend(self.manifests.path(m.file_name) for m in metas)
+        return metas
+
+    def _maybe_compact_manifests(
+        self, base: list[ManifestFileMeta], schema: TableSchema, written: list[str]
+    ) -> list[ManifestFileMeta]:
+        """Merge manifests the way Java's commit does (its legacy merger), so planning stays fast and a large
+        table's full manifests are not rewritten on every merge:
+
+        * *full compaction*, once the manifests that are small (below ``manifest.target-file-size``) or hold
+          DELETE entries add up to ``manifest.full-compaction-threshold-size``: every such manifest, and every
+          full one holding a file that is deleted, is rewritten into new manifests without the deleted files
+          (no DELETE entries are left); the other full manifests are kept as they are;
+        * otherwise a *minor* merge: walking the list in order, each run of manifests that reaches the target
+          size is merged into new manifests, and the trailing run is merged once it counts
+          ``manifest.merge-min-count`` manifests. ADD and DELETE entries of one file cancel inside a run; a
+          DELETE whose ADD is in an earlier manifest is kept.
+
+        Merged output is sorted by partition and bucket (an order of ours, which Java's readers do not depend
+        on), so that rolled files' partition statistics prune well. The old manifests stay on disk (older
+        snapshots and tags reference them); expiration removes them.
+        """
+        opts = schema.core_options
+        target = opts.get(MANIFEST_TARGET_FILE_SIZE)
+        full = self._full_manifest_compaction(
+            base, schema, written, target, opts.get(MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE)
+        )
+        if full is not None:
+            return full
+        result: list[ManifestFileMeta] = []
+        run: list[ManifestFileMeta] = []
+        size = 0
+        for m in base:
+            run.append(m)
+            size += m.file_size
+            if size >= target:
+                result += self._merge_run(run, schema, written)
+                run, size = [], 0
+        result += self._merge_run(run, schema, written) if len(run) >= self.merge_min_count else run
+        return result
+
+    def _merge_run(
+        self, run: list[ManifestFileMeta], schema: TableSchema, written: list[str]
+    ) -> list[ManifestFileMeta]:
+        if len(run) < 2:
+            return list(run)
+        merged = merge_entries(self.manifests.read_entries(run))
+        if not merged:
+            return []
+        merged.sort(key=lambda e: (e.partition, e.bucket))
+        return self._write_manifests(merged, schema, written)
+
+    def _full_manifest_compaction(
+        self, base: list[ManifestFileMeta], schema: TableSchema, written: list[str], target: int, threshold: int
+    ) -> list[ManifestFileMeta] | None:
+        """Java's full manifest compaction (see :meth:`_maybe_compact_manifests`); None when it does not apply."""
+
+        def must_change(m: ManifestFileMeta) -> bool:
+            return m.num_deleted_files > 0 or m.file_size < target
+
+        if sum(m.file_size for m in base if must_change(m)) < threshold:
+            return None
+        deleted = {
+            e.identifier
+            for m in base
+            if m.num_deleted_files > 0
+            for e in self.manifests.read_manifest(m.file_name)
+            if e.kind == KIND_DELETE
+        }
+        deleted_partitions = {ident[0] for ident in deleted}
+        kept: list[ManifestFileMeta] = []
+        candidates: list[ManifestFileMeta] = []
+        for m in base:
+            if must_change(m) or (deleted and manifests_with_partitions([m], deleted_partitions, schema)):
+                candidates.append(m)
+            else:
+                kept.append(m)
+        if len(candidates) <= 1:
+            return None
+        survivors: list[ManifestEntry] = []
+        for m in candidates:
+            adds = [e for e in self.manifests.read_manifest(m.file_name) if e.kind == KIND_ADD]
+            live = [e for e in adds if e.identifier not in deleted]
+            if must_change(m) or len(live) != len(adds):
+                survivors += live
+            else:
+                kept.append(m)
+        if not survivors:
+            return kept
+        survivors.sort(key=lambda e: (e.partition, e.bucket))
+        return kept + self._write_manifests(survivors, schema, written)
+
+    def _sleep(self, attempt: int) -> None:
+        wait = min(self.max_wait_ms, self.min_wait_ms * (2**attempt))
+        time.sleep((wait + random.uniform(0, wait)) / 2000.0)
+
+    def _delete_quietly(self, paths: Iterable[str]) -> None:
+        for p in paths:
+            try:
+                self.fileio.delete(p)
+            except OSError:  # pragma: no cover - best effort, orphan cleanup is the safety net
+                log.warning("could not delete %s", p)

@@ -1,0 +1,602 @@
+"""Streaming reads: where a stream starts, what each snapshot contributes, and how far a micro-batch goes.
+
+A stream walks one branch's snapshots in order. Its position is a :class:`StreamOffset`: the snapshot it is in,
+how many of that snapshot's splits it has consumed (``index``), which kind of scan that snapshot gets
+(``phase``), and the identity of the last snapshot it consumed completely (``consumed``). Offsets are plain
+JSON, so one large commit can span several micro-batches, and :meth:`StreamPlanner.splits_between` turns the
+same (start, end) pair into the same splits every time, which is what lets Spark replay a batch.
+
+What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpScanner``):
+
+* ``full``: the whole content of the start snapshot (``latest-full``, ``from-snapshot-full``, a tag), read as a
+  batch read does (merged, one row per key), every row an insert (+I);
+* ``delta``: the data files an ``APPEND`` snapshot added, one split per file, read **without merging** and
+  keeping each row's kind (+I/-U/+U/-D), as Paimon's streaming splits are; ``COMPACT`` and ``ANALYZE``
+  snapshots add no new rows and are skipped; ``OVERWRITE`` snapshots are skipped unless
+  ``streaming-read-overwrite`` is on;
+* ``diff``: the change between two states of a bucket, merged on each side and compared by key: keys only
+  before are deletes (-D), keys only after or whose row changed are inserts (+I), unchanged keys are nothing
+  (Java's ``IncrementalDiffSplitRead``). Overwrites read this way (their DELETE entries are the bucket's state
+  before, their ADD entries the state after), and so does a **rewritten history**: when the snapshot a stream
+  last consumed was replaced (``fast_forward``, ``replace_main``, ``rollback_to``), the stream diffs the state
+  it had consumed (kept in its offset as the snapshot's manifest lists) against the new head, then goes on
+  with the new history. A downstream job that applies the row kinds therefore ends with exactly the new state.
+  For append tables a diff is the removed files' rows as -D and the added files' rows as +I.
+
+A stream never skips data silently: a snapshot it must read that has expired is an error naming the snapshot
+and the way out (consumers, :mod:`pyspark_paimon.metadata.snapshots.consumers`, keep a running stream's snapshots).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, live_files
+from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
+from pyspark_paimon.metadata.schema.options import (
+    CONSUMER_ID,
+    CONSUMER_IGNORE_PROGRESS,
+    STREAMING_READ_OVERWRITE,
+    check_read_options,
+    parse_memory_size,
+)
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.read_options import STORAGE_PREFIX, STREAM_KEYS, STREAM_LIMIT_KEYS, parse_timestamp_millis
+from pyspark_paimon.planner.scan import ScanPlanner, pack_weights, split_weight
+from pyspark_paimon.planner.split import DataSplit
+
+__all__ = [
+    "StreamOptions",
+    "StreamOffset",
+    "Consumed",
+    "StreamSplit",
+    "Admission",
+    "StreamPlanner",
+    "SCAN_MODES",
+    "ROW_KIND_COLUMN",
+    "task_groups",
+]
+
+Phase = Literal["full", "delta", "diff"]
+PHASES = ("full", "delta", "diff")
+
+#: Paimon's ``scan.mode`` values a stream accepts (``full`` is Paimon's deprecated name of ``latest-full``).
+SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+#: The row-kind column ``read.changelog`` adds in front of the table's columns (Paimon's ``$audit_log`` name).
+ROW_KIND_COLUMN = "rowkind"
+
+_LIMIT_KEYS = dict(zip(STREAM_LIMIT_KEYS, ("max_files", "max_bytes", "max_rows", "min_rows", "max_trigger_delay_ms")))
+
+
+def _bool(opts: Mapping[str, str], key: str, default: bool = False) -> bool:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    text = raw.strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(f"Option '{key}' must be 'true' or 'false', got '{raw}'.")
+    return text == "true"
+
+
+def _positive(opts: Mapping[str, str], key: str, memory: bool = False) -> int | None:
+    raw = opts.get(key)
+    if raw is None:
+        return None
+    value = parse_memory_size(raw, key) if memory else (int(raw) if raw.strip().isdigit() else -1)
+    if value <= 0:
+        raise OptionError(f"Option '{key}' must be a positive integer, got '{raw}'.")
+    return value
+
+
+# Task packing of a micro-batch (as in a batch read): option -> StreamOptions field.
+_SPLIT_KEYS = {"source.split.target-size": "split_target_size", "source.split.open-file-cost": "open_file_cost"}
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case)."""
+
+    mode: str = "latest-full"  # resolved: latest-full | latest | from-snapshot | from-snapshot-full | ...
+    snapshot_id: int | None = None
+    timestamp_millis: int | None = None
+    tag_name: str | None = None
+    consumer_id: str | None = None
+    ignore_consumer_progress: bool = False
+    changelog: bool = False
+    read_overwrite: bool | None = None  # None: the table's streaming-read-overwrite
+    max_files: int | None = None
+    max_bytes: int | None = None
+    max_rows: int | None = None
+    min_rows: int | None = None
+    max_trigger_delay_ms: int | None = None
+    batch_size: int = 65536
+    split_target_size: int | None = None  # None: the table's source.split.target-size
+    open_file_cost: int | None = None  # None: the table's source.split.open-file-cost
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> "StreamOptions":
+        opts = {str(k).lower(): str(v) for k, v in options.items()}
+        check_read_options([k for k in opts if not k.startswith(STORAGE_PREFIX)], STREAM_KEYS, "streaming read")
+        mode = opts.get("scan.mode", "default").strip().lower()
+        if mode not in SCAN_MODES:
+            raise OptionError(
+                f"Option 'scan.mode' = '{opts['scan.mode']}' is not supported by a streaming read; use one of "
+                f"{', '.join(SCAN_MODES[1:])} ('compacted-full', 'incremental' and 'from-file-creation-time' are "
+                "not implemented)."
+            )
+        snapshot_id = None
+        if "scan.snapshot-id" in opts:
+            raw = opts["scan.snapshot-id"].strip()
+            if not raw.isdigit() or int(raw) <= 0:
+                raise OptionError(f"Option 'scan.snapshot-id' must be a snapshot id (a positive integer), got '{raw}'.")
+            snapshot_id = int(raw)
+        stamps = [k for k in ("scan.timestamp-millis", "scan.timestamp") if k in opts]
+        if len(stamps) > 1:
+            raise OptionError("Give either 'scan.timestamp-millis' or 'scan.timestamp', not both.")
+        ts = parse_timestamp_millis(opts[stamps[0]], stamps[0]) if stamps else None
+        tag = opts.get("scan.tag-name") or None
+        given = [
+            k
+            for k, v in (("scan.snapshot-id", snapshot_id), (stamps[0] if stamps else "", ts), ("scan.tag-name", tag))
+            if v is not None
+        ]
+        if len(given) > 1:
+            raise OptionError(
+                f"Conflicting start options {given}: a stream starts from one snapshot, timestamp or tag."
+            )
+        if mode == "full":
+            mode = "latest-full"
+        if mode == "default":
+            mode = (
+                "from-snapshot"
+                if snapshot_id is not None
+                else "from-timestamp"
+                if ts is not None
+                else "from-tag"
+                if tag is not None
+                else "latest-full"
+            )
+        needs = {
+            "from-snapshot": "scan.snapshot-id",
+            "from-snapshot-full": "scan.snapshot-id",
+            "from-timestamp": "scan.timestamp-millis' or 'scan.timestamp",
+        }
+        if mode in needs and not given:
+            raise OptionError(f"'scan.mode' = '{mode}' needs option '{needs[mode]}'.")
+        if mode in ("latest", "latest-full") and given:
+            raise OptionError(
+                f"'scan.mode' = '{mode}' starts from the latest snapshot; drop {given}, or use "
+                "'from-snapshot' / 'from-timestamp' / 'scan.tag-name' (with the default scan.mode)."
+            )
+        if mode.startswith("from-snapshot") and snapshot_id is None or mode == "from-timestamp" and ts is None:
+            raise OptionError(f"'scan.mode' = '{mode}' does not go with {given}.")
+        if tag is not None and mode != "from-tag":
+            raise OptionError(
+                "'scan.tag-name' starts a stream from a tag (the tag's data, then the branch's commits "
+                "after it); leave 'scan.mode' unset (default) with it."
+            )
+        limits = {name: _positive(opts, key, memory=(name == "max_bytes")) for key, name in _LIMIT_KEYS.items()}
+        if (limits["min_rows"] is None) != (limits["max_trigger_delay_ms"] is None):
+            raise OptionError(
+                "Give both 'read.stream.minRowsPerTrigger' and 'read.stream.maxTriggerDelayMs', or "
+                "neither (a micro-batch waits for the minimum rows at most that long)."
+            )
+        consumer = opts.get(CONSUMER_ID.key) or None
+        batch = opts.get("read.batch-size", "65536")
+        if not batch.isdigit() or int(batch) <= 0:
+            raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
+        return cls(
+            mode=mode,
+            snapshot_id=snapshot_id,
+            timestamp_millis=ts,
+            tag_name=tag,
+            consumer_id=check_consumer_id(consumer) if consumer else None,
+            ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
+            changelog=_bool(opts, "read.changelog"),
+            read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
+            batch_size=int(batch),
+            **limits,
+            **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts},
+        )
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """The identity of the last snapshot a stream consumed completely: its id and manifest lists. The lists are
+    unique per commit, so a snapshot that was replaced under the same id (fast-forward, replace, rollback) is
+    recognised, and they still describe the consumed state when the snapshot file itself is gone."""
+
+    snapshot_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> "Consumed":
+        return cls(snapshot.id, snapshot.base_manifest_list, snapshot.delta_manifest_list)
+
+    def matches(self, snapshot: Snapshot) -> bool:
+        return (snapshot.base_manifest_list, snapshot.delta_manifest_list) == (
+            self.base_manifest_list,
+            self.delta_manifest_list,
+        )
+
+
+@dataclass(frozen=True)
+class StreamOffset:
+    """A stream position: splits ``0..index`` of snapshot ``snapshot``'s ``phase`` scan are consumed, on top of
+    the state ``consumed`` (for a ``diff``, the state the diff starts from)."""
+
+    snapshot: int
+    index: int = -1
+    phase: Phase = "delta"
+    consumed: Consumed | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.consumed
+        return {
+            "snapshotId": self.snapshot,
+            "index": self.index,
+            "phase": self.phase,
+            "consumed": None if c is None else [c.snapshot_id, c.base_manifest_list, c.delta_manifest_list],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "StreamOffset":
+        try:
+            c = d.get("consumed")
+            consumed = None if c is None else Consumed(int(c[0]), str(c[1]), str(c[2]))
+            phase = str(d["phase"])
+            if phase not in PHASES:
+                raise ValueError(phase)
+            return cls(int(d["snapshotId"]), int(d["index"]), phase, consumed)  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise OptionError(
+                f"Cannot read the streaming offset {dict(d)} (not written by this version of pyspark-paimon). Start "
+                "the query with a new checkpoint location."
+            ) from None
+
+    def after(self, snapshot: Snapshot) -> "StreamOffset":
+        """The position after every split of ``snapshot``: the next snapshot's delta, on top of this one."""
+        return StreamOffset(snapshot.id + 1, -1, "delta", Consumed.of(snapshot))
+
+
+@dataclass(frozen=True)
+class StreamSplit:
+    """One unit of a stream: see the module docstring for what each phase reads. ``after`` is read merged in a
+    ``full`` or ``diff`` split and raw (one file, row kinds kept) in a ``delta`` split; ``before`` is the other
+    side of a ``diff``."""
+
+    snapshot_id: int
+    index: int
+    phase: Phase
+    after: DataSplit | None
+    before: DataSplit | None = None
+
+    @property
+    def splits(self) -> tuple[DataSplit, ...]:
+        return tuple(s for s in (self.before, self.after) if s is not None)
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(s.files) for s in self.splits)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.splits)
+
+    @property
+    def row_count(self) -> int:
+        return sum(s.row_count for s in self.splits)
+
+
+class Admission:
+    """Read limits of one micro-batch (``read.stream.max*PerTrigger``): a split is admitted while every limit
+    still has room before it, so a batch always makes progress (at least one split) and stops at the first
+    split that would start past a limit (Paimon's ``PaimonReadLimitGuard``)."""
+
+    def __init__(self, max_files: int | None = None, max_bytes: int | None = None, max_rows: int | None = None):
+        self.max_files, self.max_bytes, self.max_rows = max_files, max_bytes, max_rows
+        self.files = self.bytes = self.rows = 0
+
+    @property
+    def unlimited(self) -> bool:
+        return self.max_files is None and self.max_bytes is None and self.max_rows is None
+
+    def admit(self, split: StreamSplit) -> bool:
+        for used, limit in ((self.files, self.max_files), (self.bytes, self.max_bytes), (self.rows, self.max_rows)):
+            if limit is not None and used >= limit:
+                return False
+        self.files += split.file_count
+        self.bytes += split.size_bytes
+        self.rows += split.row_count
+        return True
+
+
+class StreamPlanner:
+    """Plans one stream of one branch (the driver side; Spark-free). See the module docstring."""
+
+    def __init__(self, store: FileStore, opts: StreamOptions, schema: TableSchema | None = None):
+        self.store = store
+        self.opts = opts
+        self.schema = schema or store.schema()
+        self.tags = TagManager(store.fileio, store.table_path, store.branch)
+        table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
+        self.read_overwrite = (
+            opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
+        )
+        table_consumer = table.get(CONSUMER_ID)
+        if opts.consumer_id is None and table_consumer:
+            self.opts = opts = replace(
+                opts,
+                consumer_id=check_consumer_id(table_consumer),
+                ignore_consumer_progress=opts.ignore_consumer_progress or table.get(CONSUMER_IGNORE_PROGRESS),
+            )
+        if self.read_overwrite and not self.schema.primary_keys:
+            raise OptionError(
+                f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
+                "the changes of an overwrite are computed by key."
+            )
+
+    # -- where a stream starts ------------------------------------------------------------------
+    def initial_offset(self) -> StreamOffset:
+        """Where a new stream (no checkpoint) starts: the consumer's progress, else ``scan.mode``."""
+        snapshots = self.store.snapshots
+        if self.opts.consumer_id and not self.opts.ignore_consumer_progress:
+            nxt = ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).next_snapshot(
+                self.opts.consumer_id
+            )
+            if nxt is not None:
+                return self._delta_from(nxt)
+        mode = self.opts.mode
+        latest = snapshots.latest()
+        if mode == "latest-full":
+            return StreamOffset(latest.id, -1, "full") if latest is not None else StreamOffset(1)
+        if mode == "latest":
+            return (
+                StreamOffset(latest.id + 1, -1, "delta", Consumed.of(latest)) if latest is not None else StreamOffset(1)
+            )
+        if mode == "from-snapshot-full":
+            assert self.opts.snapshot_id is not None
+            find_snapshot(snapshots, self.tags, self.opts.snapshot_id)  # a clear error when it does not exist
+            return StreamOffset(self.opts.snapshot_id, -1, "full")
+        if mode == "from-tag":
+            assert self.opts.tag_name is not None
+            return StreamOffset(self.tags.get(self.opts.tag_name).id, -1, "full")
+        if mode == "from-snapshot":
+            assert self.opts.snapshot_id is not None
+            return self._delta_from(self.opts.snapshot_id)
+        assert mode == "from-timestamp" and self.opts.timestamp_millis is not None
+        # Java: the changes of every snapshot committed at or after the instant.
+        before = snapshots.earlier_or_equal_time_millis(self.opts.timestamp_millis - 1)
+        if before is not None:
+            return StreamOffset(before.id + 1, -1, "delta", Consumed.of(before))
+        earliest = snapshots.earliest_id()
+        return StreamOffset(earliest if earliest is not None else 1)
+
+    def _delta_from(self, snapshot_id: int) -> StreamOffset:
+        snapshots = self.store.snapshots
+        latest = snapshots.latest_id()
+        if latest is not None and snapshot_id <= latest:
+            self._snapshot_for_delta(snapshot_id)  # an expired start is an error, not a silent later start
+        prev = snapshot_id - 1
+        consumed = Consumed.of(snapshots.snapshot(prev)) if prev >= 1 and snapshots.exists(prev) else None
+        return StreamOffset(snapshot_id, -1, "delta", consumed)
+
+    # -- what each snapshot contributes -----------------------------------------------------------
+    def _snapshot_for_delta(self, snapshot_id: int) -> Snapshot:
+        snapshots = self.store.snapshots
+        if snapshots.exists(snapshot_id):
+            return snapshots.snapshot(snapshot_id)
+        earliest = snapshots.earliest_id()
+        raise SnapshotNotFoundError(
+            f"Streaming read of branch '{self.store.branch}' of {self.store.table_path}: snapshot {snapshot_id}, the "
+            f"next one this stream must read, has expired (earliest snapshot: {earliest}), so the changes it made "
+            "are gone and continuing would silently skip them. Start the query again with a new checkpoint location "
+            "(from a tag with 'scan.tag-name', or 'scan.mode' = 'latest-full'), and give a long-running stream "
+            "option 'consumer-id' so that expiration keeps the snapshots it still needs."
+        )
+
+    def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
+        plan = ScanPlanner(self.store, self.schema, {}).plan(snapshot)
+        return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
+
+    def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
+        return ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False).plan_entries(entries).splits
+
+    def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
+        kind = snapshot.commit_kind
+        if kind == "OVERWRITE" and self.read_overwrite:
+            delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
+            before = [replace(e, kind=KIND_ADD) for e in delta if e.kind == KIND_DELETE]
+            after = [e for e in delta if e.kind == KIND_ADD]
+            return self._diff(snapshot.id, before, after)
+        if kind != "APPEND":
+            return []  # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite
+        delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
+        splits = self._entries_splits(e for e in delta if e.kind == KIND_ADD)
+        # One split per file: the files are read as they are (no merge), so a big commit can be admitted piecewise.
+        per_file = [replace(s, files=(f,), raw_convertible=True) for s in splits for f in s.files]
+        return [StreamSplit(snapshot.id, i, "delta", s) for i, s in enumerate(per_file)]
+
+    def _state_entries(self, consumed: Consumed) -> list[ManifestEntry]:
+        ms = self.store.manifests
+        try:
+            metas = ms.read_list(consumed.base_manifest_list) + ms.read_list(consumed.delta_manifest_list)
+            return live_files(ms.read_entries(metas), f"the consumed state (snapshot {consumed.snapshot_id})")
+        except (FileNotFoundError, SnapshotNotFoundError) as exc:
+            raise SnapshotNotFoundError(
+                f"The history of branch '{self.store.branch}' of {self.store.table_path} was rewritten (fast-forward, "
+                f"replace or rollback) after this stream consumed snapshot {consumed.snapshot_id}, and the metadata "
+                f"of what it consumed is gone ({exc}), so the stream cannot compute the change to the new history. "
+                "Start the query again with a new checkpoint location."
+            ) from exc
+
+    def _diff(
+        self, snapshot_id: int, before: Iterable[ManifestEntry], after: Iterable[ManifestEntry]
+    ) -> list[StreamSplit]:
+        b = self._entries_splits(before)
+        a = self._entries_splits(after)
+        if self.schema.primary_keys:
+            by_bucket_b = {(s.partition, s.bucket): s for s in b}
+            by_bucket_a = {(s.partition, s.bucket): s for s in a}
+            pairs = []
+            for key in {**by_bucket_b, **by_bucket_a}:
+                sb, sa = by_bucket_b.get(key), by_bucket_a.get(key)
+                names_b = {f.file_name for f in sb.files} if sb else set()
+                names_a = {f.file_name for f in sa.files} if sa else set()
+                if names_b != names_a:
+                    pairs.append((sb, sa))
+        else:
+            names_b = {s.files[0].file_name for s in b}
+            names_a = {s.files[0].file_name for s in a}
+            pairs = [(s, None) for s in b if s.files[0].file_name not in names_a]
+            pairs += [(None, s) for s in a if s.files[0].file_name not in names_b]
+
+        def order(pair: tuple[DataSplit | None, DataSplit | None]) -> tuple:
+            s = pair[0] or pair[1]
+            assert s is not None
+            return repr(s.partition_values), s.bucket, s.files[0].file_name if s.files else "", pair[0] is None
+
+        pairs.sort(key=order)
+        return [StreamSplit(snapshot_id, i, "diff", sa, sb) for i, (sb, sa) in enumerate(pairs)]
+
+    def _phase_splits(self, pos: StreamOffset) -> tuple[Snapshot, list[StreamSplit]]:
+        if pos.phase == "full":
+            snapshot = find_snapshot(self.store.snapshots, self.tags, pos.snapshot)
+            return snapshot, self._full_splits(snapshot)
+        if pos.phase == "diff":
+            snapshot = self.store.snapshots.snapshot(pos.snapshot)
+            before = self._state_entries(pos.consumed) if pos.consumed is not None else []
+            return snapshot, self._diff(snapshot.id, before, self.store.live_entries(snapshot))
+        snapshot = self._snapshot_for_delta(pos.snapshot)
+        return snapshot, self._delta_splits(snapshot)
+
+    # -- history rewrites ---------------------------------------------------------------------------
+    def rewritten(self, pos: StreamOffset) -> bool:
+        """Whether the snapshot ``pos`` consumed last was replaced since (fast-forward, replace, rollback)."""
+        if pos.phase != "delta" or pos.consumed is None:
+            return False
+        snapshots = self.store.snapshots
+        sid = pos.consumed.snapshot_id
+        if snapshots.exists(sid):
+            return not pos.consumed.matches(snapshots.snapshot(sid))
+        earliest = snapshots.earliest_id()
+        latest = snapshots.latest_id()
+        if earliest is not None and latest is not None and sid < earliest:
+            return False  # expired normally: the next snapshot decides (it must exist)
+        return True  # gone from the middle, or beyond a head that moved back
+
+    def _rewrite_start(self, pos: StreamOffset, target: int | None) -> StreamOffset:
+        latest = self.store.snapshots.latest_id() if target is None else target
+        if latest is None:
+            raise SnapshotNotFoundError(
+                f"Branch '{self.store.branch}' of {self.store.table_path} has no snapshot any more, after this stream "
+                f"consumed snapshot {pos.consumed.snapshot_id if pos.consumed else '?'}. Start the query again with a "
+                "new checkpoint location."
+            )
+        return StreamOffset(latest, -1, "diff", pos.consumed)
+
+    # -- micro-batches ------------------------------------------------------------------------------
+    def next_batch(
+        self, start: StreamOffset, admission: Admission | None = None, stop_at: int | None = None
+    ) -> tuple[list[StreamSplit], StreamOffset]:
+        """The splits after ``start`` that the next micro-batch reads, and the offset it ends at.
+
+        ``stop_at`` (Trigger.AvailableNow) leaves snapshots above it for later. A rewritten history ends the
+        batch after its diff, so that :meth:`splits_between` can tell the diff's target from the end offset.
+        """
+        admission = admission or Admission()
+        pos = start
+        diff_only = False
+        if self.rewritten(pos):
+            pos = self._rewrite_start(pos, None)
+            diff_only = True
+        out: list[StreamSplit] = []
+        end = start
+        latest = self.store.snapshots.latest_id()
+        while True:
+            if pos.phase == "delta" and (
+                latest is None or pos.snapshot > latest or (stop_at is not None and pos.snapshot > stop_at)
+            ):
+                break
+            snapshot, splits = self._phase_splits(pos)
+            for s in splits:
+                if s.index <= pos.index:
+                    continue
+                if not admission.admit(s):
+                    return out, end
+                out.append(s)
+                end = replace(pos, index=s.index)
+            pos = end = pos.after(snapshot)
+            if diff_only:
+                break
+        return out, end
+
+    def splits_between(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
+        """Exactly the splits in (start, end]: the same every time for the same pair (replays read the same)."""
+        pos = start
+        if self.rewritten(pos):
+            target = end.snapshot if end.phase == "diff" else end.snapshot - 1
+            pos = self._rewrite_start(pos, target)
+        out: list[StreamSplit] = []
+        while not (pos.snapshot == end.snapshot and pos.phase == end.phase and pos.index >= end.index):
+            if pos.snapshot > end.snapshot:
+                raise SnapshotNotFoundError(
+                    f"Cannot replay the micro-batch ({start.to_dict()}, {end.to_dict()}] of branch "
+                    f"'{self.store.branch}' of {self.store.table_path}: the branch's history changed since the batch "
+                    "was planned. Start the query again with a new checkpoint location."
+                )
+            snapshot, splits = self._phase_splits(pos)
+            if pos.snapshot == end.snapshot and pos.phase == end.phase:
+                out.extend(s for s in splits if pos.index < s.index <= end.index)
+                break
+            out.extend(s for s in splits if s.index > pos.index)
+            pos = pos.after(snapshot)
+        return out
+
+    def consumer_next_snapshot(self, end: StreamOffset) -> int | None:
+        """What a consumer may record after ``end`` was committed: the first snapshot not fully consumed, or
+        None while a full or diff scan is unfinished (its snapshot cannot be resumed from a delta position)."""
+        if end.phase != "delta":
+            return None
+        return end.snapshot
+
+
+def limits_of(opts: StreamOptions) -> Admission:
+    return Admission(opts.max_files, opts.max_bytes, opts.max_rows)
+
+
+def _ordered_by_bucket(schema: TableSchema) -> bool:
+    """Whether a bucket's rows must reach the sink in commit order: always for primary-key tables (a key's
+    changes), and for append tables with fixed buckets (Paimon's ordered append queue). Unaware-bucket append
+    tables (``bucket = -1``) promise no order, so their files may be read by any task."""
+    return bool(schema.primary_keys) or schema.core_options.bucket != -1
+
+
+def task_groups(
+    splits: Sequence[StreamSplit], schema: TableSchema, target_size: int, open_file_cost: int, min_groups: int
+) -> list[list[StreamSplit]]:
+    """The Spark tasks of one micro-batch, packed like a batch read's splits (``target_size`` bytes per task,
+    each file weighing at least ``open_file_cost``, at least ``min_groups`` tasks while there is more than one
+    unit to spread). Where order matters (:func:`_ordered_by_bucket`) a unit is every split of one (partition,
+    bucket), kept in commit order; otherwise it is one split, which for an append table is one file (the
+    planner's rule), so a micro-batch of one bucket still keeps every core busy."""
+    units: list[list[StreamSplit]]
+    if _ordered_by_bucket(schema):
+        by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
+        for s in splits:  # splits come in commit order; a bucket's stay together and in that order
+            first = s.splits[0]
+            by_bucket.setdefault((first.partition, first.bucket), []).append(s)
+        units = list(by_bucket.values())
+    else:
+        units = [[s] for s in splits]
+    weights = [
+        split_weight(sum(s.size_bytes for s in unit), sum(s.file_count for s in unit), open_file_cost) for unit in units
+    ]
+    packed = pack_weights(weights, target_size, min_groups=max(min_groups, 1))
+    return [[s for j in idx for s in units[j]] for idx in packed]
