@@ -24,22 +24,13 @@ from pyspark_paimon.metadata.schema.options import (
     validate_table_options,
 )
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.arrow import from_arrow_schema
 from pyspark_paimon.metadata.types.ddl import parse_ddl
 from pyspark_paimon.metadata.types.model import DataType
 from pyspark_paimon.planner.chain.config import chain_options_enabled, validate_chain_definition
 from pyspark_paimon.table import Table
-
-
-def _copy_schemas_to_branch(fileio: FileIO, table_path: str, branch: str) -> None:
-    """Create an empty branch the way Paimon does: copy every schema file into branch/branch-<b>/schema/."""
-    src = SchemaManager(fileio, table_path)
-    dst = SchemaManager(fileio, table_path, branch)
-    if dst.list_ids():
-        raise ChainTableError(f"Branch '{branch}' already exists in {table_path}.")
-    for sid in src.list_ids():
-        fileio.write_bytes(dst.schema_path(sid), fileio.read_bytes(src.schema_path(sid)))
-
 
 DB_SUFFIX = ".db"
 
@@ -129,7 +120,7 @@ class Catalog:
         """Create a table; ``schema`` is a pyarrow schema, a Spark DDL string or (name, type) tuples."""
         db, name, suffix = parse_identifier(identifier)
         if suffix.branch or suffix.system_table:
-            raise PaimonError(f"Create the table '{db}.{name}' first; branches are created with Table.create_branch.")
+            raise PaimonError(f"Create the table '{db}.{name}' first; branches are created with Table.branches.create.")
         if not self.fileio.exists(self.database_path(db)):
             self.create_database(db)
         path = self.table_path(identifier)
@@ -147,7 +138,7 @@ class Catalog:
                     f"Table '{identifier}' already exists at {path}. Use ignore_if_exists=True to reuse it, or "
                     "drop it first."
                 ) from None
-        return Table(self.fileio, path, identifier=f"{db}.{name}")
+        return Table(FileStore(self.fileio, path), identifier=f"{db}.{name}")
 
     def create_chain_table(
         self,
@@ -188,13 +179,9 @@ class Catalog:
         )
         try:
             for b in (snapshot_branch, delta_branch):
-                create = getattr(table, "create_branch", None)
-                if create is not None:
-                    create(b)
-                else:  # an empty Paimon branch is a copy of the schema files
-                    _copy_schemas_to_branch(self.fileio, table.path, b)
+                table.branches.create(b, empty=True)
         except BaseException:
-            self.fileio.delete_dir(table.path)  # the table was created just now: leave nothing half made
+            self.fileio.delete_dir(table.store.table_path)  # the table was created just now: leave nothing half made
             raise
         return table
 
@@ -206,9 +193,8 @@ class Catalog:
                 f"'{identifier}' is a system table; read it through Spark: "
                 f"spark.read.format('paimon').load(path + '${suffix.system_table}')."
             )
-        table = Table(
-            self.fileio, self.table_path(identifier), identifier=f"{db}.{name}", branch=suffix.branch or "main"
-        )
+        store = FileStore(self.fileio, self.table_path(identifier), suffix.branch or MAIN_BRANCH)
+        table = Table(store, identifier=f"{db}.{name}")
         table.schema  # noqa: B018 - fail now, with a clear message, if there is no such table or branch
         return table
 

@@ -29,13 +29,7 @@ from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
-from pyspark_paimon.metadata.refs.tags import (
-    AT_OR_AFTER,
-    AT_OR_BEFORE,
-    TIMESTAMP_RULES,
-    TagManager,
-    last_snapshot_at_or_before,
-)
+from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
 from pyspark_paimon.metadata.timeutil import local_datetime
 from pyspark_paimon.planner.read_options import parse_timestamp_millis
 from pyspark_paimon.table import Table
@@ -116,6 +110,10 @@ def _time(millis: int | None) -> str | None:
     return None if millis is None else local_datetime(millis).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def _time_of(value: Any) -> str | None:
+    return None if value is None else value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
 def _duration(millis: int | None) -> str | None:
     if millis is None:
         return None
@@ -154,15 +152,15 @@ def _tag_row(tag: Any) -> Row:
 
 
 def _create_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(t.create_tag(a.tag, a.snapshot, time_retained=a.time_retained))]
+    return [_tag_row(t.tags.create(a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained))]
 
 
 def _create_tag_from_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
     return [
         _tag_row(
-            t.create_tag(
+            t.tags.create(
                 a.tag,
-                from_timestamp=_instant(a.timestamp, "timestamp"),
+                timestamp=_instant(a.timestamp, "timestamp"),
                 time_retained=a.time_retained,
                 timestamp_rule=a.timestamp_rule,
             )
@@ -171,23 +169,24 @@ def _create_tag_from_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _replace_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(t.replace_tag(a.tag, a.snapshot, time_retained=a.time_retained))]
+    return [_tag_row(t.tags.replace(a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained))]
 
 
 def _delete_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [{"deleted_tag": n} for n in t.delete_tag(_names(a.tag), clean_files=a.clean_files)]
+    names = _names(a.tag)
+    return [{"deleted_tag": n} for n in names if t.tags.delete(n, clean_files=a.clean_files)]
 
 
 def _rename_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(t.rename_tag(a.tag, a.target_tag))]
+    return [_tag_row(t.tags.rename(a.tag, a.target_tag))]
 
 
 def _list_tags(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(tag) for tag in t.list_tags()]
+    return [_tag_row(tag) for tag in t.tags.list()]
 
 
 def _expire_tags(t: Table, a: argparse.Namespace) -> list[Row]:
-    expired = t.expire_tags(_instant(a.older_than, "older_than"), clean_files=a.clean_files)
+    expired = t.tags.expire(older_than=_instant(a.older_than, "older_than"), clean_files=a.clean_files)
     return [{"expired_tags": ",".join(expired) if expired else "none"}]
 
 
@@ -204,12 +203,14 @@ def _branch_row(info: Any) -> Row:
 
 
 def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    info = t.create_branch(
+    timestamp = _instant(a.timestamp, "timestamp")
+    sourced = a.from_latest or any(x is not None for x in (a.tag, a.snapshot, timestamp))
+    info = t.branches.create(
         a.branch,
-        a.tag,
+        tag=a.tag,
         snapshot_id=a.snapshot,
-        from_latest=a.from_latest,
-        from_timestamp=_instant(a.timestamp, "timestamp"),
+        timestamp=timestamp,
+        empty=not sourced,  # Paimon's create_branch without a source makes an empty branch
         timestamp_rule=a.timestamp_rule,
         time_retained=a.time_retained,
         ignore_if_exists=a.ignoreIfExists,
@@ -220,20 +221,20 @@ def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
 def _delete_branch(t: Table, a: argparse.Namespace) -> list[Row]:
     names = _names(a.branch)
     for name in names:
-        t.drop_branch(name)
+        t.branches.drop(name)
     return [{"deleted_branch": n} for n in names]
 
 
 def _rename_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_branch_row(t.rename_branch(a.from_branch, a.to_branch))]
+    return [_branch_row(t.branches.rename(a.from_branch, a.to_branch))]
 
 
 def _list_branches(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_branch_row(info) for info in t.list_branches()]
+    return [_branch_row(info) for info in t.branches.list()]
 
 
 def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
-    r = t.expire_branches(_instant(a.older_than, "older_than"), dry_run=a.dry_run)
+    r = t.branches.expire(older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run)
     rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
     rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
     rows.append(
@@ -260,11 +261,11 @@ def _publish_row(r: Any) -> list[Row]:
 
 
 def _fast_forward(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _publish_row(t.fast_forward(a.branch, force=a.force))
+    return _publish_row(t.branches.fast_forward(a.branch, force=a.force))
 
 
 def _replace_main(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _publish_row(t.replace_main(a.branch, keep_previous_as=a.keep_previous_as))
+    return _publish_row(t.branches.replace_main(a.branch, keep_previous_as=a.keep_previous_as))
 
 
 def _rollback_row(r: Any) -> list[Row]:
@@ -279,7 +280,7 @@ def _rollback_row(r: Any) -> list[Row]:
 
 
 def _rollback_to(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _rollback_row(t.rollback_to(a.snapshot_id, tag=a.tag))
+    return _rollback_row(t.maintenance.rollback_to(snapshot_id=a.snapshot_id, tag=a.tag))
 
 
 def _rollback(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -289,24 +290,27 @@ def _rollback(t: Table, a: argparse.Namespace) -> list[Row]:
     if len(given) != 1:
         raise OptionError("rollback needs exactly one of --version, --snapshot and --tag.")
     if a.version is not None:
-        names = {tag.name for tag in t.list_tags()}
+        names = {tag.name for tag in t.tags.list()}
         if a.version in names or not a.version.isdigit():
-            return _rollback_row(t.rollback_to(tag=a.version))
-        return _rollback_row(t.rollback_to(int(a.version)))
-    return _rollback_row(t.rollback_to(a.snapshot, tag=a.tag))
+            return _rollback_row(t.maintenance.rollback_to(tag=a.version))
+        return _rollback_row(t.maintenance.rollback_to(snapshot_id=int(a.version)))
+    return _rollback_row(t.maintenance.rollback_to(snapshot_id=a.snapshot, tag=a.tag))
 
 
 def _rollback_to_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``rollback_to_timestamp``: back to the last snapshot committed at or before the instant."""
     ts = _instant(a.timestamp, "timestamp")
     assert ts is not None  # required argument
-    snap = last_snapshot_at_or_before(t.store.snapshots, TagManager(t.fileio, t.path, t.branch), ts)
-    return _rollback_row(t.rollback_to(snap.id))
+    return _rollback_row(t.maintenance.rollback_to(timestamp=ts))
 
 
 def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
-    r = t.expire_snapshots(
-        a.retain_max, a.retain_min, _instant(a.older_than, "older_than"), a.max_deletes, dry_run=a.dry_run
+    r = t.maintenance.expire_snapshots(
+        retain_max=a.retain_max,
+        retain_min=a.retain_min,
+        older_than=_instant(a.older_than, "older_than"),
+        max_deletes=a.max_deletes,
+        dry_run=a.dry_run,
     )
     return [
         {
@@ -319,7 +323,7 @@ def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
-    r = t.remove_orphan_files(_instant(a.older_than, "older_than"), dry_run=a.dry_run)
+    r = t.maintenance.remove_orphan_files(older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run)
     rows: list[Row] = [{"orphan_file": f} for f in r.files]
     rows.append({"orphan_file": f"({len(r.files)} files, {r.total_bytes} bytes {'found' if a.dry_run else 'deleted'})"})
     return rows
@@ -329,7 +333,7 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
     'full' (every bucket to the max level) or 'minor' (the universal rules decide), in this process."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
-    r = t.compact(parts, full=a.compact_strategy == "full")
+    r = t.maintenance.compact(parts, full=a.compact_strategy == "full")
     return [
         {
             "snapshot_id": r.snapshot.id if r.snapshot else None,
@@ -346,33 +350,10 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     """The branch's snapshots, newest first: when, what kind of commit, rows changed and in total, schema and
     the tags on each; snapshots that expired but a tag preserved are listed too (marked)."""
-    tags: dict[int, list[str]] = {}
-    preserved = {}
-    for tag in t.list_tags():
-        tags.setdefault(tag.snapshot_id, []).append(tag.name)
-        preserved[tag.snapshot_id] = tag.snapshot
-    snaps = {s.id: s for s in t.snapshots()}
-    latest = t.latest_snapshot()
-    rows = []
-    for sid in sorted(set(snaps) | set(preserved), reverse=True):
-        s = snaps.get(sid) or preserved[sid]
-        note = (
-            "latest"
-            if latest is not None and sid == latest.id
-            else ("expired, kept by tag" if sid not in snaps else "")
-        )
-        rows.append(
-            {
-                "snapshot_id": sid,
-                "commit_time": _time(s.time_millis),
-                "commit_kind": s.commit_kind,
-                "delta_records": s.delta_record_count,
-                "total_records": s.total_record_count,
-                "schema_id": s.schema_id,
-                "tags": ",".join(tags.get(sid, [])) or None,
-                "note": note or None,
-            }
-        )
+    rows = [
+        {**row, "commit_time": _time_of(row["commit_time"]), "tags": ",".join(row["tags"]) or None}
+        for row in t.inspect.history().to_pylist()
+    ]
     return rows[: a.limit] if a.limit is not None else rows
 
 

@@ -87,12 +87,12 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).orderBy("dt", "id").show(truncate=False)
 
     _step("Tag the current version, then read the table as of that tag")
-    orders.create_tag("after-upsert")
-    print(f"tags: {[t.name for t in orders.list_tags()]}")
+    orders.tags.create("after-upsert")
+    print(f"tags: {[t.name for t in orders.tags.list()]}")
     spark.read.format("paimon").option("scan.tag-name", "after-upsert").load(path).orderBy("dt", "id").show()
 
     _step("Branch from the tag, correct data on the branch, main is untouched")
-    orders.create_branch("fix", tag="after-upsert")
+    orders.branches.create("fix", tag="after-upsert")
     spark.sql("""SELECT '2025-08-10' AS dt, 1L AS id, 'ann' AS customer, CAST(11.00 AS DECIMAL(10,2)) AS amount,
                  TIMESTAMP'2025-08-10 14:00:00' AS ts""").write.format("paimon").mode("append").option(
         "branch", "fix"

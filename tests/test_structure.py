@@ -30,6 +30,12 @@ LAYERS: list[tuple[str, str]] = [
     ("pyspark_paimon.table", "api"),
     ("pyspark_paimon.catalog", "api"),
     ("pyspark_paimon.cli", "api"),
+    ("pyspark_paimon.table_scan", "api"),
+    ("pyspark_paimon.schema_update", "api"),
+    ("pyspark_paimon.table_refs", "api"),
+    ("pyspark_paimon.table_maintenance", "api"),
+    ("pyspark_paimon.table_chain", "api"),
+    ("pyspark_paimon.table_inspect", "api"),
     ("pyspark_paimon.demo", "app"),
     ("pyspark_paimon", "package"),
 ]

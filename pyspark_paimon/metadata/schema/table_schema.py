@@ -552,6 +552,16 @@ class SchemaManager:
         after: str | None = None,
         first: bool = False,
     ) -> TableSchema:
+        return self._evolve(self.add_column_change(name, data_type, description, after, first))
+
+    def add_column_change(
+        self,
+        name: str,
+        data_type: DataType,
+        description: str | None = None,
+        after: str | None = None,
+        first: bool = False,
+    ) -> Callable[[TableSchema], TableSchema | None]:
         """Add a nullable column with id ``highestFieldId + 1`` (nested ROW members follow). It goes last
         (before the first partition column with ``add-column-before-partition``, as Java places it), first
         (``first=True``) or right after column ``after``."""
@@ -582,7 +592,7 @@ class SchemaManager:
             fields.insert(pos, new_field)
             return replace(s, fields=fields, highest_field_id=max(highest, s.highest_field_id))
 
-        return self._evolve(change)
+        return change
 
     def _refuse_key_column(self, s: TableSchema, name: str, action: str) -> None:
         if name in s.partition_keys:
@@ -594,6 +604,9 @@ class SchemaManager:
             raise SchemaError(f"Cannot {action} column '{name}': it is in the option 'bucket-key' ({bucket_key})")
 
     def drop_column(self, name: str) -> TableSchema:
+        return self._evolve(self.drop_column_change(name))
+
+    def drop_column_change(self, name: str) -> Callable[[TableSchema], TableSchema | None]:
         """Remove a column; its id is never reused (highestFieldId stays)."""
 
         def change(s: TableSchema) -> TableSchema:
@@ -603,9 +616,12 @@ class SchemaManager:
                 raise SchemaError(f"Cannot drop column '{name}': it is the table's only column")
             return replace(s, fields=[f for f in s.fields if f.name != name])
 
-        return self._evolve(change)
+        return change
 
     def rename_column(self, old: str, new: str) -> TableSchema:
+        return self._evolve(self.rename_column_change(old, new))
+
+    def rename_column_change(self, old: str, new: str) -> Callable[[TableSchema], TableSchema | None]:
         """Rename a column, keeping its field id (so old data files still map to it)."""
         if not isinstance(new, str) or not new:
             raise SchemaError(f"New column name must be a non-empty string, got {new!r}")
@@ -619,7 +635,7 @@ class SchemaManager:
             self._refuse_key_column(s, old, "rename")
             return replace(s, fields=[f.with_name(new) if f.name == old else f for f in s.fields])
 
-        return self._evolve(change)
+        return change
 
     def _check_option_change(self, s: TableSchema, key: str, new_value: str | None) -> None:
         old_value = s.options.get(key)
@@ -640,6 +656,9 @@ class SchemaManager:
                 )
 
     def set_options(self, options: Mapping[str, Any]) -> TableSchema:
+        return self._evolve(self.set_options_change(options))
+
+    def set_options_change(self, options: Mapping[str, Any]) -> Callable[[TableSchema], TableSchema | None]:
         new_opts = _coerce_options(options)
 
         def change(s: TableSchema) -> TableSchema | None:
@@ -649,9 +668,12 @@ class SchemaManager:
             merged.update(new_opts)
             return None if merged == s.options else replace(s, options=merged)
 
-        return self._evolve(change)
+        return change
 
     def remove_options(self, keys: Iterable[str]) -> TableSchema:
+        return self._evolve(self.remove_options_change(keys))
+
+    def remove_options_change(self, keys: Iterable[str]) -> Callable[[TableSchema], TableSchema | None]:
         keys = list(keys)
 
         def change(s: TableSchema) -> TableSchema | None:
@@ -662,10 +684,29 @@ class SchemaManager:
                 self._check_option_change(s, k, None)
             return replace(s, options={k: v for k, v in s.options.items() if k not in present})
 
-        return self._evolve(change)
+        return change
 
     def update_comment(self, comment: str | None) -> TableSchema:
+        return self._evolve(self.update_comment_change(comment))
+
+    def update_comment_change(self, comment: str | None) -> Callable[[TableSchema], TableSchema | None]:
         def change(s: TableSchema) -> TableSchema | None:
             return None if s.comment == comment else replace(s, comment=comment)
+
+        return change
+
+    def commit_changes(self, changes: Sequence[Callable[[TableSchema], TableSchema | None]]) -> TableSchema:
+        """Apply ``changes`` (the ``*_change`` functions of this class) one after the other to the latest
+        schema in memory and commit the result as ONE new schema (retrying all of them on a concurrent
+        commit); nothing is written when no change changes anything."""
+        changes = list(changes)
+
+        def change(s: TableSchema) -> TableSchema | None:
+            current, changed = s, False
+            for one in changes:
+                new = one(current)
+                if new is not None:
+                    current, changed = new, True
+            return current if changed else None
 
         return self._evolve(change)

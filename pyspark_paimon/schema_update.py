@@ -1,0 +1,117 @@
+"""``UpdateSchema``: several schema changes committed as ONE new schema version (``t.update_schema()``).
+
+Changes are recorded, then applied in memory to the latest schema and committed once as ``schema-N+1``
+(``SchemaManager.commit_changes``: atomic create, retried from the new latest schema when another writer
+committed ``schema-N+1`` first). Leaving the ``with`` block with an exception commits nothing.
+
+On a chain table the same changes are then committed to the snapshot and delta branches too, one branch
+after the other (not atomic across branches), because chain reads need the same schema on all three.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Callable, Iterable, Mapping
+
+from pyspark_paimon.datasource import chain as _chain
+from pyspark_paimon.errors import ChainTableError, PaimonError, SchemaError
+from pyspark_paimon.metadata.schema.options import validate_table_options
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
+from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.metadata.types.model import DataType
+from pyspark_paimon.table_scan import TableView
+
+_Change = Callable[[SchemaManager], Callable[[TableSchema], TableSchema | None]]
+
+
+class UpdateSchema:
+    """Collects schema changes of one table; :meth:`commit` (or leaving the ``with`` block) writes them.
+
+    ``add_column``/``drop_column``/``rename_column``/``set_options``/``remove_options`` return ``self``, so
+    calls can be chained. Checks that need the schema (does the column exist, may the option change) run at
+    commit, against the schema the changes are applied to."""
+
+    def __init__(self, table: TableView):
+        self._table = table
+        self._changes: list[_Change] = []
+        self._set: dict[str, str] = {}
+        self._removed: list[str] = []
+        self._committed: TableSchema | None = None
+
+    def __enter__(self) -> "UpdateSchema":
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None and self._committed is None:
+            self.commit()
+
+    def add_column(self, name: str, data_type: DataType | str, comment: str | None = None) -> "UpdateSchema":
+        """Add nullable column ``name`` (a Paimon DataType or Spark DDL text such as ``'string'``) at the end."""
+        parsed = parse_ddl(f"`{name}` {data_type}")[0][1] if isinstance(data_type, str) else data_type
+        self._changes.append(lambda m: m.add_column_change(name, parsed, comment))
+        return self
+
+    def drop_column(self, name: str) -> "UpdateSchema":
+        """Remove column ``name`` (its field id is never reused)."""
+        self._changes.append(lambda m: m.drop_column_change(name))
+        return self
+
+    def rename_column(self, old: str, new: str) -> "UpdateSchema":
+        """Rename a column, keeping its field id (old data files still map to it)."""
+        self._changes.append(lambda m: m.rename_column_change(old, new))
+        return self
+
+    def set_options(self, options: Mapping[str, Any]) -> "UpdateSchema":
+        """Set table options (validated as at create time)."""
+        opts = {str(k): str(v) for k, v in options.items()}
+        validate_table_options(opts, creating=True, table=self._table.identifier)
+        self._set.update(opts)
+        for k in opts:
+            if k in self._removed:
+                self._removed.remove(k)
+        self._changes.append(lambda m: m.set_options_change(opts))
+        return self
+
+    def remove_options(self, keys: Iterable[str]) -> "UpdateSchema":
+        """Remove table options (back to their defaults)."""
+        removed = list(keys)
+        self._removed.extend(removed)
+        for k in removed:
+            self._set.pop(k, None)
+        self._changes.append(lambda m: m.remove_options_change(removed))
+        return self
+
+    def commit(self) -> TableSchema:
+        """Write every recorded change as one new schema of the table's branch (and, on a chain table, of its
+        snapshot and delta branches); returns the new schema (the latest one when nothing changed)."""
+        if self._committed is not None:
+            raise SchemaError("This UpdateSchema was already committed; start a new one with t.update_schema().")
+        table = self._table
+        store = table.store
+        schema = store.schema()
+        if self._set or self._removed:
+            options = {k: v for k, v in {**schema.options, **self._set}.items() if k not in self._removed}
+            _chain.check_chain_options(store, options, table.identifier)
+        peers = _chain.chain_peer_branches(store, schema)
+        result = self._commit_on(store.schemas)
+        done = [table.branch]
+        for branch in dict.fromkeys([*peers, *_chain.chain_peer_branches(store, result)]):
+            try:
+                self._commit_on(SchemaManager(store.fileio, store.table_path, branch))
+            except PaimonError as exc:
+                raise ChainTableError(
+                    f"Chain table {table.identifier}: the change was applied to branch(es) {done} but failed on "
+                    f"branch '{branch}': {exc}. Chain reads need the same schema on all three branches; fix "
+                    f"branch '{branch}' with Table.on_branch('{branch}').update_schema()."
+                ) from exc
+            done.append(branch)
+        self._committed = result
+        return result
+
+    def _commit_on(self, manager: SchemaManager) -> TableSchema:
+        return manager.commit_changes([change(manager) for change in self._changes])
+
+
+__all__ = ["UpdateSchema"]

@@ -1,0 +1,96 @@
+"""``t.maintenance``: compaction, snapshot expiry, orphan-file removal and rollback of a table's branch.
+
+Thin delegation: compaction lives in ``planner/compact_strategy.py`` and ``datasource/compact.py``, the rest
+in ``metadata/maintenance`` and ``metadata/refs/rollback.py``. Every method returns its result dataclass
+(truthy when something changed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from pyspark_paimon.datasource import compact as _compact
+from pyspark_paimon.errors import TagError
+from pyspark_paimon.metadata.maintenance import expire as _expire
+from pyspark_paimon.metadata.maintenance import orphans as _orphans
+from pyspark_paimon.metadata.refs import rollback as _rollback
+from pyspark_paimon.metadata.refs import tags as _tags
+from pyspark_paimon.metadata.timeutil import to_millis
+from pyspark_paimon.table_scan import TableView
+
+
+class Maintenance:
+    """Maintenance of one branch of a table (``t.maintenance``)."""
+
+    def __init__(self, table: TableView):
+        self._table = table
+
+    def __repr__(self) -> str:
+        return f"Maintenance({self._table.identifier!r}, branch={self._table.branch!r})"
+
+    def compact(
+        self,
+        partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+        *,
+        full: bool = False,
+        spark: Any = None,
+    ) -> _compact.CompactResult:
+        """Compact the branch in one COMPACT snapshot (Paimon's ``CALL sys.compact``).
+
+        ``partitions`` (dicts or 'k=v,k2=v2' specs; a partial spec matches every partition with those values)
+        restricts it; default every partition. Primary-key buckets: ``full`` merges every file of a bucket
+        into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
+        decide what to merge. Append buckets: small files are rewritten into files of ``target-file-size``.
+        With a SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this
+        process commits; without, here. Truthy when a snapshot was committed."""
+        runner = _compact.session_runner(spark) if spark is not None else None
+        return _compact.compact(self._table.store, partitions, full=full, runner=runner)
+
+    def expire_snapshots(
+        self,
+        *,
+        retain_max: int | None = None,
+        retain_min: int | None = None,
+        older_than: Any = None,
+        max_deletes: int | None = None,
+        dry_run: bool = False,
+    ) -> _expire.ExpireResult:
+        """Expire old snapshots of the branch; unset arguments come from the ``snapshot.*`` table options.
+        Deletes only files no snapshot, tag or changelog of *any* branch still references."""
+        store = self._table.store
+        return _expire.expire_snapshots(
+            store.fileio,
+            store.table_path,
+            store.branch,
+            retain_max=retain_max,
+            retain_min=retain_min,
+            older_than=older_than,
+            max_deletes=max_deletes,
+            options=self._table.options,
+            dry_run=dry_run,
+        )
+
+    def remove_orphan_files(self, *, older_than: Any = None, dry_run: bool = False) -> _orphans.OrphanResult:
+        """Delete files under the table that no snapshot, tag or changelog of any branch references and that
+        are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
+        store = self._table.store
+        return _orphans.remove_orphan_files(store.fileio, store.table_path, older_than=older_than, dry_run=dry_run)
+
+    def rollback_to(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None
+    ) -> _rollback.RollbackResult:
+        """Make a snapshot the latest of the branch again (exactly one of ``snapshot_id``, ``tag`` or
+        ``timestamp``: the last snapshot committed at or before it, Paimon's ``rollback_to_timestamp``),
+        deleting newer snapshots and tags (Paimon semantics; no data files are deleted)."""
+        given = [x for x in (snapshot_id, tag, timestamp) if x is not None]
+        if len(given) != 1:
+            raise TagError("rollback_to needs exactly one of snapshot_id=, tag= or timestamp=.")
+        store = self._table.store
+        if timestamp is not None:
+            ts = to_millis(timestamp, "timestamp")
+            manager = _tags.TagManager(store.fileio, store.table_path, store.branch)
+            snapshot_id = _tags.last_snapshot_at_or_before(store.snapshots, manager, ts).id
+        return _rollback.rollback_to(store.fileio, store.table_path, store.branch, snapshot_id=snapshot_id, tag=tag)
+
+
+__all__ = ["Maintenance"]

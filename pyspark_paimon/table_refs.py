@@ -1,0 +1,215 @@
+"""``t.tags`` and ``t.branches``: the refs of a table, thin delegation to ``metadata/refs`` (and
+``metadata/maintenance/expire`` for deletes that reclaim files).
+
+Sources are chosen with the same keywords everywhere: ``snapshot_id=``, ``tag=``, ``timestamp=`` (epoch ms
+or a datetime; naive = local time) with ``timestamp_rule=``; none = the latest snapshot of the table's branch.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from pyspark_paimon.metadata.maintenance import expire as _expire
+from pyspark_paimon.metadata.refs import branches as _branches
+from pyspark_paimon.metadata.refs import tags as _tags
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.table_scan import TableView
+
+
+class Tags:
+    """The tags of one branch of a table (``t.tags``)."""
+
+    def __init__(self, table: TableView):
+        self._table = table
+
+    def __repr__(self) -> str:
+        return f"Tags({self._table.identifier!r}, branch={self._table.branch!r})"
+
+    def _manager(self) -> _tags.TagManager:
+        store = self._table.store
+        return _tags.TagManager(store.fileio, store.table_path, store.branch)
+
+    def create(
+        self,
+        name: str,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Any = None,
+        timestamp_rule: str = _tags.AT_OR_AFTER,
+        time_retained: Any = None,
+        ignore_if_exists: bool = False,
+    ) -> _tags.Tag:
+        """Tag the latest snapshot, ``snapshot_id`` (an expired one if a tag preserved it), the snapshot of
+        ``tag``, or the snapshot ``timestamp`` selects: by default the first committed at or after it
+        (Paimon's ``create_tag_from_timestamp``), with ``timestamp_rule='last-at-or-before'`` the last
+        committed at or before it (the table as of that instant). ``time_retained`` ('7 d', a timedelta or
+        ms) defaults to the table's ``tag.default-time-retained``; a tag without retention never expires."""
+        store = self._table.store
+        return _tags.create_tag(
+            store.fileio,
+            store.table_path,
+            store.branch,
+            name,
+            snapshot_id=snapshot_id,
+            from_tag=tag,
+            from_timestamp=timestamp,
+            time_retained=time_retained,
+            ignore_if_exists=ignore_if_exists,
+            options=self._table.options,
+            timestamp_rule=timestamp_rule,
+        )
+
+    def replace(
+        self,
+        name: str,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Any = None,
+        timestamp_rule: str = _tags.AT_OR_AFTER,
+        time_retained: Any = None,
+    ) -> _tags.Tag:
+        """Move the existing tag ``name`` (to the latest snapshot unless a source is given, as in :meth:`create`)."""
+        store = self._table.store
+        return _tags.replace_tag(
+            store.fileio,
+            store.table_path,
+            store.branch,
+            name,
+            snapshot_id=snapshot_id,
+            from_tag=tag,
+            from_timestamp=timestamp,
+            time_retained=time_retained,
+            options=self._table.options,
+            timestamp_rule=timestamp_rule,
+        )
+
+    def rename(self, old: str, new: str) -> _tags.Tag:
+        """Rename tag ``old`` to ``new`` (only the tag file moves)."""
+        return self._manager().rename(old, new)
+
+    def delete(self, name: str, *, ignore_if_not_exists: bool = False, clean_files: bool = True) -> bool:
+        """Delete tag ``name`` and, as Java Paimon does, the files only it kept alive (files no snapshot, tag
+        or changelog of any branch still references); ``clean_files=False`` removes only the tag file
+        (``remove_orphan_files`` reclaims the rest later). True when the tag existed and is gone; a missing
+        tag raises TagNotFoundError unless ``ignore_if_not_exists`` (then False)."""
+        store = self._table.store
+        result = _expire.delete_tags(
+            store.fileio,
+            store.table_path,
+            store.branch,
+            [name],
+            clean_files=clean_files,
+            ignore_if_not_exists=ignore_if_not_exists,
+        )
+        return name in result.expired_tags
+
+    def get(self, name: str) -> _tags.Tag:
+        """Tag ``name`` (TagNotFoundError listing the branch's tags when there is none)."""
+        return self._manager().get_tag(name)
+
+    def list(self) -> builtins.list[_tags.Tag]:
+        """This branch's tags, ordered by snapshot id then name."""
+        return self._manager().list_tags()
+
+    def expire(self, *, older_than: Any = None, clean_files: bool = True) -> builtins.list[str]:
+        """Delete this branch's tags past their retention (and, with ``older_than``, all tags created before
+        it) and the files only they kept alive (``clean_files=False``: the tag files only); returns their
+        names."""
+        store = self._table.store
+        return _expire.expire_tags(
+            store.fileio, store.table_path, store.branch, older_than=older_than, clean_files=clean_files
+        ).expired_tags
+
+
+class Branches:
+    """The branches of a table (``t.branches``); sources and publishing are relative to the table's branch."""
+
+    def __init__(self, table: TableView):
+        self._table = table
+
+    def __repr__(self) -> str:
+        return f"Branches({self._table.identifier!r}, branch={self._table.branch!r})"
+
+    def _manager(self) -> _branches.BranchManager:
+        store = self._table.store
+        return _branches.BranchManager(store.fileio, store.table_path)
+
+    def create(
+        self,
+        name: str,
+        *,
+        tag: str | None = None,
+        snapshot_id: int | None = None,
+        timestamp: Any = None,
+        timestamp_rule: str = _tags.AT_OR_BEFORE,
+        empty: bool = False,
+        time_retained: Any = None,
+        ignore_if_exists: bool = False,
+    ) -> _branches.BranchInfo:
+        """Create branch ``name`` from the table's branch: from ``tag``, from ``snapshot_id`` (an expired one
+        if a tag preserved it), from the snapshot ``timestamp`` selects (by default the last committed at or
+        before it, as a read ``timestampAsOf`` it sees), or, with none of these, from the latest snapshot.
+        ``empty=True`` makes Paimon's empty branch (the current schema, no data). ``time_retained`` ('7 d',
+        timedelta, ms): :meth:`expire` drops the branch once it has passed. The branch shares data files
+        with this one; its origin and retention are recorded in ``branch/branch-<name>/branch.json``."""
+        sourced = any(x is not None for x in (tag, snapshot_id, timestamp))
+        if empty and sourced:
+            from pyspark_paimon.errors import BranchError  # noqa: PLC0415
+
+            raise BranchError(f"Branch '{name}': empty=True takes no source (tag=, snapshot_id=, timestamp=).")
+        return self._manager().create(
+            name,
+            self._table.branch,
+            tag=tag,
+            snapshot_id=snapshot_id,
+            from_latest=not empty and not sourced,
+            from_timestamp=timestamp,
+            timestamp_rule=timestamp_rule,
+            time_retained=time_retained,
+            ignore_if_exists=ignore_if_exists,
+        )
+
+    def rename(self, old: str, new: str) -> _branches.BranchInfo:
+        """Rename branch ``old`` to ``new``."""
+        return self._manager().rename(old, new)
+
+    def drop(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
+        """Delete branch ``name``'s metadata (its data files are reclaimed by ``remove_orphan_files``). True
+        when it existed; a missing branch raises unless ``ignore_if_not_exists`` (then False)."""
+        return self._manager().drop(name, ignore_if_not_exists=ignore_if_not_exists)
+
+    def list(self) -> builtins.list[_branches.BranchInfo]:
+        """Every branch of the table except ``main``, by name."""
+        return self._manager().list_branches()
+
+    def expire(self, *, older_than: Any = None, dry_run: bool = False) -> _expire.BranchExpireResult:
+        """Drop the branches whose ``time_retained`` has passed (and, with ``older_than``, every branch created
+        before it), deleting the files only they referenced. Branches another branch's options read from are
+        kept (``result.kept``). ``dry_run`` only reports."""
+        store = self._table.store
+        return _expire.expire_branches(store.fileio, store.table_path, older_than=older_than, dry_run=dry_run)
+
+    def fast_forward(self, name: str, *, force: bool = False) -> _branches.PublishResult:
+        """Publish branch ``name`` into the table's branch: its snapshots, schemas and tags from its earliest
+        snapshot on replace the table branch's. Refuses with BranchConflictError when the table's branch has
+        commits, tags or schema changes the branch does not contain; ``force=True`` discards them."""
+        result = self._manager().fast_forward(name, self._table.branch, force=force)
+        self._refresh()
+        return result
+
+    def replace_main(self, name: str, *, keep_previous_as: str | None = None) -> _branches.PublishResult:
+        """Make branch ``name`` the table's branch: its snapshots, schemas and tags become exact copies. The
+        previous state is first saved as branch ``keep_previous_as`` or, when None, discarded."""
+        result = self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)
+        self._refresh()
+        return result
+
+    def _refresh(self) -> None:
+        store = self._table.store
+        self._table.store = FileStore(store.fileio, store.table_path, store.branch)  # drop cached schemas
+
+
+__all__ = ["Branches", "Tags"]
