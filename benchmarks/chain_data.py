@@ -166,8 +166,8 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
         primary_keys=["date", "id"],
         options={**opts, "parquet.writer.version": "v2"},
     )
-    snap, delta = t.branch_table("snapshot"), t.branch_table("delta")
-    snap2, delta2 = t2.branch_table("snapshot"), t2.branch_table("delta")
+    snap, delta = t.on_branch("snapshot"), t.on_branch("delta")
+    snap2, delta2 = t2.on_branch("snapshot"), t2.on_branch("delta")
 
     ids = np.arange(n, dtype=np.int64)
     d_state = ids * 0.5
@@ -216,7 +216,7 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     # Branches share the table directory's data files (branch/ holds only their metadata): du of the table
     # directory is the whole chain table.
     sizes = {
-        "chain_table": du(t.path),
+        "chain_table": du(t.store.table_path),
         "full_copies": du(root / "full"),
         "changes_parquet": du(root / "changes"),
         "full_copy_one_day": du(full_dirs[day_name(days)]),
@@ -224,8 +224,8 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
     }
     # The arithmetic limit of a chain: one full copy plus the D days of changes, as pyarrow writes them
     sizes["limit"] = sizes["full_copy_one_day"] + sizes["changes_parquet"]
-    breakdown = chain_breakdown(t.path, day_name(0))
-    sizes["chain_table_writer_v2"] = du(t2.path)
+    breakdown = chain_breakdown(t.store.table_path, day_name(0))
+    sizes["chain_table_writer_v2"] = du(t2.store.table_path)
 
     full = cat.create_table(
         "bench.full_day",
@@ -234,18 +234,18 @@ def build_chain(root: Path, n: int = CHAIN_ROWS, days: int = CHAIN_DAYS) -> Chai
         options={"bucket": str(CHAIN_BUCKETS)},
     )
     full.write_arrow(pq.read_table(full_dirs[day_name(days)]).select(["id", "v", "d", "seq"]))
-    sizes["full_day_pk_table"] = du(full.path)
+    sizes["full_day_pk_table"] = du(full.store.table_path)
 
     compacted = str(Path(warehouse) / "bench.db" / "chain_compacted")
-    shutil.copytree(t.path, compacted)
+    shutil.copytree(t.store.table_path, compacted)
     return ChainData(
         root=root,
         warehouse=warehouse,
         rows=n,
         days=days,
-        chain_path=t.path,
+        chain_path=t.store.table_path,
         compacted_path=compacted,
-        full_day_path=full.path,
+        full_day_path=full.store.table_path,
         full_dirs=full_dirs,
         change_dirs=change_dirs,
         expected=expected,
@@ -289,9 +289,9 @@ def build_scan(root: Path, n: int = SCAN_ROWS, partitions: int = SCAN_PARTITIONS
     return ScanData(
         warehouse=warehouse,
         rows=n,
-        pk16_path=pk.path,
+        pk16_path=pk.store.table_path,
         parts_identifier="bench.parts365",
-        parts_path=parts.path,
+        parts_path=parts.store.table_path,
         partitions=partitions,
         parts_rows=total,
         day=days[partitions // 2],

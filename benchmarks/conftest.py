@@ -121,7 +121,7 @@ def _build(root: Path, n: int) -> Datasets:
     quarter = [(i * n) // 4 for i in range(5)]
     for lo, hi in zip(quarter, quarter[1:]):
         append.write_arrow(make_rows(np.arange(lo, hi, dtype=np.int64)))
-    job = append.new_read()
+    job = append.scan().read_job()
     # The groups the paimon source turns into Spark tasks (the reader packs splits the same way).
     groups = [[split.file_path(f) for split in group for f in split.files] for group in job.groups(ReadOptions())]
     live = append.store.live_entries(append.latest_snapshot())
@@ -159,11 +159,11 @@ def _build(root: Path, n: int) -> Datasets:
         root=root,
         warehouse=warehouse,
         rows=n,
-        append_path=append.path,
+        append_path=append.store.table_path,
         append_expected=_expected_plain(n),
         append_groups=groups,
         pk_identifier="bench.pk_t",
-        pk_path=pk.path,
+        pk_path=pk.store.table_path,
         pk_expected=pk_expected,
         pk_files=pk_files,
         write_data=base,

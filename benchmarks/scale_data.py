@@ -143,7 +143,7 @@ def build_meta(
     return MetaTable(
         warehouse=warehouse,
         identifier=IDENTIFIER,
-        path=table.path,
+        path=table.store.table_path,
         partitions=partitions,
         buckets=buckets,
         commits=commits,

@@ -89,8 +89,8 @@ def _anchor_groups(chain: ChainData) -> list[list[str]]:
     gets on 2 cores."""
     from pyspark_paimon import Catalog
 
-    snap = Catalog(chain.warehouse).get_table("bench.chain_t").branch_table("snapshot")
-    files = sorted(split.file_path(f) for split in snap.new_read().splits for f in split.files)
+    snap = Catalog(chain.warehouse).get_table("bench.chain_t").on_branch("snapshot")
+    files = sorted(split.file_path(f) for split in snap.scan().read_job().splits for f in split.files)
     assert len(files) == 4, files  # the anchor partition only: one file per bucket
     return [files[0::2], files[1::2]]
 
@@ -151,7 +151,7 @@ def test_chain_read_day(benchmark: Any, spark: SparkSession, chain: ChainData, c
 
     benchmark.group = "chain b: read day N agg(count, sum(d), sum(seq))"
     if case == "compacted_snapshot":  # make sure day N is in the copy's snapshot branch (skipped if it is)
-        Catalog(chain.warehouse).get_table("bench.chain_compacted").compact_chain(f"date={chain.last_day}")
+        Catalog(chain.warehouse).get_table("bench.chain_compacted").chain.compact(f"date={chain.last_day}")
     load, pushdown = _read_cases(spark, chain)[case]
     if pushdown:
         register(spark, pushdown=True)
@@ -196,7 +196,7 @@ def test_chain_compact(benchmark: Any, chain: ChainData) -> None:
     part = f"date={chain.last_day}"
     before = loadavg()
     result = benchmark.pedantic(
-        lambda: table.compact_chain(part, overwrite=True), rounds=ROUNDS, warmup_rounds=1, iterations=1
+        lambda: table.chain.compact(part, overwrite=True), rounds=ROUNDS, warmup_rounds=1, iterations=1
     )
     assert result.compacted, f"compact_chain wrote nothing: {result}"
     check(tuple(_arrow_agg(table, chain.last_day)), chain.expected[chain.last_day], "compact_chain result")
@@ -206,7 +206,5 @@ def test_chain_compact(benchmark: Any, chain: ChainData) -> None:
 def _arrow_agg(table: Any, day: str) -> tuple:
     import pyarrow.compute as pc
 
-    from pyspark_paimon.planner.predicate import Leaf
-
-    snap = table.branch_table("snapshot").to_arrow(predicate=[Leaf("date", "=", day)])
+    snap = table.on_branch("snapshot").scan(f"date = '{day}'").to_arrow()
     return (snap.num_rows, float(pc.sum(snap["d"]).as_py()), int(pc.sum(snap["seq"]).as_py()))

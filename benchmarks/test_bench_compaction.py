@@ -74,13 +74,13 @@ def _build(root: Path) -> CompactionTables:
         for k in range(commits):
             ids = np.sort(rng.choice(COMPACT_ROWS, size=per_commit, replace=False)).astype(np.int64)
             t.write_arrow(make_rows(ids, prefix=f"c{k}_", d_offset=float(k)))
-        data = t.to_arrow()
+        data = t.scan().to_arrow()
         expected[commits] = _expected(data)
         input_rows[commits] = sum(e.file.row_count for e in t.store.live_entries(t.latest_snapshot()))
         copy = root / "bench.db" / f"pk_c{commits}_compacted"
-        shutil.copytree(t.path, copy)
-        assert Table.open(str(copy)).compact(full=True)
-        paths[(commits, False)] = t.path
+        shutil.copytree(t.store.table_path, copy)
+        assert Table.open(str(copy)).maintenance.compact(full=True)
+        paths[(commits, False)] = t.store.table_path
         paths[(commits, True)] = str(copy)
     return CompactionTables(root, paths, expected, input_rows)
 
@@ -110,7 +110,7 @@ def _check(exp: Expected, data: pa.Table, who: str) -> None:
 @pytest.mark.parametrize("commits", COMMITS)
 def test_pk_read_after_commits_ours(benchmark: Any, tables: CompactionTables, commits: int, compacted: bool) -> None:
     table = Table.open(tables.paths[(commits, compacted)])
-    runs = table.explain()["splits"]["max_sorted_runs"]
+    runs = table.scan().explain()["splits"]["max_sorted_runs"]
     load_before = loadavg()
     data = benchmark.pedantic(table.to_arrow, rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _check(tables.expected[commits], data, f"Table.to_arrow {commits} commits")
@@ -171,7 +171,7 @@ def test_full_compaction_throughput(
     results: list[Any] = []
 
     def run(table: Table) -> None:
-        results.append(table.compact(full=True, spark=spark))
+        results.append(table.maintenance.compact(full=True, spark=spark))
 
     load_before = loadavg()
     try:

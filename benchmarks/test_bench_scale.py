@@ -45,6 +45,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from scale_data import MetaTable, get_meta
 
+from tests.engine_read import explain as engine_explain
+
 
 def _sizes(name: str, default: str) -> list[int]:
     return [int(v.strip().replace("_", "")) for v in os.environ.get(name, default).split(",") if v.strip()]
@@ -111,7 +113,7 @@ class ScaleData:
                 ident, "id bigint not null, s string, d double", primary_keys=["id"], options={"bucket": str(buckets)}
             )
             table.write_arrow(data)
-            self.points[key] = Point(rows, buckets, data, ipc, expected, ident, table.path)
+            self.points[key] = Point(rows, buckets, data, ipc, expected, ident, table.store.table_path)
         return self.points[key]
 
 
@@ -198,7 +200,7 @@ def test_scale_write(
                 .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
                 .write.format("paimon")
                 .mode("append")
-                .save(table.path)
+                .save(table.store.table_path)
             )
 
         _write_rounds(benchmark, scale, p, alt, write)
@@ -303,7 +305,7 @@ def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache:
     options = {"scan.partitions": f"dt={meta.one_day}"} if scope == "one_partition_scan_partitions" else {}
 
     def plan() -> dict:
-        return Catalog(meta.warehouse).get_table(meta.identifier).explain(options=options, predicate=predicate)
+        return engine_explain(Catalog(meta.warehouse).get_table(meta.identifier), options=options, predicate=predicate)
 
     def setup() -> tuple[tuple, dict]:
         if cache == "cold":

@@ -28,6 +28,8 @@ from conftest import Datasets, loadavg, oracle_plan_runner
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from tests.engine_read import explain as engine_explain
+
 ROUNDS = 3
 
 
@@ -121,8 +123,8 @@ def test_scan_partition_planning(benchmark: Any, scan: ScanData, case: str) -> N
     if case == "ours_explain":
 
         def plan() -> dict:
-            return (
-                Catalog(scan.warehouse).get_table(scan.parts_identifier).explain(predicate=[Leaf("dt", "=", scan.day)])
+            return engine_explain(
+                Catalog(scan.warehouse).get_table(scan.parts_identifier), predicate=[Leaf("dt", "=", scan.day)]
             )
 
         got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)

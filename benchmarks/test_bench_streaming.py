@@ -100,7 +100,7 @@ def test_micro_batch_latency(
     watched.mkdir()
     table = Catalog(datasets.warehouse).create_table(f"bench.latency_{n}", SCHEMA_DDL)
     if source == "paimon":
-        df = spark.readStream.format("paimon").load(table.path)
+        df = spark.readStream.format("paimon").load(table.store.table_path)
     else:
         df = spark.readStream.schema(SCHEMA_DDL).parquet(str(watched))
     q = df.writeStream.format("noop").option("checkpointLocation", str(parquet_dir / f"ck-lat-{n}")).start()

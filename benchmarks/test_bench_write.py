@@ -81,7 +81,7 @@ def test_write_spark(benchmark: Any, spark: SparkSession, datasets: Datasets) ->
             .selectExpr("id", "concat('str_', cast(id as string)) as s", "cast(id as double) * 0.5 as d")
             .write.format("paimon")
             .mode("append")
-            .save(table.path)
+            .save(table.store.table_path)
         )
 
     load_before = loadavg()

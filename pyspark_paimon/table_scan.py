@@ -60,6 +60,18 @@ def version_options(
     return opts
 
 
+def explain_job(job: ReadJob) -> dict[str, Any]:
+    """The planning report of ``job`` (see :meth:`Scan.explain`), with sorted runs for primary-key reads."""
+    plan = job.plan
+    out = plan.explain()
+    if plan.schema.primary_keys:
+        runs = [sorted_run_count(s.files) for s in plan.splits]
+        for item, count in zip(out["split_list"], runs):
+            item["sorted_runs"] = count
+        out["splits"]["max_sorted_runs"] = max(runs, default=0)
+    return out
+
+
 class TableView(Protocol):
     """What the API modules (Scan and the ``t.*`` namespaces) use of a :class:`~pyspark_paimon.table.Table`;
     they type against this so that none of them imports ``table.py`` (which imports them)."""
@@ -129,14 +141,7 @@ class Scan:
         Primary-key reads also report ``sorted_runs`` per split (level-0 files plus non-empty higher levels:
         what a read of the bucket merges, and what compaction reduces) and ``splits.max_sorted_runs``.
         """
-        plan = self.read_job().plan
-        out = plan.explain()
-        if plan.schema.primary_keys:
-            runs = [sorted_run_count(s.files) for s in plan.splits]
-            for item, count in zip(out["split_list"], runs):
-                item["sorted_runs"] = count
-            out["splits"]["max_sorted_runs"] = max(runs, default=0)
-        return out
+        return explain_job(self.read_job())
 
 
-__all__ = ["Scan", "TableView", "version_options"]
+__all__ = ["Scan", "TableView", "explain_job", "version_options"]

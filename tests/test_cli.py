@@ -36,27 +36,31 @@ def run(capsys: Any, *argv: str) -> tuple[int, list[dict[str, Any]], str]:
 
 
 def test_tags(capsys: Any, table: Table) -> None:
-    code, rows, _ = run(capsys, "create_tag", "--table", table.path, "--tag", "t1", "--snapshot", "1")
+    code, rows, _ = run(capsys, "create_tag", "--table", table.store.table_path, "--tag", "t1", "--snapshot", "1")
     assert code == 0 and rows[0]["tag_name"] == "t1" and rows[0]["snapshot_id"] == 1
-    code, rows, _ = run(capsys, "create_tag", "--table", table.path, "--tag", "t3", "--time_retained", "1 d")
+    code, rows, _ = run(
+        capsys, "create_tag", "--table", table.store.table_path, "--tag", "t3", "--time_retained", "1 d"
+    )
     assert rows[0]["snapshot_id"] == 3 and rows[0]["time_retained"] == "1 d"
     first = table.snapshot(1).time_millis
     code, rows, _ = run(
-        capsys, "create_tag_from_timestamp", "--table", table.path, "--tag", "ts", "--timestamp", str(first)
+        capsys, "create_tag_from_timestamp", "--table", table.store.table_path, "--tag", "ts", "--timestamp", str(first)
     )
     assert code == 0 and rows[0]["snapshot_id"] == 1
-    assert run(capsys, "rename_tag", "--table", table.path, "--tag", "ts", "--target_tag", "ts2")[0] == 0
-    code, rows, _ = run(capsys, "list_tags", "--table", table.path)
+    assert run(capsys, "rename_tag", "--table", table.store.table_path, "--tag", "ts", "--target_tag", "ts2")[0] == 0
+    code, rows, _ = run(capsys, "list_tags", "--table", table.store.table_path)
     assert [(r["tag_name"], r["snapshot_id"]) for r in rows] == [("t1", 1), ("ts2", 1), ("t3", 3)]
-    code, rows, _ = run(capsys, "delete_tag", "--table", table.path, "--tag", "t1,ts2", "--clean_files", "false")
+    code, rows, _ = run(
+        capsys, "delete_tag", "--table", table.store.table_path, "--tag", "t1,ts2", "--clean_files", "false"
+    )
     assert [r["deleted_tag"] for r in rows] == ["t1", "ts2"]
-    assert [t.name for t in table.list_tags()] == ["t3"]
-    code, rows, _ = run(capsys, "expire_tags", "--table", table.path, "--older_than", "2999-01-01 00:00:00")
-    assert rows == [{"expired_tags": "t3"}] and table.list_tags() == []
+    assert [t.name for t in table.tags.list()] == ["t3"]
+    code, rows, _ = run(capsys, "expire_tags", "--table", table.store.table_path, "--older_than", "2999-01-01 00:00:00")
+    assert rows == [{"expired_tags": "t3"}] and table.tags.list() == []
 
 
 def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table: Table, warehouse: str) -> None:
-    table.create_tag("t2", 2)
+    table.tags.create("t2", snapshot_id=2)
     wh = ["--warehouse", warehouse, "--table", "db.c"]
     code, rows, _ = run(capsys, "create_branch", *wh, "--branch", "b", "--tag", "t2", "--time_retained", "2 h")
     assert code == 0 and rows[0]["created_from_tag"] == "t2" and rows[0]["time_retained"] == "2 h"
@@ -70,42 +74,47 @@ def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table:
     code, rows, _ = run(capsys, "list_branches", *wh)
     assert [(r["branch_name"], r["created_from_snapshot"]) for r in rows] == [("at", 2), ("b", 2), ("s1b", 1)]
     # Write on branch b (addressed with --on_branch), then publish it into main.
-    table.branch_table("b").write_arrow(pa.table({"id": [9], "v": ["b"]}))
+    table.on_branch("b").write_arrow(pa.table({"id": [9], "v": ["b"]}))
     code, rows, _ = run(capsys, "history", *wh, "--on_branch", "b")
     assert [r["snapshot_id"] for r in rows] == [3, 2] and rows[1]["tags"] == "t2"
-    table.rollback_to(2)
+    table.maintenance.rollback_to(snapshot_id=2)
     code, rows, _ = run(capsys, "fast_forward", *wh, "--branch", "b")
     assert code == 0 and rows[0]["latest_id"] == 3
-    assert sorted(r["id"] for r in table.to_arrow().to_pylist()) == [1, 2, 9]
+    assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == [1, 2, 9]
     code, rows, _ = run(capsys, "replace_main", *wh, "--branch", "s1b", "--keep_previous_as", "old_main")
     assert code == 0 and rows[0]["latest_id"] == 1 and rows[0]["kept_previous_as"] == "old_main"
     code, rows, _ = run(capsys, "delete_branch", *wh, "--branch", "at,s1b")
     assert [r["deleted_branch"] for r in rows] == ["at", "s1b"]
     code, rows, _ = run(capsys, "expire_branches", *wh, "--older_than", "2999-01-01 00:00:00", "--dry_run")
     assert [r["branch"] for r in rows if r["action"] == "would drop"] == ["b", "old_main"]
-    assert [b.name for b in table.list_branches()] == ["b", "old_main"]
+    assert [b.name for b in table.branches.list()] == ["b", "old_main"]
 
 
 def test_rollback_expire_orphans_and_history(capsys: Any, table: Table) -> None:
-    table.create_tag("t2", 2)
-    code, rows, _ = run(capsys, "history", "--table", table.path, "--limit", "2")
+    table.tags.create("t2", snapshot_id=2)
+    code, rows, _ = run(capsys, "history", "--table", table.store.table_path, "--limit", "2")
     assert [(r["snapshot_id"], r["note"]) for r in rows] == [(3, "latest"), (2, None)]
     assert rows[0]["total_records"] == 3 and rows[0]["commit_kind"] == "APPEND"
-    code, rows, _ = run(capsys, "rollback", "--table", table.path, "--version", "t2")
+    code, rows, _ = run(capsys, "rollback", "--table", table.store.table_path, "--version", "t2")
     assert code == 0 and rows[0]["current_snapshot_id"] == 2 and rows[0]["deleted_snapshots"] == "3"
-    code, rows, _ = run(capsys, "rollback_to", "--table", table.path, "--snapshot_id", "1")
+    code, rows, _ = run(capsys, "rollback_to", "--table", table.store.table_path, "--snapshot_id", "1")
     assert rows[0]["current_snapshot_id"] == 1
     for i in (4, 5):
         table.write_arrow(pa.table({"id": [i], "v": [str(i)]}))
     code, rows, _ = run(
-        capsys, "rollback_to_timestamp", "--table", table.path, "--timestamp", str(table.snapshot(2).time_millis)
+        capsys,
+        "rollback_to_timestamp",
+        "--table",
+        table.store.table_path,
+        "--timestamp",
+        str(table.snapshot(2).time_millis),
     )
     assert rows[0]["current_snapshot_id"] == 2
     code, rows, _ = run(
         capsys,
         "expire_snapshots",
         "--table",
-        table.path,
+        table.store.table_path,
         "--retain_max",
         "1",
         "--retain_min",
@@ -114,9 +123,9 @@ def test_rollback_expire_orphans_and_history(capsys: Any, table: Table) -> None:
         "2999-01-01 00:00:00",
     )
     assert rows[0]["expired_snapshots"] == "1"
-    code, rows, _ = run(capsys, "history", "--table", table.path)
+    code, rows, _ = run(capsys, "history", "--table", table.store.table_path)
     assert [(r["snapshot_id"], r["note"]) for r in rows] == [(2, "latest")]
-    code, rows, _ = run(capsys, "remove_orphan_files", "--table", table.path, "--dry_run")
+    code, rows, _ = run(capsys, "remove_orphan_files", "--table", table.store.table_path, "--dry_run")
     assert code == 0 and rows[-1]["orphan_file"].startswith("(")
 
 
@@ -130,31 +139,37 @@ def test_compact(capsys: Any, catalog: Any) -> None:
     )
     for i in range(3):
         t.write_arrow(pa.table({"id": [1, i + 2], "v": [f"v{i}", "x"], "dt": ["a", "b"]}))
-    code, rows, _ = run(capsys, "compact", "--table", t.path, "--partitions", "dt=a", "--compact_strategy", "full")
+    code, rows, _ = run(
+        capsys, "compact", "--table", t.store.table_path, "--partitions", "dt=a", "--compact_strategy", "full"
+    )
     assert code == 0 and rows[0]["buckets"] == 1 and rows[0]["files_before"] == 3 and rows[0]["files_after"] == 1
     assert t.latest_snapshot().commit_kind == "COMPACT"
-    assert sorted(t.to_arrow().to_pylist(), key=lambda r: (r["dt"], r["id"]))[0] == {"id": 1, "v": "v2", "dt": "a"}
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: (r["dt"], r["id"]))[0] == {
+        "id": 1,
+        "v": "v2",
+        "dt": "a",
+    }
 
 
 def test_errors_are_one_line_and_exit_non_zero(capsys: Any, table: Table) -> None:
-    code, _, err = run(capsys, "delete_tag", "--table", table.path, "--tag", "nope")
+    code, _, err = run(capsys, "delete_tag", "--table", table.store.table_path, "--tag", "nope")
     assert code == 1
     assert err.startswith("pyspark-paimon: error: Tag 'nope' does not exist") and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
-    code, _, err = run(capsys, "create_tag", "--table", table.path + "_missing", "--tag", "x")
+    code, _, err = run(capsys, "create_tag", "--table", table.store.table_path + "_missing", "--tag", "x")
     assert code == 1 and "Traceback" not in err
     assert cli._storage_options(["anon=false", "secret=123", "token=a=b"]) == {
         "anon": False,
         "secret": "123",
         "token": "a=b",
     }
-    code, _, err = run(capsys, "list_tags", "--table", table.path, "--fs", "novalue")
+    code, _, err = run(capsys, "list_tags", "--table", table.store.table_path, "--fs", "novalue")
     assert code == 1 and "key=value" in err
-    code, _, err = run(capsys, "list_tags", "--table", table.path + "$branch_a", "--on_branch", "b")
+    code, _, err = run(capsys, "list_tags", "--table", table.store.table_path + "$branch_a", "--on_branch", "b")
     assert code == 1 and "disagree" in err
-    code, _, err = run(capsys, "create_tag", "--table", table.path, "--tag", "x", "--snapshot", "one")
+    code, _, err = run(capsys, "create_tag", "--table", table.store.table_path, "--tag", "x", "--snapshot", "one")
     assert code == 2 and "expected an integer" in err
-    code, _, err = run(capsys, "no_such_procedure", "--table", table.path)
+    code, _, err = run(capsys, "no_such_procedure", "--table", table.store.table_path)
     assert code == 2 and "invalid choice" in err
 
 
@@ -171,7 +186,7 @@ def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) 
             "pyspark_paimon",
             "create_tag",
             "--table",
-            table.path,
+            table.store.table_path,
             "--tag",
             "cli",
             "--snapshot",
@@ -186,7 +201,7 @@ def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) 
     header, row = done.stdout.splitlines()
     assert header.split()[:2] == ["tag_name", "snapshot_id"] and row.split()[:2] == ["cli", "2"]
     done = subprocess.run(
-        [sys.executable, "-m", "pyspark_paimon", "delete_tag", "--table", table.path, "--tag", "nope"],
+        [sys.executable, "-m", "pyspark_paimon", "delete_tag", "--table", table.store.table_path, "--tag", "nope"],
         capture_output=True,
         text=True,
         env=env,

@@ -19,9 +19,9 @@ def test_demo_runs_and_leaves_the_tables_it_describes(spark: Any, tmp_path: Path
     assert "snapshot 3: OVERWRITE total rows 4 (delta +0)" in out
     cat = Catalog(str(warehouse))
     orders = cat.get_table("default.orders")
-    final = sorted(orders.to_arrow().select(["dt", "id"]).to_pylist(), key=lambda r: (r["dt"], r["id"]))
+    final = sorted(orders.scan().to_arrow().select(["dt", "id"]).to_pylist(), key=lambda r: (r["dt"], r["id"]))
     assert final == [{"dt": "2025-08-10", "id": 1}, {"dt": "2025-08-10", "id": 2}, {"dt": "2025-08-11", "id": 4}]
-    assert [t.name for t in orders.list_tags()] == ["after-upsert"]
-    fix = orders.branch_table("fix").to_arrow().to_pylist()
+    assert [t.name for t in orders.tags.list()] == ["after-upsert"]
+    fix = orders.on_branch("fix").scan().to_arrow().to_pylist()
     assert {(r["id"], str(r["amount"])) for r in fix} == {(1, "11.00"), (2, "99.99"), (3, "30.25")}
-    assert cat.get_table("default.events").to_arrow().num_rows == 1000
+    assert cat.get_table("default.events").scan().to_arrow().num_rows == 1000

@@ -253,9 +253,9 @@ from pyspark_paimon import Catalog
 t = Catalog({str(tmp_path)!r}).create_table("db.t", "id bigint, v string", primary_keys=["id"],
                                            options={{"bucket": "1"}})
 t.write_arrow(pa.table({{"id": [1, 2], "v": ["a", "b"]}}))
-assert t.to_arrow().num_rows == 2
-assert t.inspect("snapshots").column("snapshot_id").to_pylist() == [1]
-assert t.inspect("$files").num_rows == 1
+assert t.scan().to_arrow().num_rows == 2
+assert t.inspect.snapshots().column("snapshot_id").to_pylist() == [1]
+assert t.inspect.files().num_rows == 1
 assert not any(m == "pyspark" or m.startswith("pyspark.") for m in sys.modules if sys.modules[m] is not None)
 print("ok")
 """
@@ -279,7 +279,7 @@ def test_planning_a_stream_loads_neither_pandas_nor_sqlglot(tmp_path: Path) -> N
     script = f"""
 import sys
 from pyspark_paimon.datasource.spark.source import PaimonDataSource
-source = PaimonDataSource({{"path": {table.path!r}}})
+source = PaimonDataSource({{"path": {table.store.table_path!r}}})
 reader = source.streamReader(source.schema())
 start = reader.initialOffset()
 assert len(reader.partitions(start, reader.latestOffset(start, None))) == 2

@@ -553,13 +553,13 @@ def test_damaged_data_files_name_the_file_and_the_way_out(
         )
         t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
         t.write_arrow(pa.table({"id": [2, 3], "v": ["b2", "c"]}))
-        first, second = sorted(Path(t.path).rglob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
+        first, second = sorted(Path(t.store.table_path).rglob("*.parquet"), key=lambda p: p.stat().st_mtime_ns)
         second.write_bytes(second.read_bytes()[:40])  # truncated
         with pytest.raises(DataFileError, match=rf"Data file \S*{second.name} cannot be read.*rollback_to"):
-            t.to_arrow()
+            t.scan().to_arrow()
         first.unlink()
         with pytest.raises(DataFileError, match=rf"Data file \S*{first.name} is missing.*rollback_to"):
-            t.to_arrow()
+            t.scan().to_arrow()
 
 
 @settings(max_examples=60, deadline=None)

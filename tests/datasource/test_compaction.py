@@ -25,7 +25,7 @@ WRITE_ONLY = {"write-only": "true"}
 
 
 def rows(t: Table, **options: str) -> list[dict[str, Any]]:
-    data = t.to_arrow(options or None)
+    data = t.scan(read_options=options or None).to_arrow()
     return sorted(data.to_pylist(), key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
@@ -85,8 +85,8 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
         t.write_arrow(data)
     before = rows(t)
     levels_before = sorted(e.file.level for e in live(t))
-    assert t.explain()["splits"]["max_sorted_runs"] == 6
-    result = t.compact(full=True)
+    assert t.scan().explain()["splits"]["max_sorted_runs"] == 6
+    result = t.maintenance.compact(full=True)
     assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
     assert rows(t) == before
     # Inputs deleted at their original levels, outputs added at the max level as compaction output.
@@ -95,12 +95,12 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
     assert deleted == levels_before == [0] * 12
     added = [e for e in entries if e.kind == KIND_ADD]
     assert added and all(e.file.level == 5 and e.file.file_source == FILE_SOURCE_COMPACT for e in added)
-    plan = t.explain()
+    plan = t.scan().explain()
     assert plan["splits"]["raw_convertible"] == plan["splits"]["count"] == 2  # reads no longer merge
     assert plan["splits"]["max_sorted_runs"] == 1 and {s["sorted_runs"] for s in plan["split_list"]} == {1}
-    files = t.inspect("files")
+    files = t.inspect.files()
     assert set(files.column("level").to_pylist()) == {5}
-    assert not t.compact(full=True)  # one max-level run per bucket: nothing to do
+    assert not t.maintenance.compact(full=True)  # one max-level run per bucket: nothing to do
 
 
 def test_outputs_keep_sequence_numbers_kinds_and_exact_stats(tmp_path: Path) -> None:
@@ -109,11 +109,11 @@ def test_outputs_keep_sequence_numbers_kinds_and_exact_stats(tmp_path: Path) -> 
         t.write_arrow(batch(list(range(i, 40, 3)), f"w{i}", i))
     before = rows(t)
     newest = max(e.file.max_sequence_number for e in live(t))
-    t.compact(full=True)
+    t.maintenance.compact(full=True)
     assert rows(t) == before
     (entry,) = live(t)
     f = entry.file
-    data = pq.read_table(f"{t.path}/bucket-0/{f.file_name}")
+    data = pq.read_table(f"{t.store.table_path}/bucket-0/{f.file_name}")
     assert data.column_names[:3] == ["_KEY_k", "_SEQUENCE_NUMBER", "_VALUE_KIND"]
     keys = data.column("_KEY_k").to_pylist()
     assert keys == sorted(keys) and len(keys) == len(set(keys)) == f.row_count == len(before)
@@ -122,7 +122,9 @@ def test_outputs_keep_sequence_numbers_kinds_and_exact_stats(tmp_path: Path) -> 
     assert f.max_sequence_number == newest  # sequence numbers are kept, not renumbered
     key_type = [t.schema.field("k").type.copy(nullable=False)]
     assert deserialize_row(f.min_key, key_type) == (keys[0],) and deserialize_row(f.max_key, key_type) == (keys[-1],)
-    assert f.delete_row_count == 0 and f.file_size == Path(f"{t.path}/bucket-0/{f.file_name}").stat().st_size
+    assert (
+        f.delete_row_count == 0 and f.file_size == Path(f"{t.store.table_path}/bucket-0/{f.file_name}").stat().st_size
+    )
     # A new write continues after the kept sequence numbers and wins over the compacted rows.
     t.write_arrow(batch([0], "after"))
     assert [r["v"] for r in rows(t) if r["k"] == 0] == ["after"]
@@ -133,7 +135,7 @@ def test_full_compaction_drops_retractions_intermediate_keeps_them(tmp_path: Pat
         tmp_path, {"bucket": "1", "rowkind.field": "kind"}, schema="k int not null, v string, n bigint, kind string"
     )
     t.write_arrow(batch(list(range(20000)), "a", kinds=["+I"] * 20000))
-    t.compact(full=True)  # a large base run at level 5
+    t.maintenance.compact(full=True)  # a large base run at level 5
     t.write_arrow(batch([2], "a", kinds=["-D"]))
     for i in range(4):
         t.write_arrow(batch([100000 + i], "x", kinds=["+I"]))
@@ -146,7 +148,7 @@ def test_full_compaction_drops_retractions_intermediate_keeps_them(tmp_path: Pat
     mid = [e.file for e in live(t) if e.file.level == 4]
     assert sum(f.delete_row_count or 0 for f in mid) == 1
     assert sorted(r["k"] for r in rows(t)) == expected
-    t.compact(full=True)
+    t.maintenance.compact(full=True)
     assert {e.file.level for e in live(t)} == {5}
     assert all(e.file.delete_row_count == 0 for e in live(t))
     assert sorted(r["k"] for r in rows(t)) == expected
@@ -157,7 +159,7 @@ def test_outputs_roll_at_target_file_size_sorted_and_disjoint(tmp_path: Path) ->
     for i in range(3):
         t.write_arrow(batch(list(range(i * 2000, 3000 + i * 2000)), "v" * 20, i))
     before = rows(t)
-    t.compact(full=True)
+    t.maintenance.compact(full=True)
     assert rows(t) == before
     files = sorted((e.file for e in live(t)), key=lambda f: f.min_key)
     assert len(files) > 3
@@ -173,7 +175,7 @@ def test_large_disjoint_files_are_upgraded_not_rewritten(tmp_path: Path) -> None
     t.write_arrow(batch(list(range(20000)), "base"))  # one commit rolled into disjoint level-0 files
     base = {e.file.file_name: e.file for e in live(t)}
     assert len(base) > 3 and {f.level for f in base.values()} == {0}
-    t.compact(full=True)
+    t.maintenance.compact(full=True)
     after = {e.file.file_name: e.file for e in live(t)}
     assert set(after) == set(base) and {f.level for f in after.values()} == {5}
     assert {f.file_source for f in after.values()} == {base[n].file_source for n in base}  # not rewritten
@@ -182,7 +184,7 @@ def test_large_disjoint_files_are_upgraded_not_rewritten(tmp_path: Path) -> None
     # A small update overlapping the first base file: only that file and the update are merged and rewritten.
     t.write_arrow(batch([5, 6], "new"))
     before = rows(t)
-    t.compact(full=True)
+    t.maintenance.compact(full=True)
     assert rows(t) == before
     entries = delta_entries(t)
     rewritten = {e.file.file_name for e in entries if e.kind == KIND_DELETE}
@@ -220,21 +222,21 @@ def test_partitions_argument_compacts_only_those(tmp_path: Path) -> None:
         t.write_arrow(batch([1, 2], "x", i).append_column("dt", pa.array(["a", "a"])))
         t.write_arrow(batch([1, 2], "y", i).append_column("dt", pa.array(["b", "b"])))
     before = rows(t)
-    t.compact(partitions="dt=a", full=True)
+    t.maintenance.compact("dt=a", full=True)
     assert rows(t) == before
     by_part = {(deserialize_row(e.partition, [t.schema.field("dt").type])[0], e.file.level) for e in live(t)}
     assert by_part == {("a", 5), ("b", 0)}
     with pytest.raises(Exception, match="'zz'.*not partition columns"):
-        t.compact(partitions={"zz": 1})
+        t.maintenance.compact({"zz": 1})
 
 
 def test_schema_evolution_outputs_latest_schema(tmp_path: Path) -> None:
     t = pk_table(tmp_path, {"bucket": "1"})
     t.write_arrow(batch([1, 2], "old"))
-    t.add_column("extra", "string")
+    t.update_schema().add_column("extra", "string").commit()
     t.write_arrow(batch([2, 3], "new").append_column("extra", pa.array(["e", "e"])))
     before = rows(t)
-    t.compact(full=True)
+    t.maintenance.compact(full=True)
     assert rows(t) == before
     assert {e.file.schema_id for e in live(t)} == {t.schema.id}
 
@@ -244,8 +246,8 @@ def test_tables_whose_changelog_compaction_produces_are_refused(tmp_path: Path, 
     t = pk_table(tmp_path, {"changelog-producer": producer})
     t.write_arrow(batch([1], "a"))
     with pytest.raises(CompactionError, match=f"'changelog-producer' = '{producer}'.*writes no changelog"):
-        t.compact(full=True)
-    t.set_options({"write-only": "false"})
+        t.maintenance.compact(full=True)
+    t.update_schema().set_options({"write-only": "false"}).commit()
     for i in range(6):  # and writes never compact them on their own
         t.write_arrow(batch([1], f"w{i}"))
     assert {s.commit_kind for s in t.snapshots()} == {"APPEND"}
@@ -276,14 +278,14 @@ def test_deletion_vector_tables_compact_fully_only(tmp_path: Path) -> None:
     t.write_arrow(batch([2, 3], "b"))
     assert rows(t) == []
     with pytest.raises(CompactionError, match="only fully.*compact\\(full=True\\)"):
-        t.compact()
-    assert t.compact(full=True)
+        t.maintenance.compact()
+    assert t.maintenance.compact(full=True)
     assert {r["k"]: r["v"] for r in rows(t)} == {1: "a", 2: "b", 3: "b"}
     assert t.latest_snapshot().index_manifest is None
-    t.set_options({"write-only": "false"})
+    t.update_schema().set_options({"write-only": "false"}).commit()
     t.write_arrow(batch([4], "c"))
     assert 4 not in {r["k"] for r in rows(t)}  # automatic compaction leaves deletion-vector tables alone...
-    t.set_options({"full-compaction.delta-commits": "1"})
+    t.update_schema().set_options({"full-compaction.delta-commits": "1"}).commit()
     t.write_arrow(batch([5], "d"))  # ...unless it is full
     assert {r["k"] for r in rows(t)} == {1, 2, 3, 4, 5}
 
@@ -348,7 +350,7 @@ def test_two_compactions_racing_replan_instead_of_corrupting(tmp_path: Path) -> 
         key=lambda r: tuple(str(r[k]) for k in sorted(r)),
     )
     # The losing attempt deleted its outputs: every data file on disk is referenced by some snapshot.
-    on_disk = {p.name for p in (Path(t.path) / "bucket-0").iterdir()}
+    on_disk = {p.name for p in (Path(t.store.table_path) / "bucket-0").iterdir()}
     referenced = {e.file.file_name for s in t.snapshots() for e in t.store.live_entries(s)}
     assert on_disk == referenced
 
@@ -362,7 +364,7 @@ def test_conflict_every_attempt_fails_clearly(tmp_path: Path, monkeypatch: pytes
 
     def runner(plan: CompactPlan) -> list[CommitMessage]:
         messages = run_in_process(plan)
-        t.compact(full=True)  # removes this attempt's inputs every time...
+        t.maintenance.compact(full=True)  # removes this attempt's inputs every time...
         t.write_arrow(batch([3], "x"))  # ...and leaves something for the next plan
         return messages
 
@@ -385,17 +387,17 @@ def test_crash_mid_compaction_leaves_table_readable(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         compact(t.store, full=True, runner=crashing)
     assert rows(t) == before and len(t.snapshots()) == snapshots
-    orphans = t.remove_orphan_files(older_than=10**15)
+    orphans = t.maintenance.remove_orphan_files(older_than=10**15)
     assert orphans.files and all(p.endswith(".parquet") for p in orphans.files)
     assert rows(t) == before
-    assert t.compact(full=True) and rows(t) == before
+    assert t.maintenance.compact(full=True) and rows(t) == before
 
 
 def test_failing_task_deletes_its_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t = pk_table(tmp_path, {"bucket": "1", "target-file-size": "4 kb"})
     for i in range(2):
         t.write_arrow(batch(list(range(3000)), "v" * 10, i))
-    files_before = {p.name for p in (Path(t.path) / "bucket-0").iterdir()}
+    files_before = {p.name for p in (Path(t.store.table_path) / "bucket-0").iterdir()}
     real = compact_mod.TableWriter.write_compacted
     calls = []
 
@@ -407,8 +409,8 @@ def test_failing_task_deletes_its_outputs(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(compact_mod.TableWriter, "write_compacted", fail_later)
     with pytest.raises(OSError, match="disk full"):
-        t.compact(full=True)
-    assert {p.name for p in (Path(t.path) / "bucket-0").iterdir()} == files_before
+        t.maintenance.compact(full=True)
+    assert {p.name for p in (Path(t.store.table_path) / "bucket-0").iterdir()} == files_before
 
 
 # ------------------------------------------------------------------------------------------------------ append
@@ -418,10 +420,10 @@ def test_append_small_files_compaction(tmp_path: Path, bucket: str) -> None:
     t = Catalog(str(tmp_path)).create_table("db.a", "k int, v string", options=opts)
     for i in range(6):
         t.write_arrow(pa.table({"k": pa.array([i, i + 100], pa.int32()), "v": [f"r{i}", f"s{i}"]}))
-    before = t.to_arrow().to_pylist()
+    before = t.scan().to_arrow().to_pylist()
     files_before = len(live(t))
     assert compact(t.store) and t.latest_snapshot().commit_kind == "COMPACT"
-    after = t.to_arrow().to_pylist()
+    after = t.scan().to_arrow().to_pylist()
     assert sorted(after, key=str) == sorted(before, key=str)
     assert len(live(t)) < files_before
     added = [e.file for e in delta_entries(t) if e.kind == KIND_ADD]
@@ -437,9 +439,9 @@ def test_append_min_file_num(tmp_path: Path) -> None:
     )
     for i in range(3):
         t.write_arrow(pa.table({"k": pa.array([i], pa.int32()), "v": ["x"]}))
-    assert not t.compact()
+    assert not t.maintenance.compact()
     t.write_arrow(pa.table({"k": pa.array([9], pa.int32()), "v": ["x"]}))
-    assert t.compact() and len(live(t)) == 1
+    assert t.maintenance.compact() and len(live(t)) == 1
 
 
 # ------------------------------------------------------------------------------------------------------ auto
@@ -461,11 +463,11 @@ def test_write_only_and_full_compaction_delta_commits(tmp_path: Path) -> None:
     for i in range(7):
         t.write_arrow(batch([1], f"w{i}"))
     assert {s.commit_kind for s in t.snapshots()} == {"APPEND"}
-    t.set_options({"write-only": "false", "full-compaction.delta-commits": "1"})
+    t.update_schema().set_options({"write-only": "false", "full-compaction.delta-commits": "1"}).commit()
     t.write_arrow(batch([2], "x"))
     assert [s.commit_kind for s in t.snapshots()][-2:] == ["APPEND", "COMPACT"]
     assert {e.file.level for e in live(t)} == {5}
-    t.set_options({"write-only": "false", "write.compaction-skip": "true"})
+    t.update_schema().set_options({"write-only": "false", "write.compaction-skip": "true"}).commit()
     t.write_arrow(batch([3], "y"))
     assert t.latest_snapshot().commit_kind == "APPEND"
 
@@ -473,4 +475,4 @@ def test_write_only_and_full_compaction_delta_commits(tmp_path: Path) -> None:
 def test_plan_is_empty_without_snapshot(tmp_path: Path) -> None:
     t = pk_table(tmp_path)
     assert plan_compaction(t.store, full=True).tasks == []
-    assert not t.compact(full=True)
+    assert not t.maintenance.compact(full=True)

@@ -124,7 +124,7 @@ def test_round_trip_extremes_append_and_primary_key(catalog: Catalog) -> None:
     data = arrow_rows(list(range(12)))
     append = catalog.create_table("db.a", ddl())
     append.write_arrow(data)
-    assert append.to_arrow().sort_by("id").to_pylist() == data.to_pylist()
+    assert append.scan().to_arrow().sort_by("id").to_pylist() == data.to_pylist()
 
     pk = catalog.create_table("db.pk", ddl(), primary_keys=["id"], options={"bucket": "2"})
     pk.write_arrow(data)
@@ -133,7 +133,7 @@ def test_round_trip_extremes_append_and_primary_key(catalog: Catalog) -> None:
     pk.write_arrow(newer)
     expected = {r["id"]: r for r in data.to_pylist()}
     expected.update({r["id"]: r for r in newer.to_pylist()})
-    assert pk.to_arrow().sort_by("id").to_pylist() == [expected[i] for i in sorted(expected)]
+    assert pk.scan().to_arrow().sort_by("id").to_pylist() == [expected[i] for i in sorted(expected)]
 
 
 def test_old_fixed_len_layout_still_reads_and_merges(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,7 +148,7 @@ def test_old_fixed_len_layout_still_reads_and_merges(catalog: Catalog, monkeypat
     assert physical(new_file)["d9"][0] == "INT32"
     expected = {r["id"]: r for r in arrow_rows(list(range(12))).to_pylist()}
     expected.update({r["id"]: r for r in newer.to_pylist()})
-    assert t.to_arrow().sort_by("id").to_pylist() == [expected[i] for i in sorted(expected)]
+    assert t.scan().to_arrow().sort_by("id").to_pylist() == [expected[i] for i in sorted(expected)]
 
     # the manifest statistics do not depend on the layout: same rows, same min/max/null counts
     old_meta = files_of_snapshot(t, 1)

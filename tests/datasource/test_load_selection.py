@@ -70,54 +70,56 @@ CASES: list[tuple[str, Callable[[dict], bool]]] = [
 @pytest.mark.parametrize("pk", [False, True])
 def test_filter_is_exact(catalog: Catalog, pk: bool) -> None:
     t = _table(catalog, pk)
-    everything = t.to_arrow().to_pylist()
+    everything = t.scan().to_arrow().to_pylist()
     assert len(everything) == N
     for text, keep in CASES:
-        got = sorted(t.to_arrow({"filter": text}).column("id").to_pylist())
+        got = sorted(t.scan(read_options={"filter": text}).to_arrow().column("id").to_pylist())
         assert got == _expected(everything, keep), text
 
 
 def test_filter_prunes_partitions_buckets_and_files(catalog: Catalog) -> None:
     t = _table(catalog, pk=True)
-    point = t.explain({"filter": "id = 5"})["counters"]
-    full = t.explain()["counters"]
+    point = t.scan(read_options={"filter": "id = 5"}).explain()["counters"]
+    full = t.scan().explain()["counters"]
     assert point["buckets_skipped"] > 0 and point["files_selected"] < full["files_selected"]
-    part = t.explain({"filter": "dt = '2024-01-02' AND id > 100"})["counters"]
+    part = t.scan(read_options={"filter": "dt = '2024-01-02' AND id > 100"}).explain()["counters"]
     assert part["partitions_selected"] == 1 and part["partitions_skipped"] == 3
-    either = t.explain({"filter": "dt = '2024-01-02' OR (dt = '2024-01-03' AND id = 2)"})["counters"]
+    either = t.scan(read_options={"filter": "dt = '2024-01-02' OR (dt = '2024-01-03' AND id = 2)"}).explain()[
+        "counters"
+    ]
     assert either["partitions_selected"] == 2
 
 
 def test_filter_skips_row_groups(catalog: Catalog) -> None:
     t = catalog.create_table("default.rg", "id bigint, v string", options={})
     t.write_arrow(pa.table({"id": pa.array(range(1000), pa.int64()), "v": [f"v{i}" for i in range(1000)]}))
-    [path] = list(Path(t.path).rglob("*.parquet"))
+    [path] = list(Path(t.store.table_path).rglob("*.parquet"))
     pq.write_table(pq.read_table(path, partitioning=None), path, row_group_size=100)
     # a range inside an OR implies no leaf, so nothing is skipped, and the rows are still exact
-    job = t.new_read({"filter": "id >= 950 OR id = 951"})
+    job = t.scan(read_options={"filter": "id >= 950 OR id = 951"}).read_job()
     assert sorted(job.to_arrow().column("id").to_pylist()) == list(range(950, 1000))
     assert job.metrics.row_groups_skipped == 0
-    job = t.new_read({"filter": "id >= 950"})
+    job = t.scan(read_options={"filter": "id >= 950"}).read_job()
     assert job.to_arrow().num_rows == 50
     assert job.metrics.row_groups_total == 10 and job.metrics.row_groups_skipped == 9
 
 
 def test_scan_partitions(catalog: Catalog) -> None:
     t = _table(catalog, pk=False)
-    got = t.to_arrow({"scan.partitions": "dt=2024-01-02;dt=2024-01-04"})
+    got = t.scan(read_options={"scan.partitions": "dt=2024-01-02;dt=2024-01-04"}).to_arrow()
     assert set(got.column("dt").to_pylist()) == {"2024-01-02", "2024-01-04"} and got.num_rows == N // 2
-    counters = t.explain({"scan.partitions": "dt=2024-01-02"})["counters"]
+    counters = t.scan(read_options={"scan.partitions": "dt=2024-01-02"}).explain()["counters"]
     assert counters["partitions_selected"] == 1
-    both = t.to_arrow({"scan.partitions": "dt=2024-01-02", "filter": "id < 20"})
+    both = t.scan(read_options={"scan.partitions": "dt=2024-01-02", "filter": "id < 20"}).to_arrow()
     assert sorted(both.column("id").to_pylist()) == [1, 5, 9, 13, 17]
     with pytest.raises(OptionError, match="'scan.partitions'"):
-        t.to_arrow({"scan.partitions": "nope=1"})
+        t.scan(read_options={"scan.partitions": "nope=1"}).to_arrow()
 
 
 def test_errors_are_raised_before_reading(catalog: Catalog) -> None:
     t = _table(catalog, pk=False)
     with pytest.raises(OptionError, match="unknown column 'nope'"):
-        t.new_read({"filter": "nope = 1"})
+        t.scan(read_options={"filter": "nope = 1"}).read_job()
 
 
 def test_chain_read_resolves_only_the_requested_partitions(catalog: Catalog) -> None:
@@ -129,33 +131,39 @@ def test_chain_read_resolves_only_the_requested_partitions(catalog: Catalog) -> 
         "20250811": [(2, 6, "d0811")],
     }.items():
         put(t, [(*r, day) for r in rows], "delta")
-    got = t.to_arrow({"scan.partitions": "dt=20250810"}).to_pylist()
+    got = t.scan(read_options={"scan.partitions": "dt=20250810"}).to_arrow().to_pylist()
     assert sorted((r["t1"], r["t3"], r["dt"]) for r in got) == [
         (1, "d0809", "20250810"),
         (2, "s0808", "20250810"),
         (3, "d0810", "20250810"),
     ]
-    full = [r for r in t.to_arrow().to_pylist() if r["dt"] == "20250810"]
+    full = [r for r in t.scan().to_arrow().to_pylist() if r["dt"] == "20250810"]
     assert sorted(map(str, full)) == sorted(map(str, got))
-    plan = t.explain({"scan.partitions": "dt=20250810"})
+    plan = t.scan(read_options={"scan.partitions": "dt=20250810"}).explain()
     assert {s["partition"]["dt"] for s in plan["split_list"]} == {"20250810"}
-    assert len(t.explain()["split_list"]) > len(plan["split_list"])
+    assert len(t.scan().explain()["split_list"]) > len(plan["split_list"])
     # the filter runs after the chain merge: key 1's anchor row 's0808' is superseded by 'd0809', so a filter
     # on the old value finds nothing (filtering before the merge would resurrect it)
-    assert t.to_arrow({"filter": "dt = '20250811' AND t3 = 's0808'"}).num_rows == 0
-    filtered = t.to_arrow({"filter": "dt = '20250811' AND t3 = 'd0809'"}).to_pylist()
+    assert t.scan(read_options={"filter": "dt = '20250811' AND t3 = 's0808'"}).to_arrow().num_rows == 0
+    filtered = t.scan(read_options={"filter": "dt = '20250811' AND t3 = 'd0809'"}).to_arrow().to_pylist()
     assert [(r["t1"], r["dt"]) for r in filtered] == [(1, "20250811")]
 
 
 def test_fallback_and_incremental_reads_use_the_selection(catalog: Catalog) -> None:
     t = catalog.create_table("default.f", "id bigint, dt string", partition_keys=["dt"])
     t.write_arrow(pa.table({"id": [1, 2], "dt": ["a", "b"]}))
-    t.create_branch("backfill", from_latest=True)
-    t.branch_table("backfill").write_arrow(pa.table({"id": [3, 4], "dt": ["c", "d"]}))
+    t.branches.create("backfill")
+    t.on_branch("backfill").write_arrow(pa.table({"id": [3, 4], "dt": ["c", "d"]}))
     fb = {"scan.fallback-branch": "backfill"}
-    assert sorted(t.to_arrow({**fb, "scan.partitions": "dt=b;dt=c"}).column("id").to_pylist()) == [2, 3]
-    assert t.to_arrow({**fb, "filter": "dt = 'd' OR id = 1"}).column("id").to_pylist() in ([1, 4], [4, 1])
+    assert sorted(t.scan(read_options={**fb, "scan.partitions": "dt=b;dt=c"}).to_arrow().column("id").to_pylist()) == [
+        2,
+        3,
+    ]
+    assert t.scan(read_options={**fb, "filter": "dt = 'd' OR id = 1"}).to_arrow().column("id").to_pylist() in (
+        [1, 4],
+        [4, 1],
+    )
     t.write_arrow(pa.table({"id": [5, 6], "dt": ["a", "b"]}))  # snapshot 2
     inc = {"incremental-between": "1,2"}
-    assert t.to_arrow({**inc, "scan.partitions": "dt=b"}).column("id").to_pylist() == [6]
-    assert t.to_arrow({**inc, "filter": "id > 5"}).column("id").to_pylist() == [6]
+    assert t.scan(read_options={**inc, "scan.partitions": "dt=b"}).to_arrow().column("id").to_pylist() == [6]
+    assert t.scan(read_options={**inc, "filter": "id > 5"}).to_arrow().column("id").to_pylist() == [6]

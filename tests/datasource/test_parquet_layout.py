@@ -89,7 +89,7 @@ def test_pk_files_are_plain_where_values_are_distinct_and_read_back(warehouse: s
         }
     )
     table.write_arrow(data)
-    (path,) = glob.glob(os.path.join(table.path, "bucket-0", "*.parquet"))
+    (path,) = glob.glob(os.path.join(table.store.table_path, "bucket-0", "*.parquet"))
     md = pq.ParquetFile(path).metadata
     assert md.metadata is None or b"ARROW:schema" not in md.metadata
     enc = {md.row_group(0).column(c).path_in_schema: md.row_group(0).column(c).encodings for c in range(md.num_columns)}
@@ -97,7 +97,7 @@ def test_pk_files_are_plain_where_values_are_distinct_and_read_back(warehouse: s
         assert "RLE_DICTIONARY" not in enc[plain], (plain, enc[plain])
     for dictionary in ("_VALUE_KIND", "day", "n"):
         assert "RLE_DICTIONARY" in enc[dictionary], (dictionary, enc[dictionary])
-    assert table.to_arrow().sort_by("id").to_pylist() == data.to_pylist()
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == data.to_pylist()
 
 
 def _encodings(path: str) -> dict[str, tuple[str, ...]]:
@@ -127,14 +127,14 @@ def test_writer_v2_is_opt_in_delta_encodings(warehouse: str) -> None:
         }
     )
     table.write_arrow(data)
-    (path,) = glob.glob(os.path.join(table.path, "bucket-0", "*.parquet"))
+    (path,) = glob.glob(os.path.join(table.store.table_path, "bucket-0", "*.parquet"))
     enc = _encodings(path)
     for delta in ("_KEY_id", "_SEQUENCE_NUMBER", "id", "ts", "n"):
         assert "DELTA_BINARY_PACKED" in enc[delta], (delta, enc[delta])
     assert "DELTA_BYTE_ARRAY" in enc["v"]
     assert "RLE_DICTIONARY" not in enc["d"] and "PLAIN" in enc["d"]
     assert "RLE_DICTIONARY" in enc["day"] and "RLE_DICTIONARY" in enc["_VALUE_KIND"]
-    assert table.to_arrow().sort_by("id").to_pylist() == data.to_pylist()
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == data.to_pylist()
 
 
 def test_unknown_writer_version_is_refused(warehouse: str) -> None:

@@ -15,12 +15,14 @@ from pyspark_paimon import Catalog
 from pyspark_paimon.datasource import read as arrow_read
 from pyspark_paimon.datasource.read import ReadMetrics, select_row_groups
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
+from tests.engine_read import read_arrow as engine_read_arrow
+from tests.engine_read import read_job as engine_read_job
 
 
 def _rewrite_with_small_row_groups(table: Any, rows_per_group: int) -> int:
     """Rewrite every data file of ``table`` in place with small row groups (same rows, same schema)."""
     n = 0
-    for path in Path(table.path).rglob("*.parquet"):
+    for path in Path(table.store.table_path).rglob("*.parquet"):
         data = pq.read_table(path, partitioning=None)
         pq.write_table(data, path, row_group_size=rows_per_group)
         n += 1
@@ -68,24 +70,24 @@ def test_select_row_groups_uses_statistics() -> None:
 
 def test_append_read_skips_row_groups_and_stays_exact(catalog: Catalog) -> None:
     t = _table(catalog)
-    full = t.to_arrow()
+    full = t.scan().to_arrow()
     for leaves in ([Leaf("v", ">=", 950)], [Leaf("id", "in", (5, 505))], [Leaf("s", "starts_with", "s01")]):
-        job = t.new_read(predicate=leaves)
+        job = engine_read_job(t, predicate=leaves)
         got = job.to_arrow()
         expected = full.filter(to_arrow_expression(leaves, full.schema))
         assert sorted(got.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
         assert job.metrics.row_groups_total == 10 and job.metrics.row_groups_skipped >= 8
-    job = t.new_read(predicate=[Leaf("v", ">", 2000)])
+    job = engine_read_job(t, predicate=[Leaf("v", ">", 2000)])
     assert job.to_arrow().num_rows == 0
     assert job.metrics.row_groups_total == 0  # the file itself was skipped by its manifest statistics
-    job = t.new_read()
+    job = t.scan().read_job()
     assert job.to_arrow().num_rows == 1000
     assert job.metrics.row_groups_total == 0  # nothing pushed: no statistics consulted
 
 
 def test_pk_raw_convertible_only(catalog: Catalog) -> None:
     t = _table(catalog, pk=True)  # one level-0 file: not raw-convertible, but alone in its key range
-    job = t.new_read(predicate=[Leaf("v", ">=", 950)])
+    job = engine_read_job(t, predicate=[Leaf("v", ">=", 950)])
     assert sorted(job.to_arrow().column("id").to_pylist()) == list(range(950, 1000))
     # a file no other file overlaps holds final rows, so its row groups are skipped as in a raw read
     assert job.metrics.row_groups_total == 10 and job.metrics.row_groups_skipped == 9
@@ -94,7 +96,7 @@ def test_pk_raw_convertible_only(catalog: Catalog) -> None:
     t.write_arrow(
         pa.table({"id": pa.array([960], pa.int64()), "v": pa.array([1], pa.int64()), "s": ["new"], "dt": ["d"]})
     )
-    job = t.new_read(predicate=[Leaf("v", ">=", 950)])
+    job = engine_read_job(t, predicate=[Leaf("v", ">=", 950)])
     assert sorted(job.to_arrow().column("id").to_pylist()) == [i for i in range(950, 1000) if i != 960]
     assert job.metrics.row_groups_skipped == 0 and job.metrics.merged_sections == 1
 
@@ -109,13 +111,13 @@ def test_projection_reads_only_needed_columns(catalog: Catalog, monkeypatch: Any
         return original(self, columns, batch_size, row_groups)
 
     monkeypatch.setattr(arrow_read._FileReader, "batches", spy)
-    job = t.new_read(columns=["v"])
+    job = t.scan(columns=["v"]).read_job()
     assert job.context.read_fields == ("v",)
     out = job.to_arrow()
     assert out.column_names == ["v"] and out.num_rows == 1000
     assert seen == [["v"]]
     seen.clear()
-    out = t.to_arrow(predicate=[Leaf("s", "=", "s0007")], columns=["v"])
+    out = engine_read_arrow(t, predicate=[Leaf("s", "=", "s0007")], columns=["v"])
     assert out.column("v").to_pylist() == [7]
     assert seen == [["v", "s"]]  # the filter column, nothing else
     # the read context (what executors receive) stays small: no manifests or caches inside
@@ -134,11 +136,11 @@ def test_statistics_outside_pythons_range_keep_row_groups(catalog: Catalog) -> N
             }
         )
     )
-    (path,) = Path(t.path).rglob("*.parquet")
+    (path,) = Path(t.store.table_path).rglob("*.parquet")
     data = pq.read_table(path, partitioning=None)
     i = data.schema.get_field_index("ts")
     far = pa.array([1577836800000000, 2**62], pa.int64()).cast(data.schema.field(i).type)
     pq.write_table(data.set_column(i, data.schema.field(i), far), path)
-    job = t.new_read(predicate=[Leaf("ts", "=", dt.datetime(2020, 1, 1))])
+    job = engine_read_job(t, predicate=[Leaf("ts", "=", dt.datetime(2020, 1, 1))])
     assert job.to_arrow().column("id").to_pylist() == [1]
     assert job.metrics.row_groups_total == 1 and job.metrics.row_groups_skipped == 0

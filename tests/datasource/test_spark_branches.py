@@ -25,22 +25,22 @@ def write(spark: Any, path: str, data: list[tuple], schema: str = SCHEMA, mode: 
 @pytest.fixture
 def orders(spark: Any, catalog: Catalog) -> Any:
     t = catalog.create_table("default.orders", SCHEMA, partition_keys=["dt"])
-    write(spark, t.path, [(1, "a", 10), (2, "a", 20)])
-    t.create_tag("t1")
-    write(spark, t.path, [(3, "b", 30)])
+    write(spark, t.store.table_path, [(1, "a", 10), (2, "a", 20)])
+    t.tags.create("t1")
+    write(spark, t.store.table_path, [(3, "b", 30)])
     return t
 
 
 def test_write_and_read_a_branch_through_spark(spark: Any, orders: Any) -> None:
-    path = orders.path
-    orders.create_branch("fix", tag="t1")
+    path = orders.store.table_path
+    orders.branches.create("fix", tag="t1")
     write(spark, path, [(9, "z", 90)], branch="fix")
     write(spark, path + "$branch_fix", [(8, "z", 80)])
     expected = [(1, "a", 10), (2, "a", 20), (8, "z", 80), (9, "z", 90)]
     assert rows(load(spark, path, branch="fix")) == expected
     assert rows(load(spark, path + "$branch_fix")) == expected
     assert rows(load(spark, path)) == [(1, "a", 10), (2, "a", 20), (3, "b", 30)], "main is untouched"
-    assert [s.id for s in orders.branch_table("fix").snapshots()] == [1, 2, 3]
+    assert [s.id for s in orders.on_branch("fix").snapshots()] == [1, 2, 3]
     with pytest.raises(Exception, match="give only one"):
         load(spark, path + "$branch_fix", branch="other").collect()
     with pytest.raises(Exception, match="does not exist"):
@@ -48,10 +48,10 @@ def test_write_and_read_a_branch_through_spark(spark: Any, orders: Any) -> None:
 
 
 def test_tags_and_time_travel_inside_a_branch(spark: Any, orders: Any) -> None:
-    path = orders.path
-    orders.create_branch("fix", tag="t1")
+    path = orders.store.table_path
+    orders.branches.create("fix", tag="t1")
     write(spark, path, [(9, "z", 90)], branch="fix")
-    orders.branch_table("fix").create_tag("t_fix")
+    orders.on_branch("fix").tags.create("t_fix")
     write(spark, path, [(10, "z", 100)], branch="fix")
     assert rows(load(spark, path, branch="fix", **{"scan.tag-name": "t1"})) == [(1, "a", 10), (2, "a", 20)]
     assert len(rows(load(spark, path + "$branch_fix", **{"scan.tag-name": "t_fix"}))) == 3
@@ -63,9 +63,9 @@ def test_tags_and_time_travel_inside_a_branch(spark: Any, orders: Any) -> None:
 
 
 def test_per_branch_schema_through_spark(spark: Any, catalog: Catalog, orders: Any) -> None:
-    path = orders.path
-    orders.create_branch("fix", from_latest=True)
-    catalog.get_table("default.orders$branch_fix").add_column("note", "string")
+    path = orders.store.table_path
+    orders.branches.create("fix")
+    catalog.get_table("default.orders$branch_fix").update_schema().add_column("note", "string").commit()
     write(spark, path, [(4, "c", 40, "hello")], schema=SCHEMA + ", note string", branch="fix")
     fix = load(spark, path, branch="fix")
     assert fix.columns == ["id", "dt", "amount", "note"]
@@ -77,23 +77,23 @@ def test_per_branch_schema_through_spark(spark: Any, catalog: Catalog, orders: A
 
 def test_fallback_branch_through_spark(spark: Any, catalog: Catalog) -> None:
     t = catalog.create_table("default.fb", SCHEMA, partition_keys=["dt"])
-    t.create_branch("backfill")
-    write(spark, t.path, [(1, "1", 10), (2, "2", -1)], branch="backfill")
-    write(spark, t.path, [(2, "2", 20)])
+    t.branches.create("backfill", empty=True)
+    write(spark, t.store.table_path, [(1, "1", 10), (2, "2", -1)], branch="backfill")
+    write(spark, t.store.table_path, [(2, "2", 20)])
     expected = [(1, "1", 10), (2, "2", 20)]
-    assert rows(load(spark, t.path)) == [(2, "2", 20)]
-    assert rows(load(spark, t.path, **{"scan.fallback-branch": "backfill"})) == expected
-    t.set_options({"scan.fallback-branch": "backfill"})
-    assert rows(load(spark, t.path)) == expected
-    assert rows(load(spark, t.path).where("dt = '1'")) == [(1, "1", 10)]
-    assert rows(load(spark, t.path, branch="backfill")) == [(1, "1", 10), (2, "2", -1)]
+    assert rows(load(spark, t.store.table_path)) == [(2, "2", 20)]
+    assert rows(load(spark, t.store.table_path, **{"scan.fallback-branch": "backfill"})) == expected
+    t.update_schema().set_options({"scan.fallback-branch": "backfill"}).commit()
+    assert rows(load(spark, t.store.table_path)) == expected
+    assert rows(load(spark, t.store.table_path).where("dt = '1'")) == [(1, "1", 10)]
+    assert rows(load(spark, t.store.table_path, branch="backfill")) == [(1, "1", 10), (2, "2", -1)]
 
 
 def test_fast_forward_then_read_through_spark(spark: Any, orders: Any) -> None:
-    path = orders.path
-    orders.create_branch("dev", from_latest=True)
+    path = orders.store.table_path
+    orders.branches.create("dev")
     write(spark, path, [(5, "e", 50)], branch="dev")
-    orders.fast_forward("dev")
+    orders.branches.fast_forward("dev")
     assert rows(load(spark, path)) == rows(load(spark, path, branch="dev"))
     write(spark, path, [(6, "f", 60)])
     assert orders.latest_snapshot().id == 4, "main continues after the published head (3)"

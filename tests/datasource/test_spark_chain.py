@@ -13,6 +13,7 @@ import pytest
 from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.planner.predicate import Leaf
+from tests.engine_read import read_arrow as engine_read_arrow
 from tests.sparkutil import load, pushdown_forced
 from tests.sparkutil import sorted_rows as rows
 
@@ -34,7 +35,7 @@ def make_branch(table: Any, name: str) -> None:
         return
     from pyspark_paimon.catalog import _copy_schemas_to_branch
 
-    _copy_schemas_to_branch(table.fileio, table.path, name)
+    _copy_schemas_to_branch(table.store.fileio, table.store.table_path, name)
 
 
 def write(
@@ -74,9 +75,11 @@ def test_documentation_example_through_spark(spark: Any, catalog: Catalog) -> No
     )
     make_branch(t, "snapshot")
     make_branch(t, "delta")
-    t.set_options({"scan.fallback-snapshot-branch": "snapshot", "scan.fallback-delta-branch": "delta"})
+    t.update_schema().set_options(
+        {"scan.fallback-snapshot-branch": "snapshot", "scan.fallback-delta-branch": "delta"}
+    ).commit()
     for b in ("snapshot", "delta"):  # set on all three branches by the one call on main
-        assert t.branch_table(b).options["scan.fallback-delta-branch"] == "delta"
+        assert t.on_branch(b).options["scan.fallback-delta-branch"] == "delta"
     path = t.uri
     schema = "t1 string, t2 string, t3 string, date string"
     write(
@@ -105,7 +108,7 @@ def test_documentation_example_through_spark(spark: Any, catalog: Catalog) -> No
     hybrid = full.unionByName(incremental)
     assert rows(hybrid) == [("1", "1", "1", "20250811"), ("2", "1", "1", "20250811"), ("2", "1", "1", "20250811")]
     assert rows(load(spark, path + "$branch_delta")) == [("2", "1", "1", "20250811")]
-    assert len(t.chain_hybrid(predicate=[Leaf("date", "=", "20250811")])) == 3
+    assert len(t.chain.hybrid("date = '20250811'")) == 3
     with pushdown_forced(spark):
         assert rows(load(spark, path).where("date = '20250811'")) == rows(full)
 
@@ -134,9 +137,11 @@ def with_dt(data: list[tuple], dt: str) -> list[tuple]:
 
 
 def arrow_write(table: Any, data: list[tuple], branch: str | None = None, **kw: Any) -> None:
-    target = table.branch_table(branch) if branch else table
-    names = table.arrow_schema.names
-    target.write_arrow(pa.table({n: [r[i] for r in data] for i, n in enumerate(names)}).cast(table.arrow_schema), **kw)
+    target = table.on_branch(branch) if branch else table
+    names = table.schema.arrow_schema().names
+    target.write_arrow(
+        pa.table({n: [r[i] for r in data] for i, n in enumerate(names)}).cast(table.schema.arrow_schema()), **kw
+    )
 
 
 def build_scenario(catalog: Catalog, name: str = "default.chain") -> tuple[Any, str]:
@@ -186,7 +191,7 @@ def test_paimon_scenario(spark: Any, shared_scenario: tuple[Any, str]) -> None:
     assert rows(load(spark, path, branch="delta").where("dt = '20250811'")) == sorted(
         with_dt(DELTA["20250811"], "20250811")
     )
-    explained = {e["partition"]["dt"]: e for e in t.explain_chain()}
+    explained = {e["partition"]["dt"]: e for e in t.chain.explain()}
     assert explained["20250810"]["source"] == "main"
     assert explained["20250811"]["source"] == "chain"
     assert explained["20250811"]["anchor"] == {"dt": "20250810"}
@@ -208,9 +213,9 @@ def test_pushdown_and_python_predicate_agree(spark: Any, shared_scenario: tuple[
     with pushdown_forced(spark):
         pushed = {q: rows(load(spark, path).where(q)) for q in queries}  # a fresh DataFrame per query
     assert pushed == plain
-    py = t.to_arrow(predicate=[Leaf("dt", "=", "20250813"), Leaf("t1", ">", 2)]).to_pylist()
+    py = engine_read_arrow(t, predicate=[Leaf("dt", "=", "20250813"), Leaf("t1", ">", 2)]).to_pylist()
     assert sorted(tuple(r.values()) for r in py) == plain["dt = '20250813' AND t1 > 2"]
-    py = t.to_arrow(predicate=[Leaf("dt", "in", ("20250809", "20250811"))]).to_pylist()
+    py = engine_read_arrow(t, predicate=[Leaf("dt", "in", ("20250809", "20250811"))]).to_pylist()
     assert sorted(tuple(r.values()) for r in py) == plain["dt IN ('20250809', '20250811')"]
 
 
@@ -254,7 +259,7 @@ def test_dropping_a_needed_snapshot_partition_is_refused(spark: Any, catalog: Ca
 
 def test_time_travel_by_timestamp_and_chain_tag(spark: Any, scenario: tuple[Any, str]) -> None:
     t, path = scenario
-    t.create_chain_tag("v1")
+    t.chain.create_tag("v1")
     time.sleep(0.01)
     ts = int(time.time() * 1000)
     time.sleep(0.01)
@@ -268,18 +273,18 @@ def test_time_travel_by_timestamp_and_chain_tag(spark: Any, scenario: tuple[Any,
     with pytest.raises(Exception, match="branch-local"):
         load(spark, path, **{"scan.snapshot-id": "1"}).collect()
     with pytest.raises(ChainTableError, match="chain tag"):
-        t.to_arrow({"scan.tag-name": "nope"})
+        t.scan(read_options={"scan.tag-name": "nope"}).to_arrow()
 
 
 def test_compaction_then_reads_hit_the_snapshot_branch(spark: Any, scenario: tuple[Any, str]) -> None:
     t, path = scenario
     before = rows(load(spark, path).where("dt = '20250813'"))
-    result = t.compact_chain(partition={"dt": "20250813"})
+    result = t.chain.compact({"dt": "20250813"})
     assert result and result.compacted == [{"dt": "20250813"}]
     assert rows(load(spark, path, branch="snapshot").where("dt = '20250813'")) == before
     assert rows(load(spark, path).where("dt = '20250813'")) == before
-    assert [e["source"] for e in t.explain_chain("dt=20250813")] == ["snapshot"]
-    assert not t.compact_chain("dt=20250813")  # already there
+    assert [e["source"] for e in t.chain.explain("dt=20250813")] == ["snapshot"]
+    assert not t.chain.compact("dt=20250813")  # already there
 
 
 def test_group_and_hourly_chains_with_and_without_pushdown(spark: Any, catalog: Catalog) -> None:
@@ -330,7 +335,7 @@ def test_group_and_hourly_chains_with_and_without_pushdown(spark: Any, catalog: 
     plain_us = rows(load(spark, path).where("region = 'us'"))
     with pushdown_forced(spark):
         assert rows(load(spark, path).where("region = 'us'")) == plain_us
-    plan = {(e["partition"]["region"], e["partition"]["hour"]): e for e in t.explain_chain({"dt": "20250811"})}
+    plan = {(e["partition"]["region"], e["partition"]["hour"]): e for e in t.chain.explain({"dt": "20250811"})}
     assert plan[("us", "01")]["anchor"] == {"region": "us", "dt": "20250811", "hour": "00"}
     assert [d["hour"] for d in plan[("eu", "01")]["deltas"]] == ["00", "01"]
 
@@ -352,9 +357,9 @@ def test_deletes_and_auto_compaction_through_spark(spark: Any, catalog: Catalog)
         (3, 1, "c", "+I", "20250811"),
     ]
     write(spark, path, [(4, 1, "d", "+I", "20250812")], schema, branch="delta")
-    assert t.explain_chain("dt=20250812")[0]["source"] == "chain"
+    assert t.chain.explain("dt=20250812")[0]["source"] == "chain"
     write(spark, path, [(2, 5, "b2", "+U", "20250813")], schema, branch="delta")  # 3 deltas > 2: compacted
-    assert t.explain_chain("dt=20250813")[0]["source"] == "snapshot"
+    assert t.chain.explain("dt=20250813")[0]["source"] == "snapshot"
     assert rows(load(spark, path, branch="snapshot").where("dt = '20250813'")) == [
         (2, 5, "b2", "+U", "20250813"),
         (3, 1, "c", "+I", "20250813"),
@@ -369,6 +374,6 @@ def test_branch_schema_mismatch_fails_the_spark_read(spark: Any, catalog: Catalo
     t = catalog.create_chain_table(
         "default.mm", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=OPTIONS
     )
-    t.branch_table("snapshot").add_column("x", "int")
+    t.on_branch("snapshot").update_schema().add_column("x", "int").commit()
     with pytest.raises(Exception, match="does not have the same columns"):
         load(spark, t.uri).collect()

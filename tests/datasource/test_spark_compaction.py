@@ -22,9 +22,9 @@ def test_compact_through_spark_executors(spark, warehouse: str) -> None:
         t.write_arrow(
             pa.table({"k": pa.array([1, 2, 3, 10 + i], pa.int32()), "v": [f"w{i}"] * 4, "dt": ["a", "a", "b", "b"]})
         )
-    path = t.path
+    path = t.store.table_path
     before = sorted(map(tuple, spark.read.format("paimon").load(path).collect()))
-    result = t.compact(full=True, spark=spark)
+    result = t.maintenance.compact(full=True, spark=spark)
     assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
     assert result.buckets == len({(e.partition, e.bucket) for e in t.store.live_entries(t.latest_snapshot())})
     assert sorted(map(tuple, spark.read.format("paimon").load(path).collect())) == before

@@ -34,7 +34,8 @@ SCRIPT = textwrap.dedent("""
         (spark.createDataFrame([(2, "B"), (3, "c")], "id long, v string").write.format("paimon")
             .mode("append").save(path))
         from pyspark_paimon.table import Table
-        compacted = Table.open(path).compact(full=True, spark=spark)  # buckets compacted in Connect's executors
+        # buckets compacted in Connect's executors
+        compacted = Table.open(path).maintenance.compact(full=True, spark=spark)
         print("COMPACT=" + json.dumps(compacted.snapshot.commit_kind))
         latest = spark.read.format("paimon").load(path).collect()
         first = spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).collect()

@@ -122,7 +122,7 @@ def test_memory_uri_is_refused_with_the_reason(spark) -> None:
     of "No Paimon table", and the Python API keeps working on memory:// in-process."""
     table = Catalog("memory://spark-test-wh").create_table("db.t", "id bigint, v string")
     table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}))
-    assert table.to_arrow().num_rows == 1
+    assert table.scan().to_arrow().num_rows == 1
     df = spark.createDataFrame([(2, "b")], "id long, v string")
     for action in (
         lambda: load(spark, "memory://spark-test-wh/db.db/t").collect(),
@@ -133,4 +133,4 @@ def test_memory_uri_is_refused_with_the_reason(spark) -> None:
         text = error_text(action)
         assert "memory://" in text and "Spark" in text and "local path or object storage" in text, text
         assert "No Paimon table" not in text, text
-    assert table.to_arrow().num_rows == 1, "nothing was written through Spark"
+    assert table.scan().to_arrow().num_rows == 1, "nothing was written through Spark"

@@ -44,7 +44,7 @@ def test_append_by_path_and_by_identifier(spark, warehouse, catalog) -> None:
     expected = [(1, "a"), (2, "b"), (3, "c")]
     assert rows(spark, "db.t", warehouse=warehouse) == expected
     assert rows(spark, table_path(warehouse, "t")) == expected
-    assert catalog.get_table("db.t").to_arrow().num_rows == 3
+    assert catalog.get_table("db.t").scan().to_arrow().num_rows == 3
     assert [s.id for s in catalog.get_table("db.t").snapshots()] == [1, 2]
 
 
@@ -77,7 +77,7 @@ def test_new_table_from_options_folds_duplicates_and_orders_by_sequence_field(sp
         "target-file-size": "64 mb",
     }
     # The DataFrame's schema, with the primary key made NOT NULL.
-    assert [(f.name, f.type, f.nullable) for f in table.arrow_schema] == [
+    assert [(f.name, f.type, f.nullable) for f in table.schema.arrow_schema()] == [
         ("id", pa.int64(), False),
         ("v", pa.string(), True),
         ("ts", pa.int32(), True),
@@ -175,9 +175,9 @@ def test_append_tables_and_many_tasks_writing_one_bucket(spark, warehouse, catal
     assert rows(spark, fixed) == expected
     assert rows(spark, pk) == expected
     # Every task wrote its own files: 4 tasks -> 4 files in the single bucket of the PK table.
-    assert len(catalog.get_table("db.pkb").new_read().splits[0].files) == 4
+    assert len(catalog.get_table("db.pkb").scan().read_job().splits[0].files) == 4
     # bucket-key routes rows by k: every k value lives in exactly one of the two buckets.
-    job = catalog.get_table("db.appb").new_read()
+    job = catalog.get_table("db.appb").scan().read_job()
     ks_by_bucket: dict[int, set] = {}
     for split in job.splits:
         ks = pa.Table.from_batches(list(job.read_batches([split]))).column("k").to_pylist()
@@ -280,7 +280,7 @@ def test_timestamps_in_a_non_utc_session_time_zone(spark, warehouse, catalog) ->
     assert [tuple(r) for r in load(spark, path).selectExpr(*as_text).collect()] == [
         ("2025-08-11 19:00:00", "2025-08-11 12:00:00")
     ]
-    stored = catalog.get_table("db.tz").to_arrow().to_pylist()[0]
+    stored = catalog.get_table("db.tz").scan().to_arrow().to_pylist()[0]
     assert stored["ts"] == dt.datetime(2025, 8, 11, 19, 0, tzinfo=dt.timezone.utc)
     assert stored["tsn"] == dt.datetime(2025, 8, 11, 12, 0)
 
@@ -289,7 +289,7 @@ def test_timestamps_in_a_non_utc_session_time_zone(spark, warehouse, catalog) ->
 def test_time_travel_by_snapshot_id_and_version_as_of(spark, warehouse, catalog) -> None:
     path = table_path(warehouse, "tt")
     write(spark.createDataFrame([(1, "a")], "id long, v string"), path)
-    catalog.get_table("db.tt").add_column("n", "int")
+    catalog.get_table("db.tt").update_schema().add_column("n", "int").commit()
     write(spark.createDataFrame([(2, "b", 7)], "id long, v string, n int"), path)
 
     old = load(spark, path, **{"scan.snapshot-id": "1"})
@@ -305,7 +305,7 @@ def test_branch_suffix(spark, warehouse, catalog) -> None:
         load(spark, path + "$branch_nope").collect()
     assert "Branch 'nope' does not exist in table" in str(err.value)
 
-    catalog.get_table("db.br").create_branch("dev", from_latest=True)
+    catalog.get_table("db.br").branches.create("dev")
     write(spark.createDataFrame([(2, "b")], "id long, v string"), path + "$branch_dev")
     assert rows(spark, path + "$branch_dev") == [(1, "a"), (2, "b")]
     assert rows(spark, path) == [(1, "a")]
@@ -332,9 +332,9 @@ def test_empty_table_reads_no_rows_with_its_schema(spark, catalog, warehouse) ->
 def test_files_written_under_older_schemas_read_through_the_latest(spark, catalog, warehouse) -> None:
     table = catalog.create_table("db.evo", "id bigint, a string, b int")
     table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "a": ["x"], "b": pa.array([1], pa.int32())}))
-    table.add_column("c", "double")
-    table.rename_column("a", "a2")
-    table.drop_column("b")
+    table.update_schema().add_column("c", "double").commit()
+    table.update_schema().rename_column("a", "a2").commit()
+    table.update_schema().drop_column("b").commit()
     table.write_arrow(pa.table({"id": pa.array([2], pa.int64()), "a2": ["y"], "c": [2.5]}))
     df = load(spark, "db.evo", warehouse=warehouse)
     assert df.columns == ["id", "a2", "c"]
@@ -344,7 +344,7 @@ def test_files_written_under_older_schemas_read_through_the_latest(spark, catalo
 def test_many_small_splits_are_packed_into_few_spark_partitions(spark, warehouse, catalog) -> None:
     path = table_path(warehouse, "pack")
     write(spark.range(40).selectExpr("id", "cast(id AS string) AS dt"), path, partition="dt")
-    assert len(catalog.get_table("db.pack").new_read().splits) == 40
+    assert len(catalog.get_table("db.pack").scan().read_job().splits) == 40
     df = load(spark, path)
     assert df.rdd.getNumPartitions() <= 4
     assert df.count() == 40
@@ -357,11 +357,11 @@ def test_executors_read_the_planned_snapshot_without_planning_again(catalog) -> 
     table.write_arrow(
         pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"], "w": pa.array([1, 2], pa.int32())})
     )
-    source = PaimonDataSource({"path": table.path})
+    source = PaimonDataSource({"path": table.store.table_path})
     reader = source.reader(source.schema())
     shipped = cloudpickle.dumps(reader)  # what Spark sends to executors: not yet planned
     partitions = reader.partitions()
-    table.drop_column("w")  # a concurrent change between planning and reading
+    table.update_schema().drop_column("w").commit()  # a concurrent change between planning and reading
     table.write_arrow(pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}), mode="overwrite")
 
     executor_reader = cloudpickle.loads(shipped)

@@ -42,10 +42,10 @@ def test_stream_restarts_from_its_checkpoint_and_reads_only_new_commits(spark, c
     t = catalog.create_table("db.src", SCHEMA, primary_keys=["id"], options={"bucket": "2"})
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     sink, ck = f"{catalog.warehouse}/db.db/dst", str(tmp_path / "ck")
-    _stream(spark, t.path, sink, ck, write_options={"primary-key": "id", "bucket": "1"})
+    _stream(spark, t.store.table_path, sink, ck, write_options={"primary-key": "id", "bucket": "1"})
     assert sorted_rows(load(spark, sink)) == [(1, "a"), (2, "b")]
     t.write_arrow(pa.table({"id": [2, 3], "v": ["B", "c"]}, schema=SCHEMA))
-    q = _stream(spark, t.path, sink, ck)
+    q = _stream(spark, t.store.table_path, sink, ck)
     assert _batches_with_rows(q) == [2]  # only the new commit
     assert sorted_rows(load(spark, sink)) == [(1, "a"), (2, "B"), (3, "c")]
     users = {s.commit_user for s in Catalog(catalog.warehouse).get_table("db.dst").snapshots()}
@@ -57,19 +57,19 @@ def test_a_replayed_batch_is_not_committed_twice(spark, catalog, tmp_path):
     t = catalog.create_table("db.src", SCHEMA)  # append tables show duplicates
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     sink, ck = f"{catalog.warehouse}/db.db/dst", tmp_path / "ck"
-    _stream(spark, t.path, sink, str(ck))
+    _stream(spark, t.store.table_path, sink, str(ck))
     t.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=SCHEMA))
-    _stream(spark, t.path, sink, str(ck))
+    _stream(spark, t.store.table_path, sink, str(ck))
     dst = Catalog(catalog.warehouse).get_table("db.dst")
     before = len(dst.snapshots())
     last = max(int(n) for n in os.listdir(ck / "commits") if n.isdigit())
     (ck / "commits" / str(last)).unlink()  # the batch committed to the table, but Spark did not log it
     (ck / "commits" / f".{last}.crc").unlink(missing_ok=True)
-    q = _stream(spark, t.path, sink, str(ck))
+    q = _stream(spark, t.store.table_path, sink, str(ck))
     assert _batches_with_rows(q) == [1]  # Spark did replay the batch
     assert sorted_rows(load(spark, sink)) == [(1, "a"), (2, "b"), (3, "c")]  # ... and no row is duplicated
     assert len(dst.snapshots()) == before
-    bucket = Path(dst.path) / "bucket-0"
+    bucket = Path(dst.store.table_path) / "bucket-0"
     referenced = {e.file.file_name for e in dst.store.live_entries(dst.store.snapshots.latest())}
     assert {p.name for p in bucket.iterdir() if p.name.startswith("data-")} == referenced  # replay files deleted
 
@@ -80,7 +80,7 @@ def test_admission_control_limits_each_micro_batch(spark, catalog, tmp_path):
         t.write_arrow(pa.table({"id": [2 * i, 2 * i + 1], "v": ["x", "y"]}, schema=SCHEMA))
     q = _stream(
         spark,
-        t.path,
+        t.store.table_path,
         f"{catalog.warehouse}/db.db/dst",
         str(tmp_path / "ck"),
         read_options={"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "read.stream.maxFilesPerTrigger": "1"},
@@ -106,7 +106,7 @@ def test_read_changelog_adds_the_row_kind_column(spark, catalog, tmp_path):
         .option("read.changelog", "true")
         .option("scan.mode", "from-snapshot")
         .option("scan.snapshot-id", "1")
-        .load(t.path)
+        .load(t.store.table_path)
     )
     assert df.columns == ["rowkind", "id", "v", "op"]
     out = tmp_path / "out"
@@ -130,7 +130,7 @@ def test_stream_of_a_catalog_table(spark, catalog, tmp_path):
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     spark.sql("DROP TABLE IF EXISTS stream_src")
     try:
-        spark.sql(f"CREATE TABLE stream_src USING paimon LOCATION '{t.path}'")
+        spark.sql(f"CREATE TABLE stream_src USING paimon LOCATION '{t.store.table_path}'")
         out = tmp_path / "out"
         q = (
             spark.readStream.table("stream_src")
@@ -154,7 +154,7 @@ def test_stream_errors_are_clear(spark, catalog, tmp_path):
         try:
             q = (
                 spark.readStream.format("paimon")
-                .load(t.path)
+                .load(t.store.table_path)
                 .writeStream.format("paimon")
                 .trigger(availableNow=True)
                 .start(f"{catalog.warehouse}/db.db/dst")
@@ -163,7 +163,7 @@ def test_stream_errors_are_clear(spark, catalog, tmp_path):
         finally:
             spark.conf.unset("spark.sql.streaming.checkpointLocation")
     with pytest.raises(Exception, match="apply to streaming reads only"):
-        load(spark, t.path, **{"scan.mode": "latest"}).collect()
+        load(spark, t.store.table_path, **{"scan.mode": "latest"}).collect()
 
 
 def test_correction_workflow_with_streams(spark, catalog, tmp_path):
@@ -185,10 +185,10 @@ def test_correction_workflow_with_streams(spark, catalog, tmp_path):
         events.write_arrow(
             pa.table({"id": ids, "day": [day] * len(ids), "amount": [i * 10 for i in ids]}, schema=ev_schema)
         )
-        events.create_tag(f"day{day}")
+        events.tags.create(f"day{day}")
 
     def stream_a() -> None:  # buggy logic
-        df = spark.readStream.format("paimon").load(events.path)
+        df = spark.readStream.format("paimon").load(events.store.table_path)
         df = df.selectExpr("id", "CASE WHEN day >= 2 THEN amount * 100 ELSE amount END AS amount")
         q = (
             df.writeStream.format("paimon")
@@ -209,30 +209,35 @@ def test_correction_workflow_with_streams(spark, catalog, tmp_path):
     land(1, [1, 2])
     stream_a()
     orders = Catalog(wh).get_table("db.orders")
-    orders.create_tag("day1")
+    orders.tags.create("day1")
     reader = (
         spark.readStream.format("paimon")
         .option("read.changelog", "true")
         .load(orders_path)
         .writeStream.format("paimon")
         .option("checkpointLocation", str(tmp_path / "ck-c"))
-        .start(mirror.path)
+        .start(mirror.store.table_path)
     )
     try:
         reader.processAllAvailable()
         land(2, [3, 4])
         stream_a()
-        orders.create_tag("day2")
+        orders.tags.create("day2")
         reader.processAllAvailable()
-        assert sorted_rows(load(spark, mirror.path).select("id", "amount")) == [(1, 10), (2, 20), (3, 3000), (4, 4000)]
+        assert sorted_rows(load(spark, mirror.store.table_path).select("id", "amount")) == [
+            (1, 10),
+            (2, 20),
+            (3, 3000),
+            (4, 4000),
+        ]
         # The fix: a branch from the last good tag, and stream B with the fixed logic from the upstream's tag.
-        orders.create_branch("fix", "day1")
-        day1 = {tag.name: tag.snapshot.id for tag in events.list_tags()}["day1"]
+        orders.branches.create("fix", tag="day1")
+        day1 = {tag.name: tag.snapshot.id for tag in events.tags.list()}["day1"]
         q = (
             spark.readStream.format("paimon")
             .option("scan.mode", "from-snapshot")
             .option("scan.snapshot-id", str(day1 + 1))  # the upstream's commits after its day-1 tag
-            .load(events.path)
+            .load(events.store.table_path)
             .selectExpr("id", "amount")
             .writeStream.format("paimon")
             .option("checkpointLocation", str(tmp_path / "ck-b"))
@@ -242,14 +247,14 @@ def test_correction_workflow_with_streams(spark, catalog, tmp_path):
         q.awaitTermination()
         fixed = sorted_rows(load(spark, orders_path, branch="fix"))
         assert fixed == [(1, 10), (2, 20), (3, 30), (4, 40)]
-        orders.fast_forward("fix", force=True)
+        orders.branches.fast_forward("fix", force=True)
         reader.processAllAvailable()
         assert sorted_rows(load(spark, orders_path)) == fixed
-        assert sorted_rows(load(spark, mirror.path).select("id", "amount")) == fixed  # the reader followed
+        assert sorted_rows(load(spark, mirror.store.table_path).select("id", "amount")) == fixed  # the reader followed
         # Main goes on after the switch; the reader keeps streaming.
         Catalog(wh).get_table("db.orders").write_arrow(pa.table({"id": [5], "amount": [50]}))
         reader.processAllAvailable()
-        assert sorted_rows(load(spark, mirror.path).select("id", "amount")) == [*fixed, (5, 50)]
+        assert sorted_rows(load(spark, mirror.store.table_path).select("id", "amount")) == [*fixed, (5, 50)]
         assert reader.exception() is None
     finally:
         reader.stop()

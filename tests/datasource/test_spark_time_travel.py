@@ -27,14 +27,14 @@ def local_text(millis: int) -> str:
 def set_snapshot(table: Table, snapshot_id: int, **changes: Any) -> None:
     snaps = table.store.snapshots
     snap = snaps.snapshot(snapshot_id).with_changes(**changes)
-    table.fileio.write_bytes(snaps.snapshot_path(snapshot_id), snap.to_json().encode("utf-8"))
+    table.store.fileio.write_bytes(snaps.snapshot_path(snapshot_id), snap.to_json().encode("utf-8"))
 
 
 def read(spark: Any, table: Table, **options: str) -> Any:
     reader = spark.read.format("paimon")
     for k, v in options.items():
         reader = reader.option(k, v)
-    return reader.load(table.path)
+    return reader.load(table.store.table_path)
 
 
 def ids(df: Any) -> list[tuple]:
@@ -50,11 +50,11 @@ def table(catalog: Any) -> Table:
     t = catalog.create_table("db.tt", "id bigint, v string", primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
     t.write_arrow(pa.table({"id": [1, 3], "v": ["a2", "c"]}))
-    t.add_column("w", "int")
+    t.update_schema().add_column("w", "int").commit()
     t.write_arrow(pa.table({"id": [4], "v": ["d"], "w": pa.array([40], pa.int32())}))
     for sid, wm in ((1, 100), (2, 200), (3, 300)):
         set_snapshot(t, sid, time_millis=T0 + (sid - 1) * MINUTE, watermark=wm)
-    t.create_tag("v2", 2)
+    t.tags.create("v2", snapshot_id=2)
     return t
 
 
@@ -78,7 +78,7 @@ def test_tag_name_and_version(spark: Any, table: Table) -> None:
     assert ids(read(spark, table, **{"scan.version": "v2"})) == SNAP2
     assert ids(read(spark, table, **{"scan.version": "1"})) == SNAP1
     # A tag wins over a snapshot id of the same spelling (auto tags may be numeric).
-    TagManager(table.fileio, table.path).create("1", table.snapshot(3), validate=False)
+    TagManager(table.store.fileio, table.store.table_path).create("1", table.snapshot(3), validate=False)
     assert ids(read(spark, table, **{"scan.version": "1"})) == SNAP3
     assert ids(read(spark, table, **{"scan.snapshot-id": "1"})) == SNAP1
 
@@ -126,8 +126,8 @@ def test_conflicting_and_bad_options_are_errors(spark: Any, table: Table) -> Non
 
 
 def test_tag_of_an_expired_snapshot_and_timestamp_fallback_to_tags(spark: Any, table: Table) -> None:
-    table.create_tag("first", 1)
-    table.fileio.delete(table.store.snapshots.snapshot_path(1))  # snapshot 1 expired; its tag keeps the data
+    table.tags.create("first", snapshot_id=1)
+    table.store.fileio.delete(table.store.snapshots.snapshot_path(1))  # snapshot 1 expired; its tag keeps the data
     assert ids(read(spark, table, **{"scan.tag-name": "first"})) == SNAP1
     assert read(spark, table, **{"scan.tag-name": "first"}).columns == ["id", "v"]
     # No snapshot is left at or before T0+30s, but the tag of snapshot 1 is: it is the closest version.
@@ -135,7 +135,7 @@ def test_tag_of_an_expired_snapshot_and_timestamp_fallback_to_tags(spark: Any, t
     assert ids(read(spark, table, **{"scan.timestamp-millis": str(T0 + 90_000)})) == SNAP2
     # The snapshot id still resolves, through the tag that preserved it.
     assert ids(read(spark, table, **{"scan.snapshot-id": "1"})) == SNAP1
-    table.delete_tag("first")
+    table.tags.delete("first")
     with pytest.raises(Exception, match="Snapshot 1 does not exist"):
         read(spark, table, **{"scan.snapshot-id": "1"}).collect()
 
@@ -158,8 +158,8 @@ def test_incremental_between_snapshot_ids(spark: Any, table: Table) -> None:
 
 
 def test_incremental_between_tags(spark: Any, table: Table) -> None:
-    table.create_tag("v1", 1)
-    table.create_tag("v3", 3)
+    table.tags.create("v1", snapshot_id=1)
+    table.tags.create("v3", snapshot_id=3)
     assert ids(read(spark, table, **{"incremental-between": "v1,v3"})) == [
         (1, "a2", None),
         (3, "c", None),
@@ -211,14 +211,14 @@ def test_incremental_append_table_skips_overwrite_snapshots_and_prunes_partition
     assert ids(read(spark, t, **{"incremental-between": "1,4"})) == [(3, "x"), (4, "y"), (5, "y")]
     assert ids(read(spark, t, **{"incremental-between": "1,4"}).where("dt = 'x'")) == [(3, "x")]
     # The Python API plans the same read.
-    assert sorted(t.to_arrow({"incremental-between": "1,4"}).column("id").to_pylist()) == [3, 4, 5]
+    assert sorted(t.scan(read_options={"incremental-between": "1,4"}).to_arrow().column("id").to_pylist()) == [3, 4, 5]
 
 
 def test_incremental_range_with_an_expired_snapshot(spark: Any, table: Table) -> None:
-    table.fileio.delete(table.store.snapshots.snapshot_path(2))
+    table.store.fileio.delete(table.store.snapshots.snapshot_path(2))
     # Tag v2 preserved the expired snapshot 2 (its delta manifests stay alive with it): still readable.
     assert ids(read(spark, table, **{"incremental-between": "1,3"})) == [(1, "a2", None), (3, "c", None), (4, "d", 40)]
-    table.delete_tag("v2")
+    table.tags.delete("v2")
     with pytest.raises(Exception, match="snapshot 2 of branch 'main' .* has expired"):
         read(spark, table, **{"incremental-between": "1,3"}).collect()
 
@@ -226,10 +226,10 @@ def test_incremental_range_with_an_expired_snapshot(spark: Any, table: Table) ->
 def test_version_as_of_a_branch_tag_or_snapshot(spark: Any, table: Table) -> None:
     """versionAsOf='<branch>.<tag>' / '<branch>.<snapshot id>' (Paimon's branch design) reads that branch, with
     the branch's own schema."""
-    table.create_branch("b", "v2")
-    b = table.branch_table("b")
+    table.branches.create("b", tag="v2")
+    b = table.on_branch("b")
     b.write_arrow(pa.table({"id": [9], "v": ["z"]}))  # b's snapshot 3: schema 0 of b, no column w
-    b.create_tag("bt", 3)
+    b.tags.create("bt", snapshot_id=3)
     df = read(spark, table, versionAsOf="b.bt")
     assert df.columns == ["id", "v"]
     assert ids(df) == SNAP2 + [(9, "z")]
@@ -243,8 +243,8 @@ def test_a_branch_as_of_an_instant_reads_what_timestamp_as_of_reads(spark: Any, 
     """create_branch(from_timestamp=T) keeps the table as a read with timestampAsOf=T sees it (the last snapshot
     at or before T); timestamp_rule='first-at-or-after' picks Paimon's tag rule instead."""
     at = T0 + 90_000  # between snapshots 2 and 3
-    table.create_branch("as_of", from_timestamp=at)
-    table.create_branch("after", from_timestamp=at, timestamp_rule="first-at-or-after")
+    table.branches.create("as_of", timestamp=at)
+    table.branches.create("after", timestamp=at, timestamp_rule="first-at-or-after")
     expected = ids(read(spark, table, timestampAsOf=local_text(at)))
     assert expected == SNAP2
     assert ids(read(spark, table, branch="as_of")) == expected

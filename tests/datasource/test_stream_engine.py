@@ -51,7 +51,7 @@ def _drain(job: StreamReadJob, start: StreamOffset, admission_factory=None, stop
 
 
 def _job(table, **options: str) -> StreamReadJob:
-    return StreamReadJob(table.store, {"path": table.path, **options})
+    return StreamReadJob(table.store, {"path": table.store.table_path, **options})
 
 
 def test_latest_full_reads_the_snapshot_then_every_change(catalog):
@@ -82,7 +82,7 @@ def test_latest_full_reads_the_snapshot_then_every_change(catalog):
 def test_start_positions(catalog, options, expected):
     t = _pk(catalog)
     _write(t, [1, 2], ["a", "b"])
-    t.create_tag("t1", 1)
+    t.tags.create("t1", snapshot_id=1)
     _write(t, [2, 3], ["B", "c"])
     job = _job(t, **options)
     start = job.initial_offset()  # fixed before the next commit, like a query that has started
@@ -263,7 +263,7 @@ def test_an_expired_next_snapshot_is_an_error_not_a_skip(catalog):
         _write(t, [i], [str(i)])
     job = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "2"})
     start = job.initial_offset()
-    t.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
     with pytest.raises(SnapshotNotFoundError, match="snapshot 2, the next one this stream must read, has expired"):
         job.next_batch(start)
     with pytest.raises(SnapshotNotFoundError, match="has expired"):
@@ -277,9 +277,9 @@ def test_consumer_progress_protects_snapshots_from_expiration(catalog):
     job = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "consumer-id": "app"})
     _, end = job.next_batch(job.initial_offset(), Admission(max_files=1))  # snapshot 1 only
     job.commit(end)
-    consumers = ConsumerManager(t.fileio, t.path, "main")
+    consumers = ConsumerManager(t.store.fileio, t.store.table_path, "main")
     assert consumers.next_snapshot("app") == 2
-    t.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
     assert t.store.snapshots.earliest_id() == 2  # snapshot 2 is still needed by the consumer
     batches, _ = _drain(job, end)
     assert sum((r for r, _ in batches), []) == [(1, "1"), (2, "2")]
@@ -290,14 +290,14 @@ def test_consumer_progress_protects_snapshots_from_expiration(catalog):
 def test_a_rewritten_history_is_streamed_as_the_change_to_the_new_head(catalog):
     t = _pk(catalog)
     _write(t, [1, 2], ["a", "b"])
-    t.create_tag("good", 1)
+    t.tags.create("good", snapshot_id=1)
     _write(t, [2, 3], ["BAD", "bad"])  # the bad batch, already streamed
     job = _job(t, **{"read.changelog": "true"})
     _, pos = _drain(job, job.initial_offset())
-    t.create_branch("fix", "good")
-    fix = t.branch_table("fix")
+    t.branches.create("fix", tag="good")
+    fix = t.on_branch("fix")
     fix.write_arrow(pa.table({"id": [2, 4], "v": ["b2", "d"]}, schema=SCHEMA))
-    t.fast_forward("fix", force=True)
+    t.branches.fast_forward("fix", force=True)
     batches, pos = _drain(job, pos)
     changes = sum((r for r, _ in batches), [])
     # Applying the changes to what the stream had seen gives exactly the new head.
@@ -329,10 +329,10 @@ def test_a_chain_table_streams_its_delta_branch(catalog):
         options=options,
     )
     row = pa.schema([("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("dt", pa.string())])
-    t.branch_table("snapshot").write_arrow(
+    t.on_branch("snapshot").write_arrow(
         pa.table({"t1": [1, 2], "t2": [1, 1], "t3": ["a", "b"], "dt": ["20250810"] * 2}, schema=row)
     )
-    t.branch_table("delta").write_arrow(pa.table({"t1": [2], "t2": [2], "t3": ["B"], "dt": ["20250811"]}, schema=row))
+    t.on_branch("delta").write_arrow(pa.table({"t1": [2], "t2": [2], "t3": ["B"], "dt": ["20250811"]}, schema=row))
     job = _job(t)
     assert job.store.branch == "delta"
     batches, _ = _drain(job, job.initial_offset())

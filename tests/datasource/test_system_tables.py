@@ -123,13 +123,13 @@ def pk_table(catalog: Any) -> Table:
 
 
 def test_columns_are_paimons_and_batches_match_sparks_arrow_schema(spark: Any, pk_table: Table) -> None:
-    pk_table.create_tag("t1", 1)
-    BranchManager(pk_table.fileio, pk_table.path).create("b1", tag="t1")
+    pk_table.tags.create("t1", snapshot_id=1)
+    BranchManager(pk_table.store.fileio, pk_table.store.table_path).create("b1", tag="t1")
     for name, columns in PAIMON_COLUMNS.items():
-        df = load(spark, pk_table.path, name)
+        df = load(spark, pk_table.store.table_path, name)
         assert df.columns == columns, name
         assert df.count() > 0, name
-        ref = resolve_table_ref({"path": f"{pk_table.path}${name}"})
+        ref = resolve_table_ref({"path": f"{pk_table.store.table_path}${name}"})
         target = spark_arrow_schema(spark_schema(ref))
         batches = read_system_table(ref.store(), name).to_batches()
         assert batches, name
@@ -141,7 +141,7 @@ def test_snapshots(spark: Any, pk_table: Table) -> None:
     pk_table.write_arrow(
         pa.table({"id": [9], "v": ["z"], "dt": ["x"]}), mode="overwrite", overwrite_partition={"dt": "x"}
     )
-    got = rows(load(spark, pk_table.path, "snapshots").orderBy("snapshot_id"))
+    got = rows(load(spark, pk_table.store.table_path, "snapshots").orderBy("snapshot_id"))
     snaps = pk_table.snapshots()
     assert [r["snapshot_id"] for r in got] == [1, 2, 3, 4]
     assert [r["commit_kind"] for r in got] == ["APPEND", "APPEND", "APPEND", "OVERWRITE"]
@@ -157,14 +157,16 @@ def test_snapshots(spark: Any, pk_table: Table) -> None:
         assert r["changelog_manifest_list"] is None
         assert r["writer_version"] == s.writer_version
     # A filter and a projection work like on any DataFrame.
-    latest = load(spark, pk_table.path, "snapshots").where("commit_kind = 'OVERWRITE'").select("snapshot_id")
+    latest = (
+        load(spark, pk_table.store.table_path, "snapshots").where("commit_kind = 'OVERWRITE'").select("snapshot_id")
+    )
     assert [r.snapshot_id for r in latest.collect()] == [4]
 
 
 def test_schemas_and_options(spark: Any, pk_table: Table) -> None:
-    pk_table.add_column("w", "int")
-    pk_table.set_options({"snapshot.num-retained.min": "5"})
-    got = rows(load(spark, pk_table.path, "schemas").orderBy("schema_id"))
+    pk_table.update_schema().add_column("w", "int").commit()
+    pk_table.update_schema().set_options({"snapshot.num-retained.min": "5"}).commit()
+    got = rows(load(spark, pk_table.store.table_path, "schemas").orderBy("schema_id"))
     assert [r["schema_id"] for r in got] == [0, 1, 2]
     fields0 = json.loads(got[0]["fields"])
     assert [f["name"] for f in fields0] == ["id", "v", "dt"]
@@ -177,22 +179,22 @@ def test_schemas_and_options(spark: Any, pk_table: Table) -> None:
     assert got[0]["comment"] is None
     for r, sid in zip(got, [0, 1, 2]):
         assert r["update_time"] == local_ms(pk_table.store.schemas.schema(sid).time_millis)
-    options = {r["key"]: r["value"] for r in rows(load(spark, pk_table.path, "options"))}
+    options = {r["key"]: r["value"] for r in rows(load(spark, pk_table.store.table_path, "options"))}
     assert options == {"bucket": "2", "snapshot.num-retained.min": "5"}
 
 
 def test_tags_with_retention(spark: Any, pk_table: Table) -> None:
-    pk_table.create_tag("b_daily", 2, time_retained="1 d")
-    pk_table.create_tag("a_plain", 1)
-    pk_table.create_tag("c_short", time_retained="90 min")
-    got = rows(load(spark, pk_table.path, "tags"))
+    pk_table.tags.create("b_daily", snapshot_id=2, time_retained="1 d")
+    pk_table.tags.create("a_plain", snapshot_id=1)
+    pk_table.tags.create("c_short", time_retained="90 min")
+    got = rows(load(spark, pk_table.store.table_path, "tags"))
     assert [r["tag_name"] for r in got] == ["a_plain", "b_daily", "c_short"]
     assert [r["snapshot_id"] for r in got] == [1, 2, 3]
     assert [r["record_count"] for r in got] == [3, 5, 6]
     assert [r["schema_id"] for r in got] == [0, 0, 0]
     assert [r["time_retained"] for r in got] == [None, "PT24H", "PT1H30M"]
     assert got[0]["create_time"] is None
-    tags = {t.name: t for t in pk_table.list_tags()}
+    tags = {t.name: t for t in pk_table.tags.list()}
     for r in got:
         assert r["commit_time"] == local_ms(tags[r["tag_name"]].snapshot.time_millis)
         if r["tag_name"] != "a_plain":
@@ -208,7 +210,7 @@ def test_java_duration_spelling() -> None:
 
 
 def test_files_and_partitions(spark: Any, pk_table: Table) -> None:
-    files = rows(load(spark, pk_table.path, "files"))
+    files = rows(load(spark, pk_table.store.table_path, "files"))
     live = pk_table.store.live_entries(pk_table.latest_snapshot())
     assert len(files) == len(live) == 5
     assert sorted(r["partition"] for r in files) == ["{x}", "{x}", "{y}", "{y}", "{z}"]
@@ -220,7 +222,9 @@ def test_files_and_partitions(spark: Any, pk_table: Table) -> None:
     for r in files:
         name = r["file_path"].rsplit("/", 1)[-1]
         e = by_name[name]
-        assert r["file_path"].startswith(f"{pk_table.path}/dt=") and f"/bucket-{e.bucket}/" in r["file_path"]
+        assert (
+            r["file_path"].startswith(f"{pk_table.store.table_path}/dt=") and f"/bucket-{e.bucket}/" in r["file_path"]
+        )
         assert r["bucket"] == e.bucket
         assert r["file_size_in_bytes"] == e.file.file_size
         assert r["schema_id"] == 0
@@ -235,7 +239,7 @@ def test_files_and_partitions(spark: Any, pk_table: Table) -> None:
     assert second[0]["min_value_stats"] == "{dt=x, id=1, v=a2}"
     assert second[0]["max_value_stats"] == "{dt=x, id=1, v=a2}"
 
-    parts = rows(load(spark, pk_table.path, "partitions"))
+    parts = rows(load(spark, pk_table.store.table_path, "partitions"))
     assert [r["partition"] for r in parts] == ["dt=x", "dt=y", "dt=z"]
     assert [r["record_count"] for r in parts] == [3, 2, 1]
     assert [r["file_count"] for r in parts] == [2, 2, 1]
@@ -252,9 +256,9 @@ def test_files_and_partitions(spark: Any, pk_table: Table) -> None:
 def test_files_of_append_table_and_evolved_stats(spark: Any, catalog: Any) -> None:
     t = catalog.create_table("db.log", "id int, msg string")
     t.write_arrow(pa.table({"id": pa.array([3, 1], pa.int32()), "msg": ["c", None]}))
-    t.add_column("extra", "bigint")
+    t.update_schema().add_column("extra", "bigint").commit()
     t.write_arrow(pa.table({"id": pa.array([7], pa.int32()), "msg": ["q"], "extra": [5]}))
-    files = rows(load(spark, t.path, "files").orderBy("min_sequence_number", "schema_id"))
+    files = rows(load(spark, t.store.table_path, "files").orderBy("min_sequence_number", "schema_id"))
     assert [r["schema_id"] for r in files] == [0, 1]
     assert [r["partition"] for r in files] == ["{}", "{}"]
     assert [r["min_key"] for r in files] == [None, None]
@@ -263,22 +267,22 @@ def test_files_of_append_table_and_evolved_stats(spark: Any, catalog: Any) -> No
     assert files[0]["min_value_stats"] == "{extra=null, id=1, msg=c}"
     assert files[0]["max_value_stats"] == "{extra=null, id=3, msg=c}"
     assert files[1]["min_value_stats"] == "{extra=5, id=7, msg=q}"
-    parts = rows(load(spark, t.path, "partitions"))
+    parts = rows(load(spark, t.store.table_path, "partitions"))
     assert [(r["partition"], r["record_count"], r["file_count"]) for r in parts] == [("", 3, 2)]
 
 
 def test_files_manifests_partitions_time_travel(spark: Any, pk_table: Table) -> None:
-    pk_table.create_tag("first", 1)
-    assert load(spark, pk_table.path, "files").count() == 5
-    assert load(spark, pk_table.path, "files", **{"scan.snapshot-id": "1"}).count() == 2
-    assert load(spark, pk_table.path, "files", **{"scan.tag-name": "first"}).count() == 2
-    parts = rows(load(spark, pk_table.path, "partitions", **{"scan.snapshot-id": "2"}))
+    pk_table.tags.create("first", snapshot_id=1)
+    assert load(spark, pk_table.store.table_path, "files").count() == 5
+    assert load(spark, pk_table.store.table_path, "files", **{"scan.snapshot-id": "1"}).count() == 2
+    assert load(spark, pk_table.store.table_path, "files", **{"scan.tag-name": "first"}).count() == 2
+    parts = rows(load(spark, pk_table.store.table_path, "partitions", **{"scan.snapshot-id": "2"}))
     assert [(r["partition"], r["record_count"]) for r in parts] == [("dt=x", 3), ("dt=y", 2)]
-    assert load(spark, pk_table.path, "manifests", **{"scan.snapshot-id": "1"}).count() == 1
+    assert load(spark, pk_table.store.table_path, "manifests", **{"scan.snapshot-id": "1"}).count() == 1
 
 
 def test_manifests(spark: Any, pk_table: Table) -> None:
-    got = rows(load(spark, pk_table.path, "manifests"))
+    got = rows(load(spark, pk_table.store.table_path, "manifests"))
     metas = pk_table.store.data_manifests(pk_table.latest_snapshot())
     assert [r["file_name"] for r in got] == [m.file_name for m in metas]
     assert sum(r["num_added_files"] for r in got) == 5
@@ -294,52 +298,55 @@ def test_manifests(spark: Any, pk_table: Table) -> None:
 
 def test_time_travel_and_incremental_options_are_refused_where_meaningless(spark: Any, pk_table: Table) -> None:
     with pytest.raises(Exception, match="Time-travel options do not apply to system table"):
-        load(spark, pk_table.path, "snapshots", **{"scan.snapshot-id": "1"}).collect()
+        load(spark, pk_table.store.table_path, "snapshots", **{"scan.snapshot-id": "1"}).collect()
     with pytest.raises(Exception, match="Incremental read options do not apply"):
-        load(spark, pk_table.path, "files", **{"incremental-between": "1,2"}).collect()
+        load(spark, pk_table.store.table_path, "files", **{"incremental-between": "1,2"}).collect()
 
 
 def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
-    pk_table.create_tag("t1", 1)
-    BranchManager(pk_table.fileio, pk_table.path).create("b", tag="t1")
-    branch = pk_table.branch_table("b")
+    pk_table.tags.create("t1", snapshot_id=1)
+    BranchManager(pk_table.store.fileio, pk_table.store.table_path).create("b", tag="t1")
+    branch = pk_table.on_branch("b")
     branch.write_arrow(pa.table({"id": [7], "v": ["g"], "dt": ["w"]}))
-    branch.create_tag("bt", time_retained="2 h")
-    pk_table.create_tag("main_only", 3)
+    branch.tags.create("bt", time_retained="2 h")
+    pk_table.tags.create("main_only", snapshot_id=3)
 
-    tags = rows(load(spark, pk_table.path + "$branch_b", "tags"))
+    tags = rows(load(spark, pk_table.store.table_path + "$branch_b", "tags"))
     assert [(r["tag_name"], r["snapshot_id"], r["time_retained"]) for r in tags] == [("bt", 2, "PT2H"), ("t1", 1, None)]
-    main_tags = rows(load(spark, pk_table.path, "tags"))
+    main_tags = rows(load(spark, pk_table.store.table_path, "tags"))
     assert [r["tag_name"] for r in main_tags] == ["main_only", "t1"]
 
-    snaps = rows(load(spark, pk_table.path + "$branch_b", "snapshots").orderBy("snapshot_id"))
+    snaps = rows(load(spark, pk_table.store.table_path + "$branch_b", "snapshots").orderBy("snapshot_id"))
     assert [(r["snapshot_id"], r["total_record_count"]) for r in snaps] == [(1, 3), (2, 4)]
-    files = rows(load(spark, pk_table.path + "$branch_b", "files"))
+    files = rows(load(spark, pk_table.store.table_path + "$branch_b", "files"))
     assert sorted(r["partition"] for r in files) == ["{w}", "{x}", "{y}"]
     # The `branch` option addresses the same branch as the path suffix.
-    via_option = load(spark, pk_table.path, "partitions", branch="b")
+    via_option = load(spark, pk_table.store.table_path, "partitions", branch="b")
     assert [r.partition for r in via_option.collect()] == ["dt=w", "dt=x", "dt=y"]
 
-    pk_table.create_branch("from_snap", snapshot_id=2)
-    branches = rows(load(spark, pk_table.path, "branches"))
+    pk_table.branches.create("from_snap", snapshot_id=2)
+    branches = rows(load(spark, pk_table.store.table_path, "branches"))
     assert [(r["branch_name"], r["created_from_tag"], r["created_from_snapshot"]) for r in branches] == [
         ("b", "t1", 1),
         ("from_snap", None, 2),
     ]
     assert branches[0]["create_time"] is not None
     # $branches describes the table: the same rows when addressed on a branch.
-    assert [r.branch_name for r in load(spark, pk_table.path + "$branch_b", "branches").collect()] == ["b", "from_snap"]
+    assert [r.branch_name for r in load(spark, pk_table.store.table_path + "$branch_b", "branches").collect()] == [
+        "b",
+        "from_snap",
+    ]
 
 
 def test_branches_without_lineage_infer_their_origin_as_paimon_did(pk_table: Table) -> None:
     """Branches Paimon or pypaimon made have no branch.json: the origin comes from the branch's tags and
     earliest snapshot (the rule of Java's $branches while it had these columns)."""
-    pk_table.create_tag("t1", 2)
-    pk_table.create_branch("tagged", "t1")
-    pk_table.create_branch("empty")
+    pk_table.tags.create("t1", snapshot_id=2)
+    pk_table.branches.create("tagged", tag="t1")
+    pk_table.branches.create("empty", empty=True)
     for name in ("tagged", "empty"):
-        pk_table.fileio.delete(f"{pk_table.path}/branch/branch-{name}/branch.json")
-    got = pk_table.inspect("branches").to_pylist()
+        pk_table.store.fileio.delete(f"{pk_table.store.table_path}/branch/branch-{name}/branch.json")
+    got = pk_table.inspect.branches().to_pylist()
     assert [(r["branch_name"], r["created_from_tag"], r["created_from_snapshot"]) for r in got] == [
         ("empty", None, None),
         ("tagged", "t1", 2),
@@ -350,21 +357,21 @@ def test_missing_table_or_branch_is_a_clear_error(spark: Any, pk_table: Table, w
     with pytest.raises(Exception, match="No Paimon table"):
         load(spark, f"{warehouse}/db.db/nope", "snapshots").collect()
     with pytest.raises(Exception, match="does not exist"):
-        load(spark, pk_table.path + "$branch_nope", "snapshots").collect()
+        load(spark, pk_table.store.table_path + "$branch_nope", "snapshots").collect()
 
 
 def test_inspect_reads_system_tables_as_arrow_without_spark(pk_table: Table) -> None:
     """``Table.inspect`` is the Python face of ``t$name``: same builder, same Arrow schema, same options."""
     for name in PAIMON_COLUMNS:
-        got = pk_table.inspect(name)
+        got = getattr(pk_table.inspect, name)()
         assert got.column_names == PAIMON_COLUMNS[name], name
-        assert got.equals(pk_table.inspect("$" + name)), name
-    assert pk_table.inspect("snapshots").column("snapshot_id").to_pylist() == [1, 2, 3]
-    pk_table.create_tag("t1", 1)
-    at_tag = pk_table.inspect("files", {"scan.tag-name": "t1"}).column("record_count").to_pylist()
-    latest = pk_table.inspect("files").column("record_count").to_pylist()
+        assert got.equals(read_system_table(pk_table.store, name)), name
+    assert pk_table.inspect.snapshots().column("snapshot_id").to_pylist() == [1, 2, 3]
+    pk_table.tags.create("t1", snapshot_id=1)
+    at_tag = pk_table.inspect.files(tag="t1").column("record_count").to_pylist()
+    latest = pk_table.inspect.files().column("record_count").to_pylist()
     assert sum(at_tag) == 3 and sum(latest) == 6  # snapshot 1's files vs all three commits' files
     with pytest.raises(PaimonError, match=r"Unknown system table '\$nope'"):
-        pk_table.inspect("nope")
+        read_system_table(pk_table.store, "nope")
     with pytest.raises(PaimonError, match="Time-travel options do not apply to system table \\$tags"):
-        pk_table.inspect("tags", {"scan.snapshot-id": "1"})
+        read_system_table(pk_table.store, "tags", {"scan.snapshot-id": "1"})

@@ -37,13 +37,13 @@ def _create(tmp_path: Path, options: dict[str, str] | None = None, pk: bool = Tr
 
 
 def _rows(table: Table, options: dict[str, str] | None = None) -> list[dict[str, object]]:
-    return sorted(table.to_arrow(options).to_pylist(), key=lambda r: (r["dt"], r["id"]))
+    return sorted(table.scan(read_options=options).to_arrow().to_pylist(), key=lambda r: (r["dt"], r["id"]))
 
 
 def _as_java_left_it(table: Table, options: dict[str, str]) -> None:
     """Store options as a Java writer could have: a new schema file, without our validation (Table.set_options
     validates, and immutable keys cannot change at all)."""
-    manager = SchemaManager(table.fileio, table.path)
+    manager = SchemaManager(table.store.fileio, table.store.table_path)
     latest = manager.latest()
     assert latest is not None
     assert manager.commit(replace(latest, id=latest.id + 1, options={**latest.options, **options}))
@@ -62,25 +62,27 @@ def test_path_directory_places_data_files_below_it(tmp_path: Path, pk: bool) -> 
     assert table.options["data-file.path-directory"] == "data//files/"  # stored as given; normalised when used
     table.write_arrow(ROWS)
     table.write_arrow(pa.table({"dt": ["b"], "id": [4], "v": ["w"]}))
-    files = _files(table.path, ".parquet")
+    files = _files(table.store.table_path, ".parquet")
     assert files and all(f.startswith("data/files/dt=") and "/bucket-" in f for f in files), files
-    assert not any(name.startswith("dt=") for name in os.listdir(table.path))
+    assert not any(name.startswith("dt=") for name in os.listdir(table.store.table_path))
     assert [r["id"] for r in _rows(table)] == [1, 2, 3, 4]
-    assert {r["file_path"] for r in table.inspect("files").to_pylist()} == {f"{table.path}/{f}" for f in files}
+    assert {r["file_path"] for r in table.inspect.files().to_pylist()} == {
+        f"{table.store.table_path}/{f}" for f in files
+    }
 
 
 def test_path_directory_maintenance_finds_the_files(tmp_path: Path) -> None:
     table = _create(tmp_path, {"data-file.path-directory": "data"})
     table.write_arrow(ROWS)
     table.write_arrow(ROWS, mode="overwrite")
-    stray = Path(table.path, "data", "dt=a", "bucket-0", "data-stray.parquet")
+    stray = Path(table.store.table_path, "data", "dt=a", "bucket-0", "data-stray.parquet")
     stray.write_bytes(b"not referenced")
-    found = table.remove_orphan_files(older_than=dt.datetime.now() + dt.timedelta(minutes=1), dry_run=True)
+    found = table.maintenance.remove_orphan_files(older_than=dt.datetime.now() + dt.timedelta(minutes=1), dry_run=True)
     assert found.files == [str(stray)]
     live = len(table.store.live_entries(table.latest_snapshot()))
-    assert len(_files(table.path, ".parquet")) == 2 * live + 1  # both writes' files and the stray
-    table.expire_snapshots(retain_max=1, retain_min=1)  # deletes the overwritten files, below the directory
-    assert len(_files(table.path, ".parquet")) == live + 1
+    assert len(_files(table.store.table_path, ".parquet")) == 2 * live + 1  # both writes' files and the stray
+    table.maintenance.expire_snapshots(retain_max=1, retain_min=1)  # deletes the overwritten files, below the directory
+    assert len(_files(table.store.table_path, ".parquet")) == live + 1
     assert [r["id"] for r in _rows(table)] == [1, 2, 3]
 
 
@@ -91,14 +93,14 @@ def test_path_directory_values_and_immutability(tmp_path: Path) -> None:
             _create(table_dir, {"data-file.path-directory": bad})
     table = _create(tmp_path, {"data-file.path-directory": "data"})
     with pytest.raises(OptionError, match="'data-file.path-directory' cannot be changed on an existing table"):
-        table.set_options({"data-file.path-directory": "other"})
+        table.update_schema().set_options({"data-file.path-directory": "other"}).commit()
 
 
 # ------------------------------------------------------------------------------------ manifests and commits
 def _manifest_codecs(table: Table) -> set[str]:
     codecs = set()
-    for name in os.listdir(Path(table.path, "manifest")):
-        with open(Path(table.path, "manifest", name), "rb") as f:
+    for name in os.listdir(Path(table.store.table_path, "manifest")):
+        with open(Path(table.store.table_path, "manifest", name), "rb") as f:
             codecs.add(fastavro.reader(f).metadata.get("avro.codec", "null"))
     return codecs
 
@@ -129,7 +131,7 @@ def test_manifest_target_file_size_rolls_manifests(tmp_path: Path) -> None:
     metas = store.data_manifests(snapshot)
     assert len(metas) > 1 and max(m.file_size for m in metas) < 4 * 1024  # rolled near the target
     assert len(store.live_entries(snapshot)) == 48
-    assert len(table.to_arrow()) == 48
+    assert len(table.scan().to_arrow()) == 48
 
 
 def test_commit_user_prefix(tmp_path: Path) -> None:
@@ -149,8 +151,8 @@ def test_commit_timeout_stops_retrying(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(SnapshotManager, "try_commit", always_lose)
     committer = FileStoreCommit(
-        table.fileio,
-        table.path,
+        table.store.fileio,
+        table.store.table_path,
         options={
             "commit.timeout": "30 ms",
             "commit.max-retries": "1000",
@@ -185,7 +187,7 @@ def test_sink_process_time_zone_names_batch_tags(tmp_path: Path) -> None:
     snapshot = table.write_arrow(ROWS)
     assert snapshot is not None
     day = dt.datetime.fromtimestamp(snapshot.time_millis / 1000, ZoneInfo("Pacific/Kiritimati")).date()
-    assert [t.name for t in table.list_tags()] == [f"batch-write-{day.isoformat()}"]
+    assert [t.name for t in table.tags.list()] == [f"batch-write-{day.isoformat()}"]
 
 
 def test_sink_process_time_zone_must_be_a_zone(tmp_path: Path) -> None:
@@ -201,9 +203,9 @@ def test_add_column_before_partition(tmp_path: Path) -> None:
         partition_keys=["dt", "h"],
         options={"add-column-before-partition": "true"},
     )
-    table.add_column("extra", AtomicType("INT"))
+    table.update_schema().add_column("extra", AtomicType("INT")).commit()
     assert table.schema.field_names == ["id", "extra", "dt", "h"]
-    table.add_column("last", AtomicType("INT"))
+    table.update_schema().add_column("last", AtomicType("INT")).commit()
     assert table.schema.field_names == ["id", "extra", "last", "dt", "h"]
 
 
@@ -213,9 +215,9 @@ def test_a_semantic_option_java_stored_refuses_the_read(tmp_path: Path) -> None:
     table.write_arrow(ROWS)
     _as_java_left_it(table, {"sequence.snapshot-ordering": "true"})
     with pytest.raises(OptionError) as info:
-        table.to_arrow()
+        table.scan().to_arrow()
     message = str(info.value)
-    assert "Option 'sequence.snapshot-ordering' = 'true'" in message and table.path in message
+    assert "Option 'sequence.snapshot-ordering' = 'true'" in message and table.store.table_path in message
     assert "Fix: " in message
     with pytest.raises(OptionError, match="sequence.snapshot-ordering"):
         table.write_arrow(ROWS)
@@ -227,16 +229,16 @@ def test_a_stored_time_travel_option_refuses_the_read(tmp_path: Path) -> None:
     table.write_arrow(ROWS)
     _as_java_left_it(table, {"scan.snapshot-id": "1"})
     with pytest.raises(OptionError, match="'scan.snapshot-id' = '1'.*pass the read option instead"):
-        table.to_arrow()
+        table.scan().to_arrow()
     _as_java_left_it(table, {"scan.snapshot-id": ""})  # blank = unset
-    assert len(table.to_arrow({"scan.snapshot-id": "1"})) == 3
+    assert len(table.scan(read_options={"scan.snapshot-id": "1"}).to_arrow()) == 3
 
 
 def test_write_only_semantics_refuse_the_write_not_the_read(tmp_path: Path) -> None:
     table = _create(tmp_path, pk=False)
     table.write_arrow(ROWS)
     _as_java_left_it(table, {"row-tracking.enabled": "true"})
-    assert len(table.to_arrow()) == 3
+    assert len(table.scan().to_arrow()) == 3
     with pytest.raises(OptionError, match="'row-tracking.enabled' = 'true'.*cannot be written or created here"):
         table.write_arrow(ROWS)
 
@@ -254,10 +256,10 @@ def test_inert_and_unknown_options_java_stored_are_read(tmp_path: Path) -> None:
             "fields.v.nested-key": "id",
         },
     )
-    assert len(table.to_arrow()) == 3
+    assert len(table.scan().to_arrow()) == 3
     table.write_arrow(ROWS)  # none of them changes what the write must produce
     with pytest.raises(OptionError, match="Unknown table option 'some.engine.private-key'"):
-        table.set_options({"some.engine.private-key": "y"})
+        table.update_schema().set_options({"some.engine.private-key": "y"}).commit()
 
 
 def test_incremental_reads_of_changelog_tables_need_delta_mode(tmp_path: Path) -> None:
@@ -265,15 +267,15 @@ def test_incremental_reads_of_changelog_tables_need_delta_mode(tmp_path: Path) -
     table.write_arrow(ROWS)
     table.write_arrow(pa.table({"dt": ["a"], "id": [9], "v": ["new"]}))
     _as_java_left_it(table, {"changelog-producer": "input"})
-    assert len(table.to_arrow()) == 4  # a batch read never reads changelog files
+    assert len(table.scan().to_arrow()) == 4  # a batch read never reads changelog files
     with pytest.raises(OptionError, match="'changelog-producer' = 'input'.*incremental-between-scan-mode' = 'delta'"):
-        table.to_arrow({"incremental-between": "1,2"})
-    delta = table.to_arrow({"incremental-between": "1,2", "incremental-between-scan-mode": "delta"})
+        table.scan(read_options={"incremental-between": "1,2"}).to_arrow()
+    delta = table.scan(read_options={"incremental-between": "1,2", "incremental-between-scan-mode": "delta"}).to_arrow()
     assert delta.column("id").to_pylist() == [9]
     with pytest.raises(OptionError, match="'incremental-between-scan-mode' only applies to incremental reads"):
-        table.to_arrow({"incremental-between-scan-mode": "delta"})
+        table.scan(read_options={"incremental-between-scan-mode": "delta"}).to_arrow()
     with pytest.raises(OptionError, match="'incremental-between-scan-mode' = 'diff' is not supported"):
-        table.to_arrow({"incremental-between": "1,2", "incremental-between-scan-mode": "diff"})
+        table.scan(read_options={"incremental-between": "1,2", "incremental-between-scan-mode": "diff"}).to_arrow()
     with pytest.raises(OptionError, match="'changelog-producer' = 'input'"):
         table.write_arrow(ROWS)  # Java would also write the input to changelog files
 
@@ -283,4 +285,4 @@ def test_legacy_default_value_option_is_refused(tmp_path: Path) -> None:
     table.write_arrow(ROWS)
     _as_java_left_it(table, {"fields.v.default-value": "n/a"})
     with pytest.raises(OptionError, match="'fields.v.default-value' = 'n/a'.*Paimon up to 1.2 reads NULLs"):
-        table.to_arrow()
+        table.scan().to_arrow()

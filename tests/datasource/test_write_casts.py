@@ -50,7 +50,7 @@ def write(table: Any, **columns: pa.Array) -> None:
 )
 def test_value_preserving_casts_are_written(table: Any, column: str, values: pa.Array) -> None:
     write(table, **{column: values})
-    got = table.to_arrow().column(column).to_pylist()
+    got = table.scan().to_arrow().column(column).to_pylist()
     want = values.to_pylist()
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -81,5 +81,5 @@ def test_lossy_or_meaning_changing_casts_are_refused(table: Any, column: str, va
 
 def test_floating_columns_take_the_nearest_value(table: Any) -> None:
     write(table, f=pa.array([0.1]), x=pa.array([Decimal("0.1")], pa.decimal128(38, 18)))
-    row = table.to_arrow().to_pylist()[0]
+    row = table.scan().to_arrow().to_pylist()[0]
     assert row["f"] == pa.scalar(0.1, pa.float32()).as_py() and row["x"] == 0.1

@@ -30,7 +30,7 @@ def test_failure_after_the_commit_landed_says_do_not_retry(catalog: Catalog, mon
     with pytest.raises(CommitError, match=r"committed as snapshot 2 .*post-commit step broke.*do not retry"):
         t.write_arrow(pa.table({"id": [2], "v": ["b"]}))
     monkeypatch.undo()
-    assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2]  # the data is there, as the error said
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [1, 2]  # the data is there, as the error said
 
 
 def test_failure_before_the_commit_keeps_the_original_error(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:

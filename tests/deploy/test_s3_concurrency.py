@@ -68,7 +68,7 @@ def test_concurrent_committing_processes(s3: S3Server, bucket: str, writers: int
         while any(p.poll() is None for p in procs):
             assert time.monotonic() < deadline, f"{writers} writers did not finish {COMMITS} commits in {DEADLINE_S} s"
             snap = t.latest_snapshot()
-            data = t.to_arrow()
+            data = t.scan().to_arrow()
             ids = data.column("id").to_pylist()
             assert len(ids) == len(set(ids)), "a read saw a row twice"
             if snap is not None:
@@ -90,6 +90,6 @@ def test_concurrent_committing_processes(s3: S3Server, bucket: str, writers: int
     assert [s.id for s in snapshots] == list(range(1, total + 1)), "a snapshot id is missing or doubled"
     assert all(s.delta_record_count == 1 and s.commit_kind == "APPEND" for s in snapshots)
     assert t.latest_snapshot().total_record_count == total
-    got = sorted(t.to_arrow().column("id").to_pylist())
+    got = sorted(t.scan().to_arrow().column("id").to_pylist())
     assert got == sorted(w * 1000 + k for w in range(writers) for k in range(COMMITS))
     assert seen == sorted(seen) and len(set(seen)) > 1, f"the reader did not follow the commits: {seen}"

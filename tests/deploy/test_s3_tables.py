@@ -17,7 +17,7 @@ from tests.deploy.components import S3Server, base_env
 
 
 def rows(t: Table, options: dict[str, str] | None = None) -> list[tuple]:
-    return sorted(tuple(r.values()) for r in t.to_arrow(options).to_pylist())
+    return sorted(tuple(r.values()) for r in t.scan(read_options=options).to_arrow().to_pylist())
 
 
 def batch(ids: list[int], values: list[str]) -> pa.Table:
@@ -28,26 +28,26 @@ def test_primary_key_table_tags_time_travel_branches_expiration(s3: S3Server, bu
     cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
     t = cat.create_table("db.t", "id bigint, v string", primary_keys=["id"], options={"bucket": "2"})
     t.write_arrow(batch([1, 2, 3], ["a", "b", "c"]))
-    t.create_tag("t1")
+    t.tags.create("t1")
     t.write_arrow(batch([2, 4], ["B", "d"]))
     assert rows(t) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
     assert rows(t, {"scan.tag-name": "t1"}) == rows(t, {"scan.snapshot-id": "1"}) == [(1, "a"), (2, "b"), (3, "c")]
-    assert [tag.name for tag in t.list_tags()] == ["t1"]
+    assert [tag.name for tag in t.tags.list()] == ["t1"]
 
-    t.create_branch("fix", tag="t1")
-    fix = t.branch_table("fix")
+    t.branches.create("fix", tag="t1")
+    fix = t.on_branch("fix")
     fix.write_arrow(batch([3], ["C"]))
     assert rows(fix) == [(1, "a"), (2, "b"), (3, "C")]
     assert rows(t) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")], "main is untouched by the branch"
 
     t.write_arrow(batch([5], ["e"]))
-    t.expire_snapshots(retain_max=1, retain_min=1)
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1)
     assert [s.id for s in t.snapshots()] == [3]
     assert rows(t) == [(1, "a"), (2, "B"), (3, "c"), (4, "d"), (5, "e")]
     assert rows(t, {"scan.tag-name": "t1"}) == [(1, "a"), (2, "b"), (3, "c")], "the tag kept its files"
     assert rows(fix) == [(1, "a"), (2, "b"), (3, "C")], "the branch kept its files"
 
-    t.fast_forward("fix", force=True)
+    t.branches.fast_forward("fix", force=True)
     assert rows(cat.get_table("db.t")) == [(1, "a"), (2, "b"), (3, "C")]
     # The same table through Table.open with the storage options, as another program would open it.
     assert rows(Table.open(f"s3://{bucket}/wh/db.db/t", **s3.storage_options())) == [(1, "a"), (2, "b"), (3, "C")]
@@ -76,9 +76,11 @@ def test_chain_table(s3: S3Server, bucket: str) -> None:
         [{"k": "b", "seq": "2", "v": "b1", "date": "20250811"}, {"k": "c", "seq": "2", "v": "c1", "date": "20250811"}],
         day,
     )
-    t.branch_table("snapshot").write_arrow(full)
-    t.branch_table("delta").write_arrow(delta)
-    got = sorted(tuple(r.values()) for r in cat.get_table("db.c").to_arrow().to_pylist() if r["date"] == "20250811")
+    t.on_branch("snapshot").write_arrow(full)
+    t.on_branch("delta").write_arrow(delta)
+    got = sorted(
+        tuple(r.values()) for r in cat.get_table("db.c").scan().to_arrow().to_pylist() if r["date"] == "20250811"
+    )
     assert got == [("a", "1", "a0", "20250811"), ("b", "2", "b1", "20250811"), ("c", "2", "c1", "20250811")]
 
 

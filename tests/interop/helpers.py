@@ -149,7 +149,7 @@ def ours_arrow(table_uri: str, options: Mapping[str, Any] | None = None) -> pa.T
     """Read through our Python API (no Spark). ``table_uri`` may carry a ``$branch_<b>`` suffix."""
     from pyspark_paimon import Table
 
-    return Table.open(table_uri).to_arrow({k: str(v) for k, v in (options or {}).items()})
+    return Table.open(table_uri).scan(read_options={k: str(v) for k, v in (options or {}).items()}).to_arrow()
 
 
 def ours_spark(spark: Any, table_uri: str, options: Mapping[str, Any] | None = None) -> pa.Table:

@@ -329,7 +329,7 @@ def world(module_warehouse: str) -> dict[str, Any]:
 
     # our snapshot, tag and schema JSON as their readers see them
     ours_layout = catalog.get_table("db.layout_ours")
-    ours_layout.create_tag("first", snapshot_id=1)
+    ours_layout.tags.create("first", snapshot_id=1)
     b.read("layout_tag", "db.layout_ours", {"scan.tag-name": "first"})
     for impl in ("pypaimon", "rust"):
         b.inspect("db.layout_ours", impl)
@@ -540,7 +540,7 @@ def test_they_time_travel_to_our_tag(world: dict[str, Any]) -> None:
     tables = world["tables"]["layout_tag"]
     theirs = assert_oracles_agree(tables, "tag")
     assert theirs.num_rows == 10
-    ours = world["catalog"].get_table("db.layout_ours").to_arrow({"scan.snapshot-id": "1"})
+    ours = world["catalog"].get_table("db.layout_ours").scan(read_options={"scan.snapshot-id": "1"}).to_arrow()
     assert_same_table(ours, theirs, "tag")
 
 

@@ -46,10 +46,10 @@ def _engine_table(wh: str, engine: str) -> str:
     )
     for i in range(5):
         _write(t, list(range(i, 60, 2)), None if engine == "partial-update" and i % 2 else f"w{i}", i + 1)
-    assert t.compact(full=True)
+    assert t.maintenance.compact(full=True)
     # On top of the compacted files: level 0, except for first-row, whose automatic compaction moves level 0 up
     # at once as Java's does (Java's batch reads of first-row tables skip level 0).
-    t.set_options({"write-only": "false"})
+    t.update_schema().set_options({"write-only": "false"}).commit()
     _write(t, [1, 2, 70], "after", 100)
     levels = {e.file.level for e in t.store.live_entries(t.latest_snapshot())}
     assert levels == ({4, 5} if engine == "first-row" else {0, 5})
@@ -73,12 +73,12 @@ def _rowkind_table(wh: str) -> str:
             }
         )
     )
-    assert t.compact(full=True)
+    assert t.maintenance.compact(full=True)
     rows: list[dict[str, Any]] = [{"k": 2, "v": None, "n": 0, "kind": "-D"}]
     rows += [{"k": 100000 + i, "v": "x", "n": i, "kind": "+I"} for i in range(4)]
     for r in rows:
-        t.write_arrow(pa.Table.from_pylist([r], schema=t.arrow_schema))
-    assert t.compact(full=False)  # universal: level 4 above the base, the -D kept
+        t.write_arrow(pa.Table.from_pylist([r], schema=t.schema.arrow_schema()))
+    assert t.maintenance.compact(full=False)  # universal: level 4 above the base, the -D kept
     assert sorted({e.file.level for e in t.store.live_entries(t.latest_snapshot())}) == [4, 5]
     return t.identifier
 

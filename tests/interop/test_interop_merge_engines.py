@@ -85,4 +85,4 @@ def test_bigint_sum_overflow_fails_in_every_reader(tmp_path: Path) -> None:
 
 
 def _rows(table: Any, rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=table.arrow_schema)
+    return pa.Table.from_pylist(rows, schema=table.schema.arrow_schema())

@@ -70,13 +70,13 @@ def world(module_warehouse: str) -> dict[str, Any]:
         primary_keys=["p", "id"],
         options={k: str(v) for k, v in OPTIONS.items()},
     )
-    ours.write_arrow(pa.Table.from_pylist(OUR_ROWS, schema=ours.arrow_schema))
+    ours.write_arrow(pa.Table.from_pylist(OUR_ROWS, schema=ours.schema.arrow_schema()))
     first.read("ours", "db.ours")
     first.run()
     theirs_files = _data_files(table_uri(module_warehouse, "db.theirs"))
     # we append to their table last; pypaimon and rust read it once more
     theirs = cat.get_table("db.theirs")
-    theirs.write_arrow(pa.Table.from_pylist(OUR_ROWS, schema=theirs.arrow_schema))
+    theirs.write_arrow(pa.Table.from_pylist(OUR_ROWS, schema=theirs.schema.arrow_schema()))
     second = OracleBatch(module_warehouse)
     second.read("theirs+ours", "db.theirs")
     second.run()

@@ -19,6 +19,7 @@ import pytest
 
 from pyspark_paimon import Table
 from pyspark_paimon.planner.predicate import Leaf
+from tests.engine_read import read_arrow as engine_read_arrow
 from tests.interop.helpers import (
     OracleBatch,
     assert_oracles_agree,
@@ -722,7 +723,9 @@ def test_projection_and_filter_on_their_tables(theirs: OracleBatch, module_wareh
     rows = _where(theirs.tables[key]["pypaimon"].to_pylist(), leaf)
     expected = _sorted({c: r[c] for c in columns} for r in rows)
     assert expected, key  # the filter keeps something
-    ours = Table.open(table_uri(module_warehouse, CASES[key].identifier)).to_arrow(predicate=[leaf], columns=columns)
+    ours = engine_read_arrow(
+        Table.open(table_uri(module_warehouse, CASES[key].identifier)), predicate=[leaf], columns=columns
+    )
     assert ours.column_names == columns
     assert rows_of(ours) == expected
 

@@ -233,7 +233,7 @@ class Ours:
         return self.catalog.create_table(identifier, schema, **kwargs)
 
     def write(self, table: Any, rows: list[dict[str, Any]], **kwargs: Any) -> None:
-        table.write_arrow(_arrow(rows, table.arrow_schema), **kwargs)
+        table.write_arrow(_arrow(rows, table.schema.arrow_schema()), **kwargs)
 
 
 def _write_all(ours: Ours, spark: Any) -> None:  # noqa: PLR0915 - one scenario per block, in order
@@ -324,9 +324,9 @@ def _write_all(ours: Ours, spark: Any) -> None:  # noqa: PLR0915 - one scenario 
         "db.evolved", "id int not null, name string, score double, cnt int", primary_keys=["id"], options={"bucket": 2}
     )
     ours.write(t, [{"id": 1, "name": "a", "score": 1.0, "cnt": 10}, {"id": 2, "name": "b", "score": 2.0, "cnt": 20}])
-    t.add_column("note", "string")
-    t.rename_column("name", "label")
-    t.drop_column("score")
+    t.update_schema().add_column("note", "string").commit()
+    t.update_schema().rename_column("name", "label").commit()
+    t.update_schema().drop_column("score").commit()
     ours.write(
         t, [{"id": 2, "label": "b2", "cnt": 7, "note": "new"}, {"id": 3, "label": "c", "cnt": None, "note": "three"}]
     )
@@ -343,9 +343,11 @@ def _write_all(ours: Ours, spark: Any) -> None:  # noqa: PLR0915 - one scenario 
 
     t = ours.create("db.evolved_append", "id int, name string, score double")
     ours.write(t, [{"id": 1, "name": "a", "score": 1.0}])
-    t.drop_column("name")
-    t.add_column("name", "string")  # same name, new field id: old files must NOT show their old 'name'
-    t.rename_column("score", "points")
+    t.update_schema().drop_column("name").commit()
+    t.update_schema().add_column(
+        "name", "string"
+    ).commit()  # same name, new field id: old files must NOT show their old 'name'
+    t.update_schema().rename_column("score", "points").commit()
     ours.write(t, [{"id": 2, "points": 2.0, "name": "new-name"}])
     exp["evolved_append"] = _sorted(
         [{"id": 1, "points": 1.0, "name": None}, {"id": 2, "points": 2.0, "name": "new-name"}]
@@ -464,7 +466,7 @@ def _write_all(ours: Ours, spark: Any) -> None:  # noqa: PLR0915 - one scenario 
         options={"bucket": 2, "write-buffer-size": "4 kb", "target-file-size": "2 kb"},
     )
     batches = [[{"k": k, "v": f"round{r}-{k}", "pad": "x" * 50} for k in range(r * 40, r * 40 + 200)] for r in range(5)]
-    table_schema = t.arrow_schema
+    table_schema = t.schema.arrow_schema()
     t.write_arrow(pa.concat_tables([_arrow(b, table_schema) for b in batches]))
     state = {}
     for b in batches:

@@ -32,6 +32,8 @@ from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
 from pyspark_paimon.metadata.types.json_codec import parse_type
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.scan import ScanPlanner
+from tests.engine_read import read_arrow as engine_read_arrow
+from tests.engine_read import read_job as engine_read_job
 from tests.interop.helpers import canonical_rows, ours_spark, sorted_rows, table_uri
 from tests.oracle import java_oracle
 from tests.oracle.java_oracle import JavaOracle, JavaRead
@@ -63,11 +65,15 @@ def _create_ours(warehouse: str, identifier: str, columns: Sequence[Sequence[Any
 
 
 def _write_ours(table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    table.write_arrow(pa.Table.from_pylist(list(rows), schema=table.arrow_schema))
+    table.write_arrow(pa.Table.from_pylist(list(rows), schema=table.schema.arrow_schema()))
 
 
 def _ours(warehouse: str, identifier: str, options: dict[str, Any] | None = None) -> pa.Table:
-    return Table.open(table_uri(warehouse, identifier)).to_arrow({k: str(v) for k, v in (options or {}).items()})
+    return (
+        Table.open(table_uri(warehouse, identifier))
+        .scan(read_options={k: str(v) for k, v in (options or {}).items()})
+        .to_arrow()
+    )
 
 
 def _full(rows: Iterable[dict[str, Any]], names: Sequence[str]) -> list[dict[str, Any]]:
@@ -361,7 +367,7 @@ def test_java_tags(java: JavaOracle, warehouse: str) -> None:
     java.write(warehouse, t, [{"id": 1, "v": "v2"}, {"id": 2}], kinds=["+U", "-D"])
     java.write(warehouse, t, [{"id": 7, "v": "v3"}])
     assert java.tag(warehouse, t, "t2", snapshot_id=2) == 2
-    assert sorted(tag.name for tag in Table.open(table_uri(warehouse, t)).list_tags()) == ["t1", "t2"]
+    assert sorted(tag.name for tag in Table.open(table_uri(warehouse, t)).tags.list()) == ["t1", "t2"]
     expected = {"t1": [{"id": i, "v": "v1"} for i in range(3)], "t2": [{"id": 0, "v": "v1"}, {"id": 1, "v": "v2"}]}
     for tag, rows in expected.items():
         options = {"scan.tag-name": tag}
@@ -381,9 +387,9 @@ def _each_partition_alone(java: JavaOracle, warehouse: str, t: str) -> None:
         plan = ScanPlanner(table.store, table.schema).plan(table.latest_snapshot(), [Leaf("part", "=", part)])
         planned += [f.file_name for s in plan.splits for f in s.files]
         MANIFEST_CACHE.clear()
-        assert canonical_rows(table.to_arrow({"scan.partitions": f"part={part}"})) == want
+        assert canonical_rows(table.scan(read_options={"scan.partitions": f"part={part}"}).to_arrow()) == want
         MANIFEST_CACHE.clear()
-        assert canonical_rows(table.to_arrow(predicate=[Leaf("part", "=", part)])) == want
+        assert canonical_rows(engine_read_arrow(table, predicate=[Leaf("part", "=", part)])) == want
     assert sorted(planned) == sorted(f["file"] for f in java.files(warehouse, t))
 
 
@@ -555,14 +561,14 @@ def test_we_compact_java_reads_and_continues(java: JavaOracle, warehouse: str) -
     # A base much larger than the later commits (ids past 100 carry only the key: common_row's decimals
     # would overflow), so universal compaction leaves it alone.
     write([{**common_row(i, "base"), RK: "+I"} for i in range(90)] + [{"id": i, RK: "+I"} for i in range(100, 60000)])
-    assert table.compact(full=True)  # the base at level 5
+    assert table.maintenance.compact(full=True)  # the base at level 5
     write([{**common_row(i, "del"), RK: "-D"} for i in (1, 2, 3)])
     for c in range(4):
         write([{**common_row(91 + c, f"c{c}"), RK: "+I"}, {**common_row(10 + c, f"u{c}"), RK: "+U"}])
-    assert table.compact(full=False)  # universal: the small runs go to level 4, the deletes kept
+    assert table.maintenance.compact(full=False)  # universal: the small runs go to level 4, the deletes kept
     assert {f["level"] for f in java.files(warehouse, t)} == {4, 5}
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
-    assert table.compact(full=True)
+    assert table.maintenance.compact(full=True)
     assert {f["level"] for f in java.files(warehouse, t)} == {5}
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
@@ -570,7 +576,7 @@ def test_we_compact_java_reads_and_continues(java: JavaOracle, warehouse: str) -
     java.write(warehouse, t, java_rows, kinds=["+U", "+I"])
     _upsert(state, java_rows, ["+U", "+I"])
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
-    table.set_options({"write-only": "false"})  # Java refuses to compact a write-only table
+    table.update_schema().set_options({"write-only": "false"}).commit()  # Java refuses to compact a write-only table
     java.compact(warehouse, t)
     assert {f["level"] for f in java.files(warehouse, t)} == {5}
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
@@ -584,7 +590,7 @@ def test_we_compact_append_java_reads(java: JavaOracle, warehouse: str) -> None:
         batch = [common_row(c * 10 + i, f"a{c}") for i in range(5)]
         _write_ours(table, batch)
         rows.extend(batch)
-    assert table.compact()
+    assert table.maintenance.compact()
     assert {f["level"] for f in java.files(warehouse, t)} == {0}
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), rows)
 
@@ -631,7 +637,7 @@ def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any
     assert_agree(_ours(warehouse, t), by_java, state.values())
     assert_agree(ours_spark(spark, table_uri(warehouse, t)), by_java)
     table = Table.open(table_uri(warehouse, t))
-    plan = table.explain()
+    plan = table.scan().explain()
     assert plan["splits"]["raw_convertible"] == plan["splits"]["count"] == 2
     # Row-group skipping: Java writes one row group per small file, so rewrite each file (same rows, same
     # order, so the same positions) in row groups of 16 rows; then a filter skips groups and the positions
@@ -640,7 +646,7 @@ def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any
         path = f"{table.store.bucket_path(table.schema, (), e.bucket)}/{e.file.file_name}"
         pq.write_table(pq.read_table(path), path, row_group_size=16)
     pred = [Leaf("n", ">=", 1500)]
-    job = table.new_read(predicate=pred)
+    job = engine_read_job(table, predicate=pred)
     got = job.to_arrow()
     assert job.metrics.row_groups_skipped > 0
     assert canonical_rows(got) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
@@ -690,8 +696,8 @@ def test_we_compact_a_java_deletion_vector_table(java: JavaOracle, warehouse: st
     _upsert(state, rows, kinds)
     table = Table.open(table_uri(warehouse, t))
     with pytest.raises(CompactionError, match="only fully"):
-        table.compact()
-    result = table.compact(full=True)
+        table.maintenance.compact()
+    result = table.maintenance.compact(full=True)
     assert result and result.files_after >= 1
     files = java.files(warehouse, t)
     assert {f["level"] for f in files} == {5} and not any(f["deletion_file"] for f in files), files
@@ -742,7 +748,7 @@ def test_we_append_to_a_java_deletion_vector_table(java: JavaOracle, warehouse: 
     java.compact(warehouse, t)
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
     with pytest.raises(OptionError, match="does not overwrite them yet"):
-        table.write_arrow(pa.Table.from_pylist(rows, schema=table.arrow_schema), mode="overwrite")
+        table.write_arrow(pa.Table.from_pylist(rows, schema=table.schema.arrow_schema()), mode="overwrite")
 
 
 # =========================================================================== the harness itself

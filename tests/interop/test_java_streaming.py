@@ -33,7 +33,7 @@ def test_we_stream_java_commits_with_their_row_kinds(java: JavaOracle, warehouse
     )
     java.write(warehouse, "db.j", [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}])
     table = Catalog(warehouse).get_table("db.j")
-    job = StreamReadJob(table.store, {"path": table.path, "read.changelog": "true"})
+    job = StreamReadJob(table.store, {"path": table.store.table_path, "read.changelog": "true"})
     rows, pos = _changes(job, job.initial_offset())
     assert rows == [("+I", 1, "a"), ("+I", 2, "b")]
     java.write(warehouse, "db.j", [{"id": 1, "v": "a"}, {"id": 3, "v": "c"}], kinds=["-D", "+I"])
@@ -55,7 +55,7 @@ def test_java_reads_what_our_stream_sink_committed(java: JavaOracle, warehouse: 
     def run() -> None:
         q = (
             spark.readStream.format("paimon")
-            .load(src.path)
+            .load(src.store.table_path)
             .writeStream.format("paimon")
             .option("checkpointLocation", str(tmp_path / "ck"))
             .option("primary-key", "id")

@@ -119,16 +119,20 @@ class FakeTable:
 def assert_all_roots_intact(table: FakeTable) -> None:
     """Every snapshot, tag and changelog of every branch has all its files: manifest lists, manifests and
     data files (and reads back: folding its manifests must succeed)."""
-    store = FileStore(table.fileio, table.path)
-    for root in all_roots(table.fileio, table.path):
+    store = FileStore(table.store.fileio, table.store.table_path)
+    for root in all_roots(table.store.fileio, table.store.table_path):
         s = root.snapshot
         for name in (s.base_manifest_list, s.delta_manifest_list):
-            assert os.path.exists(f"{table.path}/manifest/{name}"), f"{root.describe()}: list {name} missing"
+            assert os.path.exists(f"{table.store.table_path}/manifest/{name}"), (
+                f"{root.describe()}: list {name} missing"
+            )
         metas = store.data_manifests(s)
         for m in metas:
-            assert os.path.exists(f"{table.path}/manifest/{m.file_name}"), f"{root.describe()}: {m.file_name}"
+            assert os.path.exists(f"{table.store.table_path}/manifest/{m.file_name}"), (
+                f"{root.describe()}: {m.file_name}"
+            )
         for e in store.live_entries(s):
-            path = f"{table.path}/dt={_dt_of(e.partition)}/bucket-{e.bucket}/{e.file.file_name}"
+            path = f"{table.store.table_path}/dt={_dt_of(e.partition)}/bucket-{e.bucket}/{e.file.file_name}"
             assert os.path.exists(path), f"{root.describe()}: data file {e.file.file_name} missing"
 
 
@@ -140,14 +144,18 @@ def _dt_of(partition: bytes) -> str:
 
 def data_files_on_disk(table: FakeTable) -> set[str]:
     out = set()
-    for dirpath, _, files in os.walk(table.path):
+    for dirpath, _, files in os.walk(table.store.table_path):
         if "/bucket-" in dirpath:
             out.update(f for f in files if f.startswith("data-"))
     return out
 
 
 def manifests_on_disk(table: FakeTable) -> set[str]:
-    return set(os.listdir(f"{table.path}/manifest")) if os.path.isdir(f"{table.path}/manifest") else set()
+    return (
+        set(os.listdir(f"{table.store.table_path}/manifest"))
+        if os.path.isdir(f"{table.store.table_path}/manifest")
+        else set()
+    )
 
 
 def age_all_files(table: FakeTable, seconds: float = 3 * 86400) -> None:
@@ -155,6 +163,6 @@ def age_all_files(table: FakeTable, seconds: float = 3 * 86400) -> None:
     import time
 
     past = time.time() - seconds
-    for dirpath, _, files in os.walk(table.path):
+    for dirpath, _, files in os.walk(table.store.table_path):
         for f in files:
             os.utime(f"{dirpath}/{f}", (past, past))

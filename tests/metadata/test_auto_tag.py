@@ -125,7 +125,7 @@ def test_snapshots_committed_without_the_hook_are_caught_up(tmp_path: Path, cloc
     table = FakeTable(tmp_path / "t")
     commit_at(table, clock, dt.datetime(2025, 8, 10, 10, 0))
     commit_at(table, clock, dt.datetime(2025, 8, 11, 0, 30))
-    SchemaManager(table.fileio, table.path).set_options(opts(automatic_creation="process-time"))
+    SchemaManager(table.store.fileio, table.store.table_path).set_options(opts(automatic_creation="process-time"))
     commit_at(table, clock, dt.datetime(2025, 8, 11, 5, 0))
     assert tagmap(table) == {"2025-08-09": 1, "2025-08-10": 2}
 
@@ -163,7 +163,7 @@ def test_auto_tags_go_to_the_committing_branch(tmp_path: Path, clock: Clock) -> 
 
 def test_watermark_mode(tmp_path: Path, clock: Clock) -> None:
     table = FakeTable(tmp_path / "t", options=opts(automatic_creation="watermark"))
-    c = FileStoreCommit(table.fileio, table.path)
+    c = FileStoreCommit(table.store.fileio, table.store.table_path)
     wm = int(dt.datetime(2025, 8, 10, 10, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
     _, meta = table.new_file()
     c.commit([CommitMessage(serialize_row(["a"], [STRING]), 0, -1, (meta,))], watermark=wm)
@@ -184,7 +184,9 @@ def test_invalid_options_fail_the_commit_before_writing(tmp_path: Path, clock: C
         with pytest.raises(OptionError):
             table.append()
         assert table.snapshots().list_ids() == []
-        assert not Path(f"{table.path}/manifest").exists() or not list(Path(f"{table.path}/manifest").iterdir())
+        assert not Path(f"{table.store.table_path}/manifest").exists() or not list(
+            Path(f"{table.store.table_path}/manifest").iterdir()
+        )
 
 
 def test_a_failing_auto_tag_does_not_fail_the_landed_commit(

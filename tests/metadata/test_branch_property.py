@@ -117,7 +117,7 @@ class BranchMachine(RuleBasedStateMachine):
         return f"{prefix}{self.counter}"
 
     def _bt(self, b: str):  # noqa: ANN202
-        return self.table if b == "main" else self.table.branch_table(b)
+        return self.table if b == "main" else self.table.on_branch(b)
 
     def _sources(self, b: str) -> dict[int, str]:
         """Snapshot ids a tag/branch can be made from: live snapshots, plus expired ones a tag preserved."""
@@ -183,7 +183,7 @@ class BranchMachine(RuleBasedStateMachine):
         sid = self._pick(list(sources), which)
         name = self._name("t")
         self._did(f"create_tag {b} {name} {sid} retained={retained}")
-        tag = self._bt(b).create_tag(name, sid, time_retained=1 if retained else None)
+        tag = self._bt(b).tags.create(name, snapshot_id=sid, time_retained=1 if retained else None)
         assert tag.snapshot.id == sid and tag.snapshot.uuid == sources[sid]
         self.branches[b].tags[name] = (sid, sources[sid], retained)
 
@@ -194,7 +194,7 @@ class BranchMachine(RuleBasedStateMachine):
         m = self.branches[b]
         name = self._pick(list(m.tags), which)
         self._did(f"delete_tag {b} {name} clean={clean}")
-        assert self._bt(b).delete_tag(name, clean_files=clean) == [name]
+        assert self._bt(b).tags.delete(name, clean_files=clean) is True
         del m.tags[name]
 
     @precondition(lambda self: self._with_tags())
@@ -204,11 +204,11 @@ class BranchMachine(RuleBasedStateMachine):
         m = self.branches[b]
         self._did(f"expire_tags {b} all={all_tags} clean={clean}")
         if all_tags:
-            expired = self._bt(b).expire_tags(now_millis() + DAY_MS, clean_files=clean)
+            expired = self._bt(b).tags.expire(older_than=now_millis() + DAY_MS, clean_files=clean)
             expected = set(m.tags)
         else:
             time.sleep(0.01)  # the retained tags (1 ms) are past their retention
-            expired = self._bt(b).expire_tags(clean_files=clean)
+            expired = self._bt(b).tags.expire(clean_files=clean)
             expected = {n for n, (_, _, r) in m.tags.items() if r}
         assert set(expired) == expected, (expired, expected)
         for n in expected:
@@ -229,7 +229,7 @@ class BranchMachine(RuleBasedStateMachine):
             if not m.tags:
                 return
             tag = self._pick(list(m.tags), which)
-            bt.create_branch(name, tag)
+            bt.branches.create(name, tag=tag)
             sid, uuid, retained = m.tags[tag]
             new.snaps[sid] = uuid
             new.tags[tag] = (sid, uuid, retained)
@@ -238,14 +238,14 @@ class BranchMachine(RuleBasedStateMachine):
             if not sources:
                 return
             sid = self._pick(list(sources), which)
-            bt.create_branch(name, snapshot_id=sid)
+            bt.branches.create(name, snapshot_id=sid)
             new.snaps[sid] = sources[sid]
         elif how == "latest":
-            bt.create_branch(name, from_latest=True)
+            bt.branches.create(name)
             if m.snaps:
                 new.snaps[m.latest()] = m.snaps[m.latest()]  # type: ignore[index]
         else:
-            bt.create_branch(name)
+            bt.branches.create(name, empty=True)
         self._did(f"create_branch {name} from {src} {how} -> {new}")
         self.branches[name] = new
 
@@ -255,7 +255,7 @@ class BranchMachine(RuleBasedStateMachine):
         others = [b for b in self.branches if b != "main"]
         b = self._pick(others, pick)
         self._did(f"drop_branch {b}")
-        assert self.table.drop_branch(b)
+        assert self.table.branches.drop(b)
         del self.branches[b]
 
     @precondition(lambda self: self._forwardable())
@@ -264,7 +264,7 @@ class BranchMachine(RuleBasedStateMachine):
         b = self._pick(self._forwardable(), pick)
         self._did(f"fast_forward {b} force={force}")
         try:
-            result = self.table.fast_forward(b, force=force)
+            result = self.table.branches.fast_forward(b, force=force)
         except BranchConflictError:
             assert not force
             self._did("  refused")
@@ -313,10 +313,10 @@ class BranchMachine(RuleBasedStateMachine):
                 # tag over): rolling back would give other rows than the tag's, so it is refused, changing nothing.
                 self._did(f"rollback {b} tag={tag} refused")
                 with pytest.raises(TagError, match="different commit"):
-                    self._bt(b).rollback_to(tag=tag)
+                    self._bt(b).maintenance.rollback_to(tag=tag)
                 return
             self._did(f"rollback {b} tag={tag}")
-            self._bt(b).rollback_to(tag=tag)
+            self._bt(b).maintenance.rollback_to(tag=tag)
             if sid not in m.snaps:
                 m.snaps[sid] = uuid  # the expired tagged snapshot is restored from the tag
         else:
@@ -324,7 +324,7 @@ class BranchMachine(RuleBasedStateMachine):
                 return
             sid = self._pick(list(m.snaps), which)
             self._did(f"rollback {b} snapshot={sid}")
-            self._bt(b).rollback_to(sid)
+            self._bt(b).maintenance.rollback_to(snapshot_id=sid)
         m.snaps = {k: v for k, v in m.snaps.items() if k <= sid}
         m.tags = {k: v for k, v in m.tags.items() if v[0] <= sid}
 
@@ -337,7 +337,7 @@ class BranchMachine(RuleBasedStateMachine):
         # old enough, so only retain_max forces snapshots out.
         older_than = 1 if past else now_millis() + DAY_MS
         self._did(f"expire_snapshots {b} retain_max={retain_max} past={past}")
-        result = self._bt(b).expire_snapshots(retain_max=retain_max, retain_min=1, older_than=older_than)
+        result = self._bt(b).maintenance.expire_snapshots(retain_max=retain_max, retain_min=1, older_than=older_than)
         latest = m.latest()
         keep_from = (latest - retain_max + 1 if past else latest) if latest is not None else 0
         expected = sorted(sid for sid in m.snaps if sid < keep_from)
@@ -348,26 +348,26 @@ class BranchMachine(RuleBasedStateMachine):
     @rule()
     def remove_orphans(self) -> None:
         self._did("remove_orphan_files")
-        self.table.remove_orphan_files(older_than=now_millis() + DAY_MS)
+        self.table.maintenance.remove_orphan_files(older_than=now_millis() + DAY_MS)
 
     # -- the property -------------------------------------------------------------------------------
     @invariant()
     def every_snapshot_and_tag_reads_its_rows(self) -> None:
-        assert sorted(i.name for i in self.table.list_branches()) == sorted(b for b in self.branches if b != "main")
+        assert sorted(i.name for i in self.table.branches.list()) == sorted(b for b in self.branches if b != "main")
         for b, m in self.branches.items():
             bt = self._bt(b)
             on_disk = {s.id: s.uuid for s in bt.snapshots()}
             assert on_disk == m.snaps, (b, on_disk, m.snaps, self.log)
-            tags = {t.name: (t.snapshot.id, t.snapshot.uuid) for t in bt.list_tags()}
+            tags = {t.name: (t.snapshot.id, t.snapshot.uuid) for t in bt.tags.list()}
             assert tags == {n: (sid, u) for n, (sid, u, _) in m.tags.items()}, (b, tags, m.tags, self.log)
             for sid, uuid in m.snaps.items():
-                got = arrow_rows(bt.to_arrow({"scan.snapshot-id": str(sid)}))
+                got = arrow_rows(bt.scan(read_options={"scan.snapshot-id": str(sid)}).to_arrow())
                 assert got == self.contents[uuid], (b, sid, got, self.contents[uuid], self.log)
             for name, (_, uuid, _) in m.tags.items():
-                got = arrow_rows(bt.to_arrow({"scan.tag-name": name}))
+                got = arrow_rows(bt.scan(read_options={"scan.tag-name": name}).to_arrow())
                 assert got == self.contents[uuid], (b, name, got, self.contents[uuid], self.log)
             latest = m.latest()
-            got = arrow_rows(bt.to_arrow())
+            got = arrow_rows(bt.scan().to_arrow())
             assert got == (self.contents[m.snaps[latest]] if latest is not None else ()), (b, got, self.log)
 
 

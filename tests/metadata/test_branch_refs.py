@@ -15,6 +15,7 @@ from pyspark_paimon.metadata.maintenance.expire import expire_branches, expire_s
 from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, branch_path
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 HOUR_MS = 3600 * 1000
@@ -26,14 +27,14 @@ def table(tmp_path: Path) -> FakeTable:
 
 
 def api(table: FakeTable) -> Table:
-    return Table(table.fileio, table.path)
+    return Table(FileStore(table.store.fileio, table.store.table_path))
 
 
 def set_time(table: FakeTable, sid: int, millis: int, branch: str = "main") -> Snapshot:
     """Give snapshot ``sid`` a known commit time (commits in a test land within the same millisecond)."""
     snaps = table.snapshots(branch)
     snap = snaps.snapshot(sid).with_changes(time_millis=millis)
-    table.fileio.write_bytes(snaps.snapshot_path(sid), snap.to_json().encode())
+    table.store.fileio.write_bytes(snaps.snapshot_path(sid), snap.to_json().encode())
     return snap
 
 
@@ -57,72 +58,76 @@ def test_tags_and_branches_as_of_an_instant_follow_the_chosen_rule(timed: FakeTa
     t, base = api(timed), t0(timed)
     between = base + HOUR_MS + 1  # after snapshot 2, before snapshot 3
     # Tags default to Paimon's create_tag_from_timestamp (first at or after); branches to the state at T.
-    assert t.create_tag("after", from_timestamp=between).snapshot_id == 3
-    assert t.create_tag("before", from_timestamp=between, timestamp_rule=AT_OR_BEFORE).snapshot_id == 2
-    assert t.create_branch("b_before", from_timestamp=between).source_snapshot_id == 2
-    assert t.create_branch("b_after", from_timestamp=between, timestamp_rule=AT_OR_AFTER).source_snapshot_id == 3
+    assert t.tags.create("after", timestamp=between).snapshot_id == 3
+    assert t.tags.create("before", timestamp=between, timestamp_rule=AT_OR_BEFORE).snapshot_id == 2
+    assert t.branches.create("b_before", timestamp=between).source_snapshot_id == 2
+    assert t.branches.create("b_after", timestamp=between, timestamp_rule=AT_OR_AFTER).source_snapshot_id == 3
     # An exact commit time selects that snapshot under both rules.
     exact = base + HOUR_MS
-    assert t.create_tag("x1", from_timestamp=exact).snapshot_id == 2
-    assert t.create_tag("x2", from_timestamp=exact, timestamp_rule=AT_OR_BEFORE).snapshot_id == 2
+    assert t.tags.create("x1", timestamp=exact).snapshot_id == 2
+    assert t.tags.create("x2", timestamp=exact, timestamp_rule=AT_OR_BEFORE).snapshot_id == 2
     # A datetime works too (naive = local time), and the branch reads what the snapshot holds.
-    b = t.create_branch("b_dt", from_timestamp=dt.datetime.fromtimestamp(between / 1000))
+    b = t.branches.create("b_dt", timestamp=dt.datetime.fromtimestamp(between / 1000))
     assert b.source_snapshot_id == 2
-    assert t.branch_table("b_dt").latest_snapshot().total_record_count == 2  # type: ignore[union-attr]
+    assert t.on_branch("b_dt").latest_snapshot().total_record_count == 2  # type: ignore[union-attr]
 
 
 def test_as_of_rules_see_snapshots_only_tags_preserved_and_refuse_empty_ranges(timed: FakeTable) -> None:
     t, base = api(timed), t0(timed)
-    t.create_tag("keep1", snapshot_id=1)
+    t.tags.create("keep1", snapshot_id=1)
     expire_snapshots(timed.fileio, timed.path, "main", retain_min=1, older_than=base + 10 * HOUR_MS)
     assert timed.snapshots().list_ids() == [3]
     # Snapshot 1 expired but tag keep1 preserved it: the state at T is still known.
-    assert t.create_branch("old", from_timestamp=base + 1).source_snapshot_id == 1
+    assert t.branches.create("old", timestamp=base + 1).source_snapshot_id == 1
     with pytest.raises(SnapshotNotFoundError, match="at or before"):
-        t.create_branch("too_early", from_timestamp=base - 1)
+        t.branches.create("too_early", timestamp=base - 1)
     with pytest.raises(SnapshotNotFoundError, match="at or after"):
-        t.create_tag("too_late", from_timestamp=base + 5 * HOUR_MS)
+        t.tags.create("too_late", timestamp=base + 5 * HOUR_MS)
     with pytest.raises(OptionError, match="timestamp_rule must be one of"):
-        t.create_tag("bad", from_timestamp=base, timestamp_rule="nearest")
+        t.tags.create("bad", timestamp=base, timestamp_rule="nearest")
     with pytest.raises(OptionError, match="timestamp_rule must be one of"):
-        t.create_branch("bad", from_timestamp=base, timestamp_rule="latest")
+        t.branches.create("bad", timestamp=base, timestamp_rule="latest")
 
 
 # ------------------------------------------------------------------------------------------ retention
 def test_branch_retention_is_stored_with_the_lineage(table: FakeTable) -> None:
     table.append()
-    info = api(table).create_branch("tmp", snapshot_id=1, time_retained="2 h")
+    info = api(table).branches.create("tmp", snapshot_id=1, time_retained="2 h")
     assert info.time_retained_millis == 2 * HOUR_MS
     assert info.expire_time_millis == info.create_time_millis + 2 * HOUR_MS
-    lineage = json.loads(Path(branch_path(table.path, "tmp"), LINEAGE_FILE).read_text())
+    lineage = json.loads(Path(branch_path(table.store.table_path, "tmp"), LINEAGE_FILE).read_text())
     assert lineage["timeRetainedMillis"] == 2 * HOUR_MS
-    assert api(table).create_branch("forever", snapshot_id=1).expire_time_millis is None
+    assert api(table).branches.create("forever", snapshot_id=1).expire_time_millis is None
 
 
 def test_expire_branches_drops_expired_branches_and_only_files_nothing_else_reaches(table: FakeTable) -> None:
     _, f1 = table.append()
     t = api(table)
-    info = t.create_branch("tmp", snapshot_id=1, time_retained="1 h")
-    t.create_branch("kept", snapshot_id=1, time_retained="1 d")
-    t.create_branch("no_retention", snapshot_id=1)
+    info = t.branches.create("tmp", snapshot_id=1, time_retained="1 h")
+    t.branches.create("kept", snapshot_id=1, time_retained="1 d")
+    t.branches.create("no_retention", snapshot_id=1)
     _, fb = table.append(branch="tmp")
     table.commit([table.new_file("a")], overwrite=True)  # main no longer reads f1
     table.append()
-    expire_snapshots(table.fileio, table.path, "main", retain_min=1, older_than=dt.datetime.now() + dt.timedelta(1))
+    expire_snapshots(
+        table.store.fileio, table.store.table_path, "main", retain_min=1, older_than=dt.datetime.now() + dt.timedelta(1)
+    )
     now = info.create_time_millis + 2 * HOUR_MS
-    assert expire_branches(table.fileio, table.path, now=info.create_time_millis).expired_branches == []
-    dry = expire_branches(table.fileio, table.path, now=now, dry_run=True)
+    assert (
+        expire_branches(table.store.fileio, table.store.table_path, now=info.create_time_millis).expired_branches == []
+    )
+    dry = expire_branches(table.store.fileio, table.store.table_path, now=now, dry_run=True)
     assert dry.expired_branches == ["tmp"] and {Path(p).name for p in dry.deleted_data_files} == set(fb)
     assert set(fb) <= data_files_on_disk(table)
-    result = expire_branches(table.fileio, table.path, now=now)
+    result = expire_branches(table.store.fileio, table.store.table_path, now=now)
     assert result.expired_branches == ["tmp"]
     # fb was only on tmp; f1 is still read by branches 'kept' and 'no_retention'.
     assert {Path(p).name for p in result.deleted_data_files} == set(fb)
     assert set(f1) <= data_files_on_disk(table)
-    assert [b.name for b in t.list_branches()] == ["kept", "no_retention"]
+    assert [b.name for b in t.branches.list()] == ["kept", "no_retention"]
     assert_all_roots_intact(table)
     # older_than drops every branch created before it, retention or not; then f1 has no reader left.
-    result = t.expire_branches(older_than=dt.datetime.now() + dt.timedelta(minutes=1))
+    result = t.branches.expire(older_than=dt.datetime.now() + dt.timedelta(minutes=1))
     assert result.expired_branches == ["kept", "no_retention"]
     assert not set(f1) & data_files_on_disk(table)
     assert_all_roots_intact(table)
@@ -131,12 +136,12 @@ def test_expire_branches_drops_expired_branches_and_only_files_nothing_else_reac
 def test_expire_branches_keeps_a_branch_another_branch_reads_from(table: FakeTable) -> None:
     table.append()
     t = api(table)
-    info = t.create_branch("fb", snapshot_id=1, time_retained="1 h")
-    t.set_options({"scan.fallback-branch": "fb"})
-    result = expire_branches(table.fileio, table.path, now=info.create_time_millis + 2 * HOUR_MS)
+    info = t.branches.create("fb", snapshot_id=1, time_retained="1 h")
+    t.update_schema().set_options({"scan.fallback-branch": "fb"}).commit()
+    result = expire_branches(table.store.fileio, table.store.table_path, now=info.create_time_millis + 2 * HOUR_MS)
     assert result.expired_branches == []
     assert "scan.fallback-branch" in result.kept["fb"]
-    assert [b.name for b in t.list_branches()] == ["fb"]
+    assert [b.name for b in t.branches.list()] == ["fb"]
 
 
 def test_a_branch_made_from_an_expired_branch_keeps_its_lineage(table: FakeTable) -> None:
@@ -146,55 +151,55 @@ def test_a_branch_made_from_an_expired_branch_keeps_its_lineage(table: FakeTable
     it is dropped, c's ancestry would stop at b's snapshot 3 and that fast-forward would be refused."""
     table.append()
     t = api(table)
-    info = t.create_branch("b", snapshot_id=1, time_retained="1 h")
+    info = t.branches.create("b", snapshot_id=1, time_retained="1 h")
     table.append(branch="b")
     table.append(branch="b")
-    t.branch_table("b").create_branch("c", snapshot_id=3)
+    t.on_branch("b").branches.create("c", snapshot_id=3)
     table.append()  # main's own snapshot 2
     with pytest.raises(BranchConflictError, match=r"snapshot 2 \(APPEND"):
-        t.fast_forward("c")
-    result = expire_branches(table.fileio, table.path, now=info.create_time_millis + 2 * HOUR_MS)
+        t.branches.fast_forward("c")
+    result = expire_branches(table.store.fileio, table.store.table_path, now=info.create_time_millis + 2 * HOUR_MS)
     assert result.expired_branches == ["b"] and result.relinked_branches == ["c"]
-    via = BranchManager(table.fileio, table.path).lineage("c").via  # type: ignore[union-attr]
+    via = BranchManager(table.store.fileio, table.store.table_path).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     # $branches still reports where c came from.
-    assert [(r["branch_name"], r["created_from_snapshot"]) for r in t.inspect("branches").to_pylist()] == [("c", 3)]
+    assert [(r["branch_name"], r["created_from_snapshot"]) for r in t.inspect.branches().to_pylist()] == [("c", 3)]
     with pytest.raises(BranchConflictError, match=r"snapshot 2 \(APPEND"):
-        t.fast_forward("c")
+        t.branches.fast_forward("c")
     assert_all_roots_intact(table)
     # With main's own commit rolled back, c's history contains everything main has: the fast-forward works.
-    t.rollback_to(1)
-    assert t.fast_forward("c").latest_id == 3
+    t.maintenance.rollback_to(snapshot_id=1)
+    assert t.branches.fast_forward("c").latest_id == 3
 
 
 def test_dropping_a_branch_by_hand_keeps_its_childrens_lineage_too(table: FakeTable) -> None:
     table.append()
     t = api(table)
-    t.create_branch("b", snapshot_id=1)
+    t.branches.create("b", snapshot_id=1)
     table.append(branch="b")
-    t.branch_table("b").create_branch("c", snapshot_id=2)
-    t.drop_branch("b")
-    via = BranchManager(table.fileio, table.path).lineage("c").via  # type: ignore[union-attr]
+    t.on_branch("b").branches.create("c", snapshot_id=2)
+    t.branches.drop("b")
+    via = BranchManager(table.store.fileio, table.store.table_path).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     assert [h[1] for h in via.history] == [1]  # b's copy of main's snapshot 1
-    assert t.fast_forward("c").latest_id == 2
+    assert t.branches.fast_forward("c").latest_id == 2
 
 
 def test_lineage_survives_dropping_a_chain_of_ancestors_parents_first(table: FakeTable) -> None:
     """main s1 -> a (a2) -> b (b3) -> c (c4); a and b expire in one call: c still descends from main's s1."""
     table.append()
     t = api(table)
-    t.create_branch("a", snapshot_id=1)
+    t.branches.create("a", snapshot_id=1)
     table.append(branch="a")
-    t.branch_table("a").create_branch("b", snapshot_id=2)
+    t.on_branch("a").branches.create("b", snapshot_id=2)
     table.append(branch="b")
-    t.branch_table("b").create_branch("c", snapshot_id=3)
+    t.on_branch("b").branches.create("c", snapshot_id=3)
     table.append(branch="c")
-    created = BranchManager(table.fileio, table.path).info("c").create_time_millis
-    result = expire_branches(table.fileio, table.path, older_than=created)  # a and b, not c
+    created = BranchManager(table.store.fileio, table.store.table_path).info("c").create_time_millis
+    result = expire_branches(table.store.fileio, table.store.table_path, older_than=created)  # a and b, not c
     assert result.expired_branches == ["a", "b"] and result.relinked_branches == ["c"]
-    via = BranchManager(table.fileio, table.path).lineage("c").via  # type: ignore[union-attr]
+    via = BranchManager(table.store.fileio, table.store.table_path).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and (via.source_branch, via.source_snapshot_id) == ("main", 1)
     assert sorted(h[1] for h in via.history) == [1, 2]  # main s1 (a copied it), a2 (b copied it)
-    assert t.fast_forward("c").latest_id == 4  # without the inherited history: "main was rolled back"
+    assert t.branches.fast_forward("c").latest_id == 4  # without the inherited history: "main was rolled back"
     assert_all_roots_intact(table)

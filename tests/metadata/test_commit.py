@@ -173,7 +173,7 @@ def test_append_snapshots_and_manifest_lists(t: T) -> None:
     for i, batch in enumerate(batches, start=1):
         snap = c.commit(batch)
         assert snap is not None and snap.id == i
-        assert t.fileio.read_text(f"{t.path}/snapshot/LATEST") == str(i)
+        assert t.store.fileio.read_text(f"{t.store.table_path}/snapshot/LATEST") == str(i)
         on_disk = t.store.snapshots.snapshot(i)
         assert on_disk == snap, "the returned snapshot is the one written"
         assert (snap.commit_kind, snap.commit_identifier, snap.schema_id, snap.version) == (
@@ -189,8 +189,8 @@ def test_append_snapshots_and_manifest_lists(t: T) -> None:
         store = t.store
         base = store.manifests.read_list(snap.base_manifest_list)
         delta_metas = store.manifests.read_list(snap.delta_manifest_list)
-        assert snap.base_manifest_list_size == t.fileio.size(store.manifests.path(snap.base_manifest_list))
-        assert snap.delta_manifest_list_size == t.fileio.size(store.manifests.path(snap.delta_manifest_list))
+        assert snap.base_manifest_list_size == t.store.fileio.size(store.manifests.path(snap.base_manifest_list))
+        assert snap.delta_manifest_list_size == t.store.fileio.size(store.manifests.path(snap.delta_manifest_list))
         if previous is None:
             assert base == [], "the first snapshot's base list is empty"
         else:
@@ -204,7 +204,7 @@ def test_append_snapshots_and_manifest_lists(t: T) -> None:
         assert all(e.kind == KIND_ADD and e.total_buckets == 2 for e in delta)
         meta = delta_metas[0]
         assert (meta.num_added_files, meta.num_deleted_files) == (len(delta), 0)
-        assert meta.file_size == t.fileio.size(store.manifests.path(meta.file_name))
+        assert meta.file_size == t.store.fileio.size(store.manifests.path(meta.file_name))
         parts = sorted(t.values(e.partition) for e in delta)
         assert t.values(meta.partition_stats.min_values) == parts[0]
         assert t.values(meta.partition_stats.max_values) == parts[-1]
@@ -247,7 +247,7 @@ def test_commit_user_identifier_properties_watermark(t: T) -> None:
     assert s2.properties is None and s2.commit_user != "job-1"
     s3 = c.commit([msg(t.part("a"), new_file())], watermark=300)
     assert s3.watermark == 300
-    raw = json.loads(t.fileio.read_text(f"{t.path}/snapshot/snapshot-1"))
+    raw = json.loads(t.store.fileio.read_text(f"{t.store.table_path}/snapshot/snapshot-1"))
     assert raw["properties"] == {"k": "v"} and raw["commitIdentifier"] == 7
 
 
@@ -266,7 +266,7 @@ def test_index_manifest_and_statistics_carried_forward(t: T) -> None:
     assert t.store.snapshots.try_commit(s2)
     s3 = c.commit([msg(t.part("a"), new_file())])
     assert (s3.index_manifest, s3.statistics) == ("index-manifest-x-0", "stat-x")
-    SchemaManager(t.fileio, t.path).add_column("extra", AtomicType("INT"))
+    SchemaManager(t.store.fileio, t.store.table_path).add_column("extra", AtomicType("INT"))
     s4 = t.committer().commit([msg(t.part("a"), new_file())])
     assert s4.schema_id == 1, "snapshot schemaId is the latest schema"
     assert s4.index_manifest == "index-manifest-x-0" and s4.statistics is None, "stats are per schema"
@@ -387,7 +387,7 @@ def test_overwrite_deletes_are_recomputed_after_losing_a_race(tmp_path: Path) ->
 
     fio = HookedFileIO(concurrent_append)
     mine = new_file(1)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit(
+    snap = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(
         [msg(t.part("a"), mine)], overwrite=OverwriteSpec("dynamic")
     )
     assert fio.creates == 2, "first attempt lost snapshot-2, the retry made snapshot-3"
@@ -562,14 +562,14 @@ def test_unknown_outcome_keeps_files(t: T) -> None:
 
     fio = HookedFileIO(snapshot_create=explode)
     with pytest.raises(CommitStateUnknownError, match="snapshot-2.*may or may not have landed"):
-        FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
+        FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
     orphans = t.manifest_dir_files() - t.referenced_manifest_files()
     assert len(orphans) == 3, "delta manifest and both lists are kept: the snapshot might reference them"
 
 
 def test_gives_up_after_max_retries(t: T) -> None:
     fio = HookedFileIO(snapshot_create=lambda path: False)  # someone else always wins
-    committer = FileStoreCommit(fio, t.path, options={**FAST_RETRY, "commit.max-retries": "3"})
+    committer = FileStoreCommit(fio, t.store.table_path, options={**FAST_RETRY, "commit.max-retries": "3"})
     with pytest.raises(CommitConflictError, match="after 4 attempts.*commit.max-retries"):
         committer.commit([msg(t.part("a"), new_file())])
     assert fio.creates == 4
@@ -611,7 +611,7 @@ def test_retry_finds_own_commit_and_returns_it(t: T) -> None:
         landed.append(t.committer().commit(messages, commit_user="job-42"))
 
     fio = HookedFileIO(same_commit_lands_first)
-    result = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit(messages, commit_user="job-42")
+    result = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(messages, commit_user="job-42")
     assert landed[0].id == 2
     assert result == landed[0], "returned the existing snapshot instead of committing the files twice"
     assert t.store.snapshots.latest_id() == 2 and fio.creates == 1
@@ -624,7 +624,9 @@ def test_retry_does_not_mistake_other_commits_for_ours(t: T) -> None:
 
     fio = HookedFileIO(other_job)
     mine = new_file(2)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="job-me")
+    snap = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(
+        [msg(t.part("a"), mine)], commit_user="job-me"
+    )
     assert snap.id == 2 and snap.commit_user == "job-me" and mine.file_name in t.live()
     assert len(t.live()) == 2
 
@@ -635,7 +637,9 @@ def test_retry_after_same_user_different_kind_commits_again(t: T) -> None:
 
     fio = HookedFileIO(same_user_overwrite)
     mine = new_file(2)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="u")
+    snap = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(
+        [msg(t.part("a"), mine)], commit_user="u"
+    )
     assert snap.id == 2 and snap.commit_kind == "APPEND" and mine.file_name in t.live()
 
 
@@ -683,7 +687,7 @@ def test_concurrent_committers_processes(t: T) -> None:
     n = 6
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     barrier, out = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_commit_in_process, args=(t.path, i, barrier, out)) for i in range(n)]
+    procs = [ctx.Process(target=_commit_in_process, args=(t.store.table_path, i, barrier, out)) for i in range(n)]
     for p in procs:
         p.start()
     got = dict(out.get(timeout=60) for _ in range(n))

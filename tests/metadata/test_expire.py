@@ -30,6 +30,7 @@ from pyspark_paimon.metadata.maintenance.reachability import used_files
 from pyspark_paimon.metadata.refs.rollback import rollback_to
 from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.snapshots.snapshot import branch_path
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 FUTURE = dt.datetime.now() + dt.timedelta(days=365)
@@ -43,7 +44,7 @@ def table(tmp_path: Path) -> FakeTable:
 def expire(table: FakeTable, branch: str = "main", **kw: object):  # noqa: ANN201
     kw.setdefault("older_than", FUTURE)
     kw.setdefault("retain_min", 1)
-    return expire_snapshots(table.fileio, table.path, branch, **kw)  # type: ignore[arg-type]
+    return expire_snapshots(table.store.fileio, table.store.table_path, branch, **kw)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------------ basics
@@ -89,7 +90,10 @@ def _commit_spaced(table: FakeTable, n: int) -> list:
 def test_retention_options_and_java_bounds(table: FakeTable) -> None:
     snaps = _commit_spaced(table, 8)
     # Defaults: 10 retained at least, 1 h time retention: nothing expires.
-    assert Table(table.fileio, table.path).expire_snapshots().expired_snapshots == []
+    assert (
+        Table(FileStore(table.store.fileio, table.store.table_path)).maintenance.expire_snapshots().expired_snapshots
+        == []
+    )
     # A snapshot expires only if its *successor* is older than older_than.
     assert expire(table, older_than=snaps[2].time_millis).expired_snapshots == [1]
     # retain_max forces expiration regardless of time; max_deletes caps one run.
@@ -111,16 +115,16 @@ def test_table_options_drive_defaults(tmp_path: Path) -> None:
         options={"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms", "snapshot.expire.limit": "3"},
     )
     _commit_spaced(table, 7)
-    t = Table(table.fileio, table.path)
-    assert t.expire_snapshots().expired_snapshots == [1, 2, 3]  # limit 3 per run
-    assert t.expire_snapshots().expired_snapshots == [4, 5]  # min 2 retained
+    t = Table(FileStore(table.store.fileio, table.store.table_path))
+    assert t.maintenance.expire_snapshots().expired_snapshots == [1, 2, 3]  # limit 3 per run
+    assert t.maintenance.expire_snapshots().expired_snapshots == [4, 5]  # min 2 retained
     assert table.snapshots().list_ids() == [6, 7]
 
 
 def test_consumers_protect_their_next_snapshot(table: FakeTable) -> None:
     _commit_spaced(table, 5)
-    os.makedirs(f"{table.path}/consumer")
-    Path(f"{table.path}/consumer/consumer-job1").write_text(json.dumps({"nextSnapshot": 3}))
+    os.makedirs(f"{table.store.table_path}/consumer")
+    Path(f"{table.store.table_path}/consumer/consumer-job1").write_text(json.dumps({"nextSnapshot": 3}))
     assert expire(table).expired_snapshots == [1, 2]
 
 
@@ -144,7 +148,7 @@ def test_expire_with_compacted_manifests(table: FakeTable) -> None:
         table.commit([f], options=opts)
     table.commit([table.new_file("a")], overwrite=True, options=opts)
     table.append()
-    Table(table.fileio, table.path).create_tag("mid", snapshot_id=4)
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.create("mid", snapshot_id=4)
     expire(table)
     assert_all_roots_intact(table)
     assert set(names[:4]) <= data_files_on_disk(table)  # tag 'mid' still reads them
@@ -156,12 +160,12 @@ def test_a_branch_from_deleted_tag_survives_expiration_on_main(table: FakeTable)
     """apache/paimon#6272: branch created from tag T, T deleted, main expires: the branch must stay readable."""
     _, f1 = table.append()
     _, f2 = table.append()
-    main = Table(table.fileio, table.path)
-    main.create_tag("T")
+    main = Table(FileStore(table.store.fileio, table.store.table_path))
+    main.tags.create("T")
     table.branch_from_tag("b", "T")
     table.commit([table.new_file("a")], overwrite=True)
     table.append()
-    main.delete_tag("T")
+    main.tags.delete("T")
     result = expire(table)
     assert result.expired_snapshots == [1, 2, 3]
     assert set(f1) | set(f2) <= data_files_on_disk(table)
@@ -177,11 +181,11 @@ def test_a_branch_from_deleted_tag_survives_expiration_on_main(table: FakeTable)
 def test_branch_tags_protect_files_from_expiration_on_branch_and_main(table: FakeTable) -> None:
     """apache/paimon#9867: a branch's own tags must protect files, whichever branch expires."""
     _, f1 = table.append()
-    Table(table.fileio, table.path).create_tag("T")
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.create("T")
     table.branch_from_tag("b", "T")
     _, g1 = table.append(branch="b")
-    b = Table(table.fileio, table.path, branch="b")
-    b.create_tag("bt")
+    b = Table(FileStore(table.store.fileio, table.store.table_path, "b"))
+    b.tags.create("bt")
     table.commit([table.new_file("a")], overwrite=True, branch="b")
     table.append(branch="b")
     # Expire on the branch: its snapshots 1.. expire, tag 'bt' keeps f1 and g1.
@@ -190,37 +194,37 @@ def test_branch_tags_protect_files_from_expiration_on_branch_and_main(table: Fak
     # Expire on main after main moved on and lost its tag: 'bt' (on the branch) still protects f1.
     table.commit([table.new_file("a")], overwrite=True)
     table.append()
-    Table(table.fileio, table.path).delete_tag("T")
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.delete("T")
     expire(table)
     assert set(f1) | set(g1) <= data_files_on_disk(table)
     assert_all_roots_intact(table)
     assert table.live_names(table.tags("b").get("bt")) == set(f1) | set(g1)
     # The branch also holds its own copy of tag T (create_branch copies it): that one still protects f1.
-    b.delete_tag("bt", clean_files=True)
+    b.tags.delete("bt", clean_files=True)
     assert not set(g1) & data_files_on_disk(table)
     assert set(f1) <= data_files_on_disk(table)
-    b.delete_tag("T", clean_files=True)
+    b.tags.delete("T", clean_files=True)
     assert not set(f1) & data_files_on_disk(table)
     assert_all_roots_intact(table)
 
 
 def test_a_tag_keeps_files_alive_after_its_snapshot_expires(table: FakeTable) -> None:
     s1, f1 = table.append()
-    t = Table(table.fileio, table.path)
-    t.create_tag("v1", snapshot_id=1)
+    t = Table(FileStore(table.store.fileio, table.store.table_path))
+    t.tags.create("v1", snapshot_id=1)
     table.commit([table.new_file("a")], overwrite=True)
     table.append()
     assert expire(table).expired_snapshots == [1, 2]
     assert set(f1) <= data_files_on_disk(table)
-    assert table.live_names(t.list_tags()[0].snapshot) == set(f1)
+    assert table.live_names(t.tags.list()[0].snapshot) == set(f1)
     assert_all_roots_intact(table)
     # Deleting the tag file alone keeps the data (orphan); clean_files deletes what only the tag used.
-    t.delete_tag("v1", clean_files=False)
+    t.tags.delete("v1", clean_files=False)
     assert set(f1) <= data_files_on_disk(table)
-    t.create_tag("v1b", snapshot_id=3)
+    t.tags.create("v1b", snapshot_id=3)
     table.branch_from_tag("x", "v1b")  # a branch that does not use f1 must not protect it
-    TagManager(table.fileio, table.path).create("v1", s1)
-    result = delete_tags(table.fileio, table.path, "main", ["v1"], clean_files=True)
+    TagManager(table.store.fileio, table.store.table_path).create("v1", s1)
+    result = delete_tags(table.store.fileio, table.store.table_path, "main", ["v1"], clean_files=True)
     assert {Path(p).name for p in result.deleted_data_files} == set(f1)
     assert result.deleted_manifests
     assert_all_roots_intact(table)
@@ -231,18 +235,18 @@ def test_delete_tag_cleans_unreachable_files_by_default_as_java_does(table: Fake
     branch made from that tag still reads."""
     _, f1 = table.append()
     _, f2 = table.append(dt="b")
-    t = Table(table.fileio, table.path)
-    t.create_tag("v1", snapshot_id=1)
-    t.create_tag("v2", snapshot_id=2)
-    t.create_tag("v1_for_branch", snapshot_id=1)
+    t = Table(FileStore(table.store.fileio, table.store.table_path))
+    t.tags.create("v1", snapshot_id=1)
+    t.tags.create("v2", snapshot_id=2)
+    t.tags.create("v1_for_branch", snapshot_id=1)
     table.branch_from_tag("keeps_f1", "v1_for_branch")
-    t.delete_tag("v1_for_branch")  # the branch still has snapshot 1
+    t.tags.delete("v1_for_branch")  # the branch still has snapshot 1
     table.commit([table.new_file("a")], overwrite=True)
     table.append()
     expire(table)
-    assert t.delete_tag("v1") == ["v1"]
+    assert t.tags.delete("v1") is True
     assert set(f1) <= data_files_on_disk(table)  # the branch still reads f1
-    assert t.delete_tag("v2") == ["v2"]
+    assert t.tags.delete("v2") is True
     assert not set(f2) & data_files_on_disk(table)  # only v2 kept f2 alive
     assert set(f1) <= data_files_on_disk(table)
     assert_all_roots_intact(table)
@@ -250,11 +254,13 @@ def test_delete_tag_cleans_unreachable_files_by_default_as_java_does(table: Fake
 
 def test_expire_tags_with_clean_files(table: FakeTable) -> None:
     _, f1 = table.append()
-    Table(table.fileio, table.path).create_tag("short", time_retained="1 h")
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.create("short", time_retained="1 h")
     table.commit([table.new_file("a")], overwrite=True)
     expire(table)
     assert set(f1) <= data_files_on_disk(table)
-    res = expire_tags(table.fileio, table.path, now=dt.datetime.now() + dt.timedelta(hours=2), clean_files=True)
+    res = expire_tags(
+        table.store.fileio, table.store.table_path, now=dt.datetime.now() + dt.timedelta(hours=2), clean_files=True
+    )
     assert res.expired_tags == ["short"]
     assert not set(f1) & data_files_on_disk(table)
     assert_all_roots_intact(table)
@@ -271,11 +277,11 @@ def test_a_root_appearing_during_expiration_is_honoured(table: FakeTable, monkey
     def racing_all_roots(fileio, table_path):  # noqa: ANN001, ANN202
         roots = real(fileio, table_path)
         if not calls:  # right after the plan is made, someone creates a branch holding snapshot 1
-            d = branch_path(table.path, "late")
+            d = branch_path(table.store.table_path, "late")
             os.makedirs(f"{d}/snapshot")
             os.makedirs(f"{d}/schema")
             Path(f"{d}/snapshot/snapshot-1").write_text(s1.to_json())
-            Path(f"{d}/schema/schema-0").write_text(Path(f"{table.path}/schema/schema-0").read_text())
+            Path(f"{d}/schema/schema-0").write_text(Path(f"{table.store.table_path}/schema/schema-0").read_text())
         calls.append(1)
         return roots
 
@@ -289,28 +295,28 @@ def test_a_root_appearing_during_expiration_is_honoured(table: FakeTable, monkey
 
 def test_unreadable_root_blocks_deletion(table: FakeTable) -> None:
     table.append()
-    Table(table.fileio, table.path).create_tag("broken")
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.create("broken")
     table.commit([table.new_file("a")], overwrite=True)
     table.append()
     table.append()
     expire(table, retain_min=3)  # snapshot 1 goes; only the tag still names its lists
-    tag = TagManager(table.fileio, table.path).get("broken")
-    os.remove(f"{table.path}/manifest/{tag.delta_manifest_list}")
+    tag = TagManager(table.store.fileio, table.store.table_path).get("broken")
+    os.remove(f"{table.store.table_path}/manifest/{tag.delta_manifest_list}")
     files = data_files_on_disk(table)
     with pytest.raises(CorruptMetadataError, match="tag 'broken'"):
         expire(table)
     assert data_files_on_disk(table) == files  # nothing deleted
     with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
-        remove_orphan_files(table.fileio, table.path, older_than=FUTURE)
+        remove_orphan_files(table.store.fileio, table.store.table_path, older_than=FUTURE)
 
 
 # ------------------------------------------------------------------------------------------ corrupt metadata
 def all_files(table: FakeTable) -> dict[str, bytes]:
     """Every file under the table, with its content."""
     out = {}
-    for path in Path(table.path).rglob("*"):
+    for path in Path(table.store.table_path).rglob("*"):
         if path.is_file():
-            out[str(path.relative_to(table.path))] = path.read_bytes()
+            out[str(path.relative_to(table.store.table_path))] = path.read_bytes()
     return out
 
 
@@ -329,12 +335,14 @@ def history(table: FakeTable) -> FakeTable:
     table.append()
     table.commit([table.new_file("a")], overwrite=True)
     table.append(dt="b")
-    main = Table(table.fileio, table.path)
-    main.create_tag("keep")
+    main = Table(FileStore(table.store.fileio, table.store.table_path))
+    main.tags.create("keep")
     table.branch_from_tag("b", "keep")
-    Table(table.fileio, table.path, branch="b").create_tag("bt")
+    Table(FileStore(table.store.fileio, table.store.table_path, "b")).tags.create("bt")
     table.new_file("a")  # an orphan (a failed write)
-    Path(f"{table.path}/snapshot/.snapshot-9.0b6f3a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b.tmp").write_bytes(b"partial")
+    Path(f"{table.store.table_path}/snapshot/.snapshot-9.0b6f3a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b.tmp").write_bytes(
+        b"partial"
+    )
     age_all_files(table)
     return table
 
@@ -457,34 +465,34 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
             sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
             counter += 1
             name = f"t{counter}"
-            Table(table.fileio, table.path, branch=b).create_tag(name, snapshot_id=sid)
+            Table(FileStore(table.store.fileio, table.store.table_path, b)).tags.create(name, snapshot_id=sid)
             model.tags[b][name] = (sid, model.snaps[b][sid])
         elif op in ("untag", "untag_clean") and model.tags[b]:
             name = sorted(model.tags[b])[pick % len(model.tags[b])]
-            delete_tags(table.fileio, table.path, b, [name], clean_files=op == "untag_clean")
+            delete_tags(table.store.fileio, table.store.table_path, b, [name], clean_files=op == "untag_clean")
             del model.tags[b][name]
         elif op == "rollback" and latest is not None:
             sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
-            rollback_to(table.fileio, table.path, b, snapshot_id=sid)
+            rollback_to(table.store.fileio, table.store.table_path, b, snapshot_id=sid)
             model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k <= sid}
             model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
         elif op == "rollback_tag" and model.tags[b]:
             name = sorted(model.tags[b])[pick % len(model.tags[b])]
             sid, files = model.tags[b][name]
-            rollback_to(table.fileio, table.path, b, tag=name)
+            rollback_to(table.store.fileio, table.store.table_path, b, tag=name)
             model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k <= sid}
             model.snaps[b][sid] = files
             model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
         elif op == "expire" and latest is not None:
             result = expire_snapshots(
-                table.fileio, table.path, b, retain_min=n, older_than=FUTURE, max_deletes=1 + pick % 4
+                table.store.fileio, table.store.table_path, b, retain_min=n, older_than=FUTURE, max_deletes=1 + pick % 4
             )
             for sid in result.expired_snapshots:
                 del model.snaps[b][sid]
         elif op == "orphans":
-            remove_orphan_files(table.fileio, table.path, older_than=FUTURE)
+            remove_orphan_files(table.store.fileio, table.store.table_path, older_than=FUTURE)
             assert data_files_on_disk(table) == model.all_files()
-            assert set(used_files(table.fileio, table.path).manifests) >= manifests_on_disk(table) - {
+            assert set(used_files(table.store.fileio, table.store.table_path).manifests) >= manifests_on_disk(table) - {
                 n for n in manifests_on_disk(table) if n.startswith(".")
             }
         elif op == "branch" and model.tags["main"]:
@@ -560,14 +568,14 @@ def test_pypaimon_reads_a_table_we_expired_rolled_back_and_cleaned(tmp_path: Pat
     )
     path = str(wh / "db.db" / "t")
     t = Table.open(path)
-    t.create_tag("t2", snapshot_id=2)
-    t.create_tag("t4", snapshot_id=4, time_retained="1 d")
-    result = t.expire_snapshots(retain_min=2, older_than=FUTURE)
+    t.tags.create("t2", snapshot_id=2)
+    t.tags.create("t4", snapshot_id=4, time_retained="1 d")
+    result = t.maintenance.expire_snapshots(retain_min=2, older_than=FUTURE)
     assert result.expired_snapshots == [1, 2, 3] and result.deleted_manifests
     assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [2, 3, 4, 5]  # dynamic overwrite of a
     assert oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "t2"}).column("id").to_pylist() == [1, 2]
-    t.rollback_to(tag="t2")  # snapshot 2 expired: restored from the tag
-    t.remove_orphan_files(older_than=FUTURE)
+    t.maintenance.rollback_to(tag="t2")  # snapshot 2 expired: restored from the tag
+    t.maintenance.remove_orphan_files(older_than=FUTURE)
     assert oracle.inspect("pypaimon", wh, "db.t")["snapshots"][-1]["id"] == 2
     assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [1, 2]
     assert oracle.pypaimon_write(wh, "db.t", [[{"id": 6, "dt": "b"}]])["snapshot_ids"] == [3]

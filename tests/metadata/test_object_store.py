@@ -157,7 +157,7 @@ def test_a_create_whose_answer_was_lost_commits_once(flaky: str) -> None:
     assert _FlakyFS.failures["create"] == 0, "the create failed once"
     t = cat.get_table("db.t")
     assert [s.id for s in t.snapshots()] == [1]
-    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]
 
 
 def test_storage_options_from_strings() -> None:

@@ -17,6 +17,7 @@ from maint_helpers import FakeTable, age_all_files, assert_all_roots_intact, dat
 from pyspark_paimon.metadata.maintenance.orphans import remove_orphan_files
 from pyspark_paimon.metadata.maintenance.reachability import used_files
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 
@@ -35,35 +36,39 @@ def test_dry_run_lists_and_real_run_deletes_only_unreferenced_old_files(table: F
     _, live1 = table.append()
     lost = _orphan_file(table)
     lost_b = _orphan_file(table, "zz")
-    Path(f"{table.path}/manifest/manifest-deadbeef-0").write_bytes(b"junk")
-    Path(f"{table.path}/manifest/.manifest-list-x.tmp").write_bytes(b"temp")
+    Path(f"{table.store.table_path}/manifest/manifest-deadbeef-0").write_bytes(b"junk")
+    Path(f"{table.store.table_path}/manifest/.manifest-list-x.tmp").write_bytes(b"temp")
     age_all_files(table)
-    t = Table(table.fileio, table.path)
-    dry = t.remove_orphan_files(dry_run=True)
+    t = Table(FileStore(table.store.fileio, table.store.table_path))
+    dry = t.maintenance.remove_orphan_files(dry_run=True)
     names = {Path(p).name for p in dry.files}
     assert names == {lost, lost_b, "manifest-deadbeef-0", ".manifest-list-x.tmp"}
     assert dry.dry_run and dry.total_bytes == 16 + 16 + 4 + 4
     assert {lost, lost_b} <= data_files_on_disk(table)  # dry run deleted nothing
-    real = t.remove_orphan_files()
+    real = t.maintenance.remove_orphan_files()
     assert {Path(p).name for p in real.files} == names
     assert not {lost, lost_b} & data_files_on_disk(table)
     assert set(live1) <= data_files_on_disk(table)
     assert "manifest-deadbeef-0" not in manifests_on_disk(table)
     assert_all_roots_intact(table)
-    assert t.remove_orphan_files().files == []
+    assert t.maintenance.remove_orphan_files().files == []
 
 
 def test_young_files_are_never_deleted(table: FakeTable) -> None:
     table.append()
     lost = _orphan_file(table)
-    Path(f"{table.path}/manifest/.manifest-list-inflight.tmp").write_bytes(b"temp")
-    assert Table(table.fileio, table.path).remove_orphan_files().files == []  # default cutoff: 1 day
+    Path(f"{table.store.table_path}/manifest/.manifest-list-inflight.tmp").write_bytes(b"temp")
+    assert (
+        Table(FileStore(table.store.fileio, table.store.table_path)).maintenance.remove_orphan_files().files == []
+    )  # default cutoff: 1 day
     assert lost in data_files_on_disk(table)
     # An explicit cutoff in the past still protects them; one after their mtime does not.
     past = dt.datetime.now() - dt.timedelta(hours=1)
-    assert remove_orphan_files(table.fileio, table.path, older_than=past).files == []
+    assert remove_orphan_files(table.store.fileio, table.store.table_path, older_than=past).files == []
     later = int(time.time() * 1000) + 60_000
-    assert {Path(p).name for p in remove_orphan_files(table.fileio, table.path, older_than=later).files} == {
+    assert {
+        Path(p).name for p in remove_orphan_files(table.store.fileio, table.store.table_path, older_than=later).files
+    } == {
         lost,
         ".manifest-list-inflight.tmp",
     }
@@ -71,15 +76,17 @@ def test_young_files_are_never_deleted(table: FakeTable) -> None:
 
 def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
     table.append()
-    Table(table.fileio, table.path).create_tag("t1")
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.create("t1")
     table.branch_from_tag("b", "t1")
-    Path(f"{table.path}/README").write_text("not ours")
-    Path(f"{table.path}/dt=a/notes.txt").write_text("not in a bucket dir")
-    Path(f"{table.path}/snapshot/stray-file").write_text("in a metadata dir")
-    os.makedirs(f"{table.path}/other/bucket-0")
-    Path(f"{table.path}/other/bucket-0/data-x.parquet").write_text("not a partition dir")
+    Path(f"{table.store.table_path}/README").write_text("not ours")
+    Path(f"{table.store.table_path}/dt=a/notes.txt").write_text("not in a bucket dir")
+    Path(f"{table.store.table_path}/snapshot/stray-file").write_text("in a metadata dir")
+    os.makedirs(f"{table.store.table_path}/other/bucket-0")
+    Path(f"{table.store.table_path}/other/bucket-0/data-x.parquet").write_text("not a partition dir")
     age_all_files(table)
-    result = remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    result = remove_orphan_files(
+        table.store.fileio, table.store.table_path, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
     assert result.files == []
     for p in (
         "README",
@@ -93,25 +100,25 @@ def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
         "branch/branch-b/snapshot/snapshot-1",
         "branch/branch-b/schema/schema-0",
     ):
-        assert os.path.exists(f"{table.path}/{p}"), p
+        assert os.path.exists(f"{table.store.table_path}/{p}"), p
 
 
 def test_files_used_only_by_a_branch_or_a_tag_are_kept(table: FakeTable) -> None:
     _, f1 = table.append()
-    main = Table(table.fileio, table.path)
-    main.create_tag("T")
+    main = Table(FileStore(table.store.fileio, table.store.table_path))
+    main.tags.create("T")
     table.branch_from_tag("b", "T")
     _, g1 = table.append(branch="b")
-    Table(table.fileio, table.path, branch="b").create_tag("bt")
+    Table(FileStore(table.store.fileio, table.store.table_path, "b")).tags.create("bt")
     table.commit([table.new_file("a")], overwrite=True, branch="b")
     table.commit([table.new_file("a")], overwrite=True)
     _, h1 = table.append()
-    main.create_tag("H")
+    main.tags.create("H")
     table.commit([table.new_file("a")], overwrite=True)
-    main.delete_tag("T")
-    main.expire_snapshots(retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    main.tags.delete("T")
+    main.maintenance.expire_snapshots(retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
     age_all_files(table)
-    remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    remove_orphan_files(table.store.fileio, table.store.table_path, older_than=dt.datetime.now() + dt.timedelta(days=1))
     on_disk = data_files_on_disk(table)
     assert set(f1) | set(g1) | set(h1) <= on_disk
     assert_all_roots_intact(table)
@@ -120,21 +127,21 @@ def test_files_used_only_by_a_branch_or_a_tag_are_kept(table: FakeTable) -> None
 def test_rollback_leftovers_and_dropped_branches_become_orphans(table: FakeTable) -> None:
     table.append()
     _, f2 = table.append()
-    main = Table(table.fileio, table.path)
-    main.create_tag("T")
+    main = Table(FileStore(table.store.fileio, table.store.table_path))
+    main.tags.create("T")
     table.branch_from_tag("b", "T")
     _, g = table.append(branch="b")
-    main.rollback_to(1)
+    main.maintenance.rollback_to(snapshot_id=1)
     assert set(f2) <= data_files_on_disk(table)  # rollback deletes no data
     age_all_files(table)
     cutoff = dt.datetime.now() + dt.timedelta(days=1)
-    remove_orphan_files(table.fileio, table.path, older_than=cutoff)
+    remove_orphan_files(table.store.fileio, table.store.table_path, older_than=cutoff)
     assert set(f2) | set(g) <= data_files_on_disk(table)  # branch b still reads them
-    table.fileio.delete_dir(f"{table.path}/branch/branch-b")  # drop the branch
-    result = remove_orphan_files(table.fileio, table.path, older_than=cutoff)
+    table.store.fileio.delete_dir(f"{table.store.table_path}/branch/branch-b")  # drop the branch
+    result = remove_orphan_files(table.store.fileio, table.store.table_path, older_than=cutoff)
     assert {Path(p).name for p in result.files} >= set(f2) | set(g)
     assert not (set(f2) | set(g)) & data_files_on_disk(table)
-    assert manifests_on_disk(table) <= used_files(table.fileio, table.path).manifests
+    assert manifests_on_disk(table) <= used_files(table.store.fileio, table.store.table_path).manifests
     assert_all_roots_intact(table)
 
 
@@ -193,11 +200,11 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
     older than the cutoff; never a live snapshot, schema, tag, hint, or a temp file of a write in flight."""
     table.append()
     table.append()
-    main = Table(table.fileio, table.path)
-    main.create_tag("t1", 1)
+    main = Table(FileStore(table.store.fileio, table.store.table_path))
+    main.tags.create("t1", snapshot_id=1)
     table.branch_from_tag("b", "t1")
-    SnapshotManager(table.fileio, table.path).commit_earliest_hint(1)
-    p = table.path
+    SnapshotManager(table.store.fileio, table.store.table_path).commit_earliest_hint(1)
+    p = table.store.table_path
     for path, method in [
         (f"{p}/snapshot/snapshot-3", "try_create"),
         (f"{p}/snapshot/LATEST", "write_bytes"),
@@ -242,12 +249,12 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
         )
     }
 
-    dry = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True)
+    dry = remove_orphan_files(table.store.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True)
     assert {str(Path(f).relative_to(p)) for f in dry.files} == left
     assert _temp_files(p) == left | young | {keep[2]}, "a dry run deletes nothing"
-    result = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1))
+    result = remove_orphan_files(table.store.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1))
     assert {str(Path(f).relative_to(p)) for f in result.files} == left
     assert _temp_files(p) == young | {keep[2]}
     assert {n: Path(f"{p}/{n}").read_bytes() for n in before} == before
     assert_all_roots_intact(table)
-    assert SnapshotManager(table.fileio, p).latest_id() == 2
+    assert SnapshotManager(table.store.fileio, p).latest_id() == 2

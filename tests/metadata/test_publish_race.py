@@ -22,6 +22,7 @@ from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.refs.branches import BranchManager, PublishResult
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, SnapshotManager
+from pyspark_paimon.metadata.store import FileStore
 
 SCHEMA = "id bigint, dt string, amount bigint"
 
@@ -31,11 +32,11 @@ def batch(ids: list[int], dt: str) -> pa.Table:
 
 
 def ids_of(t: Table) -> set[int]:
-    return set(t.to_arrow().column("id").to_pylist())
+    return set(t.scan().to_arrow().column("id").to_pylist())
 
 
 def main_snapshot(t: Table, sid: int) -> Snapshot:
-    return SnapshotManager(FileIO("file"), t.path).snapshot(sid)
+    return SnapshotManager(FileIO("file"), t.store.table_path).snapshot(sid)
 
 
 class CommitWhen(FileIO):
@@ -49,7 +50,7 @@ class CommitWhen(FileIO):
 
     def _maybe_commit(self, op: str, path: str) -> None:
         if self.acked is None and op == self.op and path.endswith(self.suffix) and "/branch/" not in path:
-            acked = Table(FileIO("file"), self.table.path).write_arrow(batch([999], "w"))
+            acked = Table(FileStore(FileIO("file"), self.table.store.table_path)).write_arrow(batch([999], "w"))
             assert acked is not None
             self.acked = acked
 
@@ -71,15 +72,15 @@ def table(catalog: Catalog) -> Table:
     """``orders``: main has snapshots 1..3 (ids 1, 2, 3), tag ``t1`` on 1 and ``t3`` on 3."""
     t = catalog.create_table("default.orders", SCHEMA, partition_keys=["dt"])
     t.write_arrow(batch([1], "a"))
-    t.create_tag("t1")
+    t.tags.create("t1")
     t.write_arrow(batch([2], "a"))
     t.write_arrow(batch([3], "a"))
-    t.create_tag("t3")
+    t.tags.create("t3")
     return t
 
 
 def publish(table: Table, io: FileIO, how: str, branch: str) -> PublishResult:
-    manager = BranchManager(io, table.path)
+    manager = BranchManager(io, table.store.table_path)
     if how == "replace":
         return manager.replace_main(branch)
     return manager.fast_forward(branch, force=True)
@@ -88,8 +89,8 @@ def publish(table: Table, io: FileIO, how: str, branch: str) -> PublishResult:
 def assert_kept(table: Table, acked: Snapshot) -> None:
     """The acknowledged commit is main's latest snapshot, unchanged, and its rows are read."""
     assert main_snapshot(table, acked.id).uuid == acked.uuid
-    assert SnapshotManager(FileIO("file"), table.path).latest_id() == acked.id
-    assert 999 in ids_of(Table(FileIO("file"), table.path))
+    assert SnapshotManager(FileIO("file"), table.store.table_path).latest_id() == acked.id
+    assert 999 in ids_of(Table(FileStore(FileIO("file"), table.store.table_path)))
 
 
 # ------------------------------------------------------------------------------------------ deterministic
@@ -98,8 +99,8 @@ def test_a_commit_on_the_old_head_during_a_rewind_is_kept(table: Table, how: str
     """The branch is shorter than main (head 2 < 3): the publish rewrites main below its head and then deletes
     the head. A writer that read head 3 commits snapshot 4 just before that delete. The publish must notice
     it, put main's history back under it and say so, instead of hiding snapshot 4 behind the new head 2."""
-    table.create_branch("fix", tag="t1")
-    table.branch_table("fix").write_arrow(batch([10], "f"))
+    table.branches.create("fix", tag="t1")
+    table.on_branch("fix").write_arrow(batch([10], "f"))
     before = {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)}
     io = CommitWhen(table, "delete", "/snapshot/snapshot-3")
     with pytest.raises(BranchError, match="undone") as err:
@@ -117,11 +118,11 @@ def test_a_commit_into_the_id_gap_of_a_publish_is_kept(table: Table, how: str) -
     (3, 4, 5) starts above main's head + 1. A writer on main commits snapshot 2 while the publish is copying
     the branch's snapshots. Without care that commit lands in the free id 2, under the published head 5,
     and its rows silently vanish from main."""
-    table.create_branch("fix", tag="t3")
-    fix = table.branch_table("fix")
+    table.branches.create("fix", tag="t3")
+    fix = table.on_branch("fix")
     fix.write_arrow(batch([4], "f"))
     fix.write_arrow(batch([5], "f"))
-    table.rollback_to(1)
+    table.maintenance.rollback_to(snapshot_id=1)
     io = CommitWhen(table, "create", "/snapshot/snapshot-5")
     with pytest.raises(BranchError, match="undone"):
         publish(table, io, how, "fix")
@@ -137,31 +138,33 @@ def test_a_commit_into_the_id_gap_of_a_publish_is_kept(table: Table, how: str) -
 def test_a_commit_after_the_switch_of_a_gap_publish_goes_on_top(table: Table) -> None:
     """After the switch, a writer that read main's old head 1 cannot land in the gap: id 2 is taken by the
     publish (a snapshot carrying main's old content), so its commit retries on the published head."""
-    table.create_branch("fix", tag="t3")
-    table.branch_table("fix").write_arrow(batch([4], "f"))
-    table.rollback_to(1)
-    stale = SnapshotManager(FileIO("file"), table.path).latest()
-    result = BranchManager(FileIO("file"), table.path).fast_forward("fix", force=True)
-    assert result.latest_id == 4 and SnapshotManager(FileIO("file"), table.path).list_ids() == [1, 2, 3, 4]
+    table.branches.create("fix", tag="t3")
+    table.on_branch("fix").write_arrow(batch([4], "f"))
+    table.maintenance.rollback_to(snapshot_id=1)
+    stale = SnapshotManager(FileIO("file"), table.store.table_path).latest()
+    result = BranchManager(FileIO("file"), table.store.table_path).fast_forward("fix", force=True)
+    assert result.latest_id == 4 and SnapshotManager(FileIO("file"), table.store.table_path).list_ids() == [1, 2, 3, 4]
     filler = main_snapshot(table, 2)
     assert (
         filler.delta_record_count == 0 and stale is not None and filler.total_record_count == stale.total_record_count
     )
-    assert set(table.to_arrow({"scan.snapshot-id": "2"}).column("id").to_pylist()) == {1}
+    assert set(table.scan(read_options={"scan.snapshot-id": "2"}).to_arrow().column("id").to_pylist()) == {1}
     # A commit prepared on the old head 1 collides with 2 and lands on top of the published head.
-    acked = Table(FileIO("file"), table.path).write_arrow(batch([999], "w"))
+    acked = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(batch([999], "w"))
     assert acked is not None and acked.id == 5 and ids_of(table) == {1, 2, 3, 4, 999}
 
 
 def test_a_commit_between_planning_and_publishing_stops_a_forced_publish(table: Table) -> None:
     """``force`` discards what main held when the call looked; a commit that lands after that is not part of
     what the caller agreed to lose, so the publish stops before changing anything."""
-    table.create_branch("fix", tag="t1")
-    table.branch_table("fix").write_arrow(batch([10], "f"))
+    table.branches.create("fix", tag="t1")
+    table.on_branch("fix").write_arrow(batch([10], "f"))
     before = {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)}
     io = CommitWhen(table, "write", "/snapshot/LATEST")  # the publish's first write pins the LATEST hint
-    io.acked = Table(FileIO("file"), table.path).write_arrow(batch([999], "w"))  # lands after planning...
-    manager = BranchManager(io, table.path)
+    io.acked = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(
+        batch([999], "w")
+    )  # lands after planning...
+    manager = BranchManager(io, table.store.table_path)
     real_content = manager._content
     calls = {"n": 0}
 
@@ -184,14 +187,14 @@ def test_a_commit_between_planning_and_publishing_stops_a_forced_publish(table: 
 def test_replace_main_keeping_the_previous_main_races_a_commit(table: Table) -> None:
     """replace_main(keep_previous_as=...) saves a copy first; if the publish then stops for a racing commit,
     the copy it made for this call is removed again and main keeps the commit."""
-    table.create_branch("fix", tag="t1")
-    table.branch_table("fix").write_arrow(batch([10], "f"))
+    table.branches.create("fix", tag="t1")
+    table.on_branch("fix").write_arrow(batch([10], "f"))
     io = CommitWhen(table, "delete", "/snapshot/snapshot-3")
     with pytest.raises(BranchError, match="undone"):
-        BranchManager(io, table.path).replace_main("fix", keep_previous_as="old_main")
+        BranchManager(io, table.store.table_path).replace_main("fix", keep_previous_as="old_main")
     assert io.acked is not None
     assert_kept(table, io.acked)
-    assert [b.name for b in table.list_branches()] == ["fix"]
+    assert [b.name for b in table.branches.list()] == ["fix"]
 
 
 # ------------------------------------------------------------------------------------------ stress
@@ -218,7 +221,9 @@ def race(
             while len(acked) < 50 and extra <= rounds_after:
                 if published.is_set():
                     extra += 1  # a few commits after the publish, on whatever head it left
-                snap = Table(FileIO("file"), table.path).write_arrow(batch([1000 + len(acked)], "w"))
+                snap = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(
+                    batch([1000 + len(acked)], "w")
+                )
                 assert snap is not None
                 acked.append(snap)
         except BaseException as e:  # noqa: BLE001 - reported by the test
@@ -241,14 +246,14 @@ def race(
         th.join(60)
     assert not th.is_alive()
     assert not writer_errors, writer_errors
-    head_ids = ids_of(Table(FileIO("file"), table.path))
+    head_ids = ids_of(Table(FileStore(FileIO("file"), table.store.table_path)))
     discarded = " ".join(outcome.discarded) if isinstance(outcome, PublishResult) else ""
     for n, snap in enumerate(acked):
         if 1000 + n in head_ids:
             continue
         label = f"snapshot {snap.id} ({snap.commit_kind} at {snap.time_millis}"
         intact = (
-            SnapshotManager(FileIO("file"), table.path).exists(snap.id)
+            SnapshotManager(FileIO("file"), table.store.table_path).exists(snap.id)
             and main_snapshot(table, snap.id).uuid == snap.uuid
         )
         if isinstance(outcome, BranchError) and not isinstance(outcome, BranchConflictError):
@@ -277,21 +282,21 @@ def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, 
         t = catalog.create_table(f"default.r_{scenario.replace('-', '_')}_{rnd}", SCHEMA, partition_keys=["dt"])
         for i in (1, 2, 3):
             t.write_arrow(batch([i], "a"))
-            t.create_tag(f"t{i}")
+            t.tags.create(f"t{i}")
         if scenario == "forward":
-            t.create_branch("dev", from_latest=True)
+            t.branches.create("dev")
             commits = 2
         elif scenario == "force-gap":
-            t.create_branch("dev", tag="t3")
-            t.rollback_to(1)
+            t.branches.create("dev", tag="t3")
+            t.maintenance.rollback_to(snapshot_id=1)
             commits = 2
         else:
-            t.create_branch("dev", tag="t1")
+            t.branches.create("dev", tag="t1")
             commits = 1 if scenario == "force-rewind" else 3
-        dev = t.branch_table("dev")
+        dev = t.on_branch("dev")
         for i in range(commits):
             dev.write_arrow(batch([100 + i], "b"))
-        manager = BranchManager(FileIO("file"), t.path)
+        manager = BranchManager(FileIO("file"), t.store.table_path)
         delay = rng.uniform(0, 0.08)
         if scenario == "forward":
             outcomes.append(race(t, lambda m=manager: m.fast_forward("dev"), force=False, delay=delay))

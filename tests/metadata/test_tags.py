@@ -16,6 +16,7 @@ from maint_helpers import FakeTable, data_files_on_disk
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.maintenance.expire import expire_snapshots, expire_tags
 from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 
@@ -25,13 +26,13 @@ def table(tmp_path: Path) -> FakeTable:
 
 
 def api(t: FakeTable, branch: str = "main") -> Table:
-    return Table(t.fileio, t.path, branch=branch)
+    return Table(FileStore(t.store.fileio, t.store.table_path, branch))
 
 
 # ------------------------------------------------------------------------------------------ file format
 def test_tag_without_retention_is_an_exact_copy_of_the_snapshot_file(table: FakeTable) -> None:
     snap, _ = table.append()
-    tag = api(table).create_tag("2025-08-10")
+    tag = api(table).tags.create("2025-08-10")
     assert tag.snapshot == snap and tag.create_time is None and tag.time_retained_ms is None
     text = Path(table.tags().tag_path("2025-08-10")).read_text()
     assert text == Path(table.snapshots().snapshot_path(snap.id)).read_text()
@@ -41,7 +42,7 @@ def test_tag_without_retention_is_an_exact_copy_of_the_snapshot_file(table: Fake
 def test_tag_with_retention_writes_java_create_time_array_and_bare_decimal_duration(table: FakeTable) -> None:
     snap, _ = table.append()
     before = dt.datetime.now().replace(microsecond=0)
-    api(table).create_tag("keep", time_retained="7 d")
+    api(table).tags.create("keep", time_retained="7 d")
     text = Path(table.tags().tag_path("keep")).read_text()
     assert re.search(r'\n  "tagTimeRetained" : 604800\.000000000\n}$', text), text
     raw = json.loads(text)
@@ -83,15 +84,15 @@ def test_create_from_snapshot_id_and_from_tag(table: FakeTable) -> None:
     s1, _ = table.append()
     s2, _ = table.append()
     t = api(table)
-    assert t.create_tag("before_fix", snapshot_id=1, time_retained="7 d").snapshot == s1
-    assert t.create_tag("copy", from_tag="before_fix").snapshot == s1
-    assert t.create_tag("latest").snapshot == s2
+    assert t.tags.create("before_fix", snapshot_id=1, time_retained="7 d").snapshot == s1
+    assert t.tags.create("copy", tag="before_fix").snapshot == s1
+    assert t.tags.create("latest").snapshot == s2
     with pytest.raises(SnapshotNotFoundError, match="Snapshot 9 does not exist"):
-        t.create_tag("nope", snapshot_id=9)
+        t.tags.create("nope", snapshot_id=9)
     with pytest.raises(TagNotFoundError):
-        t.create_tag("nope", from_tag="missing")
+        t.tags.create("nope", tag="missing")
     with pytest.raises(TagError, match="at most one"):
-        t.create_tag("nope", snapshot_id=1, from_tag="copy")
+        t.tags.create("nope", snapshot_id=1, tag="copy")
 
 
 def test_create_from_expired_snapshot_uses_a_tag_that_preserved_it(table: FakeTable) -> None:
@@ -99,50 +100,54 @@ def test_create_from_expired_snapshot_uses_a_tag_that_preserved_it(table: FakeTa
     for _ in range(3):
         table.append()
     t = api(table)
-    t.create_tag("keeper", snapshot_id=1)
-    expire_snapshots(table.fileio, table.path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    t.tags.create("keeper", snapshot_id=1)
+    expire_snapshots(
+        table.store.fileio, table.store.table_path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
     assert not table.snapshots().exists(1)
-    assert t.create_tag("again", snapshot_id=1).snapshot == s1
+    assert t.tags.create("again", snapshot_id=1).snapshot == s1
 
 
 def test_create_from_timestamp_takes_first_snapshot_at_or_after(table: FakeTable) -> None:
     snaps = [table.append()[0] for _ in range(3)]
     t = api(table)
     ts = snaps[1].time_millis
-    assert t.create_tag("eod", from_timestamp=ts).snapshot.id == snaps[1].id
-    assert t.create_tag("eod2", from_timestamp=ts - 100_000).snapshot.id == snaps[0].id
+    assert t.tags.create("eod", timestamp=ts).snapshot.id == snaps[1].id
+    assert t.tags.create("eod2", timestamp=ts - 100_000).snapshot.id == snaps[0].id
     as_dt = dt.datetime.fromtimestamp(snaps[2].time_millis / 1000)  # naive = local time
-    assert t.create_tag("eod3", from_timestamp=as_dt).snapshot.id >= snaps[1].id
+    assert t.tags.create("eod3", timestamp=as_dt).snapshot.id >= snaps[1].id
     with pytest.raises(SnapshotNotFoundError, match="at or after"):
-        t.create_tag("late", from_timestamp=snaps[2].time_millis + 10_000)
+        t.tags.create("late", timestamp=snaps[2].time_millis + 10_000)
 
 
 def test_create_from_timestamp_considers_tags_of_expired_snapshots(table: FakeTable) -> None:
     s1, _ = table.append()
     for _ in range(3):
         table.append()
-    api(table).create_tag("old", snapshot_id=1)
-    expire_snapshots(table.fileio, table.path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
-    assert api(table).create_tag("from_ts", from_timestamp=s1.time_millis).snapshot == s1
+    api(table).tags.create("old", snapshot_id=1)
+    expire_snapshots(
+        table.store.fileio, table.store.table_path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
+    assert api(table).tags.create("from_ts", timestamp=s1.time_millis).snapshot == s1
 
 
 def test_create_on_empty_table_and_duplicate_names(table: FakeTable) -> None:
     t = api(table)
     with pytest.raises(TagError, match="no snapshot"):
-        t.create_tag("x")
+        t.tags.create("x")
     table.append()
-    t.create_tag("x")
+    t.tags.create("x")
     with pytest.raises(TagError, match="already exists"):
-        t.create_tag("x")
+        t.tags.create("x")
     table.append()
-    assert t.create_tag("x", ignore_if_exists=True).snapshot.id == 1
+    assert t.tags.create("x", ignore_if_exists=True).snapshot.id == 1
 
 
 @pytest.mark.parametrize("name", ["", "   ", "42", "a/b", " padded"])
 def test_invalid_tag_names_are_refused(table: FakeTable, name: str) -> None:
     table.append()
     with pytest.raises(TagError):
-        api(table).create_tag(name)
+        api(table).tags.create(name)
     with pytest.raises(TagError):
         validate_tag_name(name)
 
@@ -150,14 +155,14 @@ def test_invalid_tag_names_are_refused(table: FakeTable, name: str) -> None:
 def test_default_time_retained_option_applies_to_tags_without_explicit_retention(tmp_path: Path) -> None:
     table = FakeTable(tmp_path / "t", options={"tag.default-time-retained": "2 h"})
     table.append()
-    assert api(table).create_tag("d").time_retained_ms == 7_200_000
-    assert api(table).create_tag("e", time_retained=dt.timedelta(minutes=1)).time_retained_ms == 60_000
+    assert api(table).tags.create("d").time_retained_ms == 7_200_000
+    assert api(table).tags.create("e", time_retained=dt.timedelta(minutes=1)).time_retained_ms == 60_000
 
 
 def test_bad_retention_is_an_option_error(table: FakeTable) -> None:
     table.append()
     with pytest.raises(OptionError):
-        api(table).create_tag("x", time_retained="soon")
+        api(table).tags.create("x", time_retained="soon")
 
 
 # ------------------------------------------------------------------------------ rename / replace / delete / list
@@ -165,60 +170,63 @@ def test_rename_replace_delete_list(table: FakeTable) -> None:
     s1, names1 = table.append()
     s2, _ = table.append()
     t = api(table)
-    t.create_tag("a", snapshot_id=1)
-    t.create_tag("b", snapshot_id=2)
-    t.rename_tag("a", "a2")
-    assert [x.name for x in t.list_tags()] == ["a2", "b"]
+    t.tags.create("a", snapshot_id=1)
+    t.tags.create("b", snapshot_id=2)
+    t.tags.rename("a", "a2")
+    assert [x.name for x in t.tags.list()] == ["a2", "b"]
     with pytest.raises(TagError, match="already exists"):
-        t.rename_tag("a2", "b")
+        t.tags.rename("a2", "b")
     with pytest.raises(TagNotFoundError):
-        t.rename_tag("zz", "yy")
+        t.tags.rename("zz", "yy")
     with pytest.raises(TagError):
-        t.rename_tag("a2", "123")
-    t.replace_tag("a2", snapshot_id=2, time_retained="1 d")
+        t.tags.rename("a2", "123")
+    t.tags.replace("a2", snapshot_id=2, time_retained="1 d")
     assert table.tags().get_tag("a2").snapshot == s2 and table.tags().get_tag("a2").time_retained_ms == 86_400_000
     with pytest.raises(TagNotFoundError, match="cannot be replaced"):
-        t.replace_tag("new", snapshot_id=1)
-    assert t.delete_tag("a2") == ["a2"]
-    assert [x.name for x in t.list_tags()] == ["b"]
+        t.tags.replace("new", snapshot_id=1)
+    assert t.tags.delete("a2") is True
+    assert [x.name for x in t.tags.list()] == ["b"]
     with pytest.raises(TagNotFoundError):
-        t.delete_tag("a2")
-    assert t.delete_tag("a2", ignore_if_not_exists=True) == []
+        t.tags.delete("a2")
+    assert t.tags.delete("a2", ignore_if_not_exists=True) is False
     assert set(names1) <= data_files_on_disk(table)  # deleting a tag deletes no data by default
 
 
-def test_delete_tag_accepts_a_comma_list(table: FakeTable) -> None:
+def test_delete_tag_takes_one_name_and_returns_whether_it_existed(table: FakeTable) -> None:
     table.append()
     t = api(table)
     for n in ("x", "y", "z"):
-        t.create_tag(n)
-    assert t.delete_tag("x, y") == ["x", "y"]
-    assert [x.name for x in t.list_tags()] == ["z"]
+        t.tags.create(n)
+    assert t.tags.delete("x") is True and t.tags.delete("y") is True
+    assert t.tags.delete("x", ignore_if_not_exists=True) is False
+    assert [x.name for x in t.tags.list()] == ["z"]
 
 
 def test_tags_are_per_branch(table: FakeTable) -> None:
     table.append()
-    api(table).create_tag("t1")
+    api(table).tags.create("t1")
     table.branch_from_tag("b", "t1")
-    api(table, "b").create_tag("on_b")
-    assert [x.name for x in api(table).list_tags()] == ["t1"]
-    assert [x.name for x in api(table, "b").list_tags()] == ["on_b", "t1"]
+    api(table, "b").tags.create("on_b")
+    assert [x.name for x in api(table).tags.list()] == ["t1"]
+    assert [x.name for x in api(table, "b").tags.list()] == ["on_b", "t1"]
 
 
 # ------------------------------------------------------------------------------------------ expiration
 def test_expire_tags_by_retention_and_older_than(table: FakeTable) -> None:
     table.append()
     t = api(table)
-    t.create_tag("short", time_retained="1 h")
-    t.create_tag("long", time_retained="30 d")
-    t.create_tag("forever")
+    t.tags.create("short", time_retained="1 h")
+    t.tags.create("long", time_retained="30 d")
+    t.tags.create("forever")
     now = dt.datetime.now()
-    assert expire_tags(table.fileio, table.path, now=now).expired_tags == []
-    assert expire_tags(table.fileio, table.path, now=now + dt.timedelta(hours=2)).expired_tags == ["short"]
-    assert [x.name for x in t.list_tags()] == ["forever", "long"]
+    assert expire_tags(table.store.fileio, table.store.table_path, now=now).expired_tags == []
+    assert expire_tags(table.store.fileio, table.store.table_path, now=now + dt.timedelta(hours=2)).expired_tags == [
+        "short"
+    ]
+    assert [x.name for x in t.tags.list()] == ["forever", "long"]
     # older_than expires any tag created before it, even one without retention (file mtime), like Java.
-    assert sorted(t.expire_tags(older_than=now + dt.timedelta(seconds=5))) == ["forever", "long"]
-    assert t.list_tags() == []
+    assert sorted(t.tags.expire(older_than=now + dt.timedelta(seconds=5))) == ["forever", "long"]
+    assert t.tags.list() == []
 
 
 def test_tag_expired_predicate() -> None:
@@ -243,8 +251,8 @@ def test_pypaimon_reads_tags_we_create(tmp_path: Path, oracle_python: str) -> No
         wh, "db.t", [[{"id": 1, "dt": "a"}], [{"id": 2, "dt": "b"}], [{"id": 3, "dt": "a"}]], create=spec
     )
     t = Table.open(str(wh / "db.db" / "t"))
-    t.create_tag("ours_plain", snapshot_id=1)
-    t.create_tag("ours_ttl", snapshot_id=2, time_retained="3 d")
+    t.tags.create("ours_plain", snapshot_id=1)
+    t.tags.create("ours_ttl", snapshot_id=2, time_retained="3 d")
     got_plain = oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "ours_plain"})
     got_ttl = oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "ours_ttl"})
     assert got_plain.column("id").to_pylist() == [1]
@@ -260,18 +268,18 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
     script = textwrap.dedent(f"""
         from pypaimon import CatalogFactory
         t = CatalogFactory.create({{"warehouse": {str(wh)!r}}}).get_table("db.t")
-        t.create_tag("p_ttl", snapshot_id=1, time_retained="1d")
-        t.create_tag("p_plain", snapshot_id=2)
+        t.tags.create("p_ttl", snapshot_id=1, time_retained="1d")
+        t.tags.create("p_plain", snapshot_id=2)
     """)
     subprocess.run([oracle_python, "-c", script], check=True, capture_output=True, env=oracle._oracle_env())
     path = str(wh / "db.db" / "t")
-    tags = Table.open(path).list_tags()
+    tags = Table.open(path).tags.list()
     assert [(x.name, x.snapshot_id) for x in tags] == [("p_ttl", 1), ("p_plain", 2)]
     ttl = tags[0]
     assert ttl.time_retained_ms == 86_400_000 and ttl.create_time is not None
     assert abs((dt.datetime.now() - ttl.create_time).total_seconds()) < 600
     assert tags[1].create_time is None
-    snaps = TagManager(Table.open(path).fileio, path)
+    snaps = TagManager(Table.open(path).store.fileio, path)
     assert snaps.get("p_plain") == Table.open(path).snapshot(2)
     # And our reader reads through them.
-    assert Table.open(path).to_arrow({"scan.tag-name": "p_ttl"}).column("id").to_pylist() == [1]
+    assert Table.open(path).scan(read_options={"scan.tag-name": "p_ttl"}).to_arrow().column("id").to_pylist() == [1]

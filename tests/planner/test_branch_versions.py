@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from pyspark_paimon.datasource.system_tables import read_system_table
 from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.table import Table
 
@@ -18,19 +19,19 @@ def table(catalog: Any) -> Table:
     added on b only and s3 (+4,d,40)."""
     t = catalog.create_table("db.bv", "id bigint, v string", primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1], "v": ["a"]}))
-    t.create_tag("t1", 1)
-    t.create_branch("b", "t1")
-    b = t.branch_table("b")
+    t.tags.create("t1", snapshot_id=1)
+    t.branches.create("b", tag="t1")
+    b = t.on_branch("b")
     b.write_arrow(pa.table({"id": [2], "v": ["b"]}))
-    b.create_tag("bt", 2)
-    b.add_column("w", "int")
+    b.tags.create("bt", snapshot_id=2)
+    b.update_schema().add_column("w", "int").commit()
     b.write_arrow(pa.table({"id": [4], "v": ["d"], "w": pa.array([40], pa.int32())}))
     t.write_arrow(pa.table({"id": [3], "v": ["c"]}))
     return t
 
 
 def rows(t: Table, **options: str) -> list[tuple]:
-    return sorted(tuple(r.values()) for r in t.to_arrow(options).to_pylist())
+    return sorted(tuple(r.values()) for r in t.scan(read_options=options).to_arrow().to_pylist())
 
 
 def test_branch_tag_and_branch_snapshot_versions(table: Table) -> None:
@@ -38,7 +39,7 @@ def test_branch_tag_and_branch_snapshot_versions(table: Table) -> None:
     assert rows(table, **{"scan.version": "b.bt"}) == [(1, "a"), (2, "b")]
     assert rows(table, versionAsOf="b.2") == [(1, "a"), (2, "b")]
     # Snapshot 3 of b has b's schema 1 (column w), which main does not have.
-    got = table.to_arrow({"versionAsOf": "b.3"})
+    got = table.scan(read_options={"versionAsOf": "b.3"}).to_arrow()
     assert got.column_names == ["id", "v", "w"]
     assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "v": "a", "w": None},
@@ -49,30 +50,30 @@ def test_branch_tag_and_branch_snapshot_versions(table: Table) -> None:
     assert rows(table, versionAsOf="main.2") == [(1, "a"), (3, "c")]
     assert rows(table, versionAsOf="main.t1") == [(1, "a")]
     # Reading branch b, '<b>.<x>' is the same as '<x>'.
-    assert rows(table.branch_table("b"), versionAsOf="b.bt") == [(1, "a"), (2, "b")]
+    assert rows(table.on_branch("b"), versionAsOf="b.bt") == [(1, "a"), (2, "b")]
     assert rows(table, branch="b", versionAsOf="b.2") == [(1, "a"), (2, "b")]
     # Planning and system tables follow the branch too.
-    assert table.explain({"versionAsOf": "b.3"})["snapshot_id"] == 3
-    assert table.inspect("files", {"scan.version": "b.3"}).num_rows == 3
+    assert table.scan(read_options={"versionAsOf": "b.3"}).explain()["snapshot_id"] == 3
+    assert read_system_table(table.store, "files", {"scan.version": "b.3"}).num_rows == 3
 
 
 def test_a_tag_with_the_literal_dotted_name_wins(table: Table) -> None:
     """Java resolves scan.version as a tag first: a tag named 'b.bt' on the branch being read is that tag."""
-    table.create_tag("b.bt", 2)
+    table.tags.create("b.bt", snapshot_id=2)
     assert rows(table, versionAsOf="b.bt") == [(1, "a"), (3, "c")]
-    table.create_tag("v1.2", 1)
+    table.tags.create("v1.2", snapshot_id=1)
     assert rows(table, versionAsOf="v1.2") == [(1, "a")]
-    table.delete_tag("b.bt", clean_files=False)
+    table.tags.delete("b.bt", clean_files=False)
     assert rows(table, versionAsOf="b.bt") == [(1, "a"), (2, "b")]
 
 
 def test_branch_versions_that_cannot_be_read_are_clear_errors(table: Table) -> None:
     with pytest.raises(TagNotFoundError, match=r"nor '<branch>.<tag or snapshot id>' of an existing branch"):
-        table.to_arrow({"versionAsOf": "nope.1"})
+        table.scan(read_options={"versionAsOf": "nope.1"}).to_arrow()
     with pytest.raises(TagNotFoundError, match="Version 'nope' is neither a tag nor a snapshot id on branch 'b'"):
-        table.to_arrow({"versionAsOf": "b.nope"})
+        table.scan(read_options={"versionAsOf": "b.nope"}).to_arrow()
     with pytest.raises(OptionError, match="names branch 'main', but the read addresses branch 'b'"):
-        table.to_arrow({"branch": "b", "versionAsOf": "main.1"})
+        table.scan(read_options={"branch": "b", "versionAsOf": "main.1"}).to_arrow()
     with pytest.raises(OptionError, match="names branch 'b', but the read addresses branch 'b2'"):
-        table.create_branch("b2", from_latest=True)
-        table.branch_table("b2").to_arrow({"versionAsOf": "b.bt"})
+        table.branches.create("b2")
+        table.on_branch("b2").scan(read_options={"versionAsOf": "b.bt"}).to_arrow()

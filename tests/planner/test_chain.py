@@ -15,6 +15,8 @@ from pyspark_paimon.errors import ChainTableError, PaimonError
 from pyspark_paimon.planner.chain.config import ChainConfig, validate_chain_definition
 from pyspark_paimon.planner.chain.plan import snapshot_drop_violations
 from pyspark_paimon.planner.predicate import Leaf
+from tests.engine_read import read_arrow as engine_read_arrow
+from tests.engine_read import read_job as engine_read_job
 
 BASE = {
     "bucket": "2",
@@ -44,8 +46,8 @@ def make(
 
 
 def put(table: Any, rows: list[tuple], branch: str | None = None, *, overwrite: bool = False, **kw: Any) -> Any:
-    target = table.branch_table(branch) if branch else table
-    schema = table.arrow_schema
+    target = table.on_branch(branch) if branch else table
+    schema = table.schema.arrow_schema()
     data = pa.table({n: [r[i] for r in rows] for i, n in enumerate(schema.names)}).cast(schema)
     if overwrite:
         kw.setdefault("dynamic_partition_overwrite", True)
@@ -54,7 +56,9 @@ def put(table: Any, rows: list[tuple], branch: str | None = None, *, overwrite: 
 
 
 def read(table: Any, *leaves: Leaf, options: dict[str, str] | None = None) -> list[tuple]:
-    return sorted(tuple(r.values()) for r in table.to_arrow(options, list(leaves)).to_pylist())
+    return sorted(
+        tuple(r.values()) for r in engine_read_arrow(table, options=options, predicate=list(leaves)).to_pylist()
+    )
 
 
 def eq(column: str, value: Any) -> Leaf:
@@ -110,24 +114,24 @@ def test_validation_on_create_and_set_options(catalog: Catalog) -> None:
     assert not catalog.table_exists("default.bad2")
     t = make(catalog)
     with pytest.raises(ChainTableError, match="changelog-producer"):
-        t.set_options({"changelog-producer": "full-compaction"})
+        t.update_schema().set_options({"changelog-producer": "full-compaction"}).commit()
     with pytest.raises(ChainTableError, match="does not exist"):
-        t.set_options({"scan.fallback-delta-branch": "nope"})
+        t.update_schema().set_options({"scan.fallback-delta-branch": "nope"}).commit()
     with pytest.raises(ChainTableError, match="not a chain table"):
         catalog.create_table(
             "default.plain", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options={"bucket": "1"}
-        ).explain_chain()
+        ).chain.explain()
 
 
 def test_branches_must_share_the_schema(catalog: Catalog) -> None:
     t = make(catalog)
     put(t, [(1, 1, "a", "20250810")], "snapshot")
     put(t, [(2, 1, "b", "20250811")], "delta")
-    t.branch_table("delta").add_column("extra", "int")  # only one branch evolves
+    t.on_branch("delta").update_schema().add_column("extra", "int").commit()  # only one branch evolves
     with pytest.raises(ChainTableError, match="extra"):
-        t.to_arrow()
+        t.scan().to_arrow()
     with pytest.raises(ChainTableError, match=r"\['main', 'snapshot'\] but failed on branch 'delta'"):
-        t.add_column("extra", "int")  # main and snapshot follow; delta already has it
+        t.update_schema().add_column("extra", "int").commit()  # main and snapshot follow; delta already has it
     assert read(t, eq("dt", "20250811")) == [(1, 1, "a", "20250811", None), (2, 1, "b", "20250811", None)]
     t2 = make(catalog, "default.c2")
     t2.add_column("extra", "int")  # on a fresh chain table: all three branches at once
@@ -142,17 +146,17 @@ def test_branches_must_share_the_schema(catalog: Catalog) -> None:
 
 def test_missing_branch_and_inconsistent_buckets(catalog: Catalog) -> None:
     t = make(catalog)
-    t.branch_table("delta").set_options({"bucket": "3"})
+    t.on_branch("delta").update_schema().set_options({"bucket": "3"}).commit()
     put(t, [(1, 1, "a", "20250810")], "snapshot")
     put(t, [(2, 1, "b", "20250811")], "delta")
     with pytest.raises(ChainTableError, match="inconsistent bucket"):
-        t.to_arrow()
+        t.scan().to_arrow()
     assert read(t, eq("dt", "20250810")) == [(1, 1, "a", "20250810")]  # no chain merge needed
     import shutil
 
-    shutil.rmtree(f"{t.path}/branch/branch-delta")
+    shutil.rmtree(f"{t.store.table_path}/branch/branch-delta")
     with pytest.raises(ChainTableError, match="delta branch 'delta' does not exist"):
-        t.to_arrow()
+        t.scan().to_arrow()
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -173,12 +177,12 @@ def test_anchor_is_the_latest_earlier_snapshot_and_deltas_are_after_it(catalog: 
     got = read(t, eq("dt", "20250811"))
     # anchor 0808 (not 0805, not the delta 0808), deltas 0809 and 0811 (not 0806/0808, not the later 0812)
     assert got == [(1, 5, "d0809", "20250811"), (2, 2, "s0808", "20250811"), (5, 5, "d0811", "20250811")]
-    [e] = t.explain_chain("dt=20250811")
+    [e] = t.chain.explain("dt=20250811")
     assert e["anchor"] == {"dt": "20250808"} and e["deltas"] == [{"dt": "20250809"}, {"dt": "20250811"}]
     assert e["files"] == {"snapshot": 1, "delta": 2} and e["source"] == "chain"
     # no partition filter resolves every partition; the same rows for 0811
     assert [r for r in read(t) if r[3] == "20250811"] == got
-    assert {e["partition"]["dt"]: e["source"] for e in t.explain_chain()} == {
+    assert {e["partition"]["dt"]: e["source"] for e in t.chain.explain()} == {
         "20250805": "snapshot",
         "20250806": "chain",
         "20250808": "snapshot",
@@ -196,7 +200,7 @@ def test_no_anchor_merges_every_earlier_delta(catalog: Catalog) -> None:
     put(t, [(1, 2, "b", "20250802"), (2, 1, "c", "20250802")], "delta")
     put(t, [(3, 1, "d", "20250803")], "delta")
     assert read(t, eq("dt", "20250802")) == [(1, 2, "b", "20250802"), (2, 1, "c", "20250802")]
-    [e] = t.explain_chain({"dt": "20250803"})
+    [e] = t.chain.explain({"dt": "20250803"})
     assert e["anchor"] is None and [d["dt"] for d in e["deltas"]] == ["20250801", "20250802", "20250803"]
 
 
@@ -266,7 +270,7 @@ def test_group_partitions_chain_independently(catalog: Catalog) -> None:
         (3, 1, "us-d0811", "us", "20250811"),
         (4, 1, "ap-d0811", "ap", "20250811"),
     ]
-    plan = {e["partition"]["region"]: e for e in t.explain_chain({"dt": "20250811"})}
+    plan = {e["partition"]["region"]: e for e in t.chain.explain({"dt": "20250811"})}
     assert plan["eu"]["anchor"] == {"region": "eu", "dt": "20250810"}
     assert plan["us"]["anchor"] == {"region": "us", "dt": "20250805"}
     assert [d["dt"] for d in plan["us"]["deltas"]] == ["20250809", "20250811"]
@@ -298,7 +302,7 @@ def test_hourly_chain(catalog: Catalog) -> None:
         (3, 2, "d00", "20250811", "01"),
         (4, 2, "d01", "20250811", "01"),
     ]
-    [e] = t.explain_chain("dt=20250811,hour=01")
+    [e] = t.chain.explain("dt=20250811,hour=01")
     assert [(d["dt"], d["hour"]) for d in e["deltas"]] == [("20250810", "23"), ("20250811", "00"), ("20250811", "01")]
 
 
@@ -307,11 +311,11 @@ def test_key_range_splits_give_the_same_rows(catalog: Catalog) -> None:
     put(t, [(i, 1, "s", "20250810") for i in range(0, 10)], "snapshot")
     put(t, [(i, 2, "d", "20250811") for i in range(5, 8)], "delta")
     put(t, [(i, 2, "d", "20250811") for i in range(20, 25)], "delta")  # its own key range
-    job = t.new_read(predicate=[eq("dt", "20250811")])
+    job = engine_read_job(t, predicate=[eq("dt", "20250811")])
     assert len(job.splits) == 2  # one bucket cut into two independent key ranges
     split_rows = read(t, eq("dt", "20250811"))
-    t.set_options({"chain-table.split.key-range-enabled": "false"})
-    assert len(t.new_read(predicate=[eq("dt", "20250811")]).splits) == 1
+    t.update_schema().set_options({"chain-table.split.key-range-enabled": "false"}).commit()
+    assert len(engine_read_job(t, predicate=[eq("dt", "20250811")]).splits) == 1
     assert read(t, eq("dt", "20250811")) == split_rows
     assert len(split_rows) == 15
 
@@ -343,20 +347,20 @@ def test_compact_single_partition(catalog: Catalog) -> None:
     t = make(catalog)
     chain_days(t)
     before = read(t, eq("dt", "20250813"))
-    result = t.compact_chain(partition={"dt": "20250813"})
+    result = t.chain.compact({"dt": "20250813"})
     assert result.compacted == [{"dt": "20250813"}] and result.snapshot is not None
     assert result.snapshot.commit_kind == "OVERWRITE"
     assert read(t, eq("dt", "20250813")) == before
-    assert t.branch_table("snapshot").to_arrow(predicate=[eq("dt", "20250813")]).num_rows == len(before)
+    assert engine_read_arrow(t.on_branch("snapshot"), predicate=[eq("dt", "20250813")]).num_rows == len(before)
     # 0815 is now anchored on the compacted 0813
-    [e] = t.explain_chain("dt=20250815")
+    [e] = t.chain.explain("dt=20250815")
     assert e["anchor"] == {"dt": "20250813"} and [d["dt"] for d in e["deltas"]] == ["20250814", "20250815"]
-    skipped = t.compact_chain("dt=20250813")
+    skipped = t.chain.compact("dt=20250813")
     assert not skipped and "already in the snapshot branch" in skipped.skipped[0]["reason"]
-    assert "not in the delta branch" in t.compact_chain("dt=20250899").skipped[0]["reason"]
+    assert "not in the delta branch" in t.chain.compact("dt=20250899").skipped[0]["reason"]
     # overwrite recomputes it from its anchor and deltas
     put(t, [(1, 99, "late", "20250813")], "delta")
-    assert t.compact_chain("dt=20250813", overwrite=True)
+    assert t.chain.compact("dt=20250813", overwrite=True)
     assert (1, 99, "late", "20250813") in read(t, eq("dt", "20250813"))
     assert read(t, eq("dt", "20250813")) == sorted(
         set(before) - {(1, 4, "u20250813", "20250813")} | {(1, 99, "late", "20250813")}
@@ -367,12 +371,12 @@ def test_compact_a_range_in_one_commit(catalog: Catalog) -> None:
     t = make(catalog)
     chain_days(t)
     views = {d: read(t, eq("dt", d)) for d in ("20250811", "20250812", "20250813", "20250814", "20250815")}
-    snaps = len(t.branch_table("snapshot").snapshots())
-    result = t.compact_chain(start={"dt": "20250812"}, end="dt=20250814")
+    snaps = len(t.on_branch("snapshot").snapshots())
+    result = t.chain.compact(start={"dt": "20250812"}, end="dt=20250814")
     assert [p["dt"] for p in result.compacted] == ["20250812", "20250813", "20250814"]
-    assert len(t.branch_table("snapshot").snapshots()) == snaps + 1
+    assert len(t.on_branch("snapshot").snapshots()) == snaps + 1
     assert {d: read(t, eq("dt", d)) for d in views} == views
-    assert {e["partition"]["dt"]: e["source"] for e in t.explain_chain()} == {
+    assert {e["partition"]["dt"]: e["source"] for e in t.chain.explain()} == {
         "20250810": "snapshot",
         "20250811": "chain",
         "20250812": "snapshot",
@@ -380,11 +384,11 @@ def test_compact_a_range_in_one_commit(catalog: Catalog) -> None:
         "20250814": "snapshot",
         "20250815": "chain",
     }
-    result = t.compact_chain(partitions=["dt=20250811", {"dt": "20250815"}])
+    result = t.chain.compact(["dt=20250811", {"dt": "20250815"}])
     assert len(result.compacted) == 2
     assert {d: read(t, eq("dt", d)) for d in views} == views
     with pytest.raises(ChainTableError, match="needs the partitions"):
-        t.compact_chain()
+        t.chain.compact()
 
 
 def test_auto_compaction_after_delta_writes(catalog: Catalog) -> None:
@@ -392,9 +396,9 @@ def test_auto_compaction_after_delta_writes(catalog: Catalog) -> None:
     put(t, [(1, 1, "s", "20250810")], "snapshot")
     put(t, [(2, 1, "d", "20250811")], "delta")
     put(t, [(3, 1, "d", "20250812")], "delta")
-    assert [e["source"] for e in t.explain_chain()] == ["snapshot", "chain", "chain"]
+    assert [e["source"] for e in t.chain.explain()] == ["snapshot", "chain", "chain"]
     put(t, [(4, 1, "d", "20250813")], "delta")  # reading 0813 would merge 3 > 2 deltas: compacted
-    sources = {e["partition"]["dt"]: e for e in t.explain_chain()}
+    sources = {e["partition"]["dt"]: e for e in t.chain.explain()}
     assert sources["20250813"]["source"] == "snapshot"
     assert read(t, eq("dt", "20250813")) == [
         (1, 1, "s", "20250813"),
@@ -403,7 +407,7 @@ def test_auto_compaction_after_delta_writes(catalog: Catalog) -> None:
         (4, 1, "d", "20250813"),
     ]
     put(t, [(5, 1, "d", "20250814")], "delta")  # anchored on 0813: one delta, no compaction
-    assert {e["partition"]["dt"]: e["source"] for e in t.explain_chain()}["20250814"] == "chain"
+    assert {e["partition"]["dt"]: e["source"] for e in t.chain.explain()}["20250814"] == "chain"
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -427,10 +431,10 @@ def test_drop_rules(catalog: Catalog) -> None:
         put(t, empty, "snapshot", overwrite=True, dynamic_partition_overwrite=False)  # whole-branch overwrite
     # overwriting delta 0810 would truncate the only anchor of delta 0811: refused before committing
     put(t, [(3, 1, "d", "20250810")], "delta")
-    delta_snaps = len(t.branch_table("delta").snapshots())
+    delta_snaps = len(t.on_branch("delta").snapshots())
     with pytest.raises(ChainTableError, match="truncates the same snapshot partition"):
         put(t, [(3, 2, "d2", "20250810")], "delta", overwrite=True)
-    assert len(t.branch_table("delta").snapshots()) == delta_snaps
+    assert len(t.on_branch("delta").snapshots()) == delta_snaps
     assert read(t, eq("dt", "20250811")) == [(1, 1, "s", "20250811"), (2, 1, "d", "20250811")]
     # a snapshot partition without dependants can be dropped; rewriting one is not a drop
     put(t, [(7, 1, "s", "20250820")], "snapshot")
@@ -455,7 +459,7 @@ def test_time_travel(catalog: Catalog) -> None:
     t = make(catalog)
     put(t, [(1, 1, "v1", "20250810")], "snapshot")
     put(t, [(2, 1, "v1", "20250811")], "delta")
-    tags = t.create_chain_tag("v1")
+    tags = t.chain.create_tag("v1")
     assert set(tags) == {"snapshot", "delta"}  # main has no snapshot to tag
     time.sleep(0.01)
     ts = int(time.time() * 1000)
@@ -468,16 +472,16 @@ def test_time_travel(catalog: Catalog) -> None:
     assert read(t, eq("dt", "20250811"), options={"scan.timestamp-millis": str(ts)}) == v1
     assert read(t, eq("dt", "20250811"), options={"scan.tag-name": "v1"}) == v1
     assert read(t, eq("dt", "20250811"), options={"scan.version": "v1"}) == v1
-    assert t.explain_chain("dt=20250811", options={"scan.tag-name": "v1"})[0]["source"] == "chain"
+    assert t.chain.explain("dt=20250811", read_options={"scan.tag-name": "v1"})[0]["source"] == "chain"
     with pytest.raises(ChainTableError, match="branch-local"):
-        t.to_arrow({"scan.snapshot-id": "1"})
+        t.scan(read_options={"scan.snapshot-id": "1"}).to_arrow()
     with pytest.raises(ChainTableError, match="chain tag"):
-        t.to_arrow({"scan.tag-name": "missing"})
-    t.branch_table("snapshot").create_tag("only-snapshot")
+        t.scan(read_options={"scan.tag-name": "missing"}).to_arrow()
+    t.on_branch("snapshot").tags.create("only-snapshot")
     with pytest.raises(ChainTableError, match="not on the delta branch"):
-        t.to_arrow({"scan.tag-name": "only-snapshot"})
+        t.scan(read_options={"scan.tag-name": "only-snapshot"}).to_arrow()
     with pytest.raises(ChainTableError, match="delta branch"):
-        t.to_arrow({"incremental-between": "1,2"})
+        t.scan(read_options={"incremental-between": "1,2"}).to_arrow()
     # A branch that was empty when the chain tag was made reads as empty at that tag.
     t2 = make(catalog, "default.tt")
     put(t2, [(2, 1, "d", "20250811")], "delta")
@@ -491,11 +495,11 @@ def test_plain_branch_reads_ignore_the_chain(catalog: Catalog) -> None:
     t = make(catalog)
     put(t, [(1, 1, "s", "20250810")], "snapshot")
     put(t, [(2, 1, "d", "20250811")], "delta")
-    assert read(t.branch_table("delta")) == [(2, 1, "d", "20250811")]
-    assert read(t.branch_table("snapshot")) == [(1, 1, "s", "20250810")]
+    assert read(t.on_branch("delta")) == [(2, 1, "d", "20250811")]
+    assert read(t.on_branch("snapshot")) == [(1, 1, "s", "20250810")]
     assert read(t, options={"branch": "delta"}) == [(2, 1, "d", "20250811")]
     with pytest.raises(ChainTableError, match="plain table"):
-        t.branch_table("delta").explain_chain()
+        t.on_branch("delta").chain.explain()
 
 
 def test_chain_with_partial_fallback_options_is_plain(catalog: Catalog) -> None:
@@ -509,4 +513,4 @@ def test_chain_with_partial_fallback_options_is_plain(catalog: Catalog) -> None:
     put(t, [(1, 1, "main", "20250810")])
     assert read(t) == [(1, 1, "main", "20250810")]
     with pytest.raises(PaimonError, match="fallback"):
-        t.explain_chain()
+        t.chain.explain()

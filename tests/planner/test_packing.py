@@ -157,7 +157,7 @@ def test_stream_batches_pack_like_batch_reads_and_keep_buckets_whole(
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     table = _twelve_files(tmp_path, partitions=12)
     job = StreamReadJob(
-        table.store, {"path": table.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1", **options}
+        table.store, {"path": table.store.table_path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1", **options}
     )
     splits, _ = job.next_batch(job.initial_offset())
     assert len(splits) == 12  # one per commit, each in its own partition
@@ -177,7 +177,12 @@ def test_stream_keeps_a_buckets_changes_in_one_task_in_commit_order(
         table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": [f"v{i}"]}))
     job = StreamReadJob(
         table.store,
-        {"path": table.path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1", "source.split.target-size": "1 b"},
+        {
+            "path": table.store.table_path,
+            "scan.mode": "from-snapshot",
+            "scan.snapshot-id": "1",
+            "source.split.target-size": "1 b",
+        },
     )
     splits, _ = job.next_batch(job.initial_offset())
     packed = job.task_groups(splits)
@@ -187,4 +192,4 @@ def test_stream_keeps_a_buckets_changes_in_one_task_in_commit_order(
 def test_stream_open_file_cost_must_parse(tmp_path: Path) -> None:
     table = _twelve_files(tmp_path)
     with pytest.raises(OptionError, match="source.split.open-file-cost"):
-        StreamReadJob(table.store, {"path": table.path, "source.split.open-file-cost": "1 parsec"})
+        StreamReadJob(table.store, {"path": table.store.table_path, "source.split.open-file-cost": "1 parsec"})

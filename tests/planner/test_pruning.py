@@ -15,6 +15,8 @@ from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
 from pyspark_paimon.metadata.rows.bucket import bucket_of_values
 from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
+from tests.engine_read import explain as engine_explain
+from tests.engine_read import read_arrow as engine_read_arrow
 
 
 def rows_of(t: pa.Table) -> list[tuple]:
@@ -23,11 +25,11 @@ def rows_of(t: pa.Table) -> list[tuple]:
 
 def same_as_filtered(table: Any, leaves: Sequence[Leaf]) -> dict:
     """Assert the predicate read equals the unfiltered read filtered in Arrow; return the explain dict."""
-    full = table.to_arrow()
+    full = table.scan().to_arrow()
     expected = full.filter(to_arrow_expression(list(leaves), full.schema))
-    got = table.to_arrow(predicate=list(leaves))
+    got = engine_read_arrow(table, predicate=list(leaves))
     assert rows_of(got) == rows_of(expected)
-    return table.explain(predicate=list(leaves))
+    return engine_explain(table, predicate=list(leaves))
 
 
 @pytest.fixture
@@ -98,10 +100,10 @@ def test_value_stats_modes_and_evolution(catalog: Catalog) -> None:
     assert same_as_filtered(t2, [Leaf("a", "=", 100)])["counters"]["files_skipped_stats"] == 0
     assert same_as_filtered(t2, [Leaf("b", "=", 100)])["counters"]["files_skipped_stats"] == 1
     # renamed column: stats found by field id; a column added later has no stats in old files
-    t2.rename_column("b", "b2")
+    t2.update_schema().rename_column("b", "b2").commit()
     t2 = catalog.get_table("default.n")
     assert same_as_filtered(t2, [Leaf("b2", "=", 100)])["counters"]["files_skipped_stats"] == 1
-    t2.add_column("c", "int")
+    t2.update_schema().add_column("c", "int").commit()
     t2 = catalog.get_table("default.n")
     assert same_as_filtered(t2, [Leaf("c", "=", 1)])["counters"]["files_skipped_stats"] == 0
 
@@ -126,7 +128,7 @@ def test_pk_key_stats_skip_but_value_filters_do_not_drop_unmerged_files(catalog:
     # v = 'old' must not see key 5's old version: the newer file (v='new') is never skipped before merging
     ex = same_as_filtered(t, [Leaf("v", "=", "old")])
     assert ex["counters"]["files_skipped_stats"] == 0
-    got = t.to_arrow(predicate=[Leaf("v", "=", "old")])
+    got = engine_read_arrow(t, predicate=[Leaf("v", "=", "old")])
     assert sorted(got.column("id").to_pylist()) == list(range(10, 50))
 
 
@@ -147,10 +149,10 @@ def test_could_match_stats_is_conservative() -> None:
 
 
 def test_manifest_cache_is_shared_and_not_pickled(append_table: Any, catalog: Catalog) -> None:
-    append_table.explain()
+    append_table.scan().explain()
     again = catalog.get_table("default.a")
     hits = MANIFEST_CACHE.hits
-    again.explain()
+    again.scan().explain()
     assert MANIFEST_CACHE.hits > hits
     store = again.store
     _ = store.manifests, store.planning_manifests
@@ -172,17 +174,17 @@ def test_chain_partition_filters_select_targets(catalog: Catalog) -> None:
         [Leaf("dt", ">=", "20250811"), Leaf("t1", "=", 1)],
         [Leaf("t3", "starts_with", "b")],
     ):
-        full = t.to_arrow()
+        full = t.scan().to_arrow()
         expected = full.filter(to_arrow_expression(leaves, full.schema))
-        assert rows_of(t.to_arrow(predicate=leaves)) == rows_of(expected)
-    ex = t.explain(predicate=[Leaf("dt", "=", "20250812")])
+        assert rows_of(engine_read_arrow(t, predicate=leaves)) == rows_of(expected)
+    ex = engine_explain(t, predicate=[Leaf("dt", "=", "20250812")])
     assert ex["splits"]["partitions"] == 1
 
 
 def test_spark_pushdown_results_match(spark: Any, append_table: Any) -> None:
     from pyspark_paimon import register  # noqa: PLC0415
 
-    path = append_table.path
+    path = append_table.store.table_path
     plain = sorted(spark.read.format("paimon").load(path).where("k = 3 and v >= 2000").collect())
     register(spark, pushdown=True)
     try:
@@ -196,4 +198,4 @@ def test_spark_pushdown_results_match(spark: Any, append_table: Any) -> None:
     assert pushed_pk == sorted(
         spark.read.format("paimon").load(path).where("dt = '2025-01-01' and s like 'name-1%'").collect()
     )
-    assert len(pc.unique(append_table.to_arrow().column("k"))) == 10
+    assert len(pc.unique(append_table.scan().to_arrow().column("k"))) == 10

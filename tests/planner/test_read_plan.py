@@ -26,7 +26,7 @@ def opts(**kv: str) -> ReadOptions:
 def test_plain_incremental_and_time_travel(catalog: Catalog) -> None:
     t = catalog.create_table("db.t", "id bigint, v string", primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}))
-    t.add_column("w", "int")
+    t.update_schema().add_column("w", "int").commit()
     t.write_arrow(pa.table({"id": [3], "v": ["c"], "w": [7]}))
     store = t.store
     assert read_kind(store, opts()) == "plain"
@@ -43,8 +43,8 @@ def test_plain_incremental_and_time_travel(catalog: Catalog) -> None:
 def test_fallback(catalog: Catalog) -> None:
     t = catalog.create_table("db.f", "id bigint, dt string", partition_keys=["dt"])
     t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
-    t.create_branch("backfill", from_latest=True)
-    t.branch_table("backfill").write_arrow(pa.table({"id": [2], "dt": ["b"]}))
+    t.branches.create("backfill")
+    t.on_branch("backfill").write_arrow(pa.table({"id": [2], "dt": ["b"]}))
     assert read_kind(t.store, opts()) == "plain"
     fb = opts(**{"scan.fallback-branch": "backfill"})
     planned = plan_read(t.store, fb)
@@ -56,13 +56,11 @@ def test_chain_reads_are_planned_like_every_read_and_keep_their_pruning_predicat
     t = catalog.create_chain_table(
         "db.c", "t1 bigint, t2 bigint, dt string", partition_keys=["dt"], primary_keys=["dt", "t1"], options=CHAIN
     )
-    schema = t.arrow_schema
-    t.branch_table("snapshot").write_arrow(
-        pa.table({"t1": [1, 2], "t2": [1, 1], "dt": ["20250810"] * 2}, schema=schema)
-    )
-    t.branch_table("delta").write_arrow(pa.table({"t1": [2, 3], "t2": [2, 2], "dt": ["20250811"] * 2}, schema=schema))
+    schema = t.schema.arrow_schema()
+    t.on_branch("snapshot").write_arrow(pa.table({"t1": [1, 2], "t2": [1, 1], "dt": ["20250810"] * 2}, schema=schema))
+    t.on_branch("delta").write_arrow(pa.table({"t1": [2, 3], "t2": [2, 2], "dt": ["20250811"] * 2}, schema=schema))
     assert read_kind(t.store, opts()) == "chain"
-    assert read_kind(t.branch_table("delta").store, opts()) == "plain"  # the delta branch reads as a table
+    assert read_kind(t.on_branch("delta").store, opts()) == "plain"  # the delta branch reads as a table
     pred = [Leaf("dt", "=", "20250811"), Leaf("t2", ">=", 2)]
     job = prepare_read(t.store, opts(), pred, exact_filters=pred)
     assert job.planned.kind == "chain"
