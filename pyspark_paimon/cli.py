@@ -12,7 +12,7 @@ A few subcommands Paimon spells as SQL or does not have are ours: ``list_tags``,
 dashes (``--time-retained``).
 
 Every subcommand is a :class:`Procedure` in :data:`PROCEDURES`: its arguments and a function of the opened
-:class:`~pyspark_paimon.table.Table` returning rows to print. Adding one (``compact`` once ``Table.compact``
+:class:`~pyspark_paimon.table.Table` returning rows to print. Adding one (``compact`` once ``Table.maintenance.compact``
 exists) is one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
 ``pyspark-paimon: error: <message>`` and exits 1, without a traceback; bad usage exits 2 (argparse).
 """
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.errors import OptionError, PaimonError
+from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
@@ -305,6 +306,15 @@ def _rollback_to_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
+    if a.retain_max is not None and a.retain_min is None:
+        key = "snapshot.num-retained.min"
+        retain_min = int(t.options.get(key, "10"))
+        if a.retain_max < retain_min:
+            source = f"the table option {key}" if key in t.options else f"the default of the table option {key}"
+            raise OptionError(
+                f"--retain_max {a.retain_max} must be >= retain_min, which is {retain_min} ({source}); pass "
+                f"--retain_min N with N <= {a.retain_max} too."
+            )
     r = t.maintenance.expire_snapshots(
         retain_max=a.retain_max,
         retain_min=a.retain_min,
@@ -520,7 +530,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     ),
     Procedure(
         "compact",
-        "compact the branch in one COMPACT snapshot, in this process (Table.compact(spark=...) runs it on a cluster)",
+        "compact the branch in one COMPACT snapshot, in this process (t.maintenance.compact(spark=...) runs it on "
+        "a cluster)",
         (
             Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
             Arg(
@@ -566,7 +577,16 @@ def open_table(table: str, warehouse: str | None, branch: str | None, storage: d
         if branch and not suffix.branch:
             table = f"{table}$branch_{branch}"
         return Catalog(warehouse, **storage).get_table(table)
-    return Table.open(table, branch=branch or "main", **storage)
+    try:
+        return Table.open(table, branch=branch or None, **storage)
+    except TableNotFoundError as exc:
+        base = split_suffix(table)[0]
+        if re.fullmatch(r"[\w-]+\.[\w-]+", base):
+            raise TableNotFoundError(
+                f"{exc} Hint: '{base}' looks like a db.table identifier, which needs --warehouse <root>; "
+                "without it --table is a table directory."
+            ) from None
+        raise
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -168,7 +168,7 @@ def check_chain_options(store: FileStore, options: Mapping[str, str], table: str
         if branch and branch != store.branch and store.with_branch(branch).schemas.latest() is None:
             raise ChainTableError(
                 f"Chain table {table}: option '{key}' names branch '{branch}', which does not exist. "
-                f"Create it first (Table.create_branch('{branch}'))."
+                f"Create it first (Table.branches.create('{branch}'))."
             )
 
 
@@ -494,7 +494,7 @@ class ChainWriteHook:
         except Exception as exc:  # noqa: BLE001 - the delta data is committed; compaction is an optimisation
             log.warning(
                 "chain table %s: automatic chain compaction after a delta write failed: %s. Run "
-                "Table.compact_chain by hand.",
+                "Table.chain.compact by hand.",
                 main.table_path,
                 exc,
             )

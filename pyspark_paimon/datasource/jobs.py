@@ -37,7 +37,7 @@ from pyspark_paimon.planner.time_travel import version_branch
 
 log = logging.getLogger(__name__)
 
-# Splits one in-process read (Table.to_arrow) works on at once: one per core.
+# Splits one in-process read (Table.scan().to_arrow) works on at once: one per core.
 _READ_THREADS = max(1, os.cpu_count() or 1)
 
 
@@ -164,13 +164,13 @@ class WriteJob:
     def _compact_after(self, messages: Sequence[CommitMessage]) -> None:
         """Automatic compaction (:func:`auto_compact`) after the write landed. The data is committed by now, so
         a compaction that fails (a concurrent compaction won, an unreadable file) is logged, never raised: the
-        next write or an explicit ``Table.compact`` tries again."""
+        next write or an explicit ``Table.maintenance.compact`` tries again."""
         try:
             result = auto_compact(self.store, messages)
         except (PaimonError, OSError) as exc:
             log.warning(
                 "The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
-                "Nothing of it was committed; run Table.compact to compact.",
+                "Nothing of it was committed; run Table.maintenance.compact to compact.",
                 self.store.table_path,
                 self.store.branch,
                 exc,

@@ -428,12 +428,12 @@ class _FileReader:
             raise DataFileError(
                 f"Data file {self.uri} is missing, but the snapshot being read references it ({exc}). It was deleted "
                 "outside Paimon or by an unsafe cleanup. Restore the file, or roll the branch back to a snapshot or "
-                "tag that does not reference it (Table.rollback_to), or read an older tag."
+                "tag that does not reference it (Table.maintenance.rollback_to), or read an older tag."
             ) from exc
         except (pa.ArrowException, OSError) as exc:
             raise DataFileError(
                 f"Data file {self.uri} cannot be read; it is truncated or corrupt ({exc}). Restore it from a copy, or "
-                "roll the branch back to a snapshot or tag that does not reference it (Table.rollback_to)."
+                "roll the branch back to a snapshot or tag that does not reference it (Table.maintenance.rollback_to)."
             ) from exc
 
     def __enter__(self) -> "_FileReader":
@@ -507,7 +507,7 @@ def _keep_mask(
         raise CorruptMetadataError(
             f"The deletion vector of data file '{file_name}' names row position {int(deleted[-1])}, but the file "
             f"has {total} rows: the deletion vector belongs to another file or is corrupt. Restore the table's "
-            "index files, or roll the table back to a snapshot before the damage (Table.rollback_to)."
+            "index files, or roll the table back to a snapshot before the damage (Table.maintenance.rollback_to)."
         )
     sel = np.arange(len(group_rows)) if selected is None else np.asarray(selected, dtype=np.int64)
     out_start = np.concatenate([[0], np.cumsum(group_rows[sel])]).astype(np.int64)

@@ -6,7 +6,7 @@ first, and each non-empty level above is one run. The rules follow Java's ``Leve
 
 * **full** compaction takes every run into the max level (``num-levels`` - 1), unless the bucket already is a
   single run at the max level;
-* **universal** compaction (automatic, and ``Table.compact(full=False)``) first checks size amplification
+* **universal** compaction (automatic, and ``Table.maintenance.compact(full=False)``) first checks size amplification
   (the newer runs together against the oldest one, ``compaction.max-size-amplification-percent``), then size
   ratios (``compaction.size-ratio``), then the run count (``num-sorted-run.compaction-trigger``); the output
   level is the level of the first run left out minus one, never 0, and the max level when every run is taken;
@@ -17,7 +17,7 @@ Append buckets follow Java's ``BucketedAppendCompactManager``: a sliding window 
 order picks ``compaction.min.file-num`` files once that many sit together below twice ``target-file-size``;
 full compaction drops the leading large files and rewrites the rest when small files outnumber large ones.
 
-Nothing here reads data; the same rules serve ``Table.compact`` and the automatic compaction after writes.
+Nothing here reads data; the same rules serve ``Table.maintenance.compact`` and the automatic compaction after writes.
 """
 
 from __future__ import annotations

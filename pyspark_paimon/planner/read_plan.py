@@ -1,6 +1,6 @@
 """How a read is planned: the one place that decides between a plain, fallback, incremental and chain read.
 
-Spark's ``schema()``, Spark's ``partitions()`` and ``Table.to_arrow``/``explain``/``new_read`` need the same
+Spark's ``schema()``, Spark's ``partitions()`` and ``Table.scan().to_arrow``/``explain``/``new_read`` need the same
 answers (which schema, which snapshot, which files), and two copies of the decision drift. So a table read
 goes through :func:`read_schema` (the schema, no file planned) and :func:`plan_read` (the files), which share
 one decision (:func:`_decide`):

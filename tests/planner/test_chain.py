@@ -134,14 +134,14 @@ def test_branches_must_share_the_schema(catalog: Catalog) -> None:
         t.update_schema().add_column("extra", "int").commit()  # main and snapshot follow; delta already has it
     assert read(t, eq("dt", "20250811")) == [(1, 1, "a", "20250811", None), (2, 1, "b", "20250811", None)]
     t2 = make(catalog, "default.c2")
-    t2.add_column("extra", "int")  # on a fresh chain table: all three branches at once
-    assert all("extra" in t2.branch_table(b).schema.field_names for b in ("main", "snapshot", "delta"))
+    t2.update_schema().add_column("extra", "int").commit()  # on a fresh chain table: all three branches at once
+    assert all("extra" in t2.on_branch(b).schema.field_names for b in ("main", "snapshot", "delta"))
     put(t2, [(1, 1, "a", "20250810", 5)], "snapshot")
     put(t2, [(2, 1, "b", "20250811", 6)], "delta")
     assert read(t2, eq("dt", "20250811")) == [(1, 1, "a", "20250811", 5), (2, 1, "b", "20250811", 6)]
-    t2.rename_column("extra", "more")
+    t2.update_schema().rename_column("extra", "more").commit()
     assert read(t2, eq("dt", "20250811"))[0] == (1, 1, "a", "20250811", 5)
-    assert t2.branch_table("delta").schema.field_names[-1] == "more"
+    assert t2.on_branch("delta").schema.field_names[-1] == "more"
 
 
 def test_missing_branch_and_inconsistent_buckets(catalog: Catalog) -> None:
@@ -485,7 +485,7 @@ def test_time_travel(catalog: Catalog) -> None:
     # A branch that was empty when the chain tag was made reads as empty at that tag.
     t2 = make(catalog, "default.tt")
     put(t2, [(2, 1, "d", "20250811")], "delta")
-    t2.create_chain_tag("early")
+    t2.chain.create_tag("early")
     put(t2, [(1, 1, "s", "20250810")], "snapshot")
     assert read(t2, eq("dt", "20250811"), options={"scan.tag-name": "early"}) == [(2, 1, "d", "20250811")]
     assert len(read(t2, eq("dt", "20250811"))) == 2

@@ -158,7 +158,7 @@ def check_write_options(ref: TableRef, table: TableSchema) -> None:
         raise OptionError(
             f"Table {ref.path} already exists, and write options that define a table only apply when the write "
             f"creates it. These differ from the table: {'; '.join(differing)}. Drop them from the write, or change "
-            "the table first (Table.set_options; keys and partitioning cannot change)."
+            "the table first (Table.update_schema().set_options; keys and partitioning cannot change)."
         )
 
 
@@ -171,7 +171,7 @@ def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
         raise SchemaMismatchError(
             f"The DataFrame's columns do not match the table's. Missing: {missing or 'none'}; not in the table: "
             f"{extra or 'none'}. Table columns: {table.field_names}. Select/rename columns to match, or evolve the "
-            "table first (Table.add_column)."
+            "table first (Table.update_schema().add_column)."
         )
     for f in table.fields:
         want = to_spark_type(f.type, f.name)
@@ -251,7 +251,7 @@ class PaimonWriter(DataSourceArrowWriter):
             raise OptionError(
                 f"The table option '{_DYNAMIC_OVERWRITE_TABLE_OPTION}' does not choose how a Spark "
                 "write overwrites: use .option('partitionOverwriteMode', 'dynamic') (or 'static'). To "
-                "store the option for other engines, use Table.set_options."
+                "store the option for other engines, use Table.update_schema().set_options."
             )
         table = ensure_table(ref, schema)
         check_write_schema(schema, table)

@@ -147,7 +147,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import (
     branch_path,
     now_millis,
 )
-from pyspark_paimon.metadata.timeutil import duration_millis, to_millis
+from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to_millis
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +311,8 @@ def _identity(s: Snapshot) -> tuple:
 
 def _describe(s: Snapshot) -> str:
     delta = f", {s.delta_record_count:+d} rows" if s.delta_record_count is not None else ""
-    return f"snapshot {s.id} ({s.commit_kind} at {s.time_millis}{delta})"
+    when = local_datetime(s.time_millis).strftime("%Y-%m-%d %H:%M:%S")
+    return f"snapshot {s.id} ({s.commit_kind} at {when} local, {s.time_millis} epoch ms{delta})"
 
 
 def _trimmed_snapshot_json(tag_text: str, source: str) -> bytes:

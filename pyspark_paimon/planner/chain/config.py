@@ -266,7 +266,7 @@ def validate_branch_schemas(schemas: Mapping[str, TableSchema], table: str = "th
                 f"Chain table {table}: branch '{branch}' (schema {schema.id}) does not have the same columns as "
                 f"branch '{base_branch}' (schema {base.id}); differing columns (name#field id): "
                 f"{', '.join(diff) or 'column order'}. Apply the same schema change on every chain branch "
-                "(Table.add_column etc. on the main branch of a chain table does this)."
+                "(Table.update_schema() on the main branch of a chain table does this)."
             )
         if list(schema.partition_keys) != list(base.partition_keys) or list(schema.primary_keys) != list(
             base.primary_keys

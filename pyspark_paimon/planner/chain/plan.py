@@ -75,7 +75,7 @@ _sortable = sortable_key
 
 @dataclass
 class ChainTarget:
-    """How one requested partition is read (what :meth:`Table.explain_chain` reports)."""
+    """How one requested partition is read (what :meth:`Table.chain.explain` reports)."""
 
     partition: dict[str, Any]
     source: str  # "main" | "snapshot" | "chain"

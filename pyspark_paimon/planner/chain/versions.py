@@ -143,7 +143,7 @@ def latest_schemas(stores: Mapping[str, FileStore], table: str) -> dict[str, Tab
         if schema is None:
             raise ChainTableError(
                 f"Chain table {table}: the {role} branch '{s.branch}' does not exist. Create it with "
-                f"Table.create_branch('{s.branch}') (an empty branch), or fix the option "
+                f"Table.branches.create('{s.branch}', empty=True), or fix the option "
                 f"'{(SCAN_FALLBACK_SNAPSHOT_BRANCH if role == SNAPSHOT else SCAN_FALLBACK_DELTA_BRANCH).key}'."
             )
         out[role] = s.schema()
