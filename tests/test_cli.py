@@ -173,6 +173,21 @@ def test_errors_are_one_line_and_exit_non_zero(capsys: Any, table: Table) -> Non
     assert code == 2 and "invalid choice" in err
 
 
+def test_errors_name_the_argument_and_the_fix(capsys: Any, table: Table, monkeypatch: Any, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "expire_snapshots", "--table", table.store.table_path, "--retain_max", "1")
+    assert code == 1 and "--retain_min" in err and "snapshot.num-retained.min" in err and "which is 10" in err
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "list_tags", "--table", "db.c")
+    assert code == 1 and "needs --warehouse" in err
+
+
+def test_list_tags_shows_a_create_time_for_tags_without_retention(capsys: Any, table: Table) -> None:
+    table.tags.create("plain")
+    code, rows, _ = run(capsys, "list_tags", "--table", table.store.table_path)
+    assert code == 0 and rows[0]["tag_name"] == "plain" and rows[0]["create_time"] is not None
+    assert rows[0]["time_retained"] is None
+
+
 def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) -> None:
     """pyproject declares the console script as cli.main; ``python -m pyspark_paimon`` is the same program."""
     pyproject = (ROOT / "pyproject.toml").read_text()  # (tomllib is 3.11+; the package supports 3.10)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from pyspark_paimon.errors import (
@@ -217,13 +217,26 @@ class TagManager:
         return self.get_tag(name).snapshot
 
     def list_tags(self) -> list[Tag]:
-        """All tags, ordered by snapshot id then name (tags deleted while we list are skipped)."""
+        """All tags, ordered by snapshot id then name (tags deleted while we list are skipped).
+
+        A tag made without a retention has no ``tagCreateTime`` in its file (Java writes both or neither);
+        its ``create_time`` here falls back to the tag file's modification time (local wall clock), so
+        listings (``list_tags``, ``$tags``) show when it was made. Expiry is unaffected: a tag without
+        retention never expires."""
+        mtimes = {
+            st.name[len(TAG_PREFIX) :]: st.mtime_millis
+            for st in self.fileio.list_status(self.tag_dir)
+            if st.name.startswith(TAG_PREFIX) and not st.is_dir
+        }
         tags = []
-        for n in self.list_names():
+        for n in sorted(mtimes):
             try:
-                tags.append(self.get_tag(n))
+                tag = self.get_tag(n)
             except TagNotFoundError:
                 continue
+            if tag.create_time is None and tag.time_retained_ms is None and mtimes[n]:
+                tag = replace(tag, create_time=local_datetime(mtimes[n]))
+            tags.append(tag)
         return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
 
     def tagged_snapshot(self, snapshot_id: int) -> Snapshot | None:
