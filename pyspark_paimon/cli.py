@@ -24,7 +24,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TextIO
 
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
@@ -138,6 +138,27 @@ def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+class TerminalProgress:
+    """Progress of a long procedure on a terminal: one line on ``stream`` rewritten in place (``\\r``),
+    ended with a newline when a step completes. Only used when ``stream`` is a TTY (see :func:`progress_for`),
+    so piped or captured output never holds it."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        self.stream.write(f"\r{step}: {done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def progress_for(stream: TextIO) -> TerminalProgress | None:
+    """A reporter on ``stream`` when it is a terminal, else None (no progress output)."""
+    isatty = getattr(stream, "isatty", None)
+    return TerminalProgress(stream) if isatty is not None and isatty() else None
+
+
 # ------------------------------------------------------------------------------------------- procedures
 def _tag_row(tag: Any) -> Row:
     s = tag.snapshot
@@ -235,7 +256,9 @@ def _list_branches(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
-    r = t.branches.expire(older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run)
+    r = t.branches.expire(
+        older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run, progress=progress_for(sys.stderr)
+    )
     rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
     rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
     rows.append(
@@ -321,6 +344,7 @@ def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
         older_than=_instant(a.older_than, "older_than"),
         max_deletes=a.max_deletes,
         dry_run=a.dry_run,
+        progress=progress_for(sys.stderr),
     )
     return [
         {
@@ -333,7 +357,9 @@ def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
-    r = t.maintenance.remove_orphan_files(older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run)
+    r = t.maintenance.remove_orphan_files(
+        older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run, progress=progress_for(sys.stderr)
+    )
     rows: list[Row] = [{"orphan_file": f} for f in r.files]
     rows.append({"orphan_file": f"({len(r.files)} files, {r.total_bytes} bytes {'found' if a.dry_run else 'deleted'})"})
     return rows
@@ -343,7 +369,7 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
     'full' (every bucket to the max level) or 'minor' (the universal rules decide), in this process."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
-    r = t.maintenance.compact(parts, full=a.compact_strategy == "full")
+    r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
     return [
         {
             "snapshot_id": r.snapshot.id if r.snapshot else None,

@@ -13,6 +13,7 @@ from pyspark_paimon.datasource import compact as _compact
 from pyspark_paimon.errors import TagError
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.maintenance import orphans as _orphans
+from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import rollback as _rollback
 from pyspark_paimon.metadata.refs import tags as _tags
 from pyspark_paimon.metadata.timeutil import to_millis
@@ -34,6 +35,7 @@ class Maintenance:
         *,
         full: bool = False,
         spark: Any = None,
+        progress: Progress | None = None,
     ) -> _compact.CompactResult:
         """Compact the branch in one COMPACT snapshot (Paimon's ``CALL sys.compact``).
 
@@ -42,9 +44,10 @@ class Maintenance:
         into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
         decide what to merge. Append buckets: small files are rewritten into files of ``target-file-size``.
         With a SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this
-        process commits; without, here. Truthy when a snapshot was committed."""
+        process commits; without, here. ``progress(step, done, total)`` is called per bucket compacted.
+        Truthy when a snapshot was committed."""
         runner = _compact.session_runner(spark) if spark is not None else None
-        return _compact.compact(self._table.store, partitions, full=full, runner=runner)
+        return _compact.compact(self._table.store, partitions, full=full, runner=runner, progress=progress)
 
     def expire_snapshots(
         self,
@@ -54,9 +57,11 @@ class Maintenance:
         older_than: Any = None,
         max_deletes: int | None = None,
         dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> _expire.ExpireResult:
         """Expire old snapshots of the branch; unset arguments come from the ``snapshot.*`` table options.
-        Deletes only files no snapshot, tag or changelog of *any* branch still references."""
+        Deletes only files no snapshot, tag or changelog of *any* branch still references;
+        ``progress(step, done, total)`` is called per data file deleted."""
         store = self._table.store
         return _expire.expire_snapshots(
             store.fileio,
@@ -68,13 +73,19 @@ class Maintenance:
             max_deletes=max_deletes,
             options=self._table.options,
             dry_run=dry_run,
+            progress=progress,
         )
 
-    def remove_orphan_files(self, *, older_than: Any = None, dry_run: bool = False) -> _orphans.OrphanResult:
+    def remove_orphan_files(
+        self, *, older_than: Any = None, dry_run: bool = False, progress: Progress | None = None
+    ) -> _orphans.OrphanResult:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
-        are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
+        are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them; ``progress(step,
+        done, total)`` is called per orphan file."""
         store = self._table.store
-        return _orphans.remove_orphan_files(store.fileio, store.table_path, older_than=older_than, dry_run=dry_run)
+        return _orphans.remove_orphan_files(
+            store.fileio, store.table_path, older_than=older_than, dry_run=dry_run, progress=progress
+        )
 
     def rollback_to(
         self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None

@@ -11,6 +11,7 @@ import builtins
 from typing import Any
 
 from pyspark_paimon.metadata.maintenance import expire as _expire
+from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import branches as _branches
 from pyspark_paimon.metadata.refs import tags as _tags
 from pyspark_paimon.metadata.store import FileStore
@@ -185,12 +186,17 @@ class Branches:
         """Every branch of the table except ``main``, by name."""
         return self._manager().list_branches()
 
-    def expire(self, *, older_than: Any = None, dry_run: bool = False) -> _expire.BranchExpireResult:
+    def expire(
+        self, *, older_than: Any = None, dry_run: bool = False, progress: Progress | None = None
+    ) -> _expire.BranchExpireResult:
         """Drop the branches whose ``time_retained`` has passed (and, with ``older_than``, every branch created
         before it), deleting the files only they referenced. Branches another branch's options read from are
-        kept (``result.kept``). ``dry_run`` only reports."""
+        kept (``result.kept``). ``dry_run`` only reports; ``progress(step, done, total)`` is called per data
+        file deleted."""
         store = self._table.store
-        return _expire.expire_branches(store.fileio, store.table_path, older_than=older_than, dry_run=dry_run)
+        return _expire.expire_branches(
+            store.fileio, store.table_path, older_than=older_than, dry_run=dry_run, progress=progress
+        )
 
     def fast_forward(self, name: str, *, force: bool = False) -> _branches.PublishResult:
         """Publish branch ``name`` into the table's branch: its snapshots, schemas and tags from its earliest

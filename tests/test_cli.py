@@ -3,6 +3,7 @@ through ``cli.main(argv)``, plus one run of the real entry point in a subprocess
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -186,6 +187,30 @@ def test_list_tags_shows_a_create_time_for_tags_without_retention(capsys: Any, t
     code, rows, _ = run(capsys, "list_tags", "--table", table.store.table_path)
     assert code == 0 and rows[0]["tag_name"] == "plain" and rows[0]["create_time"] is not None
     assert rows[0]["time_retained"] is None
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_long_procedures_show_progress_only_on_a_terminal(capsys: Any, catalog: Any, monkeypatch: Any) -> None:
+    t = catalog.create_table(
+        "db.p",
+        "id bigint, dt string",
+        partition_keys=["dt"],
+        options={"bucket": "1", "bucket-key": "id", "write-only": "true"},
+    )
+    for i in range(3):
+        t.write_arrow(pa.table({"id": [i, i], "dt": ["a", "b"]}))
+    assert cli.progress_for(io.StringIO()) is None  # not a terminal: no progress lines in captured output
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert cli.main(["compact", "--table", t.store.table_path, "--compact_strategy", "full"]) == 0
+    assert tty.getvalue().endswith("\rcompact buckets: 1/2\rcompact buckets: 2/2\n")
+    steps: list[tuple[str, int, int]] = []
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1, progress=lambda *s: steps.append(s))
+    assert steps and steps[-1][1] == steps[-1][2] and {s[0] for s in steps} == {"delete data files"}
 
 
 def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) -> None:

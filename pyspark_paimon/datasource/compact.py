@@ -46,6 +46,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import (
     write_index_manifest_without,
 )
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import (
@@ -526,12 +527,13 @@ def compact_batches(ctx: CompactContext, batches: Iterable[pa.RecordBatch]) -> I
             yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(message)], pa.binary())], schema=schema)
 
 
-def run_in_process(plan: CompactPlan) -> list[CommitMessage]:
+def run_in_process(plan: CompactPlan, progress: Progress | None = None) -> list[CommitMessage]:
     """Run every task here, one after the other; on an error delete what earlier tasks wrote."""
     messages: list[CommitMessage] = []
     try:
-        for task in plan.tasks:
+        for done, task in enumerate(plan.tasks, 1):
             messages.append(compact_bucket(plan.context, task))
+            report(progress, "compact buckets", done, len(plan.tasks))
     except BaseException:
         _delete_outputs(plan, messages)
         raise
@@ -628,12 +630,22 @@ def compact(
     runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
     buckets: Iterable[tuple[bytes, int]] | None = None,
     auto: bool = False,
+    progress: Progress | None = None,
 ) -> CompactResult:
     """Plan, run (``runner``: in process by default; the Spark adapter passes one that uses executors) and
     commit a compaction. When a concurrent commit removed an input or wrote overlapping files at a level the
     outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
     snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed)."""
-    run = runner or run_in_process
+
+    def run(plan: CompactPlan) -> list[CommitMessage]:
+        total = len(plan.tasks)
+        if runner is not None:  # elsewhere (Spark executors): report the start and the end
+            report(progress, "compact buckets", 0, total)
+            messages = runner(plan)
+            report(progress, "compact buckets", total, total)
+            return messages
+        return run_in_process(plan, progress)
+
     wanted = None if buckets is None else list(buckets)
     result = CompactResult()
     for attempt in range(1, MAX_ATTEMPTS + 1):

@@ -28,6 +28,7 @@ from pyspark_paimon.metadata.maintenance.reachability import (
     all_roots,
     iter_new_roots,
 )
+from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
@@ -117,6 +118,7 @@ def sweep(
     *,
     dry_run: bool = False,
     already_deleted: str = "",
+    progress: Progress | None = None,
 ) -> SweepResult:
     """Phase two: re-read the roots (protecting anything created since the plan) and delete what is still
     unreferenced. ``already_deleted`` says what the caller removed since the plan, for an error here."""
@@ -133,7 +135,9 @@ def sweep(
             ) from e
     result = SweepResult()
     resolver = DataPathResolver(fileio, table_path)
-    for name in sorted(doomed.data_files):
+    total = len(doomed.data_files)
+    for done, name in enumerate(sorted(doomed.data_files), 1):
+        report(progress, "delete data files", done, total)
         ref = doomed.data_files[name]
         try:
             path = resolver.path(name, ref)
@@ -168,10 +172,11 @@ def delete_unreachable(
     *,
     exclude: set[tuple],
     dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> SweepResult:
     """Both phases at once, for callers that delete nothing of their own in between."""
     plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude=exclude, operation="this cleanup")
-    return sweep(fileio, table_path, plan, scanner, dry_run=dry_run)
+    return sweep(fileio, table_path, plan, scanner, dry_run=dry_run, progress=progress)
 
 
 __all__ = [

@@ -44,6 +44,7 @@ from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.maintenance.reachability import ReachabilityScanner, Root, branch_roots
+from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.schema.options import (
@@ -170,6 +171,7 @@ def expire_snapshots(
     options: Mapping[str, str] | None = None,
     now: object = None,
     dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> ExpireResult:
     """Expire old snapshots of ``branch`` (see the module docstring). Arguments override the table options
     ``snapshot.num-retained.max`` / ``.min``, ``snapshot.time-retained`` (``older_than``: an epoch-ms or
@@ -239,6 +241,7 @@ def expire_snapshots(
             plan,
             scanner,
             dry_run=dry_run,
+            progress=progress,
             already_deleted=f"Snapshots {expired} of branch '{branch}' were expired (their snapshot files deleted)",
         ),
     )
@@ -286,7 +289,13 @@ def _parents_first(names: list[str], mgr: BranchManager) -> list[str]:
 
 
 def expire_branches(
-    fileio: FileIO, table_path: str, *, older_than: object = None, now: object = None, dry_run: bool = False
+    fileio: FileIO,
+    table_path: str,
+    *,
+    older_than: object = None,
+    now: object = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> BranchExpireResult:
     """Drop the branches whose retention has passed (``create_branch(time_retained=)``: created + retained <
     now) and, when ``older_than`` (epoch ms or datetime) is given, every branch created before it; then delete
@@ -332,6 +341,7 @@ def expire_branches(
             plan,
             scanner,
             dry_run=dry_run,
+            progress=progress,
             already_deleted=f"Branches {doomed} were dropped (their directories deleted)",
         ),
     )

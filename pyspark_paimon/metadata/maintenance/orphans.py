@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pyspark_paimon.metadata.io.fileio import FileIO, FileStatus, is_temp_file
 from pyspark_paimon.metadata.maintenance.deletion import nothing_deleted_yet
 from pyspark_paimon.metadata.maintenance.reachability import FileRefs, ReachabilityScanner, all_roots, iter_new_roots
+from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.partition import escape_path_name
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, branch_dirs, branch_path
@@ -117,7 +118,13 @@ def _referenced(name: str, refs: FileRefs) -> bool:
 
 
 def remove_orphan_files(
-    fileio: FileIO, table_path: str, *, older_than: object = None, dry_run: bool = False, now: object = None
+    fileio: FileIO,
+    table_path: str,
+    *,
+    older_than: object = None,
+    dry_run: bool = False,
+    now: object = None,
+    progress: Progress | None = None,
 ) -> OrphanResult:
     """Delete (or, with ``dry_run``, only list) orphan files older than ``older_than`` (epoch ms or datetime;
     default one day before ``now``). See the module docstring for what is scanned."""
@@ -137,7 +144,8 @@ def remove_orphan_files(
             if new:
                 refs.update(scanner.refs_of(new))
                 orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
-    for _, status in sorted(orphans, key=lambda cs: cs[1].path):
+    for done, (_, status) in enumerate(sorted(orphans, key=lambda cs: cs[1].path), 1):
+        report(progress, "delete orphan files", done, len(orphans))
         if dry_run or fileio.delete(status.path):
             result.files.append(status.path)
             result.total_bytes += status.size
