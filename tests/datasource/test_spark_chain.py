@@ -28,14 +28,8 @@ OPTIONS = {
 
 
 def make_branch(table: Any, name: str) -> None:
-    """``Table.create_branch`` when available, else what Paimon's empty branch is: a copy of the schemas."""
-    create = getattr(table, "create_branch", None)
-    if create is not None:
-        create(name)
-        return
-    from pyspark_paimon.catalog import _copy_schemas_to_branch
-
-    _copy_schemas_to_branch(table.store.fileio, table.store.table_path, name)
+    """An empty branch (Paimon's create_branch without a source): the current schema, no data."""
+    table.branches.create(name, empty=True)
 
 
 def write(
