@@ -11,10 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from maint_helpers import FakeTable, data_files_on_disk
+from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.maintenance.expire import expire_snapshots, expire_tags
+from pyspark_paimon.metadata.refs import tags as tags_module
 from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
 from pyspark_paimon.table import Table
 
@@ -275,3 +276,73 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
     assert snaps.get("p_plain") == Table.open(path).snapshot(2)
     # And our reader reads through them.
     assert Table.open(path).to_arrow({"scan.tag-name": "p_ttl"}).column("id").to_pylist() == [1]
+
+
+# ------------------------------------------------------------------------------ tags racing expiration
+def _expire_all_but_latest(table: FakeTable) -> None:
+    expire_snapshots(
+        table.fileio, table.path, retain_min=1, retain_max=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
+
+
+def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paimon's apache/paimon#9220, forced deterministically: ``create_tag`` resolves snapshot 1, then a whole
+    expiration runs (it lists the tags before this one exists and deletes snapshot 1's files), then the tag file
+    is written. Without the post-write check that tag would point at deleted files."""
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    first_file = next(iter(table.live_names(table.snapshots().snapshot(1))))
+    real_resolve = tags_module.resolve_source
+
+    def resolve_then_expire(*args: object, **kwargs: object) -> object:
+        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        _expire_all_but_latest(table)
+        return snapshot
+
+    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    with pytest.raises(TagError, match="snapshot 1 .* expired while the tag was being written"):
+        tags_module.create_tag(table.fileio, table.path, "main", "tag_s1", snapshot_id=1)
+    assert not table.tags().exists("tag_s1")
+    assert not table.snapshots().exists(1)
+    assert first_file not in {p.name for p in Path(table.path).rglob("data-*")}, "the race really deleted its files"
+    assert_all_roots_intact(table)
+
+
+def test_replace_tag_racing_expiration_restores_the_previous_tag(
+    table: FakeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    keeper = tags_module.create_tag(table.fileio, table.path, "main", "moving", snapshot_id=3)
+    real_resolve = tags_module.resolve_source
+
+    def resolve_then_expire(*args: object, **kwargs: object) -> object:
+        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        _expire_all_but_latest(table)
+        return snapshot
+
+    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    with pytest.raises(TagError, match="expired while"):
+        tags_module.replace_tag(table.fileio, table.path, "main", "moving", snapshot_id=1)
+    assert table.tags().get_tag("moving") == keeper
+    assert_all_roots_intact(table)
+
+
+def test_tagging_a_retained_snapshot_during_expiration_succeeds(
+    table: FakeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check only undoes tags whose snapshot is gone: an expiration racing the tag of a snapshot it keeps
+    changes nothing."""
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    real_resolve = tags_module.resolve_source
+
+    def resolve_then_expire(*args: object, **kwargs: object) -> object:
+        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        _expire_all_but_latest(table)
+        return snapshot
+
+    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    tag = tags_module.create_tag(table.fileio, table.path, "main", "tag_s3", snapshot_id=3)
+    assert tag.snapshot.id == 3 and table.tags().exists("tag_s3")
+    assert_all_roots_intact(table)

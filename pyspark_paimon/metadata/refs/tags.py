@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pyspark_paimon.errors import (
     CorruptMetadataError,
@@ -475,7 +475,37 @@ def create_tag(
         from_timestamp=from_timestamp,
         timestamp_rule=timestamp_rule,
     )
-    return tags.create(name, snapshot, retention_ms(time_retained, options), ignore_if_exists)
+    try:
+        tag = tags.create(name, snapshot, retention_ms(time_retained, options))
+    except TagError:
+        if ignore_if_exists and tags.exists(name):  # created by someone else meanwhile
+            return tags.get_tag(name)
+        raise
+    _check_still_preserved(SnapshotManager(fileio, table_path, branch), tags, tag, undo=tags.delete)
+    return tag
+
+
+def _check_still_preserved(
+    snapshots: SnapshotManager, tags: TagManager, tag: Tag, undo: Callable[[str], object]
+) -> None:
+    """Close the tag/expiration race (Paimon's apache/paimon#9220): a tag written after an expiration read its
+    list of tags, for a snapshot that expiration then removed, would point at deleted files.
+
+    Expiration deletes the expired snapshot files before it re-lists the tags and protects every root it had
+    not seen (``maintenance.deletion.sweep``). So once the tag file exists, one look decides: if the snapshot
+    file (or another tag holding the same snapshot) is still there, any expiration of it has not reached its
+    re-list yet and will see this tag; if neither is there, this tag may already be unprotected, so it is
+    removed again (``undo``: deleted, or a replaced tag restored) and the caller is told to pick a newer
+    snapshot."""
+    sid = tag.snapshot.id
+    if snapshots.exists(sid) or any(t.snapshot.id == sid and t.name != tag.name for t in tags.list_tags()):
+        return
+    undo(tag.name)
+    raise TagError(
+        f"Tag '{tag.name}' was not created: snapshot {sid} of branch '{tags.branch}' expired while the tag was "
+        "being written, so its files may already be deleted. Tag a snapshot that is still retained (see "
+        "Table.snapshots()), or tag it before expiring."
+    )
 
 
 def replace_tag(
@@ -501,7 +531,13 @@ def replace_tag(
         from_timestamp=from_timestamp,
         timestamp_rule=timestamp_rule,
     )
-    return tags.replace(name, snapshot, retention_ms(time_retained, options))
+    previous = tags.get_tag(name) if tags.exists(name) else None
+    tag = tags.replace(name, snapshot, retention_ms(time_retained, options))
+    if previous is not None:
+        _check_still_preserved(
+            SnapshotManager(fileio, table_path, branch), tags, tag, undo=lambda _name: tags.write(previous)
+        )
+    return tag
 
 
 __all__ = [
