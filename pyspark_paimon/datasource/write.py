@@ -221,8 +221,9 @@ def _local_millis_as_utc() -> int:
 class TableWriter:
     """Writes Arrow data of one Spark task into data files of the table in ``ctx``.
 
-    ``task_id`` only makes log/debug output traceable; file names use fresh UUIDs, so concurrent tasks
-    (and retried attempts) never collide.
+    ``task_id`` names the writer in its commit messages (versions of one key written by two writers of one job
+    have no order: ``key_conflicts``) and in log output; file names use fresh UUIDs, so concurrent tasks (and
+    retried attempts) never collide.
     """
 
     def __init__(self, ctx: WriteContext, task_id: str = "") -> None:
@@ -772,7 +773,11 @@ class TableWriter:
         messages = []
         for state in [*self._states.values(), *self._compact_states.values()]:
             if state.files:
-                messages.append(CommitMessage(state.partition, state.bucket, state.total_buckets, tuple(state.files)))
+                messages.append(
+                    CommitMessage(
+                        state.partition, state.bucket, state.total_buckets, tuple(state.files), writer=self._task_id
+                    )
+                )
                 state.files = []
         return messages
 

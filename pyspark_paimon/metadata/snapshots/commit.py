@@ -78,6 +78,9 @@ class CommitMessage:
     new_files: tuple[DataFileMeta, ...]
     # Files this writer replaces (compaction); DELETE entries in the same commit.
     compact_before: tuple[DataFileMeta, ...] = ()
+    # The writer task that made ``new_files`` (e.g. Spark's "<partition>-<attempt>"); never persisted. Versions
+    # of one key from different writers of one job have no order (datasource/key_conflicts.py).
+    writer: str = ""
 
 
 @dataclass(frozen=True)
