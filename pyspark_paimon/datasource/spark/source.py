@@ -33,7 +33,7 @@ class PaimonDataSource(DataSource):
 
     Name: ``paimon``. Read options: ``branch``, ``scan.snapshot-id`` / ``versionAsOf``, ``scan.tag-name``,
     ``scan.timestamp-millis`` / ``timestampAsOf``, ``scan.version``, ``source.split.target-size``...;
-    see the README's option reference. Unknown options are errors.
+    see the option reference (docs/reference/options.md). Unknown options are errors.
     """
 
     pushdown = False

@@ -51,7 +51,7 @@ USE_JAVA = (
 #: The fix of a read-time key stored as a table option.
 AS_READ_OPTION = (
     "remove it from the table's options (Table.remove_options) and pass the read option "
-    "instead (see the README's read options)"
+    "instead (see the read options in the docs, docs/reference/options.md)"
 )
 
 

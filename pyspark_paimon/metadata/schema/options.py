@@ -804,7 +804,8 @@ def validate_table_options(
                 raise OptionError(
                     f"Unknown table option '{key}'"
                     + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                    + ". pyspark-paimon refuses options it does not understand; see the README's option reference."
+                    + ". pyspark-paimon refuses options it does not understand; see the option reference in the docs "
+                    "(docs/reference/options.md)."
                 )
             continue
         if creating:
@@ -906,5 +907,6 @@ def check_read_options(options: Iterable[str], allowed: Iterable[str], what: str
             raise OptionError(
                 f"Unknown {what} option '{key}'"
                 + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                + ". Unsupported options are refused rather than ignored; see the README's option reference."
+                + ". Unsupported options are refused rather than ignored; see the option reference in the docs "
+                "(docs/reference/options.md)."
             )
