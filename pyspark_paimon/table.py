@@ -347,8 +347,10 @@ class Table:
         restricts it; default every partition. Primary-key buckets: ``full`` merges every file of a bucket
         into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
         (``num-sorted-run.compaction-trigger``, ``compaction.max-size-amplification-percent``,
-        ``compaction.size-ratio``) decide what to merge. Append buckets: small files are rewritten into files
-        of ``target-file-size`` (``compaction.min.file-num``; ``full``: Paimon's full rule). With a
+        ``compaction.size-ratio``) decide what to merge. Fixed append buckets: small files are rewritten into
+        files of ``target-file-size`` (``compaction.min.file-num``; ``full``: Paimon's full rule). Unaware-bucket
+        append tables: Paimon's coordinator packs the small files of each partition by size, ``full`` or not
+        (as ``CALL sys.compact`` does). With a
         SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this process
         commits; without, here. Returns what was done (truthy when a snapshot was committed)."""
         runner = _compact.session_runner(spark) if spark is not None else None

@@ -4,6 +4,8 @@ compaction after writes."""
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -440,6 +442,94 @@ def test_append_min_file_num(tmp_path: Path) -> None:
     assert not t.compact()
     t.write_arrow(pa.table({"k": pa.array([9], pa.int32()), "v": ["x"]}))
     assert t.compact() and len(live(t)) == 1
+
+
+# ------------------------------------------------------------------------------------------------------ unaware
+def unaware_table(tmp_path: Path, options: dict[str, str] | None = None, partitioned: bool = False) -> Table:
+    return Catalog(str(tmp_path)).create_table(
+        "db.u",
+        "k int, v string" + (", p string" if partitioned else ""),
+        partition_keys=["p"] if partitioned else [],
+        options={**WRITE_ONLY, **(options or {})},
+    )
+
+
+def write_files(t: Table, count: int, start: int = 0, rows_per_file: int = 100, **columns: str) -> None:
+    for i in range(start, start + count):
+        data = {"k": pa.array(range(i * 1000, i * 1000 + rows_per_file), pa.int32()), "v": [f"r{i}"] * rows_per_file}
+        t.write_arrow(pa.table({**data, **{c: [v] * rows_per_file for c, v in columns.items()}}))
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_unaware_twenty_tiny_files_become_one(tmp_path: Path, full: bool) -> None:
+    """Java's AppendCompactCoordinator (what CALL sys.compact runs for bucket = -1, whatever the strategy):
+    20 small files are one task, rewritten into one file. The fixed-bucket rule would take 5."""
+    t = unaware_table(tmp_path)
+    write_files(t, 20)
+    before = rows(t)
+    result = t.compact(full=full)
+    assert result and (result.files_before, result.files_after, result.buckets) == (20, 1, 1)
+    assert rows(t) == before and len(before) == 2000
+    (out,) = live(t)
+    assert (out.bucket, out.file.level, out.file.row_count) == (0, 0, 2000)
+    assert (out.file.min_sequence_number, out.file.max_sequence_number) == (0, 1999)
+    assert not t.compact(full=full)  # one file: nothing to pack
+
+
+def test_unaware_bins_close_at_twice_the_target_with_javas_open_file_cost(tmp_path: Path) -> None:
+    """target-file-size 100 kb: a bin closes at 200 kb. Each ~0.5 kb file counts 4 mb more (Java's
+    open-file cost, not our read packing's 64 kb, with which bins would hold 4 files), so bins of 2."""
+    t = unaware_table(tmp_path, {"target-file-size": "100 kb"})
+    write_files(t, 7)
+    before = rows(t)
+    plan = plan_compaction(t.store)
+    assert [len(task.files) for task in plan.tasks] == [2, 2, 2]  # the seventh file alone stays
+    assert t.compact() and len(live(t)) == 4 and rows(t) == before
+    # Set on the table, the option is used: ~65 kb a file, so 4 files close a bin.
+    t2 = unaware_table(tmp_path / "b", {"target-file-size": "100 kb", "source.split.open-file-cost": "64 kb"})
+    write_files(t2, 7)
+    assert [len(task.files) for task in plan_compaction(t2.store).tasks] == [4]  # 3 left < min-file-num
+
+
+def test_unaware_files_at_the_compaction_size_stay(tmp_path: Path) -> None:
+    """Only files below target-file-size x compaction.small-file-ratio are compacted; larger ones are never
+    inputs, wherever they sit in sequence order (the fixed-bucket full rule only skips leading ones)."""
+    t = unaware_table(tmp_path)
+    write_files(t, 3)
+    # one large file in the middle of the sequence (distinct random strings do not compress)
+    t.write_arrow(pa.table({"k": pa.array(range(500), pa.int32()), "v": [os.urandom(16).hex() for _ in range(500)]}))
+    write_files(t, 3, start=4)
+    t.set_options({"target-file-size": "8 kb"})  # small files are now those below 5734 bytes
+    large = {e.file.file_name for e in live(t) if e.file.file_size >= 5734}
+    assert len(large) == 1
+    before = rows(t)
+    result = t.compact()
+    assert result and result.files_before == 6
+    assert large <= {e.file.file_name for e in live(t)} and rows(t) == before
+
+
+def test_unaware_file_num_limit(tmp_path: Path) -> None:
+    t = unaware_table(tmp_path, {"compaction.file-num-limit": "6"})
+    write_files(t, 9)
+    before = rows(t)
+    result = t.compact()
+    assert result and (result.files_before, result.files_after) == (6, 1)
+    assert len(live(t)) == 4 and rows(t) == before
+    t.set_options({"compaction.file-num-limit": "4"})
+    assert not t.compact()  # the first 4 small files are fewer than compaction.min.file-num
+
+
+def test_unaware_partitions_are_packed_separately(tmp_path: Path) -> None:
+    t = unaware_table(tmp_path, partitioned=True)
+    write_files(t, 6, p="a")
+    write_files(t, 4, start=10, p="b")  # fewer than compaction.min.file-num
+    write_files(t, 5, start=20, p="c")
+    before = rows(t)
+    result = t.compact(partitions=[{"p": "a"}, {"p": "b"}])
+    assert result and (result.files_before, result.files_after, result.buckets) == (6, 1, 1)
+    assert sorted(Counter(e.partition for e in live(t)).values()) == [1, 4, 5]
+    assert t.compact() and sorted(Counter(e.partition for e in live(t)).values()) == [1, 1, 4]
+    assert rows(t) == before
 
 
 # ------------------------------------------------------------------------------------------------------ auto

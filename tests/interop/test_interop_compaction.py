@@ -96,3 +96,18 @@ def test_oracles_read_our_compacted_tables(tmp_path: Path) -> None:
         assert_same_table(ours, theirs, name)
     assert 2 not in ours_arrow(table_uri(wh, "db.rowkind")).column("k").to_pylist()
     assert identifiers[0] == "db.deduplicate"
+
+
+def test_oracles_read_our_compacted_unaware_append_table(tmp_path: Path) -> None:
+    """20 small files of an unaware-bucket append table compacted into one (Java's AppendCompactCoordinator)."""
+    wh = str(tmp_path)
+    t = Catalog(wh).create_table("db.unaware", SCHEMA, options={"write-only": "true"})
+    for i in range(20):
+        _write(t, list(range(i * 100, i * 100 + 100)), f"w{i}", i)
+    assert t.compact() and len(t.store.live_entries(t.latest_snapshot())) == 1
+    batch = OracleBatch(wh)
+    batch.read("u", t.identifier)
+    batch.run()
+    theirs = assert_oracles_agree(batch.tables["u"], t.identifier)
+    assert theirs.num_rows == 2000
+    assert_same_table(ours_arrow(table_uri(wh, t.identifier)), theirs, t.identifier)

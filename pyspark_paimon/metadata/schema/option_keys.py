@@ -261,7 +261,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "compaction.total-size-threshold": _inert(_COMPACTION),
     "compaction.incremental-size-threshold": _inert(_COMPACTION),
     "compaction.max.file-num": _inert(_COMPACTION + " (Paimon 1.0)"),
-    "compaction.file-num-limit": _inert(_COMPACTION),
     "compaction.delete-ratio-threshold": _inert(_COMPACTION),
     "compaction.skip-expired-partitions": _inert(_COMPACTION),
     "sort-compaction.range-strategy": _inert(_COMPACTION),

@@ -469,6 +469,12 @@ COMPACTION_SIZE_RATIO = _option(
 COMPACTION_MIN_FILE_NUM = _option(
     "compaction.min.file-num", INTEGER, "5", "Append tables: the number of small files that triggers their compaction."
 )
+COMPACTION_FILE_NUM_LIMIT = _option(
+    "compaction.file-num-limit",
+    INTEGER,
+    "100000",
+    "Unaware-bucket append tables: at most this many small files are considered by one compaction.",
+)
 COMPACTION_SMALL_FILE_RATIO = _option(
     "compaction.small-file-ratio",
     OptionType(float, "a number"),
