@@ -402,11 +402,12 @@ class StreamPlanner:
         )
 
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
-        plan = ScanPlanner(self.store, self.schema, {}).plan(snapshot)
+        plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(snapshot)
         return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
-        return ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False).plan_entries(entries).splits
+        planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
+        return planner.plan_entries(entries).splits
 
     def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         kind = snapshot.commit_kind

@@ -410,6 +410,17 @@ def test_bucket_count_conflict(t: T) -> None:
     assert c.commit([msg(t.part("b"), new_file(), total_buckets=4)]).id == 2
 
 
+def test_bucket_count_check_ignores_files_without_a_bucket_count(t: T) -> None:
+    """Postpone files (bucket -2, recorded with total -2 as Java writes them) sit beside a partition's real
+    buckets; like Java's checkBucketKeepSame, counts <= 0 take no part in the check."""
+    c = t.committer()
+    c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
+    assert c.commit([msg(t.part("a"), new_file(), bucket=-2, total_buckets=-2)]).id == 2
+    assert c.commit([msg(t.part("a"), new_file(), bucket=1, total_buckets=2)]).id == 3
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("a"), new_file(), total_buckets=4)])
+
+
 def test_bucket_count_may_change_through_overwrite(t: T) -> None:
     c = t.committer()
     c.commit([msg(t.part("a"), new_file(), total_buckets=2)])

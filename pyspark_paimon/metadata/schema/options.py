@@ -165,6 +165,8 @@ BUCKET = _option(
     "-1",
     "Bucket count: N > 0 fixed, -1 dynamic (PK) / unaware (append), -2 postpone.",
 )
+#: ``bucket`` of a postpone-bucket table; its not yet bucketed files sit in bucket -2 (``bucket-postpone``).
+POSTPONE_BUCKET = -2
 BUCKET_KEY = _option(
     "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
 )

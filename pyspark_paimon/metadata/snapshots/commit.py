@@ -493,10 +493,14 @@ class FileStoreCommit:
     ) -> None:
         """Every partition keeps the bucket count it was written with. Only manifests whose partition statistics
         may hold a written partition are read (as Java reads only the changed partitions' entries): a commit
-        into a few partitions of a large table must not fold the whole table's manifests."""
-        if not new_entries:
+        into a few partitions of a large table must not fold the whole table's manifests.
+
+        Entries without a positive bucket count (unaware, dynamic-bucket and ``bucket-postpone`` files, which
+        Java records with the table's ``bucket`` option, -1 or -2) are left out on both sides, as in Java's
+        ``checkBucketKeepSame``: a postpone table's partition holds postpone files beside its real buckets."""
+        wanted = {e.partition: e.total_buckets for e in new_entries if e.total_buckets > 0}
+        if not wanted:
             return
-        wanted = {e.partition: e.total_buckets for e in new_entries}
         relevant = manifests_with_partitions(base, wanted, schema)
         # Only live files count: files an earlier overwrite removed may have had the old bucket count. A DELETE
         # and the ADD it cancels are in the same partition, so pruning by partition keeps both; the other
@@ -504,7 +508,7 @@ class FileStoreCommit:
         entries, _ = self.manifests.select_entries(relevant, wanted.__contains__)
         for e in merge_entries(entries):
             expect = wanted.get(e.partition)
-            if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
+            if expect is not None and e.kind == KIND_ADD and e.total_buckets > 0 and e.total_buckets != expect:
                 raise CommitError(
                     f"A partition of {self.table_path} was written with {e.total_buckets} buckets but this write "
                     f"uses {expect}. Overwrite the partition to change its bucket count."
