@@ -111,7 +111,8 @@ PartitionSpecs = Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | N
 
 @dataclass(frozen=True)
 class CompactTask:
-    """One bucket's compaction: its input files, the output level and whether retractions may be dropped."""
+    """One compaction of a bucket (an unaware bucket may have several, one per coordinator bin): its input
+    files, the output level and whether retractions may be dropped."""
 
     partition: bytes
     partition_values: tuple[Any, ...]
@@ -705,7 +706,7 @@ def compact(
             result.notes.append(f"attempt {attempt}: {exc}")
             continue
         result.snapshot = snapshot
-        result.buckets = len(messages)
+        result.buckets = len({(m.partition, m.bucket) for m in messages})  # an unaware bucket may have several
         result.files_before = sum(len(m.compact_before) for m in messages)
         result.files_after = sum(len(m.new_files) for m in messages)
         result.rows_before = sum(f.row_count for m in messages for f in m.compact_before)

@@ -484,7 +484,9 @@ def test_unaware_bins_close_at_twice_the_target_with_javas_open_file_cost(tmp_pa
     before = rows(t)
     plan = plan_compaction(t.store)
     assert [len(task.files) for task in plan.tasks] == [2, 2, 2]  # the seventh file alone stays
-    assert t.compact() and len(live(t)) == 4 and rows(t) == before
+    result = t.compact()
+    assert result and (result.buckets, result.files_before, result.files_after) == (1, 6, 3)
+    assert len(live(t)) == 4 and rows(t) == before
     # Set on the table, the option is used: ~65 kb a file, so 4 files close a bin.
     t2 = unaware_table(tmp_path / "b", {"target-file-size": "100 kb", "source.split.open-file-cost": "64 kb"})
     write_files(t2, 7)
