@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge import SEQUENCE_NUMBER, VALUE_KIND
 from pyspark_paimon.datasource.read import ReadContext, read_data_file
-from pyspark_paimon.errors import CommitError
+from pyspark_paimon.errors import ConflictingKeysError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -39,10 +39,6 @@ _CHECKED_ENGINES = {"deduplicate": "last", "first-row": "first"}
 _WRITER = "__writer"
 _ROW = "__row"
 _SHOWN = 5
-
-
-class ConflictingKeysError(CommitError):
-    """Two tasks of one write wrote different versions of the same primary key; nothing was committed."""
 
 
 def check_one_version_per_key(store: FileStore, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:

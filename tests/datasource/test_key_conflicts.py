@@ -9,7 +9,7 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.jobs import prepare_read, prepare_write
-from pyspark_paimon.datasource.key_conflicts import ConflictingKeysError
+from pyspark_paimon.errors import ConflictingKeysError
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.read_options import ReadOptions
 
