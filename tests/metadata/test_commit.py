@@ -651,17 +651,42 @@ def test_retry_after_same_user_different_kind_commits_again(t: T) -> None:
 
 
 # --------------------------------------------------------------------------------------------- concurrency
+class RacingFileIO(FileIO):
+    """Local FileIO whose first snapshot create waits at ``barrier``: every committer has then read the same
+    latest snapshot and tries the same id, so exactly one wins and the others must retry. Counts the lost
+    creates (each one an attempt the committer retried)."""
+
+    def __init__(self, barrier: Any) -> None:
+        super().__init__("file")
+        self.barrier = barrier
+        self.first_won: bool | None = None
+        self.lost = 0
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        if "/snapshot/snapshot-" not in path:
+            return super().try_create(path, data)
+        first = self.first_won is None
+        if first:
+            self.barrier.wait()
+        won = super().try_create(path, data)
+        if first:
+            self.first_won = won
+        self.lost += not won
+        return won
+
+
 def test_concurrent_committers_threads(t: T) -> None:
     n = 8
     files = [new_file(i + 1) for i in range(n)]
     barrier = threading.Barrier(n)
     results: dict[int, Snapshot] = {}
+    ios: dict[int, RacingFileIO] = {}
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
         try:
-            committer = t.committer()
-            barrier.wait()
+            ios[i] = RacingFileIO(barrier)
+            committer = FileStoreCommit(ios[i], t.path, options=FAST_RETRY)
             results[i] = committer.commit(
                 [msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)], commit_user=f"user-{i}"
             )
@@ -675,6 +700,8 @@ def test_concurrent_committers_threads(t: T) -> None:
         th.join(timeout=60)
     assert not errors, errors
     assert sorted(s.id for s in results.values()) == list(range(1, n + 1)), "distinct ids, no gaps"
+    assert sorted(io.first_won for io in ios.values()) == [False] * (n - 1) + [True], "all raced for snapshot-1"
+    assert sum(io.lost for io in ios.values()) >= n - 1, "every loser retried"
     check_concurrent_result(t, files, {f"user-{i}" for i in range(n)})
 
 
@@ -683,11 +710,11 @@ def _commit_in_process(root: str, index: int, barrier: Any, out: Any) -> None:
     schema = SchemaManager(fio, path).latest()
     part = serialize_row(["p", index], [f.type for f in schema.partition_fields])
     f = DataFileMeta(file_name=f"data-proc-{index}.parquet", file_size=100, row_count=index + 1)
-    barrier.wait()
-    snap = FileStoreCommit(fio, path, options=FAST_RETRY).commit(
+    racing = RacingFileIO(barrier)
+    snap = FileStoreCommit(racing, path, options=FAST_RETRY).commit(
         [CommitMessage(part, 0, 2, (f,))], commit_user=f"proc-{index}"
     )
-    out.put((index, snap.id))
+    out.put((index, snap.id, racing.first_won, racing.lost))
 
 
 def test_concurrent_committers_processes(t: T) -> None:
@@ -697,11 +724,13 @@ def test_concurrent_committers_processes(t: T) -> None:
     procs = [ctx.Process(target=_commit_in_process, args=(t.path, i, barrier, out)) for i in range(n)]
     for p in procs:
         p.start()
-    got = dict(out.get(timeout=60) for _ in range(n))
+    got = {index: rest for index, *rest in (out.get(timeout=60) for _ in range(n))}
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
-    assert sorted(got.values()) == list(range(1, n + 1))
+    assert sorted(sid for sid, _, _ in got.values()) == list(range(1, n + 1))
+    assert sorted(won for _, won, _ in got.values()) == [False] * (n - 1) + [True], "all raced for snapshot-1"
+    assert sum(lost for _, _, lost in got.values()) >= n - 1, "every loser retried"
     files = [DataFileMeta(file_name=f"data-proc-{i}.parquet", file_size=100, row_count=i + 1) for i in range(n)]
     check_concurrent_result(t, files, {f"proc-{i}" for i in range(n)})
 
