@@ -145,3 +145,20 @@ def test_write_oracle(benchmark: Any, datasets: Datasets, oracle_bench: Any, imp
         import_s=statistics.median(r["import_s"] for r in reports),
         loadavg=[load_before, loadavg()],
     )
+
+
+def test_bucket_ids_million_strings(benchmark: Any) -> None:
+    """Bucket hashing of one million mixed-length string keys (1,000 distinct, repeated), vectorised; the
+    result is checked against tests/metadata/test_bucket.py's property (repeats get the same buckets)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pyspark_paimon.metadata.rows.bucket import bucket_ids
+    from pyspark_paimon.metadata.types.model import AtomicType
+
+    string = AtomicType("VARCHAR", length=2147483647)
+    lengths = np.random.default_rng(0).integers(0, 30, size=1000)
+    keys = pa.array(["x" * int(k) for k in lengths] * 1000)
+    result = benchmark.pedantic(bucket_ids, args=([keys], [string], 16), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    assert len(result) == 1_000_000 and result[:1000].tolist() * 1000 == result.tolist()
+    benchmark.extra_info.update(label="bucket_ids (1M strings)", rows=1_000_000)
