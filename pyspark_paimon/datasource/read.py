@@ -155,7 +155,7 @@ class ReadContext:
     # statistics prove no row matches. The exact ``residual`` still runs afterwards.
     pushed: tuple[Leaf, ...] = ()
     # Key-overlap sections whose files total more than this many bytes are merged in windows of about this
-    # many bytes of Parquet row groups (see :func:`_windowed_merge`), so memory stays bounded.
+    # many bytes of Parquet row groups (see :func:`_plan_windows`), so memory stays bounded.
     merge_window_bytes: int = 64 << 20
 
     @classmethod
