@@ -8,7 +8,7 @@ same work (same rows, same sums), not how fast it was.
 Datasets (all three columns ``id bigint, s string, d double``; ``s = 'str_<id>'``, ``d = id * 0.5``):
 
 * ``bench.append_t``: an append table written by ``Table.write_arrow`` in 4 commits of N/4 rows, i.e. 4
-  Parquet files (the shape of the measurements in ../shared/spark-python-datasource.md §2).
+  Parquet files.
 * ``bench.pk_t``: a primary-key table (``id``, 4 buckets): one commit of all N keys, then 4 upsert commits,
   each of a random 25% of the keys (``s = 'upd<k>_<id>'``, ``d = id * 0.5 + k``). Every bucket then holds
   5 level-0 files whose key ranges all overlap, so every read must merge them.

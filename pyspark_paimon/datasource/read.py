@@ -1,4 +1,5 @@
-"""Executor-side reading of one split into Arrow record batches (format reference §2.3, §7, §10.3).
+"""Executor-side reading of one split into Arrow record batches (Java's `SchemaEvolutionUtil`, `MergeFileSplitRead`,
+`MergeFileSplitRead.createChainReader`).
 
 What a split read has to get right, and where it happens here:
 

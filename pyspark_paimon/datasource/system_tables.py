@@ -1,4 +1,4 @@
-"""System tables (``t$snapshots``, ``t$files``...): table metadata as rows (format reference §9.5).
+"""System tables (``t$snapshots``, ``t$files``...): table metadata as rows (Java's `SystemTableLoader`).
 
 Each system table has Paimon's column list, in Paimon's order and with Paimon's types (Java
 ``table/system/*Table.java``); the values are rendered the way Java renders them, so a query written against

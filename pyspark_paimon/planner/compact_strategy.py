@@ -1,6 +1,6 @@
 """Which files of one bucket a compaction rewrites, and into which level (Paimon's pick rules, metadata only).
 
-Primary-key buckets are LSM trees (format reference §7.5): every level-0 file is its own *sorted run*, newest
+Primary-key buckets are LSM trees (Java's `MergeTreeSplitGenerator`): every level-0 file is its own *sorted run*, newest
 first, and each non-empty level above is one run. The rules follow Java's ``Levels``, ``CompactStrategy``,
 ``UniversalCompaction`` and ``MergeTreeCompactManager``:
 

@@ -190,7 +190,7 @@ def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Seque
 
 
 # ------------------------------------------------------------------------------------------------------
-# Bucket pruning (§6)
+# Bucket pruning (Java's `DefaultBucketFunction`)
 # ------------------------------------------------------------------------------------------------------
 # Types whose SQL equality is exactly equality of the BinaryRow bytes the writer hashed. Floats are out
 # (0.0 = -0.0 but they hash differently; NaN), CHAR is out (padding), nested types have no hash here.
@@ -316,7 +316,7 @@ class _BucketSelector:
 
 
 # ------------------------------------------------------------------------------------------------------
-# File statistics (§7.7)
+# File statistics (Java's `SimpleStatsConverter`)
 # ------------------------------------------------------------------------------------------------------
 def _base_type(t: Any) -> Any:
     try:
@@ -701,7 +701,7 @@ class ScanPlanner:
 
 
 def _raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool = False) -> bool:
-    """A PK bucket readable without merging (§7.5, java ``MergeTreeSplitGenerator.splitForBatch``): every file
+    """A PK bucket readable without merging (Java's ``MergeTreeSplitGenerator.splitForBatch``): every file
     above level 0 without retract rows, and all in one level unless deletion vectors are on (then each key has
     exactly one position not deleted, whatever the levels)."""
     return (

@@ -16,7 +16,7 @@ from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.table import Table
 
-# §9.5 of the format reference (Java table/system/*Table.java), in order.
+# Java's system tables (table/system/*Table.java), in order.
 PAIMON_COLUMNS = {
     "snapshots": [
         "snapshot_id",

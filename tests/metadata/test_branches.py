@@ -1,5 +1,5 @@
-"""Branches through the Python API (format reference §1.3, §9.2): creation in Paimon's on-disk shapes, the
-lineage file, reads/writes/evolution/tags per branch, rename/drop, safe fast-forward and replace-main with a
+"""Branches through the Python API (Java's `Identifier`, `FileSystemBranchManager`): creation in Paimon's on-disk
+shapes, the lineage file, reads/writes/evolution/tags per branch, rename/drop, safe fast-forward and replace-main with a
 concurrent reader, fallback-branch reads, garbage collection across branches, and interop with pypaimon and
 pypaimon-rust."""
 

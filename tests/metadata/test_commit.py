@@ -1,4 +1,5 @@
-"""The commit protocol (metadata/snapshots/commit.py, §8): snapshots, manifests, overwrite, conflicts and concurrency.
+"""The commit protocol (metadata/snapshots/commit.py, Java's `FileStoreCommitImpl`): snapshots, manifests, overwrite,
+conflicts and concurrency.
 
 Tables are real (``SchemaManager.create_table`` on local disk); data files are made-up ``DataFileMeta``s
 with real partition BinaryRows, because the commit only ever looks at metadata. The last test writes real

@@ -1,5 +1,5 @@
-"""Snapshot expiration (§9.4) with full reachability over every branch's snapshots and tags, tag expiration
-with file cleanup, the data-loss scenarios of paimon-features.md §3 (#6272, #9867), and a property test over
+"""Snapshot expiration (Java's `ExpireSnapshotsImpl`) with full reachability over every branch's snapshots and tags, tag
+expiration with file cleanup, the data-loss scenarios of Paimon issues #6272 and #9867, and a property test over
 random histories of commits, tags, branches, rollbacks, expirations and orphan cleaning."""
 
 from __future__ import annotations

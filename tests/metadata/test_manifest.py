@@ -1,4 +1,5 @@
-"""Manifests and manifest lists (metadata/manifests/manifest.py, metadata/io/avro.py; §4 of the format reference).
+"""Manifests and manifest lists (metadata/manifests/manifest.py, metadata/io/avro.py; Java's `ManifestFile`,
+`ManifestList`).
 
 Interop in both directions: our Avro files are read by *plain* fastavro in the oracle venv (its codec comes
 from the ``zstandard`` library, not from our pyarrow-backed codec), and the manifests pypaimon writes for a
@@ -269,7 +270,7 @@ def test_live_entries_of_pypaimon_table_match_its_files_table(pypaimon_table: tu
     assert latest.total_record_count == sum(e.file.row_count for e in live) == 11
     assert all(e.kind == KIND_ADD and e.total_buckets == 2 for e in live)
     schema = store.schema()
-    for e in live:  # every live file exists where the layout (§1.1) says it is
+    for e in live:  # every live file exists where the layout (Java's `FileStorePathFactory`) says it is
         values = deserialize_row(e.partition, [f.type for f in schema.partition_fields])
         assert store.fileio.exists(f"{store.bucket_path(schema, values, e.bucket)}/{e.file.file_name}")
 

@@ -1,5 +1,5 @@
-"""Rollback to a snapshot or a tag (§9.3): LATEST = N, newer snapshots and tags deleted, no data deleted,
-and a tag whose snapshot expired re-creates the snapshot and sets EARLIEST."""
+"""Rollback to a snapshot or a tag (Java's `RollbackHelper`): LATEST = N, newer snapshots and tags deleted, no data
+deleted, and a tag whose snapshot expired re-creates the snapshot and sets EARLIEST."""
 
 from __future__ import annotations
 

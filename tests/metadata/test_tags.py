@@ -1,5 +1,5 @@
-"""Tags (§3.2, §9.1): file format, create from latest / snapshot / tag / timestamp, rename, replace, delete,
-list, expiration, and interop with pypaimon in both directions."""
+"""Tags (Java's `Tag`, `TagManager`): file format, create from latest / snapshot / tag / timestamp, rename, replace,
+delete, list, expiration, and interop with pypaimon in both directions."""
 
 from __future__ import annotations
 

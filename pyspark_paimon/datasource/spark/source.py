@@ -88,7 +88,7 @@ class PaimonDataSource(DataSource):
 # Catalog tables: CREATE TABLE t USING paimon LOCATION '...' [OPTIONS (...)]
 # ------------------------------------------------------------------------------------------------------
 # Keys Spark adds to the options of a CREATE TABLE ... USING paimon (besides the user's OPTIONS and TBLPROPERTIES,
-# which it also repeats as 'option.<key>'): spark-python-datasource.md §1.4.
+# which it also repeats as 'option.<key>'), as Spark 4's ``CreateTable`` passes them to a Python data source.
 _CREATE_KEYS = ("owner", "provider", "location")
 _TABLE_KEYS = ("path", "paths", "warehouse")
 # Field metadata of the schema a CREATE TABLE stores in Spark's catalog: the table's location and the OPTIONS

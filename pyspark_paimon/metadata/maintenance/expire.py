@@ -1,4 +1,5 @@
-"""Snapshot expiration (§9.4) and tag expiration (§9.1), deleting only files nothing can still read.
+"""Snapshot expiration (Java's `ExpireSnapshotsImpl`) and tag expiration (Java's `TagManager`), deleting only files
+nothing can still read.
 
 **Which snapshots expire** follows Java's ``ExpireSnapshotsImpl`` exactly:
 

@@ -10,7 +10,8 @@ a branch created from a since-deleted tag still reads (apache/paimon#6272). We a
   data directories, so their roots protect the same files);
 * a root reaches its manifest lists (base, delta, changelog), its index manifest and statistics file, every
   manifest those lists name, every **live** data file of the snapshot (the ADD entries left after folding
-  base + delta, §4.4), its extra files, its changelog files, and the index files its index manifest names.
+  base + delta, Java's `FileEntry.mergeEntries`), its extra files, its changelog files, and the index files its index
+  manifest names.
 
 Only *live* data files count, not every file any manifest mentions: a long-lived base manifest still holds
 the ADD entry of a file that a later commit deleted, and counting it would keep that file forever.

@@ -1,4 +1,5 @@
-"""Branches (§1.1, §9.2): create, list, rename, drop, fast-forward and replace-main.
+"""Branches (Java's `BranchManager.branchPath`, `FileSystemBranchManager`): create, list, rename, drop, fast-forward and
+replace-main.
 
 **Layout.** A branch keeps only its own metadata under ``<table>/branch/branch-<b>/`` (``schema/``,
 ``snapshot/``, ``tag/``); data files and manifests are shared with every other branch and always live in the
@@ -31,12 +32,12 @@ subdirectories, so the extra file is invisible to it (and it moves with a rename
 Paimon's or ours). Branches made by Paimon or pypaimon have no lineage; everything here works without it and
 falls back to the branch's earliest snapshot as the fork point.
 
-**Fast-forward** (:meth:`BranchManager.fast_forward`) produces Paimon's on-disk result (§9.2): the target's
-snapshots with id >= E (the branch's earliest snapshot) and schemas >= E.schemaId are replaced by the
-branch's, its tags on those snapshots are replaced by the branch's tags, ``LATEST`` points at the branch head.
-Unlike Paimon it is **safe by default**: it refuses (:class:`BranchConflictError`, listing what would be lost)
-when the target holds anything the branch does not contain: a snapshot or tag from the fork point on whose
-identity (``uuid``, else the whole snapshot) is not in the branch's history, a schema added after the fork,
+**Fast-forward** (:meth:`BranchManager.fast_forward`) produces Paimon's on-disk result (Java's
+`FileSystemBranchManager`): the target's snapshots with id >= E (the branch's earliest snapshot) and schemas >=
+E.schemaId are replaced by the branch's, its tags on those snapshots are replaced by the branch's tags, ``LATEST``
+points at the branch head. Unlike Paimon it is **safe by default**: it refuses (:class:`BranchConflictError`, listing
+what would be lost) when the target holds anything the branch does not contain: a snapshot or tag from the fork point on
+whose identity (``uuid``, else the whole snapshot) is not in the branch's history, a schema added after the fork,
 a tag name the branch points elsewhere, or a target head older than the fork point (rolled back since).
 ``force=True`` discards those, as Paimon always does. Tags of the target that point at snapshots the branch
 also contains are kept (Paimon deletes them; they remain valid, so keeping them loses nothing).

@@ -1,4 +1,4 @@
-"""Rollback of a branch to a snapshot or a tag (§9.3), with Paimon's (destructive) semantics.
+"""Rollback of a branch to a snapshot or a tag (Java's `RollbackHelper`), with Paimon's (destructive) semantics.
 
 Rolling back to snapshot N makes N the latest snapshot again:
 

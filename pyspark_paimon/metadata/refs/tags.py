@@ -1,4 +1,4 @@
-"""Tags (``tag/tag-<name>``): named, long-lived snapshots (§3.2, §9.1).
+"""Tags (``tag/tag-<name>``): named, long-lived snapshots (Java's `Tag`, `TagManager`).
 
 A tag file is the tagged snapshot's JSON, plus ``tagCreateTime`` and ``tagTimeRetained`` when the tag has a
 retention. Because a tag keeps the snapshot's id and manifest lists, everything it references stays alive
@@ -266,7 +266,7 @@ class TagManager:
         return tag
 
     def replace(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
-        """Point the existing tag ``name`` at ``snapshot`` (overwrite, §9.1)."""
+        """Point the existing tag ``name`` at ``snapshot`` (overwrite, Java's `TagManager`)."""
         if not self.exists(name):
             raise TagNotFoundError(
                 f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}, so it cannot be "

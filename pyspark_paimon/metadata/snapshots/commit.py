@@ -1,4 +1,4 @@
-"""The commit protocol (§8): turn written data files into one new snapshot, atomically.
+"""The commit protocol (Java's `FileStoreCommitImpl`): turn written data files into one new snapshot, atomically.
 
 Executors write data files and send :class:`CommitMessage` s; the driver calls :meth:`FileStoreCommit.commit`
 once. A commit is visible exactly when ``snapshot-N`` is created, which :meth:`FileIO.try_create` does

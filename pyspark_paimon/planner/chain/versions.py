@@ -1,4 +1,5 @@
-"""Chain tables (format reference §10.3, §10.8): which version of each branch a chain read sees, and its schema.
+"""Chain tables (Java's `MergeFileSplitRead.createChainReader`, `ChainTableBatchScan`): which version of each branch a
+chain read sees, and its schema.
 
 A chain read reads three branches, and each has its own snapshots: ids and watermarks are branch-local, so
 time travel cannot be passed to the branches as it is. This module resolves one consistent snapshot per
