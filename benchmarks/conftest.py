@@ -66,6 +66,16 @@ def make_rows(ids: np.ndarray, prefix: str = "str_", d_offset: float = 0.0) -> p
     return pa.table({"id": id_arr, "s": s, "d": d})
 
 
+def assert_reads_back(data: pa.Table, expected: pa.Table, who: str) -> None:
+    """``data`` (a full read of what a benchmark wrote, made outside the timed code) holds exactly the rows of
+    ``expected``, compared column by column in ``id`` order."""
+    assert data.num_rows == expected.num_rows, f"{who}: read back {data.num_rows} rows, wrote {expected.num_rows}"
+    got, want = data.sort_by("id"), expected.sort_by("id")
+    for name in want.column_names:
+        column = got.column(name).combine_chunks().cast(want.schema.field(name).type)
+        assert column.equals(want.column(name).combine_chunks()), f"{who}: column {name} differs from what was written"
+
+
 @dataclass(frozen=True)
 class Expected:
     """What a full read must return (for correctness checks outside the timed code)."""

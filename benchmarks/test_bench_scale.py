@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from conftest import Expected, _expected_plain, loadavg, make_rows, oracle_plan_runner
+from conftest import Expected, _expected_plain, assert_reads_back, loadavg, make_rows, oracle_plan_runner
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from scale_data import MetaTable, get_meta
@@ -164,11 +164,16 @@ def _write_rounds(
 ) -> None:
     from pyspark_paimon import Catalog
 
+    read_back: list[bool] = []
+
     def check_and_drop(table: Any) -> None:
         snapshot = table.latest_snapshot()
         assert snapshot is not None and snapshot.total_record_count == point.rows, (
             f"{label}: expected {point.rows} records, got {snapshot}"
         )
+        if not read_back:  # the first round's table, read back in full once (outside the timed function)
+            read_back.append(True)
+            assert_reads_back(table.to_arrow(), point.data, f"{label} {point.rows} rows")
         Catalog(scale.warehouse).drop_table(table.identifier)
 
     benchmark.pedantic(
