@@ -300,7 +300,7 @@ def _rollback_to_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``rollback_to_timestamp``: back to the last snapshot committed at or before the instant."""
     ts = _instant(a.timestamp, "timestamp")
     assert ts is not None  # required argument
-    snap = last_snapshot_at_or_before(t.store.snapshots, TagManager(t.fileio, t.path, t.branch), ts)
+    snap = last_snapshot_at_or_before(t.store.snapshots, TagManager(t.store), ts)
     return _rollback_row(t.rollback_to(snap.id))
 
 

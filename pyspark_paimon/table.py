@@ -232,9 +232,7 @@ class Table:
         instant, as Databend and Iceberg tag "as of"). ``time_retained`` ('7 d', a timedelta or ms) defaults
         to the table's ``tag.default-time-retained``; a tag without retention never expires."""
         return _tags.create_tag(
-            self.fileio,
-            self.path,
-            self.branch,
+            self.store,
             name,
             snapshot_id=snapshot_id,
             from_tag=from_tag,
@@ -258,9 +256,7 @@ class Table:
         """Move the existing tag ``name`` (to the latest snapshot unless a source is given; sources as in
         :meth:`create_tag`)."""
         return _tags.replace_tag(
-            self.fileio,
-            self.path,
-            self.branch,
+            self.store,
             name,
             snapshot_id=snapshot_id,
             from_tag=from_tag,
@@ -271,7 +267,7 @@ class Table:
         )
 
     def rename_tag(self, old: str, new: str) -> _tags.Tag:
-        return _tags.TagManager(self.fileio, self.path, self.branch).rename(old, new)
+        return _tags.TagManager(self.store).rename(old, new)
 
     def delete_tag(
         self, name: str | Sequence[str], *, ignore_if_not_exists: bool = False, clean_files: bool = True
@@ -281,22 +277,17 @@ class Table:
         ``clean_files=False`` removes only the tag files (``remove_orphan_files`` reclaims the rest later)."""
         names = [n.strip() for n in name.split(",")] if isinstance(name, str) else list(name)
         return _expire.delete_tags(
-            self.fileio,
-            self.path,
-            self.branch,
-            names,
-            clean_files=clean_files,
-            ignore_if_not_exists=ignore_if_not_exists,
+            self.store, names, clean_files=clean_files, ignore_if_not_exists=ignore_if_not_exists
         ).expired_tags
 
     def list_tags(self) -> list[_tags.Tag]:
         """This branch's tags, ordered by snapshot id then name."""
-        return _tags.TagManager(self.fileio, self.path, self.branch).list_tags()
+        return _tags.TagManager(self.store).list_tags()
 
     def rollback_to(self, snapshot_id: int | None = None, *, tag: str | None = None) -> _rollback.RollbackResult:
         """Make ``snapshot_id`` (or the snapshot of ``tag``) the latest snapshot of this branch again, deleting
         newer snapshots and tags (Paimon semantics; no data files are deleted)."""
-        return _rollback.rollback_to(self.fileio, self.path, self.branch, snapshot_id=snapshot_id, tag=tag)
+        return _rollback.rollback_to(self.store, snapshot_id=snapshot_id, tag=tag)
 
     def expire_snapshots(
         self,
@@ -310,9 +301,7 @@ class Table:
         """Expire old snapshots of this branch; unset arguments come from the ``snapshot.*`` table options.
         Deletes only files no snapshot, tag or changelog of *any* branch still references."""
         return _expire.expire_snapshots(
-            self.fileio,
-            self.path,
-            self.branch,
+            self.store,
             retain_max=retain_max,
             retain_min=retain_min,
             older_than=older_than,
@@ -325,14 +314,12 @@ class Table:
         """Delete this branch's tags past their retention (and, with ``older_than``, all tags created before
         it) and, as Java does, the files only they kept alive (``clean_files=False``: the tag files only);
         returns their names."""
-        return _expire.expire_tags(
-            self.fileio, self.path, self.branch, older_than=older_than, clean_files=clean_files
-        ).expired_tags
+        return _expire.expire_tags(self.store, older_than=older_than, clean_files=clean_files).expired_tags
 
     def remove_orphan_files(self, older_than: Any = None, dry_run: bool = False) -> _orphans.OrphanResult:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them."""
-        return _orphans.remove_orphan_files(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
+        return _orphans.remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run)
 
     # -- compaction (logic in planner/compact_strategy.py and datasource/compact.py) ------------
     def compact(
@@ -430,7 +417,7 @@ class Table:
 
     # -- branches (logic in metadata/refs/branches.py) -------------------------------------------------------
     def _branch_manager(self) -> _branches.BranchManager:
-        return _branches.BranchManager(self.fileio, self.path)
+        return _branches.BranchManager(self.store)
 
     def create_branch(
         self,
@@ -470,7 +457,7 @@ class Table:
         created before it), deleting the files only they referenced; no file another snapshot, tag or branch
         can reach is touched. Branches another branch's options read from are kept (``result.kept``);
         branches created from a dropped one keep their lineage. ``dry_run`` only reports."""
-        return _expire.expire_branches(self.fileio, self.path, older_than=older_than, dry_run=dry_run)
+        return _expire.expire_branches(self.store, older_than=older_than, dry_run=dry_run)
 
     def list_branches(self) -> list[_branches.BranchInfo]:
         """Every branch of the table except ``main``, by name."""

@@ -453,7 +453,7 @@ class ChainWriteHook:
         which = [dict(zip(names, p)) for p in sorted(touched & set(snap.raw), key=sortable_key)]
         try:
             snap_schema = snap_store.schema()
-            FileStoreCommit(snap_store.fileio, snap_store.table_path, snap_store.branch, snap_schema.options).commit(
+            FileStoreCommit(snap_store, snap_schema.options).commit(
                 [], overwrite=OverwriteSpec("static", targets), commit_user=f"chain-truncate-{self.commit_user}"
             )
         except Exception as exc:
@@ -513,7 +513,7 @@ def commit_with_chain_rules(
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
-    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    committer = FileStoreCommit(store, schema.options)
     snapshot = committer.commit(
         list(messages), overwrite=overwrite, commit_user=commit_user, commit_identifier=commit_identifier
     )

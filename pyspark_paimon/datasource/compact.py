@@ -639,7 +639,7 @@ def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> S
         return None
     store = plan.store
     schema = plan.context.read.schema
-    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    committer = FileStoreCommit(store, schema.options)
     index_update = None
     if plan.vector_files is not None:
         index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages})

@@ -324,7 +324,7 @@ class StreamPlanner:
         self.store = store
         self.opts = opts
         self.schema = schema or store.schema()
-        self.tags = TagManager(store.fileio, store.table_path, store.branch)
+        self.tags = TagManager(store)
         table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
         self.read_overwrite = (
             opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
@@ -347,9 +347,7 @@ class StreamPlanner:
         """Where a new stream (no checkpoint) starts: the consumer's progress, else ``scan.mode``."""
         snapshots = self.store.snapshots
         if self.opts.consumer_id and not self.opts.ignore_consumer_progress:
-            nxt = ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).next_snapshot(
-                self.opts.consumer_id
-            )
+            nxt = ConsumerManager(self.store).next_snapshot(self.opts.consumer_id)
             if nxt is not None:
                 return self._delta_from(nxt)
         mode = self.opts.mode

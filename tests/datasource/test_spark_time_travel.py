@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.metadata.refs.tags import TagManager
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 T0 = int(_dt.datetime(2025, 8, 10, 12, 0, 0).timestamp() * 1000)  # local 2025-08-10 12:00:00
@@ -78,7 +79,7 @@ def test_tag_name_and_version(spark: Any, table: Table) -> None:
     assert ids(read(spark, table, **{"scan.version": "v2"})) == SNAP2
     assert ids(read(spark, table, **{"scan.version": "1"})) == SNAP1
     # A tag wins over a snapshot id of the same spelling (auto tags may be numeric).
-    TagManager(table.fileio, table.path).create("1", table.snapshot(3), validate=False)
+    TagManager(FileStore(table.fileio, table.path)).create("1", table.snapshot(3), validate=False)
     assert ids(read(spark, table, **{"scan.version": "1"})) == SNAP3
     assert ids(read(spark, table, **{"scan.snapshot-id": "1"})) == SNAP1
 

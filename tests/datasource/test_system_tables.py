@@ -124,7 +124,7 @@ def pk_table(catalog: Any) -> Table:
 
 def test_columns_are_paimons_and_batches_match_sparks_arrow_schema(spark: Any, pk_table: Table) -> None:
     pk_table.create_tag("t1", 1)
-    BranchManager(pk_table.fileio, pk_table.path).create("b1", tag="t1")
+    BranchManager(pk_table.store).create("b1", tag="t1")
     for name, columns in PAIMON_COLUMNS.items():
         df = load(spark, pk_table.path, name)
         assert df.columns == columns, name
@@ -301,7 +301,7 @@ def test_time_travel_and_incremental_options_are_refused_where_meaningless(spark
 
 def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
     pk_table.create_tag("t1", 1)
-    BranchManager(pk_table.fileio, pk_table.path).create("b", tag="t1")
+    BranchManager(pk_table.store).create("b", tag="t1")
     branch = pk_table.branch_table("b")
     branch.write_arrow(pa.table({"id": [7], "v": ["g"], "dt": ["w"]}))
     branch.create_tag("bt", time_retained="2 h")

@@ -21,6 +21,7 @@ from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.snapshots import commit as commit_module
 from pyspark_paimon.metadata.snapshots.commit import FileStoreCommit
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.read_options import ReadOptions
 
@@ -164,8 +165,7 @@ def test_commit_timeout_stops_retrying(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(commit_module, "time", clock)
     monkeypatch.setattr(commit_module.random, "uniform", lambda low, high: high)  # back-off without jitter
     committer = FileStoreCommit(
-        table.fileio,
-        table.path,
+        FileStore(table.fileio, table.path),
         options={
             "commit.timeout": "30 ms",
             "commit.max-retries": "1000",

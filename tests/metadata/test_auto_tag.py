@@ -16,6 +16,7 @@ from pyspark_paimon.metadata.rows.binary_row import serialize_row
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.snapshots import commit
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.store import FileStore
 
 
 class Clock:
@@ -163,7 +164,7 @@ def test_auto_tags_go_to_the_committing_branch(tmp_path: Path, clock: Clock) -> 
 
 def test_watermark_mode(tmp_path: Path, clock: Clock) -> None:
     table = FakeTable(tmp_path / "t", options=opts(automatic_creation="watermark"))
-    c = FileStoreCommit(table.fileio, table.path)
+    c = FileStoreCommit(FileStore(table.fileio, table.path))
     wm = int(dt.datetime(2025, 8, 10, 10, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
     _, meta = table.new_file()
     c.commit([CommitMessage(serialize_row(["a"], [STRING]), 0, -1, (meta,))], watermark=wm)

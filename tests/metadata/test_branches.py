@@ -27,6 +27,7 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager, now_millis
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 
 try:
@@ -227,7 +228,7 @@ def test_list_branches_includes_foreign_ones(table: Table) -> None:
     os.makedirs(f"{table.path}/branch/branch-foreign/schema")  # as Paimon writes an empty branch, no lineage
     with open(f"{table.path}/branch/branch-foreign/schema/schema-0", "wb") as f:
         f.write(Path(table.path, "schema/schema-0").read_bytes())
-    infos = BranchManager(table.fileio, table.path).list_branches()
+    infos = BranchManager(table.store).list_branches()
     assert [i.name for i in infos] == ["b", "foreign"]
     foreign = infos[1]
     assert not foreign.has_lineage and foreign.source_branch is None
@@ -243,7 +244,7 @@ def test_rename_and_drop(table: Table) -> None:
     info = table.rename_branch("x", "x2")
     assert info.name == "x2" and info.source_tag == "t2"
     assert [b.name for b in table.list_branches()] == ["x2", "y"]
-    assert BranchManager(table.fileio, table.path).lineage("y").source_branch == "x2", "lineage follows"
+    assert BranchManager(table.store).lineage("y").source_branch == "x2", "lineage follows"
     assert len(table.branch_table("x2").to_arrow()) == 4
     with pytest.raises(BranchNotFoundError):
         table.branch_table("x")
@@ -510,7 +511,7 @@ def test_data_correction_workflow(catalog: Catalog, fix_commits: int) -> None:
     assert "snapshot 3" in str(err.value) and "snapshot 4" in str(err.value)
     assert rows(t.to_arrow()) == old
 
-    manager = BranchManager(SlowFileIO(0.05), t.path)
+    manager = BranchManager(FileStore(SlowFileIO(0.05), t.path))
     n = publish_while_reading(t, lambda: manager.fast_forward("fix", force=True), old, new)
     assert n >= 3, "the reader overlapped the publish"
     head = 2 + fix_commits
@@ -527,7 +528,7 @@ def test_safe_fast_forward_with_a_concurrent_reader(table: Table) -> None:
     for i in range(4):
         dev.write_arrow(batch([10 + i], "e", [i]))
     old, new = rows(table.to_arrow()), rows(dev.to_arrow())
-    manager = BranchManager(SlowFileIO(0.03), table.path)
+    manager = BranchManager(FileStore(SlowFileIO(0.03), table.path))
     publish_while_reading(table, lambda: manager.fast_forward("dev"), old, new)
 
 
@@ -535,7 +536,7 @@ def test_replace_main_with_a_concurrent_reader(table: Table) -> None:
     table.create_branch("fresh")
     table.branch_table("fresh").write_arrow(batch([1], "n", [1]))
     old, new = rows(table.to_arrow()), [(1, "n", 1)]
-    manager = BranchManager(SlowFileIO(0.03), table.path)
+    manager = BranchManager(FileStore(SlowFileIO(0.03), table.path))
     publish_while_reading(table, lambda: manager.replace_main("fresh", keep_previous_as="prev"), old, new)
 
 
@@ -553,7 +554,7 @@ def test_a_commit_racing_the_publish_is_kept(table: Table) -> None:
             return super().try_create(path, data)
 
     with pytest.raises(BranchError, match="snapshot 4 .* landed on .main.. Nothing was published"):
-        BranchManager(Racing("file"), table.path).fast_forward("dev")
+        BranchManager(FileStore(Racing("file"), table.path)).fast_forward("dev")
     assert SnapshotManager(table.fileio, table.path).list_ids() == [1, 2, 3, 4]
     assert (99, "w", 99) in rows(table.to_arrow()) and len(table.to_arrow()) == 5
 

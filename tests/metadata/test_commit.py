@@ -57,7 +57,7 @@ class T:
         return deserialize_row(partition, [f.type for f in self.schema.partition_fields])
 
     def committer(self, **options: str) -> FileStoreCommit:
-        return FileStoreCommit(self.fileio, self.path, options={**FAST_RETRY, **options})
+        return FileStoreCommit(FileStore(self.fileio, self.path), options={**FAST_RETRY, **options})
 
     def live(self, snapshot: Snapshot | None = None) -> dict[str, ManifestEntry]:
         store = self.store
@@ -388,7 +388,7 @@ def test_overwrite_deletes_are_recomputed_after_losing_a_race(tmp_path: Path) ->
 
     fio = HookedFileIO(concurrent_append)
     mine = new_file(1)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit(
+    snap = FileStoreCommit(FileStore(fio, t.path), options=FAST_RETRY).commit(
         [msg(t.part("a"), mine)], overwrite=OverwriteSpec("dynamic")
     )
     assert fio.creates == 2, "first attempt lost snapshot-2, the retry made snapshot-3"
@@ -574,14 +574,14 @@ def test_unknown_outcome_keeps_files(t: T) -> None:
 
     fio = HookedFileIO(snapshot_create=explode)
     with pytest.raises(CommitStateUnknownError, match="snapshot-2.*may or may not have landed"):
-        FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
+        FileStoreCommit(FileStore(fio, t.path), options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
     orphans = t.manifest_dir_files() - t.referenced_manifest_files()
     assert len(orphans) == 3, "delta manifest and both lists are kept: the snapshot might reference them"
 
 
 def test_gives_up_after_max_retries(t: T) -> None:
     fio = HookedFileIO(snapshot_create=lambda path: False)  # someone else always wins
-    committer = FileStoreCommit(fio, t.path, options={**FAST_RETRY, "commit.max-retries": "3"})
+    committer = FileStoreCommit(FileStore(fio, t.path), options={**FAST_RETRY, "commit.max-retries": "3"})
     with pytest.raises(CommitConflictError, match="after 4 attempts.*commit.max-retries"):
         committer.commit([msg(t.part("a"), new_file())])
     assert fio.creates == 4
@@ -591,13 +591,12 @@ def test_gives_up_after_max_retries(t: T) -> None:
 def test_no_schema_is_an_error(tmp_path: Path) -> None:
     fio, path = FileIO.for_uri(str(tmp_path / "nothing"))
     with pytest.raises(CommitError, match="no schema"):
-        FileStoreCommit(fio, path).commit([msg(b"\x00" * 12, new_file())])
+        FileStoreCommit(FileStore(fio, path)).commit([msg(b"\x00" * 12, new_file())])
 
 
 def test_retry_options_are_parsed() -> None:
     c = FileStoreCommit(
-        FileIO(),
-        "/nowhere",
+        FileStore(FileIO(), "/nowhere"),
         options={
             "commit.min-retry-wait": "2 s",
             "commit.max-retry-wait": "1 min",
@@ -606,10 +605,10 @@ def test_retry_options_are_parsed() -> None:
         },
     )
     assert (c.min_wait_ms, c.max_wait_ms, c.max_retries, c.merge_min_count) == (2000, 60000, 4, 7)
-    d = FileStoreCommit(FileIO(), "/nowhere")
+    d = FileStoreCommit(FileStore(FileIO(), "/nowhere"))
     assert (d.min_wait_ms, d.max_wait_ms, d.max_retries, d.merge_min_count) == (10, 10000, 10, 30)
     with pytest.raises(OptionError, match="commit.min-retry-wait"):
-        FileStoreCommit(FileIO(), "/nowhere", options={"commit.min-retry-wait": "soon"})
+        FileStoreCommit(FileStore(FileIO(), "/nowhere"), options={"commit.min-retry-wait": "soon"})
 
 
 # --------------------------------------------------------------------------------------------- retries
@@ -623,7 +622,7 @@ def test_retry_finds_own_commit_and_returns_it(t: T) -> None:
         landed.append(t.committer().commit(messages, commit_user="job-42"))
 
     fio = HookedFileIO(same_commit_lands_first)
-    result = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit(messages, commit_user="job-42")
+    result = FileStoreCommit(FileStore(fio, t.path), options=FAST_RETRY).commit(messages, commit_user="job-42")
     assert landed[0].id == 2
     assert result == landed[0], "returned the existing snapshot instead of committing the files twice"
     assert t.store.snapshots.latest_id() == 2 and fio.creates == 1
@@ -636,7 +635,9 @@ def test_retry_does_not_mistake_other_commits_for_ours(t: T) -> None:
 
     fio = HookedFileIO(other_job)
     mine = new_file(2)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="job-me")
+    snap = FileStoreCommit(FileStore(fio, t.path), options=FAST_RETRY).commit(
+        [msg(t.part("a"), mine)], commit_user="job-me"
+    )
     assert snap.id == 2 and snap.commit_user == "job-me" and mine.file_name in t.live()
     assert len(t.live()) == 2
 
@@ -647,7 +648,7 @@ def test_retry_after_same_user_different_kind_commits_again(t: T) -> None:
 
     fio = HookedFileIO(same_user_overwrite)
     mine = new_file(2)
-    snap = FileStoreCommit(fio, t.path, options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="u")
+    snap = FileStoreCommit(FileStore(fio, t.path), options=FAST_RETRY).commit([msg(t.part("a"), mine)], commit_user="u")
     assert snap.id == 2 and snap.commit_kind == "APPEND" and mine.file_name in t.live()
 
 
@@ -712,7 +713,7 @@ def _commit_in_process(root: str, index: int, barrier: Any, out: Any) -> None:
     part = serialize_row(["p", index], [f.type for f in schema.partition_fields])
     f = DataFileMeta(file_name=f"data-proc-{index}.parquet", file_size=100, row_count=index + 1)
     racing = RacingFileIO(barrier)
-    snap = FileStoreCommit(racing, path, options=FAST_RETRY).commit(
+    snap = FileStoreCommit(FileStore(racing, path), options=FAST_RETRY).commit(
         [CommitMessage(part, 0, 2, (f,))], commit_user=f"proc-{index}"
     )
     out.put((index, snap.id, racing.first_won, racing.lost))

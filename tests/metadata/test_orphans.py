@@ -17,6 +17,7 @@ from maint_helpers import FakeTable, age_all_files, assert_all_roots_intact, dat
 from pyspark_paimon.metadata.maintenance.orphans import remove_orphan_files
 from pyspark_paimon.metadata.maintenance.reachability import used_files
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 
@@ -61,9 +62,9 @@ def test_young_files_are_never_deleted(table: FakeTable) -> None:
     assert lost in data_files_on_disk(table)
     # An explicit cutoff in the past still protects them; one after their mtime does not.
     past = dt.datetime.now() - dt.timedelta(hours=1)
-    assert remove_orphan_files(table.fileio, table.path, older_than=past).files == []
+    assert remove_orphan_files(table.store, older_than=past).files == []
     later = int(time.time() * 1000) + 60_000
-    assert {Path(p).name for p in remove_orphan_files(table.fileio, table.path, older_than=later).files} == {
+    assert {Path(p).name for p in remove_orphan_files(table.store, older_than=later).files} == {
         lost,
         ".manifest-list-inflight.tmp",
     }
@@ -79,7 +80,7 @@ def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
     os.makedirs(f"{table.path}/other/bucket-0")
     Path(f"{table.path}/other/bucket-0/data-x.parquet").write_text("not a partition dir")
     age_all_files(table)
-    result = remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    result = remove_orphan_files(table.store, older_than=dt.datetime.now() + dt.timedelta(days=1))
     assert result.files == []
     for p in (
         "README",
@@ -111,7 +112,7 @@ def test_files_used_only_by_a_branch_or_a_tag_are_kept(table: FakeTable) -> None
     main.delete_tag("T")
     main.expire_snapshots(retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
     age_all_files(table)
-    remove_orphan_files(table.fileio, table.path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    remove_orphan_files(table.store, older_than=dt.datetime.now() + dt.timedelta(days=1))
     on_disk = data_files_on_disk(table)
     assert set(f1) | set(g1) | set(h1) <= on_disk
     assert_all_roots_intact(table)
@@ -128,13 +129,13 @@ def test_rollback_leftovers_and_dropped_branches_become_orphans(table: FakeTable
     assert set(f2) <= data_files_on_disk(table)  # rollback deletes no data
     age_all_files(table)
     cutoff = dt.datetime.now() + dt.timedelta(days=1)
-    remove_orphan_files(table.fileio, table.path, older_than=cutoff)
+    remove_orphan_files(table.store, older_than=cutoff)
     assert set(f2) | set(g) <= data_files_on_disk(table)  # branch b still reads them
     table.fileio.delete_dir(f"{table.path}/branch/branch-b")  # drop the branch
-    result = remove_orphan_files(table.fileio, table.path, older_than=cutoff)
+    result = remove_orphan_files(table.store, older_than=cutoff)
     assert {Path(p).name for p in result.files} >= set(f2) | set(g)
     assert not (set(f2) | set(g)) & data_files_on_disk(table)
-    assert manifests_on_disk(table) <= used_files(table.fileio, table.path).manifests
+    assert manifests_on_disk(table) <= used_files(table.store).manifests
     assert_all_roots_intact(table)
 
 
@@ -151,8 +152,8 @@ def test_unpartitioned_table(tmp_path: Path) -> None:
     for name in ("data-live-0.parquet", "data-lost-0.parquet"):
         Path(f"{path}/bucket-0/{name}").write_bytes(b"1234")
     live = DataFileMeta("data-live-0.parquet", 4, 1)
-    FileStoreCommit(fileio, path).commit([CommitMessage(EMPTY_ROW, 0, -1, (live,))])
-    result = remove_orphan_files(fileio, path, older_than=int(time.time() * 1000) + 60_000)
+    FileStoreCommit(FileStore(fileio, path)).commit([CommitMessage(EMPTY_ROW, 0, -1, (live,))])
+    result = remove_orphan_files(FileStore(fileio, path), older_than=int(time.time() * 1000) + 60_000)
     assert [Path(p).name for p in result.files] == ["data-lost-0.parquet"]
     assert os.path.exists(f"{path}/bucket-0/data-live-0.parquet")
 
@@ -242,10 +243,12 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
         )
     }
 
-    dry = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True)
+    dry = remove_orphan_files(
+        FileStore(table.fileio, p), older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True
+    )
     assert {str(Path(f).relative_to(p)) for f in dry.files} == left
     assert _temp_files(p) == left | young | {keep[2]}, "a dry run deletes nothing"
-    result = remove_orphan_files(table.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1))
+    result = remove_orphan_files(FileStore(table.fileio, p), older_than=dt.datetime.now() - dt.timedelta(hours=1))
     assert {str(Path(f).relative_to(p)) for f in result.files} == left
     assert _temp_files(p) == young | {keep[2]}
     assert {n: Path(f"{p}/{n}").read_bytes() for n in before} == before

@@ -20,6 +20,7 @@ from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.refs.branches import BranchManager, PublishResult
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, SnapshotManager
+from pyspark_paimon.metadata.store import FileStore
 
 SCHEMA = "id bigint, dt string, amount bigint"
 
@@ -77,7 +78,7 @@ def table(catalog: Catalog) -> Table:
 
 
 def publish(table: Table, io: FileIO, how: str, branch: str) -> PublishResult:
-    manager = BranchManager(io, table.path)
+    manager = BranchManager(FileStore(io, table.path))
     if how == "replace":
         return manager.replace_main(branch)
     return manager.fast_forward(branch, force=True)
@@ -139,7 +140,7 @@ def test_a_commit_after_the_switch_of_a_gap_publish_goes_on_top(table: Table) ->
     table.branch_table("fix").write_arrow(batch([4], "f"))
     table.rollback_to(1)
     stale = SnapshotManager(FileIO("file"), table.path).latest()
-    result = BranchManager(FileIO("file"), table.path).fast_forward("fix", force=True)
+    result = BranchManager(FileStore(FileIO("file"), table.path)).fast_forward("fix", force=True)
     assert result.latest_id == 4 and SnapshotManager(FileIO("file"), table.path).list_ids() == [1, 2, 3, 4]
     filler = main_snapshot(table, 2)
     assert (
@@ -159,7 +160,7 @@ def test_a_commit_between_planning_and_publishing_stops_a_forced_publish(table: 
     before = {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)}
     io = CommitWhen(table, "write", "/snapshot/LATEST")  # the publish's first write pins the LATEST hint
     io.acked = Table(FileIO("file"), table.path).write_arrow(batch([999], "w"))  # lands after planning...
-    manager = BranchManager(io, table.path)
+    manager = BranchManager(FileStore(io, table.path))
     real_content = manager._content
     calls = {"n": 0}
 
@@ -186,7 +187,7 @@ def test_replace_main_keeping_the_previous_main_races_a_commit(table: Table) -> 
     table.branch_table("fix").write_arrow(batch([10], "f"))
     io = CommitWhen(table, "delete", "/snapshot/snapshot-3")
     with pytest.raises(BranchError, match="undone"):
-        BranchManager(io, table.path).replace_main("fix", keep_previous_as="old_main")
+        BranchManager(FileStore(io, table.path)).replace_main("fix", keep_previous_as="old_main")
     assert io.acked is not None
     assert_kept(table, io.acked)
     assert [b.name for b in table.list_branches()] == ["fix"]
@@ -333,12 +334,12 @@ def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, 
             dev.write_arrow(batch([100 + i], "b"))
         at = 1 + rnd % 3  # the publish's first, second or third change to main waits for a concurrent commit
         if scenario == "forward":
-            outcome = race(t, lambda io, p=t.path: BranchManager(io, p).fast_forward("dev"), force=False, at=at)
+            outcome = race(t, lambda io, p=t.path: BranchManager(FileStore(io, p)).fast_forward("dev"), force=False, at=at)
         elif scenario == "replace":
-            outcome = race(t, lambda io, p=t.path: BranchManager(io, p).replace_main("dev"), force=True, at=at)
+            outcome = race(t, lambda io, p=t.path: BranchManager(FileStore(io, p)).replace_main("dev"), force=True, at=at)
         else:
             outcome = race(
-                t, lambda io, p=t.path: BranchManager(io, p).fast_forward("dev", force=True), force=True, at=at
+                t, lambda io, p=t.path: BranchManager(FileStore(io, p)).fast_forward("dev", force=True), force=True, at=at
             )
         outcomes.append(outcome)
     assert set(outcomes) <= {"PublishResult", "BranchPublishRaceError", "BranchConflictError"}, outcomes

@@ -14,6 +14,7 @@ from pyspark_paimon.errors import CorruptMetadataError, SnapshotNotFoundError, T
 from pyspark_paimon.metadata.maintenance.expire import expire_snapshots
 from pyspark_paimon.metadata.refs.rollback import rollback_to
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 
@@ -56,11 +57,11 @@ def test_rollback_to_missing_snapshot_fails_and_changes_nothing(table: FakeTable
         Table(table.fileio, table.path).rollback_to(7)
     assert table.snapshots().list_ids() == [1, 2, 3]
     with pytest.raises(TagError):
-        rollback_to(table.fileio, table.path)
+        rollback_to(FileStore(table.fileio, table.path))
     with pytest.raises(TagError):
-        rollback_to(table.fileio, table.path, snapshot_id=1, tag="x")
+        rollback_to(FileStore(table.fileio, table.path), snapshot_id=1, tag="x")
     with pytest.raises(TagNotFoundError):
-        rollback_to(table.fileio, table.path, tag="x")
+        rollback_to(FileStore(table.fileio, table.path), tag="x")
 
 
 def test_rollback_to_tag_with_live_snapshot(table: FakeTable) -> None:
@@ -80,7 +81,9 @@ def test_rollback_to_tag_whose_snapshot_expired_restores_it_and_sets_earliest(ta
     t = Table(table.fileio, table.path)
     t.create_tag("old", snapshot_id=2, time_retained="1 d")
     t.create_tag("newer", snapshot_id=5)
-    expire_snapshots(table.fileio, table.path, retain_min=2, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    expire_snapshots(
+        FileStore(table.fileio, table.path), retain_min=2, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
     assert table.snapshots().list_ids() == [5, 6]
     result = t.rollback_to(tag="old")
     assert result.restored_from_tag and result.deleted_snapshots == [5, 6] and result.deleted_tags == ["newer"]
@@ -121,7 +124,7 @@ def test_rollback_removes_long_lived_changelogs_after_target(table: FakeTable) -
     for s in snaps:
         Path(f"{cdir}/changelog-{s.id}").write_text(s.to_json())
     Path(f"{cdir}/LATEST").write_text("3")
-    rollback_to(table.fileio, table.path, snapshot_id=1)
+    rollback_to(FileStore(table.fileio, table.path), snapshot_id=1)
     assert sorted(os.listdir(cdir)) == ["LATEST", "changelog-1"]
     assert Path(f"{cdir}/LATEST").read_text() == "1"
 
@@ -133,13 +136,13 @@ def test_operations_on_a_missing_branch_name_it(table: FakeTable) -> None:
 
     table.append()
     with pytest.raises(BranchNotFoundError, match="nope"):
-        rollback_to(table.fileio, table.path, "nope", snapshot_id=1)
+        rollback_to(FileStore(table.fileio, table.path, "nope"), snapshot_id=1)
     with pytest.raises(BranchNotFoundError, match="nope"):
-        expire_snapshots(table.fileio, table.path, "nope")
+        expire_snapshots(FileStore(table.fileio, table.path, "nope"))
     with pytest.raises(BranchNotFoundError, match="nope"):
-        _expire_tags(table.fileio, table.path, "nope")
+        _expire_tags(FileStore(table.fileio, table.path, "nope"))
     with pytest.raises(BranchNotFoundError, match="nope"):
-        create_tag(table.fileio, table.path, "nope", "t")
+        create_tag(FileStore(table.fileio, table.path, "nope"), "t")
 
 
 def test_rollback_to_a_tag_whose_id_holds_another_commit_is_refused(tmp_path: Path) -> None:
@@ -178,5 +181,5 @@ def test_a_corrupt_tag_stops_rollback_before_anything_changes(tmp_path: Path) ->
     Path(f"{table.path}/tag/tag-t3").write_bytes(b'{"truncated')
     before = sorted(os.listdir(f"{table.path}/snapshot"))
     with pytest.raises(CorruptMetadataError, match="tag-t3"):
-        rollback_to(table.fileio, table.path, snapshot_id=1)
+        rollback_to(FileStore(table.fileio, table.path), snapshot_id=1)
     assert sorted(os.listdir(f"{table.path}/snapshot")) == before

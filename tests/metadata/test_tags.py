@@ -17,6 +17,7 @@ from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, 
 from pyspark_paimon.metadata.maintenance.expire import expire_snapshots, expire_tags
 from pyspark_paimon.metadata.refs import tags as tags_module
 from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 
 
@@ -101,7 +102,9 @@ def test_create_from_expired_snapshot_uses_a_tag_that_preserved_it(table: FakeTa
         table.append()
     t = api(table)
     t.create_tag("keeper", snapshot_id=1)
-    expire_snapshots(table.fileio, table.path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    expire_snapshots(
+        FileStore(table.fileio, table.path), retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
     assert not table.snapshots().exists(1)
     assert t.create_tag("again", snapshot_id=1).snapshot == s1
 
@@ -123,7 +126,9 @@ def test_create_from_timestamp_considers_tags_of_expired_snapshots(table: FakeTa
     for _ in range(3):
         table.append()
     api(table).create_tag("old", snapshot_id=1)
-    expire_snapshots(table.fileio, table.path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    expire_snapshots(
+        FileStore(table.fileio, table.path), retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
+    )
     assert api(table).create_tag("from_ts", from_timestamp=s1.time_millis).snapshot == s1
 
 
@@ -214,8 +219,8 @@ def test_expire_tags_by_retention_and_older_than(table: FakeTable) -> None:
     t.create_tag("long", time_retained="30 d")
     t.create_tag("forever")
     now = dt.datetime.now()
-    assert expire_tags(table.fileio, table.path, now=now).expired_tags == []
-    assert expire_tags(table.fileio, table.path, now=now + dt.timedelta(hours=2)).expired_tags == ["short"]
+    assert expire_tags(FileStore(table.fileio, table.path), now=now).expired_tags == []
+    assert expire_tags(FileStore(table.fileio, table.path), now=now + dt.timedelta(hours=2)).expired_tags == ["short"]
     assert [x.name for x in t.list_tags()] == ["forever", "long"]
     # older_than expires any tag created before it, even one without retention (file mtime), like Java.
     assert sorted(t.expire_tags(older_than=now + dt.timedelta(seconds=5))) == ["forever", "long"]
@@ -272,7 +277,7 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
     assert ttl.time_retained_ms == 86_400_000 and ttl.create_time is not None
     assert abs((dt.datetime.now() - ttl.create_time).total_seconds()) < 600
     assert tags[1].create_time is None
-    snaps = TagManager(Table.open(path).fileio, path)
+    snaps = TagManager(FileStore(Table.open(path).fileio, path))
     assert snaps.get("p_plain") == Table.open(path).snapshot(2)
     # And our reader reads through them.
     assert Table.open(path).to_arrow({"scan.tag-name": "p_ttl"}).column("id").to_pylist() == [1]

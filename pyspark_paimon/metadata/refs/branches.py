@@ -120,7 +120,6 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.identifier import validate_branch_name
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import ManifestStore
 from pyspark_paimon.metadata.refs.tags import (
     AT_OR_BEFORE,
@@ -148,6 +147,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import (
     branch_path,
     now_millis,
 )
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import duration_millis, to_millis
 
 log = logging.getLogger(__name__)
@@ -324,9 +324,10 @@ def _trimmed_snapshot_json(tag_text: str, source: str) -> bytes:
 class BranchManager:
     """The branches of one table."""
 
-    def __init__(self, fileio: FileIO, table_path: str):
-        self.fileio = fileio
-        self.table_path = table_path.rstrip("/") or "/"
+    def __init__(self, store: FileStore):
+        """Branches are a property of the table: ``store``'s own branch does not matter here."""
+        self.fileio = store.fileio
+        self.table_path = store.table_path.rstrip("/") or "/"
 
     # -- paths and lookups -------------------------------------------------------------------------
     def branch_dir(self, name: str) -> str:
@@ -392,7 +393,7 @@ class BranchManager:
         when that tag is the branch's oldest (creating from a tag copies exactly that tag)."""
         earliest = SnapshotManager(self.fileio, self.table_path, name).earliest_id()
         try:
-            tags = TagManager(self.fileio, self.table_path, name).list_tags()
+            tags = TagManager(FileStore(self.fileio, self.table_path, name)).list_tags()
         except CorruptMetadataError:
             return None, earliest
         if tags and tags[0].snapshot.id == earliest:
@@ -473,7 +474,7 @@ class BranchManager:
         source: Snapshot | None = None
         last_schema = schema_ids[-1]
         snapshots = SnapshotManager(self.fileio, self.table_path, source_branch)
-        tags = TagManager(self.fileio, self.table_path, source_branch)
+        tags = TagManager(FileStore(self.fileio, self.table_path, source_branch))
         if from_timestamp is not None:
             snapshot_id = snapshot_as_of(
                 snapshots, tags, to_millis(from_timestamp, "from_timestamp"), timestamp_rule

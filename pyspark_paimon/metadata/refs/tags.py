@@ -29,17 +29,15 @@ from pyspark_paimon.errors import (
     TagError,
     TagNotFoundError,
 )
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
 from pyspark_paimon.metadata.snapshots.snapshot import (
-    MAIN_BRANCH,
     SNAPSHOT_REQUIRED_KEYS,
     Snapshot,
     SnapshotManager,
-    branch_path,
     require_branch_exists,
 )
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to_millis
 
 TAG_PREFIX = "tag-"
@@ -181,11 +179,12 @@ def tag_from_json(name: str, text: str, source: str) -> Tag:
 class TagManager:
     """The tags of one branch."""
 
-    def __init__(self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH):
-        self.fileio = fileio
-        self.table_path = table_path
-        self.branch = branch or MAIN_BRANCH
-        self.tag_dir = f"{branch_path(table_path, self.branch)}/tag"
+    def __init__(self, store: FileStore):
+        self.store = store
+        self.fileio = store.fileio
+        self.table_path = store.table_path
+        self.branch = store.branch
+        self.tag_dir = f"{store.branch_root}/tag"
 
     def tag_path(self, name: str) -> str:
         return f"{self.tag_dir}/{TAG_PREFIX}{name}"
@@ -408,9 +407,7 @@ def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: 
 
 
 def resolve_source(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     *,
     snapshot_id: int | None = None,
     from_tag: str | None = None,
@@ -423,9 +420,9 @@ def resolve_source(
     if len(given) > 1:
         raise TagError("Pass at most one of snapshot_id, from_tag and from_timestamp.")
     check_timestamp_rule(timestamp_rule)
-    require_branch_exists(fileio, table_path, branch)
-    snapshots = SnapshotManager(fileio, table_path, branch)
-    tags = TagManager(fileio, table_path, branch)
+    require_branch_exists(store.fileio, store.table_path, store.branch)
+    snapshots = store.snapshots
+    tags = TagManager(store)
     if snapshot_id is not None:
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise TagError(f"snapshot_id must be an int, got {snapshot_id!r}.")
@@ -436,7 +433,7 @@ def resolve_source(
         return snapshot_as_of(snapshots, tags, to_millis(from_timestamp, "from_timestamp"), timestamp_rule)
     latest = snapshots.latest()
     if latest is None:
-        raise TagError(f"Branch '{branch}' of {table_path} has no snapshot to tag yet; commit data first.")
+        raise TagError(f"Branch '{store.branch}' of {store.table_path} has no snapshot to tag yet; commit data first.")
     return latest
 
 
@@ -449,9 +446,7 @@ def retention_ms(time_retained: object | None, options: Mapping[str, str] | None
 
 
 def create_tag(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     name: str,
     *,
     snapshot_id: int | None = None,
@@ -463,13 +458,11 @@ def create_tag(
     timestamp_rule: str = AT_OR_AFTER,
 ) -> Tag:
     validate_tag_name(name)
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     if ignore_if_exists and tags.exists(name):
         return tags.get_tag(name)
     snapshot = resolve_source(
-        fileio,
-        table_path,
-        branch,
+        store,
         snapshot_id=snapshot_id,
         from_tag=from_tag,
         from_timestamp=from_timestamp,
@@ -509,9 +502,7 @@ def _check_still_preserved(
 
 
 def replace_tag(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     name: str,
     *,
     snapshot_id: int | None = None,
@@ -521,11 +512,9 @@ def replace_tag(
     options: Mapping[str, str] | None = None,
     timestamp_rule: str = AT_OR_AFTER,
 ) -> Tag:
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     snapshot = resolve_source(
-        fileio,
-        table_path,
-        branch,
+        store,
         snapshot_id=snapshot_id,
         from_tag=from_tag,
         from_timestamp=from_timestamp,

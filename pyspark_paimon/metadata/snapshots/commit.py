@@ -28,14 +28,12 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.io.avro import avro_codec
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
     KIND_DELETE,
     DataFileMeta,
     ManifestEntry,
     ManifestFileMeta,
-    ManifestStore,
     SimpleStats,
     live_files,
     merge_entries,
@@ -56,11 +54,10 @@ from pyspark_paimon.metadata.schema.options import (
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
-    MAIN_BRANCH,
     Snapshot,
-    SnapshotManager,
     now_millis,
 )
+from pyspark_paimon.metadata.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -176,21 +173,18 @@ def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequenc
 class FileStoreCommit:
     """Commits to one branch of one table."""
 
-    def __init__(
-        self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, options: dict[str, str] | None = None
-    ):
-        from pyspark_paimon.metadata.schema.table_schema import SchemaManager  # noqa: PLC0415 (avoid a cycle at import)
-
-        self.fileio = fileio
-        self.table_path = table_path
-        self.branch = branch or MAIN_BRANCH
-        self.snapshots = SnapshotManager(fileio, table_path, self.branch)
-        self.schemas = SchemaManager(fileio, table_path, self.branch)
+    def __init__(self, store: FileStore, options: dict[str, str] | None = None):
+        self.store = store
+        self.fileio = store.fileio
+        self.table_path = store.table_path
+        self.branch = store.branch
+        self.snapshots = store.snapshots
+        self.schemas = store.schemas
         # Commits read base manifests through the process-wide cache, as Java's commit reads them through its
         # manifest cache: manifest files are immutable, and every commit of a growing table would otherwise
         # decode the whole table's manifests again (quadratic in the number of commits). Nothing a commit
         # reads is deleted on the strength of the cache; maintenance (expire, orphans) keeps its own reads.
-        self.manifests = ManifestStore(fileio, table_path, shared_cache=True)
+        self.manifests = store.planning_manifests
         opts = CoreOptions(options or {})
         self._options = opts
         self.max_retries = opts.get(COMMIT_MAX_RETRIES)
@@ -288,7 +282,7 @@ class FileStoreCommit:
         now, so a failure here is logged, never raised (raising would invite a retry that duplicates data).
         """
         try:
-            auto_tag.on_commit(self.fileio, self.table_path, self.branch, snapshot, self._schema.options)
+            auto_tag.on_commit(self.store, snapshot, self._schema.options)
         except Exception as e:  # noqa: BLE001 - see the docstring
             log.warning(
                 "Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
