@@ -688,7 +688,7 @@ def test_concurrent_committers_threads(t: T) -> None:
     def run(i: int) -> None:
         try:
             ios[i] = RacingFileIO(barrier)
-            committer = FileStoreCommit(ios[i], t.path, options=FAST_RETRY)
+            committer = FileStoreCommit(FileStore(ios[i], t.path), options=FAST_RETRY)
             results[i] = committer.commit(
                 [msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)], commit_user=f"user-{i}"
             )

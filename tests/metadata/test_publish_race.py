@@ -334,12 +334,19 @@ def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, 
             dev.write_arrow(batch([100 + i], "b"))
         at = 1 + rnd % 3  # the publish's first, second or third change to main waits for a concurrent commit
         if scenario == "forward":
-            outcome = race(t, lambda io, p=t.path: BranchManager(FileStore(io, p)).fast_forward("dev"), force=False, at=at)
+            outcome = race(
+                t, lambda io, p=t.path: BranchManager(FileStore(io, p)).fast_forward("dev"), force=False, at=at
+            )
         elif scenario == "replace":
-            outcome = race(t, lambda io, p=t.path: BranchManager(FileStore(io, p)).replace_main("dev"), force=True, at=at)
+            outcome = race(
+                t, lambda io, p=t.path: BranchManager(FileStore(io, p)).replace_main("dev"), force=True, at=at
+            )
         else:
             outcome = race(
-                t, lambda io, p=t.path: BranchManager(FileStore(io, p)).fast_forward("dev", force=True), force=True, at=at
+                t,
+                lambda io, p=t.path: BranchManager(FileStore(io, p)).fast_forward("dev", force=True),
+                force=True,
+                at=at,
             )
         outcomes.append(outcome)
     assert set(outcomes) <= {"PublishResult", "BranchPublishRaceError", "BranchConflictError"}, outcomes

@@ -285,9 +285,7 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
 
 # ------------------------------------------------------------------------------ tags racing expiration
 def _expire_all_but_latest(table: FakeTable) -> None:
-    expire_snapshots(
-        table.fileio, table.path, retain_min=1, retain_max=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
-    )
+    expire_snapshots(table.store, retain_min=1, retain_max=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
 
 
 def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -306,7 +304,7 @@ def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, mon
 
     monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
     with pytest.raises(TagError, match="snapshot 1 .* expired while the tag was being written"):
-        tags_module.create_tag(table.fileio, table.path, "main", "tag_s1", snapshot_id=1)
+        tags_module.create_tag(table.store, "tag_s1", snapshot_id=1)
     assert not table.tags().exists("tag_s1")
     assert not table.snapshots().exists(1)
     assert first_file not in {p.name for p in Path(table.path).rglob("data-*")}, "the race really deleted its files"
@@ -318,7 +316,7 @@ def test_replace_tag_racing_expiration_restores_the_previous_tag(
 ) -> None:
     for dt_ in ("a", "b", "c"):
         table.commit([table.new_file(dt_)], overwrite=True)
-    keeper = tags_module.create_tag(table.fileio, table.path, "main", "moving", snapshot_id=3)
+    keeper = tags_module.create_tag(table.store, "moving", snapshot_id=3)
     real_resolve = tags_module.resolve_source
 
     def resolve_then_expire(*args: object, **kwargs: object) -> object:
@@ -328,7 +326,7 @@ def test_replace_tag_racing_expiration_restores_the_previous_tag(
 
     monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
     with pytest.raises(TagError, match="expired while"):
-        tags_module.replace_tag(table.fileio, table.path, "main", "moving", snapshot_id=1)
+        tags_module.replace_tag(table.store, "moving", snapshot_id=1)
     assert table.tags().get_tag("moving") == keeper
     assert_all_roots_intact(table)
 
@@ -348,6 +346,6 @@ def test_tagging_a_retained_snapshot_during_expiration_succeeds(
         return snapshot
 
     monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
-    tag = tags_module.create_tag(table.fileio, table.path, "main", "tag_s3", snapshot_id=3)
+    tag = tags_module.create_tag(table.store, "tag_s3", snapshot_id=3)
     assert tag.snapshot.id == 3 and table.tags().exists("tag_s3")
     assert_all_roots_intact(table)

@@ -60,7 +60,7 @@ def _postpone_table(tmp_path: Path) -> tuple[Table, int]:
         _write(real, [1, 2, 3, 4], "bucketed", p)
         _write(pending, [1, 9], "pending", p)
     t = catalog.create_table("db.t", SCHEMA, **pk, options={"bucket": "-2"})
-    commit = FileStoreCommit(t.store.fileio, t.store.table_path, options=dict(t.store.schema().options))
+    commit = FileStoreCommit(t.store, options=dict(t.store.schema().options))
     assert commit.commit(_adopt(real, t))
     postpone = _adopt(pending, t, bucket=-2)
     assert commit.commit(postpone)

@@ -474,7 +474,7 @@ def create_tag(
         if ignore_if_exists and tags.exists(name):  # created by someone else meanwhile
             return tags.get_tag(name)
         raise
-    _check_still_preserved(SnapshotManager(fileio, table_path, branch), tags, tag, undo=tags.delete)
+    _check_still_preserved(store.snapshots, tags, tag, undo=tags.delete)
     return tag
 
 
@@ -523,9 +523,7 @@ def replace_tag(
     previous = tags.get_tag(name) if tags.exists(name) else None
     tag = tags.replace(name, snapshot, retention_ms(time_retained, options))
     if previous is not None:
-        _check_still_preserved(
-            SnapshotManager(fileio, table_path, branch), tags, tag, undo=lambda _name: tags.write(previous)
-        )
+        _check_still_preserved(store.snapshots, tags, tag, undo=lambda _name: tags.write(previous))
     return tag
 
 
