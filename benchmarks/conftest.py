@@ -8,7 +8,7 @@ same work (same rows, same sums), not how fast it was.
 Datasets (all three columns ``id bigint, s string, d double``; ``s = 'str_<id>'``, ``d = id * 0.5``):
 
 * ``bench.append_t``: an append table written by ``Table.write_arrow`` in 4 commits of N/4 rows, i.e. 4
-  Parquet files (the shape of the measurements in ../shared/spark-python-datasource.md §2).
+  Parquet files.
 * ``bench.pk_t``: a primary-key table (``id``, 4 buckets): one commit of all N keys, then 4 upsert commits,
   each of a random 25% of the keys (``s = 'upd<k>_<id>'``, ``d = id * 0.5 + k``). Every bucket then holds
   5 level-0 files whose key ranges all overlap, so every read must merge them.
@@ -64,6 +64,16 @@ def make_rows(ids: np.ndarray, prefix: str = "str_", d_offset: float = 0.0) -> p
     s = pc.binary_join_element_wise(prefix, pc.cast(id_arr, pa.string()), "")
     d = pc.add(pc.multiply(pc.cast(id_arr, pa.float64()), 0.5), d_offset)
     return pa.table({"id": id_arr, "s": s, "d": d})
+
+
+def assert_reads_back(data: pa.Table, expected: pa.Table, who: str) -> None:
+    """``data`` (a full read of what a benchmark wrote, made outside the timed code) holds exactly the rows of
+    ``expected``, compared column by column in ``id`` order."""
+    assert data.num_rows == expected.num_rows, f"{who}: read back {data.num_rows} rows, wrote {expected.num_rows}"
+    got, want = data.sort_by("id"), expected.sort_by("id")
+    for name in want.column_names:
+        column = got.column(name).combine_chunks().cast(want.schema.field(name).type)
+        assert column.equals(want.column(name).combine_chunks()), f"{who}: column {name} differs from what was written"
 
 
 @dataclass(frozen=True)

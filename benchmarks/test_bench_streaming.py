@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROUNDS, Datasets, loadavg, make_rows
+from conftest import ROUNDS, Datasets, assert_reads_back, loadavg, make_rows
 from pyspark.sql import SparkSession
 
 SCHEMA_DDL = "id bigint, s string, d double"
@@ -47,7 +47,9 @@ def parquet_dir(datasets: Datasets) -> Any:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _start(spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str, checkpoint: Path) -> Any:
+def _start(
+    spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str, checkpoint: Path, outputs: list[str]
+) -> Any:
     source, sink = case.split("->")
     if source == "paimon":
         df = spark.readStream.format("paimon").load(datasets.append_path)
@@ -63,8 +65,10 @@ def _start(spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
     if sink == "noop":
         return writer.format("noop").start()
     if sink == "paimon":
-        return writer.format("paimon").start(f"{datasets.warehouse}/bench.db/stream_out_{n}")
-    return writer.format("parquet").start(str(parquet_dir / f"out-{n}"))
+        outputs.append(f"{datasets.warehouse}/bench.db/stream_out_{n}")
+        return writer.format("paimon").start(outputs[-1])
+    outputs.append(str(parquet_dir / f"out-{n}"))
+    return writer.format("parquet").start(outputs[-1])
 
 
 @pytest.mark.parametrize("case", THROUGHPUT)
@@ -73,15 +77,22 @@ def test_stream_throughput(
 ) -> None:
     benchmark.group = "9 stream throughput: AvailableNow over all rows"
     processed: list[int] = []
+    outputs: list[str] = []
 
     def run() -> None:
-        q = _start(spark, datasets, parquet_dir, case, parquet_dir / f"ck-{next(_counter)}")
+        q = _start(spark, datasets, parquet_dir, case, parquet_dir / f"ck-{next(_counter)}", outputs)
         q.awaitTermination()
         processed.append(sum(p["numInputRows"] for p in q.recentProgress))
 
     load_before = loadavg()
     benchmark.pedantic(run, rounds=min(3, ROUNDS), warmup_rounds=1, iterations=1)
     assert set(processed) == {datasets.rows}, f"{case} processed {processed}, expected {datasets.rows} each round"
+    if outputs:  # a real sink: read one round's output back in full (outside the timed function)
+        from pyspark_paimon import Table
+
+        sink = case.split("->")[1]
+        written = Table.open(outputs[-1]).to_arrow() if sink == "paimon" else pq.read_table(outputs[-1])
+        assert_reads_back(written, datasets.write_data, f"{case} output {outputs[-1]}")
     benchmark.extra_info.update(
         label=case, rows=datasets.rows, baseline=case == "paimon->noop", loadavg=[load_before, loadavg()]
     )

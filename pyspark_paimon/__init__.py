@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark_paimon.errors import PaimonError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark_paimon.catalog import Catalog

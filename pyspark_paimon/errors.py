@@ -60,6 +60,11 @@ class CommitConflictError(CommitError):
     """A concurrent commit changed what this commit depends on; nothing was committed."""
 
 
+class ConflictingKeysError(CommitError):
+    """Two tasks of one write wrote different versions of one primary key of a table that cannot order them, so
+    which one wins would be chance; nothing was committed (``datasource/key_conflicts.py``)."""
+
+
 class CommitStateUnknownError(CommitError):
     """The commit may or may not have landed; its files must not be deleted."""
 

@@ -78,7 +78,7 @@ class Inspect:
         store = self._table.store
         tags: dict[int, list[str]] = {}
         preserved: dict[int, Snapshot] = {}
-        for tag in TagManager(store.fileio, store.table_path, store.branch).list_tags():
+        for tag in TagManager(store).list_tags():
             tags.setdefault(tag.snapshot_id, []).append(tag.name)
             preserved[tag.snapshot_id] = tag.snapshot
         snaps = {s.id: s for s in store.snapshots.snapshots()}

@@ -42,7 +42,9 @@ class Maintenance:
         ``partitions`` (dicts or 'k=v,k2=v2' specs; a partial spec matches every partition with those values)
         restricts it; default every partition. Primary-key buckets: ``full`` merges every file of a bucket
         into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
-        decide what to merge. Append buckets: small files are rewritten into files of ``target-file-size``.
+        decide what to merge. Fixed append buckets: small files are rewritten into files of
+        ``target-file-size``; unaware-bucket append tables: Paimon's coordinator packs the small files of each
+        partition by size, ``full`` or not.
         With a SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this
         process commits; without, here. ``progress(step, done, total)`` is called per bucket compacted.
         Truthy when a snapshot was committed."""
@@ -64,9 +66,7 @@ class Maintenance:
         ``progress(step, done, total)`` is called per data file deleted."""
         store = self._table.store
         return _expire.expire_snapshots(
-            store.fileio,
-            store.table_path,
-            store.branch,
+            store,
             retain_max=retain_max,
             retain_min=retain_min,
             older_than=older_than,
@@ -83,9 +83,7 @@ class Maintenance:
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them; ``progress(step,
         done, total)`` is called per orphan file."""
         store = self._table.store
-        return _orphans.remove_orphan_files(
-            store.fileio, store.table_path, older_than=older_than, dry_run=dry_run, progress=progress
-        )
+        return _orphans.remove_orphan_files(store, older_than=older_than, dry_run=dry_run, progress=progress)
 
     def rollback_to(
         self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None
@@ -99,9 +97,9 @@ class Maintenance:
         store = self._table.store
         if timestamp is not None:
             ts = to_millis(timestamp, "timestamp")
-            manager = _tags.TagManager(store.fileio, store.table_path, store.branch)
+            manager = _tags.TagManager(store)
             snapshot_id = _tags.last_snapshot_at_or_before(store.snapshots, manager, ts).id
-        return _rollback.rollback_to(store.fileio, store.table_path, store.branch, snapshot_id=snapshot_id, tag=tag)
+        return _rollback.rollback_to(store, snapshot_id=snapshot_id, tag=tag)
 
 
 __all__ = ["Maintenance"]

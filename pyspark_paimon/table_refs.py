@@ -29,7 +29,7 @@ class Tags:
 
     def _manager(self) -> _tags.TagManager:
         store = self._table.store
-        return _tags.TagManager(store.fileio, store.table_path, store.branch)
+        return _tags.TagManager(store)
 
     def create(
         self,
@@ -49,9 +49,7 @@ class Tags:
         ms) defaults to the table's ``tag.default-time-retained``; a tag without retention never expires."""
         store = self._table.store
         return _tags.create_tag(
-            store.fileio,
-            store.table_path,
-            store.branch,
+            store,
             name,
             snapshot_id=snapshot_id,
             from_tag=tag,
@@ -75,9 +73,7 @@ class Tags:
         """Move the existing tag ``name`` (to the latest snapshot unless a source is given, as in :meth:`create`)."""
         store = self._table.store
         return _tags.replace_tag(
-            store.fileio,
-            store.table_path,
-            store.branch,
+            store,
             name,
             snapshot_id=snapshot_id,
             from_tag=tag,
@@ -98,9 +94,7 @@ class Tags:
         tag raises TagNotFoundError unless ``ignore_if_not_exists`` (then False)."""
         store = self._table.store
         result = _expire.delete_tags(
-            store.fileio,
-            store.table_path,
-            store.branch,
+            store,
             [name],
             clean_files=clean_files,
             ignore_if_not_exists=ignore_if_not_exists,
@@ -120,9 +114,7 @@ class Tags:
         it) and the files only they kept alive (``clean_files=False``: the tag files only); returns their
         names."""
         store = self._table.store
-        return _expire.expire_tags(
-            store.fileio, store.table_path, store.branch, older_than=older_than, clean_files=clean_files
-        ).expired_tags
+        return _expire.expire_tags(store, older_than=older_than, clean_files=clean_files).expired_tags
 
 
 class Branches:
@@ -136,7 +128,7 @@ class Branches:
 
     def _manager(self) -> _branches.BranchManager:
         store = self._table.store
-        return _branches.BranchManager(store.fileio, store.table_path)
+        return _branches.BranchManager(store)
 
     def create(
         self,
@@ -194,9 +186,7 @@ class Branches:
         kept (``result.kept``). ``dry_run`` only reports; ``progress(step, done, total)`` is called per data
         file deleted."""
         store = self._table.store
-        return _expire.expire_branches(
-            store.fileio, store.table_path, older_than=older_than, dry_run=dry_run, progress=progress
-        )
+        return _expire.expire_branches(store, older_than=older_than, dry_run=dry_run, progress=progress)
 
     def fast_forward(self, name: str, *, force: bool = False) -> _branches.PublishResult:
         """Publish branch ``name`` into the table's branch: its snapshots, schemas and tags from its earliest

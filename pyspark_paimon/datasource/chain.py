@@ -1,4 +1,4 @@
-"""Chain tables, data side (format reference §10): chain reads, chain compaction and the write rules.
+"""Chain tables, data side (Java's `ChainTableBatchScan`): chain reads, chain compaction and the write rules.
 
 * Chain reads are planned by :func:`pyspark_paimon.planner.read_plan.plan_read` like every other read; the
   context knows every branch's schemas (each file is read with its own branch's schema). Executors
@@ -229,7 +229,7 @@ def compact_chain(
     end: Mapping[str, Any] | str | None = None,
     overwrite: bool = False,
 ) -> ChainCompactResult:
-    """Write the chain-merged view of partitions into the snapshot branch (§10.8), in one commit.
+    """Write the chain-merged view of partitions into the snapshot branch (Java's `ChainTableBatchScan`), in one commit.
 
     ``partitions`` lists full partition specs; ``start``/``end`` (inclusive, on the chain keys; group keys
     given in them must match) select every delta partition in a range. A partition is compacted only if it
@@ -453,7 +453,7 @@ class ChainWriteHook:
         which = [dict(zip(names, p)) for p in sorted(touched & set(snap.raw), key=sortable_key)]
         try:
             snap_schema = snap_store.schema()
-            FileStoreCommit(snap_store.fileio, snap_store.table_path, snap_store.branch, snap_schema.options).commit(
+            FileStoreCommit(snap_store, snap_schema.options).commit(
                 [], overwrite=OverwriteSpec("static", targets), commit_user=f"chain-truncate-{self.commit_user}"
             )
         except Exception as exc:
@@ -513,7 +513,7 @@ def commit_with_chain_rules(
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
-    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    committer = FileStoreCommit(store, schema.options)
     snapshot = committer.commit(
         list(messages), overwrite=overwrite, commit_user=commit_user, commit_identifier=commit_identifier
     )

@@ -4,7 +4,8 @@ Three halves, so that Spark can run the middle one on its executors and the Pyth
 
 1. :func:`plan_compaction` (driver): the latest snapshot's live files per (partition, bucket), and per bucket a
    :class:`CompactTask` chosen by :mod:`pyspark_paimon.planner.compact_strategy` (full, universal, or Java's
-   append rules): which files, which output level, whether retractions may be dropped.
+   append rules): which files, which output level, whether retractions may be dropped. Unaware-bucket append
+   tables get Java's coordinator instead: small files packed by size, several tasks per partition possible.
 2. :func:`compact_bucket` (anywhere, picklable inputs): read the task's files through the read path
    (:func:`~pyspark_paimon.datasource.read.read_merged`: key-overlap sections, the table's merge
    engine, schema evolution, bounded-memory windows), and write the merged rows in key order with
@@ -51,6 +52,7 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
+    COMPACTION_FILE_NUM_LIMIT,
     COMPACTION_FORCE_UP_LEVEL_0,
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
     COMPACTION_MIN_FILE_NUM,
@@ -58,6 +60,7 @@ from pyspark_paimon.metadata.schema.options import (
     FULL_COMPACTION_DELTA_COMMITS,
     MANIFEST_COMPRESSION,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    SOURCE_SPLIT_OPEN_FILE_COST,
     CoreOptions,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -65,9 +68,11 @@ from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCom
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.compact_strategy import (
+    APPEND_COMPACT_OPEN_FILE_COST,
     CompactUnit,
     drop_delete,
     level_sorted_runs,
+    pack_unaware_append,
     pick_append,
     pick_append_full,
     pick_full,
@@ -107,7 +112,8 @@ PartitionSpecs = Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | N
 
 @dataclass(frozen=True)
 class CompactTask:
-    """One bucket's compaction: its input files, the output level and whether retractions may be dropped."""
+    """One compaction of a bucket (an unaware bucket may have several, one per coordinator bin): its input
+    files, the output level and whether retractions may be dropped."""
 
     partition: bytes
     partition_values: tuple[Any, ...]
@@ -232,8 +238,10 @@ def plan_compaction(
     """One :class:`CompactTask` per (partition, bucket) that needs compacting, on the latest snapshot.
 
     ``full``: primary-key buckets are compacted fully into the max level (unless already one max-level run),
-    append buckets by Java's full rule; otherwise primary-key buckets use universal compaction and append
-    buckets the ``compaction.min.file-num`` rule. ``buckets`` restricts the plan to those (partition bytes,
+    fixed-bucket append buckets by Java's full rule; otherwise primary-key buckets use universal compaction and
+    fixed append buckets the ``compaction.min.file-num`` rule. Unaware-bucket append tables (without deletion
+    vectors) are planned as Java's ``AppendCompactCoordinator`` either way, possibly several tasks per
+    partition. ``buckets`` restricts the plan to those (partition bytes,
     bucket) pairs (automatic compaction after a write). ``auto``: the automatic compaction of a write, which
     leaves unaware-bucket append tables alone as Java's writers do.
     """
@@ -270,21 +278,42 @@ def plan_compaction(
     matcher = _partition_matcher(schema, partitions)
     wanted = None if buckets is None else set(buckets)
     types = [f.type for f in schema.partition_fields]
-    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    values_of: dict[bytes, tuple] = {}
+    matched: dict[bytes, bool] = {}
     totals: dict[tuple[bytes, int], int] = {}
+    scanned: list[tuple[tuple[bytes, int], DataFileMeta]] = []
     for e in store.live_entries(snapshot):
         key = (e.partition, e.bucket)
         if wanted is not None and key not in wanted:
             continue
-        groups.setdefault(key, []).append(e.file)
-        totals[key] = e.total_buckets
-    values_of: dict[bytes, tuple] = {}
-    for (part, bucket), files in sorted(groups.items()):
-        values = values_of.get(part)
-        if values is None:
-            values = values_of[part] = tuple(deserialize_row(part, types))
-        if matcher is not None and not matcher(values):
+        if e.partition not in matched:
+            values_of[e.partition] = tuple(deserialize_row(e.partition, types))
+            matched[e.partition] = matcher is None or matcher(values_of[e.partition])
+        if not matched[e.partition]:
             continue
+        scanned.append((key, e.file))
+        totals[key] = e.total_buckets
+    if not pk and options.bucket == -1 and not options.deletion_vectors_enabled:
+        # Java's AppendCompactCoordinator, which CALL sys.compact runs for these tables whatever the strategy.
+        for (part, bucket), files in _unaware_bins(options, scanned):
+            plan.tasks.append(
+                CompactTask(
+                    part,
+                    values_of[part],
+                    bucket,
+                    totals[(part, bucket)],
+                    store.bucket_path(schema, values_of[part], bucket),
+                    tuple(sorted(files, key=lambda f: (f.min_sequence_number, f.file_name))),
+                    0,
+                    False,
+                )
+            )
+        return plan
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for key, file in scanned:
+        groups.setdefault(key, []).append(file)
+    for (part, bucket), files in sorted(groups.items()):
+        values = values_of[part]
         where = f" (partition {dict(zip(schema.partition_keys, values))}, bucket {bucket})"
         vectors = dvs.get((part, bucket), {})
         task = _bucket_task(options, pk, files, full, where, set(vectors))
@@ -310,6 +339,28 @@ def plan_compaction(
             )
         )
     return plan
+
+
+def _unaware_bins(
+    options: CoreOptions, scanned: list[tuple[tuple[bytes, int], DataFileMeta]]
+) -> list[tuple[tuple[bytes, int], list[DataFileMeta]]]:
+    """The coordinator's tasks over the scanned files, with Java's option values: ``source.split.open-file-cost``
+    counts at Java's 4 mb default unless the table sets it (our read packing's lower default is a read tuning,
+    not the rule that decides which files are compacted together)."""
+    open_cost = (
+        options.get(SOURCE_SPLIT_OPEN_FILE_COST)
+        if options.is_set(SOURCE_SPLIT_OPEN_FILE_COST)
+        else APPEND_COMPACT_OPEN_FILE_COST
+    )
+    tasks = pack_unaware_append(
+        scanned,
+        compaction_file_size=options.compaction_file_size(False),
+        target_file_size=options.target_file_size(False),
+        open_file_cost=open_cost,
+        min_file_num=options.get(COMPACTION_MIN_FILE_NUM),
+        file_num_limit=options.get(COMPACTION_FILE_NUM_LIMIT),
+    )
+    return sorted(tasks, key=lambda task: task[0])  # partitions in a stable order (the bins keep theirs)
 
 
 def _bucket_task(
@@ -590,7 +641,7 @@ def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> S
         return None
     store = plan.store
     schema = plan.context.read.schema
-    committer = FileStoreCommit(store.fileio, store.table_path, store.branch, schema.options)
+    committer = FileStoreCommit(store, schema.options)
     index_update = None
     if plan.vector_files is not None:
         index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages})
@@ -667,7 +718,7 @@ def compact(
             result.notes.append(f"attempt {attempt}: {exc}")
             continue
         result.snapshot = snapshot
-        result.buckets = len(messages)
+        result.buckets = len({(m.partition, m.bucket) for m in messages})  # an unaware bucket may have several
         result.files_before = sum(len(m.compact_before) for m in messages)
         result.files_after = sum(len(m.new_files) for m in messages)
         result.rows_before = sum(f.row_count for m in messages for f in m.compact_before)

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
 from pyspark_paimon.datasource.compact import auto_compact
+from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
@@ -135,6 +136,7 @@ class WriteJob:
         """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
         table, so that nobody retries the write and commits it twice."""
+        check_one_version_per_key(self.store, self.schema, messages)
         try:
             snapshot = commit_with_chain_rules(
                 self.store, self.schema, messages, self.overwrite, self.commit_user, commit_identifier

@@ -1,4 +1,4 @@
-"""Vectorised merge functions of primary-key tables (format reference §7.3, §7.4).
+"""Vectorised merge functions of primary-key tables (Java's `SortMergeReaderWithMinHeap`, `CoreOptions.MergeEngine`).
 
 Java merges the records of one key one at a time (``SortMergeReaderWithMinHeap`` feeding a
 ``MergeFunction``). We get the same answer column-wise: the input is one Arrow table sorted oldest-first

@@ -43,7 +43,7 @@ __all__ = [
 
 #: Parquet layout settings of every data file we write. ``store_decimal_as_integer``: DECIMAL(p <= 9) as INT32
 #: and DECIMAL(p <= 18) as INT64 (with the DECIMAL logical type), wider ones as FIXED_LEN_BYTE_ARRAY of the
-#: minimal length, which is how Java's ParquetSchemaConverter lays decimals out (§7.2); Java 1.0 and older
+#: minimal length, which is how Java's ParquetSchemaConverter lays decimals out; Java 1.0 and older
 #: read and compact no other layout. Our reader accepts both, because older versions of this library and
 #: pypaimon wrote FIXED_LEN_BYTE_ARRAY for every precision. ``store_schema``: see the module docstring.
 PARQUET_LAYOUT: dict[str, Any] = {"store_decimal_as_integer": True, "store_schema": False}

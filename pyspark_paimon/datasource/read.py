@@ -1,4 +1,5 @@
-"""Executor-side reading of one split into Arrow record batches (format reference §2.3, §7, §10.3).
+"""Executor-side reading of one split into Arrow record batches (Java's `SchemaEvolutionUtil`, `MergeFileSplitRead`,
+`MergeFileSplitRead.createChainReader`).
 
 What a split read has to get right, and where it happens here:
 
@@ -155,7 +156,7 @@ class ReadContext:
     # statistics prove no row matches. The exact ``residual`` still runs afterwards.
     pushed: tuple[Leaf, ...] = ()
     # Key-overlap sections whose files total more than this many bytes are merged in windows of about this
-    # many bytes of Parquet row groups (see :func:`_windowed_merge`), so memory stays bounded.
+    # many bytes of Parquet row groups (see :func:`_plan_windows`), so memory stays bounded.
     merge_window_bytes: int = 64 << 20
 
     @classmethod

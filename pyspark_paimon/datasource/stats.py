@@ -1,7 +1,7 @@
-"""Per-file column statistics, encoded the way Paimon stores them in manifests (format spec §7.7).
+"""Per-file column statistics, encoded the way Paimon stores them in manifests (Java's `SimpleStatsConverter`).
 
-Every data file carries min/max/null-count statistics of its columns as two BinaryRows (§5) and a list of
-null counts. Readers use them to skip files, so they must be *correct bounds* even when they are not exact:
+Every data file carries min/max/null-count statistics of its columns as two BinaryRows (Java's `BinaryRow`) and a list
+of null counts. Readers use them to skip files, so they must be *correct bounds* even when they are not exact:
 a truncated string minimum is still <= every value, a truncated maximum is rounded *up* (last code point
 incremented) or dropped (NULL = unknown) when it cannot be rounded up.
 
@@ -123,7 +123,7 @@ def mode_resolver(options: Mapping[str, str], fields: Sequence[DataField]) -> Ca
 
 
 # ------------------------------------------------------------------------------------------------
-# Truncation (§7.7)
+# Truncation (Java's `SimpleStatsConverter`)
 # ------------------------------------------------------------------------------------------------
 def truncate_min(value: str | bytes | None, length: int) -> str | bytes | None:
     """A lower bound of at most ``length`` characters (str) or bytes: the prefix is always <= the value."""

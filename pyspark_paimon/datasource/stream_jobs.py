@@ -244,9 +244,7 @@ class StreamReadJob:
             return
         nxt = self.planner.consumer_next_snapshot(end)
         if nxt is not None:
-            ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).record(
-                self.opts.consumer_id, nxt
-            )
+            ConsumerManager(self.store).record(self.opts.consumer_id, nxt)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""System tables (``t$snapshots``, ``t$files``...): table metadata as rows (format reference §9.5).
+"""System tables (``t$snapshots``, ``t$files``...): table metadata as rows (Java's `SystemTableLoader`).
 
 Each system table has Paimon's column list, in Paimon's order and with Paimon's types (Java
 ``table/system/*Table.java``); the values are rendered the way Java renders them, so a query written against
@@ -380,7 +380,7 @@ def _options(store: FileStore, opts: ReadOptions) -> Columns:
 
 def _tags(store: FileStore, opts: ReadOptions) -> Columns:
     out = _empty("tags")
-    for tag in sorted(TagManager(store.fileio, store.table_path, store.branch).list_tags(), key=lambda t: t.name):
+    for tag in sorted(TagManager(store).list_tags(), key=lambda t: t.name):
         s = tag.snapshot
         out["tag_name"].append(tag.name)
         out["snapshot_id"].append(s.id)
@@ -398,7 +398,7 @@ def _branches(store: FileStore, opts: ReadOptions) -> Columns:
     ``created_from_*`` columns come from the lineage file, else are inferred as Paimon 0.9 did
     (``BranchManager._inferred_origin``)."""
     out = _empty("branches")
-    for info in BranchManager(store.fileio, store.table_path).list_branches():
+    for info in BranchManager(store).list_branches():
         out["branch_name"].append(info.name)
         out["created_from_tag"].append(info.source_tag)
         out["created_from_snapshot"].append(info.source_snapshot_id)

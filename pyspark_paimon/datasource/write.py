@@ -1,4 +1,5 @@
-"""Executor-side writing of Arrow data into Paimon data files (format spec §1, §6, §7, §11).
+"""Executor-side writing of Arrow data into Paimon data files (Java's `FileStorePathFactory`, `DefaultBucketFunction`,
+`KeyValueFileWriterFactory`, `CoreOptions`).
 
 One :class:`TableWriter` runs per Spark write task. It buffers the incoming Arrow batches (validated and
 cast to the table's Arrow schema on arrival, so a bad batch fails the task at once, naming the column), and
@@ -6,11 +7,11 @@ when the buffer exceeds ``write-buffer-size`` or the task ends it *flushes*:
 
 1. rows are grouped by partition (one ``group_by`` over the partition columns; the partition's BinaryRow and
    directory are computed once per partition, never per row);
-2. rows are routed to buckets with the vectorised Java-compatible hash (§6), keeping an existing
-   partition's bucket count (``WriteContext.partition_buckets``);
+2. rows are routed to buckets with the vectorised Java-compatible hash (Java's `DefaultBucketFunction`), keeping an
+   existing partition's bucket count (``WriteContext.partition_buckets``);
 3. each (partition, bucket) gets sequence numbers continuing from the bucket's current maximum, in arrival
-   order (§7.3); primary-key rows are then sorted by (key, user sequence fields, sequence number) and
-   duplicate keys are folded with the table's merge engine — retractions are kept, because they must
+   order (Java's `SortMergeReaderWithMinHeap`); primary-key rows are then sorted by (key, user sequence fields, sequence
+   number) and duplicate keys are folded with the table's merge engine — retractions are kept, because they must
    delete older versions that live in other files;
 4. the rows are written as Parquet files of about ``target-file-size`` in the Paimon layout (PK tables:
    ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, then every table column; field ids as Java sets them)
@@ -95,7 +96,7 @@ __all__ = [
     "system_file_fields",
 ]
 
-#: Prefix and field-id offset of the key copies in PK data files (Java ``SpecialFields``, §7.1).
+#: Prefix and field-id offset of the key copies in PK data files (Java ``SpecialFields``).
 KEY_FIELD_PREFIX = "_KEY_"
 KEY_FIELD_ID_START = 2147483647 // 2  # 1073741823
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -221,8 +222,9 @@ def _local_millis_as_utc() -> int:
 class TableWriter:
     """Writes Arrow data of one Spark task into data files of the table in ``ctx``.
 
-    ``task_id`` only makes log/debug output traceable; file names use fresh UUIDs, so concurrent tasks
-    (and retried attempts) never collide.
+    ``task_id`` names the writer in its commit messages (versions of one key written by two writers of one job
+    have no order: ``key_conflicts``) and in log output; file names use fresh UUIDs, so concurrent tasks (and
+    retried attempts) never collide.
     """
 
     def __init__(self, ctx: WriteContext, task_id: str = "") -> None:
@@ -772,7 +774,11 @@ class TableWriter:
         messages = []
         for state in [*self._states.values(), *self._compact_states.values()]:
             if state.files:
-                messages.append(CommitMessage(state.partition, state.bucket, state.total_buckets, tuple(state.files)))
+                messages.append(
+                    CommitMessage(
+                        state.partition, state.bucket, state.total_buckets, tuple(state.files), writer=self._task_id
+                    )
+                )
                 state.files = []
         return messages
 

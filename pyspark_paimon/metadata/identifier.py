@@ -1,4 +1,5 @@
-"""Paimon table identifiers: ``db.t``, ``db.t$branch_b``, ``db.t$snapshots``, ``db.t$branch_b$tags`` (§1.3).
+"""Paimon table identifiers: ``db.t``, ``db.t$branch_b``, ``db.t$snapshots``, ``db.t$branch_b$tags`` (Java's
+`Identifier`).
 
 The same suffixes work on a path (``/wh/db.db/t$branch_b``), so a Spark ``load(path)`` can address branches
 and system tables exactly as Paimon's identifiers do.

@@ -1,6 +1,6 @@
 """Which files of one bucket a compaction rewrites, and into which level (Paimon's pick rules, metadata only).
 
-Primary-key buckets are LSM trees (format reference §7.5): every level-0 file is its own *sorted run*, newest
+Primary-key buckets are LSM trees (Java's `MergeTreeSplitGenerator`): every level-0 file is its own *sorted run*, newest
 first, and each non-empty level above is one run. The rules follow Java's ``Levels``, ``CompactStrategy``,
 ``UniversalCompaction`` and ``MergeTreeCompactManager``:
 
@@ -13,9 +13,16 @@ first, and each non-empty level above is one run. The rules follow Java's ``Leve
 * retractions are dropped (``dropDelete``) only when the output level is above 0 and at least the highest
   non-empty level: then no older data outside the compaction can be shadowed by them.
 
-Append buckets follow Java's ``BucketedAppendCompactManager``: a sliding window over the files in sequence
-order picks ``compaction.min.file-num`` files once that many sit together below twice ``target-file-size``;
-full compaction drops the leading large files and rewrites the rest when small files outnumber large ones.
+Fixed-bucket append buckets follow Java's ``BucketedAppendCompactManager``: a sliding window over the files in
+sequence order picks ``compaction.min.file-num`` files once that many sit together below twice
+``target-file-size``; full compaction drops the leading large files and rewrites the rest when small files
+outnumber large ones.
+
+Unaware-bucket append tables (``bucket = -1``) follow Java's ``AppendCompactCoordinator`` instead
+(:func:`pack_unaware_append`): every small file of the snapshot (up to ``compaction.file-num-limit``), per
+partition, packed by size into bins of about twice ``target-file-size``; what is left over is one more task when
+it holds ``compaction.min.file-num`` files. Java's ``CALL sys.compact`` runs that coordinator whatever the
+strategy, so ``full`` does not change it.
 
 Nothing here reads data; the same rules serve ``Table.maintenance.compact`` and the automatic compaction after writes.
 """
@@ -23,7 +30,7 @@ Nothing here reads data; the same rules serve ``Table.maintenance.compact`` and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Iterable, Sequence, TypeVar
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
@@ -38,11 +45,19 @@ __all__ = [
     "drop_delete",
     "pick_append",
     "pick_append_full",
+    "pack_unaware_append",
     "FULL_COMPACT_MIN_FILE",
+    "APPEND_COMPACT_OPEN_FILE_COST",
 ]
 
 #: Java's ``BucketedAppendCompactManager.FULL_COMPACT_MIN_FILE``: a full append compaction needs this many files.
 FULL_COMPACT_MIN_FILE = 3
+#: What each file adds to a bin of the unaware-bucket coordinator besides its size, when the table does not set
+#: ``source.split.open-file-cost``: Java's default of that option (4 mb). Our read packing defaults to less
+#: (a Python task opens files cheaply), but which files get compacted together is Java's rule.
+APPEND_COMPACT_OPEN_FILE_COST = 4 * 1024 * 1024
+
+G = TypeVar("G", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -209,3 +224,48 @@ def pick_append_full(files: Sequence[DataFileMeta], compaction_file_size: int) -
     if small > len(ordered) - small and len(ordered) >= FULL_COMPACT_MIN_FILE:
         return ordered
     return None
+
+
+def pack_unaware_append(
+    files: Iterable[tuple[G, DataFileMeta]],
+    *,
+    compaction_file_size: int,
+    target_file_size: int,
+    open_file_cost: int,
+    min_file_num: int,
+    file_num_limit: int,
+) -> list[tuple[G, list[DataFileMeta]]]:
+    """Java's ``AppendCompactCoordinator`` for one batch run: the compaction tasks of an unaware-bucket append
+    table, each a group (its partition) and the files rewritten together.
+
+    ``files`` are the live files of the snapshot in scan order with their group. Only files smaller than
+    ``compaction_file_size`` take part (``shouldCompact``), and only the first ``file_num_limit`` of those
+    (``compaction.file-num-limit`` bounds the coordinator's memory). Per group the files are sorted by size and
+    added to a bin, each counting its size plus ``open_file_cost``; a bin of more than one file whose total
+    reaches twice ``target_file_size`` is a task (``enoughContent``), and the files left at the end are one
+    more when there are at least ``min_file_num`` of them (``enoughInputFiles``), and never a lone file (Java's
+    ``AppendCompactTask`` needs two inputs)."""
+    if file_num_limit <= 0:
+        return []
+    groups: dict[G, list[DataFileMeta]] = {}
+    taken = 0
+    for group, f in files:
+        if f.file_size >= compaction_file_size:
+            continue
+        groups.setdefault(group, []).append(f)
+        taken += 1
+        if taken >= file_num_limit:
+            break
+    tasks: list[tuple[G, list[DataFileMeta]]] = []
+    for group, small in groups.items():
+        bin_: list[DataFileMeta] = []
+        total = 0
+        for f in sorted(small, key=lambda f: (f.file_size, f.min_sequence_number, f.file_name)):
+            bin_.append(f)
+            total += f.file_size + open_file_cost
+            if len(bin_) > 1 and total >= 2 * target_file_size:
+                tasks.append((group, bin_))
+                bin_, total = [], 0
+        if len(bin_) >= max(min_file_num, 2):  # Java's task refuses one input (min-file-num = 1 would fail)
+            tasks.append((group, bin_))
+    return tasks

@@ -1,5 +1,5 @@
-"""Fallback-branch reads (``scan.fallback-branch``, §10.2 level 1): partitions missing from the read branch are
-read from the fallback branch.
+"""Fallback-branch reads (``scan.fallback-branch``, Java's `FallbackReadFileStoreTable`): partitions missing from the
+read branch are read from the fallback branch.
 
 This is Paimon's ``FallbackReadFileStoreTable`` for batch reads: a partition that exists in the branch being
 read is read from it alone (even if the fallback branch also has it: no merging across branches); every

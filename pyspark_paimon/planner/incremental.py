@@ -103,7 +103,7 @@ def _resolve_end_point(store: FileStore, tags: TagManager, text: str, key: str) 
 
 def resolve_range(store: FileStore, opts: ReadOptions) -> IncrementalRange:
     """The snapshot range an incremental read covers, validated against the branch's snapshots."""
-    tags = TagManager(store.fileio, store.table_path, store.branch)
+    tags = TagManager(store)
     if opts.incremental_between is not None:
         key, raw = INCREMENTAL_BETWEEN, opts.incremental_between
         left, right = _split_pair(raw, key)
@@ -141,7 +141,7 @@ def resolve_range(store: FileStore, opts: ReadOptions) -> IncrementalRange:
 
 def _range_snapshots(store: FileStore, rng: IncrementalRange) -> list[Snapshot]:
     """Every snapshot of the range, from its file or, once expired, from a tag that preserved it."""
-    tags = TagManager(store.fileio, store.table_path, store.branch)
+    tags = TagManager(store)
     out = []
     for sid in rng.snapshot_ids:
         try:
@@ -185,11 +185,7 @@ def plan_incremental(
             "changed data files instead, or read the changelog with Paimon (Java)."
         )
     rng = resolve_range(store, opts)
-    end = (
-        None
-        if rng.is_empty or rng.end_id <= 0
-        else find_snapshot(store.snapshots, TagManager(store.fileio, store.table_path, store.branch), rng.end_id)
-    )
+    end = None if rng.is_empty or rng.end_id <= 0 else find_snapshot(store.snapshots, TagManager(store), rng.end_id)
     entries = [] if rng.is_empty else delta_entries(store, rng)
     plan = ScanPlanner(store, schema, {}, pk_value_skipping=False).plan_entries(
         entries, predicate, partition_filter, snapshot=end

@@ -5,8 +5,8 @@ answers (which schema, which snapshot, which files), and two copies of the decis
 goes through :func:`read_schema` (the schema, no file planned) and :func:`plan_read` (the files), which share
 one decision (:func:`_decide`):
 
-* **chain**: ``store``'s branch is the main side of a complete chain table (§10): every branch is resolved
-  and merged (:mod:`pyspark_paimon.planner.chain.plan`);
+* **chain**: ``store``'s branch is the main side of a complete chain table (Java's `ChainTableBatchScan`): every branch
+  is resolved and merged (:mod:`pyspark_paimon.planner.chain.plan`);
 * **incremental**: ``incremental-between[-timestamp]`` reads the files changed in a snapshot range, with the
   latest schema (:mod:`pyspark_paimon.planner.incremental`);
 * **fallback**: ``scan.fallback-branch`` fills partitions the branch lacks (:mod:`pyspark_paimon.planner.fallback`);

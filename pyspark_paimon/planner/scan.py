@@ -27,6 +27,7 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.bucket import bucket_ids
 from pyspark_paimon.metadata.schema.options import (
     BUCKET_FUNCTION_TYPE,
+    POSTPONE_BUCKET,
     SOURCE_SPLIT_OPEN_FILE_COST,
     SOURCE_SPLIT_TARGET_SIZE,
     CoreOptions,
@@ -50,12 +51,13 @@ _LITERAL_ERRORS = (PaimonError, pa.ArrowException, TypeError, ValueError, Overfl
 class ScanCounters:
     """What planning looked at and what each pruning level skipped (for explain output and tests).
 
-    Levels, in the order they run: manifests (partition stats of the manifest list), partitions (exact
-    partition predicate on entries), buckets (the bucket key fixed by ``=``/``IN``), statistics (file
-    min/max/null counts). ``*_skipped_<level>`` counts what that level dropped; files in skipped manifests
-    are never opened, so they appear in no file counter. Entries of partitions the exact partition filter
-    rejects are not decoded either: their files are counted from the entries' leading fields (ADDs minus
-    DELETEs per bucket), so with deletion vectors they include the level-0 files a batch scan skips.
+    Levels, in the order they run: manifests (partition stats of the manifest list), postpone (a batch scan
+    of a postpone-bucket table leaves out the ``bucket-postpone`` files, as Java's ``onlyReadRealBuckets``),
+    partitions (exact partition predicate on entries), buckets (the bucket key fixed by ``=``/``IN``),
+    statistics (file min/max/null counts). ``*_skipped_<level>`` counts what that level dropped; files in
+    skipped manifests are never opened, so they appear in no file counter. Entries of partitions the exact
+    partition filter rejects are not decoded either: their files are counted from the entries' leading fields
+    (ADDs minus DELETEs per bucket), so with deletion vectors they include the level-0 files a batch scan skips.
     """
 
     manifests_total: int = 0
@@ -68,11 +70,13 @@ class ScanCounters:
     buckets_skipped: int = 0
     files_total: int = 0
     files_selected: int = 0
+    files_skipped_postpone: int = 0
     files_skipped_partition: int = 0
     files_skipped_bucket: int = 0
     files_skipped_stats: int = 0
     bytes_total: int = 0
     bytes_selected: int = 0
+    bytes_skipped_postpone: int = 0
     bytes_skipped_partition: int = 0
     bytes_skipped_bucket: int = 0
     bytes_skipped_stats: int = 0
@@ -186,7 +190,7 @@ def _manifest_may_match(meta: ManifestFileMeta, schema: TableSchema, pred: Seque
 
 
 # ------------------------------------------------------------------------------------------------------
-# Bucket pruning (§6)
+# Bucket pruning (Java's `DefaultBucketFunction`)
 # ------------------------------------------------------------------------------------------------------
 # Types whose SQL equality is exactly equality of the BinaryRow bytes the writer hashed. Floats are out
 # (0.0 = -0.0 but they hash differently; NaN), CHAR is out (padding), nested types have no hash here.
@@ -312,7 +316,7 @@ class _BucketSelector:
 
 
 # ------------------------------------------------------------------------------------------------------
-# File statistics (§7.7)
+# File statistics (Java's `SimpleStatsConverter`)
 # ------------------------------------------------------------------------------------------------------
 def _base_type(t: Any) -> Any:
     try:
@@ -421,6 +425,12 @@ class ScanPlanner:
     ``pk_value_skipping`` allows skipping primary-key files by *value* statistics in raw-convertible buckets
     (each key in exactly one file). Incremental reads turn it off: their files may overlap in key even when
     the bucket looks raw-convertible.
+
+    ``streaming``: the planner serves a stream. Batch scans of a postpone-bucket table (``bucket = -2``) read
+    only the real buckets, as Java's batch scans do (``AbstractBatchTableScan`` calls ``onlyReadRealBuckets``):
+    records still in ``bucket-postpone`` become visible when Paimon's postpone compaction moves them into
+    buckets. Streams keep every bucket here (Java's streams skip postpone files only when the table has a
+    changelog producer, which our streams do not read anyway).
     """
 
     def __init__(
@@ -429,11 +439,18 @@ class ScanPlanner:
         schema: TableSchema,
         options: dict[str, str] | None = None,
         pk_value_skipping: bool = True,
+        streaming: bool = False,
     ):
         self.store = store
         self.schema = schema
         self.options = options or {}
         self.pk_value_skipping = pk_value_skipping
+        self.streaming = streaming
+
+    @property
+    def only_real_buckets(self) -> bool:
+        """Whether this scan leaves out the postpone bucket's files (a batch scan of a ``bucket = -2`` table)."""
+        return not self.streaming and CoreOptions({**self.schema.options, **self.options}).bucket == POSTPONE_BUCKET
 
     def plan(
         self,
@@ -552,10 +569,15 @@ class ScanPlanner:
         selected_partitions: set[bytes] = set()
         seen_buckets: set[tuple[bytes, int]] = set()
         skipped_buckets: set[tuple[bytes, int]] = set()
+        real_only = self.only_real_buckets
         for e in entries:
             size = e.file.file_size
             counters.files_total += 1
             counters.bytes_total += size
+            if real_only and e.bucket < 0:
+                counters.files_skipped_postpone += 1
+                counters.bytes_skipped_postpone += size
+                continue
             seen_partitions.add(e.partition)
             seen_buckets.add((e.partition, e.bucket))
             ok = answers.get(e.partition)
@@ -578,6 +600,10 @@ class ScanPlanner:
         for part, bucket, count, size in skipped.live() if skipped is not None else ():
             counters.files_total += count
             counters.bytes_total += size
+            if real_only and bucket < 0:
+                counters.files_skipped_postpone += count
+                counters.bytes_skipped_postpone += size
+                continue
             counters.files_skipped_partition += count
             counters.bytes_skipped_partition += size
             seen_partitions.add(part)
@@ -675,7 +701,7 @@ class ScanPlanner:
 
 
 def _raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool = False) -> bool:
-    """A PK bucket readable without merging (§7.5, java ``MergeTreeSplitGenerator.splitForBatch``): every file
+    """A PK bucket readable without merging (Java's ``MergeTreeSplitGenerator.splitForBatch``): every file
     above level 0 without retract rows, and all in one level unless deletion vectors are on (then each key has
     exactly one position not deleted, whatever the levels)."""
     return (

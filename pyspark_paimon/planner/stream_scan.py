@@ -324,7 +324,7 @@ class StreamPlanner:
         self.store = store
         self.opts = opts
         self.schema = schema or store.schema()
-        self.tags = TagManager(store.fileio, store.table_path, store.branch)
+        self.tags = TagManager(store)
         table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
         self.read_overwrite = (
             opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
@@ -347,9 +347,7 @@ class StreamPlanner:
         """Where a new stream (no checkpoint) starts: the consumer's progress, else ``scan.mode``."""
         snapshots = self.store.snapshots
         if self.opts.consumer_id and not self.opts.ignore_consumer_progress:
-            nxt = ConsumerManager(self.store.fileio, self.store.table_path, self.store.branch).next_snapshot(
-                self.opts.consumer_id
-            )
+            nxt = ConsumerManager(self.store).next_snapshot(self.opts.consumer_id)
             if nxt is not None:
                 return self._delta_from(nxt)
         mode = self.opts.mode
@@ -402,11 +400,12 @@ class StreamPlanner:
         )
 
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
-        plan = ScanPlanner(self.store, self.schema, {}).plan(snapshot)
+        plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(snapshot)
         return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
-        return ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False).plan_entries(entries).splits
+        planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
+        return planner.plan_entries(entries).splits
 
     def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         kind = snapshot.commit_kind

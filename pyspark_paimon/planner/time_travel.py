@@ -26,9 +26,9 @@ def version_branch(store: FileStore, opts: ReadOptions) -> tuple[FileStore, Read
     version = opts.version
     if version is None or BRANCH_REF_SEPARATOR not in version:
         return store, opts
-    if TagManager(store.fileio, store.table_path, store.branch).exists(version):
+    if TagManager(store).exists(version):
         return store, opts
-    branches = BranchManager(store.fileio, store.table_path)
+    branches = BranchManager(store)
     splits = [(version[:i], version[i + 1 :]) for i, ch in enumerate(version) if ch == BRANCH_REF_SEPARATOR]
     found = [(b, rest) for b, rest in splits if b and rest and b != store.branch and branches.exists(b)]
     if store.branch in [b for b, rest in splits if rest]:
@@ -54,7 +54,7 @@ def version_branch(store: FileStore, opts: ReadOptions) -> tuple[FileStore, Read
 
 def resolve_snapshot(store: FileStore, opts: ReadOptions) -> Snapshot | None:
     """The snapshot to read on ``store``'s branch; None for a table without snapshots (reads empty)."""
-    tags = TagManager(store.fileio, store.table_path, store.branch)
+    tags = TagManager(store)
     if opts.snapshot_id is not None:
         return find_snapshot(store.snapshots, tags, opts.snapshot_id)
     if opts.tag_name is not None:

@@ -1,4 +1,5 @@
-"""Reading splits: schema evolution, append streaming, PK section merge, residual-after-merge (§2.3, §7)."""
+"""Reading splits: schema evolution, append streaming, PK section merge, residual-after-merge (Java's
+`SchemaEvolutionUtil`, `MergeFileSplitRead`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The executor-side writer: layout, routing, sequence numbers, merging and DataFileMeta (§1, §6, §7, §11)."""
+"""The executor-side writer: layout, routing, sequence numbers, merging and DataFileMeta (Java's `FileStorePathFactory`,
+`DefaultBucketFunction`, `KeyValueFileWriterFactory`, `CoreOptions`)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ compaction after writes."""
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,28 @@ WRITE_ONLY = {"write-only": "true"}
 def rows(t: Table, **options: str) -> list[dict[str, Any]]:
     data = t.scan(read_options=options or None).to_arrow()
     return sorted(data.to_pylist(), key=lambda r: tuple(str(r[k]) for k in sorted(r)))
+
+
+def model(writes: list[pa.Table], engine: str = "deduplicate", keys: tuple[str, ...] = ("k",)) -> list[dict[str, Any]]:
+    """The rows a primary-key table must hold after ``writes`` (in commit order), by the merge engine's rules
+    applied to plain dicts: an independent oracle for what compaction may (not) change. ``aggregation`` is
+    ``ENGINES``' setting: ``n`` summed, other columns keep their last non-null value."""
+    state: dict[tuple, dict[str, Any]] = {}
+    for data in writes:
+        for r in data.to_pylist():
+            key = tuple(r[k] for k in keys)
+            old = state.get(key)
+            if old is None:
+                state[key] = r
+            elif engine == "deduplicate":
+                state[key] = r
+            elif engine == "partial-update":
+                state[key] = {c: old[c] if v is None else v for c, v in r.items()}
+            elif engine == "aggregation":
+                state[key] = {c: old[c] + v if c == "n" else (old[c] if v is None else v) for c, v in r.items()}
+            elif engine != "first-row":
+                raise AssertionError(engine)
+    return sorted(state.values(), key=lambda r: tuple(str(r[k]) for k in sorted(r)))
 
 
 def pk_table(
@@ -78,17 +102,20 @@ ENGINES = {
 @pytest.mark.parametrize("engine", list(ENGINES))
 def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str) -> None:
     t = pk_table(tmp_path, ENGINES[engine])
+    writes = []
     for i in range(6):
         data = batch([1, 2, 3, 10 + i], f"w{i}", i)
         if engine == "partial-update" and i % 2:
             data = data.set_column(1, "v", pa.array([None] * 4, pa.string()))
         t.write_arrow(data)
+        writes.append(data)
     before = rows(t)
+    assert before == model(writes, engine)
     levels_before = sorted(e.file.level for e in live(t))
     assert t.scan().explain()["splits"]["max_sorted_runs"] == 6
     result = t.maintenance.compact(full=True)
     assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
-    assert rows(t) == before
+    assert rows(t) == model(writes, engine)
     # Inputs deleted at their original levels, outputs added at the max level as compaction output.
     entries = delta_entries(t)
     deleted = sorted(e.file.level for e in entries if e.kind == KIND_DELETE)
@@ -105,9 +132,10 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
 
 def test_outputs_keep_sequence_numbers_kinds_and_exact_stats(tmp_path: Path) -> None:
     t = pk_table(tmp_path, {"bucket": "1"})
-    for i in range(4):
-        t.write_arrow(batch(list(range(i, 40, 3)), f"w{i}", i))
-    before = rows(t)
+    writes = [batch(list(range(i, 40, 3)), f"w{i}", i) for i in range(4)]
+    for data in writes:
+        t.write_arrow(data)
+    before = model(writes)
     newest = max(e.file.max_sequence_number for e in live(t))
     t.maintenance.compact(full=True)
     assert rows(t) == before
@@ -156,11 +184,11 @@ def test_full_compaction_drops_retractions_intermediate_keeps_them(tmp_path: Pat
 
 def test_outputs_roll_at_target_file_size_sorted_and_disjoint(tmp_path: Path) -> None:
     t = pk_table(tmp_path, {"bucket": "1", "target-file-size": "8 kb"})
-    for i in range(3):
-        t.write_arrow(batch(list(range(i * 2000, 3000 + i * 2000)), "v" * 20, i))
-    before = rows(t)
+    writes = [batch(list(range(i * 2000, 3000 + i * 2000)), "v" * 20, i) for i in range(3)]
+    for data in writes:
+        t.write_arrow(data)
     t.maintenance.compact(full=True)
-    assert rows(t) == before
+    assert rows(t) == model(writes)
     files = sorted((e.file for e in live(t)), key=lambda f: f.min_key)
     assert len(files) > 3
     key_type = [t.schema.field("k").type.copy(nullable=False)]
@@ -218,12 +246,14 @@ def test_losing_compaction_never_deletes_upgraded_inputs(tmp_path: Path) -> None
 
 def test_partitions_argument_compacts_only_those(tmp_path: Path) -> None:
     t = pk_table(tmp_path, schema="k int not null, v string, n bigint, dt string", partition_keys=("dt",))
+    writes = []
     for i in range(3):
-        t.write_arrow(batch([1, 2], "x", i).append_column("dt", pa.array(["a", "a"])))
-        t.write_arrow(batch([1, 2], "y", i).append_column("dt", pa.array(["b", "b"])))
-    before = rows(t)
-    t.maintenance.compact("dt=a", full=True)
-    assert rows(t) == before
+        writes.append(batch([1, 2], "x", i).append_column("dt", pa.array(["a", "a"])))
+        writes.append(batch([1, 2], "y", i).append_column("dt", pa.array(["b", "b"])))
+        t.write_arrow(writes[-2])
+        t.write_arrow(writes[-1])
+    t.maintenance.compact(partitions="dt=a", full=True)
+    assert rows(t) == model(writes, keys=("k", "dt"))
     by_part = {(deserialize_row(e.partition, [t.schema.field("dt").type])[0], e.file.level) for e in live(t)}
     assert by_part == {("a", 5), ("b", 0)}
     with pytest.raises(Exception, match="'zz'.*not partition columns"):
@@ -420,7 +450,7 @@ def test_append_small_files_compaction(tmp_path: Path, bucket: str) -> None:
     t = Catalog(str(tmp_path)).create_table("db.a", "k int, v string", options=opts)
     for i in range(6):
         t.write_arrow(pa.table({"k": pa.array([i, i + 100], pa.int32()), "v": [f"r{i}", f"s{i}"]}))
-    before = t.scan().to_arrow().to_pylist()
+    before = [{"k": k, "v": f"{p}{i}"} for i in range(6) for k, p in ((i, "r"), (i + 100, "s"))]  # every row written
     files_before = len(live(t))
     assert compact(t.store) and t.latest_snapshot().commit_kind == "COMPACT"
     after = t.scan().to_arrow().to_pylist()
@@ -442,6 +472,96 @@ def test_append_min_file_num(tmp_path: Path) -> None:
     assert not t.maintenance.compact()
     t.write_arrow(pa.table({"k": pa.array([9], pa.int32()), "v": ["x"]}))
     assert t.maintenance.compact() and len(live(t)) == 1
+
+
+# ------------------------------------------------------------------------------------------------------ unaware
+def unaware_table(tmp_path: Path, options: dict[str, str] | None = None, partitioned: bool = False) -> Table:
+    return Catalog(str(tmp_path)).create_table(
+        "db.u",
+        "k int, v string" + (", p string" if partitioned else ""),
+        partition_keys=["p"] if partitioned else [],
+        options={**WRITE_ONLY, **(options or {})},
+    )
+
+
+def write_files(t: Table, count: int, start: int = 0, rows_per_file: int = 100, **columns: str) -> None:
+    for i in range(start, start + count):
+        data = {"k": pa.array(range(i * 1000, i * 1000 + rows_per_file), pa.int32()), "v": [f"r{i}"] * rows_per_file}
+        t.write_arrow(pa.table({**data, **{c: [v] * rows_per_file for c, v in columns.items()}}))
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_unaware_twenty_tiny_files_become_one(tmp_path: Path, full: bool) -> None:
+    """Java's AppendCompactCoordinator (what CALL sys.compact runs for bucket = -1, whatever the strategy):
+    20 small files are one task, rewritten into one file. The fixed-bucket rule would take 5."""
+    t = unaware_table(tmp_path)
+    write_files(t, 20)
+    before = rows(t)
+    result = t.maintenance.compact(full=full)
+    assert result and (result.files_before, result.files_after, result.buckets) == (20, 1, 1)
+    assert rows(t) == before and len(before) == 2000
+    (out,) = live(t)
+    assert (out.bucket, out.file.level, out.file.row_count) == (0, 0, 2000)
+    assert (out.file.min_sequence_number, out.file.max_sequence_number) == (0, 1999)
+    assert not t.maintenance.compact(full=full)  # one file: nothing to pack
+
+
+def test_unaware_bins_close_at_twice_the_target_with_javas_open_file_cost(tmp_path: Path) -> None:
+    """target-file-size 100 kb: a bin closes at 200 kb. Each ~0.5 kb file counts 4 mb more (Java's
+    open-file cost, not our read packing's 64 kb, with which bins would hold 4 files), so bins of 2."""
+    t = unaware_table(tmp_path, {"target-file-size": "100 kb"})
+    write_files(t, 7)
+    before = rows(t)
+    plan = plan_compaction(t.store)
+    assert [len(task.files) for task in plan.tasks] == [2, 2, 2]  # the seventh file alone stays
+    result = t.maintenance.compact()
+    assert result and (result.buckets, result.files_before, result.files_after) == (1, 6, 3)
+    assert len(live(t)) == 4 and rows(t) == before
+    # Set on the table, the option is used: ~65 kb a file, so 4 files close a bin.
+    t2 = unaware_table(tmp_path / "b", {"target-file-size": "100 kb", "source.split.open-file-cost": "64 kb"})
+    write_files(t2, 7)
+    assert [len(task.files) for task in plan_compaction(t2.store).tasks] == [4]  # 3 left < min-file-num
+
+
+def test_unaware_files_at_the_compaction_size_stay(tmp_path: Path) -> None:
+    """Only files below target-file-size x compaction.small-file-ratio are compacted; larger ones are never
+    inputs, wherever they sit in sequence order (the fixed-bucket full rule only skips leading ones)."""
+    t = unaware_table(tmp_path)
+    write_files(t, 3)
+    # one large file in the middle of the sequence (distinct random strings do not compress)
+    t.write_arrow(pa.table({"k": pa.array(range(500), pa.int32()), "v": [os.urandom(16).hex() for _ in range(500)]}))
+    write_files(t, 3, start=4)
+    t.update_schema().set_options({"target-file-size": "8 kb"}).commit()  # small files are now those below 5734 bytes
+    large = {e.file.file_name for e in live(t) if e.file.file_size >= 5734}
+    assert len(large) == 1
+    before = rows(t)
+    result = t.maintenance.compact()
+    assert result and result.files_before == 6
+    assert large <= {e.file.file_name for e in live(t)} and rows(t) == before
+
+
+def test_unaware_file_num_limit(tmp_path: Path) -> None:
+    t = unaware_table(tmp_path, {"compaction.file-num-limit": "6"})
+    write_files(t, 9)
+    before = rows(t)
+    result = t.maintenance.compact()
+    assert result and (result.files_before, result.files_after) == (6, 1)
+    assert len(live(t)) == 4 and rows(t) == before
+    t.update_schema().set_options({"compaction.file-num-limit": "4"}).commit()
+    assert not t.maintenance.compact()  # the first 4 small files are fewer than compaction.min.file-num
+
+
+def test_unaware_partitions_are_packed_separately(tmp_path: Path) -> None:
+    t = unaware_table(tmp_path, partitioned=True)
+    write_files(t, 6, p="a")
+    write_files(t, 4, start=10, p="b")  # fewer than compaction.min.file-num
+    write_files(t, 5, start=20, p="c")
+    before = rows(t)
+    result = t.maintenance.compact(partitions=[{"p": "a"}, {"p": "b"}])
+    assert result and (result.files_before, result.files_after, result.buckets) == (6, 1, 1)
+    assert sorted(Counter(e.partition for e in live(t)).values()) == [1, 4, 5]
+    assert t.maintenance.compact() and sorted(Counter(e.partition for e in live(t)).values()) == [1, 1, 4]
+    assert rows(t) == before
 
 
 # ------------------------------------------------------------------------------------------------------ auto

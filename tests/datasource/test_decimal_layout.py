@@ -1,4 +1,4 @@
-"""DECIMAL columns in our Parquet data files are laid out as Java writes them (format reference §7.2).
+"""DECIMAL columns in our Parquet data files are laid out as Java writes them (Java's `ParquetSchemaConverter`).
 
 Java's ParquetSchemaConverter stores DECIMAL(p <= 9) as INT32, DECIMAL(p <= 18) as INT64 (logical type DECIMAL
 on both) and wider ones as FIXED_LEN_BYTE_ARRAY of the minimal length; Java 1.0 and older read nothing else.

@@ -1,4 +1,4 @@
-"""Merge engines over sorted Arrow tables (format reference §7.3, §7.4)."""
+"""Merge engines over sorted Arrow tables (Java's `SortMergeReaderWithMinHeap`, `CoreOptions.MergeEngine`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The merge sort order (format reference §7.3) is the same on every supported pyarrow.
+"""The merge sort order (Java's `SortMergeReaderWithMinHeap`) is the same on every supported pyarrow.
 
 ``sort_for_merge`` puts NULL (and NaN, which Arrow places next to NULL) first in each sort column through
 helper rank columns, because per-key ``null_placement`` exists only from pyarrow 25 on. The reference here is

@@ -1,5 +1,5 @@
-"""Chain tables through Spark (format reference §10): the Paimon documentation example, Paimon's
-``SparkChainTableITCase`` scenario (§10.5), writes routed by the ``branch`` option, the delta-overwrite rule,
+"""Chain tables through Spark (Java's `ChainTableBatchScan`): the Paimon documentation example, Paimon's
+``SparkChainTableITCase`` scenario, writes routed by the ``branch`` option, the delta-overwrite rule,
 time travel, and identical results with filter pushdown on and off."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_documentation_example_through_spark(spark: Any, catalog: Catalog) -> No
 
 
 # ------------------------------------------------------------------------------------------------------
-# Paimon's SparkChainTableITCase.testChainTable (§10.5)
+# Paimon's SparkChainTableITCase.testChainTable
 # ------------------------------------------------------------------------------------------------------
 MAIN_0810 = [(1, 1, "1", "20250810"), (2, 1, "1", "20250810")]
 DELTA = {
@@ -139,7 +139,8 @@ def arrow_write(table: Any, data: list[tuple], branch: str | None = None, **kw: 
 
 
 def build_scenario(catalog: Catalog, name: str = "default.chain") -> tuple[Any, str]:
-    """The layout of §10.5, written with the Python API (Spark writes are covered by the docs example)."""
+    """The layout of Paimon's ``SparkChainTableITCase``, written with the Python API (Spark writes are covered by the
+    docs example)."""
     t = catalog.create_chain_table(name, SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=OPTIONS)
     arrow_write(t, MAIN_0810)
     for dt, data in DELTA.items():

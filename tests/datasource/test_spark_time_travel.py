@@ -78,7 +78,7 @@ def test_tag_name_and_version(spark: Any, table: Table) -> None:
     assert ids(read(spark, table, **{"scan.version": "v2"})) == SNAP2
     assert ids(read(spark, table, **{"scan.version": "1"})) == SNAP1
     # A tag wins over a snapshot id of the same spelling (auto tags may be numeric).
-    TagManager(table.store.fileio, table.store.table_path).create("1", table.snapshot(3), validate=False)
+    TagManager(table.store).create("1", table.snapshot(3), validate=False)
     assert ids(read(spark, table, **{"scan.version": "1"})) == SNAP3
     assert ids(read(spark, table, **{"scan.snapshot-id": "1"})) == SNAP1
 

@@ -1,4 +1,4 @@
-"""Column statistics (§7.7): modes, truncate(N) bounds, NaN, nested columns, dense store."""
+"""Column statistics (Java's `SimpleStatsConverter`): modes, truncate(N) bounds, NaN, nested columns, dense store."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.stream_scan import Admission, StreamOffset, StreamOptions, task_groups
 
@@ -277,7 +278,7 @@ def test_consumer_progress_protects_snapshots_from_expiration(catalog):
     job = _job(t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "consumer-id": "app"})
     _, end = job.next_batch(job.initial_offset(), Admission(max_files=1))  # snapshot 1 only
     job.commit(end)
-    consumers = ConsumerManager(t.store.fileio, t.store.table_path, "main")
+    consumers = ConsumerManager(FileStore(t.store.fileio, t.store.table_path, "main"))
     assert consumers.next_snapshot("app") == 2
     t.maintenance.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
     assert t.store.snapshots.earliest_id() == 2  # snapshot 2 is still needed by the consumer

@@ -16,7 +16,7 @@ from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.table import Table
 
-# §9.5 of the format reference (Java table/system/*Table.java), in order.
+# Java's system tables (table/system/*Table.java), in order.
 PAIMON_COLUMNS = {
     "snapshots": [
         "snapshot_id",
@@ -124,7 +124,7 @@ def pk_table(catalog: Any) -> Table:
 
 def test_columns_are_paimons_and_batches_match_sparks_arrow_schema(spark: Any, pk_table: Table) -> None:
     pk_table.tags.create("t1", snapshot_id=1)
-    BranchManager(pk_table.store.fileio, pk_table.store.table_path).create("b1", tag="t1")
+    BranchManager(pk_table.store).create("b1", tag="t1")
     for name, columns in PAIMON_COLUMNS.items():
         df = load(spark, pk_table.store.table_path, name)
         assert df.columns == columns, name
@@ -305,7 +305,7 @@ def test_time_travel_and_incremental_options_are_refused_where_meaningless(spark
 
 def test_system_tables_on_a_branch(spark: Any, pk_table: Table) -> None:
     pk_table.tags.create("t1", snapshot_id=1)
-    BranchManager(pk_table.store.fileio, pk_table.store.table_path).create("b", tag="t1")
+    BranchManager(pk_table.store).create("b", tag="t1")
     branch = pk_table.on_branch("b")
     branch.write_arrow(pa.table({"id": [7], "v": ["g"], "dt": ["w"]}))
     branch.tags.create("bt", time_retained="2 h")

@@ -18,6 +18,7 @@ from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.jobs import prepare_read
 from pyspark_paimon.errors import CommitConflictError, OptionError
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.snapshots import commit as commit_module
 from pyspark_paimon.metadata.snapshots.commit import FileStoreCommit
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
 from pyspark_paimon.metadata.types.model import AtomicType
@@ -142,6 +143,8 @@ def test_commit_user_prefix(tmp_path: Path) -> None:
 
 
 def test_commit_timeout_stops_retrying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit measures ``commit.timeout`` on a clock; a fake one (advanced only by the back-off sleeps)
+    makes the number of attempts exact instead of depending on how fast the machine runs."""
     table = _create(tmp_path)
     attempts = []
 
@@ -149,20 +152,32 @@ def test_commit_timeout_stops_retrying(tmp_path: Path, monkeypatch: pytest.Monke
         attempts.append(1)
         return False
 
+    class FakeClock:
+        now = 0.0
+
+        def monotonic(self) -> float:
+            return self.now
+
+        def sleep(self, seconds: float) -> None:
+            self.now += seconds
+
+    clock = FakeClock()
     monkeypatch.setattr(SnapshotManager, "try_commit", always_lose)
+    monkeypatch.setattr(commit_module, "time", clock)
+    monkeypatch.setattr(commit_module.random, "uniform", lambda low, high: high)  # back-off without jitter
     committer = FileStoreCommit(
-        table.store.fileio,
-        table.store.table_path,
+        table.store,
         options={
             "commit.timeout": "30 ms",
             "commit.max-retries": "1000",
-            "commit.min-retry-wait": "5 ms",
-            "commit.max-retry-wait": "5 ms",
+            "commit.min-retry-wait": "10 ms",
+            "commit.max-retry-wait": "10 ms",
         },
     )
-    with pytest.raises(CommitConflictError, match=r"'commit.timeout' \(30 ms\) passed"):
+    with pytest.raises(CommitConflictError, match=r"after 5 attempts: 'commit.timeout' \(30 ms\) passed"):
         committer.commit([], allow_empty=True)
-    assert 1 < len(attempts) < 100
+    # Each lost attempt sleeps 10 ms: the 5th fails 40 ms in, the first check past the 30 ms timeout.
+    assert len(attempts) == 5 and clock.now == pytest.approx(0.04)
 
 
 # ------------------------------------------------------------------------------------ reads

@@ -1,7 +1,8 @@
 """Byte-level interop: the same rows written by us, by pypaimon and by pypaimon-rust land in the same
-buckets (§6), in the same partition directories with byte-identical `_PARTITION` BinaryRows (§1.1, §5),
-in PK data files of the same physical layout with the same key metadata (§7.1, §4.2), and our snapshot /
-tag / schema JSON is what their readers expect (§2, §3).
+buckets (Java's `DefaultBucketFunction`), in the same partition directories with byte-identical `_PARTITION` BinaryRows
+(Java's `PartitionPathUtils`, `BinaryRow`), in PK data files of the same physical layout with the same key metadata
+(Java's `SpecialFields`, `ManifestEntry`), and our snapshot / tag / schema JSON is what their readers expect (Java's
+`TableSchema`, `SchemaManager`, `Snapshot`).
 
 Their metadata is read with OUR ManifestStore, so these tests also prove that we parse their manifests.
 One oracle process writes all of their tables and inspects ours.
@@ -369,7 +370,8 @@ def _rel_dir(store: FileStore, entry: ManifestEntry) -> str:
 
 @pytest.mark.parametrize("case", [*BUCKET_CASES, "append", "pk_subset"])
 def test_bucket_assignment_matches(world: dict[str, Any], case: str) -> None:
-    """Every key lands in the same bucket-N whoever wrote it (§6.3 murmur over the key's BinaryRow)."""
+    """Every key lands in the same bucket-N whoever wrote it (Java's `DefaultBucketFunction` murmur over the key's
+    BinaryRow)."""
     wh = world["warehouse"]
     placement: dict[str, dict[tuple, int]] = {}
     for writer in WRITERS:
@@ -428,7 +430,8 @@ def _file_schema(path: str) -> list[tuple[str, str, bool]]:
 
 
 def test_pk_file_layout_matches(world: dict[str, Any]) -> None:
-    """`_KEY_*`, `_SEQUENCE_NUMBER`, `_VALUE_KIND` then the table columns, same names and Arrow types (§7.1)."""
+    """`_KEY_*`, `_SEQUENCE_NUMBER`, `_VALUE_KIND` then the table columns, same names and Arrow types (Java's
+    `SpecialFields`)."""
     wh = world["warehouse"]
     layouts = {}
     for writer in WRITERS:
@@ -478,7 +481,7 @@ def _meta_view(writer: str, wh: str) -> dict[tuple, list[dict[str, Any]]]:
 
 def test_pk_file_metadata_matches(world: dict[str, Any]) -> None:
     """Same partition/bucket of every file and, per file, the same row count, key range BinaryRows, key
-    stats, sequence-number range (continuing across commits, §7.3) and level."""
+    stats, sequence-number range (continuing across commits, as Java's `MergeTreeWriter` does) and level."""
     wh = world["warehouse"]
     ours = _meta_view("ours", wh)
     assert any(len(files) == 2 for files in ours.values())  # two commits touched the same bucket
@@ -502,8 +505,8 @@ def test_sequence_numbers_and_kinds_in_files_match(world: dict[str, Any]) -> Non
 
 
 def test_our_value_stats_decode_like_theirs(world: dict[str, Any]) -> None:
-    """With `metadata.stats-mode = full` every writer stores min/max/null counts of all columns (§7.7);
-    ours must equal pypaimon's (nested columns: NULL min/max, real null counts)."""
+    """With `metadata.stats-mode = full` every writer stores min/max/null counts of all columns (Java's
+    `SimpleStatsConverter`); ours must equal pypaimon's (nested columns: NULL min/max, real null counts)."""
     wh = world["warehouse"]
     stats = {}
     for writer in ("ours", "pypaimon"):
@@ -580,9 +583,9 @@ def _file_view(wh: str, identifier: str, with_value_stats: bool) -> dict[tuple, 
     ],
 )
 def test_file_metadata_bytes_match(world: dict[str, Any], table: str) -> None:
-    """Per (partition, bucket, total buckets): the same files' key range and key stats BinaryRows (§4.2) as
-    pypaimon and rust; and, in the default `truncate(16)` stats mode, the same value stats bytes as rust
-    (pypaimon writes no value stats outside `full` mode, §7.7)."""
+    """Per (partition, bucket, total buckets): the same files' key range and key stats BinaryRows (Java's
+    `ManifestEntry`) as pypaimon and rust; and, in the default `truncate(16)` stats mode, the same value stats bytes as
+    rust (pypaimon writes no value stats outside `full` mode, Java's `SimpleStatsConverter`)."""
     wh = world["warehouse"]
     ours = _file_view(wh, f"db.{table}_ours", with_value_stats=False)
     assert ours == _file_view(wh, f"db.{table}_pypaimon", with_value_stats=False)

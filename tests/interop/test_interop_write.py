@@ -2,8 +2,8 @@
 must read in pypaimon AND pypaimon-rust as exactly the rows we wrote (and as we read them ourselves).
 
 Also the mixed histories: pypaimon and rust append commits to a table we wrote, and we append to a table
-pypaimon wrote; every writer must continue the bucket's sequence numbers (§7.3) so that the newest write
-wins on overlapping keys whichever implementation reads.
+pypaimon wrote; every writer must continue the bucket's sequence numbers (Java's `MergeTreeWriter`) so that the newest
+write wins on overlapping keys whichever implementation reads.
 
 Oracle work is two processes: one that reads all our tables and appends to the mixed ones, and one that
 reads the mixed tables after our final append.
@@ -767,7 +767,8 @@ def test_spark_reads_the_mixed_tables(spark: Any, world: dict[str, Any], key: st
 
 @pytest.mark.parametrize("identifier", ["db.mixed_ours_first", "db.mixed_theirs_first"])
 def test_sequence_numbers_continue_across_writers(world: dict[str, Any], identifier: str) -> None:
-    """Each writer (us, pypaimon, rust, in some order) starts a bucket at the previous max + 1 (§7.3)."""
+    """Each writer (us, pypaimon, rust, in some order) starts a bucket at the previous max + 1 (Java's
+    `MergeTreeWriter`)."""
     from pyspark_paimon import Table
 
     table = Table.open(table_uri(world["warehouse"], identifier))

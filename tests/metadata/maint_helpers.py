@@ -75,7 +75,7 @@ class FakeTable:
             by_part.setdefault(dt, []).append(meta)
         messages = [CommitMessage(serialize_row([dt], [STRING]), 0, -1, tuple(metas)) for dt, metas in by_part.items()]
         spec = OverwriteSpec("all") if overwrite else None
-        snap = FileStoreCommit(self.fileio, self.path, branch, options).commit(
+        snap = FileStoreCommit(FileStore(self.fileio, self.path, branch), options).commit(
             messages, overwrite=spec, allow_empty=True
         )
         assert snap is not None
@@ -93,7 +93,7 @@ class FakeTable:
         return SnapshotManager(self.fileio, self.path, branch)
 
     def tags(self, branch: str = MAIN_BRANCH) -> TagManager:
-        return TagManager(self.fileio, self.path, branch)
+        return TagManager(FileStore(self.fileio, self.path, branch))
 
     # -- branches ----------------------------------------------------------------------------------
     def branch_from_tag(self, branch: str, tag: str, source_branch: str = MAIN_BRANCH) -> None:
@@ -120,7 +120,7 @@ def assert_all_roots_intact(table: FakeTable) -> None:
     """Every snapshot, tag and changelog of every branch has all its files: manifest lists, manifests and
     data files (and reads back: folding its manifests must succeed)."""
     store = FileStore(table.store.fileio, table.store.table_path)
-    for root in all_roots(table.store.fileio, table.store.table_path):
+    for root in all_roots(table.store):
         s = root.snapshot
         for name in (s.base_manifest_list, s.delta_manifest_list):
             assert os.path.exists(f"{table.store.table_path}/manifest/{name}"), (

@@ -163,7 +163,7 @@ def test_auto_tags_go_to_the_committing_branch(tmp_path: Path, clock: Clock) -> 
 
 def test_watermark_mode(tmp_path: Path, clock: Clock) -> None:
     table = FakeTable(tmp_path / "t", options=opts(automatic_creation="watermark"))
-    c = FileStoreCommit(table.store.fileio, table.store.table_path)
+    c = FileStoreCommit(table.store)
     wm = int(dt.datetime(2025, 8, 10, 10, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
     _, meta = table.new_file()
     c.commit([CommitMessage(serialize_row(["a"], [STRING]), 0, -1, (meta,))], watermark=wm)

@@ -75,7 +75,7 @@ def test_tags_and_branches_as_of_an_instant_follow_the_chosen_rule(timed: FakeTa
 def test_as_of_rules_see_snapshots_only_tags_preserved_and_refuse_empty_ranges(timed: FakeTable) -> None:
     t, base = api(timed), t0(timed)
     t.tags.create("keep1", snapshot_id=1)
-    expire_snapshots(timed.fileio, timed.path, "main", retain_min=1, older_than=base + 10 * HOUR_MS)
+    expire_snapshots(FileStore(timed.fileio, timed.path, "main"), retain_min=1, older_than=base + 10 * HOUR_MS)
     assert timed.snapshots().list_ids() == [3]
     # Snapshot 1 expired but tag keep1 preserved it: the state at T is still known.
     assert t.branches.create("old", timestamp=base + 1).source_snapshot_id == 1
@@ -110,16 +110,16 @@ def test_expire_branches_drops_expired_branches_and_only_files_nothing_else_reac
     table.commit([table.new_file("a")], overwrite=True)  # main no longer reads f1
     table.append()
     expire_snapshots(
-        table.store.fileio, table.store.table_path, "main", retain_min=1, older_than=dt.datetime.now() + dt.timedelta(1)
+        FileStore(table.store.fileio, table.store.table_path, "main"),
+        retain_min=1,
+        older_than=dt.datetime.now() + dt.timedelta(1),
     )
     now = info.create_time_millis + 2 * HOUR_MS
-    assert (
-        expire_branches(table.store.fileio, table.store.table_path, now=info.create_time_millis).expired_branches == []
-    )
-    dry = expire_branches(table.store.fileio, table.store.table_path, now=now, dry_run=True)
+    assert expire_branches(table.store, now=info.create_time_millis).expired_branches == []
+    dry = expire_branches(table.store, now=now, dry_run=True)
     assert dry.expired_branches == ["tmp"] and {Path(p).name for p in dry.deleted_data_files} == set(fb)
     assert set(fb) <= data_files_on_disk(table)
-    result = expire_branches(table.store.fileio, table.store.table_path, now=now)
+    result = expire_branches(table.store, now=now)
     assert result.expired_branches == ["tmp"]
     # fb was only on tmp; f1 is still read by branches 'kept' and 'no_retention'.
     assert {Path(p).name for p in result.deleted_data_files} == set(fb)
@@ -138,7 +138,7 @@ def test_expire_branches_keeps_a_branch_another_branch_reads_from(table: FakeTab
     t = api(table)
     info = t.branches.create("fb", snapshot_id=1, time_retained="1 h")
     t.update_schema().set_options({"scan.fallback-branch": "fb"}).commit()
-    result = expire_branches(table.store.fileio, table.store.table_path, now=info.create_time_millis + 2 * HOUR_MS)
+    result = expire_branches(table.store, now=info.create_time_millis + 2 * HOUR_MS)
     assert result.expired_branches == []
     assert "scan.fallback-branch" in result.kept["fb"]
     assert [b.name for b in t.branches.list()] == ["fb"]
@@ -158,9 +158,9 @@ def test_a_branch_made_from_an_expired_branch_keeps_its_lineage(table: FakeTable
     table.append()  # main's own snapshot 2
     with pytest.raises(BranchConflictError, match=r"snapshot 2 \(APPEND"):
         t.branches.fast_forward("c")
-    result = expire_branches(table.store.fileio, table.store.table_path, now=info.create_time_millis + 2 * HOUR_MS)
+    result = expire_branches(table.store, now=info.create_time_millis + 2 * HOUR_MS)
     assert result.expired_branches == ["b"] and result.relinked_branches == ["c"]
-    via = BranchManager(table.store.fileio, table.store.table_path).lineage("c").via  # type: ignore[union-attr]
+    via = BranchManager(table.store).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     # $branches still reports where c came from.
     assert [(r["branch_name"], r["created_from_snapshot"]) for r in t.inspect.branches().to_pylist()] == [("c", 3)]
@@ -179,7 +179,7 @@ def test_dropping_a_branch_by_hand_keeps_its_childrens_lineage_too(table: FakeTa
     table.append(branch="b")
     t.on_branch("b").branches.create("c", snapshot_id=2)
     t.branches.drop("b")
-    via = BranchManager(table.store.fileio, table.store.table_path).lineage("c").via  # type: ignore[union-attr]
+    via = BranchManager(table.store).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     assert [h[1] for h in via.history] == [1]  # b's copy of main's snapshot 1
     assert t.branches.fast_forward("c").latest_id == 2
@@ -195,10 +195,10 @@ def test_lineage_survives_dropping_a_chain_of_ancestors_parents_first(table: Fak
     table.append(branch="b")
     t.on_branch("b").branches.create("c", snapshot_id=3)
     table.append(branch="c")
-    created = BranchManager(table.store.fileio, table.store.table_path).info("c").create_time_millis
-    result = expire_branches(table.store.fileio, table.store.table_path, older_than=created)  # a and b, not c
+    created = BranchManager(table.store).info("c").create_time_millis
+    result = expire_branches(table.store, older_than=created)  # a and b, not c
     assert result.expired_branches == ["a", "b"] and result.relinked_branches == ["c"]
-    via = BranchManager(table.store.fileio, table.store.table_path).lineage("c").via  # type: ignore[union-attr]
+    via = BranchManager(table.store).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and (via.source_branch, via.source_snapshot_id) == ("main", 1)
     assert sorted(h[1] for h in via.history) == [1, 2]  # main s1 (a copied it), a2 (b copied it)
     assert t.branches.fast_forward("c").latest_id == 4  # without the inherited history: "main was rolled back"

@@ -1,5 +1,5 @@
-"""Branches through the Python API (format reference §1.3, §9.2): creation in Paimon's on-disk shapes, the
-lineage file, reads/writes/evolution/tags per branch, rename/drop, safe fast-forward and replace-main with a
+"""Branches through the Python API (Java's `Identifier`, `FileSystemBranchManager`): creation in Paimon's on-disk
+shapes, the lineage file, reads/writes/evolution/tags per branch, rename/drop, safe fast-forward and replace-main with a
 concurrent reader, fallback-branch reads, garbage collection across branches, and interop with pypaimon and
 pypaimon-rust."""
 
@@ -238,7 +238,7 @@ def test_list_branches_includes_foreign_ones(table: Table) -> None:
     )  # as Paimon writes an empty branch, no lineage
     with open(f"{table.store.table_path}/branch/branch-foreign/schema/schema-0", "wb") as f:
         f.write(Path(table.store.table_path, "schema/schema-0").read_bytes())
-    infos = BranchManager(table.store.fileio, table.store.table_path).list_branches()
+    infos = BranchManager(table.store).list_branches()
     assert [i.name for i in infos] == ["b", "foreign"]
     foreign = infos[1]
     assert not foreign.has_lineage and foreign.source_branch is None
@@ -254,9 +254,7 @@ def test_rename_and_drop(table: Table) -> None:
     info = table.branches.rename("x", "x2")
     assert info.name == "x2" and info.source_tag == "t2"
     assert [b.name for b in table.branches.list()] == ["x2", "y"]
-    assert BranchManager(table.store.fileio, table.store.table_path).lineage("y").source_branch == "x2", (
-        "lineage follows"
-    )
+    assert BranchManager(table.store).lineage("y").source_branch == "x2", "lineage follows"
     assert len(table.on_branch("x2").scan().to_arrow()) == 4
     with pytest.raises(BranchNotFoundError):
         table.on_branch("x")
@@ -525,7 +523,7 @@ def test_data_correction_workflow(catalog: Catalog, fix_commits: int) -> None:
     assert "snapshot 3" in str(err.value) and "snapshot 4" in str(err.value)
     assert rows(t.scan().to_arrow()) == old
 
-    manager = BranchManager(SlowFileIO(0.05), t.store.table_path)
+    manager = BranchManager(FileStore(SlowFileIO(0.05), t.store.table_path))
     n = publish_while_reading(t, lambda: manager.fast_forward("fix", force=True), old, new)
     assert n >= 3, "the reader overlapped the publish"
     head = 2 + fix_commits
@@ -544,7 +542,7 @@ def test_safe_fast_forward_with_a_concurrent_reader(table: Table) -> None:
     for i in range(4):
         dev.write_arrow(batch([10 + i], "e", [i]))
     old, new = rows(table.scan().to_arrow()), rows(dev.scan().to_arrow())
-    manager = BranchManager(SlowFileIO(0.03), table.store.table_path)
+    manager = BranchManager(FileStore(SlowFileIO(0.03), table.store.table_path))
     publish_while_reading(table, lambda: manager.fast_forward("dev"), old, new)
 
 
@@ -552,7 +550,7 @@ def test_replace_main_with_a_concurrent_reader(table: Table) -> None:
     table.branches.create("fresh", empty=True)
     table.on_branch("fresh").write_arrow(batch([1], "n", [1]))
     old, new = rows(table.scan().to_arrow()), [(1, "n", 1)]
-    manager = BranchManager(SlowFileIO(0.03), table.store.table_path)
+    manager = BranchManager(FileStore(SlowFileIO(0.03), table.store.table_path))
     publish_while_reading(table, lambda: manager.replace_main("fresh", keep_previous_as="prev"), old, new)
 
 

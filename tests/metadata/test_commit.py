@@ -1,4 +1,5 @@
-"""The commit protocol (metadata/snapshots/commit.py, §8): snapshots, manifests, overwrite, conflicts and concurrency.
+"""The commit protocol (metadata/snapshots/commit.py, Java's `FileStoreCommitImpl`): snapshots, manifests, overwrite,
+conflicts and concurrency.
 
 Tables are real (``SchemaManager.create_table`` on local disk); data files are made-up ``DataFileMeta``s
 with real partition BinaryRows, because the commit only ever looks at metadata. The last test writes real
@@ -56,7 +57,7 @@ class T:
         return deserialize_row(partition, [f.type for f in self.schema.partition_fields])
 
     def committer(self, **options: str) -> FileStoreCommit:
-        return FileStoreCommit(self.fileio, self.path, options={**FAST_RETRY, **options})
+        return FileStoreCommit(FileStore(self.fileio, self.path), options={**FAST_RETRY, **options})
 
     def live(self, snapshot: Snapshot | None = None) -> dict[str, ManifestEntry]:
         store = self.store
@@ -387,7 +388,7 @@ def test_overwrite_deletes_are_recomputed_after_losing_a_race(tmp_path: Path) ->
 
     fio = HookedFileIO(concurrent_append)
     mine = new_file(1)
-    snap = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(
+    snap = FileStoreCommit(FileStore(fio, t.store.table_path), options=FAST_RETRY).commit(
         [msg(t.part("a"), mine)], overwrite=OverwriteSpec("dynamic")
     )
     assert fio.creates == 2, "first attempt lost snapshot-2, the retry made snapshot-3"
@@ -408,6 +409,17 @@ def test_bucket_count_conflict(t: T) -> None:
     assert t.store.snapshots.latest_id() == 1 and t.manifest_dir_files() == before
     # another partition may use another bucket count
     assert c.commit([msg(t.part("b"), new_file(), total_buckets=4)]).id == 2
+
+
+def test_bucket_count_check_ignores_files_without_a_bucket_count(t: T) -> None:
+    """Postpone files (bucket -2, recorded with total -2 as Java writes them) sit beside a partition's real
+    buckets; like Java's checkBucketKeepSame, counts <= 0 take no part in the check."""
+    c = t.committer()
+    c.commit([msg(t.part("a"), new_file(), total_buckets=2)])
+    assert c.commit([msg(t.part("a"), new_file(), bucket=-2, total_buckets=-2)]).id == 2
+    assert c.commit([msg(t.part("a"), new_file(), bucket=1, total_buckets=2)]).id == 3
+    with pytest.raises(CommitError, match="2 buckets but this write uses 4"):
+        c.commit([msg(t.part("a"), new_file(), total_buckets=4)])
 
 
 def test_bucket_count_may_change_through_overwrite(t: T) -> None:
@@ -562,14 +574,14 @@ def test_unknown_outcome_keeps_files(t: T) -> None:
 
     fio = HookedFileIO(snapshot_create=explode)
     with pytest.raises(CommitStateUnknownError, match="snapshot-2.*may or may not have landed"):
-        FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
+        FileStoreCommit(FileStore(fio, t.store.table_path), options=FAST_RETRY).commit([msg(t.part("a"), new_file())])
     orphans = t.manifest_dir_files() - t.referenced_manifest_files()
     assert len(orphans) == 3, "delta manifest and both lists are kept: the snapshot might reference them"
 
 
 def test_gives_up_after_max_retries(t: T) -> None:
     fio = HookedFileIO(snapshot_create=lambda path: False)  # someone else always wins
-    committer = FileStoreCommit(fio, t.store.table_path, options={**FAST_RETRY, "commit.max-retries": "3"})
+    committer = FileStoreCommit(FileStore(fio, t.store.table_path), options={**FAST_RETRY, "commit.max-retries": "3"})
     with pytest.raises(CommitConflictError, match="after 4 attempts.*commit.max-retries"):
         committer.commit([msg(t.part("a"), new_file())])
     assert fio.creates == 4
@@ -579,13 +591,12 @@ def test_gives_up_after_max_retries(t: T) -> None:
 def test_no_schema_is_an_error(tmp_path: Path) -> None:
     fio, path = FileIO.for_uri(str(tmp_path / "nothing"))
     with pytest.raises(CommitError, match="no schema"):
-        FileStoreCommit(fio, path).commit([msg(b"\x00" * 12, new_file())])
+        FileStoreCommit(FileStore(fio, path)).commit([msg(b"\x00" * 12, new_file())])
 
 
 def test_retry_options_are_parsed() -> None:
     c = FileStoreCommit(
-        FileIO(),
-        "/nowhere",
+        FileStore(FileIO(), "/nowhere"),
         options={
             "commit.min-retry-wait": "2 s",
             "commit.max-retry-wait": "1 min",
@@ -594,10 +605,10 @@ def test_retry_options_are_parsed() -> None:
         },
     )
     assert (c.min_wait_ms, c.max_wait_ms, c.max_retries, c.merge_min_count) == (2000, 60000, 4, 7)
-    d = FileStoreCommit(FileIO(), "/nowhere")
+    d = FileStoreCommit(FileStore(FileIO(), "/nowhere"))
     assert (d.min_wait_ms, d.max_wait_ms, d.max_retries, d.merge_min_count) == (10, 10000, 10, 30)
     with pytest.raises(OptionError, match="commit.min-retry-wait"):
-        FileStoreCommit(FileIO(), "/nowhere", options={"commit.min-retry-wait": "soon"})
+        FileStoreCommit(FileStore(FileIO(), "/nowhere"), options={"commit.min-retry-wait": "soon"})
 
 
 # --------------------------------------------------------------------------------------------- retries
@@ -611,7 +622,9 @@ def test_retry_finds_own_commit_and_returns_it(t: T) -> None:
         landed.append(t.committer().commit(messages, commit_user="job-42"))
 
     fio = HookedFileIO(same_commit_lands_first)
-    result = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(messages, commit_user="job-42")
+    result = FileStoreCommit(FileStore(fio, t.store.table_path), options=FAST_RETRY).commit(
+        messages, commit_user="job-42"
+    )
     assert landed[0].id == 2
     assert result == landed[0], "returned the existing snapshot instead of committing the files twice"
     assert t.store.snapshots.latest_id() == 2 and fio.creates == 1
@@ -624,7 +637,7 @@ def test_retry_does_not_mistake_other_commits_for_ours(t: T) -> None:
 
     fio = HookedFileIO(other_job)
     mine = new_file(2)
-    snap = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(
+    snap = FileStoreCommit(FileStore(fio, t.store.table_path), options=FAST_RETRY).commit(
         [msg(t.part("a"), mine)], commit_user="job-me"
     )
     assert snap.id == 2 and snap.commit_user == "job-me" and mine.file_name in t.live()
@@ -637,24 +650,49 @@ def test_retry_after_same_user_different_kind_commits_again(t: T) -> None:
 
     fio = HookedFileIO(same_user_overwrite)
     mine = new_file(2)
-    snap = FileStoreCommit(fio, t.store.table_path, options=FAST_RETRY).commit(
+    snap = FileStoreCommit(FileStore(fio, t.store.table_path), options=FAST_RETRY).commit(
         [msg(t.part("a"), mine)], commit_user="u"
     )
     assert snap.id == 2 and snap.commit_kind == "APPEND" and mine.file_name in t.live()
 
 
 # --------------------------------------------------------------------------------------------- concurrency
+class RacingFileIO(FileIO):
+    """Local FileIO whose first snapshot create waits at ``barrier``: every committer has then read the same
+    latest snapshot and tries the same id, so exactly one wins and the others must retry. Counts the lost
+    creates (each one an attempt the committer retried)."""
+
+    def __init__(self, barrier: Any) -> None:
+        super().__init__("file")
+        self.barrier = barrier
+        self.first_won: bool | None = None
+        self.lost = 0
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        if "/snapshot/snapshot-" not in path:
+            return super().try_create(path, data)
+        first = self.first_won is None
+        if first:
+            self.barrier.wait()
+        won = super().try_create(path, data)
+        if first:
+            self.first_won = won
+        self.lost += not won
+        return won
+
+
 def test_concurrent_committers_threads(t: T) -> None:
     n = 8
     files = [new_file(i + 1) for i in range(n)]
     barrier = threading.Barrier(n)
     results: dict[int, Snapshot] = {}
+    ios: dict[int, RacingFileIO] = {}
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
         try:
-            committer = t.committer()
-            barrier.wait()
+            ios[i] = RacingFileIO(barrier)
+            committer = FileStoreCommit(FileStore(ios[i], t.path), options=FAST_RETRY)
             results[i] = committer.commit(
                 [msg(t.part("a" if i % 2 else "b"), files[i], bucket=i % 2)], commit_user=f"user-{i}"
             )
@@ -668,6 +706,8 @@ def test_concurrent_committers_threads(t: T) -> None:
         th.join(timeout=60)
     assert not errors, errors
     assert sorted(s.id for s in results.values()) == list(range(1, n + 1)), "distinct ids, no gaps"
+    assert sorted(io.first_won for io in ios.values()) == [False] * (n - 1) + [True], "all raced for snapshot-1"
+    assert sum(io.lost for io in ios.values()) >= n - 1, "every loser retried"
     check_concurrent_result(t, files, {f"user-{i}" for i in range(n)})
 
 
@@ -676,11 +716,11 @@ def _commit_in_process(root: str, index: int, barrier: Any, out: Any) -> None:
     schema = SchemaManager(fio, path).latest()
     part = serialize_row(["p", index], [f.type for f in schema.partition_fields])
     f = DataFileMeta(file_name=f"data-proc-{index}.parquet", file_size=100, row_count=index + 1)
-    barrier.wait()
-    snap = FileStoreCommit(fio, path, options=FAST_RETRY).commit(
+    racing = RacingFileIO(barrier)
+    snap = FileStoreCommit(FileStore(racing, path), options=FAST_RETRY).commit(
         [CommitMessage(part, 0, 2, (f,))], commit_user=f"proc-{index}"
     )
-    out.put((index, snap.id))
+    out.put((index, snap.id, racing.first_won, racing.lost))
 
 
 def test_concurrent_committers_processes(t: T) -> None:
@@ -690,11 +730,13 @@ def test_concurrent_committers_processes(t: T) -> None:
     procs = [ctx.Process(target=_commit_in_process, args=(t.store.table_path, i, barrier, out)) for i in range(n)]
     for p in procs:
         p.start()
-    got = dict(out.get(timeout=60) for _ in range(n))
+    got = {index: rest for index, *rest in (out.get(timeout=60) for _ in range(n))}
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
-    assert sorted(got.values()) == list(range(1, n + 1))
+    assert sorted(sid for sid, _, _ in got.values()) == list(range(1, n + 1))
+    assert sorted(won for _, won, _ in got.values()) == [False] * (n - 1) + [True], "all raced for snapshot-1"
+    assert sum(lost for _, _, lost in got.values()) >= n - 1, "every loser retried"
     files = [DataFileMeta(file_name=f"data-proc-{i}.parquet", file_size=100, row_count=i + 1) for i in range(n)]
     check_concurrent_result(t, files, {f"proc-{i}" for i in range(n)})
 

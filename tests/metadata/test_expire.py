@@ -1,5 +1,5 @@
-"""Snapshot expiration (§9.4) with full reachability over every branch's snapshots and tags, tag expiration
-with file cleanup, the data-loss scenarios of paimon-features.md §3 (#6272, #9867), and a property test over
+"""Snapshot expiration (Java's `ExpireSnapshotsImpl`) with full reachability over every branch's snapshots and tags, tag
+expiration with file cleanup, the data-loss scenarios of Paimon issues #6272 and #9867, and a property test over
 random histories of commits, tags, branches, rollbacks, expirations and orphan cleaning."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def table(tmp_path: Path) -> FakeTable:
 def expire(table: FakeTable, branch: str = "main", **kw: object):  # noqa: ANN201
     kw.setdefault("older_than", FUTURE)
     kw.setdefault("retain_min", 1)
-    return expire_snapshots(table.store.fileio, table.store.table_path, branch, **kw)  # type: ignore[arg-type]
+    return expire_snapshots(FileStore(table.store.fileio, table.store.table_path, branch), **kw)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------------ basics
@@ -223,8 +223,8 @@ def test_a_tag_keeps_files_alive_after_its_snapshot_expires(table: FakeTable) ->
     assert set(f1) <= data_files_on_disk(table)
     t.tags.create("v1b", snapshot_id=3)
     table.branch_from_tag("x", "v1b")  # a branch that does not use f1 must not protect it
-    TagManager(table.store.fileio, table.store.table_path).create("v1", s1)
-    result = delete_tags(table.store.fileio, table.store.table_path, "main", ["v1"], clean_files=True)
+    TagManager(table.store).create("v1", s1)
+    result = delete_tags(FileStore(table.store.fileio, table.store.table_path, "main"), ["v1"], clean_files=True)
     assert {Path(p).name for p in result.deleted_data_files} == set(f1)
     assert result.deleted_manifests
     assert_all_roots_intact(table)
@@ -258,9 +258,7 @@ def test_expire_tags_with_clean_files(table: FakeTable) -> None:
     table.commit([table.new_file("a")], overwrite=True)
     expire(table)
     assert set(f1) <= data_files_on_disk(table)
-    res = expire_tags(
-        table.store.fileio, table.store.table_path, now=dt.datetime.now() + dt.timedelta(hours=2), clean_files=True
-    )
+    res = expire_tags(table.store, now=dt.datetime.now() + dt.timedelta(hours=2), clean_files=True)
     assert res.expired_tags == ["short"]
     assert not set(f1) & data_files_on_disk(table)
     assert_all_roots_intact(table)
@@ -274,8 +272,8 @@ def test_a_root_appearing_during_expiration_is_honoured(table: FakeTable, monkey
     real = deletion.all_roots
     calls = []
 
-    def racing_all_roots(fileio, table_path):  # noqa: ANN001, ANN202
-        roots = real(fileio, table_path)
+    def racing_all_roots(store):  # noqa: ANN001, ANN202
+        roots = real(store)
         if not calls:  # right after the plan is made, someone creates a branch holding snapshot 1
             d = branch_path(table.store.table_path, "late")
             os.makedirs(f"{d}/snapshot")
@@ -300,14 +298,14 @@ def test_unreadable_root_blocks_deletion(table: FakeTable) -> None:
     table.append()
     table.append()
     expire(table, retain_min=3)  # snapshot 1 goes; only the tag still names its lists
-    tag = TagManager(table.store.fileio, table.store.table_path).get("broken")
+    tag = TagManager(table.store).get("broken")
     os.remove(f"{table.store.table_path}/manifest/{tag.delta_manifest_list}")
     files = data_files_on_disk(table)
     with pytest.raises(CorruptMetadataError, match="tag 'broken'"):
         expire(table)
     assert data_files_on_disk(table) == files  # nothing deleted
     with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
-        remove_orphan_files(table.store.fileio, table.store.table_path, older_than=FUTURE)
+        remove_orphan_files(table.store, older_than=FUTURE)
 
 
 # ------------------------------------------------------------------------------------------ corrupt metadata
@@ -367,7 +365,7 @@ def test_a_corrupt_tag_stops_expiration_before_anything_is_deleted(
     with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
         expire(history, dry_run=True)
     with pytest.raises(CorruptMetadataError, match="Nothing was deleted"):
-        remove_orphan_files(history.fileio, history.path, older_than=FUTURE)
+        remove_orphan_files(history.store, older_than=FUTURE)
     assert all_files(history) == before
 
 
@@ -377,16 +375,16 @@ def test_a_corrupt_tag_stops_tag_deletion_with_clean_files(history: FakeTable) -
     Path(f"{history.path}/branch/branch-b/tag/tag-bt").write_bytes(CORRUPTIONS["truncated"])
     before = all_files(history)
     with pytest.raises(CorruptMetadataError) as err:
-        delete_tags(history.fileio, history.path, "main", ["keep"], clean_files=True)
+        delete_tags(FileStore(history.fileio, history.path, "main"), ["keep"], clean_files=True)
     assert sorted(set(before) - set(all_files(history))) == [], "the tag (and its files) must still be there"
     assert "tag-bt" in str(err.value) and "Nothing was deleted" in str(err.value), str(err.value)
     with pytest.raises(CorruptMetadataError, match="tag-bt"):
-        expire_tags(history.fileio, history.path, "main", older_than=FUTURE, clean_files=True)
+        expire_tags(FileStore(history.fileio, history.path, "main"), older_than=FUTURE, clean_files=True)
     assert all_files(history) == before
     # Without file cleaning only the tag file goes: nothing needs the other roots, and the corrupt tag itself can
     # be dropped that way (the fix the error names); then expiration goes ahead.
-    assert delete_tags(history.fileio, history.path, "main", ["keep"]).expired_tags == ["keep"]
-    assert delete_tags(history.fileio, history.path, "b", ["bt"]).expired_tags == ["bt"]
+    assert delete_tags(FileStore(history.fileio, history.path, "main"), ["keep"]).expired_tags == ["keep"]
+    assert delete_tags(FileStore(history.fileio, history.path, "b"), ["bt"]).expired_tags == ["bt"]
     assert expire(history).expired_snapshots == [1, 2, 3]
     assert_all_roots_intact(history)
 
@@ -469,30 +467,35 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
             model.tags[b][name] = (sid, model.snaps[b][sid])
         elif op in ("untag", "untag_clean") and model.tags[b]:
             name = sorted(model.tags[b])[pick % len(model.tags[b])]
-            delete_tags(table.store.fileio, table.store.table_path, b, [name], clean_files=op == "untag_clean")
+            delete_tags(
+                FileStore(table.store.fileio, table.store.table_path, b), [name], clean_files=op == "untag_clean"
+            )
             del model.tags[b][name]
         elif op == "rollback" and latest is not None:
             sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
-            rollback_to(table.store.fileio, table.store.table_path, b, snapshot_id=sid)
+            rollback_to(FileStore(table.store.fileio, table.store.table_path, b), snapshot_id=sid)
             model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k <= sid}
             model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
         elif op == "rollback_tag" and model.tags[b]:
             name = sorted(model.tags[b])[pick % len(model.tags[b])]
             sid, files = model.tags[b][name]
-            rollback_to(table.store.fileio, table.store.table_path, b, tag=name)
+            rollback_to(FileStore(table.store.fileio, table.store.table_path, b), tag=name)
             model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k <= sid}
             model.snaps[b][sid] = files
             model.tags[b] = {k: v for k, v in model.tags[b].items() if v[0] <= sid}
         elif op == "expire" and latest is not None:
             result = expire_snapshots(
-                table.store.fileio, table.store.table_path, b, retain_min=n, older_than=FUTURE, max_deletes=1 + pick % 4
+                FileStore(table.store.fileio, table.store.table_path, b),
+                retain_min=n,
+                older_than=FUTURE,
+                max_deletes=1 + pick % 4,
             )
             for sid in result.expired_snapshots:
                 del model.snaps[b][sid]
         elif op == "orphans":
-            remove_orphan_files(table.store.fileio, table.store.table_path, older_than=FUTURE)
+            remove_orphan_files(table.store, older_than=FUTURE)
             assert data_files_on_disk(table) == model.all_files()
-            assert set(used_files(table.store.fileio, table.store.table_path).manifests) >= manifests_on_disk(table) - {
+            assert set(used_files(table.store).manifests) >= manifests_on_disk(table) - {
                 n for n in manifests_on_disk(table) if n.startswith(".")
             }
         elif op == "branch" and model.tags["main"]:

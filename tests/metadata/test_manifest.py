@@ -1,4 +1,5 @@
-"""Manifests and manifest lists (metadata/manifests/manifest.py, metadata/io/avro.py; §4 of the format reference).
+"""Manifests and manifest lists (metadata/manifests/manifest.py, metadata/io/avro.py; Java's `ManifestFile`,
+`ManifestList`).
 
 Interop in both directions: our Avro files are read by *plain* fastavro in the oracle venv (its codec comes
 from the ``zstandard`` library, not from our pyarrow-backed codec), and the manifests pypaimon writes for a
@@ -7,11 +8,13 @@ partitioned primary-key table are folded by our reader into exactly the live fil
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
 import subprocess
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +270,7 @@ def test_live_entries_of_pypaimon_table_match_its_files_table(pypaimon_table: tu
     assert latest.total_record_count == sum(e.file.row_count for e in live) == 11
     assert all(e.kind == KIND_ADD and e.total_buckets == 2 for e in live)
     schema = store.schema()
-    for e in live:  # every live file exists where the layout (§1.1) says it is
+    for e in live:  # every live file exists where the layout (Java's `FileStorePathFactory`) says it is
         values = deserialize_row(e.partition, [f.type for f in schema.partition_fields])
         assert store.fileio.exists(f"{store.bucket_path(schema, values, e.bucket)}/{e.file.file_name}")
 
@@ -420,23 +423,104 @@ def test_record_missing_required_field(store: ManifestStore) -> None:
         store.read_manifest("manifest-odd-0")
 
 
-def test_bit_flips_never_escape_as_other_errors(store: ManifestStore) -> None:
-    """Random single-bit damage either still parses or raises CorruptMetadataError (never KeyError & co)."""
+def _zigzag_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """An Avro long at ``pos``: (value, position after it)."""
+    shift = acc = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        acc |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return (acc >> 1) ^ -(acc & 1), pos
+
+
+def _avro_fields(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every field of every record in an Avro schema."""
+    if isinstance(schema, list):
+        for branch in schema:
+            yield from _avro_fields(branch)
+    elif isinstance(schema, dict):
+        for f in schema.get("fields", ()):
+            yield f
+            yield from _avro_fields(f["type"])
+        if "items" in schema:
+            yield from _avro_fields(schema["items"])
+
+
+def _differences(original: Any, got: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """The leaves (dataclass fields, tuple items) where ``got`` differs from ``original``."""
+    if original == got:
+        return []
+    if dataclasses.is_dataclass(original) and type(original) is type(got):
+        return [
+            d
+            for f in dataclasses.fields(original)
+            for d in _differences(getattr(original, f.name), getattr(got, f.name), f"{path}.{f.name}")
+        ]
+    return [(path, original, got)]
+
+
+def test_bit_flips_are_detected_or_lie_where_avro_has_no_check(store: ManifestStore) -> None:
+    """Every single-bit flip raises CorruptMetadataError, reads the original entries, or lies in one of the two
+    places an Avro container file does not protect (it has no checksum), with exactly the effect that allows:
+
+    * the writer schema's JSON in the header: a flipped letter renames a field, and the reader treats an
+      optional field it no longer finds as absent (as in files of older writers), so the damage reads as that one
+      field being null in every entry;
+    * a data block's zstd payload (Java's Avro writer emits frames without a content checksum, and so do we): a
+      flipped literal changes decoded values, but the block's record count sits in the uncompressed block
+      header, so the file still reads as the same number of entries.
+
+    Anywhere else (magic, metadata keys, codec name, sync markers, block counts and sizes) a flip is detected
+    or harmless. Never a KeyError or another non-Paimon error.
+    """
     import random
 
-    meta = store.write_manifest(
-        [add(f"data-{i}.parquet", part("p"), rows=i) for i in range(20)], 0, SimpleStats.empty()
-    )
+    original = [add(f"data-{i}.parquet", part("p"), rows=i) for i in range(20)]
+    meta = store.write_manifest(original, 0, SimpleStats.empty())
     data = store.fileio.read_bytes(store.path(meta.file_name))
+    sync = data[-16:]  # every Avro container file ends with its sync marker
+    header_end = data.index(sync) + 16
+    schema_len, schema_start = _zigzag_varint(data, data.index(b"avro.schema") + len(b"avro.schema"))
+    schema_end = schema_start + schema_len
+    written_schema = json.loads(data[schema_start:schema_end])
+    optional = {f["name"] for f in _avro_fields(written_schema) if "null" in f["type"]}
+    assert "_DELETE_ROW_COUNT" in optional and "_TOTAL_BUCKETS" not in optional
+    count, pos = _zigzag_varint(data, header_end)
+    size, payload_start = _zigzag_varint(data, pos)
+    assert count == len(original) and data[payload_start + size :] == sync  # one block, then the sync marker
+    payload = range(payload_start, payload_start + size)
+
+    outcomes = {"raised": 0, "equal": 0, "schema": 0, "payload": 0}
     rng = random.Random(1234)
     for _ in range(400):
         damaged = bytearray(data)
-        damaged[rng.randrange(len(damaged))] ^= 1 << rng.randrange(8)
+        at = rng.randrange(len(damaged))
+        damaged[at] ^= 1 << rng.randrange(8)
         store.fileio.write_bytes(store.path("manifest-flip-0"), bytes(damaged))
         try:
-            ManifestStore(store.fileio, store.table_path).read_manifest("manifest-flip-0")
-        except CorruptMetadataError:
-            pass
+            got = ManifestStore(store.fileio, store.table_path).read_manifest("manifest-flip-0")
+        except CorruptMetadataError as e:
+            assert "manifest-flip-0" in str(e)
+            outcomes["raised"] += 1
+            continue
+        if got == original:
+            outcomes["equal"] += 1
+        elif schema_start <= at < schema_end:
+            diffs = [d for a, b in zip(original, got, strict=True) for d in _differences(a, b)]
+            assert len(got) == len(original), f"schema flip at {at} changed the entry count"
+            assert {path for path, _, _ in diffs} == {diffs[0][0]}, f"schema flip at {at} changed {diffs}"
+            assert all(value is None for _, _, value in diffs), f"schema flip at {at} changed {diffs}"
+            field = "_" + diffs[0][0].rsplit(".", 1)[-1].upper()  # .file.delete_row_count: _DELETE_ROW_COUNT
+            assert field in optional, f"schema flip at {at} dropped the required field {field}"
+            outcomes["schema"] += 1
+        else:
+            assert at in payload, f"flip at byte {at} (outside the schema and the payload) read {got}"
+            assert len(got) == len(original) and all(isinstance(e, ManifestEntry) for e in got)
+            outcomes["payload"] += 1
+    # The sample exercises every outcome (a fixed seed: the counts are stable).
+    assert all(outcomes.values()), outcomes
 
 
 def test_read_avro_names_source() -> None:

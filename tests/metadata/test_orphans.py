@@ -64,11 +64,9 @@ def test_young_files_are_never_deleted(table: FakeTable) -> None:
     assert lost in data_files_on_disk(table)
     # An explicit cutoff in the past still protects them; one after their mtime does not.
     past = dt.datetime.now() - dt.timedelta(hours=1)
-    assert remove_orphan_files(table.store.fileio, table.store.table_path, older_than=past).files == []
+    assert remove_orphan_files(table.store, older_than=past).files == []
     later = int(time.time() * 1000) + 60_000
-    assert {
-        Path(p).name for p in remove_orphan_files(table.store.fileio, table.store.table_path, older_than=later).files
-    } == {
+    assert {Path(p).name for p in remove_orphan_files(table.store, older_than=later).files} == {
         lost,
         ".manifest-list-inflight.tmp",
     }
@@ -84,9 +82,7 @@ def test_metadata_and_foreign_files_are_never_touched(table: FakeTable) -> None:
     os.makedirs(f"{table.store.table_path}/other/bucket-0")
     Path(f"{table.store.table_path}/other/bucket-0/data-x.parquet").write_text("not a partition dir")
     age_all_files(table)
-    result = remove_orphan_files(
-        table.store.fileio, table.store.table_path, older_than=dt.datetime.now() + dt.timedelta(days=1)
-    )
+    result = remove_orphan_files(table.store, older_than=dt.datetime.now() + dt.timedelta(days=1))
     assert result.files == []
     for p in (
         "README",
@@ -118,7 +114,7 @@ def test_files_used_only_by_a_branch_or_a_tag_are_kept(table: FakeTable) -> None
     main.tags.delete("T")
     main.maintenance.expire_snapshots(retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
     age_all_files(table)
-    remove_orphan_files(table.store.fileio, table.store.table_path, older_than=dt.datetime.now() + dt.timedelta(days=1))
+    remove_orphan_files(table.store, older_than=dt.datetime.now() + dt.timedelta(days=1))
     on_disk = data_files_on_disk(table)
     assert set(f1) | set(g1) | set(h1) <= on_disk
     assert_all_roots_intact(table)
@@ -135,13 +131,13 @@ def test_rollback_leftovers_and_dropped_branches_become_orphans(table: FakeTable
     assert set(f2) <= data_files_on_disk(table)  # rollback deletes no data
     age_all_files(table)
     cutoff = dt.datetime.now() + dt.timedelta(days=1)
-    remove_orphan_files(table.store.fileio, table.store.table_path, older_than=cutoff)
+    remove_orphan_files(table.store, older_than=cutoff)
     assert set(f2) | set(g) <= data_files_on_disk(table)  # branch b still reads them
     table.store.fileio.delete_dir(f"{table.store.table_path}/branch/branch-b")  # drop the branch
-    result = remove_orphan_files(table.store.fileio, table.store.table_path, older_than=cutoff)
+    result = remove_orphan_files(table.store, older_than=cutoff)
     assert {Path(p).name for p in result.files} >= set(f2) | set(g)
     assert not (set(f2) | set(g)) & data_files_on_disk(table)
-    assert manifests_on_disk(table) <= used_files(table.store.fileio, table.store.table_path).manifests
+    assert manifests_on_disk(table) <= used_files(table.store).manifests
     assert_all_roots_intact(table)
 
 
@@ -158,8 +154,8 @@ def test_unpartitioned_table(tmp_path: Path) -> None:
     for name in ("data-live-0.parquet", "data-lost-0.parquet"):
         Path(f"{path}/bucket-0/{name}").write_bytes(b"1234")
     live = DataFileMeta("data-live-0.parquet", 4, 1)
-    FileStoreCommit(fileio, path).commit([CommitMessage(EMPTY_ROW, 0, -1, (live,))])
-    result = remove_orphan_files(fileio, path, older_than=int(time.time() * 1000) + 60_000)
+    FileStoreCommit(FileStore(fileio, path)).commit([CommitMessage(EMPTY_ROW, 0, -1, (live,))])
+    result = remove_orphan_files(FileStore(fileio, path), older_than=int(time.time() * 1000) + 60_000)
     assert [Path(p).name for p in result.files] == ["data-lost-0.parquet"]
     assert os.path.exists(f"{path}/bucket-0/data-live-0.parquet")
 
@@ -249,10 +245,12 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
         )
     }
 
-    dry = remove_orphan_files(table.store.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True)
+    dry = remove_orphan_files(
+        FileStore(table.store.fileio, p), older_than=dt.datetime.now() - dt.timedelta(hours=1), dry_run=True
+    )
     assert {str(Path(f).relative_to(p)) for f in dry.files} == left
     assert _temp_files(p) == left | young | {keep[2]}, "a dry run deletes nothing"
-    result = remove_orphan_files(table.store.fileio, p, older_than=dt.datetime.now() - dt.timedelta(hours=1))
+    result = remove_orphan_files(FileStore(table.store.fileio, p), older_than=dt.datetime.now() - dt.timedelta(hours=1))
     assert {str(Path(f).relative_to(p)) for f in result.files} == left
     assert _temp_files(p) == young | {keep[2]}
     assert {n: Path(f"{p}/{n}").read_bytes() for n in before} == before

@@ -1,4 +1,4 @@
-"""Partition directory names (§1.1): legacy/non-legacy spellings, default name, escaping."""
+"""Partition directory names (Java's `PartitionPathUtils`): legacy/non-legacy spellings, default name, escaping."""
 
 from __future__ import annotations
 

@@ -3,15 +3,13 @@
 Snapshot ids are reused by a publish, so a commit that lands on the target meanwhile must never disappear:
 either it cannot land on the ids the publish is changing, or the publish notices it, undoes itself around
 it and says so. The deterministic tests commit at the dangerous file operation (a ``FileIO`` that commits
-from inside the publish's own call), the stress test races a writer thread against the publish and checks
-every acknowledged commit afterwards.
+from inside the publish's own call), the stress test races a writer thread against the publish (forcing
+one of its commits to land inside the publish) and checks every acknowledged commit afterwards.
 """
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 from typing import Callable
 
 import pyarrow as pa
@@ -80,7 +78,7 @@ def table(catalog: Catalog) -> Table:
 
 
 def publish(table: Table, io: FileIO, how: str, branch: str) -> PublishResult:
-    manager = BranchManager(io, table.store.table_path)
+    manager = BranchManager(FileStore(io, table.store.table_path))
     if how == "replace":
         return manager.replace_main(branch)
     return manager.fast_forward(branch, force=True)
@@ -142,7 +140,7 @@ def test_a_commit_after_the_switch_of_a_gap_publish_goes_on_top(table: Table) ->
     table.on_branch("fix").write_arrow(batch([4], "f"))
     table.maintenance.rollback_to(snapshot_id=1)
     stale = SnapshotManager(FileIO("file"), table.store.table_path).latest()
-    result = BranchManager(FileIO("file"), table.store.table_path).fast_forward("fix", force=True)
+    result = BranchManager(FileStore(FileIO("file"), table.store.table_path)).fast_forward("fix", force=True)
     assert result.latest_id == 4 and SnapshotManager(FileIO("file"), table.store.table_path).list_ids() == [1, 2, 3, 4]
     filler = main_snapshot(table, 2)
     assert (
@@ -164,7 +162,7 @@ def test_a_commit_between_planning_and_publishing_stops_a_forced_publish(table: 
     io.acked = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(
         batch([999], "w")
     )  # lands after planning...
-    manager = BranchManager(io, table.store.table_path)
+    manager = BranchManager(FileStore(io, table.store.table_path))
     real_content = manager._content
     calls = {"n": 0}
 
@@ -191,18 +189,53 @@ def test_replace_main_keeping_the_previous_main_races_a_commit(table: Table) -> 
     table.on_branch("fix").write_arrow(batch([10], "f"))
     io = CommitWhen(table, "delete", "/snapshot/snapshot-3")
     with pytest.raises(BranchError, match="undone"):
-        BranchManager(io, table.store.table_path).replace_main("fix", keep_previous_as="old_main")
+        BranchManager(FileStore(io, table.store.table_path)).replace_main("fix", keep_previous_as="old_main")
     assert io.acked is not None
     assert_kept(table, io.acked)
     assert [b.name for b in table.branches.list()] == ["fix"]
 
 
 # ------------------------------------------------------------------------------------------ stress
+class CommitsDuring(FileIO):
+    """A FileIO for the publish that, at its ``at``-th change to main's files (snapshots, tags, hints), waits
+    until the writer thread has acknowledged one more commit: the race is forced to happen inside the publish,
+    at a point chosen by the test instead of by thread scheduling."""
+
+    def __init__(self, acked: list[Snapshot], ready: threading.Condition, at: int) -> None:
+        super().__init__("file")
+        self.acked, self.ready, self.at = acked, ready, at
+        self.changes = 0
+        self.raced_at: int | None = None  # how many commits were acknowledged when the forced one landed
+
+    def _change(self, path: str) -> None:
+        if "/branch/" in path:
+            return
+        self.changes += 1
+        if self.changes == self.at:
+            with self.ready:
+                before = len(self.acked)
+                assert self.ready.wait_for(lambda: len(self.acked) > before, 60), "the writer never committed"
+                self.raced_at = len(self.acked)
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        self._change(path)
+        return super().try_create(path, data)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._change(path)
+        super().write_bytes(path, data)
+
+    def delete(self, path: str) -> bool:
+        self._change(path)
+        return super().delete(path)
+
+
 def race(
-    table: Table, publish_call: Callable[[], PublishResult], *, force: bool, delay: float, rounds_after: int = 2
+    table: Table, publish_call: Callable[[FileIO], PublishResult], *, force: bool, at: int, rounds_after: int = 2
 ) -> str:
     """Start a writer thread that keeps committing to main (until a few commits after the publish returned),
-    run ``publish_call`` ``delay`` seconds later, then check every acknowledged commit:
+    run ``publish_call`` with a FileIO that makes it wait for one more of those commits at its ``at``-th change
+    to main (so at least one commit lands while the publish runs), then check every acknowledged commit:
 
     * its rows are in main's latest snapshot; or
     * ``force`` discarded it, which the result says (it names the commit, or main's history it was part of),
@@ -213,6 +246,8 @@ def race(
     writer_errors: list[BaseException] = []
     go = threading.Event()
     published = threading.Event()
+    ready = threading.Condition()
+    io = CommitsDuring(acked, ready, at)
 
     def writer() -> None:
         extra = 0
@@ -225,7 +260,9 @@ def race(
                     batch([1000 + len(acked)], "w")
                 )
                 assert snap is not None
-                acked.append(snap)
+                with ready:
+                    acked.append(snap)
+                    ready.notify_all()
         except BaseException as e:  # noqa: BLE001 - reported by the test
             writer_errors.append(e)
 
@@ -234,18 +271,22 @@ def race(
     outcome: PublishResult | PaimonError
     try:
         go.set()
-        time.sleep(delay)  # where in the writer's commit the publish starts
         try:
-            outcome = publish_call()
+            outcome = publish_call(io)
         except BranchConflictError as e:  # the safe fast-forward saw main move on: nothing changed
             outcome = e
         except BranchError as e:  # a commit raced the publish (BranchPublishRaceError says whether it was undone)
             outcome = e
+        with ready:
+            during = len(acked)  # commits acknowledged before the publish returned
     finally:
         published.set()
         th.join(60)
     assert not th.is_alive()
     assert not writer_errors, writer_errors
+    # The race happened: a commit landed while the publish ran (forced at the ``at``-th change unless the publish
+    # stopped earlier, which it only does for a commit it saw land).
+    assert during > 0 and (io.raced_at is not None or isinstance(outcome, BranchError)), (at, io.changes, outcome)
     head_ids = ids_of(Table(FileStore(FileIO("file"), table.store.table_path)))
     discarded = " ".join(outcome.discarded) if isinstance(outcome, PublishResult) else ""
     for n, snap in enumerate(acked):
@@ -277,7 +318,6 @@ def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, 
     """forward: the branch continues main (B > H); force-rewind: the branch is shorter (B < H); force-gap: main
     was rolled back below the branch's first snapshot; replace: replace_main with a longer branch."""
     outcomes = []
-    rng = random.Random(7)
     for rnd in range(6):
         t = catalog.create_table(f"default.r_{scenario.replace('-', '_')}_{rnd}", SCHEMA, partition_keys=["dt"])
         for i in (1, 2, 3):
@@ -296,12 +336,27 @@ def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, 
         dev = t.on_branch("dev")
         for i in range(commits):
             dev.write_arrow(batch([100 + i], "b"))
-        manager = BranchManager(FileIO("file"), t.store.table_path)
-        delay = rng.uniform(0, 0.08)
+        at = 1 + rnd % 3  # the publish's first, second or third change to main waits for a concurrent commit
         if scenario == "forward":
-            outcomes.append(race(t, lambda m=manager: m.fast_forward("dev"), force=False, delay=delay))
+            outcome = race(
+                t,
+                lambda io, p=t.store.table_path: BranchManager(FileStore(io, p)).fast_forward("dev"),
+                force=False,
+                at=at,
+            )
         elif scenario == "replace":
-            outcomes.append(race(t, lambda m=manager: m.replace_main("dev"), force=True, delay=delay))
+            outcome = race(
+                t,
+                lambda io, p=t.store.table_path: BranchManager(FileStore(io, p)).replace_main("dev"),
+                force=True,
+                at=at,
+            )
         else:
-            outcomes.append(race(t, lambda m=manager: m.fast_forward("dev", force=True), force=True, delay=delay))
-    print(scenario, outcomes)
+            outcome = race(
+                t,
+                lambda io, p=t.store.table_path: BranchManager(FileStore(io, p)).fast_forward("dev", force=True),
+                force=True,
+                at=at,
+            )
+        outcomes.append(outcome)
+    assert set(outcomes) <= {"PublishResult", "BranchPublishRaceError", "BranchConflictError"}, outcomes

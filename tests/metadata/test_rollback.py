@@ -1,5 +1,5 @@
-"""Rollback to a snapshot or a tag (§9.3): LATEST = N, newer snapshots and tags deleted, no data deleted,
-and a tag whose snapshot expired re-creates the snapshot and sets EARLIEST."""
+"""Rollback to a snapshot or a tag (Java's `RollbackHelper`): LATEST = N, newer snapshots and tags deleted, no data
+deleted, and a tag whose snapshot expired re-creates the snapshot and sets EARLIEST."""
 
 from __future__ import annotations
 
@@ -57,11 +57,11 @@ def test_rollback_to_missing_snapshot_fails_and_changes_nothing(table: FakeTable
         Table(FileStore(table.store.fileio, table.store.table_path)).maintenance.rollback_to(snapshot_id=7)
     assert table.snapshots().list_ids() == [1, 2, 3]
     with pytest.raises(TagError):
-        rollback_to(table.store.fileio, table.store.table_path)
+        rollback_to(table.store)
     with pytest.raises(TagError):
-        rollback_to(table.store.fileio, table.store.table_path, snapshot_id=1, tag="x")
+        rollback_to(table.store, snapshot_id=1, tag="x")
     with pytest.raises(TagNotFoundError):
-        rollback_to(table.store.fileio, table.store.table_path, tag="x")
+        rollback_to(table.store, tag="x")
 
 
 def test_rollback_to_tag_with_live_snapshot(table: FakeTable) -> None:
@@ -81,9 +81,7 @@ def test_rollback_to_tag_whose_snapshot_expired_restores_it_and_sets_earliest(ta
     t = Table(FileStore(table.store.fileio, table.store.table_path))
     t.tags.create("old", snapshot_id=2, time_retained="1 d")
     t.tags.create("newer", snapshot_id=5)
-    expire_snapshots(
-        table.store.fileio, table.store.table_path, retain_min=2, older_than=dt.datetime.now() + dt.timedelta(days=1)
-    )
+    expire_snapshots(table.store, retain_min=2, older_than=dt.datetime.now() + dt.timedelta(days=1))
     assert table.snapshots().list_ids() == [5, 6]
     result = t.maintenance.rollback_to(tag="old")
     assert result.restored_from_tag and result.deleted_snapshots == [5, 6] and result.deleted_tags == ["newer"]
@@ -124,7 +122,7 @@ def test_rollback_removes_long_lived_changelogs_after_target(table: FakeTable) -
     for s in snaps:
         Path(f"{cdir}/changelog-{s.id}").write_text(s.to_json())
     Path(f"{cdir}/LATEST").write_text("3")
-    rollback_to(table.store.fileio, table.store.table_path, snapshot_id=1)
+    rollback_to(table.store, snapshot_id=1)
     assert sorted(os.listdir(cdir)) == ["LATEST", "changelog-1"]
     assert Path(f"{cdir}/LATEST").read_text() == "1"
 
@@ -136,13 +134,13 @@ def test_operations_on_a_missing_branch_name_it(table: FakeTable) -> None:
 
     table.append()
     with pytest.raises(BranchNotFoundError, match="nope"):
-        rollback_to(table.store.fileio, table.store.table_path, "nope", snapshot_id=1)
+        rollback_to(FileStore(table.store.fileio, table.store.table_path, "nope"), snapshot_id=1)
     with pytest.raises(BranchNotFoundError, match="nope"):
-        expire_snapshots(table.store.fileio, table.store.table_path, "nope")
+        expire_snapshots(FileStore(table.store.fileio, table.store.table_path, "nope"))
     with pytest.raises(BranchNotFoundError, match="nope"):
-        _expire_tags(table.store.fileio, table.store.table_path, "nope")
+        _expire_tags(FileStore(table.store.fileio, table.store.table_path, "nope"))
     with pytest.raises(BranchNotFoundError, match="nope"):
-        create_tag(table.store.fileio, table.store.table_path, "nope", "t")
+        create_tag(FileStore(table.store.fileio, table.store.table_path, "nope"), "t")
 
 
 def test_rollback_to_a_tag_whose_id_holds_another_commit_is_refused(tmp_path: Path) -> None:
@@ -181,5 +179,5 @@ def test_a_corrupt_tag_stops_rollback_before_anything_changes(tmp_path: Path) ->
     Path(f"{table.store.table_path}/tag/tag-t3").write_bytes(b'{"truncated')
     before = sorted(os.listdir(f"{table.store.table_path}/snapshot"))
     with pytest.raises(CorruptMetadataError, match="tag-t3"):
-        rollback_to(table.store.fileio, table.store.table_path, snapshot_id=1)
+        rollback_to(table.store, snapshot_id=1)
     assert sorted(os.listdir(f"{table.store.table_path}/snapshot")) == before

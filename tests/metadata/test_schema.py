@@ -1,4 +1,5 @@
-"""Schema files (§2): parsing Java/pypaimon output, writing Java's form, validation and evolution."""
+"""Schema files (Java's `TableSchema`, `SchemaManager`): parsing Java/pypaimon output, writing Java's form, validation
+and evolution."""
 
 from __future__ import annotations
 

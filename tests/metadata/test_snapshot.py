@@ -1,4 +1,5 @@
-"""Snapshots (metadata/snapshots/snapshot.py, §3 and §8.1): JSON form, hint files, lookups and error messages."""
+"""Snapshots (metadata/snapshots/snapshot.py, Java's `Snapshot`, `SnapshotManager`): JSON form, hint files, lookups and
+error messages."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import (
 PYPAIMON_SNAPSHOTS = Path(__file__).parent / "fixtures" / "pypaimon" / "pk_snapshots"
 
 # Java's serialization order of the fields every Paimon version writes (Snapshot.java's JSON creator order).
-# Java's serialization order (Snapshot.java creator order, format reference §3.1).
+# Java's serialization order (Snapshot.java creator order).
 JAVA_CORE_ORDER = [
     "version",
     "uuid",

@@ -80,8 +80,8 @@ def test_branch_commits_are_separate(table: tuple[FileIO, str]) -> None:
     schema = create(fio, path)
     create(fio, path, branch="dev")
     main_file, dev_file = new_file(2), new_file(3)
-    FileStoreCommit(fio, path).commit([CommitMessage(part(schema, "a", 1), 0, 2, (main_file,))])
-    FileStoreCommit(fio, path, "dev").commit([CommitMessage(part(schema, "a", 1), 0, 2, (dev_file,))])
+    FileStoreCommit(FileStore(fio, path)).commit([CommitMessage(part(schema, "a", 1), 0, 2, (main_file,))])
+    FileStoreCommit(FileStore(fio, path, "dev")).commit([CommitMessage(part(schema, "a", 1), 0, 2, (dev_file,))])
     main, dev = FileStore(fio, path), FileStore(fio, path, "dev")
     assert [e.file.file_name for e in main.live_entries(main.snapshots.latest())] == [main_file.file_name]
     assert [e.file.file_name for e in dev.live_entries(dev.snapshots.latest())] == [dev_file.file_name]
@@ -92,7 +92,7 @@ def test_branch_commits_are_separate(table: tuple[FileIO, str]) -> None:
 def test_live_entries_and_data_manifests(table: tuple[FileIO, str]) -> None:
     fio, path = table
     schema = create(fio, path)
-    c = FileStoreCommit(fio, path)
+    c = FileStoreCommit(FileStore(fio, path))
     a, b = part(schema, "a", 1), part(schema, "b", 1)
     fa, fb, fa2 = new_file(1), new_file(2), new_file(3)
     s1 = c.commit([CommitMessage(a, 0, 2, (fa,)), CommitMessage(b, 1, 2, (fb,))])
@@ -117,7 +117,7 @@ def test_live_entries_and_data_manifests(table: tuple[FileIO, str]) -> None:
 def test_dangling_delete_in_full_snapshot_is_corrupt(table: tuple[FileIO, str]) -> None:
     fio, path = table
     schema = create(fio, path)
-    s1 = FileStoreCommit(fio, path).commit([CommitMessage(part(schema, "a", 1), 0, 2, (new_file(),))])
+    s1 = FileStoreCommit(FileStore(fio, path)).commit([CommitMessage(part(schema, "a", 1), 0, 2, (new_file(),))])
     store = FileStore(fio, path)
     ghost = ManifestEntry(KIND_DELETE, part(schema, "a", 1), 0, 2, new_file())
     meta = store.manifests.write_manifest([ghost], 0, SimpleStats.empty())
@@ -139,7 +139,7 @@ def test_dangling_delete_in_full_snapshot_is_corrupt(table: tuple[FileIO, str]) 
 def test_missing_manifest_is_corrupt(table: tuple[FileIO, str]) -> None:
     fio, path = table
     schema = create(fio, path)
-    s1 = FileStoreCommit(fio, path).commit([CommitMessage(part(schema, "a", 1), 0, 2, (new_file(),))])
+    s1 = FileStoreCommit(FileStore(fio, path)).commit([CommitMessage(part(schema, "a", 1), 0, 2, (new_file(),))])
     store = FileStore(fio, path)
     (meta,) = store.manifests.read_list(s1.delta_manifest_list)
     fio.delete(store.manifests.path(meta.file_name))
@@ -152,7 +152,7 @@ def test_on_memory_file_system() -> None:
     try:
         schema = create(fio, path)
         files = [new_file(i + 1) for i in range(3)]
-        c = FileStoreCommit(fio, path)
+        c = FileStoreCommit(FileStore(fio, path))
         for i, f in enumerate(files):
             c.commit([CommitMessage(part(schema, "a", i), i % 2, 2, (f,))])
         store = FileStore(fio, path)

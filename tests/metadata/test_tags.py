@@ -1,5 +1,5 @@
-"""Tags (§3.2, §9.1): file format, create from latest / snapshot / tag / timestamp, rename, replace, delete,
-list, expiration, and interop with pypaimon in both directions."""
+"""Tags (Java's `Tag`, `TagManager`): file format, create from latest / snapshot / tag / timestamp, rename, replace,
+delete, list, expiration, and interop with pypaimon in both directions."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from maint_helpers import FakeTable, data_files_on_disk
+from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk
 
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.maintenance.expire import expire_snapshots, expire_tags
+from pyspark_paimon.metadata.refs import tags as tags_module
 from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
@@ -101,9 +102,7 @@ def test_create_from_expired_snapshot_uses_a_tag_that_preserved_it(table: FakeTa
         table.append()
     t = api(table)
     t.tags.create("keeper", snapshot_id=1)
-    expire_snapshots(
-        table.store.fileio, table.store.table_path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
-    )
+    expire_snapshots(table.store, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
     assert not table.snapshots().exists(1)
     assert t.tags.create("again", snapshot_id=1).snapshot == s1
 
@@ -125,9 +124,7 @@ def test_create_from_timestamp_considers_tags_of_expired_snapshots(table: FakeTa
     for _ in range(3):
         table.append()
     api(table).tags.create("old", snapshot_id=1)
-    expire_snapshots(
-        table.store.fileio, table.store.table_path, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1)
-    )
+    expire_snapshots(table.store, retain_min=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
     assert api(table).tags.create("from_ts", timestamp=s1.time_millis).snapshot == s1
 
 
@@ -219,10 +216,8 @@ def test_expire_tags_by_retention_and_older_than(table: FakeTable) -> None:
     t.tags.create("long", time_retained="30 d")
     t.tags.create("forever")
     now = dt.datetime.now()
-    assert expire_tags(table.store.fileio, table.store.table_path, now=now).expired_tags == []
-    assert expire_tags(table.store.fileio, table.store.table_path, now=now + dt.timedelta(hours=2)).expired_tags == [
-        "short"
-    ]
+    assert expire_tags(table.store, now=now).expired_tags == []
+    assert expire_tags(table.store, now=now + dt.timedelta(hours=2)).expired_tags == ["short"]
     assert [x.name for x in t.tags.list()] == ["forever", "long"]
     # older_than expires any tag created before it, even one without retention (file mtime), like Java.
     assert sorted(t.tags.expire(older_than=now + dt.timedelta(seconds=5))) == ["forever", "long"]
@@ -279,7 +274,75 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
     assert ttl.time_retained_ms == 86_400_000 and ttl.create_time is not None
     assert abs((dt.datetime.now() - ttl.create_time).total_seconds()) < 600
     assert tags[1].create_time is None
-    snaps = TagManager(Table.open(path).store.fileio, path)
+    snaps = TagManager(Table.open(path).store)
     assert snaps.get("p_plain") == Table.open(path).snapshot(2)
     # And our reader reads through them.
-    assert Table.open(path).scan(read_options={"scan.tag-name": "p_ttl"}).to_arrow().column("id").to_pylist() == [1]
+    assert Table.open(path).scan(tag="p_ttl").to_arrow().column("id").to_pylist() == [1]
+
+
+# ------------------------------------------------------------------------------ tags racing expiration
+def _expire_all_but_latest(table: FakeTable) -> None:
+    expire_snapshots(table.store, retain_min=1, retain_max=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
+
+
+def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paimon's apache/paimon#9220, forced deterministically: ``create_tag`` resolves snapshot 1, then a whole
+    expiration runs (it lists the tags before this one exists and deletes snapshot 1's files), then the tag file
+    is written. Without the post-write check that tag would point at deleted files."""
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    first_file = next(iter(table.live_names(table.snapshots().snapshot(1))))
+    real_resolve = tags_module.resolve_source
+
+    def resolve_then_expire(*args: object, **kwargs: object) -> object:
+        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        _expire_all_but_latest(table)
+        return snapshot
+
+    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    with pytest.raises(TagError, match="snapshot 1 .* expired while the tag was being written"):
+        tags_module.create_tag(table.store, "tag_s1", snapshot_id=1)
+    assert not table.tags().exists("tag_s1")
+    assert not table.snapshots().exists(1)
+    assert first_file not in {p.name for p in Path(table.path).rglob("data-*")}, "the race really deleted its files"
+    assert_all_roots_intact(table)
+
+
+def test_replace_tag_racing_expiration_restores_the_previous_tag(
+    table: FakeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    keeper = tags_module.create_tag(table.store, "moving", snapshot_id=3)
+    real_resolve = tags_module.resolve_source
+
+    def resolve_then_expire(*args: object, **kwargs: object) -> object:
+        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        _expire_all_but_latest(table)
+        return snapshot
+
+    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    with pytest.raises(TagError, match="expired while"):
+        tags_module.replace_tag(table.store, "moving", snapshot_id=1)
+    assert table.tags().get_tag("moving") == keeper
+    assert_all_roots_intact(table)
+
+
+def test_tagging_a_retained_snapshot_during_expiration_succeeds(
+    table: FakeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check only undoes tags whose snapshot is gone: an expiration racing the tag of a snapshot it keeps
+    changes nothing."""
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    real_resolve = tags_module.resolve_source
+
+    def resolve_then_expire(*args: object, **kwargs: object) -> object:
+        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        _expire_all_but_latest(table)
+        return snapshot
+
+    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    tag = tags_module.create_tag(table.store, "tag_s3", snapshot_id=3)
+    assert tag.snapshot.id == 3 and table.tags().exists("tag_s3")
+    assert_all_roots_intact(table)

@@ -1,4 +1,5 @@
-"""The schema-file type encoding (§2.2): Java's type strings and JSON objects, read and written back."""
+"""The schema-file type encoding (Java's `DataTypeJsonParser`): Java's type strings and JSON objects, read and written
+back."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from pyspark_paimon.metadata.types.model import (
     string_type,
 )
 
-# Every atomic spelling Java writes (§2.2).
+# Every atomic spelling Java writes (Java's `DataTypeJsonParser`).
 JAVA_ATOMIC_STRINGS = [
     "BOOLEAN",
     "TINYINT",

@@ -1,4 +1,5 @@
-"""The Paimon type model (§2.2): normalised parameters, validation, and field-id assignment."""
+"""The Paimon type model (Java's ``org.apache.paimon.types``): normalised parameters, validation, and field-id
+assignment."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def test_unknown_atomic_name_in_model() -> None:
 
 
 def test_field_ids_spec_example() -> None:
-    # §2.2: r has id 12, its children a and b get 13 and 14, and the next column p gets 15.
+    # As Java's `ReassignFieldId` numbers them: r has id 12, its children a and b get 13 and 14, and the next column p
+    # gets 15.
     cols: list[tuple] = [(f"c{i}", AtomicType("INT")) for i in range(12)]
     cols.append(("r", RowType((DataField(-1, "a", AtomicType("INT")), DataField(-1, "b", string_type())))))
     cols.append(("p", AtomicType("BIGINT")))

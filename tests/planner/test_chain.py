@@ -1,4 +1,4 @@
-"""Chain tables without Spark (format reference §10): validation, the read resolution (anchors, deltas,
+"""Chain tables without Spark (Java's `ChainTableBatchScan`): validation, the read resolution (anchors, deltas,
 groups, hourly chains), cross-branch merge order and deletes, compaction, write rules, time travel and
 explain. The partition-time formatter is tested in test_java_date.py."""
 

@@ -9,6 +9,7 @@ from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.planner.compact_strategy import (
     drop_delete,
     level_sorted_runs,
+    pack_unaware_append,
     pick_append,
     pick_append_full,
     pick_full,
@@ -91,3 +92,63 @@ def test_force_up_level0_moves_level0_below_the_next_level() -> None:
     assert not drop_delete(unit, runs)
     only_upper = level_sorted_runs([f("base", 10_000, 5)], 6)
     assert pick_universal(6, only_upper, max_size_amp=200, size_ratio=1, trigger=5, force_up_level0=True) is None
+
+
+# -- unaware-bucket append tables: Java's AppendCompactCoordinator -------------------------------------------
+MB = 1024 * 1024
+JAVA = {
+    "compaction_file_size": int(256 * MB * 0.7),
+    "target_file_size": 256 * MB,
+    "open_file_cost": 4 * MB,
+    "min_file_num": 5,
+    "file_num_limit": 100_000,
+}
+
+
+def names(tasks: list[tuple[str, list[DataFileMeta]]]) -> list[tuple[str, list[str]]]:
+    return [(g, [x.file_name for x in files]) for g, files in tasks]
+
+
+def test_unaware_twenty_tiny_files_are_one_task() -> None:
+    """20 x (2 KB + 4 MB) stays far below 2 x 256 MB: nothing closes a bin, and the 20 left over are >= 5."""
+    files = [("p", f(f"f{i:02}", 2048, 0, i)) for i in range(20)]
+    assert names(pack_unaware_append(files, **JAVA)) == [("p", [f"f{i:02}" for i in range(20)])]
+    assert pack_unaware_append(files[:4], **JAVA) == []  # fewer than compaction.min.file-num
+
+
+def test_unaware_bins_close_at_twice_the_target_smallest_first() -> None:
+    """Sorted by size; a bin closes once it has two files and size + open cost reaches 2 x target (200)."""
+    sizes = {"a": 90, "b": 10, "c": 60, "d": 30, "e": 50, "f": 20, "g": 5}
+    files = [("p", f(n, s, 0, i)) for i, (n, s) in enumerate(sizes.items())]
+    rule = {**JAVA, "compaction_file_size": 100, "target_file_size": 100, "open_file_cost": 10, "min_file_num": 2}
+    # g 15, b 20, f 30, d 40, e 60 -> 165; + c 70 -> 235: [g b f d e c]; a 100 alone is left (one file).
+    assert names(pack_unaware_append(files, **rule)) == [("p", ["g", "b", "f", "d", "e", "c"])]
+    # With min-file-num 1 the lone leftover is still no task: one file is never rewritten on its own.
+    assert names(pack_unaware_append(files, **{**rule, "min_file_num": 1})) == [("p", ["g", "b", "f", "d", "e", "c"])]
+    # Reaching the threshold exactly closes the bin (>=): two files of 90 + 10 = 200, though 2 < min-file-num.
+    pair = [("p", f("x", 90, 0, 1)), ("p", f("y", 90, 0, 2))]
+    assert names(pack_unaware_append(pair, **{**rule, "min_file_num": 5})) == [("p", ["x", "y"])]
+    assert pack_unaware_append(pair, **{**rule, "open_file_cost": 9, "min_file_num": 5}) == []  # 198 < 200
+
+
+def test_unaware_files_at_the_compaction_size_are_left_alone() -> None:
+    files = [("p", f(f"s{i}", 10, 0, i)) for i in range(5)] + [("p", f("big", 70, 0, 9)), ("p", f("huge", 500))]
+    rule = {**JAVA, "compaction_file_size": 70, "target_file_size": 100, "open_file_cost": 0}
+    assert names(pack_unaware_append(files, **rule)) == [("p", ["s0", "s1", "s2", "s3", "s4"])]
+
+
+def test_unaware_file_num_limit_counts_small_files_in_scan_order() -> None:
+    files = [("p", f("big", 10_000, 0, 0))] + [("p", f(f"s{i}", 10, 0, i + 1)) for i in range(8)]
+    rule = {**JAVA, "compaction_file_size": 100, "target_file_size": 100, "open_file_cost": 0}
+    assert names(pack_unaware_append(files, **{**rule, "file_num_limit": 6})) == [
+        ("p", ["s0", "s1", "s2", "s3", "s4", "s5"])
+    ]
+    assert pack_unaware_append(files, **{**rule, "file_num_limit": 4}) == []  # 4 < min-file-num
+    assert pack_unaware_append(files, **{**rule, "file_num_limit": 0}) == []
+
+
+def test_unaware_groups_are_packed_separately() -> None:
+    files = [(p, f(f"{p}{i}", 10, 0, i)) for i in range(6) for p in ("x", "y")] + [("z", f("z0", 10))]
+    rule = {**JAVA, "compaction_file_size": 100, "target_file_size": 100, "open_file_cost": 0}
+    tasks = names(pack_unaware_append(files, **rule))
+    assert tasks == [("x", [f"x{i}" for i in range(6)]), ("y", [f"y{i}" for i in range(6)])]

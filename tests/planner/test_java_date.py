@@ -1,4 +1,4 @@
-"""Partition values to time for chain tables (format reference §10.1): the Java date-format subset
+"""Partition values to time for chain tables (Java's `SchemaValidation.validateChainTable`): the Java date-format subset
 (:class:`JavaDateFormat`) and :class:`PartitionTimeResolver` (pattern + formatter, canonical partitions)."""
 
 from __future__ import annotations

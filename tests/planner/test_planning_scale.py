@@ -29,7 +29,7 @@ def build(catalog: Catalog) -> tuple[Any, list[str]]:
         options={"bucket": str(BUCKETS), "bucket-key": "k", "manifest.merge-min-count": "30"},
     )
     days = [(dt.date(2024, 1, 1) + dt.timedelta(days=i)).isoformat() for i in range(PARTITIONS)]
-    committer = FileStoreCommit(t.store.fileio, t.store.table_path, t.store.branch, t.schema.options)
+    committer = FileStoreCommit(t.store, t.schema.options)
     part_type = [AtomicType("VARCHAR", length=2147483647)]
     n = 0
     for c in range(COMMITS):

@@ -33,7 +33,7 @@ class PaimonDataSource(DataSource):
 
     Name: ``paimon``. Read options: ``branch``, ``scan.snapshot-id`` / ``versionAsOf``, ``scan.tag-name``,
     ``scan.timestamp-millis`` / ``timestampAsOf``, ``scan.version``, ``source.split.target-size``...;
-    see the README's option reference. Unknown options are errors.
+    see the option reference (docs/reference/options.md). Unknown options are errors.
     """
 
     pushdown = False
@@ -88,7 +88,7 @@ class PaimonDataSource(DataSource):
 # Catalog tables: CREATE TABLE t USING paimon LOCATION '...' [OPTIONS (...)]
 # ------------------------------------------------------------------------------------------------------
 # Keys Spark adds to the options of a CREATE TABLE ... USING paimon (besides the user's OPTIONS and TBLPROPERTIES,
-# which it also repeats as 'option.<key>'): spark-python-datasource.md §1.4.
+# which it also repeats as 'option.<key>'), as Spark 4's ``CreateTable`` passes them to a Python data source.
 _CREATE_KEYS = ("owner", "provider", "location")
 _TABLE_KEYS = ("path", "paths", "warehouse")
 # Field metadata of the schema a CREATE TABLE stores in Spark's catalog: the table's location and the OPTIONS

@@ -154,7 +154,7 @@ class FileIO:
     """Picklable facade over an fsspec file system, rooted at nothing in particular.
 
     Paths handed to it are full paths in the file system's own notation (a local absolute path, or the
-    part after ``scheme://`` for remote stores); :meth:`for_uri` and :meth:`to_fs_path` convert URIs.
+    part after ``scheme://`` for remote stores); :meth:`for_uri` turns a URI into one and :meth:`uri` turns one back.
     """
 
     def __init__(self, protocol: str = "file", storage_options: dict[str, Any] | None = None):
@@ -382,7 +382,7 @@ class FileIO:
         except (NotImplementedError, ValueError, TypeError) as e:
             raise CommitError(
                 f"The file system '{self.protocol}' offers no atomic create-if-absent (needed to commit "
-                f"{path} safely). Use a store with conditional writes (e.g. S3 with s3fs >= 2024.12) or a "
+                f"{path} safely). Use a store with conditional writes (e.g. S3 with s3fs >= 2025.7.0) or a "
                 "local/shared file system."
             ) from e
 

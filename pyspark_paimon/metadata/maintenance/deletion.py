@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance.reachability import (
     DataFileRef,
     FileRefs,
@@ -47,9 +46,10 @@ class SweepResult:
 class DataPathResolver:
     """Full path of a data file from its manifest coordinates (partition BinaryRow, bucket)."""
 
-    def __init__(self, fileio: FileIO, table_path: str):
-        self.store = FileStore(fileio, table_path, MAIN_BRANCH)
-        schema = SchemaManager(fileio, table_path, MAIN_BRANCH).latest()
+    def __init__(self, store: FileStore):
+        """Data files are laid out by the main branch's latest schema, whichever branch ``store`` is on."""
+        self.store = store.with_branch(MAIN_BRANCH)
+        schema = SchemaManager(store.fileio, store.table_path, MAIN_BRANCH).latest()
         self.schema: TableSchema | None = schema
         self._dirs: dict[tuple[bytes, int], str] = {}
 
@@ -93,8 +93,7 @@ class SweepPlan:
 
 
 def plan_unreachable(
-    fileio: FileIO,
-    table_path: str,
+    store: FileStore,
     candidates: FileRefs,
     scanner: ReachabilityScanner,
     *,
@@ -105,14 +104,13 @@ def plan_unreachable(
     ``exclude``: keys of the roots being removed (still on disk, so they must not protect their own files).
     Any unreadable root raises here, with "Nothing was deleted"."""
     with nothing_deleted_yet(operation):
-        roots = [r for r in all_roots(fileio, table_path) if r.key not in exclude]
+        roots = [r for r in all_roots(store) if r.key not in exclude]
         doomed = candidates.minus(scanner.refs_of(roots))
     return SweepPlan(doomed, {r.key for r in roots} | set(exclude))
 
 
 def sweep(
-    fileio: FileIO,
-    table_path: str,
+    store: FileStore,
     plan: SweepPlan,
     scanner: ReachabilityScanner,
     *,
@@ -122,10 +120,11 @@ def sweep(
 ) -> SweepResult:
     """Phase two: re-read the roots (protecting anything created since the plan) and delete what is still
     unreferenced. ``already_deleted`` says what the caller removed since the plan, for an error here."""
+    fileio, table_path = store.fileio, store.table_path
     doomed = plan.doomed
     if not dry_run and not doomed.is_empty():
         try:
-            new = list(iter_new_roots(fileio, table_path, plan.seen))
+            new = list(iter_new_roots(store, plan.seen))
             if new:
                 doomed = doomed.minus(scanner.refs_of(new))
         except PaimonError as e:
@@ -134,7 +133,7 @@ def sweep(
                 "Once repaired, remove_orphan_files reclaims whatever is no longer used."
             ) from e
     result = SweepResult()
-    resolver = DataPathResolver(fileio, table_path)
+    resolver = DataPathResolver(store)
     total = len(doomed.data_files)
     for done, name in enumerate(sorted(doomed.data_files), 1):
         report(progress, "delete data files", done, total)
@@ -165,8 +164,7 @@ def sweep(
 
 
 def delete_unreachable(
-    fileio: FileIO,
-    table_path: str,
+    store: FileStore,
     candidates: FileRefs,
     scanner: ReachabilityScanner,
     *,
@@ -175,8 +173,8 @@ def delete_unreachable(
     progress: Progress | None = None,
 ) -> SweepResult:
     """Both phases at once, for callers that delete nothing of their own in between."""
-    plan = plan_unreachable(fileio, table_path, candidates, scanner, exclude=exclude, operation="this cleanup")
-    return sweep(fileio, table_path, plan, scanner, dry_run=dry_run, progress=progress)
+    plan = plan_unreachable(store, candidates, scanner, exclude=exclude, operation="this cleanup")
+    return sweep(store, plan, scanner, dry_run=dry_run, progress=progress)
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Snapshot expiration (§9.4) and tag expiration (§9.1), deleting only files nothing can still read.
+"""Snapshot expiration (Java's `ExpireSnapshotsImpl`) and tag expiration (Java's `TagManager`), deleting only files
+nothing can still read.
 
 **Which snapshots expire** follows Java's ``ExpireSnapshotsImpl`` exactly:
 
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.maintenance.reachability import ReachabilityScanner, Root, branch_roots
 from pyspark_paimon.metadata.progress import Progress
@@ -58,14 +58,13 @@ from pyspark_paimon.metadata.schema.options import (
     ConfigOption,
     CoreOptions,
 )
-from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
     EARLIEST,
-    MAIN_BRANCH,
     SnapshotManager,
     require_branch_exists,
 )
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import now_millis, to_local_datetime, to_millis
 
 log = logging.getLogger(__name__)
@@ -96,16 +95,16 @@ class TagExpireResult:
     deleted_other_files: list[str] = field(default_factory=list)
 
 
-def _options(fileio: FileIO, table_path: str, branch: str, options: Mapping[str, str] | None) -> dict[str, str]:
+def _options(store: FileStore, options: Mapping[str, str] | None) -> dict[str, str]:
     if options is not None:
         return dict(options)
-    schema = SchemaManager(fileio, table_path, branch).latest()
+    schema = store.schemas.latest()
     return dict(schema.options) if schema is not None else {}
 
 
-def min_consumer_next_snapshot(fileio: FileIO, table_path: str, branch: str) -> int | None:
+def min_consumer_next_snapshot(store: FileStore) -> int | None:
     """The smallest ``nextSnapshot`` of the branch's consumers: that snapshot is still going to be read."""
-    return ConsumerManager(fileio, table_path, branch).min_next_snapshot()
+    return ConsumerManager(store).min_next_snapshot()
 
 
 # Each changelog retention option and the snapshot option it must equal (as stored text) for us to expire.
@@ -160,9 +159,7 @@ def expire_range(
 
 
 def expire_snapshots(
-    fileio: FileIO,
-    table_path: str,
-    branch: str = MAIN_BRANCH,
+    store: FileStore,
     *,
     retain_max: int | None = None,
     retain_min: int | None = None,
@@ -177,9 +174,9 @@ def expire_snapshots(
     ``snapshot.num-retained.max`` / ``.min``, ``snapshot.time-retained`` (``older_than``: an epoch-ms or
     ``datetime`` instant; snapshots superseded before it may expire) and ``snapshot.expire.limit``
     (``max_deletes``)."""
-    branch = branch or MAIN_BRANCH
+    fileio, table_path, branch = store.fileio, store.table_path, store.branch
     require_branch_exists(fileio, table_path, branch)
-    opts = CoreOptions(_options(fileio, table_path, branch, options))
+    opts = CoreOptions(_options(store, options))
     retain_min = retain_min if retain_min is not None else opts.get(SNAPSHOT_NUM_RETAINED_MIN)
     retain_max = retain_max if retain_max is not None else opts.get(SNAPSHOT_NUM_RETAINED_MAX)
     limit = max_deletes if max_deletes is not None else opts.get(SNAPSHOT_EXPIRE_LIMIT)
@@ -201,14 +198,14 @@ def expire_snapshots(
     else:
         older_than_ms = now_ms - opts.get(SNAPSHOT_TIME_RETAINED)
 
-    snapshots = SnapshotManager(fileio, table_path, branch)
+    snapshots = store.snapshots
     bounds = expire_range(
         snapshots,
         retain_min=retain_min,
         retain_max=retain_max,
         older_than_ms=older_than_ms,
         limit=limit,
-        consumer_next=min_consumer_next_snapshot(fileio, table_path, branch),
+        consumer_next=min_consumer_next_snapshot(store),
     )
     result = ExpireResult(dry_run=dry_run)
     if bounds is None:
@@ -220,13 +217,13 @@ def expire_snapshots(
             snapshots.commit_earliest_hint(earliest)
         return result
 
-    scanner = ReachabilityScanner(fileio, table_path)
+    scanner = ReachabilityScanner(store)
     with nothing_deleted_yet("expire_snapshots"):
         expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
         candidates = scanner.refs_of(expired_roots)
     # Everything else is read now, before the first deletion: a corrupt tag must not cost a snapshot.
     plan = plan_unreachable(
-        fileio, table_path, candidates, scanner, exclude={r.key for r in expired_roots}, operation="expire_snapshots"
+        store, candidates, scanner, exclude={r.key for r in expired_roots}, operation="expire_snapshots"
     )
     if not dry_run:
         for sid in expired:  # oldest first: what remains is always a contiguous run of snapshots
@@ -236,8 +233,7 @@ def expire_snapshots(
     _fill(
         result,
         sweep(
-            fileio,
-            table_path,
+            store,
             plan,
             scanner,
             dry_run=dry_run,
@@ -289,8 +285,7 @@ def _parents_first(names: list[str], mgr: BranchManager) -> list[str]:
 
 
 def expire_branches(
-    fileio: FileIO,
-    table_path: str,
+    store: FileStore,
     *,
     older_than: object = None,
     now: object = None,
@@ -305,7 +300,8 @@ def expire_branches(
     A branch another branch's options read from (``scan.fallback-branch``, a chain table's branches) is kept and
     reported in ``kept``. Branches created from a dropped branch keep their lineage: the dropped branch's history
     up to their fork is written into their ``branch.json`` first (``BranchManager.detach_children``)."""
-    mgr = BranchManager(fileio, table_path)
+    fileio, table_path = store.fileio, store.table_path
+    mgr = BranchManager(store)
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     older_ms = to_millis(older_than, "older_than") if older_than is not None else None
     result = BranchExpireResult(dry_run=dry_run)
@@ -321,13 +317,11 @@ def expire_branches(
     if not doomed:
         return result
     doomed = _parents_first(doomed, mgr)
-    scanner = ReachabilityScanner(fileio, table_path)
+    scanner = ReachabilityScanner(store)
     with nothing_deleted_yet("expire_branches"):
-        roots = [r for name in doomed for r in branch_roots(fileio, table_path, name)]
+        roots = [r for name in doomed for r in branch_roots(store.with_branch(name))]
         candidates = scanner.refs_of(roots)
-    plan = plan_unreachable(
-        fileio, table_path, candidates, scanner, exclude={r.key for r in roots}, operation="expire_branches"
-    )
+    plan = plan_unreachable(store, candidates, scanner, exclude={r.key for r in roots}, operation="expire_branches")
     if not dry_run:
         for name in doomed:
             result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in doomed)
@@ -336,8 +330,7 @@ def expire_branches(
     _fill(
         result,
         sweep(
-            fileio,
-            table_path,
+            store,
             plan,
             scanner,
             dry_run=dry_run,
@@ -357,9 +350,7 @@ def expire_branches(
 
 # ------------------------------------------------------------------------------------------- tags
 def delete_tags(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     names: Iterable[str],
     *,
     clean_files: bool = False,
@@ -367,8 +358,9 @@ def delete_tags(
 ) -> TagExpireResult:
     """Delete tags. With ``clean_files`` also delete the files only those tags kept alive (Java's behaviour),
     checked against every remaining snapshot, tag and changelog of every branch."""
-    require_branch_exists(fileio, table_path, branch)
-    tags = TagManager(fileio, table_path, branch)
+    branch = store.branch
+    require_branch_exists(store.fileio, store.table_path, branch)
+    tags = TagManager(store)
     result = TagExpireResult()
     present: list[str] = []
     for name in names:
@@ -380,19 +372,14 @@ def delete_tags(
             raise
         present.append(name)
     plan = None
-    scanner = ReachabilityScanner(fileio, table_path)
+    scanner = ReachabilityScanner(store)
     if clean_files:
         # Read the tags, then every other root of every branch, before the first tag file goes.
         with nothing_deleted_yet("delete_tags(clean_files=True)"):
             roots = [Root(tags.branch, "tag", name, tags.get_tag(name).snapshot) for name in present]
             candidates = scanner.refs_of(roots)
         plan = plan_unreachable(
-            fileio,
-            table_path,
-            candidates,
-            scanner,
-            exclude={r.key for r in roots},
-            operation="delete_tags(clean_files=True)",
+            store, candidates, scanner, exclude={r.key for r in roots}, operation="delete_tags(clean_files=True)"
         )
     for name in present:
         tags.delete(name, ignore_if_not_exists=True)
@@ -400,21 +387,13 @@ def delete_tags(
     if plan is not None and not plan.doomed.is_empty():
         _fill(
             result,
-            sweep(
-                fileio,
-                table_path,
-                plan,
-                scanner,
-                already_deleted=f"Tag files {present} of branch '{branch}' were deleted",
-            ),
+            sweep(store, plan, scanner, already_deleted=f"Tag files {present} of branch '{branch}' were deleted"),
         )
     return result
 
 
 def expire_tags(
-    fileio: FileIO,
-    table_path: str,
-    branch: str = MAIN_BRANCH,
+    store: FileStore,
     *,
     older_than: object = None,
     now: object = None,
@@ -423,11 +402,11 @@ def expire_tags(
     """Delete the branch's tags whose retention has passed (``tagCreateTime + tagTimeRetained < now``) and,
     when ``older_than`` (epoch ms or datetime) is given, every tag created before it (as Java's
     ``expire_tags(older_than)``: tags without a create time use their file's modification time)."""
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     now_dt = to_local_datetime(now, "now") if now is not None else _dt.datetime.now()
     older = to_local_datetime(older_than, "older_than") if older_than is not None else None
     expired = [t.name for t in tags.expired_tags(now_dt, older)]
-    return delete_tags(fileio, table_path, branch, expired, clean_files=clean_files, ignore_if_not_exists=True)
+    return delete_tags(store, expired, clean_files=clean_files, ignore_if_not_exists=True)
 
 
 __all__ = [

@@ -40,6 +40,7 @@ from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.partition import escape_path_name
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, branch_dirs, branch_path
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import now_millis, to_millis
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,10 @@ def _bucket_dirs(fileio: FileIO, directory: str, keys: list[str]) -> list[str]:
     return out
 
 
-def _candidates(fileio: FileIO, table_path: str, cutoff_ms: int) -> list[tuple[str, FileStatus]]:
-    """(category, status) of every file in the scanned directories older than the cutoff."""
+def _candidates(store: FileStore, cutoff_ms: int) -> list[tuple[str, FileStatus]]:
+    """(category, status) of every file in the scanned directories older than the cutoff (laid out by the main
+    branch's latest schema, whichever branch ``store`` is on)."""
+    fileio, table_path = store.fileio, store.table_path
     schema = SchemaManager(fileio, table_path, MAIN_BRANCH).latest()
     keys = list(schema.partition_keys) if schema is not None else []
     dirs: list[tuple[str, str]] = [
@@ -95,16 +98,17 @@ def _candidates(fileio: FileIO, table_path: str, cutoff_ms: int) -> list[tuple[s
         for status in fileio.list_status(directory):
             if not status.is_dir and status.mtime_millis < cutoff_ms:
                 out.append((category, status))
-    for directory in _metadata_dirs(fileio, table_path):
+    for directory in _metadata_dirs(store):
         for status in fileio.list_status(directory):
             if not status.is_dir and is_temp_file(status.name) and status.mtime_millis < cutoff_ms:
                 out.append(("temp", status))
     return out
 
 
-def _metadata_dirs(fileio: FileIO, table_path: str) -> list[str]:
+def _metadata_dirs(store: FileStore) -> list[str]:
     """The directories where schemas, snapshots, hints, tags and lineage files are written atomically (temp
     file, then link or rename): each branch's root and its metadata subdirectories, main's included."""
+    fileio, table_path = store.fileio, store.table_path
     out = []
     for root in [table_path, *(branch_path(table_path, b) for b in branch_dirs(fileio, table_path))]:
         out.append(root)
@@ -118,8 +122,7 @@ def _referenced(name: str, refs: FileRefs) -> bool:
 
 
 def remove_orphan_files(
-    fileio: FileIO,
-    table_path: str,
+    store: FileStore,
     *,
     older_than: object = None,
     dry_run: bool = False,
@@ -130,17 +133,18 @@ def remove_orphan_files(
     default one day before ``now``). See the module docstring for what is scanned."""
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     cutoff = to_millis(older_than, "older_than") if older_than is not None else now_ms - DEFAULT_OLDER_THAN_MS
-    candidates = _candidates(fileio, table_path, cutoff)  # listed first: roots read later protect newer commits
+    fileio, table_path = store.fileio, store.table_path
+    candidates = _candidates(store, cutoff)  # listed first: roots read later protect newer commits
     result = OrphanResult(dry_run=dry_run)
     if not candidates:
         return result
-    scanner = ReachabilityScanner(fileio, table_path)
+    scanner = ReachabilityScanner(store)
     with nothing_deleted_yet("remove_orphan_files"):  # every root is read before the first deletion
-        roots = all_roots(fileio, table_path)
+        roots = all_roots(store)
         refs = scanner.refs_of(roots)
         orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
         if orphans and not dry_run:
-            new = list(iter_new_roots(fileio, table_path, {r.key for r in roots}))
+            new = list(iter_new_roots(store, {r.key for r in roots}))
             if new:
                 refs.update(scanner.refs_of(new))
                 orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]

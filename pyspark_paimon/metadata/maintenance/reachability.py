@@ -10,7 +10,8 @@ a branch created from a since-deleted tag still reads (apache/paimon#6272). We a
   data directories, so their roots protect the same files);
 * a root reaches its manifest lists (base, delta, changelog), its index manifest and statistics file, every
   manifest those lists name, every **live** data file of the snapshot (the ADD entries left after folding
-  base + delta, §4.4), its extra files, its changelog files, and the index files its index manifest names.
+  base + delta, Java's `FileEntry.mergeEntries`), its extra files, its changelog files, and the index files its index
+  manifest names.
 
 Only *live* data files count, not every file any manifest mentions: a long-lived base manifest still holds
 the ADD entry of a file that a later commit deleted, and counting it would keep that file forever.
@@ -33,10 +34,10 @@ from typing import Iterable, Iterator, Literal
 
 from pyspark_paimon.errors import CorruptMetadataError, PaimonError, SnapshotNotFoundError, TagNotFoundError
 from pyspark_paimon.metadata.io.avro import read_avro
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, ManifestStore
 from pyspark_paimon.metadata.refs.tags import TagManager
-from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_dirs, branch_path
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot, branch_dirs
+from pyspark_paimon.metadata.store import FileStore
 
 CHANGELOG_PREFIX = "changelog-"
 
@@ -113,25 +114,27 @@ class FileRefs:
 
 
 # ------------------------------------------------------------------------------------------- roots
-def _changelog_ids(fileio: FileIO, table_path: str, branch: str) -> list[int]:
+def _changelog_ids(store: FileStore) -> list[int]:
     ids = []
-    for name in fileio.list_names(f"{branch_path(table_path, branch)}/changelog"):
+    for name in store.fileio.list_names(f"{store.branch_root}/changelog"):
         if name.startswith(CHANGELOG_PREFIX) and name[len(CHANGELOG_PREFIX) :].isdigit():
             ids.append(int(name[len(CHANGELOG_PREFIX) :]))
     return sorted(ids)
 
 
-def branch_roots(fileio: FileIO, table_path: str, branch: str) -> list[Root]:
-    """Every snapshot, long-lived changelog and tag of one branch (files deleted while we list are skipped)."""
+def branch_roots(store: FileStore) -> list[Root]:
+    """Every snapshot, long-lived changelog and tag of ``store``'s branch (files deleted while we list are
+    skipped)."""
+    fileio, branch = store.fileio, store.branch
     roots: list[Root] = []
-    snapshots = SnapshotManager(fileio, table_path, branch)
+    snapshots = store.snapshots
     for sid in snapshots.list_ids():
         try:
             roots.append(Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)))
         except SnapshotNotFoundError:
             continue
-    changelog_dir = f"{branch_path(table_path, branch)}/changelog"
-    for cid in _changelog_ids(fileio, table_path, branch):
+    changelog_dir = f"{store.branch_root}/changelog"
+    for cid in _changelog_ids(store):
         path = f"{changelog_dir}/{CHANGELOG_PREFIX}{cid}"
         try:
             data = fileio.read_bytes(path)
@@ -145,7 +148,7 @@ def branch_roots(fileio: FileIO, table_path: str, branch: str) -> list[Root]:
                 "from a backup, or delete it if its changelog is no longer needed."
             ) from e
         roots.append(Root(branch, "changelog", str(cid), Snapshot.from_json(text, path)))
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     for name in tags.list_names():
         try:
             roots.append(Root(branch, "tag", name, tags.get_tag(name).snapshot))
@@ -154,11 +157,11 @@ def branch_roots(fileio: FileIO, table_path: str, branch: str) -> list[Root]:
     return roots
 
 
-def all_roots(fileio: FileIO, table_path: str) -> list[Root]:
-    """The roots of every branch of the table."""
+def all_roots(store: FileStore) -> list[Root]:
+    """The roots of every branch of the table (whichever branch ``store`` is on)."""
     out: list[Root] = []
-    for branch in [MAIN_BRANCH, *branch_dirs(fileio, table_path)]:
-        out.extend(branch_roots(fileio, table_path, branch))
+    for branch in [MAIN_BRANCH, *branch_dirs(store.fileio, store.table_path)]:
+        out.extend(branch_roots(store.with_branch(branch)))
     return out
 
 
@@ -185,12 +188,13 @@ def _add_data(refs: FileRefs, entries: Iterable[ManifestEntry]) -> None:
 
 
 class ReachabilityScanner:
-    """Computes :class:`FileRefs` of roots, sharing one manifest cache across calls."""
+    """Computes :class:`FileRefs` of roots, sharing one manifest cache across calls. Roots of every branch
+    share the table's manifests, so ``store``'s own branch does not matter here."""
 
-    def __init__(self, fileio: FileIO, table_path: str, manifests: ManifestStore | None = None):
-        self.fileio = fileio
-        self.table_path = table_path
-        self.manifests = manifests or ManifestStore(fileio, table_path)
+    def __init__(self, store: FileStore, manifests: ManifestStore | None = None):
+        self.fileio = store.fileio
+        self.table_path = store.table_path
+        self.manifests = manifests or ManifestStore(store.fileio, store.table_path)
         self._index_cache: dict[str, list[str]] = {}
 
     def _index_file_names(self, name: str) -> list[str]:
@@ -272,15 +276,15 @@ class ReachabilityScanner:
         return names, live
 
 
-def used_files(fileio: FileIO, table_path: str, scanner: ReachabilityScanner | None = None) -> FileRefs:
+def used_files(store: FileStore, scanner: ReachabilityScanner | None = None) -> FileRefs:
     """Everything any snapshot, tag or changelog of any branch of the table references."""
-    scanner = scanner or ReachabilityScanner(fileio, table_path)
-    return scanner.refs_of(all_roots(fileio, table_path))
+    scanner = scanner or ReachabilityScanner(store)
+    return scanner.refs_of(all_roots(store))
 
 
-def iter_new_roots(fileio: FileIO, table_path: str, seen: set[tuple]) -> Iterator[Root]:
+def iter_new_roots(store: FileStore, seen: set[tuple]) -> Iterator[Root]:
     """Roots that appeared (or changed) since ``seen`` was taken: used to re-check right before deleting."""
-    for root in all_roots(fileio, table_path):
+    for root in all_roots(store):
         if root.key not in seen:
             yield root
 

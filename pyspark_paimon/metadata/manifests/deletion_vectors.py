@@ -1,4 +1,5 @@
-"""Deletion vectors (§4.3, §7.5): the index manifest, ``DELETION_VECTORS`` index files and their bitmaps.
+"""Deletion vectors (Java's `IndexManifestEntry`, `DeletionVector`): the index manifest, ``DELETION_VECTORS`` index
+files and their bitmaps.
 
 A table with ``deletion-vectors.enabled`` keeps, per data file, a bitmap of the row positions that are no
 longer live (superseded by a newer version of the key, or deleted). Java's compaction writes them into index

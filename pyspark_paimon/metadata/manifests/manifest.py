@@ -1,4 +1,4 @@
-"""Manifest lists and manifest files (§4 of the format reference).
+"""Manifest lists and manifest files (Java's `ManifestFile`, `ManifestList`).
 
 A snapshot names two manifest lists: the *base* (every file live before the commit) and the *delta* (what
 the commit changed). Each list names manifest files; each manifest file holds ADD/DELETE entries of data
@@ -656,7 +656,7 @@ class ManifestStore:
 
 
 def merge_entries(entries: Iterable[ManifestEntry]) -> list[ManifestEntry]:
-    """Fold ADD/DELETE entries in order into the live ADD entries (§4.4).
+    """Fold ADD/DELETE entries in order into the live ADD entries (Java's `FileEntry.mergeEntries`).
 
     A DELETE without a matching ADD is kept only while folding a delta; a full file set must not end with
     one, which callers that need a complete set check with :func:`live_files`.

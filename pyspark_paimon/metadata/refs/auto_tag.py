@@ -43,7 +43,6 @@ from typing import Any, Mapping
 from zoneinfo import ZoneInfo
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.refs.tags import Tag, TagManager, retention_ms
 from pyspark_paimon.metadata.schema.options import (
     SINK_PROCESS_TIME_ZONE,
@@ -60,7 +59,8 @@ from pyspark_paimon.metadata.schema.options import (
     ConfigOption,
     CoreOptions,
 )
-from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, SnapshotManager
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -183,20 +183,18 @@ def _time_of(snapshot: Snapshot, mode: str, options: Mapping[str, str]) -> _dt.d
     return _wall_clock(snapshot.time_millis, _zone(options, SINK_PROCESS_TIME_ZONE))
 
 
-def on_commit(
-    fileio: FileIO, table_path: str, branch: str, snapshot: Snapshot, options: Mapping[str, str]
-) -> list[str]:
+def on_commit(store: FileStore, snapshot: Snapshot, options: Mapping[str, str]) -> list[str]:
     """Create the auto tags due after ``snapshot`` was committed; returns their names."""
     mode = mode_of(options)
     if mode == "none":
         return []
     handler = PeriodHandler.from_options(options)
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     retained = retention_ms(None, options)
     if mode == "batch":
         created = [_batch_tag(tags, handler, snapshot, options, retained)]
     else:
-        created = _time_tags(fileio, table_path, branch, tags, handler, snapshot, mode, options, retained)
+        created = _time_tags(store, tags, handler, snapshot, mode, options, retained)
     _enforce_max(tags, handler, options)
     return created
 
@@ -214,9 +212,7 @@ def _batch_tag(
 
 
 def _time_tags(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     tags: TagManager,
     handler: PeriodHandler,
     snapshot: Snapshot,
@@ -227,7 +223,7 @@ def _time_tags(
     opts = CoreOptions(options)
     delay = _dt.timedelta(milliseconds=opts.get(TAG_CREATION_DELAY))
     completion = opts.get(TAG_AUTOMATIC_COMPLETION)
-    snapshots = SnapshotManager(fileio, table_path, branch)
+    snapshots = store.snapshots
     auto = [t for t in tags.list_tags() if handler.is_auto_tag(t.name)]  # ordered by snapshot id
     next_tag: _dt.datetime | None = None
     if auto:

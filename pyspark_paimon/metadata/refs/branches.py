@@ -1,4 +1,5 @@
-"""Branches (§1.1, §9.2): create, list, rename, drop, fast-forward and replace-main.
+"""Branches (Java's `BranchManager.branchPath`, `FileSystemBranchManager`): create, list, rename, drop, fast-forward and
+replace-main.
 
 **Layout.** A branch keeps only its own metadata under ``<table>/branch/branch-<b>/`` (``schema/``,
 ``snapshot/``, ``tag/``); data files and manifests are shared with every other branch and always live in the
@@ -31,12 +32,12 @@ subdirectories, so the extra file is invisible to it (and it moves with a rename
 Paimon's or ours). Branches made by Paimon or pypaimon have no lineage; everything here works without it and
 falls back to the branch's earliest snapshot as the fork point.
 
-**Fast-forward** (:meth:`BranchManager.fast_forward`) produces Paimon's on-disk result (§9.2): the target's
-snapshots with id >= E (the branch's earliest snapshot) and schemas >= E.schemaId are replaced by the
-branch's, its tags on those snapshots are replaced by the branch's tags, ``LATEST`` points at the branch head.
-Unlike Paimon it is **safe by default**: it refuses (:class:`BranchConflictError`, listing what would be lost)
-when the target holds anything the branch does not contain: a snapshot or tag from the fork point on whose
-identity (``uuid``, else the whole snapshot) is not in the branch's history, a schema added after the fork,
+**Fast-forward** (:meth:`BranchManager.fast_forward`) produces Paimon's on-disk result (Java's
+`FileSystemBranchManager`): the target's snapshots with id >= E (the branch's earliest snapshot) and schemas >=
+E.schemaId are replaced by the branch's, its tags on those snapshots are replaced by the branch's tags, ``LATEST``
+points at the branch head. Unlike Paimon it is **safe by default**: it refuses (:class:`BranchConflictError`, listing
+what would be lost) when the target holds anything the branch does not contain: a snapshot or tag from the fork point on
+whose identity (``uuid``, else the whole snapshot) is not in the branch's history, a schema added after the fork,
 a tag name the branch points elsewhere, or a target head older than the fork point (rolled back since).
 ``force=True`` discards those, as Paimon always does. Tags of the target that point at snapshots the branch
 also contains are kept (Paimon deletes them; they remain valid, so keeping them loses nothing).
@@ -119,7 +120,6 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.identifier import validate_branch_name
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import ManifestStore
 from pyspark_paimon.metadata.refs.tags import (
     AT_OR_BEFORE,
@@ -147,6 +147,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import (
     branch_path,
     now_millis,
 )
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to_millis
 
 log = logging.getLogger(__name__)
@@ -324,9 +325,10 @@ def _trimmed_snapshot_json(tag_text: str, source: str) -> bytes:
 class BranchManager:
     """The branches of one table."""
 
-    def __init__(self, fileio: FileIO, table_path: str):
-        self.fileio = fileio
-        self.table_path = table_path.rstrip("/") or "/"
+    def __init__(self, store: FileStore):
+        """Branches are a property of the table: ``store``'s own branch does not matter here."""
+        self.fileio = store.fileio
+        self.table_path = store.table_path.rstrip("/") or "/"
 
     # -- paths and lookups -------------------------------------------------------------------------
     def branch_dir(self, name: str) -> str:
@@ -392,7 +394,7 @@ class BranchManager:
         when that tag is the branch's oldest (creating from a tag copies exactly that tag)."""
         earliest = SnapshotManager(self.fileio, self.table_path, name).earliest_id()
         try:
-            tags = TagManager(self.fileio, self.table_path, name).list_tags()
+            tags = TagManager(FileStore(self.fileio, self.table_path, name)).list_tags()
         except CorruptMetadataError:
             return None, earliest
         if tags and tags[0].snapshot.id == earliest:
@@ -473,7 +475,7 @@ class BranchManager:
         source: Snapshot | None = None
         last_schema = schema_ids[-1]
         snapshots = SnapshotManager(self.fileio, self.table_path, source_branch)
-        tags = TagManager(self.fileio, self.table_path, source_branch)
+        tags = TagManager(FileStore(self.fileio, self.table_path, source_branch))
         if from_timestamp is not None:
             snapshot_id = snapshot_as_of(
                 snapshots, tags, to_millis(from_timestamp, "from_timestamp"), timestamp_rule

@@ -1,4 +1,4 @@
-"""Rollback of a branch to a snapshot or a tag (§9.3), with Paimon's (destructive) semantics.
+"""Rollback of a branch to a snapshot or a tag (Java's `RollbackHelper`), with Paimon's (destructive) semantics.
 
 Rolling back to snapshot N makes N the latest snapshot again:
 
@@ -24,17 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark_paimon.errors import SnapshotNotFoundError, TagError
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance.reachability import CHANGELOG_PREFIX
 from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
     LATEST,
-    MAIN_BRANCH,
     Snapshot,
-    SnapshotManager,
-    branch_path,
     require_branch_exists,
 )
+from pyspark_paimon.metadata.store import FileStore
 
 
 @dataclass(frozen=True)
@@ -47,9 +44,7 @@ class RollbackResult:
 
 
 def rollback_to(
-    fileio: FileIO,
-    table_path: str,
-    branch: str = MAIN_BRANCH,
+    store: FileStore,
     *,
     snapshot_id: int | None = None,
     tag: str | None = None,
@@ -57,10 +52,10 @@ def rollback_to(
     """Roll ``branch`` back to ``snapshot_id`` or to ``tag`` (exactly one)."""
     if (snapshot_id is None) == (tag is None):
         raise TagError("rollback_to needs exactly one of snapshot_id= or tag=.")
-    branch = branch or MAIN_BRANCH
+    fileio, table_path, branch = store.fileio, store.table_path, store.branch
     require_branch_exists(fileio, table_path, branch)
-    snapshots = SnapshotManager(fileio, table_path, branch)
-    tags = TagManager(fileio, table_path, branch)
+    snapshots = store.snapshots
+    tags = TagManager(store)
     previous = snapshots.latest_id()
     restored = False
     all_tags = tags.list_tags()  # read (and validated) before anything is written or deleted
@@ -95,7 +90,7 @@ def rollback_to(
     deleted_snapshots = [sid for sid in sorted(snapshots.list_ids(), reverse=True) if sid > n]
     for sid in deleted_snapshots:
         fileio.delete(snapshots.snapshot_path(sid))
-    _delete_changelogs_after(fileio, table_path, branch, n)
+    _delete_changelogs_after(store, n)
     deleted_tags = []
     for t in all_tags:
         if t.snapshot.id > n:
@@ -119,8 +114,9 @@ def same_commit(a: Snapshot, b: Snapshot) -> bool:
     )
 
 
-def _delete_changelogs_after(fileio: FileIO, table_path: str, branch: str, n: int) -> None:
-    directory = f"{branch_path(table_path, branch)}/changelog"
+def _delete_changelogs_after(store: FileStore, n: int) -> None:
+    fileio = store.fileio
+    directory = f"{store.branch_root}/changelog"
     names = fileio.list_names(directory)
     remaining = []
     for name in names:

@@ -1,4 +1,4 @@
-"""Tags (``tag/tag-<name>``): named, long-lived snapshots (§3.2, §9.1).
+"""Tags (``tag/tag-<name>``): named, long-lived snapshots (Java's `Tag`, `TagManager`).
 
 A tag file is the tagged snapshot's JSON, plus ``tagCreateTime`` and ``tagTimeRetained`` when the tag has a
 retention. Because a tag keeps the snapshot's id and manifest lists, everything it references stays alive
@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pyspark_paimon.errors import (
     CorruptMetadataError,
@@ -29,17 +29,15 @@ from pyspark_paimon.errors import (
     TagError,
     TagNotFoundError,
 )
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
 from pyspark_paimon.metadata.snapshots.snapshot import (
-    MAIN_BRANCH,
     SNAPSHOT_REQUIRED_KEYS,
     Snapshot,
     SnapshotManager,
-    branch_path,
     require_branch_exists,
 )
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to_millis
 
 TAG_PREFIX = "tag-"
@@ -181,11 +179,12 @@ def tag_from_json(name: str, text: str, source: str) -> Tag:
 class TagManager:
     """The tags of one branch."""
 
-    def __init__(self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH):
-        self.fileio = fileio
-        self.table_path = table_path
-        self.branch = branch or MAIN_BRANCH
-        self.tag_dir = f"{branch_path(table_path, self.branch)}/tag"
+    def __init__(self, store: FileStore):
+        self.store = store
+        self.fileio = store.fileio
+        self.table_path = store.table_path
+        self.branch = store.branch
+        self.tag_dir = f"{store.branch_root}/tag"
 
     def tag_path(self, name: str) -> str:
         return f"{self.tag_dir}/{TAG_PREFIX}{name}"
@@ -279,7 +278,7 @@ class TagManager:
         return tag
 
     def replace(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
-        """Point the existing tag ``name`` at ``snapshot`` (overwrite, §9.1)."""
+        """Point the existing tag ``name`` at ``snapshot`` (overwrite, Java's `TagManager`)."""
         if not self.exists(name):
             raise TagNotFoundError(
                 f"Tag '{name}' does not exist on branch '{self.branch}' of {self.table_path}, so it cannot be "
@@ -421,9 +420,7 @@ def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: 
 
 
 def resolve_source(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     *,
     snapshot_id: int | None = None,
     from_tag: str | None = None,
@@ -436,9 +433,9 @@ def resolve_source(
     if len(given) > 1:
         raise TagError("Pass at most one of snapshot_id, from_tag and from_timestamp.")
     check_timestamp_rule(timestamp_rule)
-    require_branch_exists(fileio, table_path, branch)
-    snapshots = SnapshotManager(fileio, table_path, branch)
-    tags = TagManager(fileio, table_path, branch)
+    require_branch_exists(store.fileio, store.table_path, store.branch)
+    snapshots = store.snapshots
+    tags = TagManager(store)
     if snapshot_id is not None:
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int):
             raise TagError(f"snapshot_id must be an int, got {snapshot_id!r}.")
@@ -449,7 +446,7 @@ def resolve_source(
         return snapshot_as_of(snapshots, tags, to_millis(from_timestamp, "from_timestamp"), timestamp_rule)
     latest = snapshots.latest()
     if latest is None:
-        raise TagError(f"Branch '{branch}' of {table_path} has no snapshot to tag yet; commit data first.")
+        raise TagError(f"Branch '{store.branch}' of {store.table_path} has no snapshot to tag yet; commit data first.")
     return latest
 
 
@@ -462,9 +459,7 @@ def retention_ms(time_retained: object | None, options: Mapping[str, str] | None
 
 
 def create_tag(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     name: str,
     *,
     snapshot_id: int | None = None,
@@ -476,25 +471,51 @@ def create_tag(
     timestamp_rule: str = AT_OR_AFTER,
 ) -> Tag:
     validate_tag_name(name)
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     if ignore_if_exists and tags.exists(name):
         return tags.get_tag(name)
     snapshot = resolve_source(
-        fileio,
-        table_path,
-        branch,
+        store,
         snapshot_id=snapshot_id,
         from_tag=from_tag,
         from_timestamp=from_timestamp,
         timestamp_rule=timestamp_rule,
     )
-    return tags.create(name, snapshot, retention_ms(time_retained, options), ignore_if_exists)
+    try:
+        tag = tags.create(name, snapshot, retention_ms(time_retained, options))
+    except TagError:
+        if ignore_if_exists and tags.exists(name):  # created by someone else meanwhile
+            return tags.get_tag(name)
+        raise
+    _check_still_preserved(store.snapshots, tags, tag, undo=tags.delete)
+    return tag
+
+
+def _check_still_preserved(
+    snapshots: SnapshotManager, tags: TagManager, tag: Tag, undo: Callable[[str], object]
+) -> None:
+    """Close the tag/expiration race (Paimon's apache/paimon#9220): a tag written after an expiration read its
+    list of tags, for a snapshot that expiration then removed, would point at deleted files.
+
+    Expiration deletes the expired snapshot files before it re-lists the tags and protects every root it had
+    not seen (``maintenance.deletion.sweep``). So once the tag file exists, one look decides: if the snapshot
+    file (or another tag holding the same snapshot) is still there, any expiration of it has not reached its
+    re-list yet and will see this tag; if neither is there, this tag may already be unprotected, so it is
+    removed again (``undo``: deleted, or a replaced tag restored) and the caller is told to pick a newer
+    snapshot."""
+    sid = tag.snapshot.id
+    if snapshots.exists(sid) or any(t.snapshot.id == sid and t.name != tag.name for t in tags.list_tags()):
+        return
+    undo(tag.name)
+    raise TagError(
+        f"Tag '{tag.name}' was not created: snapshot {sid} of branch '{tags.branch}' expired while the tag was "
+        "being written, so its files may already be deleted. Tag a snapshot that is still retained (see "
+        "Table.snapshots()), or tag it before expiring."
+    )
 
 
 def replace_tag(
-    fileio: FileIO,
-    table_path: str,
-    branch: str,
+    store: FileStore,
     name: str,
     *,
     snapshot_id: int | None = None,
@@ -504,17 +525,19 @@ def replace_tag(
     options: Mapping[str, str] | None = None,
     timestamp_rule: str = AT_OR_AFTER,
 ) -> Tag:
-    tags = TagManager(fileio, table_path, branch)
+    tags = TagManager(store)
     snapshot = resolve_source(
-        fileio,
-        table_path,
-        branch,
+        store,
         snapshot_id=snapshot_id,
         from_tag=from_tag,
         from_timestamp=from_timestamp,
         timestamp_rule=timestamp_rule,
     )
-    return tags.replace(name, snapshot, retention_ms(time_retained, options))
+    previous = tags.get_tag(name) if tags.exists(name) else None
+    tag = tags.replace(name, snapshot, retention_ms(time_retained, options))
+    if previous is not None:
+        _check_still_preserved(store.snapshots, tags, tag, undo=lambda _name: tags.write(previous))
+    return tag
 
 
 __all__ = [

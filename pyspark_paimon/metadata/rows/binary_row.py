@@ -1,10 +1,10 @@
-"""Java ``BinaryRow`` encoding (format spec §5) — scalar and vectorised.
+"""Java ``BinaryRow`` encoding — scalar and vectorised.
 
 Paimon stores partitions, primary-key bounds and column statistics as Java ``BinaryRow`` bytes, compares
-partitions by those bytes and hashes bucket keys over them (§6). A single byte of difference therefore
-means a different partition or bucket than Java's, so this module reproduces Java's layout exactly,
+partitions by those bytes and hashes bucket keys over them (Java's `DefaultBucketFunction`). A single byte of difference
+therefore means a different partition or bucket than Java's, so this module reproduces Java's layout exactly,
 including the quirk that a NULL non-compact DECIMAL/TIMESTAMP still reserves its variable-part space
-(§5.3), which pypaimon does not do.
+(Java's `BinaryRowWriter`), which pypaimon does not do.
 
 Layout recap (all numbers little-endian)::
 
@@ -49,7 +49,7 @@ __all__ = [
 
 DataType = Any  # duck-typed: anything with .name / .precision / .scale
 
-# Java defaults used when a type object leaves precision/scale unset (§2.2).
+# Java defaults used when a type object leaves precision/scale unset (Java's `DecimalType`, `TimestampType`).
 _DEFAULT_TIMESTAMP_PRECISION = 6
 _DEFAULT_DECIMAL_PRECISION = 10
 _MAX_COMPACT_DECIMAL_PRECISION = 18  # unscaled value fits a Java long
@@ -141,7 +141,7 @@ def _is_compact(name: str, t: DataType) -> bool:
 
 
 def null_bits_size(arity: int) -> int:
-    """Bytes of the header + null bit set: 8 for arity <= 56, 16 for <= 120, ... (§5.2)."""
+    """Bytes of the header + null bit set: 8 for arity <= 56, 16 for <= 120, ... (Java's `BinaryRow`)."""
     return ((arity + 63 + 8) // 64) * 8
 
 
@@ -328,8 +328,8 @@ def _write_bytes(w: _RowWriter, pos: int, data: bytes) -> None:
 def row_bytes(values: Sequence[Any], types: Sequence[DataType]) -> bytes:
     """Java BinaryRow bytes (RowKind +I, no arity prefix) of one row of Python values.
 
-    These are the bytes Java hashes for bucket assignment (§6.3). Accepted values: ``bool``; ``int``;
-    ``float``; DATE as ``datetime.date`` or int days; TIME as ``datetime.time`` or int millis of day;
+    These are the bytes Java hashes for bucket assignment (Java's `DefaultBucketFunction`). Accepted values: ``bool``;
+    ``int``; ``float``; DATE as ``datetime.date`` or int days; TIME as ``datetime.time`` or int millis of day;
     TIMESTAMP/TIMESTAMP_LTZ as ``datetime`` (naive = wall clock, aware = converted to UTC); DECIMAL as
     ``Decimal`` (rounded HALF_UP to the scale); CHAR/VARCHAR as ``str``; BINARY/VARBINARY as ``bytes``;
     ``None`` for NULL.

@@ -1,4 +1,4 @@
-"""Fixed-bucket assignment (format spec §6.3): murmur3 over BinaryRow bytes, ``abs(h % n)``.
+"""Fixed-bucket assignment (Java's `DefaultBucketFunction`): murmur3 over BinaryRow bytes, ``abs(h % n)``.
 
 Java routes a row to ``abs(hash % numBuckets)`` where ``hash`` is a word-wise Murmur3-32 (seed 42) of the
 BinaryRow of the bucket-key values. Readers rely on this: a key written to the wrong bucket is invisible to

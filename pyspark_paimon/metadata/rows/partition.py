@@ -1,4 +1,4 @@
-"""Partition directory names (format spec §1.1).
+"""Partition directory names (Java's `PartitionPathUtils`).
 
 Java derives ``k1=v1/k2=v2`` from the partition BinaryRow: with ``partition.legacy-name = true`` (default)
 a value is the Java *internal* object's ``toString()`` (DATE -> days since epoch, TIMESTAMP ->
@@ -53,7 +53,7 @@ _JAVA_NON_WHITESPACE_SPACES = frozenset("\u00a0\u2007\u202f")
 def escape_path_name(name: str) -> str:
     """Hive-style escaping of a partition key or value: listed ASCII characters become ``%XX``.
 
-    Space and non-ASCII characters are kept as they are (§1.1).
+    Space and non-ASCII characters are kept as they are (Java's `PartitionPathUtils`).
     """
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in name)
 

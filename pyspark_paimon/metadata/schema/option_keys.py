@@ -51,7 +51,7 @@ USE_JAVA = (
 #: The fix of a read-time key stored as a table option.
 AS_READ_OPTION = (
     "remove it from the table's options (Table.remove_options) and pass the read option "
-    "instead (see the README's read options)"
+    "instead (see the read options in the docs, docs/reference/options.md)"
 )
 
 
@@ -261,7 +261,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "compaction.total-size-threshold": _inert(_COMPACTION),
     "compaction.incremental-size-threshold": _inert(_COMPACTION),
     "compaction.max.file-num": _inert(_COMPACTION + " (Paimon 1.0)"),
-    "compaction.file-num-limit": _inert(_COMPACTION),
     "compaction.delete-ratio-threshold": _inert(_COMPACTION),
     "compaction.skip-expired-partitions": _inert(_COMPACTION),
     "sort-compaction.range-strategy": _inert(_COMPACTION),

@@ -165,6 +165,8 @@ BUCKET = _option(
     "-1",
     "Bucket count: N > 0 fixed, -1 dynamic (PK) / unaware (append), -2 postpone.",
 )
+#: ``bucket`` of a postpone-bucket table; its not yet bucketed files sit in bucket -2 (``bucket-postpone``).
+POSTPONE_BUCKET = -2
 BUCKET_KEY = _option(
     "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
 )
@@ -468,6 +470,12 @@ COMPACTION_SIZE_RATIO = _option(
 )
 COMPACTION_MIN_FILE_NUM = _option(
     "compaction.min.file-num", INTEGER, "5", "Append tables: the number of small files that triggers their compaction."
+)
+COMPACTION_FILE_NUM_LIMIT = _option(
+    "compaction.file-num-limit",
+    INTEGER,
+    "100000",
+    "Unaware-bucket append tables: at most this many small files are considered by one compaction.",
 )
 COMPACTION_SMALL_FILE_RATIO = _option(
     "compaction.small-file-ratio",
@@ -804,7 +812,8 @@ def validate_table_options(
                 raise OptionError(
                     f"Unknown table option '{key}'"
                     + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                    + ". pyspark-paimon refuses options it does not understand; see the README's option reference."
+                    + ". pyspark-paimon refuses options it does not understand; see the option reference in the docs "
+                    "(docs/reference/options.md)."
                 )
             continue
         if creating:
@@ -906,5 +915,6 @@ def check_read_options(options: Iterable[str], allowed: Iterable[str], what: str
             raise OptionError(
                 f"Unknown {what} option '{key}'"
                 + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                + ". Unsupported options are refused rather than ignored; see the README's option reference."
+                + ". Unsupported options are refused rather than ignored; see the option reference in the docs "
+                "(docs/reference/options.md)."
             )

@@ -1,4 +1,4 @@
-"""Table schemas (`schema/schema-N` files, format spec §2) and their evolution.
+"""Table schemas (`schema/schema-N` files, Java's `TableSchema`, `SchemaManager`) and their evolution.
 
 A table's schema history is a sequence of immutable JSON files. Every change writes the *next* file with
 an atomic create-if-absent, so two concurrent writers can never both produce ``schema-N``: the loser
@@ -58,7 +58,7 @@ CURRENT_VERSION = 3
 
 #: Types that cannot be primary, partition or bucket keys (java SchemaValidation).
 _KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR", "VARIANT", "GEOMETRY", "GEOGRAPHY"})
-#: Names the primary-key data file layout (§7.1) reserves.
+#: Names the primary-key data file layout (Java's `SpecialFields`) reserves.
 _SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND"})
 _KEY_FIELD_PREFIX = "_KEY_"
 #: Options that define the data layout; changing them on an existing table would misread its files.
@@ -251,7 +251,8 @@ class TableSchema:
 
     @property
     def bucket_keys(self) -> list[str]:
-        """The ``bucket-key`` option's columns in listed order, else the trimmed primary key (§6.2)."""
+        """The ``bucket-key`` option's columns in listed order, else the trimmed primary key (Java's
+        `TableSchema.bucketKeys`)."""
         return self.core_options.bucket_keys or self.trimmed_primary_keys
 
     @property

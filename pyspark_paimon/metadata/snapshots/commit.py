@@ -1,4 +1,4 @@
-"""The commit protocol (§8): turn written data files into one new snapshot, atomically.
+"""The commit protocol (Java's `FileStoreCommitImpl`): turn written data files into one new snapshot, atomically.
 
 Executors write data files and send :class:`CommitMessage` s; the driver calls :meth:`FileStoreCommit.commit`
 once. A commit is visible exactly when ``snapshot-N`` is created, which :meth:`FileIO.try_create` does
@@ -28,14 +28,12 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.io.avro import avro_codec
-from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
     KIND_DELETE,
     DataFileMeta,
     ManifestEntry,
     ManifestFileMeta,
-    ManifestStore,
     SimpleStats,
     live_files,
     merge_entries,
@@ -56,11 +54,10 @@ from pyspark_paimon.metadata.schema.options import (
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
-    MAIN_BRANCH,
     Snapshot,
-    SnapshotManager,
     now_millis,
 )
+from pyspark_paimon.metadata.store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +75,9 @@ class CommitMessage:
     new_files: tuple[DataFileMeta, ...]
     # Files this writer replaces (compaction); DELETE entries in the same commit.
     compact_before: tuple[DataFileMeta, ...] = ()
+    # The writer task that made ``new_files`` (e.g. Spark's "<partition>-<attempt>"); never persisted. Versions
+    # of one key from different writers of one job have no order (datasource/key_conflicts.py).
+    writer: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,21 +173,18 @@ def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequenc
 class FileStoreCommit:
     """Commits to one branch of one table."""
 
-    def __init__(
-        self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH, options: dict[str, str] | None = None
-    ):
-        from pyspark_paimon.metadata.schema.table_schema import SchemaManager  # noqa: PLC0415 (avoid a cycle at import)
-
-        self.fileio = fileio
-        self.table_path = table_path
-        self.branch = branch or MAIN_BRANCH
-        self.snapshots = SnapshotManager(fileio, table_path, self.branch)
-        self.schemas = SchemaManager(fileio, table_path, self.branch)
+    def __init__(self, store: FileStore, options: dict[str, str] | None = None):
+        self.store = store
+        self.fileio = store.fileio
+        self.table_path = store.table_path
+        self.branch = store.branch
+        self.snapshots = store.snapshots
+        self.schemas = store.schemas
         # Commits read base manifests through the process-wide cache, as Java's commit reads them through its
         # manifest cache: manifest files are immutable, and every commit of a growing table would otherwise
         # decode the whole table's manifests again (quadratic in the number of commits). Nothing a commit
         # reads is deleted on the strength of the cache; maintenance (expire, orphans) keeps its own reads.
-        self.manifests = ManifestStore(fileio, table_path, shared_cache=True)
+        self.manifests = store.planning_manifests
         opts = CoreOptions(options or {})
         self._options = opts
         self.max_retries = opts.get(COMMIT_MAX_RETRIES)
@@ -285,7 +282,7 @@ class FileStoreCommit:
         now, so a failure here is logged, never raised (raising would invite a retry that duplicates data).
         """
         try:
-            auto_tag.on_commit(self.fileio, self.table_path, self.branch, snapshot, self._schema.options)
+            auto_tag.on_commit(self.store, snapshot, self._schema.options)
         except Exception as e:  # noqa: BLE001 - see the docstring
             log.warning(
                 "Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
@@ -490,10 +487,14 @@ class FileStoreCommit:
     ) -> None:
         """Every partition keeps the bucket count it was written with. Only manifests whose partition statistics
         may hold a written partition are read (as Java reads only the changed partitions' entries): a commit
-        into a few partitions of a large table must not fold the whole table's manifests."""
-        if not new_entries:
+        into a few partitions of a large table must not fold the whole table's manifests.
+
+        Entries without a positive bucket count (unaware, dynamic-bucket and ``bucket-postpone`` files, which
+        Java records with the table's ``bucket`` option, -1 or -2) are left out on both sides, as in Java's
+        ``checkBucketKeepSame``: a postpone table's partition holds postpone files beside its real buckets."""
+        wanted = {e.partition: e.total_buckets for e in new_entries if e.total_buckets > 0}
+        if not wanted:
             return
-        wanted = {e.partition: e.total_buckets for e in new_entries}
         relevant = manifests_with_partitions(base, wanted, schema)
         # Only live files count: files an earlier overwrite removed may have had the old bucket count. A DELETE
         # and the ADD it cancels are in the same partition, so pruning by partition keeps both; the other
@@ -501,7 +502,7 @@ class FileStoreCommit:
         entries, _ = self.manifests.select_entries(relevant, wanted.__contains__)
         for e in merge_entries(entries):
             expect = wanted.get(e.partition)
-            if expect is not None and e.kind == KIND_ADD and e.total_buckets != expect:
+            if expect is not None and e.kind == KIND_ADD and e.total_buckets > 0 and e.total_buckets != expect:
                 raise CommitError(
                     f"A partition of {self.table_path} was written with {e.total_buckets} buckets but this write "
                     f"uses {expect}. Overwrite the partition to change its bucket count."

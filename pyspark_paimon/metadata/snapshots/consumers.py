@@ -13,8 +13,7 @@ import json
 import re
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, branch_path
+from pyspark_paimon.metadata.store import FileStore
 
 CONSUMER_PREFIX = "consumer-"
 _VALID_ID = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -33,9 +32,9 @@ def check_consumer_id(consumer_id: str) -> str:
 class ConsumerManager:
     """Read and write the consumers of one branch."""
 
-    def __init__(self, fileio: FileIO, table_path: str, branch: str = MAIN_BRANCH):
-        self.fileio = fileio
-        self.directory = f"{branch_path(table_path, branch)}/consumer"
+    def __init__(self, store: FileStore):
+        self.fileio = store.fileio
+        self.directory = f"{store.branch_root}/consumer"
 
     def path(self, consumer_id: str) -> str:
         return f"{self.directory}/{CONSUMER_PREFIX}{check_consumer_id(consumer_id)}"

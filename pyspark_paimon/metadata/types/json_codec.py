@@ -1,4 +1,4 @@
-"""Paimon's schema-file encoding of types: the JSON codec and its SQL type-string parser (spec §2.2).
+"""Paimon's schema-file encoding of types: the JSON codec and its SQL type-string parser (Java's `DataTypeJsonParser`).
 
 A schema file spells an atomic type as a SQL string (``"DECIMAL(10, 2) NOT NULL"``) and a nested one as
 a JSON object (``{"type": "ARRAY", "element": ...}``). :func:`parse_type` must read everything Java's

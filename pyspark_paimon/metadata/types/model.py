@@ -1,4 +1,4 @@
-"""Paimon data types: the type model every other module shares (format spec §2.2).
+"""Paimon data types: the type model every other module shares (Java's ``org.apache.paimon.types``).
 
 Types are immutable values (frozen dataclasses) so they can be compared, hashed and shared between the
 driver and Spark's Python workers. Parameters are normalised on construction (``TIMESTAMP`` is
@@ -266,7 +266,7 @@ def is_nested(t: DataType) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------
-# Field id helpers (§2.2 "Field ids")
+# Field id helpers (Java's `ReassignFieldId`)
 # ------------------------------------------------------------------------------------------------
 def iter_fields(t_or_fields: DataType | Iterable[DataField]) -> Iterator[DataField]:
     """Every DataField reachable from a type or a field list, nested ones included (pre-order)."""
@@ -324,7 +324,8 @@ def assign_field_ids(columns: Sequence[ColumnSpec], start: int = 0) -> tuple[lis
 
     ``columns`` holds ``(name, type)``, ``(name, type, description)`` tuples or DataFields (whose ids and
     nested ids are replaced). Returns the fields and the highest id assigned (``start - 1`` if none).
-    Example (§2.2): with ``r`` at 12 and two children, they get 13 and 14 and the next column 15.
+    Example (as Java's `ReassignFieldId` numbers them): with ``r`` at 12 and two children, they get 13 and 14 and the
+    next column 15.
     """
     next_id = field_id_counter(start)
     out: list[DataField] = []

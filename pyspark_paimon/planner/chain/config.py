@@ -1,4 +1,5 @@
-"""Chain tables (format reference §10.1): the definition, its validation and when a read is a chain read.
+"""Chain tables (Java's `SchemaValidation.validateChainTable`): the definition, its validation and when a read is a
+chain read.
 
 A chain table is one Paimon table whose data lives in three branches: the loaded branch ("main", normally
 empty), a **snapshot** branch with complete copies of some partitions and a **delta** branch with each
@@ -220,9 +221,10 @@ def chain_config(schema: TableSchema, table: str = "the table") -> ChainConfig |
 
 
 def chain_read_config(store: FileStore, latest: TableSchema | None = None) -> ChainConfig | None:
-    """The chain config when reading ``store``'s branch is a chain read (Paimon's wiring, §10.1): chain
-    enabled, both fallback branches set, and the loaded branch is neither of them. Else None (plain read).
-    ``latest`` is the branch's latest schema when the caller has it already (saves a listing)."""
+    """The chain config when reading ``store``'s branch is a chain read (Paimon's wiring, Java's
+    `SchemaValidation.validateChainTable`): chain enabled, both fallback branches set, and the loaded branch is neither
+    of them. Else None (plain read). ``latest`` is the branch's latest schema when the caller has it already (saves a
+    listing)."""
     schema = latest if latest is not None else store.schemas.latest()
     if schema is None or not chain_options_enabled(schema.options):
         return None

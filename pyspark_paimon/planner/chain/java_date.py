@@ -1,4 +1,5 @@
-"""Partition values to time for chain tables (format reference §10.1): a subset of Java's date patterns.
+"""Partition values to time for chain tables (Java's `SchemaValidation.validateChainTable`): a subset of Java's date
+patterns.
 
 Paimon turns partition values into a timestamp with two table options: ``partition.timestamp-pattern``
 substitutes the partition columns into a text (``'$dt $hour:00:00'``) and ``partition.timestamp-formatter``

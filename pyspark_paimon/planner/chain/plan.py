@@ -1,8 +1,8 @@
-"""Chain tables (format reference §10.2, §10.7): the batch read plan.
+"""Chain tables (Java's `ChainTableBatchScan`, `ChainTableCommitPreCallback`): the batch read plan.
 
 A chain table keeps one logical table in three branches of one Paimon table: the loaded branch ("main",
 normally empty), a **snapshot** branch holding complete copies of some partitions, and a **delta** branch
-holding each partition's increment. A full read of partition ``T`` is resolved like this (§10.2):
+holding each partition's increment. A full read of partition ``T`` is resolved like this (Java's `ChainTableBatchScan`):
 
 1. a partition that exists in main is read from main only;
 2. a partition that exists in the snapshot branch is read from there as it is (never merged with deltas);
@@ -142,7 +142,7 @@ def plan_chain(
     force_chain: Iterable[tuple] = (),
     only_chain: bool = False,
 ) -> ChainReadPlan:
-    """Plan a chain read of ``main`` (the loaded branch) per §10.2.
+    """Plan a chain read of ``main`` (the loaded branch) per Java's `ChainTableBatchScan`.
 
     ``predicate`` leaves on partition columns (and ``partition_filter``) choose the target partitions; other
     leaves are left to the caller's residual filter, applied after merging. ``use_main=False`` ignores the
@@ -438,7 +438,7 @@ def _pack_sections(
 
 
 # ------------------------------------------------------------------------------------------------------
-# Write-side rule: dropping snapshot partitions (§10.7)
+# Write-side rule: dropping snapshot partitions (Java's `ChainTableCommitPreCallback`)
 # ------------------------------------------------------------------------------------------------------
 def snapshot_drop_violations(
     cfg: ChainConfig, snapshot_parts: Iterable[tuple], delta_parts: Iterable[tuple], dropped: Iterable[tuple]

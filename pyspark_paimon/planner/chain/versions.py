@@ -1,4 +1,5 @@
-"""Chain tables (format reference §10.3, §10.8): which version of each branch a chain read sees, and its schema.
+"""Chain tables (Java's `MergeFileSplitRead.createChainReader`, `ChainTableBatchScan`): which version of each branch a
+chain read sees, and its schema.
 
 A chain read reads three branches, and each has its own snapshots: ids and watermarks are branch-local, so
 time travel cannot be passed to the branches as it is. This module resolves one consistent snapshot per
@@ -33,9 +34,7 @@ def _at_time(store: FileStore, ts: int) -> Snapshot | None:
     snap = store.snapshots.earlier_or_equal_time_millis(ts)
     if snap is not None:
         return snap
-    tagged = [
-        t for t in TagManager(store.fileio, store.table_path, store.branch).list_tags() if t.snapshot.time_millis <= ts
-    ]
+    tagged = [t for t in TagManager(store).list_tags() if t.snapshot.time_millis <= ts]
     return max(tagged, key=lambda t: t.snapshot.time_millis).snapshot if tagged else None
 
 
@@ -67,7 +66,7 @@ def resolve_chain_snapshots(
     tag = opts.tag_name
     if opts.version is not None:
         version = opts.version
-        if any(TagManager(s.fileio, s.table_path, s.branch).exists(version) for r, s in stores.items() if r != MAIN):
+        if any(TagManager(s).exists(version) for r, s in stores.items() if r != MAIN):
             tag = version
         else:
             raise ChainTableError(
@@ -93,14 +92,11 @@ def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) ->
     found: dict[str, Any] = {}
     for role in (SNAPSHOT, DELTA):
         s = stores[role]
-        tm = TagManager(s.fileio, s.table_path, s.branch)
+        tm = TagManager(s)
         if tm.exists(tag):
             found[role] = tm.get_tag(tag)
     if not found:
-        names = {
-            stores[r].branch: TagManager(stores[r].fileio, stores[r].table_path, stores[r].branch).list_names()
-            for r in (SNAPSHOT, DELTA)
-        }
+        names = {stores[r].branch: TagManager(stores[r]).list_names() for r in (SNAPSHOT, DELTA)}
         raise ChainTableError(
             f"Chain table {table}: tag '{tag}' exists on neither the snapshot branch '{stores[SNAPSHOT].branch}' nor "
             f"the delta branch '{stores[DELTA].branch}'. Time travel to a tag needs a chain tag: create it with "
@@ -127,7 +123,7 @@ def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) ->
             )
         out[role] = None
     main = stores[MAIN]
-    main_tags = TagManager(main.fileio, main.table_path, main.branch)
+    main_tags = TagManager(main)
     if main_tags.exists(tag):
         out[MAIN] = main_tags.get(tag)
     else:
