@@ -152,7 +152,7 @@ class Catalog:
         delta_branch: str = "delta",
         comment: str | None = None,
     ) -> Table:
-        """Create a chain table (format reference §10) in one call: the table with ``chain-table.enabled`` and
+        """Create a chain table in one call: the table with ``chain-table.enabled`` and
         both fallback-branch options, and its empty snapshot and delta branches, all with the same schema.
 
         ``options`` must include what Paimon requires of a chain table: ``bucket`` > 0, ``sequence.field``,

@@ -1,4 +1,4 @@
-"""``t.chain``: what only chain tables (format reference §10) have; logic in ``planner/chain`` and
+"""``t.chain``: what only chain tables have; logic in ``planner/chain`` and
 ``datasource/chain.py``. On a table that is not a chain table every method raises ChainTableError naming the
 table and how to make one."""
 

@@ -27,24 +27,9 @@ DOC_FILES = [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted(DOCS.rglob("*.m
 
 # The 0.2.0 facade (issue 25) is written by another change; its modules are named by the docs already. Remove an
 # entry once its module exists (test_facade_exclusions_are_still_needed says when).
-FACADE_MODULES = {
-    "pyspark_paimon.scan",
-    "pyspark_paimon.schema_update",
-    "pyspark_paimon.table_refs",
-    "pyspark_paimon.table_maintenance",
-    "pyspark_paimon.table_chain",
-    "pyspark_paimon.table_inspect",
-}
+FACADE_MODULES: set[str] = set()
 # The API pages of those modules, kept out of the site (mkdocs.yml exclude_docs) until they land.
-FACADE_PAGES = {
-    "reference/api/table.md",
-    "reference/api/scan.md",
-    "reference/api/update-schema.md",
-    "reference/api/refs.md",
-    "reference/api/maintenance.md",
-    "reference/api/chain.md",
-    "reference/api/inspect.md",
-}
+FACADE_PAGES: set[str] = set()
 
 _PATH = re.compile(
     r"(?<![\w/.])(?:pyspark_paimon/)?((?:metadata|planner|datasource)(?:/\w+)*/\w+\.py|pyspark_paimon/\w+\.py)"

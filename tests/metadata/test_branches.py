@@ -568,7 +568,7 @@ def test_a_commit_racing_the_publish_is_kept(table: Table) -> None:
             return super().try_create(path, data)
 
     with pytest.raises(BranchError, match="snapshot 4 .* landed on .main.. Nothing was published"):
-        BranchManager(Racing("file"), table.store.table_path).fast_forward("dev")
+        BranchManager(FileStore(Racing("file"), table.store.table_path)).fast_forward("dev")
     assert SnapshotManager(table.store.fileio, table.store.table_path).list_ids() == [1, 2, 3, 4]
     assert (99, "w", 99) in rows(table.scan().to_arrow()) and len(table.scan().to_arrow()) == 5
 
