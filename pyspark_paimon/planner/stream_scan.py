@@ -21,7 +21,12 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
   last consumed was replaced (``fast_forward``, ``replace_main``, ``rollback_to``), the stream diffs the state
   it had consumed (kept in its offset as the snapshot's manifest lists) against the new head, then goes on
   with the new history. A downstream job that applies the row kinds therefore ends with exactly the new state.
-  For append tables a diff is the removed files' rows as -D and the added files' rows as +I.
+  For append tables a diff is the removed files' rows as -D and the added files' rows as +I. A rewrite can
+  land at any moment, also after Spark fixed a micro-batch's range (``latestOffset``) and before it plans it
+  (``partitions``): that batch is then the change from its start's state to the state its end offset records
+  (both read from manifest lists, which rewrites keep), and the next batch diffs that state to the new head.
+  One case stays an error: a batch that starts in the middle of a snapshot (a ``read.stream.max*PerTrigger``
+  limit split it) and whose range was rewritten, since the state it started from is not known.
 
 A stream never skips data silently: a snapshot it must read that has expired is an error naming the snapshot
 and the way out (consumers, :mod:`pyspark_paimon.metadata.snapshots.consumers`, keep a running stream's snapshots).
@@ -477,19 +482,60 @@ class StreamPlanner:
         return snapshot, self._delta_splits(snapshot)
 
     # -- history rewrites ---------------------------------------------------------------------------
+    def _replaced(self, consumed: Consumed) -> bool:
+        """Whether the snapshot ``consumed`` identifies was replaced since (fast-forward, replace, rollback):
+        its id now holds another commit, or it is gone from the middle, from beyond a head that moved back, or
+        from below a history that now starts later. A snapshot that expired normally was not replaced."""
+        snapshots = self.store.snapshots
+        sid = consumed.snapshot_id
+        try:
+            current = snapshots.snapshot(sid) if snapshots.exists(sid) else None
+        except SnapshotNotFoundError:  # deleted between the two looks
+            current = None
+        if current is not None:
+            return not consumed.matches(current)
+        earliest = snapshots.earliest_id()
+        latest = snapshots.latest_id()
+        if earliest is not None and latest is not None and sid < earliest:
+            # Below the earliest snapshot: expired normally (expiration deletes its manifest lists; the next
+            # snapshot decides, and it must exist), or replaced by a history that starts later (replace_main
+            # with a branch forked after it), whose lists are still there to diff from.
+            ms = self.store.manifests
+            return all(
+                self.store.fileio.exists(ms.path(name))
+                for name in (consumed.base_manifest_list, consumed.delta_manifest_list)
+            )
+        return True
+
     def rewritten(self, pos: StreamOffset) -> bool:
         """Whether the snapshot ``pos`` consumed last was replaced since (fast-forward, replace, rollback)."""
         if pos.phase != "delta" or pos.consumed is None:
             return False
-        snapshots = self.store.snapshots
-        sid = pos.consumed.snapshot_id
-        if snapshots.exists(sid):
-            return not pos.consumed.matches(snapshots.snapshot(sid))
-        earliest = snapshots.earliest_id()
-        latest = snapshots.latest_id()
-        if earliest is not None and latest is not None and sid < earliest:
-            return False  # expired normally: the next snapshot decides (it must exist)
-        return True  # gone from the middle, or beyond a head that moved back
+        return self._replaced(pos.consumed)
+
+    def _offset_state(self, pos: StreamOffset, end: StreamOffset) -> list[ManifestEntry]:
+        """The live files of the state a stream has materialised at ``pos``, from manifest lists only (the
+        snapshot files may be gone): nothing before a ``full`` scan, else the consumed state."""
+        if pos.index != -1:
+            raise SnapshotNotFoundError(
+                f"The history of branch '{self.store.branch}' of {self.store.table_path} was rewritten (fast-forward, "
+                f"replace or rollback) under the micro-batch ({pos.to_dict()}, {end.to_dict()}], which starts in the "
+                f"middle of snapshot {pos.snapshot} (a read.stream.max*PerTrigger limit split it), so the state the "
+                "stream had reached is unknown. Start the query again with a new checkpoint location."
+            )
+        if pos.phase == "full" or pos.consumed is None:
+            # Nothing consumed yet (or a stream that started after a snapshot it never saw): the stream's state
+            # is what it emitted, on top of nothing.
+            return []
+        return self._state_entries(pos.consumed)
+
+    def _state_change(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
+        """The micro-batch (start, end] planned before a rewrite replaced the snapshots it covers: the change
+        from the state at ``start`` to the state ``end`` records (both from their manifest lists), so that after
+        it the stream holds exactly ``end``'s state, as its offset says, and the next batch diffs that state
+        against the new head like any rewrite."""
+        assert end.consumed is not None
+        return self._diff(end.consumed.snapshot_id, self._offset_state(start, end), self._state_entries(end.consumed))
 
     def _rewrite_start(self, pos: StreamOffset, target: int | None) -> StreamOffset:
         latest = self.store.snapshots.latest_id() if target is None else target
@@ -538,7 +584,16 @@ class StreamPlanner:
         return out, end
 
     def splits_between(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
-        """Exactly the splits in (start, end]: the same every time for the same pair (replays read the same)."""
+        """Exactly the splits in (start, end]: the same every time for the same pair (replays read the same).
+
+        When the snapshot ``end`` records as consumed was replaced after the batch was fixed (a rewrite between
+        Spark's ``latestOffset`` and ``partitions``, or before a replay), the batch is the change between the
+        two offsets' states instead (:meth:`_state_change`): its snapshots may no longer exist.
+        """
+        if start == end:
+            return []
+        if end.phase == "delta" and end.index == -1 and end.consumed is not None and self._replaced(end.consumed):
+            return self._state_change(start, end)
         pos = start
         if self.rewritten(pos):
             target = end.snapshot if end.phase == "diff" else end.snapshot - 1
