@@ -51,8 +51,17 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.read_options import STORAGE_PREFIX, STREAM_KEYS, STREAM_LIMIT_KEYS, parse_timestamp_millis
+from pyspark_paimon.planner.read_options import (
+    FILTER_KEY,
+    SCAN_PARTITIONS_KEY,
+    STORAGE_PREFIX,
+    STREAM_KEYS,
+    STREAM_LIMIT_KEYS,
+    ReadOptions,
+    parse_timestamp_millis,
+)
 from pyspark_paimon.planner.scan import ScanPlanner, pack_weights, split_weight
+from pyspark_paimon.planner.selection import Selection, selection_of
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = [
@@ -104,7 +113,23 @@ _SPLIT_KEYS = {"source.split.target-size": "split_target_size", "source.split.op
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case)."""
+    """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case).
+
+    Besides where a stream starts (``scan.mode``, ``scan.snapshot-id``, ``scan.timestamp[-millis]``,
+    ``scan.tag-name``, ``consumer-id``), how big a micro-batch is (``read.stream.*PerTrigger``) and what a row
+    shows (``read.changelog``), a stream takes the batch read's load-time selection
+    (:mod:`pyspark_paimon.planner.selection`):
+
+    * ``scan.partitions`` (``'dt=2024-01-01;dt=2024-01-02'``): only those partitions are planned, in every
+      phase (the start snapshot's ``full`` scan, each commit's ``delta``, the ``diff`` of a rewrite or an
+      overwrite); it is exact, so their rows need no further test;
+    * ``filter`` (a SQL predicate, ``"region = 'eu' AND amount > 10"``): partitions it rules out are not
+      planned, and every emitted row satisfies it. A ``full`` scan and both sides of a ``diff`` are filtered
+      after merging, so a ``diff`` retracts a key whose new version stopped matching; a ``delta`` reads each
+      change row on its own (as Paimon's streaming reads do), so on a primary-key table a key updated to a
+      value that no longer matches is *not* retracted by that delta. Filter on partition or primary-key
+      columns when the stream must mirror a subset of the table exactly.
+    """
 
     mode: str = "latest-full"  # resolved: latest-full | latest | from-snapshot | from-snapshot-full | ...
     snapshot_id: int | None = None
@@ -122,6 +147,8 @@ class StreamOptions:
     batch_size: int = 65536
     split_target_size: int | None = None  # None: the table's source.split.target-size
     open_file_cost: int | None = None  # None: the table's source.split.open-file-cost
+    scan_partitions: str | None = None  # 'scan.partitions', parsed against the table's schema by the planner
+    filter: str | None = None  # 'filter', a SQL predicate, parsed by the planner
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "StreamOptions":
@@ -205,6 +232,8 @@ class StreamOptions:
             changelog=_bool(opts, "read.changelog"),
             read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
             batch_size=int(batch),
+            scan_partitions=opts.get(SCAN_PARTITIONS_KEY) or None,
+            filter=opts.get(FILTER_KEY) or None,
             **limits,
             **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts},
         )
@@ -341,6 +370,12 @@ class StreamPlanner:
                 consumer_id=check_consumer_id(table_consumer),
                 ignore_consumer_progress=opts.ignore_consumer_progress or table.get(CONSUMER_IGNORE_PROGRESS),
             )
+        # 'scan.partitions' / 'filter': partitions pruned exactly in every phase; rows filtered by the executor
+        # context's residual (StreamReadJob.context).
+        self.selection: Selection = selection_of(
+            ReadOptions(scan_partitions=opts.scan_partitions, filter=opts.filter), self.schema
+        )
+        self._partitions = self.selection.partition_filter()
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
@@ -407,11 +442,12 @@ class StreamPlanner:
         )
 
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
-        plan = ScanPlanner(self.store, self.schema, {}).plan(snapshot)
+        plan = ScanPlanner(self.store, self.schema, {}).plan(snapshot, partition_filter=self._partitions)
         return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
-        return ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False).plan_entries(entries).splits
+        planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False)
+        return planner.plan_entries(entries, partition_filter=self._partitions).splits
 
     def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         kind = snapshot.commit_kind
