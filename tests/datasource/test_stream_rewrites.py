@@ -18,11 +18,12 @@ import pytest
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.jobs import prepare_read, prepare_write
 from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+from pyspark_paimon.errors import SnapshotNotFoundError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.rollback import rollback_to
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.stream_scan import StreamOffset
+from pyspark_paimon.planner.stream_scan import Admission, StreamOffset
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
@@ -226,3 +227,19 @@ def test_random_commits_rewrites_and_batches(catalog, pk):
         f.partitions_and_commit(pending)
     f.catch_up()
     assert f.state == _table_rows(store)
+
+
+def test_a_rewrite_under_a_batch_that_starts_mid_snapshot_is_a_clear_error(catalog):
+    """The documented limit: a batch starting inside a snapshot (read limits split it) has no known state."""
+    store = _table(catalog, True)
+    _write(store, [1], ["a"])
+    f = Follower(store, True, **{"scan.mode": "latest"})
+    _write(store, [1, 2, 3, 4], ["b", "c", "d", "e"])  # one file per bucket: two splits
+    _, end = f.job.next_batch(f.pos, Admission(max_files=1))
+    assert end.index == 0  # the batch stops inside snapshot 2
+    f.partitions_and_commit(end)
+    end = f.latest_offset()
+    _fork(store, 1, [9], ["z"])
+    _fast_forward(store)
+    with pytest.raises(SnapshotNotFoundError, match="middle of snapshot 2"):
+        f.job.splits_between(f.pos, end)
