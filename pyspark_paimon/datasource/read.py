@@ -877,13 +877,18 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
     """Every row of ``split``'s files as stored, not merged, with its row kind (``_VALUE_KIND``: 0 +I, 1 -U,
     2 +U, 3 -D) as an extra last column: what a streaming read of a commit's new files returns (Java reads a
     streaming split without merging and keeps retractions). Append tables have only +I rows. The other columns
-    are exactly ``ctx.output_schema()``."""
+    are exactly ``ctx.output_schema()``. ``ctx.residual`` (a stream's ``filter``) keeps the rows, of any kind,
+    that satisfy it: each change row is tested on its own."""
     plan = _make_plan(ctx, None)
     system = (SEQUENCE_NUMBER, VALUE_KIND) if ctx.schema.primary_keys else ()
     kind_field = pa.field(VALUE_KIND, pa.int8(), nullable=False)
     out_schema = pa.schema([*plan.out_schema, kind_field])
     for f in split.files:
         for data in _stream_data_file(ctx, split, f, plan.read_fields, system):
+            if ctx.residual is not None:
+                data = data.filter(ctx.residual)
+                if not data.num_rows:
+                    continue
             kinds = (
                 data.column(VALUE_KIND).cast(pa.int8())
                 if system

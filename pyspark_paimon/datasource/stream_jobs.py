@@ -41,6 +41,7 @@ from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import chain_read_config
+from pyspark_paimon.planner.predicate import tree_columns, tree_expression
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import split_packing
 from pyspark_paimon.planner.split import DataSplit
@@ -204,6 +205,11 @@ class StreamReadJob:
                     f"{list(self.columns)}, but {missing} no longer exist in the table (columns now: "
                     f"{schema.field_names}). Restart the query with a new checkpoint location to read the new schema."
                 )
+        selection = self.planner.selection.expr
+        residual = None
+        if selection is not None and not tree_columns(selection) <= set(schema.partition_keys):
+            # A selection of partitions only was applied exactly by the planner; anything else tests rows.
+            residual = tree_expression(selection, schema.arrow_schema())
         read = ReadContext(
             fileio=self.store.fileio,
             table_path=self.store.table_path,
@@ -212,6 +218,7 @@ class StreamReadJob:
             branch=self.store.branch,
             options=dict(schema.options),
             read_fields=self.columns,
+            residual=residual,
             batch_size=self.opts.batch_size,
         )
         return StreamReadContext(read, self.opts.changelog)

@@ -83,6 +83,8 @@ STREAM_KEYS = (
     "scan.timestamp-millis",
     "scan.timestamp",
     "scan.tag-name",
+    SCAN_PARTITIONS_KEY,
+    FILTER_KEY,
     *STREAM_ONLY_KEYS,
 )
 

@@ -21,7 +21,12 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
   last consumed was replaced (``fast_forward``, ``replace_main``, ``rollback_to``), the stream diffs the state
   it had consumed (kept in its offset as the snapshot's manifest lists) against the new head, then goes on
   with the new history. A downstream job that applies the row kinds therefore ends with exactly the new state.
-  For append tables a diff is the removed files' rows as -D and the added files' rows as +I.
+  For append tables a diff is the removed files' rows as -D and the added files' rows as +I. A rewrite can
+  land at any moment, also after Spark fixed a micro-batch's range (``latestOffset``) and before it plans it
+  (``partitions``): that batch is then the change from its start's state to the state its end offset records
+  (both read from manifest lists, which rewrites keep), and the next batch diffs that state to the new head.
+  One case stays an error: a batch that starts in the middle of a snapshot (a ``read.stream.max*PerTrigger``
+  limit split it) and whose range was rewritten, since the state it started from is not known.
 
 A stream never skips data silently: a snapshot it must read that has expired is an error naming the snapshot
 and the way out (consumers, :mod:`pyspark_paimon.metadata.snapshots.consumers`, keep a running stream's snapshots).
@@ -46,8 +51,17 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.read_options import STORAGE_PREFIX, STREAM_KEYS, STREAM_LIMIT_KEYS, parse_timestamp_millis
+from pyspark_paimon.planner.read_options import (
+    FILTER_KEY,
+    SCAN_PARTITIONS_KEY,
+    STORAGE_PREFIX,
+    STREAM_KEYS,
+    STREAM_LIMIT_KEYS,
+    ReadOptions,
+    parse_timestamp_millis,
+)
 from pyspark_paimon.planner.scan import ScanPlanner, pack_weights, split_weight
+from pyspark_paimon.planner.selection import Selection, selection_of
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = [
@@ -99,7 +113,23 @@ _SPLIT_KEYS = {"source.split.target-size": "split_target_size", "source.split.op
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case)."""
+    """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case).
+
+    Besides where a stream starts (``scan.mode``, ``scan.snapshot-id``, ``scan.timestamp[-millis]``,
+    ``scan.tag-name``, ``consumer-id``), how big a micro-batch is (``read.stream.*PerTrigger``) and what a row
+    shows (``read.changelog``), a stream takes the batch read's load-time selection
+    (:mod:`pyspark_paimon.planner.selection`):
+
+    * ``scan.partitions`` (``'dt=2024-01-01;dt=2024-01-02'``): only those partitions are planned, in every
+      phase (the start snapshot's ``full`` scan, each commit's ``delta``, the ``diff`` of a rewrite or an
+      overwrite); it is exact, so their rows need no further test;
+    * ``filter`` (a SQL predicate, ``"region = 'eu' AND amount > 10"``): partitions it rules out are not
+      planned, and every emitted row satisfies it. A ``full`` scan and both sides of a ``diff`` are filtered
+      after merging, so a ``diff`` retracts a key whose new version stopped matching; a ``delta`` reads each
+      change row on its own (as Paimon's streaming reads do), so on a primary-key table a key updated to a
+      value that no longer matches is *not* retracted by that delta. Filter on partition or primary-key
+      columns when the stream must mirror a subset of the table exactly.
+    """
 
     mode: str = "latest-full"  # resolved: latest-full | latest | from-snapshot | from-snapshot-full | ...
     snapshot_id: int | None = None
@@ -117,6 +147,8 @@ class StreamOptions:
     batch_size: int = 65536
     split_target_size: int | None = None  # None: the table's source.split.target-size
     open_file_cost: int | None = None  # None: the table's source.split.open-file-cost
+    scan_partitions: str | None = None  # 'scan.partitions', parsed against the table's schema by the planner
+    filter: str | None = None  # 'filter', a SQL predicate, parsed by the planner
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "StreamOptions":
@@ -200,6 +232,8 @@ class StreamOptions:
             changelog=_bool(opts, "read.changelog"),
             read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
             batch_size=int(batch),
+            scan_partitions=opts.get(SCAN_PARTITIONS_KEY) or None,
+            filter=opts.get(FILTER_KEY) or None,
             **limits,
             **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts},
         )
@@ -336,6 +370,12 @@ class StreamPlanner:
                 consumer_id=check_consumer_id(table_consumer),
                 ignore_consumer_progress=opts.ignore_consumer_progress or table.get(CONSUMER_IGNORE_PROGRESS),
             )
+        # 'scan.partitions' / 'filter': partitions pruned exactly in every phase; rows filtered by the executor
+        # context's residual (StreamReadJob.context).
+        self.selection: Selection = selection_of(
+            ReadOptions(scan_partitions=opts.scan_partitions, filter=opts.filter), self.schema
+        )
+        self._partitions = self.selection.partition_filter()
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
@@ -400,12 +440,12 @@ class StreamPlanner:
         )
 
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
-        plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(snapshot)
+        plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(snapshot, partition_filter=self._partitions)
         return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
         planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
-        return planner.plan_entries(entries).splits
+        return planner.plan_entries(entries, partition_filter=self._partitions).splits
 
     def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         kind = snapshot.commit_kind
@@ -476,19 +516,60 @@ class StreamPlanner:
         return snapshot, self._delta_splits(snapshot)
 
     # -- history rewrites ---------------------------------------------------------------------------
+    def _replaced(self, consumed: Consumed) -> bool:
+        """Whether the snapshot ``consumed`` identifies was replaced since (fast-forward, replace, rollback):
+        its id now holds another commit, or it is gone from the middle, from beyond a head that moved back, or
+        from below a history that now starts later. A snapshot that expired normally was not replaced."""
+        snapshots = self.store.snapshots
+        sid = consumed.snapshot_id
+        try:
+            current = snapshots.snapshot(sid) if snapshots.exists(sid) else None
+        except SnapshotNotFoundError:  # deleted between the two looks
+            current = None
+        if current is not None:
+            return not consumed.matches(current)
+        earliest = snapshots.earliest_id()
+        latest = snapshots.latest_id()
+        if earliest is not None and latest is not None and sid < earliest:
+            # Below the earliest snapshot: expired normally (expiration deletes its manifest lists; the next
+            # snapshot decides, and it must exist), or replaced by a history that starts later (replace_main
+            # with a branch forked after it), whose lists are still there to diff from.
+            ms = self.store.manifests
+            return all(
+                self.store.fileio.exists(ms.path(name))
+                for name in (consumed.base_manifest_list, consumed.delta_manifest_list)
+            )
+        return True
+
     def rewritten(self, pos: StreamOffset) -> bool:
         """Whether the snapshot ``pos`` consumed last was replaced since (fast-forward, replace, rollback)."""
         if pos.phase != "delta" or pos.consumed is None:
             return False
-        snapshots = self.store.snapshots
-        sid = pos.consumed.snapshot_id
-        if snapshots.exists(sid):
-            return not pos.consumed.matches(snapshots.snapshot(sid))
-        earliest = snapshots.earliest_id()
-        latest = snapshots.latest_id()
-        if earliest is not None and latest is not None and sid < earliest:
-            return False  # expired normally: the next snapshot decides (it must exist)
-        return True  # gone from the middle, or beyond a head that moved back
+        return self._replaced(pos.consumed)
+
+    def _offset_state(self, pos: StreamOffset, end: StreamOffset) -> list[ManifestEntry]:
+        """The live files of the state a stream has materialised at ``pos``, from manifest lists only (the
+        snapshot files may be gone): nothing before a ``full`` scan, else the consumed state."""
+        if pos.index != -1:
+            raise SnapshotNotFoundError(
+                f"The history of branch '{self.store.branch}' of {self.store.table_path} was rewritten (fast-forward, "
+                f"replace or rollback) under the micro-batch ({pos.to_dict()}, {end.to_dict()}], which starts in the "
+                f"middle of snapshot {pos.snapshot} (a read.stream.max*PerTrigger limit split it), so the state the "
+                "stream had reached is unknown. Start the query again with a new checkpoint location."
+            )
+        if pos.phase == "full" or pos.consumed is None:
+            # Nothing consumed yet (or a stream that started after a snapshot it never saw): the stream's state
+            # is what it emitted, on top of nothing.
+            return []
+        return self._state_entries(pos.consumed)
+
+    def _state_change(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
+        """The micro-batch (start, end] planned before a rewrite replaced the snapshots it covers: the change
+        from the state at ``start`` to the state ``end`` records (both from their manifest lists), so that after
+        it the stream holds exactly ``end``'s state, as its offset says, and the next batch diffs that state
+        against the new head like any rewrite."""
+        assert end.consumed is not None
+        return self._diff(end.consumed.snapshot_id, self._offset_state(start, end), self._state_entries(end.consumed))
 
     def _rewrite_start(self, pos: StreamOffset, target: int | None) -> StreamOffset:
         latest = self.store.snapshots.latest_id() if target is None else target
@@ -537,7 +618,16 @@ class StreamPlanner:
         return out, end
 
     def splits_between(self, start: StreamOffset, end: StreamOffset) -> list[StreamSplit]:
-        """Exactly the splits in (start, end]: the same every time for the same pair (replays read the same)."""
+        """Exactly the splits in (start, end]: the same every time for the same pair (replays read the same).
+
+        When the snapshot ``end`` records as consumed was replaced after the batch was fixed (a rewrite between
+        Spark's ``latestOffset`` and ``partitions``, or before a replay), the batch is the change between the
+        two offsets' states instead (:meth:`_state_change`): its snapshots may no longer exist.
+        """
+        if start == end:
+            return []
+        if end.phase == "delta" and end.index == -1 and end.consumed is not None and self._replaced(end.consumed):
+            return self._state_change(start, end)
         pos = start
         if self.rewritten(pos):
             target = end.snapshot if end.phase == "diff" else end.snapshot - 1

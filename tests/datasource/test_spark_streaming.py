@@ -125,6 +125,37 @@ def test_read_changelog_adds_the_row_kind_column(spark, catalog, tmp_path):
     ]
 
 
+def test_a_filtered_stream_emits_only_the_selected_rows(spark, catalog, tmp_path):
+    t = catalog.create_table(
+        "db.src",
+        pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())]),
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "1"},
+    )
+    t.write_arrow(pa.table({"dt": ["a", "a", "b"], "id": [1, 2, 1], "v": ["x", "y", "x"]}))
+    out, ck = tmp_path / "out", str(tmp_path / "ck")
+
+    def run() -> None:
+        q = (
+            spark.readStream.format("paimon")
+            .option("filter", "dt = 'a' AND v <> 'y'")
+            .load(t.path)
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", ck)
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        assert q.exception() is None
+
+    run()
+    t.write_arrow(pa.table({"dt": ["a", "a", "b"], "id": [3, 4, 2], "v": ["x", "y", "x"]}))
+    run()  # the full scan, then a delta: both filtered
+    assert sorted_rows(spark.read.parquet(str(out))) == [("a", 1, "x"), ("a", 3, "x")]
+
+
 def test_stream_of_a_catalog_table(spark, catalog, tmp_path):
     t = catalog.create_table("db.src", SCHEMA)
     t.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
