@@ -440,7 +440,9 @@ class StreamPlanner:
         )
 
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
-        plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(snapshot, partition_filter=self._partitions)
+        plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(
+            snapshot, partition_filter=self._partitions
+        )
         return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
