@@ -229,7 +229,7 @@ def check_system_table(store: FileStore, name: str, options: Mapping[str, str]) 
 def read_system_table(store: FileStore, name: str, options: Mapping[str, str] | None = None) -> pa.Table:
     """System table ``name`` of ``store``'s branch as one Arrow table of exactly
     :func:`system_table_arrow_schema` (metadata is small: one row per snapshot, file, ...). The Python API
-    (``Table.inspect``) and Spark's ``$name`` tables both read through here."""
+    (``t.inspect``) and Spark's ``$name`` tables both read through here."""
     opts = check_system_table(store, name, options or {})
     columns = _BUILDERS[name](store, opts)
     return pa.Table.from_pydict(columns, schema=system_table_arrow_schema(name))

@@ -67,7 +67,7 @@ class FileStore:
             if self.branch != MAIN_BRANCH and self.fileio.exists(f"{self.table_path}/schema"):
                 raise BranchNotFoundError(
                     f"Branch '{self.branch}' does not exist in table {self.table_path}. Create it with "
-                    "Table.create_branch, or list branches with Table.list_branches()."
+                    "t.branches.create, or list branches with t.branches.list()."
                 )
             raise TableNotFoundError(
                 f"No Paimon table at {self.fileio.uri(self.table_path)} (no schema/schema-N files). Check the path, "

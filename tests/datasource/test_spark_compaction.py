@@ -1,4 +1,4 @@
-"""Compaction through Spark: each bucket in an executor, one commit on the driver (Table.compact(spark=...))."""
+"""Compaction through Spark: each bucket in an executor, one commit on the driver (t.maintenance.compact(spark=...))."""
 
 from __future__ import annotations
 

@@ -361,7 +361,7 @@ def test_missing_table_or_branch_is_a_clear_error(spark: Any, pk_table: Table, w
 
 
 def test_inspect_reads_system_tables_as_arrow_without_spark(pk_table: Table) -> None:
-    """``Table.inspect`` is the Python face of ``t$name``: same builder, same Arrow schema, same options."""
+    """``t.inspect`` is the Python face of ``t$name``: same builder, same Arrow schema, same options."""
     for name in PAIMON_COLUMNS:
         got = getattr(pk_table.inspect, name)()
         assert got.column_names == PAIMON_COLUMNS[name], name

@@ -1,5 +1,5 @@
 """They write, we read: tables written by pypaimon (and pypaimon-rust) must read through our Spark source
-and through `Table.to_arrow` exactly as the oracles themselves read them.
+and through `t.scan().to_arrow()` exactly as the oracles themselves read them.
 
 All tables are built, tagged, branched, evolved and read by the oracles in ONE oracle process (the
 module fixture); each test then reads one table (or one version of it) our two ways and compares it to
@@ -47,7 +47,7 @@ RK = "_row_kind"
 class Case:
     """One read to compare: the oracles read `identifier` (``db.t`` or ``db.t$branch_b``) with `options`;
     we read `our_identifier` (default: the same) with `our_options` (default: `options`), through
-    `Table.to_arrow` and, for `SPARK_CASES`, through Spark. `impls`: the oracles that can read it."""
+    `t.scan().to_arrow()` and, for `SPARK_CASES`, through Spark. `impls`: the oracles that can read it."""
 
     identifier: str
     options: dict[str, Any] = field(default_factory=dict)
@@ -561,7 +561,7 @@ CASES: dict[str, Case] = {
     "types2": Case("db.types2"),
 }
 
-# Reads that also go through Spark (each Spark job costs ~1 s; the rest go through Table.to_arrow only,
+# Reads that also go through Spark (each Spark job costs ~1 s; the rest go through t.scan().to_arrow() only,
 # which runs the same executor-side code without Spark's plumbing).
 SPARK_CASES = [
     "append_unaware",

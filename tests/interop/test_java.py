@@ -1,7 +1,7 @@
 """The Java interop lane: Java Paimon itself (the 1.0-SNAPSHOT bundle of paimon-python-ali, see
 `tests/oracle/java_oracle.py`) writes, reads, tags, evolves and compacts tables next to us.
 
-1. Java writes, we read (`Table.to_arrow`, and two tables through Spark): append, deduplicate, partial-update,
+1. Java writes, we read (`t.scan().to_arrow()`, and two tables through Spark): append, deduplicate, partial-update,
    aggregation and first-row tables, partitions with several buckets, Java's schema evolution, Java's tags,
    and Java's full compaction (files above level 0, then new level-0 files on top of them).
 2. We write, Java reads: append and primary-key tables (partitioned, bucketed, updates and deletes through

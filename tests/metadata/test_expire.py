@@ -231,7 +231,7 @@ def test_a_tag_keeps_files_alive_after_its_snapshot_expires(table: FakeTable) ->
 
 
 def test_delete_tag_cleans_unreachable_files_by_default_as_java_does(table: FakeTable) -> None:
-    """Table.delete_tag deletes what only the tag kept alive unless clean_files=False, but never a file a
+    """t.tags.delete deletes what only the tag kept alive unless clean_files=False, but never a file a
     branch made from that tag still reads."""
     _, f1 = table.append()
     _, f2 = table.append(dt="b")

@@ -30,7 +30,7 @@ lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag 
 
 **No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
 deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
-read, a time-travel query, a forgotten branch). Call :func:`expire_snapshots` (``Table.expire_snapshots``)
+read, a time-travel query, a forgotten branch). Call :func:`expire_snapshots` (``t.maintenance.expire_snapshots``)
 explicitly, e.g. from a scheduled maintenance job. Likewise tags are expired only by :func:`expire_tags`.
 """
 

@@ -292,7 +292,7 @@ def decode_deletion_vector(record: bytes, expected_length: int | None, where: st
     def corrupt(why: str) -> CorruptMetadataError:
         return CorruptMetadataError(
             f"Deletion vector {where} is corrupt: {why}. Restore the index file, or roll the table back to a "
-            "snapshot that does not reference it (Table.rollback_to)."
+            "snapshot that does not reference it (t.maintenance.rollback_to)."
         )
 
     if len(record) < 12:

@@ -8,7 +8,7 @@ what is still used from every snapshot *and tag* of every branch, see ``reachabi
 Tags are per branch: a branch's tags live under ``branch/branch-<b>/tag/``.
 
 Renaming a tag only touches the tag file. Deleting or expiring one (``expire.delete_tags`` /
-``expire_tags``, ``Table.delete_tag``) also deletes the files only that tag kept alive by default, as Java
+``expire_tags``, ``t.tags.delete``) also deletes the files only that tag kept alive by default, as Java
 does, but checked against every snapshot, tag and changelog of *every* branch (``reachability.py``), because a
 tag may be the only thing keeping a branch's files alive (apache/paimon#6272). ``clean_files=False`` removes
 only the tag file and leaves the rest to ``orphans.remove_orphan_files``. :class:`TagManager` itself only
@@ -155,7 +155,7 @@ def tag_to_json(tag: Tag) -> str:
 
 def _corrupt_tag(name: str, source: str, what: str) -> CorruptMetadataError:
     return CorruptMetadataError(
-        f"Tag file {source} {what}. Restore the file from a backup, or delete tag '{name}' (Table.delete_tag"
+        f"Tag file {source} {what}. Restore the file from a backup, or delete tag '{name}' (t.tags.delete"
         f"('{name}') without clean_files, or remove the file)."
     )
 

@@ -277,7 +277,7 @@ class FileStoreCommit:
         """Post-commit work: automatic tag creation (``tag.automatic-creation``).
 
         Deliberately *not* snapshot or tag expiration, although Java expires on every commit by default:
-        expiration deletes files, and it stays an explicit maintenance call (``Table.expire_snapshots`` /
+        expiration deletes files, and it stays an explicit maintenance call (``t.maintenance.expire_snapshots`` /
         ``expire_tags``) so that writing can never delete data as a side effect. The commit has landed by
         now, so a failure here is logged, never raised (raising would invite a retry that duplicates data).
         """
@@ -286,7 +286,7 @@ class FileStoreCommit:
         except Exception as e:  # noqa: BLE001 - see the docstring
             log.warning(
                 "Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
-                "%s. Create the tag by hand (Table.create_tag) if you need it.",
+                "%s. Create the tag by hand (t.tags.create) if you need it.",
                 snapshot.id,
                 self.table_path,
                 self.branch,

@@ -349,8 +349,8 @@ def now_millis() -> int:
 def require_branch_exists(fileio: FileIO, table_path: str, branch: str) -> None:
     if branch and branch != MAIN_BRANCH and not fileio.exists(f"{branch_path(table_path, branch)}/schema"):
         raise BranchNotFoundError(
-            f"Branch '{branch}' does not exist in {table_path}. Create it first (Table.create_branch) or "
-            "check the name; list branches with Table.list_branches()."
+            f"Branch '{branch}' does not exist in {table_path}. Create it first (t.branches.create) or "
+            "check the name; list branches with t.branches.list()."
         )
 
 
