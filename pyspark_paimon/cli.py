@@ -367,7 +367,8 @@ def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
 
 def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
-    'full' (every bucket to the max level) or 'minor' (the universal rules decide), in this process."""
+    'full' (every bucket to the max level; the default, as Java's Spark ``CompactProcedure``) or 'minor' (the
+    universal rules decide), in this process."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
     r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
     return [
@@ -562,8 +563,9 @@ PROCEDURES: tuple[Procedure, ...] = (
             Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
             Arg(
                 "compact_strategy",
-                "'full': every bucket to the max level; 'minor': Paimon's universal rules decide",
-                default="minor",
+                "'full' (the default, as Paimon's Spark procedure): every bucket to the max level; 'minor': "
+                "Paimon's universal rules decide",
+                default="full",
                 choices=("full", "minor"),
             ),
         ),

@@ -152,6 +152,22 @@ def test_compact(capsys: Any, catalog: Any) -> None:
     }
 
 
+def test_compact_defaults_to_full_as_paimons_spark_procedure(capsys: Any, catalog: Any) -> None:
+    """Three level-0 files are below the universal trigger (5 sorted runs), so a minor compaction leaves them;
+    the default (full, as Java's ``CompactProcedure``) merges them into one file at the max level."""
+    t = catalog.create_table(
+        "db.pk2", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "1", "write-only": "true"}
+    )
+    for i in range(3):
+        t.write_arrow(pa.table({"id": [1, i + 2], "v": [f"v{i}", "x"]}))
+    code, rows, _ = run(capsys, "compact", "--table", t.store.table_path, "--compact_strategy", "minor")
+    assert code == 0 and len(t.store.live_entries(t.latest_snapshot())) == 3
+    code, rows, _ = run(capsys, "compact", "--table", t.store.table_path)
+    entries = t.store.live_entries(t.latest_snapshot())
+    # The max level: num-levels defaults to num-sorted-run.compaction-trigger (5) + 1 levels, 0..5.
+    assert code == 0 and len(entries) == 1 and entries[0].file.level == 5
+
+
 def test_errors_are_one_line_and_exit_non_zero(capsys: Any, table: Table) -> None:
     code, _, err = run(capsys, "delete_tag", "--table", table.store.table_path, "--tag", "nope")
     assert code == 1
