@@ -140,7 +140,7 @@ def test_a_filtered_stream_emits_only_the_selected_rows(spark, catalog, tmp_path
         q = (
             spark.readStream.format("paimon")
             .option("filter", "dt = 'a' AND v <> 'y'")
-            .load(t.path)
+            .load(t.uri)
             .writeStream.format("parquet")
             .option("path", str(out))
             .option("checkpointLocation", ck)
