@@ -285,13 +285,9 @@ def _expire_all_but_latest(table: FakeTable) -> None:
     expire_snapshots(table.store, retain_min=1, retain_max=1, older_than=dt.datetime.now() + dt.timedelta(days=1))
 
 
-def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Paimon's apache/paimon#9220, forced deterministically: ``create_tag`` resolves snapshot 1, then a whole
-    expiration runs (it lists the tags before this one exists and deletes snapshot 1's files), then the tag file
-    is written. Without the post-write check that tag would point at deleted files."""
-    for dt_ in ("a", "b", "c"):
-        table.commit([table.new_file(dt_)], overwrite=True)
-    first_file = next(iter(table.live_names(table.snapshots().snapshot(1))))
+def _expire_after_resolving(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force the race: a whole expiration runs after ``create_tag``/``replace_tag`` resolved its snapshot and
+    before it writes the tag file."""
     real_resolve = tags_module.resolve_source
 
     def resolve_then_expire(*args: object, **kwargs: object) -> object:
@@ -300,6 +296,16 @@ def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, mon
         return snapshot
 
     monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+
+
+def test_tag_of_a_snapshot_expired_while_tagging_is_undone(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paimon's apache/paimon#9220, forced deterministically: ``create_tag`` resolves snapshot 1, then a whole
+    expiration runs (it lists the tags before this one exists and deletes snapshot 1's files), then the tag file
+    is written. Without the post-write check that tag would point at deleted files."""
+    for dt_ in ("a", "b", "c"):
+        table.commit([table.new_file(dt_)], overwrite=True)
+    first_file = next(iter(table.live_names(table.snapshots().snapshot(1))))
+    _expire_after_resolving(table, monkeypatch)
     with pytest.raises(TagError, match="snapshot 1 .* expired while the tag was being written"):
         tags_module.create_tag(table.store, "tag_s1", snapshot_id=1)
     assert not table.tags().exists("tag_s1")
@@ -314,14 +320,7 @@ def test_replace_tag_racing_expiration_restores_the_previous_tag(
     for dt_ in ("a", "b", "c"):
         table.commit([table.new_file(dt_)], overwrite=True)
     keeper = tags_module.create_tag(table.store, "moving", snapshot_id=3)
-    real_resolve = tags_module.resolve_source
-
-    def resolve_then_expire(*args: object, **kwargs: object) -> object:
-        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
-        _expire_all_but_latest(table)
-        return snapshot
-
-    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    _expire_after_resolving(table, monkeypatch)
     with pytest.raises(TagError, match="expired while"):
         tags_module.replace_tag(table.store, "moving", snapshot_id=1)
     assert table.tags().get_tag("moving") == keeper
@@ -335,14 +334,7 @@ def test_tagging_a_retained_snapshot_during_expiration_succeeds(
     changes nothing."""
     for dt_ in ("a", "b", "c"):
         table.commit([table.new_file(dt_)], overwrite=True)
-    real_resolve = tags_module.resolve_source
-
-    def resolve_then_expire(*args: object, **kwargs: object) -> object:
-        snapshot = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
-        _expire_all_but_latest(table)
-        return snapshot
-
-    monkeypatch.setattr(tags_module, "resolve_source", resolve_then_expire)
+    _expire_after_resolving(table, monkeypatch)
     tag = tags_module.create_tag(table.store, "tag_s3", snapshot_id=3)
     assert tag.snapshot.id == 3 and table.tags().exists("tag_s3")
     assert_all_roots_intact(table)
