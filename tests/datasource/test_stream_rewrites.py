@@ -100,20 +100,20 @@ class Follower:
 
 def _fork(store: FileStore, at: int, ids: list[int], vs: list[str]) -> None:
     """Branch 'fix' from snapshot ``at`` with one commit of its own."""
-    BranchManager(store.fileio, store.table_path).create("fix", snapshot_id=at)
+    BranchManager(store).create("fix", snapshot_id=at)
     _write(store.with_branch("fix"), ids, vs)
 
 
 def _fast_forward(store: FileStore) -> None:
-    BranchManager(store.fileio, store.table_path).fast_forward("fix", force=True)
+    BranchManager(store).fast_forward("fix", force=True)
 
 
 def _replace_main(store: FileStore) -> None:
-    BranchManager(store.fileio, store.table_path).replace_main("fix")
+    BranchManager(store).replace_main("fix")
 
 
 def _rollback(store: FileStore) -> None:
-    rollback_to(store.fileio, store.table_path, snapshot_id=2)
+    rollback_to(store, snapshot_id=2)
 
 
 @pytest.mark.parametrize("pk", [True, False], ids=["pk", "append"])
@@ -170,7 +170,7 @@ def test_two_rewrites_around_one_batch(catalog):
     _write(store, [4], ["d"])
     _fork(store, 1, [2], ["B"])
     _fast_forward(store)
-    bm = BranchManager(store.fileio, store.table_path)
+    bm = BranchManager(store)
     bm.create("fix2", snapshot_id=1)
     _write(store.with_branch("fix2"), [1, 5], ["A", "e"])
     f.batch(between=lambda: bm.fast_forward("fix2", force=True))
@@ -184,7 +184,7 @@ def test_random_commits_rewrites_and_batches(catalog, pk):
     state equals the table after every completed batch that follows the last change."""
     rng = random.Random(22)
     store = _table(catalog, pk)
-    bm = BranchManager(store.fileio, store.table_path)
+    bm = BranchManager(store)
     _write(store, [0], ["init"])
     f = Follower(store, pk)
     pending: StreamOffset | None = None  # a batch range fixed by latestOffset, not planned yet
@@ -200,7 +200,7 @@ def test_random_commits_rewrites_and_batches(catalog, pk):
         at = rng.choice(ids)
         kind = rng.choice(["fast_forward", "replace", "rollback"])
         if kind == "rollback":
-            rollback_to(store.fileio, store.table_path, snapshot_id=at)
+            rollback_to(store, snapshot_id=at)
             return
         forks += 1
         name = f"fix{forks}"

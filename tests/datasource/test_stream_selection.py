@@ -79,7 +79,7 @@ def test_a_row_filter_applies_to_every_phase_of_a_primary_key_stream(catalog):
     assert rows == [("+I", "a", 2, 11)]  # delta: each change row on its own
     # A rewrite is streamed as a diff of the two filtered states: key 1 stops matching (retracted), key 3 changes,
     # key 5 is new and matches, key 6 is new and does not.
-    bm = BranchManager(store.fileio, store.table_path)
+    bm = BranchManager(store)
     bm.create("fix", snapshot_id=1)
     _write(store.with_branch("fix"), [("a", 1, 0), ("a", 3, 21), ("a", 5, 50), ("a", 6, 6)])
     bm.fast_forward("fix", force=True)
