@@ -263,8 +263,8 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
     script = textwrap.dedent(f"""
         from pypaimon import CatalogFactory
         t = CatalogFactory.create({{"warehouse": {str(wh)!r}}}).get_table("db.t")
-        t.tags.create("p_ttl", snapshot_id=1, time_retained="1d")
-        t.tags.create("p_plain", snapshot_id=2)
+        t.create_tag("p_ttl", snapshot_id=1, time_retained="1d")
+        t.create_tag("p_plain", snapshot_id=2)
     """)
     subprocess.run([oracle_python, "-c", script], check=True, capture_output=True, env=oracle._oracle_env())
     path = str(wh / "db.db" / "t")
@@ -273,7 +273,11 @@ def test_tags_pypaimon_writes_parse_with_our_tag_manager(tmp_path: Path, oracle_
     ttl = tags[0]
     assert ttl.time_retained_ms == 86_400_000 and ttl.create_time is not None
     assert abs((dt.datetime.now() - ttl.create_time).total_seconds()) < 600
-    assert tags[1].create_time is None
+    # A tag without retention carries no create time in its file; listings show the file's modification time.
+    plain_file = Path(TagManager(Table.open(path).store).tag_path("p_plain"))
+    assert tags[1].time_retained_ms is None
+    assert tags[1].create_time is not None
+    assert abs(tags[1].create_time.timestamp() - plain_file.stat().st_mtime) < 1
     snaps = TagManager(Table.open(path).store)
     assert snaps.get("p_plain") == Table.open(path).snapshot(2)
     # And our reader reads through them.

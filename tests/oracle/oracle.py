@@ -535,7 +535,7 @@ def cmd_inspect(cmd: JsonDict) -> JsonDict:
             for s in table.snapshot_manager().list_snapshots()
         ]
         tag_manager = table.tag_manager()
-        tags = {name: tag_manager.get(name).id for name in table.tags.list()}
+        tags = {name: tag_manager.get(name).id for name in table.list_tags()}
         schema = table.table_schema
         return {
             "snapshots": sorted(snapshots, key=lambda s: s["id"]),
@@ -558,7 +558,7 @@ def cmd_inspect(cmd: JsonDict) -> JsonDict:
         schema = table.schema()
         return {
             "snapshots": sorted(snapshots, key=lambda s: s["id"]),
-            "tags": {t.name(): t.snapshot_id() for t in table.tags.list()},
+            "tags": {t.name(): t.snapshot_id() for t in table.list_tags()},
             "branches": None,
             "schema": {
                 "id": None,
