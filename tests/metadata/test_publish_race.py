@@ -284,9 +284,10 @@ def race(
         th.join(60)
     assert not th.is_alive()
     assert not writer_errors, writer_errors
-    # The race happened: a commit landed while the publish ran (forced at the ``at``-th change unless the publish
-    # stopped earlier, which it only does for a commit it saw land).
-    assert during > 0 and (io.raced_at is not None or isinstance(outcome, BranchError)), (at, io.changes, outcome)
+    # The race happened: a commit landed while the publish ran. Either the forced wait at the ``at``-th change
+    # saw a commit acknowledged, or the publish stopped earlier because it saw one land (its snapshot file may
+    # exist before the writer's write_arrow returns, so ``during`` can still be 0 then).
+    assert (io.raced_at is not None and during > 0) or isinstance(outcome, BranchError), (at, io.changes, outcome)
     head_ids = ids_of(Table(FileStore(FileIO("file"), table.store.table_path)))
     discarded = " ".join(outcome.discarded) if isinstance(outcome, PublishResult) else ""
     for n, snap in enumerate(acked):
