@@ -966,3 +966,10 @@ def test_pypaimon_reads_our_commits(tmp_path: Path) -> None:
         )
         == live
     )
+
+
+def test_snapshots_record_the_package_version() -> None:
+    import pyspark_paimon
+    from pyspark_paimon.metadata.snapshots.commit import WRITER_VERSION
+
+    assert WRITER_VERSION == f"pyspark-paimon-{pyspark_paimon.__version__}"

@@ -61,7 +61,8 @@ from pyspark_paimon.metadata.store import FileStore
 
 log = logging.getLogger(__name__)
 
-WRITER_VERSION = "pyspark-paimon-0.1.0"
+# Recorded in every snapshot we write; tests/metadata/test_commit.py keeps it equal to the package version.
+WRITER_VERSION = "pyspark-paimon-0.2.0"
 CommitKind = Literal["APPEND", "OVERWRITE", "COMPACT"]
 
 
