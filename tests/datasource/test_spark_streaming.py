@@ -289,3 +289,39 @@ def test_correction_workflow_with_streams(spark, catalog, tmp_path):
         assert reader.exception() is None
     finally:
         reader.stop()
+
+
+def test_update_mode_is_spark_s_refusal_and_foreach_batch_upserts_instead(spark, catalog, tmp_path):
+    """Spark 4 gives no Python sink the Update output mode; docs/streaming.md sends keyed aggregations to
+    foreachBatch, whose batch writes upsert by primary key (a replayed batch rewrites the same rows)."""
+    src = catalog.create_table("db.src", SCHEMA)
+    src.write_arrow(pa.table({"id": [1, 2, 3], "v": ["a", "b", "a"]}, schema=SCHEMA))
+    counts = spark.readStream.format("paimon").load(src.store.table_path).groupBy("v").count()
+    sink = f"{catalog.warehouse}/db.db/counts"
+    catalog.create_table(
+        "db.counts", pa.schema([("v", pa.string()), ("count", pa.int64())]), primary_keys=["v"], options={"bucket": "1"}
+    )
+    refused = counts.writeStream.format("paimon").outputMode("update")
+    q = refused.option("checkpointLocation", str(tmp_path / "ck-update")).trigger(availableNow=True).start(sink)
+    with pytest.raises(Exception, match="does not support Update mode"):
+        q.awaitTermination()
+
+    def upsert(batch, _batch_id: int) -> None:
+        batch.write.format("paimon").mode("append").save(sink)
+
+    def run() -> None:
+        q = (
+            counts.writeStream.outputMode("update")
+            .foreachBatch(upsert)
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        assert q.exception() is None
+
+    run()
+    assert sorted_rows(load(spark, sink)) == [("a", 2), ("b", 1)]
+    src.write_arrow(pa.table({"id": [4], "v": ["b"]}, schema=SCHEMA))
+    run()
+    assert sorted_rows(load(spark, sink)) == [("a", 2), ("b", 2)]  # the changed group is upserted
