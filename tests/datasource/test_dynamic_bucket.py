@@ -3,6 +3,8 @@ commit rewrites, overwrites, the checks only the driver can make, and a Spark wr
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.dynamic_bucket import hash_index_update
+from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_index_manifest
@@ -176,3 +179,20 @@ def test_spark_write_by_partition(spark: Any, catalog: Catalog, warehouse: str) 
     buckets = _buckets(t)
     assert sorted({b for (p, _), b in buckets.items() if p == "a"}) == [0, 1, 2]
     assert sum(len(h) for h in _index(t).values()) == 12
+
+
+def test_expiration_keeps_the_live_index_and_streams_continue_it(catalog: Catalog) -> None:
+    t = _table(catalog, target=2)
+    job = prepare_write(t.store)
+    for batch, keys in enumerate(([1, 2, 3], [3, 4])):  # micro-batches: each task continues the committed index
+        writer = job.refreshed_writer(f"task-{batch}")
+        writer.write(_rows("a", keys, f"m{batch}"))
+        job.commit(writer.prepare_commit(), commit_identifier=batch)
+    assert _read(t) == [("a", 1, "m0"), ("a", 2, "m0"), ("a", 3, "m1"), ("a", 4, "m1")]
+    assert _index(t) == {("a", 0): sorted(_hash([1, 2])), ("a", 1): sorted(_hash([3, 4]))}
+    t.maintenance.expire_snapshots(retain_max=1, retain_min=1)
+    t.maintenance.remove_orphan_files(older_than=int(time.time() * 1000) + 60_000)
+    live = {e.file_name for e in _entries(t)}
+    assert sorted(os.listdir(os.path.join(t.store.table_path, "index"))) == sorted(live)
+    t.write_arrow(_rows("a", [4, 5], "z"))
+    assert _buckets(t)[("a", 4)] == 1 and _buckets(t)[("a", 5)] == 2
