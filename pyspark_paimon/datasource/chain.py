@@ -507,15 +507,21 @@ def commit_with_chain_rules(
     overwrite: OverwriteSpec | None,
     commit_user: str,
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+    index_update: Callable[[Snapshot | None], str | None] | None = None,
 ) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
-    with the chain-table rules before and after (see the module docstring). Every write commits here."""
+    with the chain-table rules before and after (see the module docstring). Every write commits here;
+    ``index_update`` is the commit's (a dynamic-bucket write's hash index)."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
     committer = FileStoreCommit(store, schema.options)
     snapshot = committer.commit(
-        list(messages), overwrite=overwrite, commit_user=commit_user, commit_identifier=commit_identifier
+        list(messages),
+        overwrite=overwrite,
+        commit_user=commit_user,
+        commit_identifier=commit_identifier,
+        index_update=index_update,
     )
     if hook is not None:
         hook.after_commit(snapshot, messages)

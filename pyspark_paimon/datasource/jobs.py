@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
 from pyspark_paimon.datasource.compact import auto_compact
+from pyspark_paimon.datasource.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
@@ -128,6 +129,8 @@ class WriteJob:
         ctx = WriteContext.for_store(
             self.store, self.commit_user, replace_all=self.overwrite is not None and self.overwrite.mode == "all"
         )
+        if self.overwrite is not None:
+            ctx = replace(ctx, hash_index={})
         return TableWriter(ctx, task_id)
 
     def commit(
@@ -137,9 +140,12 @@ class WriteJob:
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
         table, so that nobody retries the write and commits it twice."""
         check_one_version_per_key(self.store, self.schema, messages)
+        index_update = None
+        if is_dynamic_bucket(self.schema):
+            index_update = hash_index_update(self.store, self.schema, messages, self.overwrite)
         try:
             snapshot = commit_with_chain_rules(
-                self.store, self.schema, messages, self.overwrite, self.commit_user, commit_identifier
+                self.store, self.schema, messages, self.overwrite, self.commit_user, commit_identifier, index_update
             )
         except CommitStateUnknownError:
             raise
@@ -193,6 +199,8 @@ class WriteJob:
         context = self.context
         if overwrite is not None and overwrite.mode == "all":
             context = replace(context, partition_buckets={})
+        if overwrite is not None:  # an overwritten partition's keys start afresh (dynamic bucket mode)
+            context = replace(context, hash_index={})
         return replace(self, overwrite=overwrite, context=context)
 
     def landed(self) -> Snapshot | None:
@@ -209,6 +217,8 @@ def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> W
     )
     user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
+    if overwrite is not None:  # an overwritten partition's keys start afresh (dynamic bucket mode)
+        ctx = replace(ctx, hash_index={})
     return WriteJob(store, ctx.schema, ctx, overwrite, user)
 
 

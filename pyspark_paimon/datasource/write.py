@@ -48,6 +48,8 @@ from pyspark_paimon.datasource.stats import (
 from pyspark_paimon.datasource.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.deletion_vectors import read_index_manifest
+from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, hash_index_files
 from pyspark_paimon.metadata.manifests.manifest import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,
@@ -55,10 +57,12 @@ from pyspark_paimon.metadata.manifests.manifest import (
     SimpleStats,
 )
 from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, serialize_row
-from pyspark_paimon.metadata.rows.bucket import bucket_ids
+from pyspark_paimon.metadata.rows.bucket import bucket_ids, hash_rows
 from pyspark_paimon.metadata.rows.partition import partition_path
 from pyspark_paimon.metadata.schema.options import (
     DATA_FILE_PREFIX,
+    DYNAMIC_BUCKET_MAX_BUCKETS,
+    DYNAMIC_BUCKET_TARGET_ROW_NUM,
     FILE_COMPRESSION,
     FILE_COMPRESSION_PER_LEVEL,
     FILE_COMPRESSION_ZSTD_LEVEL,
@@ -159,7 +163,9 @@ class WriteContext:
     ``sequence_bases[(partition bytes, bucket)]`` is the bucket's next sequence number (max live + 1);
     missing buckets start at 0. ``partition_buckets[partition bytes]`` is the bucket count of an existing
     partition whose count differs from the table's ``bucket`` option (it keeps its layout until
-    overwritten). ``options`` are the table options (and any write options) in force.
+    overwritten). ``options`` are the table options (and any write options) in force. ``hash_index``: in
+    dynamic bucket mode, per partition bucket -> path of its ``HASH`` index file in the latest snapshot (each
+    writer loads a partition's hashes when it first writes to it, as Java's assigners do).
     """
 
     fileio: FileIO
@@ -169,6 +175,7 @@ class WriteContext:
     sequence_bases: dict[tuple[bytes, int], int] = field(default_factory=dict)
     partition_buckets: dict[bytes, int] = field(default_factory=dict)
     commit_user: str = ""
+    hash_index: dict[bytes, dict[int, str]] = field(default_factory=dict)
 
     @classmethod
     def for_store(cls, store: FileStore, commit_user: str, replace_all: bool = False) -> "WriteContext":
@@ -179,7 +186,12 @@ class WriteContext:
         seq_bases: dict[tuple[bytes, int], int] = {}
         partition_buckets: dict[bytes, int] = {}
         num_buckets = schema.num_buckets  # parsed once, not per live file
-        for e in store.live_entries(store.snapshots.latest(), cached=True):  # manifests never change
+        latest = store.snapshots.latest()
+        hash_index: dict[bytes, dict[int, str]] = {}
+        if schema.primary_keys and num_buckets == -1 and latest is not None and latest.index_manifest:
+            entries = read_index_manifest(store.fileio, store.manifests.path(latest.index_manifest))
+            hash_index = hash_index_files(entries, FileIO.join(store.table_path, "index"))
+        for e in store.live_entries(latest, cached=True):  # manifests never change
             key = (e.partition, e.bucket)
             seq_bases[key] = max(seq_bases.get(key, 0), e.file.max_sequence_number + 1)
             if e.total_buckets != num_buckets:
@@ -192,6 +204,7 @@ class WriteContext:
             sequence_bases=seq_bases,
             partition_buckets={} if replace_all else partition_buckets,
             commit_user=commit_user,
+            hash_index={} if replace_all else hash_index,
         )
 
 
@@ -211,6 +224,8 @@ class _BucketState:
     # Compaction writes its outputs at the unit's output level, marked as compaction output.
     level: int = 0
     file_source: int = FILE_SOURCE_APPEND
+    # Dynamic bucket mode: the key hashes written to the bucket since the last commit message.
+    key_hashes: list[np.ndarray] = field(default_factory=list)
 
 
 def _local_millis_as_utc() -> int:
@@ -238,6 +253,7 @@ class TableWriter:
         self._arrow_schema = schema.arrow_schema()
         self._is_pk = bool(schema.primary_keys)
         self._num_buckets = options.bucket
+        self._dynamic = self._is_pk and self._num_buckets == -1
         self._check_supported()
 
         self._partition_fields = list(schema.partition_fields)
@@ -295,6 +311,7 @@ class TableWriter:
         self._buffer: list[pa.Table] = []
         self._buffered_bytes = 0
         self._states: dict[tuple[bytes, int], _BucketState] = {}
+        self._partition_indexes: dict[bytes, PartitionIndex] = {}
         self._compact_states: dict[tuple[bytes, int, int], _BucketState] = {}
         self._created: list[str] = []
 
@@ -309,11 +326,16 @@ class TableWriter:
                 "files. Set 'file.format' = 'parquet' (existing files stay readable)."
             )
         b = self._num_buckets
-        if self._is_pk and b == -1:
-            raise OptionError(
-                "dynamic bucket mode (bucket = -1) primary-key tables cannot be written yet; "
-                f"recreate with bucket = N (table {where})"
-            )
+        if self._dynamic:
+            missing = [k for k in self._schema.partition_keys if k not in self._schema.primary_keys]
+            if missing:
+                raise OptionError(
+                    f"Table {where} is in dynamic bucket mode (bucket = -1) and its primary key "
+                    f"{list(self._schema.primary_keys)} does not contain partition key(s) {missing}: writing it "
+                    "needs cross-partition upsert (a key moves to its newest partition), which pyspark-paimon "
+                    "does not write yet. Add the partition keys to the primary key (a new table), or write it "
+                    "with Paimon (Flink, Spark with the Paimon jar, Java)."
+                )
         if b == -2:
             raise OptionError(
                 "postpone bucket mode (bucket = -2) primary-key tables cannot be written yet; "
@@ -486,6 +508,12 @@ class TableWriter:
         for part_bytes, part_values, part_table in self._split_partitions(table):
             num_buckets = self._partition_num_buckets(part_bytes)
             total = num_buckets if num_buckets > 0 else -1
+            if self._dynamic:
+                for bucket, sub, hashes in self._split_dynamic(part_bytes, part_values, part_table):
+                    state = self._state(part_bytes, part_values, bucket, total)
+                    state.key_hashes.append(hashes)
+                    work.append((state, sub))
+                continue
             for bucket, sub in self._split_buckets(part_table, num_buckets):
                 work.append((self._state(part_bytes, part_values, bucket, total), sub))
         # Sorting and Parquet encoding release the GIL, so buckets are written on every core at once; each bucket
@@ -563,6 +591,34 @@ class TableWriter:
         ends = np.r_[starts[1:], len(order)]
         for s, e in zip(starts, ends):
             yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s))
+
+    def _split_dynamic(self, part: bytes, values: tuple, table: pa.Table) -> Iterator[tuple[int, pa.Table, np.ndarray]]:
+        """Dynamic bucket mode: (bucket, rows in arrival order, their key hashes) per bucket, the buckets chosen
+        by the partition's hash index (loaded on first use) and Java's rule for new keys."""
+        index = self._partition_indexes.get(part)
+        if index is None:
+            where = self._ctx.table_path
+            if self._partition_fields:
+                where += " partition " + partition_path(list(values), self._partition_fields)
+            index = self._partition_indexes[part] = PartitionIndex.load(
+                self._ctx.fileio,
+                self._ctx.hash_index.get(part, {}),
+                self._options.get(DYNAMIC_BUCKET_TARGET_ROW_NUM),
+                self._options.get(DYNAMIC_BUCKET_MAX_BUCKETS),
+                where,
+            )
+        hashes = hash_rows([table.column(f.name) for f in self._key_fields], [f.type for f in self._key_fields])
+        ids = index.assign(hashes)
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+        if len(starts) == 1:
+            yield int(sorted_ids[0]), table, hashes
+            return
+        ordered = table.take(pa.array(order))
+        ends = np.r_[starts[1:], len(order)]
+        for s, e in zip(starts, ends):
+            yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s)), hashes[order[s:e]]
 
     def _state(self, part: bytes, values: tuple, bucket: int, total: int) -> _BucketState:
         key = (part, bucket)
@@ -774,12 +830,21 @@ class TableWriter:
         messages = []
         for state in [*self._states.values(), *self._compact_states.values()]:
             if state.files:
+                hashes = b""
+                if state.key_hashes:
+                    hashes = np.unique(np.concatenate(state.key_hashes)).astype(">i4").tobytes()
                 messages.append(
                     CommitMessage(
-                        state.partition, state.bucket, state.total_buckets, tuple(state.files), writer=self._task_id
+                        state.partition,
+                        state.bucket,
+                        state.total_buckets,
+                        tuple(state.files),
+                        writer=self._task_id,
+                        key_hashes=hashes,
                     )
                 )
                 state.files = []
+                state.key_hashes = []
         return messages
 
     def abort(self) -> None:

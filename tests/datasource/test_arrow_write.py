@@ -578,9 +578,6 @@ def test_compression_option(tmp_path) -> None:
 
 
 def test_unsupported_bucket_modes(tmp_path) -> None:
-    ctx = make_ctx(tmp_path, "k int not null, v string", primary_keys=["k"])  # bucket defaults to -1
-    with pytest.raises(OptionError, match=r"dynamic bucket mode \(bucket = -1\).*bucket = N"):
-        TableWriter(ctx, "t")
     ctx2 = make_ctx(tmp_path / "p", "k int not null, v string", primary_keys=["k"], options={"bucket": "-2"})
     with pytest.raises(OptionError, match=r"postpone"):
         TableWriter(ctx2, "t")

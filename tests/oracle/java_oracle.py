@@ -456,6 +456,21 @@ class JavaOracle:
     def snapshots(self, warehouse: str, identifier: str) -> list[dict[str, Any]]:
         return list(self.call({"cmd": "snapshots", "warehouse": warehouse, "identifier": identifier})["snapshots"])
 
+    def write_dynamic(
+        self, warehouse: str, identifier: str, rows: Sequence[Any], *, kinds: Sequence[str] | None = None
+    ) -> int:
+        """One commit into a dynamic-bucket (bucket = -1) primary-key table, buckets assigned by Java's
+        ``HashBucketAssigner`` from the table's HASH index (what Flink's and Spark's Paimon sinks do)."""
+        cmd: dict[str, Any] = {
+            "cmd": "write_dynamic",
+            "warehouse": warehouse,
+            "identifier": identifier,
+            "rows": [encode(r) for r in rows],
+        }
+        if kinds is not None:
+            cmd["kinds"] = list(kinds)
+        return int(self.call(cmd)["snapshot_id"])
+
 
 if __name__ == "__main__":  # a quick manual check: python -m tests.oracle.java_oracle
     with JavaOracle() as oracle:

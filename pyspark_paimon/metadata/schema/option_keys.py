@@ -108,7 +108,10 @@ _NO_VARIANT = "only with VARIANT columns, which cannot be read or written here"
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
 _NO_EVOLUTION = "only with data-evolution tables, which are refused (data-evolution.enabled)"
 _NO_POSTPONE_WRITE = "writes to postpone-bucket tables are refused (bucket = -2), and reads ignore it"
-_NO_DYNAMIC_WRITE = "bucket assignment of dynamic-bucket writes, which are refused; reads do not depend on it"
+_DYNAMIC_ASSIGNERS = (
+    "the number of Flink's bucket-assigner operators; each write task here assigns the keys of the partitions it "
+    "writes, and reads do not depend on it"
+)
 _CATALOG = "metadata a Java catalog or metastore keeps; pyspark-paimon is a filesystem client"
 _FORMAT_TABLE = "only for format tables (type = format-table, refused)"
 _ICEBERG = "only with metadata.iceberg.storage, which writes refuse"
@@ -203,7 +206,7 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "spill-compression.zstd-level": _inert(_TUNING),
     "local-merge-buffer-size": _inert("Flink pre-merge buffer before the shuffle"),
     "cross-partition-upsert.index-ttl": _inert(
-        "Flink's index of cross-partition upserts; writes of such tables (dynamic bucket) are refused"
+        "Flink's index of cross-partition upserts; writes of tables whose primary key lacks a partition key are refused"
     ),
     "cross-partition-upsert.bootstrap-parallelism": _inert(_FLINK),
     "record-level.expire-time": _inert(
@@ -365,10 +368,8 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "lookup.merge-records-threshold": _inert(_LOOKUP),
     "lookup.local-file-type": _inert(_LOOKUP + " (Paimon 1.0 to 1.2)"),
     # -- dynamic and postpone buckets
-    "dynamic-bucket.target-row-num": _inert(_NO_DYNAMIC_WRITE),
-    "dynamic-bucket.initial-buckets": _inert(_NO_DYNAMIC_WRITE),
-    "dynamic-bucket.max-buckets": _inert(_NO_DYNAMIC_WRITE),
-    "dynamic-bucket.assigner-parallelism": _inert(_NO_DYNAMIC_WRITE),
+    "dynamic-bucket.initial-buckets": _inert(_DYNAMIC_ASSIGNERS),
+    "dynamic-bucket.assigner-parallelism": _inert(_DYNAMIC_ASSIGNERS),
     "postpone.batch-write-fixed-bucket": _inert(_NO_POSTPONE_WRITE),
     "postpone.batch-write-fixed-bucket.max-parallelism": _inert(_NO_POSTPONE_WRITE),
     "postpone.batch-write-fixed-bucket.rescale-load-factor": _inert(_NO_POSTPONE_WRITE),

@@ -167,6 +167,34 @@ BUCKET = _option(
 )
 #: ``bucket`` of a postpone-bucket table; its not yet bucketed files sit in bucket -2 (``bucket-postpone``).
 POSTPONE_BUCKET = -2
+
+
+def _to_positive_int(text: str) -> int:
+    value = int(text.strip())
+    if value <= 0:
+        raise ValueError(text)
+    return value
+
+
+def _to_bucket_bound(text: str) -> int:
+    value = int(text.strip())
+    if value == 0 or value < -1:
+        raise ValueError(text)
+    return value
+
+
+DYNAMIC_BUCKET_TARGET_ROW_NUM = _option(
+    "dynamic-bucket.target-row-num",
+    OptionType(_to_positive_int, "a positive integer"),
+    "2000000",
+    "Dynamic bucket mode: keys per bucket; a new key goes to the first bucket holding fewer, else to a new one.",
+)
+DYNAMIC_BUCKET_MAX_BUCKETS = _option(
+    "dynamic-bucket.max-buckets",
+    OptionType(_to_bucket_bound, "-1 (unlimited) or a positive integer"),
+    "-1",
+    "Dynamic bucket mode: most buckets per partition; beyond it new keys join existing buckets.",
+)
 BUCKET_KEY = _option(
     "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
 )

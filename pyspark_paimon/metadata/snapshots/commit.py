@@ -79,6 +79,9 @@ class CommitMessage:
     # The writer task that made ``new_files`` (e.g. Spark's "<partition>-<attempt>"); never persisted. Versions
     # of one key from different writers of one job have no order (datasource/key_conflicts.py).
     writer: str = ""
+    # Dynamic bucket mode: the distinct key hashes written to this bucket, big-endian int32s (what the bucket's
+    # HASH index file must hold after the commit, besides its earlier hashes; metadata/manifests/hash_index.py).
+    key_hashes: bytes = b""
 
 
 @dataclass(frozen=True)

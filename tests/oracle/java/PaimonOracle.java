@@ -142,6 +142,7 @@ public final class PaimonOracle {
             case "evolve": return evolve(cmd);
             case "tag": return tag(cmd);
             case "snapshots": return snapshots(cmd);
+            case "write_dynamic": return writeDynamic(cmd);
             default:
                 throw new UsageError("'cmd' must be one of versions, create, write, read, compact, files, "
                         + "evolve, tag, snapshots; got '" + name + "'");
@@ -739,6 +740,41 @@ public final class PaimonOracle {
                 out.put(entry.getKey(), entry.getValue().asText());
             }
         }
+        return out;
+    }
+
+    // ------------------------------------------------------------------------------------ dynamic buckets
+
+    /**
+     * One commit into a dynamic-bucket (bucket = -1) primary-key table, as Java's own sinks do it: one
+     * HashBucketAssigner (loading the table's HASH index) picks each row's bucket from the hash of its trimmed
+     * primary key. {rows: [[...] | {...}], kinds?: [...]}.
+     */
+    private static ObjectNode writeDynamic(JsonNode cmd) throws Exception {
+        FileStoreTable table = (FileStoreTable) table(cmd);
+        RowType rowType = table.rowType();
+        org.apache.paimon.table.sink.RowPartitionKeyExtractor extractor =
+                new org.apache.paimon.table.sink.RowPartitionKeyExtractor(table.schema());
+        org.apache.paimon.index.HashBucketAssigner assigner = new org.apache.paimon.index.HashBucketAssigner(
+                table.snapshotManager(), "java-oracle", table.store().newIndexFileHandler(), 1, 1, 0,
+                table.coreOptions().dynamicBucketTargetRowNum());
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        JsonNode rows = required(cmd, "rows");
+        JsonNode kinds = cmd.get("kinds");
+        try (BatchTableWrite write = newWrite(builder); BatchTableCommit commit = builder.newCommit()) {
+            for (int i = 0; i < rows.size(); i++) {
+                GenericRow row = toRow(rows.get(i), rowType);
+                if (kinds != null) {
+                    row.setRowKind(RowKind.fromShortString(kinds.get(i).asText()));
+                }
+                BinaryRow partition = extractor.partition(row);
+                int bucket = assigner.assign(partition, extractor.trimmedPrimaryKey(row).hashCode());
+                write.write(row, bucket);
+            }
+            commit.commit(write.prepareCommit());
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("snapshot_id", latestSnapshotId(cmd));
         return out;
     }
 }

@@ -1,0 +1,288 @@
+"""Dynamic bucket mode (``bucket = -1`` primary-key tables): the ``HASH`` index and Java's key-to-bucket rule
+(Java's `HashIndexFile`, `PartitionIndex`, `DynamicBucketIndexMaintainer`, `IndexManifestFileHandler`).
+
+A dynamic-bucket table has no hash function from key to bucket: a key's bucket is whatever the writer that
+first saw the key chose, and every later writer must find it again. The choice is recorded per (partition,
+bucket) in one ``HASH`` index file under ``index/``: the big-endian int32 hashes (Java's ``BinaryRow.hashCode``
+of the trimmed primary key) of every key written to that bucket. A writer loads a partition's files, sends a key
+whose hash is known to its bucket, and a new key to the first bucket (ascending id) holding fewer than
+``dynamic-bucket.target-row-num`` keys, else to a new bucket (the smallest unused id below
+``dynamic-bucket.max-buckets``), else, once that bound is reached, to an existing bucket. One hash therefore
+lives in one bucket of a partition, even when two keys share it.
+
+On commit the index file of every bucket that received keys is rewritten as the union of its current hashes
+and the new ones, and replaces the old entry of that (partition, bucket) in the snapshot's index manifest; the
+old file stays for older snapshots (expiration removes it).
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Collection, Mapping
+
+import fastavro
+import numpy as np
+
+from pyspark_paimon.errors import CorruptMetadataError, OptionError
+from pyspark_paimon.metadata.io.avro import read_avro, write_avro
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.deletion_vectors import IndexManifestEntry
+
+__all__ = [
+    "HASH_INDEX",
+    "MAX_DYNAMIC_BUCKETS",
+    "INDEX_MANIFEST_SCHEMA",
+    "PartitionIndex",
+    "hash_index_files",
+    "read_hash_file",
+    "write_hash_file",
+    "write_index_manifest_replacing",
+]
+
+HASH_INDEX = "HASH"
+#: Java stores bucket ids of dynamic buckets as ``short``: at most this many buckets per partition.
+MAX_DYNAMIC_BUCKETS = 32767
+_KIND_ADD = 0
+_NS = "org.apache.paimon.avro.generated"
+
+#: The index manifest record as Java writes it (``IndexManifestEntry``); used when a table has none yet.
+INDEX_MANIFEST_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "record",
+    "namespace": _NS,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {
+            "name": "_DELETIONS_VECTORS_RANGES",
+            "type": [
+                "null",
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "record__DELETIONS_VECTORS_RANGES",
+                        "fields": [
+                            {"name": "f0", "type": "string"},
+                            {"name": "f1", "type": "int"},
+                            {"name": "f2", "type": "int"},
+                            {"name": "_CARDINALITY", "type": ["null", "long"], "default": None},
+                        ],
+                    },
+                },
+            ],
+            "default": None,
+        },
+    ],
+}
+
+
+def read_hash_file(fileio: FileIO, path: str) -> np.ndarray:
+    """The hashes of one ``HASH`` index file (int32; the file is big-endian int32s, nothing else)."""
+    try:
+        data = fileio.read_bytes(path)
+    except FileNotFoundError:
+        raise CorruptMetadataError(
+            f"Hash index file {fileio.uri(path)} is missing, but the latest snapshot's index manifest names it. "
+            "Restore it, or roll the table back to a snapshot that does not reference it."
+        ) from None
+    if len(data) % 4:
+        raise CorruptMetadataError(
+            f"Hash index file {fileio.uri(path)} holds {len(data)} bytes, not a whole number of 4-byte hashes; "
+            "it is damaged. Restore it, or roll the table back to a snapshot that does not reference it."
+        )
+    return np.frombuffer(data, dtype=">i4").astype(np.int32)
+
+
+def write_hash_file(fileio: FileIO, index_dir: str, hashes: np.ndarray) -> tuple[str, int]:
+    """Write ``hashes`` as a new ``HASH`` index file ``index-<uuid>-0`` in ``index_dir``; (name, size)."""
+    name = f"index-{uuid.uuid4()}-0"
+    data = np.asarray(hashes, dtype=np.int32).astype(">i4").tobytes()
+    fileio.mkdirs(index_dir)
+    fileio.write_bytes(FileIO.join(index_dir, name), data)
+    return name, len(data)
+
+
+def hash_index_files(entries: Collection[IndexManifestEntry], index_dir: str) -> dict[bytes, dict[int, str]]:
+    """Per partition: bucket -> path of its ``HASH`` index file (from the live entries of an index manifest;
+    files sit in the table's ``index/`` directory unless written to an external path)."""
+    out: dict[bytes, dict[int, str]] = {}
+    for e in entries:
+        if e.index_type == HASH_INDEX:
+            out.setdefault(e.partition, {})[e.bucket] = e.external_path or FileIO.join(index_dir, e.file_name)
+    return out
+
+
+@dataclass
+class PartitionIndex:
+    """The key hashes of one partition and their buckets, and Java's rule for new keys (``PartitionIndex``).
+
+    ``hashes`` is sorted and ``buckets`` parallel to it; ``counts`` holds the keys per bucket (Java counts the
+    hashes of each bucket's index file, so a bucket at ``target_row_num`` or above takes no new key).
+    """
+
+    target_row_num: int
+    max_buckets: int = -1
+    hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    buckets: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    counts: dict[int, int] = field(default_factory=dict)
+    where: str = ""
+
+    @classmethod
+    def load(
+        cls, fileio: FileIO, files: Mapping[int, str], target_row_num: int, max_buckets: int, where: str = ""
+    ) -> "PartitionIndex":
+        """The index of a partition from its ``HASH`` files (bucket -> path)."""
+        parts_h: list[np.ndarray] = []
+        parts_b: list[np.ndarray] = []
+        counts: dict[int, int] = {}
+        for bucket, path in sorted(files.items()):
+            h = read_hash_file(fileio, path)
+            counts[bucket] = len(h)
+            parts_h.append(h)
+            parts_b.append(np.full(len(h), bucket, np.int32))
+        index = cls(target_row_num, max_buckets, counts=counts, where=where)
+        if parts_h:
+            index._add(np.concatenate(parts_h), np.concatenate(parts_b))
+        return index
+
+    def _add(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
+        all_h = np.concatenate([self.hashes, hashes.astype(np.int32)])
+        all_b = np.concatenate([self.buckets, buckets.astype(np.int32)])
+        order = np.argsort(all_h, kind="stable")
+        self.hashes, self.buckets = all_h[order], all_b[order]
+
+    def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(known mask, bucket of each known hash; -1 elsewhere)."""
+        if not len(self.hashes):
+            return np.zeros(len(hashes), bool), np.full(len(hashes), -1, np.int32)
+        pos = np.searchsorted(self.hashes, hashes)
+        pos_c = np.minimum(pos, len(self.hashes) - 1)
+        known = self.hashes[pos_c] == hashes
+        return known, np.where(known, self.buckets[pos_c], -1).astype(np.int32)
+
+    def assign(self, hashes: np.ndarray) -> np.ndarray:
+        """The bucket of every key hash (int32 array, in input order), assigning new hashes in order of first
+        appearance as Java's ``PartitionIndex.assign`` does, and remembering them."""
+        hashes = np.asarray(hashes, dtype=np.int32)
+        if not len(hashes):
+            return np.empty(0, np.int32)
+        uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+        known, result = self.lookup(uniq)
+        new_pos = np.flatnonzero(~known)
+        if len(new_pos):
+            new_pos = new_pos[np.argsort(first[new_pos], kind="stable")]  # arrival order
+            chosen = self._assign_new(uniq[new_pos])
+            result[new_pos] = chosen
+            self._add(uniq[new_pos], chosen)
+        return result[inverse.reshape(-1)]
+
+    def _assign_new(self, new: np.ndarray) -> np.ndarray:
+        """Buckets for hashes the partition has never seen: fill non-full buckets (ascending), then new
+        buckets (smallest unused id), then, at ``max_buckets``, spread over the existing ones by hash (Java
+        picks one at random; any bucket is correct as long as the hash stays there)."""
+        out = np.empty(len(new), np.int32)
+        done = 0
+        target = self.target_row_num
+        for bucket in sorted(self.counts):
+            if done == len(new):
+                break
+            room = target - self.counts[bucket]
+            if room <= 0:
+                continue
+            take = min(room, len(new) - done)
+            out[done : done + take] = bucket
+            self.counts[bucket] += take
+            done += take
+        limit = MAX_DYNAMIC_BUCKETS if self.max_buckets == -1 else min(self.max_buckets, MAX_DYNAMIC_BUCKETS)
+        candidate = 0
+        while done < len(new):
+            while candidate in self.counts:
+                candidate += 1
+            if candidate >= limit:
+                break
+            take = min(target, len(new) - done)
+            out[done : done + take] = candidate
+            self.counts[candidate] = take
+            done += take
+        if done < len(new):
+            if self.max_buckets == -1:
+                raise OptionError(
+                    f"Partition {self.where} needs more than {MAX_DYNAMIC_BUCKETS} dynamic buckets of "
+                    f"'dynamic-bucket.target-row-num' = {target} keys; raise that option."
+                )
+            existing = np.array(sorted(self.counts), dtype=np.int64)
+            rest = new[done:].astype(np.int64)
+            out[done:] = existing[np.abs(rest) % len(existing)]
+            for bucket, n in zip(*np.unique(out[done:], return_counts=True)):
+                self.counts[int(bucket)] += int(n)
+        return out
+
+
+def write_index_manifest_replacing(
+    fileio: FileIO,
+    manifest_dir: str,
+    current: str | None,
+    added: list[IndexManifestEntry],
+    dropped: Collection[tuple[bytes, int, str]],
+    codec: str,
+) -> str | None:
+    """A new index manifest: the live entries of ``current`` minus those whose (partition, bucket, index
+    type) is in ``dropped`` or is replaced by one of ``added`` (Java's ``BucketedCombiner``), plus ``added``.
+    Returns its name, or None when no entry is left.
+
+    Records of ``current`` are copied as read, with that file's own Avro schema (so the fields of whichever
+    writer made it are kept); a table without one gets Java's schema."""
+    records: list[dict] = []
+    schema: Any = INDEX_MANIFEST_SCHEMA
+    if current is not None:
+        path = f"{manifest_dir}/{current}"
+        try:
+            data = fileio.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(
+                f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the "
+                "table back to a snapshot that does not reference it."
+            ) from None
+        records = list(read_avro(data, path))
+        schema = fastavro.reader(io.BytesIO(data)).writer_schema
+        if not isinstance(schema, dict):
+            raise CorruptMetadataError(f"Index manifest {path} has no record schema; it is not an index manifest.")
+    replaced = set(dropped) | {(e.partition, e.bucket, e.index_type) for e in added}
+    live: dict[tuple[bytes, int, str, str], dict] = {}
+    for r in records:
+        key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
+        if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
+            live[key] = r
+        else:
+            live.pop(key, None)
+    kept = [r for (part, bucket, kind, _), r in live.items() if (part, bucket, kind) not in replaced]
+    for e in added:
+        kept.append(
+            {
+                "_VERSION": 1,
+                "_KIND": _KIND_ADD,
+                "_PARTITION": e.partition,
+                "_BUCKET": e.bucket,
+                "_INDEX_TYPE": e.index_type,
+                "_FILE_NAME": e.file_name,
+                "_FILE_SIZE": e.file_size,
+                "_ROW_COUNT": e.row_count,
+                "_DELETIONS_VECTORS_RANGES": None,
+                "_EXTERNAL_PATH": None,
+                "_GLOBAL_INDEX": None,
+            }
+        )
+    if not kept:
+        return None
+    name = f"index-manifest-{uuid.uuid4()}-0"
+    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
+    return name
