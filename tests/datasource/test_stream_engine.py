@@ -314,7 +314,7 @@ def test_a_rewritten_history_is_streamed_as_the_change_to_the_new_head(catalog):
     assert sum((r for r, _ in batches), []) == [("+I", 5, "e")]
 
 
-def test_a_chain_table_streams_its_delta_branch(catalog):
+def test_a_chain_table_streams_its_content_then_its_delta_branch(catalog):
     options = {
         "bucket": "1",
         "bucket-key": "t1",
@@ -337,4 +337,9 @@ def test_a_chain_table_streams_its_delta_branch(catalog):
     job = _job(t)
     assert job.store.branch == "delta"
     batches, _ = _drain(job, job.initial_offset())
-    assert sum((r for r, _ in batches), []) == [(2, 2, "B", "20250811")]  # the day's change, not the merged view
+    # The start: the latest snapshot partition and the later delta partitions (see test_chain_stream.py).
+    assert sum((r for r, _ in batches), []) == [
+        (1, 1, "a", "20250810"),
+        (2, 1, "b", "20250810"),
+        (2, 2, "B", "20250811"),
+    ]

@@ -135,7 +135,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "branch": _refused(
         "a branch stored in the table's options makes Paimon read that branch instead", "main", fix=AS_READ_OPTION
     ),
-    "chain-table.streaming.merge-snapshot": _inert(_STREAMING),
     "file.format.per.level": _inert(
         "format of files per LSM level; each file's name carries its format, so any "
         "mix reads the same (new files here are parquet)"

@@ -421,6 +421,13 @@ CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED = _option(
 CHAIN_TABLE_COMPACT_AUTO_THRESHOLD = _option(
     "chain-table.compact.auto-threshold", INTEGER, None, "Chain table: compact a partition after this many deltas."
 )
+CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT = _option(
+    "chain-table.streaming.merge-snapshot",
+    BOOLEAN,
+    "false",
+    "Chain table: a stream starts with each group's latest snapshot partition merged by key with the later "
+    "delta partitions (false: both emitted as they are).",
+)
 PARTITION_TIMESTAMP_PATTERN = _option(
     "partition.timestamp-pattern", STRING, None, "How partition values form a timestamp ('$dt $hh:00:00')."
 )

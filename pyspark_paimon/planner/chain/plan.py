@@ -141,6 +141,7 @@ def plan_chain(
     use_main: bool = True,
     force_chain: Iterable[tuple] = (),
     only_chain: bool = False,
+    pinned: Mapping[str, Snapshot | None] | None = None,
 ) -> ChainReadPlan:
     """Plan a chain read of ``main`` (the loaded branch) per Java's `ChainTableBatchScan`.
 
@@ -148,13 +149,14 @@ def plan_chain(
     leaves are left to the caller's residual filter, applied after merging. ``use_main=False`` ignores the
     loaded branch (chain compaction reads the snapshot/delta pair only); partitions in ``force_chain`` are
     chain-resolved even when the snapshot branch has them (compaction with overwrite); ``only_chain`` drops
-    snapshot-branch splits (compaction writes chain-resolved partitions only).
+    snapshot-branch splits (compaction writes chain-resolved partitions only); ``pinned`` gives the snapshot
+    of each branch role instead of resolving them from ``opts`` (a chain stream's start pins them once).
     """
     table = main.table_path
     stores = stores_of(main, cfg)
     latest = latest_schemas(stores, table)
     validate_branch_schemas(latest, table)
-    snaps = resolve_chain_snapshots(stores, opts, table)
+    snaps = dict(pinned) if pinned is not None else resolve_chain_snapshots(stores, opts, table)
     schema = schema_at(stores, latest, snaps, opts)
     names = [f.name for f in schema.partition_fields]
     part_pred = leaves_on(predicate, names)
