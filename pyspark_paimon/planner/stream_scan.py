@@ -10,6 +10,8 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
 
 * ``full``: the whole content of the start snapshot (``latest-full``, ``from-snapshot-full``, a tag), read as a
   batch read does (merged, one row per key), every row an insert (+I);
+* ``chain``: the start of a stream of a chain table (:mod:`pyspark_paimon.planner.chain.stream_start`), read
+  like ``full``; the stream then walks the delta branch's snapshots;
 * ``delta``: the data files an ``APPEND`` snapshot added, one split per file, read **without merging** and
   keeping each row's kind (+I/-U/+U/-D), as Paimon's streaming splits are; ``COMPACT`` and ``ANALYZE``
   snapshots add no new rows and are skipped; ``OVERWRITE`` snapshots are skipped unless
