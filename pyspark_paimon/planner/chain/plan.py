@@ -148,7 +148,8 @@ def plan_chain(
     ``predicate`` leaves on partition columns (and ``partition_filter``) choose the target partitions; other
     leaves are left to the caller's residual filter, applied after merging. ``use_main=False`` ignores the
     loaded branch (chain compaction reads the snapshot/delta pair only); partitions in ``force_chain`` are
-    chain-resolved even when the snapshot branch has them (compaction with overwrite); ``only_chain`` drops
+    chain-resolved even when the snapshot branch has them (compaction with overwrite), and never anchor another
+    target; ``only_chain`` drops
     snapshot-branch splits (compaction writes chain-resolved partitions only); ``pinned`` gives the snapshot
     of each branch role instead of resolving them from ``opts`` (a chain stream's start pins them once).
     """
@@ -244,7 +245,9 @@ def plan_chain(
         key_fields = schema.trimmed_primary_key_fields
         for t in chain_targets:
             group = t[:g]
-            anchors = snap_by_group.get(group, [])
+            # A forced partition is being recomputed, so it cannot anchor a later one: that one is resolved from
+            # the anchor below, through every delta in between (the same rows, never the stale copy).
+            anchors = [p for p in snap_by_group.get(group, []) if p not in forced]
             anchor_keys = [_sortable(p[g:]) for p in anchors]
             pos = bisect.bisect_left(anchor_keys, _sortable(t[g:]))
             anchor = anchors[pos - 1] if pos > 0 else None
