@@ -69,6 +69,7 @@ STREAM_ONLY_KEYS = (
     "consumer.ignore-progress",
     "read.changelog",
     "streaming-read-overwrite",
+    "streaming-read-append-overwrite",
     "chain-table.streaming.merge-snapshot",
     *STREAM_LIMIT_KEYS,
 )

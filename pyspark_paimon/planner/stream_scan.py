@@ -15,7 +15,8 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
 * ``delta``: the data files an ``APPEND`` snapshot added, one split per file, read **without merging** and
   keeping each row's kind (+I/-U/+U/-D), as Paimon's streaming splits are; ``COMPACT`` and ``ANALYZE``
   snapshots add no new rows and are skipped; ``OVERWRITE`` snapshots are skipped unless
-  ``streaming-read-overwrite`` is on;
+  ``streaming-read-overwrite`` is on (primary-key tables: a ``diff``) or, on an append table,
+  ``streaming-read-append-overwrite`` (the files it added, inserts only: rows it removed are not retracted);
 * ``diff``: the change between two states of a bucket, merged on each side and compared by key: keys only
   before are deletes (-D), keys only after or whose row changed are inserts (+I), unchanged keys are nothing
   (Java's ``IncrementalDiffSplitRead``). Overwrites read this way (their DELETE entries are the bucket's state
@@ -46,6 +47,7 @@ from pyspark_paimon.metadata.schema.options import (
     CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
+    STREAMING_READ_APPEND_OVERWRITE,
     STREAMING_READ_OVERWRITE,
     check_read_options,
     parse_memory_size,
@@ -145,6 +147,7 @@ class StreamOptions:
     ignore_consumer_progress: bool = False
     changelog: bool = False
     read_overwrite: bool | None = None  # None: the table's streaming-read-overwrite
+    read_append_overwrite: bool | None = None  # None: the table's streaming-read-append-overwrite
     merge_snapshot: bool | None = None  # None: the table's chain-table.streaming.merge-snapshot
     max_files: int | None = None
     max_bytes: int | None = None
@@ -238,6 +241,11 @@ class StreamOptions:
             ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
             changelog=_bool(opts, "read.changelog"),
             read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
+            read_append_overwrite=(
+                _bool(opts, STREAMING_READ_APPEND_OVERWRITE.key)
+                if STREAMING_READ_APPEND_OVERWRITE.key in opts
+                else None
+            ),
             merge_snapshot=(
                 _bool(opts, CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT.key)
                 if CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT.key in opts
@@ -397,6 +405,11 @@ class StreamPlanner:
         self.read_overwrite = (
             opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
         )
+        self.read_append_overwrite = not self.schema.primary_keys and (
+            opts.read_append_overwrite
+            if opts.read_append_overwrite is not None
+            else table.get(STREAMING_READ_APPEND_OVERWRITE)
+        )
         table_consumer = table.get(CONSUMER_ID)
         if opts.consumer_id is None and table_consumer:
             self.opts = opts = replace(
@@ -413,7 +426,8 @@ class StreamPlanner:
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
-                "the changes of an overwrite are computed by key."
+                "the changes of an overwrite are computed by key. For an append table, "
+                "'streaming-read-append-overwrite' = 'true' streams the rows an overwrite adds."
             )
 
     # -- where a stream starts ------------------------------------------------------------------
@@ -493,8 +507,10 @@ class StreamPlanner:
             before = [replace(e, kind=KIND_ADD) for e in delta if e.kind == KIND_DELETE]
             after = [e for e in delta if e.kind == KIND_ADD]
             return self._diff(snapshot.id, before, after)
-        if kind != "APPEND":
-            return []  # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite
+        if kind != "APPEND" and not (kind == "OVERWRITE" and self.read_append_overwrite):
+            # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite (primary-key tables: its
+            # change by key) or streaming-read-append-overwrite (append tables: the rows it adds, as in Java)
+            return []
         delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
         splits = self._entries_splits(e for e in delta if e.kind == KIND_ADD)
         # One split per file: the files are read as they are (no merge), so a big commit can be admitted piecewise.

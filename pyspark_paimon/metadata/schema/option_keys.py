@@ -336,7 +336,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     ),
     "continuous.discovery-interval": _inert(_STREAMING),
     "streaming.read.snapshot.delay": _inert(_STREAMING),
-    "streaming-read-append-overwrite": _inert(_STREAMING),
     "auto-create": _inert("whether Java creates missing storage; tables here are created explicitly"),
     "consumer.expiration-time": _inert(_STREAMING),
     "consumer.mode": _inert(_STREAMING),

@@ -298,6 +298,12 @@ STREAMING_READ_OVERWRITE = _option(
     "false",
     "Streams read the changes an OVERWRITE commit makes (by key), instead of skipping it.",
 )
+STREAMING_READ_APPEND_OVERWRITE = _option(
+    "streaming-read-append-overwrite",
+    BOOLEAN,
+    "false",
+    "Streams of an append table read the rows an OVERWRITE commit adds (as inserts), instead of skipping it.",
+)
 CONSUMER_ID = _option(
     "consumer-id",
     STRING,
