@@ -12,7 +12,7 @@ import pytest
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import ChainTableError
-from pyspark_paimon.planner.stream_scan import StreamOffset
+from pyspark_paimon.planner.stream_scan import Admission, StreamOffset
 
 ROW = pa.schema([("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("op", pa.string()), ("dt", pa.string())])
 OPTIONS = {
@@ -201,3 +201,21 @@ def test_a_value_filter_is_applied_to_the_start_and_the_deltas(catalog):
     _write(t, "delta", DAY_11)
     rows, _ = _drain(job, pos)
     assert [(r[0], r[1]) for r in rows] == [("+I", 4), ("+U", 2), ("-D", 3)]
+
+
+def test_a_limited_start_spans_micro_batches_and_replays_the_same(catalog):
+    t = _base(catalog)
+    _write(t, "delta", DAY_11)
+    job = _job(t, **{"read.stream.maxFilesPerTrigger": "1"})
+    ctx = job.context()
+    pos, got, ends = job.initial_offset(), [], []
+    for _ in range(10):
+        splits, end = job.next_batch(pos, Admission(max_files=1))
+        if end == pos:
+            break
+        assert job.splits_between(pos, end) == splits
+        got += [r["t1"] for s in splits for b in read_stream_split(ctx, s) for r in b.to_pylist()]
+        ends.append(end)
+        pos = end
+    assert [e.phase for e in ends] == ["chain", "delta"] and ends[0].pinned == 1
+    assert sorted(got) == [1, 2, 2, 3, 4]
