@@ -50,6 +50,9 @@ READ_MEANINGS: dict[str, str] = {
     "consumer.ignore-progress": "`true`: start as if the consumer had no progress.",
     "read.changelog": "`true`: the stream carries every change with a leading `rowkind` column.",
     "streaming-read-overwrite": "`true`: OVERWRITE commits of primary-key tables contribute their change by key.",
+    "streaming-read-append-overwrite": "`true`: OVERWRITE commits of append tables contribute the rows they add.",
+    "chain-table.streaming.merge-snapshot": "Chain tables: `true` starts the stream with each group's latest snapshot "
+    "partition and the later deltas merged by key (default: the table option, else `false`).",
     "read.stream.maxfilespertrigger": "Cap of data files per micro-batch (Spark 4.2+).",
     "read.stream.maxbytespertrigger": "Cap of bytes per micro-batch (Spark 4.2+).",
     "read.stream.maxrowspertrigger": "Cap of rows per micro-batch (Spark 4.2+).",

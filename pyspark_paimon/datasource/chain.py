@@ -22,6 +22,10 @@
     ``ChainTableOverwriteCommitCallback``). This is a second commit, on another branch: not atomic. Between
     the two commits a reader can see the old snapshot partition; if the truncation fails, the error says
     which partitions to truncate (re-running the same delta overwrite does it too);
+  - after any delta write: the snapshot partitions it makes stale (same group, later, made by chain compaction:
+    they have a delta partition of their own; up to the first full load, which is authoritative) are recomputed
+    by chain compaction, so a late fix of a day reaches the days compacted from it (a second commit, like the
+    truncation);
   - after any delta write with ``chain-table.compact.auto-threshold`` = N: every written partition whose
     read would merge more than N delta partitions is compacted (best effort: a failure is logged; the
     delta data is committed either way).
@@ -399,6 +403,30 @@ class ChainWriteHook:
             "first, or write a full snapshot of an earlier partition."
         )
 
+    def _stale_snapshots(self, snap: Iterable[tuple], delta: Iterable[tuple], touched: Iterable[tuple]) -> list[tuple]:
+        """The snapshot partitions a change of the delta partitions ``touched`` makes stale: in the same group,
+        strictly after the earliest touched chain value, those that chain compaction made from the deltas (they
+        have a delta partition of their own), up to the first that is a full load (no delta partition of its own:
+        authoritative, as in Paimon, so it and what it anchors do not depend on earlier deltas)."""
+        g = self.cfg.group_size
+        first: dict[tuple, tuple] = {}
+        for p in touched:
+            cur = first.get(p[:g])
+            if cur is None or sortable_key(p[g:]) < sortable_key(cur[g:]):
+                first[p[:g]] = p
+        deltas = set(delta)
+        out: list[tuple] = []
+        blocked: set[tuple] = set()
+        for p in sorted(snap, key=lambda p: (sortable_key(p[:g]), sortable_key(p[g:]))):
+            group = p[:g]
+            if group not in first or group in blocked or sortable_key(p[g:]) <= sortable_key(first[group][g:]):
+                continue
+            if p in deltas:
+                out.append(p)
+            else:
+                blocked.add(group)
+        return sorted(out, key=sortable_key)
+
     # -- before ----------------------------------------------------------------------------------------
     def before_commit(self, messages: Sequence[CommitMessage]) -> None:
         spec = self.overwrite
@@ -433,6 +461,7 @@ class ChainWriteHook:
             return
         if self.overwrite is not None:
             self._truncate_snapshot_partitions(snapshot)
+        self._recompute_later_snapshots(snapshot)
         if self.cfg.auto_threshold is not None:
             written = {_decode(self.schema, m.partition) for m in messages if m.new_files}
             if written:
@@ -465,6 +494,38 @@ class ChainWriteHook:
             ) from exc
         log.info(
             "chain table %s: truncated snapshot partitions %s after a delta overwrite", delta_store.table_path, which
+        )
+
+    def _recompute_later_snapshots(self, snapshot: Snapshot) -> None:
+        """Cascade a delta change into the snapshot partitions it makes stale (:meth:`_stale_snapshots`):
+        recompute them by chain compaction, in one commit on the snapshot branch, so that reads of them (and of
+        the partitions they anchor) include the change. A second commit, on another branch: not atomic."""
+        schema = self.schema
+        delta_store = self.store
+        entries = delta_store.manifests.read_entries(delta_store.manifests.read_list(snapshot.delta_manifest_list))
+        touched = {_decode(schema, e.partition) for e in entries}
+        stores = self._stores()
+        snap = self._parts(stores[SNAPSHOT])
+        later = self._stale_snapshots(snap.entries, self._parts(stores[DELTA]).entries, touched)
+        if not later:
+            return
+        names = list(schema.partition_keys)
+        which = [dict(zip(names, p)) for p in later]
+        main = FileStore(delta_store.fileio, delta_store.table_path, MAIN_BRANCH)
+        try:
+            result = compact_chain(main, partitions=which, overwrite=True)
+        except Exception as exc:
+            raise ChainTableError(
+                f"The delta write of {delta_store.table_path} committed (snapshot {snapshot.id} of branch "
+                f"'{delta_store.branch}'), but recomputing the later snapshot partitions {which} of branch "
+                f"'{stores[SNAPSHOT].branch}' that it makes stale failed: {exc}. Until they are recomputed, reads of "
+                f"them return the old rows; run t.chain.compact({which}, overwrite=True) to fix it."
+            ) from exc
+        log.info(
+            "chain table %s: recomputed snapshot partitions %s after a delta write before them (%s)",
+            delta_store.table_path,
+            result.compacted,
+            result.skipped,
         )
 
     def _auto_compact(self, written: set[tuple]) -> None:

@@ -37,10 +37,11 @@ from pyspark_paimon.datasource.merge import (
 from pyspark_paimon.datasource.read import ReadContext, read_file_changes, read_split
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.chain.config import chain_read_config
+from pyspark_paimon.planner.chain.config import MAIN, chain_read_config
 from pyspark_paimon.planner.predicate import tree_columns, tree_expression
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import split_packing
@@ -75,8 +76,9 @@ def _kind_names() -> pa.Array:
 
 
 def stream_store(store: FileStore) -> FileStore:
-    """The branch a stream of ``store`` reads: a chain table streams its delta branch (Paimon's rule: the
-    snapshot branch only ever receives whole partitions that the delta branch already carried as changes)."""
+    """The branch whose commits a stream of ``store`` follows, and whose latest schema it returns: a chain table's
+    delta branch (after its start, which reads the snapshot branch too:
+    :mod:`pyspark_paimon.planner.chain.stream_start`)."""
     cfg = chain_read_config(store)
     if cfg is not None and cfg.delta_branch:
         return store.with_branch(cfg.delta_branch)
@@ -175,7 +177,7 @@ def read_stream_split(sctx: StreamReadContext, s: StreamSplit) -> Iterator[pa.Re
         assert s.after is not None
         for batch in read_file_changes(ctx, s.after):
             yield from _emit(sctx, batch)
-    elif s.phase == "full":
+    elif s.phase in ("full", "chain"):
         assert s.after is not None
         for batch in read_split(ctx, s.after):
             yield from _emit(sctx, _with_kinds(batch, KIND_INSERT))
@@ -188,8 +190,8 @@ class StreamReadJob:
 
     def __init__(self, store: FileStore, options: Mapping[str, str], columns: Sequence[str] | None = None):
         self.opts = StreamOptions.from_options(options)
-        self.store = stream_store(store)
-        self.planner = StreamPlanner(self.store, self.opts)
+        self.planner = StreamPlanner(store, self.opts)
+        self.store = self.planner.store  # a chain table's delta branch (stream_store)
         self.opts = self.planner.opts  # with the table's stream defaults (consumer-id) applied
         self.columns = tuple(columns) if columns is not None else None
 
@@ -214,7 +216,7 @@ class StreamReadJob:
             fileio=self.store.fileio,
             table_path=self.store.table_path,
             schema=schema,
-            schemas={self.store.branch: branch_schemas(self.store)},
+            schemas=self._schemas(),
             branch=self.store.branch,
             options=dict(schema.options),
             read_fields=self.columns,
@@ -222,6 +224,13 @@ class StreamReadJob:
             batch_size=self.opts.batch_size,
         )
         return StreamReadContext(read, self.opts.changelog)
+
+    def _schemas(self) -> dict[str, dict[int, TableSchema]]:
+        """Every schema of the branches the stream reads files of: a chain start reads the snapshot branch too."""
+        stores = [self.store]
+        if self.planner.chain is not None:
+            stores = [st for role, st in self.planner.chain.stores.items() if role != MAIN]
+        return {s.branch: branch_schemas(s) for s in stores}
 
     def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
         """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.stream_scan.task_groups`)

@@ -69,6 +69,8 @@ STREAM_ONLY_KEYS = (
     "consumer.ignore-progress",
     "read.changelog",
     "streaming-read-overwrite",
+    "streaming-read-append-overwrite",
+    "chain-table.streaming.merge-snapshot",
     *STREAM_LIMIT_KEYS,
 )
 STREAM_KEYS = (

@@ -10,10 +10,13 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
 
 * ``full``: the whole content of the start snapshot (``latest-full``, ``from-snapshot-full``, a tag), read as a
   batch read does (merged, one row per key), every row an insert (+I);
+* ``chain``: the start of a stream of a chain table (:mod:`pyspark_paimon.planner.chain.stream_start`), read
+  like ``full``; the stream then walks the delta branch's snapshots;
 * ``delta``: the data files an ``APPEND`` snapshot added, one split per file, read **without merging** and
   keeping each row's kind (+I/-U/+U/-D), as Paimon's streaming splits are; ``COMPACT`` and ``ANALYZE``
   snapshots add no new rows and are skipped; ``OVERWRITE`` snapshots are skipped unless
-  ``streaming-read-overwrite`` is on;
+  ``streaming-read-overwrite`` is on (primary-key tables: a ``diff``) or, on an append table,
+  ``streaming-read-append-overwrite`` (the files it added, inserts only: rows it removed are not retracted);
 * ``diff``: the change between two states of a bucket, merged on each side and compared by key: keys only
   before are deletes (-D), keys only after or whose row changed are inserts (+I), unchanged keys are nothing
   (Java's ``IncrementalDiffSplitRead``). Overwrites read this way (their DELETE entries are the bucket's state
@@ -37,12 +40,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.errors import ChainTableError, OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, live_files
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
 from pyspark_paimon.metadata.schema.options import (
+    CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
+    STREAMING_READ_APPEND_OVERWRITE,
     STREAMING_READ_OVERWRITE,
     check_read_options,
     parse_memory_size,
@@ -51,6 +56,9 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.chain.config import ChainConfig, chain_read_config
+from pyspark_paimon.planner.chain.stream_start import ChainStreamStart
+from pyspark_paimon.planner.predicate import tree_columns
 from pyspark_paimon.planner.read_options import (
     FILTER_KEY,
     SCAN_PARTITIONS_KEY,
@@ -76,8 +84,8 @@ __all__ = [
     "task_groups",
 ]
 
-Phase = Literal["full", "delta", "diff"]
-PHASES = ("full", "delta", "diff")
+Phase = Literal["full", "delta", "diff", "chain"]
+PHASES = ("full", "delta", "diff", "chain")
 
 #: Paimon's ``scan.mode`` values a stream accepts (``full`` is Paimon's deprecated name of ``latest-full``).
 SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
@@ -139,6 +147,8 @@ class StreamOptions:
     ignore_consumer_progress: bool = False
     changelog: bool = False
     read_overwrite: bool | None = None  # None: the table's streaming-read-overwrite
+    read_append_overwrite: bool | None = None  # None: the table's streaming-read-append-overwrite
+    merge_snapshot: bool | None = None  # None: the table's chain-table.streaming.merge-snapshot
     max_files: int | None = None
     max_bytes: int | None = None
     max_rows: int | None = None
@@ -231,6 +241,16 @@ class StreamOptions:
             ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
             changelog=_bool(opts, "read.changelog"),
             read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
+            read_append_overwrite=(
+                _bool(opts, STREAMING_READ_APPEND_OVERWRITE.key)
+                if STREAMING_READ_APPEND_OVERWRITE.key in opts
+                else None
+            ),
+            merge_snapshot=(
+                _bool(opts, CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT.key)
+                if CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT.key in opts
+                else None
+            ),
             batch_size=int(batch),
             scan_partitions=opts.get(SCAN_PARTITIONS_KEY) or None,
             filter=opts.get(FILTER_KEY) or None,
@@ -263,21 +283,27 @@ class Consumed:
 @dataclass(frozen=True)
 class StreamOffset:
     """A stream position: splits ``0..index`` of snapshot ``snapshot``'s ``phase`` scan are consumed, on top of
-    the state ``consumed`` (for a ``diff``, the state the diff starts from)."""
+    the state ``consumed`` (for a ``diff``, the state the diff starts from). A ``chain`` phase (the start of a
+    chain table's stream) is at the delta branch's snapshot ``snapshot`` (0: none) and the snapshot branch's
+    snapshot ``pinned`` (None: none), the two versions its start was pinned to."""
 
     snapshot: int
     index: int = -1
     phase: Phase = "delta"
     consumed: Consumed | None = None
+    pinned: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         c = self.consumed
-        return {
+        out: dict[str, Any] = {
             "snapshotId": self.snapshot,
             "index": self.index,
             "phase": self.phase,
             "consumed": None if c is None else [c.snapshot_id, c.base_manifest_list, c.delta_manifest_list],
         }
+        if self.phase == "chain":
+            out["chainSnapshotId"] = self.pinned
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "StreamOffset":
@@ -287,7 +313,14 @@ class StreamOffset:
             phase = str(d["phase"])
             if phase not in PHASES:
                 raise ValueError(phase)
-            return cls(int(d["snapshotId"]), int(d["index"]), phase, consumed)  # type: ignore[arg-type]
+            pinned = d.get("chainSnapshotId")
+            return cls(
+                int(d["snapshotId"]),
+                int(d["index"]),
+                phase,  # type: ignore[arg-type]
+                consumed,
+                None if pinned is None else int(pinned),
+            )
         except (KeyError, TypeError, ValueError, IndexError):
             raise OptionError(
                 f"Cannot read the streaming offset {dict(d)} (not written by this version of pyspark-paimon). Start "
@@ -355,6 +388,15 @@ class StreamPlanner:
     """Plans one stream of one branch (the driver side; Spark-free). See the module docstring."""
 
     def __init__(self, store: FileStore, opts: StreamOptions, schema: TableSchema | None = None):
+        # A chain table streams its start (both branches), then its delta branch (module docstring).
+        cfg = chain_read_config(store)
+        self.chain: ChainStreamStart | None = None
+        if cfg is not None:
+            assert cfg.delta_branch is not None
+            main_schema = schema or store.schema()
+            _refuse_chain_stream_options(store, cfg, opts, main_schema)
+            self.chain = ChainStreamStart.of(store, cfg, main_schema, opts.merge_snapshot)
+            store, schema = store.with_branch(cfg.delta_branch), None
         self.store = store
         self.opts = opts
         self.schema = schema or store.schema()
@@ -362,6 +404,11 @@ class StreamPlanner:
         table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
         self.read_overwrite = (
             opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
+        )
+        self.read_append_overwrite = not self.schema.primary_keys and (
+            opts.read_append_overwrite
+            if opts.read_append_overwrite is not None
+            else table.get(STREAMING_READ_APPEND_OVERWRITE)
         )
         table_consumer = table.get(CONSUMER_ID)
         if opts.consumer_id is None and table_consumer:
@@ -379,7 +426,8 @@ class StreamPlanner:
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
-                "the changes of an overwrite are computed by key."
+                "the changes of an overwrite are computed by key. For an append table, "
+                "'streaming-read-append-overwrite' = 'true' streams the rows an overwrite adds."
             )
 
     # -- where a stream starts ------------------------------------------------------------------
@@ -391,6 +439,9 @@ class StreamPlanner:
             if nxt is not None:
                 return self._delta_from(nxt)
         mode = self.opts.mode
+        if self.chain is not None:
+            pinned, delta = self.chain.pin()
+            return StreamOffset(delta or 0, -1, "chain", pinned=pinned)
         latest = snapshots.latest()
         if mode == "latest-full":
             return StreamOffset(latest.id, -1, "full") if latest is not None else StreamOffset(1)
@@ -456,8 +507,10 @@ class StreamPlanner:
             before = [replace(e, kind=KIND_ADD) for e in delta if e.kind == KIND_DELETE]
             after = [e for e in delta if e.kind == KIND_ADD]
             return self._diff(snapshot.id, before, after)
-        if kind != "APPEND":
-            return []  # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite
+        if kind != "APPEND" and not (kind == "OVERWRITE" and self.read_append_overwrite):
+            # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite (primary-key tables: its
+            # change by key) or streaming-read-append-overwrite (append tables: the rows it adds, as in Java)
+            return []
         delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
         splits = self._entries_splits(e for e in delta if e.kind == KIND_ADD)
         # One split per file: the files are read as they are (no merge), so a big commit can be admitted piecewise.
@@ -506,7 +559,18 @@ class StreamPlanner:
         pairs.sort(key=order)
         return [StreamSplit(snapshot_id, i, "diff", sa, sb) for i, (sb, sa) in enumerate(pairs)]
 
-    def _phase_splits(self, pos: StreamOffset) -> tuple[Snapshot, list[StreamSplit]]:
+    def _phase_splits(self, pos: StreamOffset) -> tuple[Snapshot | None, list[StreamSplit]]:
+        if pos.phase == "chain":
+            if self.chain is None:
+                raise OptionError(
+                    f"The streaming offset {pos.to_dict()} is the start of a chain table's stream, but "
+                    f"{self.store.table_path} is not read as a chain table. Start the query with a new checkpoint "
+                    "location."
+                )
+            delta = pos.snapshot if pos.snapshot > 0 else None
+            snapshot = self.store.snapshots.snapshot(delta) if delta is not None else None
+            splits = self.chain.splits(pos.pinned, delta)
+            return snapshot, [StreamSplit(pos.snapshot, i, "chain", s) for i, s in enumerate(splits)]
         if pos.phase == "full":
             snapshot = find_snapshot(self.store.snapshots, self.tags, pos.snapshot)
             return snapshot, self._full_splits(snapshot)
@@ -516,6 +580,12 @@ class StreamPlanner:
             return snapshot, self._diff(snapshot.id, before, self.store.live_entries(snapshot))
         snapshot = self._snapshot_for_delta(pos.snapshot)
         return snapshot, self._delta_splits(snapshot)
+
+    @staticmethod
+    def _past(pos: StreamOffset, snapshot: Snapshot | None) -> StreamOffset:
+        """The position after every split of ``pos``'s scan of ``snapshot`` (None: a chain start pinned before
+        the delta branch's first commit, which comes next)."""
+        return pos.after(snapshot) if snapshot is not None else StreamOffset(max(pos.snapshot, 0) + 1)
 
     # -- history rewrites ---------------------------------------------------------------------------
     def _replaced(self, consumed: Consumed) -> bool:
@@ -614,7 +684,7 @@ class StreamPlanner:
                     return out, end
                 out.append(s)
                 end = replace(pos, index=s.index)
-            pos = end = pos.after(snapshot)
+            pos = end = self._past(pos, snapshot)
             if diff_only:
                 break
         return out, end
@@ -647,7 +717,7 @@ class StreamPlanner:
                 out.extend(s for s in splits if pos.index < s.index <= end.index)
                 break
             out.extend(s for s in splits if s.index > pos.index)
-            pos = pos.after(snapshot)
+            pos = self._past(pos, snapshot)
         return out
 
     def consumer_next_snapshot(self, end: StreamOffset) -> int | None:
@@ -656,6 +726,42 @@ class StreamPlanner:
         if end.phase != "delta":
             return None
         return end.snapshot
+
+
+def _refuse_chain_stream_options(store: FileStore, cfg: ChainConfig, opts: StreamOptions, schema: TableSchema) -> None:
+    """What a stream of a chain table refuses, as Java's ``ChainTableFileStoreTable.newStreamScan`` does: any start
+    but the table's current content, a consumer, and a selection of partitions (the start chooses partitions)."""
+    given = []
+    if opts.mode != "latest-full":
+        given.append(
+            f"'scan.snapshot-id' = '{opts.snapshot_id}'"
+            if opts.snapshot_id is not None
+            else f"'scan.tag-name' = '{opts.tag_name}'"
+            if opts.tag_name is not None
+            else "'scan.timestamp-millis' / 'scan.timestamp'"
+            if opts.timestamp_millis is not None
+            else f"'scan.mode' = '{opts.mode}'"
+        )
+    consumer = opts.consumer_id or schema.core_options.get(CONSUMER_ID)
+    if consumer:
+        given.append(f"'{CONSUMER_ID.key}' = '{consumer}'")
+    if opts.scan_partitions is not None:
+        given.append(f"'{SCAN_PARTITIONS_KEY}'")
+    if opts.filter is not None:
+        selection = selection_of(ReadOptions(filter=opts.filter), schema)
+        on_partitions = sorted(tree_columns(selection.expr) & set(schema.partition_keys)) if selection.expr else []
+        if on_partitions:
+            given.append(f"a '{FILTER_KEY}' on partition columns {on_partitions}")
+    if not given:
+        return
+    raise ChainTableError(
+        f"Chain table {store.table_path}: a stream of a chain table starts from the table's current content (the "
+        "latest snapshot partition of each group and the later delta partitions) and then follows the delta branch "
+        f"'{cfg.delta_branch}', so it refuses {', '.join(given)}, as Paimon does. Remove "
+        f"{'it' if len(given) == 1 else 'them'}, "
+        f"or stream the delta branch as an ordinary table from any position: .option('branch', '{cfg.delta_branch}') "
+        f"or load('{store.table_path}$branch_{cfg.delta_branch}')."
+    )
 
 
 def limits_of(opts: StreamOptions) -> Admission:

@@ -325,3 +325,58 @@ def test_update_mode_is_spark_s_refusal_and_foreach_batch_upserts_instead(spark,
     src.write_arrow(pa.table({"id": [4], "v": ["b"]}, schema=SCHEMA))
     run()
     assert sorted_rows(load(spark, sink)) == [("a", 2), ("b", 2)]  # the changed group is upserted
+
+
+def test_a_chain_table_streams_its_content_then_its_delta_commits_with_deletes(spark, catalog, tmp_path):
+    """Java's ChainTableStreamScan: the start is the latest snapshot partition (and later deltas), then the delta
+    branch's commits, whose -D reaches the stream (tests/datasource/test_chain_stream.py covers the rest)."""
+    row = pa.schema(
+        [("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("op", pa.string()), ("dt", pa.string())]
+    )
+    t = catalog.create_chain_table(
+        "db.chain",
+        row,
+        partition_keys=["dt"],
+        primary_keys=["dt", "t1"],
+        options={
+            "bucket": "1",
+            "sequence.field": "t2",
+            "rowkind.field": "op",
+            "partition.timestamp-pattern": "$dt",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
+
+    def write(branch: str, rows: list[tuple]) -> None:
+        t.on_branch(branch).write_arrow(pa.Table.from_pylist([dict(zip(row.names, r)) for r in rows], schema=row))
+
+    write("snapshot", [(1, 1, "a", "+I", "20250810"), (2, 1, "b", "+I", "20250810"), (3, 1, "c", "+I", "20250810")])
+    out, ck = tmp_path / "out", str(tmp_path / "ck")
+
+    def run() -> None:
+        q = (
+            spark.readStream.format("paimon")
+            .option("read.changelog", "true")
+            .load(t.uri)
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", ck)
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        assert q.exception() is None
+
+    run()
+    assert sorted_rows(spark.read.parquet(str(out))) == [
+        ("+I", 1, 1, "a", "+I", "20250810"),
+        ("+I", 2, 1, "b", "+I", "20250810"),
+        ("+I", 3, 1, "c", "+I", "20250810"),
+    ]
+    write("delta", [(2, 2, "B", "+U", "20250811"), (3, 2, "c", "-D", "20250811"), (4, 1, "d", "+I", "20250811")])
+    run()
+    assert sorted_rows(spark.read.parquet(str(out)))[3:] == [
+        ("+I", 4, 1, "d", "+I", "20250811"),
+        ("+U", 2, 2, "B", "+U", "20250811"),
+        ("-D", 3, 2, "c", "-D", "20250811"),
+    ]

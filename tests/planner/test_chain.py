@@ -514,3 +514,42 @@ def test_chain_with_partial_fallback_options_is_plain(catalog: Catalog) -> None:
     assert read(t) == [(1, 1, "main", "20250810")]
     with pytest.raises(PaimonError, match="fallback"):
         t.chain.explain()
+
+
+# ------------------------------------------------------------------------------------------------------
+# A late delta fix reaches the snapshot partitions compacted from it (issue 22 item 5)
+# ------------------------------------------------------------------------------------------------------
+def test_a_delta_fix_before_compacted_days_recomputes_them(catalog: Catalog) -> None:
+    t = make(catalog)
+    put(t, [(1, 1, "base", "20250810"), (2, 1, "base", "20250810")], "snapshot")
+    put(t, [(1, 2, "bad", "20250812")], "delta")
+    put(t, [(3, 1, "d13", "20250813")], "delta")
+    put(t, [(4, 1, "d14", "20250814")], "delta")
+    assert t.chain.compact(start="dt=20250813", end="dt=20250814")
+    assert [e["source"] for e in t.chain.explain()] == ["snapshot", "chain", "snapshot", "snapshot"]
+    put(t, [(1, 3, "fixed", "20250812")], "delta")  # the late fix of day 12 (a newer sequence value)
+    for day in ("20250812", "20250813", "20250814"):
+        rows = {r[0]: r[2] for r in read(t, eq("dt", day))}
+        assert rows[1] == "fixed", day
+    # Days 13 and 14 were recomputed in the snapshot branch (the reads above hit it), each from the anchor below
+    # it through every delta: day 14 did not inherit day 13's stale copy.
+    assert [e["source"] for e in t.chain.explain()] == ["snapshot", "chain", "snapshot", "snapshot"]
+    snap = {r[0]: r[2] for r in read(t.on_branch("snapshot"), eq("dt", "20250814"))}
+    assert snap == {1: "fixed", 2: "base", 3: "d13", 4: "d14"}
+    # An overwrite of the delta day works the same way (and truncates that day's own snapshot copy, as in Paimon).
+    put(t, [(1, 4, "again", "20250813")], "delta", overwrite=True)
+    assert {r[0]: r[2] for r in read(t, eq("dt", "20250814"))} == {1: "again", 2: "base", 4: "d14"}
+
+
+def test_a_full_load_stops_the_cascade(catalog: Catalog) -> None:
+    """A snapshot partition without a delta partition of its own is a full load: authoritative (Paimon's rule), so a
+    delta written before it changes neither it nor the partitions it anchors."""
+    t = make(catalog)
+    put(t, [(1, 1, "d11", "20250811")], "delta")
+    put(t, [(1, 1, "load", "20250812")], "snapshot")  # a full load of day 12
+    put(t, [(1, 1, "d13", "20250813")], "delta")
+    assert t.chain.compact("dt=20250813")
+    put(t, [(1, 9, "late", "20250811")], "delta")
+    assert read(t, eq("dt", "20250812")) == [(1, 1, "load", "20250812")]
+    assert read(t, eq("dt", "20250813")) == [(1, 1, "d13", "20250813")]
+    assert read(t, eq("dt", "20250811")) == [(1, 9, "late", "20250811")]

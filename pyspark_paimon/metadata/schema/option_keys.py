@@ -138,7 +138,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "branch": _refused(
         "a branch stored in the table's options makes Paimon read that branch instead", "main", fix=AS_READ_OPTION
     ),
-    "chain-table.streaming.merge-snapshot": _inert(_STREAMING),
     "file.format.per.level": _inert(
         "format of files per LSM level; each file's name carries its format, so any "
         "mix reads the same (new files here are parquet)"
@@ -340,7 +339,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     ),
     "continuous.discovery-interval": _inert(_STREAMING),
     "streaming.read.snapshot.delay": _inert(_STREAMING),
-    "streaming-read-append-overwrite": _inert(_STREAMING),
     "auto-create": _inert("whether Java creates missing storage; tables here are created explicitly"),
     "consumer.expiration-time": _inert(_STREAMING),
     "consumer.mode": _inert(_STREAMING),

@@ -326,6 +326,12 @@ STREAMING_READ_OVERWRITE = _option(
     "false",
     "Streams read the changes an OVERWRITE commit makes (by key), instead of skipping it.",
 )
+STREAMING_READ_APPEND_OVERWRITE = _option(
+    "streaming-read-append-overwrite",
+    BOOLEAN,
+    "false",
+    "Streams of an append table read the rows an OVERWRITE commit adds (as inserts), instead of skipping it.",
+)
 CONSUMER_ID = _option(
     "consumer-id",
     STRING,
@@ -448,6 +454,13 @@ CHAIN_TABLE_SPLIT_KEY_RANGE_ENABLED = _option(
 )
 CHAIN_TABLE_COMPACT_AUTO_THRESHOLD = _option(
     "chain-table.compact.auto-threshold", INTEGER, None, "Chain table: compact a partition after this many deltas."
+)
+CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT = _option(
+    "chain-table.streaming.merge-snapshot",
+    BOOLEAN,
+    "false",
+    "Chain table: a stream starts with each group's latest snapshot partition merged by key with the later "
+    "delta partitions (false: both emitted as they are).",
 )
 PARTITION_TIMESTAMP_PATTERN = _option(
     "partition.timestamp-pattern", STRING, None, "How partition values form a timestamp ('$dt $hh:00:00')."

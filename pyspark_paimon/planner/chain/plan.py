@@ -141,20 +141,23 @@ def plan_chain(
     use_main: bool = True,
     force_chain: Iterable[tuple] = (),
     only_chain: bool = False,
+    pinned: Mapping[str, Snapshot | None] | None = None,
 ) -> ChainReadPlan:
     """Plan a chain read of ``main`` (the loaded branch) per Java's `ChainTableBatchScan`.
 
     ``predicate`` leaves on partition columns (and ``partition_filter``) choose the target partitions; other
     leaves are left to the caller's residual filter, applied after merging. ``use_main=False`` ignores the
     loaded branch (chain compaction reads the snapshot/delta pair only); partitions in ``force_chain`` are
-    chain-resolved even when the snapshot branch has them (compaction with overwrite); ``only_chain`` drops
-    snapshot-branch splits (compaction writes chain-resolved partitions only).
+    chain-resolved even when the snapshot branch has them (compaction with overwrite), and never anchor another
+    target; ``only_chain`` drops
+    snapshot-branch splits (compaction writes chain-resolved partitions only); ``pinned`` gives the snapshot
+    of each branch role instead of resolving them from ``opts`` (a chain stream's start pins them once).
     """
     table = main.table_path
     stores = stores_of(main, cfg)
     latest = latest_schemas(stores, table)
     validate_branch_schemas(latest, table)
-    snaps = resolve_chain_snapshots(stores, opts, table)
+    snaps = dict(pinned) if pinned is not None else resolve_chain_snapshots(stores, opts, table)
     schema = schema_at(stores, latest, snaps, opts)
     names = [f.name for f in schema.partition_fields]
     part_pred = leaves_on(predicate, names)
@@ -242,7 +245,9 @@ def plan_chain(
         key_fields = schema.trimmed_primary_key_fields
         for t in chain_targets:
             group = t[:g]
-            anchors = snap_by_group.get(group, [])
+            # A forced partition is being recomputed, so it cannot anchor a later one: that one is resolved from
+            # the anchor below, through every delta in between (the same rows, never the stale copy).
+            anchors = [p for p in snap_by_group.get(group, []) if p not in forced]
             anchor_keys = [_sortable(p[g:]) for p in anchors]
             pos = bisect.bisect_left(anchor_keys, _sortable(t[g:]))
             anchor = anchors[pos - 1] if pos > 0 else None
