@@ -44,7 +44,7 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.snapshots.commit import CommitKind, CommitMessage, FileStoreCommit, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import (
@@ -507,15 +507,17 @@ def commit_with_chain_rules(
     overwrite: OverwriteSpec | None,
     commit_user: str,
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+    kind: CommitKind = "APPEND",
 ) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
-    with the chain-table rules before and after (see the module docstring). Every write commits here."""
+    with the chain-table rules before and after (see the module docstring). Every write commits here.
+    ``kind`` OVERWRITE marks a commit that rewrites files (copy-on-write DML), as Java marks one."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
     committer = FileStoreCommit(store, schema.options)
     snapshot = committer.commit(
-        list(messages), overwrite=overwrite, commit_user=commit_user, commit_identifier=commit_identifier
+        list(messages), kind=kind, overwrite=overwrite, commit_user=commit_user, commit_identifier=commit_identifier
     )
     if hook is not None:
         hook.after_commit(snapshot, messages)
