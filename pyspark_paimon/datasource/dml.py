@@ -37,6 +37,8 @@ from pyspark_paimon.errors import DmlError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    DELETION_VECTORS_ENABLED,
+    FULL_COMPACTION_DELTA_COMMITS,
     IGNORE_DELETE,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
 )
@@ -69,10 +71,19 @@ class MergeResult:
 
 # ------------------------------------------------------------------------------------------- checks
 def check_merge_engine(schema: TableSchema, table: str, *, deletes: bool, updates: bool) -> None:
-    """Refuse a change the table's merge engine gives no meaning, as Java Paimon's Spark DML does."""
+    """Refuse a change the table's merge engine gives no meaning, as Java Paimon's Spark DML does (and one on a
+    deletion-vector primary-key table that is not compacted on every commit)."""
     if not schema.primary_keys:
         return
     opts = schema.core_options
+    if opts.deletion_vectors_enabled and not (opts.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0:
+        # Reads of such a table skip level 0 (Java's rule) until a compaction moves it up, so the change would
+        # neither see rows only written there nor become visible itself.
+        raise DmlError(
+            f"Table {table} is a primary-key table with '{DELETION_VECTORS_ENABLED.key}' = 'true': its new rows "
+            "stay invisible until a compaction, so a change would neither see nor show them. Set "
+            f"'{FULL_COMPACTION_DELTA_COMMITS.key}' = '1' (every commit is then fully compacted) to change rows."
+        )
     engine = opts.merge_engine
     if engine == "first-row" and (deletes or updates):
         raise DmlError(
