@@ -153,6 +153,25 @@ def test_append_copy_on_write(catalog: Catalog) -> None:
     assert _rows(t) == []
 
 
+def test_a_partition_delete_removes_whole_files_unread(catalog: Catalog) -> None:
+    t = _append(catalog, "ap_part")
+    from pyspark_paimon.datasource import dml
+
+    def no_reads(*args: Any) -> Any:
+        raise AssertionError("a partition delete must not read rows")
+
+    real_load = dml._load
+    dml._load = no_reads
+    try:
+        assert t.delete("dt = 'b'") == 3
+    finally:
+        dml._load = real_load
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.commit_kind == "OVERWRITE" and snap.delta_record_count == -3
+    assert _rows(t) == [(1, "a", 10), (2, "a", 20)]
+    assert t.delete("dt = 'zz'") == 0
+
+
 def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> None:
     """A commit that removed a file this DML rewrites makes the DML fail with nothing changed."""
     t = _append(catalog, "race")

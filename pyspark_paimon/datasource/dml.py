@@ -46,7 +46,7 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import type_to_sql
-from pyspark_paimon.planner.predicate import Leaf, implied_leaves, tree_expression
+from pyspark_paimon.planner.predicate import Leaf, implied_leaves, tree_columns, tree_expression
 from pyspark_paimon.planner.read_options import FILTER_KEY, ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read
 from pyspark_paimon.planner.split import DataSplit
@@ -253,11 +253,7 @@ def _write(
             merged = rows if new_rows is None else _replace_rows(rows, new_rows, updated)
             for i in touched:
                 split, f = target.files[int(i)]
-                if split.deletion_files.get(f.file_name) is not None:
-                    raise DmlError(
-                        f"Data file {f.file_name} of {store.table_path} has a deletion vector, which copy-on-write "
-                        "would leave behind. Compact the table (t.maintenance.compact) and re-run the change."
-                    )
+                _refuse_deletion_vector(store, split, f)
                 keep = (target.file_of_row == i) & ~deleted
                 kept = merged.filter(pa.array(keep))
                 copied += kept.num_rows - int((keep & updated).sum())
@@ -303,9 +299,46 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
     schema = store.schema()
     check_merge_engine(schema, store.table_path, deletes=True, updates=False)
     text = None if filter_text.strip().lower() == "true" else filter_text
+    if not schema.primary_keys and (
+        text is None or tree_columns(parse_filter(text, schema)) <= set(schema.partition_keys)
+    ):
+        return _delete_files(store, text)
     target = _load(store, schema, text)
     mask = _filter_mask(target, schema, text)
     return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
+
+
+def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult:
+    """An append-table delete whose filter names only partition columns selects whole files: they are removed
+    without being read (as Java drops the partitions), in one OVERWRITE commit of DELETE entries. Files written
+    concurrently into those partitions are not removed; a concurrent removal of one of ours fails the commit."""
+    planned = plan_read(store, ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {}))
+    _refuse_foreign(planned.kind, store)
+    old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
+    rows = 0
+    for split in planned.plan.splits:
+        for f in split.files:
+            _refuse_deletion_vector(store, split, f)
+            old[(split.partition, split.bucket, split.total_buckets)].append(f)
+            rows += f.row_count
+    if not old:
+        return MergeResult()
+    job = prepare_write(store)
+    messages = [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
+    snapshot = job.commit(messages, kind="OVERWRITE")
+    return MergeResult(
+        deleted=rows,
+        files_rewritten=sum(len(v) for v in old.values()),
+        snapshot_id=snapshot.id if snapshot is not None else None,
+    )
+
+
+def _refuse_deletion_vector(store: FileStore, split: DataSplit, f: DataFileMeta) -> None:
+    if split.deletion_files.get(f.file_name) is not None:
+        raise DmlError(
+            f"Data file {f.file_name} of {store.table_path} has a deletion vector, which removing or rewriting the "
+            "file would leave behind. Compact the table (t.maintenance.compact) and re-run the change."
+        )
 
 
 def update_rows(store: FileStore, assignments: Mapping[str, str], filter_text: str | None = None) -> MergeResult:
