@@ -379,7 +379,8 @@ class MergeBuilder:
         if not isinstance(source, pa.Table):
             raise OptionError(
                 f"A merge source must be a pyarrow Table or RecordBatchReader, got {type(source).__name__}. Convert "
-                "a pandas or Spark DataFrame with pyarrow.Table.from_pandas / DataFrame.toArrow first."
+                "a pandas DataFrame with pyarrow.Table.from_pandas. Spark DataFrame sources are not taken yet: "
+                "DataFrame.toArrow() collects one to the driver, which only suits small sources."
             )
         self._source = source
         self._on = [on] if isinstance(on, str) else list(on)
