@@ -8,6 +8,7 @@ Readers other than ours (Java, pypaimon, Spark) read DML results in tests/intero
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -186,6 +187,10 @@ def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> 
         )
         return real_write(store, schema, target, *args)
 
+    def data_files() -> set[str]:
+        return {p.name for p in Path(t.store.table_path).rglob("*.parquet")}
+
+    before = data_files()
     dml._write = racing_write
     try:
         with pytest.raises(CommitConflictError, match="no longer live"):
@@ -194,6 +199,7 @@ def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> 
         dml._write = real_write
     latest = t.latest_snapshot()
     assert latest is not None and latest.id == 3  # the racing commit; the DML committed nothing
+    assert data_files() == before  # the DML's new files were removed with its failed commit
     entries = t.store.manifests.read_entries(t.store.manifests.read_list(latest.delta_manifest_list))
     assert [e.kind for e in entries] == [KIND_DELETE]
 

@@ -33,7 +33,7 @@ from pyspark_paimon.datasource.jobs import prepare_read, prepare_write
 from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.store_assignment import cast_for_store
-from pyspark_paimon.errors import DmlError, OptionError
+from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
@@ -269,7 +269,11 @@ def _write(
         writer.abort()
         raise
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
-    snapshot = job.commit(messages, kind="OVERWRITE" if old else "APPEND")
+    try:
+        snapshot = job.commit(messages, kind="OVERWRITE" if old else "APPEND")
+    except CommitConflictError:
+        writer.abort()  # the commit certainly did not land: its new files are nobody's
+        raise
     return MergeResult(
         inserted=n_ins,
         updated=n_upd,
