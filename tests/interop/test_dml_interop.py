@@ -116,3 +116,33 @@ def test_pypaimon_reads_dml_results(warehouse_with_dml: str, oracle_python: str)
 def test_spark_reads_dml_results(warehouse_with_dml: str, spark: Any) -> None:
     got = ours_spark(spark, table_uri(warehouse_with_dml, "db.ap"))
     assert canonical_rows(got) == sorted_rows(AP_EXPECTED)
+
+
+def test_dml_on_tables_java_wrote(tmp_path_factory: pytest.TempPathFactory, java: JavaOracle) -> None:
+    """Our DML on Java-written files (a compacted primary-key table, a bucketed append table); Java reads the
+    result, then writes on top of it."""
+    warehouse = str(tmp_path_factory.mktemp("dml-java") / "warehouse")
+    cols = [["id", "BIGINT", False], ["v", "STRING"]]
+    java.create(warehouse, "db.jpk", cols, primary_keys=["id"], options={"bucket": 2})
+    java.write(warehouse, "db.jpk", [{"id": i, "v": f"v{i}"} for i in range(6)])
+    java.compact(warehouse, "db.jpk")
+    java.write(warehouse, "db.jpk", [{"id": 1, "v": "new"}])
+    java.create(warehouse, "db.jap", cols, options={"bucket": 2, "bucket-key": "id"})
+    java.write(warehouse, "db.jap", [{"id": i, "v": f"v{i}"} for i in range(6)])
+
+    jpk = Table.open(table_uri(warehouse, "db.jpk"))
+    assert jpk.delete("id IN (0, 5)") == 2
+    assert jpk.update({"v": "concat(v, '!')"}, "id <= 2") == 2
+    jap = Table.open(table_uri(warehouse, "db.jap"))
+    assert jap.delete("id = 3") == 1
+    assert jap.update({"v": "upper(v)"}, "id = 4") == 1
+
+    pk_want = [{"id": 1, "v": "new!"}, {"id": 2, "v": "v2!"}, {"id": 3, "v": "v3"}, {"id": 4, "v": "v4"}]
+    ap_want = [{"id": i, "v": v} for i, v in [(0, "v0"), (1, "v1"), (2, "v2"), (4, "V4"), (5, "v5")]]
+    assert sorted_rows(java.read(warehouse, "db.jpk").rows) == sorted_rows(pk_want)
+    assert sorted_rows(java.read(warehouse, "db.jap").rows) == sorted_rows(ap_want)
+    java.write(warehouse, "db.jpk", [{"id": 2, "v": "java"}])
+    java.compact(warehouse, "db.jpk")
+    pk_want[1] = {"id": 2, "v": "java"}
+    assert sorted_rows(java.read(warehouse, "db.jpk").rows) == sorted_rows(pk_want)
+    assert _ours(warehouse, "db.jpk") == sorted_rows(pk_want)
