@@ -384,6 +384,11 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     ]
 
 
+def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``delete`` action (``--where``): the rows the SQL condition selects, in one commit."""
+    return [{"deleted": t.delete(a.where)}]
+
+
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     """The branch's snapshots, newest first: when, what kind of commit, rows changed and in total, schema and
     the tags on each; snapshots that expired but a tag preserved are listed too (marked)."""
@@ -570,6 +575,18 @@ PROCEDURES: tuple[Procedure, ...] = (
             ),
         ),
         _compact,
+    ),
+    Procedure(
+        "delete",
+        "delete the rows a SQL condition selects, in one commit (Paimon's delete action; docs/dml.md)",
+        (
+            Arg(
+                "where",
+                "the condition, in the 'filter' read option's grammar, e.g. \"dt = '2024-01-01' AND id < 5\"",
+                required=True,
+            ),
+        ),
+        _delete,
     ),
     Procedure(
         "history",

@@ -111,4 +111,9 @@ class CompactionError(PaimonError):
     """A compaction that cannot be done correctly (a table layout or option it does not support)."""
 
 
+class DmlError(PaimonError):
+    """A delete, update or merge the table cannot take as asked (its merge engine defines no such change, a key
+    or partition column would change, a merge source matches a row twice); the message names the way out."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

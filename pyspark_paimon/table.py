@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.datasource.dml import MergeBuilder, delete_rows, update_rows
 from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -140,6 +141,28 @@ class Table:
             writer.abort()
             raise
         return job.commit(messages)
+
+    # -- row-level changes (docs/dml.md) -------------------------------------------------------------
+    def delete(self, filter: str) -> int:
+        """Delete the rows the SQL ``filter`` selects (the ``filter`` read option's grammar; ``'true'`` = all rows)
+        from this branch in one commit; returns how many. Primary-key tables write retractions; append tables
+        rewrite the touched files (copy-on-write)."""
+        return delete_rows(self.store, filter).deleted
+
+    def update(self, set: Mapping[str, str], filter: str | None = None) -> int:
+        """Set ``{column: SQL expression}`` (e.g. ``{'v': 'v * 2', 'note': "'fixed'"}``) on the rows ``filter``
+        selects (all rows without one), in one commit; returns how many rows were updated. Key and partition
+        columns cannot be set."""
+        return update_rows(self.store, set, filter).updated
+
+    def merge(self, source: pa.Table | pa.RecordBatchReader, on: str | Sequence[str]) -> MergeBuilder:
+        """A MERGE of Arrow ``source`` into this branch, matching rows on the key columns ``on``; add clauses
+        and run it with ``execute()`` (one commit; returns a ``MergeResult`` of counts)::
+
+            t.merge(new_rows, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+
+        Expressions name ``source.<col>`` and ``target.<col>``."""
+        return MergeBuilder(self.store, source, on)
 
     def update_schema(self) -> UpdateSchema:
         """Schema changes committed as ONE new schema version::

@@ -268,3 +268,12 @@ def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) 
     assert len(names) == len(set(names))
     for name in names:
         assert name in cli.build_parser().format_help()
+
+
+def test_delete_where(capsys: Any, table: Table) -> None:
+    """Paimon's delete action: ``delete --where``; a refusal is one line on stderr."""
+    code, rows, _ = run(capsys, "delete", "--table", table.store.table_path, "--where", "id >= 2")
+    assert code == 0 and rows == [{"deleted": 2}]
+    assert table.scan().to_arrow().to_pylist() == [{"id": 1, "v": "1"}]
+    code, _, err = run(capsys, "delete", "--table", table.store.table_path, "--where", "nope = 1")
+    assert code == 1 and "nope" in err

@@ -48,7 +48,7 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, OverwriteSpec
+from pyspark_paimon.metadata.snapshots.commit import CommitKind, CommitMessage, FileStoreCommit, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import (
@@ -569,16 +569,19 @@ def commit_with_chain_rules(
     commit_user: str,
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
     index_update: Callable[[Snapshot | None], str | None] | None = None,
+    kind: CommitKind = "APPEND",
 ) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
     with the chain-table rules before and after (see the module docstring). Every write commits here;
-    ``index_update`` is the commit's (a dynamic-bucket write's hash index)."""
+    ``index_update`` is the commit's (a dynamic-bucket write's hash index). ``kind`` OVERWRITE marks a commit
+    that rewrites files (copy-on-write DML), as Java marks one."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
     committer = FileStoreCommit(store, schema.options)
     snapshot = committer.commit(
         list(messages),
+        kind=kind,
         overwrite=overwrite,
         commit_user=commit_user,
         commit_identifier=commit_identifier,

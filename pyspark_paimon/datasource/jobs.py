@@ -27,7 +27,7 @@ from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionEr
 from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
+from pyspark_paimon.metadata.snapshots.commit import CommitKind, CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
@@ -134,7 +134,10 @@ class WriteJob:
         return TableWriter(ctx, task_id)
 
     def commit(
-        self, messages: Sequence[CommitMessage], commit_identifier: int = BATCH_COMMIT_IDENTIFIER
+        self,
+        messages: Sequence[CommitMessage],
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        kind: CommitKind = "APPEND",
     ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
@@ -145,7 +148,14 @@ class WriteJob:
             index_update = hash_index_update(self.store, self.schema, messages, self.overwrite)
         try:
             snapshot = commit_with_chain_rules(
-                self.store, self.schema, messages, self.overwrite, self.commit_user, commit_identifier, index_update
+                self.store,
+                self.schema,
+                messages,
+                self.overwrite,
+                self.commit_user,
+                commit_identifier,
+                index_update,
+                kind,
             )
         except CommitStateUnknownError:
             raise

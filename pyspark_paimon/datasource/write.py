@@ -376,15 +376,22 @@ class TableWriter:
         return codec, level
 
     # ------------------------------------------------------------------------------------------ input
-    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
-        """Validate and buffer ``batch``; flushes to files when the buffer exceeds ``write-buffer-size``."""
+    def write(self, batch: pa.RecordBatch | pa.Table, kinds: pa.Array | None = None) -> None:
+        """Validate and buffer ``batch``; flushes to files when the buffer exceeds ``write-buffer-size``.
+
+        ``kinds`` (int8 row kinds, primary-key tables only) gives every row's kind directly, as DML does for
+        its retractions and upserts; otherwise they come from ``rowkind.field`` or are all +I."""
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         if table.num_rows == 0:
             return
+        if kinds is not None and (not self._is_pk or len(kinds) != table.num_rows):
+            raise SchemaMismatchError(
+                f"Explicit row kinds need a primary-key table and one kind per row ({self._ctx.table_path})."
+            )
         aligned = self._align(table)
         if self._rowkind_field is not None or self._is_pk:
-            kinds = self._row_kinds(aligned)
-            aligned = aligned.append_column(pa.field(VALUE_KIND, pa.int8(), False), kinds)
+            row_kinds = self._row_kinds(aligned) if kinds is None else pa.chunked_array([kinds.cast(pa.int8())])
+            aligned = aligned.append_column(pa.field(VALUE_KIND, pa.int8(), False), row_kinds)
             aligned = self._drop_ignored_kinds(aligned)
             if not self._is_pk:
                 aligned = aligned.drop_columns([VALUE_KIND])

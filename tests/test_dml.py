@@ -1,0 +1,276 @@
+"""Row-level DML through the facade (issue 24): ``t.delete``, ``t.update``, ``t.merge(...).execute()``.
+
+Each test checks the table's rows after the change against what SQL semantics say, and the commit shape
+(one snapshot, APPEND for primary-key tables, OVERWRITE with DELETEs for copy-on-write append tables).
+Readers other than ours (Java, pypaimon, Spark) read DML results in tests/interop/test_dml_interop.py.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
+from pyspark_paimon.metadata.manifests.manifest import KIND_DELETE
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+
+
+def _rows(t: Table) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in t.scan().to_arrow().to_pylist())
+
+
+def _pk(catalog: Catalog, name: str, **options: Any) -> Table:
+    t = catalog.create_table(
+        f"db.{name}",
+        "id BIGINT, dt STRING, v BIGINT, s STRING",
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"],
+        options={"bucket": "2", **options},
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "dt": ["a", "a", "b", "b"], "v": [10, 20, 30, 40], "s": list("xyzw")}))
+    return t
+
+
+def _append(catalog: Catalog, name: str, **options: Any) -> Table:
+    t = catalog.create_table(f"db.{name}", "id BIGINT, dt STRING, v BIGINT", partition_keys=["dt"], options=options)
+    t.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [10, 20, 30]}))
+    t.write_arrow(pa.table({"id": [4, 5], "dt": ["b", "b"], "v": [40, 50]}))
+    return t
+
+
+# ------------------------------------------------------------------------------------------- primary keys
+def test_pk_delete_update_merge(catalog: Catalog) -> None:
+    t = _pk(catalog, "pk")
+    before = t.latest_snapshot()
+    assert before is not None
+    assert t.delete("dt = 'b' AND v > 35") == 1
+    assert _rows(t) == [(1, "a", 10, "x"), (2, "a", 20, "y"), (3, "b", 30, "z")]
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.id == before.id + 1 and snap.commit_kind == "APPEND"
+
+    assert t.update({"v": "v * 2 + 1", "s": "upper(s)"}, "id <= 2") == 2
+    assert _rows(t) == [(1, "a", 21, "X"), (2, "a", 41, "Y"), (3, "b", 30, "z")]
+
+    source = pa.table({"id": [2, 3, 7], "dt": ["a", "b", "b"], "v": [5, 6, 7], "s": ["m", "n", "o"]})
+    result = (
+        t.merge(source, on=["id", "dt"])
+        .when_matched_update({"v": "source.v + target.v"}, condition="source.id = 2")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (result.updated, result.deleted, result.inserted) == (1, 1, 1)
+    assert _rows(t) == [(1, "a", 21, "X"), (2, "a", 46, "Y"), (7, "b", 7, "o")]
+    # Nothing matched: no commit.
+    latest = t.latest_snapshot()
+    assert t.delete("id = 99") == 0
+    assert t.latest_snapshot() == latest
+
+
+def test_pk_update_refuses_key_and_partition_columns(catalog: Catalog) -> None:
+    t = _pk(catalog, "keys")
+    with pytest.raises(DmlError, match="'id' .* primary key"):
+        t.update({"id": "id + 1"})
+    with pytest.raises(DmlError, match="'dt' .* partition column"):
+        _append(catalog, "keys_ap").update({"dt": "'c'"})
+    with pytest.raises(OptionError, match="no column 'nope'"):
+        t.update({"nope": "1"})
+
+
+def test_partial_update_delete_needs_its_option(catalog: Catalog) -> None:
+    refused = _pk(catalog, "pu", **{"merge-engine": "partial-update"})
+    with pytest.raises(DmlError, match="partial-update.remove-record-on-delete"):
+        refused.delete("id = 1")
+    assert refused.update({"s": "'q'"}, "id = 1") == 1  # an upsert of the whole row: partial-update takes it
+    assert (1, "a", 10, "q") in _rows(refused)
+    accepted = _pk(
+        catalog, "pu2", **{"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}
+    )
+    assert accepted.delete("id = 1") == 1
+    assert [r[0] for r in _rows(accepted)] == [2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("options", "op", "match"),
+    [
+        ({"merge-engine": "first-row"}, "delete", "first-row"),
+        ({"merge-engine": "first-row"}, "update", "first-row"),
+        ({"merge-engine": "aggregation"}, "update", "aggregation"),
+        ({"merge-engine": "aggregation"}, "delete", "aggregation.remove-record-on-delete"),
+        ({"ignore-delete": "true"}, "delete", "ignore-delete"),
+        ({"deletion-vectors.enabled": "true"}, "update", "full-compaction.delta-commits"),
+    ],
+)
+def test_merge_engines_without_the_change_refuse_it(
+    catalog: Catalog, options: dict[str, str], op: str, match: str
+) -> None:
+    t = _pk(catalog, f"engine_{op}_{len(options)}_{sorted(options.values())[0].replace('-', '_')}", **options)
+    before = _rows(t)
+    with pytest.raises(DmlError, match=match):
+        if op == "delete":
+            t.delete("id = 1")
+        else:
+            t.update({"v": "0"})
+    assert _rows(t) == before
+
+
+def test_deletion_vector_tables(catalog: Catalog) -> None:
+    """A deletion-vector primary-key table compacted on every commit shows the change at once; an append table
+    with deletion vectors enabled is rewritten copy-on-write (no vectors are written)."""
+    pk = _pk(catalog, "dv_pk", **{"deletion-vectors.enabled": "true", "full-compaction.delta-commits": "1"})
+    assert pk.delete("id = 2") == 1
+    assert pk.update({"v": "v + 1"}, "dt = 'b'") == 2
+    assert _rows(pk) == [(1, "a", 10, "x"), (3, "b", 31, "z"), (4, "b", 41, "w")]
+    ap = _append(catalog, "dv_ap", **{"deletion-vectors.enabled": "true"})
+    assert ap.delete("id = 2") == 1
+    assert [r[0] for r in _rows(ap)] == [1, 3, 4, 5]
+
+
+# ------------------------------------------------------------------------------------------- append tables
+def test_append_copy_on_write(catalog: Catalog) -> None:
+    t = _append(catalog, "ap")
+    assert t.delete("id = 3") == 1
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.commit_kind == "OVERWRITE"
+    assert _rows(t) == [(1, "a", 10), (2, "a", 20), (4, "b", 40), (5, "b", 50)]
+    # Only the touched file was rewritten: partition a's file is untouched.
+    assert t.update({"v": "CASE WHEN v > 40 THEN v - 1 ELSE v END"}, "dt = 'b'") == 2
+    assert _rows(t) == [(1, "a", 10), (2, "a", 20), (4, "b", 40), (5, "b", 49)]
+    result = (
+        t.merge(pa.table({"id": [1, 9], "v": [100, 900], "dt": ["a", "c"]}), on="id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete("target.v > 45")
+        .execute()
+    )
+    assert (result.updated, result.inserted, result.deleted) == (1, 1, 1)
+    assert _rows(t) == [(1, "a", 100), (2, "a", 20), (4, "b", 40), (9, "c", 900)]
+    assert t.delete("true") == 4
+    assert _rows(t) == []
+
+
+def test_a_partition_delete_removes_whole_files_unread(catalog: Catalog) -> None:
+    t = _append(catalog, "ap_part")
+    from pyspark_paimon.datasource import dml
+
+    def no_reads(*args: Any) -> Any:
+        raise AssertionError("a partition delete must not read rows")
+
+    real_load = dml._load
+    dml._load = no_reads
+    try:
+        assert t.delete("dt = 'b'") == 3
+    finally:
+        dml._load = real_load
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.commit_kind == "OVERWRITE" and snap.delta_record_count == -3
+    assert _rows(t) == [(1, "a", 10), (2, "a", 20)]
+    assert t.delete("dt = 'zz'") == 0
+
+
+def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> None:
+    """A commit that removed a file this DML rewrites makes the DML fail with nothing changed."""
+    t = _append(catalog, "race")
+    from pyspark_paimon.datasource import dml
+
+    real_write = dml._write
+
+    def racing_write(store, schema, target, *args: Any) -> Any:  # type: ignore[no-untyped-def]
+        split, f = target.files[0]
+        FileStoreCommit(store, schema.options).commit(
+            [CommitMessage(split.partition, split.bucket, split.total_buckets, (), (f,))], kind="OVERWRITE"
+        )
+        return real_write(store, schema, target, *args)
+
+    def data_files() -> set[str]:
+        return {p.name for p in Path(t.store.table_path).rglob("*.parquet")}
+
+    before = data_files()
+    dml._write = racing_write
+    try:
+        with pytest.raises(CommitConflictError, match="no longer live"):
+            t.delete("v > 0")
+    finally:
+        dml._write = real_write
+    latest = t.latest_snapshot()
+    assert latest is not None and latest.id == 3  # the racing commit; the DML committed nothing
+    assert data_files() == before  # the DML's new files were removed with its failed commit
+    entries = t.store.manifests.read_entries(t.store.manifests.read_list(latest.delta_manifest_list))
+    assert [e.kind for e in entries] == [KIND_DELETE]
+
+
+def test_dml_on_a_branch_leaves_main_unchanged(catalog: Catalog) -> None:
+    main = _pk(catalog, "br")
+    main.branches.create("fix")
+    fix = main.on_branch("fix")
+    before = _rows(main)
+    assert fix.delete("id = 1") == 1
+    assert fix.update({"s": "'u'"}, "id = 2") == 1
+    assert _rows(main) == before
+    assert _rows(fix) == [(2, "a", 20, "u"), (3, "b", 30, "z"), (4, "b", 40, "w")]
+
+
+def test_merge_refuses_duplicate_source_keys_and_bad_expressions(catalog: Catalog) -> None:
+    t = _pk(catalog, "dups")
+    dup = pa.table({"id": [1, 1], "dt": ["a", "a"], "v": [1, 2], "s": ["p", "q"]})
+    with pytest.raises(DmlError, match="more than once"):
+        t.merge(dup, on=["id", "dt"]).when_matched_update_all().execute()
+    one = dup.slice(0, 1)
+    with pytest.raises(OptionError, match="ambiguous"):
+        t.merge(one, on=["id", "dt"]).when_matched_update({"v": "v + 1"}).execute()
+    with pytest.raises(OptionError, match="not supported"):
+        t.update({"v": "(SELECT 1)"})
+
+
+# ------------------------------------------------------------------------------------------- model check
+@pytest.mark.parametrize("primary_key", [True, False], ids=["pk", "append"])
+def test_random_dml_matches_a_dict_model(catalog: Catalog, primary_key: bool) -> None:
+    """Random deletes, updates and merges against a plain dict ``id -> (dt, v)``."""
+    rng = random.Random(24)
+    name = "model_pk" if primary_key else "model_ap"
+    t = catalog.create_table(
+        f"db.{name}",
+        "id BIGINT, dt STRING, v BIGINT",
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"] if primary_key else [],
+        options={"bucket": "2"} if primary_key else {"bucket": "2", "bucket-key": "id"},
+    )
+    model: dict[int, tuple[str, int]] = {}
+
+    def dt_of(i: int) -> str:
+        return "ab"[i % 2]
+
+    for step in range(8):
+        op = rng.choice(["merge", "delete", "update", "merge"])
+        if op == "delete":
+            lo = rng.randrange(0, 30)
+            assert t.delete(f"id >= {lo} AND id < {lo + 5}") == sum(1 for k in model if lo <= k < lo + 5), step
+            model = {k: v for k, v in model.items() if not lo <= k < lo + 5}
+        elif op == "update":
+            d = rng.randrange(1, 9)
+            assert t.update({"v": f"v + {d}"}, "dt = 'a'") == sum(1 for v in model.values() if v[0] == "a")
+            model = {k: (p, v + d if p == "a" else v) for k, (p, v) in model.items()}
+        else:
+            ids = sorted(rng.sample(range(30), 6))
+            vals = [rng.randrange(100) for _ in ids]
+            src = pa.table({"id": ids, "dt": [dt_of(i) for i in ids], "v": vals})
+            res = (
+                t.merge(src, on="id")
+                .when_matched_delete("source.v < 20")
+                .when_matched_update({"v": "source.v"})
+                .when_not_matched_insert_all()
+                .execute()
+            )
+            want_del = sum(1 for i, v in zip(ids, vals) if i in model and v < 20)
+            assert res.deleted == want_del, step
+            for i, v in zip(ids, vals):
+                if i in model and v < 20:
+                    del model[i]
+                else:
+                    model[i] = (dt_of(i), v)
+        assert _rows(t) == sorted((k, p, v) for k, (p, v) in model.items()), step
