@@ -616,7 +616,7 @@ def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Non
     for m in messages:
         base = by_bucket.get((m.partition, m.bucket))
         inputs = {f.file_name for f in m.compact_before}
-        for f in m.new_files:
+        for f in (*m.new_files, *m.changelog_files):
             if f.file_name in inputs:  # an upgraded input (same file, new level): it is not ours to delete
                 continue
             path = f.external_path or (f"{base}/{f.file_name}" if base else None)

@@ -58,6 +58,8 @@ from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, serialize_row
 from pyspark_paimon.metadata.rows.bucket import bucket_ids
 from pyspark_paimon.metadata.rows.partition import partition_path
 from pyspark_paimon.metadata.schema.options import (
+    CHANGELOG_FILE_PREFIX,
+    CHANGELOG_PRODUCER,
     DATA_FILE_PREFIX,
     FILE_COMPRESSION,
     FILE_COMPRESSION_PER_LEVEL,
@@ -208,6 +210,7 @@ class _BucketState:
     file_counter: int = 0
     dir_created: bool = False
     files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
     # Compaction writes its outputs at the unit's output level, marked as compaction output.
     level: int = 0
     file_source: int = FILE_SOURCE_APPEND
@@ -279,6 +282,10 @@ class TableWriter:
         self._level_codecs: dict[int, tuple[str, int | None]] = {0: (self._codec, self._codec_level)}
         self._writer_v2 = is_writer_v2(options.get(PARQUET_WRITER_VERSION))
         self._prefix = options.get(DATA_FILE_PREFIX)
+        self._changelog_prefix = options.get(CHANGELOG_FILE_PREFIX)
+        # 'changelog-producer' = input: every input row also goes to a changelog file, as Java's MergeTreeWriter
+        # hands each flushed buffer's raw records to its changelog writer (sorted, before the merge).
+        self._changelog_input = self._is_pk and options.get(CHANGELOG_PRODUCER) == "input"
         self._suffix = (
             f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION) else ".parquet"
         )
@@ -587,6 +594,10 @@ class TableWriter:
         state.next_sequence += n
         if self._is_pk:
             table = table.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(seq))
+            if self._changelog_input:
+                raw = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
+                for chunk in self._chunks(self._pk_physical(raw)):
+                    self._write_file(state, chunk, None, changelog=True)
             table = self._sort_and_fold(table)
             physical = self._pk_physical(table)
             for chunk in self._chunks(physical):
@@ -642,9 +653,14 @@ class TableWriter:
             cols.append(col)
         return pa.Table.from_arrays(cols, schema=self._file_schema)
 
-    def _write_file(self, state: _BucketState, chunk: pa.Table, seq_range: tuple[int, int] | None) -> None:
+    def _write_file(
+        self, state: _BucketState, chunk: pa.Table, seq_range: tuple[int, int] | None, changelog: bool = False
+    ) -> None:
+        """One Parquet file of ``chunk``; a changelog file (``changelog``) shares the bucket's name counter, as
+        Java's path factory numbers data and changelog files of one writer alike."""
         fileio = self._ctx.fileio
-        name = f"{self._prefix}{state.uuid}-{state.file_counter}{self._suffix}"
+        prefix = self._changelog_prefix if changelog else self._prefix
+        name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"
         state.file_counter += 1
         path = FileIO.join(state.directory, name)
         if not state.dir_created:
@@ -668,7 +684,9 @@ class TableWriter:
         with fileio.fs.open(path, "wb") as out:
             pq.write_table(file_table, out, **kwargs)
         size = fileio.size(path)
-        state.files.append(self._file_meta(name, size, chunk, seq_range, state))
+        (state.changelog_files if changelog else state.files).append(
+            self._file_meta(name, size, chunk, seq_range, state)
+        )
 
     def _file_meta(
         self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None, state: _BucketState
@@ -773,13 +791,19 @@ class TableWriter:
         self.flush()
         messages = []
         for state in [*self._states.values(), *self._compact_states.values()]:
-            if state.files:
+            if state.files or state.changelog_files:
                 messages.append(
                     CommitMessage(
-                        state.partition, state.bucket, state.total_buckets, tuple(state.files), writer=self._task_id
+                        state.partition,
+                        state.bucket,
+                        state.total_buckets,
+                        tuple(state.files),
+                        writer=self._task_id,
+                        changelog_files=tuple(state.changelog_files),
                     )
                 )
                 state.files = []
+                state.changelog_files = []
         return messages
 
     def abort(self) -> None:
@@ -795,6 +819,7 @@ class TableWriter:
         self._created = []
         for state in [*self._states.values(), *self._compact_states.values()]:
             state.files = []
+            state.changelog_files = []
         if errors:
             raise PaimonError(
                 "Could not delete some data files of the aborted write (they are not referenced "

@@ -140,7 +140,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "format of files per LSM level; each file's name carries its format, so any "
         "mix reads the same (new files here are parquet)"
     ),
-    "changelog-file.prefix": _inert(_CHANGELOG),
     "changelog-file.format": _inert(_CHANGELOG),
     "changelog-file.compression": _inert(_CHANGELOG),
     "changelog-file.stats-mode": _inert(_CHANGELOG),
