@@ -303,6 +303,7 @@ class TableWriter:
         self._buffered_bytes = 0
         self._states: dict[tuple[bytes, int], _BucketState] = {}
         self._compact_states: dict[tuple[bytes, int, int], _BucketState] = {}
+        self._changelog_states: dict[tuple[bytes, int, int], _BucketState] = {}
         self._created: list[str] = []
 
     # ------------------------------------------------------------------------------------------ setup
@@ -754,8 +755,45 @@ class TableWriter:
         as ``compact_before``."""
         if table.num_rows == 0:
             return
+        state = self._level_state(
+            self._compact_states, partition, partition_values, bucket, total_buckets, level, first_sequence
+        )
+        if self._is_pk:
+            physical = self._pk_physical(table)
+            for chunk in self._chunks(physical):
+                self._write_file(state, chunk, None)
+            return
+        data = table.select([f.name for f in self._fields])
+        for _, chunk in self._chunk_offsets(data):
+            lo = state.next_sequence
+            state.next_sequence += chunk.num_rows
+            self._write_file(state, chunk, (lo, state.next_sequence - 1))
+
+    def write_changelog(
+        self, partition: bytes, partition_values: tuple, bucket: int, total_buckets: int, table: pa.Table, level: int
+    ) -> None:
+        """Write changelog rows a compaction produced (keys, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` = the change's
+        kind, values; in key order) into changelog files of ``level``, as Java's compaction writes them (its
+        changelog writer marks them APPEND, at the compaction's output level)."""
+        if table.num_rows == 0:
+            return
+        state = self._level_state(self._changelog_states, partition, partition_values, bucket, total_buckets, level)
+        state.file_source = FILE_SOURCE_APPEND
+        for chunk in self._chunks(self._pk_physical(table)):
+            self._write_file(state, chunk, None, changelog=True)
+
+    def _level_state(
+        self,
+        states: dict[tuple[bytes, int, int], _BucketState],
+        partition: bytes,
+        partition_values: tuple,
+        bucket: int,
+        total_buckets: int,
+        level: int,
+        first_sequence: int = 0,
+    ) -> _BucketState:
         key = (partition, bucket, level)
-        state = self._compact_states.get(key)
+        state = states.get(key)
         if state is None:
             rel = (
                 partition_path(list(partition_values), self._partition_fields, self._default_part, self._legacy_name)
@@ -773,24 +811,15 @@ class TableWriter:
                 level=level,
                 file_source=FILE_SOURCE_COMPACT,
             )
-            self._compact_states[key] = state
-        if self._is_pk:
-            physical = self._pk_physical(table)
-            for chunk in self._chunks(physical):
-                self._write_file(state, chunk, None)
-            return
-        data = table.select([f.name for f in self._fields])
-        for _, chunk in self._chunk_offsets(data):
-            lo = state.next_sequence
-            state.next_sequence += chunk.num_rows
-            self._write_file(state, chunk, (lo, state.next_sequence - 1))
+            states[key] = state
+        return state
 
     # ------------------------------------------------------------------------------------------ end
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and describe the new files: one message per (partition, bucket) written since the last call."""
         self.flush()
         messages = []
-        for state in [*self._states.values(), *self._compact_states.values()]:
+        for state in [*self._states.values(), *self._compact_states.values(), *self._changelog_states.values()]:
             if state.files or state.changelog_files:
                 messages.append(
                     CommitMessage(
@@ -817,7 +846,7 @@ class TableWriter:
             except Exception as e:  # noqa: BLE001 - any store's delete error: keep deleting the rest, report at the end
                 errors.append(f"{path}: {e}")
         self._created = []
-        for state in [*self._states.values(), *self._compact_states.values()]:
+        for state in [*self._states.values(), *self._compact_states.values(), *self._changelog_states.values()]:
             state.files = []
             state.changelog_files = []
         if errors:

@@ -28,6 +28,15 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
   One case stays an error: a batch that starts in the middle of a snapshot (a ``read.stream.max*PerTrigger``
   limit split it) and whose range was rewritten, since the state it started from is not known.
 
+**Tables with a changelog producer** (``changelog-producer`` = ``input``, ``full-compaction`` or ``lookup`` on a
+primary-key table) are streamed as Java's ``ChangelogFollowUpScanner`` streams them: the ``delta`` of a snapshot
+is the changelog files its changelog manifest list names (APPEND snapshots for ``input``, COMPACT snapshots for
+the compaction producers), read as stored with their row kinds (``-U`` before-images included); snapshots without
+a changelog add nothing. Their ``full`` scan reads, as Java's first plan does, only the files a later changelog
+will not report again: levels above 0 for ``lookup``, the top level for ``full-compaction``. A snapshot that
+expired while its changelog was kept (Paimon's ``changelog/changelog-N`` files, written by Java with a separate
+``changelog.*`` retention) is read from that file.
+
 A stream never skips data silently: a snapshot it must read that has expired is an error naming the snapshot
 and the way out (consumers, :mod:`pyspark_paimon.metadata.snapshots.consumers`, keep a running stream's snapshots).
 """
@@ -37,10 +46,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.errors import CorruptMetadataError, OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, live_files
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
 from pyspark_paimon.metadata.schema.options import (
+    CHANGELOG_PRODUCER,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
     STREAMING_READ_OVERWRITE,
@@ -83,6 +93,9 @@ PHASES = ("full", "delta", "diff")
 SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 #: The row-kind column ``read.changelog`` adds in front of the table's columns (Paimon's ``$audit_log`` name).
 ROW_KIND_COLUMN = "rowkind"
+#: The changelog producers whose changelog files a stream reads instead of the data files (Java's
+#: ``DataTableStreamScan.createFollowUpScanner``).
+CHANGELOG_PRODUCERS = ("input", "full-compaction", "lookup")
 
 _LIMIT_KEYS = dict(zip(STREAM_LIMIT_KEYS, ("max_files", "max_bytes", "max_rows", "min_rows", "max_trigger_delay_ms")))
 
@@ -363,6 +376,10 @@ class StreamPlanner:
         self.read_overwrite = (
             opts.read_overwrite if opts.read_overwrite is not None else table.get(STREAMING_READ_OVERWRITE)
         )
+        #: The changelog producer whose changelog files this stream follows (None: the data files).
+        producer = table.get(CHANGELOG_PRODUCER)
+        self.producer: str | None = producer if self.schema.primary_keys and producer in CHANGELOG_PRODUCERS else None
+        self._max_level = table.num_levels - 1
         table_consumer = table.get(CONSUMER_ID)
         if opts.consumer_id is None and table_consumer:
             self.opts = opts = replace(
@@ -430,6 +447,10 @@ class StreamPlanner:
         snapshots = self.store.snapshots
         if snapshots.exists(snapshot_id):
             return snapshots.snapshot(snapshot_id)
+        if self.producer is not None:
+            kept = self._long_lived_changelog(snapshot_id)
+            if kept is not None:
+                return kept
         earliest = snapshots.earliest_id()
         raise SnapshotNotFoundError(
             f"Streaming read of branch '{self.store.branch}' of {self.store.table_path}: snapshot {snapshot_id}, the "
@@ -439,11 +460,31 @@ class StreamPlanner:
             "option 'consumer-id' so that expiration keeps the snapshots it still needs."
         )
 
+    def _long_lived_changelog(self, snapshot_id: int) -> Snapshot | None:
+        """The ``changelog/changelog-N`` file Java keeps for an expired snapshot whose changelog is retained
+        longer (Paimon's decoupled changelog); None when there is none."""
+        path = f"{self.store.branch_root}/changelog/changelog-{snapshot_id}"
+        try:
+            text = self.store.fileio.read_text(path)
+        except FileNotFoundError:
+            return None
+        return Snapshot.from_json(text, path)
+
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(
             snapshot, partition_filter=self._partitions
         )
-        return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
+        splits = plan.splits
+        if self.producer in ("lookup", "full-compaction"):
+            # Java's first plan of a stream skips the files a later compaction will report as changelog.
+            keep = (lambda lvl: lvl > 0) if self.producer == "lookup" else (lambda lvl: lvl == self._max_level)
+            kept = []
+            for s in splits:
+                files = tuple(f for f in s.files if keep(f.level))
+                if files:
+                    kept.append(s if len(files) == len(s.files) else replace(s, files=files, raw_convertible=False))
+            splits = kept
+        return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
         planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
@@ -456,13 +497,36 @@ class StreamPlanner:
             before = [replace(e, kind=KIND_ADD) for e in delta if e.kind == KIND_DELETE]
             after = [e for e in delta if e.kind == KIND_ADD]
             return self._diff(snapshot.id, before, after)
-        if kind != "APPEND":
+        if self.producer is not None:
+            if not snapshot.changelog_manifest_list:
+                return []  # Java's ChangelogFollowUpScanner: a snapshot without changelog adds nothing
+            delta = self._changelog_entries(snapshot)
+        elif kind != "APPEND":
             return []  # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite
-        delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
+        else:
+            delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
         splits = self._entries_splits(e for e in delta if e.kind == KIND_ADD)
         # One split per file: the files are read as they are (no merge), so a big commit can be admitted piecewise.
         per_file = [replace(s, files=(f,), raw_convertible=True) for s in splits for f in s.files]
         return [StreamSplit(snapshot.id, i, "delta", s) for i, s in enumerate(per_file)]
+
+    def _changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The entries of ``snapshot``'s changelog manifests; a clear error when they were deleted."""
+        assert snapshot.changelog_manifest_list is not None
+        ms = self.store.manifests
+        try:
+            return ms.read_entries(ms.read_list(snapshot.changelog_manifest_list))
+        except (FileNotFoundError, CorruptMetadataError) as exc:
+            if isinstance(exc, CorruptMetadataError) and self.store.fileio.exists(
+                ms.path(snapshot.changelog_manifest_list)
+            ):
+                raise  # there but unreadable: the corruption error says what to do
+            raise SnapshotNotFoundError(
+                f"Streaming read of branch '{self.store.branch}' of {self.store.table_path}: the changelog of snapshot "
+                f"{snapshot.id} ('{CHANGELOG_PRODUCER.key}' = '{self.producer}') is gone ({exc}): it expired, so the "
+                "changes it recorded cannot be streamed. Start the query again with a new checkpoint location, and "
+                "give a long-running stream option 'consumer-id' so that expiration keeps what it still needs."
+            ) from exc
 
     def _state_entries(self, consumed: Consumed) -> list[ManifestEntry]:
         ms = self.store.manifests

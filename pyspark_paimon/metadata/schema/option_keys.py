@@ -189,8 +189,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "by key, which key-ordered merge reads need",
         "false",
     ),
-    "changelog-producer.row-deduplicate": _inert(_CHANGELOG),
-    "changelog-producer.row-deduplicate-ignore-fields": _inert(_CHANGELOG),
     "table-read.sequence-number.enabled": _inert(
         "adds _SEQUENCE_NUMBER to $audit_log / $binlog, which pyspark-paimon does not serve"
     ),

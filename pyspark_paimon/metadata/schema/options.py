@@ -486,6 +486,18 @@ COMPACTION_SMALL_FILE_RATIO = _option(
     "0.7",
     "Files smaller than target-file-size times this ratio are small files.",
 )
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE = _option(
+    "changelog-producer.row-deduplicate",
+    BOOLEAN,
+    "false",
+    "full-compaction changelog: no -U/+U pair for a key whose merged row did not change.",
+)
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = _option(
+    "changelog-producer.row-deduplicate-ignore-fields",
+    STRING_LIST,
+    None,
+    "Columns changelog-producer.row-deduplicate does not compare.",
+)
 FULL_COMPACTION_DELTA_COMMITS = _option(
     "full-compaction.delta-commits",
     INTEGER,
