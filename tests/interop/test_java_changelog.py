@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
 from tests.oracle.java_oracle import JavaOracle
 
 COLUMNS = [["id", "BIGINT", False], ["v", "STRING"], ["_rk", "STRING"]]
@@ -38,6 +39,15 @@ def _write_both(java: JavaOracle, warehouse: str, ours: Table, rows: Sequence[tu
 def _changelog(java: JavaOracle, warehouse: str, identifier: str) -> list[tuple[Any, ...]]:
     read = java.stream(warehouse, identifier, FROM_FIRST)
     return [(k, r["id"], r["v"]) for k, r in zip(read.kinds, read.rows)]
+
+
+def _our_stream(warehouse: str, identifier: str) -> list[tuple[Any, ...]]:
+    """Our stream of the table (read.changelog), from its first snapshot: the same rows as Java's."""
+    table = Catalog(warehouse).get_table(identifier)
+    job = StreamReadJob(table.store, {"path": table.store.table_path, "read.changelog": "true", **FROM_FIRST})
+    splits, _ = job.next_batch(job.initial_offset())
+    ctx = job.context()
+    return [tuple(r.values())[:3] for s in splits for b in read_stream_split(ctx, s) for r in b.to_pylist()]
 
 
 def _changelog_counts(table_dir: str) -> list[tuple[str, Any]]:
@@ -71,6 +81,7 @@ def test_input_producer_changelog_equals_javas(java: JavaOracle, warehouse: str)
         ("+I", 3, "x"),
     ]
     assert _changelog(java, warehouse, "db.t") == expected
+    assert _our_stream(warehouse, "db.j") == _our_stream(warehouse, "db.t") == expected
     assert (
         _changelog_counts(f"{warehouse}/db.db/t")
         == _changelog_counts(f"{warehouse}/db.db/j")
@@ -112,4 +123,5 @@ def test_full_compaction_changelog_equals_javas(java: JavaOracle, warehouse: str
         ("+I", 4, "d"),
     ]
     assert _changelog(java, warehouse, "db.t") == expected
+    assert _our_stream(warehouse, "db.j") == _our_stream(warehouse, "db.t") == expected
     assert _changelog_counts(f"{warehouse}/db.db/t") == _changelog_counts(f"{warehouse}/db.db/j")
