@@ -53,13 +53,14 @@ from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
+    FULL_COMPACTION_DELTA_COMMITS,
     STREAMING_READ_OVERWRITE,
     check_read_options,
     parse_memory_size,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
-from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.read_options import (
     FILTER_KEY,
@@ -90,7 +91,16 @@ Phase = Literal["full", "delta", "diff"]
 PHASES = ("full", "delta", "diff")
 
 #: Paimon's ``scan.mode`` values a stream accepts (``full`` is Paimon's deprecated name of ``latest-full``).
-SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+SCAN_MODES = (
+    "default",
+    "latest-full",
+    "full",
+    "latest",
+    "compacted-full",
+    "from-snapshot",
+    "from-snapshot-full",
+    "from-timestamp",
+)
 #: The row-kind column ``read.changelog`` adds in front of the table's columns (Paimon's ``$audit_log`` name).
 ROW_KIND_COLUMN = "rowkind"
 #: The changelog producers whose changelog files a stream reads instead of the data files (Java's
@@ -171,7 +181,7 @@ class StreamOptions:
         if mode not in SCAN_MODES:
             raise OptionError(
                 f"Option 'scan.mode' = '{opts['scan.mode']}' is not supported by a streaming read; use one of "
-                f"{', '.join(SCAN_MODES[1:])} ('compacted-full', 'incremental' and 'from-file-creation-time' are "
+                f"{', '.join(SCAN_MODES[1:])} ('incremental' and 'from-file-creation-time' are "
                 "not implemented)."
             )
         snapshot_id = None
@@ -213,9 +223,10 @@ class StreamOptions:
         }
         if mode in needs and not given:
             raise OptionError(f"'scan.mode' = '{mode}' needs option '{needs[mode]}'.")
-        if mode in ("latest", "latest-full") and given:
+        if mode in ("latest", "latest-full", "compacted-full") and given:
             raise OptionError(
-                f"'scan.mode' = '{mode}' starts from the latest snapshot; drop {given}, or use "
+                f"'scan.mode' = '{mode}' starts from the latest{' compacted' if mode == 'compacted-full' else ''} "
+                f"snapshot; drop {given}, or use "
                 "'from-snapshot' / 'from-timestamp' / 'scan.tag-name' (with the default scan.mode)."
             )
         if mode.startswith("from-snapshot") and snapshot_id is None or mode == "from-timestamp" and ts is None:
@@ -411,6 +422,10 @@ class StreamPlanner:
         latest = snapshots.latest()
         if mode == "latest-full":
             return StreamOffset(latest.id, -1, "full") if latest is not None else StreamOffset(1)
+        if mode == "compacted-full":
+            compacted = self._latest_compacted()
+            start = compacted if compacted is not None else latest
+            return StreamOffset(start.id, -1, "full") if start is not None else StreamOffset(1)
         if mode == "latest":
             return (
                 StreamOffset(latest.id + 1, -1, "delta", Consumed.of(latest)) if latest is not None else StreamOffset(1)
@@ -432,6 +447,31 @@ class StreamPlanner:
             return StreamOffset(before.id + 1, -1, "delta", Consumed.of(before))
         earliest = snapshots.earliest_id()
         return StreamOffset(earliest if earliest is not None else 1)
+
+    def _latest_compacted(self) -> Snapshot | None:
+        """``scan.mode = compacted-full`` (Java's ``FullCompactedStartingScanner`` / ``CompactedStartingScanner``):
+        the newest COMPACT snapshot, and for ``full-compaction`` producers or tables with
+        ``full-compaction.delta-commits`` one whose commit identifier marks a full compaction (a multiple of the
+        delta commits, or a batch commit's); None when there is none (the stream then starts at the latest)."""
+        table = self.schema.core_options
+        delta = table.get(FULL_COMPACTION_DELTA_COMMITS)
+        full_only = self.producer == "full-compaction" or delta is not None
+        every = delta if delta else 1
+        snapshots = self.store.snapshots
+        latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+        if latest is None or earliest is None:
+            return None
+        for sid in range(latest, earliest - 1, -1):
+            try:
+                snapshot = snapshots.snapshot(sid)
+            except SnapshotNotFoundError:  # expired while we look: nothing older is left either
+                return None
+            if snapshot.commit_kind != "COMPACT":
+                continue
+            ident = snapshot.commit_identifier
+            if not full_only or ident % every == 0 or ident == BATCH_COMMIT_IDENTIFIER:
+                return snapshot
+        return None
 
     def _delta_from(self, snapshot_id: int) -> StreamOffset:
         snapshots = self.store.snapshots

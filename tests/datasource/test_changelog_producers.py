@@ -105,3 +105,34 @@ def test_an_expired_changelog_is_a_clear_error(catalog: Catalog) -> None:
     t.store.fileio.delete(t.store.manifests.path(snapshot.changelog_manifest_list))
     with pytest.raises(SnapshotNotFoundError, match="the changelog of snapshot 1 .*is gone"):
         _stream(t, **FROM_FIRST)
+
+
+def _start(t: Table, **options: str) -> StreamOffset:
+    return StreamReadJob(t.store, {"path": t.store.table_path, **options}).initial_offset()
+
+
+def test_compacted_full_starts_at_the_latest_full_compaction(catalog: Catalog) -> None:
+    t = _table(catalog, "full-compaction", **{"write-only": "true"})
+    _write(t, [(1, "a", "+I")])
+    t.maintenance.compact(full=True)  # snapshot 2
+    _write(t, [(2, "b", "+I")])  # snapshot 3: no changelog
+    options = {"scan.mode": "compacted-full", "read.changelog": "true"}
+    assert _start(t, **options) == StreamOffset(2, -1, "full")
+    rows, pos = _stream(t, **options)
+    assert rows == [("+I", 1, "a")]  # the compacted snapshot's top level; snapshot 3 has no changelog
+    t.maintenance.compact(full=True)
+    assert _stream(t, pos, **options)[0] == [("+I", 2, "b")]
+
+
+def test_compacted_full_without_a_producer_starts_at_the_latest_compaction(catalog: Catalog) -> None:
+    t = catalog.create_table(
+        "db.p", SCHEMA, primary_keys=["id"], options={"bucket": "1", "rowkind.field": "_rk", "write-only": "true"}
+    )
+    _write(t, [(1, "a", "+I")])
+    _write(t, [(2, "b", "+I")])
+    assert _start(t, **{"scan.mode": "compacted-full"}) == StreamOffset(2, -1, "full")  # no compaction: latest
+    t.maintenance.compact(full=True)
+    _write(t, [(3, "c", "+I")])
+    assert _start(t, **{"scan.mode": "compacted-full"}) == StreamOffset(3, -1, "full")
+    rows, _ = _stream(t, **{"scan.mode": "compacted-full"})
+    assert rows == [(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")]  # the compaction's rows, then its deltas
