@@ -404,6 +404,12 @@ class StreamPlanner:
             ReadOptions(scan_partitions=opts.scan_partitions, filter=opts.filter), self.schema
         )
         self._partitions = self.selection.partition_filter()
+        if self.read_overwrite and self.producer in ("full-compaction", "lookup"):
+            raise OptionError(
+                f"'streaming-read-overwrite' cannot be used on {store.table_path}, whose '{CHANGELOG_PRODUCER.key}' is "
+                f"'{self.producer}': the compaction after an overwrite reports its changes again in the changelog, "
+                "so the stream would read them twice (Paimon refuses the same). Drop 'streaming-read-overwrite'."
+            )
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "

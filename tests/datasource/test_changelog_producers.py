@@ -11,7 +11,7 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
-from pyspark_paimon.errors import SnapshotNotFoundError
+from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.planner.stream_scan import StreamOffset
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_rk", pa.string())])
@@ -136,3 +136,9 @@ def test_compacted_full_without_a_producer_starts_at_the_latest_compaction(catal
     assert _start(t, **{"scan.mode": "compacted-full"}) == StreamOffset(3, -1, "full")
     rows, _ = _stream(t, **{"scan.mode": "compacted-full"})
     assert rows == [(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")]  # the compaction's rows, then its deltas
+
+
+def test_streaming_read_overwrite_is_refused_with_compaction_producers(catalog: Catalog) -> None:
+    t = _table(catalog, "full-compaction")
+    with pytest.raises(OptionError, match="'streaming-read-overwrite' cannot be used .* read them twice"):
+        _stream(t, **{"streaming-read-overwrite": "true"})
