@@ -142,3 +142,44 @@ def test_streaming_read_overwrite_is_refused_with_compaction_producers(catalog: 
     t = _table(catalog, "full-compaction")
     with pytest.raises(OptionError, match="'streaming-read-overwrite' cannot be used .* read them twice"):
         _stream(t, **{"streaming-read-overwrite": "true"})
+
+
+def test_row_deduplicate_ignores_the_named_fields(catalog: Catalog) -> None:
+    t = _table(
+        catalog,
+        "full-compaction",
+        **{
+            "write-only": "true",
+            "changelog-producer.row-deduplicate": "true",
+            "changelog-producer.row-deduplicate-ignore-fields": "_rk",
+        },
+    )
+    _write(t, [(1, "a", "+I"), (2, "b", "+I")])
+    t.maintenance.compact(full=True)
+    _write(t, [(1, "a", "+U"), (2, "B", "+U"), (9, "z", "-D")])  # 1: only _rk changed; 9: never existed
+    t.maintenance.compact(full=True)
+    rows, _ = _stream(t, **FROM_FIRST, **{"read.changelog": "true"})
+    assert rows == [("+I", 1, "a"), ("+I", 2, "b"), ("-U", 2, "b"), ("+U", 2, "B")]
+
+
+def test_full_compaction_changelog_of_a_partitioned_table(catalog: Catalog) -> None:
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table(
+        "db.p",
+        schema,
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={"bucket": "2", "changelog-producer": "full-compaction", "write-only": "true"},
+    )
+    t.write_arrow(pa.table({"dt": ["d1", "d1", "d2"], "id": [1, 2, 1], "v": ["a", "b", "c"]}, schema=schema))
+    t.maintenance.compact(full=True)
+    t.write_arrow(pa.table({"dt": ["d1", "d2"], "id": [2, 3], "v": ["B", "x"]}, schema=schema))
+    t.maintenance.compact(full=True)
+    job = StreamReadJob(t.store, {"path": t.store.table_path, "read.changelog": "true", **FROM_FIRST})
+    splits, _ = job.next_batch(job.initial_offset())
+    ctx = job.context()
+    rows = [tuple(r.values()) for s in splits for b in read_stream_split(ctx, s) for r in b.to_pylist()]
+    first, second = rows[:3], rows[3:]
+    assert sorted(first) == [("+I", "d1", 1, "a"), ("+I", "d1", 2, "b"), ("+I", "d2", 1, "c")]
+    assert sorted(second) == [("+I", "d2", 3, "x"), ("+U", "d1", 2, "B"), ("-U", "d1", 2, "b")]
+    assert t.snapshots()[-1].changelog_record_count == 3
