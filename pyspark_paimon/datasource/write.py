@@ -595,11 +595,11 @@ class TableWriter:
         state.next_sequence += n
         if self._is_pk:
             table = table.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(seq))
-            if self._changelog_input:
-                raw = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
-                for chunk in self._chunks(self._pk_physical(raw)):
+            table = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
+            if self._changelog_input:  # the sorted input, before the fold
+                for chunk in self._chunks(self._pk_physical(table)):
                     self._write_file(state, chunk, None, changelog=True)
-            table = self._sort_and_fold(table)
+            table = self._fold(table)
             physical = self._pk_physical(table)
             for chunk in self._chunks(physical):
                 self._write_file(state, chunk, None)
@@ -607,9 +607,8 @@ class TableWriter:
             for start, chunk in self._chunk_offsets(table):
                 self._write_file(state, chunk, (int(seq[start]), int(seq[start + chunk.num_rows - 1])))
 
-    def _sort_and_fold(self, table: pa.Table) -> pa.Table:
-        """Sort by (key, user sequence, _SEQUENCE_NUMBER) and fold duplicate keys, keeping retractions."""
-        ordered = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
+    def _fold(self, ordered: pa.Table) -> pa.Table:
+        """Fold duplicate keys of rows sorted by (key, user sequence, _SEQUENCE_NUMBER), keeping retractions."""
         return merge.merge_sorted(
             ordered,
             self._key_names,
