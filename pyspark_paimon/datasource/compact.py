@@ -35,6 +35,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
+from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
 from pyspark_paimon.datasource.read import ReadContext, key_sections, read_data_file, read_merged, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
@@ -52,6 +54,8 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
     COMPACTION_FILE_NUM_LIMIT,
     COMPACTION_FORCE_UP_LEVEL_0,
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
@@ -211,14 +215,16 @@ def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
     for the older files its outputs supersede (Java's lookup compaction); a full one rewrites every file of
     the bucket that has a vector, so the bucket's vectors are simply dropped from the index manifest.
 
-    ``changelog-producer`` = lookup / full-compaction: Java's compaction is what writes those tables'
-    changelog files; a compaction that writes none would hide changes from streaming readers."""
+    ``changelog-producer`` = lookup: Java's lookup compaction is what writes those tables' changelog files; a
+    compaction that writes none would hide changes from streaming readers. (``full-compaction`` tables are
+    compacted here: a compaction to the top level writes their changelog, :mod:`full_changelog`.)"""
     producer = schema.core_options.get(CHANGELOG_PRODUCER)
-    if producer in ("lookup", "full-compaction"):
+    if producer == "lookup":
         raise CompactionError(
-            f"Table {table} has 'changelog-producer' = '{producer}': its changelog is produced by Paimon's "
-            "compaction, which pyspark-paimon does not do (it writes no changelog files). Compact it with Paimon "
-            "(CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job)."
+            f"Table {table} has 'changelog-producer' = 'lookup': its changelog is produced by Paimon's lookup "
+            "compaction, which pyspark-paimon does not do (it writes no lookup changelog files). Compact it with "
+            "Paimon (CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job), or use "
+            "'changelog-producer' = 'full-compaction', whose changelog pyspark-paimon's full compaction produces."
         )
     if schema.core_options.deletion_vectors_enabled and not full:
         raise CompactionError(
@@ -441,9 +447,15 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             task.partition, task.partition_values, task.bucket, task.total_buckets, t, task.output_level, first
         )
 
+    def write_changelog(t: pa.Table) -> None:
+        writer.write_changelog(
+            task.partition, task.partition_values, task.bucket, task.total_buckets, t, task.output_level
+        )
+
     upgraded: list[DataFileMeta] = []
     replaced: tuple[DataFileMeta, ...] = task.files
     first = min((f.min_sequence_number for f in task.files), default=0)
+    changelog = _full_changelog_settings(ctx, task)
     try:
         if ctx.primary_key:
             steps = _merge_tree_steps(ctx, task)
@@ -452,8 +464,16 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             for kind, files in steps:
                 if kind == _UPGRADE:
                     upgraded.append(files[0].with_level(task.output_level))
+                    if changelog is not None and files[0].level != task.output_level:
+                        rows = _collected(read_merged(ctx.read, task.split(files), drop_retracts=False))
+                        if rows is not None:
+                            write_changelog(upgrade_changelog(rows))
                     continue
-                merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
+                merged: Iterable[pa.Table]
+                if changelog is not None:
+                    merged = _with_full_changelog(ctx, task, files, changelog, write_changelog)
+                else:
+                    merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
                 if task.older_files:
                     merged = _without_older_keys(ctx, task, merged)
                 _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
@@ -489,7 +509,65 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             log.warning("Cleaning up after a failed compaction of bucket %d: %s", task.bucket, exc)
         raise
     new_files = tuple(f for m in messages for f in m.new_files) + tuple(upgraded)
-    return CommitMessage(task.partition, task.bucket, task.total_buckets, new_files, compact_before=replaced)
+    return CommitMessage(
+        task.partition,
+        task.bucket,
+        task.total_buckets,
+        new_files,
+        compact_before=replaced,
+        changelog_files=tuple(f for m in messages for f in m.changelog_files),
+    )
+
+
+def _full_changelog_settings(ctx: CompactContext, task: CompactTask) -> tuple[int, list[str] | None] | None:
+    """(top level, the columns ``row-deduplicate`` compares or None) when this task produces changelog: a
+    ``full-compaction`` producer table whose task writes the top level (Java's
+    ``FullChangelogMergeTreeCompactRewriter``); None otherwise."""
+    options = CoreOptions(ctx.write.options)
+    if not ctx.primary_key or options.get(CHANGELOG_PRODUCER) != "full-compaction":
+        return None
+    top = options.num_levels - 1
+    if task.output_level != top:
+        return None
+    if not options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE):
+        return top, None
+    ignored = set(options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ())
+    return top, [f.name for f in ctx.read.schema.fields if f.name not in ignored]
+
+
+def _collected(tables: Iterable[pa.Table]) -> pa.Table | None:
+    parts = [t for t in tables if t.num_rows]
+    if not parts:
+        return None
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _with_full_changelog(
+    ctx: CompactContext,
+    task: CompactTask,
+    files: tuple[DataFileMeta, ...],
+    settings: tuple[int, list[str] | None],
+    write_changelog: Callable[[pa.Table], None],
+) -> Iterator[pa.Table]:
+    """The merged rows of ``files`` (what the compaction writes), after writing their changelog
+    (:mod:`pyspark_paimon.datasource.full_changelog`): the top-level rows before against the merged rows."""
+    top_level, compare = settings
+    merged = _collected(read_merged(ctx.read, task.split(files), drop_retracts=False))
+    if merged is None:
+        return
+    top_files = tuple(f for f in files if f.level == top_level)
+    lower_files = tuple(f for f in files if f.level != top_level)
+    top = _collected(read_merged(ctx.read, task.split(top_files), drop_retracts=False)) if top_files else None
+    lower = _collected(read_merged(ctx.read, task.split(lower_files), drop_retracts=False)) if lower_files else None
+    if lower is not None:
+        keys = list(ctx.read.schema.primary_keys)
+        write_changelog(
+            full_compaction_changelog(merged, top if top is not None else merged.slice(0, 0), lower, keys, compare)
+        )
+    if task.drop_delete:
+        kinds = np.asarray(merged.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+        merged = merged.filter(pa.array(~is_retract(kinds)))
+    yield merged
 
 
 _REWRITE = "rewrite"
@@ -616,7 +694,7 @@ def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Non
     for m in messages:
         base = by_bucket.get((m.partition, m.bucket))
         inputs = {f.file_name for f in m.compact_before}
-        for f in m.new_files:
+        for f in (*m.new_files, *m.changelog_files):
             if f.file_name in inputs:  # an upgraded input (same file, new level): it is not ours to delete
                 continue
             path = f.external_path or (f"{base}/{f.file_name}" if base else None)
@@ -734,8 +812,10 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     universal rules, or fully when ``full-compaction.delta-commits`` > 0 (what Java does for batch writes);
     written fixed-bucket append buckets by ``compaction.min.file-num``; first-row buckets always move their
     level-0 files up (Java's lookup compaction). Unaware-bucket append tables, deletion-vector tables (unless
-    ``full-compaction.delta-commits`` > 0: we only compact them fully) and tables whose changelog Paimon's
-    compaction produces are left to explicit (or Paimon's) compaction. It runs
+    ``full-compaction.delta-commits`` > 0: we only compact them fully) and ``changelog-producer = lookup`` tables
+    (whose changelog only Paimon's lookup compaction produces) are left to explicit (or Paimon's) compaction;
+    ``full-compaction`` producer tables are compacted like others, and a compaction that reaches the top level
+    writes their changelog. It runs
     in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also
     commit APPEND, then COMPACT."""
     schema = store.schema()
@@ -746,7 +826,7 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
         options.write_only
         or not buckets
         or (options.deletion_vectors_enabled and not full)
-        or options.get(CHANGELOG_PRODUCER) in ("lookup", "full-compaction")
+        or options.get(CHANGELOG_PRODUCER) == "lookup"
     ):
         return None
     return compact(store, full=full, buckets=buckets, auto=True)

@@ -25,6 +25,7 @@ from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitKind, CommitMessage, OverwriteSpec
@@ -143,6 +144,8 @@ class WriteJob:
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
         table, so that nobody retries the write and commits it twice."""
         check_one_version_per_key(self.store, self.schema, messages)
+        if self.overwrite is not None:
+            messages = self._without_changelog(messages)
         index_update = None
         if is_dynamic_bucket(self.schema):
             index_update = hash_index_update(self.store, self.schema, messages, self.overwrite)
@@ -178,6 +181,19 @@ class WriteJob:
         if snapshot is not None:
             self._compact_after(messages)
         return snapshot
+
+    def _without_changelog(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
+        """An overwrite commits no changelog (Java ignores an overwrite's changelog files), so the changelog
+        files ``changelog-producer = input`` wrote for it are deleted before the commit."""
+        if not any(m.changelog_files for m in messages):
+            return list(messages)
+        types = [f.type for f in self.schema.partition_fields]
+        for m in messages:
+            if m.changelog_files:
+                directory = self.store.bucket_path(self.schema, tuple(deserialize_row(m.partition, types)), m.bucket)
+                for f in m.changelog_files:
+                    self.store.fileio.delete(f"{directory}/{f.file_name}")
+        return [replace(m, changelog_files=()) for m in messages]
 
     def _compact_after(self, messages: Sequence[CommitMessage]) -> None:
         """Automatic compaction (:func:`auto_compact`) after the write landed. The data is committed by now, so

@@ -60,6 +60,8 @@ from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, serialize_row
 from pyspark_paimon.metadata.rows.bucket import bucket_ids, hash_rows
 from pyspark_paimon.metadata.rows.partition import partition_path
 from pyspark_paimon.metadata.schema.options import (
+    CHANGELOG_FILE_PREFIX,
+    CHANGELOG_PRODUCER,
     DATA_FILE_PREFIX,
     DYNAMIC_BUCKET_MAX_BUCKETS,
     DYNAMIC_BUCKET_TARGET_ROW_NUM,
@@ -221,6 +223,7 @@ class _BucketState:
     file_counter: int = 0
     dir_created: bool = False
     files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
     # Compaction writes its outputs at the unit's output level, marked as compaction output.
     level: int = 0
     file_source: int = FILE_SOURCE_APPEND
@@ -295,6 +298,10 @@ class TableWriter:
         self._level_codecs: dict[int, tuple[str, int | None]] = {0: (self._codec, self._codec_level)}
         self._writer_v2 = is_writer_v2(options.get(PARQUET_WRITER_VERSION))
         self._prefix = options.get(DATA_FILE_PREFIX)
+        self._changelog_prefix = options.get(CHANGELOG_FILE_PREFIX)
+        # 'changelog-producer' = input: every input row also goes to a changelog file, as Java's MergeTreeWriter
+        # hands each flushed buffer's raw records to its changelog writer (sorted, before the merge).
+        self._changelog_input = self._is_pk and options.get(CHANGELOG_PRODUCER) == "input"
         self._suffix = (
             f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION) else ".parquet"
         )
@@ -313,6 +320,7 @@ class TableWriter:
         self._states: dict[tuple[bytes, int], _BucketState] = {}
         self._partition_indexes: dict[bytes, PartitionIndex] = {}
         self._compact_states: dict[tuple[bytes, int, int], _BucketState] = {}
+        self._changelog_states: dict[tuple[bytes, int, int], _BucketState] = {}
         self._created: list[str] = []
 
     # ------------------------------------------------------------------------------------------ setup
@@ -650,7 +658,11 @@ class TableWriter:
         state.next_sequence += n
         if self._is_pk:
             table = table.append_column(pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(seq))
-            table = self._sort_and_fold(table)
+            table = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
+            if self._changelog_input:  # the sorted input, before the fold
+                for chunk in self._chunks(self._pk_physical(table)):
+                    self._write_file(state, chunk, None, changelog=True)
+            table = self._fold(table)
             physical = self._pk_physical(table)
             for chunk in self._chunks(physical):
                 self._write_file(state, chunk, None)
@@ -658,9 +670,8 @@ class TableWriter:
             for start, chunk in self._chunk_offsets(table):
                 self._write_file(state, chunk, (int(seq[start]), int(seq[start + chunk.num_rows - 1])))
 
-    def _sort_and_fold(self, table: pa.Table) -> pa.Table:
-        """Sort by (key, user sequence, _SEQUENCE_NUMBER) and fold duplicate keys, keeping retractions."""
-        ordered = merge.sort_for_merge(table, self._key_names, self._seq_fields, self._seq_descending)
+    def _fold(self, ordered: pa.Table) -> pa.Table:
+        """Fold duplicate keys of rows sorted by (key, user sequence, _SEQUENCE_NUMBER), keeping retractions."""
         return merge.merge_sorted(
             ordered,
             self._key_names,
@@ -705,9 +716,14 @@ class TableWriter:
             cols.append(col)
         return pa.Table.from_arrays(cols, schema=self._file_schema)
 
-    def _write_file(self, state: _BucketState, chunk: pa.Table, seq_range: tuple[int, int] | None) -> None:
+    def _write_file(
+        self, state: _BucketState, chunk: pa.Table, seq_range: tuple[int, int] | None, changelog: bool = False
+    ) -> None:
+        """One Parquet file of ``chunk``; a changelog file (``changelog``) shares the bucket's name counter, as
+        Java's path factory numbers data and changelog files of one writer alike."""
         fileio = self._ctx.fileio
-        name = f"{self._prefix}{state.uuid}-{state.file_counter}{self._suffix}"
+        prefix = self._changelog_prefix if changelog else self._prefix
+        name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"
         state.file_counter += 1
         path = FileIO.join(state.directory, name)
         if not state.dir_created:
@@ -731,7 +747,9 @@ class TableWriter:
         with fileio.fs.open(path, "wb") as out:
             pq.write_table(file_table, out, **kwargs)
         size = fileio.size(path)
-        state.files.append(self._file_meta(name, size, chunk, seq_range, state))
+        (state.changelog_files if changelog else state.files).append(
+            self._file_meta(name, size, chunk, seq_range, state)
+        )
 
     def _file_meta(
         self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None, state: _BucketState
@@ -799,8 +817,45 @@ class TableWriter:
         as ``compact_before``."""
         if table.num_rows == 0:
             return
+        state = self._level_state(
+            self._compact_states, partition, partition_values, bucket, total_buckets, level, first_sequence
+        )
+        if self._is_pk:
+            physical = self._pk_physical(table)
+            for chunk in self._chunks(physical):
+                self._write_file(state, chunk, None)
+            return
+        data = table.select([f.name for f in self._fields])
+        for _, chunk in self._chunk_offsets(data):
+            lo = state.next_sequence
+            state.next_sequence += chunk.num_rows
+            self._write_file(state, chunk, (lo, state.next_sequence - 1))
+
+    def write_changelog(
+        self, partition: bytes, partition_values: tuple, bucket: int, total_buckets: int, table: pa.Table, level: int
+    ) -> None:
+        """Write changelog rows a compaction produced (keys, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` = the change's
+        kind, values; in key order) into changelog files of ``level``, as Java's compaction writes them (its
+        changelog writer marks them APPEND, at the compaction's output level)."""
+        if table.num_rows == 0:
+            return
+        state = self._level_state(self._changelog_states, partition, partition_values, bucket, total_buckets, level)
+        state.file_source = FILE_SOURCE_APPEND
+        for chunk in self._chunks(self._pk_physical(table)):
+            self._write_file(state, chunk, None, changelog=True)
+
+    def _level_state(
+        self,
+        states: dict[tuple[bytes, int, int], _BucketState],
+        partition: bytes,
+        partition_values: tuple,
+        bucket: int,
+        total_buckets: int,
+        level: int,
+        first_sequence: int = 0,
+    ) -> _BucketState:
         key = (partition, bucket, level)
-        state = self._compact_states.get(key)
+        state = states.get(key)
         if state is None:
             rel = (
                 partition_path(list(partition_values), self._partition_fields, self._default_part, self._legacy_name)
@@ -818,25 +873,16 @@ class TableWriter:
                 level=level,
                 file_source=FILE_SOURCE_COMPACT,
             )
-            self._compact_states[key] = state
-        if self._is_pk:
-            physical = self._pk_physical(table)
-            for chunk in self._chunks(physical):
-                self._write_file(state, chunk, None)
-            return
-        data = table.select([f.name for f in self._fields])
-        for _, chunk in self._chunk_offsets(data):
-            lo = state.next_sequence
-            state.next_sequence += chunk.num_rows
-            self._write_file(state, chunk, (lo, state.next_sequence - 1))
+            states[key] = state
+        return state
 
     # ------------------------------------------------------------------------------------------ end
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and describe the new files: one message per (partition, bucket) written since the last call."""
         self.flush()
         messages = []
-        for state in [*self._states.values(), *self._compact_states.values()]:
-            if state.files:
+        for state in [*self._states.values(), *self._compact_states.values(), *self._changelog_states.values()]:
+            if state.files or state.changelog_files:
                 hashes = b""
                 if state.key_hashes:
                     hashes = np.unique(np.concatenate(state.key_hashes)).astype(">i4").tobytes()
@@ -848,10 +894,12 @@ class TableWriter:
                         tuple(state.files),
                         writer=self._task_id,
                         key_hashes=hashes,
+                        changelog_files=tuple(state.changelog_files),
                     )
                 )
                 state.files = []
                 state.key_hashes = []
+                state.changelog_files = []
         return messages
 
     def abort(self) -> None:
@@ -865,8 +913,9 @@ class TableWriter:
             except Exception as e:  # noqa: BLE001 - any store's delete error: keep deleting the rest, report at the end
                 errors.append(f"{path}: {e}")
         self._created = []
-        for state in [*self._states.values(), *self._compact_states.values()]:
+        for state in [*self._states.values(), *self._compact_states.values(), *self._changelog_states.values()]:
             state.files = []
+            state.changelog_files = []
         if errors:
             raise PaimonError(
                 "Could not delete some data files of the aborted write (they are not referenced "

@@ -10,8 +10,8 @@ Options (Paimon's names):
   earliest snapshot" when there is none), ``end`` the latest one at or before ``endMillis``.
 
 What is read is Paimon's ``delta`` scan mode (what its default ``auto`` mode does for tables without a
-changelog producer, and the only mode here, since we never read changelog files). For a table with a
-changelog producer, ``auto`` would read its changelog files, so such a read is refused unless it asks for
+changelog producer, and the only mode here: batch reads never read changelog files, streams do). For a table
+with a changelog producer, ``auto`` would read its changelog files, so such a read is refused unless it asks for
 ``delta`` (read option or table option ``incremental-between-scan-mode``):
 
 * the data files **ADDed** by the delta manifest lists of the ``APPEND`` snapshots in ``(start, end]``;
@@ -180,9 +180,10 @@ def plan_incremental(
     if mode == "auto" and producer != "none":
         raise OptionError(
             f"Table {store.table_path} has '{CHANGELOG_PRODUCER.key}' = '{producer}', so Paimon's incremental read "
-            f"('{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'auto') returns its changelog files, which pyspark-paimon "
-            f"does not read. Pass the read option '{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'delta' to read the "
-            "changed data files instead, or read the changelog with Paimon (Java)."
+            f"('{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'auto') returns its changelog files, which a batch read of "
+            f"pyspark-paimon does not read. Pass the read option '{INCREMENTAL_BETWEEN_SCAN_MODE.key}' = 'delta' to "
+            "read the changed data files instead, or stream the changelog (a streaming read with 'scan.mode' = "
+            "'from-snapshot' and 'read.changelog' = 'true' follows the changelog files, row kinds included)."
         )
     rng = resolve_range(store, opts)
     end = None if rng.is_empty or rng.end_id <= 0 else find_snapshot(store.snapshots, TagManager(store), rng.end_id)

@@ -31,6 +31,15 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
   One case stays an error: a batch that starts in the middle of a snapshot (a ``read.stream.max*PerTrigger``
   limit split it) and whose range was rewritten, since the state it started from is not known.
 
+**Tables with a changelog producer** (``changelog-producer`` = ``input``, ``full-compaction`` or ``lookup`` on a
+primary-key table) are streamed as Java's ``ChangelogFollowUpScanner`` streams them: the ``delta`` of a snapshot
+is the changelog files its changelog manifest list names (APPEND snapshots for ``input``, COMPACT snapshots for
+the compaction producers), read as stored with their row kinds (``-U`` before-images included); snapshots without
+a changelog add nothing. Their ``full`` scan reads, as Java's first plan does, only the files a later changelog
+will not report again: levels above 0 for ``lookup``, the top level for ``full-compaction``. A snapshot that
+expired while its changelog was kept (Paimon's ``changelog/changelog-N`` files, written by Java with a separate
+``changelog.*`` retention) is read from that file.
+
 A stream never skips data silently: a snapshot it must read that has expired is an error naming the snapshot
 and the way out (consumers, :mod:`pyspark_paimon.metadata.snapshots.consumers`, keep a running stream's snapshots).
 """
@@ -40,13 +49,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from pyspark_paimon.errors import ChainTableError, OptionError, SnapshotNotFoundError
+from pyspark_paimon.errors import ChainTableError, CorruptMetadataError, OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, live_files
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
 from pyspark_paimon.metadata.schema.options import (
     CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT,
+    CHANGELOG_PRODUCER,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
+    FULL_COMPACTION_DELTA_COMMITS,
     STREAMING_READ_APPEND_OVERWRITE,
     STREAMING_READ_OVERWRITE,
     check_read_options,
@@ -54,7 +65,7 @@ from pyspark_paimon.metadata.schema.options import (
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
-from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import ChainConfig, chain_read_config
 from pyspark_paimon.planner.chain.stream_start import ChainStreamStart
@@ -88,9 +99,21 @@ Phase = Literal["full", "delta", "diff", "chain"]
 PHASES = ("full", "delta", "diff", "chain")
 
 #: Paimon's ``scan.mode`` values a stream accepts (``full`` is Paimon's deprecated name of ``latest-full``).
-SCAN_MODES = ("default", "latest-full", "full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
+SCAN_MODES = (
+    "default",
+    "latest-full",
+    "full",
+    "latest",
+    "compacted-full",
+    "from-snapshot",
+    "from-snapshot-full",
+    "from-timestamp",
+)
 #: The row-kind column ``read.changelog`` adds in front of the table's columns (Paimon's ``$audit_log`` name).
 ROW_KIND_COLUMN = "rowkind"
+#: The changelog producers whose changelog files a stream reads instead of the data files (Java's
+#: ``DataTableStreamScan.createFollowUpScanner``).
+CHANGELOG_PRODUCERS = ("input", "full-compaction", "lookup")
 
 _LIMIT_KEYS = dict(zip(STREAM_LIMIT_KEYS, ("max_files", "max_bytes", "max_rows", "min_rows", "max_trigger_delay_ms")))
 
@@ -168,7 +191,7 @@ class StreamOptions:
         if mode not in SCAN_MODES:
             raise OptionError(
                 f"Option 'scan.mode' = '{opts['scan.mode']}' is not supported by a streaming read; use one of "
-                f"{', '.join(SCAN_MODES[1:])} ('compacted-full', 'incremental' and 'from-file-creation-time' are "
+                f"{', '.join(SCAN_MODES[1:])} ('incremental' and 'from-file-creation-time' are "
                 "not implemented)."
             )
         snapshot_id = None
@@ -210,9 +233,10 @@ class StreamOptions:
         }
         if mode in needs and not given:
             raise OptionError(f"'scan.mode' = '{mode}' needs option '{needs[mode]}'.")
-        if mode in ("latest", "latest-full") and given:
+        if mode in ("latest", "latest-full", "compacted-full") and given:
             raise OptionError(
-                f"'scan.mode' = '{mode}' starts from the latest snapshot; drop {given}, or use "
+                f"'scan.mode' = '{mode}' starts from the latest{' compacted' if mode == 'compacted-full' else ''} "
+                f"snapshot; drop {given}, or use "
                 "'from-snapshot' / 'from-timestamp' / 'scan.tag-name' (with the default scan.mode)."
             )
         if mode.startswith("from-snapshot") and snapshot_id is None or mode == "from-timestamp" and ts is None:
@@ -410,6 +434,10 @@ class StreamPlanner:
             if opts.read_append_overwrite is not None
             else table.get(STREAMING_READ_APPEND_OVERWRITE)
         )
+        #: The changelog producer whose changelog files this stream follows (None: the data files).
+        producer = table.get(CHANGELOG_PRODUCER)
+        self.producer: str | None = producer if self.schema.primary_keys and producer in CHANGELOG_PRODUCERS else None
+        self._max_level = table.num_levels - 1
         table_consumer = table.get(CONSUMER_ID)
         if opts.consumer_id is None and table_consumer:
             self.opts = opts = replace(
@@ -423,6 +451,12 @@ class StreamPlanner:
             ReadOptions(scan_partitions=opts.scan_partitions, filter=opts.filter), self.schema
         )
         self._partitions = self.selection.partition_filter()
+        if self.read_overwrite and self.producer in ("full-compaction", "lookup"):
+            raise OptionError(
+                f"'streaming-read-overwrite' cannot be used on {store.table_path}, whose '{CHANGELOG_PRODUCER.key}' is "
+                f"'{self.producer}': the compaction after an overwrite reports its changes again in the changelog, "
+                "so the stream would read them twice (Paimon refuses the same). Drop 'streaming-read-overwrite'."
+            )
         if self.read_overwrite and not self.schema.primary_keys:
             raise OptionError(
                 f"'streaming-read-overwrite' needs a primary-key table ({store.table_path} has none), as in Paimon: "
@@ -445,6 +479,10 @@ class StreamPlanner:
         latest = snapshots.latest()
         if mode == "latest-full":
             return StreamOffset(latest.id, -1, "full") if latest is not None else StreamOffset(1)
+        if mode == "compacted-full":
+            compacted = self._latest_compacted()
+            start = compacted if compacted is not None else latest
+            return StreamOffset(start.id, -1, "full") if start is not None else StreamOffset(1)
         if mode == "latest":
             return (
                 StreamOffset(latest.id + 1, -1, "delta", Consumed.of(latest)) if latest is not None else StreamOffset(1)
@@ -467,6 +505,31 @@ class StreamPlanner:
         earliest = snapshots.earliest_id()
         return StreamOffset(earliest if earliest is not None else 1)
 
+    def _latest_compacted(self) -> Snapshot | None:
+        """``scan.mode = compacted-full`` (Java's ``FullCompactedStartingScanner`` / ``CompactedStartingScanner``):
+        the newest COMPACT snapshot, and for ``full-compaction`` producers or tables with
+        ``full-compaction.delta-commits`` one whose commit identifier marks a full compaction (a multiple of the
+        delta commits, or a batch commit's); None when there is none (the stream then starts at the latest)."""
+        table = self.schema.core_options
+        delta = table.get(FULL_COMPACTION_DELTA_COMMITS)
+        full_only = self.producer == "full-compaction" or delta is not None
+        every = delta if delta else 1
+        snapshots = self.store.snapshots
+        latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+        if latest is None or earliest is None:
+            return None
+        for sid in range(latest, earliest - 1, -1):
+            try:
+                snapshot = snapshots.snapshot(sid)
+            except SnapshotNotFoundError:  # expired while we look: nothing older is left either
+                return None
+            if snapshot.commit_kind != "COMPACT":
+                continue
+            ident = snapshot.commit_identifier
+            if not full_only or ident % every == 0 or ident == BATCH_COMMIT_IDENTIFIER:
+                return snapshot
+        return None
+
     def _delta_from(self, snapshot_id: int) -> StreamOffset:
         snapshots = self.store.snapshots
         latest = snapshots.latest_id()
@@ -481,6 +544,10 @@ class StreamPlanner:
         snapshots = self.store.snapshots
         if snapshots.exists(snapshot_id):
             return snapshots.snapshot(snapshot_id)
+        if self.producer is not None:
+            kept = self._long_lived_changelog(snapshot_id)
+            if kept is not None:
+                return kept
         earliest = snapshots.earliest_id()
         raise SnapshotNotFoundError(
             f"Streaming read of branch '{self.store.branch}' of {self.store.table_path}: snapshot {snapshot_id}, the "
@@ -490,11 +557,31 @@ class StreamPlanner:
             "option 'consumer-id' so that expiration keeps the snapshots it still needs."
         )
 
+    def _long_lived_changelog(self, snapshot_id: int) -> Snapshot | None:
+        """The ``changelog/changelog-N`` file Java keeps for an expired snapshot whose changelog is retained
+        longer (Paimon's decoupled changelog); None when there is none."""
+        path = f"{self.store.branch_root}/changelog/changelog-{snapshot_id}"
+        try:
+            text = self.store.fileio.read_text(path)
+        except FileNotFoundError:
+            return None
+        return Snapshot.from_json(text, path)
+
     def _full_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         plan = ScanPlanner(self.store, self.schema, {}, streaming=True).plan(
             snapshot, partition_filter=self._partitions
         )
-        return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(plan.splits)]
+        splits = plan.splits
+        if self.producer in ("lookup", "full-compaction"):
+            # Java's first plan of a stream skips the files a later compaction will report as changelog.
+            keep = (lambda lvl: lvl > 0) if self.producer == "lookup" else (lambda lvl: lvl == self._max_level)
+            kept = []
+            for s in splits:
+                files = tuple(f for f in s.files if keep(f.level))
+                if files:
+                    kept.append(s if len(files) == len(s.files) else replace(s, files=files, raw_convertible=False))
+            splits = kept
+        return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(splits)]
 
     def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
         planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
@@ -507,15 +594,38 @@ class StreamPlanner:
             before = [replace(e, kind=KIND_ADD) for e in delta if e.kind == KIND_DELETE]
             after = [e for e in delta if e.kind == KIND_ADD]
             return self._diff(snapshot.id, before, after)
-        if kind != "APPEND" and not (kind == "OVERWRITE" and self.read_append_overwrite):
+        if self.producer is not None:
+            if not snapshot.changelog_manifest_list:
+                return []  # Java's ChangelogFollowUpScanner: a snapshot without changelog adds nothing
+            delta = self._changelog_entries(snapshot)
+        elif kind != "APPEND" and not (kind == "OVERWRITE" and self.read_append_overwrite):
             # COMPACT/ANALYZE add no rows; OVERWRITE only with streaming-read-overwrite (primary-key tables: its
             # change by key) or streaming-read-append-overwrite (append tables: the rows it adds, as in Java)
             return []
-        delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
+        else:
+            delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
         splits = self._entries_splits(e for e in delta if e.kind == KIND_ADD)
         # One split per file: the files are read as they are (no merge), so a big commit can be admitted piecewise.
         per_file = [replace(s, files=(f,), raw_convertible=True) for s in splits for f in s.files]
         return [StreamSplit(snapshot.id, i, "delta", s) for i, s in enumerate(per_file)]
+
+    def _changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The entries of ``snapshot``'s changelog manifests; a clear error when they were deleted."""
+        assert snapshot.changelog_manifest_list is not None
+        ms = self.store.manifests
+        try:
+            return ms.read_entries(ms.read_list(snapshot.changelog_manifest_list))
+        except (FileNotFoundError, CorruptMetadataError) as exc:
+            if isinstance(exc, CorruptMetadataError) and self.store.fileio.exists(
+                ms.path(snapshot.changelog_manifest_list)
+            ):
+                raise  # there but unreadable: the corruption error says what to do
+            raise SnapshotNotFoundError(
+                f"Streaming read of branch '{self.store.branch}' of {self.store.table_path}: the changelog of snapshot "
+                f"{snapshot.id} ('{CHANGELOG_PRODUCER.key}' = '{self.producer}') is gone ({exc}): it expired, so the "
+                "changes it recorded cannot be streamed. Start the query again with a new checkpoint location, and "
+                "give a long-running stream option 'consumer-id' so that expiration keeps what it still needs."
+            ) from exc
 
     def _state_entries(self, consumed: Consumed) -> list[ManifestEntry]:
         ms = self.store.manifests

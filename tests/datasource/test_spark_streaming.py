@@ -380,3 +380,33 @@ def test_a_chain_table_streams_its_content_then_its_delta_commits_with_deletes(s
         ("+U", 2, 2, "B", "+U", "20250811"),
         ("-D", 3, 2, "c", "-D", "20250811"),
     ]
+
+
+def test_spark_sinks_write_the_input_changelog_and_streams_read_it(spark, catalog, tmp_path):
+    """changelog-producer = input: a streaming sink's and a batch write's input rows become changelog files,
+    and a changelog stream of the table carries them with their kinds (the stream follows the changelog)."""
+    src = catalog.create_table("db.src", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    src.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    dst = catalog.create_table(
+        "db.dst", SCHEMA, primary_keys=["id"], options={"bucket": "1", "changelog-producer": "input"}
+    )
+    _stream(spark, src.store.table_path, dst.store.table_path, str(tmp_path / "ck"))
+    spark.createDataFrame([(2, "B")], "id long, v string").write.format("paimon").mode("append").save(
+        dst.store.table_path
+    )
+    assert [s.changelog_record_count for s in dst.snapshots()] == [2, 1]
+    out = tmp_path / "out"
+    q = (
+        spark.readStream.format("paimon")
+        .option("read.changelog", "true")
+        .option("scan.mode", "from-snapshot")
+        .option("scan.snapshot-id", "1")
+        .load(dst.store.table_path)
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "ck2"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    assert sorted_rows(spark.read.parquet(str(out))) == [("+I", 1, "a"), ("+I", 2, "B"), ("+I", 2, "b")]

@@ -109,7 +109,8 @@ def test_from_timestamp_reads_snapshots_committed_at_or_after_it(catalog):
     [
         ({"scan.mode": "from-snapshot"}, "needs option 'scan.snapshot-id'"),
         ({"scan.mode": "latest", "scan.snapshot-id": "3"}, "starts from the latest snapshot"),
-        ({"scan.mode": "compacted-full"}, "not supported by a streaming read"),
+        ({"scan.mode": "incremental"}, "not supported by a streaming read"),
+        ({"scan.mode": "compacted-full", "scan.snapshot-id": "1"}, "starts from the latest compacted snapshot"),
         ({"scan.snapshot-id": "1", "scan.tag-name": "x"}, "Conflicting start options"),
         ({"read.stream.minRowsPerTrigger": "5"}, "both"),
         ({"read.stream.maxFilesPerTrigger": "0"}, "positive integer"),

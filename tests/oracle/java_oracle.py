@@ -31,6 +31,8 @@ identifier ``db.t``):
 ``files() -> [{"bucket", "level", "file", "row_count", "deletion_file"}]``
     The data files of the latest snapshot's read plan.
 ``evolve(changes)``, ``tag(name, snapshot_id=None)``, ``snapshots()``, ``versions()``.
+``stream(options=None) -> JavaRead``
+    Java's streaming read (``newStreamScan``) up to the latest snapshot: changelog rows with their kinds.
 """
 
 from __future__ import annotations
@@ -470,6 +472,23 @@ class JavaOracle:
         if kinds is not None:
             cmd["kinds"] = list(kinds)
         return int(self.call(cmd)["snapshot_id"])
+
+    def stream(self, warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> JavaRead:
+        """Java's streaming read (``newStreamScan`` with dynamic ``options``, e.g. ``scan.mode`` =
+        ``from-snapshot``) of every snapshot up to the latest: for a table with a changelog producer, the rows
+        of its changelog files with their kinds, in commit order."""
+        result = self.call(
+            {
+                "cmd": "stream",
+                "warehouse": warehouse,
+                "identifier": identifier,
+                "options": {k: str(v) for k, v in (options or {}).items()},
+            }
+        )
+        names = [f[0] for f in result["fields"]]
+        types = [f[1] for f in result["fields"]]
+        rows = [{n: decode(v, t) for n, t, v in zip(names, types, row)} for row in result["rows"]]
+        return JavaRead(names, types, rows, list(result["kinds"]))
 
 
 if __name__ == "__main__":  # a quick manual check: python -m tests.oracle.java_oracle

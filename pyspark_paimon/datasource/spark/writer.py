@@ -334,7 +334,7 @@ def delete_written_files(job: WriteJob, messages: Sequence[WriterCommitMessage |
             continue
         for m in msg.messages:
             bucket_dir = job.store.bucket_path(job.schema, _values(job.schema, m.partition), m.bucket)
-            for f in m.new_files:
+            for f in (*m.new_files, *m.changelog_files):
                 job.store.fileio.delete(f"{bucket_dir}/{f.file_name}")
 
 

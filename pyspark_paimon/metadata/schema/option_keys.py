@@ -103,6 +103,10 @@ _LOOKUP = "tunes Flink lookup joins and lookup compaction"
 _MAINTENANCE = "maintenance that Java runs and pyspark-paimon leaves to explicit calls (or to Java)"
 _INDEX = "an index only prunes what a read scans, never its result; files written without it stay valid"
 _CHANGELOG = "changelog files are only read by streaming and changelog consumers, never by a batch read"
+_CHANGELOG_FILES = (
+    "our changelog files are written like data files (parquet, the table's compression and statistics); readers "
+    "take a file's format from its name, so the rows they hold are the same"
+)
 _NO_BLOB = "only with BLOB columns, which are refused (blob-field, data-evolution.enabled, the BLOB type)"
 _NO_VARIANT = "only with VARIANT columns, which cannot be read or written here"
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
@@ -142,10 +146,9 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "format of files per LSM level; each file's name carries its format, so any "
         "mix reads the same (new files here are parquet)"
     ),
-    "changelog-file.prefix": _inert(_CHANGELOG),
-    "changelog-file.format": _inert(_CHANGELOG),
-    "changelog-file.compression": _inert(_CHANGELOG),
-    "changelog-file.stats-mode": _inert(_CHANGELOG),
+    "changelog-file.format": _inert(_CHANGELOG_FILES),
+    "changelog-file.compression": _inert(_CHANGELOG_FILES),
+    "changelog-file.stats-mode": _inert(_CHANGELOG_FILES),
     "file.block-size": _inert("row group / stripe size of new files"),
     "metadata.stats-mode.per.level": _inert(
         "statistics per LSM level; statistics only prune, and files without them stay valid"
@@ -192,8 +195,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "by key, which key-ordered merge reads need",
         "false",
     ),
-    "changelog-producer.row-deduplicate": _inert(_CHANGELOG),
-    "changelog-producer.row-deduplicate-ignore-fields": _inert(_CHANGELOG),
     "table-read.sequence-number.enabled": _inert(
         "adds _SEQUENCE_NUMBER to $audit_log / $binlog, which pyspark-paimon does not serve"
     ),

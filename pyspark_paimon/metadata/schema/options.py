@@ -241,6 +241,9 @@ WRITE_BUFFER_SIZE = _option(
     "write-buffer-size", MEMORY_SIZE, "256 mb", "Buffered input a write task holds before it flushes data files."
 )
 DATA_FILE_PREFIX = _option("data-file.prefix", STRING, "data-", "Name prefix of new data files.")
+CHANGELOG_FILE_PREFIX = _option(
+    "changelog-file.prefix", STRING, "changelog-", "Name prefix of new changelog files (changelog producers)."
+)
 DATA_FILE_PATH_DIRECTORY = _option(
     "data-file.path-directory",
     RELATIVE_DIRECTORY,
@@ -524,6 +527,18 @@ COMPACTION_SMALL_FILE_RATIO = _option(
     "0.7",
     "Files smaller than target-file-size times this ratio are small files.",
 )
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE = _option(
+    "changelog-producer.row-deduplicate",
+    BOOLEAN,
+    "false",
+    "full-compaction changelog: no -U/+U pair for a key whose merged row did not change.",
+)
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = _option(
+    "changelog-producer.row-deduplicate-ignore-fields",
+    STRING_LIST,
+    None,
+    "Columns changelog-producer.row-deduplicate does not compare.",
+)
 FULL_COMPACTION_DELTA_COMMITS = _option(
     "full-compaction.delta-commits",
     INTEGER,
@@ -607,11 +622,11 @@ _CONSTANT_RULES: dict[str, KeyRule] = {
     ),
     CHANGELOG_PRODUCER.key: KeyRule(
         "honoured",
-        "batch reads never read changelog files; with 'input', Java writers also write every input "
-        "row to changelog files, which ours do not ('lookup' and 'full-compaction' changelogs come from Java's "
-        "compaction, so our writes suit them)",
+        "batch reads never read changelog files; 'input' writes every input row to changelog files, "
+        "'full-compaction' makes them at full compaction, streams read them; 'lookup' changelog comes from "
+        "Java's lookup compaction (ours writes none)",
         read_ok=("none", "input", "lookup", "full-compaction"),
-        write_ok=("none", "lookup", "full-compaction"),
+        write_ok=("none", "input", "lookup", "full-compaction"),
     ),
     INCREMENTAL_BETWEEN_SCAN_MODE.key: KeyRule(
         "honoured",

@@ -82,6 +82,9 @@ class CommitMessage:
     # Dynamic bucket mode: the distinct key hashes written to this bucket, big-endian int32s (what the bucket's
     # HASH index file must hold after the commit, besides its earlier hashes; metadata/manifests/hash_index.py).
     key_hashes: bytes = b""
+    # Changelog files of this bucket (``changelog-producer`` input / full-compaction): listed in the snapshot's
+    # changelog manifest list, never in its data manifests.
+    changelog_files: tuple[DataFileMeta, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,13 @@ def entries_of(messages: Iterable[CommitMessage]) -> list[ManifestEntry]:
         for f in m.new_files:
             out.append(ManifestEntry(KIND_ADD, m.partition, m.bucket, m.total_buckets, f))
     return out
+
+
+def changelog_entries_of(messages: Iterable[CommitMessage]) -> list[ManifestEntry]:
+    """The ADD entries of the messages' changelog files (a snapshot's changelog manifests)."""
+    return [
+        ManifestEntry(KIND_ADD, m.partition, m.bucket, m.total_buckets, f) for m in messages for f in m.changelog_files
+    ]
 
 
 def partition_stats(partitions: Iterable[bytes], schema: TableSchema) -> SimpleStats:
@@ -218,9 +228,12 @@ class FileStoreCommit:
         :class:`CommitConflictError`); a file it wrote is deleted when the attempt does not land. Without it
         the latest snapshot's index manifest is carried forward."""
         new_entries = entries_of(messages)
+        # Java commits no changelog with an overwrite (FileStoreCommitImpl logs and ignores it); callers that
+        # write changelog files delete them for an overwrite (WriteJob.commit).
+        changelog = changelog_entries_of(messages) if overwrite is None else []
         if overwrite is not None:
             kind = "OVERWRITE"
-        if not new_entries and overwrite is None and not allow_empty:
+        if not new_entries and not changelog and overwrite is None and not allow_empty:
             return None
         commit_user = commit_user or self._options.new_commit_user()
         last_seen: int | None = None
@@ -245,8 +258,9 @@ class FileStoreCommit:
                     properties,
                     watermark,
                     written,
-                    allow_empty,
+                    allow_empty or bool(changelog),
                     index_update,
+                    changelog,
                 )
             except Exception:
                 self._delete_quietly(written)
@@ -342,6 +356,7 @@ class FileStoreCommit:
         written: list[str],
         allow_empty: bool = False,
         index_update: Callable[[Snapshot | None], str | None] | None = None,
+        changelog: Sequence[ManifestEntry] = (),
     ) -> Snapshot | None:
         schema = self.schemas.latest()
         if schema is None:
@@ -383,6 +398,12 @@ class FileStoreCommit:
         written.append(self.manifests.path(base_name))
         delta_name, delta_size = self.manifests.write_list(delta_metas, codec)
         written.append(self.manifests.path(delta_name))
+        changelog_name: str | None = None
+        changelog_size: int | None = None
+        if changelog:
+            changelog_metas = self._write_manifests(list(changelog), schema, written)
+            changelog_name, changelog_size = self.manifests.write_list(changelog_metas, codec)
+            written.append(self.manifests.path(changelog_name))
 
         added = sum(e.file.row_count for e in delta_entries if e.kind == KIND_ADD)
         removed = sum(e.file.row_count for e in delta_entries if e.kind == KIND_DELETE)
@@ -395,6 +416,8 @@ class FileStoreCommit:
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,
             delta_manifest_list_size=delta_size,
+            changelog_manifest_list=changelog_name,
+            changelog_manifest_list_size=changelog_size,
             index_manifest=index_manifest,
             commit_user=user,
             commit_identifier=identifier,
@@ -402,6 +425,7 @@ class FileStoreCommit:
             time_millis=now_millis(),
             total_record_count=prev_total + added - removed,
             delta_record_count=added - removed,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             watermark=max(marks) if marks else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             properties=properties or None,

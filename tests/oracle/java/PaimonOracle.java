@@ -50,6 +50,9 @@ import org.apache.paimon.table.sink.BatchWriteBuilder;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
+import org.apache.paimon.table.source.StreamTableScan;
+import org.apache.paimon.table.source.TableRead;
+import org.apache.paimon.table.source.TableScan;
 import org.apache.paimon.types.ArrayType;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
@@ -143,6 +146,7 @@ public final class PaimonOracle {
             case "tag": return tag(cmd);
             case "snapshots": return snapshots(cmd);
             case "write_dynamic": return writeDynamic(cmd);
+            case "stream": return stream(cmd);
             default:
                 throw new UsageError("'cmd' must be one of versions, create, write, read, compact, files, "
                         + "evolve, tag, snapshots; got '" + name + "'");
@@ -775,6 +779,46 @@ public final class PaimonOracle {
         }
         ObjectNode out = JSON.createObjectNode();
         out.put("snapshot_id", latestSnapshotId(cmd));
+        return out;
+    }
+
+    // ------------------------------------------------------------------------------------------- streaming
+
+    /**
+     * Java's streaming read (``newStreamScan``, dynamic options such as scan.mode = from-snapshot): every plan
+     * until the scan has passed the latest snapshot, rows with their kinds in plan order, and per row the
+     * index of the plan that returned it. For a table with a changelog producer these are its changelog files.
+     */
+    private static ObjectNode stream(JsonNode cmd) throws Exception {
+        Table table = table(cmd);
+        RowType rowType = table.rowType();
+        Long latest = ((FileStoreTable) table).snapshotManager().latestSnapshotId();
+        ReadBuilder builder = table.newReadBuilder();
+        StreamTableScan scan = builder.newStreamScan();
+        TableRead read = builder.newRead();
+        ArrayNode rows = JSON.createArrayNode();
+        ArrayNode kinds = JSON.createArrayNode();
+        ArrayNode plans = JSON.createArrayNode();
+        for (int i = 0; i < 64 && latest != null; i++) {
+            TableScan.Plan plan = scan.plan();
+            final int index = i;
+            try (RecordReader<InternalRow> reader = read.createReader(plan)) {
+                reader.forEachRemaining(row -> {
+                    rows.add(rowToJson(row, rowType));
+                    kinds.add(row.getRowKind().shortString());
+                    plans.add(index);
+                });
+            }
+            Long next = scan.checkpoint();
+            if (next == null || next > latest) {
+                break;
+            }
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.set("fields", fieldsJson(rowType));
+        out.set("rows", rows);
+        out.set("kinds", kinds);
+        out.set("plans", plans);
         return out;
     }
 }
