@@ -410,3 +410,16 @@ def test_spark_sinks_write_the_input_changelog_and_streams_read_it(spark, catalo
     )
     q.awaitTermination()
     assert sorted_rows(spark.read.parquet(str(out))) == [("+I", 1, "a"), ("+I", 2, "B"), ("+I", 2, "b")]
+
+
+def test_a_streaming_sink_expires_its_snapshots_as_it_commits(spark, catalog, tmp_path):
+    """Each micro-batch commit runs the post-commit maintenance: the sink keeps snapshot.num-retained.max."""
+    t = catalog.create_table("db.src", SCHEMA)
+    sink, ck = f"{catalog.warehouse}/db.db/dst", str(tmp_path / "ck")
+    retention = {"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1"}
+    for i in range(3):
+        t.write_arrow(pa.table({"id": [i], "v": [f"v{i}"]}, schema=SCHEMA))
+        _stream(spark, t.store.table_path, sink, ck, write_options=retention)
+    dst = Catalog(catalog.warehouse).get_table("db.dst")
+    assert [s.id for s in dst.snapshots()] == [2, 3]
+    assert sorted_rows(load(spark, sink)) == [(0, "v0"), (1, "v1"), (2, "v2")]

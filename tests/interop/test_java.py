@@ -479,6 +479,35 @@ def test_we_write_pk_java_reads_then_writes(java: JavaOracle, warehouse: str) ->
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
+def test_java_reads_after_our_automatic_expiration(java: JavaOracle, warehouse: str) -> None:
+    """Our commits expire snapshots (``snapshot.num-retained.max`` = 2); Java reads the latest state and a tag
+    whose snapshot expired, then commits (and expires) on top, and we read its result."""
+    t = "db.ours_expired"
+    columns = [["id", "INT", False], ["v", "STRING"]]
+    options = {"bucket": 1, "snapshot.num-retained.max": 2, "snapshot.num-retained.min": 1}
+    table = _create_ours(warehouse, t, columns, primary_keys=["id"], options=options)
+    _write_ours(table, [{"id": i, "v": "v1"} for i in range(4)])
+    table.tags.create("first")
+    for n in range(2, 5):
+        _write_ours(table, [{"id": 0, "v": f"v{n}"}, {"id": 10 + n, "v": "new"}])
+    ids = table.store.snapshots.list_ids()
+    assert len(ids) == 2 and ids[0] > 1  # the tagged snapshot itself expired
+    state = [
+        {"id": 0, "v": "v4"},
+        *({"id": i, "v": "v1"} for i in range(1, 4)),
+        *({"id": 10 + n, "v": "new"} for n in (2, 3, 4)),
+    ]
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state)
+    first = [{"id": i, "v": "v1"} for i in range(4)]
+    assert_agree(
+        _ours(warehouse, t, {"scan.tag-name": "first"}), java.read(warehouse, t, {"scan.tag-name": "first"}), first
+    )
+    java.write(warehouse, t, [{"id": 1, "v": "java"}])
+    assert [s["id"] for s in java.snapshots(warehouse, t)][-1] == table.store.snapshots.latest_id()
+    state[1] = {"id": 1, "v": "java"}
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state)
+
+
 def test_mixed_writers_on_a_java_table(java: JavaOracle, warehouse: str) -> None:
     """Java creates and writes a partitioned, bucketed PK table; we upsert into it; Java writes again. Both
     writers must agree on buckets and sequence numbers, so each key's newest write wins for both readers."""

@@ -29,6 +29,7 @@ from pyspark_paimon.metadata.maintenance.orphans import remove_orphan_files
 from pyspark_paimon.metadata.maintenance.reachability import used_files
 from pyspark_paimon.metadata.refs.rollback import rollback_to
 from pyspark_paimon.metadata.refs.tags import TagManager
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import branch_path
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
@@ -110,10 +111,8 @@ def test_retention_options_and_java_bounds(table: FakeTable) -> None:
 
 
 def test_table_options_drive_defaults(tmp_path: Path) -> None:
-    table = FakeTable(
-        tmp_path / "t",
-        options={"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms", "snapshot.expire.limit": "3"},
-    )
+    options = {"snapshot.num-retained.min": "2", "snapshot.time-retained": "1 ms", "snapshot.expire.limit": "3"}
+    table = FakeTable(tmp_path / "t", options={**options, "write-only": "true"})  # only explicit expiration
     _commit_spaced(table, 7)
     t = Table(FileStore(table.store.fileio, table.store.table_path))
     assert t.maintenance.expire_snapshots().expired_snapshots == [1, 2, 3]  # limit 3 per run
@@ -128,14 +127,21 @@ def test_consumers_protect_their_next_snapshot(table: FakeTable) -> None:
     assert expire(table).expired_snapshots == [1, 2]
 
 
-def test_commits_never_expire_snapshots(tmp_path: Path) -> None:
-    table = FakeTable(
-        tmp_path / "t",
-        options={"snapshot.num-retained.max": "2", "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"},
-    )
-    for _ in range(6):
+def test_commits_expire_snapshots_as_java_writers_do(tmp_path: Path) -> None:
+    table = FakeTable(tmp_path / "t", options={"snapshot.num-retained.max": "3", "snapshot.num-retained.min": "1"})
+    snaps = [table.commit([table.new_file()], overwrite=True) for _ in range(8)]  # each replaces the last
+    assert table.snapshots().list_ids() == [6, 7, 8]
+    assert table.fileio.read_text(f"{table.path}/snapshot/EARLIEST") == "6"
+    assert_all_roots_intact(table)
+    assert data_files_on_disk(table) == {n for s in snaps[5:] for n in table.live_names(s)}  # 1..5's are gone
+
+
+def test_write_only_commits_expire_nothing(tmp_path: Path) -> None:
+    options = {"snapshot.num-retained.max": "3", "snapshot.num-retained.min": "1", "write-only": "true"}
+    table = FakeTable(tmp_path / "t", options=options)
+    for _ in range(9):
         table.append()
-    assert table.snapshots().list_ids() == [1, 2, 3, 4, 5, 6]
+    assert table.snapshots().list_ids() == list(range(1, 10))
 
 
 def test_expire_with_compacted_manifests(table: FakeTable) -> None:
@@ -404,7 +410,7 @@ OP_NAMES = (
     + ["overwrite"] * 2
     + ["tag"] * 3
     + ["expire"] * 3
-    + ["untag", "untag_clean", "rollback", "rollback_tag", "orphans", "branch", "branch_append"]
+    + ["untag", "untag_clean", "rollback", "rollback_tag", "orphans", "branch", "branch_append", "consumer"]
 )
 # Model: per branch, snapshot id -> file set and tag name -> (snapshot id, file set).
 OPS = st.lists(st.tuples(st.sampled_from(OP_NAMES), st.integers(0, 1000), st.integers(1, 3)), min_size=1, max_size=25)
@@ -443,8 +449,24 @@ def _check(table: FakeTable, model: Model) -> None:
     assert model.all_files() <= data_files_on_disk(table)
 
 
-def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
-    table = FakeTable(root / "t")
+#: Table options of the automatic-expiration variant: every commit expires all but the newest AUTO_MAX snapshots
+#: of its branch (unless a consumer of that branch pins them).
+AUTO_MAX = 3
+AUTO_OPTIONS = {"snapshot.num-retained.max": str(AUTO_MAX), "snapshot.num-retained.min": "1"}
+
+
+def _auto_expired(table: FakeTable, model: Model, b: str) -> None:
+    """What a commit's automatic expiration must have done on branch ``b``: snapshots below
+    ``min(latest - AUTO_MAX + 1, the branch's lowest consumer)`` are gone, the rest are kept."""
+    latest = model.latest(b)
+    assert latest is not None
+    consumer = ConsumerManager(FileStore(table.store.fileio, table.store.table_path, b)).min_next_snapshot()
+    end = latest - AUTO_MAX + 1 if consumer is None else min(latest - AUTO_MAX + 1, consumer)
+    model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k >= end}
+
+
+def _run(ops: list[tuple[str, int, int]], root: Path, auto: bool = False) -> Model:
+    table = FakeTable(root / "t", options=AUTO_OPTIONS if auto else {})
     model = Model()
     counter = 0
     for op, pick, n in ops:
@@ -459,6 +481,15 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
             names = frozenset(m.file_name for _, m in files)
             prev = model.snaps[b][latest] if latest is not None and op != "overwrite" else frozenset()
             model.snaps[b][snap.id] = prev | names
+            if auto:
+                _auto_expired(table, model, b)
+        elif op == "consumer" and latest is not None:
+            # A stream of branch b that has read up to one of its snapshots (or stopped reading at all).
+            sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
+            consumers = ConsumerManager(FileStore(table.store.fileio, table.store.table_path, b))
+            consumers.record(f"c{pick % 2}", sid)
+            if n == 3:
+                os.remove(consumers.path(f"c{pick % 2}"))
         elif op == "tag" and latest is not None:
             sid = sorted(model.snaps[b])[pick % len(model.snaps[b])]
             counter += 1
@@ -507,6 +538,7 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
             model.snaps[new] = {sid: files}
             model.tags[new] = {name: (sid, files)}
         _check(table, model)
+    return model
 
 
 @settings(
@@ -518,6 +550,19 @@ def _run(ops: list[tuple[str, int, int]], root: Path) -> None:
 def test_property_every_remaining_snapshot_and_tag_keeps_all_its_files(ops: list[tuple[str, int, int]]) -> None:
     with tempfile.TemporaryDirectory() as d:
         _run(ops, Path(d))
+
+
+@settings(
+    max_examples=int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "40")) // 2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(OPS)
+def test_property_automatic_expiration_keeps_every_reachable_file(ops: list[tuple[str, int, int]]) -> None:
+    """The same histories on a table whose commits expire snapshots themselves (``snapshot.num-retained.max``),
+    with tags, branches from tags and consumers in the mix."""
+    with tempfile.TemporaryDirectory() as d:
+        _run(ops, Path(d), auto=True)
 
 
 def test_property_regression_history() -> None:
@@ -544,6 +589,35 @@ def test_property_regression_history() -> None:
     ]
     with tempfile.TemporaryDirectory() as d:
         _run(ops, Path(d))
+
+
+def test_property_regression_history_with_automatic_expiration() -> None:
+    """Commits expire on main and on a branch made from a tag of a snapshot that then expires; a consumer pins
+    main's snapshots until a later one is recorded."""
+    ops = [
+        ("append", 1, 2),
+        ("overwrite", 1, 1),
+        ("tag", 0, 1),  # on snapshot 1, which expires below
+        ("append", 1, 1),
+        ("overwrite", 1, 1),
+        ("branch", 0, 1),
+        ("branch_append", 0, 1),
+        ("branch_append", 0, 1),
+        ("branch_append", 0, 1),
+        ("branch_append", 0, 1),
+        ("consumer", 1, 1),  # a consumer of main pins its second-oldest snapshot
+        ("append", 1, 1),
+        ("overwrite", 1, 1),
+        ("consumer", 4, 1),  # and moves on
+        ("append", 1, 1),
+        ("rollback_tag", 1, 1),
+        ("append", 1, 1),
+        ("orphans", 0, 1),
+    ]
+    with tempfile.TemporaryDirectory() as d:
+        model = _run(ops, Path(d), auto=True)
+    assert len(model.snaps) == 2 and all(len(snaps) <= AUTO_MAX for snaps in model.snaps.values())
+    assert min(model.snaps["b2"]) > 1  # the branch's own commits expired its copy of the tagged snapshot
 
 
 # ------------------------------------------------------------------------------------------ interop
@@ -585,10 +659,23 @@ def test_pypaimon_reads_a_table_we_expired_rolled_back_and_cleaned(tmp_path: Pat
     assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [1, 2, 6]
 
 
-def test_decoupled_changelog_lifecycle_is_refused(tmp_path: Path) -> None:
-    table = FakeTable(tmp_path / "t", options={"changelog.num-retained.max": "100"})
+def test_decoupled_changelog_lifecycle_is_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Only a changelog retention *longer* than the snapshots' is decoupled (Java's rule); a commit then skips
+    automatic expiration with a warning, and an explicit expiration refuses."""
+    options = {"changelog.time-retained": "1 d", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
+    table = FakeTable(tmp_path / "t", options=options)
     table.append()
-    table.append()
-    with pytest.raises(OptionError, match="changelog.num-retained.max"):
+    with caplog.at_level("WARNING"):
+        table.append()
+    assert "changelog.time-retained" in caplog.text
+    with pytest.raises(OptionError, match="changelog.time-retained"):
         expire(table)
     assert table.snapshots().list_ids() == [1, 2]
+
+
+def test_a_changelog_retention_no_longer_than_the_snapshots_is_not_decoupled(tmp_path: Path) -> None:
+    options = {"changelog.num-retained.max": "100", "changelog.time-retained": "1 min", "write-only": "true"}
+    table = FakeTable(tmp_path / "t", options=options)
+    table.append()
+    table.append()
+    assert expire(table).expired_snapshots == [1]

@@ -28,10 +28,10 @@ lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag 
 :func:`expire_branches` (branch retention, ``create_branch(time_retained=)``) with whole branch directories in
 (2), after handing each surviving child branch the history it inherits through the dropped one.
 
-**No expiration on commit.** Java expires snapshots after every commit by default. We do not: expiration
-deletes files, and doing it implicitly on every write makes data loss a side effect of writing (a long
-read, a time-travel query, a forgotten branch). Call :func:`expire_snapshots` (``t.maintenance.expire_snapshots``)
-explicitly, e.g. from a scheduled maintenance job. Likewise tags are expired only by :func:`expire_tags`.
+**After every commit** (as Java's writers do, unless ``write-only``), :mod:`.post_commit` calls
+:func:`expire_snapshots` with the table's options, behind a gate of a few small reads so that a commit with
+nothing to expire never walks the table. :func:`expire_snapshots` (``t.maintenance.expire_snapshots``) can also
+be called explicitly with other bounds. Tags are expired only by :func:`expire_tags`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
@@ -107,7 +107,7 @@ def min_consumer_next_snapshot(store: FileStore) -> int | None:
     return ConsumerManager(store).min_next_snapshot()
 
 
-# Each changelog retention option and the snapshot option it must equal (as stored text) for us to expire.
+# Each changelog retention option and the snapshot option it defaults to (Java's ``CoreOptions.changelog*``).
 _CHANGELOG_OPTIONS: tuple[tuple[ConfigOption[int | None], ConfigOption[int]], ...] = (
     (CHANGELOG_NUM_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MIN),
     (CHANGELOG_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MAX),
@@ -115,18 +115,30 @@ _CHANGELOG_OPTIONS: tuple[tuple[ConfigOption[int | None], ConfigOption[int]], ..
 )
 
 
-def _refuse_decoupled_changelog(opts: CoreOptions) -> None:
-    """Java keeps the changelog of expired snapshots as ``changelog/changelog-N`` when the changelog has its own
-    retention; we do not write those, so expiring such a table here would drop changelog streaming readers need."""
+def decoupled_changelog_option(opts: CoreOptions) -> ConfigOption[Any] | None:
+    """The first changelog retention option that retains *more* than its snapshot option, or None.
+
+    That is Java's ``changelogLifecycleDecoupled``: only then does Java move the changelog of expiring snapshots
+    to ``changelog/changelog-N`` and expire it separately. A changelog retention equal to or shorter than the
+    snapshot's is not decoupled: the changelog goes with its snapshot, exactly as we expire it."""
     for changelog_option, snapshot_option in _CHANGELOG_OPTIONS:
-        value = opts.text(changelog_option)
-        if value is not None and value != opts.text(snapshot_option):
-            key = changelog_option.key
-            raise OptionError(
-                f"Table option '{key}' = '{value}' gives the changelog its own retention (Paimon's decoupled "
-                "changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire this "
-                f"table with Paimon, or remove '{key}'."
-            )
+        value = opts.get(changelog_option)
+        if value is not None and value > opts.get(snapshot_option):
+            return changelog_option
+    return None
+
+
+def _refuse_decoupled_changelog(opts: CoreOptions) -> None:
+    """We do not write ``changelog/changelog-N``, so expiring a table whose changelog outlives its snapshots
+    would drop changelog that streaming readers are promised."""
+    option = decoupled_changelog_option(opts)
+    if option is not None:
+        key = option.key
+        raise OptionError(
+            f"Table option '{key}' = '{opts.text(option)}' keeps the changelog longer than the snapshots (Paimon's "
+            "decoupled changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire "
+            f"this table with Paimon, or remove '{key}' (or lower it to the snapshot retention)."
+        )
 
 
 def expire_range(

@@ -30,7 +30,7 @@ by hand.
 
 Auto tags are created on the committing branch. A failure here never fails the commit (which has already
 landed): it is logged, and the next commit retries. Tags are not expired by time on commit (Java does when
-``tag.time-expire-enabled``): like snapshot expiration, that is an explicit ``expire_tags`` call.
+``tag.time-expire-enabled``): that is an explicit ``expire_tags`` call.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ and every legacy (fallback) spelling of a key. ``tests/metadata/test_option_keys
 The yardstick is Paimon's engine-neutral core table (what Paimon's own Spark connector reads and writes):
 
 * **inert**: cannot change what a batch read returns or what a write must produce: tuning, caches,
-  parallelism, compaction triggers we do not implement, expiration triggers (we never expire on write), other engines'
+  parallelism, compaction triggers we do not implement, maintenance triggers we do not implement, other engines'
   runtime settings (Flink sources, sinks and lookup joins; Spark session settings), and keys that only act
   together with another key or type we refuse (``deletion-vectors.merge-on-read`` without deletion vectors);
 * **refused**: changes semantics we do not implement. A value other than the ``read_ok`` values raises an
@@ -341,7 +341,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "continuous.discovery-interval": _inert(_STREAMING),
     "streaming.read.snapshot.delay": _inert(_STREAMING),
     "auto-create": _inert("whether Java creates missing storage; tables here are created explicitly"),
-    "consumer.expiration-time": _inert(_STREAMING),
     "consumer.mode": _inert(_STREAMING),
     "consumer.changelog-only": _inert(_STREAMING),
     "query-auth.enabled": _refused(
@@ -400,11 +399,13 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "metastore.tag-to-partition": _inert(_CATALOG),
     "metastore.tag-to-partition.preview": _inert(_CATALOG),
     # -- tags and snapshots
-    "snapshot.expire.execution-mode": _inert(_MAINTENANCE),
+    "snapshot.expire.execution-mode": _inert(
+        "whether Java expires on the committing thread; ours always expires synchronously after the commit"
+    ),
     "snapshot.clean-empty-directories": _inert(_MAINTENANCE),
     "tag.create-success-file": _inert("a marker file for schedulers next to each new tag"),
     "tag.time-expire-enabled": _inert(
-        "Java's commits expire tags by retention; ours never expire anything, and "
+        "Java's commits expire tags by retention; ours expire only snapshots and consumers, and "
         "expire_tags (like Java's procedure) always expires by retention"
     ),
     "snapshot.watermark-idle-timeout": _inert(_FLINK),

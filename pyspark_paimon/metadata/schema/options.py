@@ -347,6 +347,12 @@ CONSUMER_IGNORE_PROGRESS = _option(
     "false",
     "A new stream starts from 'scan.mode', not from its consumer's progress.",
 )
+CONSUMER_EXPIRATION_TIME = _option(
+    "consumer.expiration-time",
+    DURATION,
+    None,
+    "After each commit, consumers whose file is older than this are deleted, so they stop pinning snapshots.",
+)
 
 # Commits and maintenance
 COMMIT_MAX_RETRIES = _option(
@@ -385,19 +391,19 @@ CHANGELOG_NUM_RETAINED_MIN = _option(
     "changelog.num-retained.min",
     INTEGER,
     None,
-    "Refused when it differs from snapshot.num-retained.min (decoupled changelog).",
+    "Default snapshot.num-retained.min; expiration refuses a larger value (Paimon's decoupled changelog).",
 )
 CHANGELOG_NUM_RETAINED_MAX = _option(
     "changelog.num-retained.max",
     INTEGER,
     None,
-    "Refused when it differs from snapshot.num-retained.max (decoupled changelog).",
+    "Default snapshot.num-retained.max; expiration refuses a larger value (Paimon's decoupled changelog).",
 )
 CHANGELOG_TIME_RETAINED = _option(
     "changelog.time-retained",
     DURATION,
     None,
-    "Refused when it differs from snapshot.time-retained (decoupled changelog).",
+    "Default snapshot.time-retained; expiration refuses a larger value (Paimon's decoupled changelog).",
 )
 
 # Tags
@@ -551,7 +557,9 @@ COMPACTION_FORCE_UP_LEVEL_0 = _option(
     "false",
     "Automatic compaction always moves level-0 files up (first-row tables do).",
 )
-WRITE_ONLY = _option("write-only", BOOLEAN, "false", "Writes never compact (a dedicated compaction job does).")
+WRITE_ONLY = _option(
+    "write-only", BOOLEAN, "false", "Commits never compact or expire (a dedicated maintenance job does)."
+)
 #: Java's legacy spelling of ``write-only``.
 WRITE_ONLY_LEGACY_KEYS = ("write.compaction-skip",)
 

@@ -28,6 +28,7 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.io.avro import avro_codec
+from pyspark_paimon.metadata.maintenance import post_commit
 from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
     KIND_DELETE,
@@ -206,6 +207,8 @@ class FileStoreCommit:
         self.max_wait_ms = opts.get(COMMIT_MAX_RETRY_WAIT)
         self.timeout_ms = opts.get(COMMIT_TIMEOUT)  # None: only commit.max-retries limits the attempts
         self.merge_min_count = opts.get(MANIFEST_MERGE_MIN_COUNT)
+        #: What the maintenance after the last commit did (None: none ran yet, or it failed and was logged).
+        self.last_maintenance: post_commit.MaintenanceResult | None = None
 
     # ---------------------------------------------------------------------------------------------
     def commit(
@@ -292,13 +295,10 @@ class FileStoreCommit:
         )
 
     def _after_commit(self, snapshot: Snapshot) -> None:
-        """Post-commit work: automatic tag creation (``tag.automatic-creation``).
-
-        Deliberately *not* snapshot or tag expiration, although Java expires on every commit by default:
-        expiration deletes files, and it stays an explicit maintenance call (``t.maintenance.expire_snapshots`` /
-        ``expire_tags``) so that writing can never delete data as a side effect. The commit has landed by
-        now, so a failure here is logged, never raised (raising would invite a retry that duplicates data).
-        """
+        """Post-commit work, in Java's order: automatic tag creation (``tag.automatic-creation``), then the
+        maintenance Java's writers run after every commit (:mod:`..maintenance.post_commit`: consumer and
+        snapshot expiration, unless ``write-only``). The commit has landed by now, so a failure here is logged,
+        never raised (raising would invite a retry that duplicates data)."""
         try:
             auto_tag.on_commit(self.store, snapshot, self._schema.options)
         except Exception as e:  # noqa: BLE001 - see the docstring
@@ -310,6 +310,7 @@ class FileStoreCommit:
                 self.branch,
                 e,
             )
+        self.last_maintenance = post_commit.maintain_quietly(self.store, snapshot, self._schema)
 
     def _landed_anyway(self, snapshot: Snapshot) -> bool:
         """Whether ``snapshot-N``, which the store says existed, is exactly the one we tried to create. On an object

@@ -65,6 +65,20 @@ class ConsumerManager:
                 out[cid] = value
         return out
 
+    def expire(self, before_millis: int) -> list[str]:
+        """Delete the consumers whose file was last written before ``before_millis`` (epoch ms) and return their
+        ids. This is Java's ``ConsumerManager.expire`` rule (``consumer.expiration-time``): a stream records its
+        progress by rewriting its file, so an old modification time means an abandoned stream, which would
+        otherwise pin its ``nextSnapshot`` against expiration forever."""
+        expired = []
+        for status in self.fileio.list_status(self.directory):
+            if status.is_dir or not status.name.startswith(CONSUMER_PREFIX):
+                continue
+            if status.mtime_millis < before_millis:
+                self.fileio.delete(status.path)
+                expired.append(status.name[len(CONSUMER_PREFIX) :])
+        return expired
+
     def min_next_snapshot(self) -> int | None:
         """The smallest ``nextSnapshot`` of the branch's consumers: that snapshot is still going to be read."""
         values = self.consumers().values()

@@ -207,7 +207,10 @@ class SnapshotManager:
         ids = self.list_ids()
         return ids[-1] if ids else None
 
-    def earliest_id(self) -> int | None:
+    def earliest_id(self, repair_hint: bool = False) -> int | None:
+        """The earliest snapshot id: the ``EARLIEST`` hint when it checks out, else from a listing. With
+        ``repair_hint`` a missing or stale hint is rewritten from the listing, so that the next call (the
+        maintenance after every commit asks) costs small reads instead of a listing."""
         hint = self._read_hint(EARLIEST)
         if (
             hint is not None
@@ -216,6 +219,8 @@ class SnapshotManager:
         ):
             return hint
         ids = self.list_ids()
+        if ids and repair_hint:
+            self.commit_earliest_hint(ids[0])
         return ids[0] if ids else None
 
     def exists(self, snapshot_id: int) -> bool:

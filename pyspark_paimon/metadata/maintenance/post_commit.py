@@ -1,0 +1,156 @@
+"""Maintenance after every commit, as Java's writers run it (``TableCommitImpl.maintain``).
+
+After each commit that created a snapshot, unless the table is ``write-only``:
+
+1. ``consumer.expiration-time`` (no default): consumers whose file was last written longer ago than that are
+   deleted (Java's ``ConsumerManager.expire``), *before* snapshot expiration, so an abandoned stream stops
+   pinning its ``nextSnapshot``;
+2. snapshot expiration (:func:`.expire.expire_snapshots`) with the table's ``snapshot.num-retained.min`` /
+   ``.max``, ``snapshot.time-retained`` and ``snapshot.expire.limit``, deleting only files that no snapshot,
+   tag, changelog or consumer of any branch can still reach.
+
+Java skips snapshot expiration for postpone-bucket primary-key tables (``bucket = -2``); so do we. Automatic tag
+creation runs before all of this (``auto_tag.on_commit``, called by the commit). Partition expiration
+(``partition.expiration-time``) and tag expiration by retention (``tag.time-expire-enabled``) are not run here:
+those options stay inert (``option_keys.py``).
+
+**Cost.** A streaming sink commits every micro-batch, so the usual outcome, "nothing to expire", must not
+cost a walk over the table. :func:`expiration_due` decides from cheap facts first: the committed snapshot's id
+(the latest, as far as this writer knows), the ``EARLIEST`` hint (checked, as every hint is), and, only when
+the count of snapshots exceeds ``snapshot.num-retained.min`` without exceeding ``.max``, one read of the
+snapshot after the earliest for its commit time. Only when a snapshot is actually due does
+:func:`.expire.expire_snapshots` run; it takes its own consistent look (latest, consumers, range) and walks
+reachability only when that range is not empty.
+
+**Errors.** The commit has landed before any of this runs. Java's batch commit lets a maintenance error
+propagate to the caller (its streaming commit logs it and fails the *next* commit). We never raise: a caller
+that sees an error after a successful commit is invited to retry, and a retried write duplicates its data. A
+failure is logged as a warning naming the table, the committed snapshot and the error, and the next commit
+tries again; nothing is half-deleted, because expiration reads every root before its first deletion.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pyspark_paimon.errors import PaimonError
+from pyspark_paimon.metadata.maintenance.expire import ExpireResult, decoupled_changelog_option, expire_snapshots
+from pyspark_paimon.metadata.schema.options import (
+    CONSUMER_EXPIRATION_TIME,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    CoreOptions,
+)
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.timeutil import now_millis
+
+log = logging.getLogger(__name__)
+
+#: ``bucket`` of a postpone-bucket table (Java returns no expiration for primary-key tables with it).
+_POSTPONE_BUCKET = -2
+
+
+@dataclass
+class MaintenanceResult:
+    """What the maintenance after one commit did. ``expired`` is None when the cheap gate found nothing due
+    (no expiration ran); ``skipped`` says why nothing ran at all (``write-only``, postpone bucket, decoupled
+    changelog)."""
+
+    expired_consumers: list[str] = field(default_factory=list)
+    expired: ExpireResult | None = None
+    skipped: str | None = None
+
+
+def expiration_due(store: FileStore, latest_id: int, opts: CoreOptions, now_ms: int) -> bool:
+    """Whether snapshot expiration may remove something, from a few small reads (see the module docstring).
+
+    False only when nothing can expire: at most ``snapshot.num-retained.min`` snapshots exist, or the count is
+    within ``.max`` and the earliest snapshot's successor is younger than ``snapshot.time-retained``. True may
+    still expire nothing (a consumer pins the earliest snapshot); :func:`.expire.expire_snapshots` then stops
+    before walking anything."""
+    retain_min = opts.get(SNAPSHOT_NUM_RETAINED_MIN)
+    retain_max = opts.get(SNAPSHOT_NUM_RETAINED_MAX)
+    if retain_min < 1 or retain_max < retain_min:
+        return True  # let expire_snapshots name the bad option
+    earliest = store.snapshots.earliest_id(repair_hint=True)
+    if earliest is None or latest_id - earliest + 1 <= retain_min:
+        return False
+    if latest_id - retain_max + 1 > earliest:
+        return True  # more than .max snapshots: the earliest expires whatever its age
+    successor = earliest + 1
+    try:
+        successor_time = store.snapshots.snapshot(successor).time_millis
+    except PaimonError:  # gone meanwhile (another expiration) or unreadable: let the full check decide
+        return True
+    return successor_time < now_ms - opts.get(SNAPSHOT_TIME_RETAINED)
+
+
+def maintain(
+    store: FileStore, committed: Snapshot, schema: TableSchema, *, now: int | None = None
+) -> MaintenanceResult:
+    """Run the maintenance due after ``committed`` landed on ``store``'s branch, under ``schema`` (the one the
+    commit wrote with: its options decide). Raises what the steps raise; :func:`maintain_quietly` is the
+    commit's entry point."""
+    opts = CoreOptions(schema.options)
+    result = MaintenanceResult()
+    if opts.write_only:
+        result.skipped = "write-only"
+        return result
+    now_ms = now if now is not None else now_millis()
+    consumer_ttl = opts.get(CONSUMER_EXPIRATION_TIME)
+    if consumer_ttl is not None:
+        result.expired_consumers = ConsumerManager(store).expire(now_ms - consumer_ttl)
+        if result.expired_consumers:
+            log.info(
+                "expired consumers %s of %s (branch '%s'): not updated for %d ms ('%s')",
+                result.expired_consumers,
+                store.table_path,
+                store.branch,
+                consumer_ttl,
+                CONSUMER_EXPIRATION_TIME.key,
+            )
+    if opts.bucket == _POSTPONE_BUCKET and schema.primary_keys:
+        result.skipped = "postpone bucket"
+        return result
+    if not expiration_due(store, committed.id, opts, now_ms):
+        return result
+    decoupled = decoupled_changelog_option(opts)
+    if decoupled is not None:
+        result.skipped = f"decoupled changelog ('{decoupled.key}')"
+        log.warning(
+            "Snapshot %d of %s (branch '%s') was committed, but snapshots are not expired automatically: table option "
+            "'%s' keeps the changelog longer than the snapshots, which pyspark-paimon does not implement. Expire "
+            "with Paimon, lower '%s' to the snapshot retention, or set 'write-only' = 'true' to silence this.",
+            committed.id,
+            store.table_path,
+            store.branch,
+            decoupled.key,
+            decoupled.key,
+        )
+        return result
+    result.expired = expire_snapshots(store, options=schema.options, now=now_ms)
+    return result
+
+
+def maintain_quietly(store: FileStore, committed: Snapshot, schema: TableSchema) -> MaintenanceResult | None:
+    """:func:`maintain` for the commit: a failure is logged, never raised (see the module docstring)."""
+    try:
+        return maintain(store, committed, schema)
+    except Exception as e:  # noqa: BLE001 - the commit has landed; raising would invite a duplicating retry
+        log.warning(
+            "Snapshot %d of %s (branch '%s') was committed, but the maintenance after it failed: %s. The commit "
+            "stands; the next commit retries, or run t.maintenance.expire_snapshots() to see the error.",
+            committed.id,
+            store.table_path,
+            store.branch,
+            e,
+        )
+        return None
+
+
+__all__ = ["MaintenanceResult", "expiration_due", "maintain", "maintain_quietly"]
