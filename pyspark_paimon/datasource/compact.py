@@ -109,6 +109,7 @@ __all__ = [
     "run_in_process",
     "session_runner",
     "auto_compact",
+    "refuse_invisible_writes",
     "TASK_COLUMN",
     "MESSAGE_COLUMN",
 ]
@@ -877,6 +878,27 @@ def compact(
         result.rows_after = sum(f.row_count for m in messages for f in m.new_files)
         return result
     return result  # pragma: no cover - the loop returns or raises
+
+
+def refuse_invisible_writes(schema: TableSchema, table: str) -> None:
+    """A write to a deletion-vector primary-key table is visible only once compacted, and the automatic
+    compaction leaves tables whose changelog Paimon's compaction produces alone (:func:`_refuse_unsupported`):
+    such a write would commit rows no batch read returns. Refused unless ``write-only`` says a Paimon job
+    compacts the table."""
+    options = schema.core_options
+    producer = options.get(CHANGELOG_PRODUCER)
+    if (
+        schema.primary_keys
+        and options.deletion_vectors_enabled
+        and producer in ("lookup", "full-compaction")
+        and not options.write_only
+    ):
+        raise CompactionError(
+            f"Table {table} has 'deletion-vectors.enabled' = 'true' and 'changelog-producer' = '{producer}': its "
+            "writes become visible only through Paimon's compaction, which produces the changelog and which "
+            "pyspark-paimon does not run for such tables. Set 'write-only' = 'true' and compact the table with "
+            "Paimon (a Flink or Spark compaction job), or write it with Paimon."
+        )
 
 
 def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> CompactResult | None:

@@ -18,7 +18,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
-from pyspark_paimon.datasource.compact import auto_compact
+from pyspark_paimon.datasource.compact import auto_compact, refuse_invisible_writes
 from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
@@ -207,6 +207,7 @@ def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> W
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
     store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
     schema = store.schema()
+    refuse_invisible_writes(schema, store.table_path)
     user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
     return WriteJob(store, ctx.schema, ctx, overwrite, user)

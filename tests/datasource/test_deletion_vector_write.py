@@ -16,6 +16,7 @@ import pytest
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.datasource import compact as compact_mod
 from pyspark_paimon.datasource.write import TableWriter
+from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files
 from pyspark_paimon.table import Table
 
@@ -190,3 +191,15 @@ def test_incremental_reads_see_the_changes(tmp_path: Path) -> None:
     t.write_arrow(batch([2, 3], "c"))
     got = t.scan(read_options={"incremental-between": "2,6"}).to_arrow().to_pylist()
     assert sorted((r["k"], r["v"]) for r in got) == [(1, "b"), (2, "c"), (3, "c")]
+
+
+def test_writes_paimon_must_compact_are_refused(tmp_path: Path) -> None:
+    """With a changelog producer that Paimon's compaction feeds, our automatic compaction stays away, so a write
+    would never become visible: refused with the way out, unless write-only says a Paimon job compacts."""
+    t = dv_table(tmp_path, **{"changelog-producer": "lookup"})
+    with pytest.raises(CompactionError, match="'changelog-producer' = 'lookup'.*'write-only' = 'true'"):
+        t.write_arrow(batch([1], "a"))
+    assert t.latest_snapshot() is None
+    t.update_schema().set_options({"write-only": "true"}).commit()
+    t.write_arrow(batch([1], "a"))
+    assert state(t) == {}  # level 0 until Paimon compacts, as Java's write-only writers leave it
