@@ -18,6 +18,7 @@ from pyspark_paimon.datasource import compact as compact_mod
 from pyspark_paimon.datasource.write import TableWriter
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files
+from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.table import Table
 
 BASE = 3000  # rows of the first write: big enough that small upserts go to a level below it (a lookup)
@@ -203,3 +204,18 @@ def test_writes_paimon_must_compact_are_refused(tmp_path: Path) -> None:
     t.update_schema().set_options({"write-only": "true"}).commit()
     t.write_arrow(batch([1], "a"))
     assert state(t) == {}  # level 0 until Paimon compacts, as Java's write-only writers leave it
+
+
+def test_a_stream_plan_reads_level_0(tmp_path: Path) -> None:
+    """A stream's full phase reads every level of a deletion-vector table (Java's DataTableStreamScan), merging
+    level 0 with the vectors of the files below; batch scans skip level 0 (Java's batchScanSkipLevel0)."""
+    t = dv_table(tmp_path)
+    t.write_arrow(batch(np.arange(BASE), "a"))
+    t.update_schema().set_options({"write-only": "true"}).commit()
+    t.write_arrow(batch([1], "b"))  # an APPEND not compacted yet, as a stream may find it
+    snapshot, schema = t.latest_snapshot(), t.store.schema()
+    assert snapshot is not None
+    batch_levels = {f.level for s in ScanPlanner(t.store, schema, {}).plan(snapshot).splits for f in s.files}
+    stream_plan = ScanPlanner(t.store, schema, {}, streaming=True).plan(snapshot)
+    assert 0 not in batch_levels and 0 in {f.level for s in stream_plan.splits for f in s.files}
+    assert not any(s.raw_convertible for s in stream_plan.splits if any(f.level == 0 for f in s.files))
