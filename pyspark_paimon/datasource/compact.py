@@ -19,9 +19,11 @@ Three halves, so that Spark can run the middle one on its executors and the Pyth
    re-plans on the new latest snapshot and tries again, a few times.
 
 Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
-(``Table.remove_orphan_files`` reclaims them). Deletion-vector tables are compacted fully only: their
-vectors are applied while the inputs are read and the compacted buckets' vectors leave the index manifest
-(see :func:`_refuse_unsupported`). This module never imports pyspark.
+(``Table.remove_orphan_files`` reclaims them). Deletion-vector tables are compacted as Java's writers do
+(:class:`_DvLookup`): their vectors are applied while the inputs are read, every level-0 file goes up, the
+keys of the outputs are looked up in the bucket's older files and the superseded rows there are marked in new
+vectors; the compaction writes the bucket's vectors into a new index file that replaces the old ones in the
+index manifest. This module never imports pyspark.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 import functools
 import logging
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -37,16 +39,28 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.read import ReadContext, key_sections, read_data_file, read_merged, read_split
+from pyspark_paimon.datasource.read import (
+    ReadContext,
+    key_sections,
+    merge_records,
+    read_data_file,
+    read_merged,
+    read_records,
+    read_split,
+)
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
 from pyspark_paimon.metadata.io.avro import avro_codec
+from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
     DeletionFile,
+    IndexManifestEntry,
     bucket_vector_files,
     deletion_files,
+    read_deletion_vector,
     read_index_manifest,
-    write_index_manifest_without,
+    write_deletion_vector_file,
+    write_index_manifest,
 )
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.progress import Progress, report
@@ -99,6 +113,7 @@ __all__ = [
     "run_in_process",
     "session_runner",
     "auto_compact",
+    "refuse_invisible_writes",
     "TASK_COLUMN",
     "MESSAGE_COLUMN",
 ]
@@ -211,13 +226,10 @@ def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Calla
 
 
 def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
-    """Deletion-vector tables: only full compaction. A partial one would have to write new deletion vectors
-    for the older files its outputs supersede (Java's lookup compaction); a full one rewrites every file of
-    the bucket that has a vector, so the bucket's vectors are simply dropped from the index manifest.
-
-    ``changelog-producer`` = lookup: Java's lookup compaction is what writes those tables' changelog files; a
+    """``changelog-producer`` = lookup: Java's lookup compaction is what writes those tables' changelog files; a
     compaction that writes none would hide changes from streaming readers. (``full-compaction`` tables are
-    compacted here: a compaction to the top level writes their changelog, :mod:`full_changelog`.)"""
+    compacted here: a compaction to the top level writes their changelog, :mod:`full_changelog`; but not with
+    deletion vectors, whose lookup compaction here writes no changelog.)"""
     producer = schema.core_options.get(CHANGELOG_PRODUCER)
     if producer == "lookup":
         raise CompactionError(
@@ -226,10 +238,12 @@ def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
             "Paimon (CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job), or use "
             "'changelog-producer' = 'full-compaction', whose changelog pyspark-paimon's full compaction produces."
         )
-    if schema.core_options.deletion_vectors_enabled and not full:
+    if producer == "full-compaction" and schema.primary_keys and schema.core_options.deletion_vectors_enabled:
         raise CompactionError(
-            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon compacts such tables only fully "
-            "(it does not write new deletion vectors). Use compact(full=True), or Paimon for partial compactions."
+            f"Table {table} has 'changelog-producer' = 'full-compaction' and 'deletion-vectors.enabled' = 'true': "
+            "pyspark-paimon's compaction of deletion-vector tables (a lookup compaction) writes no full-compaction "
+            "changelog, so streaming readers would miss changes. Compact it with Paimon (a Flink or Spark "
+            "compaction job)."
         )
 
 
@@ -327,7 +341,7 @@ def plan_compaction(
             continue
         unit, drop = task
         older: tuple[DataFileMeta, ...] = ()
-        if pk and options.merge_engine == "first-row":
+        if pk and (options.merge_engine == "first-row" or options.deletion_vectors_enabled):
             taken = {f.file_name for f in unit.files}
             older = tuple(f for f in files if f.file_name not in taken)
         plan.tasks.append(
@@ -396,6 +410,18 @@ def _bucket_task(
             unit = CompactUnit(num_levels - 1, tuple(f for f in files if f.file_name in with_vectors))
         # Java drops retractions whenever deletion vectors are on (the vectors shadow older rows).
         return (unit, True) if unit is not None else None
+    if options.deletion_vectors_enabled:
+        # Java's lookup strategy with deletion vectors: ForceUpLevel0Compaction, so no level-0 file survives a
+        # compaction (batch reads skip level 0), and retractions always go (the vectors shadow older rows).
+        unit = pick_universal(
+            num_levels,
+            runs,
+            max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+            size_ratio=options.get(COMPACTION_SIZE_RATIO),
+            trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
+            force_up_level0=True,
+        )
+        return (unit, unit.output_level != 0) if unit is not None else None
     if full:
         unit = pick_full(num_levels, runs)
     else:
@@ -454,6 +480,7 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
 
     upgraded: list[DataFileMeta] = []
     replaced: tuple[DataFileMeta, ...] = task.files
+    index_files: tuple[IndexManifestEntry, ...] = ()
     first = min((f.min_sequence_number for f in task.files), default=0)
     changelog = _full_changelog_settings(ctx, task)
     try:
@@ -461,6 +488,7 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             steps = _merge_tree_steps(ctx, task)
             touched = {f.file_name for _, files in steps for f in files}
             replaced = tuple(f for f in task.files if f.file_name in touched)
+            lookup = _DvLookup(ctx, task) if _dv_lookup(ctx, task) else None
             for kind, files in steps:
                 if kind == _UPGRADE:
                     upgraded.append(files[0].with_level(task.output_level))
@@ -470,13 +498,18 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
                             write_changelog(upgrade_changelog(rows))
                     continue
                 merged: Iterable[pa.Table]
-                if changelog is not None:
-                    merged = _with_full_changelog(ctx, task, files, changelog, write_changelog)
+                if lookup is not None:
+                    merged = lookup.merged(files)
                 else:
-                    merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
-                if task.older_files:
-                    merged = _without_older_keys(ctx, task, merged)
+                    if changelog is not None:
+                        merged = _with_full_changelog(ctx, task, files, changelog, write_changelog)
+                    else:
+                        merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
+                    if task.older_files:
+                        merged = _without_older_keys(ctx, task, merged)
                 _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
+            if CoreOptions(ctx.write.options).deletion_vectors_enabled:
+                index_files = _write_bucket_vectors(ctx, task, replaced, lookup)
         else:
             # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
             ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
@@ -501,8 +534,11 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
                 target,
                 write,
             )
+            if CoreOptions(ctx.write.options).deletion_vectors_enabled:
+                index_files = _write_bucket_vectors(ctx, task, replaced, None)
         messages = writer.prepare_commit()
     except BaseException:
+        _delete_index_files(ctx.write.fileio, ctx.write.table_path, index_files)
         try:
             writer.abort()
         except PaimonError as exc:  # the original error matters more; the files are orphans either way
@@ -516,6 +552,7 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         new_files,
         compact_before=replaced,
         changelog_files=tuple(f for m in messages for f in m.changelog_files),
+        index_files=index_files,
     )
 
 
@@ -582,8 +619,9 @@ def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str,
     to the output level by metadata alone (DELETE at its level, ADD of the same file at the output level), or
     left where it is when already there. A file is rewritten instead when that is needed for correctness:
     retractions it holds would reach the max level, it has a deletion vector (its vectors leave the index), or
-    it is a first-row level-0 file (its keys must be checked against older levels)."""
+    it is a level-0 file of a first-row or deletion-vector bucket (its keys must be looked up in older levels)."""
     options = CoreOptions(ctx.write.options)
+    lookup = options.deletion_vectors_enabled or bool(task.older_files)
     min_size = options.compaction_file_size(True)
     max_level = options.num_levels - 1
     split = task.split()
@@ -601,7 +639,7 @@ def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str,
         return (
             (task.output_level == max_level and (f.delete_row_count is None or f.delete_row_count > 0))
             or f.file_name in task.deletion_files
-            or (bool(task.older_files) and f.level == 0)
+            or (lookup and f.level == 0)
         )
 
     def upgrade(f: DataFileMeta) -> None:
@@ -643,6 +681,123 @@ def _without_older_keys(ctx: CompactContext, task: CompactTask, merged: Iterable
         numbered = t.append_column(index, pa.array(np.arange(t.num_rows, dtype=np.int64)))
         kept = numbered.join(older, key_names, join_type="left anti", use_threads=False)
         yield kept.sort_by(index).drop_columns([index]).select(t.column_names)
+
+
+def _dv_lookup(ctx: CompactContext, task: CompactTask) -> bool:
+    """Whether ``task`` is a lookup compaction of a deletion-vector bucket: there are older files outside the
+    unit whose superseded rows must be marked (first-row buckets keep their older rows instead)."""
+    options = CoreOptions(ctx.write.options)
+    return options.deletion_vectors_enabled and options.merge_engine != "first-row" and bool(task.older_files)
+
+
+_POS = "__paimon_dv_position__"
+_FILE = "__paimon_dv_file__"
+
+
+class _DvLookup:
+    """Java's lookup compaction of a deletion-vector bucket (``LookupMergeTreeCompactRewriter`` with
+    ``LookupChangelogMergeFunctionWrapper``): every key the unit holds is looked up in the bucket's older files
+    (all at levels above the output level, outside the unit); each live older row found gets its position
+    marked in that file's deletion vector, and, unless the engine is ``deduplicate`` without a sequence field
+    (where the newer record wins anyway), the older record takes part in the merge as the oldest input, so
+    partial-update and aggregation build on the value already stored.
+
+    Vectorised: the older files' key columns are read once (with their row positions, live rows only) and
+    joined with each step's keys in Arrow. A step's records and the older versions found are merged in memory
+    (one key-overlap section; the unit of a commit-time compaction is the new level-0 data).
+
+    For a future ``lookup`` changelog producer: :meth:`merged` has, per step, the older records found (the
+    before-images; keys without one are inserts) and the merged records (the after-images), side by side."""
+
+    def __init__(self, ctx: CompactContext, task: CompactTask) -> None:
+        self.ctx = ctx
+        self.task = task
+        schema = ctx.read.schema
+        self.key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
+        self.key_fields = [schema.field(k) for k in self.key_names]
+        options = CoreOptions(ctx.write.options)
+        self.needs_values = options.merge_engine != "deduplicate" or bool(options.sequence_fields)
+        self.older = list(task.older_files)
+        self.deleted: dict[str, list[np.ndarray]] = {}
+        self._keys: pa.Table | None = None
+
+    def _older_keys(self) -> pa.Table:
+        """Key columns of every live row of the older files, with the file's index and the row's position."""
+        if self._keys is None:
+            parts = []
+            for i, f in enumerate(self.older):
+                split = self.task.split((f,))
+                keys = read_data_file(self.ctx.read, replace(split, deletion_files={}), f, self.key_fields)
+                positions = np.arange(keys.num_rows, dtype=np.int64)
+                dfile = split.deletion_files.get(f.file_name)
+                live = np.ones(keys.num_rows, dtype=bool)
+                if dfile is not None:
+                    gone = read_deletion_vector(self.ctx.read.fileio, dfile, f.file_name)
+                    live[gone[gone < keys.num_rows]] = False
+                keys = keys.append_column(_POS, pa.array(positions)).append_column(
+                    _FILE, pa.array(np.full(keys.num_rows, i, dtype=np.int32))
+                )
+                parts.append(keys.filter(pa.array(live)))
+            self._keys = pa.concat_tables(parts)
+        return self._keys
+
+    def merged(self, files: tuple[DataFileMeta, ...]) -> Iterator[pa.Table]:
+        split = self.task.split(files)
+        step_keys = pa.concat_tables([read_data_file(self.ctx.read, split, f, self.key_fields) for f in files])
+        step_keys = step_keys.group_by(self.key_names).aggregate([])
+        hits = self._older_keys().join(step_keys, self.key_names, join_type="inner", use_threads=False)
+        if hits.num_rows == 0:
+            yield from read_merged(self.ctx.read, split, drop_retracts=self.task.drop_delete)
+            return
+        file_index = hits.column(_FILE).to_numpy()
+        positions = hits.column(_POS).to_numpy()
+        before: list[pa.Table] = []
+        for i in np.unique(file_index).tolist():  # one step per older file
+            found = np.sort(positions[file_index == i])
+            self.deleted.setdefault(self.older[i].file_name, []).append(found)
+            if self.needs_values:
+                f = self.older[i]
+                before.append(read_records(self.ctx.read, self.task.split((f,)), f, found))
+        if not self.needs_values:
+            yield from read_merged(self.ctx.read, split, drop_retracts=self.task.drop_delete)
+            return
+        ranked = sorted(files, key=lambda f: (f.max_sequence_number, f.min_sequence_number, f.file_name))
+        after = [read_records(self.ctx.read, split, f) for f in ranked]
+        yield merge_records(self.ctx.read, split, [*before, *after], self.task.drop_delete)
+
+
+def _write_bucket_vectors(
+    ctx: CompactContext, task: CompactTask, replaced: tuple[DataFileMeta, ...], lookup: _DvLookup | None
+) -> tuple[IndexManifestEntry, ...]:
+    """The bucket's deletion vectors after the compaction, in one new index file (Java's bucketed
+    maintainer): the old vectors of the files it keeps, with the positions the lookup found added. Rewritten
+    files take their vectors with them. Nothing left: no file (the bucket's entries leave the index)."""
+    gone = {f.file_name for f in replaced}
+    vectors: dict[str, np.ndarray] = {}
+    for name, dfile in sorted(task.deletion_files.items()):  # the whole bucket's vectors when planned
+        if name not in gone:
+            vectors[name] = read_deletion_vector(ctx.read.fileio, dfile, name)
+    if lookup is not None:
+        for name, found in lookup.deleted.items():
+            vectors[name] = np.unique(np.concatenate([vectors.get(name, np.empty(0, np.int64)), *found]))
+    if not vectors:
+        return ()
+    index_dir = f"{ctx.write.table_path}/index"
+    return (write_deletion_vector_file(ctx.write.fileio, index_dir, task.partition, task.bucket, vectors),)
+
+
+def _delete_index_files(fileio: FileIO, table_path: str, entries: Iterable[IndexManifestEntry]) -> None:
+    for e in entries:
+        path = f"{table_path}/index/{e.file_name}"
+        try:
+            fileio.delete(path)
+        except OSError as exc:
+            log.warning(
+                "Could not delete %s of a compaction that was not committed (%s); "
+                "Table.remove_orphan_files will remove it.",
+                path,
+                exc,
+            )
 
 
 def compact_batches(ctx: CompactContext, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -692,6 +847,7 @@ def _delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Non
     by_bucket = {(t.partition, t.bucket): t.bucket_path for t in plan.tasks}
     fileio = plan.store.fileio
     for m in messages:
+        _delete_index_files(fileio, plan.store.table_path, m.index_files)
         base = by_bucket.get((m.partition, m.bucket))
         inputs = {f.file_name for f in m.compact_before}
         for f in (*m.new_files, *m.changelog_files):
@@ -722,15 +878,19 @@ def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> S
     committer = FileStoreCommit(store, schema.options)
     index_update = None
     if plan.vector_files is not None:
-        index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages})
+        added = tuple(e for m in messages for e in m.index_files)
+        index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages}, added)
     return committer.commit(messages, kind="COMPACT", commit_user=plan.commit_user, index_update=index_update)
 
 
-def _index_update(plan: CompactPlan, buckets: set[tuple[bytes, int]]) -> Callable[[Snapshot | None], str | None]:
-    """The new index manifest of a deletion-vector table's compaction: the compacted buckets lose their
-    vectors (every file that had one was rewritten). If a compacted bucket's vector files changed since the
-    plan (Paimon wrote new vectors for its files meanwhile), the commit is a conflict: the outputs were merged
-    without them."""
+def _index_update(
+    plan: CompactPlan, buckets: set[tuple[bytes, int]], added: tuple[IndexManifestEntry, ...]
+) -> Callable[[Snapshot | None], str | None]:
+    """The new index manifest of a deletion-vector table's compaction: the compacted buckets' vectors are
+    replaced by the ones the compaction wrote (``added``: the vectors of the files it kept, plus the positions
+    its lookups found; none after a full compaction, which rewrote every file that had one). If a compacted
+    bucket's vector files changed since the plan (another writer wrote new vectors for its files meanwhile),
+    the commit is a conflict: the outputs were merged without them, and the kept vectors lack them."""
     store = plan.store
     planned = plan.vector_files or {}
     codec = avro_codec(plan.context.read.schema.core_options.get(MANIFEST_COMPRESSION))
@@ -744,9 +904,9 @@ def _index_update(plan: CompactPlan, buckets: set[tuple[bytes, int]]) -> Callabl
                     f"The deletion vectors of bucket {b[1]} changed while it was compacted (a concurrent Paimon "
                     "compaction wrote new ones). Nothing was committed; re-run the compaction."
                 )
-        if current is None or not any(now.get(b) for b in buckets):
+        if not added and (current is None or not any(now.get(b) for b in buckets)):
             return current
-        return write_index_manifest_without(store.fileio, store.manifests.manifest_dir, current, buckets, codec)
+        return write_index_manifest(store.fileio, store.manifests.manifest_dir, current, buckets, added, codec)
 
     return update
 
@@ -805,28 +965,45 @@ def compact(
     return result  # pragma: no cover - the loop returns or raises
 
 
+def refuse_invisible_writes(schema: TableSchema, table: str) -> None:
+    """A write to a deletion-vector primary-key table is visible only once compacted, and our compaction
+    refuses deletion-vector tables whose changelog Paimon's compaction produces (lookup, full-compaction;
+    :func:`_refuse_unsupported`): such a write would commit rows no batch read returns. Refused unless
+    ``write-only`` says a Paimon job compacts the table."""
+    options = schema.core_options
+    producer = options.get(CHANGELOG_PRODUCER)
+    if (
+        schema.primary_keys
+        and options.deletion_vectors_enabled
+        and producer in ("lookup", "full-compaction")
+        and not options.write_only
+    ):
+        raise CompactionError(
+            f"Table {table} has 'deletion-vectors.enabled' = 'true' and 'changelog-producer' = '{producer}': its "
+            "writes become visible only through Paimon's compaction, which produces the changelog and which "
+            "pyspark-paimon does not run for such tables. Set 'write-only' = 'true' and compact the table with "
+            "Paimon (a Flink or Spark compaction job), or write it with Paimon."
+        )
+
+
 def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> CompactResult | None:
     """The automatic compaction after a write committed ``messages`` (None when it does not apply).
 
     Like Java's writers unless ``write-only`` is set: the written primary-key buckets are compacted by the
     universal rules, or fully when ``full-compaction.delta-commits`` > 0 (what Java does for batch writes);
     written fixed-bucket append buckets by ``compaction.min.file-num``; first-row buckets always move their
-    level-0 files up (Java's lookup compaction). Unaware-bucket append tables, deletion-vector tables (unless
-    ``full-compaction.delta-commits`` > 0: we only compact them fully) and ``changelog-producer = lookup`` tables
-    (whose changelog only Paimon's lookup compaction produces) are left to explicit (or Paimon's) compaction;
-    ``full-compaction`` producer tables are compacted like others, and a compaction that reaches the top level
-    writes their changelog. It runs
+    level-0 files up (Java's lookup compaction), and so do deletion-vector primary-key buckets, whose new rows
+    batch reads see only once they are above level 0 (Java's writers force that compaction before every
+    commit: ``ForceUpLevel0Compaction``, ``lookup-wait``), with new vectors for the rows they supersede.
+    Unaware-bucket append tables and ``changelog-producer = lookup`` tables (whose changelog only Paimon's lookup
+    compaction produces) are left to explicit (or Paimon's) compaction; ``full-compaction`` producer tables are
+    compacted like others, and a compaction that reaches the top level writes their changelog. It runs
     in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also
     commit APPEND, then COMPACT."""
     schema = store.schema()
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
     full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
-    if (
-        options.write_only
-        or not buckets
-        or (options.deletion_vectors_enabled and not full)
-        or options.get(CHANGELOG_PRODUCER) == "lookup"
-    ):
+    if options.write_only or not buckets or options.get(CHANGELOG_PRODUCER) == "lookup":
         return None
     return compact(store, full=full, buckets=buckets, auto=True)

@@ -18,13 +18,12 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
-from pyspark_paimon.datasource.compact import auto_compact
+from pyspark_paimon.datasource.compact import auto_compact, refuse_invisible_writes
 from pyspark_paimon.datasource.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
-from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -204,10 +203,14 @@ class WriteJob:
         except (PaimonError, OSError) as exc:
             log.warning(
                 "The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
-                "Nothing of it was committed; run Table.maintenance.compact to compact.",
+                "Nothing of it was committed; run Table.maintenance.compact to compact.%s",
                 self.store.table_path,
                 self.store.branch,
                 exc,
+                " Until then batch reads do not see the new rows (the table has deletion vectors: level-0 files "
+                "are read only once compacted)."
+                if self.schema.core_options.deletion_vectors_enabled
+                else "",
             )
             return
         if result:
@@ -238,9 +241,7 @@ def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> W
     """Everything executors need to write files that continue ``store``'s latest snapshot."""
     store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
     schema = store.schema()
-    refuse_deletion_vector_writes(
-        schema.core_options.deletion_vectors_enabled, store.table_path, overwrite=overwrite is not None
-    )
+    refuse_invisible_writes(schema, store.table_path)
     user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
     if overwrite is not None:  # an overwritten partition's keys start afresh (dynamic bucket mode)

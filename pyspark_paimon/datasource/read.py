@@ -40,7 +40,7 @@ import decimal
 import json
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -92,6 +92,8 @@ __all__ = [
     "ReadMetrics",
     "read_split",
     "read_merged",
+    "read_records",
+    "merge_records",
     "read_file_changes",
     "read_data_file",
     "referenced_columns",
@@ -796,6 +798,43 @@ def read_merged(
         raise SchemaError("read_merged reads whole records; build its ReadContext without read_fields.")
     plan = _make_plan(ctx, None)
     yield from _merged_sections(ctx, split, plan, drop_retracts, metrics or ReadMetrics())
+
+
+def read_records(ctx: ReadContext, split: DataSplit, f: DataFileMeta, positions: np.ndarray | None = None) -> pa.Table:
+    """Every record of ``f`` as :func:`read_merged` sees them (all columns of ``ctx.schema`` in read types, plus
+    ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``), without the rows of its deletion vector in ``split``; or, with
+    ``positions`` (file-global, ascending), exactly the rows at those positions whatever the vector says: the
+    older versions a deletion-vector compaction looks up and merges with new ones."""
+    plan = _make_plan(ctx, None)
+    system = (SEQUENCE_NUMBER, VALUE_KIND)
+    if positions is None:
+        return read_data_file(ctx, split, f, plan.read_fields, system)
+    whole = read_data_file(ctx, replace(split, deletion_files={}), f, plan.read_fields, system)
+    return whole.take(pa.array(positions, pa.int64()))
+
+
+def merge_records(ctx: ReadContext, split: DataSplit, tables: Sequence[pa.Table], drop_retracts: bool) -> pa.Table:
+    """Merge records read by :func:`read_records` (``tables`` oldest first, so full ties keep the older one
+    first) with the table's merge engine, in key order: one key-overlap section merged in memory."""
+    plan = _make_plan(ctx, None)
+    options = ctx.merge_options()
+    core_options = CoreOptions(options)
+    pk = list(ctx.schema.primary_keys)
+    value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
+    return _sort_and_merge(
+        ctx,
+        split,
+        plan,
+        split.files,
+        split.files,
+        list(tables),
+        core_options.merge_engine,
+        options,
+        value_names,
+        core_options.sequence_descending,
+        ReadMetrics(),
+        drop_retracts,
+    )
 
 
 def _merged_sections(

@@ -481,9 +481,16 @@ class ScanPlanner:
             return self.plan_entries(
                 entries, predicate, partition_filter, counters, snapshot, skipped=skipped, selector=selector
             )
-        if self.schema.primary_keys and not merge_on_read({**self.schema.options, **self.options}):
+        if (
+            self.schema.primary_keys
+            and not self.streaming
+            and not merge_on_read({**self.schema.options, **self.options})
+        ):
             # Java's batch scans of deletion-vector tables skip level 0 (CoreOptions.batchScanSkipLevel0,
-            # AbstractBatchTableScan): data not yet compacted is invisible unless merge-on-read is set.
+            # AbstractBatchTableScan): data not yet compacted is invisible unless merge-on-read is set. A stream's
+            # first (full) plan reads every level (DataTableStreamScan.tryFirstPlan): a stream starting at the
+            # APPEND snapshot of a write, before its COMPACT, must not lose that write (the delta phase skips
+            # COMPACT snapshots).
             entries = [e for e in entries if e.file.level > 0]
         plan = self.plan_entries(
             entries,

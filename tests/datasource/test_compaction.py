@@ -298,25 +298,25 @@ def test_first_row_automatic_compaction_moves_level0_up(tmp_path: Path) -> None:
     assert sum(e.file.row_count for e in live(t)) == 3
 
 
-def test_deletion_vector_tables_compact_fully_only(tmp_path: Path) -> None:
-    """Our appends to a deletion-vector table are level 0, which batch reads skip (as Java's); a full
-    compaction moves them to the max level, where they are read. Partial compactions are refused (they would
-    need new vectors). Tables with vectors written by Java: tests/interop/test_java.py."""
+def test_deletion_vector_tables_compact_partially_and_after_writes(tmp_path: Path) -> None:
+    """Write-only appends to a deletion-vector table are level 0, which batch reads skip (as Java's); a partial
+    compaction moves every level-0 file up (Java's ForceUpLevel0Compaction), a full one to the max level; and
+    without write-only every write is compacted at once. The vectors written on the way:
+    tests/datasource/test_deletion_vector_write.py."""
     t = pk_table(tmp_path, {"deletion-vectors.enabled": "true"})
     t.write_arrow(batch([1, 2], "a"))
     t.write_arrow(batch([2, 3], "b"))
     assert rows(t) == []
-    with pytest.raises(CompactionError, match="only fully.*compact\\(full=True\\)"):
-        t.maintenance.compact()
-    assert t.maintenance.compact(full=True)
+    assert t.maintenance.compact(full=False)
+    assert 0 not in {e.file.level for e in live(t)}
     assert {r["k"]: r["v"] for r in rows(t)} == {1: "a", 2: "b", 3: "b"}
+    t.write_arrow(batch([3], "c"))
+    assert t.maintenance.compact(full=True)
+    assert {r["k"]: r["v"] for r in rows(t)} == {1: "a", 2: "b", 3: "c"}
     assert t.latest_snapshot().index_manifest is None
     t.update_schema().set_options({"write-only": "false"}).commit()
-    t.write_arrow(batch([4], "c"))
-    assert 4 not in {r["k"] for r in rows(t)}  # automatic compaction leaves deletion-vector tables alone...
-    t.update_schema().set_options({"full-compaction.delta-commits": "1"}).commit()
-    t.write_arrow(batch([5], "d"))  # ...unless it is full
-    assert {r["k"] for r in rows(t)} == {1, 2, 3, 4, 5}
+    t.write_arrow(batch([4], "d"))
+    assert {r["k"]: r["v"] for r in rows(t)} == {1: "a", 2: "b", 3: "c", 4: "d"}
 
 
 def test_deletion_vectors_changed_meanwhile_is_a_conflict(tmp_path: Path) -> None:

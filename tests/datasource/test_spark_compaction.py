@@ -33,3 +33,31 @@ def test_compact_through_spark_executors(spark, warehouse: str) -> None:
     # Outputs live in their bucket directories (written by the executors).
     for e in t.store.live_entries(t.latest_snapshot()):
         assert any(p.name == e.file.file_name for p in Path(path).rglob("*.parquet"))
+
+
+def test_spark_writes_to_a_deletion_vector_table_are_visible_at_once(spark, warehouse: str) -> None:
+    """Spark's writes into a deletion-vector table are compacted after their commit (level 0 up, superseded rows
+    in vectors) and read by Spark right away, also a partial compaction through the executors."""
+    t = Catalog(warehouse).create_table(
+        "db.dv",
+        "k int not null, v string",
+        primary_keys=["k"],
+        options={"bucket": "2", "deletion-vectors.enabled": "true"},
+    )
+    path = t.store.table_path
+    for i, keys in enumerate(([1, 2, 3], [2, 4], [3, 4, 5])):
+        spark.createDataFrame([(k, f"w{i}") for k in keys], "k int, v string").write.format("paimon").mode(
+            "append"
+        ).save(path)
+    assert sorted(map(tuple, spark.read.format("paimon").load(path).collect())) == [
+        (1, "w0"),
+        (2, "w1"),
+        (3, "w2"),
+        (4, "w2"),
+        (5, "w2"),
+    ]
+    assert 0 not in {e.file.level for e in t.store.live_entries(t.latest_snapshot())}
+    t.update_schema().set_options({"write-only": "true"}).commit()
+    spark.createDataFrame([(1, "w3")], "k int, v string").write.format("paimon").mode("append").save(path)
+    assert t.maintenance.compact(spark=spark)
+    assert (1, "w3") in set(map(tuple, spark.read.format("paimon").load(path).collect()))

@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.errors import CompactionError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
 from pyspark_paimon.metadata.types.json_codec import parse_type
 from pyspark_paimon.planner.predicate import Leaf
@@ -715,7 +714,8 @@ def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOrac
 def test_we_compact_a_java_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:
     """Java's deletion-vector table with level-0 files on top (a write-only writer): our full compaction reads
     every file with its vectors applied, writes the max level and drops the bucket's vectors from the index
-    manifest (copied in Java's own Avro schema). Java then reads the same rows, writes, and compacts on top."""
+    manifest (copied in Java's own Avro schema); more level-0 files, and our partial compaction moves them up
+    with lookups in Java's files. Java reads the same rows throughout, writes, and compacts on top."""
     t = "db.dvc"
     state = _java_dv_table(java, warehouse, t)
     java.evolve(warehouse, t, [{"op": "set_option", "key": "write-only", "value": "true"}])
@@ -724,12 +724,16 @@ def test_we_compact_a_java_deletion_vector_table(java: JavaOracle, warehouse: st
     java.write(warehouse, t, rows, kinds=kinds)
     _upsert(state, rows, kinds)
     table = Table.open(table_uri(warehouse, t))
-    with pytest.raises(CompactionError, match="only fully"):
-        table.maintenance.compact()
     result = table.maintenance.compact(full=True)
     assert result and result.files_after >= 1
     files = java.files(warehouse, t)
     assert {f["level"] for f in files} == {5} and not any(f["deletion_file"] for f in files), files
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    upd = [{"id": i, "v": "v7", "n": 8} for i in range(3, 300, 17)]
+    java.write(warehouse, t, upd, kinds=["+U"] * len(upd))  # write-only: level 0 again
+    _upsert(state, upd, ["+U"] * len(upd))
+    assert table.maintenance.compact()  # partial: Java's universal pick, every level-0 file going up
+    assert 0 not in {f["level"] for f in java.files(warehouse, t)}
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
     java.evolve(warehouse, t, [{"op": "remove_option", "key": "write-only"}])
@@ -763,21 +767,63 @@ def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str) -> 
 
 
 def test_we_append_to_a_java_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:
-    """Our appends are level-0 files, as Java's write-only writers leave them: invisible to batch reads (Java's
-    and ours) until Java compacts them, then both read them; our sequence numbers continue past Java's, so our
-    updates win. Overwriting a deletion-vector table is refused with the way out."""
+    """Our writes to Java's deletion-vector table are compacted at commit as Java's are: visible at once to
+    Java and us, our sequence numbers continue past Java's so our updates win, and Java keeps compacting.
+    An overwrite drops the overwritten buckets' vectors with their files."""
     t = "db.dvw"
     state = _java_dv_table(java, warehouse, t)
     table = Table.open(table_uri(warehouse, t))
     rows = [{"id": i, "v": "ours", "n": 0} for i in range(2, 300, 4)] + [{"id": 500, "v": "new", "n": 1}]
     _write_ours(table, rows)
-    after = dict(state)
-    _upsert(after, rows)
+    _upsert(state, rows)
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
     java.compact(warehouse, t)
-    assert_agree(_ours(warehouse, t), java.read(warehouse, t), after.values())
-    with pytest.raises(OptionError, match="does not overwrite them yet"):
-        table.write_arrow(pa.Table.from_pylist(rows, schema=table.schema.arrow_schema()), mode="overwrite")
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    table.write_arrow(pa.Table.from_pylist(rows[:5], schema=table.schema.arrow_schema()), mode="overwrite")
+    assert not any(f["deletion_file"] for f in java.files(warehouse, t))
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), rows[:5])
+
+
+def test_our_deletion_vector_table_java_reads_and_continues(java: JavaOracle, warehouse: str, spark: Any) -> None:
+    """Three upsert writes (and a delete) into a deletion-vector table we create: each is visible at once to us,
+    Spark and Java, as APPEND + COMPACT snapshots like Java's own writes; every file is above level 0 and the
+    superseded rows are positions in our vectors, which Java reads. Java then keeps writing and compacting
+    our table, and we read Java's files and vectors."""
+    t = "db.dv_ours"
+    columns = [["id", "INT", False], ["v", "STRING"], ["n", "BIGINT"], [RK, "STRING"]]
+    table = _create_ours(
+        warehouse,
+        t,
+        columns,
+        primary_keys=["id"],
+        options={"bucket": 2, "deletion-vectors.enabled": "true", "rowkind.field": RK},
+    )
+    state: dict[Any, dict[str, Any]] = {}
+    commits = [
+        [{"id": i, "v": "a", "n": i, RK: "+I"} for i in range(200)],
+        [{"id": i, "v": "b", "n": -i, RK: "+U"} for i in range(0, 200, 3)],
+        [{"id": i, "v": None, "n": None, RK: "-D"} for i in range(0, 200, 7)]
+        + [{"id": 300, "v": "c", "n": 3, RK: "+I"}],
+    ]
+    for commit in commits:
+        _write_ours(table, commit)
+        _upsert(state, commit, [r[RK] for r in commit])
+        assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    assert [s.commit_kind for s in table.snapshots()] == ["APPEND", "COMPACT"] * 3
+    files = java.files(warehouse, t)
+    assert 0 not in {f["level"] for f in files} and any(f["deletion_file"] for f in files), files
+    assert_agree(ours_spark(spark, table_uri(warehouse, t)), java.read(warehouse, t))
+
+    more = [{"id": i, "v": "java", "n": 1, RK: "+U"} for i in range(1, 200, 5)]
+    java.write(warehouse, t, more, kinds=["+U"] * len(more))
+    _upsert(state, more)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    java.compact(warehouse, t)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    after = [{"id": i, "v": "again", "n": 2, RK: "+U"} for i in range(2, 200, 9)]
+    _write_ours(table, after)
+    _upsert(state, after)
+    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
 # =========================================================================== the harness itself

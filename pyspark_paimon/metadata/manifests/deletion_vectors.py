@@ -54,6 +54,10 @@ __all__ = [
     "refuse_deletion_vector_writes",
     "bucket_vector_files",
     "write_index_manifest_without",
+    "encode_roaring32",
+    "encode_deletion_vector",
+    "write_deletion_vector_file",
+    "write_index_manifest",
 ]
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
@@ -165,6 +169,46 @@ def bucket_vector_files(entries: list[IndexManifestEntry]) -> dict[tuple[bytes, 
     return {k: frozenset(v) for k, v in out.items()}
 
 
+#: Java's index manifest record (``IndexManifestEntry`` through its Avro converter), for a table that has no
+#: index manifest yet. ``_GLOBAL_INDEX`` (newer Java) is left out: readers take a missing field as NULL.
+_INDEX_MANIFEST_SCHEMA: dict = {
+    "type": "record",
+    "name": "record",
+    "namespace": "org.apache.paimon.avro.generated",
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        {
+            "name": "_DELETIONS_VECTORS_RANGES",
+            "type": [
+                "null",
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "record__DELETIONS_VECTORS_RANGES",
+                        "fields": [
+                            {"name": "f0", "type": "string"},
+                            {"name": "f1", "type": "int"},
+                            {"name": "f2", "type": "int"},
+                            {"name": "_CARDINALITY", "type": ["null", "long"], "default": None},
+                        ],
+                    },
+                },
+            ],
+            "default": None,
+        },
+        {"name": "_EXTERNAL_PATH", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
 def write_index_manifest_without(
     fileio: FileIO, manifest_dir: str, index_manifest: str, buckets: Collection[tuple[bytes, int]], codec: str
 ) -> str | None:
@@ -204,6 +248,111 @@ def write_index_manifest_without(
     name = f"index-manifest-{uuid.uuid4()}-0"
     fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
     return name
+
+
+def _entry_record(e: IndexManifestEntry) -> dict:
+    return {
+        "_VERSION": 1,
+        "_KIND": _KIND_ADD,
+        "_PARTITION": e.partition,
+        "_BUCKET": e.bucket,
+        "_INDEX_TYPE": e.index_type,
+        "_FILE_NAME": e.file_name,
+        "_FILE_SIZE": e.file_size,
+        "_ROW_COUNT": e.row_count,
+        "_DELETIONS_VECTORS_RANGES": None
+        if e.dv_ranges is None
+        else [{"f0": n, "f1": o, "f2": ln, "_CARDINALITY": c} for n, o, ln, c in e.dv_ranges],
+        "_EXTERNAL_PATH": e.external_path,
+        "_GLOBAL_INDEX": None,
+    }
+
+
+def write_index_manifest(
+    fileio: FileIO,
+    manifest_dir: str,
+    index_manifest: str | None,
+    buckets: Collection[tuple[bytes, int]],
+    added: Collection[IndexManifestEntry],
+    codec: str,
+) -> str | None:
+    """A new index manifest: the live entries of ``index_manifest`` (None: there is none yet) without the
+    ``DELETION_VECTORS`` entries of ``buckets``, plus ``added`` (the buckets' new vector files, Java's
+    ``BucketedDvMaintainer`` result: one file per bucket holding every vector of the bucket). Returns its name,
+    or None when no entry is left. Old records keep the old file's Avro schema when it has every field the new
+    ones need (so fields of whichever writer made it survive); otherwise Java's schema is used."""
+    if not added:
+        if index_manifest is None:
+            return None
+        return write_index_manifest_without(fileio, manifest_dir, index_manifest, buckets, codec)
+    schema: dict = _INDEX_MANIFEST_SCHEMA
+    kept: list[dict] = []
+    if index_manifest is not None:
+        path = f"{manifest_dir}/{index_manifest}"
+        try:
+            data = fileio.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(
+                f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the "
+                "table back to a snapshot that does not reference it."
+            ) from None
+        records = list(read_avro(data, path))
+        old = fastavro.reader(io.BytesIO(data)).writer_schema
+        needed = {f["name"] for f in _INDEX_MANIFEST_SCHEMA["fields"]}
+        if isinstance(old, dict) and needed <= {f["name"] for f in old.get("fields", [])}:
+            schema = old
+        drop = set(buckets)
+        live: dict[tuple[bytes, int, str, str], dict] = {}
+        for r in records:
+            key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
+            if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
+                live[key] = r
+            else:
+                live.pop(key, None)
+        kept = [
+            r
+            for (part, bucket, kind, _), r in live.items()
+            if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)
+        ]
+        names = {f["name"] for f in schema["fields"]}
+        kept = [{**{n: None for n in names}, **r} for r in kept]
+    kept.extend(_entry_record(e) for e in added)
+    name = f"index-manifest-{uuid.uuid4()}-0"
+    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
+    return name
+
+
+def encode_deletion_vector(positions: np.ndarray) -> tuple[bytes, int]:
+    """One data file's vector as Java's ``BitmapDeletionVector.serializeTo`` writes it: BE int32 size, the
+    payload (BE magic, portable 32-bit RoaringBitmap), BE CRC32 of the payload. Returns the bytes and the
+    range length the index manifest records (the payload size)."""
+    values = np.unique(np.asarray(positions, dtype=np.int64))
+    if len(values) and (values[0] < 0 or values[-1] > 0x7FFFFFFF):
+        raise OptionError(
+            f"A deletion vector position ({int(values[-1])}) does not fit a 32-bit deletion vector; data files of "
+            "more than 2^31 rows need 'deletion-vectors.bitmap64', which pyspark-paimon does not write."
+        )
+    payload = struct.pack(">i", MAGIC_32) + encode_roaring32(values.astype(np.uint32))
+    return struct.pack(">i", len(payload)) + payload + struct.pack(">I", zlib.crc32(payload)), len(payload)
+
+
+def write_deletion_vector_file(
+    fileio: FileIO, index_dir: str, partition: bytes, bucket: int, vectors: Mapping[str, np.ndarray]
+) -> IndexManifestEntry:
+    """Write the vectors of one bucket (data file name -> deleted positions) into a new ``DELETION_VECTORS``
+    index file in ``index_dir`` (Java's ``DeletionFileWriter``: the version byte, then one record per data
+    file, its range starting at its size word); returns the index manifest entry naming it."""
+    out = bytearray([INDEX_VERSION])
+    ranges: list[tuple[str, int, int, int | None]] = []
+    for name, positions in vectors.items():
+        record, length = encode_deletion_vector(positions)
+        ranges.append((name, len(out), length, int(len(np.unique(positions)))))
+        out += record
+    file_name = f"index-{uuid.uuid4()}-0"
+    fileio.write_bytes(f"{index_dir}/{file_name}", bytes(out))
+    return IndexManifestEntry(
+        _KIND_ADD, partition, bucket, DELETION_VECTORS_INDEX, file_name, len(out), len(ranges), tuple(ranges)
+    )
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -256,6 +405,36 @@ def _roaring32(buf: bytes, pos: int) -> tuple[np.ndarray, int]:
     if pos > len(buf):
         raise ValueError("bitmap is truncated")
     return (np.concatenate(parts) if parts else np.empty(0, np.uint32)), pos
+
+
+def encode_roaring32(values: np.ndarray) -> bytes:
+    """The portable serialization (without run containers) of ascending unique uint32 ``values``: the
+    no-run cookie, the container count, per container its key and cardinality - 1, the containers' offsets,
+    then array containers (uint16 values) or, above 4096 values, 8 KiB bitmap containers."""
+    values = np.asarray(values, dtype=np.uint32)
+    highs = (values >> np.uint32(16)).astype(np.uint16)
+    keys, starts, cards = np.unique(highs, return_index=True, return_counts=True)
+    size = len(keys)
+    bodies: list[bytes] = []
+    for key_start, card in zip(starts.tolist(), cards.tolist()):  # one step per 65536 positions
+        low = (values[key_start : key_start + card] & np.uint32(0xFFFF)).astype(np.uint16)
+        if card > _ARRAY_MAX:
+            bits = np.zeros(1 << 16, dtype=bool)
+            bits[low] = True
+            bodies.append(np.packbits(bits, bitorder="little").tobytes())
+        else:
+            bodies.append(low.astype("<u2").tobytes())
+    header = np.empty(2 * size, dtype="<u2")
+    header[0::2] = keys
+    header[1::2] = (cards - 1).astype(np.uint16)
+    first = 8 + 8 * size
+    offsets = first + np.concatenate([[0], np.cumsum([len(b) for b in bodies])[:-1]]) if size else np.empty(0)
+    return (
+        struct.pack("<II", _SERIAL_COOKIE_NO_RUN, size)
+        + header.tobytes()
+        + np.asarray(offsets, dtype="<u4").tobytes()
+        + b"".join(bodies)
+    )
 
 
 def decode_roaring32(buf: bytes) -> np.ndarray:
@@ -359,14 +538,14 @@ def merge_on_read(options: Mapping[str, str]) -> bool:
 
 
 def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str, overwrite: bool = True) -> None:
-    """Appends to a deletion-vector table are allowed: they are level-0 files, exactly what Java's own
-    write-only writers leave before a compaction, and the commit carries the index manifest forward. Batch
-    reads (Java's and ours) skip them until Paimon compacts the bucket. An overwrite is refused: Java's
-    overwrite also drops the overwritten partitions' index entries (``OverwriteChangesProvider``), which our
-    commit does not do yet."""
+    """Chain-table maintenance on a deletion-vector snapshot branch is refused (chain reads of deletion-vector
+    tables are not supported either). Plain writes and overwrites of deletion-vector tables are supported: the
+    automatic compaction after them (``datasource.compact.auto_compact``) moves their level-0 files up and
+    writes the vectors, and an overwrite drops the overwritten buckets' vectors. ``overwrite`` False: nothing
+    to refuse (an append)."""
     if deletion_vectors_enabled and overwrite:
         raise OptionError(
-            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon appends to such tables but does "
-            "not overwrite them yet. Append instead, or overwrite with Paimon (Flink, Spark with the Paimon jar, "
-            "Java) or pypaimon."
+            f"Table {table} has 'deletion-vectors.enabled' = 'true'; pyspark-paimon does not maintain chain tables "
+            "on deletion vectors yet. Set 'deletion-vectors.enabled' = 'false' on the chain's branches, or "
+            "maintain the chain with Paimon."
         )

@@ -481,7 +481,10 @@ PARTITION_TIMESTAMP_FORMATTER = _option(
 # Table kind and metadata
 CHANGELOG_PRODUCER = _option("changelog-producer", LOWERCASE, "none", "How Paimon produces a changelog.")
 DELETION_VECTORS_ENABLED = _option(
-    "deletion-vectors.enabled", BOOLEAN, "false", "Deletion vectors (read; appends only)."
+    "deletion-vectors.enabled",
+    BOOLEAN,
+    "false",
+    "Deletion vectors: writes compact level 0 at once and mark superseded rows, as Java's writers do.",
 )
 DELETION_VECTORS_MERGE_ON_READ = _option(
     "deletion-vectors.merge-on-read",

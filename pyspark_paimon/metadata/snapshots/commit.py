@@ -29,6 +29,12 @@ from pyspark_paimon.errors import (
 )
 from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.maintenance import post_commit
+from pyspark_paimon.metadata.manifests.deletion_vectors import (
+    IndexManifestEntry,
+    bucket_vector_files,
+    read_index_manifest,
+    write_index_manifest_without,
+)
 from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
     KIND_DELETE,
@@ -86,6 +92,9 @@ class CommitMessage:
     # Changelog files of this bucket (``changelog-producer`` input / full-compaction): listed in the snapshot's
     # changelog manifest list, never in its data manifests.
     changelog_files: tuple[DataFileMeta, ...] = ()
+    # Deletion-vector tables: a compaction's new ``DELETION_VECTORS`` index file(s) of this bucket, holding every
+    # vector the bucket keeps (they replace the bucket's old ones in the index manifest; empty: none is left).
+    index_files: tuple[IndexManifestEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -367,6 +376,7 @@ class FileStoreCommit:
         base = self.base_manifests(latest)
         delta_entries = list(new_entries)
         live: list[ManifestEntry] | None = None
+        overwritten: set[tuple[bytes, int]] = set()
         if overwrite is not None or kind == "COMPACT" or any(e.kind == KIND_DELETE for e in new_entries):
             live = live_files(self.manifests.read_entries(base), f"snapshot {latest.id if latest else 0}")
         if overwrite is not None:
@@ -378,6 +388,7 @@ class FileStoreCommit:
                 if targets is None or e.partition in targets
             ]
             delta_entries = deletes + delta_entries
+            overwritten = {(e.partition, e.bucket) for e in deletes}
         if live is not None:
             self._check_deletes(delta_entries, live)
             if schema.primary_keys:
@@ -392,6 +403,8 @@ class FileStoreCommit:
             index_manifest = index_update(latest)
             if index_manifest is not None and index_manifest != (latest.index_manifest if latest else None):
                 written.append(self.manifests.path(index_manifest))
+        elif overwritten and index_manifest is not None:
+            index_manifest = self._index_without(index_manifest, overwritten, schema, written)
         delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
         base = self._maybe_compact_manifests(base, schema, written)
         codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
@@ -434,6 +447,20 @@ class FileStoreCommit:
             uuid=str(uuid.uuid4()),
             writer_version=WRITER_VERSION,
         )
+
+    def _index_without(
+        self, index_manifest: str, buckets: set[tuple[bytes, int]], schema: TableSchema, written: list[str]
+    ) -> str | None:
+        """The index manifest after an overwrite removed every file of ``buckets``: their deletion vectors go
+        with them (Java's overwrite drops the overwritten partitions' index entries), the rest is carried."""
+        path = self.manifests.path(index_manifest)
+        if not buckets & set(bucket_vector_files(read_index_manifest(self.fileio, path))):
+            return index_manifest
+        codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
+        name = write_index_manifest_without(self.fileio, self.manifests.manifest_dir, index_manifest, buckets, codec)
+        if name is not None:
+            written.append(self.manifests.path(name))
+        return name
 
     def _overwrite_targets(
         self, spec: OverwriteSpec, new_entries: list[ManifestEntry], live: list[ManifestEntry], schema: TableSchema
