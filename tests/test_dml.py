@@ -103,7 +103,7 @@ def test_partial_update_delete_needs_its_option(catalog: Catalog) -> None:
         ({"merge-engine": "aggregation"}, "update", "aggregation"),
         ({"merge-engine": "aggregation"}, "delete", "aggregation.remove-record-on-delete"),
         ({"ignore-delete": "true"}, "delete", "ignore-delete"),
-        ({"deletion-vectors.enabled": "true"}, "update", "full-compaction.delta-commits"),
+        ({"deletion-vectors.enabled": "true", "write-only": "true"}, "update", "write-only"),
     ],
 )
 def test_merge_engines_without_the_change_refuse_it(
@@ -120,9 +120,9 @@ def test_merge_engines_without_the_change_refuse_it(
 
 
 def test_deletion_vector_tables(catalog: Catalog) -> None:
-    """A deletion-vector primary-key table compacted on every commit shows the change at once; an append table
-    with deletion vectors enabled is rewritten copy-on-write (no vectors are written)."""
-    pk = _pk(catalog, "dv_pk", **{"deletion-vectors.enabled": "true", "full-compaction.delta-commits": "1"})
+    """A deletion-vector primary-key table shows the change at once (the lookup compaction after each write);
+    an append table with deletion vectors enabled is rewritten copy-on-write (no vectors are written)."""
+    pk = _pk(catalog, "dv_pk", **{"deletion-vectors.enabled": "true"})
     assert pk.delete("id = 2") == 1
     assert pk.update({"v": "v + 1"}, "dt = 'b'") == 2
     assert _rows(pk) == [(1, "a", 10, "x"), (3, "b", 31, "z"), (4, "b", 41, "w")]

@@ -38,9 +38,9 @@ from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
     DELETION_VECTORS_ENABLED,
-    FULL_COMPACTION_DELTA_COMMITS,
     IGNORE_DELETE,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    WRITE_ONLY,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
@@ -72,17 +72,18 @@ class MergeResult:
 # ------------------------------------------------------------------------------------------- checks
 def check_merge_engine(schema: TableSchema, table: str, *, deletes: bool, updates: bool) -> None:
     """Refuse a change the table's merge engine gives no meaning, as Java Paimon's Spark DML does (and one on a
-    deletion-vector primary-key table that is not compacted on every commit)."""
+    ``write-only`` deletion-vector primary-key table, whose writes are never compacted into sight)."""
     if not schema.primary_keys:
         return
     opts = schema.core_options
-    if opts.deletion_vectors_enabled and not (opts.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0:
-        # Reads of such a table skip level 0 (Java's rule) until a compaction moves it up, so the change would
-        # neither see rows only written there nor become visible itself.
+    if opts.deletion_vectors_enabled and opts.write_only:
+        # Reads of such a table skip level 0 (Java's rule); only the compaction after each write, which
+        # write-only turns off, moves it up, so the change would neither see rows only written there nor show.
         raise DmlError(
-            f"Table {table} is a primary-key table with '{DELETION_VECTORS_ENABLED.key}' = 'true': its new rows "
-            "stay invisible until a compaction, so a change would neither see nor show them. Set "
-            f"'{FULL_COMPACTION_DELTA_COMMITS.key}' = '1' (every commit is then fully compacted) to change rows."
+            f"Table {table} is a primary-key table with '{DELETION_VECTORS_ENABLED.key}' = 'true' and "
+            f"'{WRITE_ONLY.key}' = 'true': its new rows stay invisible until a compaction, so a change would "
+            "neither see nor show them. Compact it first (t.maintenance.compact()) and unset "
+            f"'{WRITE_ONLY.key}' to change rows."
         )
     engine = opts.merge_engine
     if engine == "first-row" and (deletes or updates):
