@@ -120,3 +120,12 @@ def test_deletion_vector_table(spark, catalog) -> None:
 def test_empty_table(spark, catalog) -> None:
     t = pk_table(catalog, "db.empty")
     assert same_as_paimon(spark, t)["summary"] == "jvm: 0 files, python: 0 splits"
+
+
+def test_fallback_branch_partitions(spark, catalog) -> None:
+    t = catalog.create_table("db.fb", "id int, dt string", partition_keys=["dt"])
+    t.branches.create("backfill", empty=True)
+    t.on_branch("backfill").write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "dt": ["1", "2"]}))
+    t.write_arrow(pa.table({"id": pa.array([20], pa.int32()), "dt": ["2"]}))
+    readers = same_as_paimon(spark, t, read_options={"scan.fallback-branch": "backfill"})
+    assert readers["summary"] == "jvm: 2 files, python: 0 splits"
