@@ -82,17 +82,20 @@ def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | 
     ctx = job.context
     schema = job.planned.schema
     options = ctx.core_options()
-    groups: dict[tuple[str, int, str], tuple[TableSchema, list[str]]] = {}
+    # one spark.read per physical schema (and per relabelled partition: chain splits carry their logical one)
+    groups: dict[tuple[str, int, str, tuple | None], tuple[TableSchema, list[str]]] = {}
     for split in routing.jvm:
+        relabel = tuple(split.partition_values) if split.relabel_partition else None
         for f in split.files:
             branch = split.file_branches.get(f.file_name, ctx.branch)
-            key = (branch, f.schema_id, _format_of(f, options))
+            key = (branch, f.schema_id, _format_of(f, options), relabel)
             if key not in groups:
                 groups[key] = (ctx.file_schema(split, f), [])
             groups[key][1].append(ctx.fileio.uri(split.file_path(f)))
     frame = None
-    for (_, _, fmt), (written, paths) in groups.items():
-        part = _file_group(session, schema, written, fmt, paths)
+    for (_, _, fmt, relabel), (written, paths) in groups.items():
+        override = dict(zip(schema.partition_keys, relabel)) if relabel is not None else {}
+        part = _file_group(session, schema, written, fmt, paths, override)
         frame = part if frame is None else frame.unionByName(part)
     assert frame is not None
     required = [f for f in schema.fields if not f.type.nullable]
@@ -105,14 +108,20 @@ def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | 
     return frame.select(*(quote_ident(n) for n in names))
 
 
-def _file_group(session: Any, read: TableSchema, written: TableSchema, fmt: str, paths: list[str]) -> Any:
-    """The files ``paths`` (all written under ``written``, in format ``fmt``) as the read schema's columns."""
+def _file_group(
+    session: Any, read: TableSchema, written: TableSchema, fmt: str, paths: list[str], override: Mapping[str, Any]
+) -> Any:
+    """The files ``paths`` (all written under ``written``, in format ``fmt``) as the read schema's columns;
+    ``override`` replaces partition columns by constants (a chain split's logical partition)."""
     by_id = {f.id: f for f in written.fields}
     stored: list[DataField] = []
     exprs = []
     for target in read.fields:
         source = by_id.get(target.id)
         target_type = to_spark_type_ddl(target.type, target.name)
+        if target.name in override:
+            exprs.append(f"{_literal(override[target.name], target_type)} AS {quote_ident(target.name)}")
+            continue
         if source is None:
             exprs.append(f"CAST(NULL AS {target_type}) AS {quote_ident(target.name)}")
             continue
@@ -125,6 +134,14 @@ def _file_group(session: Any, read: TableSchema, written: TableSchema, fmt: str,
     if fmt == "parquet":
         reader = reader.options(**_FILE_OPTIONS)
     return reader.load(paths).selectExpr(*exprs)
+
+
+def _literal(value: Any, spark_type: str) -> str:
+    """``value`` (a partition value of a type routing.py allows) as a Spark SQL expression of ``spark_type``."""
+    if value is None:
+        return f"CAST(NULL AS {spark_type})"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"CAST('{text}' AS {spark_type})"
 
 
 def _not_null_expr(f: DataField) -> str:

@@ -21,9 +21,11 @@ from pyspark_paimon.planner.split import DataSplit
 
 # File formats Spark reads without a plugin.
 JVM_FORMATS = ("parquet", "orc")
-# Read kinds whose splits' files hold the rows as the read returns them (chain reads relabel partitions and
-# rank branches; incremental reads compare versions).
-_JVM_KINDS = ("plain", "fallback")
+# Read kinds whose merge-free splits' files hold the rows as the read returns them (chain splits relabel their
+# partition columns, which the JVM half does with literals; incremental reads compare versions).
+_JVM_KINDS = ("plain", "fallback", "chain")
+# Partition column types whose values the JVM half writes as SQL literals (a relabelled chain partition).
+_LITERAL_TYPES = ("BOOLEAN", *("TINYINT", "SMALLINT", "INT", "BIGINT"), "DECIMAL", "CHAR", "VARCHAR", "DATE")
 _INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 _WIDTH = {"TINYINT": 1, "SMALLINT": 2, "INT": 3, "BIGINT": 4}
 _DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}
@@ -64,8 +66,13 @@ def route(planned: PlannedRead, ctx: ReadContext) -> Routing:
     """Send each split of ``planned`` to the JVM readers or to the Python source (see the module docstring)."""
     out = Routing()
     whole = _whole_read_reason(planned)
-    for split in planned.plan.splits:
-        reason = whole or _split_reason(planned, ctx, split)
+    primary = bool(planned.schema.primary_keys)
+    reasons = [whole or _split_reason(planned, ctx, split) for split in planned.plan.splits]
+    # The Python half keeps splits by key; a key cut into several splits (chain key ranges) goes one way only.
+    python_keys = {split_key(s, primary) for s, r in zip(planned.plan.splits, reasons) if r is not None}
+    for split, reason in zip(planned.plan.splits, reasons):
+        if reason is None and split_key(split, primary) in python_keys:
+            reason = "bucket shared with a merged split"
         if reason is None:
             out.jvm.append(split)
         else:
@@ -96,7 +103,10 @@ def _has_required_part(t: DataType) -> bool:
 
 def _split_reason(planned: PlannedRead, ctx: ReadContext, split: DataSplit) -> str | None:
     if split.relabel_partition:
-        return "relabelled partition"
+        for name in planned.schema.partition_keys:
+            t = planned.schema.field(name).type
+            if not (isinstance(t, AtomicType) and t.root in _LITERAL_TYPES):
+                return f"relabelled {t.root if isinstance(t, AtomicType) else 'nested'} partition"
     if not split.raw_convertible:
         return "merge needed"
     if split.deletion_files:

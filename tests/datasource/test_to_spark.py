@@ -129,3 +129,38 @@ def test_fallback_branch_partitions(spark, catalog) -> None:
     t.write_arrow(pa.table({"id": pa.array([20], pa.int32()), "dt": ["2"]}))
     readers = same_as_paimon(spark, t, read_options={"scan.fallback-branch": "backfill"})
     assert readers["summary"] == "jvm: 2 files, python: 0 splits"
+
+
+def test_chain_partitions(spark, catalog) -> None:
+    """A partition the snapshot branch serves whole (compacted) goes to the JVM, relabelled; a partition that
+    merges the snapshot with deltas goes to the Python source."""
+    t = catalog.create_table(
+        "db.chain",
+        "k bigint not null, s bigint, v string, dt string not null",
+        partition_keys=["dt"],
+        primary_keys=["dt", "k"],
+        options={
+            "chain-table.enabled": "true",
+            "bucket": "1",
+            "bucket-key": "k",
+            "sequence.field": "s",
+            "partition.timestamp-pattern": "$dt",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
+    t.branches.create("snapshot", empty=True)
+    t.branches.create("delta", empty=True)
+    t.update_schema().set_options(
+        {"scan.fallback-snapshot-branch": "snapshot", "scan.fallback-delta-branch": "delta"}
+    ).commit()
+
+    def data(keys: list[int], s: int, dt: str) -> pa.Table:
+        n = len(keys)
+        return pa.table({"k": keys, "s": [s] * n, "v": [f"{dt}-{s}"] * n, "dt": [dt] * n})
+
+    snapshot = t.on_branch("snapshot")
+    snapshot.write_arrow(data([1, 2], 1, "20250810"))
+    snapshot.maintenance.compact(full=True)
+    t.on_branch("delta").write_arrow(data([2, 3], 2, "20250811"))
+    readers = same_as_paimon(spark, t)
+    assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
