@@ -18,16 +18,23 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+import pyarrow as pa
+
 from pyspark_paimon.datasource.jobs import ReadJob
 from pyspark_paimon.datasource.read import _format_of
 from pyspark_paimon.datasource.routing import Routing, split_key
 from pyspark_paimon.errors import UnsupportedTypeError
+from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.ddl import quote_ident, to_spark_ddl, to_spark_type_ddl
 from pyspark_paimon.metadata.types.model import AtomicType, DataField
 from pyspark_paimon.planner.read_options import FILTER_KEY, ONLY_SPLITS_KEY, ReadOptions
 
 SNAPSHOT_ID_KEY = "scan.snapshot-id"
+# Deletion-vector files: the columns the anti-join against their deleted positions matches on.
+_FILE_COLUMN = "__paimon_file"
+_POSITION_COLUMN = "__paimon_pos"
 # Paimon writes dates and timestamps in the proleptic Gregorian calendar, which Spark calls CORRECTED; without
 # these options Spark refuses ancient values in files that no Spark wrote.
 _FILE_OPTIONS = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
@@ -83,19 +90,36 @@ def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | 
     schema = job.planned.schema
     options = ctx.core_options()
     # one spark.read per physical schema (and per relabelled partition: chain splits carry their logical one)
-    groups: dict[tuple[str, int, str, tuple | None], tuple[TableSchema, list[str]]] = {}
+    # and per "has deletion vectors": those files carry their file name and row positions for the anti-join)
+    groups: dict[tuple[str, int, str, tuple | None, bool], tuple[TableSchema, list[str]]] = {}
+    vector_files: list[pa.Array] = []
+    positions: list[np.ndarray] = []
     for split in routing.jvm:
         relabel = tuple(split.partition_values) if split.relabel_partition else None
         for f in split.files:
             branch = split.file_branches.get(f.file_name, ctx.branch)
-            key = (branch, f.schema_id, _format_of(f, options), relabel)
+            dfile = split.deletion_files.get(f.file_name)
+            key = (branch, f.schema_id, _format_of(f, options), relabel, dfile is not None)
             if key not in groups:
                 groups[key] = (ctx.file_schema(split, f), [])
             groups[key][1].append(ctx.fileio.uri(split.file_path(f)))
+            if dfile is not None:
+                deleted = read_deletion_vector(ctx.fileio, dfile, f.file_name)
+                vector_files.append(pa.repeat(pa.scalar(f.file_name), len(deleted)))
+                positions.append(np.asarray(deleted, dtype=np.int64))
     frame = None
-    for (_, _, fmt, relabel), (written, paths) in groups.items():
+    for (_, _, fmt, relabel, vectors), (written, paths) in groups.items():
         override = dict(zip(schema.partition_keys, relabel)) if relabel is not None else {}
-        part = _file_group(session, schema, written, fmt, paths, override)
+        part = _file_group(session, schema, written, fmt, paths, override, vectors)
+        if vectors and positions:
+            deleted_rows = pa.table(
+                {_FILE_COLUMN: pa.concat_arrays(vector_files), _POSITION_COLUMN: pa.array(np.concatenate(positions))}
+            )
+            part = part.join(
+                session.createDataFrame(deleted_rows), on=[_FILE_COLUMN, _POSITION_COLUMN], how="left_anti"
+            )
+        if vectors:
+            part = part.drop(_FILE_COLUMN, _POSITION_COLUMN)
         frame = part if frame is None else frame.unionByName(part)
     assert frame is not None
     required = [f for f in schema.fields if not f.type.nullable]
@@ -109,10 +133,18 @@ def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | 
 
 
 def _file_group(
-    session: Any, read: TableSchema, written: TableSchema, fmt: str, paths: list[str], override: Mapping[str, Any]
+    session: Any,
+    read: TableSchema,
+    written: TableSchema,
+    fmt: str,
+    paths: list[str],
+    override: Mapping[str, Any],
+    positions: bool = False,
 ) -> Any:
     """The files ``paths`` (all written under ``written``, in format ``fmt``) as the read schema's columns;
-    ``override`` replaces partition columns by constants (a chain split's logical partition)."""
+    ``override`` replaces partition columns by constants (a chain split's logical partition). With
+    ``positions`` each row also carries its file's name and its position in the file (Spark's Parquet
+    ``_metadata.row_index``, file-global whatever row groups are skipped), for the deletion-vector anti-join."""
     by_id = {f.id: f for f in written.fields}
     stored: list[DataField] = []
     exprs = []
@@ -130,6 +162,8 @@ def _file_group(
         if to_spark_type_ddl(source.type, source.name) != target_type:
             column = f"CAST({column} AS {target_type})"
         exprs.append(f"{column} AS {quote_ident(target.name)}")
+    if positions:
+        exprs += [f"_metadata.file_name AS {_FILE_COLUMN}", f"_metadata.row_index AS {_POSITION_COLUMN}"]
     reader = session.read.format(fmt).schema(to_spark_ddl(stored))
     if fmt == "parquet":
         reader = reader.options(**_FILE_OPTIONS)

@@ -1,8 +1,9 @@
 """Which reader serves each split of a planned read: Spark's own file readers (the JVM) or our Python source.
 
 ``Scan.to_spark`` reads one plan (``datasource.jobs.prepare_read``) through two readers. A split whose files
-can be returned exactly as stored -- no merge, no retraction to drop, no deletion vector to apply, columns that
-map onto the read schema by rename, cast-free widening or NULL -- goes to Spark's built-in Parquet/ORC reader,
+can be returned exactly as stored -- no merge, no retraction to drop, deletion vectors only on Parquet files
+(Spark's ``_metadata.row_index`` finds the deleted positions), columns that map onto the read schema by rename,
+lossless widening or NULL -- goes to Spark's built-in Parquet/ORC reader,
 which runs in the JVM with pushdown and column pruning. Every other split goes to the ``paimon`` Python source,
 which merges. The decision is a pure function of the plan (never of a projection or a pushed filter), so the
 Python half, planned again from the same snapshot, keeps exactly the splits this module left to it
@@ -109,15 +110,16 @@ def _split_reason(planned: PlannedRead, ctx: ReadContext, split: DataSplit) -> s
                 return f"relabelled {t.root if isinstance(t, AtomicType) else 'nested'} partition"
     if not split.raw_convertible:
         return "merge needed"
-    if split.deletion_files:
-        return "deletion vectors"
     primary = bool(planned.schema.primary_keys)
     options = ctx.core_options()
     for f in split.files:
-        if primary and f.delete_row_count != 0:
+        vector = f.file_name in split.deletion_files
+        if primary and f.delete_row_count != 0:  # unknown (None) counts as some: row kinds would be needed
             return "retractions"
         if _format_of(f, options) not in JVM_FORMATS:
             return f"{_format_of(f, options)} files"
+        if vector and _format_of(f, options) != "parquet":
+            return "deletion vectors on ORC files"  # Spark's row_index is a Parquet feature
         reason = _evolution_reason(planned.schema, ctx.file_schema(split, f))
         if reason is not None:
             return reason

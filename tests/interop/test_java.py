@@ -651,6 +651,12 @@ def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any
     assert job.metrics.row_groups_skipped > 0
     assert canonical_rows(got) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
     assert canonical_rows(_ours(warehouse, t)) == _full(state.values(), by_java.names)
+    # Scan.to_spark: the vectors applied to Spark's own Parquet read (_metadata.row_index anti-joined), also when
+    # Spark's pushdown skips row groups before the deleted positions
+    assert table.scan().explain()["readers"]["python_splits"] == 0
+    assert canonical_rows(table.scan().to_spark(spark).toArrow()) == _full(state.values(), by_java.names)
+    jvm = table.scan("n >= 1500").to_spark(spark).toArrow()
+    assert canonical_rows(jvm) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
 
 
 def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOracle, warehouse: str) -> None:
