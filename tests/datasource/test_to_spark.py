@@ -108,7 +108,7 @@ def test_schema_evolution_by_field_id(spark, catalog) -> None:
 
 def test_deletion_vector_table(spark, catalog) -> None:
     """Level-0 files of a deletion-vector table are skipped (as Java's batch scans do); compacted files are read
-    by the JVM at any level. Files with vectors (Java-written) go to the Python source."""
+    by the JVM at any level. Files with vectors (Java-written): tests/interop/test_java.py."""
     t = pk_table(catalog, "db.dv", **{"deletion-vectors.enabled": "true"})
     t.write_arrow(kv([1, 2, 3], "a"))
     t.maintenance.compact(full=True)
