@@ -4,7 +4,9 @@
 the merge-free splits with Spark's built-in Parquet/ORC reader, one ``spark.read`` per (branch, schema id, format)
 so that each call sees one physical schema, and maps every group onto the read schema by field id the way
 :func:`pyspark_paimon.datasource.read.read_split` does: renamed columns aliased, widened ones cast, added ones
-NULL, dropped ones and the system columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) not selected. The
+NULL, dropped ones and the system columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) not selected;
+files with deletion vectors lose the rows whose ``_metadata.row_index`` their vector names (an anti-join against
+the positions, read on the driver and shipped as a small local relation). The
 Python half is the ``paimon`` source pinned to the plan's snapshot and restricted to the other splits (the
 internal ``pyspark-paimon.only-splits`` read option). Both halves are unioned by name; the ``filter`` and the
 ``columns`` are then Spark's, so pushdown and pruning reach the JVM reader.
