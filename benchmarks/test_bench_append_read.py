@@ -6,6 +6,8 @@ All alternatives read the same 4 Parquet files (the table's live data files, lis
   (on Spark 4.x without filter pushdown; see ``pushdown_is_safe``).
 * ``paimon_pushdown``: the same after ``register(spark, pushdown=True)`` (filter query only): the source
   prunes files by their statistics and applies ``id < 1000`` itself.
+* ``to_spark``: ``Table.scan().to_spark(spark)`` (full aggregate only): the same files through Spark's own
+  Parquet reader, planned by pyspark-paimon (schema mapping, the ``paimon`` source only for splits that merge).
 * ``parquet``: ``spark.read.parquet(<the same files>)``: Spark's vectorised JVM reader, with column pruning
   and row-group skipping, which no Python source has on Spark 4.3.
 * ``floor_same_tasks``: benchmarks/floor_source.py, pyarrow ``iter_batches`` over the files, with exactly
@@ -49,7 +51,7 @@ QUERIES: dict[str, tuple[str, Callable[[DataFrame], tuple]]] = {
     "filter": ("filter(id < 1000).count()", q_filter),
 }
 SOURCES = ["paimon", "parquet", "floor_same_tasks", "floor_per_file"]
-CASES = [(q, s) for q in QUERIES for s in SOURCES] + [("filter", "paimon_pushdown")]
+CASES = [(q, s) for q in QUERIES for s in SOURCES] + [("filter", "paimon_pushdown"), ("full_agg", "to_spark")]
 
 
 def expected_result(query: str, data: Datasets) -> tuple:
@@ -67,6 +69,10 @@ def loader(spark: SparkSession, data: Datasets, source: str) -> Callable[[], Dat
         return lambda: spark.read.format("paimon").load(data.append_path)
     if source == "parquet":
         return lambda: spark.read.parquet(*data.append_files)
+    if source == "to_spark":
+        from pyspark_paimon.table import Table
+
+        return lambda: Table.open(data.append_path).scan().to_spark(spark)
     groups = data.append_groups if source == "floor_same_tasks" else [[p] for p in data.append_files]
     option = json.dumps(groups)
     return lambda: spark.read.format(FLOOR_FORMAT).option("groups", option).load()

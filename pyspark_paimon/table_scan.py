@@ -12,6 +12,8 @@ from typing import Any, Iterator, Mapping, Protocol, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
+from pyspark_paimon.datasource.jvm_read import spark_frame
+from pyspark_paimon.datasource.routing import route
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -64,6 +66,7 @@ def explain_job(job: ReadJob) -> dict[str, Any]:
     """The planning report of ``job`` (see :meth:`Scan.explain`), with sorted runs for primary-key reads."""
     plan = job.plan
     out = plan.explain()
+    out["readers"] = route(job.planned, job.context).explain()  # what Scan.to_spark reads with the JVM readers
     if plan.schema.primary_keys:
         runs = [sorted_run_count(s.files) for s in plan.splits]
         for item, count in zip(out["split_list"], runs):
@@ -140,8 +143,28 @@ class Scan:
         rows, raw-convertible splits), ``split_list`` (partition, bucket, files, bytes per split) and ``notes``.
         Primary-key reads also report ``sorted_runs`` per split (level-0 files plus non-empty higher levels:
         what a read of the bucket merges, and what compaction reduces) and ``splits.max_sorted_runs``.
+        ``readers`` says which reader :meth:`to_spark` gives each split (``summary``: "jvm: N files, python: M
+        splits", and why each Python split needs the Python source).
         """
         return explain_job(self.read_job())
+
+    def to_spark(self, spark: Any) -> Any:
+        """This read as a DataFrame of ``spark`` (classic or Connect): the splits that need no merge are read by
+        Spark's own Parquet/ORC reader (at JVM speed, with pushdown and column pruning), the others by the
+        ``paimon`` source; both from this one plan, unioned. ``explain()['readers']`` says which reader serves
+        what. The rows and the schema are those of ``spark.read.format('paimon')`` with the same options."""
+        store = self._store(ReadOptions.from_options(self.read_options))
+        job = self.read_job()
+        return spark_frame(
+            spark,
+            job,
+            route(job.planned, job.context),
+            table_uri=store.fileio.uri(store.table_path),
+            branch=store.branch,
+            read_options={k: v for k, v in self.read_options.items() if k.lower() != "branch"},
+            columns=self.columns,
+            storage_options=store.fileio.storage_options,
+        )
 
 
 __all__ = ["Scan", "TableView", "explain_job", "version_options"]

@@ -36,6 +36,7 @@ READ_MEANINGS: dict[str, str] = {
     "filter": "A SQL condition selecting rows at load time: prunes partitions, buckets, files and row groups, "
     "applied exactly (see [Reading](../reading.md)).",
     "incremental-between": "Rows changed between two snapshots or tags (`start,end`).",
+    "pyspark-paimon.only-splits": "Internal to `Scan.to_spark` (the splits its `paimon` half reads); do not set it.",
     "incremental-between-timestamp": "Rows changed between two instants (`start,end`).",
     "scan.snapshot-id": "Read that snapshot (`versionAsOf` with anything but digits works as `scan.version`).",
     "scan.tag-name": "Read a tag.",

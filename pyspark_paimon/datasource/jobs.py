@@ -22,6 +22,7 @@ from pyspark_paimon.datasource.compact import auto_compact, refuse_invisible_wri
 from pyspark_paimon.datasource.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.routing import split_key
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -108,6 +109,9 @@ def prepare_read(
     store, opts = version_branch(store, opts)  # versionAsOf='<branch>.<tag>' reads that branch
     planned = plan_read(store, opts, predicate)
     ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
+    if opts.only_splits is not None:  # Scan.to_spark's Python half: the splits the JVM readers do not serve
+        primary = bool(planned.schema.primary_keys)
+        planned.plan.splits = [s for s in planned.plan.splits if split_key(s, primary) in opts.only_splits]
     return ReadJob(planned, ctx)
 
 

@@ -8,6 +8,7 @@ quietly picks one of them returns the wrong version of the data.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -28,6 +29,9 @@ INCREMENTAL_SCAN_MODE_KEY = "incremental-between-scan-mode"
 # Load-time selection (planner/selection.py): Paimon's partition list and a SQL predicate.
 SCAN_PARTITIONS_KEY = "scan.partitions"
 FILTER_KEY = "filter"
+# Internal: the splits ``Scan.to_spark`` leaves to the Python source (a JSON list of split keys, see
+# ``datasource.routing.split_key``); every other split of the plan is read by Spark's own file readers.
+ONLY_SPLITS_KEY = "pyspark-paimon.only-splits"
 OTHER_READ_KEYS = (
     "path",
     "paths",
@@ -40,6 +44,7 @@ OTHER_READ_KEYS = (
     INCREMENTAL_SCAN_MODE_KEY,
     SCAN_PARTITIONS_KEY,
     FILTER_KEY,
+    ONLY_SPLITS_KEY,
 )
 STORAGE_PREFIX = "fs."
 
@@ -127,6 +132,22 @@ def _incremental_scan_mode(value: str | None) -> str | None:
     return mode
 
 
+def _only_splits(value: str | None) -> frozenset[str] | None:
+    """The internal ``pyspark-paimon.only-splits`` option: a JSON list of split keys."""
+    if value is None:
+        return None
+    try:
+        keys = json.loads(value)
+    except ValueError:
+        keys = None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise OptionError(
+            f"Option '{ONLY_SPLITS_KEY}' is internal to Scan.to_spark and must be a JSON list of split keys, got "
+            f"{value[:80]!r}. Drop it from the read options."
+        )
+    return frozenset(keys)
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     branch: str | None = None
@@ -145,6 +166,8 @@ class ReadOptions:
     storage_options: dict[str, str] = field(default_factory=dict)
     scan_partitions: str | None = None  # 'k=v,k2=v2;k=v3' (Paimon's scan.partitions), parsed against the schema
     filter: str | None = None  # a SQL predicate (planner/sql_filter.py), parsed against the read schema
+    # Only the splits with these keys are read (``Scan.to_spark``'s Python half); None = every planned split.
+    only_splits: frozenset[str] | None = None
 
     @property
     def time_travel(self) -> bool:
@@ -237,4 +260,5 @@ class ReadOptions:
             storage_options=storage,
             scan_partitions=opts.get(SCAN_PARTITIONS_KEY),
             filter=opts.get(FILTER_KEY),
+            only_splits=_only_splits(opts.get(ONLY_SPLITS_KEY)),
         )

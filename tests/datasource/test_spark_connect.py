@@ -41,6 +41,13 @@ SCRIPT = textwrap.dedent("""
         first = spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).collect()
         print("LATEST=" + json.dumps(sorted(list(r) for r in latest)))
         print("FIRST=" + json.dumps(sorted(list(r) for r in first)))
+        # Scan.to_spark over Connect: the compacted bucket through Spark's Parquet reader, snapshot 1 (a level-0
+        # file, merged) through the paimon source
+        jvm = Table.open(path).scan("id > 1").to_spark(spark)
+        mixed = Table.open(path).scan(snapshot_id=1).to_spark(spark)
+        same_schema = jvm.schema == spark.read.format("paimon").load(path).schema
+        print("TO_SPARK=" + json.dumps([sorted(list(r) for r in jvm.collect()),
+                                        sorted(list(r) for r in mixed.collect()), same_schema]))
         # A stream over Connect: paimon -> paimon, exactly the latest full state of the source.
         sink = sys.argv[1] + "/db.db/s"
         q = (spark.readStream.format("paimon").load(path).writeStream.format("paimon")
@@ -87,5 +94,6 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert json.loads(out["COMPACT"]) == "COMPACT"
     assert json.loads(out["LATEST"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["FIRST"]) == [[1, "a"], [2, "b"]]
+    assert json.loads(out["TO_SPARK"]) == [[[2, "B"], [3, "c"]], [[1, "a"], [2, "b"]], True]
     assert json.loads(out["STREAMED"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["DYNAMIC"]) == [[2, "b", "d2"], [3, "c", "d1"]]

@@ -679,6 +679,12 @@ def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any
     assert job.metrics.row_groups_skipped > 0
     assert canonical_rows(got) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
     assert canonical_rows(_ours(warehouse, t)) == _full(state.values(), by_java.names)
+    # Scan.to_spark: the vectors applied to Spark's own Parquet read (_metadata.row_index anti-joined), also when
+    # Spark's pushdown skips row groups before the deleted positions
+    assert table.scan().explain()["readers"]["python_splits"] == 0
+    assert canonical_rows(table.scan().to_spark(spark).toArrow()) == _full(state.values(), by_java.names)
+    jvm = table.scan("n >= 1500").to_spark(spark).toArrow()
+    assert canonical_rows(jvm) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
 
 
 def test_java_deletion_vector_level0_is_invisible_until_compacted(java: JavaOracle, warehouse: str) -> None:
@@ -744,8 +750,9 @@ def test_we_compact_a_java_deletion_vector_table(java: JavaOracle, warehouse: st
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
-def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str) -> None:
-    """ORC data files with deletion vectors: positions count rows across the file's stripes."""
+def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str, spark: Any) -> None:
+    """ORC data files with deletion vectors: positions count rows across the file's stripes. ``Scan.to_spark``
+    leaves ORC files with vectors to the Python source (Spark's ``_metadata.row_index`` is Parquet's)."""
     t = "db.dvorc"
     java.create(
         warehouse,
@@ -763,7 +770,11 @@ def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str) -> 
         java.write(warehouse, t, rows, kinds=kinds)
         _upsert(state, rows, kinds)
     assert any(f["deletion_file"] for f in java.files(warehouse, t))
-    assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
+    by_java = java.read(warehouse, t)
+    assert_agree(_ours(warehouse, t), by_java, state.values())
+    table = Table.open(table_uri(warehouse, t))
+    assert table.scan().explain()["readers"]["python_reasons"] == {"deletion vectors on ORC files": 1}
+    assert canonical_rows(table.scan().to_spark(spark).toArrow()) == _full(state.values(), by_java.names)
 
 
 def test_we_append_to_a_java_deletion_vector_table(java: JavaOracle, warehouse: str) -> None:

@@ -1,0 +1,166 @@
+"""``Scan.to_spark``: merge-free splits through Spark's own Parquet reader, the rest through the ``paimon`` source,
+always the rows and the schema ``spark.read.format("paimon")`` gives with the same options."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon.metadata.types.model import AtomicType
+from pyspark_paimon.table import Table
+from tests.sparkutil import sorted_rows
+
+pytestmark = pytest.mark.spark
+
+
+def same_as_paimon(spark: Any, t: Table, filter: str | None = None, columns: list[str] | None = None, **kw: Any):
+    """Assert ``to_spark`` equals ``format('paimon')`` (rows and schema); return the scan's reader report."""
+    scan = t.scan(filter, columns, **kw)
+    ours = scan.to_spark(spark)
+    reader = spark.read.format("paimon")
+    for key, value in scan.read_options.items():
+        reader = reader.option(key, value)
+    theirs = reader.load(t.uri)
+    if columns is not None:
+        theirs = theirs.select(*columns)
+    assert ours.schema == theirs.schema
+    assert sorted_rows(ours) == sorted_rows(theirs)
+    return scan.explain()["readers"]
+
+
+def test_append_table_is_read_by_the_jvm(spark, catalog) -> None:
+    t = catalog.create_table(
+        "db.a",
+        "id bigint not null, v string, d decimal(10,2) not null, ts timestamp_ntz, lt timestamp, day date, "
+        "tags array<string>, m map<string,int>, s struct<x:int,y:string>, dt string",
+        partition_keys=["dt"],
+    )
+    when = dt.datetime(2024, 1, 2, 3, 4, 5, 123456)
+    for part in ("p1", "p2"):
+        t.write_arrow(
+            pa.table(
+                {
+                    "id": pa.array([1, 2], pa.int64()),
+                    "v": ["a", None],
+                    "d": pa.array([Decimal("1.25"), Decimal("-3.00")], pa.decimal128(10, 2)),
+                    "ts": pa.array([when, None], pa.timestamp("us")),
+                    "lt": pa.array([when, None], pa.timestamp("us", tz="UTC")),
+                    "day": pa.array([dt.date(2024, 1, 2), None]),
+                    "tags": [["x", None], None],
+                    "m": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
+                    "s": pa.array([{"x": 1, "y": "q"}, None], pa.struct([("x", pa.int32()), ("y", pa.string())])),
+                    "dt": [part, part],
+                }
+            )
+        )
+    readers = same_as_paimon(spark, t)
+    assert readers["python_splits"] == 0 and readers["jvm_files"] == 2
+    readers = same_as_paimon(spark, t, "id > 1 and dt = 'p2'", ["v", "id"])
+    assert readers["summary"] == "jvm: 1 files, python: 0 splits"
+
+
+def pk_table(catalog: Any, name: str, **options: str) -> Table:
+    return catalog.create_table(
+        name, "k int not null, v string, n bigint", primary_keys=["k"], options={"bucket": "2", **options}
+    )
+
+
+def kv(keys: list[int], v: str) -> pa.Table:
+    return pa.table({"k": pa.array(keys, pa.int32()), "v": [v] * len(keys), "n": pa.array(keys, pa.int64())})
+
+
+def test_primary_key_tables_compacted_and_not(spark, catalog) -> None:
+    t = pk_table(catalog, "db.pk")
+    t.write_arrow(kv([1, 2, 3, 4], "a"))
+    t.write_arrow(kv([2, 3], "b"))
+    readers = same_as_paimon(spark, t)
+    assert readers["jvm_files"] == 0 and readers["python_reasons"] == {"merge needed": 2}
+    t.maintenance.compact(full=True)
+    readers = same_as_paimon(spark, t, "v = 'b'", ["k"])
+    assert readers["python_splits"] == 0 and readers["jvm_splits"] == 2
+    t.write_arrow(kv([1], "c"))  # one bucket merges again, the other stays merge-free: both readers at once
+    readers = same_as_paimon(spark, t)
+    assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
+    # time travel to the uncompacted version: the Python source reads that snapshot, not the latest
+    same_as_paimon(spark, t, snapshot_id=2)
+
+
+def test_schema_evolution_by_field_id(spark, catalog) -> None:
+    t = catalog.create_table("db.ev", "id int not null, a string, b int, gone string")
+    t.write_arrow(
+        pa.table({"id": pa.array([1], pa.int32()), "a": ["x"], "b": pa.array([7], pa.int32()), "gone": ["g"]})
+    )
+    t.update_schema().rename_column("a", "a2").drop_column("gone").add_column("c", "double").commit()
+    # widen b to BIGINT (Paimon's ALTER COLUMN TYPE, written as the next schema file)
+    latest = t.store.schemas.latest()
+    fields = tuple(dataclasses.replace(f, type=AtomicType("BIGINT")) if f.name == "b" else f for f in latest.fields)
+    assert t.store.schemas.commit(dataclasses.replace(latest, id=latest.id + 1, fields=fields))
+    t.write_arrow(pa.table({"id": pa.array([2], pa.int32()), "a2": ["y"], "b": pa.array([8], pa.int64()), "c": [0.5]}))
+    readers = same_as_paimon(spark, t)
+    assert readers["python_splits"] == 0 and readers["jvm_files"] == 2
+    same_as_paimon(spark, t, "b > 7 or a2 = 'x'", ["c", "a2"])
+
+
+def test_deletion_vector_table(spark, catalog) -> None:
+    """Level-0 files of a deletion-vector table are skipped (as Java's batch scans do); compacted files are read
+    by the JVM at any level. Files with vectors (Java-written): tests/interop/test_java.py."""
+    t = pk_table(catalog, "db.dv", **{"deletion-vectors.enabled": "true"})
+    t.write_arrow(kv([1, 2, 3], "a"))
+    t.maintenance.compact(full=True)
+    t.write_arrow(kv([2], "b"))
+    readers = same_as_paimon(spark, t)
+    assert readers["python_splits"] == 0
+
+
+def test_empty_table(spark, catalog) -> None:
+    t = pk_table(catalog, "db.empty")
+    assert same_as_paimon(spark, t)["summary"] == "jvm: 0 files, python: 0 splits"
+
+
+def test_fallback_branch_partitions(spark, catalog) -> None:
+    t = catalog.create_table("db.fb", "id int, dt string", partition_keys=["dt"])
+    t.branches.create("backfill", empty=True)
+    t.on_branch("backfill").write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "dt": ["1", "2"]}))
+    t.write_arrow(pa.table({"id": pa.array([20], pa.int32()), "dt": ["2"]}))
+    readers = same_as_paimon(spark, t, read_options={"scan.fallback-branch": "backfill"})
+    assert readers["summary"] == "jvm: 2 files, python: 0 splits"
+
+
+def test_chain_partitions(spark, catalog) -> None:
+    """A partition the snapshot branch serves whole (compacted) goes to the JVM, relabelled; a partition that
+    merges the snapshot with deltas goes to the Python source."""
+    t = catalog.create_table(
+        "db.chain",
+        "k bigint not null, s bigint, v string, dt string not null",
+        partition_keys=["dt"],
+        primary_keys=["dt", "k"],
+        options={
+            "chain-table.enabled": "true",
+            "bucket": "1",
+            "bucket-key": "k",
+            "sequence.field": "s",
+            "partition.timestamp-pattern": "$dt",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
+    t.branches.create("snapshot", empty=True)
+    t.branches.create("delta", empty=True)
+    t.update_schema().set_options(
+        {"scan.fallback-snapshot-branch": "snapshot", "scan.fallback-delta-branch": "delta"}
+    ).commit()
+
+    def data(keys: list[int], s: int, dt: str) -> pa.Table:
+        n = len(keys)
+        return pa.table({"k": keys, "s": [s] * n, "v": [f"{dt}-{s}"] * n, "dt": [dt] * n})
+
+    snapshot = t.on_branch("snapshot")
+    snapshot.write_arrow(data([1, 2], 1, "20250810"))
+    snapshot.maintenance.compact(full=True)
+    t.on_branch("delta").write_arrow(data([2, 3], 2, "20250811"))
+    readers = same_as_paimon(spark, t)
+    assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
