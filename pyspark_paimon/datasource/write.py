@@ -346,11 +346,13 @@ class TableWriter:
                 )
         if b == -2:
             raise OptionError(
-                "postpone bucket mode (bucket = -2) primary-key tables cannot be written yet; "
-                f"recreate with bucket = N (table {where})"
+                f"Table {where} is in postpone bucket mode (bucket = -2), which pyspark-paimon does not write yet "
+                "(Java writes such rows to 'bucket-postpone' and a compaction moves them into real buckets). "
+                "Recreate the table with bucket = N or -1 (dynamic), or write it with Paimon (Flink, Spark with "
+                "the Paimon jar, Java)."
             )
         if b == 0 or b < -2:
-            raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0 or -1.")
+            raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0, -1 (dynamic) or -2 (postpone).")
 
     def _optional_column(self, option: ConfigOption[str | None]) -> str | None:
         name = self._options.get(option)

@@ -579,7 +579,7 @@ def test_compression_option(tmp_path) -> None:
 
 def test_unsupported_bucket_modes(tmp_path) -> None:
     ctx2 = make_ctx(tmp_path / "p", "k int not null, v string", primary_keys=["k"], options={"bucket": "-2"})
-    with pytest.raises(OptionError, match=r"postpone"):
+    with pytest.raises(OptionError, match=r"postpone bucket mode .*bucket = N or -1 .*Paimon"):
         TableWriter(ctx2, "t")
 
 
