@@ -91,8 +91,10 @@ def test_pk_diff_between_snapshot_ids_and_identical_versions(catalog: Catalog) -
 def test_unknown_refs_raise_not_found_errors_naming_them(catalog: Catalog) -> None:
     t = _pk(catalog)
     t.write_arrow(pa.table({"id": [1], "dt": ["a"], "v": [1], "s": ["p"]}))
-    with pytest.raises(SnapshotNotFoundError):
+    with pytest.raises(SnapshotNotFoundError, match="42"):
         t.diff(1, 42)
+    with pytest.raises(TagNotFoundError, match="nobranch.v1"):
+        t.diff("nobranch.v1", 1)
     with pytest.raises(TagNotFoundError, match="nope"):
         t.diff("nope", 1)
 
@@ -176,3 +178,34 @@ def test_diff_matches_a_model_of_two_full_reads(catalog: Catalog, seed: int) -> 
         got = _rows(t.diff(x, y))
         assert got == want, (x, y)
         assert Counter(r[0] for r in got)["-U"] == Counter(r[0] for r in got)["+U"]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_append_diff_matches_a_multiset_model(catalog: Catalog, seed: int) -> None:
+    rng = random.Random(seed)
+    t = catalog.create_table(f"db.app{seed}", "id BIGINT, dt STRING, v BIGINT", partition_keys=["dt"])
+    versions: list[int] = []
+    for _ in range(6):
+        if rng.random() < 0.7 or not versions:
+            n = rng.randint(1, 5)
+            t.write_arrow(
+                pa.table(
+                    {
+                        "id": [rng.randint(0, 9) for _ in range(n)],
+                        "dt": [rng.choice("ab") for _ in range(n)],
+                        "v": [rng.randint(0, 2) for _ in range(n)],
+                    }
+                )
+            )
+        else:
+            t.delete(f"id = {rng.randint(0, 9)}")
+        snap = t.latest_snapshot()
+        assert snap is not None
+        versions.append(snap.id)
+    for _ in range(4):
+        x, y = rng.choice(versions), rng.choice(versions)
+        before = Counter(_rows(t.scan(snapshot_id=x).to_arrow()))
+        after = Counter(_rows(t.scan(snapshot_id=y).to_arrow()))
+        want = Counter({("+I", *r): c for r, c in (after - before).items()})
+        want.update({("-D", *r): c for r, c in (before - after).items()})
+        assert Counter(_rows(t.diff(x, y))) == want, (x, y)

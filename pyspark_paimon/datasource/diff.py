@@ -25,11 +25,12 @@ import pyarrow.compute as pc
 from pyspark_paimon.datasource.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
 from pyspark_paimon.datasource.read import ReadContext
 from pyspark_paimon.datasource.stream_jobs import _diff, _kind_names
-from pyspark_paimon.errors import BranchNotFoundError, OptionError, SnapshotNotFoundError
+from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.chain.config import chain_read_config
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
@@ -63,13 +64,6 @@ def resolve_ref(store: FileStore, ref: Ref) -> tuple[FileStore, Snapshot]:
         return branch, latest
     branch, opts = version_branch(store, ReadOptions(version=ref))
     assert opts.version is not None
-    if branch.branch == store.branch and not ref.isdigit() and "." in ref:
-        left = ref.split(".", 1)[0]
-        if not BranchManager(store).exists(left) and left != MAIN_BRANCH:
-            raise BranchNotFoundError(
-                f"Ref '{ref}' of {store.table_path} is no tag of branch '{store.branch}', and '{left}' is no branch. "
-                f"Existing tags: {tags.list_names() or 'none'}."
-            )
     return branch, resolve_version(branch, TagManager(branch), opts.version)
 
 
@@ -116,6 +110,11 @@ def _sort_keys(table: pa.Table, keys: Iterable[str]) -> list[tuple[str, str]]:
 def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
     """The rows that differ from version ``from_ref`` to ``to_ref`` of ``store``'s table (module docstring): the
     table's columns (its latest schema on ``to_ref``'s branch) after a leading ``rowkind`` column, sorted by key."""
+    if chain_read_config(store) is not None:
+        raise OptionError(
+            f"{store.table_path} is a chain table, whose versions span its snapshot and delta branches; diff is not "
+            "supported on it yet. Diff the branches' own versions ('<branch>.<tag>') on a non-chain copy instead."
+        )
     from_store, before = resolve_ref(store, from_ref)
     to_store, after = resolve_ref(store, to_ref)
     schema = to_store.schema()
