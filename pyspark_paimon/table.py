@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.datasource.diff import Ref, diff_versions
 from pyspark_paimon.datasource.dml import MergeBuilder, delete_rows, update_rows
 from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
 from pyspark_paimon.errors import OptionError
@@ -163,6 +164,13 @@ class Table:
 
         Expressions name ``source.<col>`` and ``target.<col>``."""
         return MergeBuilder(self.store, source, on)
+
+    def diff(self, from_ref: Ref, to_ref: Ref) -> pa.Table:
+        """The rows that differ from version ``from_ref`` to ``to_ref`` (a snapshot id, a tag, a branch name or
+        ``'<branch>.<tag>'``), as Arrow: a leading ``rowkind`` column (``+I``, ``-D``, ``-U``/``+U`` pairs) and
+        the table's columns, sorted by key. Only the buckets (or files) that differ are read. Primary-key tables
+        are compared by key; append tables by file (docs/dml.md). For Spark: ``spark.createDataFrame(t.diff(...))``."""
+        return diff_versions(self.store, from_ref, to_ref)
 
     def update_schema(self) -> UpdateSchema:
         """Schema changes committed as ONE new schema version::

@@ -31,6 +31,7 @@ from pyspark_paimon.datasource.merge import (
     KIND_DELETE,
     KIND_INSERT,
     KIND_UPDATE_AFTER,
+    KIND_UPDATE_BEFORE,
     VALUE_KIND,
     adjacent_differ,
 )
@@ -112,8 +113,11 @@ def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
     return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
-def _diff(ctx: ReadContext, s: StreamSplit) -> pa.Table:
-    """The change from ``s.before`` to ``s.after`` (both merged), as rows with kinds (module docstring)."""
+def _diff(ctx: ReadContext, s: StreamSplit, updates: bool = False) -> pa.Table:
+    """The change from ``s.before`` to ``s.after`` (both merged), as rows with kinds (module docstring).
+
+    A key whose row changed is its new row as +I for streams; ``updates`` makes it a -U/+U pair of the old and
+    the new row (``Table.diff``)."""
     full = replace(ctx, read_fields=None)  # keys and every value take part in the comparison
     before = _collect(full, s.before) if s.before is not None else full.output_schema().empty_table()
     after = _collect(full, s.after) if s.after is not None else full.output_schema().empty_table()
@@ -144,6 +148,11 @@ def _diff(ctx: ReadContext, s: StreamSplit) -> pa.Table:
         emit = ~in_pair
         emit[1:] |= same_key & changed
         kinds = np.where(side == 0, KIND_DELETE, KIND_INSERT).astype(np.int8)
+        if updates:
+            updated = same_key & changed
+            kinds[:-1][updated] = KIND_UPDATE_BEFORE
+            kinds[1:][updated] = KIND_UPDATE_AFTER
+            emit[:-1] |= updated  # the old row too
         combined = both.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kinds))
         combined = combined.filter(pa.array(emit))
     names = [f.name for f in ctx.output_schema()]

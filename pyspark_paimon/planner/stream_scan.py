@@ -640,6 +640,14 @@ class StreamPlanner:
                 "Start the query again with a new checkpoint location."
             ) from exc
 
+    def diff_splits(
+        self, snapshot_id: int, before: Iterable[ManifestEntry], after: Iterable[ManifestEntry]
+    ) -> list[StreamSplit]:
+        """The "diff" splits from the live files ``before`` to ``after`` (also ``Table.diff``'s plan): per bucket
+        of a primary-key table whose file names differ, the bucket on both sides; per file of an append table
+        that only one side holds, that file. Buckets and files both sides share are never read."""
+        return self._diff(snapshot_id, before, after)
+
     def _diff(
         self, snapshot_id: int, before: Iterable[ManifestEntry], after: Iterable[ManifestEntry]
     ) -> list[StreamSplit]:

@@ -1,0 +1,153 @@
+"""``Table.diff``: the rows that differ between two versions of a table, from the files that differ only.
+
+The plan is the streaming planner's "diff" phase (:meth:`~pyspark_paimon.planner.stream_scan.StreamPlanner.
+diff_splits`), which already compares two states of a table: the live files of both versions are listed from
+the manifests, and only the buckets (primary-key tables) or files (append tables) that are not identical on both
+sides are read, so the cost follows the change, not the table. Each pair is compared by
+:func:`pyspark_paimon.datasource.stream_jobs._diff` (merged reads, vectorised by key).
+
+Primary-key tables: ``+I`` a key only in ``to``, ``-D`` a key only in ``from`` (its old row), ``-U``/``+U`` the
+old and new row of a key whose row differs. Append tables have no key, so they are compared by file lineage: the
+rows of files only in ``from`` are ``-D``, those of files only in ``to`` are ``+I``; a row that is removed and
+added again in the same partition (a copy-on-write rewrite keeps most rows of the file it replaces) cancels out,
+when every column can be grouped on (no nested types), so a rewrite shows just the rows it changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyspark_paimon.datasource.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
+from pyspark_paimon.datasource.read import ReadContext
+from pyspark_paimon.datasource.stream_jobs import _diff, _kind_names
+from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
+from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.chain.config import chain_read_config
+from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
+from pyspark_paimon.planner.time_travel import resolve_version, version_branch
+
+__all__ = ["Ref", "diff_versions", "resolve_ref"]
+
+#: A version of a table: a snapshot id, a tag, a branch (its latest snapshot) or ``<branch>.<tag or id>``.
+Ref = int | str
+
+
+def resolve_ref(store: FileStore, ref: Ref) -> tuple[FileStore, Snapshot]:
+    """The branch and snapshot ``ref`` names, relative to ``store``'s branch: a snapshot id (or the copy a tag
+    kept of an expired one), a tag, a branch name (its latest snapshot), or ``<branch>.<tag or snapshot id>``.
+    Unknown refs raise the not-found error of what they look like, naming the ref."""
+    if isinstance(ref, bool) or not isinstance(ref, (int, str)) or ref == "":
+        raise OptionError(f"A diff ref is a snapshot id, a tag, a branch or '<branch>.<tag>'; got {ref!r}.")
+    if isinstance(ref, int):
+        return store, find_snapshot(store.snapshots, TagManager(store), ref)
+    tags = TagManager(store)
+    if tags.exists(ref):
+        return store, tags.get(ref)
+    if ref == store.branch or ref == MAIN_BRANCH or BranchManager(store).exists(ref):
+        branch = store.with_branch(ref)
+        latest = branch.snapshots.latest()
+        if latest is None:
+            raise SnapshotNotFoundError(
+                f"Branch '{ref}' of {store.table_path} has no snapshot yet, so it has no version to diff. "
+                "Commit to it first, or name a tag or snapshot id."
+            )
+        return branch, latest
+    branch, opts = version_branch(store, ReadOptions(version=ref))
+    assert opts.version is not None
+    return branch, resolve_version(branch, TagManager(branch), opts.version)
+
+
+def _cancel_rewritten(table: pa.Table) -> pa.Table:
+    """Append tables: drop the rows a version removes and adds again (same values, same partition), keeping
+    ``|added - removed|`` copies of each distinct row; unchanged when a column cannot be grouped on."""
+    data = [n for n in table.column_names if n != VALUE_KIND]
+    groupable = all(
+        pa.types.is_primitive(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+        for t in (table.schema.field(n).type for n in data)
+    )
+    if not groupable or table.num_rows == 0:
+        return table
+    kinds = table.column(VALUE_KIND).to_numpy()
+    added = (kinds == KIND_INSERT).astype(np.int64)
+    indexed = table.select(data).append_column("__added", pa.array(added))
+    indexed = indexed.append_column("__removed", pa.array(1 - added))
+    indexed = indexed.append_column("__row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    groups = indexed.group_by(data, use_threads=False).aggregate(
+        [("__added", "sum"), ("__removed", "sum"), ("__row", "list")]
+    )
+    net = groups.column("__added_sum").to_numpy() - groups.column("__removed_sum").to_numpy()
+    keep = net != 0
+    rows = groups.column("__row_list").filter(pa.array(keep))
+    counts = np.abs(net[keep])
+    # A group's rows all have its values; take the first |net| of the side that wins (all one kind when |net| = n).
+    firsts = pc.list_element(rows, 0).to_numpy() if len(rows) else np.empty(0, dtype=np.int64)
+    take = np.repeat(firsts, counts)
+    out = table.select(data).take(pa.array(take, pa.int64()))
+    kind = np.repeat(np.where(net[keep] > 0, KIND_INSERT, KIND_DELETE).astype(np.int8), counts)
+    return out.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kind))
+
+
+def _sort_keys(table: pa.Table, keys: Iterable[str]) -> list[tuple[str, str]]:
+    sortable = [
+        n
+        for n in table.column_names
+        if not pa.types.is_nested(table.schema.field(n).type) and n not in (VALUE_KIND, ROW_KIND_COLUMN)
+    ]
+    keys = list(keys)
+    return [(k, "ascending") for k in (keys or sortable)] + [(VALUE_KIND, "ascending")]
+
+
+def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
+    """The rows that differ from version ``from_ref`` to ``to_ref`` of ``store``'s table (module docstring): the
+    table's columns (its latest schema on ``to_ref``'s branch) after a leading ``rowkind`` column, sorted by key."""
+    if chain_read_config(store) is not None:
+        raise OptionError(
+            f"{store.table_path} is a chain table, whose versions span its snapshot and delta branches; diff is not "
+            "supported on it yet. Diff the branches' own versions ('<branch>.<tag>') on a non-chain copy instead."
+        )
+    from_store, before = resolve_ref(store, from_ref)
+    to_store, after = resolve_ref(store, to_ref)
+    schema = to_store.schema()
+    splits: list[StreamSplit] = []
+    if not (from_store.branch == to_store.branch and before.id == after.id):
+        planner = StreamPlanner(to_store, StreamOptions.from_options({}), schema)
+        splits = planner.diff_splits(after.id, from_store.live_entries(before), to_store.live_entries(after))
+    if from_store.branch != to_store.branch:
+        # The files of ``from`` are described by its branch's schemas (they share the table's data directory).
+        fixed = []
+        for s in splits:
+            if s.before is not None:
+                names = {f.file_name: from_store.branch for f in s.before.files}
+                s = replace(s, before=replace(s.before, file_branches={**s.before.file_branches, **names}))
+            fixed.append(s)
+        splits = fixed
+    ctx = ReadContext(
+        fileio=to_store.fileio,
+        table_path=to_store.table_path,
+        schema=schema,
+        schemas={st.branch: branch_schemas(st) for st in (from_store, to_store)},
+        branch=to_store.branch,
+        options=dict(schema.options),
+    )
+    empty = ctx.output_schema().empty_table()
+    empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
+    parts = [_diff(ctx, s, updates=True) for s in splits]
+    changes = pa.concat_tables([empty, *parts]) if parts else empty
+    keys = list(schema.primary_keys)
+    if not keys:
+        changes = _cancel_rewritten(changes)
+    if changes.num_rows:
+        changes = changes.take(pc.sort_indices(changes, sort_keys=_sort_keys(changes, keys)))
+    kinds = pc.take(_kind_names(), changes.column(VALUE_KIND))
+    out = changes.drop_columns([VALUE_KIND]).add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), kinds)
+    return out.combine_chunks()

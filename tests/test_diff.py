@@ -1,0 +1,211 @@
+"""``Table.diff(from_ref, to_ref)`` (issue 24): the rows that differ between two versions, by key for primary-key
+tables and by file lineage for append tables, reading only the buckets / files that differ."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource import stream_jobs
+from pyspark_paimon.errors import SnapshotNotFoundError, TagNotFoundError
+
+PK = ["id", "dt"]
+
+
+def _pk(catalog: Catalog, name: str = "pk", bucket: int = 2) -> Table:
+    return catalog.create_table(
+        f"db.{name}",
+        "id BIGINT, dt STRING, v BIGINT, s STRING",
+        partition_keys=["dt"],
+        primary_keys=PK,
+        options={"bucket": str(bucket)},
+    )
+
+
+def _rows(t: pa.Table) -> list[tuple]:
+    return [tuple(r.values()) for r in t.to_pylist()]
+
+
+def _model_diff(before: pa.Table, after: pa.Table) -> list[tuple]:
+    """The expected diff by key, computed row by row in Python from two full reads."""
+    b = {(r["id"], r["dt"]): r for r in before.to_pylist()}
+    a = {(r["id"], r["dt"]): r for r in after.to_pylist()}
+    out: list[tuple] = []
+    for key in sorted(set(a) | set(b)):
+        old, new = b.get(key), a.get(key)
+        if old is None:
+            assert new is not None
+            out.append(("+I", *new.values()))
+        elif new is None:
+            out.append(("-D", *old.values()))
+        elif old != new:
+            out.append(("-U", *old.values()))
+            out.append(("+U", *new.values()))
+    return out
+
+
+def test_pk_diff_between_tags(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "dt": ["a", "a", "b", "b"], "v": [10, 20, 30, 40], "s": list("wxyz")}))
+    t.tags.create("v1")
+    t.write_arrow(pa.table({"id": [2, 5], "dt": ["a", "b"], "v": [21, 50], "s": ["X", "n"]}))
+    t.delete("id = 3")
+    t.write_arrow(pa.table({"id": [4], "dt": ["b"], "v": [40], "s": ["z"]}))  # same row again: no change
+    t.tags.create("v2")
+    got = t.diff("v1", "v2")
+    assert got.column_names == ["rowkind", "id", "dt", "v", "s"]
+    assert _rows(got) == [
+        ("-U", 2, "a", 20, "x"),
+        ("+U", 2, "a", 21, "X"),
+        ("-D", 3, "b", 30, "y"),
+        ("+I", 5, "b", 50, "n"),
+    ]
+    # reversed: inserts become deletes and the update pair swaps
+    assert _rows(t.diff("v2", "v1")) == [
+        ("-U", 2, "a", 21, "X"),
+        ("+U", 2, "a", 20, "x"),
+        ("+I", 3, "b", 30, "y"),
+        ("-D", 5, "b", 50, "n"),
+    ]
+
+
+def test_pk_diff_between_snapshot_ids_and_identical_versions(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    t.write_arrow(pa.table({"id": [1, 2], "dt": ["a", "a"], "v": [1, 2], "s": ["p", "q"]}))
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"], "v": [9], "s": ["p"]}))
+    assert _rows(t.diff(1, 2)) == [("-U", 1, "a", 1, "p"), ("+U", 1, "a", 9, "p")]
+    same = t.diff(2, 2)
+    assert same.num_rows == 0 and same.column_names == ["rowkind", "id", "dt", "v", "s"]
+    t.tags.create("head")
+    assert t.diff("head", 2).num_rows == 0
+    t.maintenance.compact(full=True)
+    # a compaction rewrites files but changes no row
+    assert t.diff(2, t.latest_snapshot().id).num_rows == 0  # type: ignore[union-attr]
+
+
+def test_unknown_refs_raise_not_found_errors_naming_them(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"], "v": [1], "s": ["p"]}))
+    with pytest.raises(SnapshotNotFoundError, match="42"):
+        t.diff(1, 42)
+    with pytest.raises(TagNotFoundError, match="nobranch.v1"):
+        t.diff("nobranch.v1", 1)
+    with pytest.raises(TagNotFoundError, match="nope"):
+        t.diff("nope", 1)
+
+
+def test_diff_reads_only_the_changed_buckets(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = _pk(catalog, bucket=4)
+    ids = list(range(200))
+    t.write_arrow(pa.table({"id": ids, "dt": ["a"] * 200, "v": ids, "s": ["x"] * 200}))
+    t.write_arrow(pa.table({"id": ids, "dt": ["b"] * 200, "v": ids, "s": ["x"] * 200}))
+    t.tags.create("before")
+    t.write_arrow(pa.table({"id": [7], "dt": ["b"], "v": [700], "s": ["y"]}))
+    t.tags.create("after")
+    read: list[tuple[Any, int]] = []
+    real = stream_jobs.read_split
+
+    def counting(ctx: Any, split: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append((split.partition, split.bucket))
+        return real(ctx, split, *args, **kwargs)
+
+    monkeypatch.setattr(stream_jobs, "read_split", counting)
+    assert _rows(t.diff("before", "after")) == [("-U", 7, "b", 7, "x"), ("+U", 7, "b", 700, "y")]
+    # one bucket of one partition, read at both versions; the other 7 buckets are never opened
+    assert len(read) == 2 and len(set(read)) == 1
+
+
+def test_append_table_diff_by_file_lineage(catalog: Catalog) -> None:
+    t = catalog.create_table("db.app", "id BIGINT, dt STRING, v BIGINT", partition_keys=["dt"])
+    t.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [10, 20, 30]}))
+    t.tags.create("v1")
+    t.write_arrow(pa.table({"id": [4, 5], "dt": ["b", "b"], "v": [40, 50]}))
+    assert _rows(t.diff("v1", 2)) == [("+I", 4, "b", 40), ("+I", 5, "b", 50)]
+    t.delete("id = 2")  # copy-on-write: rewrites the file of partition 'a'; row 1 cancels out
+    t.tags.create("v3")
+    assert _rows(t.diff("v1", "v3")) == [("-D", 2, "a", 20), ("+I", 4, "b", 40), ("+I", 5, "b", 50)]
+    assert _rows(t.diff("v3", "v1")) == [("+I", 2, "a", 20), ("-D", 4, "b", 40), ("-D", 5, "b", 50)]
+
+
+def test_diff_between_branches(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    t.write_arrow(pa.table({"id": [1, 2], "dt": ["a", "a"], "v": [1, 2], "s": ["p", "q"]}))
+    t.tags.create("base")
+    t.branches.create("fix", tag="base")
+    fix = t.on_branch("fix")
+    fix.write_arrow(pa.table({"id": [2, 3], "dt": ["a", "a"], "v": [20, 3], "s": ["q", "r"]}))
+    fix.tags.create("done")
+    want = [("-U", 2, "a", 2, "q"), ("+U", 2, "a", 20, "q"), ("+I", 3, "a", 3, "r")]
+    assert _rows(t.diff("main", "fix")) == want
+    assert _rows(t.diff("base", "fix.done")) == want
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_diff_matches_a_model_of_two_full_reads(catalog: Catalog, seed: int) -> None:
+    rng = random.Random(seed)
+    t = _pk(catalog, f"m{seed}", bucket=rng.choice([1, 3]))
+    versions: list[int] = []
+    for _ in range(6):
+        op = rng.random()
+        n = rng.randint(1, 6)
+        ids = [rng.randint(0, 12) for _ in range(n)]
+        dts = [rng.choice("ab") for _ in range(n)]
+        if op < 0.7 or not versions:
+            rows = {(i, d): (rng.randint(0, 3), rng.choice("xy")) for i, d in zip(ids, dts)}
+            t.write_arrow(
+                pa.table(
+                    {
+                        "id": [k[0] for k in rows],
+                        "dt": [k[1] for k in rows],
+                        "v": [v[0] for v in rows.values()],
+                        "s": [v[1] for v in rows.values()],
+                    }
+                )
+            )
+        else:
+            t.delete(f"id <= {rng.randint(0, 12)} AND dt = '{rng.choice('ab')}'")
+        snap = t.latest_snapshot()
+        assert snap is not None
+        versions.append(snap.id)
+    for _ in range(4):
+        x, y = rng.choice(versions), rng.choice(versions)
+        want = _model_diff(t.scan(snapshot_id=x).to_arrow(), t.scan(snapshot_id=y).to_arrow())
+        got = _rows(t.diff(x, y))
+        assert got == want, (x, y)
+        assert Counter(r[0] for r in got)["-U"] == Counter(r[0] for r in got)["+U"]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_append_diff_matches_a_multiset_model(catalog: Catalog, seed: int) -> None:
+    rng = random.Random(seed)
+    t = catalog.create_table(f"db.app{seed}", "id BIGINT, dt STRING, v BIGINT", partition_keys=["dt"])
+    versions: list[int] = []
+    for _ in range(6):
+        if rng.random() < 0.7 or not versions:
+            n = rng.randint(1, 5)
+            t.write_arrow(
+                pa.table(
+                    {
+                        "id": [rng.randint(0, 9) for _ in range(n)],
+                        "dt": [rng.choice("ab") for _ in range(n)],
+                        "v": [rng.randint(0, 2) for _ in range(n)],
+                    }
+                )
+            )
+        else:
+            t.delete(f"id = {rng.randint(0, 9)}")
+        snap = t.latest_snapshot()
+        assert snap is not None
+        versions.append(snap.id)
+    for _ in range(4):
+        x, y = rng.choice(versions), rng.choice(versions)
+        before = Counter(_rows(t.scan(snapshot_id=x).to_arrow()))
+        after = Counter(_rows(t.scan(snapshot_id=y).to_arrow()))
+        want = Counter({("+I", *r): c for r, c in (after - before).items()})
+        want.update({("-D", *r): c for r, c in (before - after).items()})
+        assert Counter(_rows(t.diff(x, y))) == want, (x, y)
