@@ -4,7 +4,7 @@ The plan is the streaming planner's "diff" phase (:meth:`~pyspark_paimon.planner
 diff_splits`), which already compares two states of a table: the live files of both versions are listed from
 the manifests, and only the buckets (primary-key tables) or files (append tables) that are not identical on both
 sides are read, so the cost follows the change, not the table. Each pair is compared by
-:func:`pyspark_paimon.datasource.stream_jobs._diff` (merged reads, vectorised by key).
+:func:`pyspark_paimon.datasource.stream_jobs.diff_split` (merged reads, vectorised by key).
 
 Primary-key tables: ``+I`` a key only in ``to``, ``-D`` a key only in ``from`` (its old row), ``-U``/``+U`` the
 old and new row of a key whose row differs. Append tables have no key, so they are compared by file lineage: the
@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
 from pyspark_paimon.datasource.read import ReadContext
-from pyspark_paimon.datasource.stream_jobs import _diff, _kind_names
+from pyspark_paimon.datasource.stream_jobs import diff_split, kind_names
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
@@ -141,13 +141,13 @@ def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
     )
     empty = ctx.output_schema().empty_table()
     empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
-    parts = [_diff(ctx, s, updates=True) for s in splits]
+    parts = [diff_split(ctx, s, updates=True) for s in splits]
     changes = pa.concat_tables([empty, *parts]) if parts else empty
     keys = list(schema.primary_keys)
     if not keys:
         changes = _cancel_rewritten(changes)
     if changes.num_rows:
         changes = changes.take(pc.sort_indices(changes, sort_keys=_sort_keys(changes, keys)))
-    kinds = pc.take(_kind_names(), changes.column(VALUE_KIND))
+    kinds = pc.take(kind_names(), changes.column(VALUE_KIND))
     out = changes.drop_columns([VALUE_KIND]).add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), kinds)
     return out.combine_chunks()

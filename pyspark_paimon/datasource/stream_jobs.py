@@ -60,6 +60,8 @@ from pyspark_paimon.planner.stream_scan import (
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "diff_split",
+    "kind_names",
     "StreamReadContext",
     "StreamReadJob",
     "read_stream_split",
@@ -70,7 +72,7 @@ __all__ = [
 
 
 @functools.cache
-def _kind_names() -> pa.Array:
+def kind_names() -> pa.Array:
     """Paimon's names of the row kinds, by kind. Built on first use, not at import: ``pa.array`` imports pandas
     (~0.2 s), and Spark's streaming-source runner, which imports this module to plan, never needs it."""
     return pa.array(["+I", "-U", "+U", "-D"], pa.string())
@@ -113,7 +115,7 @@ def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
     return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
-def _diff(ctx: ReadContext, s: StreamSplit, updates: bool = False) -> pa.Table:
+def diff_split(ctx: ReadContext, s: StreamSplit, updates: bool = False) -> pa.Table:
     """The change from ``s.before`` to ``s.after`` (both merged), as rows with kinds (module docstring).
 
     A key whose row changed is its new row as +I for streams; ``updates`` makes it a -U/+U pair of the old and
@@ -168,7 +170,7 @@ def _emit(sctx: StreamReadContext, table: pa.Table | pa.RecordBatch) -> Iterator
         else pa.Table.from_batches([table]).drop_columns([VALUE_KIND])
     )
     if sctx.changelog:
-        data = data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), pc.take(_kind_names(), kinds))
+        data = data.add_column(0, pa.field(ROW_KIND_COLUMN, pa.string()), pc.take(kind_names(), kinds))
     else:
         data = data.filter(pc.is_in(kinds, pa.array([KIND_INSERT, KIND_UPDATE_AFTER], pa.int8())))
     schema = sctx.output_schema()
@@ -191,7 +193,7 @@ def read_stream_split(sctx: StreamReadContext, s: StreamSplit) -> Iterator[pa.Re
         for batch in read_split(ctx, s.after):
             yield from _emit(sctx, _with_kinds(batch, KIND_INSERT))
     else:
-        yield from _emit(sctx, _diff(ctx, s))
+        yield from _emit(sctx, diff_split(ctx, s))
 
 
 class StreamReadJob:
