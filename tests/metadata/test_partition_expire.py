@@ -30,8 +30,7 @@ def _live_partitions(table: FakeTable) -> set[str]:
 
 
 def test_old_partitions_are_dropped_by_one_overwrite_commit(tmp_path: Path) -> None:
-    options = {**EXPIRE_2D, "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
-    table = FakeTable(tmp_path / "t", options=options)
+    table = FakeTable(tmp_path / "t", options=EXPIRE_2D)
     old = [table.new_file(_day(5)), table.new_file(_day(3))]
     new = [table.new_file(_day(1)), table.new_file(_day(0))]
     written = table.commit(old + new)
@@ -39,14 +38,21 @@ def test_old_partitions_are_dropped_by_one_overwrite_commit(tmp_path: Path) -> N
     latest = table.store.snapshots.latest()
     assert latest is not None and latest.id == 2 and latest.commit_kind == "OVERWRITE"
     assert _live_partitions(table) == {_day(1), _day(0)}
-    # A drop is a commit: snapshot 1 still reaches the old files, so they stay on disk...
-    old_paths = [f"{table.bucket_dir(d)}/{m.file_name}" for d, m in old]
-    assert all(os.path.exists(p) for p in old_paths)
-    # ...until snapshot expiration removes the snapshots that reach them.
-    table.append(dt=_day(0))
-    assert table.snapshots().list_ids() == [3]
-    assert not any(os.path.exists(p) for p in old_paths)
-    assert _live_partitions(table) == {_day(1), _day(0)}
+    # A drop is a commit: snapshot 1 still reaches the old files, so they stay on disk.
+    assert all(os.path.exists(f"{table.bucket_dir(d)}/{m.file_name}") for d, m in old + new)
+
+
+def test_snapshot_expiration_after_the_drop_deletes_the_files(tmp_path: Path) -> None:
+    options = {**EXPIRE_2D, "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
+    table = FakeTable(tmp_path / "t", options=options)
+    old = [table.new_file(_day(5)), table.new_file(_day(3))]
+    new = [table.new_file(_day(0))]
+    table.commit(old + new)
+    # Partition expiration, then snapshot expiration in the same maintenance (Java's order): only the drop is left.
+    assert table.snapshots().list_ids() == [2]
+    assert not any(os.path.exists(f"{table.bucket_dir(d)}/{m.file_name}") for d, m in old)
+    assert all(os.path.exists(f"{table.bucket_dir(d)}/{m.file_name}") for d, m in new)
+    assert _live_partitions(table) == {_day(0)}
 
 
 def test_write_only_skips_partition_expiration(tmp_path: Path) -> None:

@@ -129,7 +129,10 @@ def maintain(
     if opts.bucket == _POSTPONE_BUCKET and schema.primary_keys:
         result.skipped = "postpone bucket"
         return result
-    if not expiration_due(store, committed.id, opts, now_ms):
+    latest_id = committed.id
+    if result.expired_partitions:  # the drops committed after ours: Java's expiration sees them too
+        latest_id = store.snapshots.latest_id() or latest_id
+    if not expiration_due(store, latest_id, opts, now_ms):
         return result
     decoupled = decoupled_changelog_option(opts)
     if decoupled is not None:
