@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from pyspark_paimon.errors import ChainTableError
-from pyspark_paimon.planner.chain.java_date import JavaDateFormat, PartitionTimeResolver
+from pyspark_paimon.metadata.java_date import JavaDateFormat, PartitionTimeResolver
 
 
 def test_java_date_format_round_trips() -> None:

@@ -2,6 +2,8 @@
 
 After each commit that created a snapshot, unless the table is ``write-only``:
 
+0. ``partition.expiration-time`` (no default): expired partitions are dropped with OVERWRITE commits
+   (:mod:`.partition_expire`, Java's ``NormalPartitionExpire``), when a check is due;
 1. ``consumer.expiration-time`` (no default): consumers whose file was last written longer ago than that are
    deleted (Java's ``ConsumerManager.expire``), *before* snapshot expiration, so an abandoned stream stops
    pinning its ``nextSnapshot``;
@@ -10,9 +12,8 @@ After each commit that created a snapshot, unless the table is ``write-only``:
    tag, changelog or consumer of any branch can still reach.
 
 Java skips snapshot expiration for postpone-bucket primary-key tables (``bucket = -2``); so do we. Automatic tag
-creation runs before all of this (``auto_tag.on_commit``, called by the commit). Partition expiration
-(``partition.expiration-time``) and tag expiration by retention (``tag.time-expire-enabled``) are not run here:
-those options stay inert (``option_keys.py``).
+creation runs before all of this (``auto_tag.on_commit``, called by the commit). Tag expiration by retention
+(``tag.time-expire-enabled``) is not run here: that option stays inert (``option_keys.py``).
 
 **Cost.** A streaming sink commits every micro-batch, so the usual outcome, "nothing to expire", must not
 cost a walk over the table. :func:`expiration_due` decides from cheap facts first: the committed snapshot's id
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.maintenance.expire import ExpireResult, decoupled_changelog_option, expire_snapshots
+from pyspark_paimon.metadata.maintenance.partition_expire import DropPartitions, expire_partitions
 from pyspark_paimon.metadata.schema.options import (
     CONSUMER_EXPIRATION_TIME,
     SNAPSHOT_NUM_RETAINED_MAX,
@@ -58,9 +60,11 @@ _POSTPONE_BUCKET = -2
 @dataclass
 class MaintenanceResult:
     """What the maintenance after one commit did. ``expired`` is None when the cheap gate found nothing due
-    (no expiration ran); ``skipped`` says why nothing ran at all (``write-only``, postpone bucket, decoupled
+    (no expiration ran); ``expired_partitions`` is None when no partition check was due (or no drop was
+    possible); ``skipped`` says why nothing ran at all (``write-only``, postpone bucket, decoupled
     changelog)."""
 
+    expired_partitions: list[dict[str, str]] | None = None
     expired_consumers: list[str] = field(default_factory=list)
     expired: ExpireResult | None = None
     skipped: str | None = None
@@ -91,10 +95,16 @@ def expiration_due(store: FileStore, latest_id: int, opts: CoreOptions, now_ms: 
 
 
 def maintain(
-    store: FileStore, committed: Snapshot, schema: TableSchema, *, now: int | None = None
+    store: FileStore,
+    committed: Snapshot,
+    schema: TableSchema,
+    *,
+    now: int | None = None,
+    drop_partitions: DropPartitions | None = None,
 ) -> MaintenanceResult:
     """Run the maintenance due after ``committed`` landed on ``store``'s branch, under ``schema`` (the one the
-    commit wrote with: its options decide). Raises what the steps raise; :func:`maintain_quietly` is the
+    commit wrote with: its options decide). ``drop_partitions`` commits a partition drop (the commit gives
+    it; without it partitions are not expired). Raises what the steps raise; :func:`maintain_quietly` is the
     commit's entry point."""
     opts = CoreOptions(schema.options)
     result = MaintenanceResult()
@@ -102,6 +112,8 @@ def maintain(
         result.skipped = "write-only"
         return result
     now_ms = now if now is not None else now_millis()
+    if drop_partitions is not None:
+        result.expired_partitions = expire_partitions(store, schema, drop_partitions, now_ms)
     consumer_ttl = opts.get(CONSUMER_EXPIRATION_TIME)
     if consumer_ttl is not None:
         result.expired_consumers = ConsumerManager(store).expire(now_ms - consumer_ttl)
@@ -117,7 +129,10 @@ def maintain(
     if opts.bucket == _POSTPONE_BUCKET and schema.primary_keys:
         result.skipped = "postpone bucket"
         return result
-    if not expiration_due(store, committed.id, opts, now_ms):
+    latest_id = committed.id
+    if result.expired_partitions:  # the drops committed after ours: Java's expiration sees them too
+        latest_id = store.snapshots.latest_id() or latest_id
+    if not expiration_due(store, latest_id, opts, now_ms):
         return result
     decoupled = decoupled_changelog_option(opts)
     if decoupled is not None:
@@ -137,10 +152,12 @@ def maintain(
     return result
 
 
-def maintain_quietly(store: FileStore, committed: Snapshot, schema: TableSchema) -> MaintenanceResult | None:
+def maintain_quietly(
+    store: FileStore, committed: Snapshot, schema: TableSchema, drop_partitions: DropPartitions | None = None
+) -> MaintenanceResult | None:
     """:func:`maintain` for the commit: a failure is logged, never raised (see the module docstring)."""
     try:
-        return maintain(store, committed, schema)
+        return maintain(store, committed, schema, drop_partitions=drop_partitions)
     except Exception as e:  # noqa: BLE001 - the commit has landed; raising would invite a duplicating retry
         log.warning(
             "Snapshot %d of %s (branch '%s') was committed, but the maintenance after it failed: %s. The commit "

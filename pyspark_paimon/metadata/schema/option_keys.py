@@ -378,11 +378,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "batch reads merge the postpone bucket's records into the real buckets", "false"
     ),
     # -- partitions: expiration, mark-done, metastore
-    "partition.expiration-strategy": _inert(_MAINTENANCE),
-    "partition.expiration-time": _inert(_MAINTENANCE),
-    "partition.expiration-check-interval": _inert(_MAINTENANCE),
-    "partition.expiration-max-num": _inert(_MAINTENANCE),
-    "partition.expiration-batch-size": _inert(_MAINTENANCE),
     "end-input.check-partition-expire": _inert(_MAINTENANCE),
     "partition.timestamp-format.strict": _write_refused(
         "Java refuses to write partition values that do not match partition.timestamp-formatter; ours would not check",

@@ -152,6 +152,7 @@ SORT_ORDERS = ("ascending", "descending")
 TAG_CREATION_MODES = ("none", "process-time", "watermark", "batch")
 #: In the order of ``auto_tag.PERIODS``' lengths (daily, hourly, two-hours).
 TAG_CREATION_PERIODS = ("daily", "hourly", "two-hours")
+PARTITION_EXPIRATION_STRATEGIES = ("values-time", "update-time")
 TAG_PERIOD_FORMATTERS = ("with_dashes", "without_dashes", "without_dashes_and_spaces")
 INCREMENTAL_SCAN_MODES = ("auto", "delta", "changelog", "diff")
 #: parquet-mr's writer versions, as its ``WriterVersion.fromString`` accepts them (short and enum names).
@@ -470,6 +471,36 @@ CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT = _option(
     "false",
     "Chain table: a stream starts with each group's latest snapshot partition merged by key with the later "
     "delta partitions (false: both emitted as they are).",
+)
+PARTITION_EXPIRATION_TIME = _option(
+    "partition.expiration-time",
+    DURATION,
+    None,
+    "After a commit, partitions older than this are dropped (one OVERWRITE commit deleting their files).",
+)
+PARTITION_EXPIRATION_CHECK_INTERVAL = _option(
+    "partition.expiration-check-interval",
+    DURATION,
+    "1 h",
+    "Per process and table: commits check for expired partitions at most this often (0: every commit).",
+)
+PARTITION_EXPIRATION_STRATEGY = _option(
+    "partition.expiration-strategy",
+    one_of(PARTITION_EXPIRATION_STRATEGIES),
+    "values-time",
+    "A partition's time: from its values (values-time) or its newest file's creation time (update-time).",
+)
+PARTITION_EXPIRATION_MAX_NUM = _option(
+    "partition.expiration-max-num",
+    OptionType(_to_positive_int, "a positive integer"),
+    "100",
+    "Partitions one expiration drops at most.",
+)
+PARTITION_EXPIRATION_BATCH_SIZE = _option(
+    "partition.expiration-batch-size",
+    OptionType(_to_positive_int, "a positive integer"),
+    None,
+    "Partitions one drop commit of an expiration holds.",
 )
 PARTITION_TIMESTAMP_PATTERN = _option(
     "partition.timestamp-pattern", STRING, None, "How partition values form a timestamp ('$dt $hh:00:00')."

@@ -216,8 +216,12 @@ class FileStoreCommit:
         self.max_wait_ms = opts.get(COMMIT_MAX_RETRY_WAIT)
         self.timeout_ms = opts.get(COMMIT_TIMEOUT)  # None: only commit.max-retries limits the attempts
         self.merge_min_count = opts.get(MANIFEST_MERGE_MIN_COUNT)
+        self._raw_options = dict(options or {})
         #: What the maintenance after the last commit did (None: none ran yet, or it failed and was logged).
         self.last_maintenance: post_commit.MaintenanceResult | None = None
+        #: False for the drop commits of partition expiration: Java's ``FileStoreCommit.dropPartitions`` runs
+        #: no tag creation nor maintenance after itself (the commit that triggered it does).
+        self.after_commit = True
 
     # ---------------------------------------------------------------------------------------------
     def commit(
@@ -308,6 +312,8 @@ class FileStoreCommit:
         maintenance Java's writers run after every commit (:mod:`..maintenance.post_commit`: consumer and
         snapshot expiration, unless ``write-only``). The commit has landed by now, so a failure here is logged,
         never raised (raising would invite a retry that duplicates data)."""
+        if not self.after_commit:
+            return
         try:
             auto_tag.on_commit(self.store, snapshot, self._schema.options)
         except Exception as e:  # noqa: BLE001 - see the docstring
@@ -319,7 +325,15 @@ class FileStoreCommit:
                 self.branch,
                 e,
             )
-        self.last_maintenance = post_commit.maintain_quietly(self.store, snapshot, self._schema)
+        self.last_maintenance = post_commit.maintain_quietly(
+            self.store, snapshot, self._schema, drop_partitions=self._drop_partitions
+        )
+
+    def _drop_partitions(self, partitions: frozenset[bytes]) -> Snapshot | None:
+        """Partition expiration's drop: one OVERWRITE commit deleting every live file of ``partitions``."""
+        dropper = FileStoreCommit(self.store, self._raw_options)
+        dropper.after_commit = False
+        return dropper.commit([], overwrite=OverwriteSpec("static", partitions))
 
     def _landed_anyway(self, snapshot: Snapshot) -> bool:
         """Whether ``snapshot-N``, which the store says existed, is exactly the one we tried to create. On an object

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence, TypeVar
 
 from pyspark_paimon.errors import ChainTableError, OptionError
+from pyspark_paimon.metadata.java_date import PartitionTimeResolver
 from pyspark_paimon.metadata.schema.options import (
     BUCKET,
     CHAIN_TABLE_CHAIN_PARTITION_KEYS,
@@ -42,7 +43,6 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import ArrayType, DataType, MapType, MultisetType, RowType
-from pyspark_paimon.planner.chain.java_date import PartitionTimeResolver
 
 T = TypeVar("T")
 # Paimon's partition expiration strategy: inert here (we do not expire partitions), but chain tables require

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pyspark_paimon.errors import ChainTableError
+from pyspark_paimon.metadata.java_date import PartitionTimeResolver
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.options import PARTITION_TIMESTAMP_FORMATTER, PARTITION_TIMESTAMP_PATTERN
@@ -55,7 +56,6 @@ from pyspark_paimon.planner.chain.config import (
     stores_of,
     validate_branch_schemas,
 )
-from pyspark_paimon.planner.chain.java_date import PartitionTimeResolver
 from pyspark_paimon.planner.chain.versions import latest_schemas, resolve_chain_snapshots, schema_at
 from pyspark_paimon.planner.predicate import Leaf, eval_on_values, leaves_on
 from pyspark_paimon.planner.read_options import ReadOptions

@@ -1,5 +1,4 @@
-"""Partition values to time for chain tables (Java's `SchemaValidation.validateChainTable`): a subset of Java's date
-patterns.
+"""Partition values to time (Java's ``PartitionTimeExtractor``): a subset of Java's date patterns.
 
 Paimon turns partition values into a timestamp with two table options: ``partition.timestamp-pattern``
 substitutes the partition columns into a text (``'$dt $hour:00:00'``) and ``partition.timestamp-formatter``
@@ -7,9 +6,11 @@ parses that text with a Java ``DateTimeFormatter`` pattern (``'yyyyMMdd HH:mm:ss
 directives are a different language, so this module implements the numeric subset of Java patterns that
 Paimon allows for chain tables, in both directions: parsing (partition -> time) and formatting (time ->
 the partition values Paimon's time stepping would produce). The chain planner uses it to choose the delta
-partitions between an anchor and a target; the definition validation uses it to refuse bad patterns.
+partitions between an anchor and a target; the definition validation uses it to refuse bad patterns;
+partition expiration (``partition.expiration-time``, values-time strategy) uses :func:`partition_timestamp`.
 
-It depends only on the errors module and the standard library.
+It lives in the metadata layer (post-commit maintenance needs it) and depends only on the errors module, the
+option declarations and the standard library.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.schema.options import PARTITION_TIMESTAMP_FORMATTER, PARTITION_TIMESTAMP_PATTERN
 
-__all__ = ["JavaDateFormat", "PartitionTimeResolver"]
+__all__ = ["JavaDateFormat", "PartitionTimeResolver", "partition_timestamp"]
 
 # The two table options this module interprets (named in its error messages).
 TIMESTAMP_PATTERN = PARTITION_TIMESTAMP_PATTERN.key  # for messages
@@ -281,3 +282,52 @@ def _value_text(v: Any) -> str:
     if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
         return v.isoformat()
     return "" if v is None else str(v)
+
+
+# Java's default when no formatter is set: 'yyyy-M-d' optionally followed by ' H:m:s' and a fraction.
+_DEFAULT_TIMESTAMP = re.compile(r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?\Z")
+
+
+def _substitute(pattern: str, keys: Sequence[str], values: Sequence[Any]) -> str:
+    """``pattern`` with each ``$key`` replaced by that partition value (longer keys first, so ``$dt`` does not
+    match inside ``$dt1``); a ``$`` naming no key stays as it is."""
+    by_length = sorted(range(len(keys)), key=lambda i: len(keys[i]), reverse=True)
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "$":
+            idx = next((j for j in by_length if pattern.startswith(keys[j], i + 1)), None)
+            if idx is not None:
+                if values[idx] is None:
+                    raise ValueError(f"partition value of '{keys[idx]}' is NULL")
+                out.append(_value_text(values[idx]))
+                i += 1 + len(keys[idx])
+                continue
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
+def partition_timestamp(
+    keys: Sequence[str], values: Sequence[Any], pattern: str | None, formatter: str | None
+) -> _dt.datetime:
+    """The local time of a partition, as Java's ``PartitionTimeExtractor`` reads it: the text is the first
+    partition value, or ``pattern`` with ``$key`` substituted; it is parsed with ``formatter`` (a date-only
+    formatter gives midnight), or without one as ``yyyy-M-d[ H:m:s[.fraction]]``.
+
+    Raises ValueError when the values do not fit (NULL, or not a date in that form) and
+    :class:`ChainTableError` when ``formatter`` is outside the supported subset of Java patterns."""
+    if pattern is None:
+        if not values or values[0] is None:
+            raise ValueError("the first partition value is NULL")
+        text = _value_text(values[0])
+    else:
+        text = _substitute(pattern, keys, values)
+    if formatter is not None:
+        return JavaDateFormat(formatter).parse(text)
+    m = _DEFAULT_TIMESTAMP.match(text)
+    if m is None:
+        raise ValueError(f"'{text}' is not a date 'yyyy-MM-dd' nor a timestamp 'yyyy-MM-dd HH:mm:ss'")
+    y, mo, d, h, mi, s, frac = m.groups()
+    micros = int((frac or "0").ljust(9, "0")[:6])
+    return _dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0), micros)
