@@ -30,7 +30,7 @@ Both give the same rows for the same query.
 This module is planning only (driver side, no Spark, no data reads). The chain definition and its
 validation live in :mod:`pyspark_paimon.planner.chain.config`, the version each branch is read at in
 :mod:`pyspark_paimon.planner.chain.versions`, partition values to time in
-:mod:`pyspark_paimon.planner.chain.java_date`.
+:mod:`pyspark_paimon.metadata.java_date`.
 """
 
 from __future__ import annotations
