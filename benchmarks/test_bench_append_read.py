@@ -14,15 +14,22 @@ All alternatives read the same 4 Parquet files (the table's live data files, lis
   the paimon source's Spark tasks; ``floor_per_file``: the same with one task per file.
 
 Every round loads a fresh DataFrame (``load()`` is part of what a query costs), then runs the query.
+
+``test_key_table_full_agg`` measures issue 23's other ``to_spark`` targets with the full aggregate: a fully
+compacted primary-key table and a compacted chain day against ``spark.read.parquet`` of the same files, and the
+merge-on-read ``bench.pk_t`` against ``format("paimon")`` (benchmarks/README.md, "``Scan.to_spark``").
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+import pyarrow as pa
 import pytest
-from conftest import ROUNDS, Datasets, loadavg
+from conftest import PK_BUCKETS, ROUNDS, Datasets, loadavg, make_rows
 from floor_source import FLOOR_FORMAT
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -104,5 +111,125 @@ def test_append_scan(benchmark: Any, spark: SparkSession, datasets: Datasets, qu
         spark_tasks=tasks,
         files=len(datasets.append_files),
         baseline=source == "paimon",
+        loadavg=[load_before, loadavg()],
+    )
+
+
+# ---------------------------------------------------------------------------------- to_spark on key tables
+# Issue 23's other targets, side by side in the same run: a fully compacted primary-key table and a compacted
+# chain day (to_spark against spark.read.parquet of the same files), and bench.pk_t, which merges on read
+# (to_spark against format("paimon"); every bucket needs a merge, so both go through the Python source).
+KEY_CASES = [
+    ("pk_compacted", "to_spark"),
+    ("pk_compacted", "parquet"),
+    ("pk_compacted", "paimon"),
+    ("chain_day", "to_spark"),
+    ("chain_day", "parquet"),
+    ("pk_merge_on_read", "to_spark"),
+    ("pk_merge_on_read", "paimon"),
+]
+CHAIN_DAY = "20250811"
+
+
+@dataclass
+class KeyTables:
+    pk_path: str
+    pk_files: list[str]
+    chain_path: str
+    chain_files: list[str]
+
+
+def _split_files(table: Any, filter: str | None = None) -> list[str]:
+    job = table.scan(filter).read_job()
+    return [split.file_path(f) for split in job.splits for f in split.files]
+
+
+@pytest.fixture(scope="module")
+def key_tables(datasets: Datasets) -> KeyTables:
+    """The compacted primary-key table and the chain table, next to the session's datasets (same rows)."""
+    from pyspark_paimon import Catalog
+
+    n = datasets.rows
+    catalog = Catalog(datasets.warehouse)
+    base = make_rows(np.arange(n, dtype=np.int64))
+    quarter = make_rows(np.arange(0, n, 4, dtype=np.int64))  # the same values again: compaction merges them
+    pk = catalog.create_table(
+        "bench.pk_compacted",
+        "id bigint not null, s string, d double",
+        primary_keys=["id"],
+        options={"bucket": str(PK_BUCKETS), "write-only": "true"},
+    )
+    pk.write_arrow(base)
+    pk.write_arrow(quarter)
+    pk.maintenance.compact(full=True)
+    assert pk.scan().explain()["readers"]["python_splits"] == 0
+
+    # Day 1 = the anchor day plus a delta of a quarter of the keys (same values, later sequence), compacted into
+    # the snapshot branch: the snapshot branch serves that day whole.
+    chain = catalog.create_chain_table(
+        "bench.chain_tospark",
+        "id bigint not null, s string, d double, seq bigint, dt string not null",
+        partition_keys=["dt"],
+        primary_keys=["dt", "id"],
+        options={
+            "bucket": str(PK_BUCKETS),
+            "bucket-key": "id",
+            "sequence.field": "seq",
+            "partition.timestamp-pattern": "$dt",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
+
+    def day(rows: pa.Table, seq: int, dt: str) -> pa.Table:
+        m = rows.num_rows
+        return rows.append_column("seq", pa.array([seq] * m, pa.int64())).append_column("dt", pa.array([dt] * m))
+
+    chain.on_branch("snapshot").write_arrow(day(base, 0, "20250810"))
+    chain.on_branch("delta").write_arrow(day(quarter, 1, CHAIN_DAY))
+    assert chain.chain.compact({"dt": CHAIN_DAY})
+    # chain.compact writes the day as level-0 files, which to_spark sends to the Python source ("merge needed");
+    # a full compaction of the snapshot branch lifts them to a sorted run the JVM reads.
+    chain.on_branch("snapshot").maintenance.compact(full=True)
+    day_filter = f"dt = '{CHAIN_DAY}'"
+    assert chain.scan(day_filter).explain()["readers"]["python_splits"] == 0
+    return KeyTables(
+        pk_path=pk.store.table_path,
+        pk_files=_split_files(pk),
+        chain_path=chain.store.table_path,
+        chain_files=_split_files(chain.on_branch("snapshot"), day_filter),
+    )
+
+
+def key_loader(
+    spark: SparkSession, data: Datasets, tables: KeyTables, table: str, source: str
+) -> Callable[[], DataFrame]:
+    from pyspark_paimon.table import Table
+
+    path = {"pk_compacted": tables.pk_path, "chain_day": tables.chain_path, "pk_merge_on_read": data.pk_path}[table]
+    if source == "parquet":
+        files = tables.pk_files if table == "pk_compacted" else tables.chain_files
+        return lambda: spark.read.parquet(*files)
+    if source == "paimon":
+        return lambda: spark.read.format("paimon").load(path)
+    day_filter = f"dt = '{CHAIN_DAY}'" if table == "chain_day" else None
+    return lambda: Table.open(path).scan(day_filter).to_spark(spark)
+
+
+@pytest.mark.parametrize(("table", "source"), KEY_CASES, ids=[f"{t}-{s}" for t, s in KEY_CASES])
+def test_key_table_full_agg(
+    benchmark: Any, spark: SparkSession, datasets: Datasets, key_tables: KeyTables, table: str, source: str
+) -> None:
+    benchmark.group = f"1 to_spark {table}: agg(sum(id), sum(d), max(length(s)))"
+    load = key_loader(spark, datasets, key_tables, table, source)
+    tasks = load().rdd.getNumPartitions()
+    load_before = loadavg()
+    result = benchmark.pedantic(lambda: q_full_agg(load()), rounds=ROUNDS, warmup_rounds=1, iterations=1)
+    want = datasets.pk_expected if table == "pk_merge_on_read" else datasets.append_expected
+    want.check(datasets.rows, result[0], result[1], result[2], f"{source} on {table}")
+    benchmark.extra_info.update(
+        label=source,
+        rows=datasets.rows,
+        spark_tasks=tasks,
+        baseline=source == ("paimon" if table == "pk_merge_on_read" else "parquet"),
         loadavg=[load_before, loadavg()],
     )
