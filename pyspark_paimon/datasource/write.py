@@ -610,8 +610,8 @@ class TableWriter:
             yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s))
 
     def _split_dynamic(self, part: bytes, values: tuple, table: pa.Table) -> Iterator[tuple[int, pa.Table, np.ndarray]]:
-        """Dynamic bucket mode: (bucket, rows in arrival order, their key hashes) per bucket, the buckets chosen
-        by the partition's hash index (loaded on first use) and Java's rule for new keys."""
+        """Dynamic bucket mode: (bucket, rows in arrival order, the key hashes they add to the index) per bucket,
+        the buckets chosen by the partition's hash index (loaded on first use) and Java's rule for new keys."""
         index = self._partition_indexes.get(part)
         if index is None:
             where = self._ctx.table_path
@@ -625,17 +625,18 @@ class TableWriter:
                 where,
             )
         hashes = hash_rows([table.column(f.name) for f in self._key_fields], [f.type for f in self._key_fields])
-        ids = index.assign(hashes)
+        ids, is_new = index.assign_marking_new(hashes)
         order = np.argsort(ids, kind="stable")
         sorted_ids = ids[order]
         starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
         if len(starts) == 1:
-            yield int(sorted_ids[0]), table, hashes
+            yield int(sorted_ids[0]), table, hashes[is_new]
             return
         ordered = table.take(pa.array(order))
         ends = np.r_[starts[1:], len(order)]
         for s, e in zip(starts, ends):
-            yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s)), hashes[order[s:e]]
+            rows = order[s:e]
+            yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s)), hashes[rows[is_new[rows]]]
 
     def _state(self, part: bytes, values: tuple, bucket: int, total: int) -> _BucketState:
         key = (part, bucket)

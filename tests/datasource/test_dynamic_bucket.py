@@ -196,3 +196,22 @@ def test_expiration_keeps_the_live_index_and_streams_continue_it(catalog: Catalo
     assert sorted(os.listdir(os.path.join(t.store.table_path, "index"))) == sorted(live)
     t.write_arrow(_rows("a", [4, 5], "z"))
     assert _buckets(t)[("a", 4)] == 1 and _buckets(t)[("a", 5)] == 2
+
+
+def test_an_upsert_of_known_keys_carries_no_hashes_and_rewrites_no_index(tmp_path) -> None:
+    """Only the hashes a write adds reach the commit: re-writing known keys leaves every HASH file as it was."""
+    t = Catalog(str(tmp_path)).create_table(
+        "db.t", pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_keys=["k"], options={"bucket": "-1"}
+    )
+    t.write_arrow(pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
+    index_before = t.latest_snapshot().index_manifest
+    t.write_arrow(pa.table({"k": [2, 3], "v": ["B", "C"]}))
+    assert t.latest_snapshot().index_manifest == index_before  # nothing new to index
+    t.write_arrow(pa.table({"k": [3, 4], "v": ["c3", "d"]}))
+    assert t.latest_snapshot().index_manifest != index_before  # key 4 is new
+    assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "v": "a"},
+        {"k": 2, "v": "B"},
+        {"k": 3, "v": "c3"},
+        {"k": 4, "v": "d"},
+    ]

@@ -172,9 +172,14 @@ class PartitionIndex:
     def assign(self, hashes: np.ndarray) -> np.ndarray:
         """The bucket of every key hash (int32 array, in input order), assigning new hashes in order of first
         appearance as Java's ``PartitionIndex.assign`` does, and remembering them."""
+        return self.assign_marking_new(hashes)[0]
+
+    def assign_marking_new(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`assign`, plus a mask of the input positions whose hash this call added to the index: only
+        those change the index files at commit, so an upsert of known keys costs the commit nothing."""
         hashes = np.asarray(hashes, dtype=np.int32)
         if not len(hashes):
-            return np.empty(0, np.int32)
+            return np.empty(0, np.int32), np.zeros(0, bool)
         uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         known, result = self.lookup(uniq)
         new_pos = np.flatnonzero(~known)
@@ -183,7 +188,8 @@ class PartitionIndex:
             chosen = self._assign_new(uniq[new_pos])
             result[new_pos] = chosen
             self._add(uniq[new_pos], chosen)
-        return result[inverse.reshape(-1)]
+        inverse = inverse.reshape(-1)
+        return result[inverse], ~known[inverse]
 
     def _assign_new(self, new: np.ndarray) -> np.ndarray:
         """Buckets for hashes the partition has never seen: fill non-full buckets (ascending), then new

@@ -86,8 +86,9 @@ class CommitMessage:
     # The writer task that made ``new_files`` (e.g. Spark's "<partition>-<attempt>"); never persisted. Versions
     # of one key from different writers of one job have no order (datasource/key_conflicts.py).
     writer: str = ""
-    # Dynamic bucket mode: the distinct key hashes written to this bucket, big-endian int32s (what the bucket's
-    # HASH index file must hold after the commit, besides its earlier hashes; metadata/manifests/hash_index.py).
+    # Dynamic bucket mode: the distinct key hashes this write added to this bucket, big-endian int32s (what the
+    # bucket's HASH index file must hold after the commit besides its earlier hashes; keys the index already
+    # held are left out, so an upsert of known keys rewrites no index file; metadata/manifests/hash_index.py).
     key_hashes: bytes = b""
     # Changelog files of this bucket (``changelog-producer`` input / full-compaction): listed in the snapshot's
     # changelog manifest list, never in its data manifests.
