@@ -70,7 +70,7 @@ def _buckets(t: Table) -> dict[tuple[str, int], int]:
     out = {}
     for e in store.live_entries(store.snapshots.latest()):
         path = f"{store.table_path}/p={deserialize_row(e.partition, [STR])[0]}/bucket-{e.bucket}"
-        for row in pq.read_table(f"{path}/{e.file.file_name}", columns=["p", "k"]).to_pylist():
+        for row in pq.ParquetFile(f"{path}/{e.file.file_name}").read(columns=["p", "k"]).to_pylist():
             out.setdefault((row["p"], row["k"]), set()).add(e.bucket)
     assert all(len(b) == 1 for b in out.values()), f"a key in two buckets: {out}"
     return {key: next(iter(b)) for key, b in out.items()}
