@@ -44,6 +44,7 @@ from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
+from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
@@ -568,7 +569,7 @@ def commit_with_chain_rules(
     overwrite: OverwriteSpec | None,
     commit_user: str,
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
-    index_update: Callable[[Snapshot | None], str | None] | None = None,
+    index_update: Callable[[Snapshot | None], IndexChange] | None = None,
     kind: CommitKind = "APPEND",
 ) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,

@@ -50,18 +50,16 @@ from pyspark_paimon.datasource.read import (
 )
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
-from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
+    DELETION_VECTORS_INDEX,
     DeletionFile,
-    IndexManifestEntry,
     bucket_vector_files,
     deletion_files,
     read_deletion_vector,
-    read_index_manifest,
     write_deletion_vector_file,
-    write_index_manifest,
 )
+from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -76,7 +74,6 @@ from pyspark_paimon.metadata.schema.options import (
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
     FULL_COMPACTION_DELTA_COMMITS,
-    MANIFEST_COMPRESSION,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
     SOURCE_SPLIT_OPEN_FILE_COST,
     CoreOptions,
@@ -885,17 +882,17 @@ def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> S
 
 def _index_update(
     plan: CompactPlan, buckets: set[tuple[bytes, int]], added: tuple[IndexManifestEntry, ...]
-) -> Callable[[Snapshot | None], str | None]:
-    """The new index manifest of a deletion-vector table's compaction: the compacted buckets' vectors are
-    replaced by the ones the compaction wrote (``added``: the vectors of the files it kept, plus the positions
-    its lookups found; none after a full compaction, which rewrote every file that had one). If a compacted
-    bucket's vector files changed since the plan (another writer wrote new vectors for its files meanwhile),
-    the commit is a conflict: the outputs were merged without them, and the kept vectors lack them."""
+) -> Callable[[Snapshot | None], IndexChange]:
+    """The index change of a deletion-vector table's compaction: the compacted buckets' vectors are replaced by
+    the ones the compaction wrote (``added``: the vectors of the files it kept, plus the positions its lookups
+    found; none after a full compaction, which rewrote every file that had one). If a compacted bucket's vector
+    files changed since the plan (another writer wrote new vectors for its files meanwhile), the commit is a
+    conflict: the outputs were merged without them, and the kept vectors lack them."""
     store = plan.store
     planned = plan.vector_files or {}
-    codec = avro_codec(plan.context.read.schema.core_options.get(MANIFEST_COMPRESSION))
+    dropped = frozenset((partition, bucket, DELETION_VECTORS_INDEX) for partition, bucket in buckets)
 
-    def update(latest: Snapshot | None) -> str | None:
+    def update(latest: Snapshot | None) -> IndexChange:
         current = latest.index_manifest if latest else None
         now = bucket_vector_files(read_index_manifest(store.fileio, store.manifests.path(current))) if current else {}
         for b in buckets:
@@ -904,9 +901,7 @@ def _index_update(
                     f"The deletion vectors of bucket {b[1]} changed while it was compacted (a concurrent Paimon "
                     "compaction wrote new ones). Nothing was committed; re-run the compaction."
                 )
-        if not added and (current is None or not any(now.get(b) for b in buckets)):
-            return current
-        return write_index_manifest(store.fileio, store.manifests.manifest_dir, current, buckets, added, codec)
+        return IndexChange(dropped, added)
 
     return update
 

@@ -18,19 +18,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from pyspark_paimon.errors import ConflictingKeysError
-from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.manifests.deletion_vectors import IndexManifestEntry, read_index_manifest
-from pyspark_paimon.metadata.manifests.hash_index import (
-    HASH_INDEX,
-    hash_index_files,
-    read_hash_file,
-    write_hash_file,
-    write_index_manifest_replacing,
-)
+from pyspark_paimon.metadata.manifests.hash_index import HASH_INDEX, hash_index_files, read_hash_file, write_hash_file
+from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import partition_path
-from pyspark_paimon.metadata.schema.options import MANIFEST_COMPRESSION
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -46,7 +38,7 @@ def is_dynamic_bucket(schema: TableSchema) -> bool:
 
 def hash_index_update(
     store: FileStore, schema: TableSchema, messages: Sequence[CommitMessage], overwrite: OverwriteSpec | None
-) -> Callable[[Snapshot | None], str | None]:
+) -> Callable[[Snapshot | None], IndexChange]:
     """The ``index_update`` of a dynamic-bucket write's commit (see the module docstring). Raises
     :class:`ConflictingKeysError` at once when the tasks of this write put one key hash in two buckets."""
     new: dict[bytes, dict[int, np.ndarray]] = defaultdict(dict)
@@ -61,34 +53,33 @@ def hash_index_update(
         _check_one_bucket_per_hash(buckets, {}, where(partition))
     fileio = store.fileio
     index_dir = FileIO.join(store.table_path, "index")
-    codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
-    attempt_files: list[str] = []
 
-    def update(latest: Snapshot | None) -> str | None:
-        for path in attempt_files:  # an earlier attempt's files: that attempt did not land
-            fileio.delete(path)
-        attempt_files.clear()
+    def update(latest: Snapshot | None) -> IndexChange:
         current = latest.index_manifest if latest else None
         entries = read_index_manifest(fileio, store.manifests.path(current)) if current else []
         replaced = _replaced_partitions(entries, new, overwrite, schema)
         existing = hash_index_files(entries, index_dir)
-        dropped = [(e.partition, e.bucket, HASH_INDEX) for e in entries if _in(e.partition, replaced)]
+        dropped = frozenset(e.slot for e in entries if e.index_type == HASH_INDEX and _in(e.partition, replaced))
         added: list[IndexManifestEntry] = []
-        for partition, buckets in new.items():
-            old_files = {} if _in(partition, replaced) else existing.get(partition, {})
-            old = {b: read_hash_file(fileio, p) for b, p in old_files.items()}
-            _check_one_bucket_per_hash(buckets, old, where(partition))
-            for bucket, hashes in buckets.items():
-                before = old.get(bucket)
-                merged = hashes if before is None else np.union1d(before, hashes)
-                if before is not None and len(merged) == len(before):
-                    continue  # every key was already indexed there: the file stays (Java writes none either)
-                name, size = write_hash_file(fileio, index_dir, merged)
-                attempt_files.append(FileIO.join(index_dir, name))
-                added.append(IndexManifestEntry(0, partition, bucket, HASH_INDEX, name, size, len(merged)))
-        if not added and not dropped:
-            return current
-        return write_index_manifest_replacing(fileio, store.manifests.manifest_dir, current, added, dropped, codec)
+        written: list[str] = []
+        try:
+            for partition, buckets in new.items():
+                old_files = {} if _in(partition, replaced) else existing.get(partition, {})
+                old = {b: read_hash_file(fileio, p) for b, p in old_files.items()}
+                _check_one_bucket_per_hash(buckets, old, where(partition))
+                for bucket, hashes in buckets.items():
+                    before = old.get(bucket)
+                    merged = hashes if before is None else np.union1d(before, hashes)
+                    if before is not None and len(merged) == len(before):
+                        continue  # every key was already indexed there: the file stays (Java writes none either)
+                    name, size = write_hash_file(fileio, index_dir, merged)
+                    written.append(FileIO.join(index_dir, name))
+                    added.append(IndexManifestEntry(0, partition, bucket, HASH_INDEX, name, size, len(merged)))
+        except BaseException:
+            for path in written:  # the commit cannot see them yet: delete them here
+                fileio.delete(path)
+            raise
+        return IndexChange(dropped, tuple(added), tuple(written))
 
     return update
 

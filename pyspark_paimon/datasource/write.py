@@ -48,8 +48,8 @@ from pyspark_paimon.datasource.stats import (
 from pyspark_paimon.datasource.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.manifests.deletion_vectors import read_index_manifest
 from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, hash_index_files
+from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
 from pyspark_paimon.metadata.manifests.manifest import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,

@@ -16,12 +16,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.manifests.deletion_vectors import (
-    DeletionFile,
-    IndexManifestEntry,
-    deletion_files,
-    merge_on_read,
-)
+from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile, deletion_files, merge_on_read
+from pyspark_paimon.metadata.manifests.index_manifest import IndexManifestEntry
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta, ManifestEntry, ManifestFileMeta, SkippedFiles
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.bucket import bucket_ids

@@ -18,6 +18,8 @@ from pyspark_paimon.datasource import compact as compact_mod
 from pyspark_paimon.datasource.write import TableWriter
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files
+from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.table import Table
 
@@ -130,13 +132,28 @@ def test_deletes_are_vectors_not_rows(tmp_path: Path) -> None:
     assert sorted(vectors(t).values()) == [2]
 
 
-def test_overwrite_drops_the_overwritten_vectors(tmp_path: Path) -> None:
+def index_slots(t: Table) -> dict[tuple[str, str], int]:
+    """(index type, partition value) -> rows of its index files, in the latest snapshot's index manifest."""
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.index_manifest
+    out: dict[tuple[str, str], int] = {}
+    types = [f.type for f in t.schema.partition_fields]
+    for e in read_index_manifest(t.store.fileio, t.store.manifests.path(snap.index_manifest)):
+        key = (e.index_type, deserialize_row(e.partition, types)[0])
+        out[key] = out.get(key, 0) + e.row_count
+    return out
+
+
+@pytest.mark.parametrize("bucket", ["1", "-1"])
+def test_overwrite_drops_the_overwritten_vectors(tmp_path: Path, bucket: str) -> None:
+    """Also with dynamic buckets, where the same commit replaces the partition's HASH index: both indexes change
+    in one new index manifest."""
     t = Catalog(str(tmp_path)).create_table(
         "db.p",
         "p string not null, k int not null, v string",
         primary_keys=["p", "k"],
         partition_keys=["p"],
-        options={"bucket": "1", "deletion-vectors.enabled": "true"},
+        options={"bucket": bucket, "deletion-vectors.enabled": "true"},
     )
 
     def rows(p: str, keys: list[int], v: str) -> pa.Table:
@@ -151,6 +168,8 @@ def test_overwrite_drops_the_overwritten_vectors(tmp_path: Path) -> None:
     assert len([k for k in got if k[0] == "b"]) == BASE and got[("b", 1)] == "b1"
     assert len(vectors(t)) == 1  # partition a's vector left with its files
     check_layout(t)
+    if bucket == "-1":
+        assert index_slots(t) == {("HASH", "a"): 2, ("HASH", "b"): BASE, ("DELETION_VECTORS", "b"): 1}
     t.write_arrow(rows("c", [1], "c"), mode="overwrite")
     assert t.scan().to_arrow().to_pylist() == [{"p": "c", "k": 1, "v": "c"}]
     assert vectors(t) == {}

@@ -17,8 +17,8 @@ from pyspark_paimon.datasource.dynamic_bucket import hash_index_update
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.manifests.deletion_vectors import read_index_manifest
 from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, read_hash_file
+from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.bucket import hash_rows
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage

@@ -30,6 +30,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import (
     read_deletion_vector,
     refuse_deletion_vector_writes,
 )
+from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, rewrite_index_manifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "roaring"
 
@@ -345,16 +346,17 @@ def test_written_index_file_and_manifest_read_back(tmp_path: Path) -> None:
     )
     other = dv.write_deletion_vector_file(fileio, str(tmp_path), part, 1, {"data-c": np.array([0])})
     assert first.row_count == 2 and first.file_size == (tmp_path / first.file_name).stat().st_size
-    name = dv.write_index_manifest(fileio, str(tmp_path), None, [], [first, other], "zstandard")
+    name = rewrite_index_manifest(fileio, str(tmp_path), None, IndexChange(added=(first, other)), "zstandard")
     assert name is not None
     got = deletion_files(fileio, str(tmp_path / name), lambda e: str(tmp_path / e.file_name))
     assert read_deletion_vector(fileio, got[(part, 0)]["data-a"], "data-a").tolist() == [1, 3]
     assert read_deletion_vector(fileio, got[(part, 0)]["data-b"], "data-b").tolist() == list(range(5000))
     assert got[(part, 0)]["data-b"].cardinality == 5000
     second = dv.write_deletion_vector_file(fileio, str(tmp_path), part, 0, {"data-a": np.array([1, 2, 3])})
-    again = dv.write_index_manifest(fileio, str(tmp_path), name, [(part, 0)], [second], "zstandard")
+    again = rewrite_index_manifest(fileio, str(tmp_path), name, IndexChange(added=(second,)), "zstandard")
     assert again is not None
     got = deletion_files(fileio, str(tmp_path / again), lambda e: str(tmp_path / e.file_name))
     assert set(got[(part, 0)]) == {"data-a"} and set(got[(part, 1)]) == {"data-c"}
     assert read_deletion_vector(fileio, got[(part, 0)]["data-a"], "data-a").tolist() == [1, 2, 3]
-    assert dv.write_index_manifest(fileio, str(tmp_path), again, [(part, 0), (part, 1)], [], "zstandard") is None
+    both = IndexChange(frozenset({(part, 0, dv.DELETION_VECTORS_INDEX), (part, 1, dv.DELETION_VECTORS_INDEX)}))
+    assert rewrite_index_manifest(fileio, str(tmp_path), again, both, "zstandard") is None

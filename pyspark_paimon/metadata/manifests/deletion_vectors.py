@@ -23,19 +23,17 @@ bitmap containers 8 KiB bit sets, run containers (start, length - 1) pairs.
 
 from __future__ import annotations
 
-import io
 import struct
 import uuid
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Collection, Mapping
+from typing import Callable, Mapping
 
-import fastavro
 import numpy as np
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
-from pyspark_paimon.metadata.io.avro import read_avro, write_avro
 from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.index_manifest import KIND_ADD, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.schema.options import DELETION_VECTORS_MERGE_ON_READ, CoreOptions
 
 __all__ = [
@@ -43,8 +41,6 @@ __all__ = [
     "MAGIC_32",
     "MAGIC_64",
     "DeletionFile",
-    "IndexManifestEntry",
-    "read_index_manifest",
     "deletion_files",
     "read_deletion_vector",
     "decode_deletion_vector",
@@ -53,18 +49,15 @@ __all__ = [
     "merge_on_read",
     "refuse_deletion_vector_writes",
     "bucket_vector_files",
-    "write_index_manifest_without",
     "encode_roaring32",
     "encode_deletion_vector",
     "write_deletion_vector_file",
-    "write_index_manifest",
 ]
 
 DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 INDEX_VERSION = 1
 MAGIC_32 = 1581511376
 MAGIC_64 = 1681511377
-_KIND_ADD = 0
 
 _SERIAL_COOKIE_NO_RUN = 12346
 _SERIAL_COOKIE = 12347
@@ -82,64 +75,6 @@ class DeletionFile:
     offset: int
     length: int
     cardinality: int | None = None
-
-
-@dataclass(frozen=True)
-class IndexManifestEntry:
-    """One record of an index manifest (java ``IndexManifestEntry`` + ``IndexFileMeta``)."""
-
-    kind: int
-    partition: bytes
-    bucket: int
-    index_type: str
-    file_name: str
-    file_size: int
-    row_count: int
-    # (data file name, offset, length, cardinality) per data file, for DELETION_VECTORS files.
-    dv_ranges: tuple[tuple[str, int, int, int | None], ...] | None = None
-    external_path: str | None = None
-
-
-def read_index_manifest(fileio: FileIO, path: str) -> list[IndexManifestEntry]:
-    """The entries of the index manifest at ``path``, folded: the snapshot's index manifest is the complete
-    set, but a DELETE entry still cancels the ADD of the same file should a writer leave both."""
-    try:
-        data = fileio.read_bytes(path)
-    except FileNotFoundError:
-        raise CorruptMetadataError(
-            f"Index manifest {path} is missing, but the snapshot being read names it. Restore it, or roll the "
-            "table back to a snapshot that does not reference it."
-        ) from None
-    live: dict[tuple[bytes, int, str, str], IndexManifestEntry] = {}
-    for r in read_avro(data, path):
-        ranges = r.get("_DELETIONS_VECTORS_RANGES")
-        entry = IndexManifestEntry(
-            kind=int(r.get("_KIND", _KIND_ADD)),
-            partition=bytes(r["_PARTITION"]),
-            bucket=int(r["_BUCKET"]),
-            index_type=str(r["_INDEX_TYPE"]),
-            file_name=str(r["_FILE_NAME"]),
-            file_size=int(r["_FILE_SIZE"]),
-            row_count=int(r["_ROW_COUNT"]),
-            dv_ranges=None
-            if ranges is None
-            else tuple(
-                (
-                    str(x["f0"]),
-                    int(x["f1"]),
-                    int(x["f2"]),
-                    None if x.get("_CARDINALITY") is None else int(x["_CARDINALITY"]),
-                )
-                for x in ranges
-            ),
-            external_path=r.get("_EXTERNAL_PATH"),
-        )
-        key = (entry.partition, entry.bucket, entry.index_type, entry.file_name)
-        if entry.kind == _KIND_ADD:
-            live[key] = entry
-        else:
-            live.pop(key, None)
-    return list(live.values())
 
 
 def deletion_files(
@@ -167,159 +102,6 @@ def bucket_vector_files(entries: list[IndexManifestEntry]) -> dict[tuple[bytes, 
         if e.index_type == DELETION_VECTORS_INDEX:
             out.setdefault((e.partition, e.bucket), set()).add(e.file_name)
     return {k: frozenset(v) for k, v in out.items()}
-
-
-#: Java's index manifest record (``IndexManifestEntry`` through its Avro converter), for a table that has no
-#: index manifest yet. ``_GLOBAL_INDEX`` (newer Java) is left out: readers take a missing field as NULL.
-_INDEX_MANIFEST_SCHEMA: dict = {
-    "type": "record",
-    "name": "record",
-    "namespace": "org.apache.paimon.avro.generated",
-    "fields": [
-        {"name": "_VERSION", "type": "int"},
-        {"name": "_KIND", "type": "int"},
-        {"name": "_PARTITION", "type": "bytes"},
-        {"name": "_BUCKET", "type": "int"},
-        {"name": "_INDEX_TYPE", "type": "string"},
-        {"name": "_FILE_NAME", "type": "string"},
-        {"name": "_FILE_SIZE", "type": "long"},
-        {"name": "_ROW_COUNT", "type": "long"},
-        {
-            "name": "_DELETIONS_VECTORS_RANGES",
-            "type": [
-                "null",
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "record",
-                        "name": "record__DELETIONS_VECTORS_RANGES",
-                        "fields": [
-                            {"name": "f0", "type": "string"},
-                            {"name": "f1", "type": "int"},
-                            {"name": "f2", "type": "int"},
-                            {"name": "_CARDINALITY", "type": ["null", "long"], "default": None},
-                        ],
-                    },
-                },
-            ],
-            "default": None,
-        },
-        {"name": "_EXTERNAL_PATH", "type": ["null", "string"], "default": None},
-    ],
-}
-
-
-def write_index_manifest_without(
-    fileio: FileIO, manifest_dir: str, index_manifest: str, buckets: Collection[tuple[bytes, int]], codec: str
-) -> str | None:
-    """A new index manifest holding the live entries of ``index_manifest`` except the ``DELETION_VECTORS``
-    entries of ``buckets`` (a compaction rewrote every data file that had a vector there); returns its name,
-    or None when no entry is left (the snapshot then names no index manifest).
-
-    The records are copied as they were read and written with the old file's own Avro schema, so the fields
-    and record names of whichever writer made it (Java, pypaimon, a later Paimon with more fields) are kept."""
-    path = f"{manifest_dir}/{index_manifest}"
-    try:
-        data = fileio.read_bytes(path)
-    except FileNotFoundError:
-        raise CorruptMetadataError(
-            f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the table "
-            "back to a snapshot that does not reference it."
-        ) from None
-    records = list(read_avro(data, path))  # a damaged file raises CorruptMetadataError here
-    schema = fastavro.reader(io.BytesIO(data)).writer_schema
-    if not isinstance(schema, dict):
-        raise CorruptMetadataError(f"Index manifest {path} has no record schema; it is not an index manifest.")
-    drop = set(buckets)
-    live: dict[tuple[bytes, int, str, str], dict] = {}
-    for r in records:
-        key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
-        if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
-            live[key] = r
-        else:
-            live.pop(key, None)
-    kept = [
-        r
-        for (part, bucket, kind, _), r in live.items()
-        if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)
-    ]
-    if not kept:
-        return None
-    name = f"index-manifest-{uuid.uuid4()}-0"
-    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
-    return name
-
-
-def _entry_record(e: IndexManifestEntry) -> dict:
-    return {
-        "_VERSION": 1,
-        "_KIND": _KIND_ADD,
-        "_PARTITION": e.partition,
-        "_BUCKET": e.bucket,
-        "_INDEX_TYPE": e.index_type,
-        "_FILE_NAME": e.file_name,
-        "_FILE_SIZE": e.file_size,
-        "_ROW_COUNT": e.row_count,
-        "_DELETIONS_VECTORS_RANGES": None
-        if e.dv_ranges is None
-        else [{"f0": n, "f1": o, "f2": ln, "_CARDINALITY": c} for n, o, ln, c in e.dv_ranges],
-        "_EXTERNAL_PATH": e.external_path,
-        "_GLOBAL_INDEX": None,
-    }
-
-
-def write_index_manifest(
-    fileio: FileIO,
-    manifest_dir: str,
-    index_manifest: str | None,
-    buckets: Collection[tuple[bytes, int]],
-    added: Collection[IndexManifestEntry],
-    codec: str,
-) -> str | None:
-    """A new index manifest: the live entries of ``index_manifest`` (None: there is none yet) without the
-    ``DELETION_VECTORS`` entries of ``buckets``, plus ``added`` (the buckets' new vector files, Java's
-    ``BucketedDvMaintainer`` result: one file per bucket holding every vector of the bucket). Returns its name,
-    or None when no entry is left. Old records keep the old file's Avro schema when it has every field the new
-    ones need (so fields of whichever writer made it survive); otherwise Java's schema is used."""
-    if not added:
-        if index_manifest is None:
-            return None
-        return write_index_manifest_without(fileio, manifest_dir, index_manifest, buckets, codec)
-    schema: dict = _INDEX_MANIFEST_SCHEMA
-    kept: list[dict] = []
-    if index_manifest is not None:
-        path = f"{manifest_dir}/{index_manifest}"
-        try:
-            data = fileio.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(
-                f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the "
-                "table back to a snapshot that does not reference it."
-            ) from None
-        records = list(read_avro(data, path))
-        old = fastavro.reader(io.BytesIO(data)).writer_schema
-        needed = {f["name"] for f in _INDEX_MANIFEST_SCHEMA["fields"]}
-        if isinstance(old, dict) and needed <= {f["name"] for f in old.get("fields", [])}:
-            schema = old
-        drop = set(buckets)
-        live: dict[tuple[bytes, int, str, str], dict] = {}
-        for r in records:
-            key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
-            if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
-                live[key] = r
-            else:
-                live.pop(key, None)
-        kept = [
-            r
-            for (part, bucket, kind, _), r in live.items()
-            if not (kind == DELETION_VECTORS_INDEX and (part, bucket) in drop)
-        ]
-        names = {f["name"] for f in schema["fields"]}
-        kept = [{**{n: None for n in names}, **r} for r in kept]
-    kept.extend(_entry_record(e) for e in added)
-    name = f"index-manifest-{uuid.uuid4()}-0"
-    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
-    return name
 
 
 def encode_deletion_vector(positions: np.ndarray) -> tuple[bytes, int]:
@@ -351,7 +133,7 @@ def write_deletion_vector_file(
     file_name = f"index-{uuid.uuid4()}-0"
     fileio.write_bytes(f"{index_dir}/{file_name}", bytes(out))
     return IndexManifestEntry(
-        _KIND_ADD, partition, bucket, DELETION_VECTORS_INDEX, file_name, len(out), len(ranges), tuple(ranges)
+        KIND_ADD, partition, bucket, DELETION_VECTORS_INDEX, file_name, len(out), len(ranges), tuple(ranges)
     )
 
 

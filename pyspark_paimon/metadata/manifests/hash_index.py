@@ -17,72 +17,28 @@ old file stays for older snapshots (expiration removes it).
 
 from __future__ import annotations
 
-import io
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping
+from typing import Collection, Mapping
 
-import fastavro
 import numpy as np
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
-from pyspark_paimon.metadata.io.avro import read_avro, write_avro
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.manifests.deletion_vectors import IndexManifestEntry
+from pyspark_paimon.metadata.manifests.index_manifest import IndexManifestEntry
 
 __all__ = [
     "HASH_INDEX",
     "MAX_DYNAMIC_BUCKETS",
-    "INDEX_MANIFEST_SCHEMA",
     "PartitionIndex",
     "hash_index_files",
     "read_hash_file",
     "write_hash_file",
-    "write_index_manifest_replacing",
 ]
 
 HASH_INDEX = "HASH"
 #: Java stores bucket ids of dynamic buckets as ``short``: at most this many buckets per partition.
 MAX_DYNAMIC_BUCKETS = 32767
-_KIND_ADD = 0
-_NS = "org.apache.paimon.avro.generated"
-
-#: The index manifest record as Java writes it (``IndexManifestEntry``); used when a table has none yet.
-INDEX_MANIFEST_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "record",
-    "namespace": _NS,
-    "fields": [
-        {"name": "_VERSION", "type": "int"},
-        {"name": "_KIND", "type": "int"},
-        {"name": "_PARTITION", "type": "bytes"},
-        {"name": "_BUCKET", "type": "int"},
-        {"name": "_INDEX_TYPE", "type": "string"},
-        {"name": "_FILE_NAME", "type": "string"},
-        {"name": "_FILE_SIZE", "type": "long"},
-        {"name": "_ROW_COUNT", "type": "long"},
-        {
-            "name": "_DELETIONS_VECTORS_RANGES",
-            "type": [
-                "null",
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "record",
-                        "name": "record__DELETIONS_VECTORS_RANGES",
-                        "fields": [
-                            {"name": "f0", "type": "string"},
-                            {"name": "f1", "type": "int"},
-                            {"name": "f2", "type": "int"},
-                            {"name": "_CARDINALITY", "type": ["null", "long"], "default": None},
-                        ],
-                    },
-                },
-            ],
-            "default": None,
-        },
-    ],
-}
 
 
 def read_hash_file(fileio: FileIO, path: str) -> np.ndarray:
@@ -231,64 +187,3 @@ class PartitionIndex:
             for bucket, n in zip(*np.unique(out[done:], return_counts=True)):
                 self.counts[int(bucket)] += int(n)
         return out
-
-
-def write_index_manifest_replacing(
-    fileio: FileIO,
-    manifest_dir: str,
-    current: str | None,
-    added: list[IndexManifestEntry],
-    dropped: Collection[tuple[bytes, int, str]],
-    codec: str,
-) -> str | None:
-    """A new index manifest: the live entries of ``current`` minus those whose (partition, bucket, index
-    type) is in ``dropped`` or is replaced by one of ``added`` (Java's ``BucketedCombiner``), plus ``added``.
-    Returns its name, or None when no entry is left.
-
-    Records of ``current`` are copied as read, with that file's own Avro schema (so the fields of whichever
-    writer made it are kept); a table without one gets Java's schema."""
-    records: list[dict] = []
-    schema: Any = INDEX_MANIFEST_SCHEMA
-    if current is not None:
-        path = f"{manifest_dir}/{current}"
-        try:
-            data = fileio.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(
-                f"Index manifest {path} is missing, but the latest snapshot names it. Restore it, or roll the "
-                "table back to a snapshot that does not reference it."
-            ) from None
-        records = list(read_avro(data, path))
-        schema = fastavro.reader(io.BytesIO(data)).writer_schema
-        if not isinstance(schema, dict):
-            raise CorruptMetadataError(f"Index manifest {path} has no record schema; it is not an index manifest.")
-    replaced = set(dropped) | {(e.partition, e.bucket, e.index_type) for e in added}
-    live: dict[tuple[bytes, int, str, str], dict] = {}
-    for r in records:
-        key = (bytes(r["_PARTITION"]), int(r["_BUCKET"]), str(r["_INDEX_TYPE"]), str(r["_FILE_NAME"]))
-        if int(r.get("_KIND", _KIND_ADD)) == _KIND_ADD:
-            live[key] = r
-        else:
-            live.pop(key, None)
-    kept = [r for (part, bucket, kind, _), r in live.items() if (part, bucket, kind) not in replaced]
-    for e in added:
-        kept.append(
-            {
-                "_VERSION": 1,
-                "_KIND": _KIND_ADD,
-                "_PARTITION": e.partition,
-                "_BUCKET": e.bucket,
-                "_INDEX_TYPE": e.index_type,
-                "_FILE_NAME": e.file_name,
-                "_FILE_SIZE": e.file_size,
-                "_ROW_COUNT": e.row_count,
-                "_DELETIONS_VECTORS_RANGES": None,
-                "_EXTERNAL_PATH": None,
-                "_GLOBAL_INDEX": None,
-            }
-        )
-    if not kept:
-        return None
-    name = f"index-manifest-{uuid.uuid4()}-0"
-    fileio.write_bytes(f"{manifest_dir}/{name}", write_avro(schema, kept, codec=codec))
-    return name

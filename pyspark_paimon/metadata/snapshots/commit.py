@@ -29,11 +29,12 @@ from pyspark_paimon.errors import (
 )
 from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.maintenance import post_commit
-from pyspark_paimon.metadata.manifests.deletion_vectors import (
+from pyspark_paimon.metadata.manifests.deletion_vectors import DELETION_VECTORS_INDEX
+from pyspark_paimon.metadata.manifests.index_manifest import (
+    IndexChange,
     IndexManifestEntry,
-    bucket_vector_files,
     read_index_manifest,
-    write_index_manifest_without,
+    rewrite_index_manifest,
 )
 from pyspark_paimon.metadata.manifests.manifest import (
     KIND_ADD,
@@ -236,14 +237,15 @@ class FileStoreCommit:
         properties: dict[str, str] | None = None,
         watermark: int | None = None,
         allow_empty: bool = False,
-        index_update: Callable[[Snapshot | None], str | None] | None = None,
+        index_update: Callable[[Snapshot | None], IndexChange] | None = None,
     ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit).
 
-        ``index_update(latest)`` (compaction of deletion-vector tables) names the index manifest of the new
-        snapshot, computed anew on each attempt against the snapshot it builds on (it may raise
-        :class:`CommitConflictError`); a file it wrote is deleted when the attempt does not land. Without it
-        the latest snapshot's index manifest is carried forward."""
+        ``index_update(latest)`` (a dynamic-bucket write's hash index, a deletion-vector compaction's vectors, or
+        both combined) says how the new snapshot's index manifest differs from ``latest``'s; it is computed anew
+        on each attempt against the snapshot it builds on (it may raise :class:`CommitConflictError`), and the
+        files it wrote are deleted when the attempt does not land. An overwrite also drops the deletion vectors
+        of the buckets it empties. Otherwise the latest snapshot's index manifest is carried forward."""
         new_entries = entries_of(messages)
         # Java commits no changelog with an overwrite (FileStoreCommitImpl logs and ignores it); callers that
         # write changelog files delete them for an overwrite (WriteJob.commit).
@@ -380,7 +382,7 @@ class FileStoreCommit:
         watermark: int | None,
         written: list[str],
         allow_empty: bool = False,
-        index_update: Callable[[Snapshot | None], str | None] | None = None,
+        index_update: Callable[[Snapshot | None], IndexChange] | None = None,
         changelog: Sequence[ManifestEntry] = (),
     ) -> Snapshot | None:
         schema = self.schemas.latest()
@@ -413,13 +415,7 @@ class FileStoreCommit:
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
-        index_manifest = latest.index_manifest if latest else None
-        if index_update is not None:
-            index_manifest = index_update(latest)
-            if index_manifest is not None and index_manifest != (latest.index_manifest if latest else None):
-                written.append(self.manifests.path(index_manifest))
-        elif overwritten and index_manifest is not None:
-            index_manifest = self._index_without(index_manifest, overwritten, schema, written)
+        index_manifest = self._index_manifest(latest, index_update, overwritten, schema, written)
         delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
         base = self._maybe_compact_manifests(base, schema, written)
         codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
@@ -463,17 +459,30 @@ class FileStoreCommit:
             writer_version=WRITER_VERSION,
         )
 
-    def _index_without(
-        self, index_manifest: str, buckets: set[tuple[bytes, int]], schema: TableSchema, written: list[str]
+    def _index_manifest(
+        self,
+        latest: Snapshot | None,
+        index_update: Callable[[Snapshot | None], IndexChange] | None,
+        overwritten: set[tuple[bytes, int]],
+        schema: TableSchema,
+        written: list[str],
     ) -> str | None:
-        """The index manifest after an overwrite removed every file of ``buckets``: their deletion vectors go
-        with them (Java's overwrite drops the overwritten partitions' index entries), the rest is carried."""
-        path = self.manifests.path(index_manifest)
-        if not buckets & set(bucket_vector_files(read_index_manifest(self.fileio, path))):
-            return index_manifest
+        """The new snapshot's index manifest: ``latest``'s, changed by ``index_update`` and, for an overwrite,
+        without the deletion vectors of the emptied buckets (Java's overwrite drops the overwritten partitions'
+        index entries; the hash index of an overwrite is ``index_update``'s, which knows the replaced partitions).
+        One new file at most, whatever combination of indexes changes."""
+        current = latest.index_manifest if latest else None
+        change = index_update(latest) if index_update is not None else IndexChange()
+        written.extend(change.written)
+        if overwritten and current is not None:
+            entries = read_index_manifest(self.fileio, self.manifests.path(current))
+            stale = {e.slot for e in entries if e.index_type == DELETION_VECTORS_INDEX}
+            change = change | IndexChange(frozenset(s for s in stale if (s[0], s[1]) in overwritten))
+        if not change:
+            return current
         codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
-        name = write_index_manifest_without(self.fileio, self.manifests.manifest_dir, index_manifest, buckets, codec)
-        if name is not None:
+        name = rewrite_index_manifest(self.fileio, self.manifests.manifest_dir, current, change, codec)
+        if name is not None and name != current:
             written.append(self.manifests.path(name))
         return name
 
