@@ -17,6 +17,7 @@ from maint_helpers import FakeTable
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance import post_commit
+from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 
 
@@ -127,3 +128,47 @@ def test_a_failing_maintenance_never_undoes_the_commit(
         snap, _ = table.append()
     assert snap.id == 2 and table.snapshots().list_ids() == [1, 2]
     assert "Snapshot 2" in caplog.text and "tag-x" in caplog.text and "The commit stands" in caplog.text
+
+
+def test_tags_past_their_retention_expire_after_a_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's ``TagTimeExpire`` after a commit: a tag whose retention has passed goes with the files only it kept;
+    a tag without retention stays. The look at the tags happens at most once a minute per process and branch."""
+    table = FakeTable(tmp_path / "t", options={"snapshot.num-retained.max": "1", "snapshot.num-retained.min": "1"})
+    first, files = table.append()
+    tags = TagManager(table.store)
+    tags.create("short", first, time_retained_ms=60 * 60 * 1000)
+    tags.create("forever", first)
+    second, _ = table.append()
+    assert table.snapshots().list_ids() == [2]  # snapshot 1 expired; the tags keep its files
+    schema = table.store.schemas.latest()
+    assert schema is not None
+    hour = 3600 * 1000
+    assert post_commit.maintain(table.store, second, schema, now=second.time_millis + 30 * 60 * 1000).expired_tags == []
+    counting = _Counting(monkeypatch)
+    later = second.time_millis + 2 * hour
+    soon = post_commit.maintain(table.store, second, schema, now=second.time_millis + 30 * 60 * 1000 + 1000)
+    assert soon.expired_tags == [] and "list_status" not in counting.calls  # checked a second ago: no look
+    assert post_commit.maintain(table.store, second, schema, now=later).expired_tags == ["short"]
+    assert tags.list_names() == ["forever"]
+    assert all(os.path.exists(table.file_path(name)) for name in files)  # "forever" still reaches them
+
+
+def test_tag_expiration_can_be_turned_off(tmp_path: Path) -> None:
+    table = FakeTable(tmp_path / "t", options={"tag.time-expire-enabled": "false"})
+    first, _ = table.append()
+    TagManager(table.store).create("short", first, time_retained_ms=1)
+    schema = table.store.schemas.latest()
+    assert schema is not None
+    assert post_commit.maintain(table.store, first, schema, now=first.time_millis + 10**9).expired_tags == []
+    assert TagManager(table.store).list_names() == ["short"]
+
+
+def test_write_only_creates_no_automatic_tags(tmp_path: Path) -> None:
+    """Java gives a ``write-only`` commit no tag manager: neither automatic tags nor tag expiration."""
+    auto = {"tag.automatic-creation": "batch"}
+    table = FakeTable(tmp_path / "t", options={**auto, "write-only": "true"})
+    table.append()
+    assert TagManager(table.store).list_names() == []
+    other = FakeTable(tmp_path / "u", options=auto)
+    other.append()
+    assert len(TagManager(other.store).list_names()) == 1

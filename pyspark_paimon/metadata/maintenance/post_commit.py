@@ -1,19 +1,23 @@
 """Maintenance after every commit, as Java's writers run it (``TableCommitImpl.maintain``).
 
-After each commit that created a snapshot, unless the table is ``write-only``:
+After each commit that created a snapshot, unless the table is ``write-only`` (which also turns automatic tag
+creation off, as in Java):
 
-0. ``partition.expiration-time`` (no default): expired partitions are dropped with OVERWRITE commits
+0. ``tag.time-expire-enabled`` (default true): tags past their retention (``tagCreateTime + tagTimeRetained``)
+   are deleted with the files only they kept (Java's ``TagTimeExpire``), checked at most once a minute per
+   process and branch (Java lists the tags after every commit; a streaming sink would pay that listing per
+   micro-batch, and retentions are hours or days);
+1. ``partition.expiration-time`` (no default): expired partitions are dropped with OVERWRITE commits
    (:mod:`.partition_expire`, Java's ``NormalPartitionExpire``), when a check is due;
-1. ``consumer.expiration-time`` (no default): consumers whose file was last written longer ago than that are
+2. ``consumer.expiration-time`` (no default): consumers whose file was last written longer ago than that are
    deleted (Java's ``ConsumerManager.expire``), *before* snapshot expiration, so an abandoned stream stops
    pinning its ``nextSnapshot``;
-2. snapshot expiration (:func:`.expire.expire_snapshots`) with the table's ``snapshot.num-retained.min`` /
+3. snapshot expiration (:func:`.expire.expire_snapshots`) with the table's ``snapshot.num-retained.min`` /
    ``.max``, ``snapshot.time-retained`` and ``snapshot.expire.limit``, deleting only files that no snapshot,
    tag, changelog or consumer of any branch can still reach.
 
 Java skips snapshot expiration for postpone-bucket primary-key tables (``bucket = -2``); so do we. Automatic tag
-creation runs before all of this (``auto_tag.on_commit``, called by the commit). Tag expiration by retention
-(``tag.time-expire-enabled``) is not run here: that option stays inert (``option_keys.py``).
+creation runs before all of this (``auto_tag.on_commit``, called by the commit).
 
 **Cost.** A streaming sink commits every micro-batch, so the usual outcome, "nothing to expire", must not
 cost a walk over the table. :func:`expiration_due` decides from cheap facts first: the committed snapshot's id
@@ -36,13 +40,19 @@ import logging
 from dataclasses import dataclass, field
 
 from pyspark_paimon.errors import PaimonError
-from pyspark_paimon.metadata.maintenance.expire import ExpireResult, decoupled_changelog_option, expire_snapshots
+from pyspark_paimon.metadata.maintenance.expire import (
+    ExpireResult,
+    decoupled_changelog_option,
+    expire_snapshots,
+    expire_tags,
+)
 from pyspark_paimon.metadata.maintenance.partition_expire import DropPartitions, expire_partitions
 from pyspark_paimon.metadata.schema.options import (
     CONSUMER_EXPIRATION_TIME,
     SNAPSHOT_NUM_RETAINED_MAX,
     SNAPSHOT_NUM_RETAINED_MIN,
     SNAPSHOT_TIME_RETAINED,
+    TAG_TIME_EXPIRE_ENABLED,
     CoreOptions,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -55,6 +65,9 @@ log = logging.getLogger(__name__)
 
 #: ``bucket`` of a postpone-bucket table (Java returns no expiration for primary-key tables with it).
 _POSTPONE_BUCKET = -2
+#: How often one process looks for tags past their retention on one branch (see the module docstring).
+TAG_EXPIRE_CHECK_MS = 60_000
+_last_tag_check: dict[tuple[str, str], int] = {}
 
 
 @dataclass
@@ -65,6 +78,7 @@ class MaintenanceResult:
     changelog)."""
 
     expired_partitions: list[dict[str, str]] | None = None
+    expired_tags: list[str] = field(default_factory=list)
     expired_consumers: list[str] = field(default_factory=list)
     expired: ExpireResult | None = None
     skipped: str | None = None
@@ -112,6 +126,7 @@ def maintain(
         result.skipped = "write-only"
         return result
     now_ms = now if now is not None else now_millis()
+    result.expired_tags = _expire_tags_if_due(store, opts, now_ms)
     if drop_partitions is not None:
         result.expired_partitions = expire_partitions(store, schema, drop_partitions, now_ms)
     consumer_ttl = opts.get(CONSUMER_EXPIRATION_TIME)
@@ -150,6 +165,28 @@ def maintain(
         return result
     result.expired = expire_snapshots(store, options=schema.options, now=now_ms)
     return result
+
+
+def _expire_tags_if_due(store: FileStore, opts: CoreOptions, now_ms: int) -> list[str]:
+    """Tags of the branch past their retention, deleted with the files only they kept; at most one look per
+    ``TAG_EXPIRE_CHECK_MS`` per process and branch."""
+    if not opts.get(TAG_TIME_EXPIRE_ENABLED):
+        return []
+    key = (store.table_path, store.branch)
+    last = _last_tag_check.get(key)
+    if last is not None and last <= now_ms < last + TAG_EXPIRE_CHECK_MS:
+        return []
+    _last_tag_check[key] = now_ms
+    expired = expire_tags(store, now=now_ms, clean_files=True).expired_tags
+    if expired:
+        log.info(
+            "expired tags %s of %s (branch '%s'): past their retention ('%s')",
+            expired,
+            store.table_path,
+            store.branch,
+            TAG_TIME_EXPIRE_ENABLED.key,
+        )
+    return expired
 
 
 def maintain_quietly(

@@ -399,10 +399,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     ),
     "snapshot.clean-empty-directories": _inert(_MAINTENANCE),
     "tag.create-success-file": _inert("a marker file for schedulers next to each new tag"),
-    "tag.time-expire-enabled": _inert(
-        "Java's commits expire tags by retention; ours expire only snapshots and consumers, and "
-        "expire_tags (like Java's procedure) always expires by retention"
-    ),
     "snapshot.watermark-idle-timeout": _inert(_FLINK),
     # -- deletion vectors, row tracking, data evolution, blobs, vectors
     "deletion-vectors.modifiable": _inert(_DV_WRITE),

@@ -348,6 +348,12 @@ CONSUMER_IGNORE_PROGRESS = _option(
     "false",
     "A new stream starts from 'scan.mode', not from its consumer's progress.",
 )
+TAG_TIME_EXPIRE_ENABLED = _option(
+    "tag.time-expire-enabled",
+    BOOLEAN,
+    "true",
+    "After commits, tags past their retention (tagCreateTime + tagTimeRetained) are deleted with their files.",
+)
 CONSUMER_EXPIRATION_TIME = _option(
     "consumer.expiration-time",
     DURATION,

@@ -312,13 +312,15 @@ class FileStoreCommit:
 
     def _after_commit(self, snapshot: Snapshot) -> None:
         """Post-commit work, in Java's order: automatic tag creation (``tag.automatic-creation``), then the
-        maintenance Java's writers run after every commit (:mod:`..maintenance.post_commit`: consumer and
-        snapshot expiration, unless ``write-only``). The commit has landed by now, so a failure here is logged,
+        maintenance Java's writers run after every commit (:mod:`..maintenance.post_commit`: tag, partition,
+        consumer and snapshot expiration). ``write-only`` skips all of it, as Java's commit then has no tag
+        manager and no expiration. The commit has landed by now, so a failure here is logged,
         never raised (raising would invite a retry that duplicates data)."""
         if not self.after_commit:
             return
         try:
-            auto_tag.on_commit(self.store, snapshot, self._schema.options)
+            if not self._schema.core_options.write_only:  # Java's write-only commit has no tag manager
+                auto_tag.on_commit(self.store, snapshot, self._schema.options)
         except Exception as e:  # noqa: BLE001 - see the docstring
             log.warning(
                 "Snapshot %d of %s (branch '%s') was committed, but creating its automatic tag failed: "
