@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
@@ -45,6 +45,7 @@ from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
+from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_COMPACT
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
@@ -66,7 +67,7 @@ from pyspark_paimon.planner.chain.plan import BranchPartitions, plan_chain, snap
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import PlannedRead
-from pyspark_paimon.planner.sections import sortable_key
+from pyspark_paimon.planner.sections import decoded_key_range, key_sections, sortable_key
 
 log = logging.getLogger(__name__)
 
@@ -316,6 +317,7 @@ def compact_chain(
     except BaseException:
         writer.abort()
         raise
+    messages = [_as_top_level(write_ctx.schema, m) for m in messages]
     if not messages and not replaced:
         result.skipped.extend({"partition": dict(zip(names, p)), "reason": "the merged view is empty"} for p in todo)
         return result
@@ -327,6 +329,29 @@ def compact_chain(
         raise
     result.compacted.extend(dict(zip(names, p)) for p in todo)
     return result
+
+
+def _as_top_level(schema: TableSchema, message: CommitMessage) -> CommitMessage:
+    """Place one bucket's chain-compacted files at the top level, as a full compaction's output.
+
+    The chain-merged view of a partition is one value per key, without retractions, written bucket by bucket in
+    key order, so its files form one sorted run: exactly what a full compaction leaves. At the top level the
+    bucket is merge-free for every reader (Java's, pypaimon's, ours: ``Scan.to_spark`` reads it with Spark's
+    own reader), where level-0 files would be merged on every read. Java's procedure writes level 0 through its
+    ordinary writer; a single top-level run holds the same rows, and later level-0 writes still merge over it by
+    sequence number. The bucket stays at level 0 when the files' key ranges overlap (several write buffers over
+    one bucket) or a file counts retractions. (Chain tables produce no changelog at compaction: only ``none``
+    and ``input`` are allowed, so no changelog is skipped.)"""
+    files = message.new_files
+    options = schema.core_options
+    if not schema.primary_keys or not files or any(f.delete_row_count != 0 for f in files):
+        return message
+    types = [schema.field(k).type for k in (list(schema.trimmed_primary_keys) or list(schema.primary_keys))]
+    if len(files) > 1 and len(key_sections(files, lambda f: decoded_key_range(f, types))) != len(files):
+        return message
+    top = options.num_levels - 1
+    placed = tuple(replace(f, level=top, file_source=FILE_SOURCE_COMPACT) for f in files)
+    return replace(message, new_files=placed)
 
 
 # ------------------------------------------------------------------------------------------------------

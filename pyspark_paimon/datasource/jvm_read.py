@@ -37,6 +37,8 @@ SNAPSHOT_ID_KEY = "scan.snapshot-id"
 # Deletion-vector files: the columns the anti-join against their deleted positions matches on.
 _FILE_COLUMN = "__paimon_file"
 _POSITION_COLUMN = "__paimon_pos"
+# Characters Hadoop's glob expansion treats specially (escaped by a backslash).
+_GLOB_CHARS = frozenset("\\{}[]*?")
 # Paimon writes dates and timestamps in the proleptic Gregorian calendar, which Spark calls CORRECTED; without
 # these options Spark refuses ancient values in files that no Spark wrote.
 _FILE_OPTIONS = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
@@ -104,7 +106,7 @@ def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | 
             key = (branch, f.schema_id, _format_of(f, options), relabel, dfile is not None)
             if key not in groups:
                 groups[key] = (ctx.file_schema(split, f), [])
-            groups[key][1].append(ctx.fileio.uri(split.file_path(f)))
+            groups[key][1].append(_no_glob(ctx.fileio.uri(split.file_path(f))))
             if dfile is not None:
                 deleted = read_deletion_vector(ctx.fileio, dfile, f.file_name)
                 vector_files.append(pa.repeat(pa.scalar(f.file_name), len(deleted)))
@@ -170,6 +172,12 @@ def _file_group(
     if fmt == "parquet":
         reader = reader.options(**_FILE_OPTIONS)
     return reader.load(paths).selectExpr(*exprs)
+
+
+def _no_glob(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped: Spark expands every path it loads as a glob, so a table
+    under ``/data/t[1]`` would otherwise match ``/data/t1`` (or nothing) instead of itself."""
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
 def _literal(value: Any, spark_type: str) -> str:

@@ -86,6 +86,11 @@ def test_primary_key_tables_compacted_and_not(spark, catalog) -> None:
     t.write_arrow(kv([1], "c"))  # one bucket merges again, the other stays merge-free: both readers at once
     readers = same_as_paimon(spark, t)
     assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
+    # A chain-compacted day is one top-level run in the snapshot branch: the JVM serves it too.
+    assert t.chain.compact("dt=20250811")
+    readers = same_as_paimon(spark, t, "dt = '20250811'")
+    assert readers["summary"] == "jvm: 1 files, python: 0 splits"
+    assert same_as_paimon(spark, t)["python_splits"] == 0
     # time travel to the uncompacted version: the Python source reads that snapshot, not the latest
     same_as_paimon(spark, t, snapshot_id=2)
 
@@ -164,6 +169,11 @@ def test_chain_partitions(spark, catalog) -> None:
     t.on_branch("delta").write_arrow(data([2, 3], 2, "20250811"))
     readers = same_as_paimon(spark, t)
     assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
+    # A chain-compacted day is one top-level run in the snapshot branch: the JVM serves it too.
+    assert t.chain.compact("dt=20250811")
+    readers = same_as_paimon(spark, t, "dt = '20250811'")
+    assert readers["summary"] == "jvm: 1 files, python: 0 splits"
+    assert same_as_paimon(spark, t)["python_splits"] == 0
 
 
 def test_all_types_match_the_python_source(spark, catalog) -> None:
@@ -187,3 +197,37 @@ def test_all_types_match_the_python_source(spark, catalog) -> None:
     readers = same_as_paimon(spark, t)
     assert readers["python_splits"] == 0 and readers["jvm_files"] >= 1
     same_as_paimon(spark, t, "i > 0", ["m", "st", "ts", "d2"])
+
+
+def test_glob_characters_in_the_table_path(spark, tmp_path) -> None:
+    """Spark expands the paths it loads as globs; ours are escaped, so the table under ``w[1]{a,b}*?`` is read,
+    not the decoy ``w1ab`` next to it (which that pattern matches)."""
+    from pyspark_paimon import Catalog
+
+    for name in ("w1ab", "w[1]{a,b}*?"):
+        t = Catalog(str(tmp_path / name)).create_table("db.t", "id int")
+        t.write_arrow(pa.table({"id": pa.array([len(name)], pa.int32())}))
+    readers = same_as_paimon(spark, t)
+    assert readers["jvm_files"] == 1
+    assert [r.id for r in t.scan().to_spark(spark).collect()] == [len("w[1]{a,b}*?")]
+
+
+def test_local_time_zone_timestamps_under_a_ntz_session(spark, catalog) -> None:
+    """``spark.sql.timestampType=TIMESTAMP_NTZ`` makes a bare ``TIMESTAMP`` in DDL mean NTZ; the JVM half spells
+    TIMESTAMP_LTZ, so the column stays what format("paimon") gives."""
+    t = catalog.create_table("db.ltz", "id int, lt timestamp, nested array<timestamp>")
+    when = dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc)
+    t.write_arrow(
+        pa.table(
+            {
+                "id": pa.array([1], pa.int32()),
+                "lt": pa.array([when], pa.timestamp("us", tz="UTC")),
+                "nested": pa.array([[when]], pa.list_(pa.timestamp("us", tz="UTC"))),
+            }
+        )
+    )
+    spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
+    try:
+        assert same_as_paimon(spark, t)["python_splits"] == 0
+    finally:
+        spark.conf.unset("spark.sql.timestampType")

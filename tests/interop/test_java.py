@@ -837,6 +837,50 @@ def test_our_deletion_vector_table_java_reads_and_continues(java: JavaOracle, wa
     assert_agree(_ours(warehouse, t), java.read(warehouse, t), state.values())
 
 
+def test_java_reads_our_chain_compacted_day(java: JavaOracle, warehouse: str) -> None:
+    """``t.chain.compact`` writes a day into the snapshot branch as one top-level run (a full compaction's
+    output, where Java's procedure writes level 0): Java reads that branch exactly as we do, before and after a
+    level-0 write over the run."""
+    table = Catalog(warehouse).create_chain_table(
+        "db.chain",
+        "k bigint, s bigint, v string, dt string",
+        partition_keys=["dt"],
+        primary_keys=["dt", "k"],
+        options={
+            "bucket": "2",
+            "bucket-key": "k",
+            "sequence.field": "s",
+            "partition.timestamp-pattern": "$dt",
+            "partition.timestamp-formatter": "yyyyMMdd",
+        },
+    )
+
+    def put(branch: str, rows: list[tuple[int, int, str, str]]) -> None:
+        data = pa.table({n: [r[i] for r in rows] for i, n in enumerate(["k", "s", "v", "dt"])})
+        table.on_branch(branch).write_arrow(data.cast(table.schema.arrow_schema()))
+
+    put("snapshot", [(1, 1, "s", "20250810"), (2, 1, "s", "20250810"), (3, 1, "s", "20250810")])
+    put("delta", [(2, 2, "d11", "20250811"), (4, 1, "d11", "20250811")])
+    put("delta", [(1, 3, "d12", "20250812"), (5, 1, "d12", "20250812")])
+    assert table.chain.compact("dt=20250812")
+    branch = "db.chain$branch_snapshot"
+    top = table.schema.core_options.num_levels - 1  # 5, as Java's full compaction (see above)
+    assert {f["level"] for f in java.files(warehouse, branch)} == {0, top}  # day 10 as written, day 12 on top
+    ours = table.on_branch("snapshot").scan().to_arrow()
+    assert_agree(ours, java.read(warehouse, branch))
+    assert {r["k"]: r["v"] for r in ours.to_pylist() if r["dt"] == "20250812"} == {
+        1: "d12",
+        2: "d11",
+        3: "s",
+        4: "d11",
+        5: "d12",
+    }
+    put("snapshot", [(2, 9, "fix", "20250812")])  # level 0 over the run, newer by the sequence field
+    ours = table.on_branch("snapshot").scan().to_arrow()
+    assert_agree(ours, java.read(warehouse, branch))
+    assert {r["k"]: r["v"] for r in ours.to_pylist() if r["dt"] == "20250812"}[2] == "fix"
+
+
 # =========================================================================== the harness itself
 
 

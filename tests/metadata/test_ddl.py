@@ -142,7 +142,7 @@ def test_to_spark_ddl() -> None:
     fields, _ = assign_field_ids(parse_ddl(BRIEF_DDL))
     ddl = to_spark_ddl(fields)
     assert ddl.startswith(
-        "`id` BIGINT NOT NULL, `name` STRING, `price` DECIMAL(10,2), `ts` TIMESTAMP, "
+        "`id` BIGINT NOT NULL, `name` STRING, `price` DECIMAL(10,2), `ts` TIMESTAMP_LTZ, "
         "`ts2` TIMESTAMP_NTZ, `d` DATE, `tags` ARRAY<STRING>, `m` MAP<STRING, INT>, "
         "`s` STRUCT<`x`: INT, `y`: STRING>, `b` BINARY"
     )

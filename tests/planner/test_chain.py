@@ -553,3 +553,52 @@ def test_a_full_load_stops_the_cascade(catalog: Catalog) -> None:
     assert read(t, eq("dt", "20250812")) == [(1, 1, "load", "20250812")]
     assert read(t, eq("dt", "20250813")) == [(1, 1, "d13", "20250813")]
     assert read(t, eq("dt", "20250811")) == [(1, 9, "late", "20250811")]
+
+
+# ------------------------------------------------------------------------------------------------------
+# A chain-compacted day is one top-level run (merge-free for every reader)
+# ------------------------------------------------------------------------------------------------------
+def snapshot_levels(t: Any, day: str) -> list[tuple[int, int, int]]:
+    """(bucket, level, retract count) of the snapshot branch's live files of ``day``."""
+    store = t.on_branch("snapshot").store
+    snap = store.snapshots.latest()
+    entries = store.manifests.read_entries(store.manifests.read_list(snap.base_manifest_list))
+    entries += store.manifests.read_entries(store.manifests.read_list(snap.delta_manifest_list))
+    live: dict[str, Any] = {}
+    for e in entries:
+        if e.kind == 0:
+            live[e.file.file_name] = e
+        else:
+            live.pop(e.file.file_name, None)
+    schema = t.schema
+    from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+
+    types = [f.type for f in schema.partition_fields]
+    return sorted(
+        (e.bucket, e.file.level, e.file.delete_row_count)
+        for e in live.values()
+        if deserialize_row(e.partition, types)[0] == day
+    )
+
+
+def test_a_compacted_day_is_one_top_level_run(catalog: Catalog) -> None:
+    t = make(catalog)
+    chain_days(t)
+    before = read(t, eq("dt", "20250813"))
+    assert t.chain.compact("dt=20250813")
+    top = t.schema.core_options.num_levels - 1
+    assert {level for _, level, _ in snapshot_levels(t, "20250813")} == {top}
+    readers = t.scan("dt = '20250813'").explain()["readers"]
+    assert readers["python_splits"] == 0 and readers["jvm_splits"] == 2
+    assert read(t, eq("dt", "20250813")) == before
+    # A later write into that snapshot partition lands at level 0 over the run and wins by sequence.
+    put(t, [(1, 50, "over", "20250813")], "snapshot")
+    assert {level for _, level, _ in snapshot_levels(t, "20250813")} == {0, top}
+    rows = {r[0]: r[2] for r in read(t, eq("dt", "20250813"))}
+    assert rows[1] == "over" and len(rows) == len(before)
+    assert t.scan("dt = '20250813'").explain()["readers"]["python_reasons"] == {"merge needed": 1}
+    # The late-fix cascade recomputes day 13 (an overwrite of the partition): one top-level run again.
+    put(t, [(1, 60, "late", "20250812")], "delta")
+    assert {level for _, level, _ in snapshot_levels(t, "20250813")} == {top}
+    assert {r[0]: r[2] for r in read(t, eq("dt", "20250813"))}[1] == "late"
+    assert t.scan("dt = '20250813'").explain()["readers"]["python_splits"] == 0

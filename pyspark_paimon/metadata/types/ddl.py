@@ -4,7 +4,8 @@ Users describe new tables in Spark's DDL (``"id bigint not null, tags array<stri
 schemas in it, so the Python API and the Spark adapters need the same parser and printer without a
 SparkSession: :func:`parse_ddl` turns a column list into ``(name, type)`` pairs, :func:`to_spark_ddl` /
 :func:`to_spark_type_ddl` spell Paimon types the way Spark reads them (Spark ``timestamp`` is Paimon
-TIMESTAMP_LTZ, ``timestamp_ntz`` is TIMESTAMP).
+TIMESTAMP_LTZ, ``timestamp_ntz`` is TIMESTAMP). The printer spells both explicitly (``TIMESTAMP_LTZ``,
+``TIMESTAMP_NTZ``), so its output means the same whatever ``spark.sql.timestampType`` a session sets.
 """
 
 from __future__ import annotations
@@ -243,7 +244,8 @@ def to_spark_type_ddl(t: DataType, column: str | None = None, keep_char_varchar:
         if n == "TIMESTAMP":
             return "TIMESTAMP_NTZ"
         if n == "TIMESTAMP_LTZ":
-            return "TIMESTAMP"
+            # never bare TIMESTAMP: under spark.sql.timestampType=TIMESTAMP_NTZ Spark would read that as NTZ
+            return "TIMESTAMP_LTZ"
         raise unsupported_in_spark(t, column)
     if isinstance(t, ArrayType):
         return f"ARRAY<{to_spark_type_ddl(t.element, column, keep_char_varchar)}>"
