@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
+from pyspark_paimon.datasource.postpone import is_postpone
 from pyspark_paimon.datasource.read import (
     ReadContext,
     key_sections,
@@ -78,6 +79,7 @@ from pyspark_paimon.metadata.schema.options import (
     FULL_COMPACTION_DELTA_COMMITS,
     MANIFEST_COMPRESSION,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    POSTPONE_BUCKET,
     SOURCE_SPLIT_OPEN_FILE_COST,
     CoreOptions,
 )
@@ -304,7 +306,7 @@ def plan_compaction(
     scanned: list[tuple[tuple[bytes, int], DataFileMeta]] = []
     for e in store.live_entries(snapshot):
         key = (e.partition, e.bucket)
-        if wanted is not None and key not in wanted:
+        if (wanted is not None and key not in wanted) or e.bucket == POSTPONE_BUCKET:  # postpone: postpone_compact
             continue
         if e.partition not in matched:
             values_of[e.partition] = tuple(deserialize_row(e.partition, types))
@@ -936,12 +938,23 @@ def compact(
         return run_in_process(plan, progress)
 
     wanted = None if buckets is None else list(buckets)
+    moved: CompactResult | None = None
+    if is_postpone(store.schema()) and not auto:
+        # Postpone-bucket tables: 'bucket-postpone' moves into real buckets (one COMPACT snapshot); then the buckets
+        # the move wrote are compacted by the usual rules (a second snapshot only when those rules pick files), as
+        # the bucket writers of Java's move would.
+        from pyspark_paimon.datasource.postpone_compact import compact_postpone  # noqa: PLC0415 - imports us
+
+        done = compact_postpone(store, _partition_matcher(store.schema(), partitions))
+        if done is not None:
+            moved, written = done
+            wanted = [b for b in wanted if b in written] if wanted is not None else sorted(written)
     result = CompactResult()
     for attempt in range(1, MAX_ATTEMPTS + 1):
         plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
         result.attempts = attempt
         if not plan.tasks:
-            return result
+            return moved if moved is not None else result
         messages = run(plan)
         try:
             snapshot = commit_compaction(plan, messages)
@@ -1004,6 +1017,6 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
     full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
-    if options.write_only or not buckets or options.get(CHANGELOG_PRODUCER) == "lookup":
-        return None
+    if options.write_only or not buckets or options.get(CHANGELOG_PRODUCER) == "lookup" or is_postpone(schema):
+        return None  # postpone-bucket tables: Java's writes of them never compact (fixed-bucket writes are write-only)
     return compact(store, full=full, buckets=buckets, auto=True)

@@ -1,0 +1,88 @@
+"""Postpone-bucket primary-key tables (``bucket = -2``), written and compacted by Java's rules (Paimon 1.4 / 2.0).
+
+Java's engines write such a table in one of two ways:
+
+* **into real buckets** (``postpone.batch-write-fixed-bucket`` = true, the default, for Spark's and Flink's batch
+  writes): a partition that already has real buckets keeps its bucket count; a new partition gets one here
+  ``postpone.default-bucket-num`` (default 1). Java's engines pick the writer parallelism for a new partition
+  instead; a count that depends on the number of Spark tasks would make a table's layout depend on the cluster,
+  so the default option decides (it is what Java's postpone compaction gives a new partition too). The files are
+  ordinary level-0 files of the bucket (sorted, folded, sequence numbers continuing the bucket's), their manifest
+  entries carry the partition's bucket count, and no compaction follows (Java writes them ``write-only``).
+* **into the postpone bucket** (the option false, and Flink's streaming writes): every row as it arrived, unsorted
+  and unmerged, at level 0 in ``bucket-postpone``; manifest entries say bucket -2 and total buckets -2; file
+  names start ``<data-file.prefix>-u-<commit user>-s-<write id>-w-`` so the files of one writer can be read back
+  in their order; every row's ``_SEQUENCE_NUMBER`` is -1 (Java's writer keeps records' unknown sequence).
+
+Batch reads skip ``bucket-postpone`` (``planner.scan``); a compaction (:func:`compact_postpone`) moves its rows
+into real buckets: per partition the existing bucket count, else ``postpone.default-bucket-num``, the rows of one
+writer in file order (files by creation time), then written as a batch write of the real buckets would write them
+(new sequence numbers, so later rows win); the postpone files leave and the new files arrive in one COMPACT
+snapshot, as Java's ``CompactAction`` and Spark's postpone compaction commit them.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Iterable, Sequence
+
+from pyspark_paimon.errors import CompactionError
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.options import POSTPONE_BATCH_WRITE_FIXED_BUCKET, POSTPONE_BUCKET, CoreOptions
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+
+#: Directory of a partition's postpone bucket (Java's path factory names bucket -2 so).
+POSTPONE_DIRECTORY = "bucket-postpone"
+
+
+def is_postpone(schema: TableSchema, options: CoreOptions | None = None) -> bool:
+    """Whether ``schema`` (with ``options`` in force) is a postpone-bucket primary-key table."""
+    opts = options if options is not None else schema.core_options
+    return bool(schema.primary_keys) and opts.bucket == POSTPONE_BUCKET
+
+
+def writes_real_buckets(options: CoreOptions) -> bool:
+    """Whether a write of a postpone-bucket table goes straight into real buckets."""
+    return bool(options.get(POSTPONE_BATCH_WRITE_FIXED_BUCKET))
+
+
+def writer_prefix(data_file_prefix: str, commit_user: str) -> str:
+    """The name prefix of one postpone writer's files: Java's ``<prefix>-u-<user>-s-<write id>-w-`` with a random
+    write id (Java's writers without an id draw one the same way), so a compaction can keep each writer's order."""
+    return f"{data_file_prefix}-u-{commit_user}-s-{random.randrange(2**31 - 1)}-w-"
+
+
+def writer_of(file_name: str) -> str:
+    """The writer prefix of a postpone file (the file name itself when it does not follow the pattern)."""
+    cut = file_name.rfind("-w-")
+    return file_name[: cut + 3] if cut >= 0 else file_name
+
+
+def ordered_by_writer(files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
+    """Postpone files in the order their rows are replayed: writers in order of first appearance, each writer's
+    files by creation time then name (the writer's counter); writers have no order among themselves."""
+    groups: dict[str, list[DataFileMeta]] = {}
+    for f in files:
+        groups.setdefault(writer_of(f.file_name), []).append(f)
+    out: list[DataFileMeta] = []
+    for group in groups.values():
+        out.extend(sorted(group, key=lambda f: (f.creation_time_millis, _counter(f.file_name), f.file_name)))
+    return out
+
+
+def _counter(file_name: str) -> int:
+    stem = file_name.split(".", 1)[0]
+    tail = stem.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def refuse_unreadable(files: Sequence[DataFileMeta], table: str) -> None:
+    """Postpone files Java wrote are Avro (Java's postpone writers switch to it whenever the schema allows); this
+    package reads Parquet and ORC only, so it cannot move them."""
+    avro = [f.file_name for f in files if f.file_name.lower().endswith(".avro")]
+    if avro:
+        raise CompactionError(
+            f"Table {table} has postpone-bucket files in Avro format ({avro[0]}{', ...' if len(avro) > 1 else ''}), "
+            "which Paimon's postpone writers produce and pyspark-paimon cannot read. Compact the table with Paimon "
+            "(Flink's compact action or Spark's CALL sys.compact with the Paimon jar)."
+        )

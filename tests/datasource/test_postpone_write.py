@@ -1,0 +1,119 @@
+"""Postpone-bucket tables (``bucket = -2``) written and compacted as Java's engines do (Paimon 1.4 / 2.0 rules,
+datasource/postpone.py): writes into real buckets by default (``postpone.batch-write-fixed-bucket``), raw writes
+into ``bucket-postpone`` otherwise, and the compaction that moves those into real buckets in one COMPACT
+snapshot."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.errors import CompactionError
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.metadata.types.model import AtomicType
+
+STR = AtomicType("VARCHAR", nullable=False, length=2147483647)
+SCHEMA = "p string not null, k int not null, v string"
+
+
+def _table(catalog: Catalog, name: str, **options: str) -> Table:
+    return catalog.create_table(
+        name, SCHEMA, partition_keys=["p"], primary_keys=["p", "k"], options={"bucket": "-2", **options}
+    )
+
+
+def _rows(p: str, keys: list[int], v: str) -> pa.Table:
+    return pa.table({"p": [p] * len(keys), "k": pa.array(keys, pa.int32()), "v": [v] * len(keys)})
+
+
+def _read(t: Table) -> list[tuple]:
+    return sorted((r["p"], r["k"], r["v"]) for r in t.scan().to_arrow().to_pylist())
+
+
+def _entries(t: Table) -> list[tuple[str, int, int, int, str]]:
+    """(partition value, bucket, total buckets, level, file name) of every live file."""
+    store = t.store
+    return sorted(
+        (deserialize_row(e.partition, [STR])[0], e.bucket, e.total_buckets, e.file.level, e.file.file_name)
+        for e in store.live_entries(store.snapshots.latest())
+    )
+
+
+def test_batch_writes_go_into_real_buckets_with_the_known_count_or_the_default(catalog: Catalog) -> None:
+    t = _table(catalog, "db.fixed", **{"postpone.default-bucket-num": "2"})
+    t.write_arrow(_rows("a", [1, 2, 3, 4], "x"))
+    entries = _entries(t)
+    assert {(p, total, level) for p, _, total, level, _ in entries} == {("a", 2, 0)}
+    assert {b for _, b, *_ in entries} <= {0, 1}
+    assert _read(t) == [("a", k, "x") for k in (1, 2, 3, 4)]
+    # The partition keeps its bucket count even when the default changes; a new partition takes the new default.
+    with t.update_schema() as u:
+        u.set_options({"postpone.default-bucket-num": "3"})
+    t.write_arrow(pa.concat_tables([_rows("a", [1], "y"), _rows("b", [5, 6], "z")]))
+    assert {(p, total) for p, _, total, *_ in _entries(t)} == {("a", 2), ("b", 3)}
+    assert _read(t) == [("a", 1, "y"), ("a", 2, "x"), ("a", 3, "x"), ("a", 4, "x"), ("b", 5, "z"), ("b", 6, "z")]
+    # No automatic compaction (Java's fixed-bucket writes are write-only): every snapshot is an APPEND.
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "APPEND"]
+
+
+def test_postpone_writes_wait_in_the_postpone_bucket_until_compaction_moves_them(catalog: Catalog) -> None:
+    t = _table(catalog, "db.raw", **{"postpone.batch-write-fixed-bucket": "false"})
+    t.write_arrow(pa.concat_tables([_rows("a", [2, 1], "x"), _rows("a", [1], "y")]))
+    t.write_arrow(_rows("b", [7], "z"))
+    entries = _entries(t)
+    assert [(p, b, total, level) for p, b, total, level, _ in entries] == [("a", -2, -2, 0), ("b", -2, -2, 0)]
+    name = entries[0][4]
+    assert name.startswith("data--u-") and "-s-" in name and "-w-" in name
+    # The file holds the rows as they came: unsorted, unmerged, sequence -1.
+    path = f"{t.store.table_path}/p=a/bucket-postpone/{name}"
+    data = pq.ParquetFile(path).read()
+    assert data.column("k").to_pylist() == [2, 1, 1]
+    assert set(data.column("_SEQUENCE_NUMBER").to_pylist()) == {-1}
+    assert _read(t) == []  # batch reads skip bucket-postpone, as Java's
+
+    result = t.maintenance.compact()
+    assert result and result.files_before == 2 and result.rows_before == 4
+    snaps = t.snapshots()
+    assert [s.commit_kind for s in snaps] == ["APPEND", "APPEND", "COMPACT"]
+    # Default bucket count 1 for partitions without real buckets; later rows of a key win.
+    assert {(p, b, total) for p, b, total, *_ in _entries(t)} == {("a", 0, 1), ("b", 0, 1)}
+    assert _read(t) == [("a", 1, "y"), ("a", 2, "x"), ("b", 7, "z")]
+
+    assert not t.maintenance.compact()  # nothing left to move, nothing to compact
+
+
+def test_retractions_move_into_the_buckets(catalog: Catalog) -> None:
+    t = _table(catalog, "db.kinds", **{"postpone.batch-write-fixed-bucket": "false", "rowkind.field": "v"})
+    t.write_arrow(_rows("a", [1, 2], "+I"))
+    t.write_arrow(_rows("a", [1], "-D"))
+    t.maintenance.compact()
+    assert _read(t) == [("a", 2, "+I")]
+
+
+def test_streams_see_postpone_files_without_a_changelog_producer(catalog: Catalog) -> None:
+    from pyspark_paimon.planner.scan import ScanPlanner
+
+    for producer, expected in (("none", True), ("input", False)):
+        t = _table(
+            catalog,
+            f"db.stream_{producer}",
+            **{"postpone.batch-write-fixed-bucket": "false", "changelog-producer": producer},
+        )
+        t.write_arrow(_rows("a", [1], "x"))
+        store = t.store
+        plan = ScanPlanner(store, store.schema(), streaming=True).plan(store.snapshots.latest())
+        assert any(s.bucket == -2 for s in plan.splits) is expected
+
+
+def test_avro_postpone_files_are_refused_by_compaction(catalog: Catalog) -> None:
+    t = _table(catalog, "db.avro", **{"postpone.batch-write-fixed-bucket": "false"})
+    t.write_arrow(_rows("a", [1], "x"))
+    store = t.store
+    (entry,) = store.live_entries(store.snapshots.latest())
+    from pyspark_paimon.datasource.postpone import refuse_unreadable
+
+    refuse_unreadable([entry.file], store.table_path)  # parquet: fine
+    with pytest.raises(CompactionError, match="Avro"):
+        refuse_unreadable([type(entry.file)(**{**entry.file.__dict__, "file_name": "data--u-x-s-1-w-a-0.avro"})], "t")
