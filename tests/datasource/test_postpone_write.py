@@ -5,6 +5,8 @@ snapshot."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -13,6 +15,7 @@ from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.types.model import AtomicType
+from tests.sparkutil import load, save, sorted_rows
 
 STR = AtomicType("VARCHAR", nullable=False, length=2147483647)
 SCHEMA = "p string not null, k int not null, v string"
@@ -117,3 +120,24 @@ def test_avro_postpone_files_are_refused_by_compaction(catalog: Catalog) -> None
     refuse_unreadable([entry.file], store.table_path)  # parquet: fine
     with pytest.raises(CompactionError, match="Avro"):
         refuse_unreadable([type(entry.file)(**{**entry.file.__dict__, "file_name": "data--u-x-s-1-w-a-0.avro"})], "t")
+
+
+@pytest.mark.spark
+def test_spark_writes_and_compaction(spark: Any, catalog: Catalog, warehouse: str) -> None:
+    t = _table(catalog, "db.spost", **{"postpone.default-bucket-num": "2"})
+    df = spark.createDataFrame([("a", k, "s") for k in range(6)], "p string, k int, v string")
+    save(df.repartition(3), "db.spost", warehouse=warehouse)  # three tasks, one bucket layout
+    assert {(p, total) for p, _, total, *_ in _entries(t)} == {("a", 2)}
+    with t.update_schema() as u:
+        u.set_options({"postpone.batch-write-fixed-bucket": "false"})
+    save(
+        spark.createDataFrame([("a", 1, "n"), ("b", 9, "n")], "p string, k int, v string"),
+        "db.spost",
+        warehouse=warehouse,
+    )
+    assert sorted_rows(load(spark, "db.spost", warehouse=warehouse)) == [("a", k, "s") for k in range(6)]
+    assert t.maintenance.compact(spark=spark)
+    assert {(p, total) for p, _, total, *_ in _entries(t)} == {("a", 2), ("b", 2)}
+    assert sorted_rows(load(spark, "db.spost", warehouse=warehouse)) == sorted(
+        [("a", k, "n" if k == 1 else "s") for k in range(6)] + [("b", 9, "n")]
+    )
