@@ -30,6 +30,7 @@ from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import POSTPONE_BATCH_WRITE_FIXED_BUCKET, POSTPONE_BUCKET, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.types.model import type_to_sql
 
 #: Directory of a partition's postpone bucket (Java's path factory names bucket -2 so).
 POSTPONE_DIRECTORY = "bucket-postpone"
@@ -76,13 +77,29 @@ def _counter(file_name: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
-def refuse_unreadable(files: Sequence[DataFileMeta], table: str) -> None:
-    """Postpone files Java wrote are Avro (Java's postpone writers switch to it whenever the schema allows); this
-    package reads Parquet and ORC only, so it cannot move them."""
-    avro = [f.file_name for f in files if f.file_name.lower().endswith(".avro")]
-    if avro:
+#: Paimon types whose Avro form (as Java's and pypaimon's postpone writers store it) converts to Arrow directly.
+_AVRO_PLAIN_TYPES = frozenset(
+    {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "CHAR", "VARCHAR", "STRING", "DATE"}
+)
+
+
+def refuse_unreadable(files: Sequence[DataFileMeta], schema: TableSchema, table: str) -> None:
+    """Postpone files in Avro (Java's and pypaimon's postpone writers switch to it whenever the schema allows) are
+    moved only when they were written with the current schema and every column has a plain type (numbers,
+    strings, booleans, dates): the Avro forms of decimals, timestamps, binaries and nested types are not decoded
+    here."""
+    avro = [f for f in files if f.file_name.lower().endswith(".avro")]
+    if not avro:
+        return
+    stale = [f.file_name for f in avro if f.schema_id != schema.id]
+    other = [f"{fld.name} {type_to_sql(fld.type)}" for fld in schema.fields if fld.type.root not in _AVRO_PLAIN_TYPES]
+    if stale or other:
+        why = (
+            f"written with an older schema ({stale[0]})"
+            if stale
+            else f"with columns whose Avro form is not decoded here ({', '.join(other)})"
+        )
         raise CompactionError(
-            f"Table {table} has postpone-bucket files in Avro format ({avro[0]}{', ...' if len(avro) > 1 else ''}), "
-            "which Paimon's postpone writers produce and pyspark-paimon cannot read. Compact the table with Paimon "
-            "(Flink's compact action or Spark's CALL sys.compact with the Paimon jar)."
+            f"Table {table} has postpone-bucket files in Avro format {why}. Compact the table with Paimon (Flink's "
+            "compact action or Spark's CALL sys.compact with the Paimon jar)."
         )

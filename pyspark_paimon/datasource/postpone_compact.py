@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
+import pyarrow as pa
+
 from pyspark_paimon.datasource.merge import VALUE_KIND
 from pyspark_paimon.datasource.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
 from pyspark_paimon.datasource.read import ReadContext, read_records
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.metadata.io.avro import read_avro
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -54,7 +57,7 @@ def compact_postpone(
         postponed.setdefault(e.partition, []).append(e.file)
     if not postponed:
         return None
-    refuse_unreadable([f for files in postponed.values() for f in files], store.table_path)
+    refuse_unreadable([f for files in postponed.values() for f in files], schema, store.table_path)
     user = options.new_commit_user()
     read_ctx = ReadContext(
         fileio=store.fileio,
@@ -77,7 +80,10 @@ def compact_postpone(
                 part, values, POSTPONE_BUCKET, POSTPONE_BUCKET, tuple(files), _bucket_dir(store, schema, values)
             )
             for f in files:
-                rows = read_records(read_ctx, split, f)
+                if _is_avro(f):
+                    rows = _read_avro_records(store, schema, split, f)
+                else:
+                    rows = read_records(read_ctx, split, f)
                 if rows.num_rows == 0:
                     continue
                 kinds = rows.column(VALUE_KIND).combine_chunks()
@@ -105,3 +111,19 @@ def compact_postpone(
 
 def _bucket_dir(store: FileStore, schema: TableSchema, values: tuple) -> str:
     return FileIO.join(store.partition_dir(schema, values), POSTPONE_DIRECTORY)
+
+
+def _is_avro(f: DataFileMeta) -> bool:
+    return f.file_name.lower().endswith(".avro")
+
+
+def _read_avro_records(store: FileStore, schema: TableSchema, split: DataSplit, f: DataFileMeta) -> pa.Table:
+    """A key-value Avro file (Java's and pypaimon's postpone files): the value columns by name, in the table's
+    Arrow types, plus ``_VALUE_KIND``. Only files of the current schema and of types whose Avro form converts
+    to Arrow directly reach here (:func:`postpone.refuse_unreadable`)."""
+    path = split.file_path(f)
+    records = list(read_avro(store.fileio.read_bytes(path), path))
+    arrow_schema = schema.arrow_schema()
+    columns = {fld.name: pa.array([r.get(fld.name) for r in records], type=fld.type) for fld in arrow_schema}
+    columns[VALUE_KIND] = pa.array([int(r[VALUE_KIND]) for r in records], pa.int8())
+    return pa.table(columns)

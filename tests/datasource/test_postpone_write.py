@@ -5,6 +5,7 @@ snapshot."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pyarrow as pa
@@ -110,16 +111,24 @@ def test_streams_see_postpone_files_without_a_changelog_producer(catalog: Catalo
         assert any(s.bucket == -2 for s in plan.splits) is expected
 
 
-def test_avro_postpone_files_are_refused_by_compaction(catalog: Catalog) -> None:
+def test_avro_postpone_files_of_plain_types_and_the_current_schema_are_moved_others_refused(
+    catalog: Catalog,
+) -> None:
+    from pyspark_paimon.datasource.postpone import refuse_unreadable
+
     t = _table(catalog, "db.avro", **{"postpone.batch-write-fixed-bucket": "false"})
     t.write_arrow(_rows("a", [1], "x"))
     store = t.store
     (entry,) = store.live_entries(store.snapshots.latest())
-    from pyspark_paimon.datasource.postpone import refuse_unreadable
-
-    refuse_unreadable([entry.file], store.table_path)  # parquet: fine
-    with pytest.raises(CompactionError, match="Avro"):
-        refuse_unreadable([type(entry.file)(**{**entry.file.__dict__, "file_name": "data--u-x-s-1-w-a-0.avro"})], "t")
+    avro = dataclasses.replace(entry.file, file_name="data--u-x-s-1-w-a-0.avro")
+    refuse_unreadable([entry.file, avro], store.schema(), "t")  # parquet, and Avro of plain types: moved
+    with pytest.raises(CompactionError, match="older schema"):
+        refuse_unreadable([dataclasses.replace(avro, schema_id=7)], store.schema(), "t")
+    d = catalog.create_table(
+        "db.avro_dec", "k int not null, d decimal(10, 2)", primary_keys=["k"], options={"bucket": "-2"}
+    )
+    with pytest.raises(CompactionError, match=r"d DECIMAL\(10, 2\)"):
+        refuse_unreadable([avro], d.store.schema(), "t")
 
 
 @pytest.mark.spark
