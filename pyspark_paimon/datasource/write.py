@@ -206,7 +206,9 @@ class WriteContext:
             schema=schema,
             options=dict(schema.options),
             sequence_bases=seq_bases,
-            partition_buckets={} if replace_all else partition_buckets,
+            # A postpone-bucket table keeps its partitions' bucket counts even through a full overwrite (Java's
+            # fixed-bucket writes read them from the table before writing).
+            partition_buckets={} if replace_all and num_buckets != POSTPONE_BUCKET else partition_buckets,
             commit_user=commit_user,
             hash_index={} if replace_all else hash_index,
         )

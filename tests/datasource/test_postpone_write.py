@@ -150,3 +150,16 @@ def test_spark_writes_and_compaction(spark: Any, catalog: Catalog, warehouse: st
     assert sorted_rows(load(spark, "db.spost", warehouse=warehouse)) == sorted(
         [("a", k, "n" if k == 1 else "s") for k in range(6)] + [("b", 9, "n")]
     )
+
+
+def test_overwrite_replaces_the_postpone_files_and_keeps_bucket_counts(catalog: Catalog) -> None:
+    t = _table(catalog, "db.over", **{"postpone.default-bucket-num": "2"})
+    t.write_arrow(_rows("a", [1, 2], "x"))
+    with t.update_schema() as u:
+        u.set_options({"postpone.batch-write-fixed-bucket": "false", "postpone.default-bucket-num": "1"})
+    t.write_arrow(_rows("a", [3], "y"))
+    with t.update_schema() as u:
+        u.set_options({"postpone.batch-write-fixed-bucket": "true"})
+    t.write_arrow(_rows("a", [5], "z"), mode="overwrite")
+    assert [(p, total) for p, _, total, *_ in _entries(t)] == [("a", 2)]
+    assert _read(t) == [("a", 5, "z")]
