@@ -950,6 +950,11 @@ def compact(
             moved, written = done
             wanted = [b for b in wanted if b in written] if wanted is not None else sorted(written)
     result = CompactResult()
+    if moved is not None and moved.snapshot is not None:
+        result.notes.append(
+            f"moved {moved.files_before} postpone file(s) ({moved.rows_before} rows) into real buckets in snapshot "
+            f"{moved.snapshot.id}"
+        )
     for attempt in range(1, MAX_ATTEMPTS + 1):
         plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
         result.attempts = attempt
