@@ -40,6 +40,7 @@ import pyarrow as pa
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
 from pyspark_paimon.datasource.postpone import is_postpone
+from pyspark_paimon.datasource.postpone_compact import compact_postpone
 from pyspark_paimon.datasource.read import (
     ReadContext,
     key_sections,
@@ -939,22 +940,28 @@ def compact(
 
     wanted = None if buckets is None else list(buckets)
     moved: CompactResult | None = None
+    result = CompactResult()
     if is_postpone(store.schema()) and not auto:
         # Postpone-bucket tables: 'bucket-postpone' moves into real buckets (one COMPACT snapshot); then the buckets
         # the move wrote are compacted by the usual rules (a second snapshot only when those rules pick files), as
         # the bucket writers of Java's move would.
-        from pyspark_paimon.datasource.postpone_compact import compact_postpone  # noqa: PLC0415 - imports us
-
-        done = compact_postpone(store, _partition_matcher(store.schema(), partitions))
-        if done is not None:
-            moved, written = done
-            wanted = [b for b in wanted if b in written] if wanted is not None else sorted(written)
-    result = CompactResult()
-    if moved is not None and moved.snapshot is not None:
-        result.notes.append(
-            f"moved {moved.files_before} postpone file(s) ({moved.rows_before} rows) into real buckets in snapshot "
-            f"{moved.snapshot.id}"
-        )
+        move = compact_postpone(store, _partition_matcher(store.schema(), partitions))
+        if move is not None:
+            moved = CompactResult(
+                snapshot=move.snapshot,
+                buckets=len(move.buckets),
+                files_before=move.files_before,
+                files_after=move.files_after,
+                rows_before=move.rows_before,
+                rows_after=move.rows_after,
+                attempts=1,
+            )
+            wanted = [b for b in wanted if b in move.buckets] if wanted is not None else sorted(move.buckets)
+            if move.snapshot is not None:
+                result.notes.append(
+                    f"moved {move.files_before} postpone file(s) ({move.rows_before} rows) into real buckets in "
+                    f"snapshot {move.snapshot.id}"
+                )
     for attempt in range(1, MAX_ATTEMPTS + 1):
         plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
         result.attempts = attempt

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import pyarrow as pa
 
@@ -18,26 +18,35 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.options import POSTPONE_BATCH_WRITE_FIXED_BUCKET, POSTPONE_BUCKET
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 
-if TYPE_CHECKING:
-    from pyspark_paimon.datasource.compact import CompactResult
+
+@dataclass
+class PostponeMove:
+    """What a postpone compaction did: its COMPACT snapshot, the postpone files and rows it moved, the files and
+    rows it wrote and the (partition, bucket) pairs they went to."""
+
+    snapshot: Snapshot | None
+    files_before: int
+    rows_before: int
+    files_after: int
+    rows_after: int
+    buckets: set[tuple[bytes, int]] = field(default_factory=set)
 
 
 def compact_postpone(
     store: FileStore,
     matcher: Callable[[tuple], bool] | None = None,
-) -> tuple[CompactResult, set[tuple[bytes, int]]] | None:
+) -> PostponeMove | None:
     """Move every postpone file of the partitions ``matcher`` accepts (all by default) into real buckets, in
     one COMPACT snapshot.
 
-    None when the table has no postpone files there; else the result and the (partition, bucket) pairs written.
+    None when the table has no postpone files there.
     The rows are read and rewritten in this process (postpone files are small by design: they wait for exactly
     this); Java's engines spread the same work over tasks."""
-    from pyspark_paimon.datasource import compact as compaction  # noqa: PLC0415 - compact imports this module
-
     store.fileio.require_exclusive_create()
     schema = store.schema()
     options = schema.core_options
@@ -100,13 +109,14 @@ def compact_postpone(
     except BaseException:
         writer.abort()
         raise
-    result = compaction.CompactResult(snapshot=committed, attempts=1)
-    result.buckets = len({(m.partition, m.bucket) for m in written})
-    result.files_before = sum(len(m.compact_before) for m in before)
-    result.files_after = sum(len(m.new_files) for m in written)
-    result.rows_before = sum(f.row_count for m in before for f in m.compact_before)
-    result.rows_after = sum(f.row_count for m in written for f in m.new_files)
-    return result, {(m.partition, m.bucket) for m in written}
+    return PostponeMove(
+        committed,
+        files_before=sum(len(m.compact_before) for m in before),
+        rows_before=sum(f.row_count for m in before for f in m.compact_before),
+        files_after=sum(len(m.new_files) for m in written),
+        rows_after=sum(f.row_count for m in written for f in m.new_files),
+        buckets={(m.partition, m.bucket) for m in written},
+    )
 
 
 def _bucket_dir(store: FileStore, schema: TableSchema, values: tuple) -> str:
