@@ -945,6 +945,7 @@ def compact(
         # Postpone-bucket tables: 'bucket-postpone' moves into real buckets (one COMPACT snapshot); then the buckets
         # the move wrote are compacted by the usual rules (a second snapshot only when those rules pick files), as
         # the bucket writers of Java's move would.
+        _refuse_unsupported(store.schema(), store.table_path, full)  # before the move commits anything
         move = compact_postpone(store, _partition_matcher(store.schema(), partitions))
         if move is not None:
             moved = CompactResult(

@@ -163,3 +163,11 @@ def test_overwrite_replaces_the_postpone_files_and_keeps_bucket_counts(catalog: 
     t.write_arrow(_rows("a", [5], "z"), mode="overwrite")
     assert [(p, total) for p, _, total, *_ in _entries(t)] == [("a", 2)]
     assert _read(t) == [("a", 5, "z")]
+
+
+def test_lookup_producer_tables_are_refused_before_anything_moves(catalog: Catalog) -> None:
+    t = _table(catalog, "db.lookup", **{"postpone.batch-write-fixed-bucket": "false", "changelog-producer": "lookup"})
+    t.write_arrow(_rows("a", [1], "x"))
+    with pytest.raises(CompactionError, match="lookup"):
+        t.maintenance.compact()
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND"]
