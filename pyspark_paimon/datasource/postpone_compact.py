@@ -11,6 +11,7 @@ from pyspark_paimon.datasource.merge import VALUE_KIND
 from pyspark_paimon.datasource.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
 from pyspark_paimon.datasource.read import ReadContext, read_records
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.io.avro import read_avro
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
@@ -134,6 +135,12 @@ def _read_avro_records(store: FileStore, schema: TableSchema, split: DataSplit, 
     path = split.file_path(f)
     records = list(read_avro(store.fileio.read_bytes(path), path))
     arrow_schema = schema.arrow_schema()
+    missing = [n for n in [*arrow_schema.names, VALUE_KIND] if records and n not in records[0]]
+    if missing:
+        raise CompactionError(
+            f"Postpone file {path} has no column(s) {missing} of the table's current schema; compact the table "
+            "with Paimon (Flink's compact action or Spark's CALL sys.compact with the Paimon jar)."
+        )
     columns = {fld.name: pa.array([r.get(fld.name) for r in records], type=fld.type) for fld in arrow_schema}
     columns[VALUE_KIND] = pa.array([int(r[VALUE_KIND]) for r in records], pa.int8())
     return pa.table(columns)
