@@ -356,6 +356,11 @@ class TableWriter:
                     "does not write yet. Add the partition keys to the primary key (a new table), or write it "
                     "with Paimon (Flink, Spark with the Paimon jar, Java)."
                 )
+        if b == POSTPONE_BUCKET and not self._is_pk:
+            raise OptionError(
+                f"Option 'bucket' = -2 (postpone mode) of {where} needs a primary-key table; use N > 0 or -1 for an "
+                "append table."
+            )
         if b == 0 or b < -2:
             raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0, -1 (dynamic) or -2 (postpone).")
 
