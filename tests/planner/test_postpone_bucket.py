@@ -99,8 +99,8 @@ def test_incremental_and_time_travel_reads_skip_it_too(tmp_path: Path) -> None:
 
 
 def test_streams_keep_every_bucket(tmp_path: Path) -> None:
-    """Unchanged for streams: Java's streams skip postpone files only with a changelog producer
-    (``DataTableStreamScan``), whose changelog our streams do not read."""
+    """Streams of a table without a changelog producer keep the postpone bucket: Java's streams skip postpone
+    files only with a changelog producer (``DataTableStreamScan``; tests/datasource/test_postpone_write.py)."""
     t, _ = _postpone_table(tmp_path)
     snapshot = t.latest_snapshot()
     assert {s.bucket for s in ScanPlanner(t.store, t.store.schema(), streaming=True).plan(snapshot).splits} == {
