@@ -266,7 +266,9 @@ class _BucketSelector:
         self._cache: dict[int, frozenset[int]] = {}
         if not pred or schema.core_options.get(BUCKET_FUNCTION_TYPE) != "default":
             return
-        if schema.num_buckets <= 0:
+        # Hash buckets: fixed, and the real buckets of a postpone table (each entry carries its count), as Java's
+        # BucketSelectConverter.
+        if schema.num_buckets <= 0 and not (schema.num_buckets == POSTPONE_BUCKET and schema.primary_keys):
             return
         keys = schema.bucket_keys
         if not keys or any(k in schema.partition_keys or not schema.has_field(k) for k in keys):

@@ -193,3 +193,11 @@ def test_a_stream_reads_the_postpone_rows_once_as_written_and_skips_the_move(cat
     t.write_arrow(_rows("a", [2], "z"))
     later, _ = rows(job, pos)
     assert later == [("a", 2, "z")]
+
+
+def test_key_filters_prune_the_real_buckets(catalog: Catalog) -> None:
+    t = _table(catalog, "db.prune", **{"postpone.default-bucket-num": "4"})
+    t.write_arrow(_rows("a", list(range(16)), "x"))
+    scan = t.scan(filter="k = 3")
+    assert [(r["k"], r["v"]) for r in scan.to_arrow().to_pylist()] == [(3, "x")]
+    assert scan.explain()["counters"]["files_skipped_bucket"] == 3
