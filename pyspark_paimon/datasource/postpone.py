@@ -1,10 +1,11 @@
-"""Postpone-bucket primary-key tables (``bucket = -2``), written and compacted by Java's rules (Paimon 1.4 / 2.0).
+"""Postpone-bucket primary-key tables (``bucket = -2``), written and compacted by Paimon 1.4's rules.
 
 Java's engines write such a table in one of two ways:
 
-* **into real buckets** (``postpone.batch-write-fixed-bucket`` = true, the default, for Spark's and Flink's batch
-  writes): a partition that already has real buckets keeps its bucket count; a new partition gets one here
-  ``postpone.default-bucket-num`` (default 1). Java's engines pick the writer parallelism for a new partition
+* **into real buckets** (``postpone.batch-write-fixed-bucket`` = true, the default; Java's Spark writer follows it
+  for every write, Flink for batch writes; here every write, ``write_arrow`` and Spark's batch and streaming): a
+  partition that already has real buckets keeps its bucket count; a new partition gets here
+  ``postpone.default-bucket-num`` buckets (default 1). Java's engines pick the writer parallelism for a new partition
   instead; a count that depends on the number of Spark tasks would make a table's layout depend on the cluster,
   so the default option decides (it is what Java's postpone compaction gives a new partition too). The files are
   ordinary level-0 files of the bucket (sorted, folded, sequence numbers continuing the bucket's), their manifest
@@ -12,13 +13,15 @@ Java's engines write such a table in one of two ways:
 * **into the postpone bucket** (the option false, and Flink's streaming writes): every row as it arrived, unsorted
   and unmerged, at level 0 in ``bucket-postpone``; manifest entries say bucket -2 and total buckets -2; file
   names start ``<data-file.prefix>-u-<commit user>-s-<write id>-w-`` so the files of one writer can be read back
-  in their order; every row's ``_SEQUENCE_NUMBER`` is -1 (Java's writer keeps records' unknown sequence).
+  in their order; every row's ``_SEQUENCE_NUMBER`` is -1 (Java's writer keeps records' unknown sequence). Java
+  writes these files in Avro without statistics; ours are Parquet (every reader picks the format by extension).
 
-Batch reads skip ``bucket-postpone`` (``planner.scan``); a compaction (:func:`compact_postpone`) moves its rows
+Batch reads skip ``bucket-postpone`` (``planner.scan``); a compaction (``postpone_compact``) moves its rows
 into real buckets: per partition the existing bucket count, else ``postpone.default-bucket-num``, the rows of one
 writer in file order (files by creation time), then written as a batch write of the real buckets would write them
 (new sequence numbers, so later rows win); the postpone files leave and the new files arrive in one COMPACT
-snapshot, as Java's ``CompactAction`` and Spark's postpone compaction commit them.
+snapshot, as Java's ``CompactAction`` and Spark's postpone compaction commit them (Paimon 2.x adds bucket-count
+estimates from data sizes, which are not followed here).
 """
 
 from __future__ import annotations
