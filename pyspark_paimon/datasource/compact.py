@@ -39,6 +39,8 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
+from pyspark_paimon.datasource.postpone import is_postpone
+from pyspark_paimon.datasource.postpone_compact import compact_postpone
 from pyspark_paimon.datasource.read import (
     ReadContext,
     key_sections,
@@ -75,6 +77,7 @@ from pyspark_paimon.metadata.schema.options import (
     COMPACTION_SIZE_RATIO,
     FULL_COMPACTION_DELTA_COMMITS,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    POSTPONE_BUCKET,
     SOURCE_SPLIT_OPEN_FILE_COST,
     CoreOptions,
 )
@@ -301,7 +304,7 @@ def plan_compaction(
     scanned: list[tuple[tuple[bytes, int], DataFileMeta]] = []
     for e in store.live_entries(snapshot):
         key = (e.partition, e.bucket)
-        if wanted is not None and key not in wanted:
+        if (wanted is not None and key not in wanted) or e.bucket == POSTPONE_BUCKET:  # postpone: postpone_compact
             continue
         if e.partition not in matched:
             values_of[e.partition] = tuple(deserialize_row(e.partition, types))
@@ -931,12 +934,35 @@ def compact(
         return run_in_process(plan, progress)
 
     wanted = None if buckets is None else list(buckets)
+    moved: CompactResult | None = None
     result = CompactResult()
+    if is_postpone(store.schema()) and not auto:
+        # Postpone-bucket tables: 'bucket-postpone' moves into real buckets (one COMPACT snapshot); then the buckets
+        # the move wrote are compacted by the usual rules (a second snapshot only when those rules pick files), as
+        # the bucket writers of Java's move would.
+        _refuse_unsupported(store.schema(), store.table_path, full)  # before the move commits anything
+        move = compact_postpone(store, _partition_matcher(store.schema(), partitions))
+        if move is not None:
+            moved = CompactResult(
+                snapshot=move.snapshot,
+                buckets=len(move.buckets),
+                files_before=move.files_before,
+                files_after=move.files_after,
+                rows_before=move.rows_before,
+                rows_after=move.rows_after,
+                attempts=1,
+            )
+            wanted = [b for b in wanted if b in move.buckets] if wanted is not None else sorted(move.buckets)
+            if move.snapshot is not None:
+                result.notes.append(
+                    f"moved {move.files_before} postpone file(s) ({move.rows_before} rows) into real buckets in "
+                    f"snapshot {move.snapshot.id}"
+                )
     for attempt in range(1, MAX_ATTEMPTS + 1):
         plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
         result.attempts = attempt
         if not plan.tasks:
-            return result
+            return moved if moved is not None else result
         messages = run(plan)
         try:
             snapshot = commit_compaction(plan, messages)
@@ -999,6 +1025,6 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
     full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
-    if options.write_only or not buckets or options.get(CHANGELOG_PRODUCER) == "lookup":
-        return None
+    if options.write_only or not buckets or options.get(CHANGELOG_PRODUCER) == "lookup" or is_postpone(schema):
+        return None  # postpone-bucket tables: Java's writes of them never compact (fixed-bucket writes are write-only)
     return compact(store, full=full, buckets=buckets, auto=True)

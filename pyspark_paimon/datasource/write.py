@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyspark_paimon.datasource import merge
+from pyspark_paimon.datasource import merge, postpone
 from pyspark_paimon.datasource.parquet_layout import PARQUET_LAYOUT, encoding_settings, is_writer_v2
 from pyspark_paimon.datasource.stats import (
     SYSTEM_STATS_MODE,
@@ -71,6 +71,8 @@ from pyspark_paimon.metadata.schema.options import (
     FILE_SUFFIX_INCLUDE_COMPRESSION,
     IGNORE_UPDATE_BEFORE,
     PARQUET_WRITER_VERSION,
+    POSTPONE_BUCKET,
+    POSTPONE_DEFAULT_BUCKET_NUM,
     ROWKIND_FIELD,
     WRITE_BUFFER_SIZE,
     ConfigOption,
@@ -204,7 +206,9 @@ class WriteContext:
             schema=schema,
             options=dict(schema.options),
             sequence_bases=seq_bases,
-            partition_buckets={} if replace_all else partition_buckets,
+            # A postpone-bucket table keeps its partitions' bucket counts even through a full overwrite (Java's
+            # fixed-bucket writes read them from the table before writing).
+            partition_buckets={} if replace_all and num_buckets != POSTPONE_BUCKET else partition_buckets,
             commit_user=commit_user,
             hash_index={} if replace_all else hash_index,
         )
@@ -257,12 +261,16 @@ class TableWriter:
         self._is_pk = bool(schema.primary_keys)
         self._num_buckets = options.bucket
         self._dynamic = self._is_pk and self._num_buckets == -1
+        # Postpone-bucket tables (datasource/postpone.py): into real buckets, or raw into 'bucket-postpone'.
+        self._postpone = self._is_pk and self._num_buckets == POSTPONE_BUCKET
+        self._postpone_fixed = self._postpone and postpone.writes_real_buckets(options)
+        self._postpone_prefix = ""
         self._check_supported()
 
         self._partition_fields = list(schema.partition_fields)
         self._key_fields = list(schema.trimmed_primary_key_fields) if self._is_pk else []
         self._key_names = [f.name for f in self._key_fields]
-        self._bucket_fields = list(schema.bucket_key_fields) if self._num_buckets > 0 else []
+        self._bucket_fields = list(schema.bucket_key_fields) if self._num_buckets > 0 or self._postpone_fixed else []
         if self._num_buckets > 0 and not self._bucket_fields:
             raise OptionError(
                 f"Table {ctx.table_path} has 'bucket' = {self._num_buckets} but no bucket key; set the option "
@@ -302,6 +310,10 @@ class TableWriter:
         # 'changelog-producer' = input: every input row also goes to a changelog file, as Java's MergeTreeWriter
         # hands each flushed buffer's raw records to its changelog writer (sorted, before the merge).
         self._changelog_input = self._is_pk and options.get(CHANGELOG_PRODUCER) == "input"
+        if self._postpone and not self._postpone_fixed:
+            # Java's postpone writers write no changelog; their files get their own writer prefix.
+            self._changelog_input = False
+            self._postpone_prefix = postpone.writer_prefix(self._prefix, ctx.commit_user)
         self._suffix = (
             f".{options.get(FILE_COMPRESSION)}.parquet" if options.get(FILE_SUFFIX_INCLUDE_COMPRESSION) else ".parquet"
         )
@@ -344,12 +356,10 @@ class TableWriter:
                     "does not write yet. Add the partition keys to the primary key (a new table), or write it "
                     "with Paimon (Flink, Spark with the Paimon jar, Java)."
                 )
-        if b == -2:
+        if b == POSTPONE_BUCKET and not self._is_pk:
             raise OptionError(
-                f"Table {where} is in postpone bucket mode (bucket = -2), which pyspark-paimon does not write yet "
-                "(Java writes such rows to 'bucket-postpone' and a compaction moves them into real buckets). "
-                "Recreate the table with bucket = N or -1 (dynamic), or write it with Paimon (Flink, Spark with "
-                "the Paimon jar, Java)."
+                f"Option 'bucket' = -2 (postpone mode) of {where} needs a primary-key table; use N > 0 or -1 for an "
+                "append table."
             )
         if b == 0 or b < -2:
             raise OptionError(f"Option 'bucket' = {b} of {where} is invalid; use N > 0, -1 (dynamic) or -2 (postpone).")
@@ -524,7 +534,7 @@ class TableWriter:
         work: list[tuple[_BucketState, pa.Table]] = []
         for part_bytes, part_values, part_table in self._split_partitions(table):
             num_buckets = self._partition_num_buckets(part_bytes)
-            total = num_buckets if num_buckets > 0 else -1
+            total = num_buckets if num_buckets > 0 or num_buckets == POSTPONE_BUCKET else -1
             if self._dynamic:
                 for bucket, sub, hashes in self._split_dynamic(part_bytes, part_values, part_table):
                     state = self._state(part_bytes, part_values, bucket, total)
@@ -585,6 +595,9 @@ class TableWriter:
             start += int(counts[i])
 
     def _partition_num_buckets(self, part: bytes) -> int:
+        if self._postpone_fixed:  # the partition's real bucket count, else postpone.default-bucket-num
+            known = self._ctx.partition_buckets.get(part)
+            return known if known is not None and known > 0 else self._options.get(POSTPONE_DEFAULT_BUCKET_NUM)
         if self._num_buckets <= 0:
             return self._num_buckets
         existing = self._ctx.partition_buckets.get(part)
@@ -593,7 +606,7 @@ class TableWriter:
     def _split_buckets(self, table: pa.Table, num_buckets: int) -> Iterator[tuple[int, pa.Table]]:
         """(bucket, rows in arrival order) of every bucket present, with one vectorised hash and one take."""
         if num_buckets <= 0:
-            yield 0, table
+            yield (POSTPONE_BUCKET if num_buckets == POSTPONE_BUCKET else 0), table
             return
         cols = [table.column(f.name) for f in self._bucket_fields]
         ids = bucket_ids(cols, [f.type for f in self._bucket_fields], num_buckets)
@@ -647,7 +660,8 @@ class TableWriter:
                 if self._partition_fields
                 else ""
             )
-            directory = FileIO.join(self._ctx.table_path, self._data_dir or "", rel, f"bucket-{bucket}")
+            bucket_dir = postpone.POSTPONE_DIRECTORY if bucket == POSTPONE_BUCKET else f"bucket-{bucket}"
+            directory = FileIO.join(self._ctx.table_path, self._data_dir or "", rel, bucket_dir)
             state = _BucketState(
                 part, bucket, total, directory, str(uuid.uuid4()), int(self._ctx.sequence_bases.get(key, 0))
             )
@@ -657,6 +671,14 @@ class TableWriter:
     # ------------------------------------------------------------------------------------------ files
     def _write_bucket(self, state: _BucketState, table: pa.Table) -> None:
         n = table.num_rows
+        if state.bucket == POSTPONE_BUCKET:
+            # Java's postpone writer: the rows as they came (no sort, no fold), each with the unknown sequence -1.
+            table = table.append_column(
+                pa.field(SEQUENCE_NUMBER, pa.int64(), False), pa.array(np.full(n, -1, dtype=np.int64))
+            )
+            for chunk in self._chunks(self._pk_physical(table)):
+                self._write_file(state, chunk, None)
+            return
         seq = np.arange(state.next_sequence, state.next_sequence + n, dtype=np.int64)
         state.next_sequence += n
         if self._is_pk:
@@ -725,7 +747,11 @@ class TableWriter:
         """One Parquet file of ``chunk``; a changelog file (``changelog``) shares the bucket's name counter, as
         Java's path factory numbers data and changelog files of one writer alike."""
         fileio = self._ctx.fileio
-        prefix = self._changelog_prefix if changelog else self._prefix
+        prefix = (
+            self._changelog_prefix
+            if changelog
+            else (self._postpone_prefix if state.bucket == POSTPONE_BUCKET else self._prefix)
+        )
         name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"
         state.file_counter += 1
         path = FileIO.join(state.directory, name)

@@ -23,6 +23,7 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.bucket import bucket_ids
 from pyspark_paimon.metadata.schema.options import (
     BUCKET_FUNCTION_TYPE,
+    CHANGELOG_PRODUCER,
     POSTPONE_BUCKET,
     SOURCE_SPLIT_OPEN_FILE_COST,
     SOURCE_SPLIT_TARGET_SIZE,
@@ -261,7 +262,9 @@ class _BucketSelector:
         self._cache: dict[int, frozenset[int]] = {}
         if not pred or schema.core_options.get(BUCKET_FUNCTION_TYPE) != "default":
             return
-        if schema.num_buckets <= 0:
+        # Hash buckets: fixed, and the real buckets of a postpone table (each entry carries its count), as Java's
+        # BucketSelectConverter.
+        if schema.num_buckets <= 0 and not (schema.num_buckets == POSTPONE_BUCKET and schema.primary_keys):
             return
         keys = schema.bucket_keys
         if not keys or any(k in schema.partition_keys or not schema.has_field(k) for k in keys):
@@ -425,8 +428,10 @@ class ScanPlanner:
     ``streaming``: the planner serves a stream. Batch scans of a postpone-bucket table (``bucket = -2``) read
     only the real buckets, as Java's batch scans do (``AbstractBatchTableScan`` calls ``onlyReadRealBuckets``):
     records still in ``bucket-postpone`` become visible when Paimon's postpone compaction moves them into
-    buckets. Streams keep every bucket here (Java's streams skip postpone files only when the table has a
-    changelog producer, which our streams do not read anyway).
+    buckets. Streams do as Java's ``DataTableStreamScan``: with a changelog producer they read only the real
+    buckets too (the move into buckets produces the changelog they follow); without one they keep the postpone
+    bucket, whose files are the stream's only sight of the rows until a compaction moves them (a COMPACT
+    snapshot, which such streams skip).
     """
 
     def __init__(
@@ -445,8 +450,12 @@ class ScanPlanner:
 
     @property
     def only_real_buckets(self) -> bool:
-        """Whether this scan leaves out the postpone bucket's files (a batch scan of a ``bucket = -2`` table)."""
-        return not self.streaming and CoreOptions({**self.schema.options, **self.options}).bucket == POSTPONE_BUCKET
+        """Whether this scan leaves out the postpone bucket's files (a ``bucket = -2`` table's batch scan, or its
+        stream when it has a changelog producer)."""
+        options = CoreOptions({**self.schema.options, **self.options})
+        if options.bucket != POSTPONE_BUCKET:
+            return False
+        return not self.streaming or options.get(CHANGELOG_PRODUCER) != "none"
 
     def plan(
         self,
@@ -696,11 +705,13 @@ class ScanPlanner:
         if not self.schema.primary_keys:
             # Append files are independent: one split each, so packing can spread them over every core.
             return [DataSplit(part, values, bucket, total_buckets, (f,), path, True) for f in files]
-        return [
-            DataSplit(
-                part, values, bucket, total_buckets, tuple(files), path, _raw_convertible(files, deletion_vectors)
-            )
-        ]
+        if bucket == POSTPONE_BUCKET:
+            # A stream's postpone bucket (batch scans skip it): Java reads it without merging (its rows carry no
+            # sequence numbers), which is a raw read here while no row is a retraction.
+            raw = all(f.delete_row_count == 0 for f in files)
+        else:
+            raw = _raw_convertible(files, deletion_vectors)
+        return [DataSplit(part, values, bucket, total_buckets, tuple(files), path, raw)]
 
 
 def _raw_convertible(files: Sequence[DataFileMeta], deletion_vectors: bool = False) -> bool:

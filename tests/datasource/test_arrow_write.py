@@ -23,7 +23,7 @@ from pyspark_paimon.datasource.write import (
     WriteContext,
     write_batches,
 )
-from pyspark_paimon.errors import OptionError, SchemaMismatchError
+from pyspark_paimon.errors import SchemaMismatchError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, deserialize_row, serialize_row
@@ -577,10 +577,20 @@ def test_compression_option(tmp_path) -> None:
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "SNAPPY"
 
 
-def test_unsupported_bucket_modes(tmp_path) -> None:
-    ctx2 = make_ctx(tmp_path / "p", "k int not null, v string", primary_keys=["k"], options={"bucket": "-2"})
-    with pytest.raises(OptionError, match=r"postpone bucket mode .*bucket = N or -1 .*Paimon"):
-        TableWriter(ctx2, "t")
+def test_postpone_bucket_writers(tmp_path) -> None:
+    """bucket = -2: into real buckets by default, raw into bucket-postpone with the fixed-bucket write off
+    (tests/datasource/test_postpone_write.py has the rest)."""
+    ctx = make_ctx(tmp_path / "p", "k int not null, v string", primary_keys=["k"], options={"bucket": "-2"})
+    (m,) = write(ctx, pa.table({"k": pa.array([2, 1], pa.int32()), "v": ["a", "b"]}))
+    assert (m.bucket, m.total_buckets) == (0, 1)
+    raw = make_ctx(
+        tmp_path / "r",
+        "k int not null, v string",
+        primary_keys=["k"],
+        options={"bucket": "-2", "postpone.batch-write-fixed-bucket": "false"},
+    )
+    (m,) = write(raw, pa.table({"k": pa.array([2, 1], pa.int32()), "v": ["a", "b"]}))
+    assert (m.bucket, m.total_buckets, m.new_files[0].max_sequence_number) == (-2, -2, -1)
 
 
 def test_append_table_rejects_retractions(tmp_path) -> None:

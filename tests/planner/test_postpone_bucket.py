@@ -1,8 +1,9 @@
 """Postpone-bucket tables (bucket = -2): batch scans read only the real buckets, as Java's batch scans do
 (``AbstractBatchTableScan`` -> ``onlyReadRealBuckets``), and count the ``bucket-postpone`` files they leave
-out; streams keep every bucket.
+out; streams without a changelog producer keep every bucket (tests/datasource/test_postpone_write.py has the
+writes and the stream with one).
 
-We cannot write postpone tables, so the table is assembled through the metadata layer: data files written by
+The table is assembled through the metadata layer: data files written by
 ordinary tables of the same schema are copied into a ``bucket = -2`` table's bucket directories and committed
 there, the real-bucket files as buckets 0 and 1 of 2, the others as bucket -2 (``bucket-postpone``), the
 layout Java's postpone writes and postpone compaction leave.
@@ -98,8 +99,8 @@ def test_incremental_and_time_travel_reads_skip_it_too(tmp_path: Path) -> None:
 
 
 def test_streams_keep_every_bucket(tmp_path: Path) -> None:
-    """Unchanged for streams: Java's streams skip postpone files only with a changelog producer
-    (``DataTableStreamScan``), whose changelog our streams do not read."""
+    """Streams of a table without a changelog producer keep the postpone bucket: Java's streams skip postpone
+    files only with a changelog producer (``DataTableStreamScan``; tests/datasource/test_postpone_write.py)."""
     t, _ = _postpone_table(tmp_path)
     snapshot = t.latest_snapshot()
     assert {s.bucket for s in ScanPlanner(t.store, t.store.schema(), streaming=True).plan(snapshot).splits} == {

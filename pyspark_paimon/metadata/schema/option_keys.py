@@ -111,7 +111,10 @@ _NO_BLOB = "only with BLOB columns, which are refused (blob-field, data-evolutio
 _NO_VARIANT = "only with VARIANT columns, which cannot be read or written here"
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
 _NO_EVOLUTION = "only with data-evolution tables, which are refused (data-evolution.enabled)"
-_NO_POSTPONE_WRITE = "writes to postpone-bucket tables are refused (bucket = -2), and reads ignore it"
+_POSTPONE_ESTIMATES = (
+    "bucket counts estimated from data sizes are Paimon 2.x's; pyspark-paimon follows Paimon 1.4's rule for "
+    "postpone-bucket tables (a partition's existing count, else 'postpone.default-bucket-num')"
+)
 _DYNAMIC_ASSIGNERS = (
     "the number of Flink's bucket-assigner operators; each write task here assigns the keys of the partitions it "
     "writes, and reads do not depend on it"
@@ -368,12 +371,13 @@ NOT_HONOURED: dict[str, KeyRule] = {
     # -- dynamic and postpone buckets
     "dynamic-bucket.initial-buckets": _inert(_DYNAMIC_ASSIGNERS),
     "dynamic-bucket.assigner-parallelism": _inert(_DYNAMIC_ASSIGNERS),
-    "postpone.batch-write-fixed-bucket": _inert(_NO_POSTPONE_WRITE),
-    "postpone.batch-write-fixed-bucket.max-parallelism": _inert(_NO_POSTPONE_WRITE),
-    "postpone.batch-write-fixed-bucket.rescale-load-factor": _inert(_NO_POSTPONE_WRITE),
-    "postpone.default-bucket-num": _inert(_NO_POSTPONE_WRITE),
-    "postpone.target-row-num-per-bucket": _inert(_NO_POSTPONE_WRITE),
-    "postpone.target-size-per-bucket": _inert(_NO_POSTPONE_WRITE),
+    "postpone.batch-write-fixed-bucket.max-parallelism": _inert(
+        "it caps the writer parallelism Java's engines give a new partition; here a new partition gets "
+        "'postpone.default-bucket-num' buckets, whatever the number of tasks"
+    ),
+    "postpone.batch-write-fixed-bucket.rescale-load-factor": _inert(_POSTPONE_ESTIMATES),
+    "postpone.target-row-num-per-bucket": _inert(_POSTPONE_ESTIMATES),
+    "postpone.target-size-per-bucket": _inert(_POSTPONE_ESTIMATES),
     "postpone.merge-on-read": _refused(
         "batch reads merge the postpone bucket's records into the real buckets", "false"
     ),

@@ -196,6 +196,19 @@ DYNAMIC_BUCKET_MAX_BUCKETS = _option(
     "-1",
     "Dynamic bucket mode: most buckets per partition; beyond it new keys join existing buckets.",
 )
+POSTPONE_BATCH_WRITE_FIXED_BUCKET = _option(
+    "postpone.batch-write-fixed-bucket",
+    BOOLEAN,
+    "true",
+    "Postpone-bucket tables: writes go straight into real buckets (a partition's existing bucket count, else "
+    "'postpone.default-bucket-num'); false = into 'bucket-postpone', for a compaction to move.",
+)
+POSTPONE_DEFAULT_BUCKET_NUM = _option(
+    "postpone.default-bucket-num",
+    OptionType(_to_positive_int, "a positive integer"),
+    "1",
+    "Postpone-bucket tables: bucket count of a partition that has no real buckets yet (writes and compaction).",
+)
 BUCKET_KEY = _option(
     "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
 )
