@@ -960,6 +960,8 @@ def _merge_tables(
     key_order: bool = True,
 ) -> pa.Table:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
+    if _lookup_merge(options):
+        tables = _newest_high_level_only(plan.key_names, ordered, tables)
     untouched = None
     if not key_order and drop_retracts:
         untouched, tables = _split_untouched(plan.key_names, tables)
@@ -969,6 +971,53 @@ def _merge_tables(
     if untouched is None or not untouched.num_rows:
         return merged
     return pa.concat_tables([_drop_retracts(untouched), merged.select(untouched.column_names)])
+
+
+def _lookup_merge(options: Mapping[str, str]) -> bool:
+    """Whether the table merges as Java's ``LookupMergeFunction`` does (``changelog-producer = lookup`` without
+    deletion vectors, not ``first-row``): its lookup compaction writes a key's merged state above level 0 while
+    older versions stay in higher levels, so only the newest record above level 0 may take part in a merge
+    (an aggregation would otherwise count the older state twice)."""
+    return (
+        options.get("changelog-producer") == "lookup"
+        and options.get("merge-engine", "deduplicate") != "first-row"
+        and options.get("deletion-vectors.enabled", "false").lower() != "true"
+    )
+
+
+_HIGH_TABLE, _HIGH_ROW = "__paimon_high_table__", "__paimon_high_row__"
+
+
+def _newest_high_level_only(
+    key_names: Sequence[str], ordered: Sequence[DataFileMeta], tables: list[pa.Table]
+) -> list[pa.Table]:
+    """``tables`` without the records above level 0 that a newer record above level 0 supersedes (see
+    :func:`_lookup_merge`); level-0 records all stay."""
+    high = [i for i, f in enumerate(ordered) if f.level > 0 and tables[i].num_rows]
+    if len(high) < 2:
+        return tables
+    names = [*key_names, SEQUENCE_NUMBER]
+    parts = [
+        tables[i]
+        .select(names)
+        .append_column(_HIGH_TABLE, pa.array(np.full(tables[i].num_rows, i, dtype=np.int32)))
+        .append_column(_HIGH_ROW, pa.array(np.arange(tables[i].num_rows, dtype=np.int64)))
+        for i in high
+    ]
+    ranked = pa.concat_tables(parts, promote_options="permissive").sort_by(SEQUENCE_NUMBER)
+    rank = "__paimon_high_rank__"
+    ranked = ranked.append_column(rank, pa.array(np.arange(ranked.num_rows, dtype=np.int64)))
+    newest = ranked.group_by(list(key_names), use_threads=False).aggregate([(rank, "max")])
+    chosen = ranked.take(newest.column(f"{rank}_max"))
+    which = np.asarray(chosen.column(_HIGH_TABLE).to_numpy(), dtype=np.int32)
+    rows = np.asarray(chosen.column(_HIGH_ROW).to_numpy(), dtype=np.int64)
+    out = list(tables)
+    for i in high:
+        keep = np.zeros(tables[i].num_rows, dtype=bool)
+        keep[rows[which == i]] = True
+        if not keep.all():
+            out[i] = tables[i].filter(pa.array(keep))
+    return out
 
 
 def _split_untouched(key_names: Sequence[str], tables: list[pa.Table]) -> tuple[pa.Table | None, list[pa.Table]]:
