@@ -211,3 +211,44 @@ def test_full_compaction_changelog_of_a_partitioned_table(catalog: Catalog) -> N
     assert sorted(first) == [("+I", "d1", 1, "a"), ("+I", "d1", 2, "b"), ("+I", "d2", 1, "c")]
     assert sorted(second) == [("+I", "d2", 3, "x"), ("+U", "d1", 2, "B"), ("-U", "d1", 2, "b")]
     assert t.snapshots()[-1].changelog_record_count == 3
+
+
+def test_decoupled_changelog_outlives_its_snapshots(catalog: Catalog) -> None:
+    """A changelog retention longer than the snapshots' (Java's decoupled lifecycle): expiring snapshots are kept
+    as changelog/changelog-N, a stream still reads their changes, and expire_changelogs frees them later while
+    the table's data stays whole."""
+    from pyspark_paimon.metadata.maintenance.expire import expire_changelogs
+
+    t = _table(
+        catalog,
+        "lookup",
+        **{
+            "snapshot.num-retained.min": "1",
+            "snapshot.num-retained.max": "2",
+            "snapshot.time-retained": "1 ms",
+            "changelog.num-retained.max": "50",
+            "changelog.time-retained": "1 d",
+        },
+    )
+    _write(t, [(1, "a", "+I"), (2, "b", "+I")])
+    _write(t, [(1, "a2", "+I")])
+    _write(t, [(2, "b", "-D"), (3, "c", "+I")])
+    snapshot_ids = t.store.snapshots.list_ids()
+    assert snapshot_ids[0] > 1  # snapshots expired...
+    changelog_dir = f"{t.store.table_path}/changelog"
+    kept = sorted(n for n in t.store.fileio.list_names(changelog_dir) if n.startswith("changelog-"))
+    assert kept == [f"changelog-{i}" for i in range(1, snapshot_ids[0])]  # ...into long-lived changelog
+    rows, _ = _stream(t, **FROM_FIRST, **{"read.changelog": "true"})
+    assert rows == [
+        ("+I", 1, "a"),
+        ("+I", 2, "b"),
+        ("-U", 1, "a"),
+        ("+U", 1, "a2"),
+        ("-D", 2, "b"),
+        ("+I", 3, "c"),
+    ]
+    expired = expire_changelogs(t.store, now=2**50)
+    assert expired.expired_changelogs == list(range(1, snapshot_ids[0] - 1))  # the newest changelog stays
+    assert expired.deleted_data_files  # the changelog and data files only they used
+    assert sorted((r["id"], r["v"]) for r in t.scan().to_arrow().to_pylist()) == [(1, "a2"), (3, "c")]
+    assert t.maintenance.remove_orphan_files(older_than=2**50, dry_run=True).files == []  # nothing left behind
