@@ -236,3 +236,47 @@ def test_lookup_changelog_equals_javas(java: JavaOracle, warehouse: str, case: s
     assert [(k, r["id"], r["v"], r["n"]) for k, r in zip(read.kinds, read.rows)] == changes
     assert sorted(java.read(warehouse, "db.t").rows, key=lambda r: r["id"]) == state
     assert [c for c in changes if c[1] < 10] == LOOKUP_CHANGES[case]
+
+
+DECOUPLED = {
+    "bucket": "1",
+    "changelog-producer": "lookup",
+    "snapshot.num-retained.min": "1",
+    "snapshot.num-retained.max": "2",
+    "snapshot.time-retained": "1 ms",
+    "changelog.num-retained.max": "50",
+    "changelog.time-retained": "1 d",
+}
+
+
+def test_decoupled_changelog_is_javas(java: JavaOracle, warehouse: str) -> None:
+    """With a changelog retention longer than the snapshots', our expiration keeps the expired snapshots'
+    changelog as Java's does (changelog/changelog-N): Java streams it from the first snapshot, and our
+    maintenance copes with Java's long-lived changelog (whose data manifest lists Java deleted)."""
+    java.create(warehouse, "db.j", LOOKUP_COLUMNS, primary_keys=["id"], options=DECOUPLED)
+    ours = Catalog(warehouse).create_table("db.t", LOOKUP_SCHEMA, primary_keys=["id"], options=DECOUPLED)
+    for rows in LOOKUP_ROWS[1:]:
+        ours.write_arrow(pa.Table.from_pylist([dict(zip(LOOKUP_SCHEMA.names, r)) for r in rows], schema=LOOKUP_SCHEMA))
+        java.write(warehouse, "db.j", [list(r) for r in rows])
+    for name in ("t", "j"):
+        assert any(
+            n.startswith("changelog-") for n in ours.store.fileio.list_names(f"{warehouse}/db.db/{name}/changelog")
+        )
+    expected = java.stream(warehouse, "db.j", FROM_FIRST)
+    changes = [(k, r["id"], r["v"], r["n"]) for k, r in zip(expected.kinds, expected.rows)]
+    assert changes[:2] == [("+I", 1, None, 5), ("+I", 3, "c", 3)]
+    read = java.stream(warehouse, "db.t", FROM_FIRST)
+    assert [(k, r["id"], r["v"], r["n"]) for k, r in zip(read.kinds, read.rows)] == changes
+    theirs = Catalog(warehouse).get_table("db.j")
+    assert _our_stream_rows(warehouse, "db.j") == _our_stream_rows(warehouse, "db.t")
+    theirs.write_arrow(pa.Table.from_pylist([{"id": 9, "v": "z", "n": 9}], schema=LOOKUP_SCHEMA))
+    theirs.maintenance.remove_orphan_files(older_than=2**50)
+    assert sorted(r["id"] for r in theirs.scan().to_arrow().to_pylist()) == [1, 2, 3, 4, 9]
+
+
+def _our_stream_rows(warehouse: str, identifier: str) -> list[tuple[Any, ...]]:
+    table = Catalog(warehouse).get_table(identifier)
+    job = StreamReadJob(table.store, {"path": table.store.table_path, "read.changelog": "true", **FROM_FIRST})
+    splits, _ = job.next_batch(job.initial_offset())
+    ctx = job.context()
+    return [tuple(r.values()) for s in splits for b in read_stream_split(ctx, s) for r in b.to_pylist()]
