@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.read import ReadContext, merge_records, read_data_file, read_records
+from pyspark_paimon.datasource.read import ReadContext, java_order, merge_records, read_data_file, read_records
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
@@ -93,7 +93,7 @@ def _concat(tables: Sequence[pa.Table]) -> pa.Table | None:
 
 def _pick(table: pa.Table, keys: list[str], order: list[tuple[str, str]], pick: str) -> pa.Table:
     """One row per key of ``table``: after sorting by ``order``, the first (``pick`` = "min") or last ("max")."""
-    ranked = table.sort_by(order)
+    ranked = table.take(java_order(table, order))
     ranked = ranked.append_column(_ROW, pa.array(np.arange(ranked.num_rows, dtype=np.int64)))
     chosen = ranked.group_by(keys, use_threads=False).aggregate([(_ROW, pick)])
     rows = np.sort(np.asarray(chosen.column(f"{_ROW}_{pick}").to_numpy(), dtype=np.int64))
@@ -111,6 +111,9 @@ class LookupChangelog:
         self.key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
         self.key_fields = [schema.field(k) for k in self.key_names]
         self.first_row = options.merge_engine == "first-row"
+        # Java's merge order of a key's records: the sequence fields (if any), then the sequence number.
+        direction = "descending" if options.sequence_descending else "ascending"
+        self.merge_order = [*((f, direction) for f in options.sequence_fields), (_SEQ, "ascending")]
         self.compare: list[str] | None = None
         if options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE):
             ignored = set(options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ())
@@ -187,7 +190,7 @@ class LookupChangelog:
         before_parts = []
         if high_all is not None:
             # LookupMergeFunction: only the newest high-level record of a key takes part.
-            before_parts.append(_pick(high_all, self.key_names, [(_SEQ, "ascending")], "max"))
+            before_parts.append(_pick(high_all, self.key_names, self.merge_order, "max"))
         superseded: dict[str, np.ndarray] = {}
         if low_keys is not None:
             need = low_keys

@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
 __all__ = [
     "ReadContext",
     "ReadMetrics",
+    "java_order",
     "read_split",
     "read_merged",
     "read_records",
@@ -961,7 +962,7 @@ def _merge_tables(
 ) -> pa.Table:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
     if _lookup_merge(options):
-        tables = _newest_high_level_only(plan.key_names, ordered, tables)
+        tables = _newest_high_level_only(plan.key_names, plan.seq_fields, descending, ordered, tables)
     untouched = None
     if not key_order and drop_retracts:
         untouched, tables = _split_untouched(plan.key_names, tables)
@@ -971,6 +972,25 @@ def _merge_tables(
     if untouched is None or not untouched.num_rows:
         return merged
     return pa.concat_tables([_drop_retracts(untouched), merged.select(untouched.column_names)])
+
+
+def java_order(table: pa.Table, order: Sequence[tuple[str, str]]) -> pa.Array:
+    """Row indices of ``table`` sorted by ``order`` ((column, "ascending"/"descending") pairs) with NULLs first,
+    as Java's comparators order a NULL sequence field (Arrow's default puts them last)."""
+    keys: list[tuple[str, str]] = []
+    columns = {}
+    for i, (name, direction) in enumerate(order):
+        column = table.column(name)
+        if column.null_count:
+            valid = f"__paimon_valid_{i}__"
+            columns[valid] = pc.is_valid(column)
+            keys.append((valid, direction))
+        keys.append((name, direction))
+    if columns:
+        table = table.select(list(dict.fromkeys(n for n, _ in order)))
+        for name, column in columns.items():
+            table = table.append_column(name, column)
+    return pc.sort_indices(table, sort_keys=keys)
 
 
 def _lookup_merge(options: Mapping[str, str]) -> bool:
@@ -989,14 +1009,19 @@ _HIGH_TABLE, _HIGH_ROW = "__paimon_high_table__", "__paimon_high_row__"
 
 
 def _newest_high_level_only(
-    key_names: Sequence[str], ordered: Sequence[DataFileMeta], tables: list[pa.Table]
+    key_names: Sequence[str],
+    seq: Sequence[str],
+    descending: bool,
+    ordered: Sequence[DataFileMeta],
+    tables: list[pa.Table],
 ) -> list[pa.Table]:
     """``tables`` without the records above level 0 that a newer record above level 0 supersedes (see
-    :func:`_lookup_merge`); level-0 records all stay."""
+    :func:`_lookup_merge`); level-0 records all stay. Newer: later in Java's merge order (the sequence fields
+    ``seq``, then the sequence number)."""
     high = [i for i, f in enumerate(ordered) if f.level > 0 and tables[i].num_rows]
     if len(high) < 2:
         return tables
-    names = [*key_names, SEQUENCE_NUMBER]
+    names = _unique([*key_names, *seq, SEQUENCE_NUMBER])
     parts = [
         tables[i]
         .select(names)
@@ -1004,7 +1029,10 @@ def _newest_high_level_only(
         .append_column(_HIGH_ROW, pa.array(np.arange(tables[i].num_rows, dtype=np.int64)))
         for i in high
     ]
-    ranked = pa.concat_tables(parts, promote_options="permissive").sort_by(SEQUENCE_NUMBER)
+    direction = "descending" if descending else "ascending"
+    order = [*((f, direction) for f in seq), (SEQUENCE_NUMBER, "ascending")]
+    ranked = pa.concat_tables(parts, promote_options="permissive")
+    ranked = ranked.take(java_order(ranked, order))
     rank = "__paimon_high_rank__"
     ranked = ranked.append_column(rank, pa.array(np.arange(ranked.num_rows, dtype=np.int64)))
     newest = ranked.group_by(list(key_names), use_threads=False).aggregate([(rank, "max")])

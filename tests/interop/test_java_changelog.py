@@ -169,6 +169,7 @@ LOOKUP_CASES = {
     },
     "aggregation": {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"},
     "first-row": {"merge-engine": "first-row"},
+    "partial-update-sequence-field": {"merge-engine": "partial-update", "sequence.field": "n"},
 }
 
 _DEDUP = [
@@ -215,6 +216,19 @@ LOOKUP_CHANGES = {
     "aggregation": _AGG,
     "aggregation-dv": _AGG,
     "first-row": [("+I", 1, "a", 1), ("+I", 2, "b", 2), ("+I", 3, "c", 3), ("+I", 4, "d", 4)],
+    # A NULL sequence field orders first: the third write's row for key 1 loses to the stored one.
+    "partial-update-sequence-field": [
+        ("+I", 1, "a", 1),
+        ("+I", 2, "b", 2),
+        ("-U", 1, "a", 1),
+        ("+U", 1, "a", 5),
+        ("+I", 3, "c", 3),
+        ("-U", 1, "a", 5),
+        ("+U", 1, "a", 5),
+        ("-U", 2, "b", 2),
+        ("+U", 2, "b", 2),
+        ("+I", 4, "d", 4),
+    ],
 }
 
 
