@@ -68,7 +68,7 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema.options import CoreOptions
+from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
@@ -998,10 +998,11 @@ def _lookup_merge(options: Mapping[str, str]) -> bool:
     deletion vectors, not ``first-row``): its lookup compaction writes a key's merged state above level 0 while
     older versions stay in higher levels, so only the newest record above level 0 may take part in a merge
     (an aggregation would otherwise count the older state twice)."""
+    core = CoreOptions(options)
     return (
-        options.get("changelog-producer") == "lookup"
-        and options.get("merge-engine", "deduplicate") != "first-row"
-        and options.get("deletion-vectors.enabled", "false").lower() != "true"
+        core.get(CHANGELOG_PRODUCER) == "lookup"
+        and core.merge_engine != "first-row"
+        and not core.deletion_vectors_enabled
     )
 
 
