@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
+from pyspark_paimon.datasource.lookup_changelog import LookupChangelog, produces_lookup_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
 from pyspark_paimon.datasource.postpone import is_postpone
 from pyspark_paimon.datasource.postpone_compact import compact_postpone
@@ -226,18 +227,10 @@ def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Calla
 
 
 def _refuse_unsupported(schema: TableSchema, table: str, full: bool) -> None:
-    """``changelog-producer`` = lookup: Java's lookup compaction is what writes those tables' changelog files; a
-    compaction that writes none would hide changes from streaming readers. (``full-compaction`` tables are
-    compacted here: a compaction to the top level writes their changelog, :mod:`full_changelog`; but not with
-    deletion vectors, whose lookup compaction here writes no changelog.)"""
+    """``full-compaction`` tables are compacted here (a compaction to the top level writes their changelog,
+    :mod:`full_changelog`), but not with deletion vectors, whose lookup compaction here writes no full-compaction
+    changelog. (``lookup`` tables: their lookup compaction writes the changelog, :mod:`lookup_changelog`.)"""
     producer = schema.core_options.get(CHANGELOG_PRODUCER)
-    if producer == "lookup":
-        raise CompactionError(
-            f"Table {table} has 'changelog-producer' = 'lookup': its changelog is produced by Paimon's lookup "
-            "compaction, which pyspark-paimon does not do (it writes no lookup changelog files). Compact it with "
-            "Paimon (CALL sys.compact in Spark with the Paimon jar, or a Flink compaction job), or use "
-            "'changelog-producer' = 'full-compaction', whose changelog pyspark-paimon's full compaction produces."
-        )
     if producer == "full-compaction" and schema.primary_keys and schema.core_options.deletion_vectors_enabled:
         raise CompactionError(
             f"Table {table} has 'changelog-producer' = 'full-compaction' and 'deletion-vectors.enabled' = 'true': "
@@ -341,7 +334,11 @@ def plan_compaction(
             continue
         unit, drop = task
         older: tuple[DataFileMeta, ...] = ()
-        if pk and (options.merge_engine == "first-row" or options.deletion_vectors_enabled):
+        if pk and (
+            options.merge_engine == "first-row"
+            or options.deletion_vectors_enabled
+            or produces_lookup_changelog(options, pk)  # the lookup finds before-images there
+        ):
             taken = {f.file_name for f in unit.files}
             older = tuple(f for f in files if f.file_name not in taken)
         plan.tasks.append(
@@ -431,7 +428,9 @@ def _bucket_task(
             max_size_amp=options.get(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
             size_ratio=options.get(COMPACTION_SIZE_RATIO),
             trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
-            force_up_level0=options.merge_engine == "first-row" or options.get(COMPACTION_FORCE_UP_LEVEL_0),
+            force_up_level0=options.merge_engine == "first-row"
+            or options.get(COMPACTION_FORCE_UP_LEVEL_0)
+            or produces_lookup_changelog(options, pk),  # Java: every lookup table (ForceUpLevel0Compaction)
         )
     if unit is None:
         return None
@@ -489,23 +488,28 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             touched = {f.file_name for _, files in steps for f in files}
             replaced = tuple(f for f in task.files if f.file_name in touched)
             lookup = _DvLookup(ctx, task) if _dv_lookup(ctx, task) else None
+            lookup_changelog = _lookup_changelog(ctx, task)
             for kind, files in steps:
                 if kind == _UPGRADE:
                     upgraded.append(files[0].with_level(task.output_level))
+                    if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
+                        _lookup_step(lookup_changelog, files, lookup, write_changelog)
                     if changelog is not None and files[0].level != task.output_level:
                         rows = _collected(read_merged(ctx.read, task.split(files), drop_retracts=False))
                         if rows is not None:
                             write_changelog(upgrade_changelog(rows))
                     continue
                 merged: Iterable[pa.Table]
-                if lookup is not None:
+                if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
+                    merged = _lookup_step(lookup_changelog, files, lookup, write_changelog)
+                elif lookup is not None:
                     merged = lookup.merged(files)
                 else:
                     if changelog is not None:
                         merged = _with_full_changelog(ctx, task, files, changelog, write_changelog)
                     else:
                         merged = read_merged(ctx.read, task.split(files), drop_retracts=task.drop_delete)
-                    if task.older_files:
+                    if task.older_files and CoreOptions(ctx.write.options).merge_engine == "first-row":
                         merged = _without_older_keys(ctx, task, merged)
                 _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
             if CoreOptions(ctx.write.options).deletion_vectors_enabled:
@@ -570,6 +574,29 @@ def _full_changelog_settings(ctx: CompactContext, task: CompactTask) -> tuple[in
         return top, None
     ignored = set(options.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ())
     return top, [f.name for f in ctx.read.schema.fields if f.name not in ignored]
+
+
+def _lookup_changelog(ctx: CompactContext, task: CompactTask) -> LookupChangelog | None:
+    """The lookup changelog producer of ``task`` (``changelog-producer = lookup``), or None."""
+    options = CoreOptions(ctx.write.options)
+    return LookupChangelog(ctx.read, options, task) if produces_lookup_changelog(options, ctx.primary_key) else None
+
+
+def _lookup_step(
+    producer: LookupChangelog,
+    files: tuple[DataFileMeta, ...],
+    lookup: _DvLookup | None,
+    write_changelog: Callable[[pa.Table], None],
+) -> list[pa.Table]:
+    """One step of a lookup-producer compaction (:mod:`lookup_changelog`): writes its changelog, hands the
+    older rows it superseded to the deletion-vector lookup (if any), returns the rows to write."""
+    step = producer.step(files)
+    if step.changelog is not None:
+        write_changelog(step.changelog)
+    if lookup is not None:
+        for name, positions in step.superseded.items():
+            lookup.deleted.setdefault(name, []).append(positions)
+    return [step.merged] if step.merged is not None else []
 
 
 def _collected(tables: Iterable[pa.Table]) -> pa.Table | None:
@@ -706,8 +733,9 @@ class _DvLookup:
     joined with each step's keys in Arrow. A step's records and the older versions found are merged in memory
     (one key-overlap section; the unit of a commit-time compaction is the new level-0 data).
 
-    For a future ``lookup`` changelog producer: :meth:`merged` has, per step, the older records found (the
-    before-images; keys without one are inserts) and the merged records (the after-images), side by side."""
+    ``changelog-producer = lookup`` steps holding level-0 files go through
+    :class:`~pyspark_paimon.datasource.lookup_changelog.LookupChangelog` instead, which hands the positions it
+    superseded to :attr:`deleted`."""
 
     def __init__(self, ctx: CompactContext, task: CompactTask) -> None:
         self.ctx = ctx
@@ -988,7 +1016,7 @@ def compact(
 
 def refuse_invisible_writes(schema: TableSchema, table: str) -> None:
     """A write to a deletion-vector primary-key table is visible only once compacted, and our compaction
-    refuses deletion-vector tables whose changelog Paimon's compaction produces (lookup, full-compaction;
+    refuses deletion-vector tables whose changelog Paimon's full compaction produces (``full-compaction``;
     :func:`_refuse_unsupported`): such a write would commit rows no batch read returns. Refused unless
     ``write-only`` says a Paimon job compacts the table."""
     options = schema.core_options
@@ -996,7 +1024,7 @@ def refuse_invisible_writes(schema: TableSchema, table: str) -> None:
     if (
         schema.primary_keys
         and options.deletion_vectors_enabled
-        and producer in ("lookup", "full-compaction")
+        and producer == "full-compaction"
         and not options.write_only
     ):
         raise CompactionError(
@@ -1015,9 +1043,10 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     written fixed-bucket append buckets by ``compaction.min.file-num``; first-row buckets always move their
     level-0 files up (Java's lookup compaction), and so do deletion-vector primary-key buckets, whose new rows
     batch reads see only once they are above level 0 (Java's writers force that compaction before every
-    commit: ``ForceUpLevel0Compaction``, ``lookup-wait``), with new vectors for the rows they supersede.
-    Unaware-bucket append tables and ``changelog-producer = lookup`` tables (whose changelog only Paimon's lookup
-    compaction produces) are left to explicit (or Paimon's) compaction; ``full-compaction`` producer tables are
+    commit: ``ForceUpLevel0Compaction``, ``lookup-wait``), with new vectors for the rows they supersede, and
+    so do ``changelog-producer = lookup`` buckets, whose lookup compaction writes the changelog
+    (:mod:`pyspark_paimon.datasource.lookup_changelog`). Unaware-bucket append tables are left to explicit (or
+    Paimon's) compaction; ``full-compaction`` producer tables are
     compacted like others, and a compaction that reaches the top level writes their changelog. It runs
     in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also
     commit APPEND, then COMPACT."""
@@ -1025,6 +1054,6 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     options = schema.core_options
     buckets = {(m.partition, m.bucket) for m in messages if m.new_files}
     full = bool(schema.primary_keys) and (options.get(FULL_COMPACTION_DELTA_COMMITS) or 0) > 0
-    if options.write_only or not buckets or options.get(CHANGELOG_PRODUCER) == "lookup" or is_postpone(schema):
+    if options.write_only or not buckets or is_postpone(schema):
         return None  # postpone-bucket tables: Java's writes of them never compact (fixed-bucket writes are write-only)
     return compact(store, full=full, buckets=buckets, auto=True)

@@ -68,7 +68,7 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema.options import CoreOptions
+from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
 __all__ = [
     "ReadContext",
     "ReadMetrics",
+    "java_order",
     "read_split",
     "read_merged",
     "read_records",
@@ -960,6 +961,8 @@ def _merge_tables(
     key_order: bool = True,
 ) -> pa.Table:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
+    if _lookup_merge(options):
+        tables = _newest_high_level_only(plan.key_names, plan.seq_fields, descending, ordered, tables)
     untouched = None
     if not key_order and drop_retracts:
         untouched, tables = _split_untouched(plan.key_names, tables)
@@ -969,6 +972,81 @@ def _merge_tables(
     if untouched is None or not untouched.num_rows:
         return merged
     return pa.concat_tables([_drop_retracts(untouched), merged.select(untouched.column_names)])
+
+
+def java_order(table: pa.Table, order: Sequence[tuple[str, str]]) -> pa.Array:
+    """Row indices of ``table`` sorted by ``order`` ((column, "ascending"/"descending") pairs) with NULLs first,
+    as Java's comparators order a NULL sequence field (Arrow's default puts them last)."""
+    keys: list[tuple[str, str]] = []
+    columns = {}
+    for i, (name, direction) in enumerate(order):
+        column = table.column(name)
+        if column.null_count:
+            valid = f"__paimon_valid_{i}__"
+            columns[valid] = pc.is_valid(column)
+            keys.append((valid, direction))
+        keys.append((name, direction))
+    if columns:
+        table = table.select(list(dict.fromkeys(n for n, _ in order)))
+        for name, column in columns.items():
+            table = table.append_column(name, column)
+    return pc.sort_indices(table, sort_keys=keys)
+
+
+def _lookup_merge(options: Mapping[str, str]) -> bool:
+    """Whether the table merges as Java's ``LookupMergeFunction`` does (``changelog-producer = lookup`` without
+    deletion vectors, not ``first-row``): its lookup compaction writes a key's merged state above level 0 while
+    older versions stay in higher levels, so only the newest record above level 0 may take part in a merge
+    (an aggregation would otherwise count the older state twice)."""
+    core = CoreOptions(options)
+    return (
+        core.get(CHANGELOG_PRODUCER) == "lookup"
+        and core.merge_engine != "first-row"
+        and not core.deletion_vectors_enabled
+    )
+
+
+_HIGH_TABLE, _HIGH_ROW = "__paimon_high_table__", "__paimon_high_row__"
+
+
+def _newest_high_level_only(
+    key_names: Sequence[str],
+    seq: Sequence[str],
+    descending: bool,
+    ordered: Sequence[DataFileMeta],
+    tables: list[pa.Table],
+) -> list[pa.Table]:
+    """``tables`` without the records above level 0 that a newer record above level 0 supersedes (see
+    :func:`_lookup_merge`); level-0 records all stay. Newer: later in Java's merge order (the sequence fields
+    ``seq``, then the sequence number)."""
+    high = [i for i, f in enumerate(ordered) if f.level > 0 and tables[i].num_rows]
+    if len(high) < 2:
+        return tables
+    names = _unique([*key_names, *seq, SEQUENCE_NUMBER])
+    parts = [
+        tables[i]
+        .select(names)
+        .append_column(_HIGH_TABLE, pa.array(np.full(tables[i].num_rows, i, dtype=np.int32)))
+        .append_column(_HIGH_ROW, pa.array(np.arange(tables[i].num_rows, dtype=np.int64)))
+        for i in high
+    ]
+    direction = "descending" if descending else "ascending"
+    order = [*((f, direction) for f in seq), (SEQUENCE_NUMBER, "ascending")]
+    ranked = pa.concat_tables(parts, promote_options="permissive")
+    ranked = ranked.take(java_order(ranked, order))
+    rank = "__paimon_high_rank__"
+    ranked = ranked.append_column(rank, pa.array(np.arange(ranked.num_rows, dtype=np.int64)))
+    newest = ranked.group_by(list(key_names), use_threads=False).aggregate([(rank, "max")])
+    chosen = ranked.take(newest.column(f"{rank}_max"))
+    which = np.asarray(chosen.column(_HIGH_TABLE).to_numpy(), dtype=np.int32)
+    rows = np.asarray(chosen.column(_HIGH_ROW).to_numpy(), dtype=np.int64)
+    out = list(tables)
+    for i in high:
+        keep = np.zeros(tables[i].num_rows, dtype=bool)
+        keep[rows[which == i]] = True
+        if not keep.all():
+            out[i] = tables[i].filter(pa.array(keep))
+    return out
 
 
 def _split_untouched(key_names: Sequence[str], tables: list[pa.Table]) -> tuple[pa.Table | None, list[pa.Table]]:

@@ -89,12 +89,40 @@ def test_full_compaction_stream_starts_from_the_top_level(catalog: Catalog) -> N
     assert rows == [("+I", 2, "b")]
 
 
-def test_lookup_streams_follow_the_changelog_only(catalog: Catalog) -> None:
-    """Our writes produce no lookup changelog (only Paimon's lookup compaction does): a stream, like Java's,
-    sees nothing of them until Paimon compacts."""
+def test_lookup_changelog_streams_before_images(catalog: Catalog) -> None:
+    """Each write's lookup compaction writes the changes with their before-images, looked up in the higher
+    levels (Java's LookupChangelogMergeFunctionWrapper): what Java writes for the same inputs,
+    tests/interop/test_java_changelog.py."""
     t = _table(catalog, "lookup")
-    _write(t, [(1, "a", "+I")])
-    assert _stream(t, **FROM_FIRST)[0] == []
+    _write(t, [(1, "a", "+I"), (2, "b", "+I"), (3, "c", "+I")])
+    _write(t, [(1, "a2", "+U"), (2, "b", "-D"), (4, "d", "+I"), (3, "c", "+I")])
+    rows, end = _stream(t, **FROM_FIRST, **{"read.changelog": "true"})
+    assert rows == [
+        ("+I", 1, "a"),
+        ("+I", 2, "b"),
+        ("+I", 3, "c"),
+        ("-U", 1, "a"),
+        ("+U", 1, "a2"),
+        ("-D", 2, "b"),
+        ("-U", 3, "c"),
+        ("+U", 3, "c"),
+        ("+I", 4, "d"),
+    ]
+    _write(t, [(3, "c", "+I"), (4, "d2", "+I")])
+    t.update_schema().set_options({"changelog-producer.row-deduplicate": "true"}).commit()
+    _write(t, [(3, "c", "+I"), (4, "d3", "+I")])  # row-deduplicate: the unchanged key 3 yields nothing
+    rows, _ = _stream(t, end, **{"read.changelog": "true"})
+    assert rows == [("-U", 3, "c"), ("+U", 3, "c"), ("-U", 4, "d"), ("+U", 4, "d2"), ("-U", 4, "d2"), ("+U", 4, "d3")]
+
+
+def test_lookup_changelog_of_first_row(catalog: Catalog) -> None:
+    """first-row: only a key seen for the first time is a change (+I); later rows of it are dropped."""
+    t = _table(catalog, "lookup", **{"merge-engine": "first-row"})
+    _write(t, [(1, "a", "+I"), (2, "b", "+I")])
+    _write(t, [(1, "x", "+I"), (3, "c", "+I")])
+    rows, _ = _stream(t, **FROM_FIRST, **{"read.changelog": "true"})
+    assert rows == [("+I", 1, "a"), ("+I", 2, "b"), ("+I", 3, "c")]
+    assert sorted((r["id"], r["v"]) for r in t.scan().to_arrow().to_pylist()) == [(1, "a"), (2, "b"), (3, "c")]
 
 
 def test_an_expired_changelog_is_a_clear_error(catalog: Catalog) -> None:
@@ -183,3 +211,44 @@ def test_full_compaction_changelog_of_a_partitioned_table(catalog: Catalog) -> N
     assert sorted(first) == [("+I", "d1", 1, "a"), ("+I", "d1", 2, "b"), ("+I", "d2", 1, "c")]
     assert sorted(second) == [("+I", "d2", 3, "x"), ("+U", "d1", 2, "B"), ("-U", "d1", 2, "b")]
     assert t.snapshots()[-1].changelog_record_count == 3
+
+
+def test_decoupled_changelog_outlives_its_snapshots(catalog: Catalog) -> None:
+    """A changelog retention longer than the snapshots' (Java's decoupled lifecycle): expiring snapshots are kept
+    as changelog/changelog-N, a stream still reads their changes, and expire_changelogs frees them later while
+    the table's data stays whole."""
+    from pyspark_paimon.metadata.maintenance.expire import expire_changelogs
+
+    t = _table(
+        catalog,
+        "lookup",
+        **{
+            "snapshot.num-retained.min": "1",
+            "snapshot.num-retained.max": "2",
+            "snapshot.time-retained": "1 ms",
+            "changelog.num-retained.max": "50",
+            "changelog.time-retained": "1 d",
+        },
+    )
+    _write(t, [(1, "a", "+I"), (2, "b", "+I")])
+    _write(t, [(1, "a2", "+I")])
+    _write(t, [(2, "b", "-D"), (3, "c", "+I")])
+    snapshot_ids = t.store.snapshots.list_ids()
+    assert snapshot_ids[0] > 1  # snapshots expired...
+    changelog_dir = f"{t.store.table_path}/changelog"
+    kept = sorted(n for n in t.store.fileio.list_names(changelog_dir) if n.startswith("changelog-"))
+    assert kept == [f"changelog-{i}" for i in range(1, snapshot_ids[0])]  # ...into long-lived changelog
+    rows, _ = _stream(t, **FROM_FIRST, **{"read.changelog": "true"})
+    assert rows == [
+        ("+I", 1, "a"),
+        ("+I", 2, "b"),
+        ("-U", 1, "a"),
+        ("+U", 1, "a2"),
+        ("-D", 2, "b"),
+        ("+I", 3, "c"),
+    ]
+    expired = expire_changelogs(t.store, now=2**50)
+    assert expired.expired_changelogs == list(range(1, snapshot_ids[0] - 1))  # the newest changelog stays
+    assert expired.deleted_data_files  # the changelog and data files only they used
+    assert sorted((r["id"], r["v"]) for r in t.scan().to_arrow().to_pylist()) == [(1, "a2"), (3, "c")]
+    assert t.maintenance.remove_orphan_files(older_than=2**50, dry_run=True).files == []  # nothing left behind

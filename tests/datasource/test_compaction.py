@@ -17,7 +17,7 @@ import pytest
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.datasource import compact as compact_mod
 from pyspark_paimon.datasource.compact import CompactPlan, compact, plan_compaction, run_in_process
-from pyspark_paimon.errors import CommitConflictError, CompactionError
+from pyspark_paimon.errors import CommitConflictError
 from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_COMPACT, KIND_ADD, KIND_DELETE, ManifestEntry
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
@@ -271,15 +271,17 @@ def test_schema_evolution_outputs_latest_schema(tmp_path: Path) -> None:
     assert {e.file.schema_id for e in live(t)} == {t.schema.id}
 
 
-def test_lookup_changelog_tables_are_refused(tmp_path: Path) -> None:
-    t = pk_table(tmp_path, {"changelog-producer": "lookup"})
-    t.write_arrow(batch([1], "a"))
-    with pytest.raises(CompactionError, match="'changelog-producer' = 'lookup'.*writes no lookup changelog"):
-        t.maintenance.compact(full=True)
-    t.update_schema().set_options({"write-only": "false"}).commit()
-    for i in range(6):  # and writes never compact them on their own
-        t.write_arrow(batch([1], f"w{i}"))
-    assert {s.commit_kind for s in t.snapshots()} == {"APPEND"}
+def test_lookup_changelog_tables_are_compacted_after_each_write(tmp_path: Path) -> None:
+    """A lookup-producer table is compacted (its level 0 forced up) after every write, as Java's writers do, and
+    each such compaction writes changelog files; explicit compactions work too."""
+    t = pk_table(tmp_path, {"changelog-producer": "lookup", "write-only": "false"})
+    for i in range(3):
+        t.write_arrow(batch([1, i + 2], f"w{i}"))
+    assert [s.commit_kind for s in t.snapshots()] == ["APPEND", "COMPACT"] * 3
+    assert [s.changelog_record_count for s in t.snapshots()][1::2] == [2, 3, 3]
+    assert {e.file.level for e in live(t)} != {0}
+    t.maintenance.compact(full=True)
+    assert sorted((r["k"], r["v"]) for r in rows(t)) == [(1, "w2"), (2, "w0"), (3, "w1"), (4, "w2")]
 
 
 def test_first_row_automatic_compaction_moves_level0_up(tmp_path: Path) -> None:

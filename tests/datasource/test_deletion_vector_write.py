@@ -214,10 +214,11 @@ def test_incremental_reads_see_the_changes(tmp_path: Path) -> None:
 
 
 def test_writes_paimon_must_compact_are_refused(tmp_path: Path) -> None:
-    """With a changelog producer that Paimon's compaction feeds, our automatic compaction stays away, so a write
-    would never become visible: refused with the way out, unless write-only says a Paimon job compacts."""
-    t = dv_table(tmp_path, **{"changelog-producer": "lookup"})
-    with pytest.raises(CompactionError, match="'changelog-producer' = 'lookup'.*'write-only' = 'true'"):
+    """With a changelog producer that only Paimon's compaction feeds (full-compaction, with vectors), our
+    automatic compaction stays away, so a write would never become visible: refused with the way out, unless
+    write-only says a Paimon job compacts. (lookup: our lookup compaction writes its changelog.)"""
+    t = dv_table(tmp_path, **{"changelog-producer": "full-compaction"})
+    with pytest.raises(CompactionError, match="'changelog-producer' = 'full-compaction'.*'write-only' = 'true'"):
         t.write_arrow(batch([1], "a"))
     assert t.latest_snapshot() is None
     t.update_schema().set_options({"write-only": "true"}).commit()

@@ -10,6 +10,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -420,6 +421,16 @@ class Model:
     def __init__(self) -> None:
         self.snaps: dict[str, dict[int, frozenset[str]]] = {"main": {}}
         self.tags: dict[str, dict[str, tuple[int, frozenset[str]]]] = {"main": {}}
+        # Decoupled changelog: per branch, the expired snapshots kept as changelog/changelog-N.
+        self.changelogs: dict[str, dict[int, frozenset[str]]] = {"main": {}}
+        self.decoupled = False
+
+    def expired(self, b: str, sids: Iterable[int]) -> None:
+        """Snapshots of ``b`` expired: gone, or (decoupled changelog) kept as long-lived changelog."""
+        for sid in list(sids):
+            files = self.snaps[b].pop(sid)
+            if self.decoupled:
+                self.changelogs.setdefault(b, {})[sid] = files
 
     def latest(self, b: str) -> int | None:
         return max(self.snaps[b]) if self.snaps[b] else None
@@ -430,6 +441,8 @@ class Model:
             for f in self.snaps[b].values():
                 out |= f
             for _, f in self.tags[b].values():
+                out |= f
+            for f in self.changelogs.get(b, {}).values():
                 out |= f
         return out
 
@@ -462,12 +475,29 @@ def _auto_expired(table: FakeTable, model: Model, b: str) -> None:
     assert latest is not None
     consumer = ConsumerManager(FileStore(table.store.fileio, table.store.table_path, b)).min_next_snapshot()
     end = latest - AUTO_MAX + 1 if consumer is None else min(latest - AUTO_MAX + 1, consumer)
-    model.snaps[b] = {k: v for k, v in model.snaps[b].items() if k >= end}
+    model.expired(b, [k for k in model.snaps[b] if k < end])
 
 
-def _run(ops: list[tuple[str, int, int]], root: Path, auto: bool = False) -> Model:
-    table = FakeTable(root / "t", options=AUTO_OPTIONS if auto else {})
+#: The decoupled variant: the changelog outlives the snapshots (kept as changelog/changelog-N), then expires too.
+DECOUPLED_OPTIONS = {**AUTO_OPTIONS, "changelog.num-retained.max": "6"}
+
+
+def _sync_changelogs(table: FakeTable, model: Model) -> None:
+    """The long-lived changelogs on disk: only expired snapshots, minus those expire_changelogs removed."""
+    for b in model.snaps:
+        store = FileStore(table.store.fileio, table.store.table_path, b)
+        names = table.store.fileio.list_names(f"{store.branch_root}/changelog")
+        ids = {int(n.split("-")[1]) for n in names if n.startswith("changelog-")}
+        known = model.changelogs.setdefault(b, {})
+        assert ids <= set(known), (b, ids, set(known))
+        model.changelogs[b] = {i: f for i, f in known.items() if i in ids}
+
+
+def _run(ops: list[tuple[str, int, int]], root: Path, auto: bool = False, decoupled: bool = False) -> Model:
+    table = FakeTable(root / "t", options=DECOUPLED_OPTIONS if decoupled else AUTO_OPTIONS if auto else {})
     model = Model()
+    model.decoupled = decoupled
+    auto = auto or decoupled
     counter = 0
     for op, pick, n in ops:
         branches = sorted(model.snaps)
@@ -521,8 +551,7 @@ def _run(ops: list[tuple[str, int, int]], root: Path, auto: bool = False) -> Mod
                 older_than=FUTURE,
                 max_deletes=1 + pick % 4,
             )
-            for sid in result.expired_snapshots:
-                del model.snaps[b][sid]
+            model.expired(b, result.expired_snapshots)
         elif op == "orphans":
             remove_orphan_files(table.store, older_than=FUTURE)
             assert data_files_on_disk(table) == model.all_files()
@@ -537,6 +566,8 @@ def _run(ops: list[tuple[str, int, int]], root: Path, auto: bool = False) -> Mod
             sid, files = model.tags["main"][name]
             model.snaps[new] = {sid: files}
             model.tags[new] = {name: (sid, files)}
+        if decoupled:
+            _sync_changelogs(table, model)
         _check(table, model)
     return model
 
@@ -563,6 +594,19 @@ def test_property_automatic_expiration_keeps_every_reachable_file(ops: list[tupl
     with tags, branches from tags and consumers in the mix."""
     with tempfile.TemporaryDirectory() as d:
         _run(ops, Path(d), auto=True)
+
+
+@settings(
+    max_examples=int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "40")) // 4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(OPS)
+def test_property_decoupled_changelog_keeps_every_reachable_file(ops: list[tuple[str, int, int]]) -> None:
+    """The same histories with a changelog retention longer than the snapshots': expired snapshots live on as
+    changelog/changelog-N, whose files stay until expire_changelogs (after each commit) drops them."""
+    with tempfile.TemporaryDirectory() as d:
+        _run(ops, Path(d), decoupled=True)
 
 
 def test_property_regression_history() -> None:
@@ -659,18 +703,20 @@ def test_pypaimon_reads_a_table_we_expired_rolled_back_and_cleaned(tmp_path: Pat
     assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [1, 2, 6]
 
 
-def test_decoupled_changelog_lifecycle_is_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Only a changelog retention *longer* than the snapshots' is decoupled (Java's rule); a commit then skips
-    automatic expiration with a warning, and an explicit expiration refuses."""
+def test_decoupled_changelog_keeps_expired_snapshots_as_changelog(tmp_path: Path) -> None:
+    """Only a changelog retention *longer* than the snapshots' is decoupled (Java's rule): the expiring snapshot
+    becomes changelog/changelog-N (its snapshot file unchanged) and nothing it used is deleted yet."""
     options = {"changelog.time-retained": "1 d", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
     table = FakeTable(tmp_path / "t", options=options)
-    table.append()
-    with caplog.at_level("WARNING"):
-        table.append()
-    assert "changelog.time-retained" in caplog.text
-    with pytest.raises(OptionError, match="changelog.time-retained"):
-        expire(table)
-    assert table.snapshots().list_ids() == [1, 2]
+    _, files = table.append()
+    first = (tmp_path / "t" / "snapshot" / "snapshot-1").read_bytes()
+    table.append()  # the commit's own expiration keeps snapshot 1 as changelog
+    assert table.snapshots().list_ids() == [2]
+    assert (tmp_path / "t" / "changelog" / "changelog-1").read_bytes() == first
+    assert (tmp_path / "t" / "changelog" / "LATEST").read_text() == "1"
+    assert expire(table).expired_snapshots == []
+    on_disk = {p.name for p in (tmp_path / "t").rglob("data-*")}
+    assert files and set(files) <= on_disk  # the changelog still reaches them
 
 
 def test_a_changelog_retention_no_longer_than_the_snapshots_is_not_decoupled(tmp_path: Path) -> None:

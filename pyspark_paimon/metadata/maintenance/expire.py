@@ -43,7 +43,7 @@ from typing import Any, Iterable, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
-from pyspark_paimon.metadata.maintenance.reachability import ReachabilityScanner, Root, branch_roots
+from pyspark_paimon.metadata.maintenance.reachability import CHANGELOG_PREFIX, ReachabilityScanner, Root, branch_roots
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager
@@ -61,6 +61,8 @@ from pyspark_paimon.metadata.schema.options import (
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
     EARLIEST,
+    LATEST,
+    Snapshot,
     SnapshotManager,
     require_branch_exists,
 )
@@ -81,6 +83,10 @@ class ExpireResult:
     deleted_manifests: list[str] = field(default_factory=list)
     deleted_other_files: list[str] = field(default_factory=list)  # index and statistics files
     dry_run: bool = False
+    # Decoupled changelog: the expired snapshots kept as changelog/changelog-N (by expire_snapshots), or the
+    # long-lived changelogs expired (by expire_changelogs).
+    kept_changelogs: list[int] = field(default_factory=list)
+    expired_changelogs: list[int] = field(default_factory=list)
 
     @property
     def deleted_snapshots_count(self) -> int:
@@ -126,19 +132,6 @@ def decoupled_changelog_option(opts: CoreOptions) -> ConfigOption[Any] | None:
         if value is not None and value > opts.get(snapshot_option):
             return changelog_option
     return None
-
-
-def _refuse_decoupled_changelog(opts: CoreOptions) -> None:
-    """We do not write ``changelog/changelog-N``, so expiring a table whose changelog outlives its snapshots
-    would drop changelog that streaming readers are promised."""
-    option = decoupled_changelog_option(opts)
-    if option is not None:
-        key = option.key
-        raise OptionError(
-            f"Table option '{key}' = '{opts.text(option)}' keeps the changelog longer than the snapshots (Paimon's "
-            "decoupled changelog lifecycle), which pyspark-paimon's snapshot expiration does not implement. Expire "
-            f"this table with Paimon, or remove '{key}' (or lower it to the snapshot retention)."
-        )
 
 
 def expire_range(
@@ -203,7 +196,7 @@ def expire_snapshots(
         )
     if limit < 1:
         raise OptionError(f"max_deletes / 'snapshot.expire.limit' must be at least 1, got {limit}.")
-    _refuse_decoupled_changelog(opts)
+    decoupled = decoupled_changelog_option(opts) is not None
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     if older_than is not None:
         older_than_ms = to_millis(older_than, "older_than")
@@ -229,6 +222,8 @@ def expire_snapshots(
             snapshots.commit_earliest_hint(earliest)
         return result
 
+    if decoupled:
+        return _keep_as_changelog(store, expired, end, result)
     scanner = ReachabilityScanner(store)
     with nothing_deleted_yet("expire_snapshots"):
         expired_roots = [Root(branch, "snapshot", str(sid), snapshots.snapshot(sid)) for sid in expired]
@@ -260,6 +255,124 @@ def expire_snapshots(
         branch,
         len(result.deleted_data_files),
         len(result.deleted_manifests),
+    )
+    return result
+
+
+def _keep_as_changelog(store: FileStore, expired: list[int], end: int, result: ExpireResult) -> ExpireResult:
+    """Decoupled changelog (Java's ``ExpireSnapshotsImpl`` with ``changelogLifecycleDecoupled``): every expiring
+    snapshot is kept as ``changelog/changelog-N`` (its snapshot file, unchanged) before its snapshot file goes,
+    so streams still read its changes. A long-lived changelog reaches what its snapshot reached
+    (``reachability.py``), so no file the expired snapshots used can be freed yet: nothing else is deleted
+    here; :func:`expire_changelogs` frees it when the changelog expires (Java frees the data manifests now and
+    keeps only the changelog's; we keep more, never less)."""
+    result.expired_snapshots = expired
+    result.kept_changelogs = expired
+    if result.dry_run:
+        return result
+    fileio, snapshots = store.fileio, store.snapshots
+    directory = _changelog_dir(store)
+    for sid in expired:  # oldest first, each written before its snapshot file is deleted
+        fileio.write_bytes(f"{directory}/{CHANGELOG_PREFIX}{sid}", fileio.read_bytes(snapshots.snapshot_path(sid)))
+        fileio.delete(snapshots.snapshot_path(sid))
+    fileio.write_bytes(f"{directory}/{LATEST}", str(expired[-1]).encode())
+    snapshots.commit_earliest_hint(end)
+    log.info(
+        "expired snapshots %s of %s (branch %s), kept as long-lived changelog", expired, store.table_path, store.branch
+    )
+    return result
+
+
+def _changelog_dir(store: FileStore) -> str:
+    return f"{store.branch_root}/changelog"
+
+
+def _changelog_ids(store: FileStore) -> list[int]:
+    names = store.fileio.list_names(_changelog_dir(store))
+    return sorted(
+        int(n[len(CHANGELOG_PREFIX) :])
+        for n in names
+        if n.startswith(CHANGELOG_PREFIX) and n[len(CHANGELOG_PREFIX) :].isdigit()
+    )
+
+
+def expire_changelogs(
+    store: FileStore,
+    *,
+    options: Mapping[str, str] | None = None,
+    now: object = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> ExpireResult:
+    """Expire the long-lived changelogs (``changelog/changelog-N``) of ``store``'s branch by Java's
+    ``ExpireChangelogImpl`` rules: ``changelog.num-retained.min`` / ``.max`` and ``changelog.time-retained``
+    (each defaulting to its ``snapshot.*`` option) count from the latest *snapshot*; consumers protect their
+    next snapshot; at most ``snapshot.expire.limit`` go per call; the newest changelog always stays; and a
+    changelog younger than the retention time stops the range. Files are deleted by reachability, as
+    :func:`expire_snapshots` does (a file another snapshot, tag or changelog of any branch uses stays)."""
+    fileio, branch = store.fileio, store.branch
+    require_branch_exists(fileio, store.table_path, branch)
+    opts = CoreOptions(_options(store, options))
+    retain_max = opts.get(CHANGELOG_NUM_RETAINED_MAX)
+    retain_max = retain_max if retain_max is not None else opts.get(SNAPSHOT_NUM_RETAINED_MAX)
+    retain_min = opts.get(CHANGELOG_NUM_RETAINED_MIN)
+    retain_min = retain_min if retain_min is not None else opts.get(SNAPSHOT_NUM_RETAINED_MIN)
+    time_retained = opts.get(CHANGELOG_TIME_RETAINED)
+    time_retained = time_retained if time_retained is not None else opts.get(SNAPSHOT_TIME_RETAINED)
+    if retain_max < retain_min:
+        raise OptionError(
+            f"'changelog.num-retained.max' ({retain_max}) must be >= 'changelog.num-retained.min' ({retain_min})."
+        )
+    result = ExpireResult(dry_run=dry_run)
+    snapshots = store.snapshots
+    latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
+    ids = _changelog_ids(store)
+    if latest is None or earliest is None or not ids:
+        return result
+    now_ms = to_millis(now, "now") if now is not None else now_millis()
+    older_than_ms = now_ms - time_retained
+    first, last = ids[0], ids[-1]
+    lowest = max(latest - retain_max + 1, first)
+    end = latest - retain_min + 1
+    consumer_next = min_consumer_next_snapshot(store)
+    if consumer_next is not None:
+        end = min(end, consumer_next)
+    end = min(end, first + opts.get(SNAPSHOT_EXPIRE_LIMIT), last)
+    present = set(ids)
+    directory = _changelog_dir(store)
+    for cid in range(lowest, end + 1):
+        if cid in present:
+            path = f"{directory}/{CHANGELOG_PREFIX}{cid}"
+            if older_than_ms <= Snapshot.from_json(fileio.read_text(path), path).time_millis:
+                end = cid
+                break
+    expired = [cid for cid in ids if first <= cid < end]
+    if not expired:
+        return result
+    scanner = ReachabilityScanner(store)
+    with nothing_deleted_yet("expire_changelogs"):
+        roots = [
+            Root(branch, "changelog", str(cid), Snapshot.from_json(fileio.read_text(p), p))
+            for cid in expired
+            for p in [f"{directory}/{CHANGELOG_PREFIX}{cid}"]
+        ]
+        candidates = scanner.refs_of(roots)
+    plan = plan_unreachable(store, candidates, scanner, exclude={r.key for r in roots}, operation="expire_changelogs")
+    if not dry_run:
+        for cid in expired:
+            fileio.delete(f"{directory}/{CHANGELOG_PREFIX}{cid}")
+        fileio.write_bytes(f"{directory}/{EARLIEST}", str(end).encode())
+    result.expired_changelogs = expired
+    _fill(
+        result,
+        sweep(
+            store,
+            plan,
+            scanner,
+            dry_run=dry_run,
+            progress=progress,
+            already_deleted=f"Changelogs {expired} of branch '{branch}' were expired (their files deleted)",
+        ),
     )
     return result
 
@@ -427,6 +540,7 @@ __all__ = [
     "BranchExpireResult",
     "expire_branches",
     "expire_snapshots",
+    "expire_changelogs",
     "expire_range",
     "expire_tags",
     "delete_tags",

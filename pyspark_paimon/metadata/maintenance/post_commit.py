@@ -43,6 +43,7 @@ from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.maintenance.expire import (
     ExpireResult,
     decoupled_changelog_option,
+    expire_changelogs,
     expire_snapshots,
     expire_tags,
 )
@@ -74,13 +75,13 @@ _last_tag_check: dict[tuple[str, str], int] = {}
 class MaintenanceResult:
     """What the maintenance after one commit did. ``expired`` is None when the cheap gate found nothing due
     (no expiration ran); ``expired_partitions`` is None when no partition check was due (or no drop was
-    possible); ``skipped`` says why nothing ran at all (``write-only``, postpone bucket, decoupled
-    changelog)."""
+    possible); ``skipped`` says why nothing ran at all (``write-only``, postpone bucket)."""
 
     expired_partitions: list[dict[str, str]] | None = None
     expired_tags: list[str] = field(default_factory=list)
     expired_consumers: list[str] = field(default_factory=list)
     expired: ExpireResult | None = None
+    expired_changelogs: ExpireResult | None = None
     skipped: str | None = None
 
 
@@ -149,21 +150,10 @@ def maintain(
         latest_id = store.snapshots.latest_id() or latest_id
     if not expiration_due(store, latest_id, opts, now_ms):
         return result
-    decoupled = decoupled_changelog_option(opts)
-    if decoupled is not None:
-        result.skipped = f"decoupled changelog ('{decoupled.key}')"
-        log.warning(
-            "Snapshot %d of %s (branch '%s') was committed, but snapshots are not expired automatically: table option "
-            "'%s' keeps the changelog longer than the snapshots, which pyspark-paimon does not implement. Expire "
-            "with Paimon, lower '%s' to the snapshot retention, or set 'write-only' = 'true' to silence this.",
-            committed.id,
-            store.table_path,
-            store.branch,
-            decoupled.key,
-            decoupled.key,
-        )
-        return result
     result.expired = expire_snapshots(store, options=schema.options, now=now_ms)
+    if decoupled_changelog_option(opts) is not None:
+        # Java's writers expire the long-lived changelog after the snapshots (ExpireChangelogImpl).
+        result.expired_changelogs = expire_changelogs(store, options=schema.options, now=now_ms)
     return result
 
 

@@ -11,7 +11,9 @@ a branch created from a since-deleted tag still reads (apache/paimon#6272). We a
 * a root reaches its manifest lists (base, delta, changelog), its index manifest and statistics file, every
   manifest those lists name, every **live** data file of the snapshot (the ADD entries left after folding
   base + delta, Java's `FileEntry.mergeEntries`), its extra files, its changelog files, and the index files its index
-  manifest names.
+  manifest names. A long-lived changelog whose data manifest lists Java's expiration already deleted (Java keeps
+  only what streams read of it) reaches what is left: its changelog manifest list, or its delta list, and the
+  files they add.
 
 Only *live* data files count, not every file any manifest mentions: a long-lived base manifest still holds
 the ADD entry of a file that a later commit deleted, and counting it would keep that file forever.
@@ -231,6 +233,19 @@ class ReachabilityScanner:
                     ) from e
         return refs
 
+    def _visit_trimmed_changelog(self, s: Snapshot, refs: FileRefs) -> None:
+        """A long-lived changelog whose data manifest lists Java's expiration already deleted (with a changelog
+        producer it keeps only the changelog manifest list; without, the delta list and its added files): it
+        references what is left of those, which is all a stream reads of it."""
+        ms = self.manifests
+        for name in (s.changelog_manifest_list, s.delta_manifest_list):
+            if not name or not self.fileio.exists(ms.path(name)):
+                continue
+            refs.manifests.add(name)
+            metas = ms.read_list(name)
+            refs.manifests.update(m.file_name for m in metas)
+            _add_data(refs, (e for e in ms.read_entries(metas) if e.kind == KIND_ADD))
+
     def _visit(
         self,
         root: Root,
@@ -241,6 +256,11 @@ class ReachabilityScanner:
     ) -> tuple[list[str] | None, dict[tuple, ManifestEntry]]:
         s = root.snapshot
         ms = self.manifests
+        if root.kind == "changelog" and not all(
+            self.fileio.exists(ms.path(n)) for n in (s.base_manifest_list, s.delta_manifest_list, s.index_manifest) if n
+        ):
+            self._visit_trimmed_changelog(s, refs)
+            return None, {}
         refs.manifests.update(
             n for n in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest) if n
         )

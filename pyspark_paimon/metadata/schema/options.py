@@ -411,19 +411,19 @@ CHANGELOG_NUM_RETAINED_MIN = _option(
     "changelog.num-retained.min",
     INTEGER,
     None,
-    "Default snapshot.num-retained.min; expiration refuses a larger value (Paimon's decoupled changelog).",
+    "Changelogs always kept (default snapshot.num-retained.min); larger: expired snapshots live on as changelog.",
 )
 CHANGELOG_NUM_RETAINED_MAX = _option(
     "changelog.num-retained.max",
     INTEGER,
     None,
-    "Default snapshot.num-retained.max; expiration refuses a larger value (Paimon's decoupled changelog).",
+    "Changelogs kept at most (default snapshot.num-retained.max); larger: expired snapshots live on as changelog.",
 )
 CHANGELOG_TIME_RETAINED = _option(
     "changelog.time-retained",
     DURATION,
     None,
-    "Default snapshot.time-retained; expiration refuses a larger value (Paimon's decoupled changelog).",
+    "How long a changelog is kept (default snapshot.time-retained); longer: expired snapshots live on as changelog.",
 )
 
 # Tags
