@@ -174,7 +174,10 @@ def _tag_row(tag: Any) -> Row:
 
 
 def _create_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(t.tags.create(a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained))]
+    tag = t.tags.create(
+        a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained, consumer=a.consumer, offset=a.offset
+    )
+    return [_tag_row(tag)]
 
 
 def _create_tag_from_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -226,12 +229,14 @@ def _branch_row(info: Any) -> Row:
 
 def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
     timestamp = _instant(a.timestamp, "timestamp")
-    sourced = a.from_latest or any(x is not None for x in (a.tag, a.snapshot, timestamp))
+    sourced = a.from_latest or any(x is not None for x in (a.tag, a.snapshot, timestamp, a.consumer, a.offset))
     info = t.branches.create(
         a.branch,
         tag=a.tag,
         snapshot_id=a.snapshot,
         timestamp=timestamp,
+        consumer=a.consumer,
+        offset=a.offset,
         empty=not sourced,  # Paimon's create_branch without a source makes an empty branch
         timestamp_rule=a.timestamp_rule,
         time_retained=a.time_retained,
@@ -416,6 +421,13 @@ _CLEAN = Arg(
 )
 
 
+_CONSUMER = Arg("consumer", "make the ref where this stream consumer has read up to (its last consumed snapshot)")
+_OFFSET = Arg(
+    "offset",
+    "make the ref at the table as it was this long ago, e.g. '-1 d', '-30 min' (Databend's AT (OFFSET => ...))",
+)
+
+
 def _rule(default: str, why: str) -> Arg:
     return Arg(
         "timestamp_rule",
@@ -428,8 +440,8 @@ def _rule(default: str, why: str) -> Arg:
 PROCEDURES: tuple[Procedure, ...] = (
     Procedure(
         "create_tag",
-        "create a tag of the latest snapshot or of --snapshot",
-        (Arg("tag", "tag name", required=True), _SNAPSHOT, _RETAINED),
+        "create a tag of the latest snapshot, of --snapshot, at a --consumer's position or an --offset ago",
+        (Arg("tag", "tag name", required=True), _SNAPSHOT, _RETAINED, _CONSUMER, _OFFSET),
         _create_tag,
     ),
     Procedure(
@@ -470,13 +482,15 @@ PROCEDURES: tuple[Procedure, ...] = (
     ),
     Procedure(
         "create_branch",
-        "create a branch: from --tag, --snapshot, --timestamp, the latest snapshot, or empty",
+        "create a branch: from --tag, --snapshot, --timestamp, --consumer, --offset, the latest snapshot, or empty",
         (
             Arg("branch", "branch name", required=True),
             Arg("tag", "tag to branch from"),
             Arg("snapshot", "snapshot id to branch from", _int),
             Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
             _rule(AT_OR_BEFORE, "the table as of the instant"),
+            _CONSUMER,
+            _OFFSET,
             Arg("from_latest", "branch the latest snapshot", flag=True),
             _RETAINED,
             Arg("ignoreIfExists", "do nothing if the branch exists", flag=True, aliases=("ignore_if_exists",)),
