@@ -30,12 +30,14 @@ from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
+from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
 from pyspark_paimon.metadata.timeutil import local_datetime
 from pyspark_paimon.planner.read_options import parse_timestamp_millis
 from pyspark_paimon.table import Table
 
 PROG = "pyspark-paimon"
+TEXT_LINE = "_line"  # a row holding only this key is printed as a bare line of text (history --graph)
 Row = dict[str, Any]
 
 
@@ -396,7 +398,14 @@ def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     """The branch's snapshots, newest first: when, what kind of commit, rows changed and in total, schema and
-    the tags on each; snapshots that expired but a tag preserved are listed too (marked)."""
+    the tags on each; snapshots that expired but a tag preserved are listed too (marked). ``--graph``: every
+    branch, ``git log --graph`` style (``t.inspect.refs_graph()``), as text lines (JSON: one row per snapshot)."""
+    if a.graph:
+        graph = ref_graph(t.store)
+        if getattr(a, "json", False):
+            rows = [{**r, "commit_time": _time_of(r["commit_time"])} for r in graph.to_arrow().to_pylist()]
+            return rows[: a.limit] if a.limit is not None else rows
+        return [{TEXT_LINE: line} for line in graph.text_lines(a.limit)]
     rows = [
         {**row, "commit_time": _time_of(row["commit_time"]), "tags": ",".join(row["tags"]) or None}
         for row in t.inspect.history().to_pylist()
@@ -605,7 +614,10 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure(
         "history",
         "the snapshots of the branch, newest first",
-        (Arg("limit", "show at most this many", _int),),
+        (
+            Arg("limit", "show at most this many snapshots", _int),
+            Arg("graph", "every branch, git log --graph style: lanes, fork points, tags, consumers", flag=True),
+        ),
         _history,
     ),
 )
@@ -690,6 +702,10 @@ def _print(rows: list[Row], as_json: bool) -> None:
         return
     if not rows:
         print("(none)")
+        return
+    if all(list(row) == [TEXT_LINE] for row in rows):
+        for row in rows:
+            print(row[TEXT_LINE])
         return
     columns = list(dict.fromkeys(k for row in rows for k in row))
     cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]
