@@ -12,6 +12,13 @@ How a change is written depends on the table, as in Java Paimon's Spark DML:
   still live, so a concurrent commit that removed one of them (a compaction, an overwrite, another DML) makes
   this one fail cleanly with :class:`CommitConflictError` and nothing changed; re-running it is safe.
   A file carrying a deletion vector is refused (compact first): its rewrite would leave the vector behind.
+* **Append tables with** ``deletion-vectors.enabled`` write deletion vectors instead (Java's Spark DML does the
+  same): the positions of the deleted rows, and of the old versions of updated rows, are added to each touched
+  data file's vector; every vector of a touched bucket goes into one new ``DELETION_VECTORS`` index file
+  (Java's layout), and the APPEND commit (Java commits them as a data increment) replaces the bucket's index
+  entries. Updated rows are appended as new files. No data file is rewritten. The commit is a conflict when
+  the touched buckets' vectors changed meanwhile (another delete or a compaction wrote some) or a touched file
+  was removed (compacted away): nothing lands, and re-running is safe.
 
 The ``filter`` is the ``filter`` read option's SQL (``planner.sql_filter``): it prunes partitions, files and
 row groups when the rows are read, and selects the rows exactly. New values and merge conditions are SQL
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,16 +41,28 @@ from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.store_assignment import cast_for_store
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
+from pyspark_paimon.metadata.io.avro import avro_codec
+from pyspark_paimon.metadata.manifests.deletion_vectors import (
+    IndexManifestEntry,
+    bucket_vector_files,
+    deletion_files,
+    read_deletion_vector,
+    read_index_manifest,
+    write_deletion_vector_file,
+    write_index_manifest,
+)
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
     DELETION_VECTORS_ENABLED,
     IGNORE_DELETE,
+    MANIFEST_COMPRESSION,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     WRITE_ONLY,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import type_to_sql
 from pyspark_paimon.planner.predicate import Leaf, implied_leaves, tree_columns, tree_expression
@@ -59,7 +78,8 @@ _PRUNE_KEYS = 10_000
 
 @dataclass(frozen=True)
 class MergeResult:
-    """What one DML commit changed. ``copied``: unchanged rows that copy-on-write rewrote (append tables)."""
+    """What one DML commit changed. ``copied``: unchanged rows that copy-on-write rewrote (append tables);
+    ``vectors_written``: data files whose deletion vector the change wrote (deletion-vector append tables)."""
 
     inserted: int = 0
     updated: int = 0
@@ -67,6 +87,7 @@ class MergeResult:
     copied: int = 0
     files_rewritten: int = 0
     snapshot_id: int | None = None
+    vectors_written: int = 0
 
 
 # ------------------------------------------------------------------------------------------- checks
@@ -151,6 +172,16 @@ class _Target:
     rows: pa.Table
     files: list[tuple[DataSplit, DataFileMeta]] = field(default_factory=list)
     file_of_row: np.ndarray | None = None
+    # Deletion-vector append tables: each row's position in its file, each file's already deleted positions
+    # (by index in ``files``) and the snapshot the rows were read at.
+    positions: np.ndarray | None = None
+    existing: dict[int, np.ndarray] = field(default_factory=dict)
+    snapshot: Snapshot | None = None
+
+
+def _writes_vectors(schema: TableSchema) -> bool:
+    """Append tables with ``deletion-vectors.enabled`` change rows by deletion vectors, not copy-on-write."""
+    return not schema.primary_keys and schema.core_options.deletion_vectors_enabled
 
 
 def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune: Sequence[Leaf] = ()) -> _Target:
@@ -167,21 +198,50 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
     _refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
     ctx = ReadContext.for_plan(store, replace(planned, predicate=(), selection=None))
+    vectors = _writes_vectors(schema)
     files: list[tuple[DataSplit, DataFileMeta]] = []
     tables: list[pa.Table] = []
     owners: list[np.ndarray] = []
+    positions: list[np.ndarray] = []
+    existing: dict[int, np.ndarray] = {}
     for split in planned.plan.splits:
         for f in split.files:
             one = replace(split, files=(f,))
+            dfile = split.deletion_files.get(f.file_name)
+            if vectors:  # read every row, to know each one's position, and drop the deleted ones here
+                one = replace(one, deletion_files={})
             batches = list(read_split(ctx, one))
             data = pa.Table.from_batches(batches, schema=ctx.output_schema()) if batches else None
             if data is None or data.num_rows == 0:
                 continue
+            if vectors:
+                if data.num_rows != f.row_count:
+                    raise DmlError(
+                        f"Data file {f.file_name} of {store.table_path} read {data.num_rows} rows but its metadata "
+                        f"says {f.row_count}; row positions for its deletion vector cannot be known."
+                    )
+                pos = np.arange(data.num_rows, dtype=np.int64)
+                gone = read_deletion_vector(store.fileio, dfile, f.file_name) if dfile is not None else pos[:0]
+                if len(gone):
+                    keep = ~np.isin(pos, gone)
+                    data, pos = data.filter(pa.array(keep)), pos[keep]
+                    if data.num_rows == 0:
+                        continue
+                existing[len(files)] = gone
+                positions.append(pos)
             owners.append(np.full(data.num_rows, len(files), dtype=np.int64))
             files.append((one, f))
             tables.append(data)
     rows = pa.concat_tables(tables) if tables else ctx.output_schema().empty_table()
-    return _Target(rows, files, np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    return _Target(
+        rows,
+        files,
+        np.concatenate(owners) if owners else empty,
+        positions=(np.concatenate(positions) if positions else empty) if vectors else None,
+        existing=existing,
+        snapshot=planned.plan.snapshot,
+    )
 
 
 def _refuse_foreign(kind: str, store: FileStore) -> None:
@@ -237,6 +297,7 @@ def _write(
     job = prepare_write(store)
     writer = job.new_writer("dml")
     old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
+    bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
     copied = 0
     try:
         rows = target.rows
@@ -248,6 +309,17 @@ def _write(
             if n_upd:
                 upserts = changed.filter(pa.array(updated & ~deleted))
                 writer.write(upserts, kinds=pa.array(np.full(upserts.num_rows, KIND_UPDATE_AFTER, dtype=np.int8)))
+        elif target.positions is not None:
+            assert target.file_of_row is not None
+            marked = deleted | updated
+            for i in np.unique(target.file_of_row[marked]):
+                split, f = target.files[int(i)]
+                add = target.positions[marked & (target.file_of_row == i)]
+                bucket_vectors[(split.partition, split.bucket)][f.file_name] = np.union1d(
+                    target.existing.get(int(i), add[:0]), add
+                )
+            if n_upd:
+                writer.write(changed.filter(pa.array(updated & ~deleted)))  # the new versions, as new rows
         else:
             assert target.file_of_row is not None
             touched = np.unique(target.file_of_row[deleted | updated])
@@ -270,10 +342,20 @@ def _write(
         writer.abort()
         raise
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
+    index_update = None
+    index_paths: list[str] = []
+    if bucket_vectors:
+        try:
+            index_update, index_paths = _vector_update(store, schema, target, bucket_vectors)
+        except BaseException:
+            writer.abort()
+            raise
     try:
-        snapshot = job.commit(messages, kind="OVERWRITE" if old else "APPEND")
+        snapshot = job.commit(messages, kind="OVERWRITE" if old else "APPEND", index_update=index_update)
     except CommitConflictError:
         writer.abort()  # the commit certainly did not land: its new files are nobody's
+        for path in index_paths:
+            store.fileio.delete(path)
         raise
     return MergeResult(
         inserted=n_ins,
@@ -282,7 +364,80 @@ def _write(
         copied=copied,
         files_rewritten=sum(len(v) for v in old.values()),
         snapshot_id=snapshot.id if snapshot is not None else None,
+        vectors_written=sum(len(v) for v in bucket_vectors.values()),
     )
+
+
+def _vector_update(
+    store: FileStore,
+    schema: TableSchema,
+    target: _Target,
+    changed: Mapping[tuple[bytes, int], Mapping[str, np.ndarray]],
+) -> tuple[Callable[[Snapshot | None], str | None], list[str]]:
+    """Write one new index file per touched bucket (its untouched files' vectors copied, the touched ones'
+    grown) and return the commit's index update and the files written.
+
+    The update checks, against the snapshot each commit attempt builds on, that the touched buckets' vector
+    files are still the ones read (a concurrent delete or compaction wrote others: ours would drop their
+    positions) and that every touched data file is still live (a compaction moved its rows elsewhere: the
+    positions would mark nothing); either is a :class:`CommitConflictError`."""
+    if str(schema.options.get("index-file-in-data-file-dir", "")).strip().lower() == "true":
+        raise DmlError(
+            f"Table {store.table_path} sets 'index-file-in-data-file-dir' = 'true'; pyspark-paimon writes deletion "
+            "vectors only into the table's index/ directory. Unset the option, or run the change with Paimon."
+        )
+    fileio = store.fileio
+    index_dir = f"{store.table_path}/index"
+    base = target.snapshot
+    base_manifest = base.index_manifest if base is not None else None
+    base_entries = read_index_manifest(fileio, store.manifests.path(base_manifest)) if base_manifest else []
+    base_files = bucket_vector_files(base_entries)
+    current = (
+        deletion_files(fileio, store.manifests.path(base_manifest), lambda e: f"{index_dir}/{e.file_name}")
+        if base_manifest
+        else {}
+    )
+    added: list[IndexManifestEntry] = []
+    written: list[str] = []
+    try:
+        for (partition, bucket), grown in changed.items():
+            vectors = {
+                name: read_deletion_vector(fileio, dfile, name)
+                for name, dfile in current.get((partition, bucket), {}).items()
+                if name not in grown
+            }
+            vectors.update(grown)
+            entry = write_deletion_vector_file(fileio, index_dir, partition, bucket, vectors)
+            written.append(f"{index_dir}/{entry.file_name}")
+            added.append(entry)
+    except BaseException:
+        for path in written:
+            fileio.delete(path)
+        raise
+    buckets = set(changed)
+    touched = {name for grown in changed.values() for name in grown}
+    codec = avro_codec(schema.core_options.get(MANIFEST_COMPRESSION))
+
+    def update(latest: Snapshot | None) -> str | None:
+        manifest = latest.index_manifest if latest is not None else None
+        now = bucket_vector_files(read_index_manifest(fileio, store.manifests.path(manifest))) if manifest else {}
+        for b in buckets:
+            if now.get(b, frozenset()) != base_files.get(b, frozenset()):
+                raise CommitConflictError(
+                    f"The deletion vectors of bucket {b[1]} of {store.table_path} changed while rows were being "
+                    "deleted (another delete or a compaction wrote new ones). Nothing was committed; re-run it."
+                )
+        if latest is not None and (base is None or latest.id != base.id):
+            live = {e.file.file_name for e in store.live_entries(latest)}
+            gone = sorted(touched - live)
+            if gone:
+                raise CommitConflictError(
+                    f"Data file(s) {gone[:3]} of {store.table_path} were removed (compacted or overwritten) while "
+                    "rows in them were being deleted. Nothing was committed; re-run the change."
+                )
+        return write_index_manifest(fileio, store.manifests.manifest_dir, manifest, buckets, added, codec)
+
+    return update, written
 
 
 def _replace_rows(rows: pa.Table, new_rows: pa.Table, updated: np.ndarray) -> pa.Table:
@@ -307,13 +462,15 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
     if not schema.primary_keys and (
         text is None or tree_columns(parse_filter(text, schema)) <= set(schema.partition_keys)
     ):
-        return _delete_files(store, text)
+        whole = _delete_files(store, text)
+        if whole is not None:
+            return whole
     target = _load(store, schema, text)
     mask = _filter_mask(target, schema, text)
     return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
 
 
-def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult:
+def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult | None:
     """An append-table delete whose filter names only partition columns selects whole files: they are removed
     without being read (as Java drops the partitions), in one OVERWRITE commit of DELETE entries. Files written
     concurrently into those partitions are not removed; a concurrent removal of one of ours fails the commit."""
@@ -323,6 +480,8 @@ def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult:
     rows = 0
     for split in planned.plan.splits:
         for f in split.files:
+            if split.deletion_files.get(f.file_name) is not None and _writes_vectors(store.schema()):
+                return None  # its vector would be left behind: delete its rows through the vectors instead
             _refuse_deletion_vector(store, split, f)
             old[(split.partition, split.bucket, split.total_buckets)].append(f)
             rows += f.row_count

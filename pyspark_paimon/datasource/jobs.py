@@ -13,7 +13,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -142,14 +142,15 @@ class WriteJob:
         messages: Sequence[CommitMessage],
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         kind: CommitKind = "APPEND",
+        index_update: Callable[[Snapshot | None], str | None] | None = None,
     ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
-        table, so that nobody retries the write and commits it twice."""
+        table, so that nobody retries the write and commits it twice. ``index_update``: the new index manifest
+        of a change that writes deletion vectors (``datasource.dml``; append tables have no hash index)."""
         check_one_version_per_key(self.store, self.schema, messages)
         if self.overwrite is not None:
             messages = self._without_changelog(messages)
-        index_update = None
         if is_dynamic_bucket(self.schema):
             index_update = hash_index_update(self.store, self.schema, messages, self.overwrite)
         try:
@@ -162,6 +163,7 @@ class WriteJob:
                 commit_identifier,
                 index_update,
                 kind,
+                allow_empty=index_update is not None and not is_dynamic_bucket(self.schema),
             )
         except CommitStateUnknownError:
             raise
