@@ -36,10 +36,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.jobs import prepare_read, prepare_write
+from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
 from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.store_assignment import cast_for_store
+from pyspark_paimon.datasource.write import TableWriter
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
 from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
@@ -207,26 +208,11 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
     for split in planned.plan.splits:
         for f in split.files:
             one = replace(split, files=(f,))
-            dfile = split.deletion_files.get(f.file_name)
-            if vectors:  # read every row, to know each one's position, and drop the deleted ones here
-                one = replace(one, deletion_files={})
-            batches = list(read_split(ctx, one))
-            data = pa.Table.from_batches(batches, schema=ctx.output_schema()) if batches else None
-            if data is None or data.num_rows == 0:
+            unit = read_unit(ctx, one, vectors)
+            if unit is None:
                 continue
+            data, pos, gone = unit
             if vectors:
-                if data.num_rows != f.row_count:
-                    raise DmlError(
-                        f"Data file {f.file_name} of {store.table_path} read {data.num_rows} rows but its metadata "
-                        f"says {f.row_count}; row positions for its deletion vector cannot be known."
-                    )
-                pos = np.arange(data.num_rows, dtype=np.int64)
-                gone = read_deletion_vector(store.fileio, dfile, f.file_name) if dfile is not None else pos[:0]
-                if len(gone):
-                    keep = ~np.isin(pos, gone)
-                    data, pos = data.filter(pa.array(keep)), pos[keep]
-                    if data.num_rows == 0:
-                        continue
                 existing[len(files)] = gone
                 positions.append(pos)
             owners.append(np.full(data.num_rows, len(files), dtype=np.int64))
@@ -242,6 +228,36 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
         existing=existing,
         snapshot=planned.plan.snapshot,
     )
+
+
+def read_unit(ctx: ReadContext, split: DataSplit, vectors: bool) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:
+    """The live rows of the one data file of ``split`` (None when it has none), with each row's position in the
+    file and the positions its deletion vector already deletes (``vectors``: read positions, for a table whose
+    changes are deletion vectors; else positions are not tracked and the read applies the vector itself)."""
+    f = split.files[0]
+    dfile = split.deletion_files.get(f.file_name)
+    if vectors:  # read every row, to know each one's position, and drop the deleted ones here
+        split = replace(split, deletion_files={})
+    batches = list(read_split(ctx, split))
+    data = pa.Table.from_batches(batches, schema=ctx.output_schema()) if batches else None
+    none = np.zeros(0, dtype=np.int64)
+    if data is None or data.num_rows == 0:
+        return None
+    if not vectors:
+        return data, none, none
+    if data.num_rows != f.row_count:
+        raise DmlError(
+            f"Data file {f.file_name} of {ctx.table_path} read {data.num_rows} rows but its metadata says "
+            f"{f.row_count}; row positions for its deletion vector cannot be known."
+        )
+    pos = np.arange(data.num_rows, dtype=np.int64)
+    gone = read_deletion_vector(ctx.fileio, dfile, f.file_name) if dfile is not None else none
+    if len(gone):
+        keep = ~np.isin(pos, gone)
+        data, pos = data.filter(pa.array(keep)), pos[keep]
+        if data.num_rows == 0:
+            return None
+    return data, pos, gone
 
 
 def _refuse_foreign(kind: str, store: FileStore) -> None:
@@ -280,6 +296,19 @@ def _with_columns(rows: pa.Table, columns: Mapping[str, pa.ChunkedArray]) -> pa.
 
 
 # ------------------------------------------------------------------------------------------- writing
+@dataclass
+class Written:
+    """The files one writer wrote for a change, before the commit (a Spark merge task sends it to the driver)."""
+
+    messages: list[CommitMessage] = field(default_factory=list)
+    removed: dict[tuple[bytes, int, int], list[DataFileMeta]] = field(default_factory=dict)  # copy-on-write
+    vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = field(default_factory=dict)  # deletion vectors
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    copied: int = 0
+
+
 def _write(
     store: FileStore,
     schema: TableSchema,
@@ -290,12 +319,27 @@ def _write(
     inserts: pa.Table | None,
 ) -> MergeResult:
     """Write the change as ONE commit (see the module docstring for how each table kind takes it)."""
-    n_del, n_upd = int(deleted.sum()), int((updated & ~deleted).sum())
-    n_ins = inserts.num_rows if inserts is not None else 0
-    if n_del == 0 and n_upd == 0 and n_ins == 0:
+    if not deleted.any() and not (updated & ~deleted).any() and (inserts is None or inserts.num_rows == 0):
         return MergeResult()
     job = prepare_write(store)
     writer = job.new_writer("dml")
+    written = write_change(writer, store, schema, target, deleted, updated, new_rows, inserts)
+    return commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort)
+
+
+def write_change(
+    writer: TableWriter,
+    store: FileStore,
+    schema: TableSchema,
+    target: _Target,
+    deleted: np.ndarray,
+    updated: np.ndarray,
+    new_rows: pa.Table | None,
+    inserts: pa.Table | None,
+) -> Written:
+    """Write one part of a change with ``writer`` (files and the vectors to add), without committing."""
+    n_del, n_upd = int(deleted.sum()), int((updated & ~deleted).sum())
+    n_ins = inserts.num_rows if inserts is not None else 0
     old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
     bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
     copied = 0
@@ -341,29 +385,50 @@ def _write(
     except BaseException:
         writer.abort()
         raise
+    return Written(list(messages), dict(old), dict(bucket_vectors), n_ins, n_upd, n_del, copied)
+
+
+def commit_change(
+    store: FileStore,
+    schema: TableSchema,
+    job: WriteJob,
+    parts: Sequence[Written],
+    snapshot: Snapshot | None,
+    abort: Callable[[], None],
+) -> MergeResult:
+    """Commit every part of a change as ONE snapshot (``snapshot``: the one the target rows were read at);
+    ``abort`` removes the new files when the commit certainly did not land."""
+    messages = [m for p in parts for m in p.messages]
+    old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
+    bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
+    for p in parts:
+        for k, files in p.removed.items():
+            old[k].extend(files)
+        for b, vectors in p.vectors.items():
+            bucket_vectors[b].update(vectors)
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
     index_update = None
     index_paths: list[str] = []
     if bucket_vectors:
         try:
-            index_update, index_paths = _vector_update(store, schema, target, bucket_vectors)
+            index_update, index_paths = _vector_update(store, schema, snapshot, bucket_vectors)
         except BaseException:
-            writer.abort()
+            abort()
             raise
     try:
-        snapshot = job.commit(messages, kind="OVERWRITE" if old else "APPEND", index_update=index_update)
+        result = job.commit(messages, kind="OVERWRITE" if old else "APPEND", index_update=index_update)
     except CommitConflictError:
-        writer.abort()  # the commit certainly did not land: its new files are nobody's
+        abort()  # the commit certainly did not land: its new files are nobody's
         for path in index_paths:
             store.fileio.delete(path)
         raise
     return MergeResult(
-        inserted=n_ins,
-        updated=n_upd,
-        deleted=n_del,
-        copied=copied,
+        inserted=sum(p.inserted for p in parts),
+        updated=sum(p.updated for p in parts),
+        deleted=sum(p.deleted for p in parts),
+        copied=sum(p.copied for p in parts),
         files_rewritten=sum(len(v) for v in old.values()),
-        snapshot_id=snapshot.id if snapshot is not None else None,
+        snapshot_id=result.id if result is not None else None,
         vectors_written=sum(len(v) for v in bucket_vectors.values()),
     )
 
@@ -371,7 +436,7 @@ def _write(
 def _vector_update(
     store: FileStore,
     schema: TableSchema,
-    target: _Target,
+    base: Snapshot | None,
     changed: Mapping[tuple[bytes, int], Mapping[str, np.ndarray]],
 ) -> tuple[Callable[[Snapshot | None], str | None], list[str]]:
     """Write one new index file per touched bucket (its untouched files' vectors copied, the touched ones'
@@ -388,7 +453,6 @@ def _vector_update(
         )
     fileio = store.fileio
     index_dir = f"{store.table_path}/index"
-    base = target.snapshot
     base_manifest = base.index_manifest if base is not None else None
     base_entries = read_index_manifest(fileio, store.manifests.path(base_manifest)) if base_manifest else []
     base_files = bucket_vector_files(base_entries)
