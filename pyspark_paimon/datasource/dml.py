@@ -667,11 +667,24 @@ class MergeBuilder:
         rows = target.rows
 
         t_idx, s_idx = _join(rows, keyed_source, on)
+        deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
+        return _write(store, schema, target, deleted, updated, new_rows, inserts)
+
+    def with_source(self, source: pa.Table) -> "MergeBuilder":
+        """The same clauses over another Arrow source (a Spark merge task's share of the source rows)."""
+        other = MergeBuilder(self._store, source, self._on)
+        other._matched, other._not_matched, other._by_source = self._matched, self._not_matched, self._by_source
+        return other
+
+    def decide(
+        self, schema: TableSchema, rows: pa.Table, source: pa.Table, t_idx: np.ndarray, s_idx: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, pa.Table | None, pa.Table | None]:
+        """Apply the clauses to target ``rows`` and ``source`` rows matched as (``t_idx``, ``s_idx``) pairs: which
+        target rows are deleted and updated, the updated rows' new values, and the rows to insert."""
         matched_t = np.zeros(rows.num_rows, dtype=bool)
         matched_t[t_idx] = True
         matched_s = np.zeros(source.num_rows, dtype=bool)
         matched_s[s_idx] = True
-
         deleted = np.zeros(rows.num_rows, dtype=bool)
         updated = np.zeros(rows.num_rows, dtype=bool)
         new_rows: pa.Table | None = None
@@ -682,7 +695,7 @@ class MergeBuilder:
         inserts = (
             self._inserts(schema, source.take(pa.array(np.flatnonzero(~matched_s)))) if self._not_matched else None
         )
-        return _write(store, schema, target, deleted, updated, new_rows, inserts)
+        return deleted, updated, new_rows, inserts
 
     def _table_column(self, schema: TableSchema, name: str) -> str:
         return _check_key(schema, name, self._store.table_path)
