@@ -30,12 +30,14 @@ from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
+from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
 from pyspark_paimon.metadata.timeutil import local_datetime
 from pyspark_paimon.planner.read_options import parse_timestamp_millis
 from pyspark_paimon.table import Table
 
 PROG = "pyspark-paimon"
+TEXT_LINE = "_line"  # a row holding only this key is printed as a bare line of text (history --graph)
 Row = dict[str, Any]
 
 
@@ -174,7 +176,10 @@ def _tag_row(tag: Any) -> Row:
 
 
 def _create_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return [_tag_row(t.tags.create(a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained))]
+    tag = t.tags.create(
+        a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained, consumer=a.consumer, offset=a.offset
+    )
+    return [_tag_row(tag)]
 
 
 def _create_tag_from_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -226,12 +231,14 @@ def _branch_row(info: Any) -> Row:
 
 def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
     timestamp = _instant(a.timestamp, "timestamp")
-    sourced = a.from_latest or any(x is not None for x in (a.tag, a.snapshot, timestamp))
+    sourced = a.from_latest or any(x is not None for x in (a.tag, a.snapshot, timestamp, a.consumer, a.offset))
     info = t.branches.create(
         a.branch,
         tag=a.tag,
         snapshot_id=a.snapshot,
         timestamp=timestamp,
+        consumer=a.consumer,
+        offset=a.offset,
         empty=not sourced,  # Paimon's create_branch without a source makes an empty branch
         timestamp_rule=a.timestamp_rule,
         time_retained=a.time_retained,
@@ -391,7 +398,14 @@ def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     """The branch's snapshots, newest first: when, what kind of commit, rows changed and in total, schema and
-    the tags on each; snapshots that expired but a tag preserved are listed too (marked)."""
+    the tags on each; snapshots that expired but a tag preserved are listed too (marked). ``--graph``: every
+    branch, ``git log --graph`` style (``t.inspect.refs_graph()``), as text lines (JSON: one row per snapshot)."""
+    if a.graph:
+        graph = ref_graph(t.store)
+        if getattr(a, "json", False):
+            rows = [{**r, "commit_time": _time_of(r["commit_time"])} for r in graph.to_arrow().to_pylist()]
+            return rows[: a.limit] if a.limit is not None else rows
+        return [{TEXT_LINE: line} for line in graph.text_lines(a.limit)]
     rows = [
         {**row, "commit_time": _time_of(row["commit_time"]), "tags": ",".join(row["tags"]) or None}
         for row in t.inspect.history().to_pylist()
@@ -416,6 +430,13 @@ _CLEAN = Arg(
 )
 
 
+_CONSUMER = Arg("consumer", "make the ref where this stream consumer has read up to (its last consumed snapshot)")
+_OFFSET = Arg(
+    "offset",
+    "make the ref at the table as it was this long ago, e.g. '-1 d', '-30 min' (Databend's AT (OFFSET => ...))",
+)
+
+
 def _rule(default: str, why: str) -> Arg:
     return Arg(
         "timestamp_rule",
@@ -428,8 +449,8 @@ def _rule(default: str, why: str) -> Arg:
 PROCEDURES: tuple[Procedure, ...] = (
     Procedure(
         "create_tag",
-        "create a tag of the latest snapshot or of --snapshot",
-        (Arg("tag", "tag name", required=True), _SNAPSHOT, _RETAINED),
+        "create a tag of the latest snapshot, of --snapshot, at a --consumer's position or an --offset ago",
+        (Arg("tag", "tag name", required=True), _SNAPSHOT, _RETAINED, _CONSUMER, _OFFSET),
         _create_tag,
     ),
     Procedure(
@@ -470,13 +491,15 @@ PROCEDURES: tuple[Procedure, ...] = (
     ),
     Procedure(
         "create_branch",
-        "create a branch: from --tag, --snapshot, --timestamp, the latest snapshot, or empty",
+        "create a branch: from --tag, --snapshot, --timestamp, --consumer, --offset, the latest snapshot, or empty",
         (
             Arg("branch", "branch name", required=True),
             Arg("tag", "tag to branch from"),
             Arg("snapshot", "snapshot id to branch from", _int),
             Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
             _rule(AT_OR_BEFORE, "the table as of the instant"),
+            _CONSUMER,
+            _OFFSET,
             Arg("from_latest", "branch the latest snapshot", flag=True),
             _RETAINED,
             Arg("ignoreIfExists", "do nothing if the branch exists", flag=True, aliases=("ignore_if_exists",)),
@@ -591,7 +614,10 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure(
         "history",
         "the snapshots of the branch, newest first",
-        (Arg("limit", "show at most this many", _int),),
+        (
+            Arg("limit", "show at most this many snapshots", _int),
+            Arg("graph", "every branch, git log --graph style: lanes, fork points, tags, consumers", flag=True),
+        ),
         _history,
     ),
 )
@@ -676,6 +702,10 @@ def _print(rows: list[Row], as_json: bool) -> None:
         return
     if not rows:
         print("(none)")
+        return
+    if all(list(row) == [TEXT_LINE] for row in rows):
+        for row in rows:
+            print(row[TEXT_LINE])
         return
     columns = list(dict.fromkeys(k for row in rows for k in row))
     cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]

@@ -4,8 +4,11 @@ Changes are recorded, then applied in memory to the latest schema and committed 
 (``SchemaManager.commit_changes``: atomic create, retried from the new latest schema when another writer
 committed ``schema-N+1`` first). Leaving the ``with`` block with an exception commits nothing.
 
-On a chain table the same changes are then committed to the snapshot and delta branches too, one branch
-after the other (not atomic across branches), because chain reads need the same schema on all three.
+On a chain table the same changes are committed to the snapshot and delta branches first and to the main
+branch last (Paimon's #8810 commits main first, so a failure in between leaves chain reads failing). Main is the
+commit point: chain reads return main's schema and read a branch that is already ahead by field id
+(``planner.chain.versions.aligned_schemas``), so no reader sees the branches differ, whichever step fails. The
+same change run again finishes it: a branch that already has it is skipped.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pyspark_paimon.metadata.schema.options import validate_table_options
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.types.ddl import parse_ddl
 from pyspark_paimon.metadata.types.model import DataType
+from pyspark_paimon.planner.chain.config import row_signature
 from pyspark_paimon.table_scan import TableView
 
 _Change = Callable[[SchemaManager], Callable[[TableSchema], TableSchema | None]]
@@ -94,21 +98,52 @@ class UpdateSchema:
         if self._set or self._removed:
             options = {k: v for k, v in {**schema.options, **self._set}.items() if k not in self._removed}
             _chain.check_chain_options(store, options, table.identifier)
-        peers = _chain.chain_peer_branches(store, schema)
-        result = self._commit_on(store.schemas)
-        done = [table.branch]
-        for branch in dict.fromkeys([*peers, *_chain.chain_peer_branches(store, result)]):
+        target = self._preview(store.schemas, schema)
+        peers = dict.fromkeys([*_chain.chain_peer_branches(store, schema), *_chain.chain_peer_branches(store, target)])
+        done: list[str] = []
+        for branch in peers:  # the snapshot and delta branches first: main, the commit point, last
+            manager = SchemaManager(store.fileio, store.table_path, branch)
             try:
-                self._commit_on(SchemaManager(store.fileio, store.table_path, branch))
-            except PaimonError as exc:
+                if not self._already_applied(manager, target):
+                    self._commit_on(manager)
+            except (PaimonError, OSError) as exc:
+                state = f"already applied to {done}; " if done else ""
                 raise ChainTableError(
-                    f"Chain table {table.identifier}: the change was applied to branch(es) {done} but failed on "
-                    f"branch '{branch}': {exc}. Chain reads need the same schema on all three branches; fix "
-                    f"branch '{branch}' with Table.on_branch('{branch}').update_schema()."
+                    f"Chain table {table.identifier}: the change failed on branch '{branch}' ({state}not on "
+                    f"'{table.branch}', so chain reads still see the old schema): {exc}. Fix the cause and run "
+                    "the same change again; branches that already have it are skipped."
                 ) from exc
             done.append(branch)
+        try:
+            result = self._commit_on(store.schemas)
+        except (PaimonError, OSError) as exc:
+            if not done:
+                raise
+            raise ChainTableError(
+                f"Chain table {table.identifier}: the change reached branch(es) {done} but not "
+                f"'{table.branch}': {exc}. Chain reads keep returning the old schema of '{table.branch}' (the "
+                "branches ahead are read by field id); run the same change again to finish it."
+            ) from exc
         self._committed = result
         return result
+
+    def _preview(self, manager: SchemaManager, schema: TableSchema) -> TableSchema:
+        """The schema the recorded changes make of ``schema``, computed without committing."""
+        current = schema
+        for change in self._changes:
+            new = change(manager)(current)
+            if new is not None:
+                current = new
+        return current
+
+    def _already_applied(self, manager: SchemaManager, target: TableSchema) -> bool:
+        """Does ``manager``'s branch already have the change (a retry after a failure on a later branch)? Its
+        columns equal the target's and the options set and removed are already so."""
+        latest = manager.latest()
+        if latest is None or row_signature(latest) != row_signature(target):
+            return False
+        options = latest.options
+        return all(options.get(k) == v for k, v in self._set.items()) and not any(k in options for k in self._removed)
 
     def _commit_on(self, manager: SchemaManager) -> TableSchema:
         return manager.commit_changes([change(manager) for change in self._changes])

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.diff import Ref, diff_versions
 from pyspark_paimon.datasource.dml import MergeBuilder, delete_rows, update_rows
+from pyspark_paimon.datasource.dml_spark import SparkMergeBuilder, is_spark_frame
 from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -156,13 +157,16 @@ class Table:
         columns cannot be set."""
         return update_rows(self.store, set, filter).updated
 
-    def merge(self, source: pa.Table | pa.RecordBatchReader, on: str | Sequence[str]) -> MergeBuilder:
-        """A MERGE of Arrow ``source`` into this branch, matching rows on the key columns ``on``; add clauses
-        and run it with ``execute()`` (one commit; returns a ``MergeResult`` of counts)::
+    def merge(self, source: pa.Table | pa.RecordBatchReader | Any, on: str | Sequence[str]) -> MergeBuilder:
+        """A MERGE of ``source`` into this branch, matching rows on the key columns ``on``; add clauses and run
+        it with ``execute()`` (one commit; returns a ``MergeResult`` of counts)::
 
             t.merge(new_rows, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
 
-        Expressions name ``source.<col>`` and ``target.<col>``."""
+        ``source`` is Arrow (matched in this process) or a Spark DataFrame (matched in the executors, one
+        commit from the driver). Expressions name ``source.<col>`` and ``target.<col>``."""
+        if is_spark_frame(source):
+            return SparkMergeBuilder(self.store, source, on)
         return MergeBuilder(self.store, source, on)
 
     def diff(self, from_ref: Ref, to_ref: Ref) -> pa.Table:

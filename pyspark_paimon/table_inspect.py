@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyspark_paimon.datasource.system_tables import read_system_table
+from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.timeutil import local_datetime
@@ -104,6 +105,13 @@ class Inspect:
                 }
             )
         return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+
+    def refs_graph(self) -> pa.Table:
+        """Every branch's snapshots as a ``git log --graph`` (newest first; the CLI's ``history --graph``): the
+        lane picture in ``graph``, the owning ``branch``, the snapshot, its ``refs`` (branch heads, ``tag: t``,
+        ``consumer: c``), ``forked_from`` (``<branch>@<id>``) on a branch's oldest own snapshot and its
+        ``lane``. Covers the whole table, whichever branch ``t`` is bound to; only metadata is read."""
+        return ref_graph(self._table.store).to_arrow()
 
 
 __all__ = ["Inspect"]

@@ -38,16 +38,24 @@ class Tags:
         snapshot_id: int | None = None,
         tag: str | None = None,
         timestamp: Any = None,
-        timestamp_rule: str = _tags.AT_OR_AFTER,
+        timestamp_rule: str | None = None,
         time_retained: Any = None,
         ignore_if_exists: bool = False,
+        consumer: str | None = None,
+        offset: Any = None,
     ) -> _tags.Tag:
         """Tag the latest snapshot, ``snapshot_id`` (an expired one if a tag preserved it), the snapshot of
         ``tag``, or the snapshot ``timestamp`` selects: by default the first committed at or after it
         (Paimon's ``create_tag_from_timestamp``), with ``timestamp_rule='last-at-or-before'`` the last
-        committed at or before it (the table as of that instant). ``time_retained`` ('7 d', a timedelta or
-        ms) defaults to the table's ``tag.default-time-retained``; a tag without retention never expires."""
+        committed at or before it (the table as of that instant). ``consumer``: the last snapshot that
+        stream consumer has fully read (Databend's ``AT (STREAM => ...)``); ``offset`` ('-1 d', a negative
+        timedelta or ms): the table as it was that long ago (Databend's ``AT (OFFSET => ...)``; rule
+        default last-at-or-before). ``time_retained`` ('7 d', a timedelta or ms) defaults to the table's
+        ``tag.default-time-retained``; a tag without retention never expires."""
         store = self._table.store
+        if ignore_if_exists and _tags.TagManager(store).exists(name):
+            return _tags.TagManager(store).get_tag(name)
+        snapshot_id = _position(store, "tag", name, snapshot_id, (tag, timestamp), consumer, offset, timestamp_rule)
         return _tags.create_tag(
             store,
             name,
@@ -57,7 +65,7 @@ class Tags:
             time_retained=time_retained,
             ignore_if_exists=ignore_if_exists,
             options=self._table.options,
-            timestamp_rule=timestamp_rule,
+            timestamp_rule=timestamp_rule or _tags.AT_OR_AFTER,
         )
 
     def replace(
@@ -117,6 +125,33 @@ class Tags:
         return _expire.expire_tags(store, older_than=older_than, clean_files=clean_files).expired_tags
 
 
+def _position(
+    store: FileStore,
+    kind: str,
+    name: str,
+    snapshot_id: int | None,
+    others: tuple[Any, ...],
+    consumer: str | None,
+    offset: Any,
+    rule: str | None,
+) -> int | None:
+    """The snapshot id a ref made AT a consumer's position or a relative offset points at (``snapshot_id``
+    unchanged when neither is given); more than one source is refused."""
+    if consumer is None and offset is None:
+        return snapshot_id
+    given = [x for x in (snapshot_id, *others, consumer, offset) if x is not None]
+    if len(given) > 1:
+        from pyspark_paimon.errors import BranchError, TagError  # noqa: PLC0415
+
+        error = TagError if kind == "tag" else BranchError
+        raise error(
+            f"The {kind} '{name}' takes one source: give one of snapshot_id=, tag=, timestamp=, consumer= and offset=."
+        )
+    if consumer is not None:
+        return _tags.consumer_snapshot(store, consumer).id
+    return _tags.snapshot_at_offset(store, offset, rule or _tags.AT_OR_BEFORE).id
+
+
 class Branches:
     """The branches of a table (``t.branches``); sources and publishing are relative to the table's branch."""
 
@@ -141,18 +176,30 @@ class Branches:
         empty: bool = False,
         time_retained: Any = None,
         ignore_if_exists: bool = False,
+        consumer: str | None = None,
+        offset: Any = None,
     ) -> _branches.BranchInfo:
         """Create branch ``name`` from the table's branch: from ``tag``, from ``snapshot_id`` (an expired one
         if a tag preserved it), from the snapshot ``timestamp`` selects (by default the last committed at or
         before it, as a read ``timestampAsOf`` it sees), or, with none of these, from the latest snapshot.
         ``empty=True`` makes Paimon's empty branch (the current schema, no data). ``time_retained`` ('7 d',
         timedelta, ms): :meth:`expire` drops the branch once it has passed. The branch shares data files
-        with this one; its origin and retention are recorded in ``branch/branch-<name>/branch.json``."""
-        sourced = any(x is not None for x in (tag, snapshot_id, timestamp))
+        with this one; its origin and retention are recorded in ``branch/branch-<name>/branch.json``.
+        ``consumer``: branch where that stream consumer has read up to (the last snapshot it fully consumed,
+        Databend's ``AT (STREAM => ...)``); ``offset`` ('-1 d', a negative timedelta or ms): the table as it
+        was that long ago (Databend's ``AT (OFFSET => ...)``, by ``timestamp_rule``)."""
+        sourced = any(x is not None for x in (tag, snapshot_id, timestamp, consumer, offset))
         if empty and sourced:
             from pyspark_paimon.errors import BranchError  # noqa: PLC0415
 
-            raise BranchError(f"Branch '{name}': empty=True takes no source (tag=, snapshot_id=, timestamp=).")
+            raise BranchError(
+                f"Branch '{name}': empty=True takes no source (tag=, snapshot_id=, timestamp=, consumer=, offset=)."
+            )
+        if (consumer is not None or offset is not None) and not (ignore_if_exists and self._manager().exists(name)):
+            store = self._table.store
+            snapshot_id = _position(
+                store, "branch", name, snapshot_id, (tag, timestamp), consumer, offset, timestamp_rule
+            )
         return self._manager().create(
             name,
             self._table.branch,

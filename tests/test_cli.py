@@ -277,3 +277,20 @@ def test_delete_where(capsys: Any, table: Table) -> None:
     assert table.scan().to_arrow().to_pylist() == [{"id": 1, "v": "1"}]
     code, _, err = run(capsys, "delete", "--table", table.store.table_path, "--where", "nope = 1")
     assert code == 1 and "nope" in err
+
+
+def test_refs_at_a_consumer_and_an_offset(capsys: Any, table: Table) -> None:
+    from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+
+    ConsumerManager(table.store).record("etl", 3)
+    path = table.store.table_path
+    code, rows, _ = run(capsys, "create_tag", "--table", path, "--tag", "at_etl", "--consumer", "etl")
+    assert code == 0 and rows[0]["snapshot_id"] == 2
+    code, rows, _ = run(capsys, "create_branch", "--table", path, "--branch", "b_etl", "--consumer", "etl")
+    assert code == 0 and rows[0]["created_from_snapshot"] == 2
+    code, rows, _ = run(capsys, "create_tag", "--table", path, "--tag", "now", "--offset", "-0 s")
+    assert code == 0 and rows[0]["snapshot_id"] == 3
+    code, _, err = run(capsys, "create_branch", "--table", path, "--branch", "old", "--offset", "-30 d")
+    assert code == 1 and "before branch 'main'" in err and "shorter offset" in err
+    code, _, err = run(capsys, "create_tag", "--table", path, "--tag", "x", "--consumer", "ghost")
+    assert code == 1 and "no consumer 'ghost' (its consumers: etl)" in err

@@ -121,7 +121,7 @@ def test_merge_engines_without_the_change_refuse_it(
 
 def test_deletion_vector_tables(catalog: Catalog) -> None:
     """A deletion-vector primary-key table shows the change at once (the lookup compaction after each write);
-    an append table with deletion vectors enabled is rewritten copy-on-write (no vectors are written)."""
+    an append table with deletion vectors enabled gets vectors, not rewritten files."""
     pk = _pk(catalog, "dv_pk", **{"deletion-vectors.enabled": "true"})
     assert pk.delete("id = 2") == 1
     assert pk.update({"v": "v + 1"}, "dt = 'b'") == 2
@@ -129,6 +129,84 @@ def test_deletion_vector_tables(catalog: Catalog) -> None:
     ap = _append(catalog, "dv_ap", **{"deletion-vectors.enabled": "true"})
     assert ap.delete("id = 2") == 1
     assert [r[0] for r in _rows(ap)] == [1, 3, 4, 5]
+
+
+def _vectors(t: Table) -> dict[str, list[int]]:
+    """Every data file's deleted positions in the latest snapshot, by file name."""
+    from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files, read_deletion_vector
+
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.index_manifest
+    index_dir = f"{t.store.table_path}/index"
+    files = deletion_files(
+        t.store.fileio, t.store.manifests.path(snap.index_manifest), lambda e: f"{index_dir}/{e.file_name}"
+    )
+    return {
+        name: read_deletion_vector(t.store.fileio, d, name).tolist()
+        for per in files.values()
+        for name, d in per.items()
+    }
+
+
+def test_append_deletes_write_deletion_vectors(catalog: Catalog) -> None:
+    t = _append(catalog, "dv_vec", **{"deletion-vectors.enabled": "true"})
+    parquet = {p.name for p in Path(t.store.table_path).rglob("*.parquet")}
+    assert t.delete("id = 4") == 1
+    snap = t.latest_snapshot()
+    assert snap is not None and snap.commit_kind == "APPEND" and snap.delta_record_count == 0
+    assert {p.name for p in Path(t.store.table_path).rglob("*.parquet")} == parquet  # no file rewritten
+    assert list(_vectors(t).values()) == [[0]]  # the first row of partition b's second file
+    # A second delete in the same file grows its vector; an update deletes the old version and appends the new.
+    assert t.delete("id = 5") == 1
+    assert t.update({"v": "v * 10"}, "id = 3") == 1
+    assert sorted(_vectors(t).values()) == [[0], [0, 1]]
+    assert _rows(t) == [(1, "a", 10), (2, "a", 20), (3, "b", 300)]
+    result = (
+        t.merge(pa.table({"id": [1, 7], "v": [11, 70], "dt": ["a", "a"]}), on="id")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (result.deleted, result.inserted, result.vectors_written, result.files_rewritten) == (1, 1, 1, 0)
+    assert _rows(t) == [(2, "a", 20), (3, "b", 300), (7, "a", 70)]
+    # A partition delete over files with vectors deletes through the vectors too (none is left behind).
+    assert t.delete("dt = 'b'") == 1
+    assert _rows(t) == [(2, "a", 20), (7, "a", 70)]
+    # Table.diff sees changes made by vectors alone (no file differs), with the rows they deleted.
+    changes = t.diff(2, 3).to_pylist()
+    assert changes == [{"rowkind": "-D", "id": 4, "dt": "b", "v": 40}]
+    last = t.latest_snapshot()
+    assert last is not None
+    # Compaction applies the vectors and drops them: it changes no row, so a diff across it is empty.
+    t.maintenance.compact()
+    assert _rows(t) == [(2, "a", 20), (7, "a", 70)]
+    assert t.diff(last.id, t.latest_snapshot().id).num_rows == 0  # type: ignore[union-attr]
+
+
+def test_a_deletion_vector_delete_conflicts_with_a_concurrent_one(catalog: Catalog) -> None:
+    t = _append(catalog, "dv_race", **{"deletion-vectors.enabled": "true"})
+    from pyspark_paimon.datasource import dml
+
+    real_write = dml._write
+    raced = []
+
+    def racing_write(store, schema, target, *args: Any) -> Any:  # type: ignore[no-untyped-def]
+        if not raced:
+            raced.append(True)
+            dml.delete_rows(store, "id = 1")  # another delete writes a vector in the same bucket first
+        return real_write(store, schema, target, *args)
+
+    dml._write = racing_write
+    try:
+        with pytest.raises(CommitConflictError, match="deletion vectors of bucket 0"):
+            t.delete("id = 2")
+    finally:
+        dml._write = real_write
+    assert _rows(t) == [(2, "a", 20), (3, "b", 30), (4, "b", 40), (5, "b", 50)]
+    index_files = {p.name for p in Path(t.store.table_path, "index").iterdir()}
+    assert len(index_files) == 1  # the failed delete's index file was removed
+    assert t.delete("id = 2") == 1  # re-running is safe
+    assert _rows(t) == [(3, "b", 30), (4, "b", 40), (5, "b", 50)]
 
 
 # ------------------------------------------------------------------------------------------- append tables

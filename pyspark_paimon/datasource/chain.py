@@ -596,11 +596,13 @@ def commit_with_chain_rules(
     commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
     index_update: Callable[[Snapshot | None], IndexChange] | None = None,
     kind: CommitKind = "APPEND",
+    allow_empty: bool = False,
 ) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
     with the chain-table rules before and after (see the module docstring). Every write commits here;
     ``index_update`` is the commit's (a dynamic-bucket write's hash index). ``kind`` OVERWRITE marks a commit
-    that rewrites files (copy-on-write DML), as Java marks one."""
+    that rewrites files (copy-on-write DML), as Java marks one. ``allow_empty``: commit even without data files
+    (a deletion-vector DML whose change is only its index manifest)."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
@@ -612,6 +614,7 @@ def commit_with_chain_rules(
         commit_user=commit_user,
         commit_identifier=commit_identifier,
         index_update=index_update,
+        allow_empty=allow_empty,
     )
     if hook is not None:
         hook.after_commit(snapshot, messages)

@@ -10,7 +10,10 @@ Primary-key tables: ``+I`` a key only in ``to``, ``-D`` a key only in ``from`` (
 old and new row of a key whose row differs. Append tables have no key, so they are compared by file lineage: the
 rows of files only in ``from`` are ``-D``, those of files only in ``to`` are ``+I``; a row that is removed and
 added again in the same partition (a copy-on-write rewrite keeps most rows of the file it replaces) cancels out,
-when every column can be grouped on (no nested types), so a rewrite shows just the rows it changed.
+when every column can be grouped on (no nested types), so a rewrite shows just the rows it changed. With
+deletion vectors, each side's files are read without the rows its vectors delete, and a file both sides hold
+whose vector differs contributes the rows at the positions only one side deletes (a deletion-vector DML
+changes no file, only vectors).
 """
 
 from __future__ import annotations
@@ -23,16 +26,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
-from pyspark_paimon.datasource.read import ReadContext
+from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.stream_jobs import diff_split, kind_names
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile, deletion_files, read_deletion_vector
+from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import chain_read_config
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import branch_schemas
+from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
 from pyspark_paimon.planner.time_travel import resolve_version, version_branch
 
@@ -97,6 +104,66 @@ def _cancel_rewritten(table: pa.Table) -> pa.Table:
     return out.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kind))
 
 
+def _vectors_of(store: FileStore, snapshot: Snapshot) -> dict[str, DeletionFile]:
+    """Every data file's deletion vector in ``snapshot``, by file name (file names are unique in a table)."""
+    if not snapshot.index_manifest:
+        return {}
+    index_dir = f"{store.table_path}/index"
+    per_bucket = deletion_files(
+        store.fileio, store.manifests.path(snapshot.index_manifest), lambda e: f"{index_dir}/{e.file_name}"
+    )
+    return {name: d for files in per_bucket.values() for name, d in files.items()}
+
+
+def _with_vectors(split: DataSplit, vectors: dict[str, DeletionFile]) -> DataSplit:
+    found = {f.file_name: vectors[f.file_name] for f in split.files if f.file_name in vectors}
+    return replace(split, deletion_files=found) if found else split
+
+
+def _vector_changes(
+    ctx: ReadContext,
+    store: FileStore,
+    snapshot_id: int,
+    schema: TableSchema,
+    before: list[ManifestEntry],
+    after: list[ManifestEntry],
+    dv_before: dict[str, DeletionFile],
+    dv_after: dict[str, DeletionFile],
+) -> list[pa.Table]:
+    """The rows of files both versions hold whose deletion vectors differ: positions only ``after`` deletes are
+    ``-D``, positions only ``before`` deletes are ``+I``. Only those files are read."""
+    shared = {e.file.file_name for e in before} & {e.file.file_name for e in after}
+    changed = [
+        e
+        for e in after
+        if e.file.file_name in shared and dv_before.get(e.file.file_name) != dv_after.get(e.file.file_name)
+    ]
+    if not changed:
+        return []
+    planner = StreamPlanner(store, StreamOptions.from_options({}), schema)
+    empty = np.zeros(0, dtype=np.int64)
+    out: list[pa.Table] = []
+    for s in planner.diff_splits(snapshot_id, [], changed):
+        split = s.after
+        assert split is not None
+        name = split.files[0].file_name
+        old = read_deletion_vector(store.fileio, dv_before[name], name) if name in dv_before else empty
+        new = read_deletion_vector(store.fileio, dv_after[name], name) if name in dv_after else empty
+        removed, restored = np.setdiff1d(new, old), np.setdiff1d(old, new)
+        if not len(removed) and not len(restored):
+            continue
+        batches = list(read_split(replace(ctx, read_fields=None), replace(split, deletion_files={})))
+        rows = (
+            pa.Table.from_batches(batches, schema=ctx.output_schema()) if batches else ctx.output_schema().empty_table()
+        )
+        for positions, kind in ((removed, KIND_DELETE), (restored, KIND_INSERT)):
+            if len(positions):
+                picked = rows.take(pa.array(positions, pa.int64()))
+                kinds = pa.array(np.full(picked.num_rows, kind, dtype=np.int8))
+                out.append(picked.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), kinds))
+    return out
+
+
 def _sort_keys(table: pa.Table, keys: Iterable[str]) -> list[tuple[str, str]]:
     sortable = [
         n
@@ -141,7 +208,29 @@ def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
     )
     empty = ctx.output_schema().empty_table()
     empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
-    parts = [diff_split(ctx, s, updates=True) for s in splits]
+    vector_parts: list[pa.Table] = []
+    if not schema.primary_keys and (before.index_manifest or after.index_manifest):
+        dv_before, dv_after = _vectors_of(from_store, before), _vectors_of(to_store, after)
+        splits = [
+            replace(
+                s,
+                before=None if s.before is None else _with_vectors(s.before, dv_before),
+                after=None if s.after is None else _with_vectors(s.after, dv_after),
+            )
+            for s in splits
+        ]
+        if not (from_store.branch == to_store.branch and before.id == after.id):
+            vector_parts = _vector_changes(
+                ctx,
+                to_store,
+                after.id,
+                schema,
+                from_store.live_entries(before),
+                to_store.live_entries(after),
+                dv_before,
+                dv_after,
+            )
+    parts = [diff_split(ctx, s, updates=True) for s in splits] + [p.select(empty.column_names) for p in vector_parts]
     changes = pa.concat_tables([empty, *parts]) if parts else empty
     keys = list(schema.primary_keys)
     if not keys:

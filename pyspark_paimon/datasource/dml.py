@@ -12,6 +12,13 @@ How a change is written depends on the table, as in Java Paimon's Spark DML:
   still live, so a concurrent commit that removed one of them (a compaction, an overwrite, another DML) makes
   this one fail cleanly with :class:`CommitConflictError` and nothing changed; re-running it is safe.
   A file carrying a deletion vector is refused (compact first): its rewrite would leave the vector behind.
+* **Append tables with** ``deletion-vectors.enabled`` write deletion vectors instead (Java's Spark DML does the
+  same): the positions of the deleted rows, and of the old versions of updated rows, are added to each touched
+  data file's vector; every vector of a touched bucket goes into one new ``DELETION_VECTORS`` index file
+  (Java's layout), and the APPEND commit (Java commits them as a data increment) replaces the bucket's index
+  entries. Updated rows are appended as new files. No data file is rewritten. The commit is a conflict when
+  the touched buckets' vectors changed meanwhile (another delete or a compaction wrote some) or a touched file
+  was removed (compacted away): nothing lands, and re-running is safe.
 
 The ``filter`` is the ``filter`` read option's SQL (``planner.sql_filter``): it prunes partitions, files and
 row groups when the rows are read, and selects the rows exactly. New values and merge conditions are SQL
@@ -23,17 +30,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.jobs import prepare_read, prepare_write
+from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
 from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.store_assignment import cast_for_store
+from pyspark_paimon.datasource.write import TableWriter
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
+from pyspark_paimon.metadata.manifests.deletion_vectors import (
+    DELETION_VECTORS_INDEX,
+    bucket_vector_files,
+    deletion_files,
+    read_deletion_vector,
+    write_deletion_vector_file,
+)
+from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
@@ -44,6 +60,7 @@ from pyspark_paimon.metadata.schema.options import (
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import type_to_sql
 from pyspark_paimon.planner.predicate import Leaf, implied_leaves, tree_columns, tree_expression
@@ -59,7 +76,8 @@ _PRUNE_KEYS = 10_000
 
 @dataclass(frozen=True)
 class MergeResult:
-    """What one DML commit changed. ``copied``: unchanged rows that copy-on-write rewrote (append tables)."""
+    """What one DML commit changed. ``copied``: unchanged rows that copy-on-write rewrote (append tables);
+    ``vectors_written``: data files whose deletion vector the change wrote (deletion-vector append tables)."""
 
     inserted: int = 0
     updated: int = 0
@@ -67,6 +85,7 @@ class MergeResult:
     copied: int = 0
     files_rewritten: int = 0
     snapshot_id: int | None = None
+    vectors_written: int = 0
 
 
 # ------------------------------------------------------------------------------------------- checks
@@ -151,6 +170,16 @@ class _Target:
     rows: pa.Table
     files: list[tuple[DataSplit, DataFileMeta]] = field(default_factory=list)
     file_of_row: np.ndarray | None = None
+    # Deletion-vector append tables: each row's position in its file, each file's already deleted positions
+    # (by index in ``files``) and the snapshot the rows were read at.
+    positions: np.ndarray | None = None
+    existing: dict[int, np.ndarray] = field(default_factory=dict)
+    snapshot: Snapshot | None = None
+
+
+def _writes_vectors(schema: TableSchema) -> bool:
+    """Append tables with ``deletion-vectors.enabled`` change rows by deletion vectors, not copy-on-write."""
+    return not schema.primary_keys and schema.core_options.deletion_vectors_enabled
 
 
 def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune: Sequence[Leaf] = ()) -> _Target:
@@ -167,21 +196,65 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
     _refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
     ctx = ReadContext.for_plan(store, replace(planned, predicate=(), selection=None))
+    vectors = _writes_vectors(schema)
     files: list[tuple[DataSplit, DataFileMeta]] = []
     tables: list[pa.Table] = []
     owners: list[np.ndarray] = []
+    positions: list[np.ndarray] = []
+    existing: dict[int, np.ndarray] = {}
     for split in planned.plan.splits:
         for f in split.files:
             one = replace(split, files=(f,))
-            batches = list(read_split(ctx, one))
-            data = pa.Table.from_batches(batches, schema=ctx.output_schema()) if batches else None
-            if data is None or data.num_rows == 0:
+            unit = read_unit(ctx, one, vectors)
+            if unit is None:
                 continue
+            data, pos, gone = unit
+            if vectors:
+                existing[len(files)] = gone
+                positions.append(pos)
             owners.append(np.full(data.num_rows, len(files), dtype=np.int64))
             files.append((one, f))
             tables.append(data)
     rows = pa.concat_tables(tables) if tables else ctx.output_schema().empty_table()
-    return _Target(rows, files, np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    return _Target(
+        rows,
+        files,
+        np.concatenate(owners) if owners else empty,
+        positions=(np.concatenate(positions) if positions else empty) if vectors else None,
+        existing=existing,
+        snapshot=planned.plan.snapshot,
+    )
+
+
+def read_unit(ctx: ReadContext, split: DataSplit, vectors: bool) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:
+    """The live rows of the one data file of ``split`` (None when it has none), with each row's position in the
+    file and the positions its deletion vector already deletes (``vectors``: read positions, for a table whose
+    changes are deletion vectors; else positions are not tracked and the read applies the vector itself)."""
+    f = split.files[0]
+    dfile = split.deletion_files.get(f.file_name)
+    if vectors:  # read every row, to know each one's position, and drop the deleted ones here
+        split = replace(split, deletion_files={})
+    batches = list(read_split(ctx, split))
+    data = pa.Table.from_batches(batches, schema=ctx.output_schema()) if batches else None
+    none = np.zeros(0, dtype=np.int64)
+    if data is None or data.num_rows == 0:
+        return None
+    if not vectors:
+        return data, none, none
+    if data.num_rows != f.row_count:
+        raise DmlError(
+            f"Data file {f.file_name} of {ctx.table_path} read {data.num_rows} rows but its metadata says "
+            f"{f.row_count}; row positions for its deletion vector cannot be known."
+        )
+    pos = np.arange(data.num_rows, dtype=np.int64)
+    gone = read_deletion_vector(ctx.fileio, dfile, f.file_name) if dfile is not None else none
+    if len(gone):
+        keep = ~np.isin(pos, gone)
+        data, pos = data.filter(pa.array(keep)), pos[keep]
+        if data.num_rows == 0:
+            return None
+    return data, pos, gone
 
 
 def _refuse_foreign(kind: str, store: FileStore) -> None:
@@ -220,6 +293,19 @@ def _with_columns(rows: pa.Table, columns: Mapping[str, pa.ChunkedArray]) -> pa.
 
 
 # ------------------------------------------------------------------------------------------- writing
+@dataclass
+class Written:
+    """The files one writer wrote for a change, before the commit (a Spark merge task sends it to the driver)."""
+
+    messages: list[CommitMessage] = field(default_factory=list)
+    removed: dict[tuple[bytes, int, int], list[DataFileMeta]] = field(default_factory=dict)  # copy-on-write
+    vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = field(default_factory=dict)  # deletion vectors
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    copied: int = 0
+
+
 def _write(
     store: FileStore,
     schema: TableSchema,
@@ -230,13 +316,29 @@ def _write(
     inserts: pa.Table | None,
 ) -> MergeResult:
     """Write the change as ONE commit (see the module docstring for how each table kind takes it)."""
-    n_del, n_upd = int(deleted.sum()), int((updated & ~deleted).sum())
-    n_ins = inserts.num_rows if inserts is not None else 0
-    if n_del == 0 and n_upd == 0 and n_ins == 0:
+    if not deleted.any() and not (updated & ~deleted).any() and (inserts is None or inserts.num_rows == 0):
         return MergeResult()
     job = prepare_write(store)
     writer = job.new_writer("dml")
+    written = write_change(writer, store, schema, target, deleted, updated, new_rows, inserts)
+    return commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort)
+
+
+def write_change(
+    writer: TableWriter,
+    store: FileStore,
+    schema: TableSchema,
+    target: _Target,
+    deleted: np.ndarray,
+    updated: np.ndarray,
+    new_rows: pa.Table | None,
+    inserts: pa.Table | None,
+) -> Written:
+    """Write one part of a change with ``writer`` (files and the vectors to add), without committing."""
+    n_del, n_upd = int(deleted.sum()), int((updated & ~deleted).sum())
+    n_ins = inserts.num_rows if inserts is not None else 0
     old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
+    bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
     copied = 0
     try:
         rows = target.rows
@@ -248,6 +350,17 @@ def _write(
             if n_upd:
                 upserts = changed.filter(pa.array(updated & ~deleted))
                 writer.write(upserts, kinds=pa.array(np.full(upserts.num_rows, KIND_UPDATE_AFTER, dtype=np.int8)))
+        elif target.positions is not None:
+            assert target.file_of_row is not None
+            marked = deleted | updated
+            for i in np.unique(target.file_of_row[marked]):
+                split, f = target.files[int(i)]
+                add = target.positions[marked & (target.file_of_row == i)]
+                bucket_vectors[(split.partition, split.bucket)][f.file_name] = np.union1d(
+                    target.existing.get(int(i), add[:0]), add
+                )
+            if n_upd:
+                writer.write(changed.filter(pa.array(updated & ~deleted)))  # the new versions, as new rows
         else:
             assert target.file_of_row is not None
             touched = np.unique(target.file_of_row[deleted | updated])
@@ -269,20 +382,123 @@ def _write(
     except BaseException:
         writer.abort()
         raise
+    return Written(list(messages), dict(old), dict(bucket_vectors), n_ins, n_upd, n_del, copied)
+
+
+def commit_change(
+    store: FileStore,
+    schema: TableSchema,
+    job: WriteJob,
+    parts: Sequence[Written],
+    snapshot: Snapshot | None,
+    abort: Callable[[], None],
+) -> MergeResult:
+    """Commit every part of a change as ONE snapshot (``snapshot``: the one the target rows were read at);
+    ``abort`` removes the new files when the commit certainly did not land."""
+    messages = [m for p in parts for m in p.messages]
+    old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
+    bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
+    for p in parts:
+        for k, files in p.removed.items():
+            old[k].extend(files)
+        for b, vectors in p.vectors.items():
+            bucket_vectors[b].update(vectors)
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
+    index_update = None
+    index_paths: list[str] = []
+    if bucket_vectors:
+        try:
+            index_update, index_paths = _vector_update(store, schema, snapshot, bucket_vectors)
+        except BaseException:
+            abort()
+            raise
     try:
-        snapshot = job.commit(messages, kind="OVERWRITE" if old else "APPEND")
+        result = job.commit(messages, kind="OVERWRITE" if old else "APPEND", index_update=index_update)
     except CommitConflictError:
-        writer.abort()  # the commit certainly did not land: its new files are nobody's
+        abort()  # the commit certainly did not land: its new files are nobody's
+        for path in index_paths:
+            store.fileio.delete(path)
         raise
     return MergeResult(
-        inserted=n_ins,
-        updated=n_upd,
-        deleted=n_del,
-        copied=copied,
+        inserted=sum(p.inserted for p in parts),
+        updated=sum(p.updated for p in parts),
+        deleted=sum(p.deleted for p in parts),
+        copied=sum(p.copied for p in parts),
         files_rewritten=sum(len(v) for v in old.values()),
-        snapshot_id=snapshot.id if snapshot is not None else None,
+        snapshot_id=result.id if result is not None else None,
+        vectors_written=sum(len(v) for v in bucket_vectors.values()),
     )
+
+
+def _vector_update(
+    store: FileStore,
+    schema: TableSchema,
+    base: Snapshot | None,
+    changed: Mapping[tuple[bytes, int], Mapping[str, np.ndarray]],
+) -> tuple[Callable[[Snapshot | None], IndexChange], list[str]]:
+    """Write one new index file per touched bucket (its untouched files' vectors copied, the touched ones'
+    grown) and return the commit's index update and the files written.
+
+    The update checks, against the snapshot each commit attempt builds on, that the touched buckets' vector
+    files are still the ones read (a concurrent delete or compaction wrote others: ours would drop their
+    positions) and that every touched data file is still live (a compaction moved its rows elsewhere: the
+    positions would mark nothing); either is a :class:`CommitConflictError`."""
+    if str(schema.options.get("index-file-in-data-file-dir", "")).strip().lower() == "true":
+        raise DmlError(
+            f"Table {store.table_path} sets 'index-file-in-data-file-dir' = 'true'; pyspark-paimon writes deletion "
+            "vectors only into the table's index/ directory. Unset the option, or run the change with Paimon."
+        )
+    fileio = store.fileio
+    index_dir = f"{store.table_path}/index"
+    base_manifest = base.index_manifest if base is not None else None
+    base_entries = read_index_manifest(fileio, store.manifests.path(base_manifest)) if base_manifest else []
+    base_files = bucket_vector_files(base_entries)
+    current = (
+        deletion_files(fileio, store.manifests.path(base_manifest), lambda e: f"{index_dir}/{e.file_name}")
+        if base_manifest
+        else {}
+    )
+    added: list[IndexManifestEntry] = []
+    written: list[str] = []
+    try:
+        for (partition, bucket), grown in changed.items():
+            vectors = {
+                name: read_deletion_vector(fileio, dfile, name)
+                for name, dfile in current.get((partition, bucket), {}).items()
+                if name not in grown
+            }
+            vectors.update(grown)
+            entry = write_deletion_vector_file(fileio, index_dir, partition, bucket, vectors)
+            written.append(f"{index_dir}/{entry.file_name}")
+            added.append(entry)
+    except BaseException:
+        for path in written:
+            fileio.delete(path)
+        raise
+    buckets = set(changed)
+    touched = {name for grown in changed.values() for name in grown}
+    change = IndexChange(frozenset((p, b, DELETION_VECTORS_INDEX) for p, b in buckets), tuple(added))
+
+    def update(latest: Snapshot | None) -> IndexChange:
+        manifest = latest.index_manifest if latest is not None else None
+        now = bucket_vector_files(read_index_manifest(fileio, store.manifests.path(manifest))) if manifest else {}
+        for b in buckets:
+            if now.get(b, frozenset()) != base_files.get(b, frozenset()):
+                raise CommitConflictError(
+                    f"The deletion vectors of bucket {b[1]} of {store.table_path} changed while rows were being "
+                    "deleted (another delete or a compaction wrote new ones). Nothing was committed; re-run it."
+                )
+        if latest is not None and (base is None or latest.id != base.id):
+            live = {e.file.file_name for e in store.live_entries(latest)}
+            gone = sorted(touched - live)
+            if gone:
+                raise CommitConflictError(
+                    f"Data file(s) {gone[:3]} of {store.table_path} were removed (compacted or overwritten) while "
+                    "rows in them were being deleted. Nothing was committed; re-run the change."
+                )
+        return change
+
+    return update, written
 
 
 def _replace_rows(rows: pa.Table, new_rows: pa.Table, updated: np.ndarray) -> pa.Table:
@@ -307,13 +523,15 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
     if not schema.primary_keys and (
         text is None or tree_columns(parse_filter(text, schema)) <= set(schema.partition_keys)
     ):
-        return _delete_files(store, text)
+        whole = _delete_files(store, text)
+        if whole is not None:
+            return whole
     target = _load(store, schema, text)
     mask = _filter_mask(target, schema, text)
     return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
 
 
-def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult:
+def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult | None:
     """An append-table delete whose filter names only partition columns selects whole files: they are removed
     without being read (as Java drops the partitions), in one OVERWRITE commit of DELETE entries. Files written
     concurrently into those partitions are not removed; a concurrent removal of one of ours fails the commit."""
@@ -323,6 +541,8 @@ def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult:
     rows = 0
     for split in planned.plan.splits:
         for f in split.files:
+            if split.deletion_files.get(f.file_name) is not None and _writes_vectors(store.schema()):
+                return None  # its vector would be left behind: delete its rows through the vectors instead
             _refuse_deletion_vector(store, split, f)
             old[(split.partition, split.bucket, split.total_buckets)].append(f)
             rows += f.row_count
@@ -444,11 +664,24 @@ class MergeBuilder:
         rows = target.rows
 
         t_idx, s_idx = _join(rows, keyed_source, on)
+        deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
+        return _write(store, schema, target, deleted, updated, new_rows, inserts)
+
+    def with_source(self, source: pa.Table) -> "MergeBuilder":
+        """The same clauses over another Arrow source (a Spark merge task's share of the source rows)."""
+        other = MergeBuilder(self._store, source, self._on)
+        other._matched, other._not_matched, other._by_source = self._matched, self._not_matched, self._by_source
+        return other
+
+    def decide(
+        self, schema: TableSchema, rows: pa.Table, source: pa.Table, t_idx: np.ndarray, s_idx: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, pa.Table | None, pa.Table | None]:
+        """Apply the clauses to target ``rows`` and ``source`` rows matched as (``t_idx``, ``s_idx``) pairs: which
+        target rows are deleted and updated, the updated rows' new values, and the rows to insert."""
         matched_t = np.zeros(rows.num_rows, dtype=bool)
         matched_t[t_idx] = True
         matched_s = np.zeros(source.num_rows, dtype=bool)
         matched_s[s_idx] = True
-
         deleted = np.zeros(rows.num_rows, dtype=bool)
         updated = np.zeros(rows.num_rows, dtype=bool)
         new_rows: pa.Table | None = None
@@ -459,7 +692,7 @@ class MergeBuilder:
         inserts = (
             self._inserts(schema, source.take(pa.array(np.flatnonzero(~matched_s)))) if self._not_matched else None
         )
-        return _write(store, schema, target, deleted, updated, new_rows, inserts)
+        return deleted, updated, new_rows, inserts
 
     def _table_column(self, schema: TableSchema, name: str) -> str:
         return _check_key(schema, name, self._store.table_path)

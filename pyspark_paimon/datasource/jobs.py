@@ -13,7 +13,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -25,6 +25,7 @@ from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.routing import split_key
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
+from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -142,16 +143,20 @@ class WriteJob:
         messages: Sequence[CommitMessage],
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         kind: CommitKind = "APPEND",
+        index_update: Callable[[Snapshot | None], IndexChange] | None = None,
     ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
         step such as an automatic tag or a chain-table truncation), the error says that the data is in the
-        table, so that nobody retries the write and commits it twice."""
+        table, so that nobody retries the write and commits it twice. ``index_update``: the index change
+        of a change that writes deletion vectors (``datasource.dml``; append tables have no hash index)."""
         check_one_version_per_key(self.store, self.schema, messages)
         if self.overwrite is not None:
             messages = self._without_changelog(messages)
-        index_update = None
+        allow_empty = index_update is not None
         if is_dynamic_bucket(self.schema):
-            index_update = hash_index_update(self.store, self.schema, messages, self.overwrite)
+            hashes = hash_index_update(self.store, self.schema, messages, self.overwrite)
+            vectors = index_update
+            index_update = hashes if vectors is None else (lambda latest: hashes(latest) | vectors(latest))
         try:
             snapshot = commit_with_chain_rules(
                 self.store,
@@ -162,6 +167,7 @@ class WriteJob:
                 commit_identifier,
                 index_update,
                 kind,
+                allow_empty=allow_empty,
             )
         except CommitStateUnknownError:
             raise

@@ -75,3 +75,27 @@ def duration_millis(value: object, what: str = "duration") -> int:
     if ms < 0:
         raise OptionError(f"{what} must not be negative, got {value!r}.")
     return ms
+
+
+def offset_millis(value: object, what: str = "offset") -> int:
+    """A relative offset into the past, in (negative) milliseconds: ``'-1 d'``, ``'-90 min'``, a negative
+    ``timedelta`` or negative ms. This is Databend's ``AT (OFFSET => ...)``: the instant that far before now.
+    Zero means now; a positive offset would be in the future, where no snapshot exists yet, so it is refused."""
+    if isinstance(value, str):
+        text = value.strip()
+        negative = text.startswith("-")
+        body = text[1:].strip() if negative or text.startswith("+") else text
+        ms = duration_millis(body, what)
+        ms = -ms if negative else ms
+    elif isinstance(value, _dt.timedelta) or (isinstance(value, numbers.Integral) and not isinstance(value, bool)):
+        ms = int(round(value.total_seconds() * 1000)) if isinstance(value, _dt.timedelta) else int(value)
+    else:
+        raise OptionError(
+            f"{what} must be a negative duration such as '-1 d', a timedelta or milliseconds, got {value!r}."
+        )
+    if ms > 0:
+        raise OptionError(
+            f"{what} {value!r} points into the future; an offset goes back from now, e.g. '-{value}' "
+            "(Databend's AT (OFFSET => -3600) is an hour ago)."
+        )
+    return ms

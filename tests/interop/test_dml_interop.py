@@ -61,6 +61,22 @@ def warehouse_with_dml(tmp_path_factory: pytest.TempPathFactory) -> str:
     ap.update({"v": "v + 1"}, "id = 2")
     ap.merge(pa.table({"id": [9], "dt": ["c"], "v": [900]}), on="id").when_not_matched_insert_all().execute()
 
+    # The same changes on append tables with deletion vectors (unaware and fixed buckets): vectors, not rewrites.
+    for name, extra in (("db.apdv", {}), ("db.apdvb", {"bucket": "2", "bucket-key": "id"})):
+        dv = catalog.create_table(
+            name,
+            "id BIGINT, dt STRING, v BIGINT",
+            partition_keys=["dt"],
+            options={"deletion-vectors.enabled": "true", **extra},
+        )
+        dv.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [10, 20, 30]}))
+        dv.write_arrow(pa.table({"id": [4, 5], "dt": ["b", "b"], "v": [40, 50]}))
+        assert dv.delete("id IN (3, 4)") == 2
+        dv.update({"v": "v + 1"}, "id = 2")
+        dv.merge(pa.table({"id": [9], "dt": ["c"], "v": [900]}), on="id").when_not_matched_insert_all().execute()
+        latest = dv.latest_snapshot()
+        assert latest is not None and latest.index_manifest  # the changes are deletion vectors
+
     pu = catalog.create_table(
         "db.pu",
         "id BIGINT, a STRING, b STRING",
@@ -90,12 +106,20 @@ def _ours(warehouse: str, identifier: str) -> list[dict[str, Any]]:
 def test_we_read_what_dml_committed(warehouse_with_dml: str) -> None:
     assert _ours(warehouse_with_dml, "db.pk") == sorted_rows(PK_EXPECTED)
     assert _ours(warehouse_with_dml, "db.ap") == sorted_rows(AP_EXPECTED)
+    assert _ours(warehouse_with_dml, "db.apdv") == sorted_rows(AP_EXPECTED)
+    assert _ours(warehouse_with_dml, "db.apdvb") == sorted_rows(AP_EXPECTED)
     assert _ours(warehouse_with_dml, "db.pu") == sorted_rows(PU_EXPECTED)
     assert _ours(warehouse_with_dml, "db.pk$branch_fix") == FIX_EXPECTED
 
 
 def test_java_reads_dml_results(warehouse_with_dml: str, java: JavaOracle) -> None:
-    for identifier, expected in (("db.pk", PK_EXPECTED), ("db.ap", AP_EXPECTED), ("db.pu", PU_EXPECTED)):
+    for identifier, expected in (
+        ("db.pk", PK_EXPECTED),
+        ("db.ap", AP_EXPECTED),
+        ("db.apdv", AP_EXPECTED),
+        ("db.apdvb", AP_EXPECTED),
+        ("db.pu", PU_EXPECTED),
+    ):
         got = java.read(warehouse_with_dml, identifier)
         assert sorted_rows(got.rows) == sorted_rows(expected), identifier
         assert set(got.kinds) <= {"+I", "+U"}  # Java keeps the winning row's kind: an upsert reads as +U
@@ -105,17 +129,22 @@ def test_pypaimon_reads_dml_results(warehouse_with_dml: str, oracle_python: str)
     batch = OracleBatch(warehouse_with_dml)
     batch.read("pk", "db.pk", impls=("pypaimon",))
     batch.read("ap", "db.ap", impls=("pypaimon",))
+    batch.read("apdv", "db.apdv", impls=("pypaimon",))
+    batch.read("apdvb", "db.apdvb", impls=("pypaimon",))
     batch.read("fix", "db.pk$branch_fix", impls=("pypaimon",))
     # db.pu is left out: pypaimon refuses to read partial-update.remove-record-on-delete tables (Java reads it).
     batch.run()
     assert canonical_rows(batch.tables["pk"]["pypaimon"]) == sorted_rows(PK_EXPECTED)
     assert canonical_rows(batch.tables["ap"]["pypaimon"]) == sorted_rows(AP_EXPECTED)
+    assert canonical_rows(batch.tables["apdv"]["pypaimon"]) == sorted_rows(AP_EXPECTED)
+    assert canonical_rows(batch.tables["apdvb"]["pypaimon"]) == sorted_rows(AP_EXPECTED)
     assert canonical_rows(batch.tables["fix"]["pypaimon"]) == FIX_EXPECTED
 
 
 def test_spark_reads_dml_results(warehouse_with_dml: str, spark: Any) -> None:
-    got = ours_spark(spark, table_uri(warehouse_with_dml, "db.ap"))
-    assert canonical_rows(got) == sorted_rows(AP_EXPECTED)
+    for identifier in ("db.ap", "db.apdv"):
+        got = ours_spark(spark, table_uri(warehouse_with_dml, identifier))
+        assert canonical_rows(got) == sorted_rows(AP_EXPECTED), identifier
 
 
 def test_dml_on_tables_java_wrote(tmp_path_factory: pytest.TempPathFactory, java: JavaOracle) -> None:

@@ -203,3 +203,43 @@ def test_lineage_survives_dropping_a_chain_of_ancestors_parents_first(table: Fak
     assert sorted(h[1] for h in via.history) == [1, 2]  # main s1 (a copied it), a2 (b copied it)
     assert t.branches.fast_forward("c").latest_id == 4  # without the inherited history: "main was rolled back"
     assert_all_roots_intact(table)
+
+
+# ------------------------------------------------------------------------------------------ refs AT a position
+def test_refs_at_a_relative_offset_see_the_table_as_it_was(timed: FakeTable) -> None:
+    t = api(timed)
+    # Snapshots were committed about 10 h, 9 h and 8 h ago: 8.5 h ago the table was at snapshot 2.
+    assert t.tags.create("ago", offset="-510 min").snapshot_id == 2
+    assert t.branches.create("b_ago", offset=dt.timedelta(hours=-8, minutes=-30)).source_snapshot_id == 2
+    assert t.tags.create("now", offset="-1 min").snapshot_id == 3
+    assert t.tags.create("first_after", offset="-510 min", timestamp_rule=AT_OR_AFTER).snapshot_id == 3
+    with pytest.raises(SnapshotNotFoundError, match=r"before branch 'main'.*first retained snapshot, 1.*shorter"):
+        t.branches.create("too_old", offset="-11 h")
+    with pytest.raises(OptionError, match="points into the future.*'-1 d'"):
+        t.tags.create("future", offset="1 d")
+    with pytest.raises(Exception, match="one source"):
+        t.tags.create("two", offset="-1 h", snapshot_id=1)
+    assert [b.name for b in t.branches.list()] == ["b_ago"]
+
+
+def test_refs_at_a_consumer_hold_what_the_stream_has_delivered(timed: FakeTable) -> None:
+    from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+
+    t = api(timed)
+    consumers = ConsumerManager(timed.store)
+    consumers.record("etl", 3)  # snapshots 1 and 2 consumed
+    consumers.record("fresh", 1)
+    assert t.tags.create("etl_pos", consumer="etl").snapshot_id == 2
+    info = t.branches.create("etl_replay", consumer="etl")
+    assert info.source_snapshot_id == 2
+    assert t.on_branch("etl_replay").latest_snapshot().total_record_count == 2  # type: ignore[union-attr]
+    with pytest.raises(SnapshotNotFoundError, match=r"no consumer 'nope' \(its consumers: etl, fresh\)"):
+        t.tags.create("x", consumer="nope")
+    with pytest.raises(SnapshotNotFoundError, match="'fresh'.*consumed no snapshot yet"):
+        t.branches.create("y", consumer="fresh")
+    # A consumer behind expiration: its position is gone and no tag kept it.
+    consumers.record("slow", 2)
+    timed.fileio.delete(consumers.path("fresh"))  # it would keep snapshot 1 from expiring
+    expire_snapshots(FileStore(timed.fileio, timed.path, "main"), retain_min=1, older_than=t0(timed) + 10 * HOUR_MS)
+    with pytest.raises(SnapshotNotFoundError, match="'slow'.*snapshot 1, which has expired"):
+        t.tags.create("z", consumer="slow")

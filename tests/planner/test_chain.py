@@ -12,6 +12,8 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError, PaimonError
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.chain.config import ChainConfig, validate_chain_definition
 from pyspark_paimon.planner.chain.plan import snapshot_drop_violations
 from pyspark_paimon.planner.predicate import Leaf
@@ -128,11 +130,17 @@ def test_branches_must_share_the_schema(catalog: Catalog) -> None:
     put(t, [(1, 1, "a", "20250810")], "snapshot")
     put(t, [(2, 1, "b", "20250811")], "delta")
     t.on_branch("delta").update_schema().add_column("extra", "int").commit()  # only one branch evolves
-    with pytest.raises(ChainTableError, match="extra"):
-        t.scan().to_arrow()
-    with pytest.raises(ChainTableError, match=r"\['main', 'snapshot'\] but failed on branch 'delta'"):
-        t.update_schema().add_column("extra", "int").commit()  # main and snapshot follow; delta already has it
+    # delta is ahead of main (as between the steps of a chain schema change): reads keep main's schema.
+    assert read(t, eq("dt", "20250811")) == [(1, 1, "a", "20250811"), (2, 1, "b", "20250811")]
+    t.update_schema().add_column("extra", "int").commit()  # snapshot and main follow; delta already has it
     assert read(t, eq("dt", "20250811")) == [(1, 1, "a", "20250811", None), (2, 1, "b", "20250811", None)]
+    # A branch that diverged (columns main never had, or main ahead of it) is still refused.
+    t.on_branch("snapshot").update_schema().add_column("only_snap", "int").commit()
+    SchemaManager(t.store.fileio, t.store.table_path, "main").commit_changes(
+        [SchemaManager(t.store.fileio, t.store.table_path, "main").add_column_change("only_main", AtomicType("INT"))]
+    )
+    with pytest.raises(ChainTableError, match="only_main"):
+        t.scan().to_arrow()
     t2 = make(catalog, "default.c2")
     t2.update_schema().add_column("extra", "int").commit()  # on a fresh chain table: all three branches at once
     assert all("extra" in t2.on_branch(b).schema.field_names for b in ("main", "snapshot", "delta"))
@@ -142,6 +150,40 @@ def test_branches_must_share_the_schema(catalog: Catalog) -> None:
     t2.update_schema().rename_column("extra", "more").commit()
     assert read(t2, eq("dt", "20250811"))[0] == (1, 1, "a", "20250811", 5)
     assert t2.on_branch("delta").schema.field_names[-1] == "more"
+
+
+@pytest.mark.parametrize("fail_on", ["delta", "main"])
+def test_a_chain_schema_change_that_fails_midway_is_never_seen_half_done(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch, fail_on: str
+) -> None:
+    """Paimon's #8810: the three branches change one after the other. Inject a failure at a later step: reads in
+    between see the old schema (main is the commit point), and running the change again finishes it."""
+    t = make(catalog, f"default.mid_{fail_on}")
+    put(t, [(1, 1, "a", "20250810")], "snapshot")
+    put(t, [(2, 1, "b", "20250811")], "delta")
+    real = SchemaManager.commit_changes
+    calls: list[str] = []
+
+    def flaky(self: SchemaManager, changes: Any) -> Any:
+        calls.append(self.branch)
+        if self.branch == fail_on:
+            raise OSError(f"injected: storage failed writing branch {self.branch}'s schema")
+        return real(self, changes)
+
+    monkeypatch.setattr(SchemaManager, "commit_changes", flaky)
+    with pytest.raises(ChainTableError, match="run the same change again|Fix the cause and run the same change"):
+        t.update_schema().add_column("extra", "int").commit()
+    assert calls == ["snapshot", "delta"] if fail_on == "delta" else ["snapshot", "delta", "main"]
+    assert "extra" not in t.schema.field_names
+    delta = t.on_branch("delta")  # a writer of the delta branch writes with that branch's schema
+    put(delta, [(3, 1, "c", "20250811", 7)] if fail_on == "main" else [(3, 1, "c", "20250811")])
+    assert read(t, eq("dt", "20250811")) == [(1, 1, "a", "20250811"), (2, 1, "b", "20250811"), (3, 1, "c", "20250811")]
+    monkeypatch.setattr(SchemaManager, "commit_changes", real)
+    t.update_schema().add_column("extra", "int").commit()  # the retry skips the branches that have it
+    assert [t.on_branch(b).schema.field_names[-1] for b in ("main", "snapshot", "delta")] == ["extra"] * 3
+    assert [len(t.on_branch(b).store.schemas.list_ids()) for b in ("main", "snapshot", "delta")] == [2, 2, 2]
+    rows = read(t, eq("dt", "20250811"))
+    assert rows[-1] == (3, 1, "c", "20250811", 7 if fail_on == "main" else None)
 
 
 def test_missing_branch_and_inconsistent_buckets(catalog: Catalog) -> None:

@@ -31,6 +31,7 @@ from pyspark_paimon.errors import (
 )
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
     SNAPSHOT_REQUIRED_KEYS,
     Snapshot,
@@ -38,7 +39,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import (
     require_branch_exists,
 )
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, to_millis
+from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, now_millis, offset_millis, to_millis
 
 TAG_PREFIX = "tag-"
 CREATE_TIME_KEY = "tagCreateTime"
@@ -450,6 +451,65 @@ def resolve_source(
     return latest
 
 
+def consumer_snapshot(store: FileStore, consumer_id: str) -> Snapshot:
+    """The snapshot a consumer of the branch has read up to (Databend's ``AT (STREAM => s)``): the last one it
+    fully consumed, ``nextSnapshot - 1``, so a ref made there holds exactly what the stream has delivered and
+    the stream's next batch is what the ref lacks. Unknown consumers, a consumer that has read nothing yet and
+    a position that expired (and no tag kept it) are refused, naming what exists."""
+    require_branch_exists(store.fileio, store.table_path, store.branch)
+    known = ConsumerManager(store).consumers()
+    if consumer_id not in known:
+        listed = ", ".join(sorted(known)) or "none"
+        raise SnapshotNotFoundError(
+            f"Branch '{store.branch}' of {store.table_path} has no consumer '{consumer_id}' (its consumers: "
+            f"{listed}). A consumer appears once a stream with read option consumer-id = '{consumer_id}' has "
+            "committed a batch."
+        )
+    position = known[consumer_id] - 1
+    if position < 1:
+        raise SnapshotNotFoundError(
+            f"Consumer '{consumer_id}' of branch '{store.branch}' has consumed no snapshot yet (nextSnapshot = "
+            f"{known[consumer_id]}); there is nothing to make a ref at. Let the stream run a batch first."
+        )
+    snapshots = store.snapshots
+    try:
+        return find_snapshot(snapshots, TagManager(store), position)
+    except SnapshotNotFoundError:
+        raise SnapshotNotFoundError(
+            f"Consumer '{consumer_id}' of branch '{store.branch}' last consumed snapshot {position}, which has "
+            f"expired (earliest kept: {snapshots.earliest_id()}) and no tag preserved it: the consumer is "
+            "behind expiration. Make the ref at a retained snapshot instead."
+        ) from None
+
+
+def offset_instant(offset: object, now: int | None = None) -> int:
+    """Epoch ms of a relative ``offset`` (``'-1 d'``, a negative timedelta or ms) from ``now``."""
+    return (now_millis() if now is None else now) + offset_millis(offset, "offset")
+
+
+def snapshot_at_offset(store: FileStore, offset: object, rule: str = AT_OR_BEFORE, now: int | None = None) -> Snapshot:
+    """The snapshot ``offset`` ago selects, by default the last committed at or before that instant (the
+    table as it was then, Databend's ``AT (OFFSET => ...)``). An offset reaching before the branch's first
+    snapshot is refused, naming when the first retained snapshot was committed."""
+    ts = offset_instant(offset, now)
+    require_branch_exists(store.fileio, store.table_path, store.branch)
+    snapshots = store.snapshots
+    tags = TagManager(store)
+    try:
+        return snapshot_as_of(snapshots, tags, ts, rule)
+    except SnapshotNotFoundError:
+        earliest = snapshots.earliest_id()
+        if earliest is None:
+            first = "it has no snapshot yet"
+        else:
+            when = local_datetime(find_snapshot(snapshots, tags, earliest).time_millis)
+            first = f"its first retained snapshot, {earliest}, was committed at {when} local"
+        raise SnapshotNotFoundError(
+            f"Offset {offset!r} reaches {local_datetime(ts)} local, before branch '{store.branch}' of "
+            f"{store.table_path} had data ({first}). Use a shorter offset."
+        ) from None
+
+
 def retention_ms(time_retained: object | None, options: Mapping[str, str] | None) -> int | None:
     """An explicit retention, else the table's ``tag.default-time-retained`` (Java applies it to every tag
     created without one), else none."""
@@ -555,6 +615,9 @@ __all__ = [
     "snapshot_as_of",
     "check_timestamp_rule",
     "retention_ms",
+    "consumer_snapshot",
+    "offset_instant",
+    "snapshot_at_offset",
     "AT_OR_AFTER",
     "AT_OR_BEFORE",
     "TIMESTAMP_RULES",

@@ -59,6 +59,7 @@ __all__ = [
     "chain_config",
     "chain_read_config",
     "validate_branch_schemas",
+    "row_signature",
     "stores_of",
 ]
 
@@ -245,7 +246,8 @@ def _strip_nullability(t: DataType) -> DataType:
     return t
 
 
-def _row_signature(schema: TableSchema) -> list[tuple[int, str, DataType]]:
+def row_signature(schema: TableSchema) -> list[tuple[int, str, DataType]]:
+    """What the three chain branches must agree on: each column's field id, name and type (nullability ignored)."""
     return [(f.id, f.name, _strip_nullability(f.type)) for f in schema.fields]
 
 
@@ -254,9 +256,9 @@ def validate_branch_schemas(schemas: Mapping[str, TableSchema], table: str = "th
     of every branch are read into one merge by field id (``FallbackReadFileStoreTable.validateSchema``)."""
     items = list(schemas.items())
     base_branch, base = items[0]
-    want = _row_signature(base)
+    want = row_signature(base)
     for branch, schema in items[1:]:
-        got = _row_signature(schema)
+        got = row_signature(schema)
         if got != want:
             a = {(i, n): t for i, n, t in want}
             b = {(i, n): t for i, n, t in got}

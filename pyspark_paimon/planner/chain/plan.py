@@ -56,7 +56,7 @@ from pyspark_paimon.planner.chain.config import (
     stores_of,
     validate_branch_schemas,
 )
-from pyspark_paimon.planner.chain.versions import latest_schemas, resolve_chain_snapshots, schema_at
+from pyspark_paimon.planner.chain.versions import aligned_schemas, resolve_chain_snapshots, schema_at
 from pyspark_paimon.planner.predicate import Leaf, eval_on_values, leaves_on
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.scan import ScanCounters, ScanPlan, ScanPlanner, split_target_size
@@ -155,7 +155,7 @@ def plan_chain(
     """
     table = main.table_path
     stores = stores_of(main, cfg)
-    latest = latest_schemas(stores, table)
+    latest = aligned_schemas(stores, table)
     validate_branch_schemas(latest, table)
     snaps = dict(pinned) if pinned is not None else resolve_chain_snapshots(stores, opts, table)
     schema = schema_at(stores, latest, snaps, opts)

@@ -23,11 +23,12 @@ from pyspark_paimon.planner.chain.config import (
     MAIN,
     SNAPSHOT,
     ChainConfig,
+    row_signature,
     stores_of,
 )
 from pyspark_paimon.planner.read_options import ReadOptions
 
-__all__ = ["resolve_chain_snapshots", "latest_schemas", "schema_at", "chain_read_schema"]
+__all__ = ["resolve_chain_snapshots", "latest_schemas", "aligned_schemas", "schema_at", "chain_read_schema"]
 
 
 def _at_time(store: FileStore, ts: int) -> Snapshot | None:
@@ -144,6 +145,31 @@ def latest_schemas(stores: Mapping[str, FileStore], table: str) -> dict[str, Tab
             )
         out[role] = s.schema()
     return out
+
+
+def aligned_schemas(stores: Mapping[str, FileStore], table: str) -> dict[str, TableSchema]:
+    """The schema of each branch role a chain read checks against main's: the latest, except for a snapshot or
+    delta branch that is *ahead* of main, i.e. whose history holds main's current columns in an older schema.
+
+    A schema change of a chain table (``t.update_schema()``) commits on the snapshot and delta branches first
+    and on main last, one branch at a time (each branch has its own ``schema/`` directory; nothing makes three
+    files appear at once). Main is the commit point: a chain read returns main's schema, and files of a branch
+    that is ahead are read into it by field id, the way any read of older and newer files is. So a read between
+    the steps (or after a failure between them) sees the table as it was before the change, never a mix, and
+    an error only when a branch really diverged (main ahead of it, or columns main never had)."""
+    latest = latest_schemas(stores, table)
+    want = row_signature(latest[MAIN])
+    for role in (SNAPSHOT, DELTA):
+        current = latest[role]
+        if row_signature(current) == want:
+            continue
+        manager = stores[role].schemas
+        for sid in sorted((i for i in manager.list_ids() if i < current.id), reverse=True):
+            older = manager.schema(sid)
+            if row_signature(older) == want:
+                latest[role] = older
+                break
+    return latest
 
 
 def schema_at(

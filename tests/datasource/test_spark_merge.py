@@ -1,0 +1,72 @@
+"""``t.merge(spark_df, on=...)``: the source is a Spark DataFrame, matching runs in the executors and the driver
+commits once; the result equals the same merge from an Arrow source, on a primary-key table, a copy-on-write
+append table and a deletion-vector append table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.errors import DmlError
+
+SOURCE = {"id": [1, 3, 9], "dt": ["a", "b", "c"], "v": [100, 300, 900]}
+
+
+def _rows(t: Table) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in t.scan().to_arrow().to_pylist())
+
+
+def _make(catalog: Catalog, name: str, pk: bool, **options: Any) -> Table:
+    t = catalog.create_table(
+        f"db.{name}",
+        "id BIGINT, dt STRING, v BIGINT",
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"] if pk else (),
+        options={"bucket": "2", **options} if pk else options,
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [10, 20, 30]}))
+    t.write_arrow(pa.table({"id": [4, 5], "dt": ["b", "b"], "v": [40, 50]}))
+    return t
+
+
+def _merge(t: Table, source: Any) -> Any:
+    return (
+        t.merge(source, on=["id"])
+        .when_matched_update({"v": "source.v + target.v"}, "source.id = 1")
+        .when_matched_delete()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete("target.v > 45")
+        .execute()
+    )
+
+
+@pytest.mark.parametrize(
+    "pk, options",
+    [(True, {}), (False, {}), (False, {"deletion-vectors.enabled": "true"})],
+    ids=["primary-key", "copy-on-write", "deletion-vectors"],
+)
+def test_a_spark_source_merges_like_an_arrow_one(
+    spark: Any, catalog: Catalog, pk: bool, options: dict[str, str]
+) -> None:
+    name = ("pk" if pk else "ap") + ("_dv" if options else "")
+    by_spark, by_arrow = _make(catalog, f"s_{name}", pk, **options), _make(catalog, f"a_{name}", pk, **options)
+    before = by_spark.latest_snapshot()
+    assert before is not None
+    result = _merge(by_spark, spark.createDataFrame(pa.table(SOURCE).to_pandas()))
+    expected = _merge(by_arrow, pa.table(SOURCE))
+    assert _rows(by_spark) == _rows(by_arrow) == [(1, "a", 110), (2, "a", 20), (4, "b", 40), (9, "c", 900)]
+    assert (result.inserted, result.updated, result.deleted) == (expected.inserted, expected.updated, expected.deleted)
+    after = by_spark.latest_snapshot()
+    assert after is not None and result.snapshot_id == after.id  # one commit from the driver
+    assert [s.commit_kind for s in by_spark.store.snapshots.snapshots() if s.id > before.id][0] != "COMPACT"
+
+
+def test_a_spark_source_with_duplicate_keys_is_refused(spark: Any, catalog: Catalog) -> None:
+    t = _make(catalog, "dup", True)
+    frame = spark.createDataFrame(pa.table({"id": [1, 1], "dt": ["a", "a"], "v": [1, 2]}).to_pandas())
+    with pytest.raises(DmlError, match="more than once"):
+        t.merge(frame, on=["id", "dt"]).when_matched_update_all().execute()
+    assert t.latest_snapshot().id == 2  # type: ignore[union-attr]
