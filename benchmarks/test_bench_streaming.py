@@ -91,7 +91,7 @@ def test_stream_throughput(
         from pyspark_paimon import Table
 
         sink = case.split("->")[1]
-        written = Table.open(outputs[-1]).to_arrow() if sink == "paimon" else pq.read_table(outputs[-1])
+        written = Table.open(outputs[-1]).scan().to_arrow() if sink == "paimon" else pq.read_table(outputs[-1])
         assert_reads_back(written, datasets.write_data, f"{case} output {outputs[-1]}")
     benchmark.extra_info.update(
         label=case, rows=datasets.rows, baseline=case == "paimon->noop", loadavg=[load_before, loadavg()]
