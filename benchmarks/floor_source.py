@@ -12,7 +12,9 @@ no sort, no bucketing, no statistics and no commit; that is what any Python sink
 transfer plus Parquet encoding, the floor for the ``paimon`` writer.
 
 Streaming (``spark.readStream.format("bench_pyarrow_floor").schema(ddl).option("groups", json).load()``): the
-same files as one micro-batch, one task per group; the floor of a Python streaming source.
+same files as one micro-batch, one task per group; the floor of a Python streaming source. As a streaming sink
+(``writeStream.format("bench_pyarrow_floor").start(directory)``) each task writes its batches into one Parquet file
+as the batch writer does, and the driver's commit does nothing: the floor of a Python streaming sink.
 
 The batch size (65,536 rows) is the ``paimon`` reader's default ``read.batch-size``, so both sources hand
 Spark batches of the same size. The benchmark registers this module for pickling by value, so Spark's
@@ -33,6 +35,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
@@ -68,6 +71,9 @@ class PyarrowFloorDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
         return PyarrowFloorStreamReader(schema, json.loads(self.options["groups"]))
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:  # noqa: N802
+        return PyarrowFloorStreamWriter(self.options["path"])
+
 
 class PyarrowFloorWriter(DataSourceArrowWriter):
     def __init__(self, directory: str) -> None:
@@ -84,6 +90,20 @@ class PyarrowFloorWriter(DataSourceArrowWriter):
         if writer is not None:
             writer.close()
         return WriterCommitMessage()
+
+
+class PyarrowFloorStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, directory: str) -> None:
+        self.files = PyarrowFloorWriter(directory)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self.files.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        pass
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        pass
 
 
 class PyarrowFloorReader(DataSourceReader):

@@ -7,7 +7,9 @@ of links to them):
   is part of the time, as for a user): ``paimon->noop`` and ``parquet->noop`` (the sources alone),
   ``floor->noop`` (benchmarks/floor_source.py's bare Python streaming source handing Spark the same 4 files as
   one micro-batch in 2 tasks: what any Python streaming source costs before doing any work),
-  ``paimon->paimon`` (into a new append table) and ``parquet->parquet`` (Spark's file sink).
+  ``paimon->paimon`` (into a new append table), ``parquet->parquet`` (Spark's file sink) and ``floor->floor``
+  (the floor source into the floor's streaming sink, which writes each task's batches into one Parquet file and
+  commits nothing: what any Python source plus Python sink costs before doing any work of its own).
 * **10 micro-batch latency**: a running query (default trigger) on a small table; each round commits 1,000 rows
   upstream and waits with ``processAllAvailable()`` until the query has processed them: ``paimon->noop`` after
   a ``Table.write_arrow`` commit, ``parquet->noop`` after a new Parquet file lands in the watched directory.
@@ -30,7 +32,7 @@ from conftest import ROUNDS, Datasets, assert_reads_back, loadavg, make_rows
 from pyspark.sql import SparkSession
 
 SCHEMA_DDL = "id bigint, s string, d double"
-THROUGHPUT = ["paimon->noop", "parquet->noop", "floor->noop", "paimon->paimon", "parquet->parquet"]
+THROUGHPUT = ["paimon->noop", "parquet->noop", "floor->noop", "paimon->paimon", "parquet->parquet", "floor->floor"]
 LATENCY = ["paimon->noop", "parquet->noop"]
 _counter = itertools.count()
 
@@ -67,6 +69,10 @@ def _start(
     if sink == "paimon":
         outputs.append(f"{datasets.warehouse}/bench.db/stream_out_{n}")
         return writer.format("paimon").start(outputs[-1])
+    if sink == "floor":
+        from floor_source import FLOOR_FORMAT
+
+        return writer.format(FLOOR_FORMAT).start(str(parquet_dir / f"floor-out-{n}"))
     outputs.append(str(parquet_dir / f"out-{n}"))
     return writer.format("parquet").start(outputs[-1])
 
@@ -91,7 +97,7 @@ def test_stream_throughput(
         from pyspark_paimon import Table
 
         sink = case.split("->")[1]
-        written = Table.open(outputs[-1]).to_arrow() if sink == "paimon" else pq.read_table(outputs[-1])
+        written = Table.open(outputs[-1]).scan().to_arrow() if sink == "paimon" else pq.read_table(outputs[-1])
         assert_reads_back(written, datasets.write_data, f"{case} output {outputs[-1]}")
     benchmark.extra_info.update(
         label=case, rows=datasets.rows, baseline=case == "paimon->noop", loadavg=[load_before, loadavg()]

@@ -49,6 +49,9 @@ READ_MEANINGS: dict[str, str] = {
     "`from-snapshot-full`, `from-timestamp` (see [Streaming](../streaming.md)).",
     "consumer-id": "Records the stream's progress in `consumer/consumer-<id>`; expiration keeps its snapshots.",
     "consumer.ignore-progress": "`true`: start as if the consumer had no progress.",
+    "consumer.mode": "`exactly-once` (default): a consumer's micro-batches hold whole commits, so its recorded "
+    "progress is exact; `at-least-once`: the per-trigger limits may end a batch inside a commit, which a restart "
+    "from the consumer reads again.",
     "read.changelog": "`true`: the stream carries every change with a leading `rowkind` column.",
     "streaming-read-overwrite": "`true`: OVERWRITE commits of primary-key tables contribute their change by key.",
     "streaming-read-append-overwrite": "`true`: OVERWRITE commits of append tables contribute the rows they add.",

@@ -72,6 +72,7 @@ STREAM_ONLY_KEYS = (
     "scan.mode",
     "consumer-id",
     "consumer.ignore-progress",
+    "consumer.mode",
     "read.changelog",
     "streaming-read-overwrite",
     "streaming-read-append-overwrite",

@@ -57,6 +57,7 @@ from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
+    CONSUMER_MODE,
     FULL_COMPACTION_DELTA_COMMITS,
     STREAMING_READ_APPEND_OVERWRITE,
     STREAMING_READ_OVERWRITE,
@@ -168,6 +169,7 @@ class StreamOptions:
     tag_name: str | None = None
     consumer_id: str | None = None
     ignore_consumer_progress: bool = False
+    consumer_mode: str | None = None  # None: the table's consumer.mode (exactly-once | at-least-once)
     changelog: bool = False
     read_overwrite: bool | None = None  # None: the table's streaming-read-overwrite
     read_append_overwrite: bool | None = None  # None: the table's streaming-read-append-overwrite
@@ -253,6 +255,7 @@ class StreamOptions:
                 "neither (a micro-batch waits for the minimum rows at most that long)."
             )
         consumer = opts.get(CONSUMER_ID.key) or None
+        consumer_mode = _consumer_mode(opts[CONSUMER_MODE.key]) if CONSUMER_MODE.key in opts else None
         batch = opts.get("read.batch-size", "65536")
         if not batch.isdigit() or int(batch) <= 0:
             raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
@@ -263,6 +266,7 @@ class StreamOptions:
             tag_name=tag,
             consumer_id=check_consumer_id(consumer) if consumer else None,
             ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
+            consumer_mode=consumer_mode,
             changelog=_bool(opts, "read.changelog"),
             read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
             read_append_overwrite=(
@@ -281,6 +285,16 @@ class StreamOptions:
             **limits,
             **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts},
         )
+
+
+CONSUMER_MODES = ("exactly-once", "at-least-once")
+
+
+def _consumer_mode(raw: str) -> str:
+    mode = raw.strip().lower()
+    if mode not in CONSUMER_MODES:
+        raise OptionError(f"Option '{CONSUMER_MODE.key}' must be one of {', '.join(CONSUMER_MODES)}, got '{raw}'.")
+    return mode
 
 
 @dataclass(frozen=True)
@@ -445,6 +459,8 @@ class StreamPlanner:
                 consumer_id=check_consumer_id(table_consumer),
                 ignore_consumer_progress=opts.ignore_consumer_progress or table.get(CONSUMER_IGNORE_PROGRESS),
             )
+        if opts.consumer_mode is None:
+            self.opts = opts = replace(opts, consumer_mode=_consumer_mode(table.get(CONSUMER_MODE)))
         # 'scan.partitions' / 'filter': partitions pruned exactly in every phase; rows filtered by the executor
         # context's residual (StreamReadJob.context).
         self.selection: Selection = selection_of(
@@ -781,6 +797,10 @@ class StreamPlanner:
         batch after its diff, so that :meth:`splits_between` can tell the diff's target from the end offset.
         """
         admission = admission or Admission()
+        # consumer.mode = exactly-once: a consumer records snapshot ids only, so a micro-batch that reads a
+        # commit's changes reads all of them (the limits end batches at snapshot boundaries), and a restart from
+        # the consumer neither skips nor repeats a row. at-least-once keeps the limits exact instead.
+        whole = self.opts.consumer_id is not None and self.opts.consumer_mode != "at-least-once"
         pos = start
         diff_only = False
         if self.rewritten(pos):
@@ -798,7 +818,8 @@ class StreamPlanner:
             for s in splits:
                 if s.index <= pos.index:
                     continue
-                if not admission.admit(s):
+                inside = end.snapshot == pos.snapshot and end.phase == pos.phase == "delta" and end.index >= 0
+                if not admission.admit(s) and not (whole and inside):
                     return out, end
                 out.append(s)
                 end = replace(pos, index=s.index)

@@ -157,6 +157,44 @@ def test_admission_control_spans_one_big_commit_over_batches(catalog):
     assert [len(rows) for rows, _ in batches] == [4, 2]  # a split is admitted while the limit has room
 
 
+@pytest.mark.parametrize(
+    "mode, table_mode, sizes, recorded",
+    [
+        # exactly-once (the default): a consumer's batches hold whole commits, so its progress is exact
+        (None, None, [6, 2], [2, 3]),
+        # at-least-once: the limit is exact; the consumer names the commit it is inside (read again on restart)
+        ("at-least-once", None, [2, 2, 2, 2], [1, 1, 2, 3]),
+        # the table's option is the default of its streams, a read option wins over it
+        (None, "at-least-once", [2, 2, 2, 2], [1, 1, 2, 3]),
+        ("exactly-once", "at-least-once", [6, 2], [2, 3]),
+    ],
+)
+def test_consumer_mode_decides_whether_a_batch_may_end_inside_a_commit(catalog, mode, table_mode, sizes, recorded):
+    t = catalog.create_table("db.a", SCHEMA, options={"consumer.mode": table_mode} if table_mode else {})
+    _commit_files(t, [pa.table({"id": [k * 2, k * 2 + 1], "v": ["x", "y"]}, schema=SCHEMA) for k in range(3)])
+    _write(t, [6, 7], ["x", "y"])
+    options = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "consumer-id": "app"}
+    stream = _job(t, **options, **({"consumer.mode": mode} if mode else {}))
+    consumers = ConsumerManager(FileStore(t.store.fileio, t.store.table_path, "main"))
+    pos, seen = stream.initial_offset(), []
+    for _ in range(10):
+        splits, end = stream.next_batch(pos, Admission(max_files=1))
+        if end == pos:
+            break
+        stream.commit(end)  # Spark committed the micro-batch: the consumer records its progress
+        seen.append((len(_rows(stream, splits)), consumers.next_snapshot("app")))
+        pos = end
+    assert [n for n, _ in seen] == sizes
+    assert [c for _, c in seen] == recorded
+    # A restart from the consumer reads the rest: nothing is lost (at-least-once may repeat the commit it was in).
+    assert _job(t, **options).initial_offset().snapshot == recorded[-1]
+
+
+def test_consumer_mode_is_checked():
+    with pytest.raises(OptionError, match="'consumer.mode' must be one of exactly-once, at-least-once"):
+        StreamOptions.from_options({"consumer.mode": "once"})
+
+
 def _commit_files(table, batches) -> None:
     """One commit of one data file per batch (one write task each)."""
     job = prepare_write(table.store)

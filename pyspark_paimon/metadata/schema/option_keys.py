@@ -344,7 +344,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "continuous.discovery-interval": _inert(_STREAMING),
     "streaming.read.snapshot.delay": _inert(_STREAMING),
     "auto-create": _inert("whether Java creates missing storage; tables here are created explicitly"),
-    "consumer.mode": _inert(_STREAMING),
     "consumer.changelog-only": _inert(_STREAMING),
     "query-auth.enabled": _refused(
         "a REST catalog applies column and row permissions to reads; reading the files directly would bypass them",

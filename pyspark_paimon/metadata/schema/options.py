@@ -367,6 +367,14 @@ TAG_TIME_EXPIRE_ENABLED = _option(
     "true",
     "After commits, tags past their retention (tagCreateTime + tagTimeRetained) are deleted with their files.",
 )
+CONSUMER_MODE = _option(
+    "consumer.mode",
+    LOWERCASE,
+    "exactly-once",
+    "exactly-once: a stream with a consumer reads whole snapshots per micro-batch, so the consumer's progress "
+    "is exact; at-least-once: the per-trigger limits may end a micro-batch inside a snapshot, and a restart from "
+    "the consumer reads that snapshot again.",
+)
 CONSUMER_EXPIRATION_TIME = _option(
     "consumer.expiration-time",
     DURATION,
