@@ -196,6 +196,19 @@ DYNAMIC_BUCKET_MAX_BUCKETS = _option(
     "-1",
     "Dynamic bucket mode: most buckets per partition; beyond it new keys join existing buckets.",
 )
+CROSS_PARTITION_UPSERT_INDEX_TTL = _option(
+    "cross-partition-upsert.index-ttl",
+    DURATION,
+    None,
+    "Cross-partition upsert: the key index a write starts from leaves out buckets whose files are all older than "
+    "this (faster, but an old key written again is not found and its row appears twice).",
+)
+CROSS_PARTITION_UPSERT_BOOTSTRAP_PARALLELISM = _option(
+    "cross-partition-upsert.bootstrap-parallelism",
+    OptionType(_to_positive_int, "a positive integer"),
+    "10",
+    "Cross-partition upsert: how many buckets are read at once to build the key index a write starts from.",
+)
 BUCKET_KEY = _option(
     "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
 )
