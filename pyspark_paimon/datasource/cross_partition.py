@@ -69,7 +69,7 @@ _ROW = "__xp_row"
 _FIRST = "__xp_row_min"
 _LAST = "__xp_row_max"
 _DELETE = 3  # RowKind.DELETE as Paimon stores it in _VALUE_KIND
-_RETRACT_KINDS = pa.array([1, 3], pa.int8())  # -U, -D
+_RETRACT_KINDS = (1, 3)  # -U, -D (a pa.array at import time would load pandas)
 _SHOWN = 5
 
 
@@ -340,7 +340,7 @@ def check_one_home_per_key(store: FileStore, schema: TableSchema, messages: Sequ
         homes.append((m.partition, m.bucket))
         for f in m.new_files:
             t = read_data_file(ctx, split, f, key_fields, (VALUE_KIND,))
-            t = t.filter(pc.invert(pc.is_in(t.column(VALUE_KIND), value_set=_RETRACT_KINDS)))
+            t = t.filter(pc.invert(pc.is_in(t.column(VALUE_KIND), value_set=pa.array(_RETRACT_KINDS, pa.int8()))))
             parts.append(t.select(keys).append_column(_ROW, pa.repeat(home, t.num_rows)))
     if not parts:
         return

@@ -148,3 +148,13 @@ def test_spark_write_moves_keys(spark: Any, catalog: Catalog, warehouse: str) ->
     df = spark.createDataFrame([("b", 1, "s"), ("a", 3, "s")], "p string, k int, v string")
     save(df.repartition(2, "k"), "db.xpspark", warehouse=warehouse)
     assert _read(t) == [("a", 2, "x"), ("a", 3, "s"), ("b", 1, "s")]
+
+
+def test_compaction_keeps_one_row_per_key(catalog: Catalog) -> None:
+    t = _table(catalog, name="db.xpcompact")
+    t.write_arrow(_rows(("a", 1, "x"), ("a", 2, "x")))
+    t.write_arrow(_rows(("b", 1, "y")))
+    t.maintenance.compact(full=True)
+    assert _read(t) == [("a", 2, "x"), ("b", 1, "y")]
+    t.write_arrow(_rows(("a", 1, "z")))
+    assert _read(t) == [("a", 1, "z"), ("a", 2, "x")]
