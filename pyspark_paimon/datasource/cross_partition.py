@@ -42,6 +42,7 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.options import (
     CROSS_PARTITION_UPSERT_BOOTSTRAP_PARALLELISM,
     CROSS_PARTITION_UPSERT_INDEX_TTL,
+    DELETION_VECTORS_MERGE_ON_READ,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
@@ -108,7 +109,9 @@ def bootstrap(store: FileStore, schema: TableSchema, snapshot: Snapshot | None) 
     if snapshot is None:
         return index_schema.empty_table()
     options = schema.core_options
-    splits = ScanPlanner(store, schema, {}).plan(snapshot).splits
+    # Every level, as Java's bootstrap reads deletion-vector tables (level 0 holds keys not yet compacted).
+    every_level = {DELETION_VECTORS_MERGE_ON_READ.key: "true"}
+    splits = ScanPlanner(store, schema, every_level).plan(snapshot).splits
     ttl = options.get(CROSS_PARTITION_UPSERT_INDEX_TTL)
     if ttl is not None:
         now = int(time.time() * 1000)
@@ -123,7 +126,7 @@ def bootstrap(store: FileStore, schema: TableSchema, snapshot: Snapshot | None) 
         schema=schema,
         schemas={store.branch: branch_schemas(store)},
         branch=store.branch,
-        options=dict(schema.options),
+        options={**schema.options, **every_level},
         read_fields=tuple(schema.primary_keys),
     )
     key_schema = ctx.output_schema()

@@ -158,3 +158,22 @@ def test_compaction_keeps_one_row_per_key(catalog: Catalog) -> None:
     assert _read(t) == [("a", 2, "x"), ("b", 1, "y")]
     t.write_arrow(_rows(("a", 1, "z")))
     assert _read(t) == [("a", 1, "z"), ("a", 2, "x")]
+
+
+def test_deletion_vector_table(catalog: Catalog) -> None:
+    t = _table(catalog, name="db.xpdv", **{"deletion-vectors.enabled": "true"})
+    t.write_arrow(_rows(("a", 1, "x"), ("a", 2, "x")))
+    t.write_arrow(_rows(("b", 1, "y")))
+    t.write_arrow(_rows(("c", 1, "z"), ("b", 2, "z")))
+    assert _read(t) == [("b", 2, "z"), ("c", 1, "z")]
+
+
+def test_index_ttl_leaves_old_buckets_out_as_java_does(catalog: Catalog) -> None:
+    t = _table(catalog, name="db.xpttl", **{"cross-partition-upsert.index-ttl": "1 ms"})
+    t.write_arrow(_rows(("a", 1, "x")))
+    assert bootstrap(t.store, t.schema, t.store.snapshots.latest()).num_rows == 0
+    t.write_arrow(_rows(("b", 1, "y")))  # key 1 is not found: it is written again, as Java's TTL warns
+    assert _read(t) == [("a", 1, "x"), ("b", 1, "y")]
+    keep = _table(catalog, name="db.xpttl2", **{"cross-partition-upsert.index-ttl": "1 d"})
+    keep.write_arrow(_rows(("a", 1, "x")))
+    assert bootstrap(keep.store, keep.schema, keep.store.snapshots.latest()).num_rows == 1
