@@ -202,7 +202,6 @@ class CrossPartitionRouter:
         light = table.select(self._keys).append_column(_ROW, rows)
         per_key = light.group_by(self._keys, use_threads=False).aggregate([(_ROW, "min"), (_ROW, "max")])
         per_key = per_key.join(self._index, self._keys, join_type="left outer")
-        m = per_key.num_rows
         first = per_key.column(_FIRST).combine_chunks()
         last = per_key.column(_LAST).combine_chunks()
         old_bucket = per_key.column(_INDEX_BUCKET).combine_chunks()
@@ -219,21 +218,36 @@ class CrossPartitionRouter:
         home_bucket = np.where(same, old_bucket.fill_null(0).to_numpy(zero_copy_only=False), -1).astype(np.int32)
         moved = exists & ~same  # only the deduplicate engine moves a key (the others keep the old partition)
 
-        home_values = pa.Table.from_arrays(homes, names=self._parts).to_pylist() if self._parts else [{}] * m
-        home_tuples = [tuple(r[k] for k in self._parts) for r in home_values]
-        if moved.any():
-            old_rows = pa.Table.from_arrays(old_parts, names=self._parts).to_pylist()
-            for i in np.flatnonzero(moved):  # once per moved key: its old bucket holds one key fewer
-                counts = self._counts[tuple(old_rows[i][k] for k in self._parts)]
-                b = int(old_bucket[i].as_py())
-                counts[b] = max(0, counts.get(b, 0) - 1)
+        if moved.any():  # each moved key leaves its old bucket one key lighter
+            idx = pa.array(np.flatnonzero(moved))
+            cols = [o.take(idx) for o in old_parts] + [old_bucket.take(idx)]
+            names = [*self._parts, _INDEX_BUCKET]
+            left = (
+                pa.Table.from_arrays(cols, names=names)
+                .group_by(names, use_threads=False)
+                .aggregate([([], "count_all")])
+            )
+            data = left.to_pydict()
+            for g in range(left.num_rows):  # once per (partition, bucket) that lost keys
+                counts = self._counts[tuple(data[k][g] for k in self._parts)]
+                b = int(data[_INDEX_BUCKET][g])
+                counts[b] = max(0, counts.get(b, 0) - int(data["count_all"][g]))
         new = np.flatnonzero(~same)
         if len(new):
-            by_part: dict[tuple, list[int]] = defaultdict(list)
-            for i in new[np.argsort(arrival[new], kind="stable")]:
-                by_part[home_tuples[i]].append(int(i))
-            for part, members in by_part.items():  # once per partition receiving new keys
-                home_bucket[members] = _fill(self._counts[part], len(members), self._target)
+            new = new[np.argsort(arrival[new], kind="stable")]  # Java assigns in arrival order
+            idx = pa.array(new)
+            by_part = pa.Table.from_arrays(
+                [h.take(idx) for h in homes] + [pa.array(np.arange(len(new)))], names=[*self._parts, _ROW]
+            )
+            grouped = by_part.group_by(self._parts, use_threads=False).aggregate([(_ROW, "list")])
+            data = grouped.select(self._parts).to_pydict()
+            lists = grouped.column(_ROW + "_list").combine_chunks()
+            flat = lists.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+            ends = np.cumsum(pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64))
+            for g in range(grouped.num_rows):  # once per partition receiving new keys
+                counts = self._counts[tuple(data[k][g] for k in self._parts)]
+                positions = np.sort(flat[(ends[g - 1] if g else 0) : ends[g]])  # arrival order
+                home_bucket[new[positions]] = _fill(counts, len(positions), self._target)
 
         # Every row's home (partition and bucket), by the key it belongs to.
         decided = per_key.select(self._keys)
