@@ -174,8 +174,7 @@ class WriteContext:
     overwritten). ``options`` are the table options (and any write options) in force. ``hash_index``: in
     dynamic bucket mode, per partition bucket -> path of its ``HASH`` index file in the latest snapshot (each
     writer loads a partition's hashes when it first writes to it, as Java's assigners do). ``key_index``: for a
-    cross-partition upsert table, where every live key is (:func:`~pyspark_paimon.datasource.cross_partition.
-    bootstrap`); None = no key yet.
+    cross-partition upsert table, where every live key is (``cross_partition.bootstrap``); None = no key yet.
     """
 
     fileio: FileIO
