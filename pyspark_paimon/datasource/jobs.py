@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
 from pyspark_paimon.datasource.compact import auto_compact, refuse_invisible_writes
+from pyspark_paimon.datasource.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
 from pyspark_paimon.datasource.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
@@ -150,6 +151,7 @@ class WriteJob:
         table, so that nobody retries the write and commits it twice. ``index_update``: the index change
         of a change that writes deletion vectors (``datasource.dml``; append tables have no hash index)."""
         check_one_version_per_key(self.store, self.schema, messages)
+        check_one_home_per_key(self.store, self.schema, messages)
         if self.overwrite is not None:
             messages = self._without_changelog(messages)
         allow_empty = index_update is not None
@@ -235,9 +237,10 @@ class WriteJob:
         """This job (same commit user) overwriting as ``overwrite`` says: for an overwrite whose kind is only
         known once the tasks run (Spark's session ``partitionOverwriteMode``). A whole-table overwrite drops
         the old bucket counts of existing partitions, as :func:`prepare_write` does for one."""
+        refuse_unsupported_overwrite(self.schema, overwrite, self.store.table_path)
         context = self.context
         if overwrite is not None and overwrite.mode == "all":
-            context = replace(context, partition_buckets={})
+            context = replace(context, partition_buckets={}, key_index=None)
         if overwrite is not None:  # an overwritten partition's keys start afresh (dynamic bucket mode)
             context = replace(context, hash_index={})
         return replace(self, overwrite=overwrite, context=context)
@@ -253,6 +256,7 @@ def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> W
     schema = store.schema()
     refuse_invisible_writes(schema, store.table_path)
     user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
+    refuse_unsupported_overwrite(schema, overwrite, store.table_path)
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
     if overwrite is not None:  # an overwritten partition's keys start afresh (dynamic bucket mode)
         ctx = replace(ctx, hash_index={})

@@ -38,6 +38,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyspark_paimon.datasource import merge, postpone
+from pyspark_paimon.datasource.cross_partition import (
+    BUCKET_COLUMN,
+    CrossPartitionRouter,
+    bootstrap,
+    is_cross_partition,
+)
 from pyspark_paimon.datasource.parquet_layout import PARQUET_LAYOUT, encoding_settings, is_writer_v2
 from pyspark_paimon.datasource.stats import (
     SYSTEM_STATS_MODE,
@@ -169,7 +175,8 @@ class WriteContext:
     partition whose count differs from the table's ``bucket`` option (it keeps its layout until
     overwritten). ``options`` are the table options (and any write options) in force. ``hash_index``: in
     dynamic bucket mode, per partition bucket -> path of its ``HASH`` index file in the latest snapshot (each
-    writer loads a partition's hashes when it first writes to it, as Java's assigners do).
+    writer loads a partition's hashes when it first writes to it, as Java's assigners do). ``key_index``: for a
+    cross-partition upsert table, where every live key is (``cross_partition.bootstrap``); None = no key yet.
     """
 
     fileio: FileIO
@@ -180,6 +187,7 @@ class WriteContext:
     partition_buckets: dict[bytes, int] = field(default_factory=dict)
     commit_user: str = ""
     hash_index: dict[bytes, dict[int, str]] = field(default_factory=dict)
+    key_index: pa.Table | None = None
 
     @classmethod
     def for_store(cls, store: FileStore, commit_user: str, replace_all: bool = False) -> "WriteContext":
@@ -211,6 +219,7 @@ class WriteContext:
             partition_buckets={} if replace_all and num_buckets != POSTPONE_BUCKET else partition_buckets,
             commit_user=commit_user,
             hash_index={} if replace_all else hash_index,
+            key_index=None if replace_all or not is_cross_partition(schema) else bootstrap(store, schema, latest),
         )
 
 
@@ -346,16 +355,11 @@ class TableWriter:
                 "files. Set 'file.format' = 'parquet' (existing files stay readable)."
             )
         b = self._num_buckets
-        if self._dynamic:
-            missing = [k for k in self._schema.partition_keys if k not in self._schema.primary_keys]
-            if missing:
-                raise OptionError(
-                    f"Table {where} is in dynamic bucket mode (bucket = -1) and its primary key "
-                    f"{list(self._schema.primary_keys)} does not contain partition key(s) {missing}: writing it "
-                    "needs cross-partition upsert (a key moves to its newest partition), which pyspark-paimon "
-                    "does not write yet. Add the partition keys to the primary key (a new table), or write it "
-                    "with Paimon (Flink, Spark with the Paimon jar, Java)."
-                )
+        self._router: CrossPartitionRouter | None = None
+        if self._dynamic and is_cross_partition(self._schema):
+            self._router = CrossPartitionRouter(
+                self._schema, self._ctx.key_index, self._options.get(DYNAMIC_BUCKET_TARGET_ROW_NUM), where
+            )
         if b == POSTPONE_BUCKET and not self._is_pk:
             raise OptionError(
                 f"Option 'bucket' = -2 (postpone mode) of {where} needs a primary-key table; use N > 0 or -1 for an "
@@ -532,9 +536,15 @@ class TableWriter:
         self._buffer = []
         self._buffered_bytes = 0
         work: list[tuple[_BucketState, pa.Table]] = []
+        if self._router is not None:
+            table = self._router.route(table)
         for part_bytes, part_values, part_table in self._split_partitions(table):
             num_buckets = self._partition_num_buckets(part_bytes)
             total = num_buckets if num_buckets > 0 or num_buckets == POSTPONE_BUCKET else -1
+            if self._router is not None:  # cross-partition upsert: the router chose every row's bucket
+                for bucket, sub in _split_routed(part_table):
+                    work.append((self._state(part_bytes, part_values, bucket, total), sub))
+                continue
             if self._dynamic:
                 for bucket, sub, hashes in self._split_dynamic(part_bytes, part_values, part_table):
                     state = self._state(part_bytes, part_values, bucket, total)
@@ -955,6 +965,22 @@ class TableWriter:
     def created_files(self) -> list[str]:
         """Paths of every file written so far (for tests and cleanup)."""
         return list(self._created)
+
+
+def _split_routed(table: pa.Table) -> Iterator[tuple[int, pa.Table]]:
+    """(bucket, rows in arrival order) per bucket of the router's :data:`BUCKET_COLUMN`, which is dropped."""
+    ids = table.column(BUCKET_COLUMN).to_numpy()
+    table = table.drop_columns([BUCKET_COLUMN])
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    if len(starts) == 1:
+        yield int(sorted_ids[0]), table
+        return
+    ordered = table.take(pa.array(order))
+    ends = np.r_[starts[1:], len(order)]
+    for s, e in zip(starts, ends):
+        yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s))
 
 
 def write_batches(

@@ -145,12 +145,6 @@ def test_overwrite_starts_the_partitions_afresh(catalog: Catalog) -> None:
     assert _read(t) == [("b", 5, "w")] and set(_index(t)) == {("b", 0)}
 
 
-def test_cross_partition_primary_key_is_refused(catalog: Catalog) -> None:
-    t = catalog.create_table("db.cross", SCHEMA, partition_keys=["p"], primary_keys=["k"])
-    with pytest.raises(OptionError, match=r"db.cross.*partition key\(s\) \['p'\].*cross-partition"):
-        t.write_arrow(_rows("a", [1], "x"))
-
-
 def test_one_hash_in_two_buckets_is_refused(catalog: Catalog) -> None:
     t = _table(catalog)
     t.write_arrow(_rows("a", [1], "x"))

@@ -490,6 +490,22 @@ class JavaOracle:
         rows = [{n: decode(v, t) for n, t, v in zip(names, types, row)} for row in result["rows"]]
         return JavaRead(names, types, rows, list(result["kinds"]))
 
+    def write_cross_partition(
+        self, warehouse: str, identifier: str, rows: Sequence[Any], *, kinds: Sequence[str] | None = None
+    ) -> int:
+        """One commit into a cross-partition upsert table (``bucket = -1``, primary key without every partition
+        key), routed by Java's ``IndexBootstrap``, crosspartition ``BucketAssigner`` and the merge engine's
+        ``ExistingProcessor`` (what Java's ``GlobalIndexAssigner`` does)."""
+        cmd: dict[str, Any] = {
+            "cmd": "write_cross_partition",
+            "warehouse": warehouse,
+            "identifier": identifier,
+            "rows": [encode(r) for r in rows],
+        }
+        if kinds is not None:
+            cmd["kinds"] = list(kinds)
+        return int(self.call(cmd)["snapshot_id"])
+
 
 if __name__ == "__main__":  # a quick manual check: python -m tests.oracle.java_oracle
     with JavaOracle() as oracle:

@@ -208,10 +208,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "spill-compression": _inert(_TUNING),
     "spill-compression.zstd-level": _inert(_TUNING),
     "local-merge-buffer-size": _inert("Flink pre-merge buffer before the shuffle"),
-    "cross-partition-upsert.index-ttl": _inert(
-        "Flink's index of cross-partition upserts; writes of tables whose primary key lacks a partition key are refused"
-    ),
-    "cross-partition-upsert.bootstrap-parallelism": _inert(_FLINK),
     "record-level.expire-time": _inert(
         "records expire only when Java compacts (best effort, no deadline), so "
         "every read and write here stays within that contract"

@@ -209,6 +209,19 @@ POSTPONE_DEFAULT_BUCKET_NUM = _option(
     "1",
     "Postpone-bucket tables: bucket count of a partition that has no real buckets yet (writes and compaction).",
 )
+CROSS_PARTITION_UPSERT_INDEX_TTL = _option(
+    "cross-partition-upsert.index-ttl",
+    DURATION,
+    None,
+    "Cross-partition upsert: the key index a write starts from leaves out buckets whose files are all older than "
+    "this (faster, but an old key written again is not found and its row appears twice).",
+)
+CROSS_PARTITION_UPSERT_BOOTSTRAP_PARALLELISM = _option(
+    "cross-partition-upsert.bootstrap-parallelism",
+    OptionType(_to_positive_int, "a positive integer"),
+    "10",
+    "Cross-partition upsert: how many buckets are read at once to build the key index a write starts from.",
+)
 BUCKET_KEY = _option(
     "bucket-key", STRING_LIST, None, "Columns hashed to pick a bucket; unset = the trimmed primary key."
 )

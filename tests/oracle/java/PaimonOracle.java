@@ -147,6 +147,7 @@ public final class PaimonOracle {
             case "snapshots": return snapshots(cmd);
             case "write_dynamic": return writeDynamic(cmd);
             case "stream": return stream(cmd);
+            case "write_cross_partition": return writeCrossPartition(cmd);
             default:
                 throw new UsageError("'cmd' must be one of versions, create, write, read, compact, files, "
                         + "evolve, tag, snapshots; got '" + name + "'");
@@ -819,6 +820,78 @@ public final class PaimonOracle {
         out.set("rows", rows);
         out.set("kinds", kinds);
         out.set("plans", plans);
+        return out;
+    }
+
+    /**
+     * {rows, kinds?}: one commit into a cross-partition upsert table (bucket = -1, primary key without every
+     * partition key), routed as Java's GlobalIndexAssigner routes: the key index from IndexBootstrap, new keys
+     * placed by the crosspartition BucketAssigner, known keys in another partition handed to the merge engine's
+     * ExistingProcessor. Only the assigner's RocksDB state (absent from the bridge jar) is a map here.
+     */
+    private static ObjectNode writeCrossPartition(JsonNode cmd) throws Exception {
+        FileStoreTable table = (FileStoreTable) table(cmd);
+        RowType rowType = table.rowType();
+        org.apache.paimon.table.sink.RowPartitionKeyExtractor extractor =
+                new org.apache.paimon.table.sink.RowPartitionKeyExtractor(table.schema());
+        org.apache.paimon.crosspartition.KeyPartPartitionKeyExtractor bootExtractor =
+                new org.apache.paimon.crosspartition.KeyPartPartitionKeyExtractor(table.schema());
+        org.apache.paimon.crosspartition.BucketAssigner assigner =
+                new org.apache.paimon.crosspartition.BucketAssigner();
+        Map<BinaryRow, Object[]> index = new HashMap<>();
+        int bucketField = org.apache.paimon.crosspartition.IndexBootstrap.bootstrapType(table.schema())
+                .getFieldCount() - 1;
+        new org.apache.paimon.crosspartition.IndexBootstrap(table).bootstrap(1, 0, row -> {
+            BinaryRow part = bootExtractor.partition(row).copy();
+            int bucket = row.getInt(bucketField);
+            assigner.bootstrapBucket(part, bucket);
+            index.put(bootExtractor.trimmedPrimaryKey(row).copy(), new Object[] {part, bucket});
+        });
+        int target = (int) table.coreOptions().dynamicBucketTargetRowNum();
+        BatchWriteBuilder builder = table.newBatchWriteBuilder();
+        JsonNode rows = required(cmd, "rows");
+        JsonNode kinds = cmd.get("kinds");
+        try (BatchTableWrite write = newWrite(builder); BatchTableCommit commit = builder.newCommit()) {
+            java.util.function.BiConsumer<InternalRow, Integer> collect = (row, bucket) -> {
+                try {
+                    write.write(row, bucket);
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            };
+            org.apache.paimon.crosspartition.ExistingProcessor processor =
+                    org.apache.paimon.crosspartition.ExistingProcessor.create(
+                            table.coreOptions().mergeEngine(),
+                            new org.apache.paimon.utils.ProjectToRowFunction(rowType, table.partitionKeys()),
+                            assigner,
+                            collect);
+            for (int i = 0; i < rows.size(); i++) {
+                GenericRow row = toRow(rows.get(i), rowType);
+                if (kinds != null) {
+                    row.setRowKind(RowKind.fromShortString(kinds.get(i).asText()));
+                }
+                BinaryRow part = extractor.partition(row).copy();
+                BinaryRow key = extractor.trimmedPrimaryKey(row).copy();
+                Object[] where = index.get(key);
+                boolean placeNew = true;
+                if (where != null) {
+                    if (where[0].equals(part)) {
+                        collect.accept(row, (Integer) where[1]);
+                        placeNew = false;
+                    } else {
+                        placeNew = processor.processExists(row, (BinaryRow) where[0], (Integer) where[1]);
+                    }
+                }
+                if (placeNew) {
+                    int bucket = assigner.assignBucket(part, b -> true, target);
+                    index.put(key, new Object[] {part, bucket});
+                    collect.accept(row, bucket);
+                }
+            }
+            commit.commit(write.prepareCommit());
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("snapshot_id", latestSnapshotId(cmd));
         return out;
     }
 }
