@@ -189,11 +189,18 @@ class Branches:
         store = self._table.store
         return _expire.expire_branches(store, older_than=older_than, dry_run=dry_run, progress=progress)
 
-    def fast_forward(self, name: str, *, force: bool = False) -> _branches.PublishResult:
+    def fast_forward(
+        self, name: str, *, force: bool = False, keep_retained_tags: bool = True
+    ) -> _branches.PublishResult:
         """Publish branch ``name`` into the table's branch: its snapshots, schemas and tags from its earliest
         snapshot on replace the table branch's. Refuses with BranchConflictError when the table's branch has
-        commits, tags or schema changes the branch does not contain; ``force=True`` discards them."""
-        result = self._manager().fast_forward(name, self._table.branch, force=force)
+        commits, tags or schema changes the branch does not contain; ``force=True`` discards them and reports
+        them (``result.discarded_snapshots``, ``discarded_tags``, ``discarded_records``), keeping tags that carry
+        a retention (``result.kept_tags``) unless ``keep_retained_tags=False``. Under a live writer use
+        :meth:`publish`, which never fails nor loses a commit."""
+        result = self._manager().fast_forward(
+            name, self._table.branch, force=force, keep_retained_tags=keep_retained_tags
+        )
         self._refresh()
         return result
 

@@ -43,6 +43,11 @@ def test_pk_merge_applies_source_changes_and_keeps_target_changes(catalog: Catal
     # Merging again changes nothing: every change of 'fix' is already in main.
     again = t.branches.merge("fix")
     assert again.snapshot_id is None and again.upserted == again.deleted == 0
+    # Main changes a merged key again, 'fix' changes another: only the new change of 'fix' is merged.
+    _w(t, [2], [99], "m")
+    _w(fix, [1], [11], "f")
+    third = t.branches.merge("fix")
+    assert (third.conflicts, third.upserted) == (0, 1) and _rows(t)[2] == (99, "m") and _rows(t)[1] == (11, "f")
 
 
 def test_pk_merge_conflicts_fail_then_resolve(catalog: Catalog) -> None:
@@ -60,8 +65,14 @@ def test_pk_merge_conflicts_fail_then_resolve(catalog: Catalog) -> None:
     assert t.store.snapshots.latest_id() == head  # nothing written
     kept = t.branches.merge("b", on_conflict="target")
     assert kept.conflicts == 1 and _rows(t)[1] == (12, "m") and _rows(t)[2] == (21, "b")
-    took = t.branches.merge("b", on_conflict="source")
-    assert took.conflicts == 1 and _rows(t)[1] == (11, "b")
+    # The merged state is the next merge's base: the resolved conflict is not seen again.
+    again = t.branches.merge("b", on_conflict="source")
+    assert (again.conflicts, again.snapshot_id, _rows(t)[1]) == (0, None, (12, "m"))
+    t.branches.create("c")
+    _w(t.on_branch("c"), [2], [23], "c")
+    _w(t, [2], [24], "m")
+    took = t.branches.merge("c", on_conflict="source")
+    assert took.conflicts == 1 and _rows(t)[2] == (23, "c")
     with pytest.raises(OptionError, match="on_conflict"):
         t.branches.merge("b", on_conflict="theirs")
 
@@ -171,3 +182,20 @@ def test_publish_under_a_live_writer_loses_no_commit(catalog: Catalog) -> None:
     assert not errors
     rows = _rows(t)
     assert all(k in rows for k in acked) and all(i + 1 in rows for i in range(3))
+
+
+def test_forced_fast_forward_reports_what_it_discards_and_keeps_retained_tags(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1], [10])
+    t.branches.create("b")
+    _w(t.on_branch("b"), [2], [20])
+    _w(t, [3, 4], [30, 40], "m")  # snapshot 2 of main: not in 'b'
+    _w(t, [5], [50], "m")  # snapshot 3
+    t.tags.create("weekly", time_retained="7 d")
+    t.tags.create("plain", snapshot_id=2)
+    result = t.branches.fast_forward("b", force=True)
+    assert result.discarded_snapshots == [2, 3] and result.discarded_records == 3
+    assert result.discarded_tags == ["plain"] and result.kept_tags == ["weekly"]
+    assert {tag.name for tag in t.tags.list()} == {"weekly"}
+    assert _rows(t) == {1: (10, "x"), 2: (20, "x")}
+    assert sorted(r["id"] for r in t.scan(tag="weekly").to_arrow().to_pylist()) == [1, 3, 4, 5]

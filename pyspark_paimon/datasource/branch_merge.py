@@ -27,14 +27,18 @@ land on top (its rows are kept), and a commit conflict (a file the merge removes
 from the target's new head, up to :data:`MERGE_ATTEMPTS` times. A concurrent commit that changes one of the
 merged keys between planning and commit is ordered by sequence number, as between any two writers.
 
-**Known limit.** The base of a branch merge is always the fork point: after ``merge(b)``, a key the target
-changes again and ``b`` does not is still seen as changed on both sides by a second ``merge(b)`` (a conflict
-under ``"fail"``; ``on_conflict="target"`` keeps the target's newer rows). Merge once, or branch afresh.
+**Repeated merges.** After ``merge(source, into)`` the merged source snapshot becomes the base of the next merge
+in that direction (as git's merge base moves with a merge commit), so changes already merged, and conflicts
+already resolved, are not seen again. The record is ``merge-bases.json`` in the directory of whichever branch is
+not ``main`` (Paimon and pypaimon read only a branch's ``schema/``, ``snapshot/`` and ``tag/`` there); it names
+the target snapshot the merge left too, and is ignored once that snapshot is gone or replaced (a rollback) or the
+source snapshot expired, falling back to the fork point.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +47,14 @@ import pyarrow.compute as pc
 from pyspark_paimon.datasource.diff import diff_snapshots
 from pyspark_paimon.datasource.dml import KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER, check_merge_engine
 from pyspark_paimon.datasource.jobs import prepare_write
-from pyspark_paimon.errors import BranchError, BranchMergeConflictError, CommitConflictError, OptionError
+from pyspark_paimon.datasource.table_ref import TableRef
+from pyspark_paimon.errors import (
+    BranchError,
+    BranchMergeConflictError,
+    CommitConflictError,
+    OptionError,
+    SnapshotNotFoundError,
+)
 from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
@@ -54,13 +65,19 @@ from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN
 
 __all__ = [
     "BranchMergeResult",
+    "AUDIT_BRANCH_OPTION",
     "MERGE_ATTEMPTS",
     "ON_CONFLICT",
     "cherry_pick",
     "fork_point",
     "merge_branch",
     "publish_branch",
+    "route_to_audit_branch",
 ]
+
+#: Write option of write-audit-publish: the job's writes go to this branch, created from the written branch when
+#: absent; after auditing it, ``t.branches.publish(<name>)`` lands it (docs/recipes: write-audit-publish).
+AUDIT_BRANCH_OPTION = "audit-branch"
 
 ON_CONFLICT = ("fail", "source", "target")
 MERGE_ATTEMPTS = 5
@@ -87,6 +104,7 @@ class BranchMergeResult:
     conflicts: int = 0
     target_unchanged: bool = False
     snapshot_id: int | None = None
+    source_snapshot_id: int | None = None  # the source snapshot merged (the next merge's base)
 
 
 # ------------------------------------------------------------------------------------------- versions
@@ -340,7 +358,17 @@ def three_way(
                 unchanged = diff_snapshots(base[0], base[1], into, tgt[1]).num_rows == 0
                 upserted, deleted, sid = _write_keys(into, changes)
                 return BranchMergeResult(
-                    src[0].branch, into.branch, _ref(*base), upserted, deleted, 0, 0, conflicts, unchanged, sid
+                    src[0].branch,
+                    into.branch,
+                    _ref(*base),
+                    upserted,
+                    deleted,
+                    0,
+                    0,
+                    conflicts,
+                    unchanged,
+                    sid,
+                    src[1].id,
                 )
             added, removed, unchanged = _file_changes(base, src, tgt, label)
             sid = _write_files(into, added, removed)
@@ -352,6 +380,7 @@ def three_way(
                 files_removed=len(removed),
                 target_unchanged=unchanged,
                 snapshot_id=sid,
+                source_snapshot_id=src[1].id,
             )
         except CommitConflictError as exc:
             last = exc
@@ -365,8 +394,61 @@ def merge_branch(store: FileStore, source: str, into: str, on_conflict: str = "f
     """Three-way merge of branch ``source`` into branch ``into`` from their fork point, one commit on ``into``."""
     _check_on_conflict(on_conflict)
     base = fork_point(store, source, into)
+    base = _recorded_base(store, source, into) or base
     label = f"Merging branch '{source}' into '{into}' of {store.table_path}"
-    return three_way(base, store.with_branch(source), None, store.with_branch(into), on_conflict, label)
+    result = three_way(base, store.with_branch(source), None, store.with_branch(into), on_conflict, label)
+    _record_base(store, source, into, result)
+    return result
+
+
+MERGE_BASES_FILE = "merge-bases.json"
+
+
+def _bases_path(store: FileStore, source: str, into: str) -> str:
+    holder = source if source != MAIN_BRANCH else into
+    return f"{BranchManager(store).branch_dir(holder)}/{MERGE_BASES_FILE}"
+
+
+def _read_bases(store: FileStore, path: str) -> dict:
+    try:
+        data = json.loads(store.fileio.read_text(path))
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _recorded_base(store: FileStore, source: str, into: str) -> tuple[FileStore, Snapshot] | None:
+    """The source snapshot the last merge of ``source`` into ``into`` merged, while ``into`` still holds the
+    snapshot that merge left (module docstring, "Repeated merges")."""
+    entry = _read_bases(store, _bases_path(store, source, into)).get(f"{source}->{into}")
+    if not isinstance(entry, dict):
+        return None
+    src, tgt = store.with_branch(source), store.with_branch(into)
+    try:
+        base = _snapshot(src, int(entry["sourceSnapshotId"]))
+        left = _snapshot(tgt, int(entry["intoSnapshotId"]))
+    except (SnapshotNotFoundError, KeyError, TypeError, ValueError):
+        return None
+    if base.uuid != entry.get("sourceSnapshotUuid") or left.uuid != entry.get("intoSnapshotUuid"):
+        return None
+    return src, base
+
+
+def _record_base(store: FileStore, source: str, into: str, result: BranchMergeResult) -> None:
+    tgt = store.with_branch(into)
+    left = _snapshot(tgt, result.snapshot_id) if result.snapshot_id is not None else tgt.snapshots.latest()
+    if result.source_snapshot_id is None or left is None:
+        return
+    merged = _snapshot(store.with_branch(source), result.source_snapshot_id)
+    path = _bases_path(store, source, into)
+    bases = _read_bases(store, path)
+    bases[f"{source}->{into}"] = {
+        "sourceSnapshotId": merged.id,
+        "sourceSnapshotUuid": merged.uuid,
+        "intoSnapshotId": left.id,
+        "intoSnapshotUuid": left.uuid,
+    }
+    store.fileio.write_bytes(path, json.dumps(bases, indent=2).encode("utf-8"))
 
 
 def cherry_pick(store: FileStore, version: int | str, onto: str, on_conflict: str = "fail") -> BranchMergeResult:
@@ -395,3 +477,28 @@ def publish_branch(store: FileStore, branch: str, into: str, on_conflict: str = 
     merge, so commits a live writer made on ``into`` meanwhile are kept. One ordinary commit on ``into``:
     readers never see a partial publish and a writer racing it simply commits before or after it."""
     return merge_branch(store, branch, into, on_conflict)
+
+
+def route_to_audit_branch(ref: TableRef) -> TableRef:
+    """Write-audit-publish: ``ref`` pointed at the branch its ``audit-branch`` write option names, creating that
+    branch from ``ref``'s branch (its latest snapshot; empty when it has none) when it does not exist yet."""
+    name = ref.options.get(AUDIT_BRANCH_OPTION)
+    if name is None:
+        return ref
+    name = name.strip()
+    store = ref.store()
+    if not name or name == store.branch:
+        raise OptionError(
+            f"Write option '{AUDIT_BRANCH_OPTION}' = {name!r} must name a branch other than the one written "
+            f"('{store.branch}'), e.g. 'audit_<job id>'."
+        )
+    if store.schemas.latest() is None:
+        raise OptionError(
+            f"Write option '{AUDIT_BRANCH_OPTION}' needs an existing table; {ref.path} has none yet. Create it "
+            "with a first write (or Catalog.create_table), then write through the audit branch."
+        )
+    manager = BranchManager(store)
+    if not manager.exists(name):
+        has_data = store.snapshots.latest() is not None
+        manager.create(name, store.branch, from_latest=has_data, ignore_if_exists=True)
+    return replace(ref, branch=name)

@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from pyspark_paimon.datasource.branch_merge import route_to_audit_branch
 from pyspark_paimon.datasource.jobs import WriteJob, overwrite_spec, prepare_write
 from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
 from pyspark_paimon.datasource.store_assignment import assignment_problem
@@ -44,6 +45,7 @@ WRITE_KEYS = {
     "paths",
     "warehouse",
     "branch",
+    "audit-branch",
     "partitionoverwritemode",
     "overwrite-partition",
     "primary-key",
@@ -253,6 +255,7 @@ class PaimonWriter(DataSourceArrowWriter):
                 "write overwrites: use .option('partitionOverwriteMode', 'dynamic') (or 'static'). To "
                 "store the option for other engines, use Table.update_schema().set_options."
             )
+        ref = self.ref = route_to_audit_branch(ref)
         table = ensure_table(ref, schema)
         check_write_schema(schema, table)
         mode = ref.options.get("partitionoverwritemode")
