@@ -38,7 +38,7 @@ source snapshot expired, falling back to the fork point.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +47,6 @@ import pyarrow.compute as pc
 from pyspark_paimon.datasource.diff import diff_snapshots
 from pyspark_paimon.datasource.dml import KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER, check_merge_engine
 from pyspark_paimon.datasource.jobs import prepare_write
-from pyspark_paimon.datasource.table_ref import TableRef
 from pyspark_paimon.errors import (
     BranchError,
     BranchMergeConflictError,
@@ -65,19 +64,14 @@ from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN
 
 __all__ = [
     "BranchMergeResult",
-    "AUDIT_BRANCH_OPTION",
     "MERGE_ATTEMPTS",
     "ON_CONFLICT",
     "cherry_pick",
     "fork_point",
     "merge_branch",
     "publish_branch",
-    "route_to_audit_branch",
 ]
 
-#: Write option of write-audit-publish: the job's writes go to this branch, created from the written branch when
-#: absent; after auditing it, ``t.branches.publish(<name>)`` lands it (docs/recipes: write-audit-publish).
-AUDIT_BRANCH_OPTION = "audit-branch"
 
 ON_CONFLICT = ("fail", "source", "target")
 MERGE_ATTEMPTS = 5
@@ -200,8 +194,9 @@ def _key_changes(
     into: tuple[FileStore, Snapshot],
     on_conflict: str,
     label: str,
-) -> tuple[pa.Table, int]:
-    """The after states to write on ``into`` and the number of conflicts (module docstring)."""
+) -> tuple[pa.Table, int, bool]:
+    """The after states to write on ``into``, the number of conflicts (module docstring) and whether ``into`` is
+    unchanged since the base."""
     schema = into[0].schema()
     keys = list(schema.primary_keys)
     columns = [n for n in schema.field_names if n not in keys]
@@ -233,7 +228,7 @@ def _key_changes(
         if on_conflict == "target":
             apply[differ] = False
     out = src.filter(pa.array(apply)).drop_columns(["__s"])
-    return out, conflicts
+    return out, conflicts, tgt.num_rows == 0
 
 
 def _render(keys: pa.Table) -> str:
@@ -354,8 +349,7 @@ def three_way(
         tgt = (into, _head(into))
         try:
             if schema.primary_keys:
-                changes, conflicts = _key_changes(base, src, tgt, on_conflict, label)
-                unchanged = diff_snapshots(base[0], base[1], into, tgt[1]).num_rows == 0
+                changes, conflicts, unchanged = _key_changes(base, src, tgt, on_conflict, label)
                 upserted, deleted, sid = _write_keys(into, changes)
                 return BranchMergeResult(
                     src[0].branch,
@@ -477,28 +471,3 @@ def publish_branch(store: FileStore, branch: str, into: str, on_conflict: str = 
     merge, so commits a live writer made on ``into`` meanwhile are kept. One ordinary commit on ``into``:
     readers never see a partial publish and a writer racing it simply commits before or after it."""
     return merge_branch(store, branch, into, on_conflict)
-
-
-def route_to_audit_branch(ref: TableRef) -> TableRef:
-    """Write-audit-publish: ``ref`` pointed at the branch its ``audit-branch`` write option names, creating that
-    branch from ``ref``'s branch (its latest snapshot; empty when it has none) when it does not exist yet."""
-    name = ref.options.get(AUDIT_BRANCH_OPTION)
-    if name is None:
-        return ref
-    name = name.strip()
-    store = ref.store()
-    if not name or name == store.branch:
-        raise OptionError(
-            f"Write option '{AUDIT_BRANCH_OPTION}' = {name!r} must name a branch other than the one written "
-            f"('{store.branch}'), e.g. 'audit_<job id>'."
-        )
-    if store.schemas.latest() is None:
-        raise OptionError(
-            f"Write option '{AUDIT_BRANCH_OPTION}' needs an existing table; {ref.path} has none yet. Create it "
-            "with a first write (or Catalog.create_table), then write through the audit branch."
-        )
-    manager = BranchManager(store)
-    if not manager.exists(name):
-        has_data = store.snapshots.latest() is not None
-        manager.create(name, store.branch, from_latest=has_data, ignore_if_exists=True)
-    return replace(ref, branch=name)
