@@ -134,6 +134,13 @@ def test_merge_refuses_unrelated_schema_and_unknown_branch(catalog: Catalog) -> 
     b.update_schema().add_column("extra", "INT").commit()
     with pytest.raises(BranchError, match="different schemas"):
         t.branches.merge("b")
+    seq = catalog.create_table(
+        "db.seq", "id BIGINT, v BIGINT", primary_keys=["id"], options={"bucket": "1", "sequence.field": "v"}
+    )
+    seq.write_arrow(pa.table({"id": [1], "v": [1]}))
+    seq.branches.create("b")
+    with pytest.raises(BranchError, match="sequence.field"):
+        seq.branches.merge("b")
 
 
 def test_publish_equals_branch_head_when_main_did_not_move(catalog: Catalog) -> None:

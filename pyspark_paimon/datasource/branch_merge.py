@@ -6,8 +6,9 @@ for whichever of the two branches was created from the other (the branch keeps a
 the base survives expiration on the parent); branches without lineage (made by Paimon or pypaimon) use the
 child branch's earliest snapshot. For a cherry-pick the base is the picked snapshot's parent (id - 1).
 
-**Primary-key tables** (merge engine ``deduplicate``): both sides' changes since the base come from
-:func:`~pyspark_paimon.datasource.diff.diff_snapshots`, so the cost follows the changed buckets, not the table.
+**Primary-key tables** (merge engine ``deduplicate``, no ``sequence.field``: it would reorder the merged rows):
+both sides' changes since the base come from :func:`~pyspark_paimon.datasource.diff.diff_snapshots`, so the cost
+follows the changed buckets, not the table.
 Each changed key has an *after state* per side (its new row, or deleted). A key only the source changed is
 applied to the target; a key both changed to the same state is already merged; a key both changed differently
 is a *conflict*: ``on_conflict="fail"`` raises :class:`BranchMergeConflictError` (the first keys and the count;
@@ -337,6 +338,13 @@ def three_way(
                 f"{label}: table {into.table_path} uses merge-engine '{schema.core_options.merge_engine}', whose rows "
                 "are combined from their inputs; a merge by key writes whole rows, which only 'deduplicate' keeps as "
                 "written. Merge such tables by replaying the source's input rows."
+            )
+        if schema.core_options.sequence_fields:
+            raise BranchError(
+                f"{label}: table {into.table_path} orders the rows of a key by 'sequence.field' "
+                f"({', '.join(schema.core_options.sequence_fields)}), so a merged row older by that field than the "
+                "target's would be dropped by the merge engine and the merge would not land as planned. Publish with "
+                "t.branches.fast_forward, or apply the change with Table.merge."
             )
     elif schema.core_options.deletion_vectors_enabled:
         raise BranchError(
