@@ -286,6 +286,10 @@ def _publish_row(r: Any) -> list[Row]:
             "previous_latest_id": r.previous_latest_id,
             "latest_id": r.latest_id,
             "discarded": "; ".join(r.discarded) or None,
+            "discarded_snapshots": ",".join(map(str, r.discarded_snapshots)) or None,
+            "discarded_tags": ",".join(r.discarded_tags) or None,
+            "discarded_records": r.discarded_records,
+            "kept_tags": ",".join(r.kept_tags) or None,
             "kept_previous_as": r.kept_previous_as,
         }
     ]
@@ -293,6 +297,35 @@ def _publish_row(r: Any) -> list[Row]:
 
 def _fast_forward(t: Table, a: argparse.Namespace) -> list[Row]:
     return _publish_row(t.branches.fast_forward(a.branch, force=a.force))
+
+
+def _merge_row(r: Any) -> list[Row]:
+    return [
+        {
+            "source": r.source,
+            "into": r.into,
+            "base": r.base,
+            "upserted": r.upserted,
+            "deleted": r.deleted,
+            "files_added": r.files_added,
+            "files_removed": r.files_removed,
+            "conflicts": r.conflicts,
+            "snapshot_id": r.snapshot_id,
+        }
+    ]
+
+
+def _merge_branch(t: Table, a: argparse.Namespace) -> list[Row]:
+    return _merge_row(t.branches.merge(a.branch, into=a.into, on_conflict=a.on_conflict))
+
+
+def _cherry_pick(t: Table, a: argparse.Namespace) -> list[Row]:
+    version: int | str = int(a.version) if a.version.isdigit() else a.version
+    return _merge_row(t.branches.cherry_pick(version, onto=a.onto, on_conflict=a.on_conflict))
+
+
+def _publish_branch(t: Table, a: argparse.Namespace) -> list[Row]:
+    return _merge_row(t.branches.publish(a.branch, into=a.into, on_conflict=a.on_conflict))
 
 
 def _replace_main(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -420,6 +453,12 @@ _RETAINED = Arg(
 )
 _SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", _int, aliases=("snapshot_id",))
 _OLDER_THAN = Arg("older_than", "an instant: epoch ms or 'yyyy-MM-dd HH:mm:ss' (local time)")
+_ON_CONFLICT = Arg(
+    "on_conflict",
+    "keys changed differently on both sides: fail (default), source or target",
+    default="fail",
+    choices=("fail", "source", "target"),
+)
 _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
 _CLEAN = Arg(
     "clean_files",
@@ -543,6 +582,36 @@ PROCEDURES: tuple[Procedure, ...] = (
             Arg("keep_previous_as", "save the previous state as this new branch first"),
         ),
         _replace_main,
+    ),
+    Procedure(
+        "merge_branch",
+        "three-way merge of a branch into another (by key; append tables by data file), one commit",
+        (
+            Arg("branch", "branch to merge", required=True),
+            Arg("into", "branch to merge into (default: the table's branch)"),
+            _ON_CONFLICT,
+        ),
+        _merge_branch,
+    ),
+    Procedure(
+        "cherry_pick",
+        "apply one commit's changes (snapshot id, tag or <branch>.<id>) onto a branch by key, one commit",
+        (
+            Arg("version", "the commit to pick", required=True),
+            Arg("onto", "branch to apply it to (default: the table's branch)"),
+            _ON_CONFLICT,
+        ),
+        _cherry_pick,
+    ),
+    Procedure(
+        "publish_branch",
+        "safe publish: one ordinary commit on the target (the branch head, or the three-way merge if it moved)",
+        (
+            Arg("branch", "branch to publish", required=True),
+            Arg("into", "branch to publish into (default: the table's branch)"),
+            _ON_CONFLICT,
+        ),
+        _publish_branch,
     ),
     Procedure(
         "rollback_to",

@@ -116,4 +116,14 @@ class DmlError(PaimonError):
     or partition column would change, a merge source matches a row twice); the message names the way out."""
 
 
+class BranchMergeConflictError(BranchConflictError):
+    """A branch merge or cherry-pick found keys (append tables: data files) changed differently on both sides.
+    ``keys``: the first of them as an Arrow table; ``count``: how many there are. Nothing was written."""
+
+    def __init__(self, message: str, *, keys: object, count: int) -> None:
+        super().__init__(message)
+        self.keys = keys
+        self.count = count
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from pyspark_paimon.datasource import branch_merge as _branch_merge
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import branches as _branches
@@ -235,11 +236,18 @@ class Branches:
         store = self._table.store
         return _expire.expire_branches(store, older_than=older_than, dry_run=dry_run, progress=progress)
 
-    def fast_forward(self, name: str, *, force: bool = False) -> _branches.PublishResult:
+    def fast_forward(
+        self, name: str, *, force: bool = False, keep_retained_tags: bool = True
+    ) -> _branches.PublishResult:
         """Publish branch ``name`` into the table's branch: its snapshots, schemas and tags from its earliest
         snapshot on replace the table branch's. Refuses with BranchConflictError when the table's branch has
-        commits, tags or schema changes the branch does not contain; ``force=True`` discards them."""
-        result = self._manager().fast_forward(name, self._table.branch, force=force)
+        commits, tags or schema changes the branch does not contain; ``force=True`` discards them and reports
+        them (``result.discarded_snapshots``, ``discarded_tags``, ``discarded_records``), keeping tags that carry
+        a retention (``result.kept_tags``) unless ``keep_retained_tags=False``. Under a live writer use
+        :meth:`publish`, which never fails nor loses a commit."""
+        result = self._manager().fast_forward(
+            name, self._table.branch, force=force, keep_retained_tags=keep_retained_tags
+        )
         self._refresh()
         return result
 
@@ -249,6 +257,36 @@ class Branches:
         result = self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)
         self._refresh()
         return result
+
+    def merge(
+        self, source: str, *, into: str | None = None, on_conflict: str = "fail"
+    ) -> _branch_merge.BranchMergeResult:
+        """Three-way merge of branch ``source`` into ``into`` (default: the table's branch) from their fork point,
+        as ONE commit on ``into``. Primary-key tables merge by key: a key both sides changed differently is a
+        conflict, which ``on_conflict='fail'`` reports (BranchMergeConflictError with the first keys and the
+        count; nothing written), ``'source'`` resolves to the source's row and ``'target'`` to ``into``'s. Append
+        tables merge by data file (the files the source added or removed since the fork)."""
+        store = self._table.store
+        return _branch_merge.merge_branch(store, source, into or store.branch, on_conflict)
+
+    def cherry_pick(
+        self, version: int | str, *, onto: str | None = None, on_conflict: str = "fail"
+    ) -> _branch_merge.BranchMergeResult:
+        """Apply the changes of the one commit ``version`` (snapshot id or tag of the table's branch, or
+        ``'<branch>.<id or tag>'``) onto branch ``onto`` (default: the table's branch) by key, in one commit;
+        conflicts as in :meth:`merge`, relative to the commit's parent snapshot."""
+        store = self._table.store
+        return _branch_merge.cherry_pick(store, version, onto or store.branch, on_conflict)
+
+    def publish(
+        self, branch: str, *, into: str | None = None, on_conflict: str = "fail"
+    ) -> _branch_merge.BranchMergeResult:
+        """Safe publish of ``branch`` into ``into`` (default: the table's branch): one ordinary, retried commit on
+        ``into`` whose content equals the branch head when ``into`` has not moved since the fork, else the
+        three-way :meth:`merge`. Unlike :meth:`fast_forward` a live writer on ``into`` never makes it fail and
+        never loses a commit."""
+        store = self._table.store
+        return _branch_merge.publish_branch(store, branch, into or store.branch, on_conflict)
 
     def _refresh(self) -> None:
         store = self._table.store

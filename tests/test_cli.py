@@ -294,3 +294,18 @@ def test_refs_at_a_consumer_and_an_offset(capsys: Any, table: Table) -> None:
     assert code == 1 and "before branch 'main'" in err and "shorter offset" in err
     code, _, err = run(capsys, "create_tag", "--table", path, "--tag", "x", "--consumer", "ghost")
     assert code == 1 and "no consumer 'ghost' (its consumers: etl)" in err
+
+
+def test_merge_cherry_pick_and_publish_branches(capsys: Any, table: Table) -> None:
+    wh = ("--table", table.store.table_path)
+    table.branches.create("m")
+    table.on_branch("m").write_arrow(pa.table({"id": [7], "v": ["m"]}))
+    picked = table.on_branch("m").latest_snapshot()
+    assert picked is not None
+    code, rows, _ = run(capsys, "cherry_pick", *wh, "--version", f"m.{picked.id}", "--onto", "main")
+    assert code == 0 and rows[0]["snapshot_id"] is not None
+    code, rows, _ = run(capsys, "merge_branch", *wh, "--branch", "m")
+    assert code == 0 and rows[0]["snapshot_id"] is None  # already merged by the cherry-pick
+    code, rows, _ = run(capsys, "publish_branch", *wh, "--branch", "m", "--on_conflict", "source")
+    assert code == 0 and rows[0]["source"] == "m"
+    assert 7 in [r["id"] for r in table.scan().to_arrow().to_pylist()]

@@ -132,6 +132,8 @@ def render() -> str:
         '`mode("overwrite")`); `static`: the whole table. Without it, the session\'s '
         "`spark.sql.sources.partitionOverwriteMode` decides |",
         "| `overwrite-partition` | static partition overwrite, e.g. `dt=20250811` or `dt=20250811,hr=10` |",
+        "| `audit-branch` | write-audit-publish: the write (batch or streaming) goes to this branch, created from "
+        "the written branch when absent; `t.branches.publish(name)` lands it (see Branches) |",
         "| `primary-key`, `partition`, `comment` | used when the write creates the table |",
         "| any table option | used when the write creates the table |",
         "",

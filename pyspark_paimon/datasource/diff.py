@@ -43,7 +43,7 @@ from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
 from pyspark_paimon.planner.time_travel import resolve_version, version_branch
 
-__all__ = ["Ref", "diff_versions", "resolve_ref"]
+__all__ = ["Ref", "diff_snapshots", "diff_versions", "resolve_ref"]
 
 #: A version of a table: a snapshot id, a tag, a branch (its latest snapshot) or ``<branch>.<tag or id>``.
 Ref = int | str
@@ -184,6 +184,12 @@ def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
         )
     from_store, before = resolve_ref(store, from_ref)
     to_store, after = resolve_ref(store, to_ref)
+    return diff_snapshots(from_store, before, to_store, after)
+
+
+def diff_snapshots(from_store: FileStore, before: Snapshot, to_store: FileStore, after: Snapshot) -> pa.Table:
+    """:func:`diff_versions` between two resolved snapshots (``before`` of ``from_store``'s branch, ``after`` of
+    ``to_store``'s); the branch merge (:mod:`~pyspark_paimon.datasource.branch_merge`) pins its snapshots so."""
     schema = to_store.schema()
     splits: list[StreamSplit] = []
     if not (from_store.branch == to_store.branch and before.id == after.id):

@@ -8,12 +8,13 @@ suffixes) into a :class:`TableRef`, so the Spark classes and the Python API addr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO, storage_options_from_strings
+from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
 from pyspark_paimon.metadata.store import FileStore
 
@@ -66,3 +67,33 @@ def _choose_branch(suffix: Suffix, option: str | None) -> str:
             f"'{option}'; give only one."
         )
     return suffix.branch or option or MAIN_BRANCH
+
+
+#: Write option of write-audit-publish: the job's writes go to this branch, created from the written branch when
+#: absent; after auditing it, ``t.branches.publish(<name>)`` lands it (docs/branches.md, "Write-audit-publish").
+AUDIT_BRANCH_OPTION = "audit-branch"
+
+
+def route_to_audit_branch(ref: TableRef) -> TableRef:
+    """Write-audit-publish: ``ref`` pointed at the branch its ``audit-branch`` write option names, creating that
+    branch from ``ref``'s branch (its latest snapshot; empty when it has none) when it does not exist yet."""
+    name = ref.options.get(AUDIT_BRANCH_OPTION)
+    if name is None:
+        return ref
+    name = name.strip()
+    store = ref.store()
+    if not name or name == store.branch:
+        raise OptionError(
+            f"Write option '{AUDIT_BRANCH_OPTION}' = {name!r} must name a branch other than the one written "
+            f"('{store.branch}'), e.g. 'audit_<job id>'."
+        )
+    if store.schemas.latest() is None:
+        raise OptionError(
+            f"Write option '{AUDIT_BRANCH_OPTION}' needs an existing table; {ref.path} has none yet. Create it "
+            "with a first write (or Catalog.create_table), then write through the audit branch."
+        )
+    manager = BranchManager(store)
+    if not manager.exists(name):
+        has_data = store.snapshots.latest() is not None
+        manager.create(name, store.branch, from_latest=has_data, ignore_if_exists=True)
+    return replace(ref, branch=name)

@@ -97,3 +97,16 @@ def test_fast_forward_then_read_through_spark(spark: Any, orders: Any) -> None:
     assert rows(load(spark, path)) == rows(load(spark, path, branch="dev"))
     write(spark, path, [(6, "f", 60)])
     assert orders.latest_snapshot().id == 4, "main continues after the published head (3)"
+
+
+def test_write_audit_publish_through_the_audit_branch_option(spark: Any, orders: Any) -> None:
+    """Issue 24: option 'audit-branch' sends the write to a branch created from main; publish lands it."""
+    from pyspark_paimon import Table  # noqa: PLC0415
+
+    path = orders.store.table_path
+    write(spark, path, [(7, "w", 70)], **{"audit-branch": "audit_job1"})
+    assert rows(load(spark, path)) == [(1, "a", 10), (2, "a", 20), (3, "b", 30)], "main is untouched"
+    audited = rows(load(spark, path, branch="audit_job1"))
+    assert audited == [(1, "a", 10), (2, "a", 20), (3, "b", 30), (7, "w", 70)]
+    Table.open(path).branches.publish("audit_job1")
+    assert rows(load(spark, path)) == audited

@@ -284,7 +284,12 @@ class BranchMachine(RuleBasedStateMachine):
             self.contents[filler.uuid] = self.contents[main.snaps[head]] if head is not None else ()  # type: ignore[index]
         else:
             assert result.filler_snapshot is None
-        tags = {n: t for n, t in main.tags.items() if n not in src.tags and (t[0] < e or src.snaps.get(t[0]) == t[1])}
+        # A forced publish keeps main's tags that carry a retention even on discarded commits (issue 24).
+        tags = {
+            n: t
+            for n, t in main.tags.items()
+            if n not in src.tags and (t[0] < e or src.snaps.get(t[0]) == t[1] or (force and t[2]))
+        }
         tags.update(src.tags)
         self.branches["main"] = BranchModel(snaps, tags)
         assert result.latest_id == max(snaps)

@@ -47,7 +47,7 @@ from pyspark_paimon.datasource.stream_jobs import (
     read_stream_split,
     stream_commit_user,
 )
-from pyspark_paimon.datasource.table_ref import TableRef
+from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.schema.options import COMMIT_USER_PREFIX
 from pyspark_paimon.metadata.snapshots.commit import OverwriteSpec
@@ -191,7 +191,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, ref: TableRef, schema: StructType, overwrite: bool):
         self.checkpoint = ref.options.get("checkpointlocation")
-        table_ref = _table_options_only(ref)
+        table_ref = route_to_audit_branch(_table_options_only(ref))
         for key in ("partitionoverwritemode", "overwrite-partition"):
             if key in table_ref.options:
                 raise OptionError(

@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 from pyspark_paimon.datasource.jobs import WriteJob, overwrite_spec, prepare_write
 from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
 from pyspark_paimon.datasource.store_assignment import assignment_problem
-from pyspark_paimon.datasource.table_ref import TableRef
+from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
@@ -44,6 +44,7 @@ WRITE_KEYS = {
     "paths",
     "warehouse",
     "branch",
+    "audit-branch",
     "partitionoverwritemode",
     "overwrite-partition",
     "primary-key",
@@ -253,6 +254,7 @@ class PaimonWriter(DataSourceArrowWriter):
                 "write overwrites: use .option('partitionOverwriteMode', 'dynamic') (or 'static'). To "
                 "store the option for other engines, use Table.update_schema().set_options."
             )
+        ref = self.ref = route_to_audit_branch(ref)
         table = ensure_table(ref, schema)
         check_write_schema(schema, table)
         mode = ref.options.get("partitionoverwritemode")

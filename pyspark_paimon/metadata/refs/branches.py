@@ -298,6 +298,13 @@ class PublishResult:
     copied_schemas: list[int] = field(default_factory=list)
     deleted_schemas: list[int] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)  # what force/replace threw away (empty when safe)
+    # fast_forward(force=True): the target's commits that are gone, the tags removed or moved with them, the net
+    # record count those commits had added (sum of their delta record counts), and the tags kept because they
+    # carry a retention (their tag files keep the discarded content readable until they expire).
+    discarded_snapshots: list[int] = field(default_factory=list)
+    discarded_tags: list[str] = field(default_factory=list)
+    discarded_records: int = 0
+    kept_tags: list[str] = field(default_factory=list)
     kept_previous_as: str | None = None
     filler_snapshot: int | None = None  # id of the filler written at the old head + 1 (module docstring)
 
@@ -799,8 +806,12 @@ class BranchManager:
             return False
 
     # -- publish -----------------------------------------------------------------------------------
-    def fast_forward(self, branch: str, target: str = MAIN_BRANCH, *, force: bool = False) -> PublishResult:
-        """Make ``target`` (main by default) continue with ``branch``'s commits (see the module docstring)."""
+    def fast_forward(
+        self, branch: str, target: str = MAIN_BRANCH, *, force: bool = False, keep_retained_tags: bool = True
+    ) -> PublishResult:
+        """Make ``target`` (main by default) continue with ``branch``'s commits (see the module docstring).
+        With ``force``, tags of discarded commits that carry a retention (``time_retained``) are kept unless
+        ``keep_retained_tags=False``: someone asked for them to live that long."""
         validate_branch_name(branch)
         self._require(branch)
         self._require(target)
@@ -829,11 +840,31 @@ class BranchManager:
             for n, (s, _) in t_tags.items()
             if n not in tags and s.id >= e and not (s.id in snaps and _identity(snaps[s.id]) == _identity(s))
         ]
+        kept_tags = sorted(n for n in drop_tags if keep_retained_tags and self._retained(n, t_tags[n][1]))
+        drop_tags = [n for n in drop_tags if n not in kept_tags]
         b_schemas = self.schema_ids(branch)
         drop_schemas = [sid for sid in self.schema_ids(target) if sid >= earliest.schema_id and sid not in b_schemas]
+        known, fork = self._known(branch, target, snaps, tags)
+        lo = e if fork is None else min(fork, e)
+        lost = sorted(
+            sid
+            for sid, snap in t_snaps.items()
+            if sid >= lo and _identity(snap) not in known.get(sid, set()) and snap.commit_user != PUBLISH_FILLER_USER
+        )
+        moved = [n for n, (s, _) in t_tags.items() if n in tags and _identity(tags[n][0]) != _identity(s)]
         result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, keep_snaps, drop_tags, drop_schemas)
         result.discarded = problems
+        result.discarded_snapshots = lost
+        result.discarded_records = sum(t_snaps[sid].delta_record_count or 0 for sid in lost)
+        result.discarded_tags = sorted({*(n for n in drop_tags if n in result.deleted_tags), *moved})
+        result.kept_tags = kept_tags
         return result
+
+    def _retained(self, name: str, data: bytes) -> bool:
+        try:
+            return tag_from_json(name, data.decode("utf-8"), name).time_retained_ms is not None
+        except (ValueError, KeyError, TypeError):
+            return False
 
     def replace_main(
         self, branch: str, target: str = MAIN_BRANCH, *, keep_previous_as: str | None = None

@@ -1,0 +1,208 @@
+"""``t.branches.merge`` / ``cherry_pick`` / ``publish`` (issue 24): three-way merges by key from the fork point the
+branch lineage records (append tables by data file), one commit on the target."""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.errors import BranchError, BranchMergeConflictError, OptionError
+
+
+def _pk(catalog: Catalog, name: str = "pk") -> Table:
+    return catalog.create_table(
+        f"db.{name}", "id BIGINT, v BIGINT, s STRING", primary_keys=["id"], options={"bucket": "2"}
+    )
+
+
+def _rows(t: Table) -> dict[int, tuple]:
+    return {r["id"]: (r["v"], r["s"]) for r in t.scan().to_arrow().to_pylist()}
+
+
+def _w(t: Table, ids: list[int], vs: list[int], s: str = "x") -> None:
+    t.write_arrow(pa.table({"id": ids, "v": vs, "s": [s] * len(ids)}, schema=t.schema.arrow_schema()))
+
+
+def test_pk_merge_applies_source_changes_and_keeps_target_changes(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1, 2, 3, 4], [10, 20, 30, 40])
+    t.branches.create("fix")
+    fix = t.on_branch("fix")
+    _w(fix, [2, 5], [22, 50], "f")  # update 2, insert 5
+    fix.delete("id = 3")
+    _w(t, [4, 6], [44, 60], "m")  # main moved on: other keys
+    before = t.store.snapshots.latest_id()
+    result = t.branches.merge("fix")
+    assert result.snapshot_id == (before or 0) + 1 and result.conflicts == 0
+    assert (result.upserted, result.deleted, result.target_unchanged) == (2, 1, False)
+    assert _rows(t) == {1: (10, "x"), 2: (22, "f"), 4: (44, "m"), 5: (50, "f"), 6: (60, "m")}
+    assert _rows(fix) == {1: (10, "x"), 2: (22, "f"), 4: (40, "x"), 5: (50, "f")}  # the source is untouched
+    # Merging again changes nothing: every change of 'fix' is already in main.
+    again = t.branches.merge("fix")
+    assert again.snapshot_id is None and again.upserted == again.deleted == 0
+    # Main changes a merged key again, 'fix' changes another: only the new change of 'fix' is merged.
+    _w(t, [2], [99], "m")
+    _w(fix, [1], [11], "f")
+    third = t.branches.merge("fix")
+    assert (third.conflicts, third.upserted) == (0, 1) and _rows(t)[2] == (99, "m") and _rows(t)[1] == (11, "f")
+
+
+def test_pk_merge_conflicts_fail_then_resolve(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1, 2, 3], [10, 20, 30])
+    t.branches.create("b")
+    b = t.on_branch("b")
+    _w(b, [1, 2, 3], [11, 21, 31], "b")
+    _w(t, [1, 3], [12, 31], "m")  # key 1 differs; key 3 differs too (s); key 2 only on b
+    _w(t, [3], [31], "b")  # key 3 now equal on both sides: merged already
+    head = t.store.snapshots.latest_id()
+    with pytest.raises(BranchMergeConflictError, match=r"1 key\(s\) changed differently.*: 1\. Nothing") as info:
+        t.branches.merge("b")
+    assert info.value.count == 1 and info.value.keys.to_pylist() == [{"id": 1}]
+    assert t.store.snapshots.latest_id() == head  # nothing written
+    kept = t.branches.merge("b", on_conflict="target")
+    assert kept.conflicts == 1 and _rows(t)[1] == (12, "m") and _rows(t)[2] == (21, "b")
+    # The merged state is the next merge's base: the resolved conflict is not seen again.
+    again = t.branches.merge("b", on_conflict="source")
+    assert (again.conflicts, again.snapshot_id, _rows(t)[1]) == (0, None, (12, "m"))
+    t.branches.create("c")
+    _w(t.on_branch("c"), [2], [23], "c")
+    _w(t, [2], [24], "m")
+    took = t.branches.merge("c", on_conflict="source")
+    assert took.conflicts == 1 and _rows(t)[2] == (23, "c")
+    with pytest.raises(OptionError, match="on_conflict"):
+        t.branches.merge("b", on_conflict="theirs")
+
+
+def test_merge_main_into_branch_uses_the_same_fork(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("b")
+    _w(t, [3], [30], "m")
+    t.delete("id = 1")
+    result = t.branches.merge("main", into="b")
+    assert (result.source, result.into, result.upserted, result.deleted) == ("main", "b", 1, 1)
+    assert _rows(t.on_branch("b")) == _rows(t)
+
+
+def test_cherry_pick_one_commit(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("dev")
+    dev = t.on_branch("dev")
+    _w(dev, [3], [30], "one")
+    _w(dev, [1], [11], "two")
+    picked = dev.store.snapshots.latest_id()
+    _w(dev, [2], [22], "three")
+    result = t.branches.cherry_pick(f"dev.{picked}", onto="main")
+    assert (result.upserted, result.deleted) == (1, 0)
+    assert _rows(t) == {1: (11, "two"), 2: (20, "x")}
+    with pytest.raises(BranchError, match="first commit"):
+        t.branches.cherry_pick(1)
+
+
+def test_append_merge_by_file_lineage(catalog: Catalog) -> None:
+    t = catalog.create_table("db.app", "id BIGINT, v BIGINT")
+    t.write_arrow(pa.table({"id": [1, 2], "v": [10, 20]}))
+    t.write_arrow(pa.table({"id": [3], "v": [30]}))
+    t.branches.create("b")
+    b = t.on_branch("b")
+    b.write_arrow(pa.table({"id": [4], "v": [40]}))
+    b.delete("id = 1")  # rewrites the file of 1 and 2
+    t.write_arrow(pa.table({"id": [5], "v": [50]}))
+    result = t.branches.merge("b")
+    assert (result.files_added, result.files_removed) == (2, 1)
+    assert sorted(r["id"] for r in t.scan().to_arrow().to_pylist()) == [2, 3, 4, 5]
+    # Both sides rewriting the same file is a conflict no on_conflict resolves.
+    t.branches.create("c")
+    t.on_branch("c").delete("id = 3")
+    t.delete("id = 3")
+    with pytest.raises(BranchMergeConflictError, match="rewritten or removed on both sides"):
+        t.branches.merge("c", on_conflict="source")
+
+
+def test_merge_refuses_unrelated_schema_and_unknown_branch(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1], [10])
+    with pytest.raises(BranchError, match="no branch 'nope'"):
+        t.branches.merge("nope")
+    t.branches.create("b")
+    b = t.on_branch("b")
+    b.update_schema().add_column("extra", "INT").commit()
+    with pytest.raises(BranchError, match="different schemas"):
+        t.branches.merge("b")
+    seq = catalog.create_table(
+        "db.seq", "id BIGINT, v BIGINT", primary_keys=["id"], options={"bucket": "1", "sequence.field": "v"}
+    )
+    seq.write_arrow(pa.table({"id": [1], "v": [1]}))
+    seq.branches.create("b")
+    with pytest.raises(BranchError, match="sequence.field"):
+        seq.branches.merge("b")
+
+
+def test_publish_equals_branch_head_when_main_did_not_move(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("audit")
+    audit = t.on_branch("audit")
+    _w(audit, [3], [30])
+    audit.delete("id = 1")
+    result = t.branches.publish("audit")
+    assert result.target_unchanged and _rows(t) == _rows(audit)
+
+
+def test_publish_under_a_live_writer_loses_no_commit(catalog: Catalog) -> None:
+    """A writer keeps committing new keys on main while branches are published: every publish lands and every
+    acknowledged writer row is in main afterwards (fast_forward refused here: issue 24)."""
+    t = _pk(catalog)
+    _w(t, [0], [0])
+    stop = threading.Event()
+    acked: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        writer_table = Table.open(t.uri)
+        k = 1000
+        try:
+            while not stop.is_set() and k < 1040:
+                _w(writer_table, [k], [k], "w")
+                acked.append(k)
+                k += 1
+                stop.wait(0.05)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for i in range(3):
+            name = f"audit{i}"
+            t.branches.create(name)
+            _w(t.on_branch(name), [i + 1], [i + 1], "a")
+            t.branches.publish(name)
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors
+    rows = _rows(t)
+    assert all(k in rows for k in acked) and all(i + 1 in rows for i in range(3))
+
+
+def test_forced_fast_forward_reports_what_it_discards_and_keeps_retained_tags(catalog: Catalog) -> None:
+    t = _pk(catalog)
+    _w(t, [1], [10])
+    t.branches.create("b")
+    _w(t.on_branch("b"), [2], [20])
+    _w(t, [3, 4], [30, 40], "m")  # snapshot 2 of main: not in 'b'
+    _w(t, [5], [50], "m")  # snapshot 3
+    t.tags.create("weekly", time_retained="7 d")
+    t.tags.create("plain", snapshot_id=2)
+    result = t.branches.fast_forward("b", force=True)
+    assert result.discarded_snapshots == [2, 3] and result.discarded_records == 3
+    assert result.discarded_tags == ["plain"] and result.kept_tags == ["weekly"]
+    assert {tag.name for tag in t.tags.list()} == {"weekly"}
+    assert _rows(t) == {1: (10, "x"), 2: (20, "x")}
+    assert sorted(r["id"] for r in t.scan(tag="weekly").to_arrow().to_pylist()) == [1, 3, 4, 5]
