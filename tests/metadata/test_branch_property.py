@@ -74,12 +74,14 @@ class BranchMachine(RuleBasedStateMachine):
         self._tmp = tempfile.TemporaryDirectory()
         pk = ["dt", "id"] if self.PK else []
         # write-only: the model counts one snapshot per write, so no automatic COMPACT snapshots in between.
+        # Tags with a retention expire only in the model's explicit expire steps, not after a commit
+        # (tests/metadata/test_post_commit.py covers that).
         self.table = Catalog(self._tmp.name).create_table(
             "db.t",
             "id bigint, v string, dt string",
             partition_keys=["dt"],
             primary_keys=pk,
-            options={"bucket": "2", "write-only": "true"} if self.PK else {},
+            options={"bucket": "2", "write-only": "true"} if self.PK else {"tag.time-expire-enabled": "false"},
         )
         self.branches: dict[str, BranchModel] = {"main": BranchModel()}
         self.contents: dict[str, tuple[Row, ...]] = {}
