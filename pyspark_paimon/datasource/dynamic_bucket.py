@@ -25,6 +25,7 @@ from pyspark_paimon.metadata.manifests.hash_index import (
     HASH_INDEX,
     hash_index_files,
     read_hash_file,
+    sorted_unique,
     write_hash_file,
     write_index_manifest_replacing,
 )
@@ -55,7 +56,7 @@ def hash_index_update(
         if m.key_hashes:
             parts[(m.partition, m.bucket)].append(np.frombuffer(m.key_hashes, dtype=">i4").astype(np.int32))
     for (partition, bucket), arrays in parts.items():
-        new[partition][bucket] = np.unique(np.concatenate(arrays))
+        new[partition][bucket] = sorted_unique(np.concatenate(arrays))
     where = _describer(store, schema)
     for partition, buckets in new.items():
         _check_one_bucket_per_hash(buckets, {}, where(partition))
@@ -80,7 +81,7 @@ def hash_index_update(
             _check_one_bucket_per_hash(buckets, old, where(partition))
             for bucket, hashes in buckets.items():
                 before = old.get(bucket)
-                merged = hashes if before is None else np.union1d(before, hashes)
+                merged = hashes if before is None else sorted_unique(np.concatenate([before, hashes]))
                 if before is not None and len(merged) == len(before):
                     continue  # every key was already indexed there: the file stays (Java writes none either)
                 name, size = write_hash_file(fileio, index_dir, merged)
@@ -130,12 +131,15 @@ def _check_one_bucket_per_hash(new: dict[int, np.ndarray], old: dict[int, np.nda
     if len(buckets) + len(old) < 2:
         return
     hashes = np.concatenate([new[b] for b in buckets])
+    if not old and len(sorted_unique(hashes)) == len(hashes):
+        return  # each bucket's hashes are distinct, so a repeated hash is the only possible clash
     owner = np.repeat(np.array(buckets, np.int64), [len(new[b]) for b in buckets])
     for b, h in old.items():
         hashes = np.concatenate([hashes, h])
         owner = np.concatenate([owner, np.full(len(h), b, np.int64)])
-    order = np.lexsort((owner, hashes))
-    hashes, owner = hashes[order], owner[order]
+    # sorted by (hash, owner) with one sort of the pairs packed into int64 (bucket ids are small and >= 0)
+    packed = np.sort((hashes.astype(np.int64) << 32) | owner)
+    hashes, owner = packed >> 32, packed & 0xFFFFFFFF
     clash = (hashes[1:] == hashes[:-1]) & (owner[1:] != owner[:-1])
     if not clash.any():
         return
