@@ -78,7 +78,8 @@ def hash_index_update(
         for partition, buckets in new.items():
             old_files = {} if _in(partition, replaced) else existing.get(partition, {})
             old = {b: read_hash_file(fileio, p) for b, p in old_files.items()}
-            _check_one_bucket_per_hash(buckets, old, where(partition))
+            if old:  # without them, the check before the first attempt said it all
+                _check_one_bucket_per_hash(buckets, old, where(partition))
             for bucket, hashes in buckets.items():
                 before = old.get(bucket)
                 merged = hashes if before is None else sorted_unique(np.concatenate([before, hashes]))
@@ -131,8 +132,10 @@ def _check_one_bucket_per_hash(new: dict[int, np.ndarray], old: dict[int, np.nda
     if len(buckets) + len(old) < 2:
         return
     hashes = np.concatenate([new[b] for b in buckets])
-    if not old and len(sorted_unique(hashes)) == len(hashes):
-        return  # each bucket's hashes are distinct, so a repeated hash is the only possible clash
+    if not old:
+        ordered = np.sort(hashes, kind="stable")  # a merge of the buckets' ascending runs
+        if not bool((ordered[1:] == ordered[:-1]).any()):
+            return  # each bucket's hashes are distinct, so a repeated hash is the only possible clash
     owner = np.repeat(np.array(buckets, np.int64), [len(new[b]) for b in buckets])
     for b, h in old.items():
         hashes = np.concatenate([hashes, h])

@@ -115,7 +115,9 @@ def test_partition_index_assigns_in_order_of_first_appearance() -> None:
         got, is_new = index.assign_marking_new(h)
         assert got.tolist() == expected
         assert sorted(set(h[is_new].tolist())) == sorted(added)
-    assert index.hashes.tolist() == sorted(seen) and index.buckets.tolist() == [seen[x] for x in sorted(seen)]
+    known, buckets = index.lookup(np.array(sorted(seen), np.int32))
+    assert known.all() and buckets.tolist() == [seen[x] for x in sorted(seen)]
+    assert index.hashes.tolist() == sorted(seen)  # merged by the lookup
 
 
 def test_too_many_buckets_names_the_option() -> None:

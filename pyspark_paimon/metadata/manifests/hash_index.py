@@ -146,7 +146,9 @@ class PartitionIndex:
     """The key hashes of one partition and their buckets, and Java's rule for new keys (``PartitionIndex``).
 
     ``hashes`` is sorted and ``buckets`` parallel to it; ``counts`` holds the keys per bucket (Java counts the
-    hashes of each bucket's index file, so a bucket at ``target_row_num`` or above takes no new key).
+    hashes of each bucket's index file, so a bucket at ``target_row_num`` or above takes no new key). Hashes
+    assigned since the last lookup wait unsorted in ``pending`` and are merged in by the next lookup, so a
+    write's last (often only) batch never pays for sorting the index.
     """
 
     target_row_num: int
@@ -155,6 +157,7 @@ class PartitionIndex:
     buckets: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     counts: dict[int, int] = field(default_factory=dict)
     where: str = ""
+    pending: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
 
     @classmethod
     def load(
@@ -171,26 +174,20 @@ class PartitionIndex:
             parts_b.append(np.full(len(h), bucket, np.int32))
         index = cls(target_row_num, max_buckets, counts=counts, where=where)
         if parts_h:
-            index._add(np.concatenate(parts_h), np.concatenate(parts_b))
+            index._add(np.concatenate(parts_h), np.concatenate(parts_b), runs=True)
         return index
 
-    def _add(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
+    def _add(self, hashes: np.ndarray, buckets: np.ndarray, runs: bool = False) -> None:
         all_h = np.concatenate([self.hashes, hashes.astype(np.int32)])
         all_b = np.concatenate([self.buckets, buckets.astype(np.int32)])
-        self.hashes, sorted_b = _sort_pairs(all_h, all_b, runs=True)
+        self.hashes, sorted_b = _sort_pairs(all_h, all_b, runs=runs)
         self.buckets = sorted_b.astype(np.int32)
-
-    def _insert_new(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
-        """Merge ascending ``hashes`` the index does not hold yet (with their buckets) into the sorted arrays."""
-        if not len(self.hashes):
-            self.hashes, self.buckets = hashes.astype(np.int32), buckets.astype(np.int32)
-            return
-        at = np.searchsorted(self.hashes, hashes)
-        self.hashes = np.insert(self.hashes, at, hashes)
-        self.buckets = np.insert(self.buckets, at, buckets.astype(np.int32))
 
     def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(known mask, bucket of each known hash; -1 elsewhere)."""
+        if self.pending:
+            added, self.pending = self.pending, []
+            self._add(np.concatenate([h for h, _ in added]), np.concatenate([b for _, b in added]))
         if not len(self.hashes):
             return np.zeros(len(hashes), bool), np.full(len(hashes), -1, np.int32)
         pos = np.searchsorted(self.hashes, hashes)
@@ -210,21 +207,29 @@ class PartitionIndex:
         n = len(hashes)
         if not n:
             return np.empty(0, np.int32), np.zeros(0, bool)
-        # One sort of (hash, position) pairs gives the distinct hashes, the first position of each and the
-        # distinct hash of every input row (positions fit the pair's low 32 bits: fewer than 2^32 rows per call).
+        ordered = np.sort(hashes)
+        if not bool((ordered[1:] == ordered[:-1]).any()):  # distinct (the usual case): no grouping needed
+            known, result = self.lookup(hashes)
+            new = ~known
+            if new.any():
+                fresh = hashes[new]  # in order of appearance
+                result[new] = chosen = self._assign_new(fresh)
+                self.pending.append((fresh, chosen))
+            return result, new
+        # Repeated hashes: one sort of (hash, position) pairs gives the distinct hashes, the first position of
+        # each and the distinct hash of every input row (positions fit the low 32 bits: < 2^32 rows per call).
         sorted_h, positions = _sort_pairs(hashes, np.arange(n, dtype=np.int64))
         starts = np.r_[True, sorted_h[1:] != sorted_h[:-1]]
         uniq = sorted_h[starts]
         inverse = np.empty(n, np.int64)
         inverse[positions] = np.cumsum(starts) - 1
         known, result = self.lookup(uniq)
-        new_sorted = np.flatnonzero(~known)
-        if len(new_sorted):
+        if not known.all():
             first = np.zeros(n, bool)
-            first[positions[starts][new_sorted]] = True
+            first[positions[starts][~known]] = True
             arrival = inverse[first]  # the new distinct hashes in order of first appearance
-            result[arrival] = self._assign_new(uniq[arrival])
-            self._insert_new(uniq[new_sorted], result[new_sorted])
+            result[arrival] = chosen = self._assign_new(uniq[arrival])
+            self.pending.append((uniq[arrival], chosen))
         return result[inverse], ~known[inverse]
 
     def _assign_new(self, new: np.ndarray) -> np.ndarray:
