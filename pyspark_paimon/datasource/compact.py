@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -62,6 +64,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import (
     read_deletion_vector,
     write_deletion_vector_file,
 )
+from pyspark_paimon.metadata.manifests.hash_index import sorted_unique
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.progress import Progress, report
@@ -491,6 +494,8 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             lookup_changelog = _lookup_changelog(ctx, task)
             for kind, files in steps:
                 if kind == _UPGRADE:
+                    if lookup is not None and files[0].level == 0:
+                        lookup.mark_upgraded(files[0])
                     upgraded.append(files[0].with_level(task.output_level))
                     if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
                         _lookup_step(lookup_changelog, files, lookup, write_changelog)
@@ -646,9 +651,11 @@ def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str,
     to the output level by metadata alone (DELETE at its level, ADD of the same file at the output level), or
     left where it is when already there. A file is rewritten instead when that is needed for correctness:
     retractions it holds would reach the max level, it has a deletion vector (its vectors leave the index), or
-    it is a level-0 file of a first-row or deletion-vector bucket (its keys must be looked up in older levels)."""
+    it is a level-0 file of a first-row or deletion-vector bucket (its keys must be looked up in older levels),
+    unless :func:`_dv_upgrades_level0` says Java moves it up by metadata."""
     options = CoreOptions(ctx.write.options)
     lookup = options.deletion_vectors_enabled or bool(task.older_files)
+    upgrades_level0 = _dv_upgrades_level0(ctx, task)
     min_size = options.compaction_file_size(True)
     max_level = options.num_levels - 1
     split = task.split()
@@ -666,7 +673,7 @@ def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str,
         return (
             (task.output_level == max_level and (f.delete_row_count is None or f.delete_row_count > 0))
             or f.file_name in task.deletion_files
-            or (lookup and f.level == 0)
+            or (lookup and f.level == 0 and not (upgrades_level0 and f.delete_row_count == 0))
         )
 
     def upgrade(f: DataFileMeta) -> None:
@@ -690,6 +697,27 @@ def _merge_tree_steps(ctx: CompactContext, task: CompactTask) -> list[tuple[str,
             upgrade(section[0])
     flush()
     return steps
+
+
+def _dv_upgrades_level0(ctx: CompactContext, task: CompactTask) -> bool:
+    """Whether a lone level-0 file of ``task`` that holds no retraction moves up by metadata instead of being
+    rewritten (Java's ``LookupMergeTreeCompactRewriter.upgradeStrategy`` with deletion vectors: no rewrite when
+    the output is the max level, or when the engine is deduplicate without a sequence field, whose newest record
+    always wins). The file's keys are still looked up (:meth:`_DvLookup.mark_upgraded`), so the older rows they
+    supersede get marked. Only where nothing else needs the rows: deletion vectors on, not first-row (Java's own
+    rewriter), no changelog produced by compaction, one file format for every level; for other engines only into
+    an empty max level (with no older file there is nothing to merge the file with)."""
+    options = CoreOptions(ctx.write.options)
+    if (
+        not options.deletion_vectors_enabled
+        or options.merge_engine == "first-row"
+        or options.get(CHANGELOG_PRODUCER) not in ("none", "input")
+        or ctx.write.options.get("file.format.per.level")
+    ):
+        return False
+    if task.output_level == options.num_levels - 1 and not task.older_files:
+        return True
+    return options.merge_engine == "deduplicate" and not options.sequence_fields
 
 
 def _without_older_keys(ctx: CompactContext, task: CompactTask, merged: Iterable[pa.Table]) -> Iterator[pa.Table]:
@@ -716,6 +744,9 @@ def _dv_lookup(ctx: CompactContext, task: CompactTask) -> bool:
     options = CoreOptions(ctx.write.options)
     return options.deletion_vectors_enabled and options.merge_engine != "first-row" and bool(task.older_files)
 
+
+#: Buckets compacted at once by :func:`run_in_process` (one per core).
+_COMPACT_THREADS = max(1, os.cpu_count() or 1)
 
 _POS = "__paimon_dv_position__"
 _FILE = "__paimon_dv_file__"
@@ -748,6 +779,7 @@ class _DvLookup:
         self.older = list(task.older_files)
         self.deleted: dict[str, list[np.ndarray]] = {}
         self._keys: pa.Table | None = None
+        self._sorted: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     def _older_keys(self) -> pa.Table:
         """Key columns of every live row of the older files, with the file's index and the row's position."""
@@ -793,6 +825,56 @@ class _DvLookup:
         after = [read_records(self.ctx.read, split, f) for f in ranked]
         yield merge_records(self.ctx.read, split, [*before, *after], self.task.drop_delete)
 
+    def mark_upgraded(self, file: DataFileMeta) -> None:
+        """A level-0 file moved up without a rewrite (:func:`_dv_upgrades_level0`; deduplicate without a sequence
+        field, where the newer record wins): only the older rows its keys supersede are marked, with nothing
+        merged or written."""
+        keys = read_data_file(self.ctx.read, self.task.split((file,)), file, self.key_fields)
+        sorted_older = self._older_sorted_keys() if keys.num_columns == 1 else None
+        if sorted_older is not None and keys.column(0).null_count == 0:
+            new = keys.column(0).to_numpy()
+            for i, (older, live) in enumerate(sorted_older):
+                if not len(older):
+                    continue
+                at = np.minimum(np.searchsorted(older, new), len(older) - 1)
+                found = at[older[at] == new]
+                found = found[live[found]]
+                if len(found):
+                    self.deleted.setdefault(self.older[i].file_name, []).append(found)
+            return
+        hits = self._older_keys().join(keys, self.key_names, join_type="inner", use_threads=False)
+        if hits.num_rows == 0:
+            return
+        file_index = hits.column(_FILE).to_numpy()
+        positions = hits.column(_POS).to_numpy()
+        for i in np.flatnonzero(np.bincount(file_index, minlength=len(self.older))).tolist():
+            self.deleted.setdefault(self.older[i].file_name, []).append(positions[file_index == i])
+
+    def _older_sorted_keys(self) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """Per older file: its keys (one integer key column) as a strictly ascending array, which files above
+        level 0 are (sorted runs), and the mask of its live rows; so keys are found by binary search instead of
+        a hash join. None when the key is not one integer column or a file's keys do not ascend (the join then)."""
+        if self._sorted is None:
+            if len(self.key_fields) != 1:
+                self._sorted = []
+                return None
+            out: list[tuple[np.ndarray, np.ndarray]] = []
+            for f in self.older:
+                split = self.task.split((f,))
+                column = read_data_file(self.ctx.read, replace(split, deletion_files={}), f, self.key_fields).column(0)
+                keys = column.to_numpy() if column.null_count == 0 else np.empty(0, np.float64)
+                if keys.dtype.kind not in "iu" or (len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all())):
+                    self._sorted = []
+                    return None
+                live = np.ones(len(keys), dtype=bool)
+                dfile = split.deletion_files.get(f.file_name)
+                if dfile is not None:
+                    gone = read_deletion_vector(self.ctx.read.fileio, dfile, f.file_name)
+                    live[gone[gone < len(keys)]] = False
+                out.append((keys, live))
+            self._sorted = out
+        return self._sorted if len(self._sorted) == len(self.older) else None
+
 
 def _write_bucket_vectors(
     ctx: CompactContext, task: CompactTask, replaced: tuple[DataFileMeta, ...], lookup: _DvLookup | None
@@ -807,7 +889,7 @@ def _write_bucket_vectors(
             vectors[name] = read_deletion_vector(ctx.read.fileio, dfile, name)
     if lookup is not None:
         for name, found in lookup.deleted.items():
-            vectors[name] = np.unique(np.concatenate([vectors.get(name, np.empty(0, np.int64)), *found]))
+            vectors[name] = sorted_unique(np.concatenate([vectors.get(name, np.empty(0, np.int64)), *found]))
     if not vectors:
         return ()
     index_dir = f"{ctx.write.table_path}/index"
@@ -840,16 +922,32 @@ def compact_batches(ctx: CompactContext, batches: Iterable[pa.RecordBatch]) -> I
 
 
 def run_in_process(plan: CompactPlan, progress: Progress | None = None) -> list[CommitMessage]:
-    """Run every task here, one after the other; on an error delete what earlier tasks wrote."""
+    """Run every task here, several buckets at once on threads (one per core: reading Parquet, joining and
+    encoding release the GIL, and each task has its own writer); on an error delete what the other tasks
+    wrote and re-raise the first error."""
+    threads = min(len(plan.tasks), _COMPACT_THREADS)
     messages: list[CommitMessage] = []
     try:
-        for done, task in enumerate(plan.tasks, 1):
-            messages.append(compact_bucket(plan.context, task))
-            report(progress, "compact buckets", done, len(plan.tasks))
+        if threads <= 1:
+            for done, task in enumerate(plan.tasks, 1):
+                messages.append(compact_bucket(plan.context, task))
+                report(progress, "compact buckets", done, len(plan.tasks))
+            return messages
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-compact") as pool:
+            futures = [pool.submit(compact_bucket, plan.context, task) for task in plan.tasks]
+            try:
+                for done, future in enumerate(futures, 1):
+                    messages.append(future.result())
+                    report(progress, "compact buckets", done, len(plan.tasks))
+            except BaseException:
+                for rest in futures[len(messages) + 1 :]:  # the tasks still running finish; their files go too
+                    if not rest.cancel() and rest.exception() is None:
+                        messages.append(rest.result())
+                raise
+        return messages
     except BaseException:
         _delete_outputs(plan, messages)
         raise
-    return messages
 
 
 def session_runner(session: Any) -> Callable[[CompactPlan], list[CommitMessage]]:

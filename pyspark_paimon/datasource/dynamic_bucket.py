@@ -19,7 +19,13 @@ import numpy as np
 
 from pyspark_paimon.errors import ConflictingKeysError
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.manifests.hash_index import HASH_INDEX, hash_index_files, read_hash_file, write_hash_file
+from pyspark_paimon.metadata.manifests.hash_index import (
+    HASH_INDEX,
+    hash_index_files,
+    read_hash_file,
+    sorted_unique,
+    write_hash_file,
+)
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import partition_path
@@ -47,7 +53,7 @@ def hash_index_update(
         if m.key_hashes:
             parts[(m.partition, m.bucket)].append(np.frombuffer(m.key_hashes, dtype=">i4").astype(np.int32))
     for (partition, bucket), arrays in parts.items():
-        new[partition][bucket] = np.unique(np.concatenate(arrays))
+        new[partition][bucket] = sorted_unique(np.concatenate(arrays))
     where = _describer(store, schema)
     for partition, buckets in new.items():
         _check_one_bucket_per_hash(buckets, {}, where(partition))
@@ -66,10 +72,11 @@ def hash_index_update(
             for partition, buckets in new.items():
                 old_files = {} if _in(partition, replaced) else existing.get(partition, {})
                 old = {b: read_hash_file(fileio, p) for b, p in old_files.items()}
-                _check_one_bucket_per_hash(buckets, old, where(partition))
+                if old:  # without them, the check before the first attempt said it all
+                    _check_one_bucket_per_hash(buckets, old, where(partition))
                 for bucket, hashes in buckets.items():
                     before = old.get(bucket)
-                    merged = hashes if before is None else np.union1d(before, hashes)
+                    merged = hashes if before is None else sorted_unique(np.concatenate([before, hashes]))
                     if before is not None and len(merged) == len(before):
                         continue  # every key was already indexed there: the file stays (Java writes none either)
                     name, size = write_hash_file(fileio, index_dir, merged)
@@ -121,12 +128,17 @@ def _check_one_bucket_per_hash(new: dict[int, np.ndarray], old: dict[int, np.nda
     if len(buckets) + len(old) < 2:
         return
     hashes = np.concatenate([new[b] for b in buckets])
+    if not old:
+        ordered = np.sort(hashes, kind="stable")  # a merge of the buckets' ascending runs
+        if not bool((ordered[1:] == ordered[:-1]).any()):
+            return  # each bucket's hashes are distinct, so a repeated hash is the only possible clash
     owner = np.repeat(np.array(buckets, np.int64), [len(new[b]) for b in buckets])
     for b, h in old.items():
         hashes = np.concatenate([hashes, h])
         owner = np.concatenate([owner, np.full(len(h), b, np.int64)])
-    order = np.lexsort((owner, hashes))
-    hashes, owner = hashes[order], owner[order]
+    # sorted by (hash, owner) with one sort of the pairs packed into int64 (bucket ids are small and >= 0)
+    packed = np.sort((hashes.astype(np.int64) << 32) | owner)
+    hashes, owner = packed >> 32, packed & 0xFFFFFFFF
     clash = (hashes[1:] == hashes[:-1]) & (owner[1:] != owner[:-1])
     if not clash.any():
         return

@@ -239,3 +239,46 @@ def test_a_stream_plan_reads_level_0(tmp_path: Path) -> None:
     stream_plan = ScanPlanner(t.store, schema, {}, streaming=True).plan(snapshot)
     assert 0 not in batch_levels and 0 in {f.level for s in stream_plan.splits for f in s.files}
     assert not any(s.raw_convertible for s in stream_plan.splits if any(f.level == 0 for f in s.files))
+
+
+def _level0_fate(t: Table) -> tuple[set[str], set[str]]:
+    """(names of the files the last write added at level 0, names of the live files after its compaction)."""
+    append, compacted = t.snapshots()[-2:]
+    assert (append.commit_kind, compacted.commit_kind) == ("APPEND", "COMPACT")
+    added = {e.file.file_name for e in t.store.live_entries(append) if e.file.level == 0}
+    return added, {e.file.file_name for e in t.store.live_entries(compacted)}
+
+
+@pytest.mark.parametrize(
+    ("engine", "key_type", "upgraded"),
+    [("deduplicate", "int", True), ("deduplicate", "string", True), ("partial-update", "int", False)],
+)
+def test_level_0_files_move_up_without_a_rewrite_where_java_does(
+    tmp_path: Path, engine: str, key_type: str, upgraded: bool
+) -> None:
+    """Java's upgrade rule with deletion vectors (LookupMergeTreeCompactRewriter.upgradeStrategy): a lone level-0
+    file without retractions keeps its bytes when it goes to the max level (a first write into an empty bucket)
+    or when the engine is deduplicate without a sequence field; its keys are still looked up and the older rows
+    they supersede marked (by binary search for one integer key, by a join otherwise). Other engines rewrite it
+    when older rows exist, merging them in."""
+    t = Catalog(str(tmp_path)).create_table(
+        "db.t",
+        f"k {key_type} not null, v string",
+        primary_keys=["k"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", **ENGINES[engine]},
+    )
+
+    def rows(keys: list[int], v: str) -> pa.Table:
+        k = pa.array(keys, pa.int32()) if key_type == "int" else pa.array([f"{x:06d}" for x in keys])
+        return pa.table({"k": k, "v": [v] * len(keys)})
+
+    t.write_arrow(rows(list(range(BASE)), "a"))
+    added, live = _level0_fate(t)
+    assert added == live  # into an empty bucket: moved to the max level as it is, for every engine
+    t.write_arrow(rows([5, 7, BASE + 1], "b"))
+    added, live = _level0_fate(t)
+    assert (added <= live) is upgraded
+    first = [e.file.file_name for e in t.store.live_entries(t.latest_snapshot()) if e.file.row_count == BASE]
+    assert vectors(t) == {first[0]: 2}  # keys 5 and 7 of the first file
+    assert t.scan().to_arrow().num_rows == BASE + 1
+    check_layout(t)

@@ -95,6 +95,31 @@ def test_partition_index_follows_javas_rule() -> None:
     assert capped.assign(np.array([3, 4], np.int32)).tolist() == got[2:].tolist()  # and they stay there
 
 
+def test_partition_index_assigns_in_order_of_first_appearance() -> None:
+    """Repeated hashes, negative ones and several calls: the vectorised assignment gives what a key-by-key loop
+    over Java's rule gives (a known hash keeps its bucket; a new one goes to the first bucket with room), and
+    marks exactly the positions whose hash the call added."""
+    rng = np.random.default_rng(7)
+    index = PartitionIndex(target_row_num=5)
+    seen: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    for size in (40, 1, 60, 0, 25):
+        h = rng.integers(-30, 30, size).astype(np.int32)
+        expected, added = [], []
+        for x in h.tolist():
+            if x not in seen:
+                seen[x] = next((b for b in sorted(counts) if counts[b] < 5), len(counts))
+                counts[seen[x]] = counts.get(seen[x], 0) + 1
+                added.append(x)
+            expected.append(seen[x])
+        got, is_new = index.assign_marking_new(h)
+        assert got.tolist() == expected
+        assert sorted(set(h[is_new].tolist())) == sorted(added)
+    known, buckets = index.lookup(np.array(sorted(seen), np.int32))
+    assert known.all() and buckets.tolist() == [seen[x] for x in sorted(seen)]
+    assert index.hashes.tolist() == sorted(seen)  # merged by the lookup
+
+
 def test_too_many_buckets_names_the_option() -> None:
     index = PartitionIndex(target_row_num=1, where="t")
     with pytest.raises(OptionError, match="dynamic-bucket.target-row-num"):
