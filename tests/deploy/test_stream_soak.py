@@ -2,7 +2,7 @@
 seeded random moments, while a reader stream follows it, with the table maintaining itself.
 
 The sink (:mod:`tests.deploy.soak_sink`, a subprocess) commits 300 micro-batches of 5 rows each into a fixed-bucket
-append table whose commits expire snapshots and compact small files; it tags every 50th batch. After the third
+append table whose commits expire snapshots and compact small files; it tags every 100th batch. After the third
 kill, while the sink is down, a branch is created, receives a correction, and main is fast-forwarded to it; the
 restarted sink continues on the new main. A reader stream (the engine's ``StreamReadJob`` with a ``consumer-id``,
 as Spark's planning worker drives it) follows from the first snapshot the whole time.
@@ -32,7 +32,7 @@ from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_spl
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 
 ROOT = Path(__file__).resolve().parents[2]
-BATCHES, ROWS, TAG_EVERY, KILLS, SEED = 300, 5, 50, 5, 22
+BATCHES, ROWS, TAG_EVERY, KILLS, SEED = 300, 5, 100, 5, 22
 FIX_IDS = [-1, -2, -3]  # the correction committed on a branch and fast-forwarded into main
 OPTIONS = {
     "bucket": "2",
