@@ -12,6 +12,8 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.errors import ChainTableError
+from pyspark_paimon.metadata.schema.table_schema import SchemaManager
+from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.predicate import Leaf
 from tests.engine_read import read_arrow as engine_read_arrow
 from tests.sparkutil import load, pushdown_forced
@@ -370,5 +372,8 @@ def test_branch_schema_mismatch_fails_the_spark_read(spark: Any, catalog: Catalo
         "default.mm", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=OPTIONS
     )
     t.on_branch("snapshot").update_schema().add_column("x", "int").commit()
+    load(spark, t.uri).collect()  # a branch ahead of main (a chain schema change between its steps) reads
+    main = SchemaManager(t.store.fileio, t.store.table_path, "main")
+    main.commit_changes([main.add_column_change("only_main", AtomicType("INT"))])  # main diverged: refused
     with pytest.raises(Exception, match="does not have the same columns"):
         load(spark, t.uri).collect()
