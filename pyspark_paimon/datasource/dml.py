@@ -640,17 +640,21 @@ class MergeBuilder:
         return self
 
     # ---------------------------------------------------------------------------------------------
-    def execute(self) -> MergeResult:
-        store, source = self._store, self._source
-        schema = store.schema()
-        table = store.table_path
+    def _checked_keys(self, schema: TableSchema) -> tuple[list[str], list[str]]:
+        """The join keys as (table columns, source columns), once the clauses exist and the merge engine can
+        apply them (shared by the Arrow and the Spark merge)."""
         if not (self._matched or self._not_matched or self._by_source):
             raise OptionError("merge has no clause; add when_matched_* / when_not_matched_* clauses before execute().")
         deletes = any(c.action == "delete" for c in [*self._matched, *self._by_source])
         updates = any(c.action.startswith("update") for c in self._matched)
-        check_merge_engine(schema, table, deletes=deletes, updates=updates)
-        on = [self._table_column(schema, k) for k in self._on]
-        src_on = [self._source_column(k) for k in self._on]
+        check_merge_engine(schema, self._store.table_path, deletes=deletes, updates=updates)
+        return [self._table_column(schema, k) for k in self._on], [self._source_column(k) for k in self._on]
+
+    # ---------------------------------------------------------------------------------------------
+    def execute(self) -> MergeResult:
+        store, source = self._store, self._source
+        schema = store.schema()
+        on, src_on = self._checked_keys(schema)
         keyed_source = source.select(src_on).rename_columns(on)
         keyed_source = pa.table({k: _store_column(keyed_source.column(k), schema, k) for k in on})
         self._refuse_duplicate_keys(keyed_source, on)

@@ -36,14 +36,13 @@ from pyspark_paimon.datasource.dml import (
     _refuse_foreign,
     _Target,
     _writes_vectors,
-    check_merge_engine,
     commit_change,
     read_unit,
     write_change,
 )
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
 from pyspark_paimon.datasource.read import ReadContext, read_split
-from pyspark_paimon.errors import DmlError, OptionError
+from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -155,14 +154,7 @@ class SparkMergeBuilder(MergeBuilder):
     def execute(self) -> MergeResult:
         store, frame = self._store, self._frame
         schema = store.schema()
-        table = store.table_path
-        if not (self._matched or self._not_matched or self._by_source):
-            raise OptionError("merge has no clause; add when_matched_* / when_not_matched_* clauses before execute().")
-        deletes = any(c.action == "delete" for c in [*self._matched, *self._by_source])
-        updates = any(c.action.startswith("update") for c in self._matched)
-        check_merge_engine(schema, table, deletes=deletes, updates=updates)
-        on = [self._table_column(schema, k) for k in self._on]
-        src_on = [self._source_column(k) for k in self._on]
+        on, src_on = self._checked_keys(schema)
         self._refuse_duplicate_frame_keys(frame, src_on)
 
         plan, snapshot = self._plan(store, schema)

@@ -620,17 +620,7 @@ class TableWriter:
             return
         cols = [table.column(f.name) for f in self._bucket_fields]
         ids = bucket_ids(cols, [f.type for f in self._bucket_fields], num_buckets)
-        # numpy's stable sort is a radix sort for 16-bit integers: 4x faster than on int32 bucket ids.
-        order = np.argsort(ids.astype(np.uint16) if num_buckets <= 65536 else ids, kind="stable")
-        sorted_ids = ids[order]
-        starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
-        if len(starts) == 1:
-            yield int(sorted_ids[0]), table
-            return
-        ordered = table.take(pa.array(order))
-        ends = np.r_[starts[1:], len(order)]
-        for s, e in zip(starts, ends):
-            yield int(sorted_ids[s]), ordered.slice(int(s), int(e - s))
+        yield from _group_by_bucket(table, ids, num_buckets)
 
     def _split_dynamic(self, part: bytes, values: tuple, table: pa.Table) -> Iterator[tuple[int, pa.Table, np.ndarray]]:
         """Dynamic bucket mode: (bucket, rows in arrival order, the key hashes they add to the index) per bucket,
@@ -971,8 +961,14 @@ class TableWriter:
 def _split_routed(table: pa.Table) -> Iterator[tuple[int, pa.Table]]:
     """(bucket, rows in arrival order) per bucket of the router's :data:`BUCKET_COLUMN`, which is dropped."""
     ids = table.column(BUCKET_COLUMN).to_numpy()
-    table = table.drop_columns([BUCKET_COLUMN])
-    order = np.argsort(ids, kind="stable")
+    yield from _group_by_bucket(table.drop_columns([BUCKET_COLUMN]), ids, int(ids.max()) + 1 if len(ids) else 0)
+
+
+def _group_by_bucket(table: pa.Table, ids: np.ndarray, num_buckets: int) -> Iterator[tuple[int, pa.Table]]:
+    """(bucket, rows in arrival order) per distinct id of ``ids`` (one per row, below ``num_buckets``), with one
+    stable sort and one take."""
+    # numpy's stable sort is a radix sort for 16-bit integers: 4x faster than on int32 bucket ids.
+    order = np.argsort(ids.astype(np.uint16) if num_buckets <= 65536 else ids, kind="stable")
     sorted_ids = ids[order]
     starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
     if len(starts) == 1:
