@@ -32,7 +32,9 @@ WRITER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("writers", [4, 8])
+# Four writers already race for snapshot ids (losers retry); eight took four times as long on CI's two cores (about
+# 4 minutes) and exercise no other code path.
+@pytest.mark.parametrize("writers", [4])
 def test_concurrent_committing_processes(s3: S3Server, bucket: str, writers: int) -> None:
     cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
     # Losing a race is expected here, often: enough retries that every commit lands, with short back-offs.
