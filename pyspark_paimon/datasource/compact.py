@@ -747,6 +747,7 @@ def _dv_lookup(ctx: CompactContext, task: CompactTask) -> bool:
 
 #: Buckets compacted at once by :func:`run_in_process` (one per core).
 _COMPACT_THREADS = max(1, os.cpu_count() or 1)
+_INTEGER_ROOTS = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
 
 _POS = "__paimon_dv_position__"
 _FILE = "__paimon_dv_file__"
@@ -779,7 +780,7 @@ class _DvLookup:
         self.older = list(task.older_files)
         self.deleted: dict[str, list[np.ndarray]] = {}
         self._keys: pa.Table | None = None
-        self._sorted: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self._sorted: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def _older_keys(self) -> pa.Table:
         """Key columns of every live row of the older files, with the file's index and the row's position."""
@@ -830,18 +831,21 @@ class _DvLookup:
         field, where the newer record wins): only the older rows its keys supersede are marked, with nothing
         merged or written."""
         keys = read_data_file(self.ctx.read, self.task.split((file,)), file, self.key_fields)
-        sorted_older = self._older_sorted_keys() if keys.num_columns == 1 else None
-        if sorted_older is not None and keys.column(0).null_count == 0:
+        if keys.num_columns == 1 and keys.column(0).null_count == 0 and self._integer_key():
             new = keys.column(0).to_numpy()
-            for i, (older, live) in enumerate(sorted_older):
-                if not len(older):
-                    continue
-                at = np.minimum(np.searchsorted(older, new), len(older) - 1)
-                found = at[older[at] == new]
-                found = found[live[found]]
-                if len(found):
-                    self.deleted.setdefault(self.older[i].file_name, []).append(found)
-            return
+            probe = new if len(new) < 2 or bool((new[1:] >= new[:-1]).all()) else np.sort(new)
+            wanted = self._files_holding(probe)
+            found_keys = [self._older_sorted(i) for i in wanted]
+            if all(k is not None for k in found_keys):
+                for i, got in zip(wanted, found_keys):
+                    assert got is not None
+                    older, live = got
+                    at = np.minimum(np.searchsorted(older, new), len(older) - 1)
+                    found = at[older[at] == new]
+                    found = found[live[found]]
+                    if len(found):
+                        self.deleted.setdefault(self.older[i].file_name, []).append(found)
+                return
         hits = self._older_keys().join(keys, self.key_names, join_type="inner", use_threads=False)
         if hits.num_rows == 0:
             return
@@ -850,30 +854,45 @@ class _DvLookup:
         for i in np.flatnonzero(np.bincount(file_index, minlength=len(self.older))).tolist():
             self.deleted.setdefault(self.older[i].file_name, []).append(positions[file_index == i])
 
-    def _older_sorted_keys(self) -> list[tuple[np.ndarray, np.ndarray]] | None:
-        """Per older file: its keys (one integer key column) as a strictly ascending array, which files above
+    def _integer_key(self) -> bool:
+        """One primary-key column of an integer type: keys are found by binary search, files pruned by range."""
+        return len(self.key_fields) == 1 and self.key_fields[0].type.root in _INTEGER_ROOTS
+
+    def _files_holding(self, probe: np.ndarray) -> list[int]:
+        """The older files whose key range (``min_key``/``max_key`` in the manifest) holds at least one key of
+        ``probe`` (ascending): only those are read. Upserts of recent keys, or inserts of keys above every stored
+        one, then read few or no older files instead of every key of the bucket."""
+        types = [self.key_fields[0].type]
+        out = []
+        for i, f in enumerate(self.older):
+            if not f.min_key or not f.max_key:  # no range recorded: read the file
+                out.append(i)
+                continue
+            low, high = deserialize_row(f.min_key, types)[0], deserialize_row(f.max_key, types)[0]
+            if low is None or high is None or np.searchsorted(probe, low) < np.searchsorted(probe, high, "right"):
+                out.append(i)
+        return out
+
+    def _older_sorted(self, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Older file ``i``: its keys (one integer key column) as a strictly ascending array, which files above
         level 0 are (sorted runs), and the mask of its live rows; so keys are found by binary search instead of
-        a hash join. None when the key is not one integer column or a file's keys do not ascend (the join then)."""
-        if self._sorted is None:
-            if len(self.key_fields) != 1:
-                self._sorted = []
-                return None
-            out: list[tuple[np.ndarray, np.ndarray]] = []
-            for f in self.older:
-                split = self.task.split((f,))
-                column = read_data_file(self.ctx.read, replace(split, deletion_files={}), f, self.key_fields).column(0)
-                keys = column.to_numpy() if column.null_count == 0 else np.empty(0, np.float64)
-                if keys.dtype.kind not in "iu" or (len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all())):
-                    self._sorted = []
-                    return None
+        a hash join. None when its keys are not integers without nulls or do not ascend (the join then). Read once
+        per task, on first need."""
+        if i not in self._sorted:
+            f = self.older[i]
+            split = self.task.split((f,))
+            column = read_data_file(self.ctx.read, replace(split, deletion_files={}), f, self.key_fields).column(0)
+            keys = column.to_numpy() if column.null_count == 0 else np.empty(0, np.float64)
+            if keys.dtype.kind not in "iu" or (len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all())):
+                self._sorted[i] = None
+            else:
                 live = np.ones(len(keys), dtype=bool)
                 dfile = split.deletion_files.get(f.file_name)
                 if dfile is not None:
                     gone = read_deletion_vector(self.ctx.read.fileio, dfile, f.file_name)
                     live[gone[gone < len(keys)]] = False
-                out.append((keys, live))
-            self._sorted = out
-        return self._sorted if len(self._sorted) == len(self.older) else None
+                self._sorted[i] = (keys, live)
+        return self._sorted[i]
 
 
 def _write_bucket_vectors(
