@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
-from pyspark_paimon.datasource.lookup_changelog import LookupChangelog, produces_lookup_changelog
+from pyspark_paimon.datasource.lookup_changelog import LookupChangelog, lookup_compacts, produces_lookup_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
 from pyspark_paimon.datasource.postpone import is_postpone
 from pyspark_paimon.datasource.postpone_compact import compact_postpone
@@ -79,6 +79,7 @@ from pyspark_paimon.metadata.schema.options import (
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
+    FORCE_LOOKUP,
     FULL_COMPACTION_DELTA_COMMITS,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
     POSTPONE_BUCKET,
@@ -340,7 +341,7 @@ def plan_compaction(
         if pk and (
             options.merge_engine == "first-row"
             or options.deletion_vectors_enabled
-            or produces_lookup_changelog(options, pk)  # the lookup finds before-images there
+            or lookup_compacts(options, pk)  # the lookup finds before-images there
         ):
             taken = {f.file_name for f in unit.files}
             older = tuple(f for f in files if f.file_name not in taken)
@@ -433,7 +434,8 @@ def _bucket_task(
             trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
             force_up_level0=options.merge_engine == "first-row"
             or options.get(COMPACTION_FORCE_UP_LEVEL_0)
-            or produces_lookup_changelog(options, pk),  # Java: every lookup table (ForceUpLevel0Compaction)
+            or lookup_compacts(options, pk)  # Java: every lookup table (ForceUpLevel0Compaction)
+            or (pk and bool(options.get(FORCE_LOOKUP))),
         )
     if unit is None:
         return None
@@ -468,7 +470,8 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     """Rewrite ``task``'s files; the message adds the outputs and deletes the inputs. On any error the files
     written so far are deleted and the error propagates."""
     writer = TableWriter(ctx.write, f"compact-{task.bucket}")
-    target = CoreOptions(ctx.write.options).target_file_size(ctx.primary_key)
+    options = CoreOptions(ctx.write.options)
+    target = options.target_file_size(ctx.primary_key)
 
     def write(t: pa.Table) -> None:
         writer.write_compacted(
@@ -492,13 +495,15 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             replaced = tuple(f for f in task.files if f.file_name in touched)
             lookup = _DvLookup(ctx, task) if _dv_lookup(ctx, task) else None
             lookup_changelog = _lookup_changelog(ctx, task)
+            # force-lookup: Java's lookup compaction without changelog
+            lookup_sink = write_changelog if produces_lookup_changelog(options, ctx.primary_key) else _no_changelog
             for kind, files in steps:
                 if kind == _UPGRADE:
                     if lookup is not None and files[0].level == 0:
                         lookup.mark_upgraded(files[0])
                     upgraded.append(files[0].with_level(task.output_level))
                     if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
-                        _lookup_step(lookup_changelog, files, lookup, write_changelog)
+                        _lookup_step(lookup_changelog, files, lookup, lookup_sink)
                     if changelog is not None and files[0].level != task.output_level:
                         rows = _collected(read_merged(ctx.read, task.split(files), drop_retracts=False))
                         if rows is not None:
@@ -506,7 +511,7 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
                     continue
                 merged: Iterable[pa.Table]
                 if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
-                    merged = _lookup_step(lookup_changelog, files, lookup, write_changelog)
+                    merged = _lookup_step(lookup_changelog, files, lookup, lookup_sink)
                 elif lookup is not None:
                     merged = lookup.merged(files)
                 else:
@@ -565,6 +570,10 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     )
 
 
+def _no_changelog(rows: pa.Table) -> None:
+    """The changelog sink of a ``force-lookup`` compaction: it produces none."""
+
+
 def _full_changelog_settings(ctx: CompactContext, task: CompactTask) -> tuple[int, list[str] | None] | None:
     """(top level, the columns ``row-deduplicate`` compares or None) when this task produces changelog: a
     ``full-compaction`` producer table whose task writes the top level (Java's
@@ -582,9 +591,10 @@ def _full_changelog_settings(ctx: CompactContext, task: CompactTask) -> tuple[in
 
 
 def _lookup_changelog(ctx: CompactContext, task: CompactTask) -> LookupChangelog | None:
-    """The lookup changelog producer of ``task`` (``changelog-producer = lookup``), or None."""
+    """The lookup changelog producer of ``task`` (``changelog-producer = lookup``, or ``force-lookup``, whose
+    changelog is dropped), or None."""
     options = CoreOptions(ctx.write.options)
-    return LookupChangelog(ctx.read, options, task) if produces_lookup_changelog(options, ctx.primary_key) else None
+    return LookupChangelog(ctx.read, options, task) if lookup_compacts(options, ctx.primary_key) else None
 
 
 def _lookup_step(
