@@ -815,16 +815,18 @@ class _DvLookup:
     def merged(self, files: tuple[DataFileMeta, ...]) -> Iterator[pa.Table]:
         split = self.task.split(files)
         step_keys = pa.concat_tables([read_data_file(self.ctx.read, split, f, self.key_fields) for f in files])
-        step_keys = step_keys.group_by(self.key_names).aggregate([])
-        hits = self._older_keys().join(step_keys, self.key_names, join_type="inner", use_threads=False)
-        if hits.num_rows == 0:
+        located = self._search_older(step_keys)
+        if located is None:
+            step_keys = step_keys.group_by(self.key_names).aggregate([])
+            hits = self._older_keys().join(step_keys, self.key_names, join_type="inner", use_threads=False)
+            file_index = hits.column(_FILE).to_numpy()
+            positions = hits.column(_POS).to_numpy()
+            located = {i: np.sort(positions[file_index == i]) for i in np.unique(file_index).tolist()}
+        if not located:
             yield from read_merged(self.ctx.read, split, drop_retracts=self.task.drop_delete)
             return
-        file_index = hits.column(_FILE).to_numpy()
-        positions = hits.column(_POS).to_numpy()
         before: list[pa.Table] = []
-        for i in np.unique(file_index).tolist():  # one step per older file
-            found = np.sort(positions[file_index == i])
+        for i, found in sorted(located.items()):  # one step per older file
             self.deleted.setdefault(self.older[i].file_name, []).append(found)
             if self.needs_values:
                 f = self.older[i]
@@ -841,21 +843,11 @@ class _DvLookup:
         field, where the newer record wins): only the older rows its keys supersede are marked, with nothing
         merged or written."""
         keys = read_data_file(self.ctx.read, self.task.split((file,)), file, self.key_fields)
-        if keys.num_columns == 1 and keys.column(0).null_count == 0 and self._integer_key():
-            new = keys.column(0).to_numpy()
-            probe = new if len(new) < 2 or bool((new[1:] >= new[:-1]).all()) else np.sort(new)
-            wanted = self._files_holding(probe)
-            found_keys = [self._older_sorted(i) for i in wanted]
-            if all(k is not None for k in found_keys):
-                for i, got in zip(wanted, found_keys):
-                    assert got is not None
-                    older, live = got
-                    at = np.minimum(np.searchsorted(older, new), len(older) - 1)
-                    found = at[older[at] == new]
-                    found = found[live[found]]
-                    if len(found):
-                        self.deleted.setdefault(self.older[i].file_name, []).append(found)
-                return
+        located = self._search_older(keys)
+        if located is not None:
+            for i, found in located.items():
+                self.deleted.setdefault(self.older[i].file_name, []).append(found)
+            return
         hits = self._older_keys().join(keys, self.key_names, join_type="inner", use_threads=False)
         if hits.num_rows == 0:
             return
@@ -863,6 +855,31 @@ class _DvLookup:
         positions = hits.column(_POS).to_numpy()
         for i in np.flatnonzero(np.bincount(file_index, minlength=len(self.older))).tolist():
             self.deleted.setdefault(self.older[i].file_name, []).append(positions[file_index == i])
+
+    def _search_older(self, keys: pa.Table) -> dict[int, np.ndarray] | None:
+        """Older file index -> ascending positions of its live rows whose key ``keys`` holds, found by binary
+        search in the older files' sorted key columns, reading only the files whose key range holds one of
+        ``keys``; None unless the key is one integer column without nulls and every file read ascends (the
+        caller then joins)."""
+        if keys.num_columns != 1 or keys.column(0).null_count or not self._integer_key():
+            return None
+        new = keys.column(0).to_numpy()
+        if len(new) > 1 and not bool((new[1:] >= new[:-1]).all()):  # several files' runs
+            new = np.sort(new)
+        wanted = self._files_holding(new)
+        found_keys = [self._older_sorted(i) for i in wanted]
+        if any(k is None for k in found_keys):
+            return None
+        out: dict[int, np.ndarray] = {}
+        for i, got in zip(wanted, found_keys):
+            assert got is not None
+            older, live = got
+            at = np.minimum(np.searchsorted(older, new), len(older) - 1)
+            found = at[older[at] == new]
+            found = sorted_unique(found[live[found]])  # two new rows of one key find one older row
+            if len(found):
+                out[i] = found
+        return out
 
     def _integer_key(self) -> bool:
         """One primary-key column of an integer type: keys are found by binary search, files pruned by range."""
