@@ -889,12 +889,15 @@ class _DvLookup:
         """The older files whose key range (``min_key``/``max_key`` in the manifest) holds at least one key of
         ``probe`` (ascending): only those are read. Upserts of recent keys, or inserts of keys above every stored
         one, then read few or no older files instead of every key of the bucket."""
-        types = [self.key_fields[0].type]
+        key = self.key_fields[0]
         out = []
         for i, f in enumerate(self.older):
-            if not f.min_key or not f.max_key:  # no range recorded: read the file
-                out.append(i)
+            # the range is stored in the key type of the file's schema (a widened key keeps its old bytes)
+            stored = {fld.id: fld for fld in self.ctx.read.file_schema(self.task.split((f,)), f).fields}.get(key.id)
+            if not f.min_key or not f.max_key or stored is None or stored.type.root not in _INTEGER_ROOTS:
+                out.append(i)  # no usable range recorded: read the file
                 continue
+            types = [stored.type]
             low, high = deserialize_row(f.min_key, types)[0], deserialize_row(f.max_key, types)[0]
             if low is None or high is None or np.searchsorted(probe, low) < np.searchsorted(probe, high, "right"):
                 out.append(i)
