@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
-from pyspark_paimon.datasource.lookup_changelog import LookupChangelog, produces_lookup_changelog
+from pyspark_paimon.datasource.lookup_changelog import LookupChangelog, lookup_compacts, produces_lookup_changelog
 from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
 from pyspark_paimon.datasource.postpone import is_postpone
 from pyspark_paimon.datasource.postpone_compact import compact_postpone
@@ -79,6 +79,7 @@ from pyspark_paimon.metadata.schema.options import (
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
+    FORCE_LOOKUP,
     FULL_COMPACTION_DELTA_COMMITS,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
     POSTPONE_BUCKET,
@@ -340,7 +341,7 @@ def plan_compaction(
         if pk and (
             options.merge_engine == "first-row"
             or options.deletion_vectors_enabled
-            or produces_lookup_changelog(options, pk)  # the lookup finds before-images there
+            or lookup_compacts(options, pk)  # the lookup finds before-images there
         ):
             taken = {f.file_name for f in unit.files}
             older = tuple(f for f in files if f.file_name not in taken)
@@ -433,7 +434,8 @@ def _bucket_task(
             trigger=options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER),
             force_up_level0=options.merge_engine == "first-row"
             or options.get(COMPACTION_FORCE_UP_LEVEL_0)
-            or produces_lookup_changelog(options, pk),  # Java: every lookup table (ForceUpLevel0Compaction)
+            or lookup_compacts(options, pk)  # Java: every lookup table (ForceUpLevel0Compaction)
+            or (pk and bool(options.get(FORCE_LOOKUP))),
         )
     if unit is None:
         return None
@@ -468,7 +470,8 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     """Rewrite ``task``'s files; the message adds the outputs and deletes the inputs. On any error the files
     written so far are deleted and the error propagates."""
     writer = TableWriter(ctx.write, f"compact-{task.bucket}")
-    target = CoreOptions(ctx.write.options).target_file_size(ctx.primary_key)
+    options = CoreOptions(ctx.write.options)
+    target = options.target_file_size(ctx.primary_key)
 
     def write(t: pa.Table) -> None:
         writer.write_compacted(
@@ -492,13 +495,15 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
             replaced = tuple(f for f in task.files if f.file_name in touched)
             lookup = _DvLookup(ctx, task) if _dv_lookup(ctx, task) else None
             lookup_changelog = _lookup_changelog(ctx, task)
+            # force-lookup: Java's lookup compaction without changelog
+            lookup_sink = write_changelog if produces_lookup_changelog(options, ctx.primary_key) else _no_changelog
             for kind, files in steps:
                 if kind == _UPGRADE:
                     if lookup is not None and files[0].level == 0:
                         lookup.mark_upgraded(files[0])
                     upgraded.append(files[0].with_level(task.output_level))
                     if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
-                        _lookup_step(lookup_changelog, files, lookup, write_changelog)
+                        _lookup_step(lookup_changelog, files, lookup, lookup_sink)
                     if changelog is not None and files[0].level != task.output_level:
                         rows = _collected(read_merged(ctx.read, task.split(files), drop_retracts=False))
                         if rows is not None:
@@ -506,7 +511,7 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
                     continue
                 merged: Iterable[pa.Table]
                 if lookup_changelog is not None and lookup_changelog.applies(files):  # hook: lookup changelog
-                    merged = _lookup_step(lookup_changelog, files, lookup, write_changelog)
+                    merged = _lookup_step(lookup_changelog, files, lookup, lookup_sink)
                 elif lookup is not None:
                     merged = lookup.merged(files)
                 else:
@@ -565,6 +570,10 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
     )
 
 
+def _no_changelog(rows: pa.Table) -> None:
+    """The changelog sink of a ``force-lookup`` compaction: it produces none."""
+
+
 def _full_changelog_settings(ctx: CompactContext, task: CompactTask) -> tuple[int, list[str] | None] | None:
     """(top level, the columns ``row-deduplicate`` compares or None) when this task produces changelog: a
     ``full-compaction`` producer table whose task writes the top level (Java's
@@ -582,9 +591,10 @@ def _full_changelog_settings(ctx: CompactContext, task: CompactTask) -> tuple[in
 
 
 def _lookup_changelog(ctx: CompactContext, task: CompactTask) -> LookupChangelog | None:
-    """The lookup changelog producer of ``task`` (``changelog-producer = lookup``), or None."""
+    """The lookup changelog producer of ``task`` (``changelog-producer = lookup``, or ``force-lookup``, whose
+    changelog is dropped), or None."""
     options = CoreOptions(ctx.write.options)
-    return LookupChangelog(ctx.read, options, task) if produces_lookup_changelog(options, ctx.primary_key) else None
+    return LookupChangelog(ctx.read, options, task) if lookup_compacts(options, ctx.primary_key) else None
 
 
 def _lookup_step(
@@ -747,6 +757,7 @@ def _dv_lookup(ctx: CompactContext, task: CompactTask) -> bool:
 
 #: Buckets compacted at once by :func:`run_in_process` (one per core).
 _COMPACT_THREADS = max(1, os.cpu_count() or 1)
+_INTEGER_ROOTS = frozenset({"TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT"})
 
 _POS = "__paimon_dv_position__"
 _FILE = "__paimon_dv_file__"
@@ -779,7 +790,7 @@ class _DvLookup:
         self.older = list(task.older_files)
         self.deleted: dict[str, list[np.ndarray]] = {}
         self._keys: pa.Table | None = None
-        self._sorted: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self._sorted: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}
 
     def _older_keys(self) -> pa.Table:
         """Key columns of every live row of the older files, with the file's index and the row's position."""
@@ -804,16 +815,18 @@ class _DvLookup:
     def merged(self, files: tuple[DataFileMeta, ...]) -> Iterator[pa.Table]:
         split = self.task.split(files)
         step_keys = pa.concat_tables([read_data_file(self.ctx.read, split, f, self.key_fields) for f in files])
-        step_keys = step_keys.group_by(self.key_names).aggregate([])
-        hits = self._older_keys().join(step_keys, self.key_names, join_type="inner", use_threads=False)
-        if hits.num_rows == 0:
+        located = self._search_older(step_keys)
+        if located is None:
+            step_keys = step_keys.group_by(self.key_names).aggregate([])
+            hits = self._older_keys().join(step_keys, self.key_names, join_type="inner", use_threads=False)
+            file_index = hits.column(_FILE).to_numpy()
+            positions = hits.column(_POS).to_numpy()
+            located = {i: np.sort(positions[file_index == i]) for i in np.unique(file_index).tolist()}
+        if not located:
             yield from read_merged(self.ctx.read, split, drop_retracts=self.task.drop_delete)
             return
-        file_index = hits.column(_FILE).to_numpy()
-        positions = hits.column(_POS).to_numpy()
         before: list[pa.Table] = []
-        for i in np.unique(file_index).tolist():  # one step per older file
-            found = np.sort(positions[file_index == i])
+        for i, found in sorted(located.items()):  # one step per older file
             self.deleted.setdefault(self.older[i].file_name, []).append(found)
             if self.needs_values:
                 f = self.older[i]
@@ -830,17 +843,10 @@ class _DvLookup:
         field, where the newer record wins): only the older rows its keys supersede are marked, with nothing
         merged or written."""
         keys = read_data_file(self.ctx.read, self.task.split((file,)), file, self.key_fields)
-        sorted_older = self._older_sorted_keys() if keys.num_columns == 1 else None
-        if sorted_older is not None and keys.column(0).null_count == 0:
-            new = keys.column(0).to_numpy()
-            for i, (older, live) in enumerate(sorted_older):
-                if not len(older):
-                    continue
-                at = np.minimum(np.searchsorted(older, new), len(older) - 1)
-                found = at[older[at] == new]
-                found = found[live[found]]
-                if len(found):
-                    self.deleted.setdefault(self.older[i].file_name, []).append(found)
+        located = self._search_older(keys)
+        if located is not None:
+            for i, found in located.items():
+                self.deleted.setdefault(self.older[i].file_name, []).append(found)
             return
         hits = self._older_keys().join(keys, self.key_names, join_type="inner", use_threads=False)
         if hits.num_rows == 0:
@@ -850,30 +856,73 @@ class _DvLookup:
         for i in np.flatnonzero(np.bincount(file_index, minlength=len(self.older))).tolist():
             self.deleted.setdefault(self.older[i].file_name, []).append(positions[file_index == i])
 
-    def _older_sorted_keys(self) -> list[tuple[np.ndarray, np.ndarray]] | None:
-        """Per older file: its keys (one integer key column) as a strictly ascending array, which files above
+    def _search_older(self, keys: pa.Table) -> dict[int, np.ndarray] | None:
+        """Older file index -> ascending positions of its live rows whose key ``keys`` holds, found by binary
+        search in the older files' sorted key columns, reading only the files whose key range holds one of
+        ``keys``; None unless the key is one integer column without nulls and every file read ascends (the
+        caller then joins)."""
+        if keys.num_columns != 1 or keys.column(0).null_count or not self._integer_key():
+            return None
+        new = keys.column(0).to_numpy()
+        if len(new) > 1 and not bool((new[1:] >= new[:-1]).all()):  # several files' runs
+            new = np.sort(new)
+        wanted = self._files_holding(new)
+        found_keys = [self._older_sorted(i) for i in wanted]
+        if any(k is None for k in found_keys):
+            return None
+        out: dict[int, np.ndarray] = {}
+        for i, got in zip(wanted, found_keys):
+            assert got is not None
+            older, live = got
+            at = np.minimum(np.searchsorted(older, new), len(older) - 1)
+            found = at[older[at] == new]
+            found = sorted_unique(found[live[found]])  # two new rows of one key find one older row
+            if len(found):
+                out[i] = found
+        return out
+
+    def _integer_key(self) -> bool:
+        """One primary-key column of an integer type: keys are found by binary search, files pruned by range."""
+        return len(self.key_fields) == 1 and self.key_fields[0].type.root in _INTEGER_ROOTS
+
+    def _files_holding(self, probe: np.ndarray) -> list[int]:
+        """The older files whose key range (``min_key``/``max_key`` in the manifest) holds at least one key of
+        ``probe`` (ascending): only those are read. Upserts of recent keys, or inserts of keys above every stored
+        one, then read few or no older files instead of every key of the bucket."""
+        key = self.key_fields[0]
+        out = []
+        for i, f in enumerate(self.older):
+            # the range is stored in the key type of the file's schema (a widened key keeps its old bytes)
+            stored = {fld.id: fld for fld in self.ctx.read.file_schema(self.task.split((f,)), f).fields}.get(key.id)
+            if not f.min_key or not f.max_key or stored is None or stored.type.root not in _INTEGER_ROOTS:
+                out.append(i)  # no usable range recorded: read the file
+                continue
+            types = [stored.type]
+            low, high = deserialize_row(f.min_key, types)[0], deserialize_row(f.max_key, types)[0]
+            if low is None or high is None or np.searchsorted(probe, low) < np.searchsorted(probe, high, "right"):
+                out.append(i)
+        return out
+
+    def _older_sorted(self, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Older file ``i``: its keys (one integer key column) as a strictly ascending array, which files above
         level 0 are (sorted runs), and the mask of its live rows; so keys are found by binary search instead of
-        a hash join. None when the key is not one integer column or a file's keys do not ascend (the join then)."""
-        if self._sorted is None:
-            if len(self.key_fields) != 1:
-                self._sorted = []
-                return None
-            out: list[tuple[np.ndarray, np.ndarray]] = []
-            for f in self.older:
-                split = self.task.split((f,))
-                column = read_data_file(self.ctx.read, replace(split, deletion_files={}), f, self.key_fields).column(0)
-                keys = column.to_numpy() if column.null_count == 0 else np.empty(0, np.float64)
-                if keys.dtype.kind not in "iu" or (len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all())):
-                    self._sorted = []
-                    return None
+        a hash join. None when its keys are not integers without nulls or do not ascend (the join then). Read once
+        per task, on first need."""
+        if i not in self._sorted:
+            f = self.older[i]
+            split = self.task.split((f,))
+            column = read_data_file(self.ctx.read, replace(split, deletion_files={}), f, self.key_fields).column(0)
+            keys = column.to_numpy() if column.null_count == 0 else np.empty(0, np.float64)
+            if keys.dtype.kind not in "iu" or (len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all())):
+                self._sorted[i] = None
+            else:
                 live = np.ones(len(keys), dtype=bool)
                 dfile = split.deletion_files.get(f.file_name)
                 if dfile is not None:
                     gone = read_deletion_vector(self.ctx.read.fileio, dfile, f.file_name)
                     live[gone[gone < len(keys)]] = False
-                out.append((keys, live))
-            self._sorted = out
-        return self._sorted if len(self._sorted) == len(self.older) else None
+                self._sorted[i] = (keys, live)
+        return self._sorted[i]
 
 
 def _write_bucket_vectors(

@@ -40,6 +40,7 @@ from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
+    FORCE_LOOKUP,
     CoreOptions,
 )
 from pyspark_paimon.planner.split import DataSplit
@@ -60,7 +61,7 @@ class CompactStep(Protocol):
     def split(self, files: tuple[DataFileMeta, ...] | None = None) -> DataSplit: ...
 
 
-__all__ = ["LookupChangelog", "LookupStep", "produces_lookup_changelog"]
+__all__ = ["LookupChangelog", "LookupStep", "forces_lookup", "lookup_compacts", "produces_lookup_changelog"]
 
 _SEQ = "_SEQUENCE_NUMBER"
 _ROW = "__lookup_row__"
@@ -72,6 +73,27 @@ _LEVEL = "__lookup_level__"
 def produces_lookup_changelog(options: CoreOptions, primary_key: bool) -> bool:
     """Whether compactions of the table write lookup changelog files."""
     return primary_key and options.get(CHANGELOG_PRODUCER) == "lookup"
+
+
+def forces_lookup(options: CoreOptions, primary_key: bool) -> bool:
+    """Whether ``force-lookup`` alone makes the table a lookup table (Java's ``LookupStrategy``): a primary-key
+    table whose compaction is not already a lookup compaction (``changelog-producer = lookup``, deletion vectors,
+    ``first-row``) nor the full-compaction producer's rewriter. Its compactions then run as the lookup
+    producer's, without writing changelog: level-0 files move up after every write, each key merged with the
+    newest older record found above the output level (Java's ``LookupMergeTreeCompactRewriter`` with
+    ``produceChangelog`` false)."""
+    return (
+        primary_key
+        and bool(options.get(FORCE_LOOKUP))
+        and options.get(CHANGELOG_PRODUCER) not in ("lookup", "full-compaction")
+        and not options.deletion_vectors_enabled
+        and options.merge_engine != "first-row"
+    )
+
+
+def lookup_compacts(options: CoreOptions, primary_key: bool) -> bool:
+    """Whether compactions of the table run :class:`LookupChangelog` steps (the producer's, or ``force-lookup``)."""
+    return produces_lookup_changelog(options, primary_key) or forces_lookup(options, primary_key)
 
 
 @dataclass

@@ -68,7 +68,7 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, CoreOptions
+from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, FORCE_LOOKUP, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
@@ -994,13 +994,13 @@ def java_order(table: pa.Table, order: Sequence[tuple[str, str]]) -> pa.Array:
 
 
 def _lookup_merge(options: Mapping[str, str]) -> bool:
-    """Whether the table merges as Java's ``LookupMergeFunction`` does (``changelog-producer = lookup`` without
-    deletion vectors, not ``first-row``): its lookup compaction writes a key's merged state above level 0 while
-    older versions stay in higher levels, so only the newest record above level 0 may take part in a merge
-    (an aggregation would otherwise count the older state twice)."""
+    """Whether the table merges as Java's ``LookupMergeFunction`` does (``changelog-producer = lookup`` or
+    ``force-lookup``, without deletion vectors, not ``first-row``): its lookup compaction writes a key's merged
+    state above level 0 while older versions stay in higher levels, so only the newest record above level 0
+    may take part in a merge (an aggregation would otherwise count the older state twice)."""
     core = CoreOptions(options)
     return (
-        core.get(CHANGELOG_PRODUCER) == "lookup"
+        (core.get(CHANGELOG_PRODUCER) == "lookup" or bool(core.get(FORCE_LOOKUP)))
         and core.merge_engine != "first-row"
         and not core.deletion_vectors_enabled
     )

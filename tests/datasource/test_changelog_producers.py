@@ -252,3 +252,27 @@ def test_decoupled_changelog_outlives_its_snapshots(catalog: Catalog) -> None:
     assert expired.deleted_data_files  # the changelog and data files only they used
     assert sorted((r["id"], r["v"]) for r in t.scan().to_arrow().to_pylist()) == [(1, "a2"), (3, "c")]
     assert t.maintenance.remove_orphan_files(older_than=2**50, dry_run=True).files == []  # nothing left behind
+
+
+@pytest.mark.parametrize("engine", ["deduplicate", "aggregation"])
+def test_force_lookup_compacts_level_0_up_after_every_write_without_changelog(catalog: Catalog, engine: str) -> None:
+    """``force-lookup`` (Java's LookupStrategy): no changelog producer, yet every write is followed by the lookup
+    compaction, so no level-0 file stays; each key merges with its newest older record (the aggregation sums
+    once, not twice, when an older version stays in a higher level), and no changelog file is written."""
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int64())])
+    options = {"bucket": "1", "force-lookup": "true", "num-levels": "3"}
+    if engine == "aggregation":
+        options |= {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"}
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=options)
+    expected: dict[int, int] = {}
+    for i, keys in enumerate([range(50), [1, 2, 60], [2, 3], [2, 70]]):
+        t.write_arrow(
+            pa.table({"id": pa.array(list(keys), pa.int64()), "n": pa.array([i + 1] * len(keys), pa.int64())})
+        )
+        for k in keys:
+            expected[k] = expected.get(k, 0) + (i + 1) if engine == "aggregation" else i + 1
+        levels = [e.file.level for e in t.store.live_entries(t.latest_snapshot())]
+        assert 0 not in levels, levels
+        assert {r["id"]: r["n"] for r in t.scan().to_arrow().to_pylist()} == expected
+    assert len({e.file.level for e in t.store.live_entries(t.latest_snapshot())}) > 1  # older versions stay above
+    assert _changelog_files(t) == []

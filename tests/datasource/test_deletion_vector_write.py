@@ -282,3 +282,34 @@ def test_level_0_files_move_up_without_a_rewrite_where_java_does(
     assert vectors(t) == {first[0]: 2}  # keys 5 and 7 of the first file
     assert t.scan().to_arrow().num_rows == BASE + 1
     check_layout(t)
+
+
+def test_lookup_reads_only_older_files_whose_key_range_holds_a_new_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lookup after a write skips older files whose min/max key (the manifest's) holds none of the new keys:
+    inserting keys above every stored one reads no older file, and an upsert reads only the file its keys fall in;
+    the superseded rows are still marked."""
+    t = dv_table(tmp_path)
+    t.write_arrow(batch(range(100), "a"))
+    t.write_arrow(batch(range(1000, 1050), "b"))
+    files = {e.file.file_name: e.file for e in t.store.live_entries(t.latest_snapshot())}
+    low = next(name for name, f in files.items() if f.row_count == 100)
+    read: list[str] = []
+    real = compact_mod.read_data_file
+
+    def counting(ctx: Any, split: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+        read.append(f.file_name)
+        return real(ctx, split, f, *args, **kwargs)
+
+    monkeypatch.setattr(compact_mod, "read_data_file", counting)
+    t.write_arrow(batch(range(2000, 2010), "c"))  # above every stored key
+    assert not set(read) & set(files)
+    read.clear()
+    t.write_arrow(batch([5, 7], "d"))  # inside the first file's range only
+    assert set(read) & set(files) == {low}
+    assert vectors(t)[low] == 2
+    expected = {k: ("a", 1) for k in range(100)} | {k: ("b", 1) for k in range(1000, 1050)}
+    expected |= {k: ("c", 1) for k in range(2000, 2010)} | {5: ("d", 1), 7: ("d", 1)}
+    assert state(t) == expected
+    check_layout(t)

@@ -17,7 +17,7 @@ from pyspark_paimon.datasource.dynamic_bucket import hash_index_update
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, read_hash_file
+from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, read_hash_file, write_hash_file
 from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.bucket import hash_rows
@@ -117,7 +117,31 @@ def test_partition_index_assigns_in_order_of_first_appearance() -> None:
         assert sorted(set(h[is_new].tolist())) == sorted(added)
     known, buckets = index.lookup(np.array(sorted(seen), np.int32))
     assert known.all() and buckets.tolist() == [seen[x] for x in sorted(seen)]
-    assert index.hashes.tolist() == sorted(seen)  # merged by the lookup
+    assert index.known_hashes().tolist() == sorted(seen)
+
+
+def test_loaded_index_searches_each_bucket_without_merging(tmp_path: Any) -> None:
+    """Index files in Java's hash-set order (unsorted) and of very different sizes: the per-bucket search from
+    either side finds every hash's bucket, new hashes after several batches included."""
+    rng = np.random.default_rng(11)
+    hashes = rng.choice(np.arange(-5000, 5000, dtype=np.int32), 3000, replace=False)
+    sizes = {0: 2000, 1: 10, 3: 990}  # runs longer and shorter than the queries
+    fileio = FileIO()
+    files, owner, at = {}, {}, 0
+    for bucket, size in sizes.items():
+        part = hashes[at : at + size]
+        at += size
+        name, _ = write_hash_file(fileio, str(tmp_path), part)  # unsorted, as Java's writer leaves them
+        files[bucket] = str(tmp_path / name)
+        owner.update({int(h): bucket for h in part})
+    index = PartitionIndex.load(fileio, files, target_row_num=2000, max_buckets=-1)
+    for size in (500, 40, 2500):
+        queries = rng.integers(-6000, 6000, size).astype(np.int32)
+        before = set(owner)
+        got, is_new = index.assign_marking_new(queries)
+        for h, b, fresh in zip(queries.tolist(), got.tolist(), is_new.tolist()):
+            assert owner.setdefault(h, b) == b and fresh == (h not in before)
+    assert index.known_hashes().tolist() == sorted(owner)
 
 
 def test_too_many_buckets_names_the_option() -> None:

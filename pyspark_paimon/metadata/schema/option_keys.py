@@ -267,7 +267,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "compaction.skip-expired-partitions": _inert(_COMPACTION),
     "sort-compaction.range-strategy": _inert(_COMPACTION),
     "sort-compaction.local-sample.magnification": _inert(_COMPACTION),
-    "force-lookup": _inert(_LOOKUP),
     "lookup-wait": _inert(_LOOKUP),
     "lookup-compact": _inert(_LOOKUP),
     "lookup-compact.max-interval": _inert(_LOOKUP),

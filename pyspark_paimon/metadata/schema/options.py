@@ -631,6 +631,13 @@ COMPACTION_FORCE_UP_LEVEL_0 = _option(
     "false",
     "Automatic compaction always moves level-0 files up (first-row tables do).",
 )
+FORCE_LOOKUP = _option(
+    "force-lookup",
+    BOOLEAN,
+    "false",
+    "Primary-key tables compact as lookup tables: level-0 files move up after every write, merged with the "
+    "newest older record of their keys.",
+)
 WRITE_ONLY = _option(
     "write-only", BOOLEAN, "false", "Commits never compact or expire (a dedicated maintenance job does)."
 )
