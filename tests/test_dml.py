@@ -352,3 +352,27 @@ def test_random_dml_matches_a_dict_model(catalog: Catalog, primary_key: bool) ->
                 else:
                     model[i] = (dt_of(i), v)
         assert _rows(t) == sorted((k, p, v) for k, (p, v) in model.items()), step
+
+
+# ------------------------------------------------------------------------------------------- pruning
+def test_merge_reads_only_what_its_source_keys_can_touch(catalog: Catalog) -> None:
+    """A merge without by-source clauses prunes its target read by the source's keys: a primary-key table's
+    key fixes the bucket (one of four read), and an append table's file statistics drop files outside the
+    keys' range (one of two read); ``MergeResult.files_read`` counts what was read."""
+    pk = catalog.create_table("db.prune_pk", "id BIGINT, v BIGINT", primary_keys=["id"], options={"bucket": "4"})
+    pk.write_arrow(pa.table({"id": list(range(40)), "v": [0] * 40}))
+    source = pa.table({"id": [7], "v": [70]})
+    result = pk.merge(source, on="id").when_matched_update_all().execute()
+    assert (result.updated, result.files_read) == (1, 1)
+    assert dict(zip(*[pk.scan().to_arrow().column(c).to_pylist() for c in ("id", "v")]))[7] == 70
+
+    app = catalog.create_table("db.prune_app", "id BIGINT, v BIGINT")
+    app.write_arrow(pa.table({"id": [1, 2, 3], "v": [0, 0, 0]}))
+    app.write_arrow(pa.table({"id": [10, 11, 12], "v": [0, 0, 0]}))
+    many = pa.table({"id": list(range(10, 10_020)), "v": [5] * 10_010})  # over the IN limit: pruned by range
+    result = app.merge(many, on="id").when_matched_delete().execute()
+    assert (result.deleted, result.files_read) == (3, 1)
+    assert sorted(app.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    # A by-source clause needs every target row: nothing is pruned.
+    result = app.merge(source, on="id").when_not_matched_by_source_delete("target.id > 2").execute()
+    assert (result.deleted, result.files_read) == (1, 1)

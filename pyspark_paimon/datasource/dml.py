@@ -77,7 +77,9 @@ _PRUNE_KEYS = 10_000
 @dataclass(frozen=True)
 class MergeResult:
     """What one DML commit changed. ``copied``: unchanged rows that copy-on-write rewrote (append tables);
-    ``vectors_written``: data files whose deletion vector the change wrote (deletion-vector append tables)."""
+    ``vectors_written``: data files whose deletion vector the change wrote (deletion-vector append tables);
+    ``files_read``: data files the change read after pruning by partition, bucket and key statistics (a merge
+    prunes by its source's keys), so its cost shows as what it touched."""
 
     inserted: int = 0
     updated: int = 0
@@ -86,6 +88,7 @@ class MergeResult:
     files_rewritten: int = 0
     snapshot_id: int | None = None
     vectors_written: int = 0
+    files_read: int = 0
 
 
 # ------------------------------------------------------------------------------------------- checks
@@ -175,6 +178,7 @@ class _Target:
     positions: np.ndarray | None = None
     existing: dict[int, np.ndarray] = field(default_factory=dict)
     snapshot: Snapshot | None = None
+    files_read: int = 0
 
 
 def _writes_vectors(schema: TableSchema) -> bool:
@@ -191,7 +195,7 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
         opts = ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {})
         job = prepare_read(store, opts, leaves)
         _refuse_foreign(job.planned.kind, store)
-        return _Target(job.to_arrow())
+        return _Target(job.to_arrow(), files_read=job.plan.counters.files_selected)
     planned = plan_read(store, ReadOptions.from_options({}), leaves)
     _refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
@@ -224,6 +228,7 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
         positions=(np.concatenate(positions) if positions else empty) if vectors else None,
         existing=existing,
         snapshot=planned.plan.snapshot,
+        files_read=len(files),
     )
 
 
@@ -317,11 +322,12 @@ def _write(
 ) -> MergeResult:
     """Write the change as ONE commit (see the module docstring for how each table kind takes it)."""
     if not deleted.any() and not (updated & ~deleted).any() and (inserts is None or inserts.num_rows == 0):
-        return MergeResult()
+        return MergeResult(files_read=target.files_read)
     job = prepare_write(store)
     writer = job.new_writer("dml")
     written = write_change(writer, store, schema, target, deleted, updated, new_rows, inserts)
-    return commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort)
+    result = commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort)
+    return replace(result, files_read=target.files_read)
 
 
 def write_change(
@@ -659,15 +665,16 @@ class MergeBuilder:
         keyed_source = pa.table({k: _store_column(keyed_source.column(k), schema, k) for k in on})
         self._refuse_duplicate_keys(keyed_source, on)
 
-        prune: list[Leaf] = []
-        if not self._by_source and len(on) == 1:
-            keys = pc.unique(keyed_source.column(on[0]).drop_null())
-            if len(keys) <= _PRUNE_KEYS:
-                prune = [Leaf(on[0], "in", tuple(keys.to_pylist()))]
+        # Without by-source clauses only target rows whose keys the source holds can change: prune the read by
+        # the source's keys (partitions, buckets, file and row-group statistics).
+        prune = [] if self._by_source else key_prune(keyed_source, on)
         target = _load(store, schema, None, prune)
+        t_idx, s_idx = _join(target.rows, keyed_source, on)
+        if not self._by_source and (target.file_of_row is None or target.positions is not None):
+            # Primary-key and deletion-vector changes touch only the matched rows: drop the rest before the
+            # clauses run (copy-on-write keeps every row of a file, for the rewrite).
+            target, t_idx = _only_rows(target, t_idx), np.arange(len(t_idx), dtype=np.int64)
         rows = target.rows
-
-        t_idx, s_idx = _join(rows, keyed_source, on)
         deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
         return _write(store, schema, target, deleted, updated, new_rows, inserts)
 
@@ -851,6 +858,35 @@ def _condition(text: str | None, scope: Scope) -> np.ndarray:
     if text is None:
         return np.ones(scope.num_rows, dtype=bool)
     return evaluate_condition(text, scope).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def key_prune(keys: pa.Table, on: Sequence[str]) -> list[Leaf]:
+    """Pruning leaves that hold for every row whose key the source ``keys`` holds: per key column, ``in`` its
+    values when there are at most ``_PRUNE_KEYS`` (which also selects the buckets of a key that fixes them),
+    else its value range (skips files and row groups outside it). NULL keys match nothing."""
+    leaves: list[Leaf] = []
+    for k in on:
+        column = keys.column(k).drop_null()
+        if len(column) == 0:
+            return leaves
+        values = pc.unique(column)
+        if len(values) <= _PRUNE_KEYS:
+            leaves.append(Leaf(k, "in", tuple(values.to_pylist())))
+        else:
+            bounds = pc.min_max(column)
+            leaves += [Leaf(k, ">=", bounds["min"].as_py()), Leaf(k, "<=", bounds["max"].as_py())]
+    return leaves
+
+
+def _only_rows(target: _Target, t_idx: np.ndarray) -> _Target:
+    """``target`` reduced to the rows ``t_idx`` (each row once), in that order."""
+    index = pa.array(t_idx)
+    return replace(
+        target,
+        rows=target.rows.take(index),
+        file_of_row=target.file_of_row[t_idx] if target.file_of_row is not None else None,
+        positions=target.positions[t_idx] if target.positions is not None else None,
+    )
 
 
 def _join(rows: pa.Table, keys: pa.Table, on: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,10 @@
 """``t.merge(spark_df, on=...)``: a MERGE whose source is a Spark DataFrame. Matching runs in the executors, the
 driver commits once.
 
-1. The driver plans the target (one unit per primary-key split, per append data file) and checks the source's
-   keys are unique (one small aggregation job).
+1. The driver checks the source's keys are unique (one small aggregation job) and, unless target-only rows
+   matter (``when_not_matched_by_source_*``), collects the source's distinct keys (up to ``dml._PRUNE_KEYS``,
+   else their range: one more small job) to plan only the target's partitions, buckets and files they can
+   touch, as the Arrow merge does; then it plans the target (one unit per primary-key split, per append file).
 2. Executors read the target units (:func:`read_units`, through ``mapInArrow``: the same engine reads as
    ``datasource.dml``, with each append row's position in its file), and Spark joins them with the source on
    the keys (full outer when target-only rows matter: ``when_not_matched_by_source_*`` or copy-on-write;
@@ -30,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.dml import (
+    _PRUNE_KEYS,
     MergeBuilder,
     MergeResult,
     Written,
@@ -37,6 +40,7 @@ from pyspark_paimon.datasource.dml import (
     _Target,
     _writes_vectors,
     commit_change,
+    key_prune,
     read_unit,
     write_change,
 )
@@ -48,6 +52,7 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.ddl import to_spark_ddl
+from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read
 from pyspark_paimon.planner.split import DataSplit
@@ -157,7 +162,8 @@ class SparkMergeBuilder(MergeBuilder):
         on, src_on = self._checked_keys(schema)
         self._refuse_duplicate_frame_keys(frame, src_on)
 
-        plan, snapshot = self._plan(store, schema)
+        prune = [] if self._by_source else self._frame_key_prune(frame, schema, on, src_on)
+        plan, snapshot, files_read = self._plan(store, schema, prune)
         session = frame.sparkSession
         out_fields = [(T_PREFIX + f.name, f.type) for f in schema.fields]
         units = session.createDataFrame([(i,) for i in range(len(plan.units))] or [], schema=f"`{UNIT_IN}` BIGINT")
@@ -174,23 +180,58 @@ class SparkMergeBuilder(MergeBuilder):
         out = joined.mapInArrow(functools.partial(merge_tasks, plan), f"`{PAYLOAD}` BINARY")
         parts: list[Written] = [pickle.loads(bytes(row[PAYLOAD])) for row in out.collect()]
         if not parts:
-            return MergeResult()
-        return commit_change(store, schema, plan.job, parts, snapshot, abort=lambda: _delete_written(plan, parts))
+            return MergeResult(files_read=files_read)
+        result = commit_change(store, schema, plan.job, parts, snapshot, abort=lambda: _delete_written(plan, parts))
+        return replace(result, files_read=files_read)
 
-    def _plan(self, store: FileStore, schema: TableSchema) -> tuple[_Plan, Snapshot | None]:
+    def _plan(
+        self, store: FileStore, schema: TableSchema, prune: Sequence[Leaf] = ()
+    ) -> tuple[_Plan, Snapshot | None, int]:
         vectors = _writes_vectors(schema)
         if schema.primary_keys:
-            job = prepare_read(store, ReadOptions.from_options({}), [])
+            job = prepare_read(store, ReadOptions.from_options({}), list(prune))
             _refuse_foreign(job.planned.kind, store)
             read, units, snapshot = job.context, list(job.splits), job.plan.snapshot
+            files_read = job.plan.counters.files_selected
         else:
-            planned = plan_read(store, ReadOptions.from_options({}), [])
+            planned = plan_read(store, ReadOptions.from_options({}), list(prune))
             _refuse_foreign(planned.kind, store)
+            # Files are rewritten whole: the read must not skip row groups by the pruning predicate.
             read = ReadContext.for_plan(store, replace(planned, predicate=(), selection=None))
             units = [replace(s, files=(f,)) for s in planned.plan.splits for f in s.files]
             snapshot = planned.plan.snapshot
+            files_read = len(units)
         plan = _Plan(store, schema, read, units, vectors, prepare_write(store), self, list(self._frame.columns))
-        return plan, snapshot
+        return plan, snapshot, files_read
+
+    @staticmethod
+    def _frame_key_prune(frame: Any, schema: TableSchema, on: list[str], src_on: list[str]) -> list[Leaf]:
+        """Pruning leaves from the source DataFrame's keys (see :func:`dml.key_prune`): its distinct keys when
+        there are at most ``_PRUNE_KEYS``, else each key column's range. Only key types whose Python values
+        Spark returns exactly as Paimon compares them (integers, strings, dates, decimals) prune."""
+        arrow = schema.arrow_schema()
+        exact = (pa.types.is_integer, pa.types.is_string, pa.types.is_large_string, pa.types.is_date)
+        usable = [
+            (k, sk)
+            for k, sk in zip(on, src_on)
+            if any(check(arrow.field(k).type) for check in (*exact, pa.types.is_decimal))
+        ]
+        if not usable:
+            return []
+        valid = " AND ".join(f"`{sk}` IS NOT NULL" for _, sk in usable)
+        keys = frame.where(valid).selectExpr(*[f"`{sk}` AS `{k}`" for k, sk in usable]).distinct()
+        rows = keys.limit(_PRUNE_KEYS + 1).collect()
+        if len(rows) <= _PRUNE_KEYS:
+            table = pa.table({k: pa.array([r[k] for r in rows], arrow.field(k).type) for k, _ in usable})
+            return key_prune(table, [k for k, _ in usable])
+        bounds = keys.selectExpr(
+            *[e for i, (k, _) in enumerate(usable) for e in (f"min(`{k}`) AS `min_{i}`", f"max(`{k}`) AS `max_{i}`")]
+        )
+        row = bounds.collect()[0]
+        leaves: list[Leaf] = []
+        for i, (k, _) in enumerate(usable):
+            leaves += [Leaf(k, ">=", row[f"min_{i}"]), Leaf(k, "<=", row[f"max_{i}"])]
+        return leaves
 
     @staticmethod
     def _refuse_duplicate_frame_keys(frame: Any, keys: list[str]) -> None:

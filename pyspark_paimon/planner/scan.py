@@ -221,13 +221,34 @@ def _key_values(pred: Sequence[Leaf], column: str) -> list[Any] | None:
         else:
             continue
         if allowed is None:
-            allowed = []
-            for v in vals:
-                if not any(_same(v, a) for a in allowed):
-                    allowed.append(v)
+            allowed = _distinct(vals)
         else:
-            allowed = [a for a in allowed if any(_same(a, v) for v in vals)]
+            allowed = _intersect(allowed, vals)
     return allowed
+
+
+def _distinct(vals: list[Any]) -> list[Any]:
+    """``vals`` without repeats, first spelling kept. Hashing the normalised values keeps it linear: a merge
+    prunes by thousands of source keys, where pairwise comparison took seconds."""
+    try:
+        seen: dict[Any, Any] = {}
+        for v in vals:
+            seen.setdefault(_cmp_value(v), v)
+        return list(seen.values())
+    except TypeError:  # an unhashable literal: compare pairwise
+        out: list[Any] = []
+        for v in vals:
+            if not any(_same(v, a) for a in out):
+                out.append(v)
+        return out
+
+
+def _intersect(allowed: list[Any], vals: list[Any]) -> list[Any]:
+    try:
+        wanted = {_cmp_value(v) for v in vals}
+        return [a for a in allowed if _cmp_value(a) in wanted]
+    except TypeError:
+        return [a for a in allowed if any(_same(a, v) for v in vals)]
 
 
 def _same(a: Any, b: Any) -> bool:

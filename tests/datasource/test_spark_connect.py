@@ -1,5 +1,6 @@
 """The connector over Spark Connect: ``register()`` on a Connect session, then write, read and stream (time travel,
-the ``filter`` read option, an overwrite following the session's ``partitionOverwriteMode``, a stream).
+the ``filter`` read option, an overwrite following the session's ``partitionOverwriteMode``, a stream, a merge whose
+source is a Connect DataFrame).
 
 ``SparkSession.builder.remote("local[2]")`` starts a local Connect server in a fresh process, so this runs in a
 subprocess. It needs pyspark's ``connect`` extra (grpcio, grpcio-status, googleapis-common-protos, zstandard,
@@ -63,6 +64,11 @@ SCRIPT = textwrap.dedent("""
             .mode("overwrite").save(parts))
         dynamic = spark.read.format("paimon").option("filter", "id > 1").load(parts).collect()
         print("DYNAMIC=" + json.dumps(sorted(list(r) for r in dynamic)))
+        # t.merge(<Connect DataFrame>): matched in Connect's executors, committed once from this client
+        src = spark.createDataFrame([(1, "A"), (9, "z")], "id long, v string")
+        merged = Table.open(path).merge(src, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+        after = sorted(list(r) for r in spark.read.format("paimon").load(path).collect())
+        print("MERGED=" + json.dumps([merged.updated, merged.inserted, after]))
     finally:
         spark.stop()
 """)
@@ -97,3 +103,6 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert json.loads(out["TO_SPARK"]) == [[[2, "B"], [3, "c"]], [[1, "a"], [2, "b"]], True]
     assert json.loads(out["STREAMED"]) == [[1, "a"], [2, "B"], [3, "c"]]
     assert json.loads(out["DYNAMIC"]) == [[2, "b", "d2"], [3, "c", "d1"]]
+    assert json.loads(out.get("MERGED", "null")) == [1, 1, [[1, "A"], [2, "B"], [3, "c"], [9, "z"]]], proc.stderr[
+        -3000:
+    ]

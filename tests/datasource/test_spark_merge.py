@@ -70,3 +70,28 @@ def test_a_spark_source_with_duplicate_keys_is_refused(spark: Any, catalog: Cata
     with pytest.raises(DmlError, match="more than once"):
         t.merge(frame, on=["id", "dt"]).when_matched_update_all().execute()
     assert t.latest_snapshot().id == 2  # type: ignore[union-attr]
+
+
+def test_a_spark_merge_reads_only_what_its_source_keys_can_touch(spark: Any, catalog: Catalog) -> None:
+    """Without by-source clauses the driver plans only the target files the source's keys can touch: one
+    bucket of four on a primary-key table, one file of two (by key statistics) on an append table."""
+    pk = catalog.create_table("db.sprune_pk", "id BIGINT, v BIGINT", primary_keys=["id"], options={"bucket": "4"})
+    pk.write_arrow(pa.table({"id": list(range(40)), "v": [0] * 40}))
+    app = catalog.create_table("db.sprune_app", "id BIGINT, v BIGINT")
+    app.write_arrow(pa.table({"id": [1, 2, 3], "v": [0, 0, 0]}))
+    app.write_arrow(pa.table({"id": [10, 11, 12], "v": [0, 0, 0]}))
+    frame = spark.createDataFrame(pa.table({"id": [7, 11], "v": [70, 110]}).to_pandas())
+    result = pk.merge(frame.where("id = 7"), on="id").when_matched_update_all().execute()
+    assert (result.updated, result.files_read) == (1, 1)
+    result = app.merge(frame, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (result.updated, result.inserted, result.files_read) == (1, 1, 1)
+    assert sorted(tuple(r.values()) for r in app.scan().to_arrow().to_pylist()) == [
+        (1, 0),
+        (2, 0),
+        (3, 0),
+        (7, 70),
+        (10, 0),
+        (11, 110),
+        (12, 0),
+    ]
+    assert dict(zip(*[pk.scan().to_arrow().column(c).to_pylist() for c in ("id", "v")]))[7] == 70

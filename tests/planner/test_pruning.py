@@ -199,3 +199,18 @@ def test_spark_pushdown_results_match(spark: Any, append_table: Any) -> None:
         spark.read.format("paimon").load(path).where("dt = '2025-01-01' and s like 'name-1%'").collect()
     )
     assert len(pc.unique(append_table.scan().to_arrow().column("k"))) == 10
+
+
+def test_bucket_key_values_dedupe_and_intersect_by_value() -> None:
+    """The bucket selector's allowed values: repeats (by normalised value: 2 and 2.0, an aware and a naive UTC
+    timestamp) kept once, the first spelling kept, and ``IN`` lists intersected, in linear time for the
+    thousands of keys a merge prunes by."""
+    import datetime as dt
+
+    from pyspark_paimon.planner.scan import _key_values
+
+    pred = (Leaf("k", "in", (1, 2.0, 2, 3, None)), Leaf("k", "in", (2, 3, 4)), Leaf("j", "=", 9))
+    assert _key_values(pred, "k") == [2.0, 3]
+    aware = dt.datetime(2024, 1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert _key_values((Leaf("t", "in", (aware, dt.datetime(2024, 1, 1))),), "t") == [aware]
+    assert _key_values((Leaf("k", "in", tuple(range(20_000)) * 2),), "k") == list(range(20_000))
