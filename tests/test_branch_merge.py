@@ -206,3 +206,25 @@ def test_forced_fast_forward_reports_what_it_discards_and_keeps_retained_tags(ca
     assert {tag.name for tag in t.tags.list()} == {"weekly"}
     assert _rows(t) == {1: (10, "x"), 2: (20, "x")}
     assert sorted(r["id"] for r in t.scan(tag="weekly").to_arrow().to_pylist()) == [1, 3, 4, 5]
+
+
+def test_merge_of_a_branch_of_a_branch_starts_at_the_true_fork_point(catalog: Catalog) -> None:
+    """A branch created from another branch merges into main from where its parent left main, so the parent's
+    commits it carries are merged too (they were once skipped: the base was the child's earliest snapshot)."""
+    t = _pk(catalog, "nested")
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("b1")
+    b1 = t.on_branch("b1")
+    _w(b1, [3], [30], "b1")
+    b1.branches.create("b2")
+    b2 = t.on_branch("b2")
+    _w(b2, [4], [40], "b2")
+    _w(b1, [5], [50], "b1")  # after b2 left b1: not in b2
+    _w(t, [2], [22], "m")
+    result = t.branches.merge("b2")
+    assert result.base == "b1.1" and result.conflicts == 0
+    assert _rows(t) == {1: (10, "x"), 2: (22, "m"), 3: (30, "b1"), 4: (40, "b2")}
+    # Siblings-by-descent: b1 into b2 starts where b2 left b1, so only key 5 moves.
+    moved = t.branches.merge("b1", into="b2")
+    assert result.base != moved.base and (moved.upserted, moved.deleted) == (1, 0)
+    assert _rows(b2) == {1: (10, "x"), 2: (20, "x"), 3: (30, "b1"), 4: (40, "b2"), 5: (50, "b1")}

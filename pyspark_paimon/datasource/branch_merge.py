@@ -1,9 +1,10 @@
 """Key-aware branch merge, cherry-pick and safe publish: three-way merges written as ONE commit on the target.
 
 A three-way merge needs a *base*: the version both sides started from. For ``t.branches.merge(source, into)``
-it is the fork point the branch lineage (``branch.json``, :mod:`pyspark_paimon.metadata.refs.branches`) records
-for whichever of the two branches was created from the other (the branch keeps a copy of that snapshot, so
-the base survives expiration on the parent); branches without lineage (made by Paimon or pypaimon) use the
+it is the fork point the branch lineage (``branch.json``, :mod:`pyspark_paimon.metadata.refs.branches`) records:
+the nearest common ancestor of the two lines of descent, also when a branch was created from another branch
+(each child branch keeps a copy of the snapshot it was created from, so the base survives expiration on the
+parent); branches without lineage (made by Paimon or pypaimon) use the
 child branch's earliest snapshot. For a cherry-pick the base is the picked snapshot's parent (id - 1).
 
 **Primary-key tables** (merge engine ``deduplicate``, no ``sequence.field``: it would reorder the merged rows):
@@ -117,9 +118,29 @@ def _snapshot(store: FileStore, sid: int) -> Snapshot:
     return find_snapshot(store.snapshots, TagManager(store), sid)
 
 
+def _ancestry(manager: BranchManager, name: str) -> tuple[list[tuple[str, int | None, str]], str | None]:
+    """``name``'s line of descent by lineage: ``(branch, snapshot id, holder)`` from ``(name, None, name)`` (its
+    head) up through every branch it was created from, ``snapshot id`` being where the line left that branch and
+    ``holder`` the child branch that kept a copy of that snapshot. Second: the branch whose lineage says it was
+    created empty, when the walk stopped there."""
+    chain: list[tuple[str, int | None, str]] = [(name, None, name)]
+    current = name
+    while current != MAIN_BRANCH:
+        lineage = manager.lineage(current)
+        if lineage is None or not lineage.source_branch or any(b == lineage.source_branch for b, _, _ in chain):
+            return chain, None
+        if lineage.source_snapshot_id is None:
+            return chain, current
+        chain.append((lineage.source_branch, lineage.source_snapshot_id, current))
+        current = lineage.source_branch
+    return chain, None
+
+
 def fork_point(store: FileStore, source: str, into: str) -> tuple[FileStore, Snapshot]:
-    """The base of merging ``source`` into ``into``: where one of them was created from the other (lineage), else
-    the earliest snapshot of the one that is not ``main`` (branches without lineage). Both must exist."""
+    """The base of merging ``source`` into ``into``: their nearest common ancestor by lineage -- on the first
+    branch both lines of descent reach, the earlier of the two snapshots they left it at (so a branch created
+    from another branch merges into ``main`` from where its parent left ``main``) -- else the earliest snapshot
+    of the one that is not ``main`` (branches without lineage). Both must exist."""
     manager = BranchManager(store)
     for name in (source, into):
         if not manager.exists(name):
@@ -129,17 +150,33 @@ def fork_point(store: FileStore, source: str, into: str) -> tuple[FileStore, Sna
             )
     if source == into:
         raise BranchError(f"Cannot merge branch '{source}' of {store.table_path} into itself.")
-    for child, parent in ((source, into), (into, source)):
-        lineage = manager.lineage(child)
-        if lineage is None or lineage.source_branch != parent:
+    src_chain, src_empty = _ancestry(manager, source)
+    into_chain, into_empty = _ancestry(manager, into)
+    reached = {b: (sid, holder) for b, sid, holder in into_chain}
+    for branch, sid, holder in src_chain:
+        if branch not in reached:
             continue
-        if lineage.source_snapshot_id is None:
-            raise BranchError(
-                f"Branch '{child}' of {store.table_path} was created empty, so it shares no version with "
-                f"'{parent}' to merge from. Write its rows into '{parent}' directly (Table.merge)."
-            )
-        child_store = store.with_branch(child)
-        return child_store, _snapshot(child_store, lineage.source_snapshot_id)
+        other_sid, other_holder = reached[branch]
+        options = [(i, h) for i, h in ((sid, holder), (other_sid, other_holder)) if i is not None]
+        base_id, base_holder = min(options)
+        for name in dict.fromkeys((base_holder, branch)):  # the child's copy, else the parent's own snapshot
+            try:
+                holder_store = store.with_branch(name)
+                return holder_store, _snapshot(holder_store, base_id)
+            except SnapshotNotFoundError:
+                continue
+        raise BranchError(
+            f"The fork point of '{source}' and '{into}' of {store.table_path} (snapshot {base_id} of '{branch}') "
+            "expired on both branches, so there is no base to merge from. Tag fork points you merge from later."
+        )
+    empty = src_empty or into_empty
+    if empty is not None:
+        lineage = manager.lineage(empty)
+        parent = lineage.source_branch if lineage is not None else MAIN_BRANCH
+        raise BranchError(
+            f"Branch '{empty}' of {store.table_path} was created empty, so it shares no version with "
+            f"'{parent}' to merge from. Write its rows into '{parent}' directly (Table.merge)."
+        )
     child = source if source != MAIN_BRANCH else into
     child_store = store.with_branch(child)
     earliest = child_store.snapshots.earliest_id()
