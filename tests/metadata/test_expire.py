@@ -725,3 +725,56 @@ def test_a_changelog_retention_no_longer_than_the_snapshots_is_not_decoupled(tmp
     table.append()
     table.append()
     assert expire(table).expired_snapshots == [1]
+
+
+# ------------------------------------------------------------------------------------------ root cache
+def test_root_cache_is_exact_and_spares_rereads(table: FakeTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cached file sets of tags and snapshots never protect a file after its last root is gone, and a warm
+    cache reads no manifest list of a root it has already seen."""
+    from pyspark_paimon.metadata.maintenance.reachability import ROOT_REFS_CACHE
+    from pyspark_paimon.metadata.manifests.manifest import ManifestStore
+
+    ROOT_REFS_CACHE.clear()
+    _, f1 = table.append()
+    Table(FileStore(table.store.fileio, table.store.table_path)).tags.create("v1")
+    table.commit([table.new_file("a")], overwrite=True)
+    _, f3 = table.append()
+    main = FileStore(table.store.fileio, table.store.table_path, "main")
+    used_files(main)  # warm: every root is cached now
+    reads: list[str] = []
+    real = ManifestStore.read_list
+    monkeypatch.setattr(ManifestStore, "read_list", lambda self, name: reads.append(name) or real(self, name))
+    used_files(main)
+    assert reads == [] and ROOT_REFS_CACHE.hits >= 4
+    result = expire(table)  # snapshots 1, 2 go; the cached tag still protects f1
+    assert result.expired_snapshots == [1, 2]
+    assert set(f1) <= data_files_on_disk(table)
+    delete_tags(main, ["v1"], clean_files=True)  # its cached entry must not outlive the tag
+    assert not set(f1) & data_files_on_disk(table)
+    assert set(f3) <= data_files_on_disk(table)
+    assert_all_roots_intact(table)
+
+
+def test_manifest_reads_per_expiration_stay_bounded_as_history_grows(
+    table: FakeTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streaming writer expires after every commit: with tags piling up, the manifest lists read per
+    expiration must not grow with the number of commits (counted, never timed)."""
+    from pyspark_paimon.metadata.maintenance.reachability import ROOT_REFS_CACHE
+    from pyspark_paimon.metadata.manifests.manifest import ManifestStore
+
+    ROOT_REFS_CACHE.clear()
+    reads: list[str] = []
+    real = ManifestStore.read_list
+    monkeypatch.setattr(ManifestStore, "read_list", lambda self, name: reads.append(name) or real(self, name))
+    per_commit = []
+    tables = Table(FileStore(table.store.fileio, table.store.table_path))
+    for i in range(1, 31):
+        table.append()
+        if i % 5 == 0:
+            tables.tags.create(f"t{i}")
+        reads.clear()
+        expire(table, retain_max=3, retain_min=3)
+        per_commit.append(len(reads))
+    assert max(per_commit[10:]) <= max(per_commit[3:10]), per_commit
+    assert_all_roots_intact(table)

@@ -24,6 +24,17 @@ are folded incrementally: when snapshot k+1's base list names exactly snapshot k
 That shortcut is checked, never assumed; any other root is folded from scratch. Roots with identical
 manifest lists (a tag and the snapshot it copies, a branch's copy of its source snapshot) are folded once.
 
+**Per-root cache.** What a snapshot or tag references is fixed by its manifest lists (base, delta, changelog),
+its index manifest and its statistics file: all immutable files whose names embed a UUID. So the file set of
+a snapshot/tag root is cached process-wide (:data:`ROOT_REFS_CACHE`, a bounded LRU) keyed by the table path and
+those names, never by the root's name: a tag replaced, renamed or deleted by another process is simply a
+different (or absent) key, because the roots themselves are re-listed every time. Without it, every automatic
+expiration after a streaming commit re-read the manifests of every retained snapshot and every tag, a cost that
+grew with history; with it, a commit reads only the manifests of roots it has not seen yet (a hit still checks
+that the root's lists exist, so a root whose metadata went missing fails the computation as before). Long-lived
+changelog roots are not cached (what is left of them depends on which of their lists Java's expiration already
+deleted).
+
 A root whose metadata cannot be read makes the whole computation fail: if we cannot tell what a snapshot
 uses, nothing may be deleted. Callers therefore compute it before their first deletion and say so in the
 error (``deletion.nothing_deleted_yet``).
@@ -31,6 +42,8 @@ error (``deletion.nothing_deleted_yet``).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Literal
 
@@ -115,6 +128,70 @@ class FileRefs:
         return not (self.data_files or self.manifests or self.index_files or self.statistics)
 
 
+@dataclass(frozen=True)
+class _CachedRoot:
+    """A root's complete file set, plus what lets the next root of its branch fold incrementally from it."""
+
+    refs: FileRefs
+    names: tuple[str, ...]  # base + delta manifest names
+    live: dict[tuple, ManifestEntry]  # never mutated: copied before folding into it
+
+
+class RootRefsCache:
+    """Bounded, thread-safe LRU of :class:`_CachedRoot` keyed by the immutable files that define a root.
+
+    Entries can never be stale: a key names immutable files, and a root that no longer exists is simply never
+    looked up again (it falls out by LRU). ``hits`` / ``misses`` are for tests and benchmarks."""
+
+    def __init__(self, max_entries: int = 256):
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple, _CachedRoot] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple) -> _CachedRoot | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry
+
+    def put(self, key: tuple, entry: _CachedRoot) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: The process-wide cache of snapshot/tag file sets (see the module docstring).
+ROOT_REFS_CACHE = RootRefsCache()
+
+
+def content_key(table_path: str, s: Snapshot) -> tuple:
+    """The immutable files that fix what snapshot ``s`` references (branches share the table's manifests)."""
+    return (
+        table_path,
+        s.base_manifest_list,
+        s.delta_manifest_list,
+        s.changelog_manifest_list,
+        s.index_manifest,
+        s.statistics,
+    )
+
+
 # ------------------------------------------------------------------------------------------- roots
 def _changelog_ids(store: FileStore) -> list[int]:
     ids = []
@@ -193,7 +270,8 @@ class ReachabilityScanner:
     """Computes :class:`FileRefs` of roots, sharing one manifest cache across calls. Roots of every branch
     share the table's manifests, so ``store``'s own branch does not matter here."""
 
-    def __init__(self, store: FileStore, manifests: ManifestStore | None = None):
+    def __init__(self, store: FileStore, manifests: ManifestStore | None = None, cache: RootRefsCache | None = None):
+        self.cache = cache if cache is not None else ROOT_REFS_CACHE
         self.fileio = store.fileio
         self.table_path = store.table_path
         self.manifests = manifests or ManifestStore(store.fileio, store.table_path)
@@ -218,20 +296,45 @@ class ReachabilityScanner:
         by_branch: dict[str, list[Root]] = {}
         for r in roots:
             by_branch.setdefault(r.branch, []).append(r)
-        done: set[tuple[str, str]] = set()
         for branch_list in by_branch.values():
             branch_list.sort(key=lambda r: (r.snapshot.id, _KIND_ORDER[r.kind], r.name))
             prev_names: list[str] | None = None  # base + delta manifest names of the previous folded root
             live: dict[tuple, ManifestEntry] = {}
+            live_shared = False  # ``live`` belongs to a cache entry: copy before folding into it
             for root in branch_list:
+                key = content_key(self.table_path, root.snapshot) if root.kind != "changelog" else None
+                cached = self.cache.get(key) if key is not None else None
+                if cached is not None and self._lists_exist(root.snapshot):
+                    refs.update(cached.refs)
+                    prev_names, live, live_shared = list(cached.names), cached.live, True
+                    continue
+                own = FileRefs()
                 try:
-                    prev_names, live = self._visit(root, refs, done, prev_names, live)
+                    start = dict(live) if live_shared else live
+                    prev_names, live = self._visit(root, own, set(), prev_names, start)
                 except PaimonError as e:
                     raise type(e)(
                         f"While finding the files used by {root.describe()} of {self.table_path}: {e} "
                         "Repair or delete that snapshot/tag, then retry."
                     ) from e
+                live_shared = False
+                if prev_names is not None:
+                    _add_data(own, live.values())  # the incremental fold added only the delta's files
+                refs.update(own)
+                if key is not None and prev_names is not None:
+                    self.cache.put(key, _CachedRoot(own, tuple(prev_names), live))
+                    live_shared = True
         return refs
+
+    def _lists_exist(self, s: Snapshot) -> bool:
+        """A cache hit still checks that the root's own lists exist (a few stats, no reads): a root whose
+        metadata went missing must fail the computation as it would without the cache."""
+        ms = self.manifests
+        return all(
+            self.fileio.exists(ms.path(n))
+            for n in (s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list, s.index_manifest)
+            if n
+        )
 
     def _visit_trimmed_changelog(self, s: Snapshot, refs: FileRefs) -> None:
         """A long-lived changelog whose data manifest lists Java's expiration already deleted (with a changelog
@@ -314,6 +417,9 @@ __all__ = [
     "DataFileRef",
     "FileRefs",
     "ReachabilityScanner",
+    "RootRefsCache",
+    "ROOT_REFS_CACHE",
+    "content_key",
     "branch_roots",
     "all_roots",
     "used_files",
