@@ -23,7 +23,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import pyspark
 
@@ -275,20 +275,50 @@ def _accepts(port: int) -> bool:
         return True
 
 
-def run_script(script: str, args: list[str], env: dict[str, str], workdir: Path, timeout: int = 300) -> dict[str, Any]:
-    """Run ``script`` with this interpreter; its ``KEY=<json>`` lines become the result. Fails with its stderr."""
+def run_script(
+    script: str,
+    args: list[str],
+    env: dict[str, str],
+    workdir: Path,
+    timeout: int = 600,
+    logs: Callable[[], Sequence[Path]] = tuple,
+) -> dict[str, Any]:
+    """Run ``script`` with this interpreter; its ``KEY=<json>`` lines become the result. When it exits non-zero
+    or outlives ``timeout`` it fails with its output and the tails of the files ``logs()`` lists then (the
+    components it talked to): a deploy failure on a CI machine must explain itself from the report alone."""
     path = workdir / "driver.py"
     path.write_text(script)
-    proc = subprocess.run(
-        [sys.executable, str(path), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(path), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(
+            f"{path} did not finish within {timeout} s.\n{_report(exc.stdout, exc.stderr, logs())}"
+        ) from None
+    if proc.returncode != 0:
+        raise AssertionError(f"{path} failed (exit {proc.returncode}).\n{_report(proc.stdout, proc.stderr, logs())}")
     out = {}
     for line in proc.stdout.splitlines():
         key, sep, value = line.partition("=")
         if sep and key.isupper():
             out[key] = json.loads(value)
-    assert proc.returncode == 0, f"{path} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
     return out
+
+
+def _text(out: str | bytes | None) -> str:
+    return out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
+
+
+def _report(stdout: str | bytes | None, stderr: str | bytes | None, logs: Sequence[Path]) -> str:
+    parts = [f"stdout:\n{_text(stdout)[-2000:]}", f"stderr:\n{_text(stderr)[-4000:]}"]
+    parts += [f"Log {log}:\n{_tail(log, 30)}" for log in logs]
+    return "\n".join(parts)
+
+
+def executor_logs(cluster: Cluster) -> list[Path]:
+    """The stderr of every executor the cluster's workers started (``<work-dir>/<app>/<id>/stderr``)."""
+    return sorted(cluster.workdir.glob("worker-*/app-*/*/stderr"))
 
 
 def zip_package(dest: Path) -> Path:

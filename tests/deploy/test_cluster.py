@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.deploy.components import Cluster, S3Server, base_env, run_script, zip_package
+from tests.deploy.components import Cluster, S3Server, base_env, executor_logs, run_script, zip_package
 
 DRIVER = textwrap.dedent("""
     import json, os, sys
@@ -59,6 +59,7 @@ def test_write_merge_and_read_on_a_standalone_cluster(
         [cluster.master_url, str(package), opts["endpoint_url"], opts["key"], opts["secret"], bucket],
         base_env(),
         tmp_path,
+        logs=lambda: executor_logs(cluster),
     )
     assert out["LATEST"] == [[0, "v0"], [1, "one"], [2, "v2"], [3, "v3"], [4, "four"], [5, "v5"], [7, "seven"]]
     assert out["FIRST"] == [[i, f"v{i}"] for i in range(6)]

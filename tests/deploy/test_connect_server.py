@@ -7,7 +7,15 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.deploy.components import Cluster, S3Server, base_env, connect_server, run_script, zip_package
+from tests.deploy.components import (
+    Cluster,
+    S3Server,
+    base_env,
+    connect_server,
+    executor_logs,
+    run_script,
+    zip_package,
+)
 
 CLIENT = textwrap.dedent("""
     import json, sys
@@ -17,15 +25,18 @@ CLIENT = textwrap.dedent("""
 
     url, package, endpoint, key, secret, bucket = sys.argv[1:7]
     spark = SparkSession.builder.remote(url).getOrCreate()
+    print('STEP="connected"', flush=True)   # the last STEP a timed-out run printed says where it stalled
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
     spark.addArtifacts(package, pyfile=True)   # the server and its executors import the package from here
     register(spark)
+    print('STEP="registered"', flush=True)
     fs = {"fs.endpoint_url": endpoint, "fs.key": key, "fs.secret": secret}
     path = f"s3://{bucket}/wh/db.db/t"
     (spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string").write.format("paimon").mode("append")
         .options(**fs).option("primary-key", "id").option("bucket", "1").save(path))
     (spark.createDataFrame([(2, "B"), (3, "c")], "id long, v string").write.format("paimon").mode("append")
         .options(**fs).save(path))
+    print('STEP="written"', flush=True)
     def rows(df):
         return sorted(list(r) for r in df.collect())
     print("LATEST=" + json.dumps(rows(spark.read.format("paimon").options(**fs).load(path))))
@@ -51,10 +62,15 @@ def test_client_against_a_separately_started_connect_server(
         "spark.sql.shuffle.partitions": "2",
         "spark.pyspark.python": base_env()["PYSPARK_PYTHON"],
     }
-    with connect_server(tmp_path / "server", base_env(include_checkout=False), cluster.master_url, conf) as url:
+    server = tmp_path / "server"
+    with connect_server(server, base_env(include_checkout=False), cluster.master_url, conf) as url:
         opts = s3.storage_options()
         out = run_script(
-            CLIENT, [url, str(package), opts["endpoint_url"], opts["key"], opts["secret"], bucket], base_env(), tmp_path
+            CLIENT,
+            [url, str(package), opts["endpoint_url"], opts["key"], opts["secret"], bucket],
+            base_env(),
+            tmp_path,
+            logs=lambda: [server / "connect.log", *executor_logs(cluster)],
         )
     assert out["LATEST"] == [[1, "a"], [2, "B"], [3, "c"]]
     assert out["FIRST"] == [[1, "a"], [2, "b"]]
