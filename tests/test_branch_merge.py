@@ -4,6 +4,7 @@ branch lineage records (append tables by data file), one commit on the target.""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -228,3 +229,71 @@ def test_merge_of_a_branch_of_a_branch_starts_at_the_true_fork_point(catalog: Ca
     moved = t.branches.merge("b1", into="b2")
     assert result.base != moved.base and (moved.upserted, moved.deleted) == (1, 0)
     assert _rows(b2) == {1: (10, "x"), 2: (20, "x"), 3: (30, "b1"), 4: (40, "b2"), 5: (50, "b1")}
+
+
+def _recipe(page: str, heading: str) -> str:
+    """The first Python block under ``heading`` in docs/``page``: the test runs what the docs print."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    section = text[text.index(heading) :]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start : section.index("```", start)]
+
+
+def test_the_docs_correction_recipe_runs_as_written(catalog: Catalog) -> None:
+    """docs/branches.md's recipe (diff, update on a branch, review, publish) on a table whose feeding job keeps
+    writing to main after the bad batch: the correction lands and the job's newer rows stay."""
+    t = catalog.create_table(
+        "db.payments", "id BIGINT, dt STRING, amount BIGINT", primary_keys=["id"], options={"bucket": "2"}
+    )
+
+    def day(ids: list[int], dt: str, amounts: list[int]) -> None:
+        t.write_arrow(pa.table({"id": ids, "dt": [dt] * len(ids), "amount": amounts}, schema=t.schema.arrow_schema()))
+
+    day([1, 2, 3], "2025-08-10", [10, 20, 30])
+    t.tags.create("2025-08-10")
+    day([3, 4, 5], "2025-08-11", [300_000, 4_000_000, 50])  # 3 and 4 carry amounts 100 times too big
+    t.tags.create("2025-08-11")
+    day([6], "2025-08-12", [60])  # the job keeps writing to main
+    scope: dict[str, object] = {"t": t}
+    exec(compile(_recipe("branches.md", "## A correction recipe"), "docs/branches.md", "exec"), scope)
+    bad = scope["bad"]
+    assert isinstance(bad, pa.Table)
+    assert sorted(zip(bad.column("rowkind").to_pylist(), bad.column("id").to_pylist())) == [
+        ("+I", 4),
+        ("+I", 5),
+        ("+U", 3),
+        ("-U", 3),
+    ]
+    review = t.diff("fix.2025-08-11", "fix")
+    assert sorted(zip(review.column("rowkind").to_pylist(), review.column("id").to_pylist())) == [
+        ("+U", 3),
+        ("+U", 4),
+        ("-U", 3),
+        ("-U", 4),
+    ]
+    main = {r["id"]: r["amount"] for r in t.scan().to_arrow().to_pylist()}
+    assert main == {1: 10, 2: 20, 3: 3_000, 4: 40_000, 5: 50, 6: 60}
+
+
+def test_the_docs_correction_recipe_stops_on_a_key_the_job_changed_since(catalog: Catalog) -> None:
+    """As the docs say: a corrected key the job also updated since the fork stops the publish, nothing changes,
+    and ``on_conflict="source"`` lets the correction win."""
+    t = catalog.create_table(
+        "db.payments2", "id BIGINT, dt STRING, amount BIGINT", primary_keys=["id"], options={"bucket": "2"}
+    )
+
+    def day(ids: list[int], dt: str, amounts: list[int]) -> None:
+        t.write_arrow(pa.table({"id": ids, "dt": [dt] * len(ids), "amount": amounts}, schema=t.schema.arrow_schema()))
+
+    day([1], "2025-08-10", [10])
+    t.tags.create("2025-08-10")
+    day([3], "2025-08-11", [300_000])
+    t.tags.create("2025-08-11")
+    day([3], "2025-08-11", [300_001])  # the job rewrites the bad key after the tag
+    recipe = _recipe("branches.md", "## A correction recipe")
+    head = t.store.snapshots.latest_id()
+    with pytest.raises(BranchMergeConflictError, match="1 key"):
+        exec(compile(recipe, "docs/branches.md", "exec"), {"t": t})
+    assert t.store.snapshots.latest_id() == head
+    t.branches.publish("fix", on_conflict="source")
+    assert {r["id"]: r["amount"] for r in t.scan().to_arrow().to_pylist()} == {1: 10, 3: 3_000}
