@@ -29,8 +29,10 @@ READ_MEANINGS: dict[str, str] = {
     "see [Performance](../performance.md)).",
     "read.batch-size": "Rows per Arrow batch (default 65536).",
     "scan.fallback-branch": "A partition missing from the branch read is read from this branch.",
-    "incremental-between-scan-mode": "`delta` (the changed data files) or `auto` (Paimon's default; refused for "
-    "tables with a changelog producer).",
+    "incremental-between-scan-mode": "`delta` (the changed data files), `diff` (the rows that differ between the "
+    "two versions) or `auto` (Paimon's default: delta, refused for tables with a changelog producer).",
+    "incremental-between-tag-to-snapshot": "Between two tags: `false` (Java's default) diffs the tags, `true` "
+    "reads the snapshots in between (delta).",
     "scan.partitions": "Paimon's partition list `k=v,k2=v2;k=v3` (missing keys = the default partition); "
     "`max_pt()` is refused.",
     "filter": "A SQL condition selecting rows at load time: prunes partitions, buckets, files and row groups, "

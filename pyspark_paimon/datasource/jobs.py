@@ -24,6 +24,7 @@ from pyspark_paimon.datasource.dynamic_bucket import hash_index_update, is_dynam
 from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
 from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
 from pyspark_paimon.datasource.routing import split_key
+from pyspark_paimon.datasource.stream_jobs import read_diff_split
 from pyspark_paimon.datasource.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
@@ -72,7 +73,7 @@ class ReadJob:
 
     def read_batches(self, splits: Iterable[DataSplit] | None = None) -> Iterator[pa.RecordBatch]:
         for split in self.plan.splits if splits is None else splits:
-            yield from read_split(self.context, split, metrics=self.metrics)
+            yield from read_planned_split(self.context, split, metrics=self.metrics)
 
     def to_arrow(self) -> pa.Table:
         """Every split, read on every core at once: Parquet decoding, sorting and merging release the GIL, and
@@ -85,7 +86,7 @@ class ReadJob:
 
             def read_one(split: DataSplit) -> tuple[list[pa.RecordBatch], ReadMetrics]:
                 metrics = ReadMetrics()
-                return list(read_split(self.context, split, metrics=metrics)), metrics
+                return list(read_planned_split(self.context, split, metrics=metrics)), metrics
 
             batches = []
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-read") as pool:
@@ -94,6 +95,17 @@ class ReadJob:
                     self.metrics.add(metrics)
         schema = self.context.output_schema()
         return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+
+
+def read_planned_split(
+    ctx: ReadContext, split: DataSplit, metrics: ReadMetrics | None = None
+) -> Iterator[pa.RecordBatch]:
+    """One split of a planned read, in executors: an incremental diff split compares its two sides
+    (:func:`~pyspark_paimon.datasource.stream_jobs.read_diff_split`), every other split is read
+    (:func:`~pyspark_paimon.datasource.read.read_split`)."""
+    if split.diff_before is not None:
+        return read_diff_split(ctx, split)
+    return read_split(ctx, split, metrics=metrics)
 
 
 def prepare_read(

@@ -161,6 +161,18 @@ def diff_split(ctx: ReadContext, s: StreamSplit, updates: bool = False) -> pa.Ta
     return combined.select([*names, VALUE_KIND])
 
 
+def read_diff_split(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordBatch]:
+    """A batch incremental diff split (``split.diff_before`` set; Java's ``IncrementalDiffSplitRead`` for a
+    batch read, which keeps no deletes): the end side's row of each key that is new or whose merged row differs
+    from the start side's, in ``ctx``'s output schema."""
+    assert split.diff_before is not None
+    changes = diff_split(ctx, StreamSplit(0, 0, "diff", replace(split, diff_before=None), split.diff_before))
+    rows = changes.filter(pc.equal(changes.column(VALUE_KIND), KIND_INSERT)).drop_columns([VALUE_KIND])
+    for batch in rows.combine_chunks().to_batches(max_chunksize=max(1, ctx.batch_size)):
+        if batch.num_rows:
+            yield batch
+
+
 def _emit(sctx: StreamReadContext, table: pa.Table | pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     """Turn rows with a trailing ``_VALUE_KIND`` column into the stream's output (module docstring)."""
     kinds = table.column(VALUE_KIND)

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from pyspark_paimon.errors import OptionError
-from pyspark_paimon.metadata.schema.options import check_read_options, parse_memory_size
+from pyspark_paimon.metadata.schema.options import (
+    INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT,
+    CoreOptions,
+    check_read_options,
+    parse_memory_size,
+)
 
 # Canonical key -> accepted aliases (all lower case).
 TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
@@ -26,6 +31,7 @@ TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
 }
 INCREMENTAL_KEYS = ("incremental-between", "incremental-between-timestamp")
 INCREMENTAL_SCAN_MODE_KEY = "incremental-between-scan-mode"
+INCREMENTAL_TAG_TO_SNAPSHOT_KEY = INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT.key
 # Load-time selection (planner/selection.py): Paimon's partition list and a SQL predicate.
 SCAN_PARTITIONS_KEY = "scan.partitions"
 FILTER_KEY = "filter"
@@ -42,6 +48,7 @@ OTHER_READ_KEYS = (
     "read.batch-size",
     "scan.fallback-branch",
     INCREMENTAL_SCAN_MODE_KEY,
+    INCREMENTAL_TAG_TO_SNAPSHOT_KEY,
     SCAN_PARTITIONS_KEY,
     FILTER_KEY,
     ONLY_SPLITS_KEY,
@@ -124,13 +131,20 @@ def _incremental_scan_mode(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
     mode = value.strip().lower()
-    if mode not in ("auto", "delta"):
+    if mode not in ("auto", "delta", "diff"):
         raise OptionError(
             f"Option '{INCREMENTAL_SCAN_MODE_KEY}' = '{value}' is not supported: incremental reads "
             "return the changed data files ('delta', or 'auto' for tables without a changelog "
-            "producer); 'changelog' and 'diff' are not implemented."
+            "producer) or the rows that differ between the two versions ('diff'); 'changelog' is not implemented."
         )
     return mode
+
+
+def _tag_to_snapshot(value: str | None) -> bool | None:
+    """The read option ``incremental-between-tag-to-snapshot``, parsed as the table option is."""
+    if value is None or not value.strip():
+        return None
+    return CoreOptions({INCREMENTAL_TAG_TO_SNAPSHOT_KEY: value}).get(INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT)
 
 
 def _only_splits(value: str | None) -> frozenset[str] | None:
@@ -159,7 +173,8 @@ class ReadOptions:
     version: str | None = None
     incremental_between: str | None = None
     incremental_between_timestamp: str | None = None
-    incremental_scan_mode: str | None = None  # 'auto' or 'delta'; None: the table's incremental-between-scan-mode
+    incremental_scan_mode: str | None = None  # 'auto', 'delta' or 'diff'; None: the table's option
+    incremental_tag_to_snapshot: bool | None = None  # None: the table's option (Java's default: false)
     split_target_size: int | None = None
     open_file_cost: int | None = None
     batch_size: int = 65536
@@ -232,11 +247,12 @@ class ReadOptions:
             if not raw.lstrip("-").isdigit():
                 raise OptionError(f"Option 'scan.watermark' must be an integer, got '{raw}'.")
             watermark = int(raw)
-        if opts.get(INCREMENTAL_SCAN_MODE_KEY, "").strip() and not incremental:
-            raise OptionError(
-                f"Option '{INCREMENTAL_SCAN_MODE_KEY}' only applies to incremental reads; give "
-                "'incremental-between' or 'incremental-between-timestamp' too, or drop it."
-            )
+        for key in (INCREMENTAL_SCAN_MODE_KEY, INCREMENTAL_TAG_TO_SNAPSHOT_KEY):
+            if opts.get(key, "").strip() and not incremental:
+                raise OptionError(
+                    f"Option '{key}' only applies to incremental reads; give "
+                    "'incremental-between' or 'incremental-between-timestamp' too, or drop it."
+                )
         batch = opts.get("read.batch-size", "65536")
         if not batch.isdigit() or int(batch) <= 0:
             raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
@@ -250,6 +266,7 @@ class ReadOptions:
             incremental_between=opts.get("incremental-between"),
             incremental_between_timestamp=opts.get("incremental-between-timestamp"),
             incremental_scan_mode=_incremental_scan_mode(opts.get(INCREMENTAL_SCAN_MODE_KEY)),
+            incremental_tag_to_snapshot=_tag_to_snapshot(opts.get(INCREMENTAL_TAG_TO_SNAPSHOT_KEY)),
             split_target_size=parse_memory_size(opts["source.split.target-size"], "source.split.target-size")
             if "source.split.target-size" in opts
             else None,

@@ -528,7 +528,7 @@ class ScanPlanner:
             skipped=skipped,
             selector=selector,
         )
-        dvs = self._deletion_files(snapshot)
+        dvs = self.deletion_files_of(snapshot)
         plan.splits = [
             replace(
                 s,
@@ -546,7 +546,7 @@ class ScanPlanner:
     def _deletion_vectors(self) -> bool:
         return CoreOptions({**self.schema.options, **self.options}).deletion_vectors_enabled
 
-    def _deletion_files(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+    def deletion_files_of(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
         """The deletion file of every data file of ``snapshot`` that has one (none without an index manifest)."""
         if not snapshot.index_manifest:
             return {}

@@ -39,6 +39,11 @@ class DataSplit:
     # Deletion-vector tables: data file name -> where its deleted row positions are (files without one are
     # absent). Every read of such a file drops those positions first, raw or merged (Java does the same).
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
+    # Incremental diff reads (Java's ``IncrementalSplit``): ``files`` are the bucket's files only the end version
+    # holds, ``diff_before`` the files only the start version holds. The read returns the end version's row of
+    # each key whose merged row differs between the two sides (:func:`pyspark_paimon.datasource.stream_jobs.
+    # read_diff_split`). None: an ordinary split.
+    diff_before: "DataSplit | None" = field(default=None, compare=False)
 
     @property
     def row_count(self) -> int:

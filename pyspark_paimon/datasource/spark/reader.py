@@ -37,8 +37,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
-from pyspark_paimon.datasource.read import ReadContext, coalesce_batches, read_split
+from pyspark_paimon.datasource.jobs import ReadJob, prepare_read, read_planned_split
+from pyspark_paimon.datasource.read import ReadContext, coalesce_batches
 from pyspark_paimon.datasource.spark.types import to_spark_schema
 from pyspark_paimon.datasource.stream_jobs import stream_store
 from pyspark_paimon.datasource.system_tables import check_system_table, read_system_table, system_table_fields
@@ -229,7 +229,7 @@ class PaimonReader(DataSourceReader):
             assert isinstance(partition, PaimonPartition) and partition.context is not None
             ctx = partition.context
             batches = coalesce_batches(
-                (batch for split in partition.splits for batch in read_split(ctx, split) if batch.num_rows),
+                (batch for split in partition.splits for batch in read_planned_split(ctx, split) if batch.num_rows),
                 ctx.batch_size,
             )
         for batch in batches:

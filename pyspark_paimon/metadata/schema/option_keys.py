@@ -319,11 +319,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "a stored incremental range makes every batch read incremental",
         fix="remove it (Table.remove_options) and read with the read option incremental-between naming the two tags",
     ),
-    "incremental-between-tag-to-snapshot": _refused(
-        "an incremental read between two tags here reads the snapshots between them (Java's 'true'); Java's "
-        "'false' compares the tags' files instead",
-        "true",
-    ),
     "batch-scan-mode": _refused("forces Java's internal compaction scan on batch reads", "none"),
     "stream-scan-mode": _inert(_STREAMING),
     "scan.bounded.watermark": _inert(_STREAMING),

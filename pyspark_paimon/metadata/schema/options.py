@@ -348,6 +348,12 @@ INCREMENTAL_BETWEEN_SCAN_MODE = _option(
     "What an incremental read returns: auto (changelog files when the table "
     "produces them, else delta), delta, changelog or diff.",
 )
+INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT = _option(
+    "incremental-between-tag-to-snapshot",
+    BOOLEAN,
+    "false",
+    "Between two tags, read the snapshots in between (true) instead of diffing the two tags (false).",
+)
 
 # Streaming reads (read options of a stream; as table options, the defaults of every stream of the table)
 STREAMING_READ_OVERWRITE = _option(
@@ -719,8 +725,9 @@ _CONSTANT_RULES: dict[str, KeyRule] = {
     ),
     INCREMENTAL_BETWEEN_SCAN_MODE.key: KeyRule(
         "honoured",
-        "incremental reads here return the changed data files (delta); 'changelog' and 'diff' are not implemented",
-        read_ok=("auto", "delta"),
+        "incremental reads here return the changed data files (delta) or the rows that differ (diff); "
+        "'changelog' is not implemented",
+        read_ok=("auto", "delta", "diff"),
     ),
 }
 _FIELD_CONSTANT_RULES: dict[str, KeyRule] = {
