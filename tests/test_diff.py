@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource import stream_jobs
+from pyspark_paimon.datasource.diff import DiffMetrics, diff_snapshots, resolve_ref
 from pyspark_paimon.errors import SnapshotNotFoundError, TagNotFoundError
 
 PK = ["id", "dt"]
@@ -99,7 +99,13 @@ def test_unknown_refs_raise_not_found_errors_naming_them(catalog: Catalog) -> No
         t.diff("nope", 1)
 
 
-def test_diff_reads_only_the_changed_buckets(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+def _counted_diff(t: Table, from_ref: Any, to_ref: Any) -> tuple[list[tuple], DiffMetrics]:
+    metrics = DiffMetrics()
+    (from_store, before), (to_store, after) = resolve_ref(t.store, from_ref), resolve_ref(t.store, to_ref)
+    return _rows(diff_snapshots(from_store, before, to_store, after, metrics=metrics)), metrics
+
+
+def test_diff_reads_only_the_changed_buckets_and_compares_only_changed_keys(catalog: Catalog) -> None:
     t = _pk(catalog, bucket=4)
     ids = list(range(200))
     t.write_arrow(pa.table({"id": ids, "dt": ["a"] * 200, "v": ids, "s": ["x"] * 200}))
@@ -107,17 +113,21 @@ def test_diff_reads_only_the_changed_buckets(catalog: Catalog, monkeypatch: pyte
     t.tags.create("before")
     t.write_arrow(pa.table({"id": [7], "dt": ["b"], "v": [700], "s": ["y"]}))
     t.tags.create("after")
-    read: list[tuple[Any, int]] = []
-    real = stream_jobs.read_split
-
-    def counting(ctx: Any, split: Any, *args: Any, **kwargs: Any) -> Any:
-        read.append((split.partition, split.bucket))
-        return real(ctx, split, *args, **kwargs)
-
-    monkeypatch.setattr(stream_jobs, "read_split", counting)
-    assert _rows(t.diff("before", "after")) == [("-U", 7, "b", 7, "x"), ("+U", 7, "b", 700, "y")]
-    # one bucket of one partition, read at both versions; the other 7 buckets are never opened
-    assert len(read) == 2 and len(set(read)) == 1
+    rows, metrics = _counted_diff(t, "before", "after")
+    assert rows == [("-U", 7, "b", 7, "x"), ("+U", 7, "b", 700, "y")]
+    # one bucket of one partition; the other 7 buckets are never opened. Its shared base file (about 50 rows) is
+    # read once, not once per side, and only key 7's merged row of each side is compared, not the whole bucket.
+    shared = [e.file for e in t.store.live_entries(t.store.snapshots.snapshot(1)) if e.file.row_count > 1]
+    bucket_rows = {f.row_count for f in shared}
+    assert metrics.buckets_by_key == 1 and metrics.buckets_whole == 0
+    assert metrics.files_read == 2  # the shared file once, the new file once
+    assert metrics.rows_read - 1 in bucket_rows and metrics.rows_read < 100
+    assert metrics.rows_compared == 2
+    # the other direction and a key that only one side holds
+    t.write_arrow(pa.table({"id": [500], "dt": ["b"], "v": [5], "s": ["z"]}))
+    rows, metrics = _counted_diff(t, "after", t.latest_snapshot().id)  # type: ignore[union-attr]
+    assert rows == [("+I", 500, "b", 5, "z")]
+    assert metrics.buckets_by_key == 1 and metrics.rows_compared == 1
 
 
 def test_append_table_diff_by_file_lineage(catalog: Catalog) -> None:
