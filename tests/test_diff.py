@@ -3,14 +3,20 @@ tables and by file lineage for append tables, reading only the buckets / files t
 
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 from collections import Counter
 from typing import Any
+from unittest.mock import patch
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource import stream_jobs
 from pyspark_paimon.datasource.diff import DiffMetrics, diff_snapshots, resolve_ref
 from pyspark_paimon.errors import SnapshotNotFoundError, TagNotFoundError
 
@@ -130,6 +136,33 @@ def test_diff_reads_only_the_changed_buckets_and_compares_only_changed_keys(cata
     assert metrics.buckets_by_key == 1 and metrics.rows_compared == 1
 
 
+def test_lookup_table_diff_by_key_merges_as_a_read_does(catalog: Catalog) -> None:
+    # A lookup table's compaction writes a key's merged state to level 4 and leaves the older state at level 5:
+    # only the newest record above level 0 may take part in the merge, or the sum counts the old state twice.
+    t = catalog.create_table(
+        "db.lookup",
+        "id BIGINT, v BIGINT",
+        primary_keys=["id"],
+        options={
+            "bucket": "1",
+            "merge-engine": "aggregation",
+            "fields.v.aggregate-function": "sum",
+            "changelog-producer": "lookup",
+        },
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": [10, 20, 30]}))
+    t.maintenance.compact(full=True)
+    for i in (4, 5):
+        t.write_arrow(pa.table({"id": [1, i], "v": [1, 1]}))  # each compacted into the level-5 file
+    t.tags.create("v1")
+    t.write_arrow(pa.table({"id": [1, 6], "v": [1, 1]}))  # compacted to level 4 (id 1 merged with level 5)
+    levels = sorted(e.file.level for e in t.store.live_entries(t.latest_snapshot()))  # type: ignore[arg-type]
+    assert levels == [4, 5]
+    rows, metrics = _counted_diff(t, "v1", t.latest_snapshot().id)  # type: ignore[union-attr]
+    assert rows == [("-U", 1, 12), ("+U", 1, 13), ("+I", 6, 1)]
+    assert metrics.buckets_by_key == 1 and metrics.rows_compared == 3
+
+
 def test_append_table_diff_by_file_lineage(catalog: Catalog) -> None:
     t = catalog.create_table("db.app", "id BIGINT, dt STRING, v BIGINT", partition_keys=["dt"])
     t.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [10, 20, 30]}))
@@ -219,3 +252,100 @@ def test_append_diff_matches_a_multiset_model(catalog: Catalog, seed: int) -> No
         want = Counter({("+I", *r): c for r, c in (after - before).items()})
         want.update({("-D", *r): c for r, c in (before - after).items()})
         assert Counter(_rows(t.diff(x, y))) == want, (x, y)
+
+
+# ------------------------------------------------------------------------------------------------------
+# The diff by key equals the whole-bucket comparison (the path it replaced, kept as the oracle)
+# ------------------------------------------------------------------------------------------------------
+EXAMPLES = int(os.environ.get("PAIMON_HYPOTHESIS_EXAMPLES", "12"))
+ENGINES: dict[str, dict[str, str]] = {
+    "deduplicate": {},
+    "partial-update": {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+    "aggregation": {
+        "merge-engine": "aggregation",
+        "fields.v.aggregate-function": "sum",
+        "aggregation.remove-record-on-delete": "true",
+    },
+    "first-row": {"merge-engine": "first-row"},
+    # only the newest record above level 0 of a key takes part in a lookup table's merge
+    "aggregation, lookup changelog": {
+        "merge-engine": "aggregation",
+        "fields.v.aggregate-function": "sum",
+        "aggregation.remove-record-on-delete": "true",
+        "changelog-producer": "lookup",
+    },
+    "deduplicate, sequence.field": {"sequence.field": "v"},
+}
+_ROW = st.tuples(
+    st.integers(0, 7), st.sampled_from("xy"), st.one_of(st.none(), st.integers(0, 3)), st.sampled_from("pq")
+)
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert"), st.lists(_ROW, min_size=1, max_size=4)),
+        st.tuples(st.just("delete"), st.integers(0, 7)),
+        st.tuples(st.just("compact"), st.booleans()),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+def _whole_bucket_diff(t: Table, x: int, y: int) -> list[tuple]:
+    with patch.object(stream_jobs, "_sides_by_key", return_value=None):
+        return _rows(t.diff(x, y))
+
+
+def test_diff_by_key_equals_the_whole_bucket_comparison() -> None:
+    used = DiffMetrics()
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
+    @given(
+        engine=st.sampled_from(sorted(ENGINES)),
+        dv=st.booleans(),
+        composite=st.booleans(),
+        first=st.lists(_ROW, min_size=1, max_size=4),
+        ops=_OPS,
+    )
+    def check(engine: str, dv: bool, composite: bool, first: list[tuple], ops: list[tuple[str, Any]]) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            options = {"bucket": "2", **ENGINES[engine]}
+            if dv:
+                options["deletion-vectors.enabled"] = "true"
+            # composite: the bucket key (the primary key without the partition) is (id, g); else just id
+            t = Catalog(root).create_table(
+                "db.t",
+                "id BIGINT NOT NULL, g STRING NOT NULL, dt STRING NOT NULL, v BIGINT, s STRING",
+                partition_keys=["dt"] if composite else [],
+                primary_keys=["id", "g", "dt"] if composite else ["id"],
+                options=options,
+            )
+            versions: list[int] = []
+            for op, arg in [("upsert", first), *ops]:
+                if op == "upsert":
+                    rows = {(r[0], r[1] if composite else "x"): r for r in arg}
+                    t.write_arrow(
+                        pa.table(
+                            {
+                                "id": [k[0] for k in rows],
+                                "g": [k[1] for k in rows],
+                                "dt": ["a" if k[0] % 3 else "b" for k in rows],
+                                "v": [r[2] for r in rows.values()],
+                                "s": [r[3] for r in rows.values()],
+                            }
+                        )
+                    )
+                elif op == "delete" and not engine.startswith("first-row"):
+                    t.delete(f"id <= {arg}")
+                elif op == "compact":
+                    t.maintenance.compact(full=arg)
+                snap = t.latest_snapshot()
+                assert snap is not None
+                versions.append(snap.id)
+            versions = sorted(set(versions))
+            for x, y in {(versions[0], versions[-1]), (versions[-1], versions[0]), *zip(versions, versions[1:])}:
+                got, metrics = _counted_diff(t, x, y)
+                assert got == _whole_bucket_diff(t, x, y), (engine, dv, composite, x, y)
+                used.add(metrics)
+
+    check()
+    assert used.buckets_by_key > 0  # the examples took the new path, not only the fallback
