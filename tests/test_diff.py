@@ -39,8 +39,12 @@ def _rows(t: pa.Table) -> list[tuple]:
 
 def _model_diff(before: pa.Table, after: pa.Table) -> list[tuple]:
     """The expected diff by key, computed row by row in Python from two full reads."""
-    b = {(r["id"], r["dt"]): r for r in before.to_pylist()}
-    a = {(r["id"], r["dt"]): r for r in after.to_pylist()}
+    return _model_diff_by(before, after, PK)
+
+
+def _model_diff_by(before: pa.Table, after: pa.Table, key: list[str]) -> list[tuple]:
+    b = {tuple(r[k] for k in key): r for r in before.to_pylist()}
+    a = {tuple(r[k] for k in key): r for r in after.to_pylist()}
     out: list[tuple] = []
     for key in sorted(set(a) | set(b)):
         old, new = b.get(key), a.get(key)
@@ -161,6 +165,63 @@ def test_lookup_table_diff_by_key_merges_as_a_read_does(catalog: Catalog) -> Non
     rows, metrics = _counted_diff(t, "v1", t.latest_snapshot().id)  # type: ignore[union-attr]
     assert rows == [("-U", 1, 12), ("+U", 1, 13), ("+I", 6, 1)]
     assert metrics.buckets_by_key == 1 and metrics.rows_compared == 3
+
+
+def test_deletion_vector_aggregation_diff_applies_the_vectors(catalog: Catalog) -> None:
+    # A deletion-vector compaction to level 4 merges key 1's level-5 record into its output and deletes that
+    # record by vector; a diff that ignored the vectors summed both (25 instead of 13).
+    t = catalog.create_table(
+        "db.dvagg",
+        "id BIGINT, v BIGINT",
+        primary_keys=["id"],
+        options={
+            "bucket": "1",
+            "deletion-vectors.enabled": "true",
+            "merge-engine": "aggregation",
+            "fields.v.aggregate-function": "sum",
+        },
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": [10, 20, 30]}))
+    t.maintenance.compact(full=True)
+    t.tags.create("v1")
+    for i in (4, 5):
+        t.write_arrow(pa.table({"id": [1, i], "v": [1, 1]}))
+        t.maintenance.compact()
+    t.write_arrow(pa.table({"id": [1, 6], "v": [1, 1]}))
+    t.maintenance.compact()
+    levels = sorted(e.file.level for e in t.store.live_entries(t.latest_snapshot()))  # type: ignore[arg-type]
+    assert levels == [4, 5]
+    want = _model_diff_by(t.scan(tag="v1").to_arrow(), t.scan().to_arrow(), ["id"])
+    assert want == [("-U", 1, 10), ("+U", 1, 13), ("+I", 4, 1), ("+I", 5, 1), ("+I", 6, 1)]
+    rows, metrics = _counted_diff(t, "v1", t.latest_snapshot().id)  # type: ignore[union-attr]
+    assert rows == want
+    assert rows == _whole_bucket_diff(t, "v1", t.latest_snapshot().id)  # type: ignore[union-attr]
+
+
+def test_a_shared_file_whose_deletion_vector_changed_is_read_per_side(catalog: Catalog) -> None:
+    # The level-5 file is in both versions, but the later one deletes key 1's row in it by vector (its new row
+    # went to level 4): the file counts as each side's own, so key 1's old row is still seen on the old side.
+    t = catalog.create_table(
+        "db.dvdedup",
+        "id BIGINT, v BIGINT",
+        primary_keys=["id"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true"},
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": [10, 20, 30]}))
+    t.maintenance.compact(full=True)
+    for i in (4, 5):
+        t.write_arrow(pa.table({"id": [1, i], "v": [7 + i, 10 * i]}))
+        t.maintenance.compact()
+    t.tags.create("v1")
+    t.write_arrow(pa.table({"id": [1, 6], "v": [13, 60]}))
+    t.maintenance.compact()
+    old = {e.file.file_name for e in t.store.live_entries(t.tags.get("v1").snapshot)}
+    new = {(e.file.file_name, e.file.level) for e in t.store.live_entries(t.latest_snapshot())}  # type: ignore[arg-type]
+    assert any(name in old and level == 5 for name, level in new) and len(new) == 2
+    rows, metrics = _counted_diff(t, "v1", t.latest_snapshot().id)  # type: ignore[union-attr]
+    assert rows == [("-U", 1, 12), ("+U", 1, 13), ("+I", 6, 60)]
+    assert rows == _model_diff_by(t.scan(tag="v1").to_arrow(), t.scan().to_arrow(), ["id"])
+    assert metrics.buckets_whole == 1  # no file left in common: the whole bucket, the level-5 file once per side
 
 
 def test_append_table_diff_by_file_lineage(catalog: Catalog) -> None:
@@ -290,7 +351,7 @@ _OPS = st.lists(
 )
 
 
-def _whole_bucket_diff(t: Table, x: int, y: int) -> list[tuple]:
+def _whole_bucket_diff(t: Table, x: Any, y: Any) -> list[tuple]:
     with patch.object(stream_jobs, "_sides_by_key", return_value=None):
         return _rows(t.diff(x, y))
 

@@ -246,7 +246,10 @@ def diff_snapshots(
     empty = ctx.output_schema().empty_table()
     empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
     vector_parts: list[pa.Table] = []
-    if not schema.primary_keys and (before.index_manifest or after.index_manifest):
+    if before.index_manifest or after.index_manifest:
+        # Each side is read without the rows its vectors delete. A primary-key table needs them too: a
+        # deletion-vector compaction merges a key's older record into its output and deletes the older one by
+        # vector (an aggregation would count it twice without), while the older file stays.
         dv_before, dv_after = _vectors_of(from_store, before), _vectors_of(to_store, after)
         splits = [
             replace(
@@ -256,7 +259,7 @@ def diff_snapshots(
             )
             for s in splits
         ]
-        if not (from_store.branch == to_store.branch and before.id == after.id):
+        if not schema.primary_keys and not (from_store.branch == to_store.branch and before.id == after.id):
             vector_parts = _vector_changes(
                 ctx,
                 to_store,
