@@ -4,16 +4,21 @@ The plan is the streaming planner's "diff" phase (:meth:`~pyspark_paimon.planner
 diff_splits`), which already compares two states of a table: the live files of both versions are listed from
 the manifests, and only the buckets (primary-key tables) or files (append tables) that are not identical on both
 sides are read, so the cost follows the change, not the table. Each pair is compared by
-:func:`pyspark_paimon.datasource.stream_jobs.diff_split` (merged reads, vectorised by key).
+:func:`pyspark_paimon.datasource.stream_jobs.diff_split`, buckets on threads. Within a primary-key bucket only
+the keys of the files one side holds can differ: every file is read once (a file both sides share is the same
+bytes), a shared file reduced to those keys' records before the merge (exact: a key keeps all its records or
+none), each side's candidates merged with the merge engine and compared; the rest of the bucket is decoded but
+never merged, sorted or compared. ``metrics`` (:class:`~pyspark_paimon.datasource.stream_jobs.DiffMetrics`)
+counts what was read and compared.
 
 Primary-key tables: ``+I`` a key only in ``to``, ``-D`` a key only in ``from`` (its old row), ``-U``/``+U`` the
 old and new row of a key whose row differs. Append tables have no key, so they are compared by file lineage: the
 rows of files only in ``from`` are ``-D``, those of files only in ``to`` are ``+I``; a row that is removed and
 added again in the same partition (a copy-on-write rewrite keeps most rows of the file it replaces) cancels out,
 when every column can be grouped on (no nested types), so a rewrite shows just the rows it changed. With
-deletion vectors, each side's files are read without the rows its vectors delete, and a file both sides hold
-whose vector differs contributes the rows at the positions only one side deletes (a deletion-vector DML
-changes no file, only vectors).
+deletion vectors, each side's files are read without the rows its vectors delete (primary-key tables too); in an
+append table a file both sides hold whose vector differs contributes the rows at the positions only one side
+deletes (a deletion-vector DML changes no file, only vectors).
 """
 
 from __future__ import annotations
