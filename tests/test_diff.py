@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource import stream_jobs
+from pyspark_paimon.datasource import stream_jobs, write
 from pyspark_paimon.datasource.diff import DiffMetrics, diff_snapshots, resolve_ref
 from pyspark_paimon.errors import SnapshotNotFoundError, TagNotFoundError
 
@@ -138,6 +138,25 @@ def test_diff_reads_only_the_changed_buckets_and_compares_only_changed_keys(cata
     rows, metrics = _counted_diff(t, "after", t.latest_snapshot().id)  # type: ignore[union-attr]
     assert rows == [("+I", 500, "b", 5, "z")]
     assert metrics.buckets_by_key == 1 and metrics.rows_compared == 1
+
+
+def test_a_change_clustered_in_key_order_reads_only_its_row_groups(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(write, "ROW_GROUP_ROWS", 10)
+    t = _pk(catalog, "clustered", bucket=1)
+    ids = list(range(100))
+    t.write_arrow(pa.table({"id": ids, "dt": ["a"] * 100, "v": ids, "s": ["x"] * 100}))  # 10 row groups
+    t.tags.create("before")
+    t.write_arrow(pa.table({"id": [13, 17], "dt": ["a", "a"], "v": [0, 0], "s": ["y", "y"]}))
+    rows, metrics = _counted_diff(t, "before", t.latest_snapshot().id)  # type: ignore[union-attr]
+    assert rows == [
+        ("-U", 13, "a", 13, "x"),
+        ("+U", 13, "a", 0, "y"),
+        ("-U", 17, "a", 17, "x"),
+        ("+U", 17, "a", 0, "y"),
+    ]
+    assert metrics.rows_read == 10 + 2  # keys 10-19 of the base file, and the new file
 
 
 def test_lookup_table_diff_by_key_merges_as_a_read_does(catalog: Catalog) -> None:
@@ -391,7 +410,8 @@ def test_diff_by_key_equals_the_whole_bucket_comparison() -> None:
         ops=_OPS,
     )
     def check(engine: str, dv: bool, composite: bool, first: list[tuple], ops: list[tuple[str, Any]]) -> None:
-        with tempfile.TemporaryDirectory() as root:
+        # row groups of 3 rows, so that shared files' row groups outside the changed keys' range are skipped
+        with tempfile.TemporaryDirectory() as root, patch.object(write, "ROW_GROUP_ROWS", 3):
             options = {"bucket": "2", **ENGINES[engine]}
             if dv:
                 options["deletion-vectors.enabled"] = "true"

@@ -823,12 +823,15 @@ def read_records_of_keys(
     many records were read. The file is streamed batch by batch, each batch filtered before the next is read, so
     a big file costs memory only for the rows kept. Every record of a kept key is kept, so merging what this
     returns gives those keys exactly the rows a merge of the whole files gives them (a key's merge sees only its
-    own records, under every merge engine): filtering by key before a merge is exact, filtering by value is not."""
+    own records, under every merge engine): filtering by key before a merge is exact, filtering by value is not.
+    For the same reason row groups whose key statistics lie outside the keys' range are skipped unread (a change
+    clustered in key order reads only its row groups)."""
     plan = _make_plan(ctx, None)
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     kept: list[pa.Table] = []
     read = 0
-    for data in _stream_data_file(ctx, split, f, plan.read_fields, system):
+    ranged = replace(ctx, pushed=_key_range(keys, key_names))
+    for data in _stream_data_file(ranged, split, f, plan.read_fields, system, skip_row_groups=ReadMetrics()):
         read += data.num_rows
         data = data.filter(key_mask(data, keys, key_names))
         if data.num_rows:
@@ -837,6 +840,17 @@ def read_records_of_keys(
 
 
 _KEY_ROW = "__paimon_key_row__"
+
+
+def _key_range(keys: pa.Table, key_names: Sequence[str]) -> tuple[Leaf, ...]:
+    """Leaves every row of ``keys`` satisfies: each key column between its smallest and largest value."""
+    leaves: list[Leaf] = []
+    for k in key_names:
+        bounds = pc.min_max(keys.column(k))
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is not None and hi is not None:
+            leaves += [Leaf(k, ">=", lo), Leaf(k, "<=", hi)]
+    return tuple(leaves)
 
 
 def key_mask(table: pa.Table, keys: pa.Table, key_names: Sequence[str]) -> pa.Array:
