@@ -7,7 +7,8 @@
 * **12c merge a 1% source**: ``t.merge(src, on="id")`` with update-all / insert-all, where the source holds 1% of
   the keys (half existing, half new), on the primary-key table, vs delta-rs's ``merge``.
 * **12d diff of two tags 1% apart**: ``t.diff("v1", "v2")`` on a primary-key table whose ``v2`` upserts 1% of the
-  keys, vs reading both versions in full (what a diff costs without one).
+  keys, vs reading both versions in full (what a diff costs without one); and the same diff where the updated keys
+  are the lowest 1% (clustered in key order, so the base files' other row groups are skipped).
 
 Each timed round works on a fresh copy of a filled template (copied untimed). Rows: ``PAIMON_BENCH_DML_ROWS``
 (default 2,000,000). delta-rs rows are skipped when ``deltalake`` is not installed (the ``bench`` extra).
@@ -85,6 +86,18 @@ def dml_data() -> Iterator[DmlData]:
         diff.write_arrow(make_rows(existing, "upd_", 2.0))
         diff.tags.create("v2")
         templates["diff"] = diff.store.table_path
+        # the same number of updated keys, clustered in key order (the lowest ids): a diff skips row groups
+        clustered = catalog.create_table(
+            "bench.diff_clustered",
+            "id bigint not null, s string, d double",
+            primary_keys=["id"],
+            options={"bucket": "4"},
+        )
+        clustered.write_arrow(base)
+        clustered.tags.create("v1")
+        clustered.write_arrow(make_rows(np.arange(len(existing), dtype=np.int64), "upd_", 2.0))
+        clustered.tags.create("v2")
+        templates["diff_clustered"] = clustered.store.table_path
         deltalake = _deltalake()
         if deltalake is not None:
             delta_path = str(root / "templates" / "delta")
@@ -202,11 +215,11 @@ def test_merge_one_percent_source(benchmark: Any, dml_data: DmlData, label: str,
 
 
 # ------------------------------------------------------------------------------------------------ diff
-@pytest.mark.parametrize("how", ["diff", "read both"])
+@pytest.mark.parametrize("how", ["diff", "read both", "diff, keys clustered"])
 def test_diff_of_two_tags(benchmark: Any, dml_data: DmlData, how: str) -> None:
     data = dml_data
     benchmark.group = "12d diff of two tags 1% apart (primary-key table)"
-    t = Table.open(data.templates["diff"])
+    t = Table.open(data.templates["diff_clustered" if how == "diff, keys clustered" else "diff"])
 
     def diff() -> int:
         return t.diff("v1", "v2").num_rows
@@ -214,12 +227,11 @@ def test_diff_of_two_tags(benchmark: Any, dml_data: DmlData, how: str) -> None:
     def read_both() -> int:
         return t.scan(tag="v1").to_arrow().num_rows + t.scan(tag="v2").to_arrow().num_rows
 
-    fn = diff if how == "diff" else read_both
+    fn = read_both if how == "read both" else diff
     load_before = loadavg()
     got = benchmark.pedantic(fn, rounds=ROUNDS, warmup_rounds=1, iterations=1)
     changed = data.source.num_rows // 2
-    assert got == (2 * changed if how == "diff" else 2 * data.rows), got  # -U/+U per updated key
-    benchmark.extra_info.update(
-        label="Table.diff" if how == "diff" else "scan v1 + scan v2", rows=data.rows, baseline=how == "read both"
-    )
+    assert got == (2 * data.rows if how == "read both" else 2 * changed), got  # -U/+U per updated key
+    labels = {"diff": "Table.diff", "read both": "scan v1 + scan v2", "diff, keys clustered": "Table.diff, clustered"}
+    benchmark.extra_info.update(label=labels[how], rows=data.rows, baseline=how == "read both")
     benchmark.extra_info.update(loadavg=[load_before, loadavg()])

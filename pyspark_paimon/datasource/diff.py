@@ -4,20 +4,27 @@ The plan is the streaming planner's "diff" phase (:meth:`~pyspark_paimon.planner
 diff_splits`), which already compares two states of a table: the live files of both versions are listed from
 the manifests, and only the buckets (primary-key tables) or files (append tables) that are not identical on both
 sides are read, so the cost follows the change, not the table. Each pair is compared by
-:func:`pyspark_paimon.datasource.stream_jobs.diff_split` (merged reads, vectorised by key).
+:func:`pyspark_paimon.datasource.stream_jobs.diff_split`, buckets on threads. Within a primary-key bucket only
+the keys of the files one side holds can differ: every file is read once (a file both sides share is the same
+bytes), a shared file reduced to those keys' records before the merge (exact: a key keeps all its records or
+none), each side's candidates merged with the merge engine and compared; the rest of the bucket is decoded but
+never merged, sorted or compared. ``metrics`` (:class:`~pyspark_paimon.datasource.stream_jobs.DiffMetrics`)
+counts what was read and compared.
 
 Primary-key tables: ``+I`` a key only in ``to``, ``-D`` a key only in ``from`` (its old row), ``-U``/``+U`` the
 old and new row of a key whose row differs. Append tables have no key, so they are compared by file lineage: the
 rows of files only in ``from`` are ``-D``, those of files only in ``to`` are ``+I``; a row that is removed and
 added again in the same partition (a copy-on-write rewrite keeps most rows of the file it replaces) cancels out,
 when every column can be grouped on (no nested types), so a rewrite shows just the rows it changed. With
-deletion vectors, each side's files are read without the rows its vectors delete, and a file both sides hold
-whose vector differs contributes the rows at the positions only one side deletes (a deletion-vector DML
-changes no file, only vectors).
+deletion vectors, each side's files are read without the rows its vectors delete (primary-key tables too); in an
+append table a file both sides hold whose vector differs contributes the rows at the positions only one side
+deletes (a deletion-vector DML changes no file, only vectors).
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Iterable
 
@@ -27,7 +34,7 @@ import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
 from pyspark_paimon.datasource.read import ReadContext, read_split
-from pyspark_paimon.datasource.stream_jobs import diff_split, kind_names
+from pyspark_paimon.datasource.stream_jobs import DiffMetrics, diff_split, kind_names
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile, deletion_files, read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
@@ -43,7 +50,10 @@ from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
 from pyspark_paimon.planner.time_travel import resolve_version, version_branch
 
-__all__ = ["Ref", "diff_snapshots", "diff_versions", "resolve_ref"]
+__all__ = ["DiffMetrics", "Ref", "diff_snapshots", "diff_versions", "resolve_ref"]
+
+#: Splits compared at once: Parquet decoding, sorting and merging release the GIL (as ``ReadJob.to_arrow``).
+_DIFF_THREADS = max(1, os.cpu_count() or 1)
 
 #: A version of a table: a snapshot id, a tag, a branch (its latest snapshot) or ``<branch>.<tag or id>``.
 Ref = int | str
@@ -174,6 +184,24 @@ def _sort_keys(table: pa.Table, keys: Iterable[str]) -> list[tuple[str, str]]:
     return [(k, "ascending") for k in (keys or sortable)] + [(VALUE_KIND, "ascending")]
 
 
+def _compare_splits(ctx: ReadContext, splits: list[StreamSplit], metrics: DiffMetrics) -> list[pa.Table]:
+    """Each split's change, several buckets at once on threads (one per core), in the splits' order."""
+
+    def one(s: StreamSplit) -> tuple[pa.Table, DiffMetrics]:
+        counted = DiffMetrics()
+        return diff_split(ctx, s, updates=True, metrics=counted), counted
+
+    threads = min(len(splits), _DIFF_THREADS)
+    if threads <= 1:
+        done = [one(s) for s in splits]
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-diff") as pool:
+            done = list(pool.map(one, splits))
+    for _, counted in done:
+        metrics.add(counted)
+    return [part for part, _ in done]
+
+
 def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
     """The rows that differ from version ``from_ref`` to ``to_ref`` of ``store``'s table (module docstring): the
     table's columns (its latest schema on ``to_ref``'s branch) after a leading ``rowkind`` column, sorted by key."""
@@ -187,9 +215,17 @@ def diff_versions(store: FileStore, from_ref: Ref, to_ref: Ref) -> pa.Table:
     return diff_snapshots(from_store, before, to_store, after)
 
 
-def diff_snapshots(from_store: FileStore, before: Snapshot, to_store: FileStore, after: Snapshot) -> pa.Table:
+def diff_snapshots(
+    from_store: FileStore,
+    before: Snapshot,
+    to_store: FileStore,
+    after: Snapshot,
+    metrics: DiffMetrics | None = None,
+) -> pa.Table:
     """:func:`diff_versions` between two resolved snapshots (``before`` of ``from_store``'s branch, ``after`` of
-    ``to_store``'s); the branch merge (:mod:`~pyspark_paimon.datasource.branch_merge`) pins its snapshots so."""
+    ``to_store``'s); the branch merge (:mod:`~pyspark_paimon.datasource.branch_merge`) pins its snapshots so.
+    ``metrics`` counts what the comparison read (buckets by key or whole, files, rows)."""
+    metrics = DiffMetrics() if metrics is None else metrics
     schema = to_store.schema()
     splits: list[StreamSplit] = []
     if not (from_store.branch == to_store.branch and before.id == after.id):
@@ -215,7 +251,10 @@ def diff_snapshots(from_store: FileStore, before: Snapshot, to_store: FileStore,
     empty = ctx.output_schema().empty_table()
     empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
     vector_parts: list[pa.Table] = []
-    if not schema.primary_keys and (before.index_manifest or after.index_manifest):
+    if before.index_manifest or after.index_manifest:
+        # Each side is read without the rows its vectors delete. A primary-key table needs them too: a
+        # deletion-vector compaction merges a key's older record into its output and deletes the older one by
+        # vector (an aggregation would count it twice without), while the older file stays.
         dv_before, dv_after = _vectors_of(from_store, before), _vectors_of(to_store, after)
         splits = [
             replace(
@@ -225,7 +264,7 @@ def diff_snapshots(from_store: FileStore, before: Snapshot, to_store: FileStore,
             )
             for s in splits
         ]
-        if not (from_store.branch == to_store.branch and before.id == after.id):
+        if not schema.primary_keys and not (from_store.branch == to_store.branch and before.id == after.id):
             vector_parts = _vector_changes(
                 ctx,
                 to_store,
@@ -236,7 +275,7 @@ def diff_snapshots(from_store: FileStore, before: Snapshot, to_store: FileStore,
                 dv_before,
                 dv_after,
             )
-    parts = [diff_split(ctx, s, updates=True) for s in splits] + [p.select(empty.column_names) for p in vector_parts]
+    parts = _compare_splits(ctx, splits, metrics) + [p.select(empty.column_names) for p in vector_parts]
     changes = pa.concat_tables([empty, *parts]) if parts else empty
     keys = list(schema.primary_keys)
     if not keys:

@@ -94,7 +94,9 @@ __all__ = [
     "read_split",
     "read_merged",
     "read_records",
+    "read_records_of_keys",
     "merge_records",
+    "oldest_first",
     "read_file_changes",
     "read_data_file",
     "referenced_columns",
@@ -814,21 +816,100 @@ def read_records(ctx: ReadContext, split: DataSplit, f: DataFileMeta, positions:
     return whole.take(pa.array(positions, pa.int64()))
 
 
-def merge_records(ctx: ReadContext, split: DataSplit, tables: Sequence[pa.Table], drop_retracts: bool) -> pa.Table:
+def read_records_of_keys(
+    ctx: ReadContext, split: DataSplit, f: DataFileMeta, keys: pa.Table, key_names: Sequence[str]
+) -> tuple[pa.Table | None, int]:
+    """The records of ``f`` (as :func:`read_records` reads them) whose key ``keys`` holds (None: none), and how
+    many records were read. The file is streamed batch by batch, each batch filtered before the next is read, so
+    a big file costs memory only for the rows kept. Every record of a kept key is kept, so merging what this
+    returns gives those keys exactly the rows a merge of the whole files gives them (a key's merge sees only its
+    own records, under every merge engine): filtering by key before a merge is exact, filtering by value is not.
+    For the same reason row groups whose key statistics lie outside the keys' range are skipped unread (a change
+    clustered in key order reads only its row groups)."""
+    plan = _make_plan(ctx, None)
+    system = (SEQUENCE_NUMBER, VALUE_KIND)
+    kept: list[pa.Table] = []
+    read = 0
+    ranged = replace(ctx, pushed=_key_range(keys, key_names))
+    for data in _stream_data_file(ranged, split, f, plan.read_fields, system, skip_row_groups=ReadMetrics()):
+        read += data.num_rows
+        data = data.filter(key_mask(data, keys, key_names))
+        if data.num_rows:
+            kept.append(data)
+    return (pa.concat_tables(kept) if kept else None), read
+
+
+_KEY_ROW = "__paimon_key_row__"
+
+
+def _key_range(keys: pa.Table, key_names: Sequence[str]) -> tuple[Leaf, ...]:
+    """Leaves every row of ``keys`` satisfies: each key column between its smallest and largest value."""
+    leaves: list[Leaf] = []
+    for k in key_names:
+        bounds = pc.min_max(keys.column(k))
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is not None and hi is not None:
+            leaves += [Leaf(k, ">=", lo), Leaf(k, "<=", hi)]
+    return tuple(leaves)
+
+
+def key_mask(table: pa.Table, keys: pa.Table, key_names: Sequence[str]) -> pa.Array:
+    """True for each row of ``table`` whose key (the ``key_names`` columns, NOT NULL as primary keys are) is
+    one of the rows of ``keys``: ``is_in`` on a single key column, a semi join on a composite key."""
+    n = table.num_rows
+    if n == 0 or keys.num_rows == 0:
+        return pa.array(np.zeros(n, dtype=bool))
+    if len(key_names) == 1:
+        k = key_names[0]
+        column = table.column(k)
+        values = keys.column(k).cast(column.type).combine_chunks()
+        return pc.is_in(column, value_set=values).combine_chunks()
+    # Joins only on the key columns and a row number: Arrow cannot carry nested value columns through a join.
+    rows = table.select(list(key_names)).append_column(_KEY_ROW, pa.array(np.arange(n, dtype=np.int64)))
+    hit = rows.join(keys.select(list(key_names)), list(key_names), join_type="left semi", use_threads=False)
+    mask = np.zeros(n, dtype=bool)
+    mask[np.asarray(hit.column(_KEY_ROW).to_numpy(), dtype=np.int64)] = True
+    return pa.array(mask)
+
+
+def oldest_first(split: DataSplit, files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
+    """``files`` in merge order, oldest first (a chain read's file rank, then sequence numbers), so records that
+    tie on every sort key keep the older one first."""
+    ranks = split.file_ranks
+    return sorted(files, key=lambda f: (ranks.get(f.file_name, 0), f.max_sequence_number, f.min_sequence_number))
+
+
+def merge_records(
+    ctx: ReadContext,
+    split: DataSplit,
+    tables: Sequence[pa.Table],
+    drop_retracts: bool,
+    files: Sequence[DataFileMeta] | None = None,
+) -> pa.Table:
     """Merge records read by :func:`read_records` (``tables`` oldest first, so full ties keep the older one
-    first) with the table's merge engine, in key order: one key-overlap section merged in memory."""
+    first) with the table's merge engine, in key order: one key-overlap section merged in memory.
+
+    ``files``: the file each table was read from (:func:`oldest_first` order), when the tables are the files'
+    records as a read sees them; the read's rule for lookup tables then applies too (only the newest record
+    above level 0 of a key takes part, :func:`_lookup_merge`), so the result is what :func:`read_split` merges."""
     plan = _make_plan(ctx, None)
     options = ctx.merge_options()
     core_options = CoreOptions(options)
     pk = list(ctx.schema.primary_keys)
     value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
+    ordered = split.files if files is None else files
+    tables = list(tables)
+    if files is not None and _lookup_merge(options):
+        tables = _newest_high_level_only(
+            plan.key_names, plan.seq_fields, core_options.sequence_descending, files, tables
+        )
     return _sort_and_merge(
         ctx,
         split,
         plan,
-        split.files,
-        split.files,
-        list(tables),
+        ordered,
+        ordered,
+        tables,
         core_options.merge_engine,
         options,
         value_names,
@@ -865,11 +946,7 @@ def _merged_sections(
             for data in _stream_data_file(ctx, split, section[0], plan.read_fields, system, skip_row_groups=metrics):
                 yield _drop_retracts(data) if drop_retracts else data
             continue
-        # Oldest files first, so rows that tie on every sort key keep the older one first.
-        ranks = split.file_ranks
-        ordered = sorted(
-            section, key=lambda f: (ranks.get(f.file_name, 0), f.max_sequence_number, f.min_sequence_number)
-        )
+        ordered = oldest_first(split, section)
         windows = None
         if sum(f.file_size for f in ordered) > ctx.merge_window_bytes:
             windows = _plan_windows(ctx, split, plan, ordered)

@@ -35,9 +35,18 @@ from pyspark_paimon.datasource.merge import (
     VALUE_KIND,
     adjacent_differ,
 )
-from pyspark_paimon.datasource.read import ReadContext, read_file_changes, read_split
+from pyspark_paimon.datasource.read import (
+    ReadContext,
+    merge_records,
+    oldest_first,
+    read_file_changes,
+    read_records,
+    read_records_of_keys,
+    read_split,
+)
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -61,6 +70,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "diff_split",
+    "DiffMetrics",
     "kind_names",
     "StreamReadContext",
     "StreamReadJob",
@@ -115,48 +125,170 @@ def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
     return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
-def diff_split(ctx: ReadContext, s: StreamSplit, updates: bool = False) -> pa.Table:
+@dataclass
+class DiffMetrics:
+    """What comparing diff splits read (``diff_snapshots(..., metrics=)``), counted per call, like
+    :class:`~pyspark_paimon.datasource.read.ReadMetrics`, so concurrent diffs never mix their numbers.
+
+    ``buckets_by_key``: primary-key buckets compared on the keys of the files only one side holds (every file
+    read once, the shared ones reduced to those keys); ``buckets_whole``: splits compared whole, both sides read
+    and merged in full (append files, a bucket with no file in common, and what key filtering does not cover:
+    see :func:`_sides_by_key`); ``files_read``: data files opened (a file both sides share counts once when
+    compared by key); ``rows_read``: records in them; ``rows_compared``: merged rows of both sides compared."""
+
+    buckets_by_key: int = 0
+    buckets_whole: int = 0
+    files_read: int = 0
+    rows_read: int = 0
+    rows_compared: int = 0
+
+    def add(self, other: "DiffMetrics") -> None:
+        """Fold in the counts of another split's comparison (a thread's share of a diff)."""
+        self.buckets_by_key += other.buckets_by_key
+        self.buckets_whole += other.buckets_whole
+        self.files_read += other.files_read
+        self.rows_read += other.rows_read
+        self.rows_compared += other.rows_compared
+
+
+def _whole_sides(ctx: ReadContext, s: StreamSplit, metrics: DiffMetrics) -> tuple[pa.Table, pa.Table]:
+    """Both sides of ``s`` read and merged in full (keys and every value: all of them are compared)."""
+    full = replace(ctx, read_fields=None)
+    empty = full.output_schema().empty_table()
+    metrics.buckets_whole += 1
+    for side in (s.before, s.after):
+        if side is not None:
+            metrics.files_read += len(side.files)
+            metrics.rows_read += sum(f.row_count for f in side.files)
+    before = _collect(full, s.before) if s.before is not None else empty
+    after = _collect(full, s.after) if s.after is not None else empty
+    return before, after
+
+
+def _sides_by_key(ctx: ReadContext, s: StreamSplit, metrics: DiffMetrics) -> tuple[pa.Table, pa.Table] | None:
+    """Both sides of a primary-key bucket reduced to the keys that can differ, or None where that does not apply.
+
+    Only a file one side holds can make a key differ: the candidates are the keys of those files (a file both
+    sides list with another deletion vector or level counts as one of each side's own). Each file is read once
+    (a shared file is the same bytes on both sides), reduced to the candidates' records, and each side's records
+    are merged with the table's merge engine as a read merges them (:func:`read.merge_records`). A key keeps
+    all its records or none, so each candidate gets exactly its merged row of a whole read.
+
+    None (the caller reads the whole bucket): a bucket on one side only or with no file in common (nothing to
+    save), chain splits (file ranks and relabelled partitions belong to the whole read), a floating-point key
+    (``is_in`` and the merge's sort need not agree on NaN and -0.0), and a shared file that the two sides'
+    branches describe with different schemas."""
+    sb, sa = s.before, s.after
+    schema = ctx.schema
+    if not schema.primary_keys or sb is None or sa is None:
+        return None
+    if sb.relabel_partition or sa.relabel_partition or sb.file_ranks or sa.file_ranks:
+        return None
+    key_names = list(schema.trimmed_primary_keys) or list(schema.primary_keys)
+    arrow_schema = schema.arrow_schema()
+    if any(pa.types.is_floating(arrow_schema.field(k).type) for k in key_names):
+        return None
+
+    def version(split: DataSplit, f: DataFileMeta) -> tuple[str, int, object]:
+        return f.file_name, f.level, split.deletion_files.get(f.file_name)
+
+    shared = {version(sb, f) for f in sb.files} & {version(sa, f) for f in sa.files}
+    if not shared:
+        return None
+    by_name_b = {f.file_name: f for f in sb.files}
+    for f in sa.files:
+        if version(sa, f) in shared and ctx.file_schema(sb, by_name_b[f.file_name]) != ctx.file_schema(sa, f):
+            return None
+    full = replace(ctx, read_fields=None, residual=None)
+    own: dict[tuple[int, str], pa.Table] = {}  # (side, file name) -> every record of a file of one side
+    for i, split in enumerate((sb, sa)):
+        for f in split.files:
+            if version(split, f) not in shared:
+                own[(i, f.file_name)] = read_records(full, split, f)
+                metrics.files_read += 1
+                metrics.rows_read += own[(i, f.file_name)].num_rows
+    metrics.buckets_by_key += 1
+    keys = pa.concat_tables([t.select(key_names) for t in own.values()]) if own else None
+    out = full.output_schema()
+    if keys is None or keys.num_rows == 0:
+        return out.empty_table(), out.empty_table()
+    keys = keys.group_by(key_names, use_threads=False).aggregate([])
+    common: dict[str, pa.Table | None] = {}
+    for f in sa.files:
+        if version(sa, f) in shared:
+            common[f.file_name], read = read_records_of_keys(full, sa, f, keys, key_names)
+            metrics.files_read += 1
+            metrics.rows_read += read
+
+    def side(i: int, split: DataSplit) -> pa.Table:
+        files, tables = [], []
+        for f in oldest_first(split, split.files):
+            t = own[(i, f.file_name)] if (i, f.file_name) in own else common[f.file_name]
+            if t is not None and t.num_rows:
+                files.append(f)
+                tables.append(t)
+        if not tables:
+            return out.empty_table()
+        merged = merge_records(full, split, tables, drop_retracts=True, files=files)
+        if ctx.residual is not None and merged.num_rows:
+            merged = merged.filter(ctx.residual)
+        columns = [merged.column(fld.name) for fld in out]
+        return pa.Table.from_arrays(
+            [c if c.type == fld.type else c.cast(fld.type) for c, fld in zip(columns, out)], schema=out
+        )
+
+    return side(0, sb), side(1, sa)
+
+
+def _compare(before: pa.Table, after: pa.Table, keys: Sequence[str], updates: bool) -> pa.Table:
+    """The rows of two merged states (each holds a key at most once) that differ by key, with their kinds."""
+    both = pa.concat_tables([before, after])
+    side = np.concatenate([np.zeros(before.num_rows, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)])
+    order = pc.sort_indices(
+        both.append_column("__side", pa.array(side)),
+        sort_keys=[(k, "ascending") for k in keys] + [("__side", "ascending")],
+    )
+    both = both.take(order)
+    side = side[np.asarray(order)]
+    n = both.num_rows
+    same_key = np.ones(max(n - 1, 0), dtype=bool)
+    for k in keys:
+        same_key &= ~adjacent_differ(both.column(k))
+    # Each side holds a key at most once, so a pair is (before at i, after at i + 1).
+    in_pair = np.zeros(n, dtype=bool)
+    in_pair[:-1] |= same_key
+    in_pair[1:] |= same_key
+    changed = np.zeros(max(n - 1, 0), dtype=bool)
+    for name in both.column_names:
+        if name not in keys:
+            changed |= adjacent_differ(both.column(name))
+    emit = ~in_pair
+    emit[1:] |= same_key & changed
+    kinds = np.where(side == 0, KIND_DELETE, KIND_INSERT).astype(np.int8)
+    if updates:
+        updated = same_key & changed
+        kinds[:-1][updated] = KIND_UPDATE_BEFORE
+        kinds[1:][updated] = KIND_UPDATE_AFTER
+        emit[:-1] |= updated  # the old row too
+    combined = both.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kinds))
+    return combined.filter(pa.array(emit))
+
+
+def diff_split(ctx: ReadContext, s: StreamSplit, updates: bool = False, metrics: DiffMetrics | None = None) -> pa.Table:
     """The change from ``s.before`` to ``s.after`` (both merged), as rows with kinds (module docstring).
 
     A key whose row changed is its new row as +I for streams; ``updates`` makes it a -U/+U pair of the old and
-    the new row (``Table.diff``)."""
-    full = replace(ctx, read_fields=None)  # keys and every value take part in the comparison
-    before = _collect(full, s.before) if s.before is not None else full.output_schema().empty_table()
-    after = _collect(full, s.after) if s.after is not None else full.output_schema().empty_table()
+    the new row (``Table.diff``). A primary-key bucket is compared on the keys its changed files hold where that
+    is exact (:func:`_sides_by_key`), else whole; ``metrics`` counts what was read."""
+    metrics = DiffMetrics() if metrics is None else metrics
+    sides = _sides_by_key(ctx, s, metrics)
+    before, after = sides if sides is not None else _whole_sides(ctx, s, metrics)
+    metrics.rows_compared += before.num_rows + after.num_rows
     keys = list(ctx.schema.primary_keys)
     if not keys:  # append tables: removed files' rows retract, added files' rows insert
         combined = pa.concat_tables([_with_kinds(before, KIND_DELETE), _with_kinds(after, KIND_INSERT)])
     else:
-        both = pa.concat_tables([before, after])
-        side = np.concatenate([np.zeros(before.num_rows, dtype=np.int8), np.ones(after.num_rows, dtype=np.int8)])
-        order = pc.sort_indices(
-            both.append_column("__side", pa.array(side)),
-            sort_keys=[(k, "ascending") for k in keys] + [("__side", "ascending")],
-        )
-        both = both.take(order)
-        side = side[np.asarray(order)]
-        n = both.num_rows
-        same_key = np.ones(max(n - 1, 0), dtype=bool)
-        for k in keys:
-            same_key &= ~adjacent_differ(both.column(k))
-        # Each side holds a key at most once, so a pair is (before at i, after at i + 1).
-        in_pair = np.zeros(n, dtype=bool)
-        in_pair[:-1] |= same_key
-        in_pair[1:] |= same_key
-        changed = np.zeros(max(n - 1, 0), dtype=bool)
-        for name in both.column_names:
-            if name not in keys:
-                changed |= adjacent_differ(both.column(name))
-        emit = ~in_pair
-        emit[1:] |= same_key & changed
-        kinds = np.where(side == 0, KIND_DELETE, KIND_INSERT).astype(np.int8)
-        if updates:
-            updated = same_key & changed
-            kinds[:-1][updated] = KIND_UPDATE_BEFORE
-            kinds[1:][updated] = KIND_UPDATE_AFTER
-            emit[:-1] |= updated  # the old row too
-        combined = both.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kinds))
-        combined = combined.filter(pa.array(emit))
+        combined = _compare(before, after, keys, updates)
     names = [f.name for f in ctx.output_schema()]
     return combined.select([*names, VALUE_KIND])
 
