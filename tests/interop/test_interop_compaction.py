@@ -1,10 +1,11 @@
 """Tables we compacted read the same in pypaimon and pypaimon-rust as in our reader, for every merge engine,
 after a full compaction (max level, retractions dropped) and after a universal compaction into an
-intermediate level (retractions kept to shadow the level below). Both oracles read in one process."""
+intermediate level (retractions kept to shadow the level below). Every table of the module is read by both
+oracles in one oracle process (the module fixture `built`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -100,30 +101,8 @@ def _rowkind_table(wh: str) -> str:
     return t.identifier
 
 
-def test_oracles_read_our_compacted_tables(tmp_path: Path) -> None:
-    wh = str(tmp_path)
-    models: dict[str, dict[int, dict[str, Any]]] = {e: {} for e in ENGINES}
-    identifiers = [_engine_table(wh, e, models[e]) for e in ENGINES] + [_rowkind_table(wh)]
-    batch = OracleBatch(wh)
-    for name in identifiers:
-        batch.read(name, name)
-    batch.run()
-    for name in identifiers:
-        theirs = assert_oracles_agree(batch.tables[name], name)
-        ours = ours_arrow(table_uri(wh, name))
-        assert_same_table(ours, theirs, name)
-    for engine, identifier in zip(ENGINES, identifiers):  # and both equal the model of the writes
-        theirs_rows = _sorted_rows(batch.tables[identifier]["pypaimon"].to_pylist())
-        assert theirs_rows == _sorted_rows(models[engine].values()), engine
-    rowkind_keys = sorted(r["k"] for r in batch.tables["db.rowkind"]["pypaimon"].to_pylist())
-    assert rowkind_keys == sorted(set(range(20000)) - {2} | set(range(100000, 100004)))
-    assert 2 not in ours_arrow(table_uri(wh, "db.rowkind")).column("k").to_pylist()
-    assert identifiers[0] == "db.deduplicate"
-
-
-def test_oracles_read_our_compacted_unaware_append_table(tmp_path: Path) -> None:
+def _unaware_table(wh: str) -> str:
     """20 small files of an unaware-bucket append table compacted into one (Java's AppendCompactCoordinator)."""
-    wh = str(tmp_path)
     t = Catalog(wh).create_table("db.unaware", SCHEMA, options={"write-only": "true"})
     for i in range(20):  # an append table: every row is kept, so the model is simply all of them
         keys = list(range(i * 100, i * 100 + 100))
@@ -131,41 +110,83 @@ def test_oracles_read_our_compacted_unaware_append_table(tmp_path: Path) -> None
             pa.table({"k": pa.array(keys, pa.int32()), "v": [f"w{i}"] * 100, "n": pa.array([i] * 100, pa.int64())})
         )
     assert t.maintenance.compact() and len(t.store.live_entries(t.latest_snapshot())) == 1
-    batch = OracleBatch(wh)
-    batch.read("u", t.identifier)
-    batch.run()
-    theirs = assert_oracles_agree(batch.tables["u"], t.identifier)
-    assert theirs.num_rows == 2000
-    assert_same_table(ours_arrow(table_uri(wh, t.identifier)), theirs, t.identifier)
+    return t.identifier
 
 
-def test_oracles_read_our_deletion_vector_tables(tmp_path: Path) -> None:
-    """Three upsert writes into deletion-vector tables (no write-only): each write is compacted at commit with
-    lookups, so the superseded rows of the first, larger file are positions in our deletion vectors. pypaimon
-    and pypaimon-rust read exactly the model of the writes, as we do."""
-    wh = str(tmp_path)
-    engines = [e for e in ENGINES if e != "first-row"]
-    identifiers = []
-    models: dict[str, dict[int, dict[str, Any]]] = {e: {} for e in engines}
-    for engine in engines:
-        t = Catalog(wh).create_table(
-            f"db.dv_{engine.replace('-', '_')}",
-            SCHEMA,
-            primary_keys=["k"],
-            options={"bucket": "1", "deletion-vectors.enabled": "true", **ENGINES[engine]},
-        )
-        _write(t, list(range(2000)), "base", 1, models[engine], engine)
-        _write(t, [3, 5, 2500], "second", 2, models[engine], engine)
-        _write(t, [5, 7], None, 3, models[engine], engine)
-        assert t.latest_snapshot().index_manifest and 0 not in {
-            e.file.level for e in t.store.live_entries(t.latest_snapshot())
-        }
-        identifiers.append(t.identifier)
+DV_ENGINES = [e for e in ENGINES if e != "first-row"]
+
+
+def _dv_table(wh: str, engine: str, model: dict[int, dict[str, Any]]) -> str:
+    """Three upsert writes into a deletion-vector table (no write-only): each write is compacted at commit with
+    lookups, so the superseded rows of the first, larger file are positions in our deletion vectors."""
+    t = Catalog(wh).create_table(
+        f"db.dv_{engine.replace('-', '_')}",
+        SCHEMA,
+        primary_keys=["k"],
+        options={"bucket": "1", "deletion-vectors.enabled": "true", **ENGINES[engine]},
+    )
+    _write(t, list(range(2000)), "base", 1, model, engine)
+    _write(t, [3, 5, 2500], "second", 2, model, engine)
+    _write(t, [5, 7], None, 3, model, engine)
+    assert t.latest_snapshot().index_manifest and 0 not in {
+        e.file.level for e in t.store.live_entries(t.latest_snapshot())
+    }
+    return t.identifier
+
+
+@dataclass
+class Built:
+    """The module's tables (written and compacted by us) and both oracles' reads of them."""
+
+    warehouse: str
+    batch: OracleBatch
+    models: dict[str, dict[int, dict[str, Any]]]  # engine -> key -> row, of the compacted engine tables
+    identifiers: list[str]  # the compacted engine tables, then db.rowkind
+    unaware: str
+    dv_models: dict[str, dict[int, dict[str, Any]]]
+    dv_identifiers: list[str]
+
+
+@pytest.fixture(scope="module")
+def built(module_warehouse: str) -> Built:
+    """Every table of the module in one warehouse, read by both oracles in ONE oracle process."""
+    wh = module_warehouse
+    models: dict[str, dict[int, dict[str, Any]]] = {e: {} for e in ENGINES}
+    identifiers = [_engine_table(wh, e, models[e]) for e in ENGINES] + [_rowkind_table(wh)]
+    unaware = _unaware_table(wh)
+    dv_models: dict[str, dict[int, dict[str, Any]]] = {e: {} for e in DV_ENGINES}
+    dv_identifiers = [_dv_table(wh, e, dv_models[e]) for e in DV_ENGINES]
     batch = OracleBatch(wh)
-    for name in identifiers:
+    for name in [*identifiers, unaware, *dv_identifiers]:
         batch.read(name, name)
-    batch.run()
-    for engine, name in zip(engines, identifiers):
+    return Built(wh, batch.run(), models, identifiers, unaware, dv_models, dv_identifiers)
+
+
+def test_oracles_read_our_compacted_tables(built: Built) -> None:
+    wh, batch, identifiers = built.warehouse, built.batch, built.identifiers
+    for name in identifiers:
         theirs = assert_oracles_agree(batch.tables[name], name)
-        assert_same_table(ours_arrow(table_uri(wh, name)), theirs, name)
-        assert _sorted_rows(theirs.to_pylist()) == _sorted_rows(models[engine].values()), engine
+        ours = ours_arrow(table_uri(wh, name))
+        assert_same_table(ours, theirs, name)
+    for engine, identifier in zip(ENGINES, identifiers):  # and both equal the model of the writes
+        theirs_rows = _sorted_rows(batch.tables[identifier]["pypaimon"].to_pylist())
+        assert theirs_rows == _sorted_rows(built.models[engine].values()), engine
+    rowkind_keys = sorted(r["k"] for r in batch.tables["db.rowkind"]["pypaimon"].to_pylist())
+    assert rowkind_keys == sorted(set(range(20000)) - {2} | set(range(100000, 100004)))
+    assert 2 not in ours_arrow(table_uri(wh, "db.rowkind")).column("k").to_pylist()
+    assert identifiers[0] == "db.deduplicate"
+
+
+def test_oracles_read_our_compacted_unaware_append_table(built: Built) -> None:
+    theirs = assert_oracles_agree(built.batch.tables[built.unaware], built.unaware)
+    assert theirs.num_rows == 2000
+    assert_same_table(ours_arrow(table_uri(built.warehouse, built.unaware)), theirs, built.unaware)
+
+
+def test_oracles_read_our_deletion_vector_tables(built: Built) -> None:
+    """pypaimon and pypaimon-rust read exactly the model of the writes into the deletion-vector tables
+    (`_dv_table`), as we do."""
+    for engine, name in zip(DV_ENGINES, built.dv_identifiers):
+        theirs = assert_oracles_agree(built.batch.tables[name], name)
+        assert_same_table(ours_arrow(table_uri(built.warehouse, name)), theirs, name)
+        assert _sorted_rows(theirs.to_pylist()) == _sorted_rows(built.dv_models[engine].values()), engine

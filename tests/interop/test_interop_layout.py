@@ -4,13 +4,16 @@ Data files now mix PLAIN column chunks (columns of distinct values: keys, ``_SEQ
 with RLE_DICTIONARY ones (low-cardinality columns, nested leaves) and carry no ``ARROW:schema`` footer entry.
 One primary-key table with every common type, NULLs and nested values, written by us in two commits, must
 read the same in Java Paimon 1.0 (whose reader decodes only PLAIN and dictionary pages), pypaimon,
-pypaimon-rust and ourselves; the files must really hold both encodings, or the test proves nothing.
+pypaimon-rust and ourselves; the files must really hold both encodings, or the test proves nothing. That table
+and its twin with the opt-in writer v2 are read by pypaimon and rust in one oracle process (the module fixture
+`written`).
 """
 
 from __future__ import annotations
 
 import glob
 import os
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pyarrow.parquet as pq
@@ -33,7 +36,7 @@ from tests.oracle.java_oracle import JavaOracle, JavaOracleError
 
 pytestmark = pytest.mark.interop
 
-T = "db.layout"
+T, T_V2 = "db.layout", "db.layout_v2"
 COLUMNS = [*COMMON, *SHORT_DECIMALS, *EXTRA, ["grade", "STRING"], ["part", "STRING", False]]
 
 
@@ -51,10 +54,10 @@ def _rows(ids: range, tag: str) -> list[dict[str, Any]]:  # common_row: i < 100 
     ]
 
 
-def _encodings(warehouse: str) -> dict[str, set[str]]:
+def _encodings(warehouse: str, identifier: str) -> dict[str, set[str]]:
     """Column -> the data encodings of its chunks across every data file of the table."""
     found: dict[str, set[str]] = {}
-    for path in glob.glob(os.path.join(table_uri(warehouse, T), "part=*", "bucket-*", "*.parquet")):
+    for path in glob.glob(os.path.join(table_uri(warehouse, identifier), "part=*", "bucket-*", "*.parquet")):
         f = pq.ParquetFile(path)
         assert f.metadata.metadata is None or b"ARROW:schema" not in f.metadata.metadata, path
         for rg in range(f.metadata.num_row_groups):
@@ -64,16 +67,42 @@ def _encodings(warehouse: str) -> dict[str, set[str]]:
     return found
 
 
-def test_every_reader_reads_the_mixed_plain_and_dictionary_layout(java: JavaOracle, warehouse: str) -> None:
-    table = _create_ours(
-        warehouse, T, COLUMNS, partition_keys=["part"], primary_keys=["part", "id"], options={"bucket": 2}
-    )
-    state: dict[Any, dict[str, Any]] = {}
-    for commit in (_rows(range(96), "c1"), _rows(range(0, 96, 9), "c2")):
-        _write_ours(table, commit)
-        _upsert(state, commit, None, ("part", "id"))
+@dataclass
+class Written:
+    """The module's two tables (our default layout `T`, the opt-in writer v2 `T_V2`), the rows every reader must
+    return for each, and both oracles' reads of them."""
 
-    enc = _encodings(warehouse)
+    warehouse: str
+    states: dict[str, dict[Any, dict[str, Any]]]
+    theirs: OracleBatch
+
+
+@pytest.fixture(scope="module")
+def written(module_warehouse: str) -> Written:
+    """Both tables, each written by us in two commits, then read by pypaimon and rust in ONE oracle process."""
+    states: dict[str, dict[Any, dict[str, Any]]] = {}
+    for identifier, writer_options in ((T, {}), (T_V2, {"parquet.writer.version": "v2"})):
+        table = _create_ours(
+            module_warehouse,
+            identifier,
+            COLUMNS,
+            partition_keys=["part"],
+            primary_keys=["part", "id"],
+            options={"bucket": 2, **writer_options},
+        )
+        state = states[identifier] = {}
+        for commit in (_rows(range(96), "c1"), _rows(range(0, 96, 9), "c2")):
+            _write_ours(table, commit)
+            _upsert(state, commit, None, ("part", "id"))
+    batch = OracleBatch(module_warehouse)
+    for identifier in (T, T_V2):
+        batch.read(identifier, identifier)
+    return Written(module_warehouse, states, batch.run())
+
+
+def test_every_reader_reads_the_mixed_plain_and_dictionary_layout(java: JavaOracle, written: Written) -> None:
+    warehouse = written.warehouse
+    enc = _encodings(warehouse, T)
     for plain in ("_KEY_id", "_SEQUENCE_NUMBER", "id", "s", "big", "d", "ts"):
         assert "RLE_DICTIONARY" not in enc[plain] and "PLAIN" in enc[plain], (plain, enc[plain])
     for dictionary in ("grade", "_VALUE_KIND", "part", "arr.list.element"):
@@ -81,38 +110,23 @@ def test_every_reader_reads_the_mixed_plain_and_dictionary_layout(java: JavaOrac
     assert set().union(*enc.values()) <= {"PLAIN", "RLE", "RLE_DICTIONARY"}, enc
 
     ours = _ours(warehouse, T)
-    assert_agree(ours, java.read(warehouse, T), state.values())
-    batch = OracleBatch(warehouse)
-    batch.read("layout", T)
-    theirs = assert_oracles_agree(batch.run().tables["layout"], "layout")
+    assert_agree(ours, java.read(warehouse, T), written.states[T].values())
+    theirs = assert_oracles_agree(written.theirs.tables[T], "layout")
     assert_same_table(ours, theirs, "layout")
     assert canonical_rows(ours) == canonical_rows(theirs)
 
 
-def test_writer_v2_reads_in_pypaimon_and_rust_but_not_java_1_0_0(java: JavaOracle, warehouse: str) -> None:
+def test_writer_v2_reads_in_pypaimon_and_rust_but_not_java_1_0_0(java: JavaOracle, written: Written) -> None:
     """The opt-in ``parquet.writer.version = v2`` (DELTA encodings): pypaimon and pypaimon-rust read it as we do;
     Java 1.0.0 refuses the pages, which is why it is not our default (Java >= 1.0.1 reads them)."""
-    table = _create_ours(
-        warehouse,
-        T,
-        COLUMNS,
-        partition_keys=["part"],
-        primary_keys=["part", "id"],
-        options={"bucket": 2, "parquet.writer.version": "v2"},
-    )
-    state: dict[Any, dict[str, Any]] = {}
-    for commit in (_rows(range(96), "c1"), _rows(range(0, 96, 9), "c2")):
-        _write_ours(table, commit)
-        _upsert(state, commit, None, ("part", "id"))
-    enc = _encodings(warehouse)
+    warehouse = written.warehouse
+    enc = _encodings(warehouse, T_V2)
     for delta in ("_KEY_id", "_SEQUENCE_NUMBER", "id", "big", "day", "ts"):
         assert "DELTA_BINARY_PACKED" in enc[delta], (delta, enc[delta])
     assert "DELTA_BYTE_ARRAY" in enc["s"], enc["s"]
 
-    ours = _ours(warehouse, T)
-    assert canonical_rows(ours) == _full(state.values(), ours.column_names)
-    batch = OracleBatch(warehouse)
-    batch.read("v2", T)
-    assert_same_table(ours, assert_oracles_agree(batch.run().tables["v2"], "v2"), "v2")
+    ours = _ours(warehouse, T_V2)
+    assert canonical_rows(ours) == _full(written.states[T_V2].values(), ours.column_names)
+    assert_same_table(ours, assert_oracles_agree(written.theirs.tables[T_V2], "v2"), "v2")
     with pytest.raises(JavaOracleError, match="Unsupported encoding: DELTA"):
-        java.read(warehouse, T)
+        java.read(warehouse, T_V2)

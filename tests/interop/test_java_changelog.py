@@ -31,9 +31,14 @@ def _twins(java: JavaOracle, warehouse: str, options: dict[str, str]) -> Table:
     return Catalog(warehouse).create_table("db.t", SCHEMA, primary_keys=["id"], options=opts)
 
 
-def _write_both(java: JavaOracle, warehouse: str, ours: Table, rows: Sequence[tuple[int, str, str]]) -> None:
-    ours.write_arrow(pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA))
-    java.write(warehouse, "db.j", [list(r) for r in rows], kinds=[r[2] for r in rows])
+def _write_both(
+    java: JavaOracle, warehouse: str, ours: Table, rows: Sequence[tuple[Any, ...]], schema: pa.Schema = SCHEMA
+) -> None:
+    """One commit of the same `rows` (tuples in `schema`'s column order) into our db.t and Java's db.j. Java
+    writes row kinds natively, so a ``_rk`` column (the twins' ``rowkind.field``) also goes to it as the kinds."""
+    ours.write_arrow(pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema))
+    kinds = [r[schema.names.index("_rk")] for r in rows] if "_rk" in schema.names else None
+    java.write(warehouse, "db.j", [list(r) for r in rows], kinds=kinds)
 
 
 def _changelog(java: JavaOracle, warehouse: str, identifier: str) -> list[tuple[Any, ...]]:
@@ -139,8 +144,7 @@ def test_full_compaction_changelog_of_an_aggregation_table_equals_javas(java: Ja
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("n", pa.int64())])
     ours = Catalog(warehouse).create_table("db.t", schema, primary_keys=["id"], options=opts)
     for rows in ([(1, 5), (2, 1)], [(1, 3), (3, 7)]):
-        ours.write_arrow(pa.Table.from_pylist([{"id": i, "n": n} for i, n in rows], schema=schema))
-        java.write(warehouse, "db.j", [list(r) for r in rows])
+        _write_both(java, warehouse, ours, rows, schema)
         ours.maintenance.compact(full=True)
         java.compact(warehouse, "db.j")
     expected = java.stream(warehouse, "db.j", FROM_FIRST)
@@ -240,8 +244,7 @@ def test_lookup_changelog_equals_javas(java: JavaOracle, warehouse: str, case: s
     java.create(warehouse, "db.j", LOOKUP_COLUMNS, primary_keys=["id"], options=opts)
     ours = Catalog(warehouse).create_table("db.t", LOOKUP_SCHEMA, primary_keys=["id"], options=opts)
     for rows in LOOKUP_ROWS:
-        ours.write_arrow(pa.Table.from_pylist([dict(zip(LOOKUP_SCHEMA.names, r)) for r in rows], schema=LOOKUP_SCHEMA))
-        java.write(warehouse, "db.j", [list(r) for r in rows])
+        _write_both(java, warehouse, ours, rows, LOOKUP_SCHEMA)
         state = sorted(java.read(warehouse, "db.j").rows, key=lambda r: r["id"])
         assert sorted(ours.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == state  # one merged state
     expected = java.stream(warehouse, "db.j", FROM_FIRST)
@@ -270,8 +273,7 @@ def test_decoupled_changelog_is_javas(java: JavaOracle, warehouse: str) -> None:
     java.create(warehouse, "db.j", LOOKUP_COLUMNS, primary_keys=["id"], options=DECOUPLED)
     ours = Catalog(warehouse).create_table("db.t", LOOKUP_SCHEMA, primary_keys=["id"], options=DECOUPLED)
     for rows in LOOKUP_ROWS[1:]:
-        ours.write_arrow(pa.Table.from_pylist([dict(zip(LOOKUP_SCHEMA.names, r)) for r in rows], schema=LOOKUP_SCHEMA))
-        java.write(warehouse, "db.j", [list(r) for r in rows])
+        _write_both(java, warehouse, ours, rows, LOOKUP_SCHEMA)
     for name in ("t", "j"):
         assert any(
             n.startswith("changelog-") for n in ours.store.fileio.list_names(f"{warehouse}/db.db/{name}/changelog")
@@ -304,8 +306,7 @@ def test_force_lookup_is_javas(java: JavaOracle, warehouse: str) -> None:
     java.create(warehouse, "db.j", LOOKUP_COLUMNS, primary_keys=["id"], options=opts)
     ours = Catalog(warehouse).create_table("db.t", LOOKUP_SCHEMA, primary_keys=["id"], options=opts)
     for rows in LOOKUP_ROWS:
-        ours.write_arrow(pa.Table.from_pylist([dict(zip(LOOKUP_SCHEMA.names, r)) for r in rows], schema=LOOKUP_SCHEMA))
-        java.write(warehouse, "db.j", [list(r) for r in rows])
+        _write_both(java, warehouse, ours, rows, LOOKUP_SCHEMA)
     state = sorted(java.read(warehouse, "db.j").rows, key=lambda r: r["id"])
     assert [(r["id"], r["v"], r["n"]) for r in state[:4]] == [(1, "a3", 6), (2, "b", 4), (3, "c", 3), (4, "d", 4)]
     assert sorted(ours.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == state

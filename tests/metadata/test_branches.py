@@ -30,6 +30,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager, now_mill
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 from tests.engine_read import read_arrow as engine_read_arrow
+from tests.interop.helpers import OracleBatch
 
 try:
     from tests import oracle
@@ -684,14 +685,17 @@ def test_interop_branches(warehouse: str) -> None:
     ours.write_arrow(pa.table({"id": [5], "dt": ["c"], "amount": [50], "note": ["n"]}))
     expected = rows(ours.scan().to_arrow())
 
-    oracle.pypaimon_create_branch(warehouse, "default.t", "theirs", from_tag="t1")
-    tables = oracle.read_with(["pypaimon", "rust"], warehouse, "default.t$branch_ours")
-    for impl, got in tables.items():
+    theirs_side = OracleBatch(warehouse)  # pypaimon's and rust's part of each step runs in one oracle process
+    theirs_side.branch("default.t", "theirs", from_tag="t1")
+    theirs_side.read("ours", "default.t$branch_ours")
+    theirs_side.read("ours@t1", "default.t$branch_ours", {"scan.tag-name": "t1"}, impls=("pypaimon",))
+    inspected = theirs_side.inspect("default.t", "pypaimon")
+    theirs_side.run()
+    for impl, got in theirs_side.tables["ours"].items():
         assert got.column_names == ["id", "dt", "amount", "note"], impl
         assert rows(got) == expected, impl
-    tag_read = oracle.read("pypaimon", warehouse, "default.t$branch_ours", {"scan.tag-name": "t1"})
-    assert rows(tag_read) == [(1, "a", 10), (2, "a", 20)]
-    info = oracle.inspect("pypaimon", warehouse, "default.t")
+    assert rows(theirs_side.tables["ours@t1"]["pypaimon"]) == [(1, "a", 10), (2, "a", 20)]
+    info = theirs_side.results[inspected]
     assert {"ours", "theirs"} <= set(info["branches"])
 
     theirs = cat.get_table("default.t$branch_theirs")

@@ -34,6 +34,7 @@ from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import branch_path
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
+from tests.interop.helpers import OracleBatch
 
 FUTURE = dt.datetime.now() + dt.timedelta(days=365)
 
@@ -693,14 +694,24 @@ def test_pypaimon_reads_a_table_we_expired_rolled_back_and_cleaned(tmp_path: Pat
     t.tags.create("t4", snapshot_id=4, time_retained="1 d")
     result = t.maintenance.expire_snapshots(retain_min=2, older_than=FUTURE)
     assert result.expired_snapshots == [1, 2, 3] and result.deleted_manifests
-    assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [2, 3, 4, 5]  # dynamic overwrite of a
-    assert oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "t2"}).column("id").to_pylist() == [1, 2]
+    expired = OracleBatch(wh)  # pypaimon's part of each step runs in one oracle process
+    expired.read("latest", "db.t", impls=("pypaimon",))
+    expired.read("t2", "db.t", {"scan.tag-name": "t2"}, impls=("pypaimon",))
+    expired.run()
+    assert expired.tables["latest"]["pypaimon"].column("id").to_pylist() == [2, 3, 4, 5]  # dynamic overwrite of a
+    assert expired.tables["t2"]["pypaimon"].column("id").to_pylist() == [1, 2]
     t.maintenance.rollback_to(tag="t2")  # snapshot 2 expired: restored from the tag
     t.maintenance.remove_orphan_files(older_than=FUTURE)
-    assert oracle.inspect("pypaimon", wh, "db.t")["snapshots"][-1]["id"] == 2
-    assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [1, 2]
-    assert oracle.pypaimon_write(wh, "db.t", [[{"id": 6, "dt": "b"}]])["snapshot_ids"] == [3]
-    assert oracle.pypaimon_read(wh, "db.t").column("id").to_pylist() == [1, 2, 6]
+    rolled_back = OracleBatch(wh)
+    inspected = rolled_back.inspect("db.t", "pypaimon")
+    rolled_back.read("rolled back", "db.t", impls=("pypaimon",))
+    written = rolled_back.write("db.t", [[{"id": 6, "dt": "b"}]])
+    rolled_back.read("written", "db.t", impls=("pypaimon",))
+    rolled_back.run()
+    assert rolled_back.results[inspected]["snapshots"][-1]["id"] == 2
+    assert rolled_back.tables["rolled back"]["pypaimon"].column("id").to_pylist() == [1, 2]
+    assert rolled_back.results[written]["snapshot_ids"] == [3]
+    assert rolled_back.tables["written"]["pypaimon"].column("id").to_pylist() == [1, 2, 6]
 
 
 def test_decoupled_changelog_keeps_expired_snapshots_as_changelog(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from pyspark_paimon.metadata.refs import tags as tags_module
 from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
+from tests.interop.helpers import OracleBatch
 
 
 @pytest.fixture
@@ -248,11 +249,14 @@ def test_pypaimon_reads_tags_we_create(tmp_path: Path, oracle_python: str) -> No
     t = Table.open(str(wh / "db.db" / "t"))
     t.tags.create("ours_plain", snapshot_id=1)
     t.tags.create("ours_ttl", snapshot_id=2, time_retained="3 d")
-    got_plain = oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "ours_plain"})
-    got_ttl = oracle.pypaimon_read(wh, "db.t", {"scan.tag-name": "ours_ttl"})
-    assert got_plain.column("id").to_pylist() == [1]
-    assert got_ttl.column("id").to_pylist() == [1, 2]
-    assert oracle.inspect("pypaimon", wh, "db.t")["tags"] == {"ours_plain": 1, "ours_ttl": 2}
+    theirs = OracleBatch(wh)  # both reads and the inspection in one oracle process
+    theirs.read("plain", "db.t", {"scan.tag-name": "ours_plain"}, impls=("pypaimon",))
+    theirs.read("ttl", "db.t", {"scan.tag-name": "ours_ttl"}, impls=("pypaimon",))
+    inspected = theirs.inspect("db.t", "pypaimon")
+    theirs.run()
+    assert theirs.tables["plain"]["pypaimon"].column("id").to_pylist() == [1]
+    assert theirs.tables["ttl"]["pypaimon"].column("id").to_pylist() == [1, 2]
+    assert theirs.results[inspected]["tags"] == {"ours_plain": 1, "ours_ttl": 2}
 
 
 @pytest.mark.interop
