@@ -40,7 +40,6 @@ __all__ = [
     "versions",
     "table_spec",
     "pypaimon_write",
-    "rust_write",
     "read",
     "read_with",
     "pypaimon_read",
@@ -48,7 +47,6 @@ __all__ = [
     "inspect",
     "pypaimon_create_tag",
     "pypaimon_create_branch",
-    "pypaimon_evolve",
     "add_column",
     "rename_column",
     "drop_column",
@@ -248,13 +246,6 @@ def pypaimon_write(
         return run(cmd)
 
 
-def rust_write(
-    warehouse: PathLike, identifier: str, commits: Sequence[Commit], *, create: CreateSpec | None = None
-) -> dict[str, Any]:
-    """`pypaimon_write` with pypaimon-rust's writer (table creation still goes through pypaimon)."""
-    return pypaimon_write(warehouse, identifier, commits, create=create, impl="rust")
-
-
 def read_with(
     impls: Sequence[Impl],
     warehouse: PathLike,
@@ -331,21 +322,6 @@ def pypaimon_create_branch(warehouse: PathLike, identifier: str, name: str, from
     if from_tag is not None:
         cmd["from_tag"] = from_tag
     return list(run(cmd)["branches"])
-
-
-def pypaimon_evolve(warehouse: PathLike, identifier: str, changes: Sequence[Mapping[str, Any]]) -> int:
-    """Apply schema changes (see `add_column` & co.) in one pypaimon ``alter_table``; returns the new
-    schema id."""
-    return int(
-        run(
-            {
-                "cmd": "evolve",
-                "warehouse": os.fspath(warehouse),
-                "identifier": identifier,
-                "changes": [dict(c) for c in changes],
-            }
-        )["schema_id"]
-    )
 
 
 def add_column(
