@@ -26,8 +26,10 @@ vectors are refused (a vector is not carried by a file-level merge).
 
 **Retries.** The commit is an ordinary commit on the target: a concurrent commit that lands first makes it
 land on top (its rows are kept), and a commit conflict (a file the merge removes is gone) re-plans the merge
-from the target's new head, up to :data:`MERGE_ATTEMPTS` times. A concurrent commit that changes one of the
-merged keys between planning and commit is ordered by sequence number, as between any two writers.
+from the target's new head, up to :data:`MERGE_ATTEMPTS` times. On a primary-key table a commit (other than a
+compaction) that lands on the target between planning and commit is such a conflict too
+(:func:`~pyspark_paimon.datasource.dml.unchanged_since`): the merge's rows, sequenced before that commit's, would
+otherwise lose to it, so the merge is re-planned on top of it and both land in commit order.
 
 **Repeated merges.** After ``merge(source, into)`` the merged source snapshot becomes the base of the next merge
 in that direction (as git's merge base moves with a merge commit), so changes already merged, and conflicts
@@ -47,7 +49,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.diff import diff_snapshots
-from pyspark_paimon.datasource.dml import KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER, check_merge_engine
+from pyspark_paimon.datasource.dml import (
+    KIND_DELETE,
+    KIND_INSERT,
+    KIND_UPDATE_AFTER,
+    check_merge_engine,
+    unchanged_since,
+)
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import (
     BranchError,
@@ -280,7 +288,9 @@ def _ref(store: FileStore, snapshot: Snapshot) -> str:
     return f"{store.branch}.{snapshot.id}"
 
 
-def _write_keys(into: FileStore, changes: pa.Table) -> tuple[int, int, int | None]:
+def _write_keys(into: FileStore, changes: pa.Table, planned_on: Snapshot) -> tuple[int, int, int | None]:
+    """Write the after states as one commit that must land right on ``planned_on`` (the target head the merge
+    was planned against; a newer commit is a :class:`CommitConflictError` that re-plans the merge)."""
     schema = into.schema()
     kinds = changes.column(_KIND).combine_chunks()
     n_del = int(pc.sum(pc.equal(kinds, KIND_DELETE)).as_py() or 0)
@@ -295,7 +305,7 @@ def _write_keys(into: FileStore, changes: pa.Table) -> tuple[int, int, int | Non
         writer.abort()
         raise
     try:
-        snapshot = job.commit(messages, kind="APPEND")
+        snapshot = job.commit(messages, kind="APPEND", index_update=unchanged_since(into, planned_on))
     except CommitConflictError:
         writer.abort()
         raise
@@ -395,7 +405,7 @@ def three_way(
         try:
             if schema.primary_keys:
                 changes, conflicts, unchanged = _key_changes(base, src, tgt, on_conflict, label)
-                upserted, deleted, sid = _write_keys(into, changes)
+                upserted, deleted, sid = _write_keys(into, changes, tgt[1])
                 return BranchMergeResult(
                     src[0].branch,
                     into.branch,

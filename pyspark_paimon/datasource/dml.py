@@ -6,6 +6,8 @@ How a change is written depends on the table, as in Java Paimon's Spark DML:
   (``-D``, the row with its key), an updated row as an upsert of the whole new row (``+U``), an inserted row
   as ``+I``, all in new level-0 files of one APPEND commit whose sequence numbers follow every existing row,
   so the change wins the merge. Engines that define no such change refuse it (:func:`check_merge_engine`).
+  The commit must land right on the snapshot the rows were read at (:func:`unchanged_since`); when a writer
+  committed meanwhile, the change is read, decided and written again (:data:`DML_ATTEMPTS`).
 * **Append tables** are rewritten copy-on-write: every data file holding a matched row is read whole, its
   matched rows dropped or replaced, the rest written to new files, and the commit (kind OVERWRITE, as Java
   marks a rewrite) DELETEs the old files and ADDs the new ones. The commit checks that every file it deletes is
@@ -195,7 +197,7 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
         opts = ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {})
         job = prepare_read(store, opts, leaves)
         _refuse_foreign(job.planned.kind, store)
-        return _Target(job.to_arrow(), files_read=job.plan.counters.files_selected)
+        return _Target(job.to_arrow(), snapshot=job.plan.snapshot, files_read=job.plan.counters.files_selected)
     planned = plan_read(store, ReadOptions.from_options({}), leaves)
     _refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
@@ -410,7 +412,8 @@ def commit_change(
         for b, vectors in p.vectors.items():
             bucket_vectors[b].update(vectors)
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
-    index_update = None
+    # A primary-key change is computed from the rows read at ``snapshot``: it must land right on top of it.
+    index_update = unchanged_since(store, snapshot) if schema.primary_keys and messages else None
     index_paths: list[str] = []
     if bucket_vectors:
         try:
@@ -433,6 +436,58 @@ def commit_change(
         files_rewritten=sum(len(v) for v in old.values()),
         snapshot_id=result.id if result is not None else None,
         vectors_written=sum(len(v) for v in bucket_vectors.values()),
+    )
+
+
+class StaleReadError(CommitConflictError):
+    """A primary-key change's commit found a commit newer than the rows it was computed from (raised by
+    :func:`unchanged_since`; the Python API re-plans the change, :data:`DML_ATTEMPTS` times)."""
+
+
+#: How many times a primary-key change is planned anew when writers keep committing between its read and its commit.
+DML_ATTEMPTS = 5
+
+
+def unchanged_since(store: FileStore, read: Snapshot | None) -> Callable[[Snapshot | None], IndexChange]:
+    """A commit check (``index_update`` changing nothing, run on every attempt): raise :class:`StaleReadError`
+    when a commit other than a compaction landed on the branch after ``read``.
+
+    Why: a primary-key change is written as retractions and upserts whose sequence numbers were chosen when the
+    change was prepared. A writer that committed the same key after ``read`` may hold equal or higher sequence
+    numbers, so the change, committed later, would lose the merge (an acknowledged delete or update silently
+    absent), and its rows were computed from values that writer replaced. A compaction changes no row and keeps
+    sequence numbers, so it does not count."""
+    base = read.id if read is not None else 0
+
+    def check(latest: Snapshot | None) -> IndexChange:
+        if latest is None or latest.id <= base:
+            return IndexChange()
+        for sid in range(base + 1, latest.id + 1):
+            other = store.snapshots.snapshot(sid)
+            if other.commit_kind != "COMPACT":
+                raise StaleReadError(
+                    f"Snapshot {sid} ({other.commit_kind}, commit user '{other.commit_user}') landed on branch "
+                    f"'{store.branch}' of {store.table_path} after this change read its rows at snapshot {base}, so "
+                    "the change would be ordered against rows it never saw. Nothing was committed; run it again."
+                )
+        return IndexChange()
+
+    return check
+
+
+def _replanned(store: FileStore, run: Callable[[], MergeResult]) -> MergeResult:
+    """Run a change (read, decide, write, commit) again while its commit finds a newer commit than its read
+    (:func:`unchanged_since`), so it applies to the rows it lands on."""
+    last: StaleReadError | None = None
+    for _ in range(DML_ATTEMPTS):
+        try:
+            return run()
+        except StaleReadError as exc:
+            last = exc
+    raise CommitConflictError(
+        f"A change to branch '{store.branch}' of {store.table_path} was planned {DML_ATTEMPTS} times and each time "
+        f"another writer committed between its read and its commit (last: {last}). Nothing was committed; run it "
+        "again when the branch is quieter."
     )
 
 
@@ -532,9 +587,13 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
         whole = _delete_files(store, text)
         if whole is not None:
             return whole
-    target = _load(store, schema, text)
-    mask = _filter_mask(target, schema, text)
-    return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
+
+    def run() -> MergeResult:
+        target = _load(store, schema, text)
+        mask = _filter_mask(target, schema, text)
+        return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
+
+    return _replanned(store, run)
 
 
 def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult | None:
@@ -580,12 +639,16 @@ def update_rows(store: FileStore, assignments: Mapping[str, str], filter_text: s
     check_merge_engine(schema, store.table_path, deletes=False, updates=True)
     columns = _check_assigned(schema, store.table_path, list(assignments))
     parsed = {col: parse_expression(expr) for col, expr in zip(columns, assignments.values())}
-    target = _load(store, schema, filter_text)
-    mask = _filter_mask(target, schema, filter_text)
-    rows = target.rows
-    scope = Scope({"target": {n: rows.column(n) for n in rows.column_names}}, rows.num_rows, default="target")
-    new_values = {col: _store_column(evaluate(node, scope), schema, col) for col, node in parsed.items()}
-    return _write(store, schema, target, np.zeros_like(mask), mask, _with_columns(rows, new_values), None)
+
+    def run() -> MergeResult:
+        target = _load(store, schema, filter_text)
+        mask = _filter_mask(target, schema, filter_text)
+        rows = target.rows
+        scope = Scope({"target": {n: rows.column(n) for n in rows.column_names}}, rows.num_rows, default="target")
+        new_values = {col: _store_column(evaluate(node, scope), schema, col) for col, node in parsed.items()}
+        return _write(store, schema, target, np.zeros_like(mask), mask, _with_columns(rows, new_values), None)
+
+    return _replanned(store, run)
 
 
 # ------------------------------------------------------------------------------------------- merge
@@ -668,15 +731,19 @@ class MergeBuilder:
         # Without by-source clauses only target rows whose keys the source holds can change: prune the read by
         # the source's keys (partitions, buckets, file and row-group statistics).
         prune = [] if self._by_source else key_prune(keyed_source, on)
-        target = _load(store, schema, None, prune)
-        t_idx, s_idx = _join(target.rows, keyed_source, on)
-        if not self._by_source and (target.file_of_row is None or target.positions is not None):
-            # Primary-key and deletion-vector changes touch only the matched rows: drop the rest before the
-            # clauses run (copy-on-write keeps every row of a file, for the rewrite).
-            target, t_idx = _only_rows(target, t_idx), np.arange(len(t_idx), dtype=np.int64)
-        rows = target.rows
-        deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
-        return _write(store, schema, target, deleted, updated, new_rows, inserts)
+
+        def run() -> MergeResult:
+            target = _load(store, schema, None, prune)
+            t_idx, s_idx = _join(target.rows, keyed_source, on)
+            if not self._by_source and (target.file_of_row is None or target.positions is not None):
+                # Primary-key and deletion-vector changes touch only the matched rows: drop the rest before the
+                # clauses run (copy-on-write keeps every row of a file, for the rewrite).
+                target, t_idx = _only_rows(target, t_idx), np.arange(len(t_idx), dtype=np.int64)
+            rows = target.rows
+            deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
+            return _write(store, schema, target, deleted, updated, new_rows, inserts)
+
+        return _replanned(store, run)
 
     def with_source(self, source: pa.Table) -> "MergeBuilder":
         """The same clauses over another Arrow source (a Spark merge task's share of the source rows)."""
