@@ -2,10 +2,14 @@
 Table.merge builder clauses) on main and two branches, branches created from main or from the other branch (at
 its latest or an earlier snapshot), three-way merges and safe publishes in any direction with every
 ``on_conflict`` (``fail`` must raise exactly when the model has conflicts, writing nothing), cherry-picks, diffs
-between branches and between two snapshots, and an update racing a writer thread on the same branch (the model
-applies both commits in the order their snapshots landed). Checked after every step against a plain model (a
-dict by key per branch, and each commit's dict by snapshot id). Small and bounded: a few keys, few steps, a
-derandomized budget of examples (``PAIMON_HYPOTHESIS_EXAMPLES`` raises it)."""
+between branches and between two snapshots, tags of a branch's head and branches forked from a tag (the tagged
+state, the tag copied, the tagged snapshot as the fork point of later merges), an update racing a writer thread on
+other keys of the same branch, and a delete, a Table.merge or a publish racing one on OVERLAPPING keys (the model
+applies the commits in the order their snapshots landed, each computed on the state before it: a change that a
+writer's commit overtook between its read and its commit is read and decided again). Checked after every step
+against a plain model (a dict by key per branch, and each commit's dict by snapshot id). Small and bounded: a few
+keys, few steps, a derandomized budget of examples (``PAIMON_HYPOTHESIS_EXAMPLES`` raises it), plus one scripted
+run of the newer rules that the small default budget would not reach."""
 
 from __future__ import annotations
 
