@@ -434,6 +434,22 @@ def test_a_pk_change_overtaken_every_time_gives_up(catalog: Catalog) -> None:
     assert _rows(t)[0] == (1, "a", 100, "p")
 
 
+def test_a_pk_change_is_not_planned_again_for_a_writer_of_other_rows(catalog: Catalog) -> None:
+    """A commit that cannot hold rows the change read or keys it writes (another partition, keys outside the
+    filter) does not make the change start over, so DML keeps working under a busy writer of other rows."""
+    from pyspark_paimon.datasource import dml
+
+    t = _pk(catalog, "pk_race_elsewhere")
+    writer_rows = pa.table({"id": [9], "dt": ["b"], "v": [90], "s": ["w"]})
+    real_write, landed = _race_each_write(t, dml.DML_ATTEMPTS, writer_rows)
+    try:
+        assert t.update({"v": "v + 1"}, "id <= 2") == 2
+    finally:
+        dml._write = real_write
+    assert len(landed) == 1  # one attempt: the writer's commit did not send it back
+    assert _rows(t) == [(1, "a", 11, "x"), (2, "a", 21, "y"), (3, "b", 30, "z"), (4, "b", 40, "w"), (9, "b", 90, "w")]
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="A plain write prepared before a primary-key change committed and committed after it is ordered by "

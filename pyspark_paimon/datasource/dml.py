@@ -43,7 +43,7 @@ from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.store_assignment import cast_for_store
 from pyspark_paimon.datasource.write import TableWriter
-from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
+from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
     DELETION_VECTORS_INDEX,
     bucket_vector_files,
@@ -52,7 +52,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import (
     write_deletion_vector_file,
 )
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
-from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
     DELETION_VECTORS_ENABLED,
@@ -68,6 +68,8 @@ from pyspark_paimon.metadata.types.model import type_to_sql
 from pyspark_paimon.planner.predicate import Leaf, implied_leaves, tree_columns, tree_expression
 from pyspark_paimon.planner.read_options import FILTER_KEY, ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read
+from pyspark_paimon.planner.scan import ScanPlanner
+from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.sql_filter import parse_filter
 
@@ -181,6 +183,9 @@ class _Target:
     existing: dict[int, np.ndarray] = field(default_factory=dict)
     snapshot: Snapshot | None = None
     files_read: int = 0
+    # Primary-key tables: the leaves the read was pruned with (what a concurrent commit must avoid, see
+    # :func:`unchanged_since`).
+    pruned_by: list[Leaf] | None = None
 
 
 def _writes_vectors(schema: TableSchema) -> bool:
@@ -197,7 +202,9 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
         opts = ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {})
         job = prepare_read(store, opts, leaves)
         _refuse_foreign(job.planned.kind, store)
-        return _Target(job.to_arrow(), snapshot=job.plan.snapshot, files_read=job.plan.counters.files_selected)
+        return _Target(
+            job.to_arrow(), snapshot=job.plan.snapshot, files_read=job.plan.counters.files_selected, pruned_by=leaves
+        )
     planned = plan_read(store, ReadOptions.from_options({}), leaves)
     _refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
@@ -328,7 +335,7 @@ def _write(
     job = prepare_write(store)
     writer = job.new_writer("dml")
     written = write_change(writer, store, schema, target, deleted, updated, new_rows, inserts)
-    result = commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort)
+    result = commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort, read=target.pruned_by)
     return replace(result, files_read=target.files_read)
 
 
@@ -400,9 +407,11 @@ def commit_change(
     parts: Sequence[Written],
     snapshot: Snapshot | None,
     abort: Callable[[], None],
+    read: Sequence[Leaf] | None = None,
 ) -> MergeResult:
     """Commit every part of a change as ONE snapshot (``snapshot``: the one the target rows were read at);
-    ``abort`` removes the new files when the commit certainly did not land."""
+    ``abort`` removes the new files when the commit certainly did not land; ``read``: the leaves a primary-key
+    change's read was pruned with (:func:`unchanged_since`; None: any newer commit is a conflict)."""
     messages = [m for p in parts for m in p.messages]
     old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
     bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
@@ -413,7 +422,7 @@ def commit_change(
             bucket_vectors[b].update(vectors)
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
     # A primary-key change is computed from the rows read at ``snapshot``: it must land right on top of it.
-    index_update = unchanged_since(store, snapshot) if schema.primary_keys and messages else None
+    index_update = unchanged_since(store, snapshot, messages, read) if schema.primary_keys and messages else None
     index_paths: list[str] = []
     if bucket_vectors:
         try:
@@ -448,27 +457,65 @@ class StaleReadError(CommitConflictError):
 DML_ATTEMPTS = 5
 
 
-def unchanged_since(store: FileStore, read: Snapshot | None) -> Callable[[Snapshot | None], IndexChange]:
+def unchanged_since(
+    store: FileStore,
+    read: Snapshot | None,
+    messages: Sequence[CommitMessage] = (),
+    pruned_by: Sequence[Leaf] | None = None,
+) -> Callable[[Snapshot | None], IndexChange]:
     """A commit check (``index_update`` changing nothing, run on every attempt): raise :class:`StaleReadError`
-    when a commit other than a compaction landed on the branch after ``read``.
+    when a commit that may touch this change's rows landed on the branch after ``read``.
 
     Why: a primary-key change is written as retractions and upserts whose sequence numbers were chosen when the
     change was prepared. A writer that committed the same key after ``read`` may hold equal or higher sequence
     numbers, so the change, committed later, would lose the merge (an acknowledged delete or update silently
-    absent), and its rows were computed from values that writer replaced. A compaction changes no row and keeps
-    sequence numbers, so it does not count."""
+    absent); and the change was decided on rows that writer replaced (or without rows it added).
+
+    A compaction changes no row and keeps sequence numbers: never a conflict. With ``pruned_by`` (the leaves the
+    change's read was pruned with) on a fixed-bucket table, an APPEND commit is a conflict only when one of its
+    files may hold rows the read selected (the same partition, bucket and file-statistics pruning as the read)
+    or overlaps, in a bucket of ``messages``, the key range of a file this change writes; so a writer on other
+    partitions, buckets or keys does not make the change start over. Anything else (an overwrite, another
+    bucket mode, no ``pruned_by``) is a conflict."""
     base = read.id if read is not None else 0
+    schema = store.schema()
+    precise = pruned_by is not None and schema.num_buckets > 0
+    ours: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for m in messages:
+        ours[(m.partition, m.bucket)].extend(m.new_files)
+    key_types = [schema.field(k).type for k in schema.trimmed_primary_keys]
+
+    def overlaps(e: ManifestEntry) -> bool:
+        mine = ours.get((e.partition, e.bucket))
+        if not mine:
+            return False
+        try:
+            lo, hi = decoded_key_range(e.file, key_types)
+            return any(not (hi < a or b < lo) for a, b in (decoded_key_range(f, key_types) for f in mine))
+        except (PaimonError, TypeError, ValueError, KeyError):
+            return True  # keys that cannot be compared: assume they overlap
+
+    def may_touch(other: Snapshot) -> bool:
+        if not precise or other.commit_kind != "APPEND":
+            return True
+        entries = store.manifests.read_entries(store.manifests.read_list(other.delta_manifest_list))
+        if any(e.kind != KIND_ADD for e in entries):
+            return True
+        if ScanPlanner(store, schema).plan_entries(entries, predicate=list(pruned_by or ())).splits:
+            return True
+        return any(overlaps(e) for e in entries)
 
     def check(latest: Snapshot | None) -> IndexChange:
         if latest is None or latest.id <= base:
             return IndexChange()
         for sid in range(base + 1, latest.id + 1):
             other = store.snapshots.snapshot(sid)
-            if other.commit_kind != "COMPACT":
+            if other.commit_kind != "COMPACT" and may_touch(other):
                 raise StaleReadError(
                     f"Snapshot {sid} ({other.commit_kind}, commit user '{other.commit_user}') landed on branch "
-                    f"'{store.branch}' of {store.table_path} after this change read its rows at snapshot {base}, so "
-                    "the change would be ordered against rows it never saw. Nothing was committed; run it again."
+                    f"'{store.branch}' of {store.table_path} after this change read its rows at snapshot {base}, "
+                    "and may hold rows the change reads or writes, so the change would be ordered against rows it "
+                    "never saw. Nothing was committed; run it again."
                 )
         return IndexChange()
 
