@@ -401,10 +401,11 @@ class RefsMachine(RuleBasedStateMachine):
     def diff_between_snapshots(self, branch: str, data: st.DataObject) -> None:
         if branch not in self.heads:
             return
-        ids = sorted(self.commits[branch])
-        a, b = data.draw(st.sampled_from(ids)), data.draw(st.sampled_from(ids))
+        refs: list[int | str] = [*sorted(self.commits[branch]), *sorted(self.tags[branch])]  # ids, then tags
+        a, b = data.draw(st.sampled_from(refs)), data.draw(st.sampled_from(refs))
         got = self._table(branch).diff(a, b).to_pylist()
-        old, new = self.commits[branch][a], self.commits[branch][b]
+        sid = {**{i: i for i in self.commits[branch]}, **self.tags[branch]}
+        old, new = self.commits[branch][sid[a]], self.commits[branch][sid[b]]
         assert {r["id"] for r in got} == {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
 
     @invariant()
@@ -481,6 +482,9 @@ def test_scripted_races_and_tag_forks() -> None:
         m.race_a_live_writer("publish", "b1", [4], 2, upto=0, rows={}, source="main", on_conflict="source")
         m.every_branch_reads_its_model()
         m.diff_between_snapshots("main", _Draws([min(m.commits["main"]), max(m.commits["main"])]))
+        m.diff_between_snapshots(
+            "b2", _Draws([next(iter(m.tags["b2"])), max(m.commits["b2"])])
+        )  # from the tag b2 was forked at
         m.diff_against_main("b2")
     finally:
         m.teardown()
