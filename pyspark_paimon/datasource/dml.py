@@ -6,8 +6,9 @@ How a change is written depends on the table, as in Java Paimon's Spark DML:
   (``-D``, the row with its key), an updated row as an upsert of the whole new row (``+U``), an inserted row
   as ``+I``, all in new level-0 files of one APPEND commit whose sequence numbers follow every existing row,
   so the change wins the merge. Engines that define no such change refuse it (:func:`check_merge_engine`).
-  The commit must land right on the snapshot the rows were read at (:func:`unchanged_since`); when a writer
-  committed meanwhile, the change is read, decided and written again (:data:`DML_ATTEMPTS`).
+  No commit that may hold the rows it read or the keys it writes may land between its read and its commit
+  (:func:`unchanged_since`); when a writer's did, the change is read, decided and written again
+  (:data:`DML_ATTEMPTS`).
 * **Append tables** are rewritten copy-on-write: every data file holding a matched row is read whole, its
   matched rows dropped or replaced, the rest written to new files, and the commit (kind OVERWRITE, as Java
   marks a rewrite) DELETEs the old files and ADDs the new ones. The commit checks that every file it deletes is
