@@ -450,6 +450,22 @@ def test_a_pk_change_is_not_planned_again_for_a_writer_of_other_rows(catalog: Ca
     assert _rows(t) == [(1, "a", 11, "x"), (2, "a", 21, "y"), (3, "b", 30, "z"), (4, "b", 40, "w"), (9, "b", 90, "w")]
 
 
+def test_a_writer_moving_a_key_out_of_the_filter_sends_the_change_back(catalog: Catalog) -> None:
+    """The writer's new row for key 2 no longer matches ``v < 25``, but the update read and writes key 2 (its
+    write's key range overlaps the writer's file even where value statistics would rule that file out), so the
+    update is decided again and leaves key 2 alone."""
+    from pyspark_paimon.datasource import dml
+
+    t = _pk(catalog, "pk_race_filter")
+    writer_rows = pa.table({"id": [2], "dt": ["a"], "v": [200], "s": ["w"]})
+    real_write, landed = _race_each_write(t, 1, writer_rows)
+    try:
+        assert t.update({"v": "v + 1"}, "v < 25") == 1
+    finally:
+        dml._write = real_write
+    assert _rows(t)[:2] == [(1, "a", 11, "x"), (2, "a", 200, "w")]
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="A plain write prepared before a primary-key change committed and committed after it is ordered by "
