@@ -297,3 +297,39 @@ def test_the_docs_correction_recipe_stops_on_a_key_the_job_changed_since(catalog
     assert t.store.snapshots.latest_id() == head
     t.branches.publish("fix", on_conflict="source")
     assert {r["id"]: r["amount"] for r in t.scan().to_arrow().to_pylist()} == {1: 10, 3: 3_000}
+
+
+def test_a_publish_overtaken_by_a_writer_is_planned_again(catalog: Catalog) -> None:
+    """A writer commits key 1 on main after the publish compared both sides and before it commits: the publish
+    must not land its plan (key 1 = the branch's row, as if main had not changed it) over the writer's commit,
+    which would replace an acknowledged row without a conflict. It re-plans on the new head and sees key 1 changed
+    on both sides."""
+    from pyspark_paimon.datasource import branch_merge
+
+    t = _pk(catalog, "overtaken")
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("fix")
+    _w(t.on_branch("fix"), [1], [11], "f")
+    real = branch_merge._key_changes
+    raced: list[int] = []
+
+    def racing_key_changes(*args, **kwargs):  # type: ignore[no-untyped-def]
+        planned = real(*args, **kwargs)
+        if not raced:
+            snap = Table.open(t.uri).write_arrow(pa.table({"id": [1, 3], "v": [7, 7], "s": ["w", "w"]}))
+            assert snap is not None
+            raced.append(snap.id)
+        return planned
+
+    branch_merge._key_changes = racing_key_changes  # type: ignore[assignment]
+    try:
+        with pytest.raises(BranchMergeConflictError) as err:
+            t.branches.publish("fix")
+    finally:
+        branch_merge._key_changes = real  # type: ignore[assignment]
+    assert err.value.count == 1
+    assert t.store.snapshots.latest_id() == raced[0]  # nothing written after the writer's commit
+    assert _rows(t) == {1: (7, "w"), 2: (20, "x"), 3: (7, "w")}
+    result = t.branches.publish("fix", on_conflict="source")
+    assert result.conflicts == 1
+    assert _rows(t) == {1: (11, "f"), 2: (20, "x"), 3: (7, "w")}

@@ -26,8 +26,11 @@ vectors are refused (a vector is not carried by a file-level merge).
 
 **Retries.** The commit is an ordinary commit on the target: a concurrent commit that lands first makes it
 land on top (its rows are kept), and a commit conflict (a file the merge removes is gone) re-plans the merge
-from the target's new head, up to :data:`MERGE_ATTEMPTS` times. A concurrent commit that changes one of the
-merged keys between planning and commit is ordered by sequence number, as between any two writers.
+from the target's new head, up to :data:`MERGE_ATTEMPTS` times. On a primary-key table a commit (other than a
+compaction) that lands on the target between planning and commit and may hold one of the keys the source
+changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.unchanged_since`): the merge's rows,
+sequenced before that commit's, would otherwise lose to it, and its decision for that key was made without it;
+so the merge is re-planned on top of it and both land in commit order. A writer of other keys does not disturb it.
 
 **Repeated merges.** After ``merge(source, into)`` the merged source snapshot becomes the base of the next merge
 in that direction (as git's merge base moves with a merge commit), so changes already merged, and conflicts
@@ -47,7 +50,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.diff import diff_snapshots
-from pyspark_paimon.datasource.dml import KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER, check_merge_engine
+from pyspark_paimon.datasource.dml import (
+    KIND_DELETE,
+    KIND_INSERT,
+    KIND_UPDATE_AFTER,
+    check_merge_engine,
+    key_prune,
+    unchanged_since,
+)
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import (
     BranchError,
@@ -62,6 +72,7 @@ from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN
 
 __all__ = [
@@ -232,9 +243,10 @@ def _key_changes(
     into: tuple[FileStore, Snapshot],
     on_conflict: str,
     label: str,
-) -> tuple[pa.Table, int, bool]:
-    """The after states to write on ``into``, the number of conflicts (module docstring) and whether ``into`` is
-    unchanged since the base."""
+) -> tuple[pa.Table, int, bool, list[Leaf]]:
+    """The after states to write on ``into``, the number of conflicts (module docstring), whether ``into`` is
+    unchanged since the base, and leaves selecting the keys the source changed (the only target rows the
+    decisions read)."""
     schema = into[0].schema()
     keys = list(schema.primary_keys)
     columns = [n for n in schema.field_names if n not in keys]
@@ -266,7 +278,7 @@ def _key_changes(
         if on_conflict == "target":
             apply[differ] = False
     out = src.filter(pa.array(apply)).drop_columns(["__s"])
-    return out, conflicts, tgt.num_rows == 0
+    return out, conflicts, tgt.num_rows == 0, key_prune(src.select(keys), keys)
 
 
 def _render(keys: pa.Table) -> str:
@@ -280,7 +292,12 @@ def _ref(store: FileStore, snapshot: Snapshot) -> str:
     return f"{store.branch}.{snapshot.id}"
 
 
-def _write_keys(into: FileStore, changes: pa.Table) -> tuple[int, int, int | None]:
+def _write_keys(
+    into: FileStore, changes: pa.Table, planned_on: Snapshot, decided_on: list[Leaf]
+) -> tuple[int, int, int | None]:
+    """Write the after states as one commit that must land on ``planned_on`` (the target head the merge was
+    planned against): a newer commit that may hold rows of the keys the merge decided on (``decided_on``) is a
+    :class:`CommitConflictError` that re-plans the merge."""
     schema = into.schema()
     kinds = changes.column(_KIND).combine_chunks()
     n_del = int(pc.sum(pc.equal(kinds, KIND_DELETE)).as_py() or 0)
@@ -295,7 +312,9 @@ def _write_keys(into: FileStore, changes: pa.Table) -> tuple[int, int, int | Non
         writer.abort()
         raise
     try:
-        snapshot = job.commit(messages, kind="APPEND")
+        snapshot = job.commit(
+            messages, kind="APPEND", index_update=unchanged_since(into, planned_on, messages, decided_on)
+        )
     except CommitConflictError:
         writer.abort()
         raise
@@ -394,8 +413,8 @@ def three_way(
         tgt = (into, _head(into))
         try:
             if schema.primary_keys:
-                changes, conflicts, unchanged = _key_changes(base, src, tgt, on_conflict, label)
-                upserted, deleted, sid = _write_keys(into, changes)
+                changes, conflicts, unchanged, decided_on = _key_changes(base, src, tgt, on_conflict, label)
+                upserted, deleted, sid = _write_keys(into, changes, tgt[1], decided_on)
                 return BranchMergeResult(
                     src[0].branch,
                     into.branch,

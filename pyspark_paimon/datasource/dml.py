@@ -6,6 +6,9 @@ How a change is written depends on the table, as in Java Paimon's Spark DML:
   (``-D``, the row with its key), an updated row as an upsert of the whole new row (``+U``), an inserted row
   as ``+I``, all in new level-0 files of one APPEND commit whose sequence numbers follow every existing row,
   so the change wins the merge. Engines that define no such change refuse it (:func:`check_merge_engine`).
+  No commit that may hold the rows it read or the keys it writes may land between its read and its commit
+  (:func:`unchanged_since`); when a writer's did, the change is read, decided and written again
+  (:data:`DML_ATTEMPTS`).
 * **Append tables** are rewritten copy-on-write: every data file holding a matched row is read whole, its
   matched rows dropped or replaced, the rest written to new files, and the commit (kind OVERWRITE, as Java
   marks a rewrite) DELETEs the old files and ADDs the new ones. The commit checks that every file it deletes is
@@ -41,7 +44,7 @@ from pyspark_paimon.datasource.read import ReadContext, read_split
 from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.store_assignment import cast_for_store
 from pyspark_paimon.datasource.write import TableWriter
-from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
+from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
     DELETION_VECTORS_INDEX,
     bucket_vector_files,
@@ -50,7 +53,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import (
     write_deletion_vector_file,
 )
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
-from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
     DELETION_VECTORS_ENABLED,
@@ -66,6 +69,8 @@ from pyspark_paimon.metadata.types.model import type_to_sql
 from pyspark_paimon.planner.predicate import Leaf, implied_leaves, tree_columns, tree_expression
 from pyspark_paimon.planner.read_options import FILTER_KEY, ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read
+from pyspark_paimon.planner.scan import ScanPlanner
+from pyspark_paimon.planner.sections import decoded_key_range
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.sql_filter import parse_filter
 
@@ -179,6 +184,9 @@ class _Target:
     existing: dict[int, np.ndarray] = field(default_factory=dict)
     snapshot: Snapshot | None = None
     files_read: int = 0
+    # Primary-key tables: the leaves the read was pruned with (what a concurrent commit must avoid, see
+    # :func:`unchanged_since`).
+    pruned_by: list[Leaf] | None = None
 
 
 def _writes_vectors(schema: TableSchema) -> bool:
@@ -195,7 +203,9 @@ def _load(store: FileStore, schema: TableSchema, filter_text: str | None, prune:
         opts = ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {})
         job = prepare_read(store, opts, leaves)
         _refuse_foreign(job.planned.kind, store)
-        return _Target(job.to_arrow(), files_read=job.plan.counters.files_selected)
+        return _Target(
+            job.to_arrow(), snapshot=job.plan.snapshot, files_read=job.plan.counters.files_selected, pruned_by=leaves
+        )
     planned = plan_read(store, ReadOptions.from_options({}), leaves)
     _refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
@@ -326,7 +336,7 @@ def _write(
     job = prepare_write(store)
     writer = job.new_writer("dml")
     written = write_change(writer, store, schema, target, deleted, updated, new_rows, inserts)
-    result = commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort)
+    result = commit_change(store, schema, job, [written], target.snapshot, abort=writer.abort, read=target.pruned_by)
     return replace(result, files_read=target.files_read)
 
 
@@ -398,9 +408,11 @@ def commit_change(
     parts: Sequence[Written],
     snapshot: Snapshot | None,
     abort: Callable[[], None],
+    read: Sequence[Leaf] | None = None,
 ) -> MergeResult:
     """Commit every part of a change as ONE snapshot (``snapshot``: the one the target rows were read at);
-    ``abort`` removes the new files when the commit certainly did not land."""
+    ``abort`` removes the new files when the commit certainly did not land; ``read``: the leaves a primary-key
+    change's read was pruned with (:func:`unchanged_since`; None: any newer commit is a conflict)."""
     messages = [m for p in parts for m in p.messages]
     old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
     bucket_vectors: dict[tuple[bytes, int], dict[str, np.ndarray]] = defaultdict(dict)
@@ -410,7 +422,8 @@ def commit_change(
         for b, vectors in p.vectors.items():
             bucket_vectors[b].update(vectors)
     messages += [CommitMessage(p, b, total, (), tuple(files)) for (p, b, total), files in old.items()]
-    index_update = None
+    # A primary-key change is computed from the rows read at ``snapshot``: it must land right on top of it.
+    index_update = unchanged_since(store, snapshot, messages, read) if schema.primary_keys and messages else None
     index_paths: list[str] = []
     if bucket_vectors:
         try:
@@ -433,6 +446,96 @@ def commit_change(
         files_rewritten=sum(len(v) for v in old.values()),
         snapshot_id=result.id if result is not None else None,
         vectors_written=sum(len(v) for v in bucket_vectors.values()),
+    )
+
+
+class StaleReadError(CommitConflictError):
+    """A primary-key change's commit found a commit newer than the rows it was computed from (raised by
+    :func:`unchanged_since`; the Python API re-plans the change, :data:`DML_ATTEMPTS` times)."""
+
+
+#: How many times a primary-key change is planned anew when writers keep committing between its read and its commit.
+DML_ATTEMPTS = 5
+
+
+def unchanged_since(
+    store: FileStore,
+    read: Snapshot | None,
+    messages: Sequence[CommitMessage] = (),
+    pruned_by: Sequence[Leaf] | None = None,
+) -> Callable[[Snapshot | None], IndexChange]:
+    """A commit check (``index_update`` changing nothing, run on every attempt): raise :class:`StaleReadError`
+    when a commit that may touch this change's rows landed on the branch after ``read``.
+
+    Why: a primary-key change is written as retractions and upserts whose sequence numbers were chosen when the
+    change was prepared. A writer that committed the same key after ``read`` may hold equal or higher sequence
+    numbers, so the change, committed later, would lose the merge (an acknowledged delete or update silently
+    absent); and the change was decided on rows that writer replaced (or without rows it added).
+
+    A compaction changes no row and keeps sequence numbers: never a conflict. With ``pruned_by`` (the leaves the
+    change's read was pruned with) on a fixed-bucket table, an APPEND commit is a conflict only when one of its
+    files may hold rows the read selected (the same partition, bucket and file-statistics pruning as the read)
+    or overlaps, in a bucket of ``messages``, the key range of a file this change writes; so a writer on other
+    partitions, buckets or keys does not make the change start over. Anything else (an overwrite, another
+    bucket mode, no ``pruned_by``) is a conflict."""
+    base = read.id if read is not None else 0
+    schema = store.schema()
+    precise = pruned_by is not None and schema.num_buckets > 0
+    ours: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for m in messages:
+        ours[(m.partition, m.bucket)].extend(m.new_files)
+    key_types = [schema.field(k).type for k in schema.trimmed_primary_keys]
+
+    def overlaps(e: ManifestEntry) -> bool:
+        mine = ours.get((e.partition, e.bucket))
+        if not mine:
+            return False
+        try:
+            lo, hi = decoded_key_range(e.file, key_types)
+            return any(not (hi < a or b < lo) for a, b in (decoded_key_range(f, key_types) for f in mine))
+        except (PaimonError, TypeError, ValueError, KeyError):
+            return True  # keys that cannot be compared: assume they overlap
+
+    def may_touch(other: Snapshot) -> bool:
+        if not precise or other.commit_kind != "APPEND":
+            return True
+        entries = store.manifests.read_entries(store.manifests.read_list(other.delta_manifest_list))
+        if any(e.kind != KIND_ADD for e in entries):
+            return True
+        if ScanPlanner(store, schema).plan_entries(entries, predicate=list(pruned_by or ())).splits:
+            return True
+        return any(overlaps(e) for e in entries)
+
+    def check(latest: Snapshot | None) -> IndexChange:
+        if latest is None or latest.id <= base:
+            return IndexChange()
+        for sid in range(base + 1, latest.id + 1):
+            other = store.snapshots.snapshot(sid)
+            if other.commit_kind != "COMPACT" and may_touch(other):
+                raise StaleReadError(
+                    f"Snapshot {sid} ({other.commit_kind}, commit user '{other.commit_user}') landed on branch "
+                    f"'{store.branch}' of {store.table_path} after this change read its rows at snapshot {base}, "
+                    "and may hold rows the change reads or writes, so the change would be ordered against rows it "
+                    "never saw. Nothing was committed; run it again."
+                )
+        return IndexChange()
+
+    return check
+
+
+def _replanned(store: FileStore, run: Callable[[], MergeResult]) -> MergeResult:
+    """Run a change (read, decide, write, commit) again while its commit finds a newer commit than its read
+    (:func:`unchanged_since`), so it applies to the rows it lands on."""
+    last: StaleReadError | None = None
+    for _ in range(DML_ATTEMPTS):
+        try:
+            return run()
+        except StaleReadError as exc:
+            last = exc
+    raise CommitConflictError(
+        f"A change to branch '{store.branch}' of {store.table_path} was planned {DML_ATTEMPTS} times and each time "
+        f"another writer committed between its read and its commit (last: {last}). Nothing was committed; run it "
+        "again when the branch is quieter."
     )
 
 
@@ -532,9 +635,13 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
         whole = _delete_files(store, text)
         if whole is not None:
             return whole
-    target = _load(store, schema, text)
-    mask = _filter_mask(target, schema, text)
-    return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
+
+    def run() -> MergeResult:
+        target = _load(store, schema, text)
+        mask = _filter_mask(target, schema, text)
+        return _write(store, schema, target, mask, np.zeros_like(mask), None, None)
+
+    return _replanned(store, run)
 
 
 def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult | None:
@@ -580,12 +687,16 @@ def update_rows(store: FileStore, assignments: Mapping[str, str], filter_text: s
     check_merge_engine(schema, store.table_path, deletes=False, updates=True)
     columns = _check_assigned(schema, store.table_path, list(assignments))
     parsed = {col: parse_expression(expr) for col, expr in zip(columns, assignments.values())}
-    target = _load(store, schema, filter_text)
-    mask = _filter_mask(target, schema, filter_text)
-    rows = target.rows
-    scope = Scope({"target": {n: rows.column(n) for n in rows.column_names}}, rows.num_rows, default="target")
-    new_values = {col: _store_column(evaluate(node, scope), schema, col) for col, node in parsed.items()}
-    return _write(store, schema, target, np.zeros_like(mask), mask, _with_columns(rows, new_values), None)
+
+    def run() -> MergeResult:
+        target = _load(store, schema, filter_text)
+        mask = _filter_mask(target, schema, filter_text)
+        rows = target.rows
+        scope = Scope({"target": {n: rows.column(n) for n in rows.column_names}}, rows.num_rows, default="target")
+        new_values = {col: _store_column(evaluate(node, scope), schema, col) for col, node in parsed.items()}
+        return _write(store, schema, target, np.zeros_like(mask), mask, _with_columns(rows, new_values), None)
+
+    return _replanned(store, run)
 
 
 # ------------------------------------------------------------------------------------------- merge
@@ -668,15 +779,19 @@ class MergeBuilder:
         # Without by-source clauses only target rows whose keys the source holds can change: prune the read by
         # the source's keys (partitions, buckets, file and row-group statistics).
         prune = [] if self._by_source else key_prune(keyed_source, on)
-        target = _load(store, schema, None, prune)
-        t_idx, s_idx = _join(target.rows, keyed_source, on)
-        if not self._by_source and (target.file_of_row is None or target.positions is not None):
-            # Primary-key and deletion-vector changes touch only the matched rows: drop the rest before the
-            # clauses run (copy-on-write keeps every row of a file, for the rewrite).
-            target, t_idx = _only_rows(target, t_idx), np.arange(len(t_idx), dtype=np.int64)
-        rows = target.rows
-        deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
-        return _write(store, schema, target, deleted, updated, new_rows, inserts)
+
+        def run() -> MergeResult:
+            target = _load(store, schema, None, prune)
+            t_idx, s_idx = _join(target.rows, keyed_source, on)
+            if not self._by_source and (target.file_of_row is None or target.positions is not None):
+                # Primary-key and deletion-vector changes touch only the matched rows: drop the rest before the
+                # clauses run (copy-on-write keeps every row of a file, for the rewrite).
+                target, t_idx = _only_rows(target, t_idx), np.arange(len(t_idx), dtype=np.int64)
+            rows = target.rows
+            deleted, updated, new_rows, inserts = self.decide(schema, rows, source, t_idx, s_idx)
+            return _write(store, schema, target, deleted, updated, new_rows, inserts)
+
+        return _replanned(store, run)
 
     def with_source(self, source: pa.Table) -> "MergeBuilder":
         """The same clauses over another Arrow source (a Spark merge task's share of the source rows)."""

@@ -181,7 +181,9 @@ class SparkMergeBuilder(MergeBuilder):
         parts: list[Written] = [pickle.loads(bytes(row[PAYLOAD])) for row in out.collect()]
         if not parts:
             return MergeResult(files_read=files_read)
-        result = commit_change(store, schema, plan.job, parts, snapshot, abort=lambda: _delete_written(plan, parts))
+        result = commit_change(
+            store, schema, plan.job, parts, snapshot, abort=lambda: _delete_written(plan, parts), read=list(prune)
+        )
         return replace(result, files_read=files_read)
 
     def _plan(
