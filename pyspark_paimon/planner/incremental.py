@@ -270,7 +270,7 @@ def plan_diff(
     def side(entries: list[ManifestEntry], snapshot: Snapshot | None) -> ScanPlan:
         changed = [e for e in entries if identity(e) not in shared]
         plan = planner.plan_entries(changed, partitions, partition_filter, snapshot=snapshot)
-        vectors = planner.deletion_files_of(snapshot) if snapshot is not None and snapshot.index_manifest else {}
+        vectors = planner.deletion_files_of(snapshot.index_manifest) if snapshot is not None else {}
         splits = []
         for s in plan.splits:
             found = vectors.get((s.partition, s.bucket), {})

@@ -528,7 +528,7 @@ class ScanPlanner:
             skipped=skipped,
             selector=selector,
         )
-        dvs = self.deletion_files_of(snapshot)
+        dvs = self.deletion_files_of(snapshot.index_manifest)
         plan.splits = [
             replace(
                 s,
@@ -546,9 +546,9 @@ class ScanPlanner:
     def _deletion_vectors(self) -> bool:
         return CoreOptions({**self.schema.options, **self.options}).deletion_vectors_enabled
 
-    def deletion_files_of(self, snapshot: Snapshot) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
-        """The deletion file of every data file of ``snapshot`` that has one (none without an index manifest)."""
-        if not snapshot.index_manifest:
+    def deletion_files_of(self, index_manifest: str | None) -> dict[tuple[bytes, int], dict[str, DeletionFile]]:
+        """The deletion file of every data file that has one in a snapshot's index manifest (none without)."""
+        if not index_manifest:
             return {}
         in_bucket_dir = (
             str(
@@ -569,7 +569,7 @@ class ScanPlanner:
                 return f"{self.store.bucket_path(self.schema, values, e.bucket)}/{e.file_name}"
             return f"{index_dir}/{e.file_name}"
 
-        return deletion_files(self.store.fileio, self.store.manifests.path(snapshot.index_manifest), index_path)
+        return deletion_files(self.store.fileio, self.store.manifests.path(index_manifest), index_path)
 
     def plan_entries(
         self,

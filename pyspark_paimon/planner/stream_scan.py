@@ -306,10 +306,21 @@ class Consumed:
     snapshot_id: int
     base_manifest_list: str
     delta_manifest_list: str
+    # Its index manifest (deletion vectors), so a diff from this state reads its files as it did. None: none, or
+    # an offset written before it was recorded.
+    index_manifest: str | None = None
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> "Consumed":
-        return cls(snapshot.id, snapshot.base_manifest_list, snapshot.delta_manifest_list)
+        return cls(snapshot.id, snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.index_manifest)
+
+    def to_list(self) -> list[Any]:
+        out: list[Any] = [self.snapshot_id, self.base_manifest_list, self.delta_manifest_list]
+        return out + [self.index_manifest] if self.index_manifest else out
+
+    @classmethod
+    def from_list(cls, c: Sequence[Any]) -> "Consumed":
+        return cls(int(c[0]), str(c[1]), str(c[2]), str(c[3]) if len(c) > 3 and c[3] else None)
 
     def matches(self, snapshot: Snapshot) -> bool:
         return (snapshot.base_manifest_list, snapshot.delta_manifest_list) == (
@@ -337,7 +348,7 @@ class StreamOffset:
             "snapshotId": self.snapshot,
             "index": self.index,
             "phase": self.phase,
-            "consumed": None if c is None else [c.snapshot_id, c.base_manifest_list, c.delta_manifest_list],
+            "consumed": None if c is None else c.to_list(),
         }
         if self.phase == "chain":
             out["chainSnapshotId"] = self.pinned
@@ -347,7 +358,7 @@ class StreamOffset:
     def from_dict(cls, d: Mapping[str, Any]) -> "StreamOffset":
         try:
             c = d.get("consumed")
-            consumed = None if c is None else Consumed(int(c[0]), str(c[1]), str(c[2]))
+            consumed = None if c is None else Consumed.from_list(c)
             phase = str(d["phase"])
             if phase not in PHASES:
                 raise ValueError(phase)
@@ -599,9 +610,18 @@ class StreamPlanner:
             splits = kept
         return [StreamSplit(snapshot.id, i, "full", s) for i, s in enumerate(splits)]
 
-    def _entries_splits(self, entries: Iterable[ManifestEntry]) -> list[DataSplit]:
+    def _entries_splits(self, entries: Iterable[ManifestEntry], index_manifest: str | None = None) -> list[DataSplit]:
         planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
-        return planner.plan_entries(entries, partition_filter=self._partitions).splits
+        splits = planner.plan_entries(entries, partition_filter=self._partitions).splits
+        vectors = planner.deletion_files_of(index_manifest)
+        if not vectors:
+            return splits
+        out = []
+        for s in splits:
+            found = vectors.get((s.partition, s.bucket), {})
+            mine = {f.file_name: found[f.file_name] for f in s.files if f.file_name in found}
+            out.append(replace(s, deletion_files=mine) if mine else s)
+        return out
 
     def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         kind = snapshot.commit_kind
@@ -665,10 +685,16 @@ class StreamPlanner:
         return self._diff(snapshot_id, before, after)
 
     def _diff(
-        self, snapshot_id: int, before: Iterable[ManifestEntry], after: Iterable[ManifestEntry]
+        self,
+        snapshot_id: int,
+        before: Iterable[ManifestEntry],
+        after: Iterable[ManifestEntry],
+        vectors: tuple[str | None, str | None] = (None, None),
     ) -> list[StreamSplit]:
-        b = self._entries_splits(before)
-        a = self._entries_splits(after)
+        """``vectors``: the index manifests of the two states, whose deletion vectors each side's files are read
+        with (a primary-key table's rows a vector deleted must not merge again)."""
+        b = self._entries_splits(before, vectors[0])
+        a = self._entries_splits(after, vectors[1])
         if self.schema.primary_keys:
             by_bucket_b = {(s.partition, s.bucket): s for s in b}
             by_bucket_a = {(s.partition, s.bucket): s for s in a}
@@ -711,7 +737,8 @@ class StreamPlanner:
         if pos.phase == "diff":
             snapshot = self.store.snapshots.snapshot(pos.snapshot)
             before = self._state_entries(pos.consumed) if pos.consumed is not None else []
-            return snapshot, self._diff(snapshot.id, before, self.store.live_entries(snapshot))
+            vectors = (pos.consumed.index_manifest if pos.consumed is not None else None, snapshot.index_manifest)
+            return snapshot, self._diff(snapshot.id, before, self.store.live_entries(snapshot), vectors)
         snapshot = self._snapshot_for_delta(pos.snapshot)
         return snapshot, self._delta_splits(snapshot)
 
