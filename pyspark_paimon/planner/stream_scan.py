@@ -629,7 +629,10 @@ class StreamPlanner:
             delta = self.store.manifests.read_entries(self.store.manifests.read_list(snapshot.delta_manifest_list))
             before = [replace(e, kind=KIND_ADD) for e in delta if e.kind == KIND_DELETE]
             after = [e for e in delta if e.kind == KIND_ADD]
-            return self._diff(snapshot.id, before, after)
+            parent = snapshot.id - 1
+            previous = self.store.snapshots.snapshot(parent) if self.store.snapshots.exists(parent) else None
+            vectors = (previous.index_manifest if previous is not None else None, snapshot.index_manifest)
+            return self._diff(snapshot.id, before, after, vectors)
         if self.producer is not None:
             if not snapshot.changelog_manifest_list:
                 return []  # Java's ChangelogFollowUpScanner: a snapshot without changelog adds nothing
