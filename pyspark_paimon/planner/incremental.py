@@ -270,13 +270,8 @@ def plan_diff(
     def side(entries: list[ManifestEntry], snapshot: Snapshot | None) -> ScanPlan:
         changed = [e for e in entries if identity(e) not in shared]
         plan = planner.plan_entries(changed, partitions, partition_filter, snapshot=snapshot)
-        vectors = planner.deletion_files_of(snapshot.index_manifest) if snapshot is not None else {}
-        splits = []
-        for s in plan.splits:
-            found = vectors.get((s.partition, s.bucket), {})
-            mine = {f.file_name: found[f.file_name] for f in s.files if f.file_name in found}
-            splits.append(replace(s, deletion_files=mine))
-        plan.splits = splits
+        if snapshot is not None:
+            plan.splits = planner.with_deletion_files(plan.splits, snapshot.index_manifest)
         return plan
 
     plan = side(after, end)

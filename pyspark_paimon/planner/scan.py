@@ -528,18 +528,7 @@ class ScanPlanner:
             skipped=skipped,
             selector=selector,
         )
-        dvs = self.deletion_files_of(snapshot.index_manifest)
-        plan.splits = [
-            replace(
-                s,
-                deletion_files={
-                    f.file_name: dvs[(s.partition, s.bucket)][f.file_name]
-                    for f in s.files
-                    if f.file_name in dvs.get((s.partition, s.bucket), {})
-                },
-            )
-            for s in plan.splits
-        ]
+        plan.splits = self.with_deletion_files(plan.splits, snapshot.index_manifest)
         return plan
 
     @property
@@ -570,6 +559,19 @@ class ScanPlanner:
             return f"{index_dir}/{e.file_name}"
 
         return deletion_files(self.store.fileio, self.store.manifests.path(index_manifest), index_path)
+
+    def with_deletion_files(self, splits: list[DataSplit], index_manifest: str | None) -> list[DataSplit]:
+        """``splits`` with the deletion file each of their data files has in ``index_manifest`` (a snapshot's)."""
+        vectors = self.deletion_files_of(index_manifest)
+        if not vectors:
+            return splits
+        out = []
+        for s in splits:
+            found = vectors.get((s.partition, s.bucket), {})
+            out.append(
+                replace(s, deletion_files={f.file_name: found[f.file_name] for f in s.files if f.file_name in found})
+            )
+        return out
 
     def plan_entries(
         self,

@@ -613,15 +613,7 @@ class StreamPlanner:
     def _entries_splits(self, entries: Iterable[ManifestEntry], index_manifest: str | None = None) -> list[DataSplit]:
         planner = ScanPlanner(self.store, self.schema, {}, pk_value_skipping=False, streaming=True)
         splits = planner.plan_entries(entries, partition_filter=self._partitions).splits
-        vectors = planner.deletion_files_of(index_manifest)
-        if not vectors:
-            return splits
-        out = []
-        for s in splits:
-            found = vectors.get((s.partition, s.bucket), {})
-            mine = {f.file_name: found[f.file_name] for f in s.files if f.file_name in found}
-            out.append(replace(s, deletion_files=mine) if mine else s)
-        return out
+        return planner.with_deletion_files(splits, index_manifest)
 
     def _delta_splits(self, snapshot: Snapshot) -> list[StreamSplit]:
         kind = snapshot.commit_kind
