@@ -18,7 +18,7 @@ from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.options import POSTPONE_BATCH_WRITE_FIXED_BUCKET, POSTPONE_BUCKET
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, commit_or_abort
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.read_plan import branch_schemas
@@ -105,11 +105,11 @@ def compact_postpone(
         raise
     # The moved rows arrive as compaction outputs (Java's BucketFiles turns the writer's new files into
     # compactAfter), so the whole move is one COMPACT snapshot that streams of the real buckets skip.
-    try:
-        committed = FileStoreCommit(store, schema.options).commit([*before, *written], kind="COMPACT", commit_user=user)
-    except BaseException:
-        writer.abort()
-        raise
+    committed = commit_or_abort(
+        lambda: FileStoreCommit(store, schema.options).commit([*before, *written], kind="COMPACT", commit_user=user),
+        writer.abort,
+        lambda: store.snapshots.commit_of(user),
+    )
     return PostponeMove(
         committed,
         files_before=sum(len(m.compact_before) for m in before),

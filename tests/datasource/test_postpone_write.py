@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.errors import CompactionError
+from pyspark_paimon.errors import CommitStateUnknownError, CompactionError
+from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import AtomicType
 from tests.sparkutil import load, save, sorted_rows
 
@@ -206,3 +208,42 @@ def test_key_filters_prune_the_real_buckets(catalog: Catalog) -> None:
     scan = t.scan(filter="k = 3")
     assert [(r["k"], r["v"]) for r in scan.to_arrow().to_pylist()] == [(3, "x")]
     assert scan.explain()["counters"]["files_skipped_bucket"] == 3
+
+
+class _LosesSnapshotAnswer(FileIO):
+    """Creates the next snapshot file, then fails as if the answer was lost (``error``: what the caller sees)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__("file")
+        self.error: BaseException | None = error
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        created = super().try_create(path, data)
+        if self.error is not None and "/snapshot/snapshot-" in path:
+            error, self.error = self.error, None
+            raise error
+        return created
+
+
+@pytest.mark.parametrize("error", [OSError("connection reset"), KeyboardInterrupt()], ids=["lost-answer", "ctrl-c"])
+def test_a_move_whose_snapshot_landed_keeps_its_files_when_the_answer_is_lost(
+    catalog: Catalog, error: BaseException
+) -> None:
+    """The COMPACT snapshot is created but the caller sees an error (a lost answer, or Ctrl-C right after the
+    create): its new files must stay, or every later read fails on the missing files."""
+    t = _table(catalog, "db.lost", **{"postpone.batch-write-fixed-bucket": "false"})
+    t.write_arrow(_rows("a", [1, 2], "x"))
+    t.write_arrow(_rows("a", [2, 3], "y"))
+    io = _LosesSnapshotAnswer(error)
+    hooked = Table(FileStore(io, t.store.table_path))
+    with pytest.raises((CommitStateUnknownError, KeyboardInterrupt)):
+        hooked.maintenance.compact()
+    assert io.error is None, "the snapshot create was reached"
+    fresh = Table(FileStore(FileIO("file"), t.store.table_path))
+    assert [s.commit_kind for s in fresh.snapshots()] == ["APPEND", "APPEND", "COMPACT"]
+    for e in fresh.store.live_entries(fresh.store.snapshots.latest()):
+        bucket_dir = fresh.store.bucket_path(fresh.schema, tuple(deserialize_row(e.partition, [STR])), e.bucket)
+        assert fresh.store.fileio.exists(f"{bucket_dir}/{e.file.file_name}"), e.file.file_name
+    assert _read(fresh) == [("a", 1, "x"), ("a", 2, "y"), ("a", 3, "y")]
+    assert not fresh.maintenance.compact()  # the move is done: nothing left to move
+    assert _read(fresh) == [("a", 1, "x"), ("a", 2, "y"), ("a", 3, "y")]

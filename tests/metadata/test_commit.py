@@ -18,7 +18,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import pyarrow as pa
 import pytest
@@ -28,7 +28,13 @@ from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, OverwriteSpec, partition_stats
+from pyspark_paimon.metadata.snapshots.commit import (
+    CommitMessage,
+    FileStoreCommit,
+    OverwriteSpec,
+    commit_or_abort,
+    partition_stats,
+)
 from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import AtomicType, string_type
@@ -973,3 +979,35 @@ def test_snapshots_record_the_package_version() -> None:
     from pyspark_paimon.metadata.snapshots.commit import WRITER_VERSION
 
     assert WRITER_VERSION == f"pyspark-paimon-{pyspark_paimon.__version__}"
+
+
+# ------------------------------------------------------------------------------------ commit or abort
+@pytest.mark.parametrize(
+    ("error", "landed", "aborted", "raised"),
+    [
+        (CommitConflictError("lost the race"), None, True, CommitConflictError),
+        (CommitStateUnknownError("create failed"), None, False, CommitStateUnknownError),
+        (ValueError("before the create"), None, True, ValueError),
+        (ValueError("after the create"), "ours", False, ValueError),
+        (ValueError("after the create"), OSError("listing failed"), False, CommitStateUnknownError),
+        (KeyboardInterrupt(), None, False, KeyboardInterrupt),
+    ],
+    ids=["conflict", "unknown", "not-landed", "landed", "check-fails", "interrupt"],
+)
+def test_commit_or_abort_deletes_files_only_when_the_commit_certainly_did_not_land(
+    error: BaseException, landed: object, aborted: bool, raised: type[BaseException]
+) -> None:
+    calls: list[str] = []
+
+    def commit() -> None:
+        raise error
+
+    def check() -> Snapshot | None:
+        calls.append("landed")
+        if isinstance(landed, Exception):
+            raise landed
+        return cast(Snapshot, object()) if landed == "ours" else None
+
+    with pytest.raises(raised):
+        commit_or_abort(commit, lambda: calls.append("abort"), check)
+    assert ("abort" in calls) == aborted

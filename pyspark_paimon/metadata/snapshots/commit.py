@@ -18,7 +18,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Callable, Iterable, Literal, Sequence, TypeVar
 
 from pyspark_paimon.errors import (
     CommitConflictError,
@@ -72,6 +72,7 @@ log = logging.getLogger(__name__)
 # Recorded in every snapshot we write; tests/metadata/test_commit.py keeps it equal to the package version.
 WRITER_VERSION = "pyspark-paimon-0.2.0"
 CommitKind = Literal["APPEND", "OVERWRITE", "COMPACT"]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,34 @@ def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequenc
         except TypeError:  # incomparable decoded values (e.g. naive vs aware datetimes): cannot exclude
             continue
     return True
+
+
+def commit_or_abort(commit: Callable[[], _T], abort: Callable[[], None], landed: Callable[[], Snapshot | None]) -> _T:
+    """Run ``commit``; on failure delete its new files (``abort``) only when the commit certainly did not land.
+
+    A new file may be deleted only when no snapshot can reference it: a conflict (nothing was committed), or an
+    error after which ``landed()`` (the snapshot of this commit's user, or None) finds no snapshot of ours. An
+    ambiguous outcome (:class:`CommitStateUnknownError`, a failing check, an interrupt such as Ctrl-C that may
+    come after the snapshot file was created) keeps every file: a landed snapshot that lost its data files is
+    unreadable for good, while a leftover file is only an orphan that ``remove_orphan_files`` removes."""
+    try:
+        return commit()
+    except CommitConflictError:
+        abort()
+        raise
+    except CommitStateUnknownError:
+        raise
+    except Exception as exc:
+        try:
+            ours = landed()
+        except (OSError, PaimonError) as check:
+            raise CommitStateUnknownError(
+                f"The commit failed ({exc}), and whether it landed cannot be checked ({check}). Its files are kept; "
+                "look at the table's latest snapshots before retrying."
+            ) from exc
+        if ours is None:
+            abort()
+        raise
 
 
 class FileStoreCommit:
