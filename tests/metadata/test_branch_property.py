@@ -277,15 +277,15 @@ class BranchMachine(RuleBasedStateMachine):
         snaps = {sid: u for sid, u in main.snaps.items() if sid < e}
         snaps.update(src.snaps)
         head = main.latest()
-        if (head or 0) + 1 < e:
-            # The branch starts above main's head + 1: the publish fills that id with main's old content, so a
-            # commit prepared on the old head cannot land there, under the published head.
-            filler = self.table.snapshot((head or 0) + 1)
-            assert result.filler_snapshot == filler.id and filler.delta_record_count == 0
+        # The branch starts above main's head + 1: the publish fills every id up to its first snapshot with
+        # main's old content, so a commit prepared on a state main showed cannot land under the published head.
+        gap = list(range((head or 0) + 1, e))
+        assert result.filler_snapshots == gap
+        for sid in gap:
+            filler = self.table.snapshot(sid)
+            assert filler.delta_record_count == 0
             snaps[filler.id] = filler.uuid  # type: ignore[assignment]
             self.contents[filler.uuid] = self.contents[main.snaps[head]] if head is not None else ()  # type: ignore[index]
-        else:
-            assert result.filler_snapshot is None
         # A forced publish keeps main's tags that carry a retention even on discarded commits (issue 24).
         tags = {
             n: t

@@ -18,7 +18,8 @@ import pytest
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.refs.branches import BranchManager, PublishResult
+from pyspark_paimon.metadata.manifests.manifest import ManifestStore
+from pyspark_paimon.metadata.refs.branches import PUBLISH_FILLER_USER, BranchManager, PublishResult
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, SnapshotManager
 from pyspark_paimon.metadata.store import FileStore
 
@@ -111,25 +112,46 @@ def test_a_commit_on_the_old_head_during_a_rewind_is_kept(table: Table, how: str
 
 
 @pytest.mark.parametrize("how", ["force", "replace"])
+def test_a_commit_on_the_published_head_right_after_a_rewind_goes_on_with_the_branch(table: Table, how: str) -> None:
+    """Deleting the old head 3 is a rewind's switch: a writer that reads main right after it sees the branch
+    head 2 and commits 3 on top of it. That commit continues the published branch: the publish stands and
+    the commit is main's head (it used to be taken for a race on the old head, whose undo put main's old
+    snapshots back under it)."""
+    table.branches.create("fix", tag="t1")
+    table.on_branch("fix").write_arrow(batch([10], "f"))
+    io = CommitWhen(table, "write", "/snapshot/LATEST")
+    result = publish(table, io, how, "fix")
+    assert io.acked is not None and io.acked.id == 3
+    assert result.latest_id == 3
+    assert_kept(table, io.acked)
+    assert ids_of(table) == {1, 10, 999}
+    assert (
+        main_snapshot(table, 2).uuid == SnapshotManager(FileIO("file"), table.store.table_path, "fix").snapshot(2).uuid
+    )
+
+
+@pytest.mark.parametrize("how", ["force", "replace"])
 def test_a_commit_into_the_id_gap_of_a_publish_is_kept(table: Table, how: str) -> None:
     """Main was rolled back to 1 after branch ``fix`` was made from its snapshot 3, so the branch's history
-    (3, 4, 5) starts above main's head + 1. A writer on main commits snapshot 2 while the publish is copying
-    the branch's snapshots. Without care that commit lands in the free id 2, under the published head 5,
-    and its rows silently vanish from main."""
+    (3, 4, 5) starts above main's head + 1. The publish claims ids 2, 3 and 4 with the old content before it
+    creates 5; a writer on main commits while it is claiming 3. Without care that commit lands in a free id
+    under the published head 5, and its rows silently vanish from main. Here it lands on the claimed 2 (the
+    old content) and stops the publish, which keeps 2 under it."""
     table.branches.create("fix", tag="t3")
     fix = table.on_branch("fix")
     fix.write_arrow(batch([4], "f"))
     fix.write_arrow(batch([5], "f"))
     table.maintenance.rollback_to(snapshot_id=1)
-    io = CommitWhen(table, "create", "/snapshot/snapshot-5")
+    io = CommitWhen(table, "create", "/snapshot/snapshot-3")
     with pytest.raises(BranchError, match="undone"):
         publish(table, io, how, "fix")
-    assert io.acked is not None and io.acked.id == 2
+    assert io.acked is not None and io.acked.id == 3
     assert_kept(table, io.acked)
     assert ids_of(table) == {1, 999}
+    assert main_snapshot(table, 2).delta_record_count == 0, "the claim under the commit stays: its history"
     # Once the writer is done, the same call publishes; the writer's commit is reported as discarded.
     result = publish(table, FileIO("file"), how, "fix")
-    assert any("snapshot 2 " in d for d in result.discarded)
+    assert any("snapshot 3 " in d for d in result.discarded)
     assert ids_of(table) == {1, 2, 3, 4, 5}
 
 
@@ -361,3 +383,150 @@ def test_publish_racing_a_writer_loses_no_acknowledged_commit(catalog: Catalog, 
             )
         outcomes.append(outcome)
     assert set(outcomes) <= {"PublishResult", "BranchPublishRaceError", "BranchConflictError"}, outcomes
+
+
+# ------------------------------------------------------------------------------- stopped at any step
+def assert_every_snapshot_readable(t: Table) -> None:
+    manager = SnapshotManager(FileIO("file"), t.store.table_path)
+    store = ManifestStore(FileIO("file"), t.store.table_path)
+    for sid in manager.list_ids():
+        snap = manager.snapshot(sid)
+        for name in (snap.base_manifest_list, snap.delta_manifest_list):
+            store.read_list(name)
+
+
+class Killed(BaseException):
+    """The process dying at an injected point: nothing after it runs (no ``except Exception`` catches it)."""
+
+
+class StopsAt(FileIO):
+    """A FileIO for the publish that stops at its ``at``-th change to main (any file outside the branch
+    directories: snapshots, hints, tags, schemas, manifest lists). ``mode``: ``killed``, the process dies before
+    the change; ``lost``, the change is made and then reported as failed (an object store's lost answer);
+    ``retried``, the change is made, its answer lost, and the store's retry answers (a create finds the file
+    taken, a delete finds nothing to delete)."""
+
+    def __init__(self, at: int, mode: str = "killed") -> None:
+        super().__init__("file")
+        self.at, self.mode, self.changes = at, mode, 0
+
+    def _change(self, path: str, do: Callable[[], object], retry_answer: object = None) -> object:
+        if "/branch/" in path:
+            return do()
+        self.changes += 1
+        if self.changes != self.at:
+            return do()
+        if self.mode == "killed":
+            raise Killed(path)
+        answer = do()
+        if self.mode == "lost":
+            raise OSError(f"connection reset after changing {path}")
+        return answer if retry_answer is None else retry_answer
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        return bool(self._change(path, lambda: super(StopsAt, self).try_create(path, data), False))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._change(path, lambda: super(StopsAt, self).write_bytes(path, data))
+
+    def delete(self, path: str) -> bool:
+        return bool(self._change(path, lambda: super(StopsAt, self).delete(path), False))
+
+
+STOP_SCENARIOS = {
+    # B = H+4: the branch continues main with four commits (the case a stray copy used to break).
+    "forward": ("dev", lambda t: None, 4, False),
+    # B = H+2: the one id below the branch head is claimed first.
+    "forward-2": ("dev", lambda t: None, 2, False),
+    # Main was rolled back below the branch's first snapshot: the ids in between are claimed and stay.
+    "gap": ("t3", lambda t: t.maintenance.rollback_to(snapshot_id=1), 2, True),
+    # The branch is shorter than main (B < H): main is rewound.
+    "rewind": ("t1", lambda t: None, 1, True),
+    # B = H-3: main's ids between the two heads are deleted before the switch.
+    "rewind-far": ("t1", lambda t: [t.write_arrow(batch([i], "a")) for i in (4, 5)], 1, True),
+}
+
+
+def _stop_table(catalog: Catalog, scenario: str, n: int) -> Table:
+    source, prepare, commits, _ = STOP_SCENARIOS[scenario]
+    t = catalog.create_table(f"default.stop_{scenario}_{n}", SCHEMA, partition_keys=["dt"])
+    for i in (1, 2, 3):
+        t.write_arrow(batch([i], "a"))
+        t.tags.create(f"t{i}")
+    if source == "dev":
+        t.branches.create("fix")
+    else:
+        t.branches.create("fix", tag=source)
+    for i in range(commits):
+        t.on_branch("fix").write_arrow(batch([100 + i], "f"))
+    prepare(t)
+    return t
+
+
+def _changes_of_a_publish(catalog: Catalog, scenario: str) -> int:
+    t = _stop_table(catalog, scenario, 0)
+    io = StopsAt(0)
+    BranchManager(FileStore(io, t.store.table_path)).fast_forward("fix", force=STOP_SCENARIOS[scenario][3])
+    return io.changes
+
+
+@pytest.mark.parametrize("scenario", sorted(STOP_SCENARIOS))
+@pytest.mark.parametrize("mode", ["killed", "lost", "retried"])
+def test_a_fast_forward_stopped_at_any_step_loses_no_later_commit(catalog: Catalog, scenario: str, mode: str) -> None:
+    """A publish stopped at each of its changes to main (the process killed, or a change whose answer was lost).
+    Then plain writers commit to main: every acknowledged row stays in main's latest snapshot, and main's rows are
+    either the old ones or the branch's, never a mix (a stray copy of the branch head above the old head used to
+    become the head once writers filled the ids below it). Then the same call, re-run, publishes: main ends with
+    the branch's rows plus nothing else but what it refused to discard. Every snapshot main lists stays readable
+    (a lost answer on creating a claim used to be taken for a race, whose undo deleted the claim's manifest lists
+    while its snapshot file stayed)."""
+    force = STOP_SCENARIOS[scenario][3]
+    total = _changes_of_a_publish(catalog, scenario)
+    assert total >= 5
+    for at in range(1, total + 1):
+        t = _stop_table(catalog, scenario, at)
+        old, branch = ids_of(t), ids_of(t.on_branch("fix"))
+        io = StopsAt(at, mode)
+        try:
+            BranchManager(FileStore(io, t.store.table_path)).fast_forward("fix", force=force)
+        except (Killed, OSError, PaimonError):
+            pass
+        main = Table(FileStore(FileIO("file"), t.store.table_path))
+        state = ids_of(main)
+        assert state in (old, branch), (at, sorted(state))
+        assert_every_snapshot_readable(main)
+        acked = set()
+        for i in range(3):
+            main.write_arrow(batch([900 + i], "w"))
+            acked.add(900 + i)
+            now = ids_of(Table(FileStore(FileIO("file"), t.store.table_path)))
+            assert now - acked in (old, branch) and acked <= now, (at, i, sorted(now))
+
+
+@pytest.mark.parametrize("scenario", sorted(STOP_SCENARIOS))
+def test_a_fast_forward_stopped_at_any_step_completes_when_run_again(catalog: Catalog, scenario: str) -> None:
+    force = STOP_SCENARIOS[scenario][3]
+    total = _changes_of_a_publish(catalog, scenario)
+    for at in range(1, total + 1):
+        t = _stop_table(catalog, scenario, at)
+        branch = ids_of(t.on_branch("fix"))
+        branch_ids = SnapshotManager(FileIO("file"), t.store.table_path, "fix").list_ids()
+        try:
+            BranchManager(FileStore(StopsAt(at), t.store.table_path)).fast_forward("fix", force=force)
+        except Killed:
+            pass
+        result = t.branches.fast_forward("fix", force=force)
+        main = Table(FileStore(FileIO("file"), t.store.table_path))
+        assert ids_of(main) == branch, at
+        manager = SnapshotManager(FileIO("file"), t.store.table_path)
+        assert result.latest_id == manager.latest_id() == branch_ids[-1]
+        for sid in branch_ids:  # main's history from the branch's first snapshot is the branch's
+            assert (
+                manager.snapshot(sid).uuid
+                == SnapshotManager(FileIO("file"), t.store.table_path, "fix").snapshot(sid).uuid
+            )
+        # Below the branch's first snapshot: main's own history, and (gap) the claimed ids holding its old content.
+        for sid in manager.list_ids():
+            if sid < branch_ids[0]:
+                claimed = manager.snapshot(sid).commit_user == PUBLISH_FILLER_USER
+                assert claimed == (scenario == "gap" and sid > 1), (at, sid)

@@ -47,17 +47,17 @@ the switch from the old head H to the branch head B is a single file operation, 
 where no reader of the latest snapshot looks. Snapshot ids are reused (the branch's snapshot k replaces the
 target's snapshot k), so the order matters:
 
-* B > H: the branch's snapshots above H are created highest first, *without* H+1 (and without H+2, see
-  below); readers that follow ``LATEST`` (ours, Paimon's, pypaimon's: the hint is trusted while
-  ``snapshot-<hint+1>`` is absent) still see H; readers that only list see B, which is complete. Creating
-  ``snapshot-<H+1>`` (create-if-absent) is the switch; ``H+2`` is copied right after it. When B = H+2, ``H+1``
-  is first claimed with a *filler* (a snapshot holding the target's old content and no change of its own,
-  commit user ``pyspark-paimon-publish-filler``) and creating B is the switch; the filler then becomes the
-  branch's ``H+1``. If the branch starts above H+1 (the target was rolled back, or is empty), ``H+1`` is a
-  filler that stays, and creating it is the switch, so no free id is left next to the old head. Only after
-  the switch are the target's own snapshots <= H that differ from the branch's overwritten (``force`` only).
+* B > H: every id ``H+1 .. B-1`` is first claimed, lowest first, with a *filler* (a snapshot holding the
+  target's old content and no change of its own, commit user ``pyspark-paimon-publish-filler``); creating
+  ``snapshot-<B>`` (create-if-absent) right above the last one is the switch, for readers that follow
+  ``LATEST`` (ours, Paimon's, pypaimon's: the hint is trusted while ``snapshot-<hint+1>`` is absent) and for
+  readers that list alike. After the switch the fillers of ids the branch has are overwritten with the branch's
+  snapshots (their manifest lists deleted); fillers of ids below the branch's first snapshot (the target was
+  rolled back, or is empty) stay, so no free id is left under the published head. Only after the switch are
+  the target's own snapshots <= H that differ from the branch's overwritten (``force`` only).
 * B <= H (``force``/replace only): everything below H is rewritten or deleted first while H stays the head,
-  then ``LATEST`` moves to B and H is deleted: the switch.
+  then H is deleted (the switch: readers following the hint, still H, or listing find B) and ``LATEST`` moves
+  to B.
 * :meth:`SnapshotManager.latest` re-checks after reading a snapshot that it is still the head and retries
   otherwise, so a reader that resolved H just before the switch never returns a snapshot overwritten after
   it; a reader that already planned on H keeps working because manifests and data files are shared and
@@ -75,10 +75,19 @@ journal of every change it makes to the target and lists the target's snapshot i
   journal around it and raise :class:`BranchPublishRaceError` naming the commit: the target is then as it was
   plus that commit. ``force`` only discards what the target held when the call looked: a commit that lands
   after planning stops the publish before anything changes;
-* no copied snapshot ever sits right above an id a racing commit can take (hence ``H+2`` after the switch and
-  the filler claim for B = H+2): otherwise that commit's ``LATEST`` would show them (hint+1 exists) and the
-  writer's next commit would build on the branch's unpublished head;
-* after the switch (B > H), a commit prepared on H collides with H+1 and its writer retries on the new head.
+* before the switch (B > H) the target holds nothing but its old content: a racing writer builds on the last
+  filler, takes the next id before the publish does and stops it (the fillers under its commit stay: they are
+  its history); no branch snapshot ever sits above a free id, where a writer filling the ids below would later
+  find it and build on the branch's unpublished head;
+* after the switch (B > H), a commit prepared on any state the target showed collides with a claimed id and its
+  writer retries on the new head;
+* a create whose answer was lost (an object store's retry finds the file taken, or the call fails after the
+  file was written) is recognised as the publish's own by its content, never taken for a race.
+
+**Stopped anywhere** (an error, a kill): before the switch only fillers were added (the old content); after it
+the target's head is the branch head and only the history below it may still hold fillers or the target's old
+snapshots. Either way readers and writers continue from a complete head, and running the same call again
+completes the publish (fillers are never counted as commits the branch lacks).
 
 Remaining limits, stated honestly: new schema files become visible just before the switch, so if the branch
 evolved the schema a concurrent reader may for a moment see the *old* rows with the branch's new columns (as
@@ -89,10 +98,9 @@ before the switch and commits after the publish returned lands on H+1, above the
 (the old content plus its rows) becomes the head and nothing is lost, but the publish must be run again. A
 writer that only lists (no ``LATEST``), or a racing writer that makes two commits between two steps of the
 publish, can commit on the branch's copied snapshots before a failed switch; that leaves two lines of
-history, the publish cannot be undone and its error names the commits (the files of all of them stay). If
-the process dies midway, re-run the same call: the branch's files are still there and the operation
-completes (main may show the new head with part of the older history missing until then; do not write to it
-before re-running).
+history, the publish cannot be undone and its error names the commits (the files of all of them stay). A
+publish B > H writes two small manifest lists per id it claims (each filler has its own: expiration deletes
+an expired snapshot's lists), deleted again for the ids the branch has.
 
 **Replace main** (:meth:`BranchManager.replace_main`) makes the target's snapshot, schema and tag directories
 exact copies of the branch's (same publishing order), optionally after saving the previous target as a new
@@ -120,7 +128,7 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.identifier import validate_branch_name
-from pyspark_paimon.metadata.manifests.manifest import ManifestStore
+from pyspark_paimon.metadata.manifests.manifest import ManifestFileMeta, ManifestStore
 from pyspark_paimon.metadata.refs.tags import (
     AT_OR_BEFORE,
     TAG_PREFIX,
@@ -306,7 +314,9 @@ class PublishResult:
     discarded_records: int = 0
     kept_tags: list[str] = field(default_factory=list)
     kept_previous_as: str | None = None
-    filler_snapshot: int | None = None  # id of the filler written at the old head + 1 (module docstring)
+    # Ids of the fillers that stay: the target's old head + 1 up to below the branch's earliest snapshot, when
+    # the branch starts higher up (module docstring).
+    filler_snapshots: list[int] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -1002,8 +1012,9 @@ class _Publish:
         self.removed: dict[int, bytes] = {}
         self.created_schemas: list[int] = []
         self.replaced_schemas: dict[int, bytes] = {}
-        self.filler_lists: list[str] = []  # manifest lists written for fillers
+        self.filler_lists: dict[int, list[str]] = {}  # the manifest lists written for each filler
         self.fillers: set[int] = set()  # created snapshots that are fillers (old content, no change)
+        self._filler_base: list[ManifestFileMeta] | None = None  # the old head's manifests, read once
 
     # -- the journal's primitives ------------------------------------------------------------------
     def _path(self, sid: int) -> str:
@@ -1023,8 +1034,22 @@ class _Publish:
         if intruders:
             self._abort(step, intruders)
 
+    def _try_create(self, path: str, data: bytes) -> bool:
+        """Create-if-absent that recognises its own lost answer: a create that raised, or reported the file as
+        taken, created it if the file now holds exactly ``data`` (every file a publish creates is unique: a
+        filler carries its own uuid, a copy the branch snapshot's). A create that raised and left no file
+        re-raises: nothing was created there."""
+        try:
+            if self.fio.try_create(path, data):
+                return True
+        except OSError:
+            if self._read_or_none(path) == data:
+                return True
+            raise
+        return self._read_or_none(path) == data
+
     def _create(self, sid: int, data: bytes, step: str, *, filler: bool = False) -> None:
-        if not self.fio.try_create(self._path(sid), data):
+        if not self._try_create(self._path(sid), data):
             self._abort(step, [sid])
         self.created[sid] = data
         self.expected.add(sid)
@@ -1071,11 +1096,15 @@ class _Publish:
         no change of its own: it fills the free ids between the old head and the branch's earliest snapshot,
         so that a commit prepared on the old head cannot land there, under the published head."""
         store = ManifestStore(self.fio, self.mgr.table_path)
-        base = store.read_list(head.base_manifest_list) + store.read_list(head.delta_manifest_list) if head else []
-        base_name, base_size = store.write_list(base)
-        self.filler_lists.append(store.path(base_name))
+        if self._filler_base is None:
+            self._filler_base = (
+                store.read_list(head.base_manifest_list) + store.read_list(head.delta_manifest_list) if head else []
+            )
+        # Each filler has manifest lists of its own: expiration deletes an expired snapshot's lists, which must
+        # never be another snapshot's.
+        base_name, base_size = store.write_list(self._filler_base)
         delta_name, delta_size = store.write_list([])
-        self.filler_lists.append(store.path(delta_name))
+        self.filler_lists[sid] = [store.path(base_name), store.path(delta_name)]
         filler = Snapshot(
             id=sid,
             schema_id=head.schema_id if head else earliest.schema_id,
@@ -1182,69 +1211,47 @@ class _Publish:
         rewrite_schemas: list[int],
         result: PublishResult,
     ) -> None:
-        """B > H: the branch's snapshots above H become visible in one create-if-absent, which fails if a commit
-        took the id (module docstring). Which id that is depends on B - H, so that the snapshots copied before
-        the switch never sit right above an id a racing commit can take:
+        """B > H: every id ``H+1 .. B-1`` is first claimed, lowest first, with a *filler* (the old head's
+        content, no change of its own); creating ``B`` right above the last one is the switch; then the fillers
+        of ids the branch has become the branch's snapshots. Fillers of ids the branch does not have (it starts
+        above ``H+1``) stay.
 
-        * B = H+1: the switch is ``H+1`` itself, nothing is copied before it;
-        * B = H+2: ``H+1`` is first claimed with a filler (the old content, so readers still see the old
-          state), then creating ``B`` is the switch; the filler is overwritten with the branch's ``H+1``;
-        * B >= H+3: ``B .. H+3`` are copied first (hidden from hint-following readers), ``H+1`` is the switch,
-          ``H+2`` is copied after it (a commit on ``H+1`` before the switch therefore does not reveal them);
-        * the branch starts above ``H+1`` (main rolled back, or empty): ``H+1`` is a filler, and creating it is
-          the switch; no id next to the old head stays free.
+        This order is what makes the publish safe when it is stopped anywhere (an error, a kill) or raced:
+
+        * before the switch the target holds nothing but the old content, so a reader or a writer (following
+          ``LATEST`` or listing, ours, Java's or pypaimon's) can take only the old state for the head, and a
+          publish that stops there leaves harmless no-change snapshots that a re-run completes;
+        * the ids below ``B`` are taken in order, so no copy ever sits above a free id: a racing writer always
+          builds on the old content, takes the next id before this publish does and stops it (:meth:`_abort`);
+        * ``B`` is one complete snapshot, so the switch is one create for every kind of reader;
+        * a commit prepared on any state the target showed before the switch can land only on an id that is
+          taken by then, and its writer retries on the published head.
         """
         h, b = self.h, self.b
         first = (h or 0) + 1
         old_head = self.t_snaps[h] if h is not None else None
         earliest = self.snaps[min(self.snaps)]
-        data = {sid: self._branch_bytes(sid) for sid in new_ids if sid >= first}
-        claim: int | None = None
-        delayed: int | None = None
-        claim_data = b""
-        if first not in self.snaps:
-            switch = first
-            data[first] = self._filler(first, old_head, earliest)
-            delayed = first + 1 if first + 1 in self.snaps else None
-            result.filler_snapshot = first
-        elif b == first:
-            switch = first
-        elif b == first + 1:
-            claim, switch = first, b
-            claim_data = self._filler(first, old_head, earliest)
-        else:
-            switch, delayed = first, first + 1
         self._rewrite_schemas(rewrite_schemas)
-        self._check("before copying the branch's snapshots")
-        if claim is not None:
-            self._create(claim, claim_data, f"claiming snapshot {claim} with the old content", filler=True)
-        for sid in sorted(data, reverse=True):
-            if sid in (switch, delayed, claim):
-                continue
-            self._create(sid, data[sid], f"copying snapshot {sid}")
-            self._check(f"after copying snapshot {sid}")
-        self._create(
-            switch,
-            data[switch],
-            f"switching '{self.target}' to the branch (snapshot {switch})",
-            filler=switch not in self.snaps,
-        )
+        self._check("before claiming the ids below the branch head")
+        for sid in range(first, b):
+            self._create(
+                sid, self._filler(sid, old_head, earliest), f"claiming snapshot {sid} with the old content", filler=True
+            )
+        self._create(b, self._branch_bytes(b), f"switching '{self.target}' to the branch (snapshot {b})")
         self.switched = True
-        if claim is not None:  # nobody reads the claim as the head any more: it becomes the branch's snapshot
-            self.fio.write_bytes(self._path(claim), data[claim])
-        if delayed is not None:
-            if self.fio.try_create(self._path(delayed), data[delayed]):
-                self.created[delayed] = data[delayed]
-                self.expected.add(delayed)
-            else:
-                self.notes.append(
-                    f"snapshot {delayed} of '{self.target}' was taken by another writer during the "
-                    f"switch and was left as it is (branch '{self.branch}' has another commit there)"
-                )
+        # After the switch the claimed ids are history below the head: the branch's snapshots replace the fillers
+        # (nobody can have built on a filler since: each has its successor), whose manifest lists are then nobody's.
+        for sid in range(first, b):
+            if sid in self.snaps:
+                self.fio.write_bytes(self._path(sid), self._branch_bytes(sid))
+                self.fillers.discard(sid)
+                for path in self.filler_lists.pop(sid, []):
+                    self.fio.delete(path)
+        result.filler_snapshots = sorted(self.fillers)
         result.created_snapshots = sorted(sid for sid in self.created if sid in self.snaps)
         # After the switch: ids <= H are history below the head, where commits cannot land (H+1 exists).
         for sid in new_ids:
-            if sid < first and self.fio.try_create(self._path(sid), self._branch_bytes(sid)):
+            if sid < first and self._try_create(self._path(sid), self._branch_bytes(sid)):
                 self.expected.add(sid)
                 result.created_snapshots.append(sid)
         for sid in differing:
@@ -1281,10 +1288,16 @@ class _Publish:
             self._check(f"before rewriting snapshot {b}")
             self._replace(b, self._branch_bytes(b), f"rewriting snapshot {b}")
         self._check("before the switch")
-        self.t_mgr.commit_latest_hint(b)
         if h != b:
-            self._check("before the switch")
+            # Deleting H is the switch: every id between B and H is gone by now, so a reader following the hint
+            # (still H) or listing finds B. The hint moves only after it: moved first, a stop in between would
+            # show B to hint followers while listing still found H, and writers on B would later run into H.
             self._remove(h, f"switching '{self.target}' to the branch (deleting old head {h})")
+        self.t_mgr.commit_latest_hint(b)
+        # After the switch a commit lands either on the published head (an id B+1 .. H, free now: it goes on
+        # with the branch, nothing to undo) or on H+1 (prepared on the old head: the publish is undone around it).
+        landed = set(self.t_mgr.list_ids()) - self.expected
+        self.expected |= {sid for sid in landed if b < sid <= h}
         self._check(f"after switching '{self.target}' to the branch")
         self.switched = True
         for sid in doomed:
@@ -1365,9 +1378,10 @@ class _Publish:
             else:
                 self.fio.delete(self._path(sid))
                 self.expected.discard(sid)
-        if not self.fillers:
-            for path in self.filler_lists:  # never visible to anyone: nothing can be reading them
-                self.fio.delete(path)
+        for sid, paths in self.filler_lists.items():
+            if sid not in kept_fillers:  # the filler is gone, or was never created: its lists are nobody's
+                for path in paths:
+                    self.fio.delete(path)
         for sid in sorted(self.created):
             if sid not in copied and sid not in self.fillers:  # below H (B <= H): not the head, nobody built on it
                 self.fio.delete(self._path(sid))
