@@ -62,7 +62,7 @@ class CommitConflictError(CommitError):
 
 class ConflictingKeysError(CommitError):
     """Two tasks of one write wrote different versions of one primary key of a table that cannot order them, so
-    which one wins would be chance; nothing was committed (``datasource/key_conflicts.py``)."""
+    which one wins would be chance; nothing was committed (``datasource/write/key_conflicts.py``)."""
 
 
 class CommitStateUnknownError(CommitError):

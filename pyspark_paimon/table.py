@@ -13,10 +13,10 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from pyspark_paimon.datasource.diff import Ref, diff_versions
-from pyspark_paimon.datasource.dml import MergeBuilder, delete_rows, update_rows
-from pyspark_paimon.datasource.dml_spark import SparkMergeBuilder, is_spark_frame
+from pyspark_paimon.datasource.dml.dml import MergeBuilder, delete_rows, update_rows
+from pyspark_paimon.datasource.dml.dml_spark import SparkMergeBuilder, is_spark_frame
 from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
+from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO

@@ -1,6 +1,6 @@
 """``t.maintenance``: compaction, snapshot expiry, orphan-file removal and rollback of a table's branch.
 
-Thin delegation: compaction lives in ``planner/compact_strategy.py`` and ``datasource/compact.py``, the rest
+Thin delegation: compaction lives in ``planner/compact_strategy.py`` and ``datasource/compact/compact.py``, the rest
 in ``metadata/maintenance`` and ``metadata/refs/rollback.py``. Every method returns its result dataclass
 (truthy when something changed).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from pyspark_paimon.datasource import compact as _compact
+from pyspark_paimon.datasource.compact import compact as _compact
 from pyspark_paimon.errors import TagError
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.maintenance import orphans as _orphans

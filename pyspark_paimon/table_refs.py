@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from pyspark_paimon.datasource import branch_merge as _branch_merge
+from pyspark_paimon.datasource.versions import branch_merge as _branch_merge
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import branches as _branches

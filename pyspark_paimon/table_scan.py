@@ -12,8 +12,8 @@ from typing import Any, Iterator, Mapping, Protocol, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
-from pyspark_paimon.datasource.jvm_read import spark_frame
-from pyspark_paimon.datasource.routing import route
+from pyspark_paimon.datasource.read.jvm_read import spark_frame
+from pyspark_paimon.datasource.read.routing import route
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore

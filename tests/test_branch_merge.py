@@ -304,7 +304,7 @@ def test_a_publish_overtaken_by_a_writer_is_planned_again(catalog: Catalog) -> N
     must not land its plan (key 1 = the branch's row, as if main had not changed it) over the writer's commit,
     which would replace an acknowledged row without a conflict. It re-plans on the new head and sees key 1 changed
     on both sides."""
-    from pyspark_paimon.datasource import branch_merge
+    from pyspark_paimon.datasource.versions import branch_merge
 
     t = _pk(catalog, "overtaken")
     _w(t, [1, 2], [10, 20])

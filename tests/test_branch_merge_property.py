@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.dml import MergeResult, delete_rows, update_rows
+from pyspark_paimon.datasource.dml.dml import MergeResult, delete_rows, update_rows
 from pyspark_paimon.errors import BranchMergeConflictError
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
 

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource import stream_jobs, write
-from pyspark_paimon.datasource.diff import DiffMetrics, diff_snapshots, resolve_ref
+from pyspark_paimon.datasource.stream import stream_jobs
+from pyspark_paimon.datasource.versions.diff import DiffMetrics, diff_snapshots, resolve_ref
+from pyspark_paimon.datasource.write import write
 from pyspark_paimon.errors import SnapshotNotFoundError, TagNotFoundError
 
 PK = ["id", "dt"]

@@ -185,7 +185,7 @@ def test_append_deletes_write_deletion_vectors(catalog: Catalog) -> None:
 
 def test_a_deletion_vector_delete_conflicts_with_a_concurrent_one(catalog: Catalog) -> None:
     t = _append(catalog, "dv_race", **{"deletion-vectors.enabled": "true"})
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     real_write = dml._write
     raced = []
@@ -234,7 +234,7 @@ def test_append_copy_on_write(catalog: Catalog) -> None:
 
 def test_a_partition_delete_removes_whole_files_unread(catalog: Catalog) -> None:
     t = _append(catalog, "ap_part")
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     def no_reads(*args: Any) -> Any:
         raise AssertionError("a partition delete must not read rows")
@@ -254,7 +254,7 @@ def test_a_partition_delete_removes_whole_files_unread(catalog: Catalog) -> None
 def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> None:
     """A commit that removed a file this DML rewrites makes the DML fail with nothing changed."""
     t = _append(catalog, "race")
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     real_write = dml._write
 
@@ -382,7 +382,7 @@ def test_merge_reads_only_what_its_source_keys_can_touch(catalog: Catalog) -> No
 def _race_each_write(t: Table, times: int, rows: pa.Table) -> tuple[Any, list[int]]:
     """Patch ``dml._write`` so that a plain write of ``rows`` commits between the change's read and its write,
     ``times`` times; returns the real function (to restore) and the writer's snapshot ids."""
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     real_write = dml._write
     landed: list[int] = []
@@ -401,7 +401,7 @@ def _race_each_write(t: Table, times: int, rows: pa.Table) -> tuple[Any, list[in
 def test_a_pk_change_overtaken_by_a_writer_is_planned_again(catalog: Catalog) -> None:
     """A writer commits keys 1 and 2 after the update read them: the update must not land on top with rows
     computed from (and sequenced before) what the writer replaced; it is read and decided again."""
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     t = _pk(catalog, "pk_race")
     writer_rows = pa.table({"id": [1, 2], "dt": ["a", "a"], "v": [100, 200], "s": ["p", "q"]})
@@ -419,7 +419,7 @@ def test_a_pk_change_overtaken_by_a_writer_is_planned_again(catalog: Catalog) ->
 
 
 def test_a_pk_change_overtaken_every_time_gives_up(catalog: Catalog) -> None:
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     t = _pk(catalog, "pk_race_forever")
     writer_rows = pa.table({"id": [1], "dt": ["a"], "v": [100], "s": ["p"]})
@@ -437,7 +437,7 @@ def test_a_pk_change_overtaken_every_time_gives_up(catalog: Catalog) -> None:
 def test_a_pk_change_is_not_planned_again_for_a_writer_of_other_rows(catalog: Catalog) -> None:
     """A commit that cannot hold rows the change read or keys it writes (another partition, keys outside the
     filter) does not make the change start over, so DML keeps working under a busy writer of other rows."""
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     t = _pk(catalog, "pk_race_elsewhere")
     writer_rows = pa.table({"id": [9], "dt": ["b"], "v": [90], "s": ["w"]})
@@ -454,7 +454,7 @@ def test_a_writer_moving_a_key_out_of_the_filter_sends_the_change_back(catalog: 
     """The writer's new row for key 2 no longer matches ``v < 25``, but the update read and writes key 2 (its
     write's key range overlaps the writer's file even where value statistics would rule that file out), so the
     update is decided again and leaves key 2 alone."""
-    from pyspark_paimon.datasource import dml
+    from pyspark_paimon.datasource.dml import dml
 
     t = _pk(catalog, "pk_race_filter")
     writer_rows = pa.table({"id": [2], "dt": ["a"], "v": [200], "s": ["w"]})

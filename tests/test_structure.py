@@ -67,7 +67,14 @@ PACKAGES: dict[str, str] = {
     "metadata/maintenance": "expiration, orphan removal, reachability, file deletion",
     "planner": "which snapshot, which files, which splits (driver side, no Spark)",
     "planner/chain": "chain tables: definition, versions, the read plan",
-    "datasource": "the Spark-free data plane: executor-side Arrow read/merge/write, jobs, compaction",
+    "datasource": "the Spark-free data plane: the driver's read and write jobs, chain operations, system tables",
+    "datasource/read": "reading data files and merged sections; which reader serves each split",
+    "datasource/merge": "the merge engines, shared by reads, writes and compaction",
+    "datasource/write": "the table writer and the write-time rules of each bucket mode",
+    "datasource/compact": "compaction: planning, bucket rewrites, deletion-vector lookups, changelog producers",
+    "datasource/dml": "delete, update and merge",
+    "datasource/stream": "what executors read for each stream split",
+    "datasource/versions": "diffs and three-way branch merges",
     "datasource/spark": "the Spark adapters: DataSource, reader, writer, streaming, type mapping",
 }
 

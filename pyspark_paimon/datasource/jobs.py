@@ -18,14 +18,14 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
-from pyspark_paimon.datasource.compact import auto_compact, refuse_invisible_writes
-from pyspark_paimon.datasource.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
-from pyspark_paimon.datasource.dynamic_bucket import hash_index_update, is_dynamic_bucket
-from pyspark_paimon.datasource.key_conflicts import check_one_version_per_key
-from pyspark_paimon.datasource.read import ReadContext, ReadMetrics, read_split
-from pyspark_paimon.datasource.routing import split_key
-from pyspark_paimon.datasource.stream_jobs import read_diff_split
-from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.compact.compact import auto_compact, refuse_invisible_writes
+from pyspark_paimon.datasource.read.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.read.routing import split_key
+from pyspark_paimon.datasource.stream.stream_jobs import read_diff_split
+from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
+from pyspark_paimon.datasource.write.dynamic_bucket import hash_index_update, is_dynamic_bucket
+from pyspark_paimon.datasource.write.key_conflicts import check_one_version_per_key
+from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -101,8 +101,8 @@ def read_planned_split(
     ctx: ReadContext, split: DataSplit, metrics: ReadMetrics | None = None
 ) -> Iterator[pa.RecordBatch]:
     """One split of a planned read, in executors: an incremental diff split compares its two sides
-    (:func:`~pyspark_paimon.datasource.stream_jobs.read_diff_split`), every other split is read
-    (:func:`~pyspark_paimon.datasource.read.read_split`)."""
+    (:func:`~pyspark_paimon.datasource.stream.stream_jobs.read_diff_split`), every other split is read
+    (:func:`~pyspark_paimon.datasource.read.read.read_split`)."""
     if split.diff_before is not None:
         return read_diff_split(ctx, split)
     return read_split(ctx, split, metrics=metrics)

@@ -36,7 +36,7 @@ INCREMENTAL_TAG_TO_SNAPSHOT_KEY = INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT.key
 SCAN_PARTITIONS_KEY = "scan.partitions"
 FILTER_KEY = "filter"
 # Internal: the splits ``Scan.to_spark`` leaves to the Python source (a JSON list of split keys, see
-# ``datasource.routing.split_key``); every other split of the plan is read by Spark's own file readers.
+# ``datasource.read.routing.split_key``); every other split of the plan is read by Spark's own file readers.
 ONLY_SPLITS_KEY = "pyspark-paimon.only-splits"
 OTHER_READ_KEYS = (
     "path",

@@ -41,7 +41,7 @@ class DataSplit:
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
     # Incremental diff reads (Java's ``IncrementalSplit``): ``files`` are the bucket's files only the end version
     # holds, ``diff_before`` the files only the start version holds. The read returns the end version's row of
-    # each key whose merged row differs between the two sides (:func:`pyspark_paimon.datasource.stream_jobs.
+    # each key whose merged row differs between the two sides (:func:`pyspark_paimon.datasource.stream.stream_jobs.
     # read_diff_split`). None: an ordinary split.
     diff_before: "DataSplit | None" = field(default=None, compare=False)
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource import read as engine_read
-from pyspark_paimon.datasource.merge import MergeError
-from pyspark_paimon.datasource.read import (
+from pyspark_paimon.datasource.merge.merge import MergeError
+from pyspark_paimon.datasource.read import read as engine_read
+from pyspark_paimon.datasource.read.read import (
     ReadContext,
     coalesce_batches,
     key_sections,

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pyspark_paimon.datasource.merge import MergeError
-from pyspark_paimon.datasource.write import (
+from pyspark_paimon.datasource.merge.merge import MergeError
+from pyspark_paimon.datasource.write.write import (
     KEY_FIELD_ID_START,
     SEQUENCE_NUMBER_ID,
     VALUE_KIND_ID,

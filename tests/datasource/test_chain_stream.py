@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.planner.stream_scan import Admission, StreamOffset
 

@@ -1,5 +1,5 @@
-"""Compaction without Spark (datasource/compact.py): same rows before and after for every merge engine, LSM layout
-and COMPACT commits as Java writes them, retraction dropping, rolling, races, crashes, append tables, automatic
+"""Compaction without Spark (datasource/compact/compact.py): same rows before and after for every merge engine, LSM
+layout and COMPACT commits as Java writes them, retraction dropping, rolling, races, crashes, append tables, automatic
 compaction after writes."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.datasource import compact as compact_mod
-from pyspark_paimon.datasource.compact import CompactPlan, compact, plan_compaction, run_in_process
+from pyspark_paimon.datasource.compact import compact as compact_mod
+from pyspark_paimon.datasource.compact.compact import CompactPlan, compact, plan_compaction, run_in_process
 from pyspark_paimon.errors import CommitConflictError
 from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_COMPACT, KIND_ADD, KIND_DELETE, ManifestEntry
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row

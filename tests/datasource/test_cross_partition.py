@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.cross_partition import bootstrap
 from pyspark_paimon.datasource.jobs import prepare_write
+from pyspark_paimon.datasource.write.cross_partition import bootstrap
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 

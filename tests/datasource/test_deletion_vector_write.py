@@ -1,4 +1,4 @@
-"""Writes to deletion-vector primary-key tables (datasource/compact.py ``_DvLookup``): every commit is followed
+"""Writes to deletion-vector primary-key tables (datasource/compact/compact.py ``_DvLookup``): every commit is followed
 by Java's lookup compaction, so the rows are visible at once, no file stays at level 0, and the older rows the
 new ones supersede are marked in deletion vectors of files that were not rewritten. Checked against a model of
 the merge engines; Java, Spark, pypaimon and pypaimon-rust reading the same tables: tests/interop/test_java.py
@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.datasource import compact as compact_mod
-from pyspark_paimon.datasource.write import TableWriter
+from pyspark_paimon.datasource.compact import compact as compact_mod
+from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files
 from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.dynamic_bucket import hash_index_update
 from pyspark_paimon.datasource.jobs import prepare_write
+from pyspark_paimon.datasource.write.dynamic_bucket import hash_index_update
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, read_hash_file, write_hash_file

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.merge import (
+from pyspark_paimon.datasource.merge.merge import (
     KIND_DELETE,
     KIND_INSERT,
     KIND_UPDATE_AFTER,

@@ -1,4 +1,4 @@
-"""The Parquet layout of our data files (datasource/parquet_layout.py): dictionary only where it pays, PLAIN
+"""The Parquet layout of our data files (datasource/write/parquet_layout.py): dictionary only where it pays, PLAIN
 elsewhere, no ARROW:schema footer entry, and the files read back exactly (also on the min-deps pyarrow)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource import parquet_layout
-from pyspark_paimon.datasource.parquet_layout import dictionary_columns, dictionary_pays, leaf_paths
+from pyspark_paimon.datasource.write import parquet_layout
+from pyspark_paimon.datasource.write.parquet_layout import dictionary_columns, dictionary_pays, leaf_paths
 from pyspark_paimon.errors import OptionError
 
 

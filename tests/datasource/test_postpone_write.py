@@ -1,5 +1,5 @@
 """Postpone-bucket tables (``bucket = -2``) written and compacted as Java's engines do (Paimon 1.4 / 2.0 rules,
-datasource/postpone.py): writes into real buckets by default (``postpone.batch-write-fixed-bucket``), raw writes
+datasource/write/postpone.py): writes into real buckets by default (``postpone.batch-write-fixed-bucket``), raw writes
 into ``bucket-postpone`` otherwise, and the compaction that moves those into real buckets in one COMPACT
 snapshot."""
 
@@ -116,7 +116,7 @@ def test_streams_see_postpone_files_without_a_changelog_producer(catalog: Catalo
 def test_avro_postpone_files_of_plain_types_and_the_current_schema_are_moved_others_refused(
     catalog: Catalog,
 ) -> None:
-    from pyspark_paimon.datasource.postpone import refuse_unreadable
+    from pyspark_paimon.datasource.write.postpone import refuse_unreadable
 
     t = _table(catalog, "db.avro", **{"postpone.batch-write-fixed-bucket": "false"})
     t.write_arrow(_rows("a", [1], "x"))
@@ -183,7 +183,7 @@ def test_lookup_producer_tables_get_their_changelog_after_the_move(catalog: Cata
 def test_a_stream_reads_the_postpone_rows_once_as_written_and_skips_the_move(catalog: Catalog) -> None:
     """Without a changelog producer a stream reads bucket-postpone (unmerged, as Java's no-merge reader) and skips
     the COMPACT snapshot of the move; with one, it reads only the real buckets (Java's DataTableStreamScan)."""
-    from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+    from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 
     def rows(job: StreamReadJob, pos: object) -> tuple[list[tuple], object]:
         splits, end = job.next_batch(pos, None, None)  # type: ignore[arg-type]

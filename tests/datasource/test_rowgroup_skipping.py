@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource import read as arrow_read
-from pyspark_paimon.datasource.read import ReadMetrics, select_row_groups
+from pyspark_paimon.datasource.read import read as arrow_read
+from pyspark_paimon.datasource.read.read import ReadMetrics, select_row_groups
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
 from tests.engine_read import read_arrow as engine_read_arrow
 from tests.engine_read import read_job as engine_read_job

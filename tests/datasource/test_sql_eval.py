@@ -1,4 +1,4 @@
-"""SQL value expressions on Arrow (datasource/sql_eval.py): what DML's SET, conditions and values compute."""
+"""SQL value expressions on Arrow (datasource/dml/sql_eval.py): what DML's SET, conditions and values compute."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition
+from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition
 from pyspark_paimon.errors import OptionError
 
 ROWS = {

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.stats import (
+from pyspark_paimon.datasource.write.stats import (
     StatsMode,
     collect_stats,
     collect_value_stats,

@@ -9,7 +9,7 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.jobs import prepare_write
-from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.store import FileStore

@@ -17,7 +17,7 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.jobs import prepare_read, prepare_write
-from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import SnapshotNotFoundError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.rollback import rollback_to

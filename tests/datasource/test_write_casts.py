@@ -1,4 +1,4 @@
-"""Implicit casts of the Python write path (datasource/store_assignment.py): widening and value-preserving casts
+"""Implicit casts of the Python write path (datasource/write/store_assignment.py): widening and value-preserving casts
 work, FLOAT/DOUBLE columns take the nearest value (as Spark's ANSI store assignment casts), overflow and
 meaning-changing casts are refused, and nothing is rounded into a DECIMAL or an integer silently."""
 

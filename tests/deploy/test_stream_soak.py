@@ -28,7 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.stream_jobs import StreamReadJob, read_stream_split
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Our Parquet layout (`datasource/parquet_layout.py`) is read by every reader of Paimon tables.
+"""Our Parquet layout (`datasource/write/parquet_layout.py`) is read by every reader of Paimon tables.
 
 Data files now mix PLAIN column chunks (columns of distinct values: keys, ``_SEQUENCE_NUMBER``, most values)
 with RLE_DICTIONARY ones (low-cardinality columns, nested leaves) and carry no ``ARROW:schema`` footer entry.

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.merge import MergeError
+from pyspark_paimon.datasource.merge.merge import MergeError
 from tests.interop.helpers import OracleBatch, assert_oracles_agree, assert_same_table, ours_arrow, rows_of, table_uri
 
 try:

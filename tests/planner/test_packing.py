@@ -11,7 +11,7 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.jobs import prepare_read
-from pyspark_paimon.datasource.stream_jobs import StreamReadJob
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import SOURCE_SPLIT_OPEN_FILE_COST

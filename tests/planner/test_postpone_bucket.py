@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.stream_jobs import StreamReadJob
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
 from pyspark_paimon.planner.scan import ScanPlanner

@@ -11,7 +11,7 @@ over every core (:func:`pyspark_paimon.planner.stream_scan.task_groups`).
 
 The writer is Spark's ``DataSourceStreamArrowWriter``: tasks write data files, and ``commit(messages,
 batchId)`` on the driver commits them once per micro-batch, idempotently (see
-:mod:`pyspark_paimon.datasource.stream_jobs`).
+:mod:`pyspark_paimon.datasource.stream.stream_jobs`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.jobs import prepare_write
-from pyspark_paimon.datasource.read import coalesce_batches
+from pyspark_paimon.datasource.read.read import coalesce_batches
 from pyspark_paimon.datasource.spark.reader import conform, spark_arrow_schema
 from pyspark_paimon.datasource.spark.writer import (
     PaimonCommitMessage,
@@ -40,7 +40,7 @@ from pyspark_paimon.datasource.spark.writer import (
     delete_written_files,
     ensure_table,
 )
-from pyspark_paimon.datasource.stream_jobs import (
+from pyspark_paimon.datasource.stream.stream_jobs import (
     StreamCommitter,
     StreamReadContext,
     StreamReadJob,

@@ -24,8 +24,8 @@ from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.jobs import WriteJob, overwrite_spec, prepare_write
 from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
-from pyspark_paimon.datasource.store_assignment import assignment_problem
 from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
+from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec

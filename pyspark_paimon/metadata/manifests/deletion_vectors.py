@@ -335,7 +335,7 @@ def merge_on_read(options: Mapping[str, str]) -> bool:
 def refuse_deletion_vector_writes(deletion_vectors_enabled: bool, table: str, overwrite: bool = True) -> None:
     """Chain-table maintenance on a deletion-vector snapshot branch is refused (chain reads of deletion-vector
     tables are not supported either). Plain writes and overwrites of deletion-vector tables are supported: the
-    automatic compaction after them (``datasource.compact.auto_compact``) moves their level-0 files up and
+    automatic compaction after them (``datasource.compact.compact.auto_compact``) moves their level-0 files up and
     writes the vectors, and an overwrite drops the overwritten buckets' vectors. ``overwrite`` False: nothing
     to refuse (an append)."""
     if deletion_vectors_enabled and overwrite:

@@ -576,7 +576,7 @@ ADD_COLUMN_BEFORE_PARTITION = _option(
     "A column added without a position goes before the first partition column.",
 )
 TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
-# Compaction (datasource/compact.py; automatic compaction after a write: engine/auto_compact.py)
+# Compaction (datasource/compact/compact.py; automatic compaction after a write: engine/auto_compact.py)
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _option(
     "num-sorted-run.compaction-trigger",
     INTEGER,
@@ -661,11 +661,11 @@ FIELD_IGNORE_RETRACT = _field_option(
     "ignore-retract", BOOLEAN, "false", "aggregation: retractions do not change the column."
 )
 FIELD_SEQUENCE_GROUP = _field_option(
-    "sequence-group", STRING_LIST, None, "Sequence groups (datasource/merge.py refuses them when it merges)."
+    "sequence-group", STRING_LIST, None, "Sequence groups (datasource/merge/merge.py refuses them when it merges)."
 )
 FIELD_STATS_MODE = _field_option("stats-mode", STRING, None, "The column's stats mode (else metadata.stats-mode).")
 FIELD_DISTINCT = _field_option(
-    "distinct", BOOLEAN, "false", "aggregation listagg: distinct items (datasource/merge.py refuses 'true')."
+    "distinct", BOOLEAN, "false", "aggregation listagg: distinct items (datasource/merge/merge.py refuses 'true')."
 )
 # A blank delimiter is a delimiter (items joined with nothing between them), not an unset option.
 FIELD_LIST_AGG_DELIMITER = _field_option(
@@ -731,8 +731,12 @@ _CONSTANT_RULES: dict[str, KeyRule] = {
     ),
 }
 _FIELD_CONSTANT_RULES: dict[str, KeyRule] = {
-    FIELD_SEQUENCE_GROUP.suffix: KeyRule("refused", "datasource/merge.py refuses sequence groups when it merges a key"),
-    FIELD_DISTINCT.suffix: KeyRule("refused", "datasource/merge.py refuses distinct listagg when it merges a key"),
+    FIELD_SEQUENCE_GROUP.suffix: KeyRule(
+        "refused", "datasource/merge/merge.py refuses sequence groups when it merges a key"
+    ),
+    FIELD_DISTINCT.suffix: KeyRule(
+        "refused", "datasource/merge/merge.py refuses distinct listagg when it merges a key"
+    ),
 }
 
 #: Every option key Java Paimon defines (and the legacy spellings it still reads) -> what we do with it.

@@ -86,7 +86,7 @@ class CommitMessage:
     # Files this writer replaces (compaction); DELETE entries in the same commit.
     compact_before: tuple[DataFileMeta, ...] = ()
     # The writer task that made ``new_files`` (e.g. Spark's "<partition>-<attempt>"); never persisted. Versions
-    # of one key from different writers of one job have no order (datasource/key_conflicts.py).
+    # of one key from different writers of one job have no order (datasource/write/key_conflicts.py).
     writer: str = ""
     # Dynamic bucket mode: the distinct key hashes this write added to this bucket, big-endian int32s (what the
     # bucket's HASH index file must hold after the commit besides its earlier hashes; keys the index already

@@ -37,21 +37,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyspark_paimon.datasource import merge, postpone
-from pyspark_paimon.datasource.cross_partition import (
+from pyspark_paimon.datasource.merge import merge
+from pyspark_paimon.datasource.write import postpone
+from pyspark_paimon.datasource.write.cross_partition import (
     BUCKET_COLUMN,
     CrossPartitionRouter,
     bootstrap,
     is_cross_partition,
 )
-from pyspark_paimon.datasource.parquet_layout import PARQUET_LAYOUT, encoding_settings, is_writer_v2
-from pyspark_paimon.datasource.stats import (
+from pyspark_paimon.datasource.write.parquet_layout import PARQUET_LAYOUT, encoding_settings, is_writer_v2
+from pyspark_paimon.datasource.write.stats import (
     SYSTEM_STATS_MODE,
     collect_stats,
     collect_value_stats,
     mode_resolver,
 )
-from pyspark_paimon.datasource.store_assignment import cast_for_store
+from pyspark_paimon.datasource.write.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, hash_index_files, sorted_unique
@@ -270,7 +271,7 @@ class TableWriter:
         self._is_pk = bool(schema.primary_keys)
         self._num_buckets = options.bucket
         self._dynamic = self._is_pk and self._num_buckets == -1
-        # Postpone-bucket tables (datasource/postpone.py): into real buckets, or raw into 'bucket-postpone'.
+        # Postpone-bucket tables (datasource/write/postpone.py): into real buckets, or raw into 'bucket-postpone'.
         self._postpone = self._is_pk and self._num_buckets == POSTPONE_BUCKET
         self._postpone_fixed = self._postpone and postpone.writes_real_buckets(options)
         self._postpone_prefix = ""

@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.merge import SEQUENCE_NUMBER, VALUE_KIND
-from pyspark_paimon.datasource.read import ReadContext, read_data_file
+from pyspark_paimon.datasource.merge.merge import SEQUENCE_NUMBER, VALUE_KIND
+from pyspark_paimon.datasource.read.read import ReadContext, read_data_file
 from pyspark_paimon.errors import ConflictingKeysError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row

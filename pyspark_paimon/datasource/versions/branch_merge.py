@@ -8,8 +8,8 @@ parent); branches without lineage (made by Paimon or pypaimon) use the
 child branch's earliest snapshot. For a cherry-pick the base is the picked snapshot's parent (id - 1).
 
 **Primary-key tables** (merge engine ``deduplicate``, no ``sequence.field``: it would reorder the merged rows):
-both sides' changes since the base come from :func:`~pyspark_paimon.datasource.diff.diff_snapshots`, so the cost
-follows the changed buckets, not the table.
+both sides' changes since the base come from
+:func:`~pyspark_paimon.datasource.versions.diff.diff_snapshots`, so the cost follows the changed buckets, not the table.
 Each changed key has an *after state* per side (its new row, or deleted). A key only the source changed is
 applied to the target; a key both changed to the same state is already merged; a key both changed differently
 is a *conflict*: ``on_conflict="fail"`` raises :class:`BranchMergeConflictError` (the first keys and the count;
@@ -28,7 +28,7 @@ vectors are refused (a vector is not carried by a file-level merge).
 land on top (its rows are kept), and a commit conflict (a file the merge removes is gone) re-plans the merge
 from the target's new head, up to :data:`MERGE_ATTEMPTS` times. On a primary-key table a commit (other than a
 compaction) that lands on the target between planning and commit and may hold one of the keys the source
-changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.unchanged_since`): the merge's rows,
+changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.dml.unchanged_since`): the merge's rows,
 sequenced before that commit's, would otherwise lose to it, and its decision for that key was made without it;
 so the merge is re-planned on top of it and both land in commit order. A writer of other keys does not disturb it.
 
@@ -49,8 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.diff import diff_snapshots
-from pyspark_paimon.datasource.dml import (
+from pyspark_paimon.datasource.dml.dml import (
     KIND_DELETE,
     KIND_INSERT,
     KIND_UPDATE_AFTER,
@@ -59,6 +58,7 @@ from pyspark_paimon.datasource.dml import (
     unchanged_since,
 )
 from pyspark_paimon.datasource.jobs import prepare_write
+from pyspark_paimon.datasource.versions.diff import diff_snapshots
 from pyspark_paimon.errors import (
     BranchError,
     BranchMergeConflictError,
@@ -513,7 +513,7 @@ def cherry_pick(store: FileStore, version: int | str, onto: str, on_conflict: st
     """The changes of the one commit ``version`` (a snapshot id or tag of ``store``'s branch, or
     ``<branch>.<id or tag>``) applied by key onto branch ``onto``: a three-way merge whose base is the commit's
     parent snapshot (id - 1) and whose source is the commit."""
-    from pyspark_paimon.datasource.diff import resolve_ref  # noqa: PLC0415
+    from pyspark_paimon.datasource.versions.diff import resolve_ref  # noqa: PLC0415
 
     _check_on_conflict(on_conflict)
     vstore, picked = resolve_ref(store, version)

@@ -25,7 +25,7 @@ How a change is written depends on the table, as in Java Paimon's Spark DML:
 
 The ``filter`` is the ``filter`` read option's SQL (``planner.sql_filter``): it prunes partitions, files and
 row groups when the rows are read, and selects the rows exactly. New values and merge conditions are SQL
-expressions evaluated on Arrow by :mod:`pyspark_paimon.datasource.sql_eval`. The rows a change touches are
+expressions evaluated on Arrow by :mod:`pyspark_paimon.datasource.dml.sql_eval`. The rows a change touches are
 read in this process (the driver); the data is never collected through Python objects.
 """
 
@@ -39,11 +39,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
-from pyspark_paimon.datasource.read import ReadContext, read_split
-from pyspark_paimon.datasource.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
-from pyspark_paimon.datasource.store_assignment import cast_for_store
-from pyspark_paimon.datasource.write import TableWriter
+from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.write.store_assignment import cast_for_store
+from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
     DELETION_VECTORS_INDEX,

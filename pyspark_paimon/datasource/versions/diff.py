@@ -4,11 +4,11 @@ The plan is the streaming planner's "diff" phase (:meth:`~pyspark_paimon.planner
 diff_splits`), which already compares two states of a table: the live files of both versions are listed from
 the manifests, and only the buckets (primary-key tables) or files (append tables) that are not identical on both
 sides are read, so the cost follows the change, not the table. Each pair is compared by
-:func:`pyspark_paimon.datasource.stream_jobs.diff_split`, buckets on threads. Within a primary-key bucket only
+:func:`pyspark_paimon.datasource.stream.stream_jobs.diff_split`, buckets on threads. Within a primary-key bucket only
 the keys of the files one side holds can differ: every file is read once (a file both sides share is the same
 bytes), a shared file reduced to those keys' records before the merge (exact: a key keeps all its records or
 none), each side's candidates merged with the merge engine and compared; the rest of the bucket is decoded but
-never merged, sorted or compared. ``metrics`` (:class:`~pyspark_paimon.datasource.stream_jobs.DiffMetrics`)
+never merged, sorted or compared. ``metrics`` (:class:`~pyspark_paimon.datasource.stream.stream_jobs.DiffMetrics`)
 counts what was read and compared.
 
 Primary-key tables: ``+I`` a key only in ``to``, ``-D`` a key only in ``from`` (its old row), ``-U``/``+U`` the
@@ -32,9 +32,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
-from pyspark_paimon.datasource.read import ReadContext, read_split
-from pyspark_paimon.datasource.stream_jobs import DiffMetrics, diff_split, kind_names
+from pyspark_paimon.datasource.merge.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
+from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.stream.stream_jobs import DiffMetrics, diff_split, kind_names
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile, deletion_files, read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
@@ -223,7 +223,7 @@ def diff_snapshots(
     metrics: DiffMetrics | None = None,
 ) -> pa.Table:
     """:func:`diff_versions` between two resolved snapshots (``before`` of ``from_store``'s branch, ``after`` of
-    ``to_store``'s); the branch merge (:mod:`~pyspark_paimon.datasource.branch_merge`) pins its snapshots so.
+    ``to_store``'s); the branch merge (:mod:`~pyspark_paimon.datasource.versions.branch_merge`) pins its snapshots so.
     ``metrics`` counts what the comparison read (buckets by key or whole, files, rows)."""
     metrics = DiffMetrics() if metrics is None else metrics
     schema = to_store.schema()

@@ -7,7 +7,7 @@ Three halves, so that Spark can run the middle one on its executors and the Pyth
    append rules): which files, which output level, whether retractions may be dropped. Unaware-bucket append
    tables get Java's coordinator instead: small files packed by size, several tasks per partition possible.
 2. :func:`compact_bucket` (anywhere, picklable inputs): read the task's files through the read path
-   (:func:`~pyspark_paimon.datasource.read.read_merged`: key-overlap sections, the table's merge
+   (:func:`~pyspark_paimon.datasource.read.read.read_merged`: key-overlap sections, the table's merge
    engine, schema evolution, bounded-memory windows), and write the merged rows in key order with
    :meth:`TableWriter.write_compacted` at the output level: sorted, non-overlapping files rolled at
    ``target-file-size`` with exact statistics, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` kept. The result is a
@@ -39,12 +39,15 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pyspark_paimon.datasource.full_changelog import full_compaction_changelog, upgrade_changelog
-from pyspark_paimon.datasource.lookup_changelog import LookupChangelog, lookup_compacts, produces_lookup_changelog
-from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.postpone import is_postpone
-from pyspark_paimon.datasource.postpone_compact import compact_postpone
-from pyspark_paimon.datasource.read import (
+from pyspark_paimon.datasource.compact.full_changelog import full_compaction_changelog, upgrade_changelog
+from pyspark_paimon.datasource.compact.lookup_changelog import (
+    LookupChangelog,
+    lookup_compacts,
+    produces_lookup_changelog,
+)
+from pyspark_paimon.datasource.compact.postpone_compact import compact_postpone
+from pyspark_paimon.datasource.merge.merge import VALUE_KIND, is_retract
+from pyspark_paimon.datasource.read.read import (
     ReadContext,
     key_sections,
     merge_records,
@@ -53,7 +56,8 @@ from pyspark_paimon.datasource.read import (
     read_records,
     read_split,
 )
-from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.write.postpone import is_postpone
+from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
@@ -629,7 +633,7 @@ def _with_full_changelog(
     write_changelog: Callable[[pa.Table], None],
 ) -> Iterator[pa.Table]:
     """The merged rows of ``files`` (what the compaction writes), after writing their changelog
-    (:mod:`pyspark_paimon.datasource.full_changelog`): the top-level rows before against the merged rows."""
+    (:mod:`pyspark_paimon.datasource.compact.full_changelog`): the top-level rows before against the merged rows."""
     top_level, compare = settings
     merged = _collected(read_merged(ctx.read, task.split(files), drop_retracts=False))
     if merged is None:
@@ -776,7 +780,7 @@ class _DvLookup:
     (one key-overlap section; the unit of a commit-time compaction is the new level-0 data).
 
     ``changelog-producer = lookup`` steps holding level-0 files go through
-    :class:`~pyspark_paimon.datasource.lookup_changelog.LookupChangelog` instead, which hands the positions it
+    :class:`~pyspark_paimon.datasource.compact.lookup_changelog.LookupChangelog` instead, which hands the positions it
     superseded to :attr:`deleted`."""
 
     def __init__(self, ctx: CompactContext, task: CompactTask) -> None:
@@ -1192,7 +1196,7 @@ def auto_compact(store: FileStore, messages: Sequence[CommitMessage]) -> Compact
     batch reads see only once they are above level 0 (Java's writers force that compaction before every
     commit: ``ForceUpLevel0Compaction``, ``lookup-wait``), with new vectors for the rows they supersede, and
     so do ``changelog-producer = lookup`` buckets, whose lookup compaction writes the changelog
-    (:mod:`pyspark_paimon.datasource.lookup_changelog`). Unaware-bucket append tables are left to explicit (or
+    (:mod:`pyspark_paimon.datasource.compact.lookup_changelog`). Unaware-bucket append tables are left to explicit (or
     Paimon's) compaction; ``full-compaction`` producer tables are
     compacted like others, and a compaction that reaches the top level writes their changelog. It runs
     in this process, after the write's own commit, as a separate COMPACT snapshot: Java's batch writes also

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.dml import (
+from pyspark_paimon.datasource.dml.dml import (
     _PRUNE_KEYS,
     MergeBuilder,
     MergeResult,
@@ -45,7 +45,7 @@ from pyspark_paimon.datasource.dml import (
     write_change,
 )
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
-from pyspark_paimon.datasource.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import ReadContext, read_split
 from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema

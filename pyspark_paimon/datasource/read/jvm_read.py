@@ -1,9 +1,9 @@
 """``Scan.to_spark``: one planned read as a Spark DataFrame, merge-free splits read by Spark's own file readers.
 
-:mod:`pyspark_paimon.datasource.routing` sends each split of the plan to a reader. The JVM half reads the files of
+:mod:`pyspark_paimon.datasource.read.routing` sends each split of the plan to a reader. The JVM half reads the files of
 the merge-free splits with Spark's built-in Parquet/ORC reader, one ``spark.read`` per (branch, schema id, format)
 so that each call sees one physical schema, and maps every group onto the read schema by field id the way
-:func:`pyspark_paimon.datasource.read.read_split` does: renamed columns aliased, widened ones cast, added ones
+:func:`pyspark_paimon.datasource.read.read.read_split` does: renamed columns aliased, widened ones cast, added ones
 NULL, dropped ones and the system columns (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) not selected;
 files with deletion vectors lose the rows whose ``_metadata.row_index`` their vector names (an anti-join against
 the positions, read on the driver and shipped as a small local relation). The
@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.jobs import ReadJob
-from pyspark_paimon.datasource.read import _format_of
-from pyspark_paimon.datasource.routing import Routing, split_key
+from pyspark_paimon.datasource.read.read import _format_of
+from pyspark_paimon.datasource.read.routing import Routing, split_key
 from pyspark_paimon.errors import UnsupportedTypeError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema

@@ -15,7 +15,7 @@ What a split read has to get right, and where it happens here:
 * **Primary-key tables** are merged per key-overlap section (Java's ``IntervalPartition``): a section with
   one file is streamed (dropping its -U/-D rows, since a data file holds one row per key); a section with
   several files is read whole, sorted into Java's merge order and merged with the table's merge engine
-  (:mod:`pyspark_paimon.datasource.merge`).
+  (:mod:`pyspark_paimon.datasource.merge.merge`).
 * **Bounded memory** (:func:`_plan_windows`): a section larger than ``ReadContext.merge_window_bytes`` is
   merged window by window on the first key column, [lo, hi) ranges chosen from Parquet row-group statistics,
   reading only the row groups that overlap each window. All records of a key share its first-column value,
@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyspark_paimon.datasource.merge import (
+from pyspark_paimon.datasource.merge.merge import (
     SEQUENCE_NUMBER,
     VALUE_KIND,
     deduplicated_rows,

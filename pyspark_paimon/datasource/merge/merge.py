@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.checked_math import (
+from pyspark_paimon.datasource.merge.checked_math import (
     CheckedArithmeticError,
     int_range,
     segment_ids,

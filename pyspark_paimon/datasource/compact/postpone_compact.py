@@ -7,10 +7,10 @@ from typing import Callable
 
 import pyarrow as pa
 
-from pyspark_paimon.datasource.merge import VALUE_KIND
-from pyspark_paimon.datasource.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
-from pyspark_paimon.datasource.read import ReadContext, read_records
-from pyspark_paimon.datasource.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.merge.merge import VALUE_KIND
+from pyspark_paimon.datasource.read.read import ReadContext, read_records
+from pyspark_paimon.datasource.write.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
+from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.io.avro import read_avro
 from pyspark_paimon.metadata.io.fileio import FileIO

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.merge import (
+from pyspark_paimon.datasource.merge.merge import (
     KIND_DELETE,
     KIND_INSERT,
     KIND_UPDATE_AFTER,
@@ -35,7 +35,7 @@ from pyspark_paimon.datasource.merge import (
     VALUE_KIND,
     adjacent_differ,
 )
-from pyspark_paimon.datasource.read import (
+from pyspark_paimon.datasource.read.read import (
     ReadContext,
     merge_records,
     oldest_first,
@@ -128,7 +128,7 @@ def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
 @dataclass
 class DiffMetrics:
     """What comparing diff splits read (``diff_snapshots(..., metrics=)``), counted per call, like
-    :class:`~pyspark_paimon.datasource.read.ReadMetrics`, so concurrent diffs never mix their numbers.
+    :class:`~pyspark_paimon.datasource.read.read.ReadMetrics`, so concurrent diffs never mix their numbers.
 
     ``buckets_by_key``: primary-key buckets compared on the keys of the files only one side holds (every file
     read once, the shared ones reduced to those keys); ``buckets_whole``: splits compared whole, both sides read

@@ -34,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.merge import VALUE_KIND
-from pyspark_paimon.datasource.read import ReadContext, read_data_file, read_split
+from pyspark_paimon.datasource.merge.merge import VALUE_KIND
+from pyspark_paimon.datasource.read.read import ReadContext, read_data_file, read_split
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row

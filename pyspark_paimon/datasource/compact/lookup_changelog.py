@@ -31,9 +31,9 @@ from typing import Protocol, Sequence
 import numpy as np
 import pyarrow as pa
 
-from pyspark_paimon.datasource.full_changelog import full_compaction_changelog
-from pyspark_paimon.datasource.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.read import ReadContext, java_order, merge_records, read_data_file, read_records
+from pyspark_paimon.datasource.compact.full_changelog import full_compaction_changelog
+from pyspark_paimon.datasource.merge.merge import VALUE_KIND, is_retract
+from pyspark_paimon.datasource.read.read import ReadContext, java_order, merge_records, read_data_file, read_records
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
@@ -47,7 +47,7 @@ from pyspark_paimon.planner.split import DataSplit
 
 
 class CompactStep(Protocol):
-    """What this module needs of :class:`~pyspark_paimon.datasource.compact.CompactTask` (which imports it)."""
+    """What this module needs of :class:`~pyspark_paimon.datasource.compact.compact.CompactTask` (which imports it)."""
 
     @property
     def older_files(self) -> tuple[DataFileMeta, ...]: ...

@@ -1,0 +1,1 @@
+"""Streaming reads: what executors read for each planned stream split."""

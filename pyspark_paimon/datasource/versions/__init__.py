@@ -1,0 +1,1 @@
+"""Comparing and combining versions of a table: diffs and three-way branch merges."""
