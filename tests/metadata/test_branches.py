@@ -25,7 +25,8 @@ from pyspark_paimon.errors import (
     TagNotFoundError,
 )
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.lineage import LINEAGE_FILE
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager, now_millis
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
