@@ -50,7 +50,7 @@ from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions, is_stream_read
 from pyspark_paimon.planner.read_plan import read_schema
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN, StreamOptions
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.

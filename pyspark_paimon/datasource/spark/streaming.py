@@ -51,7 +51,9 @@ from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.schema.options import COMMIT_USER_PREFIX
 from pyspark_paimon.metadata.snapshots.commit import OverwriteSpec
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of
+from pyspark_paimon.planner.micro_batch import Admission, limits_of
+from pyspark_paimon.planner.stream_offset import StreamOffset, StreamSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (

@@ -52,19 +52,14 @@ from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import MAIN, chain_read_config
+from pyspark_paimon.planner.micro_batch import Admission, task_groups
 from pyspark_paimon.planner.predicate import tree_columns, tree_expression
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import split_packing
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.stream_scan import (
-    ROW_KIND_COLUMN,
-    Admission,
-    StreamOffset,
-    StreamOptions,
-    StreamPlanner,
-    StreamSplit,
-    task_groups,
-)
+from pyspark_paimon.planner.stream_offset import StreamOffset, StreamSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN, StreamOptions
+from pyspark_paimon.planner.stream_scan import StreamPlanner
 
 log = logging.getLogger(__name__)
 

@@ -73,7 +73,7 @@ from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 __all__ = [
     "BranchMergeResult",

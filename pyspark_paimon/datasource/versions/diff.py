@@ -47,7 +47,9 @@ from pyspark_paimon.planner.chain.config import chain_read_config
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
+from pyspark_paimon.planner.stream_offset import StreamSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN, StreamOptions
+from pyspark_paimon.planner.stream_scan import StreamPlanner
 from pyspark_paimon.planner.time_travel import resolve_version, version_branch
 
 __all__ = ["DiffMetrics", "Ref", "diff_snapshots", "diff_versions", "resolve_ref"]
