@@ -34,7 +34,7 @@ from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.model import AtomicType
-from pyspark_paimon.planner.predicate import Leaf, _cmp_value, could_match_stats, eval_on_values, leaves_on
+from pyspark_paimon.planner.predicate import Leaf, comparable_value, could_match_stats, eval_on_values, leaves_on
 from pyspark_paimon.planner.split import DataSplit
 
 # What decoding statistics written by any engine may raise. Pruning on statistics we cannot read is never
@@ -233,7 +233,7 @@ def _distinct(vals: list[Any]) -> list[Any]:
     try:
         seen: dict[Any, Any] = {}
         for v in vals:
-            seen.setdefault(_cmp_value(v), v)
+            seen.setdefault(comparable_value(v), v)
         return list(seen.values())
     except TypeError:  # an unhashable literal: compare pairwise
         out: list[Any] = []
@@ -245,15 +245,15 @@ def _distinct(vals: list[Any]) -> list[Any]:
 
 def _intersect(allowed: list[Any], vals: list[Any]) -> list[Any]:
     try:
-        wanted = {_cmp_value(v) for v in vals}
-        return [a for a in allowed if _cmp_value(a) in wanted]
+        wanted = {comparable_value(v) for v in vals}
+        return [a for a in allowed if comparable_value(a) in wanted]
     except TypeError:
         return [a for a in allowed if any(_same(a, v) for v in vals)]
 
 
 def _same(a: Any, b: Any) -> bool:
     try:
-        return bool(_cmp_value(a) == _cmp_value(b))
+        return bool(comparable_value(a) == comparable_value(b))
     except TypeError:
         return False
 
@@ -267,7 +267,7 @@ def _coerce_column(values: list[Any], f: Any) -> pa.Array | None:
         return None
     for orig, back in zip(values, arr.to_pylist()):
         try:
-            if _cmp_value(orig) != _cmp_value(back):
+            if comparable_value(orig) != comparable_value(back):
                 return None
         except TypeError:
             return None
