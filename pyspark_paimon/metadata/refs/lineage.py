@@ -110,12 +110,6 @@ class BranchLineage:
             LineageVia.from_dict(via) if isinstance(via, dict) else None,
         )
 
-    @property
-    def expire_at_millis(self) -> int | None:
-        if self.time_retained_millis is None:
-            return None
-        return self.created_at_millis + self.time_retained_millis
-
     def with_source_branch(self, name: str) -> "BranchLineage":
         return replace(self, source_branch=name)
 
