@@ -464,14 +464,18 @@ class Publish:
         self._check("before the switch")
         if h != b:
             # Deleting H is the switch: every id between B and H is gone by now, so a reader following the hint
-            # (still H) or listing finds B. The hint moves only after it: moved first, a stop in between would
-            # show B to hint followers while listing still found H, and writers on B would later run into H.
+            # (still H, now missing) or listing finds B. The hint is left on H until the check below: pointing at
+            # B, it would keep hint followers on B even after a commit prepared on the old head landed on H+1,
+            # and a stop in between would show B to them while listing found H.
             self._remove(h, f"switching '{self.target}' to the branch (deleting old head {h})")
-        self.t_mgr.commit_latest_hint(b)
-        # After the switch a commit lands either on the published head (an id B+1 .. H, free now: it goes on
-        # with the branch, nothing to undo) or on H+1 (prepared on the old head: the publish is undone around it).
+        # After the switch a commit lands either on the published head (ids B+1 .. H, free now: it goes on with
+        # the branch, nothing to undo) or on H+1 (prepared on the old head: the publish is undone around it). An
+        # id above H is on the published line only once that line has filled every id up to H; otherwise it
+        # was prepared on the old head, and the commits made on the published head meanwhile are reported too.
         landed = set(self.t_mgr.list_ids()) - self.expected
-        self.expected |= {sid for sid in landed if b < sid <= h}
+        on_published = set(range(b + 1, h + 1)) <= landed
+        if on_published or not any(sid > h for sid in landed):
+            self.expected |= landed
         self._check(f"after switching '{self.target}' to the branch")
         self.switched = True
         for sid in doomed:
@@ -584,11 +588,17 @@ class Publish:
                 f"snapshot(s) {kept_fillers} stay: they hold the old content unchanged (commit user "
                 f"'{PUBLISH_FILLER_USER}') and the racing commit was made on top of them"
             )
+        stranded: list[int] = []
         for sid, data in sorted(self.removed.items()):
             if self.fio.try_create(self._path(sid), data):
                 self.expected.add(sid)
             else:
-                outcome.append(f"snapshot {sid} could not be restored (its id was taken meanwhile)")
+                stranded.append(sid)
+                outcome.append(
+                    f"snapshot {sid} could not be restored: {self._describe_landed(sid)} was committed there on the "
+                    f"published branch head and is not in the latest snapshot (read it with scan.snapshot-id and "
+                    f"write its rows again)"
+                )
         for sid, data in sorted(self.replaced.items()):
             self.fio.write_bytes(self._path(sid), data)
         for sid, data in sorted(self.replaced_schemas.items()):
@@ -614,7 +624,7 @@ class Publish:
         if self.created or self.removed or self.replaced or self.replaced_schemas or self.created_schemas:
             status = (
                 "The publish could not be undone"
-                if on_top
+                if on_top or stranded
                 else (f"The publish was undone; '{self.target}' keeps every commit (latest snapshot {head})")
             )
         else:
@@ -625,7 +635,7 @@ class Publish:
             + (f"; {'; '.join(outcome)}" if outcome else "")
             + f". Stop writers to '{self.target}' (or wait for them) and run the publish again; it re-checks what "
             f"'{self.target}' holds (a commit on the old head is then reported, or discarded only with force=True).",
-            undone=not on_top,
+            undone=not on_top and not stranded,
         )
 
     def _describe_landed(self, sid: int) -> str:
