@@ -25,7 +25,8 @@ from pyspark_paimon.datasource.stream.stream_jobs import read_diff_split
 from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
 from pyspark_paimon.datasource.write.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.write.key_conflicts import check_one_version_per_key
-from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.write.write import TableWriter
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row

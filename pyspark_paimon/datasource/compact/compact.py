@@ -57,7 +57,8 @@ from pyspark_paimon.datasource.read.read import (
     read_split,
 )
 from pyspark_paimon.datasource.write.postpone import is_postpone
-from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.write.write import TableWriter
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import (
