@@ -63,12 +63,11 @@ class TableWriter:
     """
 
     def __init__(self, ctx: WriteContext, task_id: str = "") -> None:
-        self._ctx = ctx
         self._task_id = task_id
         schema = ctx.schema
         self._schema = schema
         self._opts: dict[str, str] = {**schema.options_with_defaults(), **(ctx.options or {})}
-        self._options = options = CoreOptions(self._opts)
+        options = CoreOptions(self._opts)
         self._fields: list[DataField] = list(schema.fields)
         arrow_schema = schema.arrow_schema()  # first: a column Spark cannot hold fails every write
         self._is_pk = bool(schema.primary_keys)
