@@ -47,7 +47,8 @@ from pyspark_paimon.planner.split import DataSplit
 
 
 class CompactStep(Protocol):
-    """What this module needs of :class:`~pyspark_paimon.datasource.compact.compact.CompactTask` (which imports it)."""
+    """What this module needs of :class:`~pyspark_paimon.datasource.compact.compact_plan.CompactTask` (whose
+    module imports this one)."""
 
     @property
     def older_files(self) -> tuple[DataFileMeta, ...]: ...

@@ -10,7 +10,8 @@ import pyarrow as pa
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND
 from pyspark_paimon.datasource.read.read import ReadContext, read_records
 from pyspark_paimon.datasource.write.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
-from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.write.write import TableWriter
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.io.avro import read_avro
 from pyspark_paimon.metadata.io.fileio import FileIO
