@@ -105,7 +105,6 @@ from pyspark_paimon.planner.compact_strategy import (
     pick_full,
     pick_universal,
 )
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = [
@@ -272,14 +271,7 @@ def plan_compaction(
     options = schema.core_options
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
-    read_ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: branch_schemas(store)},
-        branch=store.branch,
-        options=dict(schema.options),
-    )
+    read_ctx = ReadContext.for_store(store, schema)
     write_ctx = WriteContext(
         fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options), commit_user=user
     )

@@ -173,7 +173,8 @@ class ReadContext:
         exact_filters: Sequence[Leaf] = (),
         batch_size: int = 65536,
     ) -> "ReadContext":
-        """The one way to build a context from a planned read (plain, fallback, incremental or chain).
+        """The one way to build a context from a planned read (plain, fallback, incremental or chain); reads of a
+        store's own files without a plan use :meth:`for_store`.
 
         ``read_fields`` projects the output (validated against the read schema); ``exact_filters`` and the
         plan's load-time selection become the residual applied after the merge (Spark does not re-check filters
@@ -208,6 +209,43 @@ class ReadContext:
             residual=residual,
             batch_size=batch_size,
             pushed=planned.predicate,
+        )
+
+    @classmethod
+    def for_store(
+        cls,
+        store: FileStore,
+        schema: TableSchema | None = None,
+        *,
+        also: Iterable[FileStore] = (),
+        options: Mapping[str, str] | None = None,
+        read_fields: Sequence[str] | None = None,
+        residual: pc.Expression | None = None,
+        batch_size: int = 65536,
+    ) -> "ReadContext":
+        """The one way to build a context for reading a store's own files without a planned read (compaction,
+        a write's checks, streams, diffs).
+
+        ``schema`` is the read schema (the branch's latest when None). Every schema of ``store``'s branch, and of
+        the branches of the ``also`` stores whose files the reads meet, describes the files, as in
+        :meth:`for_plan`: a file written before a column was added reads with that column NULL wherever it is
+        read. ``options`` overlay the schema's options; nothing is pushed down.
+        """
+        # Driver side only: executors unpickling a context need no planner.
+        from pyspark_paimon.planner.read_plan import branch_schemas  # noqa: PLC0415
+
+        schema = store.schema() if schema is None else schema
+        schemas = {st.branch: branch_schemas(st) for st in (store, *also)}
+        return cls(
+            fileio=store.fileio,
+            table_path=store.table_path,
+            schema=schema,
+            schemas=schemas,
+            branch=store.branch,
+            options={**schema.options, **(options or {})},
+            read_fields=tuple(read_fields) if read_fields is not None else None,
+            residual=residual,
+            batch_size=batch_size,
         )
 
     def merge_options(self) -> dict[str, str]:

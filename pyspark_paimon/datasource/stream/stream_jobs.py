@@ -47,13 +47,11 @@ from pyspark_paimon.datasource.read.read import (
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import MAIN, chain_read_config
 from pyspark_paimon.planner.predicate import tree_columns, tree_expression
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import split_packing
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_scan import (
@@ -367,25 +365,21 @@ class StreamReadJob:
         if selection is not None and not tree_columns(selection) <= set(schema.partition_keys):
             # A selection of partitions only was applied exactly by the planner; anything else tests rows.
             residual = tree_expression(selection, schema.arrow_schema())
-        read = ReadContext(
-            fileio=self.store.fileio,
-            table_path=self.store.table_path,
-            schema=schema,
-            schemas=self._schemas(),
-            branch=self.store.branch,
-            options=dict(schema.options),
+        read = ReadContext.for_store(
+            self.store,
+            schema,
+            also=self._other_stores(),
             read_fields=self.columns,
             residual=residual,
             batch_size=self.opts.batch_size,
         )
         return StreamReadContext(read, self.opts.changelog)
 
-    def _schemas(self) -> dict[str, dict[int, TableSchema]]:
-        """Every schema of the branches the stream reads files of: a chain start reads the snapshot branch too."""
-        stores = [self.store]
-        if self.planner.chain is not None:
-            stores = [st for role, st in self.planner.chain.stores.items() if role != MAIN]
-        return {s.branch: branch_schemas(s) for s in stores}
+    def _other_stores(self) -> list[FileStore]:
+        """The other branches the stream reads files of: a chain start reads the snapshot branch too."""
+        if self.planner.chain is None:
+            return []
+        return [st for role, st in self.planner.chain.stores.items() if role != MAIN]
 
     def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
         """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.stream_scan.task_groups`)

@@ -45,7 +45,6 @@ from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import chain_read_config
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
 from pyspark_paimon.planner.time_travel import resolve_version, version_branch
@@ -240,14 +239,7 @@ def diff_snapshots(
                 s = replace(s, before=replace(s.before, file_branches={**s.before.file_branches, **names}))
             fixed.append(s)
         splits = fixed
-    ctx = ReadContext(
-        fileio=to_store.fileio,
-        table_path=to_store.table_path,
-        schema=schema,
-        schemas={st.branch: branch_schemas(st) for st in (from_store, to_store)},
-        branch=to_store.branch,
-        options=dict(schema.options),
-    )
+    ctx = ReadContext.for_store(to_store, schema, also=(from_store,))
     empty = ctx.output_schema().empty_table()
     empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
     vector_parts: list[pa.Table] = []

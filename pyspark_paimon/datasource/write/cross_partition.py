@@ -48,7 +48,6 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.planner.split import DataSplit
 
@@ -120,15 +119,7 @@ def bootstrap(store: FileStore, schema: TableSchema, snapshot: Snapshot | None) 
         ]
     if not splits:
         return index_schema.empty_table()
-    ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: branch_schemas(store)},
-        branch=store.branch,
-        options={**schema.options, **every_level},
-        read_fields=tuple(schema.primary_keys),
-    )
+    ctx = ReadContext.for_store(store, schema, options=every_level, read_fields=schema.primary_keys)
     key_schema = ctx.output_schema()
 
     def one(split: DataSplit) -> pa.Table:
@@ -331,13 +322,7 @@ def check_one_home_per_key(store: FileStore, schema: TableSchema, messages: Sequ
     written = [m for m in messages if m.new_files and not m.compact_before]
     if len({m.writer for m in written}) < 2:
         return
-    ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: {schema.id: schema}},
-        branch=store.branch,
-    )
+    ctx = ReadContext.for_store(store, schema)
     keys = list(schema.primary_keys)
     key_fields = [schema.field(k) for k in keys]
     types = [f.type for f in schema.partition_fields]

@@ -106,13 +106,7 @@ def _conflicting_keys(
     which: str,
 ) -> tuple[pa.Table, list[list[str]]]:
     """The keys of ``split`` whose versions from different writers differ, and those writers per key."""
-    ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: {schema.id: schema}},
-        branch=store.branch,
-    )
+    ctx = ReadContext.for_store(store, schema)
     key_fields = [schema.field(k) for k in key_names]
     writer_ids = {w: i for i, w in enumerate(sorted(set(owner.values())))}
     names = sorted(writer_ids, key=writer_ids.__getitem__)
