@@ -99,6 +99,7 @@ __all__ = [
     "oldest_first",
     "read_file_changes",
     "read_data_file",
+    "format_of",
     "referenced_columns",
     "select_row_groups",
     "coalesce_batches",
@@ -408,8 +409,9 @@ def _conform_table(
 # ------------------------------------------------------------------------------------------------------
 # File access
 # ------------------------------------------------------------------------------------------------------
-def _format_of(f: DataFileMeta, options: CoreOptions) -> str:
-    """A data file's format: from its name's extension, else the table's ``file.format``."""
+def format_of(f: DataFileMeta, options: CoreOptions) -> str:
+    """A data file's format: from its name's extension, else the table's ``file.format`` (the reader of a split,
+    :mod:`~pyspark_paimon.datasource.read.routing`, decides by it too)."""
     name = f.file_name.lower()
     for fmt in ("parquet", "orc", "avro", "lance", "csv", "json"):
         if name.endswith("." + fmt):
@@ -574,7 +576,7 @@ def read_data_file(
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
     with _FileReader(
-        ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name, f.file_size
+        ctx.fileio, split.file_path(f), format_of(f, ctx.core_options()), f.file_name, f.file_size
     ) as reader:
         data = reader.read(_physical_columns(reader, targets, file_schema, system))
         if deleted is not None:
@@ -672,7 +674,7 @@ def _stream_data_file(
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
     with _FileReader(
-        ctx.fileio, split.file_path(f), _format_of(f, ctx.core_options()), f.file_name, f.file_size
+        ctx.fileio, split.file_path(f), format_of(f, ctx.core_options()), f.file_name, f.file_size
     ) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
         row_groups = None
@@ -1272,7 +1274,7 @@ def _plan_windows_unchecked(
         return None
     groups: list[tuple[Any, Any, int, int, int]] = []  # (min, max, size, file index, row group)
     for fi, f in enumerate(ordered):
-        if _format_of(f, options) != "parquet":
+        if format_of(f, options) != "parquet":
             return None
         file_schema = ctx.file_schema(split, f)
         ff = {x.id: x for x in file_schema.fields}.get(key_field.id)
