@@ -209,6 +209,14 @@ def test_append_schema_evolution_rename_add_and_widen(tmp_path: Path) -> None:
     assert ctx.output_schema().field("n").type == pa.int64()
 
 
+def test_a_changed_type_the_old_values_do_not_fit_names_the_column_and_file(tmp_path: Path) -> None:
+    s0 = make_schema([DataField(0, "k", INT), DataField(1, "n", STRING)])
+    s1 = make_schema([DataField(0, "k", INT), DataField(1, "n", INT)], schema_id=1)
+    f0 = write_file(tmp_path, s0, [{"k": 1, "n": "seven"}])
+    with pytest.raises(SchemaError, match=r"Column 'n' of data file 'data-.*' holds string values .* read type int32"):
+        read(context(tmp_path, s1, {0: s0, 1: s1}), split_of(tmp_path, [f0]))
+
+
 def test_timestamp_and_int96_like_units_are_cast_to_microseconds(tmp_path: Path) -> None:
     schema = make_schema(
         [

@@ -70,7 +70,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vec
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, FORCE_LOOKUP, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.types.arrow import to_arrow_schema, to_arrow_type
+from pyspark_paimon.metadata.types.arrow import cast_array, to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
 from pyspark_paimon.planner.predicate import (
     Leaf,
@@ -333,19 +333,19 @@ def referenced_columns(expr: pc.Expression, schema: pa.Schema) -> tuple[str, ...
 # ------------------------------------------------------------------------------------------------------
 # Type conformance (schema evolution)
 # ------------------------------------------------------------------------------------------------------
-def _cast(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
-    if arr.type == target:
-        return arr
+def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
+    """``arr`` (a column of ``file_name``) as the read type ``target``."""
+
+    def error(reason: str) -> SchemaError:
+        return SchemaError(
+            f"Column '{column}' of data file '{file_name}' holds {arr.type} values that cannot be converted to the "
+            f"read type {target}: {reason}. The column type was changed in a way that existing data does not fit; "
+            "read with the schema the file was written with (time travel) or rewrite the data."
+        )
+
     # Spark timestamps are microseconds: nanosecond files (INT96, TIMESTAMP(9), ORC) are truncated.
     safe = not (pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target))
-    try:
-        return arr.cast(target, safe=safe)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise SchemaError(
-            f"Column '{column}' of data file '{file_name}' holds {arr.type} values that cannot be converted to the "
-            f"read type {target}: {exc}. The column type was changed in a way that existing data does not fit; "
-            "read with the schema the file was written with (time travel) or rewrite the data."
-        ) from exc
+    return cast_array(arr, target, error, safe=safe)
 
 
 def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: str, file_name: str) -> pa.Array:
@@ -364,7 +364,7 @@ def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: 
                 children.append(_conform(child, ff.type, tf.type, f"{column}.{tf.name}", file_name))
         mask = pc.is_null(arr) if arr.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target_arrow), mask=mask)
-    return _cast(arr, target_arrow, column, file_name)
+    return _to_read_type(arr, target_arrow, column, file_name)
 
 
 def _conform_table(
@@ -398,7 +398,7 @@ def _conform_table(
             )
         col = data.column(name)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        arr = _cast(col, _SYSTEM_TYPES[name], name, file_name)
+        arr = _to_read_type(col, _SYSTEM_TYPES[name], name, file_name)
         arrays.append(arr)
         fields.append(pa.field(name, arr.type))
     if not arrays:
