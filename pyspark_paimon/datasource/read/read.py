@@ -933,30 +933,12 @@ def merge_records(
     records as a read sees them; the read's rule for lookup tables then applies too (only the newest record
     above level 0 of a key takes part, :func:`_lookup_merge`), so the result is what :func:`read_split` merges."""
     plan = _make_plan(ctx, None)
-    options = ctx.merge_options()
-    core_options = CoreOptions(options)
-    pk = list(ctx.schema.primary_keys)
-    value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
+    spec = _MergeSpec.of(ctx, split, plan, ReadMetrics(), drop_retracts)
     ordered = split.files if files is None else files
     tables = list(tables)
-    if files is not None and _lookup_merge(options):
-        tables = _newest_high_level_only(
-            plan.key_names, plan.seq_fields, core_options.sequence_descending, files, tables
-        )
-    return _sort_and_merge(
-        ctx,
-        split,
-        plan,
-        ordered,
-        ordered,
-        tables,
-        core_options.merge_engine,
-        options,
-        value_names,
-        core_options.sequence_descending,
-        ReadMetrics(),
-        drop_retracts,
-    )
+    if files is not None and _lookup_merge(spec.options):
+        tables = _newest_high_level_only(plan.key_names, plan.seq_fields, spec.descending, files, tables)
+    return _sort_and_merge(spec, ordered, ordered, tables)
 
 
 def _merged_sections(
@@ -964,9 +946,7 @@ def _merged_sections(
 ) -> Iterator[pa.Table]:
     """Merged records of each key-overlap section of ``split`` (system columns kept), in key order unless
     ``key_order`` is False (a read, which may then pass untouched rows of a big file through unsorted)."""
-    options = ctx.merge_options()
-    core_options = CoreOptions(options)
-    engine = core_options.merge_engine
+    spec = _MergeSpec.of(ctx, split, plan, metrics, drop_retracts, key_order)
     system = (SEQUENCE_NUMBER, VALUE_KIND)
     key_fields = [ctx.schema.field(n) for n in plan.key_names]
 
@@ -975,9 +955,6 @@ def _merged_sections(
         by_id = {fld.id: fld for fld in file_schema.fields}
         return [by_id[k.id].type if k.id in by_id else k.type for k in key_fields]
 
-    pk = list(ctx.schema.primary_keys)
-    value_names = [fld.name for fld in plan.read_fields if fld.name not in plan.key_names and fld.name not in pk]
-    descending = core_options.sequence_descending
     for section in key_sections(split.files, key_types):
         if len(section) == 1:
             # A data file holds one row per key, already merged; only its retractions may have to go. Its rows
@@ -992,42 +969,14 @@ def _merged_sections(
             windows = _plan_windows(ctx, split, plan, ordered)
         if windows is None:
             tables = [read_data_file(ctx, split, f, plan.read_fields, system) for f in ordered]
-            yield _merge_tables(
-                ctx,
-                split,
-                plan,
-                section,
-                ordered,
-                tables,
-                engine,
-                options,
-                value_names,
-                descending,
-                metrics,
-                drop_retracts,
-                key_order,
-            )
+            yield _merge_tables(spec, section, ordered, tables)
             continue
         metrics.windowed_sections += 1
         for lo, hi, per_file in windows:
             tables = [_read_window(ctx, split, plan, f, rgs, lo, hi, system) for f, rgs in zip(ordered, per_file)]
             if not any(t.num_rows for t in tables):
                 continue
-            yield _merge_tables(
-                ctx,
-                split,
-                plan,
-                section,
-                ordered,
-                tables,
-                engine,
-                options,
-                value_names,
-                descending,
-                metrics,
-                drop_retracts,
-                key_order,
-            )
+            yield _merge_tables(spec, section, ordered, tables)
 
 
 def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordBatch]:
@@ -1062,30 +1011,68 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
                     yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
 
+@dataclass(frozen=True)
+class _MergeSpec:
+    """How the sections of one split are merged: the same for every section (and window) of a read, so it is
+    built once per read (:meth:`of`) and handed to each section's merge with the section's files and tables.
+
+    ``value_names``: the columns the merge engine merges (neither key nor primary key); ``descending``: the
+    sequence fields order newest first; ``drop_retracts``: keys whose merged record is a retraction disappear;
+    ``key_order``: the output must be in key order (compaction), else rows of a big file no other file touches
+    may pass through unsorted (a read). ``metrics`` counts the merges.
+    """
+
+    ctx: ReadContext
+    split: DataSplit
+    plan: _Plan
+    engine: str
+    options: Mapping[str, str]
+    value_names: list[str]
+    descending: bool
+    metrics: ReadMetrics
+    drop_retracts: bool = True
+    key_order: bool = True
+
+    @classmethod
+    def of(
+        cls,
+        ctx: ReadContext,
+        split: DataSplit,
+        plan: _Plan,
+        metrics: ReadMetrics,
+        drop_retracts: bool,
+        key_order: bool = True,
+    ) -> "_MergeSpec":
+        """The merge of ``split``'s sections under the read schema's options overlaid by ``ctx.options``."""
+        options = ctx.merge_options()
+        core_options = CoreOptions(options)
+        pk = list(ctx.schema.primary_keys)
+        value_names = [f.name for f in plan.read_fields if f.name not in plan.key_names and f.name not in pk]
+        return cls(
+            ctx,
+            split,
+            plan,
+            core_options.merge_engine,
+            options,
+            value_names,
+            core_options.sequence_descending,
+            metrics,
+            drop_retracts,
+            key_order,
+        )
+
+
 def _merge_tables(
-    ctx: ReadContext,
-    split: DataSplit,
-    plan: _Plan,
-    section: Sequence[DataFileMeta],
-    ordered: Sequence[DataFileMeta],
-    tables: list[pa.Table],
-    engine: str,
-    options: Mapping[str, str],
-    value_names: list[str],
-    descending: bool,
-    metrics: ReadMetrics,
-    drop_retracts: bool = True,
-    key_order: bool = True,
+    spec: _MergeSpec, section: Sequence[DataFileMeta], ordered: Sequence[DataFileMeta], tables: list[pa.Table]
 ) -> pa.Table:
     """Concatenate ``tables`` (one per file of ``ordered``), sort into merge order and merge."""
-    if _lookup_merge(options):
-        tables = _newest_high_level_only(plan.key_names, plan.seq_fields, descending, ordered, tables)
+    plan = spec.plan
+    if _lookup_merge(spec.options):
+        tables = _newest_high_level_only(plan.key_names, plan.seq_fields, spec.descending, ordered, tables)
     untouched = None
-    if not key_order and drop_retracts:
+    if not spec.key_order and spec.drop_retracts:
         untouched, tables = _split_untouched(plan.key_names, tables)
-    merged = _sort_and_merge(
-        ctx, split, plan, section, ordered, tables, engine, options, value_names, descending, metrics, drop_retracts
-    )
+    merged = _sort_and_merge(spec, section, ordered, tables)
     if untouched is None or not untouched.num_rows:
         return merged
     return pa.concat_tables([_drop_retracts(untouched), merged.select(untouched.column_names)])
@@ -1195,19 +1182,12 @@ def _split_untouched(key_names: Sequence[str], tables: list[pa.Table]) -> tuple[
 
 
 def _sort_and_merge(
-    ctx: ReadContext,
-    split: DataSplit,
-    plan: _Plan,
-    section: Sequence[DataFileMeta],
-    ordered: Sequence[DataFileMeta],
-    tables: list[pa.Table],
-    engine: str,
-    options: Mapping[str, str],
-    value_names: list[str],
-    descending: bool,
-    metrics: ReadMetrics,
-    drop_retracts: bool,
+    spec: _MergeSpec, section: Sequence[DataFileMeta], ordered: Sequence[DataFileMeta], tables: list[pa.Table]
 ) -> pa.Table:
+    """``tables`` (one per file of ``ordered``, the files of ``section`` oldest first) sorted into Java's merge
+    order and merged with the table's merge engine."""
+    ctx, split, plan, metrics = spec.ctx, spec.split, spec.plan, spec.metrics
+    engine, options, drop_retracts = spec.engine, spec.options, spec.drop_retracts
     ranks = split.file_ranks
     if ranks:
         # Chain read: sequence numbers are branch-local, so the file's rank breaks user-sequence ties.
@@ -1223,7 +1203,7 @@ def _sort_and_merge(
             winners = deduplicated_rows(data, plan.key_names, options)
             if winners is not None:
                 return winners
-        data = sort_for_merge(data, plan.key_names, plan.seq_fields, descending, _RANK if ranks else None)
+        data = sort_for_merge(data, plan.key_names, plan.seq_fields, spec.descending, _RANK if ranks else None)
         if ranks:
             data = data.drop_columns([_RANK])
         return merge_sorted(
@@ -1231,7 +1211,7 @@ def _sort_and_merge(
             plan.key_names,
             engine,
             options,
-            value_names,
+            spec.value_names,
             drop_retracts=drop_retracts,
             primary_keys=list(ctx.schema.primary_keys),
         )
