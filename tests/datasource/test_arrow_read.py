@@ -18,14 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon.datasource.merge.merge import MergeError
-from pyspark_paimon.datasource.read import read as engine_read
-from pyspark_paimon.datasource.read.read import (
-    ReadContext,
-    coalesce_batches,
-    key_sections,
-    read_split,
-    referenced_columns,
-)
+from pyspark_paimon.datasource.read import file_read
+from pyspark_paimon.datasource.read.merged_read import key_sections
+from pyspark_paimon.datasource.read.read import coalesce_batches, read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, referenced_columns
 from pyspark_paimon.errors import CorruptMetadataError, DataFileError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
@@ -552,7 +548,7 @@ def test_damaged_data_files_name_the_file_and_the_way_out(
     """A missing or truncated data file fails with a DataFileError naming the file and how to recover, not a
     bare FileNotFoundError / ArrowInvalid from inside pyarrow; windowed merges and raw reads alike, whether the
     file is small enough to be read whole first or is read through its handle."""
-    monkeypatch.setattr(engine_read, "_WHOLE_FILE_BYTES", whole_file_bytes)
+    monkeypatch.setattr(file_read, "_WHOLE_FILE_BYTES", whole_file_bytes)
     for pk in (False, True):
         t = catalog.create_table(
             f"db.damaged_{int(pk)}",

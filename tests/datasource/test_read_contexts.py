@@ -19,7 +19,7 @@ import pytest
 import pyspark_paimon
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.jobs import prepare_write
-from pyspark_paimon.datasource.read.read import ReadContext
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key
 from pyspark_paimon.datasource.write.key_conflicts import check_one_version_per_key

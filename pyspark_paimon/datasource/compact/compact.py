@@ -7,7 +7,7 @@ Three halves, so that Spark can run the middle one on its executors and the Pyth
    append rules): which files, which output level, whether retractions may be dropped. Unaware-bucket append
    tables get Java's coordinator instead: small files packed by size, several tasks per partition possible.
 2. :func:`compact_bucket` (anywhere, picklable inputs): read the task's files through the read path
-   (:func:`~pyspark_paimon.datasource.read.read.read_merged`: key-overlap sections, the table's merge
+   (:func:`~pyspark_paimon.datasource.read.merged_read.read_merged`: key-overlap sections, the table's merge
    engine, schema evolution, bounded-memory windows), and write the merged rows in key order with
    :meth:`TableWriter.write_compacted` at the output level: sorted, non-overlapping files rolled at
    ``target-file-size`` with exact statistics, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` kept. The result is a
@@ -47,15 +47,11 @@ from pyspark_paimon.datasource.compact.lookup_changelog import (
 )
 from pyspark_paimon.datasource.compact.postpone_compact import compact_postpone
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.read.read import (
-    ReadContext,
-    key_sections,
-    merge_records,
-    read_data_file,
-    read_merged,
-    read_records,
-    read_split,
-)
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.key_probes import read_records
+from pyspark_paimon.datasource.read.merged_read import key_sections, merge_records, read_merged
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.write.postpone import is_postpone
 from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CommitConflictError, CompactionError, OptionError, PaimonError

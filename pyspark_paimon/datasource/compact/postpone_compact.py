@@ -8,7 +8,8 @@ from typing import Callable
 import pyarrow as pa
 
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_records
+from pyspark_paimon.datasource.read.key_probes import read_records
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.write.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
 from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
 from pyspark_paimon.errors import CompactionError

@@ -41,7 +41,8 @@ import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition, parse_expression
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
-from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.write.store_assignment import cast_for_store
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError, PaimonError

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.jobs import ReadJob
-from pyspark_paimon.datasource.read.read import format_of
+from pyspark_paimon.datasource.read.file_read import format_of
 from pyspark_paimon.datasource.read.routing import Routing, split_key
 from pyspark_paimon.errors import UnsupportedTypeError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector

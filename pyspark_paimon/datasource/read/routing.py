@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark_paimon.datasource.read.read import ReadContext, format_of
+from pyspark_paimon.datasource.read.file_read import format_of
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import ArrayType, AtomicType, DataField, DataType, MapType, RowType
 from pyspark_paimon.planner.read_plan import PlannedRead

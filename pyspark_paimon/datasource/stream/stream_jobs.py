@@ -35,15 +35,10 @@ from pyspark_paimon.datasource.merge.merge import (
     VALUE_KIND,
     adjacent_differ,
 )
-from pyspark_paimon.datasource.read.read import (
-    ReadContext,
-    merge_records,
-    oldest_first,
-    read_file_changes,
-    read_records,
-    read_records_of_keys,
-    read_split,
-)
+from pyspark_paimon.datasource.read.key_probes import read_records, read_records_of_keys
+from pyspark_paimon.datasource.read.merged_read import merge_records, oldest_first
+from pyspark_paimon.datasource.read.read import read_file_changes, read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
@@ -126,7 +121,7 @@ def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
 @dataclass
 class DiffMetrics:
     """What comparing diff splits read (``diff_snapshots(..., metrics=)``), counted per call, like
-    :class:`~pyspark_paimon.datasource.read.read.ReadMetrics`, so concurrent diffs never mix their numbers.
+    :class:`~pyspark_paimon.datasource.read.read_context.ReadMetrics`, so concurrent diffs never mix their numbers.
 
     ``buckets_by_key``: primary-key buckets compared on the keys of the files only one side holds (every file
     read once, the shared ones reduced to those keys); ``buckets_whole``: splits compared whole, both sides read
@@ -169,8 +164,9 @@ def _sides_by_key(ctx: ReadContext, s: StreamSplit, metrics: DiffMetrics) -> tup
     Only a file one side holds can make a key differ: the candidates are the keys of those files (a file both
     sides list with another deletion vector or level counts as one of each side's own). Each file is read once
     (a shared file is the same bytes on both sides), reduced to the candidates' records, and each side's records
-    are merged with the table's merge engine as a read merges them (:func:`read.merge_records`). A key keeps
-    all its records or none, so each candidate gets exactly its merged row of a whole read.
+    are merged with the table's merge engine as a read merges them
+    (:func:`~pyspark_paimon.datasource.read.merged_read.merge_records`). A key keeps all its records or none, so
+    each candidate gets exactly its merged row of a whole read.
 
     None (the caller reads the whole bucket): a bucket on one side only or with no file in common (nothing to
     save), chain splits (file ranks and relabelled partitions belong to the whole read), a floating-point key

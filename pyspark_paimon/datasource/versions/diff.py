@@ -33,7 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.stream.stream_jobs import DiffMetrics, diff_split, kind_names
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile, deletion_files, read_deletion_vector

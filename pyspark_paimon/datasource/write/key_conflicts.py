@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge.merge import SEQUENCE_NUMBER, VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_data_file
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import ConflictingKeysError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
