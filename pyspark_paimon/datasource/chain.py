@@ -40,7 +40,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pyspark_paimon.datasource.read.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, ReadMetrics
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import ChainTableError

@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
 from pyspark_paimon.datasource.compact.compact import auto_compact
-from pyspark_paimon.datasource.read.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, ReadMetrics
 from pyspark_paimon.datasource.read.routing import split_key
 from pyspark_paimon.datasource.stream.stream_jobs import read_diff_split
 from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite

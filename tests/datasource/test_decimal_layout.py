@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.read.read import ReadMetrics, select_row_groups
+from pyspark_paimon.datasource.read.file_read import select_row_groups
+from pyspark_paimon.datasource.read.read_context import ReadMetrics
 from pyspark_paimon.datasource.write import data_files
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row

@@ -1,6 +1,6 @@
 """Rewriting one bucket's compaction task (anywhere: the inputs are picklable): :func:`compact_bucket`.
 
-The task's files are read through the read path (:func:`~pyspark_paimon.datasource.read.read.read_merged`:
+The task's files are read through the read path (:func:`~pyspark_paimon.datasource.read.merged_read.read_merged`:
 key-overlap sections, the table's merge engine, schema evolution, bounded-memory windows) and the merged rows are
 written in key order with :meth:`TableWriter.write_compacted` at the output level: sorted, non-overlapping files
 rolled at ``target-file-size`` with exact statistics, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` kept. A primary-key
@@ -26,7 +26,9 @@ from pyspark_paimon.datasource.compact.lookup_changelog import (
     produces_lookup_changelog,
 )
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.read.read import key_sections, read_data_file, read_merged, read_split
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.merged_read import key_sections, read_merged
+from pyspark_paimon.datasource.read.read import read_split
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO

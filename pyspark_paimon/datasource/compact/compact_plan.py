@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from pyspark_paimon.datasource.compact.lookup_changelog import lookup_compacts
-from pyspark_paimon.datasource.read.read import ReadContext
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CompactionError, OptionError
@@ -49,7 +49,6 @@ from pyspark_paimon.planner.compact_strategy import (
     pick_full,
     pick_universal,
 )
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = [
@@ -182,14 +181,7 @@ def plan_compaction(
     options = schema.core_options
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
-    read_ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: branch_schemas(store)},
-        branch=store.branch,
-        options=dict(schema.options),
-    )
+    read_ctx = ReadContext.for_store(store, schema)
     write_ctx = WriteContext(
         fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options), commit_user=user
     )

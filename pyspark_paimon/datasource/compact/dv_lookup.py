@@ -16,7 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.compact.compact_plan import CompactContext, CompactTask
-from pyspark_paimon.datasource.read.read import merge_records, read_data_file, read_merged, read_records
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.key_probes import read_records
+from pyspark_paimon.datasource.read.merged_read import merge_records, read_merged
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector, write_deletion_vector_file
 from pyspark_paimon.metadata.manifests.hash_index import sorted_unique
 from pyspark_paimon.metadata.manifests.index_manifest import IndexManifestEntry

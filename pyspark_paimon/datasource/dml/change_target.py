@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.dml.change_rules import refuse_foreign, writes_vectors
 from pyspark_paimon.datasource.jobs import prepare_read
-from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta

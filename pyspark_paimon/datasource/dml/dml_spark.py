@@ -36,7 +36,8 @@ from pyspark_paimon.datasource.dml.change_rules import refuse_foreign, writes_ve
 from pyspark_paimon.datasource.dml.change_target import PRUNE_KEYS, Target, key_prune, read_unit
 from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
-from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema

@@ -38,7 +38,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read, read_planned_split
-from pyspark_paimon.datasource.read.read import ReadContext, coalesce_batches
+from pyspark_paimon.datasource.read.read import coalesce_batches
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.spark.types import to_spark_schema
 from pyspark_paimon.datasource.stream.stream_jobs import stream_store
 from pyspark_paimon.datasource.system_tables import check_system_table, read_system_table, system_table_fields
