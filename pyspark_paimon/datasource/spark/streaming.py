@@ -1,13 +1,13 @@
 """Spark Structured Streaming: ``spark.readStream.format("paimon")`` and ``df.writeStream.format("paimon")``.
 
-The reader is Spark's ``DataSourceStreamReader``. Offsets are :class:`pyspark_paimon.planner.stream_scan.StreamOffset`
+The reader is Spark's ``DataSourceStreamReader``. Offsets are :class:`pyspark_paimon.planner.stream_offset.StreamOffset`
 dicts. On Spark 4.2+ ``latestOffset(start, limit)`` admits splits up to the ``read.stream.*PerTrigger`` limits
 and ``Trigger.AvailableNow`` stops at the snapshot that was latest when the query started; Spark 4.1 calls
 ``latestOffset()`` without arguments, so each micro-batch there takes every complete snapshot available.
 ``partitions(start, end)`` replans exactly the splits between two logged offsets, so a replayed batch reads the
 same rows. Splits of one (partition, bucket) stay in one task, in commit order, so that a key's changes reach
 the sink in the order they were made; unaware-bucket append tables, which promise no order, spread their files
-over every core (:func:`pyspark_paimon.planner.stream_scan.task_groups`).
+over every core (:func:`pyspark_paimon.planner.micro_batch.task_groups`).
 
 The writer is Spark's ``DataSourceStreamArrowWriter``: tasks write data files, and ``commit(messages,
 batchId)`` on the driver commits them once per micro-batch, idempotently (see

@@ -373,7 +373,7 @@ class StreamReadJob:
         return [st for role, st in self.planner.chain.stores.items() if role != MAIN]
 
     def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
-        """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.stream_scan.task_groups`)
+        """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.micro_batch.task_groups`)
         with ``source.split.target-size`` and ``source.split.open-file-cost`` as a batch read takes them (the
         stream's read option, else the table's), at least one task per core."""
         schema = self.store.schema()
