@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark_paimon.datasource.spark.worker_python import refuse_unfit_worker
 from pyspark_paimon.errors import PaimonError
 
 __version__ = "0.2.0"
+
+# Every Spark Python worker that runs our code imports this package first: one lacking a dependency fails here,
+# naming its interpreter and what to set, instead of with a bare ModuleNotFoundError deep in an executor. True
+# only in Spark's auto-registration worker, which then finds no DefaultSource (see refuse_unfit_worker).
+_UNFIT_WORKER = refuse_unfit_worker()
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark_paimon.catalog import Catalog
@@ -31,6 +37,8 @@ def __getattr__(name: str) -> Any:
 
         return Table
     if name in ("DefaultSource", "PaimonDataSource"):
+        if _UNFIT_WORKER:
+            raise AttributeError(name)
         from pyspark_paimon.datasource.spark.source import PaimonDataSource
 
         return PaimonDataSource

@@ -126,4 +126,9 @@ class BranchMergeConflictError(BranchConflictError):
         self.count = count
 
 
+class WorkerPythonError(PaimonError, ImportError):
+    """A Spark Python worker runs an interpreter without pyspark-paimon's dependencies; the message names the
+    interpreter, what it lacks and what to set (``PYSPARK_PYTHON`` / ``spark.pyspark.python``)."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

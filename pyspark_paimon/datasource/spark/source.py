@@ -17,6 +17,7 @@ from pyspark.sql.types import StructField, StructType
 
 from pyspark_paimon.datasource.spark.reader import PaimonPushdownReader, PaimonReader, spark_schema
 from pyspark_paimon.datasource.spark.streaming import PaimonStreamReader, PaimonStreamWriter
+from pyspark_paimon.datasource.spark.worker_python import use_driver_python
 from pyspark_paimon.datasource.spark.writer import PaimonWriter
 from pyspark_paimon.datasource.table_ref import TableRef, resolve_table_ref
 from pyspark_paimon.errors import OptionError, PaimonError
@@ -196,7 +197,12 @@ def register(spark: Any, pushdown: bool | None = None) -> None:
     because of the read-plan reuse described in :func:`pushdown_is_safe`. ``pushdown=True`` forces it on:
     faster selective reads, but then load a fresh DataFrame for each query instead of reusing one.
     Without any call Spark auto-registers :class:`PaimonDataSource` (no pushdown) on first use.
+
+    On a classic session with a ``local`` master and no ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` set,
+    Spark's Python workers (and UDFs defined afterwards) run the driver's interpreter from here on, so a driver
+    started with a virtualenv's python works without activating it (:func:`use_driver_python`).
     """
+    use_driver_python(spark)
     if pushdown is None:
         pushdown = pushdown_is_safe(str(spark.version))
     elif pushdown and not pushdown_is_safe(str(spark.version)):
