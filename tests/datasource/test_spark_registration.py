@@ -33,6 +33,18 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def test_the_install_is_visible_to_auto_registration(tmp_path) -> None:
+    """Spark's auto-registration lists modules with ``pkgutil.iter_modules()`` over ``sys.path``: the package must
+    be installed as a path entry there (``./dev`` installs it editable; pyproject.toml's ``package-dir`` makes that
+    a plain ``.pth`` line), not behind an import hook, which that listing does not see. No PYTHONPATH, and a
+    working directory outside the checkout, as a user's process has."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = "import pkgutil; print(sum(m.name == 'pyspark_paimon' for m in pkgutil.iter_modules()))"
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "1", "pyspark_paimon is invisible to pkgutil.iter_modules (or listed twice)"
+
+
 @pytest.mark.spark
 def test_auto_registration_without_register(catalog, warehouse, tmp_path) -> None:
     table = catalog.create_table("db.t", "id bigint, v string")
