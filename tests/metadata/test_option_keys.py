@@ -634,7 +634,7 @@ def test_counts_per_kind() -> None:
         kind: sum(1 for r in java if r is not None and r.kind == kind) for kind in ("honoured", "inert", "refused")
     }
     assert sum(counts.values()) == len(ALL_JAVA_KEYS)
-    assert counts == {"honoured": 107, "inert": 342, "refused": 45}
+    assert counts == {"honoured": 117, "inert": 333, "refused": 44}
 
 
 def test_immutable_keys_are_javas() -> None:
@@ -686,7 +686,7 @@ REFUSED_ON_WRITE = [
     ("tag.callbacks", "com.example.Callback"),
     ("commit.strict-mode.last-safe-snapshot", "5"),
     ("partition.timestamp-format.strict", "true"),
-    ("metadata.iceberg.storage", "table-location"),
+    ("metadata.iceberg.storage", "hive-catalog"),
     ("upsert-key", "id"),
     ("type", "materialized-table"),
     ("primary-key", "id"),
@@ -731,6 +731,8 @@ def test_write_semantic_keys_are_refused_on_write_and_create(key: str, value: st
         ("changelog-producer", "lookup"),
         ("row-tracking.enabled", "false"),
         ("metadata.iceberg.storage", "disabled"),
+        ("metadata.iceberg.storage", "table-location"),
+        ("metadata.iceberg.storage", "Hadoop-Catalog"),
         ("fields.m.map.storage-layout", "default"),
         ("incremental-between-scan-mode", "delta"),
         ("scan.snapshot-id", "  "),

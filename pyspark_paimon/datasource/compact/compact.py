@@ -83,6 +83,7 @@ from pyspark_paimon.metadata.schema.options import (
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SIZE_RATIO,
+    DELETION_VECTORS_BITMAP64,
     FORCE_LOOKUP,
     FULL_COMPACTION_DELTA_COMMITS,
     NUM_SORTED_RUN_COMPACTION_TRIGGER,
@@ -946,7 +947,8 @@ def _write_bucket_vectors(
     if not vectors:
         return ()
     index_dir = f"{ctx.write.table_path}/index"
-    return (write_deletion_vector_file(ctx.write.fileio, index_dir, task.partition, task.bucket, vectors),)
+    bitmap64 = ctx.write.schema.core_options.get(DELETION_VECTORS_BITMAP64)
+    return (write_deletion_vector_file(ctx.write.fileio, index_dir, task.partition, task.bucket, vectors, bitmap64),)
 
 
 def _delete_index_files(fileio: FileIO, table_path: str, entries: Iterable[IndexManifestEntry]) -> None:

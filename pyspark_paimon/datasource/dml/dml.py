@@ -56,6 +56,7 @@ from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexM
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, DataFileMeta, ManifestEntry
 from pyspark_paimon.metadata.schema.options import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    DELETION_VECTORS_BITMAP64,
     DELETION_VECTORS_ENABLED,
     IGNORE_DELETE,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
@@ -567,6 +568,7 @@ def _vector_update(
         if base_manifest
         else {}
     )
+    bitmap64 = store.schema().core_options.get(DELETION_VECTORS_BITMAP64)
     added: list[IndexManifestEntry] = []
     written: list[str] = []
     try:
@@ -577,7 +579,7 @@ def _vector_update(
                 if name not in grown
             }
             vectors.update(grown)
-            entry = write_deletion_vector_file(fileio, index_dir, partition, bucket, vectors)
+            entry = write_deletion_vector_file(fileio, index_dir, partition, bucket, vectors, bitmap64)
             written.append(f"{index_dir}/{entry.file_name}")
             added.append(entry)
     except BaseException:
