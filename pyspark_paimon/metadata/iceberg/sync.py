@@ -79,7 +79,16 @@ from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, now_millis
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.model import AtomicType
 
-__all__ = ["TagSnapshots", "publish", "sync_head", "refresh_tags", "prune", "referenced_data_files", "identity"]
+__all__ = [
+    "TagSnapshots",
+    "publish",
+    "sync_head",
+    "resync_quietly",
+    "refresh_tags",
+    "prune",
+    "referenced_data_files",
+    "identity",
+]
 
 log = logging.getLogger(__name__)
 
@@ -739,6 +748,22 @@ def sync_head(store: FileStore, tags: TagSnapshots) -> int | None:
         return None
     stale_above = any(v > latest.id for v in layout.versions())
     return _publish(_Sync(main, schema, layout), latest, tags, force_rebuild=stale_above)
+
+
+def resync_quietly(store: FileStore, tags: TagSnapshots) -> None:
+    """:func:`sync_head` and :func:`refresh_tags` after an operation that rewrote the main branch's history
+    (rollback, fast-forward, replace of main) and has already succeeded: a failure is logged, and the next
+    commit (or ``t.maintenance.sync_iceberg()``) repairs the metadata."""
+    try:
+        sync_head(store, tags)
+        refresh_tags(store.with_branch("main"), tags)
+    except Exception as e:  # noqa: BLE001 - see the docstring
+        log.warning(
+            "Updating the Iceberg metadata of %s failed: %s. Iceberg readers may see the previous version until "
+            "the next commit; t.maintenance.sync_iceberg() writes it now.",
+            store.table_path,
+            e,
+        )
 
 
 def _current(store: FileStore) -> tuple[IcebergLayout, TableMetadata, int] | None:

@@ -127,6 +127,7 @@ from pyspark_paimon.errors import (
     CorruptMetadataError,
     SnapshotNotFoundError,
 )
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.identifier import validate_branch_name
 from pyspark_paimon.metadata.manifests.manifest import ManifestFileMeta, ManifestStore
 from pyspark_paimon.metadata.refs.tags import (
@@ -967,7 +968,11 @@ class BranchManager:
         ``keep_snaps``: target snapshot ids (below the branch's earliest) that stay; every other target
         snapshot not in ``snaps`` is deleted.
         """
-        return _Publish(self, branch, target, snaps, tags, t_snaps, t_tags).run(keep_snaps, drop_tags, drop_schemas)
+        result = _Publish(self, branch, target, snaps, tags, t_snaps, t_tags).run(keep_snaps, drop_tags, drop_schemas)
+        if target == MAIN_BRANCH:  # main's history changed: so does what Iceberg readers see
+            main = FileStore(self.fileio, self.table_path, MAIN_BRANCH)
+            iceberg_sync.resync_quietly(main, TagManager(main).snapshot_ids)
+        return result
 
 
 # ------------------------------------------------------------------------------------------- publishing
