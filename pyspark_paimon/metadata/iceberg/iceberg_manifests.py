@@ -40,6 +40,8 @@ __all__ = [
     "read_manifest",
     "write_manifest_list",
     "read_manifest_list",
+    "has_field_ids",
+    "local_path",
 ]
 
 STATUS_EXISTING, STATUS_ADDED, STATUS_DELETED = 0, 1, 2
@@ -435,6 +437,13 @@ def read_manifest_list(layout: IcebergLayout, path: str) -> list[ManifestMeta]:
             )
         )
     return out
+
+
+def has_field_ids(layout: IcebergLayout, path: str) -> bool:
+    """Whether the Avro file at ``path`` declares Iceberg field ids (Paimon before 1.0 wrote Iceberg manifests
+    without them, which Iceberg readers cannot resolve: such metadata is rebuilt, never extended)."""
+    data = layout.fileio.read_bytes(_local(layout, path))
+    return b'"field-id"' in data[: 64 * 1024]
 
 
 def local_path(layout: IcebergLayout, path: str) -> str:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import json
 import struct
-from typing import Any
+from typing import Any, Sequence
 
 from pyspark_paimon.errors import UnsupportedTypeError
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -30,6 +31,8 @@ from pyspark_paimon.metadata.types.model import (
 
 __all__ = [
     "PARTITION_FIELD_ID_START",
+    "NAME_MAPPING",
+    "name_mapping",
     "iceberg_schema",
     "partition_spec",
     "partition_avro_type",
@@ -120,6 +123,42 @@ def _field_json(f: DataField, column: str) -> dict[str, Any]:
 def iceberg_schema(schema: TableSchema) -> dict[str, Any]:
     """The Iceberg schema JSON of a Paimon schema (same schema id, same field ids)."""
     return {"type": "struct", "schema-id": schema.id, "fields": [_field_json(f, f.name) for f in schema.fields]}
+
+
+#: Table property naming each field id's column names, which Iceberg readers use for data files that carry no
+#: Parquet field ids (Paimon before 1.0 wrote none).
+NAME_MAPPING = "schema.name-mapping.default"
+
+
+def name_mapping(schemas: Sequence[dict[str, Any]]) -> str:
+    """The name mapping of every field of ``schemas`` (Iceberg schema JSON), with every name a field id ever had
+    (files keep the names they were written with)."""
+    names: dict[int, list[str]] = {}
+    nested: dict[int, list[dict[str, Any]]] = {}
+
+    def walk(fields: Sequence[dict[str, Any]]) -> None:
+        for f in fields:
+            fid = int(f["id"])
+            if f["name"] not in names.setdefault(fid, []):
+                names[fid].append(f["name"])
+            t = f.get("type")
+            if isinstance(t, dict) and t.get("type") == "struct":
+                nested.setdefault(fid, []).extend(t["fields"])
+                walk(t["fields"])
+
+    top: list[int] = []
+    for schema in schemas:
+        walk(schema.get("fields", ()))
+        top.extend(int(f["id"]) for f in schema.get("fields", ()) if int(f["id"]) not in top)
+
+    def entry(fid: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"field-id": fid, "names": names[fid]}
+        children = list(dict.fromkeys(int(c["id"]) for c in nested.get(fid, ())))
+        if children:
+            out["fields"] = [entry(c) for c in children]
+        return out
+
+    return json.dumps([entry(fid) for fid in top])
 
 
 def partition_spec(schema: TableSchema) -> dict[str, Any]:

@@ -5,6 +5,7 @@ pyspark-paimon keep writing the same files: ``table-location`` puts it in ``<tab
 reader opens the table's own path), ``hadoop-catalog`` in ``<warehouse>/iceberg/<db>/<table>/metadata`` (the
 warehouse of an Iceberg Hadoop catalog; the table must sit in a ``<db>.db`` directory).
 ``metadata.iceberg.storage-location`` overrides that default (``table-location`` or ``catalog-location``).
+Paimon 0.9 spelled ``table-location`` as ``metadata.iceberg-compatible = true``; its tables keep working.
 
 Inside the directory: ``v<N>.metadata.json`` is the Iceberg table as of Paimon snapshot ``N`` of the main
 branch, ``version-hint.text`` names the current ``N`` (Iceberg's Hadoop tables find the table through it),
@@ -24,6 +25,7 @@ from pyspark_paimon.metadata.schema.options import (
     MANIFEST_TARGET_FILE_SIZE,
     METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM,
     METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM,
+    METADATA_ICEBERG_COMPATIBLE,
     METADATA_ICEBERG_DELETE_AFTER_COMMIT,
     METADATA_ICEBERG_FORMAT_VERSION,
     METADATA_ICEBERG_MANIFEST_COMPRESSION,
@@ -121,6 +123,8 @@ def iceberg_layout(store: FileStore, schema: TableSchema) -> IcebergLayout | Non
     table; commits to other branches leave it alone)."""
     options = schema.core_options
     storage = options.get(METADATA_ICEBERG_STORAGE)
+    if storage == "disabled" and options.get(METADATA_ICEBERG_COMPATIBLE):
+        storage = "table-location"  # Paimon 0.9's spelling: metadata in <table>/metadata
     if storage == "disabled" or store.branch != MAIN_BRANCH:
         return None
     version = int(options.get(METADATA_ICEBERG_FORMAT_VERSION))

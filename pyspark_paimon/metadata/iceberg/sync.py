@@ -54,15 +54,18 @@ from pyspark_paimon.metadata.iceberg.iceberg_manifests import (
     Entry,
     ManifestMeta,
     ManifestWriter,
+    has_field_ids,
     local_path,
     read_manifest,
     read_manifest_list,
     write_manifest_list,
 )
 from pyspark_paimon.metadata.iceberg.iceberg_schema import (
+    NAME_MAPPING,
     PARTITION_FIELD_ID_START,
     has_bounds,
     iceberg_schema,
+    name_mapping,
     partition_avro_value,
     partition_spec,
     single_value,
@@ -352,6 +355,8 @@ def _publish(sync: _Sync, snapshot: Snapshot, tags: TagSnapshots, force_rebuild:
             previous = None
         if not _matches(base, previous) or base is None or base.format_version != layout.format_version:
             base = None
+        elif base.current is None or not has_field_ids(layout, base.current.manifest_list):
+            base = None  # Paimon 0.9's metadata: unreadable by Iceberg readers, so not worth extending
     dropped: list[IcebergSnapshot] = []
     if base is not None and previous is not None:
         metadata, dropped = _incremental(sync, snapshot, previous, base, tags)
@@ -497,7 +502,7 @@ def _incremental(
         snapshots=(*kept, new),
         current_snapshot_id=n,
         next_row_id=(first_row_id + assigned) if first_row_id is not None else None,
-        properties=base.properties,
+        properties={**base.properties, NAME_MAPPING: name_mapping(schemas)},
     ).with_refs(dict(tags()))
     return metadata, dropped
 
@@ -645,6 +650,7 @@ def _rebuild(sync: _Sync, snapshot: Snapshot, tags: TagSnapshots, table_uuid: st
         snapshots=(new,),
         current_snapshot_id=n,
         next_row_id=(first + assigned) if first is not None else None,
+        properties={NAME_MAPPING: name_mapping(schemas)},
     ).with_refs(dict(tags()))
 
 

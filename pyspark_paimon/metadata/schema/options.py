@@ -593,6 +593,13 @@ METADATA_ICEBERG_STORAGE = _option(
     "disabled",
     "Write Iceberg metadata after every commit, so Iceberg readers read the table's data files.",
 )
+METADATA_ICEBERG_COMPATIBLE = _option(
+    "metadata.iceberg-compatible",
+    BOOLEAN,
+    "false",
+    "Paimon 0.9's switch for Iceberg metadata in the table's directory ('metadata.iceberg.storage' = "
+    "'table-location' since 1.0).",
+)
 METADATA_ICEBERG_STORAGE_LOCATION = _option(
     "metadata.iceberg.storage-location",
     one_of(ICEBERG_STORAGE_LOCATIONS),
