@@ -34,6 +34,7 @@ __all__ = [
     "NAME_MAPPING",
     "name_mapping",
     "iceberg_schema",
+    "check_schema",
     "partition_spec",
     "partition_avro_type",
     "partition_avro_value",
@@ -170,6 +171,14 @@ def partition_spec(schema: TableSchema) -> dict[str, Any]:
             for i, f in enumerate(schema.partition_fields)
         ],
     }
+
+
+def check_schema(schema: TableSchema) -> None:
+    """Raise :class:`UnsupportedTypeError` naming the column when the schema has a type the Iceberg metadata
+    cannot describe (checked before a commit, so such a table is refused instead of losing its Iceberg view)."""
+    iceberg_schema(schema)
+    for i, f in enumerate(schema.partition_fields):
+        partition_avro_type(f, PARTITION_FIELD_ID_START + i)
 
 
 def has_bounds(t: DataType) -> bool:
