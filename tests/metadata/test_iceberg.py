@@ -354,3 +354,22 @@ def test_name_mapping_covers_every_name_a_field_had(tmp_path: Path) -> None:
         {"key": 1, "s": {"a": 1}},
         {"key": 2, "s": {"a": 2}},
     ]
+
+
+def test_append_table_with_deletion_vectors_publishes_them_or_is_refused(tmp_path: Path, duck: Any) -> None:
+    """An append table's DELETE writes deletion vectors: published (format 3, 64-bit) Iceberg readers drop the
+    rows too; unpublished they would not, so such a write is refused before anything is committed."""
+    cat = Catalog(str(tmp_path))
+    dv = {"deletion-vectors.enabled": "true", "metadata.iceberg.storage": "table-location"}
+    t = cat.create_table(
+        "db.t",
+        "id bigint, v string",
+        options={**dv, "metadata.iceberg.format-version": "3", "deletion-vectors.bitmap64": "true"},
+    )
+    t.write_arrow(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
+    t.delete("id = 2")
+    assert [r["id"] for r in _agree(duck, t, str(tmp_path / "db.db" / "t"))] == [1, 3]
+    refused = cat.create_table("db.r", "id bigint", options=dv)
+    with pytest.raises(OptionError, match="'metadata.iceberg.format-version' = '3'"):
+        refused.write_arrow(pa.table({"id": pa.array([1], pa.int64())}))
+    assert refused.latest_snapshot() is None

@@ -41,7 +41,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
-from pyspark_paimon.errors import CorruptMetadataError, PaimonError
+from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError
 from pyspark_paimon.metadata.iceberg.iceberg_manifests import (
     CONTENT_DATA,
     CONTENT_POSITION_DELETES,
@@ -63,6 +63,7 @@ from pyspark_paimon.metadata.iceberg.iceberg_manifests import (
 from pyspark_paimon.metadata.iceberg.iceberg_schema import (
     NAME_MAPPING,
     PARTITION_FIELD_ID_START,
+    check_schema,
     has_bounds,
     iceberg_schema,
     name_mapping,
@@ -85,6 +86,7 @@ from pyspark_paimon.metadata.types.model import AtomicType
 __all__ = [
     "TagSnapshots",
     "publish",
+    "check_writable",
     "sync_head",
     "resync_quietly",
     "refresh_tags",
@@ -328,6 +330,23 @@ def _materialize_row_ids(meta: ManifestMeta, entries: list[Entry]) -> list[Entry
 
 
 # ---------------------------------------------------------------------------------------------- publish
+def check_writable(store: FileStore, schema: TableSchema) -> None:
+    """Refuse, before a commit, a table whose Iceberg metadata could not be written or would show other rows
+    than Paimon: a metadata location that cannot be, a type Iceberg lacks, or an append table with deletion
+    vectors that are not published (Iceberg readers would see the deleted rows; Java publishes them anyway)."""
+    layout = iceberg_layout(store, schema)
+    if layout is None:
+        return
+    check_schema(schema)
+    if not schema.primary_keys and schema.core_options.deletion_vectors_enabled and not layout.deletion_vectors:
+        raise OptionError(
+            f"Table {store.fileio.uri(store.table_path)} is an append table with 'deletion-vectors.enabled', and "
+            "its Iceberg metadata would list every data file without the vectors, so Iceberg readers would see "
+            "deleted rows. Set 'metadata.iceberg.format-version' = '3' and 'deletion-vectors.bitmap64' = 'true' "
+            "(the vectors are then published), or 'metadata.iceberg.storage' = 'disabled'."
+        )
+
+
 def publish(store: FileStore, snapshot: Snapshot, schema: TableSchema, tags: TagSnapshots) -> int | None:
     """Write the Iceberg metadata of Paimon ``snapshot`` of ``store`` (a no-op unless the table keeps Iceberg
     metadata and ``store`` is its main branch). Returns the metadata version written (None: nothing to do)."""

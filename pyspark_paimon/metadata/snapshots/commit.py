@@ -28,8 +28,6 @@ from pyspark_paimon.errors import (
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
-from pyspark_paimon.metadata.iceberg.iceberg_schema import check_schema as check_iceberg_schema
-from pyspark_paimon.metadata.iceberg.layout import iceberg_layout
 from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.maintenance import post_commit
 from pyspark_paimon.metadata.manifests.deletion_vectors import DELETION_VECTORS_INDEX
@@ -442,8 +440,7 @@ class FileStoreCommit:
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
         auto_tag.validate_options(schema.options)  # refuse bad tag options before anything is written
-        if iceberg_layout(self.store, schema) is not None:  # and Iceberg metadata that cannot be written
-            check_iceberg_schema(schema)
+        iceberg_sync.check_writable(self.store, schema)  # and Iceberg metadata that cannot be kept true
         self._schema = schema
         base = self.base_manifests(latest)
         delta_entries = list(new_entries)
