@@ -100,7 +100,13 @@ def test_duckdb_reads_the_iceberg_view(benchmark: Any, iceberg_tables: IcebergTa
     iceberg_tables.expected.check(*result, who=f"DuckDB {source}")
     load = loadavg()
     benchmark.pedantic(lambda: duck.execute(sql).fetchone(), rounds=ROUNDS, warmup_rounds=1, iterations=1)
-    benchmark.extra_info.update({"rows": ROWS, "files": len(iceberg_tables.files), "load": load})
+    benchmark.extra_info.update(
+        label=f"DuckDB {source}",
+        rows=ROWS,
+        files=len(iceberg_tables.files),
+        baseline=source == "read_parquet",
+        loadavg=[load, loadavg()],
+    )
 
 
 @pytest.mark.parametrize("with_iceberg", [True, False], ids=["iceberg", "plain"])
@@ -118,4 +124,10 @@ def test_append_commit_keeps_the_iceberg_view(
     load = loadavg()
     benchmark.pedantic(commit, rounds=ROUNDS, warmup_rounds=1, iterations=1)
     assert t.scan().to_arrow().num_rows == (EARLIER_COMMITS + ROUNDS + 1) * COMMIT_ROWS
-    benchmark.extra_info.update({"earlier_commits": EARLIER_COMMITS, "rows": COMMIT_ROWS, "load": load})
+    benchmark.extra_info.update(
+        label=f"commit {'with' if with_iceberg else 'without'} Iceberg metadata",
+        rows=COMMIT_ROWS,
+        earlier_commits=EARLIER_COMMITS,
+        baseline=not with_iceberg,
+        loadavg=[load, loadavg()],
+    )
