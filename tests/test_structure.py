@@ -65,6 +65,7 @@ PACKAGES: dict[str, str] = {
     "metadata/manifests": "manifest lists and files, the index manifest and deletion vectors",
     "metadata/refs": "tags, branches, rollback, automatic tags",
     "metadata/maintenance": "expiration, orphan removal, reachability, file deletion",
+    "metadata/iceberg": "Iceberg-compatible metadata: layout, schemas, manifests, Puffin mirrors, the sync",
     "planner": "which snapshot, which files, which splits (driver side, no Spark)",
     "planner/chain": "chain tables: definition, versions, the read plan",
     "datasource": "the Spark-free data plane: the driver's read and write jobs, chain operations, system tables",

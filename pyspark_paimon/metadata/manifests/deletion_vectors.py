@@ -50,6 +50,7 @@ __all__ = [
     "refuse_deletion_vector_writes",
     "bucket_vector_files",
     "encode_roaring32",
+    "encode_roaring64",
     "encode_deletion_vector",
     "write_deletion_vector_file",
 ]
@@ -113,31 +114,46 @@ def _ascending_distinct(values: np.ndarray) -> np.ndarray:
     return values[np.r_[True, values[1:] != values[:-1]]]
 
 
-def encode_deletion_vector(positions: np.ndarray) -> tuple[bytes, int]:
-    """One data file's vector as Java's ``BitmapDeletionVector.serializeTo`` writes it: BE int32 size, the
-    payload (BE magic, portable 32-bit RoaringBitmap), BE CRC32 of the payload. Returns the bytes and the
-    range length the index manifest records (the payload size)."""
+def encode_deletion_vector(positions: np.ndarray, bitmap64: bool = False) -> tuple[bytes, int]:
+    """One data file's vector as Java writes it: BE int32 size, the payload, BE CRC32 of the payload. Returns the
+    bytes and the range length the index manifest records.
+
+    32-bit (``BitmapDeletionVector``): the payload is the BE magic and a portable 32-bit RoaringBitmap; the range
+    length is the payload size. 64-bit (``deletion-vectors.bitmap64``, ``Bitmap64DeletionVector``): the LE magic
+    and a portable 64-bit RoaringBitmap; the range length also counts the size and CRC words. The 64-bit record
+    is exactly an Iceberg v3 deletion vector blob (``deletion-vector-v1``)."""
     values = _ascending_distinct(np.asarray(positions, dtype=np.int64))
-    if len(values) and (values[0] < 0 or values[-1] > 0x7FFFFFFF):
+    if len(values) and values[0] < 0:
+        raise OptionError(f"A deletion vector position ({int(values[0])}) is negative; positions count rows from 0.")
+    if bitmap64:
+        payload = struct.pack("<i", MAGIC_64) + encode_roaring64(values)
+        return struct.pack(">i", len(payload)) + payload + struct.pack(">I", zlib.crc32(payload)), len(payload) + 8
+    if len(values) and values[-1] > 0x7FFFFFFF:
         raise OptionError(
             f"A deletion vector position ({int(values[-1])}) does not fit a 32-bit deletion vector; data files of "
-            "more than 2^31 rows need 'deletion-vectors.bitmap64', which pyspark-paimon does not write."
+            "more than 2^31 rows need 'deletion-vectors.bitmap64' = 'true'."
         )
     payload = struct.pack(">i", MAGIC_32) + encode_roaring32(values.astype(np.uint32))
     return struct.pack(">i", len(payload)) + payload + struct.pack(">I", zlib.crc32(payload)), len(payload)
 
 
 def write_deletion_vector_file(
-    fileio: FileIO, index_dir: str, partition: bytes, bucket: int, vectors: Mapping[str, np.ndarray]
+    fileio: FileIO,
+    index_dir: str,
+    partition: bytes,
+    bucket: int,
+    vectors: Mapping[str, np.ndarray],
+    bitmap64: bool = False,
 ) -> IndexManifestEntry:
     """Write the vectors of one bucket (data file name -> deleted positions) into a new ``DELETION_VECTORS``
     index file in ``index_dir`` (Java's ``DeletionFileWriter``: the version byte, then one record per data
-    file, its range starting at its size word); returns the index manifest entry naming it."""
+    file, its range starting at its size word); returns the index manifest entry naming it. ``bitmap64``: the
+    table's ``deletion-vectors.bitmap64``."""
     out = bytearray([INDEX_VERSION])
     ranges: list[tuple[str, int, int, int | None]] = []
     for name, positions in vectors.items():
         values = _ascending_distinct(np.asarray(positions, dtype=np.int64))
-        record, length = encode_deletion_vector(values)  # finds them ascending and distinct: one pass
+        record, length = encode_deletion_vector(values, bitmap64)  # finds them ascending and distinct: one pass
         ranges.append((name, len(out), length, len(values)))
         out += record
     file_name = f"index-{uuid.uuid4()}-0"
@@ -230,6 +246,21 @@ def encode_roaring32(values: np.ndarray) -> bytes:
         + np.asarray(offsets, dtype="<u4").tobytes()
         + b"".join(bodies)
     )
+
+
+def encode_roaring64(values: np.ndarray) -> bytes:
+    """The portable 64-bit serialization of ascending unique non-negative int64 ``values``: the LE int64 count of
+    32-bit bitmaps, then per high 32-bit key (ascending) its LE uint32 key and the portable 32-bit bitmap of
+    the low halves (what Java's ``RoaringBitmap64`` and Iceberg's ``RoaringPositionBitmap`` write)."""
+    values = np.asarray(values, dtype=np.int64)
+    highs = (values >> np.int64(32)).astype(np.uint32)
+    starts = np.flatnonzero(np.r_[True, highs[1:] != highs[:-1]]) if len(highs) else np.empty(0, np.int64)
+    ends = np.r_[starts[1:], len(values)]
+    parts = [struct.pack("<q", len(starts))]
+    for start, end in zip(starts.tolist(), ends.tolist()):  # one step per 2^32 positions
+        low = (values[start:end] & np.int64(0xFFFFFFFF)).astype(np.uint32)
+        parts.append(struct.pack("<I", int(highs[start])) + encode_roaring32(low))
+    return b"".join(parts)
 
 
 def decode_roaring32(buf: bytes) -> np.ndarray:

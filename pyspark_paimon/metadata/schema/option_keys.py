@@ -121,7 +121,9 @@ _DYNAMIC_ASSIGNERS = (
 )
 _CATALOG = "metadata a Java catalog or metastore keeps; pyspark-paimon is a filesystem client"
 _FORMAT_TABLE = "only for format tables (type = format-table, refused)"
-_ICEBERG = "only with metadata.iceberg.storage, which writes refuse"
+_ICEBERG = (
+    "registers the Iceberg metadata in Hive, REST or Glue catalogs (metadata.iceberg.storage values writes refuse)"
+)
 _MATERIALIZED = "Flink materialized-table metadata; the data is an ordinary table"
 _GLOBAL_INDEX = "global and primary-key indexes only speed up lookups, searches and scans"
 
@@ -396,7 +398,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     # -- deletion vectors, row tracking, data evolution, blobs, vectors
     "deletion-vectors.modifiable": _inert(_DV_WRITE),
     "deletion-vector.index-file.target-size": _inert(_DV_WRITE),
-    "deletion-vectors.bitmap64": _inert(_DV_WRITE),
     "data-file.thin-mode": _refused("primary-key data files without the key columns", "false"),
     "index-file-in-data-file-dir": _refused(
         "index files (deletion vectors, bucket indexes) live in the bucket directories, where nothing here "
@@ -581,21 +582,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "orc.timestamp-ltz.legacy.type": _refused(
         "ORC files store TIMESTAMP WITH LOCAL TIME ZONE in the newer encoding, which is not read here", "true"
     ),
-    # -- IcebergOptions
-    "metadata.iceberg.storage": _write_refused(
-        "Java commits also write Iceberg metadata for Iceberg readers; ours would leave it stale", "disabled"
-    ),
-    "metadata.iceberg.storage-location": _inert(_ICEBERG),
-    "metadata.iceberg.format-version": _inert(_ICEBERG),
-    "metadata.iceberg.compaction.min.file-num": _inert(_ICEBERG),
-    "metadata.iceberg.compaction.max.file-num": _inert(_ICEBERG),
-    "metadata.iceberg.delete-after-commit.enabled": _inert(_ICEBERG),
-    "metadata.iceberg.previous-versions-max": _inert(_ICEBERG),
+    # -- IcebergOptions (the storage type, location, format version, manifest codec and retention are honoured)
     "metadata.iceberg.uri": _inert(_ICEBERG),
     "metadata.iceberg.hive-conf-dir": _inert(_ICEBERG),
     "metadata.iceberg.hadoop-conf-dir": _inert(_ICEBERG),
-    "metadata.iceberg.manifest-compression": _inert(_ICEBERG),
-    "metadata.iceberg.manifest-legacy-version": _inert(_ICEBERG),
     "metadata.iceberg.hive-client-class": _inert(_ICEBERG),
     "metadata.iceberg.database": _inert(_ICEBERG),
     "metadata.iceberg.table": _inert(_ICEBERG),
