@@ -569,6 +569,19 @@ DELETION_VECTORS_MERGE_ON_READ = _option(
     "false",
     "Batch reads of a deletion-vector table also merge level-0 files.",
 )
+FILE_INDEX_IN_MANIFEST_THRESHOLD = _option(
+    "file-index.in-manifest-threshold",
+    MEMORY_SIZE,
+    "500 B",
+    "A data file's index container of at most this many bytes is kept in the manifest, a larger one in an "
+    "index file beside the data file.",
+)
+FILE_INDEX_READ_ENABLED = _option(
+    "file-index.read.enabled",
+    BOOLEAN,
+    "true",
+    "Reads skip data files whose bloom-filter or bitmap index excludes the filter.",
+)
 ADD_COLUMN_BEFORE_PARTITION = _option(
     "add-column-before-partition",
     BOOLEAN,
