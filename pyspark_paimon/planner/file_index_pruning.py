@@ -11,8 +11,9 @@ What each index can answer, for a conjunction of leaves (any leaf that excludes 
 * bloom filter: ``=``, ``<=>`` with a value and ``IN`` (not negated), by hashing the literals as Java does;
   literals that do not fit the column exactly, ``±0.0``/NaN of a float column (equal in SQL, hashed apart) and
   CHAR columns (padding) are never used to exclude;
-* bitmap: any leaf, because it lists every distinct value of the file and whether it has NULLs: the file is
-  kept when the leaf holds for one of them, evaluated with the same Arrow expression the residual filter uses.
+* bitmap: any leaves, because it lists every distinct value of the file and whether it has NULLs: the file is
+  kept when one of them satisfies all leaves on the column together, evaluated with the same Arrow expression
+  the residual filter uses.
 
 An index that cannot be read (missing, malformed, or of a type or version we do not know) never excludes a
 file. A column renamed or retyped since the file was written is matched by field id, and not used when its
@@ -42,7 +43,7 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.model import AtomicType, DataField
-from pyspark_paimon.planner.predicate import Leaf, leaf_expression, literal_array
+from pyspark_paimon.planner.predicate import Leaf, literal_array, to_arrow_expression
 
 __all__ = ["IndexCounters", "FileIndexPruner", "index_file_of"]
 
@@ -141,17 +142,17 @@ class FileIndexPruner:
         fields = self._file_fields(f.schema_id)
         if fields is None:
             return True
+        by_column: dict[str, list[Leaf]] = {}
+        for leaf in self.pred:
+            by_column.setdefault(leaf.column, []).append(leaf)
         try:
             view = _FileView(FileIndexContainer.parse(data, f"data file {f.file_name}"), fields)
-            for leaf in self.pred:
-                if not self._leaf_may_match(view, leaf):
-                    return False
+            return all(self._column_may_match(view, column, leaves) for column, leaves in by_column.items())
         except _INDEX_ERRORS:  # an index we cannot read never excludes a file
             return True
-        return True
 
-    def _leaf_may_match(self, view: _FileView, leaf: Leaf) -> bool:
-        current = self.schema.field(leaf.column) if self.schema.has_field(leaf.column) else None
+    def _column_may_match(self, view: _FileView, column: str, leaves: list[Leaf]) -> bool:
+        current = self.schema.field(column) if self.schema.has_field(column) else None
         if current is None or not isinstance(current.type, AtomicType):
             return True
         written = view.fields.get(current.id)
@@ -160,9 +161,9 @@ class FileIndexPruner:
         for index_type in view.container.slots.get(written.name, {}):
             if view.container.is_empty(written.name, index_type):
                 continue
-            if index_type == BLOOM_FILTER and not _bloom_may_match(view, written, leaf):
+            if index_type == BLOOM_FILTER and not all(_bloom_may_match(view, written, leaf) for leaf in leaves):
                 return False
-            if index_type == BITMAP and not _bitmap_may_match(view, written, leaf):
+            if index_type == BITMAP and not _bitmap_may_match(view, written, column, leaves):
                 return False
         return True
 
@@ -191,7 +192,8 @@ def _bloom_may_match(view: _FileView, f: DataField, leaf: Leaf) -> bool:
     return bool(bloom.may_contain(hash_column(literals, t)).any())
 
 
-def _bitmap_may_match(view: _FileView, f: DataField, leaf: Leaf) -> bool:
+def _bitmap_may_match(view: _FileView, f: DataField, column: str, leaves: list[Leaf]) -> bool:
+    """Whether one distinct value of the file (or NULL) satisfies all ``leaves`` on ``column`` together."""
     if not bitmap_readable(f.type):
         return True
     key = (f.name, BITMAP)
@@ -203,7 +205,7 @@ def _bitmap_may_match(view: _FileView, f: DataField, leaf: Leaf) -> bool:
         distinct = index.values(f.type)
         if index.has_null:
             distinct = pa.concat_arrays([distinct, pa.nulls(1, distinct.type)])
-        values = view.decoded[key] = pa.table({leaf.column: distinct})
+        values = view.decoded[key] = pa.table({column: distinct})
     assert isinstance(values, pa.Table)
-    table = values.rename_columns([leaf.column])
-    return table.filter(leaf_expression(leaf, table.schema)).num_rows > 0
+    table = values.rename_columns([column])
+    return table.filter(to_arrow_expression(leaves, table.schema)).num_rows > 0

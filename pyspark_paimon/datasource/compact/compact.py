@@ -114,6 +114,7 @@ __all__ = [
     "CompactPlan",
     "CompactResult",
     "PartitionSpecs",
+    "partition_matcher",
     "plan_compaction",
     "compact_bucket",
     "compact_batches",
@@ -214,9 +215,12 @@ class CompactResult:
 
 
 # ------------------------------------------------------------------------------------------------------ plan
-def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Callable[[tuple], bool] | None:
+def partition_matcher(
+    schema: TableSchema, partitions: PartitionSpecs, what: str = "Compaction"
+) -> Callable[[tuple], bool] | None:
     """A test on decoded partition values for ``partitions`` (dicts or 'k=v,k2=v2' texts; a partial spec
-    matches every partition with those values), or None for every partition."""
+    matches every partition with those values), or None for every partition. ``what`` names the operation
+    in the error for a spec naming a column that is not a partition column."""
     if partitions is None:
         return None
     items = [partitions] if isinstance(partitions, (str, Mapping)) else list(partitions)
@@ -227,7 +231,7 @@ def _partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Calla
         unknown = [k for k in raw if k not in names]
         if unknown:
             raise OptionError(
-                f"Compaction partition {dict(raw)} names {unknown}, which are not partition columns of "
+                f"{what} partition {dict(raw)} names {unknown}, which are not partition columns of "
                 f"the table (partition columns: {', '.join(names) or 'none'})."
             )
         specs.append([(names.index(k), coerce_partition_value(schema, k, v)) for k, v in raw.items()])
@@ -296,7 +300,7 @@ def plan_compaction(
             index_path = store.manifests.path(snapshot.index_manifest)
             plan.vector_files = bucket_vector_files(read_index_manifest(store.fileio, index_path))
             dvs = deletion_files(store.fileio, index_path, lambda e: f"{store.table_path}/index/{e.file_name}")
-    matcher = _partition_matcher(schema, partitions)
+    matcher = partition_matcher(schema, partitions)
     wanted = None if buckets is None else set(buckets)
     types = [f.type for f in schema.partition_fields]
     values_of: dict[bytes, tuple] = {}
@@ -1120,7 +1124,7 @@ def compact(
         # the move wrote are compacted by the usual rules (a second snapshot only when those rules pick files), as
         # the bucket writers of Java's move would.
         _refuse_unsupported(store.schema(), store.table_path, full)  # before the move commits anything
-        move = compact_postpone(store, _partition_matcher(store.schema(), partitions))
+        move = compact_postpone(store, partition_matcher(store.schema(), partitions))
         if move is not None:
             moved = CompactResult(
                 snapshot=move.snapshot,

@@ -29,7 +29,7 @@ import functools
 import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -54,6 +54,7 @@ from pyspark_paimon.datasource.write.stats import (
 )
 from pyspark_paimon.datasource.write.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
+from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.hash_index import PartitionIndex, hash_index_files, sorted_unique
 from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
@@ -331,6 +332,8 @@ class TableWriter:
         self._legacy_name = options.partition_legacy_name
         self._data_dir = options.data_file_directory  # data-file.path-directory, as Java lays files out
         self._value_mode_for = mode_resolver(self._opts, self._fields)
+        # file-index.<type>.columns: every data and changelog file gets its indexes (Java's DataFileIndexWriter)
+        self._file_index = FileIndexSpec.of(self._opts, self._fields, ctx.table_path)
 
         self._key_file_fields = key_file_fields(self._key_fields)
         file_fields = (self._key_file_fields + system_file_fields() + self._fields) if self._is_pk else self._fields
@@ -778,9 +781,11 @@ class TableWriter:
         with fileio.fs.open(path, "wb") as out:
             pq.write_table(file_table, out, **kwargs)
         size = fileio.size(path)
-        (state.changelog_files if changelog else state.files).append(
-            self._file_meta(name, size, chunk, seq_range, state)
-        )
+        embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)
+        meta = self._file_meta(name, size, chunk, seq_range, state)
+        if embedded is not None or index_file is not None:
+            meta = replace(meta, embedded_index=embedded, extra_files=(index_file,) if index_file else ())
+        (state.changelog_files if changelog else state.files).append(meta)
 
     def _file_meta(
         self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None, state: _BucketState

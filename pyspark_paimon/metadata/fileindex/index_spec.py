@@ -27,6 +27,7 @@ from pyspark_paimon.metadata.fileindex.bitmap_index import writable as bitmap_wr
 from pyspark_paimon.metadata.fileindex.bloom_filter import DEFAULT_FPP, DEFAULT_ITEMS, BloomFilter
 from pyspark_paimon.metadata.fileindex.container import encode_container
 from pyspark_paimon.metadata.fileindex.fast_hash import hash_column, hashable
+from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.schema.options import FILE_INDEX_IN_MANIFEST_THRESHOLD, CoreOptions
 from pyspark_paimon.metadata.types.model import AtomicType, DataField, DataType, MapType
 
@@ -177,6 +178,48 @@ class FileIndexSpec:
     @property
     def active(self) -> bool:
         return bool(self.indexes)
+
+    def for_file(self, fields: Sequence[DataField], file_fields: Sequence[DataField]) -> "FileIndexSpec":
+        """This spec (of a table whose columns are ``fields``) for a data file written with ``file_fields``:
+        each column by the name it had in the file (matched by field id, as Java's rewrite maps names); columns
+        the file lacks, or whose type there the index cannot hold, are left out."""
+        ids = {f.name: f.id for f in fields}
+        by_id = {f.id: f for f in file_fields}
+        out = []
+        for ix in self.indexes:
+            found = by_id.get(ids.get(ix.column, -1))
+            if found is None:
+                continue
+            value_type = found.type
+            if ix.nested_key is not None:
+                if not isinstance(value_type, MapType):
+                    continue
+                value_type = value_type.value
+            holds = hashable(value_type) if ix.index_type == BLOOM_FILTER else bitmap_writable(value_type)
+            if holds:
+                out.append(ColumnIndex(found.name, ix.nested_key, ix.index_type, ix.options, value_type))
+        return FileIndexSpec(tuple(out), self.in_manifest_threshold)
+
+    def write(
+        self, fileio: FileIO, rows: pa.Table, data_path: str, created: list[str]
+    ) -> tuple[bytes | None, str | None]:
+        """The indexes of a data file just written at ``data_path`` holding ``rows``, placed as Java places them:
+        (container, None) to embed in the manifest, or (None, index file name) when the container exceeds
+        ``file-index.in-manifest-threshold`` (written beside the data file as ``<data file>.index``; its path is
+        appended to ``created`` first, so an aborted write removes it). (None, None) without indexes."""
+        if not self.indexes:
+            return None, None
+        return self.place(fileio, self.build(rows), index_file_name(data_path), created)
+
+    def place(
+        self, fileio: FileIO, container: bytes, index_path: str, created: list[str]
+    ) -> tuple[bytes | None, str | None]:
+        """Embed ``container`` or write it to ``index_path`` (Java's rule: a file only above the threshold)."""
+        if len(container) <= self.in_manifest_threshold:
+            return container, None
+        created.append(index_path)
+        fileio.write_bytes(index_path, container)
+        return None, index_path.rsplit("/", 1)[-1]
 
     def build(self, table: pa.Table, names: Mapping[str, str] | None = None) -> bytes:
         """The container of one data file's rows ``table`` (its columns named as the spec's; ``names`` maps a
