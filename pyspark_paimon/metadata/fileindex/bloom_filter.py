@@ -33,9 +33,10 @@ def _positions(hashes: np.ndarray, k: int, num_bits: int) -> np.ndarray:
     h2 = (h >> np.uint64(32)).astype(np.uint32).view(np.int32)
     j = np.arange(1, k + 1, dtype=np.int32)
     with np.errstate(over="ignore"):
-        combined = h1[:, None] + j[None, :] * h2[:, None]  # int32 wrap-around, as Java's int
-    combined = np.where(combined < 0, ~combined, combined)
-    return combined.astype(np.int64) % num_bits
+        combined = j[None, :] * h2[:, None]  # int32 wrap-around, as Java's int
+        combined += h1[:, None]
+    combined ^= combined >> 31  # a negative value has all its bits flipped (x ^ -1 = ~x), others stay
+    return combined.view(np.uint32) % np.uint32(num_bits)
 
 
 @dataclass(frozen=True)
