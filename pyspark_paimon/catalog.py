@@ -7,7 +7,6 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.errors import (
-    ChainTableError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
     PaimonError,
@@ -15,7 +14,7 @@ from pyspark_paimon.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from pyspark_paimon.metadata.identifier import parse_identifier
+from pyspark_paimon.metadata.identifier import parse_identifier, validate_branch_name
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.schema.options import (
     CHAIN_TABLE_ENABLED,
@@ -161,6 +160,8 @@ class Catalog:
         before anything is written. Returns the main branch: full (chain) reads go through it; write full
         partitions with ``option('branch', snapshot_branch)`` and increments with ``option('branch', delta_branch)``.
         """
+        for b in (snapshot_branch, delta_branch):
+            validate_branch_name(b)
         opts = {k: str(v) for k, v in (options or {}).items()}
         opts.update(
             {
@@ -171,9 +172,6 @@ class Catalog:
         )
         validate_table_options(opts, creating=True, table=identifier)
         validate_chain_definition(list(partition_keys), list(primary_keys), opts, identifier)
-        for b in (snapshot_branch, delta_branch):
-            if not b or b.isdigit() or "$" in b or "/" in b:
-                raise ChainTableError(f"Chain table {identifier}: '{b}' is not a valid branch name.")
         table = self.create_table(
             identifier, schema, partition_keys=partition_keys, primary_keys=primary_keys, options=opts, comment=comment
         )

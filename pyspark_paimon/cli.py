@@ -127,10 +127,6 @@ def _duration(millis: int | None) -> str | None:
     return f"{millis} ms"
 
 
-def _result(value: Any) -> list[Row]:
-    return [{"result": value}]
-
-
 def _instant(text: str | None, name: str) -> int | None:
     """An instant argument: epoch ms or 'yyyy-MM-dd HH:mm:ss[.SSS]' in the local time zone (Paimon's rule)."""
     return None if text is None else parse_timestamp_millis(text, name)

@@ -13,8 +13,9 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from pyspark_paimon.datasource.dml.dml import MergeBuilder, delete_rows, update_rows
+from pyspark_paimon.datasource.dml.dml import delete_rows, update_rows
 from pyspark_paimon.datasource.dml.dml_spark import SparkMergeBuilder, is_spark_frame
+from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
 from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.errors import OptionError

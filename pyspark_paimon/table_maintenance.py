@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from pyspark_paimon.datasource.compact import compact as _compact
 from pyspark_paimon.datasource.compact import file_index_rewrite as _file_index_rewrite
+from pyspark_paimon.datasource.compact.compact_runners import session_runner
 from pyspark_paimon.errors import TagError
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.maintenance import orphans as _orphans
@@ -50,7 +51,7 @@ class Maintenance:
         With a SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this
         process commits; without, here. ``progress(step, done, total)`` is called per bucket compacted.
         Truthy when a snapshot was committed."""
-        runner = _compact.session_runner(spark) if spark is not None else None
+        runner = session_runner(spark) if spark is not None else None
         return _compact.compact(self._table.store, partitions, full=full, runner=runner, progress=progress)
 
     def rewrite_file_index(

@@ -14,6 +14,8 @@ from pyspark_paimon.datasource.versions import branch_merge as _branch_merge
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import branches as _branches
+from pyspark_paimon.metadata.refs import lineage as _lineage
+from pyspark_paimon.metadata.refs import publish as _publish
 from pyspark_paimon.metadata.refs import tags as _tags
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table_scan import TableView
@@ -179,7 +181,7 @@ class Branches:
         ignore_if_exists: bool = False,
         consumer: str | None = None,
         offset: Any = None,
-    ) -> _branches.BranchInfo:
+    ) -> _lineage.BranchInfo:
         """Create branch ``name`` from the table's branch: from ``tag``, from ``snapshot_id`` (an expired one
         if a tag preserved it), from the snapshot ``timestamp`` selects (by default the last committed at or
         before it, as a read ``timestampAsOf`` it sees), or, with none of these, from the latest snapshot.
@@ -213,7 +215,7 @@ class Branches:
             ignore_if_exists=ignore_if_exists,
         )
 
-    def rename(self, old: str, new: str) -> _branches.BranchInfo:
+    def rename(self, old: str, new: str) -> _lineage.BranchInfo:
         """Rename branch ``old`` to ``new``."""
         return self._manager().rename(old, new)
 
@@ -222,7 +224,7 @@ class Branches:
         when it existed; a missing branch raises unless ``ignore_if_not_exists`` (then False)."""
         return self._manager().drop(name, ignore_if_not_exists=ignore_if_not_exists)
 
-    def list(self) -> builtins.list[_branches.BranchInfo]:
+    def list(self) -> builtins.list[_lineage.BranchInfo]:
         """Every branch of the table except ``main``, by name."""
         return self._manager().list_branches()
 
@@ -238,7 +240,7 @@ class Branches:
 
     def fast_forward(
         self, name: str, *, force: bool = False, keep_retained_tags: bool = True
-    ) -> _branches.PublishResult:
+    ) -> _publish.PublishResult:
         """Publish branch ``name`` into the table's branch: its snapshots, schemas and tags from its earliest
         snapshot on replace the table branch's. Refuses with BranchConflictError when the table's branch has
         commits, tags or schema changes the branch does not contain; ``force=True`` discards them and reports
@@ -251,7 +253,7 @@ class Branches:
         self._refresh()
         return result
 
-    def replace_main(self, name: str, *, keep_previous_as: str | None = None) -> _branches.PublishResult:
+    def replace_main(self, name: str, *, keep_previous_as: str | None = None) -> _publish.PublishResult:
         """Make branch ``name`` the table's branch: its snapshots, schemas and tags become exact copies. The
         previous state is first saved as branch ``keep_previous_as`` or, when None, discarded."""
         result = self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)

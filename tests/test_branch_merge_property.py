@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.dml.dml import MergeResult, delete_rows, update_rows
+from pyspark_paimon.datasource.dml.change_commit import MergeResult
+from pyspark_paimon.datasource.dml.dml import delete_rows, update_rows
 from pyspark_paimon.errors import BranchMergeConflictError
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager
 

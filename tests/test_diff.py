@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.stream import stream_jobs
 from pyspark_paimon.datasource.versions.diff import DiffMetrics, diff_snapshots, resolve_ref
-from pyspark_paimon.datasource.write import write
+from pyspark_paimon.datasource.write import data_files
 from pyspark_paimon.errors import SnapshotNotFoundError, TagNotFoundError
 
 PK = ["id", "dt"]
@@ -144,7 +144,7 @@ def test_diff_reads_only_the_changed_buckets_and_compares_only_changed_keys(cata
 def test_a_change_clustered_in_key_order_reads_only_its_row_groups(
     catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(write, "ROW_GROUP_ROWS", 10)
+    monkeypatch.setattr(data_files, "ROW_GROUP_ROWS", 10)
     t = _pk(catalog, "clustered", bucket=1)
     ids = list(range(100))
     t.write_arrow(pa.table({"id": ids, "dt": ["a"] * 100, "v": ids, "s": ["x"] * 100}))  # 10 row groups
@@ -412,7 +412,7 @@ def test_diff_by_key_equals_the_whole_bucket_comparison() -> None:
     )
     def check(engine: str, dv: bool, composite: bool, first: list[tuple], ops: list[tuple[str, Any]]) -> None:
         # row groups of 3 rows, so that shared files' row groups outside the changed keys' range are skipped
-        with tempfile.TemporaryDirectory() as root, patch.object(write, "ROW_GROUP_ROWS", 3):
+        with tempfile.TemporaryDirectory() as root, patch.object(data_files, "ROW_GROUP_ROWS", 3):
             options = {"bucket": "2", **ENGINES[engine]}
             if dv:
                 options["deletion-vectors.enabled"] = "true"

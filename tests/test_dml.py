@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource.dml.stale_reads import DML_ATTEMPTS
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import KIND_DELETE
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
@@ -187,7 +188,7 @@ def test_a_deletion_vector_delete_conflicts_with_a_concurrent_one(catalog: Catal
     t = _append(catalog, "dv_race", **{"deletion-vectors.enabled": "true"})
     from pyspark_paimon.datasource.dml import dml
 
-    real_write = dml._write
+    real_write = dml.apply_change
     raced = []
 
     def racing_write(store, schema, target, *args: Any) -> Any:  # type: ignore[no-untyped-def]
@@ -196,12 +197,12 @@ def test_a_deletion_vector_delete_conflicts_with_a_concurrent_one(catalog: Catal
             dml.delete_rows(store, "id = 1")  # another delete writes a vector in the same bucket first
         return real_write(store, schema, target, *args)
 
-    dml._write = racing_write
+    dml.apply_change = racing_write
     try:
         with pytest.raises(CommitConflictError, match="deletion vectors of bucket 0"):
             t.delete("id = 2")
     finally:
-        dml._write = real_write
+        dml.apply_change = real_write
     assert _rows(t) == [(2, "a", 20), (3, "b", 30), (4, "b", 40), (5, "b", 50)]
     index_files = {p.name for p in Path(t.store.table_path, "index").iterdir()}
     assert len(index_files) == 1  # the failed delete's index file was removed
@@ -239,12 +240,12 @@ def test_a_partition_delete_removes_whole_files_unread(catalog: Catalog) -> None
     def no_reads(*args: Any) -> Any:
         raise AssertionError("a partition delete must not read rows")
 
-    real_load = dml._load
-    dml._load = no_reads
+    real_load = dml.load_target
+    dml.load_target = no_reads
     try:
         assert t.delete("dt = 'b'") == 3
     finally:
-        dml._load = real_load
+        dml.load_target = real_load
     snap = t.latest_snapshot()
     assert snap is not None and snap.commit_kind == "OVERWRITE" and snap.delta_record_count == -3
     assert _rows(t) == [(1, "a", 10), (2, "a", 20)]
@@ -256,7 +257,7 @@ def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> 
     t = _append(catalog, "race")
     from pyspark_paimon.datasource.dml import dml
 
-    real_write = dml._write
+    real_write = dml.apply_change
 
     def racing_write(store, schema, target, *args: Any) -> Any:  # type: ignore[no-untyped-def]
         split, f = target.files[0]
@@ -269,12 +270,12 @@ def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> 
         return {p.name for p in Path(t.store.table_path).rglob("*.parquet")}
 
     before = data_files()
-    dml._write = racing_write
+    dml.apply_change = racing_write
     try:
         with pytest.raises(CommitConflictError, match="no longer live"):
             t.delete("v > 0")
     finally:
-        dml._write = real_write
+        dml.apply_change = real_write
     latest = t.latest_snapshot()
     assert latest is not None and latest.id == 3  # the racing commit; the DML committed nothing
     assert data_files() == before  # the DML's new files were removed with its failed commit
@@ -380,11 +381,12 @@ def test_merge_reads_only_what_its_source_keys_can_touch(catalog: Catalog) -> No
 
 # ------------------------------------------------------------------------------------------- live writers
 def _race_each_write(t: Table, times: int, rows: pa.Table) -> tuple[Any, list[int]]:
-    """Patch ``dml._write`` so that a plain write of ``rows`` commits between the change's read and its write,
-    ``times`` times; returns the real function (to restore) and the writer's snapshot ids."""
+    """Patch ``dml.apply_change`` (what ``delete_rows`` / ``update_rows`` call) so that a plain write of ``rows``
+    commits between the change's read and its write, ``times`` times; returns the real function (to restore) and
+    the writer's snapshot ids."""
     from pyspark_paimon.datasource.dml import dml
 
-    real_write = dml._write
+    real_write = dml.apply_change
     landed: list[int] = []
 
     def racing_write(store, schema, target, *args: Any) -> Any:  # type: ignore[no-untyped-def]
@@ -394,7 +396,7 @@ def _race_each_write(t: Table, times: int, rows: pa.Table) -> tuple[Any, list[in
             landed.append(snap.id)
         return real_write(store, schema, target, *args)
 
-    dml._write = racing_write
+    dml.apply_change = racing_write
     return real_write, landed
 
 
@@ -410,7 +412,7 @@ def test_a_pk_change_overtaken_by_a_writer_is_planned_again(catalog: Catalog) ->
         assert t.update({"v": "v + 1"}, "id <= 2") == 2
         assert t.delete("id = 1") == 1
     finally:
-        dml._write = real_write
+        dml.apply_change = real_write
     assert _rows(t) == [(2, "a", 201, "q"), (3, "b", 30, "z"), (4, "b", 40, "w")]
     latest = t.latest_snapshot()
     assert latest is not None and latest.id == landed[0] + 2  # the writer, then the update, then the delete
@@ -423,12 +425,12 @@ def test_a_pk_change_overtaken_every_time_gives_up(catalog: Catalog) -> None:
 
     t = _pk(catalog, "pk_race_forever")
     writer_rows = pa.table({"id": [1], "dt": ["a"], "v": [100], "s": ["p"]})
-    real_write, landed = _race_each_write(t, dml.DML_ATTEMPTS, writer_rows)
+    real_write, landed = _race_each_write(t, DML_ATTEMPTS, writer_rows)
     try:
-        with pytest.raises(CommitConflictError, match=f"planned {dml.DML_ATTEMPTS} times"):
+        with pytest.raises(CommitConflictError, match=f"planned {DML_ATTEMPTS} times"):
             t.delete("id = 1")
     finally:
-        dml._write = real_write
+        dml.apply_change = real_write
     latest = t.latest_snapshot()
     assert latest is not None and latest.id == landed[-1]  # only the writer's commits landed
     assert _rows(t)[0] == (1, "a", 100, "p")
@@ -441,11 +443,11 @@ def test_a_pk_change_is_not_planned_again_for_a_writer_of_other_rows(catalog: Ca
 
     t = _pk(catalog, "pk_race_elsewhere")
     writer_rows = pa.table({"id": [9], "dt": ["b"], "v": [90], "s": ["w"]})
-    real_write, landed = _race_each_write(t, dml.DML_ATTEMPTS, writer_rows)
+    real_write, landed = _race_each_write(t, DML_ATTEMPTS, writer_rows)
     try:
         assert t.update({"v": "v + 1"}, "id <= 2") == 2
     finally:
-        dml._write = real_write
+        dml.apply_change = real_write
     assert len(landed) == 1  # one attempt: the writer's commit did not send it back
     assert _rows(t) == [(1, "a", 11, "x"), (2, "a", 21, "y"), (3, "b", 30, "z"), (4, "b", 40, "w"), (9, "b", 90, "w")]
 
@@ -462,7 +464,7 @@ def test_a_writer_moving_a_key_out_of_the_filter_sends_the_change_back(catalog: 
     try:
         assert t.update({"v": "v + 1"}, "v < 25") == 1
     finally:
-        dml._write = real_write
+        dml.apply_change = real_write
     assert _rows(t)[:2] == [(1, "a", 11, "x"), (2, "a", 200, "w")]
 
 

@@ -25,12 +25,6 @@ PACKAGE = ROOT / "pyspark_paimon"
 DOCS = ROOT / "docs"
 DOC_FILES = [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted(DOCS.rglob("*.md"))]
 
-# The 0.2.0 facade (issue 25) is written by another change; its modules are named by the docs already. Remove an
-# entry once its module exists (test_facade_exclusions_are_still_needed says when).
-FACADE_MODULES: set[str] = set()
-# The API pages of those modules, kept out of the site (mkdocs.yml exclude_docs) until they land.
-FACADE_PAGES: set[str] = set()
-
 _PATH = re.compile(
     r"(?<![\w/.])(?:pyspark_paimon/)?((?:metadata|planner|datasource)(?:/\w+)*/\w+\.py|pyspark_paimon/\w+\.py)"
 )
@@ -68,10 +62,6 @@ def _resolves(dotted: str) -> bool:
     return False
 
 
-def _facade(dotted: str) -> bool:
-    return any(dotted == m or dotted.startswith(m + ".") for m in FACADE_MODULES)
-
-
 def _mentions() -> list[tuple[str, str, str]]:
     """(file, kind, text) of every module path and dotted name the docs mention."""
     found = []
@@ -89,31 +79,21 @@ def test_docs_mention_only_modules_and_names_that_exist() -> None:
     for doc, kind, text in _mentions():
         if kind == "path":
             rel = text if text.startswith("pyspark_paimon/") else f"pyspark_paimon/{text}"
-            dotted = rel[: -len(".py")].replace("/", ".")
-            if not _facade(dotted) and not (ROOT / rel).is_file():
+            if not (ROOT / rel).is_file():
                 missing.append(f"{doc}: {text}")
-        elif not _facade(text) and not _resolves(text):
+        elif not _resolves(text):
             missing.append(f"{doc}: {text}")
     assert not missing, "the docs name modules or attributes that do not exist:\n" + "\n".join(sorted(set(missing)))
 
 
-def test_facade_exclusions_are_still_needed() -> None:
-    """Once a facade module lands, its exclusions go: here, in mkdocs.yml (exclude_docs and the nav)."""
-    landed = sorted(m for m in FACADE_MODULES if _module_exists(m))
-    assert not landed, f"{landed} exist now: drop them from FACADE_MODULES and switch their API pages on in mkdocs.yml"
-
-
-def test_api_pages_name_existing_objects_or_are_excluded() -> None:
+def test_api_pages_name_existing_objects() -> None:
     config = (ROOT / "mkdocs.yml").read_text()
     for page in sorted((DOCS / "reference" / "api").glob("*.md")):
         rel = str(page.relative_to(DOCS))
         identifiers = re.findall(r"^::: (\S+)", page.read_text(), re.M)
         assert identifiers, rel
-        if any(_facade(i) for i in identifiers):
-            assert rel in FACADE_PAGES and f"\n  {rel}\n" in config, f"{rel} names a facade module: exclude it"
-        elif rel not in FACADE_PAGES:
-            assert all(_resolves(i) for i in identifiers), rel
-            assert rel in config, f"{rel} is not in the mkdocs.yml nav"
+        assert all(_resolves(i) for i in identifiers), rel
+        assert rel in config, f"{rel} is not in the mkdocs.yml nav"
 
 
 def test_option_reference_covers_the_registry() -> None:

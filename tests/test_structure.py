@@ -181,6 +181,46 @@ def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     return out
 
 
+# A module holds one job; past this many lines it holds several (issue 31). The option registry is one long table
+# by nature and is exempt.
+MAX_MODULE_LINES = 1000
+LONG_BY_NATURE = {"metadata/schema/options.py", "metadata/schema/option_keys.py"}
+
+
+def test_no_module_exceeds_the_size_rule() -> None:
+    too_long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if str(p.relative_to(PACKAGE)) not in LONG_BY_NATURE
+        and (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert too_long == {}, "split these modules along their seams (DEVELOPERS.md, the map)"
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``from pyspark_paimon.x import _name``: a seam crossed through a private name."""
+    return [
+        f"{path.name}:{node.lineno}: {node.module}.{alias.name}"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pyspark_paimon")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    found = [hit for path in PACKAGE.rglob("*.py") for hit in _private_imports(path)]
+    assert found == [], "give the name a public spelling in the module that owns it"
+
+
+def test_the_private_import_check_sees_one(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from pyspark_paimon.planner.predicate import _private_thing\nfrom pyspark_paimon import __version__\n"
+    )
+    assert _private_imports(probe) == ["probe.py:1: pyspark_paimon.planner.predicate._private_thing"]
+
+
 def test_no_import_cycles() -> None:
     assert _cycles(GRAPH) == []
 

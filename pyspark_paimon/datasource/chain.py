@@ -40,8 +40,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pyspark_paimon.datasource.read.read import ReadContext, ReadMetrics, read_split
-from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, ReadMetrics
+from pyspark_paimon.datasource.write.write import TableWriter
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.manifests.deletion_vectors import refuse_deletion_vector_writes
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange

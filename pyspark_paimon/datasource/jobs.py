@@ -18,14 +18,17 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_paimon.datasource.chain import commit_with_chain_rules
-from pyspark_paimon.datasource.compact.compact import auto_compact, refuse_invisible_writes
-from pyspark_paimon.datasource.read.read import ReadContext, ReadMetrics, read_split
+from pyspark_paimon.datasource.compact.compact import auto_compact
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, ReadMetrics
 from pyspark_paimon.datasource.read.routing import split_key
 from pyspark_paimon.datasource.stream.stream_jobs import read_diff_split
 from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
 from pyspark_paimon.datasource.write.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.write.key_conflicts import check_one_version_per_key
-from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.write.visibility import refuse_invisible_writes
+from pyspark_paimon.datasource.write.write import TableWriter
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row

@@ -54,12 +54,11 @@ class Leaf:
 Predicate = tuple[Leaf, ...]
 
 
-def _cmp_value(v: Any) -> Any:
-    # Normalise Python values so partition values and Spark literals compare (e.g. date vs datetime).
+def comparable_value(v: Any) -> Any:
+    """``v`` in the form values are compared in, so that partition values and Spark literals compare: an aware
+    datetime becomes the naive UTC instant (partition values are naive); anything else is returned as is."""
     if isinstance(v, _dt.datetime) and v.tzinfo is not None:
         return v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-    if isinstance(v, float) and v.is_integer():
-        return v
     return v
 
 
@@ -72,13 +71,13 @@ def _eval_leaf(leaf: Leaf, value: Any) -> bool | None:
         result = value is not None
     elif op == "<=>":
         result = (value is None and leaf.value is None) or (
-            value is not None and leaf.value is not None and _cmp_value(value) == _cmp_value(leaf.value)
+            value is not None and leaf.value is not None and comparable_value(value) == comparable_value(leaf.value)
         )
     elif value is None:
         return None
     elif op == "in":
-        vals = [_cmp_value(x) for x in leaf.value if x is not None]
-        result = _cmp_value(value) in vals
+        vals = [comparable_value(x) for x in leaf.value if x is not None]
+        result = comparable_value(value) in vals
         if not result and any(x is None for x in leaf.value):
             result = None
     elif op == "starts_with":
@@ -86,7 +85,7 @@ def _eval_leaf(leaf: Leaf, value: Any) -> bool | None:
     else:
         if leaf.value is None:
             return None
-        a, b = _cmp_value(value), _cmp_value(leaf.value)
+        a, b = comparable_value(value), comparable_value(leaf.value)
         try:
             result = {"=": a == b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
         except TypeError:
@@ -122,15 +121,15 @@ def could_match_stats(leaf: Leaf, lo: Any, hi: Any, null_count: int | None, row_
     """
     if _is_nan(lo) or _is_nan(hi):
         return True
-    lo, hi = _cmp_value(lo), _cmp_value(hi)
+    lo, hi = comparable_value(lo), comparable_value(hi)
     if leaf.value is not None and leaf.op != "in":
         if _is_nan(leaf.value):
             return True
-        leaf = Leaf(leaf.column, leaf.op, _cmp_value(leaf.value), leaf.negated)
+        leaf = Leaf(leaf.column, leaf.op, comparable_value(leaf.value), leaf.negated)
     elif leaf.op == "in":
         if any(_is_nan(x) for x in leaf.value):
             return True
-        leaf = Leaf(leaf.column, leaf.op, tuple(_cmp_value(x) for x in leaf.value), leaf.negated)
+        leaf = Leaf(leaf.column, leaf.op, tuple(comparable_value(x) for x in leaf.value), leaf.negated)
     if leaf.negated:
         # NOT (x = v) can be excluded only when every value equals v and nothing is null.
         if leaf.op == "=" and lo is not None and lo == hi == leaf.value and null_count == 0:
@@ -217,7 +216,7 @@ def literal_array(values: Sequence[Any], arrow_type: pa.DataType) -> pa.Array | 
         return None
     for orig, back in zip(values, arr.to_pylist()):
         try:
-            if _cmp_value(orig) != _cmp_value(back):
+            if comparable_value(orig) != comparable_value(back):
                 return None
         except TypeError:
             return None
@@ -354,7 +353,7 @@ def implied_leaves(expr: Expr) -> Predicate:
             values = _value_set(leaves, column)
             if values is None:
                 break
-            union.extend(v for v in values if not any(_cmp_value(v) == _cmp_value(u) for u in union))
+            union.extend(v for v in values if not any(comparable_value(v) == comparable_value(u) for u in union))
         else:
             out.append(Leaf(column, "in", tuple(union)))
     return tuple(out)

@@ -69,8 +69,8 @@ def _all_read_keys() -> list[str]:
 
 READ_KEYS = tuple(_all_read_keys())
 
-# Streaming reads (pyspark_paimon.planner.stream_scan) take Paimon's streaming vocabulary; these keys mean nothing to a
-# batch read, which refuses them with a pointer to readStream instead of the generic unknown-option error.
+# Streaming reads (pyspark_paimon.planner.stream_options) take Paimon's streaming vocabulary; these keys mean nothing
+# to a batch read, which refuses them with a pointer to readStream instead of the generic unknown-option error.
 STREAM_LIMIT_KEYS = (
     "read.stream.maxfilespertrigger",
     "read.stream.maxbytespertrigger",

@@ -45,7 +45,7 @@ __all__ = ["PlannedRead", "ReadKind", "read_kind", "read_schema", "plan_read", "
 @dataclass
 class PlannedRead:
     """What a read returns and which files it reads: the driver's answer, turned into an executor context by
-    :meth:`pyspark_paimon.datasource.read.read.ReadContext.for_plan`."""
+    :meth:`pyspark_paimon.datasource.read.read_context.ReadContext.for_plan`."""
 
     kind: ReadKind
     plan: ScanPlan

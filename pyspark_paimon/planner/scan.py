@@ -37,7 +37,7 @@ from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.file_index_pruning import FileIndexPruner
 from pyspark_paimon.planner.predicate import (
     Leaf,
-    _cmp_value,
+    comparable_value,
     could_match_stats,
     eval_on_values,
     leaves_on,
@@ -246,7 +246,7 @@ def _distinct(vals: list[Any]) -> list[Any]:
     try:
         seen: dict[Any, Any] = {}
         for v in vals:
-            seen.setdefault(_cmp_value(v), v)
+            seen.setdefault(comparable_value(v), v)
         return list(seen.values())
     except TypeError:  # an unhashable literal: compare pairwise
         out: list[Any] = []
@@ -258,15 +258,15 @@ def _distinct(vals: list[Any]) -> list[Any]:
 
 def _intersect(allowed: list[Any], vals: list[Any]) -> list[Any]:
     try:
-        wanted = {_cmp_value(v) for v in vals}
-        return [a for a in allowed if _cmp_value(a) in wanted]
+        wanted = {comparable_value(v) for v in vals}
+        return [a for a in allowed if comparable_value(a) in wanted]
     except TypeError:
         return [a for a in allowed if any(_same(a, v) for v in vals)]
 
 
 def _same(a: Any, b: Any) -> bool:
     try:
-        return bool(_cmp_value(a) == _cmp_value(b))
+        return bool(comparable_value(a) == comparable_value(b))
     except TypeError:
         return False
 

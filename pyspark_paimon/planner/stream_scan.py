@@ -1,10 +1,12 @@
 """Streaming reads: where a stream starts, what each snapshot contributes, and how far a micro-batch goes.
 
-A stream walks one branch's snapshots in order. Its position is a :class:`StreamOffset`: the snapshot it is in,
-how many of that snapshot's splits it has consumed (``index``), which kind of scan that snapshot gets
-(``phase``), and the identity of the last snapshot it consumed completely (``consumed``). Offsets are plain
-JSON, so one large commit can span several micro-batches, and :meth:`StreamPlanner.splits_between` turns the
-same (start, end) pair into the same splits every time, which is what lets Spark replay a batch.
+A stream walks one branch's snapshots in order. :class:`StreamPlanner` plans it: where a new stream starts
+(:meth:`~StreamPlanner.initial_offset`), the splits each snapshot contributes in its phase, how a rewritten
+history becomes a ``diff``, and which splits a micro-batch reads (:meth:`~StreamPlanner.next_batch`,
+:meth:`~StreamPlanner.splits_between`). Its positions and units are in
+:mod:`pyspark_paimon.planner.stream_offset`, its options in :mod:`pyspark_paimon.planner.stream_options`, the
+read limits and task packing of a micro-batch in :mod:`pyspark_paimon.planner.micro_batch`, and a chain table's
+start in :mod:`pyspark_paimon.planner.chain.stream_start`.
 
 What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpScanner``):
 
@@ -46,14 +48,13 @@ and the way out (consumers, :mod:`pyspark_paimon.metadata.snapshots.consumers`, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from dataclasses import replace
+from typing import Iterable
 
-from pyspark_paimon.errors import ChainTableError, CorruptMetadataError, OptionError, SnapshotNotFoundError
+from pyspark_paimon.errors import CorruptMetadataError, OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD, KIND_DELETE, ManifestEntry, live_files
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
 from pyspark_paimon.metadata.schema.options import (
-    CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT,
     CHANGELOG_PRODUCER,
     CONSUMER_ID,
     CONSUMER_IGNORE_PROGRESS,
@@ -61,376 +62,26 @@ from pyspark_paimon.metadata.schema.options import (
     FULL_COMPACTION_DELTA_COMMITS,
     STREAMING_READ_APPEND_OVERWRITE,
     STREAMING_READ_OVERWRITE,
-    check_read_options,
-    parse_memory_size,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager, check_consumer_id
 from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.chain.config import ChainConfig, chain_read_config
-from pyspark_paimon.planner.chain.stream_start import ChainStreamStart
-from pyspark_paimon.planner.predicate import tree_columns
-from pyspark_paimon.planner.read_options import (
-    FILTER_KEY,
-    SCAN_PARTITIONS_KEY,
-    STORAGE_PREFIX,
-    STREAM_KEYS,
-    STREAM_LIMIT_KEYS,
-    ReadOptions,
-    parse_timestamp_millis,
-)
-from pyspark_paimon.planner.scan import ScanPlanner, pack_weights, split_weight
+from pyspark_paimon.planner.chain.config import chain_read_config
+from pyspark_paimon.planner.chain.stream_start import ChainStreamStart, refuse_chain_stream_options
+from pyspark_paimon.planner.micro_batch import Admission
+from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.planner.selection import Selection, selection_of
 from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.stream_offset import Consumed, StreamOffset, StreamSplit
+from pyspark_paimon.planner.stream_options import StreamOptions, parse_consumer_mode
 
-__all__ = [
-    "StreamOptions",
-    "StreamOffset",
-    "Consumed",
-    "StreamSplit",
-    "Admission",
-    "StreamPlanner",
-    "SCAN_MODES",
-    "ROW_KIND_COLUMN",
-    "task_groups",
-]
+__all__ = ["StreamPlanner", "CHANGELOG_PRODUCERS"]
 
-Phase = Literal["full", "delta", "diff", "chain"]
-PHASES = ("full", "delta", "diff", "chain")
-
-#: Paimon's ``scan.mode`` values a stream accepts (``full`` is Paimon's deprecated name of ``latest-full``).
-SCAN_MODES = (
-    "default",
-    "latest-full",
-    "full",
-    "latest",
-    "compacted-full",
-    "from-snapshot",
-    "from-snapshot-full",
-    "from-timestamp",
-)
-#: The row-kind column ``read.changelog`` adds in front of the table's columns (Paimon's ``$audit_log`` name).
-ROW_KIND_COLUMN = "rowkind"
 #: The changelog producers whose changelog files a stream reads instead of the data files (Java's
 #: ``DataTableStreamScan.createFollowUpScanner``).
 CHANGELOG_PRODUCERS = ("input", "full-compaction", "lookup")
-
-_LIMIT_KEYS = dict(zip(STREAM_LIMIT_KEYS, ("max_files", "max_bytes", "max_rows", "min_rows", "max_trigger_delay_ms")))
-
-
-def _bool(opts: Mapping[str, str], key: str, default: bool = False) -> bool:
-    raw = opts.get(key)
-    if raw is None:
-        return default
-    text = raw.strip().lower()
-    if text not in ("true", "false"):
-        raise OptionError(f"Option '{key}' must be 'true' or 'false', got '{raw}'.")
-    return text == "true"
-
-
-def _positive(opts: Mapping[str, str], key: str, memory: bool = False) -> int | None:
-    raw = opts.get(key)
-    if raw is None:
-        return None
-    value = parse_memory_size(raw, key) if memory else (int(raw) if raw.strip().isdigit() else -1)
-    if value <= 0:
-        raise OptionError(f"Option '{key}' must be a positive integer, got '{raw}'.")
-    return value
-
-
-# Task packing of a micro-batch (as in a batch read): option -> StreamOptions field.
-_SPLIT_KEYS = {"source.split.target-size": "split_target_size", "source.split.open-file-cost": "open_file_cost"}
-
-
-@dataclass(frozen=True)
-class StreamOptions:
-    """The options of a streaming read (Paimon's names; Spark lower-cases keys, so they match in any case).
-
-    Besides where a stream starts (``scan.mode``, ``scan.snapshot-id``, ``scan.timestamp[-millis]``,
-    ``scan.tag-name``, ``consumer-id``), how big a micro-batch is (``read.stream.*PerTrigger``) and what a row
-    shows (``read.changelog``), a stream takes the batch read's load-time selection
-    (:mod:`pyspark_paimon.planner.selection`):
-
-    * ``scan.partitions`` (``'dt=2024-01-01;dt=2024-01-02'``): only those partitions are planned, in every
-      phase (the start snapshot's ``full`` scan, each commit's ``delta``, the ``diff`` of a rewrite or an
-      overwrite); it is exact, so their rows need no further test;
-    * ``filter`` (a SQL predicate, ``"region = 'eu' AND amount > 10"``): partitions it rules out are not
-      planned, and every emitted row satisfies it. A ``full`` scan and both sides of a ``diff`` are filtered
-      after merging, so a ``diff`` retracts a key whose new version stopped matching; a ``delta`` reads each
-      change row on its own (as Paimon's streaming reads do), so on a primary-key table a key updated to a
-      value that no longer matches is *not* retracted by that delta. Filter on partition or primary-key
-      columns when the stream must mirror a subset of the table exactly.
-    """
-
-    mode: str = "latest-full"  # resolved: latest-full | latest | from-snapshot | from-snapshot-full | ...
-    snapshot_id: int | None = None
-    timestamp_millis: int | None = None
-    tag_name: str | None = None
-    consumer_id: str | None = None
-    ignore_consumer_progress: bool = False
-    consumer_mode: str | None = None  # None: the table's consumer.mode (exactly-once | at-least-once)
-    changelog: bool = False
-    read_overwrite: bool | None = None  # None: the table's streaming-read-overwrite
-    read_append_overwrite: bool | None = None  # None: the table's streaming-read-append-overwrite
-    merge_snapshot: bool | None = None  # None: the table's chain-table.streaming.merge-snapshot
-    max_files: int | None = None
-    max_bytes: int | None = None
-    max_rows: int | None = None
-    min_rows: int | None = None
-    max_trigger_delay_ms: int | None = None
-    batch_size: int = 65536
-    split_target_size: int | None = None  # None: the table's source.split.target-size
-    open_file_cost: int | None = None  # None: the table's source.split.open-file-cost
-    scan_partitions: str | None = None  # 'scan.partitions', parsed against the table's schema by the planner
-    filter: str | None = None  # 'filter', a SQL predicate, parsed by the planner
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> "StreamOptions":
-        opts = {str(k).lower(): str(v) for k, v in options.items()}
-        check_read_options([k for k in opts if not k.startswith(STORAGE_PREFIX)], STREAM_KEYS, "streaming read")
-        mode = opts.get("scan.mode", "default").strip().lower()
-        if mode not in SCAN_MODES:
-            raise OptionError(
-                f"Option 'scan.mode' = '{opts['scan.mode']}' is not supported by a streaming read; use one of "
-                f"{', '.join(SCAN_MODES[1:])} ('incremental' and 'from-file-creation-time' are "
-                "not implemented)."
-            )
-        snapshot_id = None
-        if "scan.snapshot-id" in opts:
-            raw = opts["scan.snapshot-id"].strip()
-            if not raw.isdigit() or int(raw) <= 0:
-                raise OptionError(f"Option 'scan.snapshot-id' must be a snapshot id (a positive integer), got '{raw}'.")
-            snapshot_id = int(raw)
-        stamps = [k for k in ("scan.timestamp-millis", "scan.timestamp") if k in opts]
-        if len(stamps) > 1:
-            raise OptionError("Give either 'scan.timestamp-millis' or 'scan.timestamp', not both.")
-        ts = parse_timestamp_millis(opts[stamps[0]], stamps[0]) if stamps else None
-        tag = opts.get("scan.tag-name") or None
-        given = [
-            k
-            for k, v in (("scan.snapshot-id", snapshot_id), (stamps[0] if stamps else "", ts), ("scan.tag-name", tag))
-            if v is not None
-        ]
-        if len(given) > 1:
-            raise OptionError(
-                f"Conflicting start options {given}: a stream starts from one snapshot, timestamp or tag."
-            )
-        if mode == "full":
-            mode = "latest-full"
-        if mode == "default":
-            mode = (
-                "from-snapshot"
-                if snapshot_id is not None
-                else "from-timestamp"
-                if ts is not None
-                else "from-tag"
-                if tag is not None
-                else "latest-full"
-            )
-        needs = {
-            "from-snapshot": "scan.snapshot-id",
-            "from-snapshot-full": "scan.snapshot-id",
-            "from-timestamp": "scan.timestamp-millis' or 'scan.timestamp",
-        }
-        if mode in needs and not given:
-            raise OptionError(f"'scan.mode' = '{mode}' needs option '{needs[mode]}'.")
-        if mode in ("latest", "latest-full", "compacted-full") and given:
-            raise OptionError(
-                f"'scan.mode' = '{mode}' starts from the latest{' compacted' if mode == 'compacted-full' else ''} "
-                f"snapshot; drop {given}, or use "
-                "'from-snapshot' / 'from-timestamp' / 'scan.tag-name' (with the default scan.mode)."
-            )
-        if mode.startswith("from-snapshot") and snapshot_id is None or mode == "from-timestamp" and ts is None:
-            raise OptionError(f"'scan.mode' = '{mode}' does not go with {given}.")
-        if tag is not None and mode != "from-tag":
-            raise OptionError(
-                "'scan.tag-name' starts a stream from a tag (the tag's data, then the branch's commits "
-                "after it); leave 'scan.mode' unset (default) with it."
-            )
-        limits = {name: _positive(opts, key, memory=(name == "max_bytes")) for key, name in _LIMIT_KEYS.items()}
-        if (limits["min_rows"] is None) != (limits["max_trigger_delay_ms"] is None):
-            raise OptionError(
-                "Give both 'read.stream.minRowsPerTrigger' and 'read.stream.maxTriggerDelayMs', or "
-                "neither (a micro-batch waits for the minimum rows at most that long)."
-            )
-        consumer = opts.get(CONSUMER_ID.key) or None
-        consumer_mode = _consumer_mode(opts[CONSUMER_MODE.key]) if CONSUMER_MODE.key in opts else None
-        batch = opts.get("read.batch-size", "65536")
-        if not batch.isdigit() or int(batch) <= 0:
-            raise OptionError(f"Option 'read.batch-size' must be a positive integer, got '{batch}'.")
-        return cls(
-            mode=mode,
-            snapshot_id=snapshot_id,
-            timestamp_millis=ts,
-            tag_name=tag,
-            consumer_id=check_consumer_id(consumer) if consumer else None,
-            ignore_consumer_progress=_bool(opts, CONSUMER_IGNORE_PROGRESS.key),
-            consumer_mode=consumer_mode,
-            changelog=_bool(opts, "read.changelog"),
-            read_overwrite=_bool(opts, STREAMING_READ_OVERWRITE.key) if STREAMING_READ_OVERWRITE.key in opts else None,
-            read_append_overwrite=(
-                _bool(opts, STREAMING_READ_APPEND_OVERWRITE.key)
-                if STREAMING_READ_APPEND_OVERWRITE.key in opts
-                else None
-            ),
-            merge_snapshot=(
-                _bool(opts, CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT.key)
-                if CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT.key in opts
-                else None
-            ),
-            batch_size=int(batch),
-            scan_partitions=opts.get(SCAN_PARTITIONS_KEY) or None,
-            filter=opts.get(FILTER_KEY) or None,
-            **limits,
-            **{name: parse_memory_size(opts[key], key) for key, name in _SPLIT_KEYS.items() if key in opts},
-        )
-
-
-CONSUMER_MODES = ("exactly-once", "at-least-once")
-
-
-def _consumer_mode(raw: str) -> str:
-    mode = raw.strip().lower()
-    if mode not in CONSUMER_MODES:
-        raise OptionError(f"Option '{CONSUMER_MODE.key}' must be one of {', '.join(CONSUMER_MODES)}, got '{raw}'.")
-    return mode
-
-
-@dataclass(frozen=True)
-class Consumed:
-    """The identity of the last snapshot a stream consumed completely: its id and manifest lists. The lists are
-    unique per commit, so a snapshot that was replaced under the same id (fast-forward, replace, rollback) is
-    recognised, and they still describe the consumed state when the snapshot file itself is gone."""
-
-    snapshot_id: int
-    base_manifest_list: str
-    delta_manifest_list: str
-    # Its index manifest (deletion vectors), so a diff from this state reads its files as it did. None: none, or
-    # an offset written before it was recorded.
-    index_manifest: str | None = None
-
-    @classmethod
-    def of(cls, snapshot: Snapshot) -> "Consumed":
-        return cls(snapshot.id, snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.index_manifest)
-
-    def to_list(self) -> list[Any]:
-        out: list[Any] = [self.snapshot_id, self.base_manifest_list, self.delta_manifest_list]
-        return out + [self.index_manifest] if self.index_manifest else out
-
-    @classmethod
-    def from_list(cls, c: Sequence[Any]) -> "Consumed":
-        return cls(int(c[0]), str(c[1]), str(c[2]), str(c[3]) if len(c) > 3 and c[3] else None)
-
-    def matches(self, snapshot: Snapshot) -> bool:
-        return (snapshot.base_manifest_list, snapshot.delta_manifest_list) == (
-            self.base_manifest_list,
-            self.delta_manifest_list,
-        )
-
-
-@dataclass(frozen=True)
-class StreamOffset:
-    """A stream position: splits ``0..index`` of snapshot ``snapshot``'s ``phase`` scan are consumed, on top of
-    the state ``consumed`` (for a ``diff``, the state the diff starts from). A ``chain`` phase (the start of a
-    chain table's stream) is at the delta branch's snapshot ``snapshot`` (0: none) and the snapshot branch's
-    snapshot ``pinned`` (None: none), the two versions its start was pinned to."""
-
-    snapshot: int
-    index: int = -1
-    phase: Phase = "delta"
-    consumed: Consumed | None = None
-    pinned: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        c = self.consumed
-        out: dict[str, Any] = {
-            "snapshotId": self.snapshot,
-            "index": self.index,
-            "phase": self.phase,
-            "consumed": None if c is None else c.to_list(),
-        }
-        if self.phase == "chain":
-            out["chainSnapshotId"] = self.pinned
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "StreamOffset":
-        try:
-            c = d.get("consumed")
-            consumed = None if c is None else Consumed.from_list(c)
-            phase = str(d["phase"])
-            if phase not in PHASES:
-                raise ValueError(phase)
-            pinned = d.get("chainSnapshotId")
-            return cls(
-                int(d["snapshotId"]),
-                int(d["index"]),
-                phase,  # type: ignore[arg-type]
-                consumed,
-                None if pinned is None else int(pinned),
-            )
-        except (KeyError, TypeError, ValueError, IndexError):
-            raise OptionError(
-                f"Cannot read the streaming offset {dict(d)} (not written by this version of pyspark-paimon). Start "
-                "the query with a new checkpoint location."
-            ) from None
-
-    def after(self, snapshot: Snapshot) -> "StreamOffset":
-        """The position after every split of ``snapshot``: the next snapshot's delta, on top of this one."""
-        return StreamOffset(snapshot.id + 1, -1, "delta", Consumed.of(snapshot))
-
-
-@dataclass(frozen=True)
-class StreamSplit:
-    """One unit of a stream: see the module docstring for what each phase reads. ``after`` is read merged in a
-    ``full`` or ``diff`` split and raw (one file, row kinds kept) in a ``delta`` split; ``before`` is the other
-    side of a ``diff``."""
-
-    snapshot_id: int
-    index: int
-    phase: Phase
-    after: DataSplit | None
-    before: DataSplit | None = None
-
-    @property
-    def splits(self) -> tuple[DataSplit, ...]:
-        return tuple(s for s in (self.before, self.after) if s is not None)
-
-    @property
-    def file_count(self) -> int:
-        return sum(len(s.files) for s in self.splits)
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(s.size_bytes for s in self.splits)
-
-    @property
-    def row_count(self) -> int:
-        return sum(s.row_count for s in self.splits)
-
-
-class Admission:
-    """Read limits of one micro-batch (``read.stream.max*PerTrigger``): a split is admitted while every limit
-    still has room before it, so a batch always makes progress (at least one split) and stops at the first
-    split that would start past a limit (Paimon's ``PaimonReadLimitGuard``)."""
-
-    def __init__(self, max_files: int | None = None, max_bytes: int | None = None, max_rows: int | None = None):
-        self.max_files, self.max_bytes, self.max_rows = max_files, max_bytes, max_rows
-        self.files = self.bytes = self.rows = 0
-
-    @property
-    def unlimited(self) -> bool:
-        return self.max_files is None and self.max_bytes is None and self.max_rows is None
-
-    def admit(self, split: StreamSplit) -> bool:
-        for used, limit in ((self.files, self.max_files), (self.bytes, self.max_bytes), (self.rows, self.max_rows)):
-            if limit is not None and used >= limit:
-                return False
-        self.files += split.file_count
-        self.bytes += split.size_bytes
-        self.rows += split.row_count
-        return True
 
 
 class StreamPlanner:
@@ -443,7 +94,7 @@ class StreamPlanner:
         if cfg is not None:
             assert cfg.delta_branch is not None
             main_schema = schema or store.schema()
-            _refuse_chain_stream_options(store, cfg, opts, main_schema)
+            refuse_chain_stream_options(store, cfg, opts, main_schema)
             self.chain = ChainStreamStart.of(store, cfg, main_schema, opts.merge_snapshot)
             store, schema = store.with_branch(cfg.delta_branch), None
         self.store = store
@@ -471,7 +122,7 @@ class StreamPlanner:
                 ignore_consumer_progress=opts.ignore_consumer_progress or table.get(CONSUMER_IGNORE_PROGRESS),
             )
         if opts.consumer_mode is None:
-            self.opts = opts = replace(opts, consumer_mode=_consumer_mode(table.get(CONSUMER_MODE)))
+            self.opts = opts = replace(opts, consumer_mode=parse_consumer_mode(table.get(CONSUMER_MODE)))
         # 'scan.partitions' / 'filter': partitions pruned exactly in every phase; rows filtered by the executor
         # context's residual (StreamReadJob.context).
         self.selection: Selection = selection_of(
@@ -887,74 +538,3 @@ class StreamPlanner:
         if end.phase != "delta":
             return None
         return end.snapshot
-
-
-def _refuse_chain_stream_options(store: FileStore, cfg: ChainConfig, opts: StreamOptions, schema: TableSchema) -> None:
-    """What a stream of a chain table refuses, as Java's ``ChainTableFileStoreTable.newStreamScan`` does: any start
-    but the table's current content, a consumer, and a selection of partitions (the start chooses partitions)."""
-    given = []
-    if opts.mode != "latest-full":
-        given.append(
-            f"'scan.snapshot-id' = '{opts.snapshot_id}'"
-            if opts.snapshot_id is not None
-            else f"'scan.tag-name' = '{opts.tag_name}'"
-            if opts.tag_name is not None
-            else "'scan.timestamp-millis' / 'scan.timestamp'"
-            if opts.timestamp_millis is not None
-            else f"'scan.mode' = '{opts.mode}'"
-        )
-    consumer = opts.consumer_id or schema.core_options.get(CONSUMER_ID)
-    if consumer:
-        given.append(f"'{CONSUMER_ID.key}' = '{consumer}'")
-    if opts.scan_partitions is not None:
-        given.append(f"'{SCAN_PARTITIONS_KEY}'")
-    if opts.filter is not None:
-        selection = selection_of(ReadOptions(filter=opts.filter), schema)
-        on_partitions = sorted(tree_columns(selection.expr) & set(schema.partition_keys)) if selection.expr else []
-        if on_partitions:
-            given.append(f"a '{FILTER_KEY}' on partition columns {on_partitions}")
-    if not given:
-        return
-    raise ChainTableError(
-        f"Chain table {store.table_path}: a stream of a chain table starts from the table's current content (the "
-        "latest snapshot partition of each group and the later delta partitions) and then follows the delta branch "
-        f"'{cfg.delta_branch}', so it refuses {', '.join(given)}, as Paimon does. Remove "
-        f"{'it' if len(given) == 1 else 'them'}, "
-        f"or stream the delta branch as an ordinary table from any position: .option('branch', '{cfg.delta_branch}') "
-        f"or load('{store.table_path}$branch_{cfg.delta_branch}')."
-    )
-
-
-def limits_of(opts: StreamOptions) -> Admission:
-    return Admission(opts.max_files, opts.max_bytes, opts.max_rows)
-
-
-def _ordered_by_bucket(schema: TableSchema) -> bool:
-    """Whether a bucket's rows must reach the sink in commit order: always for primary-key tables (a key's
-    changes), and for append tables with fixed buckets (Paimon's ordered append queue). Unaware-bucket append
-    tables (``bucket = -1``) promise no order, so their files may be read by any task."""
-    return bool(schema.primary_keys) or schema.core_options.bucket != -1
-
-
-def task_groups(
-    splits: Sequence[StreamSplit], schema: TableSchema, target_size: int, open_file_cost: int, min_groups: int
-) -> list[list[StreamSplit]]:
-    """The Spark tasks of one micro-batch, packed like a batch read's splits (``target_size`` bytes per task,
-    each file weighing at least ``open_file_cost``, at least ``min_groups`` tasks while there is more than one
-    unit to spread). Where order matters (:func:`_ordered_by_bucket`) a unit is every split of one (partition,
-    bucket), kept in commit order; otherwise it is one split, which for an append table is one file (the
-    planner's rule), so a micro-batch of one bucket still keeps every core busy."""
-    units: list[list[StreamSplit]]
-    if _ordered_by_bucket(schema):
-        by_bucket: dict[tuple[bytes, int], list[StreamSplit]] = {}
-        for s in splits:  # splits come in commit order; a bucket's stay together and in that order
-            first = s.splits[0]
-            by_bucket.setdefault((first.partition, first.bucket), []).append(s)
-        units = list(by_bucket.values())
-    else:
-        units = [[s] for s in splits]
-    weights = [
-        split_weight(sum(s.size_bytes for s in unit), sum(s.file_count for s in unit), open_file_cost) for unit in units
-    ]
-    packed = pack_weights(weights, target_size, min_groups=max(min_groups, 1))
-    return [[s for j in idx for s in units[j]] for idx in packed]

@@ -18,14 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyspark_paimon.datasource.merge.merge import MergeError
-from pyspark_paimon.datasource.read import read as engine_read
-from pyspark_paimon.datasource.read.read import (
-    ReadContext,
-    coalesce_batches,
-    key_sections,
-    read_split,
-    referenced_columns,
-)
+from pyspark_paimon.datasource.read import file_read
+from pyspark_paimon.datasource.read.merged_read import key_sections
+from pyspark_paimon.datasource.read.read import coalesce_batches, read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, referenced_columns
 from pyspark_paimon.errors import CorruptMetadataError, DataFileError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
@@ -207,6 +203,14 @@ def test_append_schema_evolution_rename_add_and_widen(tmp_path: Path) -> None:
     ctx = context(tmp_path, s1, {0: s0, 1: s1})
     assert read(ctx, split_of(tmp_path, [f0, f1])) == [{"a2": "x", "n": 7, "c": None}, {"a2": "y", "n": 2**40, "c": 3}]
     assert ctx.output_schema().field("n").type == pa.int64()
+
+
+def test_a_changed_type_the_old_values_do_not_fit_names_the_column_and_file(tmp_path: Path) -> None:
+    s0 = make_schema([DataField(0, "k", INT), DataField(1, "n", STRING)])
+    s1 = make_schema([DataField(0, "k", INT), DataField(1, "n", INT)], schema_id=1)
+    f0 = write_file(tmp_path, s0, [{"k": 1, "n": "seven"}])
+    with pytest.raises(SchemaError, match=r"Column 'n' of data file 'data-.*' holds string values .* read type int32"):
+        read(context(tmp_path, s1, {0: s0, 1: s1}), split_of(tmp_path, [f0]))
 
 
 def test_timestamp_and_int96_like_units_are_cast_to_microseconds(tmp_path: Path) -> None:
@@ -544,7 +548,7 @@ def test_damaged_data_files_name_the_file_and_the_way_out(
     """A missing or truncated data file fails with a DataFileError naming the file and how to recover, not a
     bare FileNotFoundError / ArrowInvalid from inside pyarrow; windowed merges and raw reads alike, whether the
     file is small enough to be read whole first or is read through its handle."""
-    monkeypatch.setattr(engine_read, "_WHOLE_FILE_BYTES", whole_file_bytes)
+    monkeypatch.setattr(file_read, "_WHOLE_FILE_BYTES", whole_file_bytes)
     for pk in (False, True):
         t = catalog.create_table(
             f"db.damaged_{int(pk)}",

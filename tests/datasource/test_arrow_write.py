@@ -15,14 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon.datasource.merge.merge import MergeError
-from pyspark_paimon.datasource.write.write import (
-    KEY_FIELD_ID_START,
-    SEQUENCE_NUMBER_ID,
-    VALUE_KIND_ID,
-    TableWriter,
-    WriteContext,
-    write_batches,
-)
+from pyspark_paimon.datasource.write.data_files import KEY_FIELD_ID_START, SEQUENCE_NUMBER_ID, VALUE_KIND_ID
+from pyspark_paimon.datasource.write.write import TableWriter, write_batches
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import SchemaMismatchError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta

@@ -12,7 +12,8 @@ import pytest
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import ChainTableError
-from pyspark_paimon.planner.stream_scan import Admission, StreamOffset
+from pyspark_paimon.planner.micro_batch import Admission
+from pyspark_paimon.planner.stream_offset import StreamOffset
 
 ROW = pa.schema([("t1", pa.int64()), ("t2", pa.int64()), ("t3", pa.string()), ("op", pa.string()), ("dt", pa.string())])
 OPTIONS = {

@@ -12,7 +12,7 @@ import pytest
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
-from pyspark_paimon.planner.stream_scan import StreamOffset
+from pyspark_paimon.planner.stream_offset import StreamOffset
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_rk", pa.string())])
 

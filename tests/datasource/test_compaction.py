@@ -1,4 +1,4 @@
-"""Compaction without Spark (datasource/compact/compact.py): same rows before and after for every merge engine, LSM
+"""Compaction without Spark (datasource/compact/): same rows before and after for every merge engine, LSM
 layout and COMPACT commits as Java writes them, retraction dropping, rolling, races, crashes, append tables, automatic
 compaction after writes."""
 
@@ -16,7 +16,11 @@ import pytest
 
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.datasource.compact import compact as compact_mod
-from pyspark_paimon.datasource.compact.compact import CompactPlan, compact, plan_compaction, run_in_process
+from pyspark_paimon.datasource.compact.bucket_rewrite import compact_bucket
+from pyspark_paimon.datasource.compact.compact import compact
+from pyspark_paimon.datasource.compact.compact_plan import CompactPlan, plan_compaction
+from pyspark_paimon.datasource.compact.compact_runners import run_in_process
+from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitConflictError
 from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_COMPACT, KIND_ADD, KIND_DELETE, ManifestEntry
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -412,7 +416,7 @@ def test_crash_mid_compaction_leaves_table_readable(tmp_path: Path) -> None:
     snapshots = len(t.snapshots())
 
     def crashing(plan: CompactPlan) -> list[CommitMessage]:
-        compact_mod.compact_bucket(plan.context, plan.tasks[0])  # files written, never committed
+        compact_bucket(plan.context, plan.tasks[0])  # files written, never committed
         raise KeyboardInterrupt("killed")
 
     with pytest.raises(KeyboardInterrupt):
@@ -429,7 +433,7 @@ def test_failing_task_deletes_its_outputs(tmp_path: Path, monkeypatch: pytest.Mo
     for i in range(2):
         t.write_arrow(batch(list(range(3000)), "v" * 10, i))
     files_before = {p.name for p in (Path(t.store.table_path) / "bucket-0").iterdir()}
-    real = compact_mod.TableWriter.write_compacted
+    real = TableWriter.write_compacted
     calls = []
 
     def fail_later(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -438,7 +442,7 @@ def test_failing_task_deletes_its_outputs(tmp_path: Path, monkeypatch: pytest.Mo
             raise OSError("disk full")
         real(self, *args, **kwargs)
 
-    monkeypatch.setattr(compact_mod.TableWriter, "write_compacted", fail_later)
+    monkeypatch.setattr(TableWriter, "write_compacted", fail_later)
     with pytest.raises(OSError, match="disk full"):
         t.maintenance.compact(full=True)
     assert {p.name for p in (Path(t.store.table_path) / "bucket-0").iterdir()} == files_before

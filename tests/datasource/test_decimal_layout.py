@@ -18,8 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.read.read import ReadMetrics, select_row_groups
-from pyspark_paimon.datasource.write import write as write_module
+from pyspark_paimon.datasource.read.file_read import select_row_groups
+from pyspark_paimon.datasource.read.read_context import ReadMetrics
+from pyspark_paimon.datasource.write import data_files
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.types.model import AtomicType
@@ -139,7 +140,7 @@ def test_round_trip_extremes_append_and_primary_key(catalog: Catalog) -> None:
 def test_old_fixed_len_layout_still_reads_and_merges(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     t = catalog.create_table("db.t", ddl(), primary_keys=["id"], options={"bucket": "1"})
     with monkeypatch.context() as m:  # what versions before Java's layout wrote
-        m.setattr(write_module, "PARQUET_LAYOUT", {})
+        m.setattr(data_files, "PARQUET_LAYOUT", {})
         t.write_arrow(arrow_rows(list(range(12))))
     newer = arrow_rows(list(range(6, 18)))
     t.write_arrow(newer)
@@ -153,7 +154,7 @@ def test_old_fixed_len_layout_still_reads_and_merges(catalog: Catalog, monkeypat
     # the manifest statistics do not depend on the layout: same rows, same min/max/null counts
     old_meta = files_of_snapshot(t, 1)
     with monkeypatch.context() as m:
-        m.setattr(write_module, "PARQUET_LAYOUT", {})
+        m.setattr(data_files, "PARQUET_LAYOUT", {})
         t.write_arrow(newer)
     legacy_meta = files_of_snapshot(t, 3)
     [new_meta] = files_of_snapshot(t, 2)
@@ -185,7 +186,7 @@ def test_row_group_statistics_of_both_layouts_skip(tmp_path, monkeypatch: pytest
     their statistics itself) and for the old FIXED_LEN_BYTE_ARRAY files."""
     t = Catalog(str(tmp_path / "wh")).create_table("db.t", ddl())
     if legacy:
-        monkeypatch.setattr(write_module, "PARQUET_LAYOUT", {})
+        monkeypatch.setattr(data_files, "PARQUET_LAYOUT", {})
     t.write_arrow(arrow_rows(list(range(12))))
     [path] = parquet_files(t)
     f = pq.ParquetFile(path)

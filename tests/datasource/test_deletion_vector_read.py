@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyspark_paimon.datasource.read.read import _keep_mask
+from pyspark_paimon.datasource.read.file_read import _keep_mask
 from pyspark_paimon.errors import CorruptMetadataError
 
 

@@ -1,4 +1,4 @@
-"""Writes to deletion-vector primary-key tables (datasource/compact/compact.py ``_DvLookup``): every commit is followed
+"""Writes to deletion-vector primary-key tables (datasource/compact/dv_lookup.py ``DvLookup``): every commit is followed
 by Java's lookup compaction, so the rows are visible at once, no file stays at level 0, and the older rows the
 new ones supersede are marked in deletion vectors of files that were not rewritten. Checked against a model of
 the merge engines; Java, Spark, pypaimon and pypaimon-rust reading the same tables: tests/interop/test_java.py
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.datasource.compact import compact as compact_mod
+from pyspark_paimon.datasource.compact import compact_runners, dv_lookup
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files
@@ -192,7 +192,7 @@ def test_a_failed_write_leaves_nothing_visible(tmp_path: Path, monkeypatch: pyte
             t.write_arrow(batch([1], "lost"))
     assert len(t.snapshots()) == before and state(t)[1] == ("a", 1)
     with monkeypatch.context() as m:
-        m.setattr(compact_mod, "compact_bucket", broken)
+        m.setattr(compact_runners, "compact_bucket", broken)
         t.write_arrow(batch([2], "late"))  # committed; the compaction after it failed (logged)
     assert state(t)[2] == ("a", 1)
     assert 0 in {e.file.level for e in t.store.live_entries(t.latest_snapshot())}
@@ -296,13 +296,13 @@ def test_lookup_reads_only_older_files_whose_key_range_holds_a_new_key(
     files = {e.file.file_name: e.file for e in t.store.live_entries(t.latest_snapshot())}
     low = next(name for name, f in files.items() if f.row_count == 100)
     read: list[str] = []
-    real = compact_mod.read_data_file
+    real = dv_lookup.read_data_file
 
     def counting(ctx: Any, split: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
         read.append(f.file_name)
         return real(ctx, split, f, *args, **kwargs)
 
-    monkeypatch.setattr(compact_mod, "read_data_file", counting)
+    monkeypatch.setattr(dv_lookup, "read_data_file", counting)
     t.write_arrow(batch(range(2000, 2010), "c"))  # above every stored key
     assert not set(read) & set(files)
     read.clear()

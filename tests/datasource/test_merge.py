@@ -391,6 +391,12 @@ def test_aggregation_sum_with_retraction_and_types() -> None:
     ]
 
 
+def test_an_aggregate_that_outgrows_its_decimal_column_says_to_widen_it() -> None:
+    t = kv([(1, 1, I, decimal.Decimal("9.5")), (1, 2, I, decimal.Decimal("9.5"))], {"v": pa.decimal128(2, 1)})
+    with pytest.raises(MergeError, match=r"'sum' of column 'v' produced a value .* decimal128\(2, 1\).*Widen"):
+        merge(t, "aggregation", {"fields.v.aggregate-function": "sum"})
+
+
 def test_aggregation_last_value_retraction() -> None:
     types = {"lv": pa.string(), "lnn": pa.string()}
     opts = {"fields.lv.aggregate-function": "last_value"}

@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.datasource.read import read as arrow_read
-from pyspark_paimon.datasource.read.read import ReadMetrics, select_row_groups
+from pyspark_paimon.datasource.read import file_read
+from pyspark_paimon.datasource.read.file_read import select_row_groups
+from pyspark_paimon.datasource.read.read_context import ReadMetrics
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression
 from tests.engine_read import read_arrow as engine_read_arrow
 from tests.engine_read import read_job as engine_read_job
@@ -104,13 +105,13 @@ def test_pk_raw_convertible_only(catalog: Catalog) -> None:
 def test_projection_reads_only_needed_columns(catalog: Catalog, monkeypatch: Any) -> None:
     t = _table(catalog)
     seen: list[list[str]] = []
-    original = arrow_read._FileReader.batches
+    original = file_read._FileReader.batches
 
     def spy(self: Any, columns: list[str], batch_size: int, row_groups: Any = None) -> Any:
         seen.append(list(columns))
         return original(self, columns, batch_size, row_groups)
 
-    monkeypatch.setattr(arrow_read._FileReader, "batches", spy)
+    monkeypatch.setattr(file_read._FileReader, "batches", spy)
     job = t.scan(columns=["v"]).read_job()
     assert job.context.read_fields == ("v",)
     out = job.to_arrow()

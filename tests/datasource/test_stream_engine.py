@@ -13,8 +13,10 @@ from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_str
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.micro_batch import Admission, task_groups
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.stream_scan import Admission, StreamOffset, StreamOptions, task_groups
+from pyspark_paimon.planner.stream_offset import StreamOffset
+from pyspark_paimon.planner.stream_options import StreamOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 TARGET, OPEN_COST = 128 << 20, 64 << 10  # the default source.split.target-size and open-file-cost

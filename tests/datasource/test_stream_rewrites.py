@@ -22,8 +22,9 @@ from pyspark_paimon.errors import SnapshotNotFoundError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.rollback import rollback_to
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.planner.micro_batch import Admission
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.stream_scan import Admission, StreamOffset
+from pyspark_paimon.planner.stream_offset import StreamOffset
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

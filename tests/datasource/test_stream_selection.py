@@ -12,7 +12,7 @@ from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_str
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.stream_scan import StreamOffset
+from pyspark_paimon.planner.stream_offset import StreamOffset
 
 SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.int64())])
 

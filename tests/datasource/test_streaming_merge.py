@@ -12,8 +12,10 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyspark_paimon.datasource.read.read import ReadContext, ReadMetrics, read_merged, read_split
-from pyspark_paimon.datasource.write.write import ROW_GROUP_ROWS
+from pyspark_paimon.datasource.read.merged_read import read_merged
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext, ReadMetrics
+from pyspark_paimon.datasource.write.data_files import ROW_GROUP_ROWS
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta

@@ -10,7 +10,7 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
-from pyspark_paimon.planner.stream_scan import StreamOffset
+from pyspark_paimon.planner.stream_offset import StreamOffset
 from tests.oracle.java_oracle import JavaOracle
 
 

@@ -216,6 +216,11 @@ def test_bad_values_raise_schema_error(value, t):
         row_bytes([value], [t])
 
 
+def test_an_arrow_column_that_does_not_convert_names_its_position_and_type():
+    with pytest.raises(SchemaError, match="Column 0 of Arrow type string cannot be used as Paimon INT.*Cast"):
+        encode_rows([pa.array(["seven"])], [INT])
+
+
 def test_value_count_mismatch():
     with pytest.raises(SchemaError):
         row_bytes([1, 2], [INT])

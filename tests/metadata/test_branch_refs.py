@@ -12,7 +12,8 @@ from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk
 
 from pyspark_paimon.errors import BranchConflictError, OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.maintenance.expire import expire_branches, expire_snapshots
-from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.lineage import LINEAGE_FILE
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, branch_path
 from pyspark_paimon.metadata.store import FileStore

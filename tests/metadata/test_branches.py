@@ -25,7 +25,8 @@ from pyspark_paimon.errors import (
     TagNotFoundError,
 )
 from pyspark_paimon.metadata.io.fileio import FileIO
-from pyspark_paimon.metadata.refs.branches import LINEAGE_FILE, BranchManager
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.lineage import LINEAGE_FILE
 from pyspark_paimon.metadata.snapshots.snapshot import SnapshotManager, now_millis
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
@@ -463,24 +464,37 @@ class SlowFileIO(FileIO):
 
 
 def publish_while_reading(table: Table, publish: Any, old: list[tuple], new: list[tuple]) -> int:
-    """Run ``publish()`` while a thread keeps reading main; every read must be exactly old or new."""
+    """Run ``publish()`` while a thread keeps reading main; every read must be exactly old or new. Returns how
+    many reads ran entirely while the publish did (started after it began, finished before it returned): the
+    reads that could have seen a half-published state."""
     seen: list[list[tuple]] = []
+    during = 0
     errors: list[BaseException] = []
     stop = threading.Event()
+    publishing = threading.Event()  # set while publish() runs
+    published = threading.Event()  # set once publish() returned
 
     def reader() -> None:
+        nonlocal during
         while not stop.is_set():
+            started = publishing.is_set() and not published.is_set()
             try:
                 seen.append(rows(Table(FileStore(FileIO("file"), table.store.table_path)).scan().to_arrow()))
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
                 return
+            if started and not published.is_set():
+                during += 1
 
     th = threading.Thread(target=reader)
     th.start()
     try:
         time.sleep(0.05)
-        publish()
+        publishing.set()
+        try:
+            publish()
+        finally:
+            published.set()
         time.sleep(0.05)
     finally:
         stop.set()
@@ -489,7 +503,7 @@ def publish_while_reading(table: Table, publish: Any, old: list[tuple], new: lis
     mixed = [s for s in seen if s != old and s != new]
     assert not mixed, f"a reader saw a state that is neither old nor new: {mixed[0]}"
     assert seen[0] == old and seen[-1] == new
-    return len(seen)
+    return during
 
 
 @pytest.mark.parametrize("fix_commits", [3, 2, 1], ids=["branch-longer", "same-length", "branch-shorter"])
@@ -525,8 +539,8 @@ def test_data_correction_workflow(catalog: Catalog, fix_commits: int) -> None:
     assert rows(t.scan().to_arrow()) == old
 
     manager = BranchManager(FileStore(SlowFileIO(0.05), t.store.table_path))
-    n = publish_while_reading(t, lambda: manager.fast_forward("fix", force=True), old, new)
-    assert n >= 3, "the reader overlapped the publish"
+    during = publish_while_reading(t, lambda: manager.fast_forward("fix", force=True), old, new)
+    assert during >= 5, f"only {during} read(s) ran while the publish did"
     head = 2 + fix_commits
     assert SnapshotManager(t.store.fileio, t.store.table_path).list_ids() == list(range(1, head + 1))
     assert Path(t.store.table_path, "snapshot/LATEST").read_text() == str(head)
@@ -544,7 +558,8 @@ def test_safe_fast_forward_with_a_concurrent_reader(table: Table) -> None:
         dev.write_arrow(batch([10 + i], "e", [i]))
     old, new = rows(table.scan().to_arrow()), rows(dev.scan().to_arrow())
     manager = BranchManager(FileStore(SlowFileIO(0.03), table.store.table_path))
-    publish_while_reading(table, lambda: manager.fast_forward("dev"), old, new)
+    during = publish_while_reading(table, lambda: manager.fast_forward("dev"), old, new)
+    assert during >= 5, f"only {during} read(s) ran while the publish did"
 
 
 def test_replace_main_with_a_concurrent_reader(table: Table) -> None:
@@ -552,7 +567,8 @@ def test_replace_main_with_a_concurrent_reader(table: Table) -> None:
     table.on_branch("fresh").write_arrow(batch([1], "n", [1]))
     old, new = rows(table.scan().to_arrow()), [(1, "n", 1)]
     manager = BranchManager(FileStore(SlowFileIO(0.03), table.store.table_path))
-    publish_while_reading(table, lambda: manager.replace_main("fresh", keep_previous_as="prev"), old, new)
+    during = publish_while_reading(table, lambda: manager.replace_main("fresh", keep_previous_as="prev"), old, new)
+    assert during >= 5, f"only {during} read(s) ran while the publish did"
 
 
 def test_a_commit_racing_the_publish_is_kept(table: Table) -> None:

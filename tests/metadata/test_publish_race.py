@@ -19,7 +19,8 @@ from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import ManifestStore
-from pyspark_paimon.metadata.refs.branches import PUBLISH_FILLER_USER, BranchManager, PublishResult
+from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.refs.publish import PUBLISH_FILLER_USER, PublishResult
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, SnapshotManager
 from pyspark_paimon.metadata.store import FileStore
 

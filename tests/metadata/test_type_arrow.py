@@ -5,8 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon.errors import UnsupportedTypeError
+from pyspark_paimon.errors import SchemaError, UnsupportedTypeError
 from pyspark_paimon.metadata.types.arrow import (
+    cast_array,
     from_arrow_schema,
     from_arrow_type,
     to_arrow_field,
@@ -203,3 +204,21 @@ def test_arrow_round_trip_of_spark_types() -> None:
     )
     fields, _ = assign_field_ids(from_arrow_schema(schema))
     assert to_arrow_schema(fields) == schema
+
+
+def test_cast_array_keeps_an_array_of_the_type_and_raises_the_callers_error() -> None:
+    ints = pa.array([1, 2], pa.int32())
+    assert cast_array(ints, pa.int32(), SchemaError) is ints
+    assert cast_array(ints, pa.int64(), SchemaError).to_pylist() == [1, 2]
+    reasons: list[str] = []
+
+    def error(reason: str) -> SchemaError:
+        reasons.append(reason)
+        return SchemaError(f"column n: {reason}")
+
+    with pytest.raises(SchemaError, match="column n: ") as err:
+        cast_array(pa.array([300], pa.int32()), pa.int8(), error)  # overflow: not safe
+    assert isinstance(err.value.__cause__, pa.ArrowInvalid) and reasons == [str(err.value.__cause__)]
+    assert cast_array(pa.array([300], pa.int32()), pa.int8(), error, safe=False).type == pa.int8()
+    with pytest.raises(SchemaError, match="column n: "):
+        cast_array(pa.array([[1]], pa.list_(pa.int32())), pa.int32(), error)  # no such conversion

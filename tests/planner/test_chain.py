@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.errors import ChainTableError, PaimonError
+from pyspark_paimon.errors import BranchError, ChainTableError, PaimonError
+from pyspark_paimon.metadata.identifier import validate_branch_name
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.types.model import AtomicType
 from pyspark_paimon.planner.chain.config import ChainConfig, validate_chain_definition
@@ -97,6 +98,21 @@ def test_validation(parts: list[str], pks: list[str], change: dict[str, str | No
             opts.pop(k, None)
     with pytest.raises(ChainTableError, match=match):
         validate_chain_definition(parts, pks, opts, "t")
+
+
+@pytest.mark.parametrize("name", ["a.b", "main", "", "  ", "42", "a$b", "a/b"])
+@pytest.mark.parametrize("which", ["snapshot_branch", "delta_branch"])
+def test_chain_branch_names_follow_the_one_branch_name_rule(catalog: Catalog, name: str, which: str) -> None:
+    """Catalog.create_chain_table refuses a branch name with exactly the error every branch operation gives
+    (``validate_branch_name``), before anything is written."""
+    with pytest.raises(BranchError) as rule:
+        validate_branch_name(name)
+    with pytest.raises(BranchError) as created:
+        catalog.create_chain_table(
+            "default.named", SCHEMA, partition_keys=["dt"], primary_keys=["dt", "t1"], options=BASE, **{which: name}
+        )
+    assert str(created.value) == str(rule.value)
+    assert not catalog.table_exists("default.named")
 
 
 def test_validation_on_create_and_set_options(catalog: Catalog) -> None:

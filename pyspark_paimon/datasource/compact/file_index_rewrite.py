@@ -20,8 +20,9 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from pyspark_paimon.datasource.compact.compact import MAX_ATTEMPTS, PartitionSpecs, partition_matcher
-from pyspark_paimon.datasource.read.read import read_file_columns
+from pyspark_paimon.datasource.compact.compact import MAX_ATTEMPTS
+from pyspark_paimon.datasource.compact.compact_plan import PartitionSpecs, partition_matcher
+from pyspark_paimon.datasource.read.file_read import read_file_columns
 from pyspark_paimon.errors import CommitConflictError
 from pyspark_paimon.metadata.fileindex.index_spec import (
     INDEX_FILE_SUFFIX,

@@ -14,7 +14,7 @@ Keys only the top level holds did not change and produce nothing. Each changelog
 the row it copies. A lower-level file that compaction moves to the top level unchanged (an upgrade) reports each of
 its additions as ``+I``: no key it holds can be at the top level already.
 
-Rows are tables as :func:`pyspark_paimon.datasource.read.read.read_merged` returns them (every column, plus
+Rows are tables as :func:`pyspark_paimon.datasource.read.merged_read.read_merged` returns them (every column, plus
 ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``); the keys are joined with Arrow, never compared row by row in Python.
 """
 

@@ -33,7 +33,10 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.compact.full_changelog import full_compaction_changelog
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND, is_retract
-from pyspark_paimon.datasource.read.read import ReadContext, java_order, merge_records, read_data_file, read_records
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.key_probes import read_records
+from pyspark_paimon.datasource.read.merged_read import java_order, merge_records
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import (
@@ -47,7 +50,8 @@ from pyspark_paimon.planner.split import DataSplit
 
 
 class CompactStep(Protocol):
-    """What this module needs of :class:`~pyspark_paimon.datasource.compact.compact.CompactTask` (which imports it)."""
+    """What this module needs of :class:`~pyspark_paimon.datasource.compact.compact_plan.CompactTask` (whose
+    module imports this one)."""
 
     @property
     def older_files(self) -> tuple[DataFileMeta, ...]: ...

@@ -8,9 +8,11 @@ from typing import Callable
 import pyarrow as pa
 
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_records
+from pyspark_paimon.datasource.read.key_probes import read_records
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.write.postpone import POSTPONE_DIRECTORY, ordered_by_writer, refuse_unreadable
-from pyspark_paimon.datasource.write.write import TableWriter, WriteContext
+from pyspark_paimon.datasource.write.write import TableWriter
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CompactionError
 from pyspark_paimon.metadata.io.avro import read_avro
 from pyspark_paimon.metadata.io.fileio import FileIO
@@ -21,7 +23,6 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, commit_or_abort
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
 
 
@@ -69,14 +70,7 @@ def compact_postpone(
         return None
     refuse_unreadable([f for files in postponed.values() for f in files], schema, store.table_path)
     user = options.new_commit_user()
-    read_ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: branch_schemas(store)},
-        branch=store.branch,
-        options=dict(schema.options),
-    )
+    read_ctx = ReadContext.for_store(store, schema)
     write_ctx = WriteContext.for_store(store, user)
     # Compaction always routes into real buckets, whatever the write option says.
     write_ctx = replace(write_ctx, options={**write_ctx.options, POSTPONE_BATCH_WRITE_FIXED_BUCKET.key: "true"})

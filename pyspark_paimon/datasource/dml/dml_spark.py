@@ -2,18 +2,18 @@
 driver commits once.
 
 1. The driver checks the source's keys are unique (one small aggregation job) and, unless target-only rows
-   matter (``when_not_matched_by_source_*``), collects the source's distinct keys (up to ``dml._PRUNE_KEYS``,
+   matter (``when_not_matched_by_source_*``), collects the source's distinct keys (up to ``change_target.PRUNE_KEYS``,
    else their range: one more small job) to plan only the target's partitions, buckets and files they can
    touch, as the Arrow merge does; then it plans the target (one unit per primary-key split, per append file).
 2. Executors read the target units (:func:`read_units`, through ``mapInArrow``: the same engine reads as
-   ``datasource.dml``, with each append row's position in its file), and Spark joins them with the source on
+   the Arrow DML, with each append row's position in its file), and Spark joins them with the source on
    the keys (full outer when target-only rows matter: ``when_not_matched_by_source_*`` or copy-on-write;
    source-preserving when there are insert clauses; inner otherwise).
 3. The joined rows are repartitioned by unit, so a task holds all rows of each unit it touches, and each task
    applies the clauses (:meth:`MergeBuilder.decide`, the Arrow merge's own rules) and writes its part of the
    change with its own writer (:func:`merge_tasks`): retractions and upserts, rewritten files, or the deletion
    vectors to add; what it wrote travels back pickled.
-4. The driver commits every part as ONE snapshot (``dml.commit_change``); a failed commit removes the files.
+4. The driver commits every part as ONE snapshot (``change_commit.commit_change``); a failed commit removes the files.
 
 Nothing here imports pyspark: only the DataFrame's own methods are called (``createDataFrame``, ``mapInArrow``,
 ``selectExpr``, ``join``, ``repartition``, ``collect``), so it works on classic Spark and Spark Connect alike.
@@ -31,21 +31,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.dml.dml import (
-    _PRUNE_KEYS,
-    MergeBuilder,
-    MergeResult,
-    Written,
-    _refuse_foreign,
-    _Target,
-    _writes_vectors,
-    commit_change,
-    key_prune,
-    read_unit,
-    write_change,
-)
+from pyspark_paimon.datasource.dml.change_commit import MergeResult, Written, commit_change, write_change
+from pyspark_paimon.datasource.dml.change_rules import refuse_foreign, writes_vectors
+from pyspark_paimon.datasource.dml.change_target import PRUNE_KEYS, Target, key_prune, read_unit
+from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
-from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -127,7 +119,7 @@ def merge_tasks(plan: _Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
     s_idx = (np.cumsum(smask) - 1)[both].astype(np.int64)
     builder = plan.builder.with_source(source)
     deleted, updated, new_rows, inserts = builder.decide(plan.schema, rows, source, t_idx, s_idx)
-    target = _Target(rows)
+    target = Target(rows)
     if not plan.schema.primary_keys:
         units = joined.column(UNIT).filter(pa.array(tmask)).to_numpy(zero_copy_only=False).astype(np.int64)
         target.files = [(u, u.files[0]) for u in plan.units]
@@ -189,15 +181,15 @@ class SparkMergeBuilder(MergeBuilder):
     def _plan(
         self, store: FileStore, schema: TableSchema, prune: Sequence[Leaf] = ()
     ) -> tuple[_Plan, Snapshot | None, int]:
-        vectors = _writes_vectors(schema)
+        vectors = writes_vectors(schema)
         if schema.primary_keys:
             job = prepare_read(store, ReadOptions.from_options({}), list(prune))
-            _refuse_foreign(job.planned.kind, store)
+            refuse_foreign(job.planned.kind, store)
             read, units, snapshot = job.context, list(job.splits), job.plan.snapshot
             files_read = job.plan.counters.files_selected
         else:
             planned = plan_read(store, ReadOptions.from_options({}), list(prune))
-            _refuse_foreign(planned.kind, store)
+            refuse_foreign(planned.kind, store)
             # Files are rewritten whole: the read must not skip row groups by the pruning predicate.
             read = ReadContext.for_plan(store, replace(planned, predicate=(), selection=None))
             units = [replace(s, files=(f,)) for s in planned.plan.splits for f in s.files]
@@ -208,8 +200,8 @@ class SparkMergeBuilder(MergeBuilder):
 
     @staticmethod
     def _frame_key_prune(frame: Any, schema: TableSchema, on: list[str], src_on: list[str]) -> list[Leaf]:
-        """Pruning leaves from the source DataFrame's keys (see :func:`dml.key_prune`): its distinct keys when
-        there are at most ``_PRUNE_KEYS``, else each key column's range. Only key types whose Python values
+        """Pruning leaves from the source DataFrame's keys (see :func:`change_target.key_prune`): its distinct keys when
+        there are at most ``PRUNE_KEYS``, else each key column's range. Only key types whose Python values
         Spark returns exactly as Paimon compares them (integers, strings, dates, decimals) prune."""
         arrow = schema.arrow_schema()
         exact = (pa.types.is_integer, pa.types.is_string, pa.types.is_large_string, pa.types.is_date)
@@ -222,8 +214,8 @@ class SparkMergeBuilder(MergeBuilder):
             return []
         valid = " AND ".join(f"`{sk}` IS NOT NULL" for _, sk in usable)
         keys = frame.where(valid).selectExpr(*[f"`{sk}` AS `{k}`" for k, sk in usable]).distinct()
-        rows = keys.limit(_PRUNE_KEYS + 1).collect()
-        if len(rows) <= _PRUNE_KEYS:
+        rows = keys.limit(PRUNE_KEYS + 1).collect()
+        if len(rows) <= PRUNE_KEYS:
             table = pa.table({k: pa.array([r[k] for r in rows], arrow.field(k).type) for k, _ in usable})
             return key_prune(table, [k for k, _ in usable])
         bounds = keys.selectExpr(

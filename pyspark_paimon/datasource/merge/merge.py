@@ -49,6 +49,7 @@ from pyspark_paimon.metadata.schema.options import (
     removed_aggregate_function_error,
     validate_merge_options,
 )
+from pyspark_paimon.metadata.types.arrow import cast_array
 
 __all__ = [
     "SEQUENCE_NUMBER",
@@ -378,16 +379,16 @@ def _hash_aggregate(
     return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result
 
 
-def _cast_back(result: pa.Array, target: pa.DataType, field: str, func: str) -> pa.Array:
-    if result.type == target:
-        return result
-    try:
-        return result.cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise MergeError(
+def _to_column_type(result: pa.Array, target: pa.DataType, field: str, func: str) -> pa.Array:
+    """An aggregation's ``result`` back in its column's type ``target``."""
+    return cast_array(
+        result,
+        target,
+        lambda reason: MergeError(
             f"Aggregate function '{func}' of column '{field}' produced a value that does not fit "
-            f"the column type {target} ({exc}). Widen the column type."
-        ) from exc
+            f"the column type {target} ({reason}). Widen the column type."
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -618,7 +619,7 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
             result = _hash_aggregate(groups, _mask_to_null(signed, active & in_last), "sum", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type {target}.") from exc
-        return _cast_back(result, target, name, func)
+        return _to_column_type(result, target, name, func)
     if func == "product":
         if pa.types.is_integer(target) or pa.types.is_floating(target):
             return _checked_product(table, rows, col, name, valid, active)
@@ -634,18 +635,18 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
             raise MergeError(
                 f"Aggregate function 'product' does not support column '{name}' of type {target}."
             ) from exc
-        return _cast_back(result, target, name, func)
+        return _to_column_type(result, target, name, func)
     if func in ("min", "max"):
         try:
             result = _hash_aggregate(groups, _mask_to_null(col, adds), func, skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(f"Aggregate function '{func}' does not support column '{name}' of type {target}.") from exc
-        return _cast_back(result, target, name, func)
+        return _to_column_type(result, target, name, func)
     if func in ("bool_and", "bool_or"):
         if not pa.types.is_boolean(target):
             raise MergeError(f"Aggregate function '{func}' needs a BOOLEAN column; '{name}' is {target}.")
         result = _hash_aggregate(groups, _mask_to_null(col, adds), "all" if func == "bool_and" else "any", skip_nulls)
-        return _cast_back(result, target, name, func)
+        return _to_column_type(result, target, name, func)
     if func in ("first_value", "first_non_null_value"):
         # Java's aggregator remembers that it took a value (a flag a DELETE's re-initialisation does not
         # reset): after an init row, a later value is taken only if the key never had one before.
@@ -678,7 +679,7 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
         items = col.take(pa.array(chosen, pa.int64()))
         items = items.combine_chunks() if isinstance(items, pa.ChunkedArray) else items
         lists = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items)
-        joined = _cast_back(pc.binary_join(lists, delimiter), target, name, func)
+        joined = _to_column_type(pc.binary_join(lists, delimiter), target, name, func)
         # Nothing to join: NULL, or the init row's own (NULL or blank) value.
         init_row = rows.last_seg_row
         fallback = _take_or_null(col, np.where(rows.init[init_row], init_row, -1))

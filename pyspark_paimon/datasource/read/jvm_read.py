@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from pyspark_paimon.datasource.jobs import ReadJob
-from pyspark_paimon.datasource.read.read import _format_of
+from pyspark_paimon.datasource.read.file_read import format_of
 from pyspark_paimon.datasource.read.routing import Routing, split_key
 from pyspark_paimon.errors import UnsupportedTypeError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
@@ -103,7 +103,7 @@ def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | 
         for f in split.files:
             branch = split.file_branches.get(f.file_name, ctx.branch)
             dfile = split.deletion_files.get(f.file_name)
-            key = (branch, f.schema_id, _format_of(f, options), relabel, dfile is not None)
+            key = (branch, f.schema_id, format_of(f, options), relabel, dfile is not None)
             if key not in groups:
                 groups[key] = (ctx.file_schema(split, f), [])
             groups[key][1].append(_no_glob(ctx.fileio.uri(split.file_path(f))))

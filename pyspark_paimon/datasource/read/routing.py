@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark_paimon.datasource.read.read import ReadContext, _format_of
+from pyspark_paimon.datasource.read.file_read import format_of
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import ArrayType, AtomicType, DataField, DataType, MapType, RowType
 from pyspark_paimon.planner.read_plan import PlannedRead
@@ -116,9 +117,9 @@ def _split_reason(planned: PlannedRead, ctx: ReadContext, split: DataSplit) -> s
         vector = f.file_name in split.deletion_files
         if primary and f.delete_row_count != 0:  # unknown (None) counts as some: row kinds would be needed
             return "retractions"
-        if _format_of(f, options) not in JVM_FORMATS:
-            return f"{_format_of(f, options)} files"
-        if vector and _format_of(f, options) != "parquet":
+        if format_of(f, options) not in JVM_FORMATS:
+            return f"{format_of(f, options)} files"
+        if vector and format_of(f, options) != "parquet":
             return "deletion vectors on ORC files"  # Spark's row_index is a Parquet feature
         reason = _evolution_reason(planned.schema, ctx.file_schema(split, f))
         if reason is not None:

@@ -38,7 +38,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read, read_planned_split
-from pyspark_paimon.datasource.read.read import ReadContext, coalesce_batches
+from pyspark_paimon.datasource.read.read import coalesce_batches
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.spark.types import to_spark_schema
 from pyspark_paimon.datasource.stream.stream_jobs import stream_store
 from pyspark_paimon.datasource.system_tables import check_system_table, read_system_table, system_table_fields
@@ -50,7 +51,7 @@ from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions, is_stream_read
 from pyspark_paimon.planner.read_plan import read_schema
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN, StreamOptions
 
 # Column types whose comparison semantics are identical in Spark and in our evaluation, so a filter on
 # them can be applied exactly by us and hidden from Spark. Floats (NaN ordering) and binary are left to Spark.

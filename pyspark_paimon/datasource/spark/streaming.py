@@ -1,13 +1,13 @@
 """Spark Structured Streaming: ``spark.readStream.format("paimon")`` and ``df.writeStream.format("paimon")``.
 
-The reader is Spark's ``DataSourceStreamReader``. Offsets are :class:`pyspark_paimon.planner.stream_scan.StreamOffset`
+The reader is Spark's ``DataSourceStreamReader``. Offsets are :class:`pyspark_paimon.planner.stream_offset.StreamOffset`
 dicts. On Spark 4.2+ ``latestOffset(start, limit)`` admits splits up to the ``read.stream.*PerTrigger`` limits
 and ``Trigger.AvailableNow`` stops at the snapshot that was latest when the query started; Spark 4.1 calls
 ``latestOffset()`` without arguments, so each micro-batch there takes every complete snapshot available.
 ``partitions(start, end)`` replans exactly the splits between two logged offsets, so a replayed batch reads the
 same rows. Splits of one (partition, bucket) stay in one task, in commit order, so that a key's changes reach
 the sink in the order they were made; unaware-bucket append tables, which promise no order, spread their files
-over every core (:func:`pyspark_paimon.planner.stream_scan.task_groups`).
+over every core (:func:`pyspark_paimon.planner.micro_batch.task_groups`).
 
 The writer is Spark's ``DataSourceStreamArrowWriter``: tasks write data files, and ``commit(messages,
 batchId)`` on the driver commits them once per micro-batch, idempotently (see
@@ -51,7 +51,9 @@ from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.schema.options import COMMIT_USER_PREFIX
 from pyspark_paimon.metadata.snapshots.commit import OverwriteSpec
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, Admission, StreamOffset, StreamSplit, limits_of
+from pyspark_paimon.planner.micro_batch import Admission, limits_of
+from pyspark_paimon.planner.stream_offset import StreamOffset, StreamSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (

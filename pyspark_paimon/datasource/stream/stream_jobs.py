@@ -35,36 +35,24 @@ from pyspark_paimon.datasource.merge.merge import (
     VALUE_KIND,
     adjacent_differ,
 )
-from pyspark_paimon.datasource.read.read import (
-    ReadContext,
-    merge_records,
-    oldest_first,
-    read_file_changes,
-    read_records,
-    read_records_of_keys,
-    read_split,
-)
+from pyspark_paimon.datasource.read.key_probes import read_records, read_records_of_keys
+from pyspark_paimon.datasource.read.merged_read import merge_records, oldest_first
+from pyspark_paimon.datasource.read.read import read_file_changes, read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import MAIN, chain_read_config
+from pyspark_paimon.planner.micro_batch import Admission, task_groups
 from pyspark_paimon.planner.predicate import tree_columns, tree_expression
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import split_packing
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.stream_scan import (
-    ROW_KIND_COLUMN,
-    Admission,
-    StreamOffset,
-    StreamOptions,
-    StreamPlanner,
-    StreamSplit,
-    task_groups,
-)
+from pyspark_paimon.planner.stream_offset import StreamOffset, StreamSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN, StreamOptions
+from pyspark_paimon.planner.stream_scan import StreamPlanner
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +116,7 @@ def _collect(ctx: ReadContext, split: DataSplit) -> pa.Table:
 @dataclass
 class DiffMetrics:
     """What comparing diff splits read (``diff_snapshots(..., metrics=)``), counted per call, like
-    :class:`~pyspark_paimon.datasource.read.read.ReadMetrics`, so concurrent diffs never mix their numbers.
+    :class:`~pyspark_paimon.datasource.read.read_context.ReadMetrics`, so concurrent diffs never mix their numbers.
 
     ``buckets_by_key``: primary-key buckets compared on the keys of the files only one side holds (every file
     read once, the shared ones reduced to those keys); ``buckets_whole``: splits compared whole, both sides read
@@ -171,8 +159,9 @@ def _sides_by_key(ctx: ReadContext, s: StreamSplit, metrics: DiffMetrics) -> tup
     Only a file one side holds can make a key differ: the candidates are the keys of those files (a file both
     sides list with another deletion vector or level counts as one of each side's own). Each file is read once
     (a shared file is the same bytes on both sides), reduced to the candidates' records, and each side's records
-    are merged with the table's merge engine as a read merges them (:func:`read.merge_records`). A key keeps
-    all its records or none, so each candidate gets exactly its merged row of a whole read.
+    are merged with the table's merge engine as a read merges them
+    (:func:`~pyspark_paimon.datasource.read.merged_read.merge_records`). A key keeps all its records or none, so
+    each candidate gets exactly its merged row of a whole read.
 
     None (the caller reads the whole bucket): a bucket on one side only or with no file in common (nothing to
     save), chain splits (file ranks and relabelled partitions belong to the whole read), a floating-point key
@@ -367,28 +356,24 @@ class StreamReadJob:
         if selection is not None and not tree_columns(selection) <= set(schema.partition_keys):
             # A selection of partitions only was applied exactly by the planner; anything else tests rows.
             residual = tree_expression(selection, schema.arrow_schema())
-        read = ReadContext(
-            fileio=self.store.fileio,
-            table_path=self.store.table_path,
-            schema=schema,
-            schemas=self._schemas(),
-            branch=self.store.branch,
-            options=dict(schema.options),
+        read = ReadContext.for_store(
+            self.store,
+            schema,
+            also=self._other_stores(),
             read_fields=self.columns,
             residual=residual,
             batch_size=self.opts.batch_size,
         )
         return StreamReadContext(read, self.opts.changelog)
 
-    def _schemas(self) -> dict[str, dict[int, TableSchema]]:
-        """Every schema of the branches the stream reads files of: a chain start reads the snapshot branch too."""
-        stores = [self.store]
-        if self.planner.chain is not None:
-            stores = [st for role, st in self.planner.chain.stores.items() if role != MAIN]
-        return {s.branch: branch_schemas(s) for s in stores}
+    def _other_stores(self) -> list[FileStore]:
+        """The other branches the stream reads files of: a chain start reads the snapshot branch too."""
+        if self.planner.chain is None:
+            return []
+        return [st for role, st in self.planner.chain.stores.items() if role != MAIN]
 
     def task_groups(self, splits: Sequence[StreamSplit]) -> list[list[StreamSplit]]:
-        """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.stream_scan.task_groups`)
+        """A micro-batch's splits packed into Spark tasks (:func:`pyspark_paimon.planner.micro_batch.task_groups`)
         with ``source.split.target-size`` and ``source.split.open-file-cost`` as a batch read takes them (the
         stream's read option, else the table's), at least one task per core."""
         schema = self.store.schema()

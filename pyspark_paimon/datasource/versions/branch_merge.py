@@ -28,7 +28,7 @@ vectors are refused (a vector is not carried by a file-level merge).
 land on top (its rows are kept), and a commit conflict (a file the merge removes is gone) re-plans the merge
 from the target's new head, up to :data:`MERGE_ATTEMPTS` times. On a primary-key table a commit (other than a
 compaction) that lands on the target between planning and commit and may hold one of the keys the source
-changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.dml.unchanged_since`): the merge's rows,
+changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.stale_reads.unchanged_since`): the merge's rows,
 sequenced before that commit's, would otherwise lose to it, and its decision for that key was made without it;
 so the merge is re-planned on top of it and both land in commit order. A writer of other keys does not disturb it.
 
@@ -49,14 +49,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_paimon.datasource.dml.dml import (
-    KIND_DELETE,
-    KIND_INSERT,
-    KIND_UPDATE_AFTER,
-    check_merge_engine,
-    key_prune,
-    unchanged_since,
-)
+from pyspark_paimon.datasource.dml.change_commit import KIND_DELETE, KIND_INSERT, KIND_UPDATE_AFTER
+from pyspark_paimon.datasource.dml.change_rules import check_merge_engine
+from pyspark_paimon.datasource.dml.change_target import key_prune
+from pyspark_paimon.datasource.dml.stale_reads import unchanged_since
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.datasource.versions.diff import diff_snapshots
 from pyspark_paimon.errors import (
@@ -73,7 +69,7 @@ from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 __all__ = [
     "BranchMergeResult",

@@ -33,7 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge.merge import KIND_DELETE, KIND_INSERT, VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_split
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.stream.stream_jobs import DiffMetrics, diff_split, kind_names
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
 from pyspark_paimon.metadata.manifests.deletion_vectors import DeletionFile, deletion_files, read_deletion_vector
@@ -45,9 +46,10 @@ from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import chain_read_config
 from pyspark_paimon.planner.read_options import ReadOptions
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.split import DataSplit
-from pyspark_paimon.planner.stream_scan import ROW_KIND_COLUMN, StreamOptions, StreamPlanner, StreamSplit
+from pyspark_paimon.planner.stream_offset import StreamSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN, StreamOptions
+from pyspark_paimon.planner.stream_scan import StreamPlanner
 from pyspark_paimon.planner.time_travel import resolve_version, version_branch
 
 __all__ = ["DiffMetrics", "Ref", "diff_snapshots", "diff_versions", "resolve_ref"]
@@ -240,14 +242,7 @@ def diff_snapshots(
                 s = replace(s, before=replace(s.before, file_branches={**s.before.file_branches, **names}))
             fixed.append(s)
         splits = fixed
-    ctx = ReadContext(
-        fileio=to_store.fileio,
-        table_path=to_store.table_path,
-        schema=schema,
-        schemas={st.branch: branch_schemas(st) for st in (from_store, to_store)},
-        branch=to_store.branch,
-        options=dict(schema.options),
-    )
+    ctx = ReadContext.for_store(to_store, schema, also=(from_store,))
     empty = ctx.output_schema().empty_table()
     empty = empty.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array([], pa.int8()))
     vector_parts: list[pa.Table] = []

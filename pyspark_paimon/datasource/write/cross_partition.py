@@ -35,7 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_data_file, read_split
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.read import read_split
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import ConflictingKeysError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -48,7 +50,6 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
-from pyspark_paimon.planner.read_plan import branch_schemas
 from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.planner.split import DataSplit
 
@@ -120,15 +121,7 @@ def bootstrap(store: FileStore, schema: TableSchema, snapshot: Snapshot | None) 
         ]
     if not splits:
         return index_schema.empty_table()
-    ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: branch_schemas(store)},
-        branch=store.branch,
-        options={**schema.options, **every_level},
-        read_fields=tuple(schema.primary_keys),
-    )
+    ctx = ReadContext.for_store(store, schema, options=every_level, read_fields=schema.primary_keys)
     key_schema = ctx.output_schema()
 
     def one(split: DataSplit) -> pa.Table:
@@ -331,13 +324,7 @@ def check_one_home_per_key(store: FileStore, schema: TableSchema, messages: Sequ
     written = [m for m in messages if m.new_files and not m.compact_before]
     if len({m.writer for m in written}) < 2:
         return
-    ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: {schema.id: schema}},
-        branch=store.branch,
-    )
+    ctx = ReadContext.for_store(store, schema)
     keys = list(schema.primary_keys)
     key_fields = [schema.field(k) for k in keys]
     types = [f.type for f in schema.partition_fields]

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.merge.merge import SEQUENCE_NUMBER, VALUE_KIND
-from pyspark_paimon.datasource.read.read import ReadContext, read_data_file
+from pyspark_paimon.datasource.read.file_read import read_data_file
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import ConflictingKeysError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -106,13 +107,7 @@ def _conflicting_keys(
     which: str,
 ) -> tuple[pa.Table, list[list[str]]]:
     """The keys of ``split`` whose versions from different writers differ, and those writers per key."""
-    ctx = ReadContext(
-        fileio=store.fileio,
-        table_path=store.table_path,
-        schema=schema,
-        schemas={store.branch: {schema.id: schema}},
-        branch=store.branch,
-    )
+    ctx = ReadContext.for_store(store, schema)
     key_fields = [schema.field(k) for k in key_names]
     writer_ids = {w: i for i, w in enumerate(sorted(set(owner.values())))}
     names = sorted(writer_ids, key=writer_ids.__getitem__)

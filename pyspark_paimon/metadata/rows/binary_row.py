@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.errors import CorruptMetadataError, SchemaError, UnsupportedTypeError
+from pyspark_paimon.metadata.types.arrow import cast_array
 
 __all__ = [
     "EMPTY_ROW",
@@ -529,16 +530,16 @@ def _as_array(column: Any) -> pa.Array:
     return column
 
 
-def _cast(arr: pa.Array, target: pa.DataType, name: str, pos: int) -> pa.Array:
-    if arr.type == target:
-        return arr
-    try:
-        return arr.cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaError(
-            f"Column {pos} of Arrow type {arr.type} cannot be used as Paimon {name}: {exc}. "
+def _to_layout_type(arr: pa.Array, target: pa.DataType, name: str, pos: int) -> pa.Array:
+    """Column ``pos`` (``arr``) in the Arrow type whose buffers the layout of Paimon type ``name`` reads."""
+    return cast_array(
+        arr,
+        target,
+        lambda reason: SchemaError(
+            f"Column {pos} of Arrow type {arr.type} cannot be used as Paimon {name}: {reason}. "
             "Cast the column to the table's type first."
-        ) from exc
+        ),
+    )
 
 
 def _null_mask(arr: pa.Array) -> np.ndarray:
@@ -565,13 +566,13 @@ def _low_bits_slot(values: np.ndarray, null: np.ndarray) -> np.ndarray:
 
 
 def _layout_numeric(arr: pa.Array, target: pa.DataType, dtype: str, name: str, pos: int) -> _ColumnLayout:
-    arr = _cast(arr, target, name, pos)
+    arr = _to_layout_type(arr, target, name, pos)
     null = _null_mask(arr)
     return _ColumnLayout(null=null, slot=_low_bits_slot(_fixed_values(arr, dtype), null))
 
 
 def _layout_boolean(arr: pa.Array, name: str, pos: int) -> _ColumnLayout:
-    arr = _cast(arr, pa.bool_(), name, pos)
+    arr = _to_layout_type(arr, pa.bool_(), name, pos)
     null = _null_mask(arr)
     values = pc.fill_null(arr, False).to_numpy(zero_copy_only=False)
     return _ColumnLayout(null=null, slot=values.astype(np.uint64))
@@ -580,7 +581,7 @@ def _layout_boolean(arr: pa.Array, name: str, pos: int) -> _ColumnLayout:
 def _time_millis(arr: pa.Array, name: str, pos: int) -> tuple[np.ndarray, np.ndarray]:
     """(millis of day int64, null mask); sub-millisecond digits truncated like Java's TIME."""
     if not pa.types.is_time(arr.type):
-        arr = _cast(arr, pa.time32("ms"), name, pos)
+        arr = _to_layout_type(arr, pa.time32("ms"), name, pos)
     null = _null_mask(arr)
     raw = _fixed_values(arr, "<i4" if pa.types.is_time32(arr.type) else "<i8").astype(np.int64)
     per_milli = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[arr.type.unit]
@@ -596,7 +597,7 @@ def _layout_time(arr: pa.Array, name: str, pos: int) -> _ColumnLayout:
 def _epoch_millis_nanos(arr: pa.Array, name: str, pos: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(epoch millis, nano of milli, null mask) of a timestamp column, floor semantics like Java."""
     if not pa.types.is_timestamp(arr.type):
-        arr = _cast(arr, pa.timestamp("us"), name, pos)
+        arr = _to_layout_type(arr, pa.timestamp("us"), name, pos)
     null = _null_mask(arr)
     raw = _fixed_values(arr, "<i8")
     nanos_per_unit = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1000, "ns": 1}[arr.type.unit]
@@ -627,7 +628,7 @@ def _layout_timestamp(arr: pa.Array, t: DataType, name: str, pos: int) -> _Colum
 
 def _layout_decimal(arr: pa.Array, t: DataType, name: str, pos: int) -> _ColumnLayout:
     precision, scale = _decimal_precision_scale(t)
-    arr = _cast(arr, pa.decimal128(max(precision, 1), scale), name, pos)
+    arr = _to_layout_type(arr, pa.decimal128(max(precision, 1), scale), name, pos)
     null = _null_mask(arr)
     words = _fixed_values(arr, "<u8", width=2).reshape(-1, 2)  # (low, high) 64-bit halves, LE
     if precision <= _MAX_COMPACT_DECIMAL_PRECISION:
@@ -657,7 +658,7 @@ def _decimal_var_layout(words: np.ndarray, null: np.ndarray) -> _ColumnLayout:
 
 def _layout_bytes(arr: pa.Array, name: str, pos: int) -> _ColumnLayout:
     """Strings/binaries: <= 7 bytes inline in the slot (top byte 0x80 | len), longer ones in the var part."""
-    arr = _cast(arr, pa.large_binary(), name, pos)
+    arr = _to_layout_type(arr, pa.large_binary(), name, pos)
     n = len(arr)
     null = _null_mask(arr)
     _, offsets_buf, data_buf = arr.buffers()

@@ -589,7 +589,7 @@ ADD_COLUMN_BEFORE_PARTITION = _option(
     "A column added without a position goes before the first partition column.",
 )
 TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
-# Compaction (datasource/compact/compact.py; automatic compaction after a write: engine/auto_compact.py)
+# Compaction (datasource/compact/; automatic compaction after a write: auto_compact in compact.py)
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _option(
     "num-sorted-run.compaction-trigger",
     INTEGER,

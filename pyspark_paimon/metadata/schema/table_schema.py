@@ -53,9 +53,10 @@ from pyspark_paimon.metadata.types.model import (
     type_to_sql,
 )
 
-__all__ = ["CURRENT_VERSION", "TableSchema", "SchemaManager", "option_str", "validate_table_schema"]
+__all__ = ["CURRENT_VERSION", "SCHEMA_PREFIX", "TableSchema", "SchemaManager", "option_str", "validate_table_schema"]
 
 CURRENT_VERSION = 3
+SCHEMA_PREFIX = "schema-"  # schema/schema-<id>
 
 #: Types that cannot be primary, partition or bucket keys (java SchemaValidation).
 _KEY_UNSUPPORTED_ROOTS = frozenset({"MAP", "ARRAY", "ROW", "MULTISET", "VECTOR", "VARIANT", "GEOMETRY", "GEOGRAPHY"})
@@ -441,15 +442,15 @@ class SchemaManager:
         return self.fileio.join(self.branch_path, "schema")
 
     def schema_path(self, schema_id: int) -> str:
-        return self.fileio.join(self.schema_dir, f"schema-{schema_id}")
+        return self.fileio.join(self.schema_dir, f"{SCHEMA_PREFIX}{schema_id}")
 
     # -- reading -------------------------------------------------------------------------------
     def list_ids(self) -> list[int]:
         """Ids of all `schema-N` files, ascending (temp files such as `.schema-1.<uuid>.tmp` are skipped)."""
         ids = []
         for name in self.fileio.list_names(self.schema_dir):
-            if name.startswith("schema-") and name[7:].isdigit():
-                ids.append(int(name[7:]))
+            if name.startswith(SCHEMA_PREFIX) and name[len(SCHEMA_PREFIX) :].isdigit():
+                ids.append(int(name[len(SCHEMA_PREFIX) :]))
         return sorted(ids)
 
     def latest(self) -> TableSchema | None:

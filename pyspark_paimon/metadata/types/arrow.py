@@ -5,15 +5,17 @@ read and write maps the schema here: TIMESTAMP(p) is ``timestamp[us]`` (Spark TI
 ``timestamp[us, tz=UTC]`` (Spark TIMESTAMP), CHAR/VARCHAR ``string``, DECIMAL ``decimal128``. The Parquet
 variants use the timestamp unit Java writes for the precision and carry the Paimon field ids as
 ``PARQUET:field_id``. Types Spark cannot hold raise :class:`UnsupportedTypeError` naming the column.
+:func:`cast_array` is the one cast of Arrow values into such a type (schema evolution, aggregation results,
+BinaryRow layouts): a value that does not convert raises the caller's :class:`PaimonError`, never Arrow's.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pyarrow as pa
 
-from pyspark_paimon.errors import UnsupportedTypeError
+from pyspark_paimon.errors import PaimonError, UnsupportedTypeError
 from pyspark_paimon.metadata.types.model import (
     MAX_DECIMAL_PRECISION,
     ArrayType,
@@ -29,6 +31,7 @@ from pyspark_paimon.metadata.types.model import (
 
 __all__ = [
     "ARROW_LIST_ELEMENT",
+    "cast_array",
     "to_arrow_type",
     "to_arrow_field",
     "to_arrow_schema",
@@ -55,6 +58,25 @@ _ARROW_SIMPLE: dict[str, pa.DataType] = {
     "BINARY": pa.binary(),
     "VARBINARY": pa.binary(),
 }
+
+# What a failed Arrow cast raises: a value that does not convert, or a conversion Arrow does not have.
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+def cast_array(
+    arr: pa.Array, target: pa.DataType, error: Callable[[str], PaimonError], *, safe: bool = True
+) -> pa.Array:
+    """``arr`` as ``target`` (``arr`` itself when it already is). When a value does not convert (with ``safe``,
+    an overflow or a lost digit does not convert either) or Arrow has no such conversion, ``error(reason)``
+    (Arrow's explanation) builds the error to raise: the caller knows which column, file or function it was and
+    what the fix is."""
+    if arr.type == target:
+        return arr
+    try:
+        return arr.cast(target, safe=safe)
+    except _CAST_ERRORS as exc:
+        raise error(str(exc)) from exc
+
 
 #: Name of the list element field, as Spark and Parquet spell it.
 ARROW_LIST_ELEMENT = "element"

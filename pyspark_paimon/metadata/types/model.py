@@ -230,9 +230,6 @@ class DataField:
     def with_id(self, field_id: int) -> "DataField":
         return replace(self, id=field_id)
 
-    def with_description(self, description: str | None) -> "DataField":
-        return replace(self, description=description)
-
 
 @dataclass(frozen=True)
 class RowType(DataType):

@@ -22,6 +22,9 @@ older snapshot partitions are history. Then, by ``chain-table.streaming.merge-sn
   partition, a group without snapshot partitions is its deltas merged.
 
 Every row of the start is an insert. The main branch is not read (it is not part of a chain stream).
+
+A stream of a chain table starts only from the table's current content: :func:`refuse_chain_stream_options` says
+which stream options cannot go with it (as Java's ``ChainTableFileStoreTable.newStreamScan`` does).
 """
 
 from __future__ import annotations
@@ -30,18 +33,21 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark_paimon.errors import ChainTableError
-from pyspark_paimon.metadata.schema.options import CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT
+from pyspark_paimon.metadata.schema.options import CHAIN_TABLE_STREAMING_MERGE_SNAPSHOT, CONSUMER_ID
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import DELTA, MAIN, SNAPSHOT, ChainConfig, stores_of
 from pyspark_paimon.planner.chain.plan import BranchPartitions, plan_chain
-from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.predicate import tree_columns
+from pyspark_paimon.planner.read_options import FILTER_KEY, SCAN_PARTITIONS_KEY, ReadOptions
 from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.planner.sections import sortable_key
+from pyspark_paimon.planner.selection import selection_of
 from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.stream_options import StreamOptions
 
-__all__ = ["ChainStreamStart", "PINNING_ATTEMPTS"]
+__all__ = ["ChainStreamStart", "PINNING_ATTEMPTS", "refuse_chain_stream_options"]
 
 #: How often pinning the two branches is retried while snapshot-branch commits keep landing in between.
 PINNING_ATTEMPTS = 3
@@ -155,3 +161,39 @@ class ChainStreamStart:
         pinned = {MAIN: None, SNAPSHOT: snap, DELTA: delta}
         plan = plan_chain(self.main, self.config, ReadOptions(), partition_filter=keep, use_main=False, pinned=pinned)
         return list(plan.plan.splits)
+
+
+def refuse_chain_stream_options(store: FileStore, cfg: ChainConfig, opts: StreamOptions, schema: TableSchema) -> None:
+    """What a stream of a chain table refuses, as Java's ``ChainTableFileStoreTable.newStreamScan`` does: any start
+    but the table's current content, a consumer, and a selection of partitions (the start chooses partitions)."""
+    given = []
+    if opts.mode != "latest-full":
+        given.append(
+            f"'scan.snapshot-id' = '{opts.snapshot_id}'"
+            if opts.snapshot_id is not None
+            else f"'scan.tag-name' = '{opts.tag_name}'"
+            if opts.tag_name is not None
+            else "'scan.timestamp-millis' / 'scan.timestamp'"
+            if opts.timestamp_millis is not None
+            else f"'scan.mode' = '{opts.mode}'"
+        )
+    consumer = opts.consumer_id or schema.core_options.get(CONSUMER_ID)
+    if consumer:
+        given.append(f"'{CONSUMER_ID.key}' = '{consumer}'")
+    if opts.scan_partitions is not None:
+        given.append(f"'{SCAN_PARTITIONS_KEY}'")
+    if opts.filter is not None:
+        selection = selection_of(ReadOptions(filter=opts.filter), schema)
+        on_partitions = sorted(tree_columns(selection.expr) & set(schema.partition_keys)) if selection.expr else []
+        if on_partitions:
+            given.append(f"a '{FILTER_KEY}' on partition columns {on_partitions}")
+    if not given:
+        return
+    raise ChainTableError(
+        f"Chain table {store.table_path}: a stream of a chain table starts from the table's current content (the "
+        "latest snapshot partition of each group and the later delta partitions) and then follows the delta branch "
+        f"'{cfg.delta_branch}', so it refuses {', '.join(given)}, as Paimon does. Remove "
+        f"{'it' if len(given) == 1 else 'them'}, "
+        f"or stream the delta branch as an ordinary table from any position: .option('branch', '{cfg.delta_branch}') "
+        f"or load('{store.table_path}$branch_{cfg.delta_branch}')."
+    )
