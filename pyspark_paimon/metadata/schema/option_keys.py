@@ -102,6 +102,10 @@ _STREAMING = "only affects streaming reads"
 _LOOKUP = "tunes Flink lookup joins and lookup compaction"
 _MAINTENANCE = "maintenance that Java runs and pyspark-paimon leaves to explicit calls (or to Java)"
 _INDEX = "an index only prunes what a read scans, never its result; files written without it stay valid"
+_INDEX_OTHER = (
+    "an index type other than bloom-filter and bitmap (bsi, range-bitmap: newer than the Java 1.0 this library "
+    "is proved against) is neither written nor used: it only prunes what a read scans, files without it stay valid"
+)
 _CHANGELOG = "changelog files are only read by streaming and changelog consumers, never by a batch read"
 _CHANGELOG_FILES = (
     "our changelog files are written like data files (parquet, the table's compression and statistics); readers "
@@ -158,8 +162,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "metadata.stats-mode.per.level": _inert(
         "statistics per LSM level; statistics only prune, and files without them stay valid"
     ),
-    "file-index.in-manifest-threshold": _inert(_INDEX),
-    "file-index.read.enabled": _inert(_INDEX),
     "variant.shreddingSchema": _inert(_NO_VARIANT),
     "variant.inferShreddingSchema": _inert(_NO_VARIANT),
     "variant.shredding.inferenceMode": _inert(_NO_VARIANT),
@@ -648,7 +650,23 @@ NOT_HONOURED.update(
 PREFIX_RULES: tuple[tuple[str, KeyRule], ...] = (
     ("commit.callback.", _inert("constructor parameter of a commit callback (commit.callbacks, which writes refuse)")),
     ("tag.callback.", _inert("constructor parameter of a tag callback (tag.callbacks, which writes refuse)")),
-    ("file-index.", _inert(_INDEX)),
+    (
+        "file-index.bloom-filter.",
+        KeyRule(
+            "honoured",
+            "bloom-filter file indexes (file-index.bloom-filter.columns, .<column>.items, .<column>.fpp) are "
+            "written for new data files and prune reads",
+        ),
+    ),
+    (
+        "file-index.bitmap.",
+        KeyRule(
+            "honoured",
+            "bitmap file indexes (file-index.bitmap.columns) are written (version 1, what Java 1.0 reads) for new "
+            "data files and prune reads; a version or block-size setting is not honoured",
+        ),
+    ),
+    ("file-index.", _inert(_INDEX_OTHER)),
     ("blob-descriptor.", _inert(_NO_BLOB)),
     ("parquet.", _inert("a parquet writer setting (encoding, sizes) of new files")),
     ("orc.", _inert("an ORC writer setting (encoding, sizes) of new files")),

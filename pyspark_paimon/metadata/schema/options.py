@@ -575,6 +575,19 @@ DELETION_VECTORS_BITMAP64 = _option(
     "false",
     "New deletion vectors are 64-bit (Iceberg v3's layout) instead of 32-bit; reads decode both.",
 )
+FILE_INDEX_IN_MANIFEST_THRESHOLD = _option(
+    "file-index.in-manifest-threshold",
+    MEMORY_SIZE,
+    "500 B",
+    "A data file's index container of at most this many bytes is kept in the manifest, a larger one in an "
+    "index file beside the data file.",
+)
+FILE_INDEX_READ_ENABLED = _option(
+    "file-index.read.enabled",
+    BOOLEAN,
+    "true",
+    "Reads skip data files whose bloom-filter or bitmap index excludes the filter.",
+)
 ADD_COLUMN_BEFORE_PARTITION = _option(
     "add-column-before-partition",
     BOOLEAN,
