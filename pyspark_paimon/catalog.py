@@ -110,13 +110,15 @@ class Catalog:
         identifier: str,
         schema: pa.Schema | str | Sequence[tuple],
         *,
-        partition_keys: Sequence[str] = (),
-        primary_keys: Sequence[str] = (),
+        partition_keys: Sequence[str] | None = (),
+        primary_keys: Sequence[str] | None = (),
         options: Mapping[str, Any] | None = None,
         comment: str | None = None,
         ignore_if_exists: bool = False,
     ) -> Table:
-        """Create a table; ``schema`` is a pyarrow schema, a Spark DDL string or (name, type) tuples."""
+        """Create a table; ``schema`` is a pyarrow schema, a Spark DDL string or (name, type) tuples. No
+        ``partition_keys`` / ``primary_keys`` (empty or None): an unpartitioned / append table."""
+        partition_keys, primary_keys = list(partition_keys or ()), list(primary_keys or ())
         db, name, suffix = parse_identifier(identifier)
         if suffix.branch or suffix.system_table:
             raise PaimonError(f"Create the table '{db}.{name}' first; branches are created with Table.branches.create.")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TextIO
 
 from pyspark_paimon.catalog import Catalog
-from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
+from pyspark_paimon.errors import FilterError, OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
 from pyspark_paimon.metadata.refs.graph import ref_graph
@@ -157,6 +157,14 @@ def progress_for(stream: TextIO) -> TerminalProgress | None:
     return TerminalProgress(stream) if isatty is not None and isatty() else None
 
 
+def _or_nothing(a: argparse.Namespace, rows: list[Row], nothing: str | None) -> list[Row]:
+    """``rows``; but when the procedure changed nothing (``nothing`` says what and why), text output prints that
+    sentence instead of a row of blanks. JSON keeps the row, whose fields say it to a program."""
+    if nothing is None or getattr(a, "json", False):
+        return rows
+    return [{TEXT_LINE: nothing}]
+
+
 # ------------------------------------------------------------------------------------------- procedures
 def _tag_row(tag: Any) -> Row:
     s = tag.snapshot
@@ -264,6 +272,13 @@ def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
     )
     rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
     rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
+    if not rows:
+        rows.append(
+            {
+                "branch": "(none)",
+                "action": "no branch is past its retention" + (" or older_than" if a.older_than else ""),
+            }
+        )
     rows.append(
         {
             "branch": "(files)",
@@ -292,7 +307,10 @@ def _publish_row(r: Any) -> list[Row]:
 
 
 def _fast_forward(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _publish_row(t.branches.fast_forward(a.branch, force=a.force))
+    r = t.branches.fast_forward(a.branch, force=a.force)
+    same = r.previous_latest_id == r.latest_id and not (r.discarded or r.discarded_snapshots or r.discarded_tags)
+    nothing = f"nothing to fast-forward: '{r.target}' is already at '{r.branch}' (snapshot {r.latest_id})"
+    return _or_nothing(a, _publish_row(r), nothing if same else None)
 
 
 def _merge_row(r: Any) -> list[Row]:
@@ -311,17 +329,25 @@ def _merge_row(r: Any) -> list[Row]:
     ]
 
 
+def _merged(a: argparse.Namespace, r: Any, what: str) -> list[Row]:
+    nothing = None
+    if r.snapshot_id is None:
+        kept = f"; {r.conflicts} conflicting key(s) kept as '{r.into}' has them" if r.conflicts else ""
+        nothing = f"nothing to {what}: '{r.source}' changes nothing in '{r.into}' since their base {r.base}{kept}"
+    return _or_nothing(a, _merge_row(r), nothing)
+
+
 def _merge_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _merge_row(t.branches.merge(a.branch, into=a.into, on_conflict=a.on_conflict))
+    return _merged(a, t.branches.merge(a.branch, into=a.into, on_conflict=a.on_conflict), "merge")
 
 
 def _cherry_pick(t: Table, a: argparse.Namespace) -> list[Row]:
     version: int | str = int(a.version) if a.version.isdigit() else a.version
-    return _merge_row(t.branches.cherry_pick(version, onto=a.onto, on_conflict=a.on_conflict))
+    return _merged(a, t.branches.cherry_pick(version, onto=a.onto, on_conflict=a.on_conflict), "cherry-pick")
 
 
 def _publish_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _merge_row(t.branches.publish(a.branch, into=a.into, on_conflict=a.on_conflict))
+    return _merged(a, t.branches.publish(a.branch, into=a.into, on_conflict=a.on_conflict), "publish")
 
 
 def _replace_main(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -339,8 +365,14 @@ def _rollback_row(r: Any) -> list[Row]:
     ]
 
 
+def _rolled_back(a: argparse.Namespace, r: Any) -> list[Row]:
+    same = r.previous_snapshot_id == r.current_snapshot_id and not (r.deleted_snapshots or r.deleted_tags)
+    nothing = f"nothing to roll back: snapshot {r.current_snapshot_id} is already the latest"
+    return _or_nothing(a, _rollback_row(r), nothing if same else None)
+
+
 def _rollback_to(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _rollback_row(t.maintenance.rollback_to(snapshot_id=a.snapshot_id, tag=a.tag))
+    return _rolled_back(a, t.maintenance.rollback_to(snapshot_id=a.snapshot_id, tag=a.tag))
 
 
 def _rollback(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -352,16 +384,16 @@ def _rollback(t: Table, a: argparse.Namespace) -> list[Row]:
     if a.version is not None:
         names = {tag.name for tag in t.tags.list()}
         if a.version in names or not a.version.isdigit():
-            return _rollback_row(t.maintenance.rollback_to(tag=a.version))
-        return _rollback_row(t.maintenance.rollback_to(snapshot_id=int(a.version)))
-    return _rollback_row(t.maintenance.rollback_to(snapshot_id=a.snapshot, tag=a.tag))
+            return _rolled_back(a, t.maintenance.rollback_to(tag=a.version))
+        return _rolled_back(a, t.maintenance.rollback_to(snapshot_id=int(a.version)))
+    return _rolled_back(a, t.maintenance.rollback_to(snapshot_id=a.snapshot, tag=a.tag))
 
 
 def _rollback_to_timestamp(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``rollback_to_timestamp``: back to the last snapshot committed at or before the instant."""
     ts = _instant(a.timestamp, "timestamp")
     assert ts is not None  # required argument
-    return _rollback_row(t.maintenance.rollback_to(timestamp=ts))
+    return _rolled_back(a, t.maintenance.rollback_to(timestamp=ts))
 
 
 def _expire_snapshots(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -407,17 +439,22 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     universal rules decide), in this process."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
     r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
-    return [
-        {
-            "snapshot_id": r.snapshot.id if r.snapshot else None,
-            "buckets": r.buckets,
-            "files_before": r.files_before,
-            "files_after": r.files_after,
-            "rows_before": r.rows_before,
-            "rows_after": r.rows_after,
-            "notes": "; ".join(r.notes) or None,
-        }
-    ]
+    nothing = None if r.snapshot else "; ".join(r.notes) or "nothing to compact"
+    return _or_nothing(
+        a,
+        [
+            {
+                "snapshot_id": r.snapshot.id if r.snapshot else None,
+                "buckets": r.buckets,
+                "files_before": r.files_before,
+                "files_after": r.files_after,
+                "rows_before": r.rows_before,
+                "rows_after": r.rows_after,
+                "notes": "; ".join(r.notes) or None,
+            }
+        ],
+        nothing,
+    )
 
 
 def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -425,20 +462,33 @@ def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
     gets the file indexes the table's options name now, in one COMPACT snapshot."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
     r = t.maintenance.rewrite_file_index(parts, progress=progress_for(sys.stderr))
-    return [
-        {
-            "snapshot_id": r.snapshot.id if r.snapshot else None,
-            "files": r.files,
-            "in_manifest": r.embedded,
-            "index_files": r.index_files,
-            "notes": "; ".join(r.notes) or None,
-        }
-    ]
+    nothing = (
+        None
+        if r.snapshot
+        else "nothing to rewrite: every data file"
+        + (" of the partitions given" if parts else "")
+        + " already has the file indexes the table's options name (or there is no data file)"
+    )
+    row = {
+        "snapshot_id": r.snapshot.id if r.snapshot else None,
+        "files": r.files,
+        "in_manifest": r.embedded,
+        "index_files": r.index_files,
+        "notes": "; ".join(r.notes) or None,
+    }
+    return _or_nothing(a, [row], nothing)
 
 
 def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
-    """Paimon's ``delete`` action (``--where``): the rows the SQL condition selects, in one commit."""
-    return [{"deleted": t.delete(a.where)}]
+    """Paimon's ``delete`` action (``--where``): the rows the SQL condition selects, in one commit. An error in
+    the condition names ``--where``, as the user typed it."""
+    try:
+        deleted = t.delete(a.where)
+    except FilterError as e:
+        if e.text != a.where:
+            raise
+        raise FilterError("--where", e.text, e.reason) from None
+    return _or_nothing(a, [{"deleted": deleted}], None if deleted else f"nothing to delete: no row matches {a.where!r}")
 
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:

@@ -44,6 +44,21 @@ class OptionError(PaimonError):
     """An unknown, unsupported, invalid or conflicting option."""
 
 
+class FilterError(OptionError):
+    """A SQL condition (the ``filter`` read option, ``t.scan(filter=)``, a delete or update filter) that cannot be
+    parsed or does not fit the table. ``label`` names where it was given, ``text`` is the condition as typed and
+    ``reason`` what is wrong with it."""
+
+    def __init__(self, label: str, text: str, reason: str) -> None:
+        super().__init__(f"{label} {text!r}: {reason}")
+        self.label = label
+        self.text = text
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        return (type(self), (self.label, self.text, self.reason))
+
+
 class CorruptMetadataError(PaimonError):
     """A schema, snapshot, tag, manifest or hint file cannot be parsed."""
 

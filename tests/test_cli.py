@@ -276,7 +276,11 @@ def test_delete_where(capsys: Any, table: Table) -> None:
     assert code == 0 and rows == [{"deleted": 2}]
     assert table.scan().to_arrow().to_pylist() == [{"id": 1, "v": "1"}]
     code, _, err = run(capsys, "delete", "--table", table.store.table_path, "--where", "nope = 1")
-    assert code == 1 and "nope" in err
+    # The error names what the user typed (--where), not the read option the delete uses inside.
+    assert code == 1 and err.startswith("pyspark-paimon: error: --where 'nope = 1': unknown column 'nope'.")
+    code, _, err = run(capsys, "delete", "--table", table.store.table_path, "--where", "id = = 1")
+    assert code == 1 and "--where 'id = = 1': not a SQL condition: '=' needs something after it, at column 6" in err
+    assert "sqlglot" not in err and "Read option" not in err
 
 
 def test_refs_at_a_consumer_and_an_offset(capsys: Any, table: Table) -> None:
@@ -309,3 +313,42 @@ def test_merge_cherry_pick_and_publish_branches(capsys: Any, table: Table) -> No
     code, rows, _ = run(capsys, "publish_branch", *wh, "--branch", "m", "--on_conflict", "source")
     assert code == 0 and rows[0]["source"] == "m"
     assert 7 in [r["id"] for r in table.scan().to_arrow().to_pylist()]
+
+
+def text_run(capsys: Any, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_no_ops_say_so(capsys: Any, catalog: Any, table: Table) -> None:
+    """A procedure that changes nothing prints why, not a row of blanks; JSON keeps the row (its notes say it)."""
+    pk = catalog.create_table("db.pk3", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "1"})
+    pk.write_arrow(pa.table({"id": [1], "v": ["a"]}))
+    path = ("--table", pk.store.table_path)
+    code, out = text_run(capsys, "compact", *path, "--compact_strategy", "minor")
+    assert code == 0 and out.startswith("nothing to compact: the minor (universal) rules picked no file in 1 bucket:")
+    assert "at most 1 sorted run, below num-sorted-run.compaction-trigger = 5" in out
+    assert "--compact_strategy full" in out
+    code, out = text_run(capsys, "compact", *path)
+    assert code == 0 and out.splitlines()[0].startswith("snapshot_id")  # the full compaction did something
+    code, out = text_run(capsys, "compact", *path)
+    assert out == "nothing to compact: every bucket (1 bucket) is already one sorted run at the top level (level 5)\n"
+    code, rows, _ = run(capsys, "compact", *path)
+    assert rows[0]["snapshot_id"] is None and rows[0]["notes"].startswith("nothing to compact: every bucket")
+    code, out = text_run(capsys, "compact", "--table", table.store.table_path, "--compact_strategy", "minor")
+    assert out.startswith("nothing to compact: no partition holds 5 or more files")
+
+    code, out = text_run(capsys, "delete", *path, "--where", "id = 99")
+    assert (code, out) == (0, "nothing to delete: no row matches 'id = 99'\n")
+    code, out = text_run(capsys, "rollback_to", *path, "--snapshot_id", str(pk.latest_snapshot().id))
+    assert out == f"nothing to roll back: snapshot {pk.latest_snapshot().id} is already the latest\n"
+    code, out = text_run(capsys, "rewrite_file_index", *path)
+    assert out.startswith("nothing to rewrite: every data file already has the file indexes")
+    pk.branches.create("b")
+    code, out = text_run(capsys, "merge_branch", *path, "--branch", "b")
+    assert out.startswith("nothing to merge: 'b' changes nothing in 'main' since their base")
+    code, out = text_run(capsys, "fast_forward", *path, "--branch", "b")
+    assert out.startswith("nothing to fast-forward: 'main' is already at 'b'")
+    code, out = text_run(capsys, "expire_branches", *path)
+    assert "(none)   no branch is past its retention" in out

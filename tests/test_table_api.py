@@ -36,6 +36,13 @@ def test_table_has_at_most_25_public_members(t: Table) -> None:
         assert not hasattr(t, gone), gone
 
 
+def test_create_table_takes_none_for_no_keys(catalog: Catalog) -> None:
+    table = catalog.create_table("db.plain", "id BIGINT, v STRING", partition_keys=None, primary_keys=None)
+    assert table.primary_keys == [] and table.partition_keys == []
+    table.write_arrow(pa.table({"id": [1, 1], "v": ["a", "b"]}))
+    assert table.scan().to_arrow().num_rows == 2  # an append table: both rows kept
+
+
 def test_scan_equals_the_engine_read(t: Table) -> None:
     got = t.scan("dt = 'b' AND id > 3", ["id", "v"]).to_arrow()
     want = read_arrow(t, predicate=[Leaf("dt", "=", "b"), Leaf("id", ">", 3)], columns=["id", "v"])

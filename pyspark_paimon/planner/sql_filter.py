@@ -13,7 +13,7 @@ STRING/VARCHAR, ``DATE '2024-01-01'`` (or the string) for DATE, ``TIMESTAMP '202
 TIMESTAMP and a timestamp with an explicit offset for TIMESTAMP_LTZ (the reader does not know Spark's session
 time zone). Anything else (functions, arithmetic, column-to-column comparisons, subqueries, FLOAT/DOUBLE
 comparisons whose NaN ordering differs from Spark's, CHAR padding, nested fields) is refused with an
-:class:`OptionError` that quotes the text, never silently dropped.
+:class:`FilterError` (an `OptionError`) that quotes the text, never silently dropped.
 """
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ import datetime as _dt
 import decimal
 from typing import Any, Callable
 
-import sqlglot
 from sqlglot import expressions as exp
-from sqlglot.errors import SqlglotError
 
-from pyspark_paimon.errors import OptionError
+from pyspark_paimon.errors import FilterError
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import AtomicType, DataField, type_to_sql
 from pyspark_paimon.planner.predicate import Expr, Leaf, all_of, any_of, negate
 from pyspark_paimon.planner.read_options import FILTER_KEY
+from pyspark_paimon.planner.sql_syntax import parse_sql
 
 _INTEGERS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
 _COMPARABLE = {*_INTEGERS, "DECIMAL", "BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}
@@ -53,17 +52,22 @@ _NULL = object()  # a parsed SQL NULL literal (None means "not a literal")
 _Node = Any
 
 
+# How a condition is named in its errors unless the caller says where the user gave it.
+READ_OPTION_LABEL = f"Read option '{FILTER_KEY}' ="
+
+
 class _Parser:
-    def __init__(self, text: str, schema: TableSchema):
+    def __init__(self, text: str, schema: TableSchema, label: str):
         self.text = text
+        self.label = label
         self.schema = schema
         self.by_name = {f.name: f for f in schema.fields}
         self.by_lower: dict[str, list[DataField]] = {}
         for f in schema.fields:
             self.by_lower.setdefault(f.name.lower(), []).append(f)
 
-    def fail(self, why: str) -> OptionError:
-        return OptionError(f"Read option '{FILTER_KEY}' = {self.text!r}: {why}")
+    def fail(self, why: str) -> FilterError:
+        return FilterError(self.label, self.text, why)
 
     # -- structure -----------------------------------------------------------------------------------
     def expr(self, node: _Node) -> Expr:
@@ -138,6 +142,12 @@ class _Parser:
 
     # -- names and literals ----------------------------------------------------------------------------
     def column(self, node: _Node) -> DataField:
+        if isinstance(node, exp.Func):
+            raise self.fail(
+                f"'{node.sql(dialect='spark')}': a filter takes no functions (it selects partitions, files and row "
+                "groups by comparing a column's statistics with a literal); compare a column with a literal, or "
+                "filter the loaded rows with Spark's where()."
+            )
         if not isinstance(node, exp.Column):
             raise self.fail(
                 f"'{node.sql(dialect='spark')}' is not a column of the table; the left side of a "
@@ -168,7 +178,7 @@ class _Parser:
         root = t.root if isinstance(t, AtomicType) else ""
         shown = node.sql(dialect="spark")
 
-        def mismatch(extra: str = "") -> OptionError:
+        def mismatch(extra: str = "") -> FilterError:
             return self.fail(f"{shown} is not a {type_to_sql(t)} literal for column '{f.name}'{extra}.")
 
         if isinstance(node, exp.Column):
@@ -290,18 +300,16 @@ def _parse_ltz(text: str) -> _dt.datetime:
     return value
 
 
-def parse_filter(text: str, schema: TableSchema) -> Expr:
-    """The predicate tree of the ``filter`` read option ``text`` over ``schema``'s columns."""
-    parser = _Parser(text, schema)
+def parse_filter(text: str, schema: TableSchema, label: str = READ_OPTION_LABEL) -> Expr:
+    """The predicate tree of the ``filter`` read option ``text`` over ``schema``'s columns; errors are
+    :class:`FilterError` s naming the condition by ``label`` (where the user gave it, e.g. ``'delete filter'``)."""
+    parser = _Parser(text, schema, label)
     if not text.strip():
         raise parser.fail('the filter is empty; give a condition such as "id = 5", or drop the option.')
-    try:
-        node = sqlglot.parse_one(text, read="spark")
-    except SqlglotError as e:
-        raise parser.fail(f"not a SQL condition ({str(e).splitlines()[0]}).") from None
+    node = parse_sql(text, lambda problem: parser.fail(f"not a SQL condition: {problem}"))
     if node is None:
         raise parser.fail("not a SQL condition.")
     return parser.expr(node)
 
 
-__all__ = ["parse_filter"]
+__all__ = ["READ_OPTION_LABEL", "parse_filter"]

@@ -56,6 +56,19 @@ def test_null_in_a_primary_key_column(spark, kv_table) -> None:
     assert [tuple(r) for r in load(spark, kv_table).collect()] == [(1, "a")]
 
 
+def test_a_value_error_in_a_task_is_raised_first_by_the_driver(spark, kv_table) -> None:
+    """Each refusing task returns its refusal instead of failing (no task failure, no retry, no executor stack
+    traces first); the driver's commit raises our message, and the other tasks' files are deleted."""
+    rows = [(i, "x") for i in range(2, 40)] + [(None, "n1"), (None, "n2")]
+    df = spark.createDataFrame(rows, "id long, v string").repartition(4)
+    text = error_text(lambda: write(df, kv_table))
+    assert "Failed to commit" in text and "stage failure" not in text and "Lost task" not in text
+    assert "SchemaMismatchError: Column 'id' is NOT NULL in the table but the data holds 1 NULL value(s)" in text
+    assert [tuple(r) for r in load(spark, kv_table).collect()] == [(1, "a")]
+    written = [f for _, _, files in os.walk(kv_table) for f in files if f.endswith(".parquet")]
+    assert len(written) == 1  # the table's first file; the write's files were deleted
+
+
 def test_unknown_table_option_suggests_the_right_one(spark, warehouse, kv_table) -> None:
     path = f"{warehouse}/db.db/typo"
     df = spark.createDataFrame([(1, "a")], "id long, v string")

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition
+from pyspark_paimon.datasource.dml.sql_eval import FUNCTIONS, Scope, evaluate, evaluate_condition
 from pyspark_paimon.errors import OptionError
 
 ROWS = {
@@ -85,8 +85,9 @@ def test_qualified_names_and_ambiguity() -> None:
     ("text", "match"),
     [
         ("nope + 1", "column 'nope', which does not exist"),
-        ("foo(a)", "not supported"),
-        ("a +", "not valid SQL"),
+        ("foo(a)", "the function FOO\\(\\) in 'FOO\\(a\\)' is not supported; the supported functions are abs, cast"),
+        ("sqrt(f)", "the function SQRT\\(\\) in 'SQRT\\(f\\)' is not supported"),
+        ("a +", "not valid SQL: '\\+' needs something after it, at the end: a >>\\+<<"),
         ("9223372036854775807 + a", "overflow"),
         ("a > 1 AND b", "not BOOLEAN"),
         ("b > 1", "cannot be evaluated"),
@@ -95,3 +96,29 @@ def test_qualified_names_and_ambiguity() -> None:
 def test_refusals_quote_the_text(text: str, match: str) -> None:
     with pytest.raises(OptionError, match=match):
         evaluate(text, SCOPE)
+
+
+# One use of every function the message for an unsupported one lists, so the list cannot drift from what runs.
+FUNCTION_USES = {
+    "abs": "abs(-a)",
+    "cast": "cast(a as string)",
+    "coalesce": "coalesce(a, 0)",
+    "concat": "concat(b, b)",
+    "greatest": "greatest(a, 2)",
+    "if": "if(a > 1, 1, 0)",
+    "least": "least(a, 2)",
+    "length": "length(b)",
+    "lower": "lower(b)",
+    "nullif": "nullif(a, 1)",
+    "round": "round(f, 1)",
+    "substring": "substring(b, 1, 1)",
+    "trim": "trim(b)",
+    "try_cast": "try_cast(a as string)",
+    "upper": "upper(b)",
+}
+
+
+def test_every_listed_function_evaluates() -> None:
+    assert sorted(FUNCTION_USES) == sorted(FUNCTIONS)
+    for name, text in FUNCTION_USES.items():
+        assert len(evaluate(text, SCOPE)) == 4, name

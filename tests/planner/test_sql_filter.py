@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import pickle
 
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon.errors import OptionError
+from pyspark_paimon.errors import FilterError, OptionError
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import AtomicType, DataField
 from pyspark_paimon.planner.predicate import (
@@ -85,7 +86,7 @@ def test_in_between_not_and_or_in_negation_normal_form() -> None:
         ("id = 'x'", "not a BIGINT NOT NULL literal for column 'id'"),
         ("id = 1.5", "an integer is needed"),
         ("id = name", "compare with a literal"),
-        ("abs(id) = 1", "not a column of the table"),
+        ("abs(id) = 1", "a filter takes no functions"),
         ("id + 1 = 2", "not a column of the table"),
         ("id IN (SELECT 1)", "subquery"),
         ("x > 1.0", "NaN compares differently"),
@@ -95,7 +96,7 @@ def test_in_between_not_and_or_in_negation_normal_form() -> None:
         ("ts = '2024-01-01 00:00:00+01:00'", "takes no offset"),
         ("d = 'soon'", "not a DATE literal"),
         ("amt = 1234567890123456789012345678901234567.7", "38 digits"),
-        ("id =", "not a SQL condition"),
+        ("id =", "not a SQL condition: '=' needs something after it, at the end: id >>=<<"),
         ("t.id = 1", "qualified or nested"),
         ("name LIKE 'a%'", "is not supported"),
         ("  ", "empty"),
@@ -105,6 +106,19 @@ def test_errors_name_the_text(text: str, needle: str) -> None:
     with pytest.raises(OptionError) as info:
         parse_filter(text, _schema())
     assert needle in str(info.value) and "'filter'" in str(info.value)
+
+
+def test_errors_name_the_condition_where_it_was_given() -> None:
+    """The label says where the user typed the condition (a read option, a delete's filter, the CLI's --where)."""
+    with pytest.raises(FilterError) as info:
+        parse_filter("nope = 1", _schema(), label="delete filter")
+    err = info.value
+    assert str(err).startswith("delete filter 'nope = 1': unknown column 'nope'.")
+    assert (err.label, err.text) == ("delete filter", "nope = 1") and err.reason.startswith("unknown column")
+    assert isinstance(err, OptionError) and "Read option" not in str(err)
+    assert pickle.loads(pickle.dumps(err)).args == err.args
+    with pytest.raises(FilterError, match=r"^Read option 'filter' = 'nope = 1': unknown column"):
+        parse_filter("nope = 1", _schema())
 
 
 def test_implied_leaves_are_weaker_and_used_for_pruning() -> None:

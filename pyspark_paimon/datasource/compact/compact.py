@@ -164,7 +164,12 @@ def compact(
         plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
         result.attempts = attempt
         if not plan.tasks:
-            return moved if moved is not None else result
+            if moved is not None:  # the move was the work; its buckets needed no more
+                moved.notes.extend(result.notes)
+                return moved
+            if plan.idle is not None:
+                result.notes.append(f"nothing to compact: {plan.idle}")
+            return result
         messages = run(plan)
         try:
             snapshot = commit_compaction(plan, messages)

@@ -48,6 +48,7 @@ from pyspark_paimon.planner.compact_strategy import (
     pick_append_full,
     pick_full,
     pick_universal,
+    sorted_run_count,
 )
 from pyspark_paimon.planner.split import DataSplit
 
@@ -121,6 +122,8 @@ class CompactPlan:
     commit_user: str
     # Deletion-vector tables: per (partition, bucket), the index files holding its vectors when planned.
     vector_files: dict[tuple[bytes, int], frozenset[str]] | None = None
+    # Why there are no tasks (None when there are): the rule that picked nothing, in the user's terms.
+    idle: str | None = None
 
 
 def partition_matcher(
@@ -192,7 +195,10 @@ def plan_compaction(
     context = CompactContext(read_ctx, write_ctx)
     snapshot = store.snapshots.latest()
     plan = CompactPlan(store, snapshot, context, [], user)
-    if snapshot is None or (auto and not pk and options.bucket == -1):
+    if snapshot is None:
+        plan.idle = f"branch '{store.branch}' has no snapshot yet"
+        return plan
+    if auto and not pk and options.bucket == -1:
         return plan
     dvs: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
     if options.deletion_vectors_enabled:
@@ -234,6 +240,12 @@ def plan_compaction(
                     False,
                 )
             )
+        if not plan.tasks:
+            plan.idle = _idle(partitions, scanned) or (
+                f"no partition holds {options.get(COMPACTION_MIN_FILE_NUM)} or more files smaller than the "
+                "compaction file size to pack together (compaction.min.file-num; Java's coordinator, whatever "
+                "the strategy)"
+            )
         return plan
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for key, file in scanned:
@@ -268,7 +280,47 @@ def plan_compaction(
                 vectors,
             )
         )
+    if not plan.tasks:
+        plan.idle = _idle(partitions, scanned) or _no_pick(options, pk, full, groups)
     return plan
+
+
+def _idle(partitions: PartitionSpecs, scanned: list[tuple[tuple[bytes, int], DataFileMeta]]) -> str | None:
+    """Why nothing is planned when there is nothing to look at (None when there are files)."""
+    if scanned:
+        return None
+    return "no data files in the partitions given" if partitions is not None else "the table holds no data files"
+
+
+_FULL_ANYWAY = "a full compaction (full=True; CLI: --compact_strategy full) rewrites them anyway"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _no_pick(options: CoreOptions, pk: bool, full: bool, groups: dict[tuple[bytes, int], list[DataFileMeta]]) -> str:
+    """Why the strategy's rules picked no file in any of the ``groups`` (buckets) looked at."""
+    buckets = _count(len(groups), "bucket")
+    if pk and full:
+        return f"every bucket ({buckets}) is already one sorted run at the top level (level {options.num_levels - 1})"
+    if pk:
+        runs = max(sorted_run_count(files) for files in groups.values())
+        return (
+            f"the minor (universal) rules picked no file in {buckets}: each has at most {_count(runs, 'sorted run')}, "
+            f"below num-sorted-run.compaction-trigger = {options.get(NUM_SORTED_RUN_COMPACTION_TRIGGER)}, and none "
+            f"reached its size-amplification or size-ratio limit ({COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT.key}, "
+            f"{COMPACTION_SIZE_RATIO.key}); {_FULL_ANYWAY}"
+        )
+    if full:
+        return (
+            f"no bucket ({buckets}) has at least three files of which more are small than large (Java's full rule "
+            "for append buckets: files reach the compaction file size first)"
+        )
+    return (
+        f"no bucket ({buckets}) holds {options.get(COMPACTION_MIN_FILE_NUM)} files within twice the target file size "
+        f"(compaction.min.file-num); {_FULL_ANYWAY}"
+    )
 
 
 def _unaware_bins(

@@ -65,7 +65,11 @@ from pyspark_paimon.planner.read_options import FILTER_KEY, ReadOptions
 from pyspark_paimon.planner.read_plan import plan_read
 from pyspark_paimon.planner.sql_filter import parse_filter
 
-__all__ = ["delete_rows", "update_rows", "store_column", "with_columns"]
+__all__ = ["DELETE_FILTER", "UPDATE_FILTER", "delete_rows", "update_rows", "store_column", "with_columns"]
+
+# How a delete's / an update's filter is named in its errors (FilterError.label).
+DELETE_FILTER = "delete filter"
+UPDATE_FILTER = "update filter"
 
 
 def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
@@ -78,6 +82,8 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
     schema = store.schema()
     check_merge_engine(schema, store.table_path, deletes=True, updates=False)
     text = None if filter_text.strip().lower() == "true" else filter_text
+    if text is not None:
+        parse_filter(text, schema, label=DELETE_FILTER)  # errors name the delete's filter, not a read option
     if not schema.primary_keys and (
         text is None or tree_columns(parse_filter(text, schema)) <= set(schema.partition_keys)
     ):
@@ -128,6 +134,8 @@ def update_rows(store: FileStore, assignments: Mapping[str, str], filter_text: s
     check_merge_engine(schema, store.table_path, deletes=False, updates=True)
     columns = check_assigned(schema, store.table_path, list(assignments))
     parsed = {col: parse_expression(expr) for col, expr in zip(columns, assignments.values())}
+    if filter_text:
+        parse_filter(filter_text, schema, label=UPDATE_FILTER)  # errors name the update's filter
 
     def run() -> MergeResult:
         target = load_target(store, schema, filter_text)

@@ -22,13 +22,12 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import expressions as exp
-from sqlglot.errors import SqlglotError
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.ddl import parse_ddl
+from pyspark_paimon.planner.sql_syntax import parse_sql
 
 _Node = Any  # a sqlglot node (its base class differs between sqlglot releases)
 Value = Any  # a pa.Array / pa.ChunkedArray or a pa.Scalar (a literal not yet broadcast)
@@ -46,6 +45,24 @@ _COMPARE: dict[type, str] = {
     exp.GT: "greater",
     exp.GTE: "greater_equal",
 }
+# Every function _Evaluator.eval evaluates (the message for any other lists them; tests evaluate each).
+FUNCTIONS = (
+    "abs",
+    "cast",
+    "coalesce",
+    "concat",
+    "greatest",
+    "if",
+    "least",
+    "length",
+    "lower",
+    "nullif",
+    "round",
+    "substring",
+    "trim",
+    "try_cast",
+    "upper",
+)
 _UNARY_FUNCS: dict[type, str] = {
     exp.Upper: "utf8_upper",
     exp.Lower: "utf8_lower",
@@ -107,11 +124,7 @@ def parse_expression(text: str) -> _Node:
     """Parse ``text`` once (errors name the text); :func:`evaluate` takes the result."""
     if not isinstance(text, str) or not text.strip():
         raise OptionError(f"An SQL expression must be non-empty text, got {text!r}.")
-    try:
-        node = sqlglot.parse_one(text, read="spark")
-    except SqlglotError as e:
-        raise OptionError(f"Expression '{text}' is not valid SQL: {e}") from None
-    return node
+    return parse_sql(text, lambda problem: OptionError(f"Expression '{text}' is not valid SQL: {problem}."))
 
 
 def evaluate(text: str | _Node, scope: Scope) -> pa.ChunkedArray:
@@ -256,6 +269,12 @@ class _Evaluator:
             values = self.unify([self.eval(node.this), *(self.eval(e) for e in node.expressions)])
             fn = pc.max_element_wise if isinstance(node, exp.Greatest) else pc.min_element_wise
             return fn(*values, skip_nulls=True)
+        if isinstance(node, exp.Func):
+            call = node.sql(dialect="spark")
+            raise self.fail(
+                f"the function {call.split('(', 1)[0]}() in '{call}' is not supported; the supported functions are "
+                f"{', '.join(FUNCTIONS)}"
+            )
         raise self.fail(f"'{node.sql(dialect='spark')}' ({type(node).__name__}) is not supported")
 
     # -- helpers --------------------------------------------------------------------------------

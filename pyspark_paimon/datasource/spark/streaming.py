@@ -39,6 +39,8 @@ from pyspark_paimon.datasource.spark.writer import (
     check_write_schema,
     delete_written_files,
     ensure_table,
+    raise_refusals,
+    write_task,
 )
 from pyspark_paimon.datasource.stream.stream_jobs import (
     StreamCommitter,
@@ -209,14 +211,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         ctx = TaskContext.get()
         task_id = f"{ctx.partitionId()}-{ctx.attemptNumber()}" if ctx else "0"
-        writer = self.job.refreshed_writer(task_id)
-        try:
-            for batch in iterator:
-                writer.write(batch)
-            return PaimonCommitMessage(tuple(writer.prepare_commit()))
-        except BaseException:
-            writer.abort()
-            raise
+        return write_task(self.job.refreshed_writer(task_id), task_id, iterator)
 
     def _committer(self) -> StreamCommitter:
         prefix = self.job.schema.core_options.get(COMMIT_USER_PREFIX)
@@ -225,6 +220,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         return StreamCommitter(self.job.store, user)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        raise_refusals(messages)
         committer = self._committer()
         landed = committer.landed(batchId)
         if landed is not None:

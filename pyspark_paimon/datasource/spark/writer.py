@@ -26,6 +26,7 @@ from pyspark_paimon.datasource.jobs import WriteJob, overwrite_spec, prepare_wri
 from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
 from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
+from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
@@ -64,11 +65,62 @@ _COLUMN_LIST_KEYS = (SEQUENCE_FIELD.key, BUCKET_KEY.key, ROWKIND_FIELD.key)
 SESSION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
 
+@dataclass(frozen=True)
+class TaskRefusal:
+    """A :class:`PaimonError` a write task raised (a value the table refuses, such as a NULL in a NOT NULL column),
+    carried to the driver's ``commit`` instead of failing the task.
+
+    A failed task makes Spark log its Python and Java stack traces (the task, the executor, the task set), retry
+    it where ``spark.task.maxFailures`` allows (a refusal is the same every time) and only then raise, so our
+    message came after three stack traces. A task that returns its refusal succeeds; ``commit`` raises the
+    error on the driver (``abort`` then deletes the files the other tasks wrote), so the write fails with our
+    message first and once. The error travels as its class (pickled by reference) and message: errors whose
+    constructor takes more than a message are raised as a plain :class:`PaimonError` naming their class.
+    """
+
+    error_class: type[PaimonError]
+    message: str
+    task: str
+
+    def error(self, more: int = 0) -> PaimonError:
+        """The error to raise on the driver; ``more``: how many other tasks refused rows too."""
+        message = self.message + (f" ({more} other write task(s) refused rows too.)" if more else "")
+        if self.error_class.__init__ is PaimonError.__init__:
+            return self.error_class(message)
+        return PaimonError(f"{self.error_class.__name__}: {message}")
+
+
 @dataclass
 class PaimonCommitMessage(WriterCommitMessage):
     messages: tuple[CommitMessage, ...]
     # The session's partitionOverwriteMode as the task saw it (only for overwrites that defer to the session).
     session_overwrite_mode: str | None = None
+    refusal: TaskRefusal | None = None
+
+
+def write_task(
+    writer: TableWriter, task_id: str, batches: Iterator[pa.RecordBatch], mode: str | None = None
+) -> PaimonCommitMessage:
+    """One Spark task's write (batch or micro-batch): its files as a commit message, or its refusal
+    (:class:`TaskRefusal`) with its files deleted. Anything but a :class:`PaimonError` (an I/O failure, a killed
+    task) fails the task as usual, so Spark retries it."""
+    try:
+        for batch in batches:
+            writer.write(batch)
+        return PaimonCommitMessage(tuple(writer.prepare_commit()), mode)
+    except PaimonError as e:
+        writer.abort()
+        return PaimonCommitMessage((), mode, TaskRefusal(type(e), str(e), task_id))
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def raise_refusals(messages: Sequence[WriterCommitMessage | None]) -> None:
+    """Raise the first task's refusal, if any task refused its rows (nothing is committed then)."""
+    refusals = [m.refusal for m in messages if isinstance(m, PaimonCommitMessage) and m.refusal is not None]
+    if refusals:
+        raise refusals[0].error(more=len(refusals) - 1)
 
 
 def session_overwrite_mode() -> str:
@@ -287,16 +339,10 @@ class PaimonWriter(DataSourceArrowWriter):
         task_id = f"{ctx.partitionId()}-{ctx.attemptNumber()}" if ctx else "0"
         mode = session_overwrite_mode() if self.session_mode else None
         job = self._session_job(mode) if mode is not None else self.job
-        writer = job.new_writer(task_id)
-        try:
-            for batch in iterator:
-                writer.write(batch)
-            return PaimonCommitMessage(tuple(writer.prepare_commit()), mode)
-        except BaseException:
-            writer.abort()
-            raise
+        return write_task(job.new_writer(task_id), task_id, iterator, mode)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        raise_refusals(messages)
         ours = [msg for msg in messages if isinstance(msg, PaimonCommitMessage)]
         flat = [m for msg in ours for m in msg.messages]
         job = self.job

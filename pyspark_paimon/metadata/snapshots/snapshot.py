@@ -87,32 +87,35 @@ _REQUIRED = {
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One ``snapshot-N`` file (Java's ``Snapshot``). Its repr names the snapshot (id, schema, kind, time, record
+    counts), not its manifest lists, so results that hold one (compaction, chain compaction, ...) print readably."""
+
     id: int
     schema_id: int
-    base_manifest_list: str
-    delta_manifest_list: str
-    commit_user: str
-    commit_identifier: int
+    base_manifest_list: str = field(repr=False)
+    delta_manifest_list: str = field(repr=False)
+    commit_user: str = field(repr=False)
+    commit_identifier: int = field(repr=False)
     commit_kind: str
     time_millis: int
     total_record_count: int | None = None
     delta_record_count: int | None = None
-    version: int = 3
-    base_manifest_list_size: int | None = None
-    delta_manifest_list_size: int | None = None
-    changelog_manifest_list: str | None = None
-    changelog_manifest_list_size: int | None = None
-    index_manifest: str | None = None
-    changelog_record_count: int | None = None
-    watermark: int | None = None
-    statistics: str | None = None
-    properties: dict[str, str] | None = None
-    next_row_id: int | None = None
-    operation: str | None = None
-    uuid: str | None = None
-    writer_version: str | None = None
+    version: int = field(default=3, repr=False)
+    base_manifest_list_size: int | None = field(default=None, repr=False)
+    delta_manifest_list_size: int | None = field(default=None, repr=False)
+    changelog_manifest_list: str | None = field(default=None, repr=False)
+    changelog_manifest_list_size: int | None = field(default=None, repr=False)
+    index_manifest: str | None = field(default=None, repr=False)
+    changelog_record_count: int | None = field(default=None, repr=False)
+    watermark: int | None = field(default=None, repr=False)
+    statistics: str | None = field(default=None, repr=False)
+    properties: dict[str, str] | None = field(default=None, repr=False)
+    next_row_id: int | None = field(default=None, repr=False)
+    operation: str | None = field(default=None, repr=False)
+    uuid: str | None = field(default=None, repr=False)
+    writer_version: str | None = field(default=None, repr=False)
     # Keys we do not know (a newer Paimon) are kept so that copying a snapshot (tags, branches) loses nothing.
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
