@@ -19,6 +19,7 @@ from pyspark_paimon.errors import OptionError
 from pyspark_paimon.planner.explain import ReaderReport, ScanExplain, SplitReport, SplitTotals
 from pyspark_paimon.planner.scan import ScanCounters
 from pyspark_paimon.planner.split import DataSplit
+from tests.planner.test_chain import make, put
 
 
 def _rows(t: pa.Table) -> list[tuple]:
@@ -143,3 +144,45 @@ def test_explain_is_typed(append: Table) -> None:
     assert e.readers.summary == "jvm: 2 files, python: 0 splits"
     as_dict = dataclasses.asdict(e)
     assert as_dict["counters"]["files_selected"] == 2 and as_dict["readers"]["jvm_splits"] == 2
+
+
+@pytest.mark.parametrize(
+    "read_options",
+    [
+        {},
+        {"scan.snapshot-id": "2"},
+        {"incremental-between": "1,3"},
+        {"incremental-between": "1,3", "incremental-between-scan-mode": "diff"},
+        {"filter": "v <> 'x'"},
+    ],
+    ids=["latest", "time_travel", "incremental", "incremental_diff", "filtered"],
+)
+def test_every_read_kind_streams_counts_and_limits_the_rows_to_arrow_returns(
+    catalog: Catalog, read_options: dict[str, str]
+) -> None:
+    t = catalog.create_table(
+        "db.kinds",
+        "id BIGINT, v STRING, dt STRING",
+        primary_keys=["id", "dt"],
+        partition_keys=["dt"],
+        options={"bucket": "2"},
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3], "v": list("abc"), "dt": ["a", "a", "b"]}))
+    t.write_arrow(pa.table({"id": [2, 3, 4], "v": list("xyz"), "dt": ["a", "b", "b"]}))
+    t.write_arrow(pa.table({"id": [5], "v": ["q"], "dt": ["b"]}))
+    scan = t.scan(read_options=read_options)
+    want = _rows(scan.to_arrow())
+    assert _rows(scan.to_arrow_batch_reader().read_all()) == want and want
+    assert scan.count() == len(want)
+    assert scan.limit(2).to_arrow().num_rows == 2 and scan.limit(2).count() == 2
+
+
+def test_a_chain_table_streams_and_counts(catalog: Catalog) -> None:
+    """A chain read (anchor snapshot partition merged with the delta branch) through the reader and count."""
+    t = make(catalog)
+    put(t, [(1, 1, "a", "20250810"), (2, 1, "b", "20250810")], "snapshot")
+    put(t, [(2, 2, "b2", "20250811"), (3, 1, "c", "20250811")], "delta")
+    scan = t.scan("dt = '20250811'")
+    want = _rows(scan.to_arrow())
+    assert want == [(1, 1, "a", "20250811"), (2, 2, "b2", "20250811"), (3, 1, "c", "20250811")]
+    assert _rows(pa.table(scan)) == want and scan.count() == 3
