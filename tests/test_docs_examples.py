@@ -1,0 +1,374 @@
+"""Every fenced Python example in docs/ runs, or says why it cannot (DEVELOPERS.md, "Docs examples").
+
+A page's examples run in order in one test (one shared SparkSession), each on a fresh warehouse that
+:class:`Docs` builds for it: the ``orders`` table the guide talks about (days 2025-08-10 and 2025-08-11, each
+committed on its day and tagged with it, a stream consumer ``etl``), the DataFrames and Arrow tables the examples
+write (``df``, ``arrow_table``...), and what a page needs beyond that. Absolute paths in examples
+(``/data/warehouse``, ``/wh``, ``/warehouse``, ``/chk``, ``/checkpoints``) point into the test's temporary
+directory. A block that cannot run here (an object store, a Connect server, a query that never ends) has
+``<!-- not runnable: <why> -->`` on the line before its fence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import re
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Callable, Iterator
+from unittest import mock
+
+import duckdb
+import duckdb_extension_avro
+import duckdb_extension_iceberg
+import polars
+import pyarrow as pa
+import pytest
+
+from pyspark_paimon import Catalog, Table, register
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from tests.iceberg_readers import _extension_file
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+_FENCE = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```[ \t]*$", re.S | re.M)
+_MARKER = re.compile(r"<!--\s*not runnable:\s*(.*?)\s*-->\s*$")
+_PATHS = re.compile(r"""(?<=["'])/(data/warehouse|wh|warehouse|chk|checkpoints)(?=[/"'])""")
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    page: str  # relative to docs/
+    line: int  # of the opening fence
+    index: int  # the page's n-th Python block (from 0)
+    code: str
+    not_runnable: str | None  # the reason given in the marker, if any
+
+
+def examples() -> list[Example]:
+    out = []
+    for path in sorted(DOCS.rglob("*.md")):
+        text = path.read_text()
+        for index, m in enumerate(_FENCE.finditer(text)):
+            line = text.count("\n", 0, m.start()) + 1
+            before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            marker = _MARKER.search(before)
+            indent = m.group(1)
+            code = "\n".join(s[len(indent) :] if s.startswith(indent) else s for s in m.group(2).splitlines())
+            out.append(Example(str(path.relative_to(DOCS)), line, index, code, marker.group(1) if marker else None))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- the world
+ORDERS_DDL = "dt string, id bigint, amount decimal(10,2), ts timestamp"
+ORDERS = pa.schema(
+    [("dt", pa.string()), ("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("ts", pa.timestamp("us"))]
+)
+# (day, [(id, amount)]): 2025-08-11 is the guide's bad batch (amounts in cents for two orders).
+DAYS = [
+    ("2025-08-10", [(1, "10.50"), (2, "20.00"), (3, "30.25")]),
+    ("2025-08-11", [(4, "150000.00"), (5, "250000.00"), (6, "12.00")]),
+]
+
+
+def orders_rows(day: str, items: list[tuple[int, str]]) -> pa.Table:
+    when = dt.datetime.fromisoformat(day).replace(hour=9)
+    return pa.table(
+        {
+            "dt": [day] * len(items),
+            "id": [i for i, _ in items],
+            "amount": [Decimal(a) for _, a in items],
+            "ts": [when] * len(items),
+        },
+        schema=ORDERS,
+    )
+
+
+@contextlib.contextmanager
+def committed_on(day: str) -> Iterator[None]:
+    """Commits made inside are dated noon (local time) of ``day``, as a daily job's would be: the examples'
+    instants (``datetime(2025, 8, 10, 18)``, ``scan.timestamp``) then select them."""
+    millis = int(dt.datetime.fromisoformat(day).replace(hour=12).timestamp() * 1000)
+    with mock.patch("pyspark_paimon.metadata.snapshots.commit.now_millis", lambda: millis):
+        yield
+
+
+class Docs:
+    """Builds the namespace an example runs in (a fresh warehouse per example)."""
+
+    def __init__(self, spark: Any, root: Path):
+        self.spark = spark
+        self.root = root
+        self.count = 0
+
+    def base(self) -> dict[str, Any]:
+        self.count += 1
+        warehouse = self.root / f"wh{self.count}"
+        warehouse.mkdir()
+        cat = Catalog(str(warehouse))
+        rows = orders_rows("2025-08-12", [(7, "70.00"), (8, "80.00")])
+        return {
+            "spark": self.spark,
+            "warehouse": str(warehouse),
+            "cat": cat,
+            "catalog": cat,
+            "Catalog": Catalog,
+            "Table": Table,
+            "register": register,
+            "datetime": dt.datetime,
+            "dataclasses": dataclasses,
+            "pa": pa,
+            "polars": polars,
+            "duckdb": duckdb,
+            "schema": ORDERS,
+            "df": self.spark.createDataFrame(rows.to_pylist(), ORDERS_DDL),
+            "arrow_table": orders_rows("2025-08-12", [(9, "90.00"), (10, "100.00")]),
+            "ms": int(dt.datetime(2025, 8, 10, 11).timestamp() * 1000),
+        }
+
+    def world(self, *, days: int = 2, tags: bool = True, name: str = "default.orders") -> dict[str, Any]:
+        """:meth:`base` plus the guide's ``orders`` table (``t``, ``orders``, ``path``) holding ``days`` days, each
+        tagged with its date unless not ``tags``."""
+        ns = self.base()
+        t = ns["cat"].create_table(name, ORDERS_DDL, partition_keys=["dt"], primary_keys=["dt", "id"])
+        for day, items in DAYS[:days]:
+            with committed_on(day):
+                t.write_arrow(orders_rows(day, items))
+            if tags:
+                t.tags.create(day)
+        ConsumerManager(t.store).record("etl", 2)  # next snapshot 2: it has read snapshot 1
+        ns.update(t=t, orders=t, path=t.uri)
+        return ns
+
+    def path_of(self, ns: dict[str, Any], code: str) -> str:
+        """``code`` with the examples' absolute paths moved into this example's warehouse."""
+        mapping = {"data/warehouse": ns["warehouse"], "wh": ns["warehouse"], "warehouse": ns["warehouse"]}
+        mapping.update({"chk": str(self.root / f"chk{self.count}"), "checkpoints": str(self.root / f"cp{self.count}")})
+        return _PATHS.sub(lambda m: mapping[m.group(1)], code)
+
+
+# ------------------------------------------------------------------------------------ what each page needs
+def _bare(docs: Docs, index: int) -> dict[str, Any]:
+    return docs.base()
+
+
+def _orders(docs: Docs, index: int) -> dict[str, Any]:
+    return docs.world()
+
+
+def _quickstart(docs: Docs, index: int) -> dict[str, Any]:
+    if index == 0:
+        return docs.base()  # the example creates the table
+    return docs.world(tags=False)  # the examples tag it
+
+
+def _reading(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.world()
+    t = ns["t"]
+    t.write_arrow(orders_rows("2025-08-12", [(7, "7.00")]))  # snapshot 3
+    t.branches.create("fix")
+    t.on_branch("fix").tags.create("t1")  # scan.version 'fix.t1'
+    ns["scan"] = t.scan(filter="dt = '2025-08-11'")
+    events = ns["cat"].create_table("db.events", "dt string, user_id bigint, v string", partition_keys=["dt"])
+    events.write_arrow(pa.table({"dt": ["2025-08-11"], "user_id": pa.array([42], pa.int64()), "v": ["x"]}))
+    return ns
+
+
+def _writing(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.base()
+    ns["path"] = f"{ns['warehouse']}/default.db/orders"  # the first write creates it
+    frame = orders_rows("2025-08-11", [(11, "1.00"), (12, "2.00")])
+    ns["df"] = docs.spark.createDataFrame(
+        orders_rows("20250811", [(1, "1.00")]).to_pylist(), ORDERS_DDL
+    )  # overwrite-partition 'dt=20250811'
+    ns["t"] = ns["cat"].create_table("default.arrow_orders", ORDERS_DDL, partition_keys=["dt"])
+    ns["arrow_table"] = frame
+    ns["polars_frame"] = polars.from_arrow(frame)
+    ns["pandas_frame"] = frame.to_pandas()
+    ns["batches"] = frame.to_batches()
+    ns["schema"] = frame.schema
+    ns["produce"] = lambda: iter(frame.to_batches())
+    return ns
+
+
+DML_DDL = "id bigint, dt string, amount decimal(10,2), status string, currency string, note string"
+
+
+def _dml(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.base()
+    t = ns["cat"].create_table("default.orders", DML_DDL, partition_keys=["dt"], primary_keys=["id", "dt"])
+    t.write_arrow(
+        pa.table(
+            {
+                "id": [1, 2, 3, 17, 18],
+                "dt": ["2025-08-11"] * 5,
+                "amount": [Decimal("10.00"), Decimal("20.00"), Decimal("1500.00"), Decimal("1.00"), Decimal("2.00")],
+                "status": ["ok", "test", "ok", "ok", "ok"],
+                "currency": ["EUR", "USD", "EUR", "USD", "USD"],
+                "note": [None] * 5,
+            },
+            schema=pa.schema([(f.name, f.type) for f in t.schema.arrow_schema()]),
+        )
+    )
+    t.branches.create("fix")
+    ns.update(t=t, path=t.uri)
+    if index == 1:  # a Spark table as the merge source: the rows of the table itself, as a staging copy
+        spark = docs.spark
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS staging LOCATION '{docs.root / 'staging'}'")
+        spark.read.format("paimon").load(t.uri).write.mode("overwrite").saveAsTable("staging.orders")
+    return ns
+
+
+def _branches(docs: Docs, index: int) -> dict[str, Any]:
+    # The first example fast-forwards main to a branch of tag 2025-08-10: main must not have moved since.
+    ns = docs.world(days=1 if index == 0 else 2)
+    if index == 1:
+        t = ns["t"]
+        t.branches.create("fix")
+        fix = t.on_branch("fix")
+        for i in range(5):  # snapshot 7 of 'fix' (cherry-picked below)
+            fix.write_arrow(orders_rows("2025-08-12", [(20 + i, "1.00")]))
+        ns["t"].write_arrow(orders_rows("2025-08-12", [(30, "3.00")]))  # main moves on too
+    ns["corrected_df"] = docs.spark.createDataFrame(orders_rows("2025-08-11", [(4, "1500.00")]).to_pylist(), ORDERS_DDL)
+    return ns
+
+
+def _chain(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.base()
+    ns["path"] = f"{ns['warehouse']}/default.db/t"
+    ddl = "t1 string, t2 string, t3 string, date string"
+    ns["full_df"] = docs.spark.createDataFrame([("a", "1", "x", "20250810"), ("b", "1", "y", "20250810")], ddl)
+    ns["delta_df"] = docs.spark.createDataFrame([("a", "2", "x2", "20250811")], ddl)
+    ns["full"] = docs.spark.createDataFrame([("a", "2", "x2", "20250811")], ddl)
+    ns["incremental"] = docs.spark.createDataFrame([("a", "2", "x2", "20250811")], ddl)
+    return ns
+
+
+def _maintenance(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.world()
+    t = ns["t"]
+    for i in range(2):  # snapshots 3 and 4, after the two tagged days
+        t.write_arrow(orders_rows("2025-08-12", [(40 + i, "4.00")]))
+    ns["cat"].create_table("db.t", ORDERS_DDL, primary_keys=["id"]).write_arrow(orders_rows("2025-08-12", [(1, "1")]))
+    return ns
+
+
+def _file_indexes(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.base()
+    if index == 1:  # the events table of the page, partitioned by day
+        t = ns["cat"].create_table("db.events", "id bigint, user_id string, dt string", partition_keys=["dt"])
+        t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "user_id": ["u1", "u2"], "dt": ["2025-08-11"] * 2}))
+        ns["t"] = t
+    return ns
+
+
+def _iceberg(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.base()
+    ns["batch"] = pa.table({"id": pa.array([1, 2], pa.int64()), "status": ["ok", "new"], "amount": [1.5, 2.5]})
+    if index == 1:
+        t = ns["cat"].create_table(
+            "default.orders",
+            "id bigint not null, status string, amount double",
+            primary_keys=["id"],
+            options={"bucket": "1", "metadata.iceberg.storage": "table-location"},
+        )
+        while not (Path(t.uri) / "metadata" / "v7.metadata.json").exists():  # the version the example names
+            t.write_arrow(ns["batch"])
+        ns["_during"] = [mock.patch("duckdb.connect", _duckdb_with_iceberg(duckdb.connect))]
+    return ns
+
+
+def _duckdb_with_iceberg(connect: Callable[..., Any]) -> Callable[..., Any]:
+    """``duckdb.connect`` with the iceberg extension loaded from the test extra's wheels, as the example's comment
+    assumes (no extension download)."""
+
+    def loaded(*args: Any, **kwargs: Any) -> Any:
+        con = connect(*args, **kwargs)
+        con.execute("SET autoinstall_known_extensions = false")
+        for module in (duckdb_extension_avro, duckdb_extension_iceberg):
+            con.execute(f"LOAD '{_extension_file(module)}'")
+        return con
+
+    return loaded
+
+
+def _streaming(docs: Docs, index: int) -> dict[str, Any]:
+    ns = docs.world()
+    ns["mirror_path"] = f"{ns['warehouse']}/default.db/mirror"
+    t = ns["t"]
+    t.tags.create("day1", snapshot_id=1)
+    ns.update(
+        upstream_path=t.uri,
+        upstream_day1_snapshot=1,
+        fixed_logic=lambda frame: frame,
+        orders=ns["cat"].create_table("default.out", ORDERS_DDL, partition_keys=["dt"], primary_keys=["dt", "id"]),
+    )
+    out = ns["orders"]
+    out.write_arrow(orders_rows(*DAYS[0]))
+    out.tags.create("day1")
+    ns["orders_path"] = out.uri
+    return ns
+
+
+PAGES: dict[str, Callable[[Docs, int], dict[str, Any]]] = {
+    "index.md": _bare,
+    "quickstart.md": _quickstart,
+    "reading.md": _reading,
+    "writing.md": _writing,
+    "dml.md": _dml,
+    "branches.md": _branches,
+    "chain-tables.md": _chain,
+    "maintenance.md": _maintenance,
+    "file-indexes.md": _file_indexes,
+    "iceberg.md": _iceberg,
+    "streaming.md": _streaming,
+}
+
+
+# ------------------------------------------------------------------------------------------------ tests
+def test_every_example_runs_or_says_why_not() -> None:
+    """Each Python block is on a page the runner knows, or marked with a reason; markers sit on a fence."""
+    found = examples()
+    assert found
+    unknown = sorted({e.page for e in found if e.not_runnable is None and e.page not in PAGES})
+    assert unknown == [], "give these pages a namespace in PAGES, or mark their blocks <!-- not runnable: why -->"
+    assert all(len(e.not_runnable.split()) >= 3 for e in found if e.not_runnable is not None), "say why, briefly"
+    stray = []
+    for path in sorted(DOCS.rglob("*.md")):
+        lines = path.read_text().splitlines()
+        for n, text in enumerate(lines):
+            if _MARKER.search(text) and not (n + 1 < len(lines) and lines[n + 1].lstrip().startswith("```python")):
+                stray.append(f"{path.relative_to(DOCS)}:{n + 1}")
+    assert stray == [], "a not-runnable marker must be the line right before a ```python fence"
+
+
+def _pages() -> list[str]:
+    return sorted({e.page for e in examples() if e.not_runnable is None})
+
+
+@pytest.mark.parametrize("page", _pages())
+def test_page_examples_run(page: str, spark: Any, tmp_path: Path) -> None:
+    docs = Docs(spark, tmp_path)
+    build = PAGES[page]
+    try:
+        for example in [e for e in examples() if e.page == page and e.not_runnable is None]:
+            ns = build(docs, example.index)
+            code = docs.path_of(ns, example.code)
+            try:
+                with contextlib.ExitStack() as during:
+                    for patch in ns.pop("_during", []):
+                        during.enter_context(patch)
+                    exec(compile(code, f"docs/{page}:{example.line}", "exec"), ns)  # noqa: S102 - the docs' own code
+            except Exception as exc:
+                raise AssertionError(f"docs/{page}, the Python block at line {example.line} failed: {exc!r}") from exc
+            for query in spark.streams.active:  # a stream an example started: let it finish its run, then stop
+                query.processAllAvailable()
+                query.stop()
+    finally:
+        spark.sql("DROP DATABASE IF EXISTS staging CASCADE")
+        register(spark)  # an example may register the source again; the session keeps the suite's registration
+        shutil.rmtree(tmp_path, ignore_errors=True)
