@@ -11,6 +11,7 @@ from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.api_types import Instant
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
 from pyspark_paimon.datasource.read.jvm_read import spark_frame
 from pyspark_paimon.datasource.read.routing import route
@@ -32,7 +33,7 @@ def version_options(
     filter: str | None = None,
     snapshot_id: int | None = None,
     tag: str | None = None,
-    timestamp: Any = None,
+    timestamp: Instant | None = None,
 ) -> dict[str, str]:
     """The read options of a read: ``read_options`` plus the keyword arguments under their Paimon keys.
 
@@ -99,7 +100,7 @@ class TableView(Protocol):
         *,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
+        timestamp: Instant | None = None,
         read_options: Mapping[str, Any] | None = None,
     ) -> "Scan": ...
 

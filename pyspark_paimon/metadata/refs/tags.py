@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping, get_args
 
 from pyspark_paimon.errors import (
     CorruptMetadataError,
@@ -382,9 +382,14 @@ def first_snapshot_at_or_after(snapshots: SnapshotManager, tags: TagManager, ts:
 
 
 # How a ref (tag or branch) made "as of" an instant picks its snapshot.
-AT_OR_AFTER = "first-at-or-after"  # Paimon's create_tag_from_timestamp
-AT_OR_BEFORE = "last-at-or-before"  # Databend's / Iceberg's AS OF: the table as a read at that instant sees it
-TIMESTAMP_RULES = (AT_OR_AFTER, AT_OR_BEFORE)
+TimestampRule = Literal["first-at-or-after", "last-at-or-before"]
+"""Which snapshot a ref made "as of" an instant points at: ``'last-at-or-before'`` (the default everywhere: the last
+snapshot committed at or before the instant, the table as a read of that instant sees it, as Databend's and
+Iceberg's AS OF) or ``'first-at-or-after'`` (the first committed at or after it: Paimon's
+``create_tag_from_timestamp``, which the CLI procedure of that name keeps)."""
+AT_OR_AFTER: TimestampRule = "first-at-or-after"
+AT_OR_BEFORE: TimestampRule = "last-at-or-before"
+TIMESTAMP_RULES: tuple[TimestampRule, ...] = get_args(TimestampRule)
 
 
 def last_snapshot_at_or_before(snapshots: SnapshotManager, tags: TagManager, ts: int) -> Snapshot:
@@ -412,7 +417,7 @@ def check_timestamp_rule(rule: str) -> None:
         )
 
 
-def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: str) -> Snapshot:
+def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: TimestampRule) -> Snapshot:
     """The snapshot a ref made "as of" ``ts`` points at, by ``rule`` (one of :data:`TIMESTAMP_RULES`)."""
     check_timestamp_rule(rule)
     if rule == AT_OR_AFTER:
@@ -426,7 +431,7 @@ def resolve_source(
     snapshot_id: int | None = None,
     from_tag: str | None = None,
     from_timestamp: object | None = None,
-    timestamp_rule: str = AT_OR_AFTER,
+    timestamp_rule: TimestampRule = AT_OR_BEFORE,
 ) -> Snapshot:
     """The snapshot a new tag should point at: an explicit snapshot id, another tag, the snapshot a timestamp
     selects by ``timestamp_rule``, or (none given) the latest snapshot."""
@@ -487,7 +492,9 @@ def offset_instant(offset: object, now: int | None = None) -> int:
     return (now_millis() if now is None else now) + offset_millis(offset, "offset")
 
 
-def snapshot_at_offset(store: FileStore, offset: object, rule: str = AT_OR_BEFORE, now: int | None = None) -> Snapshot:
+def snapshot_at_offset(
+    store: FileStore, offset: object, rule: TimestampRule = AT_OR_BEFORE, now: int | None = None
+) -> Snapshot:
     """The snapshot ``offset`` ago selects, by default the last committed at or before that instant (the
     table as it was then, Databend's ``AT (OFFSET => ...)``). An offset reaching before the branch's first
     snapshot is refused, naming when the first retained snapshot was committed."""
@@ -528,7 +535,7 @@ def create_tag(
     time_retained: object | None = None,
     ignore_if_exists: bool = False,
     options: Mapping[str, str] | None = None,
-    timestamp_rule: str = AT_OR_AFTER,
+    timestamp_rule: TimestampRule = AT_OR_BEFORE,
 ) -> Tag:
     validate_tag_name(name)
     tags = TagManager(store)
@@ -583,7 +590,7 @@ def replace_tag(
     from_timestamp: object | None = None,
     time_retained: object | None = None,
     options: Mapping[str, str] | None = None,
-    timestamp_rule: str = AT_OR_AFTER,
+    timestamp_rule: TimestampRule = AT_OR_BEFORE,
 ) -> Tag:
     tags = TagManager(store)
     snapshot = resolve_source(
@@ -621,4 +628,5 @@ __all__ = [
     "AT_OR_AFTER",
     "AT_OR_BEFORE",
     "TIMESTAMP_RULES",
+    "TimestampRule",
 ]
