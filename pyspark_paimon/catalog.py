@@ -59,6 +59,7 @@ class Catalog:
 
     def __init__(self, warehouse: str, *, storage_options: Mapping[str, Any] | None = None):
         self.fileio, self.warehouse_path = FileIO.for_uri(warehouse, dict(storage_options or {}))
+        """The warehouse's file system (``FileIO``) and the root's path in it, for power users."""
         self.warehouse = warehouse
         """The warehouse root as given (a local path or an fsspec URL)."""
 

@@ -113,8 +113,11 @@ class Scan:
 
     def __init__(self, table: TableView, read_options: Mapping[str, str], columns: Sequence[str] | None = None):
         self.table = table
+        """The table read."""
         self.read_options: dict[str, str] = dict(read_options)
+        """The read options this read plans with (the filter and version keywords under their Paimon keys)."""
         self.columns = list(columns) if columns is not None else None
+        """The columns read (None: all)."""
 
     def __repr__(self) -> str:
         return f"Scan({self.table.identifier!r}, read_options={self.read_options!r}, columns={self.columns!r})"

@@ -104,16 +104,27 @@ class BranchMergeResult:
     target had not changed since the base, so its content now equals the source's."""
 
     source: str
+    """The branch merged (a cherry-pick: the commit picked, ``<branch>.<id>``)."""
     into: str
+    """The branch merged into."""
     base: str
+    """The version the three-way merge started from, ``<branch>.<snapshot id>``."""
     upserted: int = 0
+    """Rows written as inserts or updates (primary-key tables)."""
     deleted: int = 0
+    """Rows deleted (primary-key tables)."""
     files_added: int = 0
+    """Data files added (append tables)."""
     files_removed: int = 0
+    """Data files removed (append tables)."""
     conflicts: int = 0
+    """Keys both sides changed differently, resolved by ``on_conflict``."""
     target_unchanged: bool = False
+    """True when ``into`` had not changed since the base: its content now equals the source's."""
     snapshot_id: int | None = None
+    """The snapshot committed on ``into`` (None: nothing was to change)."""
     source_snapshot_id: int | None = None  # the source snapshot merged (the next merge's base)
+    """The source snapshot merged (the next merge's base)."""
 
 
 # ------------------------------------------------------------------------------------------- versions

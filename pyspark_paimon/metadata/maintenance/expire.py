@@ -77,20 +77,29 @@ INT_MAX = 2**31 - 1
 
 @dataclass
 class ExpireResult:
-    """What an expiration removed (or, with ``dry_run``, would remove). Paths are full paths."""
+    """What an expiration removed (or, with ``dry_run``, would remove). Paths are full paths. No snapshot is
+    committed."""
 
     expired_snapshots: list[int] = field(default_factory=list)
+    """The snapshots expired."""
     deleted_data_files: list[str] = field(default_factory=list)
+    """Data and changelog files only the expired snapshots referenced."""
     deleted_manifests: list[str] = field(default_factory=list)
+    """Manifests and manifest lists only they referenced."""
     deleted_other_files: list[str] = field(default_factory=list)  # index and statistics files
+    """Index and statistics files only they referenced."""
     dry_run: bool = False
+    """True when nothing was deleted, only reported."""
     # Decoupled changelog: the expired snapshots kept as changelog/changelog-N (by expire_snapshots), or the
     # long-lived changelogs expired (by expire_changelogs).
     kept_changelogs: list[int] = field(default_factory=list)
+    """Expired snapshots kept as ``changelog/changelog-N`` for streams (a longer ``changelog.*`` retention)."""
     expired_changelogs: list[int] = field(default_factory=list)
+    """Long-lived changelogs expired."""
 
     @property
     def deleted_snapshots_count(self) -> int:
+        """How many snapshots expired (``len(expired_snapshots)``)."""
         return len(self.expired_snapshots)
 
 

@@ -51,17 +51,26 @@ _DURATION_TOKEN = "\x00paimon-duration\x00"
 
 @dataclass(frozen=True)
 class Tag:
+    """A tag of a branch: a name for one snapshot, kept (with the files it reads) until the tag is deleted or, with
+    a retention, expires. What ``t.tags.create`` / ``replace`` / ``rename`` / ``get`` / ``list`` return."""
+
     name: str
+    """The tag's name."""
     snapshot: Snapshot
+    """The snapshot the tag points at, as the tag file stores it (readable after the snapshot expired)."""
     create_time: _dt.datetime | None = None  # local wall clock, as Java's LocalDateTime
+    """When the tag was created (local wall clock); None for tags written without one."""
     time_retained_ms: int | None = None
+    """How long the tag is kept after ``create_time`` (ms); None: until deleted."""
 
     @property
     def snapshot_id(self) -> int:
+        """The id of the snapshot the tag points at."""
         return self.snapshot.id
 
     @property
     def expire_time(self) -> _dt.datetime | None:
+        """When ``t.tags.expire`` may delete the tag (local wall clock), or None without a retention."""
         if self.create_time is None or self.time_retained_ms is None:
             return None
         return self.create_time + _dt.timedelta(milliseconds=self.time_retained_ms)
