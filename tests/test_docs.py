@@ -14,7 +14,9 @@ import inspect
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from pyspark_paimon import errors
@@ -218,6 +220,90 @@ class C:
     assert sorted(_class_gaps("C", node)) == ["C.field", "C.method", "C.prop", "C.public"]
 
 
+# API names written in prose, docstrings and error messages: ``Table.x`` / ``Catalog.x`` / ``Scan.x`` / ... and
+# ``t.<namespace>.x`` / ``t.x(`` (``t`` is how the docs and messages name a Table; a bare ``t.x`` without a call
+# is too often another ``t``, a type or a row, to count).
+_API_NAME = re.compile(r"(?<![\w.*/])(Table|Catalog|Scan|UpdateSchema|MergeBuilder|t)\.(\w+)(?:\.(\w+))?(\()?")
+_NAMESPACES = ("tags", "branches", "maintenance", "chain", "inspect")
+# The page with the old -> new table for 0.1 users: the first cell of each of its table rows names removed API.
+UPGRADING = DOCS / "upgrading.md"
+
+
+def _string_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal of a module: docstrings, messages, f-string parts."""
+    tree = ast.parse(path.read_text())
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def _doc_texts() -> list[tuple[str, str]]:
+    """(where, text) of every doc page, without the removed names of the upgrading table."""
+    out = []
+    for doc in [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted(DOCS.rglob("*.md"))]:
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            if doc == UPGRADING and line.startswith("|"):
+                line = "|".join(line.split("|")[2:])  # the new names only
+            out.append((f"{doc.relative_to(ROOT)}:{n}", line))
+    return out
+
+
+def _missing_api_names(texts: list[tuple[str, str]], api: dict[str, object]) -> list[str]:
+    missing = []
+    for where, text in texts:
+        for owner, name, sub, call in _API_NAME.findall(text):
+            obj = api[owner]
+            if owner == "t" and name in _NAMESPACES:
+                owner, obj, name = f"t.{name}", getattr(obj, name), sub
+            elif owner == "t" and not (call and not sub):
+                continue
+            if name and not hasattr(obj, name):
+                missing.append(f"{where}: {owner}.{name}")
+    return sorted(set(missing))
+
+
+@pytest.fixture
+def api(catalog: Any) -> dict[str, object]:
+    """A live instance of each API class, so instance attributes (``t.store``) count as existing."""
+    t = catalog.create_table("db.names", "id bigint, v string", primary_keys=["id"], options={"bucket": "1"})
+    return {
+        "Table": t,
+        "t": t,
+        "Catalog": catalog,
+        "Scan": t.scan(),
+        "UpdateSchema": t.update_schema(),
+        "MergeBuilder": t.merge(pa.table({"id": [1], "v": ["a"]}), on="id"),
+    }
+
+
+def test_package_strings_name_only_api_that_exists(api: dict[str, object]) -> None:
+    """A fix-it hint naming a removed method (``Table.remove_options``) sends the user nowhere."""
+    texts = [
+        (f"{path.relative_to(ROOT)}:{line}", text)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line, text in _string_literals(path)
+    ]
+    missing = _missing_api_names(texts, api)
+    assert not missing, "string literals name API that does not exist:\n" + "\n".join(missing)
+
+
+def test_doc_pages_name_only_api_that_exists(api: dict[str, object]) -> None:
+    missing = _missing_api_names(_doc_texts(), api)
+    assert not missing, "doc pages name API that does not exist:\n" + "\n".join(missing)
+
+
+def test_the_api_name_check_catches_removed_names(api: dict[str, object]) -> None:
+    texts = [
+        ("a", "use Table.remove_options"),
+        ("b", "see t.branches.drop('x')"),
+        ("c", "t.create_chain_tag(...)"),
+        ("d", "Catalog.get_table, t.tags.delete, t.scan, Table.open, t.store, pa.Table.from_pylist, t.inspect.files"),
+    ]
+    assert _missing_api_names(texts, api) == ["a: Table.remove_options", "b: t.branches.drop", "c: t.create_chain_tag"]
+
+
 def test_option_reference_covers_the_registry() -> None:
     page = _hook().render()
     for key, rule in options.KEYS.items():
@@ -238,6 +324,17 @@ def test_errors_page_names_every_error() -> None:
     classes = [n for n, c in vars(errors).items() if inspect.isclass(c) and issubclass(c, errors.PaimonError)]
     assert classes
     assert [n for n in classes if f"`{n}`" not in page] == []
+
+
+def test_the_site_and_readme_open_with_the_same_promise() -> None:
+    """docs/index.md and README say the same about what proves compatibility (they once named different
+    implementations)."""
+
+    def opening(path: Path) -> str:
+        return " ".join(path.read_text().split("\n\n")[1].split())
+
+    assert opening(ROOT / "README.md") == opening(DOCS / "index.md")
+    assert "Java Paimon itself" in opening(DOCS / "index.md")
 
 
 @pytest.mark.parametrize("command", ["./dev demo", "./dev test", "./dev test --min-deps"])

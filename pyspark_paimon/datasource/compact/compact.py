@@ -19,7 +19,7 @@ process:
    re-plans on the new latest snapshot and tries again, a few times.
 
 Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
-(``Table.remove_orphan_files`` reclaims them). This module never imports pyspark.
+(``t.maintenance.remove_orphan_files`` reclaims them). This module never imports pyspark.
 """
 
 from __future__ import annotations
