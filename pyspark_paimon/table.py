@@ -115,9 +115,9 @@ class Table:
 
     def refresh(self) -> "Table":
         """A new ``Table`` of the same branch at its latest state, read afresh. Reads already see every new
-        commit; what a ``Table`` keeps is the schemas it has read, which a history rewrite (``t.branches.
-        fast_forward(force=True)``, ``replace_main``, done here or by another process) can replace under the same
-        ids: continue with ``t = t.refresh()`` after one."""
+        commit; what a ``Table`` keeps is the schemas it has read, which a history rewrite (a forced
+        ``fast_forward``, ``replace_main``, done here or by another process) can replace under the same ids:
+        continue with ``t = t.refresh()`` after one."""
         table = Table(FileStore(self.store.fileio, self.store.table_path, self.branch), self.identifier)
         table.schema  # noqa: B018 - fail now when the branch is gone
         return table
