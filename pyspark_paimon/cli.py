@@ -438,6 +438,22 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     ]
 
 
+def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``rewrite_file_index(table, partitions)``: every data file (of ``partitions``, 'k=v,k2=v2;k=v3')
+    gets the file indexes the table's options name now, in one COMPACT snapshot."""
+    parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
+    r = t.maintenance.rewrite_file_index(parts, progress=progress_for(sys.stderr))
+    return [
+        {
+            "snapshot_id": r.snapshot_id,
+            "files": r.files,
+            "in_manifest": r.embedded,
+            "index_files": r.index_files,
+            "notes": "; ".join(r.notes) or None,
+        }
+    ]
+
+
 def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``delete`` action (``--where``): the rows the SQL condition selects, in one commit."""
     r = t.delete(a.where)
@@ -689,6 +705,13 @@ PROCEDURES: tuple[Procedure, ...] = (
             ),
         ),
         _compact,
+    ),
+    Procedure(
+        "rewrite_file_index",
+        "give every data file the bloom-filter / bitmap indexes the table's file-index.* options name now, in "
+        "one COMPACT snapshot (docs/file-indexes.md)",
+        (Arg("partitions", "partitions to re-index, 'k=v,k2=v2;k=v3' (default: all)"),),
+        _rewrite_file_index,
     ),
     Procedure(
         "delete",

@@ -1,6 +1,7 @@
-"""``t.maintenance``: compaction, snapshot expiry, orphan-file removal and rollback of a table's branch.
+"""``t.maintenance``: compaction, snapshot expiry, orphan-file removal, rollback and the Iceberg metadata sync.
 
-Thin delegation: compaction lives in ``planner/compact_strategy.py`` and ``datasource/compact/compact.py``, the rest
+Thin delegation: compaction lives in ``planner/compact_strategy.py`` and ``datasource/compact/compact.py`` (file index
+rewrites in ``datasource/compact/file_index_rewrite.py``), the rest
 in ``metadata/maintenance`` and ``metadata/refs/rollback.py``. Every method returns its result dataclass
 (truthy when something changed).
 """
@@ -11,8 +12,10 @@ from typing import Any, Iterable, Mapping
 
 from pyspark_paimon.api_types import Instant
 from pyspark_paimon.datasource.compact import compact as _compact
+from pyspark_paimon.datasource.compact import file_index_rewrite as _file_index_rewrite
 from pyspark_paimon.datasource.compact.compact_runners import session_runner
 from pyspark_paimon.errors import TagError
+from pyspark_paimon.metadata.iceberg import sync as _iceberg
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.maintenance import orphans as _orphans
 from pyspark_paimon.metadata.progress import Progress
@@ -52,6 +55,18 @@ class Maintenance:
         Truthy when a snapshot was committed."""
         runner = session_runner(spark) if spark is not None else None
         return _compact.compact(self._table.store, partitions, full=full, runner=runner, progress=progress)
+
+    def rewrite_file_index(
+        self,
+        partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> _file_index_rewrite.RewriteFileIndexResult:
+        """Give every data file of the branch (in ``partitions``, as for :meth:`compact`; default all) the file
+        indexes the table's ``file-index.*`` options name now, in one COMPACT snapshot (Paimon's ``CALL
+        sys.rewrite_file_index``): for indexes added to a table that already holds data. The data files are not
+        rewritten; ``progress(step, done, total)`` is called per file. Truthy when a snapshot was committed."""
+        return _file_index_rewrite.rewrite_file_index(self._table.store, partitions, progress=progress)
 
     def expire_snapshots(
         self,
@@ -104,6 +119,17 @@ class Maintenance:
             manager = _tags.TagManager(store)
             snapshot_id = _tags.last_snapshot_at_or_before(store.snapshots, manager, ts).id
         return _rollback.rollback_to(store, snapshot_id=snapshot_id, tag=tag)
+
+    def sync_iceberg(self) -> int | None:
+        """Write the table's Iceberg metadata for the main branch's latest snapshot now (``metadata.iceberg.storage``;
+        every commit does it, so this only repairs metadata after a failed or interrupted sync). Returns the
+        metadata version (the snapshot id), None when the table keeps no Iceberg metadata or has no snapshot."""
+        main = self._table.store.with_branch("main")
+        tags = _tags.TagManager(main)
+        version = _iceberg.sync_head(main, tags.snapshot_ids)
+        if version is not None:
+            _iceberg.refresh_tags(main, tags.snapshot_ids)
+        return version
 
 
 __all__ = ["Maintenance"]

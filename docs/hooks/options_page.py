@@ -38,6 +38,8 @@ READ_MEANINGS: dict[str, str] = {
     "filter": "A SQL condition selecting rows at load time: prunes partitions, buckets, files and row groups, "
     "applied exactly (see [Reading](../reading.md)).",
     "incremental-between": "Rows changed between two snapshots or tags (`start,end`).",
+    "file-index.read.enabled": "`false`: planning does not skip data files by their bloom-filter or bitmap "
+    "indexes (default: the table option, else `true`; see [File indexes](../file-indexes.md)).",
     "pyspark-paimon.only-splits": "Internal to `Scan.to_spark` (the splits its `paimon` half reads); do not set it.",
     "incremental-between-timestamp": "Rows changed between two instants (`start,end`).",
     "scan.snapshot-id": "Read that snapshot (`versionAsOf` with anything but digits works as `scan.version`).",

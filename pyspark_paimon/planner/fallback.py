@@ -129,7 +129,9 @@ def add_fallback_splits(
             partition_filter is None or partition_filter(named)
         )
 
-    fb_plan = ScanPlanner(fb_store, fb_schema, {}).plan(fb_snapshot, predicate, partition_filter=missing)
+    fb_plan = ScanPlanner(fb_store, fb_schema, opts.planner_options).plan(
+        fb_snapshot, predicate, partition_filter=missing
+    )
     fb_splits = [replace(s, file_branches={f.file_name: fb_branch for f in s.files}) for s in fb_plan.splits]
     n_parts = len({s.partition_values for s in fb_splits})
     notes = list(plan.notes)

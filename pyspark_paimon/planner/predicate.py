@@ -207,6 +207,22 @@ def _holds_exactly(v: Any, arrow_type: pa.DataType) -> bool:
     return isinstance(out, pa.Scalar) and out.type == arrow_type
 
 
+def literal_array(values: Sequence[Any], arrow_type: pa.DataType) -> pa.Array | None:
+    """``values`` (predicate literals) as an Arrow array of ``arrow_type``, or None when any of them does not fit
+    it exactly (pruning by a changed value could drop a matching file)."""
+    try:
+        arr = pa.array(list(values), type=arrow_type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    for orig, back in zip(values, arr.to_pylist()):
+        try:
+            if comparable_value(orig) != comparable_value(back):
+                return None
+        except TypeError:
+            return None
+    return arr
+
+
 def _false_if_null(e: pc.Expression) -> pc.Expression:
     return pc.coalesce(e, pc.scalar(False))
 

@@ -14,6 +14,7 @@ from typing import Mapping
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.schema.options import (
+    FILE_INDEX_READ_ENABLED,
     INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT,
     CoreOptions,
     check_read_options,
@@ -38,6 +39,7 @@ FILTER_KEY = "filter"
 # Internal: the splits ``Scan.to_spark`` leaves to the Python source (a JSON list of split keys, see
 # ``datasource.read.routing.split_key``); every other split of the plan is read by Spark's own file readers.
 ONLY_SPLITS_KEY = "pyspark-paimon.only-splits"
+FILE_INDEX_READ_KEY = FILE_INDEX_READ_ENABLED.key
 OTHER_READ_KEYS = (
     "path",
     "paths",
@@ -52,6 +54,7 @@ OTHER_READ_KEYS = (
     SCAN_PARTITIONS_KEY,
     FILTER_KEY,
     ONLY_SPLITS_KEY,
+    FILE_INDEX_READ_KEY,
 )
 STORAGE_PREFIX = "fs."
 
@@ -184,6 +187,15 @@ class ReadOptions:
     filter: str | None = None  # a SQL predicate (planner/sql_filter.py), parsed against the read schema
     # Only the splits with these keys are read (``Scan.to_spark``'s Python half); None = every planned split.
     only_splits: frozenset[str] | None = None
+    # ``file-index.read.enabled`` for this read (planning skips files by their file indexes); None: the table's.
+    file_index_read: bool | None = None
+
+    @property
+    def planner_options(self) -> dict[str, str]:
+        """The read's overrides of table options that scan planning reads (``ScanPlanner``'s ``options``)."""
+        if self.file_index_read is None:
+            return {}
+        return {FILE_INDEX_READ_KEY: "true" if self.file_index_read else "false"}
 
     @property
     def time_travel(self) -> bool:
@@ -279,4 +291,7 @@ class ReadOptions:
             scan_partitions=opts.get(SCAN_PARTITIONS_KEY),
             filter=opts.get(FILTER_KEY),
             only_splits=_only_splits(opts.get(ONLY_SPLITS_KEY)),
+            file_index_read=CoreOptions({FILE_INDEX_READ_KEY: opts[FILE_INDEX_READ_KEY]}).get(FILE_INDEX_READ_ENABLED)
+            if opts.get(FILE_INDEX_READ_KEY, "").strip()
+            else None,
         )

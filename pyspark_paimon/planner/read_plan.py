@@ -139,7 +139,9 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
     schema = store.schemas.schema(snapshot.schema_id) if (opts.time_travel and snapshot is not None) else latest
     selection = selection_of(opts, schema)
     pred = (*predicate, *selection.leaves)
-    plan = ScanPlanner(store, schema, {}).plan(snapshot, pred, partition_filter=selection.partition_filter())
+    plan = ScanPlanner(store, schema, opts.planner_options).plan(
+        snapshot, pred, partition_filter=selection.partition_filter()
+    )
     if decision.fallback is not None:  # partitions missing here are read from the fallback branch
         extended = add_fallback_splits(
             store, decision.fallback, schema, snapshot, plan, pred, opts, partition_filter=selection.partition_filter()

@@ -34,13 +34,21 @@ from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.model import AtomicType
-from pyspark_paimon.planner.predicate import Leaf, comparable_value, could_match_stats, eval_on_values, leaves_on
+from pyspark_paimon.planner.file_index_pruning import FileIndexPruner
+from pyspark_paimon.planner.predicate import (
+    Leaf,
+    comparable_value,
+    could_match_stats,
+    eval_on_values,
+    leaves_on,
+    literal_array,
+)
 from pyspark_paimon.planner.split import DataSplit
 
 # What decoding statistics written by any engine may raise. Pruning on statistics we cannot read is never
 # done (the file is kept); anything else (a bug here) propagates instead of silently turning into a full scan.
 _STATS_DECODE_ERRORS = (PaimonError, ValueError, OverflowError, struct.error)
-# What building or hashing an Arrow column of predicate literals may raise for values that do not fit.
+# What hashing an Arrow column of predicate literals may raise for values that do not fit.
 _LITERAL_ERRORS = (PaimonError, pa.ArrowException, TypeError, ValueError, OverflowError)
 
 
@@ -51,7 +59,9 @@ class ScanCounters:
     Levels, in the order they run: manifests (partition stats of the manifest list), postpone (a batch scan
     of a postpone-bucket table leaves out the ``bucket-postpone`` files, as Java's ``onlyReadRealBuckets``),
     partitions (exact partition predicate on entries), buckets (the bucket key fixed by ``=``/``IN``),
-    statistics (file min/max/null counts). ``*_skipped_<level>`` counts what that level dropped; files in
+    statistics (file min/max/null counts), index (bloom-filter and bitmap file indexes, embedded in the
+    manifest or in index files: ``index_files_read`` counts the index files planning read, apart from data
+    files, which planning never opens). ``*_skipped_<level>`` counts what that level dropped; files in
     skipped manifests are never opened, so they appear in no file counter. Entries of partitions the exact
     partition filter rejects are not decoded either: their files are counted from the entries' leading fields
     (ADDs minus DELETEs per bucket), so with deletion vectors they include the level-0 files a batch scan skips.
@@ -71,12 +81,15 @@ class ScanCounters:
     files_skipped_partition: int = 0
     files_skipped_bucket: int = 0
     files_skipped_stats: int = 0
+    files_skipped_index: int = 0
+    index_files_read: int = 0
     bytes_total: int = 0
     bytes_selected: int = 0
     bytes_skipped_postpone: int = 0
     bytes_skipped_partition: int = 0
     bytes_skipped_bucket: int = 0
     bytes_skipped_stats: int = 0
+    bytes_skipped_index: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -262,16 +275,9 @@ def _coerce_column(values: list[Any], f: Any) -> pa.Array | None:
     """``values`` as an Arrow array of the column's type, or None when any value does not fit exactly."""
     try:
         arrow_type = to_arrow_type(f.type, f.name)
-        arr = pa.array(values, type=arrow_type)
-    except _LITERAL_ERRORS:  # a literal that does not fit the column: do not prune
+    except PaimonError:  # a column type without an Arrow form: do not prune
         return None
-    for orig, back in zip(values, arr.to_pylist()):
-        try:
-            if comparable_value(orig) != comparable_value(back):
-                return None
-        except TypeError:
-            return None
-    return arr
+    return literal_array(values, arrow_type)
 
 
 class _BucketSelector:
@@ -663,25 +669,27 @@ class ScanPlanner:
             value_pruner = _StatsPruner(
                 self.store, schema, non_part, [f.name for f in schema.fields if f.name not in part_names]
             )
-        splits = []
-        selected_buckets = 0
         part_dirs: dict[bytes, str] = {}
         order = {part: repr(values) for part, values in cache.items()}
+        kept_groups: list[tuple[bytes, int, list[DataFileMeta], str]] = []
         for (part, bucket), files in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
             files.sort(key=lambda f: (f.level, f.min_sequence_number, f.file_name))
             kept = self._skip_files(files, key_pruner, value_pruner, counters, deletion_vectors)
             if not kept:
                 continue
-            selected_buckets += 1
-            values = cache[part]
             part_dir = part_dirs.get(part)
             if part_dir is None:
-                part_dir = part_dirs[part] = self.store.partition_dir(schema, values)
-            path = self.store.bucket_in(part_dir, bucket)
+                part_dir = part_dirs[part] = self.store.partition_dir(schema, cache[part])
+            kept_groups.append((part, bucket, kept, self.store.bucket_in(part_dir, bucket)))
+        kept_groups = self._skip_by_index(kept_groups, non_part, counters, deletion_vectors)
+        splits = []
+        for part, bucket, kept, path in kept_groups:
             splits.extend(
-                self._make_splits(part, values, bucket, total_buckets[(part, bucket)], kept, path, deletion_vectors)
+                self._make_splits(
+                    part, cache[part], bucket, total_buckets[(part, bucket)], kept, path, deletion_vectors
+                )
             )
-        counters.buckets_selected = selected_buckets
+        counters.buckets_selected = len(kept_groups)
         counters.files_selected = sum(len(s.files) for s in splits)
         counters.bytes_selected = sum(s.size_bytes for s in splits)
         return ScanPlan(snapshot, schema, splits, counters)
@@ -714,6 +722,38 @@ class ScanPlanner:
             counters.files_skipped_stats += dropped
             counters.bytes_skipped_stats += sum(f.file_size for f in files) - sum(f.file_size for f in kept)
         return kept
+
+    def _skip_by_index(
+        self,
+        groups: list[tuple[bytes, int, list[DataFileMeta], str]],
+        pred: Sequence[Leaf],
+        counters: ScanCounters,
+        deletion_vectors: bool,
+    ) -> list[tuple[bytes, int, list[DataFileMeta], str]]:
+        """``groups`` (partition, bucket, files, bucket directory) without the files whose file index excludes
+        ``pred``, by the rule of value statistics: any append file, primary-key files only in buckets where each
+        key lives in one file (raw-convertible). One pass over all buckets, so index files load in parallel."""
+        pruner = FileIndexPruner(self.store, self.schema, pred, self.options)
+        if not pruner.active:
+            return groups
+        candidates = [
+            (f, path)
+            for _, _, files, path in groups
+            if not self.schema.primary_keys or (self.pk_value_skipping and _raw_convertible(files, deletion_vectors))
+            for f in files
+        ]
+        excluded = pruner.prune(candidates)
+        counters.index_files_read += pruner.counters.index_files_read
+        if not excluded:
+            return groups
+        counters.files_skipped_index += pruner.counters.files_skipped
+        counters.bytes_skipped_index += pruner.counters.bytes_skipped
+        out = []
+        for part, bucket, files, path in groups:
+            kept = [f for f in files if f.file_name not in excluded]
+            if kept:
+                out.append((part, bucket, kept, path))
+        return out
 
     def _make_splits(
         self,

@@ -14,7 +14,8 @@ from pyspark_paimon.metadata.schema.options import KEYS, rule_of, validate_table
 
 # The option keys of Apache Paimon 2.1-SNAPSHOT (github.com/apache/paimon, commit 5dacde516bf6, 2026-08-22), as
 # declared by each option class; "removed since 1.0" lists the CoreOptions keys of releases 1.0 to 2.0.0 that
-# this version no longer declares (tables written by those releases still carry them); "fallback keys" are the
+# this version no longer declares (tables written by those releases still carry them), and one 0.9 key
+# (metadata.iceberg-compatible) that 1.0 replaced; "fallback keys" are the
 # legacy spellings (withFallbackKeys) Java still reads. Per-column options (fields.<col>.<suffix>) and key
 # families (file-index.<type>.columns, orc.*, parquet.*...) are listed in JAVA_FIELD_SUFFIXES / JAVA_FAMILIES.
 PAIMON_VERSION = "2.1-SNAPSHOT (5dacde516bf6)"
@@ -355,6 +356,8 @@ JAVA_KEYS: dict[str, tuple[str, ...]] = {
         "fields.default-aggregate-function",
         "blob-descriptor.source-table",
     ),
+    # Paimon 0.9's switch for Iceberg metadata, replaced by metadata.iceberg.storage in 1.0 (0.9 tables carry it).
+    "CoreOptions of 0.9, replaced in 1.0": ("metadata.iceberg-compatible",),
     "CoreOptions, removed since 1.0": (
         "manifest.format",
         "write-manifest-cache",
@@ -577,7 +580,7 @@ def test_the_key_list_is_the_extracted_one() -> None:
     doc = option_keys.__doc__ or ""
     assert "2.1-SNAPSHOT" in doc and "5dacde5" in doc  # the registry names the version it was classified against
     assert len(JAVA_KEYS["CoreOptions"]) == 334
-    assert len(ALL_JAVA_KEYS) == 494
+    assert len(ALL_JAVA_KEYS) == 495
 
 
 @pytest.mark.parametrize("key", sorted(ALL_JAVA_KEYS))
@@ -634,7 +637,7 @@ def test_counts_per_kind() -> None:
         kind: sum(1 for r in java if r is not None and r.kind == kind) for kind in ("honoured", "inert", "refused")
     }
     assert sum(counts.values()) == len(ALL_JAVA_KEYS)
-    assert counts == {"honoured": 107, "inert": 342, "refused": 45}
+    assert counts == {"honoured": 120, "inert": 331, "refused": 44}
 
 
 def test_immutable_keys_are_javas() -> None:
@@ -686,7 +689,7 @@ REFUSED_ON_WRITE = [
     ("tag.callbacks", "com.example.Callback"),
     ("commit.strict-mode.last-safe-snapshot", "5"),
     ("partition.timestamp-format.strict", "true"),
-    ("metadata.iceberg.storage", "table-location"),
+    ("metadata.iceberg.storage", "hive-catalog"),
     ("upsert-key", "id"),
     ("type", "materialized-table"),
     ("primary-key", "id"),
@@ -731,6 +734,8 @@ def test_write_semantic_keys_are_refused_on_write_and_create(key: str, value: st
         ("changelog-producer", "lookup"),
         ("row-tracking.enabled", "false"),
         ("metadata.iceberg.storage", "disabled"),
+        ("metadata.iceberg.storage", "table-location"),
+        ("metadata.iceberg.storage", "Hadoop-Catalog"),
         ("fields.m.map.storage-layout", "default"),
         ("incremental-between-scan-mode", "delta"),
         ("scan.snapshot-id", "  "),

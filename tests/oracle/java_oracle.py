@@ -28,8 +28,15 @@ identifier ``db.t``):
     Everything a batch ``ReadBuilder`` scan returns, with dynamic options (``scan.tag-name``, ...).
 ``compact() -> snapshot id``
     Full compaction (``BatchTableWrite.compact(partition, bucket, true)``) of every bucket, one commit.
-``files() -> [{"bucket", "level", "file", "row_count", "deletion_file"}]``
-    The data files of the latest snapshot's read plan.
+``files() -> [{"bucket", "level", "file", "row_count", "deletion_file", "extra_files", "embedded_index"}]``
+    The data files of the latest snapshot's read plan (``embedded_index``: hex or None).
+``file_index_verdicts(filter) -> {data file: kept?}``
+    Java's file-index verdict on each data file (embedded index, else an ``.index`` extra file) for ANDed
+    leaves ``{"column", "op": = | != | in | is_null | is_not_null, "values"}``.
+
+Three commands need no table: ``file_index_bytes(type, index, values, options)`` (what Java's index writer makes
+of some values, and its bloom-filter hashes), ``file_index_probe(type, index, data, probes)`` (Java's index
+reader on given bytes) and ``file_index_container(columns)`` (Java's container of given index blobs).
 ``evolve(changes)``, ``tag(name, snapshot_id=None)``, ``snapshots()``, ``versions()``.
 ``stream(options=None) -> JavaRead``
     Java's streaming read (``newStreamScan``) up to the latest snapshot: changelog rows with their kinds.
@@ -505,6 +512,59 @@ class JavaOracle:
         if kinds is not None:
             cmd["kinds"] = list(kinds)
         return int(self.call(cmd)["snapshot_id"])
+
+    # ------------------------------------------------------------------------------------ file indexes
+
+    def file_index_bytes(
+        self, type_name: str, index: str, values: Sequence[Any], options: Mapping[str, Any] | None = None
+    ) -> tuple[bytes, list[int]]:
+        """Java's serialized index of ``values`` (one column of Paimon type ``type_name``) and, for a bloom
+        filter, the 64-bit hash of each non-null value (signed, as Java's ``long``)."""
+        result = self.call(
+            {
+                "cmd": "file_index_bytes",
+                "type": type_name,
+                "index": index,
+                "values": [encode(v) for v in values],
+                "options": {k: str(v) for k, v in (options or {}).items()},
+            }
+        )
+        return bytes.fromhex(result["bytes"]), [int(h) for h in result["hashes"]]
+
+    def file_index_probe(
+        self, type_name: str, index: str, data: bytes, probes: Sequence[Mapping[str, Any]]
+    ) -> list[bool]:
+        """Java's index reader on ``data``: whether each probe (``{"op", "values"}``) keeps the file."""
+        result = self.call(
+            {
+                "cmd": "file_index_probe",
+                "type": type_name,
+                "index": index,
+                "bytes": data.hex(),
+                "probes": [{**p, "values": [encode(v) for v in p.get("values", ())]} for p in probes],
+            }
+        )
+        return [bool(r) for r in result["remain"]]
+
+    def file_index_container(self, columns: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
+        """Java's index container holding ``columns`` (column -> index type -> blob, None = empty index)."""
+        blobs = {c: {t: (None if b is None else b.hex()) for t, b in ts.items()} for c, ts in columns.items()}
+        result = self.call({"cmd": "file_index_container", "columns": blobs})
+        return bytes.fromhex(result["bytes"])
+
+    def file_index_verdicts(
+        self, warehouse: str, identifier: str, filter: Sequence[Mapping[str, Any]]
+    ) -> dict[str, bool]:
+        """Per data file of the latest snapshot: whether Java's file index keeps it for ``filter``."""
+        result = self.call(
+            {
+                "cmd": "file_index_verdicts",
+                "warehouse": warehouse,
+                "identifier": identifier,
+                "filter": [{**f, "values": [encode(v) for v in f.get("values", ())]} for f in filter],
+            }
+        )
+        return {str(k): bool(v) for k, v in result["files"].items()}
 
 
 if __name__ == "__main__":  # a quick manual check: python -m tests.oracle.java_oracle

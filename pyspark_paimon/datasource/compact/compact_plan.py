@@ -123,9 +123,12 @@ class CompactPlan:
     vector_files: dict[tuple[bytes, int], frozenset[str]] | None = None
 
 
-def partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Callable[[tuple], bool] | None:
+def partition_matcher(
+    schema: TableSchema, partitions: PartitionSpecs, what: str = "Compaction"
+) -> Callable[[tuple], bool] | None:
     """A test on decoded partition values for ``partitions`` (dicts or 'k=v,k2=v2' texts; a partial spec
-    matches every partition with those values), or None for every partition."""
+    matches every partition with those values), or None for every partition. ``what`` names the operation
+    in the error for a spec naming a column that is not a partition column."""
     if partitions is None:
         return None
     items = [partitions] if isinstance(partitions, (str, Mapping)) else list(partitions)
@@ -136,7 +139,7 @@ def partition_matcher(schema: TableSchema, partitions: PartitionSpecs) -> Callab
         unknown = [k for k in raw if k not in names]
         if unknown:
             raise OptionError(
-                f"Compaction partition {dict(raw)} names {unknown}, which are not partition columns of "
+                f"{what} partition {dict(raw)} names {unknown}, which are not partition columns of "
                 f"the table (partition columns: {', '.join(names) or 'none'})."
             )
         specs.append([(names.index(k), coerce_partition_value(schema, k, v)) for k, v in raw.items()])

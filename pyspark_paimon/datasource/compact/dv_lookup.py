@@ -24,7 +24,7 @@ from pyspark_paimon.metadata.manifests.hash_index import sorted_unique
 from pyspark_paimon.metadata.manifests.index_manifest import IndexManifestEntry
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
-from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, CoreOptions
+from pyspark_paimon.metadata.schema.options import CHANGELOG_PRODUCER, DELETION_VECTORS_BITMAP64, CoreOptions
 
 __all__ = ["DvLookup", "dv_upgrades_level0", "is_dv_lookup", "write_bucket_vectors"]
 
@@ -245,4 +245,5 @@ def write_bucket_vectors(
     if not vectors:
         return ()
     index_dir = f"{ctx.write.table_path}/index"
-    return (write_deletion_vector_file(ctx.write.fileio, index_dir, task.partition, task.bucket, vectors),)
+    bitmap64 = ctx.write.schema.core_options.get(DELETION_VECTORS_BITMAP64)
+    return (write_deletion_vector_file(ctx.write.fileio, index_dir, task.partition, task.bucket, vectors, bitmap64),)

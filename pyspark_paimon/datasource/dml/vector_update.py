@@ -23,6 +23,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import (
     write_deletion_vector_file,
 )
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
+from pyspark_paimon.metadata.schema.options import DELETION_VECTORS_BITMAP64
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -71,6 +72,7 @@ def vector_update(
         if base_manifest
         else {}
     )
+    bitmap64 = store.schema().core_options.get(DELETION_VECTORS_BITMAP64)
     added: list[IndexManifestEntry] = []
     written: list[str] = []
     try:
@@ -81,7 +83,7 @@ def vector_update(
                 if name not in grown
             }
             vectors.update(grown)
-            entry = write_deletion_vector_file(fileio, index_dir, partition, bucket, vectors)
+            entry = write_deletion_vector_file(fileio, index_dir, partition, bucket, vectors, bitmap64)
             written.append(f"{index_dir}/{entry.file_name}")
             added.append(entry)
     except BaseException:

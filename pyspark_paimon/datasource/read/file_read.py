@@ -51,6 +51,7 @@ __all__ = [
     "format_of",
     "plan_windows",
     "read_data_file",
+    "read_file_columns",
     "read_window",
     "select_row_groups",
     "stream_data_file",
@@ -298,6 +299,15 @@ def _keep_mask(
         hit = where >= 0
         mask[out_start[where[hit]] + (deleted[hit] - starts[group[hit]])] = False
     return mask
+
+
+def read_file_columns(
+    fileio: FileIO, path: str, f: DataFileMeta, options: CoreOptions, columns: Sequence[str]
+) -> pa.Table:
+    """The physical ``columns`` of data file ``f`` at ``path`` exactly as stored (every row, no schema evolution,
+    no deletion vector): what an index over the file's row positions is built from."""
+    with _FileReader(fileio, path, format_of(f, options), f.file_name, f.file_size) as reader:
+        return reader.read([c for c in columns if c in reader.names])
 
 
 def read_data_file(

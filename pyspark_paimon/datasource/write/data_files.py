@@ -5,7 +5,9 @@ One place decides the physical layout of a data file (primary-key tables: ``_KEY
 ``_VALUE_KIND``, then every table column, with the field ids Java sets), where it lives (partition directory,
 ``data-file.path-directory``, bucket directory), what it is called (prefix, UUID, counter, suffix), how it is
 encoded (codec per level, bounded row groups, ``parquet_layout``), where it rolls (``target-file-size``), and how it
-is described (keys, statistics, sequence range, retract count). The writer decides *which* rows go into a bucket;
+is described (keys, statistics, sequence range, retract count, and its file indexes: ``file-index.<type>.columns``
+builds them, embedded in the manifest or in ``<file>.index``, as Java's ``DataFileIndexWriter`` does for every data
+and changelog file). The writer decides *which* rows go into a bucket;
 this module only turns them into files, and remembers each file it created so an abort can delete them.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
@@ -29,6 +32,7 @@ from pyspark_paimon.datasource.write.stats import (
     mode_resolver,
 )
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta, SimpleStats
 from pyspark_paimon.metadata.rows.binary_row import EMPTY_ROW, serialize_row
@@ -160,6 +164,7 @@ class DataFileWriter:
         self._key_file_fields = key_file_fields(key_fields)
         file_fields = (self._key_file_fields + system_file_fields() + self._fields) if self._is_pk else self._fields
         self._file_schema = to_parquet_arrow_schema(file_fields, field_ids=True)
+        self._file_index = FileIndexSpec.of(opts, self._fields, table_path)
         self._created: list[str] = []
 
     def _compression(self, lsm_level: int = 0) -> tuple[str, int | None]:
@@ -263,9 +268,11 @@ class DataFileWriter:
         with fileio.fs.open(path, "wb") as out:
             pq.write_table(file_table, out, **kwargs)
         size = fileio.size(path)
-        (state.changelog_files if changelog else state.files).append(
-            self._file_meta(name, size, chunk, seq_range, state)
-        )
+        meta = self._file_meta(name, size, chunk, seq_range, state)
+        embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)
+        if embedded is not None or index_file is not None:
+            meta = replace(meta, embedded_index=embedded, extra_files=(index_file,) if index_file else ())
+        (state.changelog_files if changelog else state.files).append(meta)
 
     def _file_meta(
         self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None, state: BucketState

@@ -118,9 +118,16 @@ def avro_codec(name: str, key: str = "manifest.compression") -> str:
     return codec
 
 
-def write_avro(schema: dict[str, Any], records: Iterable[dict[str, Any]], codec: str = _CODEC) -> bytes:
+def write_avro(
+    schema: dict[str, Any],
+    records: Iterable[dict[str, Any]],
+    codec: str = _CODEC,
+    metadata: dict[str, str] | None = None,
+) -> bytes:
+    """An Avro container file of ``records``; ``metadata``: extra header entries (Iceberg's manifests carry
+    their schema, spec and format version there)."""
     buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=codec)
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec=codec, metadata=metadata)
     return buf.getvalue()
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.maintenance.reachability import CHANGELOG_PREFIX, ReachabilityScanner, Root, branch_roots
 from pyspark_paimon.metadata.progress import Progress
@@ -252,6 +253,11 @@ def expire_snapshots(
             snapshots.commit_earliest_hint(earliest)
         return result
 
+    if not dry_run:
+        # Iceberg snapshots never outlive their Paimon snapshot (metadata/iceberg/sync.py): dropped first, so
+        # nothing below deletes a file an Iceberg reader may still open. A failure stops here, nothing deleted.
+        with nothing_deleted_yet("expire_snapshots"):
+            iceberg_sync.prune(store, expired)
     if decoupled:
         return _keep_as_changelog(store, expired, end, result)
     scanner = ReachabilityScanner(store)

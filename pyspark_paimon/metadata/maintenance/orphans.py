@@ -16,6 +16,9 @@ What is scanned, and nothing else:
   ``.<name>.<uuid>.tmp`` (:func:`fileio.is_temp_file`), which a commit, schema change, tag or branch write
   killed between writing its temp file and linking/renaming it into place leaves behind. Nothing reads them.
 
+Data files the table's Iceberg metadata references (``metadata.iceberg.storage``) are kept too, and the Iceberg
+metadata directory is never scanned (the Iceberg sync removes what it no longer uses).
+
 Never touched: any other file of those metadata directories (snapshots, ``LATEST``/``EARLIEST`` hints,
 schemas, tags, ``branch.json``), any file outside the layout above, and files living outside the table
 directory.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.fileio import FileIO, FileStatus, is_temp_file
 from pyspark_paimon.metadata.maintenance.deletion import nothing_deleted_yet
 from pyspark_paimon.metadata.maintenance.reachability import FileRefs, ReachabilityScanner, all_roots, iter_new_roots
@@ -146,7 +150,10 @@ def remove_orphan_files(
     with nothing_deleted_yet("remove_orphan_files"):  # every root is read before the first deletion
         roots = all_roots(store)
         refs = scanner.refs_of(roots)
-        orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs)]
+        # Data files the Iceberg view references (metadata.iceberg.storage): kept whatever Paimon says, e.g.
+        # after a rollback whose Iceberg sync failed, or metadata another writer left with a longer history.
+        iceberg = iceberg_sync.referenced_data_files(store)
+        orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs) and s.name not in iceberg]
         if orphans and not dry_run:
             new = list(iter_new_roots(store, {r.key for r in roots}))
             if new:

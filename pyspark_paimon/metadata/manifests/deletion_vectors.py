@@ -50,6 +50,8 @@ __all__ = [
     "refuse_deletion_vector_writes",
     "bucket_vector_files",
     "encode_roaring32",
+    "encode_roaring64",
+    "encode_roaring32_concat",
     "encode_deletion_vector",
     "write_deletion_vector_file",
 ]
@@ -113,31 +115,46 @@ def _ascending_distinct(values: np.ndarray) -> np.ndarray:
     return values[np.r_[True, values[1:] != values[:-1]]]
 
 
-def encode_deletion_vector(positions: np.ndarray) -> tuple[bytes, int]:
-    """One data file's vector as Java's ``BitmapDeletionVector.serializeTo`` writes it: BE int32 size, the
-    payload (BE magic, portable 32-bit RoaringBitmap), BE CRC32 of the payload. Returns the bytes and the
-    range length the index manifest records (the payload size)."""
+def encode_deletion_vector(positions: np.ndarray, bitmap64: bool = False) -> tuple[bytes, int]:
+    """One data file's vector as Java writes it: BE int32 size, the payload, BE CRC32 of the payload. Returns the
+    bytes and the range length the index manifest records.
+
+    32-bit (``BitmapDeletionVector``): the payload is the BE magic and a portable 32-bit RoaringBitmap; the range
+    length is the payload size. 64-bit (``deletion-vectors.bitmap64``, ``Bitmap64DeletionVector``): the LE magic
+    and a portable 64-bit RoaringBitmap; the range length also counts the size and CRC words. The 64-bit record
+    is exactly an Iceberg v3 deletion vector blob (``deletion-vector-v1``)."""
     values = _ascending_distinct(np.asarray(positions, dtype=np.int64))
-    if len(values) and (values[0] < 0 or values[-1] > 0x7FFFFFFF):
+    if len(values) and values[0] < 0:
+        raise OptionError(f"A deletion vector position ({int(values[0])}) is negative; positions count rows from 0.")
+    if bitmap64:
+        payload = struct.pack("<i", MAGIC_64) + encode_roaring64(values)
+        return struct.pack(">i", len(payload)) + payload + struct.pack(">I", zlib.crc32(payload)), len(payload) + 8
+    if len(values) and values[-1] > 0x7FFFFFFF:
         raise OptionError(
             f"A deletion vector position ({int(values[-1])}) does not fit a 32-bit deletion vector; data files of "
-            "more than 2^31 rows need 'deletion-vectors.bitmap64', which pyspark-paimon does not write."
+            "more than 2^31 rows need 'deletion-vectors.bitmap64' = 'true'."
         )
     payload = struct.pack(">i", MAGIC_32) + encode_roaring32(values.astype(np.uint32))
     return struct.pack(">i", len(payload)) + payload + struct.pack(">I", zlib.crc32(payload)), len(payload)
 
 
 def write_deletion_vector_file(
-    fileio: FileIO, index_dir: str, partition: bytes, bucket: int, vectors: Mapping[str, np.ndarray]
+    fileio: FileIO,
+    index_dir: str,
+    partition: bytes,
+    bucket: int,
+    vectors: Mapping[str, np.ndarray],
+    bitmap64: bool = False,
 ) -> IndexManifestEntry:
     """Write the vectors of one bucket (data file name -> deleted positions) into a new ``DELETION_VECTORS``
     index file in ``index_dir`` (Java's ``DeletionFileWriter``: the version byte, then one record per data
-    file, its range starting at its size word); returns the index manifest entry naming it."""
+    file, its range starting at its size word); returns the index manifest entry naming it. ``bitmap64``: the
+    table's ``deletion-vectors.bitmap64``."""
     out = bytearray([INDEX_VERSION])
     ranges: list[tuple[str, int, int, int | None]] = []
     for name, positions in vectors.items():
         values = _ascending_distinct(np.asarray(positions, dtype=np.int64))
-        record, length = encode_deletion_vector(values)  # finds them ascending and distinct: one pass
+        record, length = encode_deletion_vector(values, bitmap64)  # finds them ascending and distinct: one pass
         ranges.append((name, len(out), length, len(values)))
         out += record
     file_name = f"index-{uuid.uuid4()}-0"
@@ -204,32 +221,79 @@ def encode_roaring32(values: np.ndarray) -> bytes:
     no-run cookie, the container count, per container its key and cardinality - 1, the containers' offsets,
     then array containers (uint16 values) or, above 4096 values, 8 KiB bitmap containers."""
     values = np.asarray(values, dtype=np.uint32)
-    highs = (values >> np.uint32(16)).astype(np.uint16)
-    # the values ascend, so each container is a run of equal high halves
+    return encode_roaring32_concat(values, np.array([0, len(values)], dtype=np.int64))[0]
+
+
+def _put(out: np.ndarray, at: np.ndarray, values: np.ndarray, dtype: str) -> None:
+    """Scatter little-endian ``values`` (of ``dtype``) into the byte array ``out`` at byte positions ``at``."""
+    width = np.dtype(dtype).itemsize
+    raw = np.asarray(values).astype(dtype).view(np.uint8).reshape(len(at), width)
+    out[at[:, None] + np.arange(width)] = raw
+
+
+def encode_roaring32_concat(values: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Many bitmaps at once, each as :func:`encode_roaring32` writes it, concatenated: bitmap ``g`` holds
+    ``values[bounds[g] : bounds[g + 1]]`` (ascending unique uint32). Returns the bytes and each bitmap's byte
+    length. Vectorised over all containers (a bitmap index writes one bitmap per distinct value of a column);
+    only the rare bitmap containers (more than 4096 values under one 16-bit key) are built one by one."""
+    values = np.asarray(values, dtype=np.uint32)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    groups = len(bounds) - 1
+    n = len(values)
+    highs = (values >> np.uint32(16)).astype(np.int64)
+    group_of = np.repeat(np.arange(groups), np.diff(bounds))
+    first = np.zeros(n, dtype=bool)
+    first[bounds[:-1][bounds[:-1] < n]] = True
+    if n:
+        first[1:] |= highs[1:] != highs[:-1]
+    starts = np.flatnonzero(first)  # each container's first value
+    cards = np.diff(np.r_[starts, n]).astype(np.int64)
+    cont_group = group_of[starts]
+    per_group = np.bincount(cont_group, minlength=groups).astype(np.int64)
+    first_cont = np.r_[0, np.cumsum(per_group)][:-1]  # index of each group's first container
+    local = np.arange(len(starts)) - first_cont[cont_group]
+    body = np.where(cards > _ARRAY_MAX, _BITMAP_BYTES, 2 * cards)
+    body_before = np.cumsum(body) - body  # bodies of all earlier containers
+    body_in_group = body_before - np.r_[0, np.cumsum(body)][first_cont[cont_group]]
+    head = 8 + 8 * per_group
+    body_total = np.bincount(cont_group, weights=body, minlength=groups).astype(np.int64)
+    lengths = head + body_total
+    group_at = np.r_[0, np.cumsum(lengths)][:-1]
+    out = np.zeros(int(lengths.sum()), dtype=np.uint8)
+    _put(out, group_at, np.full(groups, _SERIAL_COOKIE_NO_RUN), "<u4")
+    _put(out, group_at + 4, per_group, "<u4")
+    cont_at = group_at[cont_group]
+    _put(out, cont_at + 8 + 4 * local, highs[starts], "<u2")
+    _put(out, cont_at + 10 + 4 * local, cards - 1, "<u2")
+    offsets = head[cont_group] + body_in_group
+    _put(out, cont_at + 8 + 4 * per_group[cont_group] + 4 * local, offsets, "<u4")
+    body_at = cont_at + offsets
+    arrays = cards <= _ARRAY_MAX
+    in_array = np.repeat(arrays, cards)
+    cont_of = np.repeat(np.arange(len(starts)), cards)
+    rank = np.arange(n) - starts[cont_of]
+    lows = values & np.uint32(0xFFFF)
+    _put(out, (body_at[cont_of] + 2 * rank)[in_array], lows[in_array], "<u2")
+    for c in np.flatnonzero(~arrays).tolist():  # bitmap containers: one 8 KiB bit set each
+        bits = np.zeros(1 << 16, dtype=bool)
+        bits[lows[starts[c] : starts[c] + cards[c]]] = True
+        out[body_at[c] : body_at[c] + _BITMAP_BYTES] = np.packbits(bits, bitorder="little")
+    return out.tobytes(), lengths
+
+
+def encode_roaring64(values: np.ndarray) -> bytes:
+    """The portable 64-bit serialization of ascending unique non-negative int64 ``values``: the LE int64 count of
+    32-bit bitmaps, then per high 32-bit key (ascending) its LE uint32 key and the portable 32-bit bitmap of
+    the low halves (what Java's ``RoaringBitmap64`` and Iceberg's ``RoaringPositionBitmap`` write)."""
+    values = np.asarray(values, dtype=np.int64)
+    highs = (values >> np.int64(32)).astype(np.uint32)
     starts = np.flatnonzero(np.r_[True, highs[1:] != highs[:-1]]) if len(highs) else np.empty(0, np.int64)
-    keys = highs[starts]
-    cards = np.diff(np.r_[starts, len(highs)])
-    size = len(keys)
-    bodies: list[bytes] = []
-    for key_start, card in zip(starts.tolist(), cards.tolist()):  # one step per 65536 positions
-        low = (values[key_start : key_start + card] & np.uint32(0xFFFF)).astype(np.uint16)
-        if card > _ARRAY_MAX:
-            bits = np.zeros(1 << 16, dtype=bool)
-            bits[low] = True
-            bodies.append(np.packbits(bits, bitorder="little").tobytes())
-        else:
-            bodies.append(low.astype("<u2").tobytes())
-    header = np.empty(2 * size, dtype="<u2")
-    header[0::2] = keys
-    header[1::2] = (cards - 1).astype(np.uint16)
-    first = 8 + 8 * size
-    offsets = first + np.concatenate([[0], np.cumsum([len(b) for b in bodies])[:-1]]) if size else np.empty(0)
-    return (
-        struct.pack("<II", _SERIAL_COOKIE_NO_RUN, size)
-        + header.tobytes()
-        + np.asarray(offsets, dtype="<u4").tobytes()
-        + b"".join(bodies)
-    )
+    ends = np.r_[starts[1:], len(values)]
+    parts = [struct.pack("<q", len(starts))]
+    for start, end in zip(starts.tolist(), ends.tolist()):  # one step per 2^32 positions
+        low = (values[start:end] & np.int64(0xFFFFFFFF)).astype(np.uint32)
+        parts.append(struct.pack("<I", int(highs[start])) + encode_roaring32(low))
+    return b"".join(parts)
 
 
 def decode_roaring32(buf: bytes) -> np.ndarray:

@@ -60,6 +60,7 @@ from pyspark_paimon.errors import (
     CorruptMetadataError,
     SnapshotNotFoundError,
 )
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.identifier import validate_branch_name
 from pyspark_paimon.metadata.refs.lineage import (
     LINEAGE_FILE,
@@ -749,7 +750,11 @@ class BranchManager:
         ``keep_snaps``: target snapshot ids (below the branch's earliest) that stay; every other target
         snapshot not in ``snaps`` is deleted.
         """
-        return Publish(self, branch, target, snaps, tags, t_snaps, t_tags).run(keep_snaps, drop_tags, drop_schemas)
+        result = Publish(self, branch, target, snaps, tags, t_snaps, t_tags).run(keep_snaps, drop_tags, drop_schemas)
+        if target == MAIN_BRANCH:  # main's history changed: so does what Iceberg readers see
+            main = FileStore(self.fileio, self.table_path, MAIN_BRANCH)
+            iceberg_sync.resync_quietly(main, TagManager(main).snapshot_ids)
+        return result
 
 
 __all__ = ["BranchManager"]

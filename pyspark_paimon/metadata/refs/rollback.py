@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark_paimon.errors import SnapshotNotFoundError, TagError
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.maintenance.reachability import CHANGELOG_PREFIX
 from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
@@ -107,6 +108,7 @@ def rollback_to(
     if restored and not any(sid < n for sid in snapshots.list_ids()):
         snapshots.commit_earliest_hint(n)
     snapshots.commit_latest_hint(n)
+    iceberg_sync.resync_quietly(store, tags.snapshot_ids)  # a no-op unless main keeps Iceberg metadata
     return RollbackResult(previous, n, sorted(deleted_snapshots), deleted_tags, restored)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping, get_args
 
@@ -29,10 +30,12 @@ from pyspark_paimon.errors import (
     TagError,
     TagNotFoundError,
 )
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
+    MAIN_BRANCH,
     SNAPSHOT_REQUIRED_KEYS,
     Snapshot,
     SnapshotManager,
@@ -40,6 +43,8 @@ from pyspark_paimon.metadata.snapshots.snapshot import (
 )
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import duration_millis, local_datetime, now_millis, offset_millis, to_millis
+
+log = logging.getLogger(__name__)
 
 TAG_PREFIX = "tag-"
 CREATE_TIME_KEY = "tagCreateTime"
@@ -248,6 +253,20 @@ class TagManager:
             tags.append(tag)
         return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
 
+    def snapshot_ids(self) -> dict[str, int]:
+        """Tag name -> snapshot id, for every tag of the branch (what Iceberg's refs mirror)."""
+        return {t.name: t.snapshot.id for t in self.list_tags()}
+
+    def _changed(self) -> None:
+        """A tag of the main branch changed: Iceberg readers see tags as Iceberg tags
+        (``metadata.iceberg.storage``). The tag operation itself succeeded, so a failure here is logged."""
+        if self.branch != MAIN_BRANCH:
+            return
+        try:
+            iceberg_sync.refresh_tags(self.store, self.snapshot_ids)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            log.warning("Updating the Iceberg tags of %s failed: %s. The next commit writes them.", self.table_path, e)
+
     def tagged_snapshot(self, snapshot_id: int) -> Snapshot | None:
         """The snapshot with ``snapshot_id`` as some tag of this branch preserved it, if any."""
         for tag in self.list_tags():
@@ -258,6 +277,7 @@ class TagManager:
     def write(self, tag: Tag) -> None:
         """Write (or overwrite) the tag file; atomic on local file systems."""
         self.fileio.write_bytes(self.tag_path(tag.name), tag_to_json(tag).encode("utf-8"))
+        self._changed()
 
     def create(
         self,
@@ -285,6 +305,7 @@ class TagManager:
                 f"Tag '{name}' already exists on branch '{self.branch}' of {self.table_path}; use "
                 "replace_tag to move it, or delete it first."
             )
+        self._changed()
         return tag
 
     def replace(self, name: str, snapshot: Snapshot, time_retained_ms: int | None = None) -> Tag:
@@ -312,11 +333,13 @@ class TagManager:
                 f"'{self.branch}'. Delete it first or pick another name."
             )
         self.fileio.delete(path)
+        self._changed()
         return tag_from_json(new, data.decode("utf-8"), self.tag_path(new))
 
     def delete(self, name: str, ignore_if_not_exists: bool = False) -> bool:
         """Remove the tag file (only the file; see the module docstring). True if it existed."""
         if self.fileio.delete(self.tag_path(name)):
+            self._changed()
             return True
         if ignore_if_not_exists:
             return False

@@ -102,6 +102,10 @@ _STREAMING = "only affects streaming reads"
 _LOOKUP = "tunes Flink lookup joins and lookup compaction"
 _MAINTENANCE = "maintenance that Java runs and pyspark-paimon leaves to explicit calls (or to Java)"
 _INDEX = "an index only prunes what a read scans, never its result; files written without it stay valid"
+_INDEX_OTHER = (
+    "an index type other than bloom-filter and bitmap (bsi, range-bitmap: newer than the Java 1.0 this library "
+    "is proved against) is neither written nor used: it only prunes what a read scans, files without it stay valid"
+)
 _CHANGELOG = "changelog files are only read by streaming and changelog consumers, never by a batch read"
 _CHANGELOG_FILES = (
     "our changelog files are written like data files (parquet, the table's compression and statistics); readers "
@@ -121,7 +125,9 @@ _DYNAMIC_ASSIGNERS = (
 )
 _CATALOG = "metadata a Java catalog or metastore keeps; pyspark-paimon is a filesystem client"
 _FORMAT_TABLE = "only for format tables (type = format-table, refused)"
-_ICEBERG = "only with metadata.iceberg.storage, which writes refuse"
+_ICEBERG = (
+    "registers the Iceberg metadata in Hive, REST or Glue catalogs (metadata.iceberg.storage values writes refuse)"
+)
 _MATERIALIZED = "Flink materialized-table metadata; the data is an ordinary table"
 _GLOBAL_INDEX = "global and primary-key indexes only speed up lookups, searches and scans"
 
@@ -156,8 +162,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "metadata.stats-mode.per.level": _inert(
         "statistics per LSM level; statistics only prune, and files without them stay valid"
     ),
-    "file-index.in-manifest-threshold": _inert(_INDEX),
-    "file-index.read.enabled": _inert(_INDEX),
     "variant.shreddingSchema": _inert(_NO_VARIANT),
     "variant.inferShreddingSchema": _inert(_NO_VARIANT),
     "variant.shredding.inferenceMode": _inert(_NO_VARIANT),
@@ -397,7 +401,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     # -- deletion vectors, row tracking, data evolution, blobs, vectors
     "deletion-vectors.modifiable": _inert(_DV_WRITE),
     "deletion-vector.index-file.target-size": _inert(_DV_WRITE),
-    "deletion-vectors.bitmap64": _inert(_DV_WRITE),
     "data-file.thin-mode": _refused("primary-key data files without the key columns", "false"),
     "index-file-in-data-file-dir": _refused(
         "index files (deletion vectors, bucket indexes) live in the bucket directories, where nothing here "
@@ -582,21 +585,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "orc.timestamp-ltz.legacy.type": _refused(
         "ORC files store TIMESTAMP WITH LOCAL TIME ZONE in the newer encoding, which is not read here", "true"
     ),
-    # -- IcebergOptions
-    "metadata.iceberg.storage": _write_refused(
-        "Java commits also write Iceberg metadata for Iceberg readers; ours would leave it stale", "disabled"
-    ),
-    "metadata.iceberg.storage-location": _inert(_ICEBERG),
-    "metadata.iceberg.format-version": _inert(_ICEBERG),
-    "metadata.iceberg.compaction.min.file-num": _inert(_ICEBERG),
-    "metadata.iceberg.compaction.max.file-num": _inert(_ICEBERG),
-    "metadata.iceberg.delete-after-commit.enabled": _inert(_ICEBERG),
-    "metadata.iceberg.previous-versions-max": _inert(_ICEBERG),
+    # -- IcebergOptions (the storage type, location, format version, manifest codec and retention are honoured)
     "metadata.iceberg.uri": _inert(_ICEBERG),
     "metadata.iceberg.hive-conf-dir": _inert(_ICEBERG),
     "metadata.iceberg.hadoop-conf-dir": _inert(_ICEBERG),
-    "metadata.iceberg.manifest-compression": _inert(_ICEBERG),
-    "metadata.iceberg.manifest-legacy-version": _inert(_ICEBERG),
     "metadata.iceberg.hive-client-class": _inert(_ICEBERG),
     "metadata.iceberg.database": _inert(_ICEBERG),
     "metadata.iceberg.table": _inert(_ICEBERG),
@@ -659,7 +651,23 @@ NOT_HONOURED.update(
 PREFIX_RULES: tuple[tuple[str, KeyRule], ...] = (
     ("commit.callback.", _inert("constructor parameter of a commit callback (commit.callbacks, which writes refuse)")),
     ("tag.callback.", _inert("constructor parameter of a tag callback (tag.callbacks, which writes refuse)")),
-    ("file-index.", _inert(_INDEX)),
+    (
+        "file-index.bloom-filter.",
+        KeyRule(
+            "honoured",
+            "bloom-filter file indexes (file-index.bloom-filter.columns, .<column>.items, .<column>.fpp) are "
+            "written for new data files and prune reads",
+        ),
+    ),
+    (
+        "file-index.bitmap.",
+        KeyRule(
+            "honoured",
+            "bitmap file indexes (file-index.bitmap.columns) are written (version 1, what Java 1.0 reads) for new "
+            "data files and prune reads; a version or block-size setting is not honoured",
+        ),
+    ),
+    ("file-index.", _inert(_INDEX_OTHER)),
     ("blob-descriptor.", _inert(_NO_BLOB)),
     ("parquet.", _inert("a parquet writer setting (encoding, sizes) of new files")),
     ("orc.", _inert("an ORC writer setting (encoding, sizes) of new files")),

@@ -569,6 +569,25 @@ DELETION_VECTORS_MERGE_ON_READ = _option(
     "false",
     "Batch reads of a deletion-vector table also merge level-0 files.",
 )
+DELETION_VECTORS_BITMAP64 = _option(
+    "deletion-vectors.bitmap64",
+    BOOLEAN,
+    "false",
+    "New deletion vectors are 64-bit (Iceberg v3's layout) instead of 32-bit; reads decode both.",
+)
+FILE_INDEX_IN_MANIFEST_THRESHOLD = _option(
+    "file-index.in-manifest-threshold",
+    MEMORY_SIZE,
+    "500 B",
+    "A data file's index container of at most this many bytes is kept in the manifest, a larger one in an "
+    "index file beside the data file.",
+)
+FILE_INDEX_READ_ENABLED = _option(
+    "file-index.read.enabled",
+    BOOLEAN,
+    "true",
+    "Reads skip data files whose bloom-filter or bitmap index excludes the filter.",
+)
 ADD_COLUMN_BEFORE_PARTITION = _option(
     "add-column-before-partition",
     BOOLEAN,
@@ -576,6 +595,70 @@ ADD_COLUMN_BEFORE_PARTITION = _option(
     "A column added without a position goes before the first partition column.",
 )
 TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
+# Iceberg-compatible metadata (metadata/iceberg/): Iceberg readers see the table through it
+ICEBERG_STORAGE_TYPES = ("disabled", "table-location", "hadoop-catalog", "hive-catalog", "rest-catalog")
+#: The storage types whose metadata pyspark-paimon writes (the others also register the table in a catalog).
+ICEBERG_STORAGE_WRITTEN = ("disabled", "table-location", "hadoop-catalog")
+ICEBERG_STORAGE_LOCATIONS = ("table-location", "catalog-location")
+METADATA_ICEBERG_STORAGE = _option(
+    "metadata.iceberg.storage",
+    one_of(ICEBERG_STORAGE_TYPES),
+    "disabled",
+    "Write Iceberg metadata after every commit, so Iceberg readers read the table's data files.",
+)
+METADATA_ICEBERG_COMPATIBLE = _option(
+    "metadata.iceberg-compatible",
+    BOOLEAN,
+    "false",
+    "Paimon 0.9's switch for Iceberg metadata in the table's directory ('metadata.iceberg.storage' = "
+    "'table-location' since 1.0).",
+)
+METADATA_ICEBERG_STORAGE_LOCATION = _option(
+    "metadata.iceberg.storage-location",
+    one_of(ICEBERG_STORAGE_LOCATIONS),
+    None,
+    "Where the Iceberg metadata goes: the table's directory, or <warehouse>/iceberg/<db>/<table>.",
+)
+METADATA_ICEBERG_FORMAT_VERSION = _option(
+    "metadata.iceberg.format-version",
+    one_of(("2", "3")),
+    "2",
+    "Iceberg format version of the metadata; 3 also publishes 64-bit deletion vectors.",
+)
+METADATA_ICEBERG_MANIFEST_COMPRESSION = _option(
+    "metadata.iceberg.manifest-compression", LOWERCASE, "snappy", "Avro codec of the Iceberg manifests."
+)
+METADATA_ICEBERG_MANIFEST_LEGACY_VERSION = _option(
+    "metadata.iceberg.manifest-legacy-version",
+    BOOLEAN,
+    "false",
+    "Iceberg manifest lists with Iceberg 1.4's field names (for readers such as AWS Athena).",
+)
+METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM = _option(
+    "metadata.iceberg.compaction.min.file-num",
+    INTEGER,
+    "10",
+    "Small Iceberg manifests that make a commit merge them.",
+)
+METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM = _option(
+    "metadata.iceberg.compaction.max.file-num",
+    INTEGER,
+    "50",
+    "Small Iceberg manifests that make a commit merge them whatever their size.",
+)
+METADATA_ICEBERG_DELETE_AFTER_COMMIT = _option(
+    "metadata.iceberg.delete-after-commit.enabled",
+    BOOLEAN,
+    "true",
+    "Delete old Iceberg metadata JSON versions after each commit.",
+)
+METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX = _option(
+    "metadata.iceberg.previous-versions-max",
+    NON_NEGATIVE_INTEGER,
+    "0",
+    "Old Iceberg metadata JSON versions kept after each commit.",
+)
+# Compaction (datasource/compact/compact.py; automatic compaction after a write: engine/auto_compact.py)
 # Compaction (datasource/compact/; automatic compaction after a write: auto_compact in compact.py)
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _option(
     "num-sorted-run.compaction-trigger",
@@ -722,6 +805,15 @@ _CONSTANT_RULES: dict[str, KeyRule] = {
         "Java's lookup compaction (ours writes none)",
         read_ok=("none", "input", "lookup", "full-compaction"),
         write_ok=("none", "input", "lookup", "full-compaction"),
+    ),
+    METADATA_ICEBERG_STORAGE.key: KeyRule(
+        "honoured",
+        "pyspark-paimon writes Iceberg metadata for 'table-location' and 'hadoop-catalog'; 'hive-catalog' and "
+        "'rest-catalog' also register the table in a catalog, which it does not do (ours would leave it stale)",
+        read_ok=ICEBERG_STORAGE_TYPES,
+        write_ok=ICEBERG_STORAGE_WRITTEN,
+        fix="write this table with Paimon (Java), or use 'table-location' or 'hadoop-catalog' and register the "
+        "metadata in the catalog yourself",
     ),
     INCREMENTAL_BETWEEN_SCAN_MODE.key: KeyRule(
         "honoured",

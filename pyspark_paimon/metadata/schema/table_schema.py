@@ -29,6 +29,7 @@ from pyspark_paimon.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
+from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import (
     ADD_COLUMN_BEFORE_PARTITION,
@@ -373,6 +374,9 @@ def validate_table_schema(schema: TableSchema) -> None:
             "such cross-partition upserts need dynamic bucket mode (bucket = -1). Add the partition keys to "
             "the primary key or set bucket = -1."
         )
+
+    # What Java's file index writer refuses fails when the schema is made, not at the first write.
+    FileIndexSpec.of(schema.options, schema.fields)
 
     has_bucket_key = schema.core_options.is_set(BUCKET_KEY)
     if has_bucket_key:

@@ -27,6 +27,7 @@ from pyspark_paimon.errors import (
     PaimonError,
     SnapshotNotFoundError,
 )
+from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.maintenance import post_commit
 from pyspark_paimon.metadata.manifests.deletion_vectors import DELETION_VECTORS_INDEX
@@ -47,6 +48,7 @@ from pyspark_paimon.metadata.manifests.manifest import (
     merge_entries,
 )
 from pyspark_paimon.metadata.refs import auto_tag
+from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.schema.options import (
     COMMIT_MAX_RETRIES,
@@ -291,7 +293,8 @@ class FileStoreCommit:
             if attempt > 0:
                 done = self._already_committed(last_seen, latest, commit_user, commit_identifier, kind)
                 if done is not None:
-                    self._after_commit(done)  # an earlier attempt landed: still owe its auto tag
+                    self._publish_iceberg(done)  # an earlier attempt landed: still owe its Iceberg metadata
+                    self._after_commit(done)  # and its auto tag
                     return done
             last_seen = latest.id if latest else None
             written: list[str] = []
@@ -324,6 +327,7 @@ class FileStoreCommit:
                     "not have landed. Its files are kept; check the table's latest snapshot before retrying."
                 ) from e
             if created or self._landed_anyway(snapshot):
+                self._publish_iceberg(snapshot)
                 self._after_commit(snapshot)
                 return snapshot
             self._delete_quietly(written)
@@ -338,6 +342,22 @@ class FileStoreCommit:
             f"Gave up committing to {self.table_path} (branch '{self.branch}') after {self.max_retries + 1} attempts: "
             "other writers kept committing first. Retry the job, or raise 'commit.max-retries'."
         )
+
+    def _publish_iceberg(self, snapshot: Snapshot) -> None:
+        """The Iceberg metadata of the new snapshot (``metadata.iceberg.storage``; Java's ``IcebergCommitCallback``,
+        which runs for every commit, partition drops included). The Paimon commit has landed, so a failure is
+        logged and the write reported as done: raising would invite a retry that writes the data twice. Iceberg
+        readers keep seeing the previous version until the next commit rebuilds it."""
+        try:
+            iceberg_sync.publish(self.store, snapshot, self._schema, TagManager(self.store).snapshot_ids)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            log.warning(
+                "Snapshot %d of %s was committed, but writing its Iceberg metadata failed: %s. Iceberg readers see "
+                "the previous version until the next commit; t.maintenance.sync_iceberg() writes it now.",
+                snapshot.id,
+                self.table_path,
+                e,
+            )
 
     def _after_commit(self, snapshot: Snapshot) -> None:
         """Post-commit work, in Java's order: automatic tag creation (``tag.automatic-creation``), then the
@@ -420,6 +440,7 @@ class FileStoreCommit:
         if schema is None:
             raise CommitError(f"{self.table_path} (branch '{self.branch}') has no schema; it is not a table.")
         auto_tag.validate_options(schema.options)  # refuse bad tag options before anything is written
+        iceberg_sync.check_writable(self.store, schema)  # and Iceberg metadata that cannot be kept true
         self._schema = schema
         base = self.base_manifests(latest)
         delta_entries = list(new_entries)

@@ -148,9 +148,15 @@ public final class PaimonOracle {
             case "write_dynamic": return writeDynamic(cmd);
             case "stream": return stream(cmd);
             case "write_cross_partition": return writeCrossPartition(cmd);
+            case "file_index_bytes": return fileIndexBytes(cmd);
+            case "file_index_probe": return fileIndexProbe(cmd);
+            case "file_index_container": return fileIndexContainer(cmd);
+            case "file_index_verdicts": return fileIndexVerdicts(cmd);
             default:
                 throw new UsageError("'cmd' must be one of versions, create, write, read, compact, files, "
-                        + "evolve, tag, snapshots; got '" + name + "'");
+                        + "evolve, tag, snapshots, write_dynamic, stream, write_cross_partition, "
+                        + "file_index_bytes, file_index_probe, file_index_container, file_index_verdicts; got '"
+                        + name + "'");
         }
     }
 
@@ -300,7 +306,10 @@ public final class PaimonOracle {
         return out;
     }
 
-    /** The data files Java plans for a read: [{bucket, level, file, row_count, deletion_file}]. */
+    /**
+     * The data files Java plans for a read: [{bucket, level, file, row_count, deletion_file, extra_files,
+     * embedded_index (hex or null)}].
+     */
     private static ObjectNode files(JsonNode cmd) throws Exception {
         ArrayNode files = JSON.createArrayNode();
         for (Split split : table(cmd).newReadBuilder().newScan().plan().splits()) {
@@ -315,6 +324,12 @@ public final class PaimonOracle {
                 boolean hasDeletionFile = data.deletionFiles().isPresent()
                         && data.deletionFiles().get().get(i) != null;
                 file.put("deletion_file", hasDeletionFile);
+                ArrayNode extras = file.putArray("extra_files");
+                for (String extra : metas.get(i).extraFiles()) {
+                    extras.add(extra);
+                }
+                byte[] embedded = metas.get(i).embeddedIndex();
+                file.put("embedded_index", embedded == null ? null : bytesToHex(embedded));
             }
         }
         ObjectNode out = JSON.createObjectNode();
@@ -746,6 +761,163 @@ public final class PaimonOracle {
             }
         }
         return out;
+    }
+
+    // -------------------------------------------------------------------------------------- file indexes
+
+    /**
+     * What Java's index writer makes of some values: {type, index (bloom-filter | bitmap), values, options?}
+     * -> {bytes: hex of FileIndexWriter.serializedBytes(), hashes: FastHash of each non-null value (bloom)}.
+     */
+    private static ObjectNode fileIndexBytes(JsonNode cmd) throws Exception {
+        DataType type = parseType(text(cmd, "type"));
+        String index = text(cmd, "index");
+        org.apache.paimon.fileindex.FileIndexWriter writer = org.apache.paimon.fileindex.FileIndexer
+                .create(index, type, new Options(stringMap(cmd.get("options")))).createWriter();
+        ArrayNode hashes = JSON.createArrayNode();
+        org.apache.paimon.fileindex.bloomfilter.FastHash hash = index.equals("bloom-filter")
+                ? org.apache.paimon.fileindex.bloomfilter.FastHash.getHashFunction(type) : null;
+        for (JsonNode value : required(cmd, "values")) {
+            Object internal = toInternal(value, type);
+            writer.writeRecord(internal);
+            if (hash != null && internal != null) {
+                hashes.add(hash.hash(internal));
+            }
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("bytes", bytesToHex(writer.serializedBytes()));
+        out.set("hashes", hashes);
+        return out;
+    }
+
+    /**
+     * Java's index reader on given index bytes: {type, index, bytes (hex), probes: [{op: = | != | in | not_in |
+     * is_null | is_not_null, values?}]} -> {remain: [true | false per probe]}.
+     */
+    private static ObjectNode fileIndexProbe(JsonNode cmd) throws Exception {
+        DataType type = parseType(text(cmd, "type"));
+        byte[] bytes = hexToBytes(text(cmd, "bytes"));
+        ArrayNode remain = JSON.createArrayNode();
+        for (JsonNode probe : required(cmd, "probes")) {
+            org.apache.paimon.fileindex.FileIndexReader reader = org.apache.paimon.fileindex.FileIndexer
+                    .create(text(cmd, "index"), type, new Options())
+                    .createReader(new org.apache.paimon.fs.ByteArraySeekableStream(bytes), 0, bytes.length);
+            org.apache.paimon.predicate.FieldRef ref = new org.apache.paimon.predicate.FieldRef(0, "c", type);
+            List<Object> literals = new ArrayList<>();
+            if (probe.has("values")) {
+                for (JsonNode value : probe.get("values")) {
+                    literals.add(toInternal(value, type));
+                }
+            }
+            org.apache.paimon.fileindex.FileIndexResult result;
+            switch (text(probe, "op")) {
+                case "=": result = reader.visitEqual(ref, literals.get(0)); break;
+                case "!=": result = reader.visitNotEqual(ref, literals.get(0)); break;
+                case "in": result = reader.visitIn(ref, literals); break;
+                case "not_in": result = reader.visitNotIn(ref, literals); break;
+                case "is_null": result = reader.visitIsNull(ref); break;
+                case "is_not_null": result = reader.visitIsNotNull(ref); break;
+                default: throw new UsageError("unknown probe op in " + probe);
+            }
+            remain.add(result.remain());
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.set("remain", remain);
+        return out;
+    }
+
+    /** Java's index container of given blobs: {columns: {column: {index type: hex | null}}} -> {bytes: hex}. */
+    private static ObjectNode fileIndexContainer(JsonNode cmd) throws Exception {
+        Map<String, Map<String, byte[]>> columns = new LinkedHashMap<>();
+        Iterator<Map.Entry<String, JsonNode>> entries = cmd.get("columns").fields();
+        while (entries.hasNext()) {
+            Map.Entry<String, JsonNode> column = entries.next();
+            Map<String, byte[]> blobs = columns.computeIfAbsent(column.getKey(), k -> new LinkedHashMap<>());
+            Iterator<Map.Entry<String, JsonNode>> types = column.getValue().fields();
+            while (types.hasNext()) {
+                Map.Entry<String, JsonNode> blob = types.next();
+                blobs.put(blob.getKey(), blob.getValue().isNull() ? null : hexToBytes(blob.getValue().asText()));
+            }
+        }
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (org.apache.paimon.fileindex.FileIndexFormat.Writer writer =
+                org.apache.paimon.fileindex.FileIndexFormat.createWriter(bytes)) {
+            writer.writeColumnIndexes(columns);
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("bytes", bytesToHex(bytes.toByteArray()));
+        return out;
+    }
+
+    /**
+     * Java's file-index verdict on every data file of the latest snapshot, as its scan (embedded index) and its
+     * reader (an index file among the extra files) decide it: {filter: [{column, op, values?}] (ANDed)} ->
+     * {files: {data file name: true (read) | false (skipped)}}.
+     */
+    private static ObjectNode fileIndexVerdicts(JsonNode cmd) throws Exception {
+        FileStoreTable table = (FileStoreTable) table(cmd);
+        RowType rowType = table.rowType();
+        org.apache.paimon.predicate.PredicateBuilder builder =
+                new org.apache.paimon.predicate.PredicateBuilder(rowType);
+        List<org.apache.paimon.predicate.Predicate> leaves = new ArrayList<>();
+        for (JsonNode leaf : required(cmd, "filter")) {
+            int index = rowType.getFieldIndex(text(leaf, "column"));
+            DataType type = rowType.getTypeAt(index);
+            List<Object> literals = new ArrayList<>();
+            if (leaf.has("values")) {
+                for (JsonNode value : leaf.get("values")) {
+                    literals.add(toInternal(value, type));
+                }
+            }
+            switch (text(leaf, "op")) {
+                case "=": leaves.add(builder.equal(index, literals.get(0))); break;
+                case "!=": leaves.add(builder.notEqual(index, literals.get(0))); break;
+                case "in": leaves.add(builder.in(index, literals)); break;
+                case "is_null": leaves.add(builder.isNull(index)); break;
+                case "is_not_null": leaves.add(builder.isNotNull(index)); break;
+                default: throw new UsageError("unknown filter op in " + leaf);
+            }
+        }
+        org.apache.paimon.predicate.Predicate predicate = org.apache.paimon.predicate.PredicateBuilder.and(leaves);
+        ObjectNode files = JSON.createObjectNode();
+        for (Split split : table.newReadBuilder().newScan().plan().splits()) {
+            DataSplit data = (DataSplit) split;
+            org.apache.paimon.io.DataFilePathFactory paths =
+                    table.store().pathFactory().createDataFilePathFactory(data.partition(), data.bucket());
+            for (DataFileMeta meta : data.dataFiles()) {
+                org.apache.paimon.fileindex.FileIndexPredicate index = null;
+                if (meta.embeddedIndex() != null) {
+                    index = new org.apache.paimon.fileindex.FileIndexPredicate(meta.embeddedIndex(), rowType);
+                } else {
+                    for (String extra : meta.extraFiles()) {
+                        if (extra.endsWith(org.apache.paimon.io.DataFilePathFactory.INDEX_PATH_SUFFIX)) {
+                            index = new org.apache.paimon.fileindex.FileIndexPredicate(
+                                    paths.toPath(extra), table.fileIO(), rowType);
+                        }
+                    }
+                }
+                boolean remain = true;
+                if (index != null) {
+                    try {
+                        remain = index.testPredicate(predicate);
+                    } finally {
+                        index.close();
+                    }
+                }
+                files.put(meta.fileName(), remain);
+            }
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.set("files", files);
+        return out;
+    }
+
+    private static String bytesToHex(byte[] bytes) {
+        StringBuilder hex = new StringBuilder(bytes.length * 2);
+        for (byte b : bytes) {
+            hex.append(String.format("%02x", b & 0xff));
+        }
+        return hex.toString();
     }
 
     // ------------------------------------------------------------------------------------ dynamic buckets
