@@ -12,8 +12,8 @@ A few subcommands Paimon spells as SQL or does not have are ours: ``list_tags``,
 dashes (``--time-retained``).
 
 Every subcommand is a :class:`Procedure` in :data:`PROCEDURES`: its arguments and a function of the opened
-:class:`~pyspark_paimon.table.Table` returning rows to print. Adding one (``compact`` once ``Table.maintenance.compact``
-exists) is one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
+:class:`~pyspark_paimon.table.Table` returning rows to print, made from the result the API returns. Adding one is
+one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
 ``pyspark-paimon: error: <message>`` and exits 1, without a traceback; bad usage exits 2 (argparse).
 """
 
@@ -24,12 +24,14 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Literal, Sequence, TextIO, get_args
 
 from pyspark_paimon.catalog import Catalog
+from pyspark_paimon.datasource.versions.branch_merge import ON_CONFLICT
 from pyspark_paimon.errors import FilterError, OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
+from pyspark_paimon.metadata.maintenance.expire import RefDeleteResult
 from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
 from pyspark_paimon.metadata.timeutil import local_datetime
@@ -39,6 +41,10 @@ from pyspark_paimon.table import Table
 PROG = "pyspark-paimon"
 TEXT_LINE = "_line"  # a row holding only this key is printed as a bare line of text (history --graph)
 Row = dict[str, Any]
+
+CompactStrategy = Literal["full", "minor"]
+"""``compact --compact_strategy``, as Paimon's procedure: ``'full'`` (every bucket to the max level) or ``'minor'``
+(Paimon's universal rules decide what to merge)."""
 
 
 # ------------------------------------------------------------------------------------------- arguments
@@ -203,9 +209,25 @@ def _replace_tag(t: Table, a: argparse.Namespace) -> list[Row]:
     return [_tag_row(t.tags.replace(a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained))]
 
 
+def _ref_rows(results: Sequence[RefDeleteResult], clean_files: bool) -> list[Row]:
+    """Rows of tag or branch deletions: one per ref deleted or kept, then (``clean_files``) the files deleted."""
+    kind, dry_run = results[0].kind, results[0].dry_run
+    rows: list[Row] = [
+        {kind: n, "action": "would delete" if dry_run else "deleted"} for r in results for n in r.deleted
+    ]
+    rows += [{kind: n, "action": f"kept: {why}"} for r in results for n, why in r.kept.items()]
+    if not rows:
+        rows.append({kind: "(none)", "action": f"no {kind} was due; nothing deleted"})
+    elif clean_files:
+        data = sum(len(r.deleted_data_files) for r in results)
+        manifests = sum(len(r.deleted_manifests) for r in results)
+        done = "to delete" if dry_run else "deleted"
+        rows.append({kind: "(files)", "action": f"{data} data files, {manifests} manifests {done}"})
+    return rows
+
+
 def _delete_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    names = _names(a.tag)
-    return [{"deleted_tag": n} for n in names if t.tags.delete(n, clean_files=a.clean_files)]
+    return _ref_rows([t.tags.delete(n, clean_files=a.clean_files) for n in _names(a.tag)], a.clean_files)
 
 
 def _rename_tag(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -217,8 +239,13 @@ def _list_tags(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _expire_tags(t: Table, a: argparse.Namespace) -> list[Row]:
-    expired = t.tags.expire(older_than=_instant(a.older_than, "older_than"), clean_files=a.clean_files)
-    return [{"expired_tags": ",".join(expired) if expired else "none"}]
+    r = t.tags.expire(
+        older_than=_instant(a.older_than, "older_than"),
+        clean_files=a.clean_files,
+        dry_run=a.dry_run,
+        progress=progress_for(sys.stderr),
+    )
+    return _ref_rows([r], a.clean_files)
 
 
 def _branch_row(info: Any) -> Row:
@@ -252,10 +279,7 @@ def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _delete_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    names = _names(a.branch)
-    for name in names:
-        t.branches.drop(name)
-    return [{"deleted_branch": n} for n in names]
+    return _ref_rows([t.branches.delete(n, clean_files=a.clean_files) for n in _names(a.branch)], a.clean_files)
 
 
 def _rename_branch(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -268,25 +292,12 @@ def _list_branches(t: Table, a: argparse.Namespace) -> list[Row]:
 
 def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.branches.expire(
-        older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run, progress=progress_for(sys.stderr)
+        older_than=_instant(a.older_than, "older_than"),
+        clean_files=a.clean_files,
+        dry_run=a.dry_run,
+        progress=progress_for(sys.stderr),
     )
-    rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
-    rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
-    if not rows:
-        rows.append(
-            {
-                "branch": "(none)",
-                "action": "no branch is past its retention" + (" or older_than" if a.older_than else ""),
-            }
-        )
-    rows.append(
-        {
-            "branch": "(files)",
-            "action": f"{len(r.deleted_data_files)} data files, {len(r.deleted_manifests)} "
-            f"manifests {'to delete' if a.dry_run else 'deleted'}",
-        }
-    )
-    return rows
+    return _ref_rows([r], a.clean_files)
 
 
 def _publish_row(r: Any) -> list[Row]:
@@ -439,22 +450,17 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     universal rules decide), in this process."""
     parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
     r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
-    nothing = None if r.snapshot else "; ".join(r.notes) or "nothing to compact"
-    return _or_nothing(
-        a,
-        [
-            {
-                "snapshot_id": r.snapshot.id if r.snapshot else None,
-                "buckets": r.buckets,
-                "files_before": r.files_before,
-                "files_after": r.files_after,
-                "rows_before": r.rows_before,
-                "rows_after": r.rows_after,
-                "notes": "; ".join(r.notes) or None,
-            }
-        ],
-        nothing,
-    )
+    nothing = None if r.snapshot_id is not None else "; ".join(r.notes) or "nothing to compact"
+    row = {
+        "snapshot_id": r.snapshot_id,
+        "buckets": r.buckets,
+        "files_before": r.files_before,
+        "files_after": r.files_after,
+        "rows_before": r.rows_before,
+        "rows_after": r.rows_after,
+        "notes": "; ".join(r.notes) or None,
+    }
+    return _or_nothing(a, [row], nothing)
 
 
 def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -464,13 +470,13 @@ def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.maintenance.rewrite_file_index(parts, progress=progress_for(sys.stderr))
     nothing = (
         None
-        if r.snapshot
+        if r.snapshot_id is not None
         else "nothing to rewrite: every data file"
         + (" of the partitions given" if parts else "")
         + " already has the file indexes the table's options name (or there is no data file)"
     )
     row = {
-        "snapshot_id": r.snapshot.id if r.snapshot else None,
+        "snapshot_id": r.snapshot_id,
         "files": r.files,
         "in_manifest": r.embedded,
         "index_files": r.index_files,
@@ -483,12 +489,13 @@ def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``delete`` action (``--where``): the rows the SQL condition selects, in one commit. An error in
     the condition names ``--where``, as the user typed it."""
     try:
-        deleted = t.delete(a.where)
+        r = t.delete(a.where)
     except FilterError as e:
         if e.text != a.where:
             raise
         raise FilterError("--where", e.text, e.reason) from None
-    return _or_nothing(a, [{"deleted": deleted}], None if deleted else f"nothing to delete: no row matches {a.where!r}")
+    nothing = None if r.deleted else f"nothing to delete: no row matches {a.where!r}"
+    return _or_nothing(a, [{"deleted": r.deleted, "snapshot_id": r.snapshot_id}], nothing)
 
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -519,14 +526,21 @@ _ON_CONFLICT = Arg(
     "on_conflict",
     "keys changed differently on both sides: fail (default), source or target",
     default="fail",
-    choices=("fail", "source", "target"),
+    choices=ON_CONFLICT,
 )
 _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
 _CLEAN = Arg(
     "clean_files",
-    "also delete the files only the deleted tags kept alive (default true, as Java)",
+    "also delete the files only the deleted refs kept alive (default true, as Java's tag procedures)",
     type=_bool,
     default=True,
+    flag=True,
+)
+_CLEAN_BRANCH = Arg(
+    "clean_files",
+    "also delete the files only the deleted branches kept alive (default false: metadata only, as Paimon's "
+    "delete_branch; remove_orphan_files reclaims the rest)",
+    type=_bool,
     flag=True,
 )
 
@@ -587,7 +601,7 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure(
         "expire_tags",
         "delete tags past their retention (and, with --older_than, all created before it)",
-        (_OLDER_THAN, _CLEAN),
+        (_OLDER_THAN, _CLEAN, _DRY_RUN),
         _expire_tags,
     ),
     Procedure(
@@ -609,8 +623,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     ),
     Procedure(
         "delete_branch",
-        "delete branches (comma-separated; metadata only, as Paimon)",
-        (Arg("branch", "branch name(s), comma-separated", required=True),),
+        "delete branches (comma-separated; metadata only unless --clean_files, as Paimon)",
+        (Arg("branch", "branch name(s), comma-separated", required=True), _CLEAN_BRANCH),
         _delete_branch,
     ),
     Procedure(
@@ -622,9 +636,9 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("list_branches", "list the branches with their origin and retention", (), _list_branches),
     Procedure(
         "expire_branches",
-        "drop branches past their retention (and, with --older_than, all created before "
-        "it), deleting files nothing else reaches",
-        (_OLDER_THAN, _DRY_RUN),
+        "delete branches past their retention (and, with --older_than, all created before "
+        "it), and the files nothing else reaches",
+        (_OLDER_THAN, _CLEAN, _DRY_RUN),
         _expire_branches,
     ),
     Procedure(
@@ -725,7 +739,7 @@ PROCEDURES: tuple[Procedure, ...] = (
                 "'full' (the default, as Paimon's Spark procedure): every bucket to the max level; 'minor': "
                 "Paimon's universal rules decide",
                 default="full",
-                choices=("full", "minor"),
+                choices=get_args(CompactStrategy),
             ),
         ),
         _compact,
@@ -785,9 +799,9 @@ def open_table(table: str, warehouse: str | None, branch: str | None, storage: d
     if warehouse:
         if branch and not suffix.branch:
             table = f"{table}$branch_{branch}"
-        return Catalog(warehouse, **storage).get_table(table)
+        return Catalog(warehouse, storage_options=storage).get_table(table)
     try:
-        return Table.open(table, branch=branch or None, **storage)
+        return Table.open(table, branch=branch or None, storage_options=storage)
     except TableNotFoundError as exc:
         base = split_suffix(table)[0]
         if re.fullmatch(r"[\w-]+\.[\w-]+", base):

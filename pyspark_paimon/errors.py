@@ -52,8 +52,11 @@ class FilterError(OptionError):
     def __init__(self, label: str, text: str, reason: str) -> None:
         super().__init__(f"{label} {text!r}: {reason}")
         self.label = label
+        """Where the condition was given: ``"Read option 'filter' ="``, ``"delete filter"``, ``"--where"``..."""
         self.text = text
+        """The condition as the user typed it."""
         self.reason = reason
+        """What is wrong with it (a syntax error marks the place in the text)."""
 
     def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
         return (type(self), (self.label, self.text, self.reason))
@@ -116,6 +119,7 @@ class BranchPublishRaceError(BranchError):
     def __init__(self, message: str, *, undone: bool) -> None:
         super().__init__(message)
         self.undone = undone
+        """True when the publish was undone: the target is as before it, plus the commits that raced it."""
 
 
 class ChainTableError(PaimonError):
@@ -138,7 +142,9 @@ class BranchMergeConflictError(BranchConflictError):
     def __init__(self, message: str, *, keys: object, count: int) -> None:
         super().__init__(message)
         self.keys = keys
+        """The first conflicting keys, as an Arrow table."""
         self.count = count
+        """How many keys conflict."""
 
 
 class WorkerPythonError(PaimonError, ImportError):

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyspark_paimon.api_types import Instant
 from pyspark_paimon.datasource.system_tables import read_system_table
 from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import TagManager
@@ -60,15 +61,21 @@ class Inspect:
         """``$branches``: one row per branch of the table."""
         return self._read("branches")
 
-    def files(self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None) -> pa.Table:
+    def files(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
         """``$files``: the live data files of a version (default the latest snapshot)."""
         return self._read("files", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
 
-    def manifests(self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None) -> pa.Table:
+    def manifests(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
         """``$manifests``: the manifest files of a version (default the latest snapshot)."""
         return self._read("manifests", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
 
-    def partitions(self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None) -> pa.Table:
+    def partitions(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
         """``$partitions``: record, file and size totals per partition of a version (default the latest)."""
         return self._read("partitions", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from pyspark_paimon.api_types import Instant
 from pyspark_paimon.datasource.compact import compact as _compact
 from pyspark_paimon.datasource.compact import file_index_rewrite as _file_index_rewrite
 from pyspark_paimon.datasource.compact.compact_runners import session_runner
@@ -72,14 +73,16 @@ class Maintenance:
         *,
         retain_max: int | None = None,
         retain_min: int | None = None,
-        older_than: Any = None,
+        older_than: Instant | None = None,
         max_deletes: int | None = None,
         dry_run: bool = False,
         progress: Progress | None = None,
     ) -> _expire.ExpireResult:
-        """Expire old snapshots of the branch; unset arguments come from the ``snapshot.*`` table options.
-        Deletes only files no snapshot, tag or changelog of *any* branch still references;
-        ``progress(step, done, total)`` is called per data file deleted."""
+        """Expire old snapshots of the branch; unset arguments come from the ``snapshot.*`` table options
+        (``retain_max`` / ``retain_min``: ``snapshot.num-retained.max`` / ``.min``; ``older_than``: now minus
+        ``snapshot.time-retained``; ``max_deletes``: ``snapshot.expire.limit``). Deletes only files no snapshot,
+        tag or changelog of *any* branch still references; ``dry_run`` only reports; ``progress(step, done,
+        total)`` is called per data file deleted."""
         store = self._table.store
         return _expire.expire_snapshots(
             store,
@@ -93,7 +96,7 @@ class Maintenance:
         )
 
     def remove_orphan_files(
-        self, *, older_than: Any = None, dry_run: bool = False, progress: Progress | None = None
+        self, *, older_than: Instant | None = None, dry_run: bool = False, progress: Progress | None = None
     ) -> _orphans.OrphanResult:
         """Delete files under the table that no snapshot, tag or changelog of any branch references and that
         are older than ``older_than`` (default: one day ago). ``dry_run`` only lists them; ``progress(step,
@@ -102,7 +105,7 @@ class Maintenance:
         return _orphans.remove_orphan_files(store, older_than=older_than, dry_run=dry_run, progress=progress)
 
     def rollback_to(
-        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Any = None
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
     ) -> _rollback.RollbackResult:
         """Make a snapshot the latest of the branch again (exactly one of ``snapshot_id``, ``tag`` or
         ``timestamp``: the last snapshot committed at or before it, Paimon's ``rollback_to_timestamp``),

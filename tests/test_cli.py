@@ -54,10 +54,15 @@ def test_tags(capsys: Any, table: Table) -> None:
     code, rows, _ = run(
         capsys, "delete_tag", "--table", table.store.table_path, "--tag", "t1,ts2", "--clean_files", "false"
     )
-    assert [r["deleted_tag"] for r in rows] == ["t1", "ts2"]
+    assert rows == [{"tag": "t1", "action": "deleted"}, {"tag": "ts2", "action": "deleted"}]
     assert [t.name for t in table.tags.list()] == ["t3"]
-    code, rows, _ = run(capsys, "expire_tags", "--table", table.store.table_path, "--older_than", "2999-01-01 00:00:00")
-    assert rows == [{"expired_tags": "t3"}] and table.tags.list() == []
+    expire = ("expire_tags", "--table", table.store.table_path, "--older_than", "2999-01-01 00:00:00")
+    code, rows, _ = run(capsys, *expire, "--dry_run")
+    assert rows[0] == {"tag": "t3", "action": "would delete"} and rows[1]["tag"] == "(files)"
+    code, rows, _ = run(capsys, *expire)
+    assert rows[0] == {"tag": "t3", "action": "deleted"} and table.tags.list() == []
+    code, rows, _ = run(capsys, *expire)
+    assert code == 0 and rows == [{"tag": "(none)", "action": "no tag was due; nothing deleted"}]
 
 
 def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table: Table, warehouse: str) -> None:
@@ -85,9 +90,9 @@ def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table:
     code, rows, _ = run(capsys, "replace_main", *wh, "--branch", "s1b", "--keep_previous_as", "old_main")
     assert code == 0 and rows[0]["latest_id"] == 1 and rows[0]["kept_previous_as"] == "old_main"
     code, rows, _ = run(capsys, "delete_branch", *wh, "--branch", "at,s1b")
-    assert [r["deleted_branch"] for r in rows] == ["at", "s1b"]
+    assert rows == [{"branch": "at", "action": "deleted"}, {"branch": "s1b", "action": "deleted"}]  # metadata only
     code, rows, _ = run(capsys, "expire_branches", *wh, "--older_than", "2999-01-01 00:00:00", "--dry_run")
-    assert [r["branch"] for r in rows if r["action"] == "would drop"] == ["b", "old_main"]
+    assert [r["branch"] for r in rows if r["action"] == "would delete"] == ["b", "old_main"]
     assert [b.name for b in table.branches.list()] == ["b", "old_main"]
 
 
@@ -273,7 +278,7 @@ def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) 
 def test_delete_where(capsys: Any, table: Table) -> None:
     """Paimon's delete action: ``delete --where``; a refusal is one line on stderr."""
     code, rows, _ = run(capsys, "delete", "--table", table.store.table_path, "--where", "id >= 2")
-    assert code == 0 and rows == [{"deleted": 2}]
+    assert code == 0 and rows == [{"deleted": 2, "snapshot_id": 4}]
     assert table.scan().to_arrow().to_pylist() == [{"id": 1, "v": "1"}]
     code, _, err = run(capsys, "delete", "--table", table.store.table_path, "--where", "nope = 1")
     # The error names what the user typed (--where), not the read option the delete uses inside.
@@ -351,4 +356,4 @@ def test_no_ops_say_so(capsys: Any, catalog: Any, table: Table) -> None:
     code, out = text_run(capsys, "fast_forward", *path, "--branch", "b")
     assert out.startswith("nothing to fast-forward: 'main' is already at 'b'")
     code, out = text_run(capsys, "expire_branches", *path)
-    assert "(none)   no branch is past its retention" in out
+    assert "no branch was due; nothing deleted" in out

@@ -180,6 +180,36 @@ def prepare_read(
     return ReadJob(planned, ctx)
 
 
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write committed (``t.write_arrow``). Truthy when a snapshot was committed."""
+
+    snapshot_id: int | None = None
+    """The snapshot committed (None: there was nothing to write)."""
+    files_added: int = 0
+    """Data files written (changelog files not counted)."""
+    rows_written: int = 0
+    """Rows in those files (a primary-key table's writer may fold versions of one key written together)."""
+    partitions: int = 0
+    """Partitions written to."""
+    buckets: int = 0
+    """Buckets written to."""
+
+    @classmethod
+    def of(cls, snapshot: Snapshot | None, messages: Sequence[CommitMessage]) -> "WriteResult":
+        """The result of committing ``messages`` as ``snapshot``."""
+        return cls(
+            snapshot_id=snapshot.id if snapshot is not None else None,
+            files_added=sum(len(m.new_files) for m in messages),
+            rows_written=sum(f.row_count for m in messages for f in m.new_files),
+            partitions=len({m.partition for m in messages if m.new_files}),
+            buckets=len({(m.partition, m.bucket) for m in messages if m.new_files}),
+        )
+
+    def __bool__(self) -> bool:
+        return self.snapshot_id is not None
+
+
 @dataclass
 class WriteJob:
     store: FileStore
@@ -293,7 +323,7 @@ class WriteJob:
                 "Compacted %d bucket(s) of %s after the write (snapshot %d).",
                 result.buckets,
                 self.store.table_path,
-                result.snapshot.id if result.snapshot else -1,
+                result.snapshot_id if result.snapshot_id is not None else -1,
             )
 
     def with_overwrite(self, overwrite: OverwriteSpec | None) -> "WriteJob":

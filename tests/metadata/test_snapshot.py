@@ -436,10 +436,7 @@ def test_require_branch_exists(table: tuple[FileIO, str]) -> None:
 
 
 def test_repr_names_the_snapshot_not_its_manifests() -> None:
-    """Results holding a snapshot (compaction, chain compaction) print one readable line, not every field."""
-    from pyspark_paimon.datasource.chain import ChainCompactResult
-
-    s = make_snapshot(7)
-    text = repr(ChainCompactResult([{"dt": "2025-08-11"}], [], s))
-    assert "Snapshot(id=7, schema_id=0, commit_kind=" in text and "time_millis=" in text
-    assert "manifest" not in text and "commit_user" not in text and len(text) < 250
+    """``t.latest_snapshot()``, ``t.snapshots()`` and anything holding a snapshot print one readable line each."""
+    text = repr([make_snapshot(7)])
+    assert text.startswith("[Snapshot(id=7, schema_id=0, commit_kind=") and "time_millis=" in text
+    assert "manifest" not in text and "commit_user" not in text and len(text) < 160

@@ -343,7 +343,7 @@ def delete_index_files(fileio: FileIO, table_path: str, entries: Iterable[IndexM
         except OSError as exc:
             log.warning(
                 "Could not delete %s of a compaction that was not committed (%s); "
-                "Table.remove_orphan_files will remove it.",
+                "t.maintenance.remove_orphan_files will remove it.",
                 path,
                 exc,
             )

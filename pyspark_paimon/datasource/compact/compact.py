@@ -19,7 +19,7 @@ process:
    re-plans on the new latest snapshot and tries again, a few times.
 
 Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
-(``Table.remove_orphan_files`` reclaims them). This module never imports pyspark.
+(``t.maintenance.remove_orphan_files`` reclaims them). This module never imports pyspark.
 """
 
 from __future__ import annotations
@@ -57,17 +57,26 @@ MAX_ATTEMPTS = 3
 class CompactResult:
     """What a compaction did (truthy when it committed a snapshot)."""
 
-    snapshot: Snapshot | None = None
+    snapshot_id: int | None = None
+    """The COMPACT snapshot committed (None: nothing needed compacting)."""
     buckets: int = 0
+    """Buckets rewritten."""
     files_before: int = 0
+    """Data files the compaction replaced."""
     files_after: int = 0
+    """Data files it wrote."""
     rows_before: int = 0
+    """Rows in the replaced files."""
     rows_after: int = 0
+    """Rows in the written files (fewer when versions of a key were merged)."""
     attempts: int = 0
+    """Plans made: more than one when a concurrent commit conflicted and the compaction was planned again."""
     notes: list[str] = field(default_factory=list)
+    """What else happened (a conflict retried, postpone files moved into real buckets), or why nothing was
+    compacted (the rule that picked no file)."""
 
     def __bool__(self) -> bool:
-        return self.snapshot is not None
+        return self.snapshot_id is not None
 
 
 def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Snapshot | None:
@@ -146,7 +155,7 @@ def compact(
         move = compact_postpone(store, partition_matcher(store.schema(), partitions))
         if move is not None:
             moved = CompactResult(
-                snapshot=move.snapshot,
+                snapshot_id=move.snapshot.id if move.snapshot is not None else None,
                 buckets=len(move.buckets),
                 files_before=move.files_before,
                 files_after=move.files_after,
@@ -183,7 +192,7 @@ def compact(
                 ) from exc
             result.notes.append(f"attempt {attempt}: {exc}")
             continue
-        result.snapshot = snapshot
+        result.snapshot_id = snapshot.id if snapshot is not None else None
         result.buckets = len({(m.partition, m.bucket) for m in messages})  # an unaware bucket may have several
         result.files_before = sum(len(m.compact_before) for m in messages)
         result.files_after = sum(len(m.new_files) for m in messages)

@@ -46,11 +46,11 @@ Kind = Literal["honoured", "inert", "refused"]
 #: The usual fix of a refused key.
 USE_JAVA = (
     "read and write this table with Paimon (Java/Flink/Spark), or remove the option "
-    "(Table.remove_options) if the table does not depend on it"
+    "(t.update_schema().remove_options) if the table does not depend on it"
 )
 #: The fix of a read-time key stored as a table option.
 AS_READ_OPTION = (
-    "remove it from the table's options (Table.remove_options) and pass the read option "
+    "remove it from the table's options (t.update_schema().remove_options) and pass the read option "
     "instead (see the read options in the docs, docs/reference/options.md)"
 )
 
@@ -321,7 +321,8 @@ NOT_HONOURED: dict[str, KeyRule] = {
     ),
     "incremental-to-auto-tag": _refused(
         "a stored incremental range makes every batch read incremental",
-        fix="remove it (Table.remove_options) and read with the read option incremental-between naming the two tags",
+        fix="remove it (t.update_schema().remove_options) and read with the read option incremental-between naming "
+        "the two tags",
     ),
     "batch-scan-mode": _refused("forces Java's internal compaction scan on batch reads", "none"),
     "stream-scan-mode": _inert(_STREAMING),
@@ -690,7 +691,7 @@ FIELD_SUFFIX_RULES: dict[str, KeyRule] = {
     "default-value": _refused(
         "Paimon up to 1.2 reads NULLs of this column as the default value (newer Paimon "
         "keeps column defaults in the schema instead)",
-        fix="remove the option (Table.remove_options) after checking the column has no NULLs "
+        fix="remove the option (t.update_schema().remove_options) after checking the column has no NULLs "
         "that readers expect to see as the default",
     ),
 }
