@@ -274,14 +274,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "lookup-wait": _inert(_LOOKUP),
     "lookup-compact": _inert(_LOOKUP),
     "lookup-compact.max-interval": _inert(_LOOKUP),
-    "clustering.columns": _inert("Java sorts or clusters append data by these columns; layout only"),
-    "clustering.strategy": _inert("Java sorts or clusters append data; layout only"),
-    "clustering.incremental": _inert("Java sorts or clusters append data; layout only"),
     "clustering.history-partition.limit": _inert("Java sorts or clusters append data; layout only"),
     "clustering.history-partition.idle-to-full-sort": _inert("Java sorts or clusters append data; layout only"),
     "clustering.incremental.optimize-write": _inert("Java sorts or clusters append data; layout only"),
     "clustering.incremental.mode": _inert("Java sorts or clusters append data; layout only"),
-    "zorder.var-length-contribution": _inert("Java sorts or clusters append data; layout only"),
     # -- reads
     "scan.mode": _refused(
         "a startup mode other than the latest snapshot changes what a batch read returns",
@@ -621,8 +617,6 @@ ALIASES: dict[str, str] = {
     "orc.write.batch-size": "write.batch-size",
     "changelog-producer.lookup-wait": "lookup-wait",
     "delete-file.thread-num": "file-operation.thread-num",
-    "sink.clustering.by-columns": "clustering.columns",
-    "sink.clustering.strategy": "clustering.strategy",
     "blob.stored-descriptor-fields": "blob-descriptor-field",
     "log.scan.remove-normalize": "scan.remove-normalize",
     "streaming-read.shuffle-bucket-with-partition": "read.shuffle-bucket-with-partition",
