@@ -18,6 +18,7 @@ from pyspark_paimon.datasource.read.file_read import format_of
 from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import ArrayType, AtomicType, DataField, DataType, MapType, RowType
+from pyspark_paimon.planner.explain import ReaderReport
 from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.split import DataSplit
 
@@ -47,14 +48,14 @@ class Routing:
         files = sum(len(s.files) for s in self.jvm)
         return f"jvm: {files} files, python: {len(self.python)} splits"
 
-    def explain(self) -> dict[str, object]:
-        return {
-            "summary": self.summary(),
-            "jvm_files": sum(len(s.files) for s in self.jvm),
-            "jvm_splits": len(self.jvm),
-            "python_splits": len(self.python),
-            "python_reasons": dict(sorted(self.reasons.items())),
-        }
+    def explain(self) -> ReaderReport:
+        return ReaderReport(
+            summary=self.summary(),
+            jvm_files=sum(len(s.files) for s in self.jvm),
+            jvm_splits=len(self.jvm),
+            python_splits=len(self.python),
+            python_reasons=dict(sorted(self.reasons.items())),
+        )
 
 
 def split_key(split: DataSplit, primary: bool) -> str:
