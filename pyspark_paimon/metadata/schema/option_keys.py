@@ -377,7 +377,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "false",
     ),
     "partition.end-input-to-done": _inert("marks partitions done for schedulers at the end of Java batch jobs"),
-    "partition.mark-done-action": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.custom.class": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.http.url": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.http.params": _inert("marks partitions done for schedulers (Flink/Java jobs)"),

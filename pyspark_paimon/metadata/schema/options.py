@@ -536,6 +536,13 @@ PARTITION_EXPIRATION_STRATEGY = _option(
     "values-time",
     "A partition's time: from its values (values-time) or its newest file's creation time (update-time).",
 )
+PARTITION_MARK_DONE_ACTION = _option(
+    "partition.mark-done-action",
+    STRING_LIST,
+    "success-file",
+    "What mark_partition_done does: success-file writes <partition>/_SUCCESS (the actions that need a metastore "
+    "or a custom class are refused).",
+)
 PARTITION_EXPIRATION_MAX_NUM = _option(
     "partition.expiration-max-num",
     OptionType(_to_positive_int, "a positive integer"),
