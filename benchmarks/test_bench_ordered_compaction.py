@@ -96,8 +96,8 @@ def tables() -> Iterator[Tables]:
 
 
 def _check_plan(tables: Tables, kind: str, benchmark: Any) -> None:
-    counters = Table.open(tables.paths[kind]).scan(filter=FILTER).explain()["counters"]
-    selected, total = counters["files_selected"], counters["files_total"]
+    counters = Table.open(tables.paths[kind]).scan(filter=FILTER).explain().counters
+    selected, total = counters.files_selected, counters.files_total
     assert selected <= total // 4 if kind == "zorder" else selected == total, f"{kind}: {selected} of {total}"
     benchmark.extra_info.update(files_selected=selected, files_total=total)
 

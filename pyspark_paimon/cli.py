@@ -424,14 +424,10 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     ``partitions`` as 'k=v,k2=v2;k=v3', strategy 'full' (every bucket to the max level) or 'minor' (the universal
     rules decide); unset, 'full' unless the table clusters incrementally ('minor'), as Java's Spark
     ``CompactProcedure``. ``order_strategy`` / ``order_by``: a sort compaction. In this process."""
-    strategy = a.compact_strategy
-    if strategy is None:
-        clustering = str(t.options.get("clustering.incremental", "false")).strip().lower() == "true"
-        strategy = "minor" if clustering else "full"
     order = None if a.order_strategy in (None, "", "none") else a.order_strategy
     r = t.maintenance.compact(
         _partition_list(a.partitions),
-        full=strategy == "full",
+        full=None if a.compact_strategy is None else a.compact_strategy == "full",
         order_strategy=order,
         order_by=a.order_by,
         options=_key_values(a.options, "options"),

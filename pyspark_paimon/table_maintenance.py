@@ -39,7 +39,7 @@ class Maintenance:
         self,
         partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
         *,
-        full: bool = False,
+        full: bool | None = False,
         order_strategy: str | None = None,
         order_by: Iterable[str] | str | None = None,
         options: Mapping[str, Any] | None = None,
@@ -55,6 +55,7 @@ class Maintenance:
         ``target-file-size``; unaware-bucket append tables: Paimon's coordinator packs the small files of each
         partition by size, ``full`` or not; with ``clustering.incremental`` they are clustered by
         ``clustering.columns`` instead (Paimon 1.3's incremental clustering: ``full`` re-clusters everything).
+        ``full=None`` is the default of Paimon's ``CALL sys.compact``: full, or minor for incremental clustering.
         ``order_strategy`` ('zorder', 'hilbert' or 'order') with ``order_by`` columns makes it a sort compaction of
         an unaware-bucket append table: each partition's rows rewritten in that order, so range filters on those
         columns skip files (docs/maintenance.md). ``options`` overlay table options for this compaction only

@@ -140,8 +140,8 @@ def _uniform_table(tmp_path: Any, name: str = "t", **options: str) -> Table:
 
 
 def _selected(t: Table, where: str = FILTER) -> tuple[int, int]:
-    counters = t.scan(filter=where).explain()["counters"]
-    return counters["files_selected"], counters["files_total"]
+    counters = t.scan(filter=where).explain().counters
+    return counters.files_selected, counters.files_total
 
 
 @pytest.mark.parametrize("strategy", ["zorder", "hilbert"])
@@ -346,3 +346,16 @@ def test_clustering_columns_sort_each_write(tmp_path: Any) -> None:
     (entry,) = plain.store.live_entries(plain.latest_snapshot())
     xs = pq.read_table(f"{plain.store.bucket_path(plain.schema, (), 0)}/{entry.file.file_name}").column("x").to_pylist()
     assert xs != sorted(xs)
+
+
+def test_paimons_default_strategy_is_minor_for_incremental_clustering(tmp_path: Any) -> None:
+    """``full=None`` (the CLI without --compact_strategy) is Paimon's procedure default: full, but minor for a
+    clustered table, whose two level-0 runs then stay (below the trigger)."""
+    t = _clustered_table(tmp_path, 2)
+    assert not compact(t.store, full=None) and _levels(t) == [0, 0]
+    k = Catalog(str(tmp_path)).create_table(
+        "db.k", "id bigint, v bigint", primary_keys=["id"], options={"bucket": "1", "write-only": "true"}
+    )
+    k.write_arrow(pa.table({"id": [1], "v": [1]}))
+    k.write_arrow(pa.table({"id": [1], "v": [2]}))
+    assert compact(k.store, full=None) and _levels(k) == [5]

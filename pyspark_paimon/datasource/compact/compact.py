@@ -35,7 +35,7 @@ from pyspark_paimon.datasource.compact.compact_plan import (
     refuse_unsupported,
 )
 from pyspark_paimon.datasource.compact.compact_runners import delete_outputs, run_in_process
-from pyspark_paimon.datasource.compact.ordered_compact import sort_order
+from pyspark_paimon.datasource.compact.ordered_compact import clustering_incremental, sort_order
 from pyspark_paimon.datasource.compact.postpone_compact import compact_postpone
 from pyspark_paimon.datasource.write.postpone import is_postpone
 from pyspark_paimon.errors import CommitConflictError
@@ -116,7 +116,7 @@ def compact(
     store: FileStore,
     partitions: PartitionSpecs = None,
     *,
-    full: bool = False,
+    full: bool | None = False,
     runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
     buckets: Iterable[tuple[bytes, int]] | None = None,
     auto: bool = False,
@@ -130,7 +130,9 @@ def compact(
     outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
     snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed).
 
-    ``order_strategy`` / ``order_by`` (a sort compaction), incremental clustering and ``options`` (overlaid on the
+    ``full`` None is the default of Paimon's Spark procedure: full, but minor for a table that clusters
+    incrementally (``clustering.incremental``). ``order_strategy`` / ``order_by`` (a sort compaction), incremental
+    clustering and ``options`` (overlaid on the
     table's options for this compaction): :func:`~pyspark_paimon.datasource.compact.compact_plan.plan_compaction`."""
 
     def run(plan: CompactPlan) -> list[CommitMessage]:
@@ -142,6 +144,8 @@ def compact(
             return messages
         return run_in_process(plan, progress)
 
+    if full is None:
+        full = not clustering_incremental(store.schema())
     if order_strategy is not None and order_strategy.strip().lower() != "none":
         sort_order(store.schema(), store.table_path, order_strategy, order_by or ())  # before a postpone move commits
     wanted = None if buckets is None else list(buckets)
