@@ -20,13 +20,22 @@ one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OS
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence, TextIO, get_args
+from typing import Any, Callable, Literal, Sequence, get_args
 
 from pyspark_paimon.catalog import Catalog
+from pyspark_paimon.cli_output import (
+    TEXT_LINE,
+    Row,
+    datetime_text,
+    duration_text,
+    or_nothing,
+    print_rows,
+    progress_for,
+    time_text,
+)
 from pyspark_paimon.datasource.versions.branch_merge import ON_CONFLICT
 from pyspark_paimon.errors import FilterError, OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -34,13 +43,10 @@ from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
 from pyspark_paimon.metadata.maintenance.expire import RefDeleteResult
 from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
-from pyspark_paimon.metadata.timeutil import local_datetime
 from pyspark_paimon.planner.read_options import parse_timestamp_millis
 from pyspark_paimon.table import Table
 
 PROG = "pyspark-paimon"
-TEXT_LINE = "_line"  # a row holding only this key is printed as a bare line of text (history --graph)
-Row = dict[str, Any]
 
 CompactStrategy = Literal["full", "minor"]
 """``compact --compact_strategy``, as Paimon's procedure: ``'full'`` (every bucket to the max level) or ``'minor'``
@@ -114,25 +120,7 @@ class Procedure:
     run: Callable[[Table, argparse.Namespace], list[Row]]
 
 
-# ------------------------------------------------------------------------------------------- formatting
-def _time(millis: int | None) -> str | None:
-    return None if millis is None else local_datetime(millis).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _time_of(value: Any) -> str | None:
-    return None if value is None else value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _duration(millis: int | None) -> str | None:
-    if millis is None:
-        return None
-    seconds = millis // 1000
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds and seconds % size == 0:
-            return f"{seconds // size} {unit}"
-    return f"{millis} ms"
-
-
+# ------------------------------------------------------------------------------------------- argument values
 def _instant(text: str | None, name: str) -> int | None:
     """An instant argument: epoch ms or 'yyyy-MM-dd HH:mm:ss[.SSS]' in the local time zone (Paimon's rule)."""
     return None if text is None else parse_timestamp_millis(text, name)
@@ -142,35 +130,6 @@ def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
-class TerminalProgress:
-    """Progress of a long procedure on a terminal: one line on ``stream`` rewritten in place (``\\r``),
-    ended with a newline when a step completes. Only used when ``stream`` is a TTY (see :func:`progress_for`),
-    so piped or captured output never holds it."""
-
-    def __init__(self, stream: TextIO):
-        self.stream = stream
-
-    def __call__(self, step: str, done: int, total: int) -> None:
-        self.stream.write(f"\r{step}: {done}/{total}")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-def progress_for(stream: TextIO) -> TerminalProgress | None:
-    """A reporter on ``stream`` when it is a terminal, else None (no progress output)."""
-    isatty = getattr(stream, "isatty", None)
-    return TerminalProgress(stream) if isatty is not None and isatty() else None
-
-
-def _or_nothing(a: argparse.Namespace, rows: list[Row], nothing: str | None) -> list[Row]:
-    """``rows``; but when the procedure changed nothing (``nothing`` says what and why), text output prints that
-    sentence instead of a row of blanks. JSON keeps the row, whose fields say it to a program."""
-    if nothing is None or getattr(a, "json", False):
-        return rows
-    return [{TEXT_LINE: nothing}]
-
-
 # ------------------------------------------------------------------------------------------- procedures
 def _tag_row(tag: Any) -> Row:
     s = tag.snapshot
@@ -178,10 +137,10 @@ def _tag_row(tag: Any) -> Row:
         "tag_name": tag.name,
         "snapshot_id": s.id,
         "schema_id": s.schema_id,
-        "commit_time": _time(s.time_millis),
+        "commit_time": time_text(s.time_millis),
         "record_count": s.total_record_count,
         "create_time": None if tag.create_time is None else tag.create_time.strftime("%Y-%m-%d %H:%M:%S"),
-        "time_retained": _duration(tag.time_retained_ms),
+        "time_retained": duration_text(tag.time_retained_ms),
     }
 
 
@@ -253,9 +212,9 @@ def _branch_row(info: Any) -> Row:
         "branch_name": info.name,
         "created_from_tag": info.source_tag,
         "created_from_snapshot": info.source_snapshot_id,
-        "create_time": _time(info.create_time_millis),
-        "time_retained": _duration(info.time_retained_millis),
-        "expire_time": _time(info.expire_time_millis),
+        "create_time": time_text(info.create_time_millis),
+        "time_retained": duration_text(info.time_retained_millis),
+        "expire_time": time_text(info.expire_time_millis),
         "latest_snapshot_id": info.latest_snapshot_id,
     }
 
@@ -321,7 +280,7 @@ def _fast_forward(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.branches.fast_forward(a.branch, force=a.force)
     same = r.previous_latest_id == r.latest_id and not (r.discarded or r.discarded_snapshots or r.discarded_tags)
     nothing = f"nothing to fast-forward: '{r.target}' is already at '{r.branch}' (snapshot {r.latest_id})"
-    return _or_nothing(a, _publish_row(r), nothing if same else None)
+    return or_nothing(a, _publish_row(r), nothing if same else None)
 
 
 def _merge_row(r: Any) -> list[Row]:
@@ -345,7 +304,7 @@ def _merged(a: argparse.Namespace, r: Any, what: str) -> list[Row]:
     if r.snapshot_id is None:
         kept = f"; {r.conflicts} conflicting key(s) kept as '{r.into}' has them" if r.conflicts else ""
         nothing = f"nothing to {what}: '{r.source}' changes nothing in '{r.into}' since their base {r.base}{kept}"
-    return _or_nothing(a, _merge_row(r), nothing)
+    return or_nothing(a, _merge_row(r), nothing)
 
 
 def _merge_branch(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -379,7 +338,7 @@ def _rollback_row(r: Any) -> list[Row]:
 def _rolled_back(a: argparse.Namespace, r: Any) -> list[Row]:
     same = r.previous_snapshot_id == r.current_snapshot_id and not (r.deleted_snapshots or r.deleted_tags)
     nothing = f"nothing to roll back: snapshot {r.current_snapshot_id} is already the latest"
-    return _or_nothing(a, _rollback_row(r), nothing if same else None)
+    return or_nothing(a, _rollback_row(r), nothing if same else None)
 
 
 def _rollback_to(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -444,12 +403,38 @@ def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def _key_values(text: str | None, name: str) -> dict[str, str] | None:
+    """Paimon's ``options`` argument: 'k=v,k2=v2'."""
+    if not text:
+        return None
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"--{name} takes 'key=value,key2=value2', got '{text}'.")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _partition_list(text: str | None) -> list[str] | None:
+    """Paimon's ``partitions`` argument: 'k=v,k2=v2;k=v3' (one spec per ';')."""
+    return [p.strip() for p in text.split(";") if p.strip()] if text else None
+
+
 def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
-    """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
-    'full' (every bucket to the max level; the default, as Java's Spark ``CompactProcedure``) or 'minor' (the
-    universal rules decide), in this process."""
-    parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
-    r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
+    """Paimon's ``compact(table, partitions, compact_strategy, order_strategy, order_by, options)``:
+    ``partitions`` as 'k=v,k2=v2;k=v3', strategy 'full' (every bucket to the max level) or 'minor' (the universal
+    rules decide); unset, 'full' unless the table clusters incrementally ('minor'), as Java's Spark
+    ``CompactProcedure``. ``order_strategy`` / ``order_by``: a sort compaction. In this process."""
+    order = None if a.order_strategy in (None, "", "none") else a.order_strategy
+    r = t.maintenance.compact(
+        _partition_list(a.partitions),
+        full=None if a.compact_strategy is None else a.compact_strategy == "full",
+        order_strategy=order,
+        order_by=a.order_by,
+        options=_key_values(a.options, "options"),
+        progress=progress_for(sys.stderr),
+    )
     nothing = None if r.snapshot_id is not None else "; ".join(r.notes) or "nothing to compact"
     row = {
         "snapshot_id": r.snapshot_id,
@@ -460,7 +445,50 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
         "rows_after": r.rows_after,
         "notes": "; ".join(r.notes) or None,
     }
-    return _or_nothing(a, [row], nothing)
+    return or_nothing(a, [row], nothing)
+
+
+def _expire_partitions(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``expire_partitions``: one row per dropped partition ('k=v, k2=v2', Java's spelling)."""
+    r = t.maintenance.expire_partitions(
+        expiration_time=a.expiration_time,
+        timestamp_formatter=a.timestamp_formatter,
+        timestamp_pattern=a.timestamp_pattern,
+        expire_strategy=a.expire_strategy,
+        max_expires=a.max_expires,
+        options=_key_values(a.options, "options"),
+    )
+    if not r.partitions:
+        return [{"expired_partitions": "No expired partitions."}]
+    return [{"expired_partitions": ", ".join(f"{k}={v}" for k, v in p.items())} for p in r.partitions]
+
+
+def _mark_partition_done(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.mark_partition_done(_partition_list(a.partitions) or [])
+    return [{"success_file": p} for p in r.paths]
+
+
+def _rescale(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.rescale(a.bucket_num, _partition_list(a.partitions))
+    return [
+        {
+            "snapshot_id": r.snapshot.id if r.snapshot else None,
+            "bucket_num": r.bucket_num,
+            "partitions": r.partitions,
+            "rows": r.rows,
+            "files_before": r.files_before,
+            "files_after": r.files_after,
+        }
+    ]
+
+
+def _reset_consumer(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [{"result": t.maintenance.reset_consumer(a.consumer_id, a.next_snapshot_id)}]
+
+
+def _clear_consumers(t: Table, a: argparse.Namespace) -> list[Row]:
+    cleared = t.maintenance.clear_consumers(a.including_consumers, a.excluding_consumers)
+    return [{"cleared_consumer": c} for c in cleared] or [{"cleared_consumer": None}]
 
 
 def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -482,7 +510,7 @@ def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
         "index_files": r.index_files,
         "notes": "; ".join(r.notes) or None,
     }
-    return _or_nothing(a, [row], nothing)
+    return or_nothing(a, [row], nothing)
 
 
 def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -495,7 +523,7 @@ def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
             raise
         raise FilterError("--where", e.text, e.reason) from None
     nothing = None if r.deleted else f"nothing to delete: no row matches {a.where!r}"
-    return _or_nothing(a, [{"deleted": r.deleted, "snapshot_id": r.snapshot_id}], nothing)
+    return or_nothing(a, [{"deleted": r.deleted, "snapshot_id": r.snapshot_id}], nothing)
 
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -505,11 +533,11 @@ def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     if a.graph:
         graph = ref_graph(t.store)
         if getattr(a, "json", False):
-            rows = [{**r, "commit_time": _time_of(r["commit_time"])} for r in graph.to_arrow().to_pylist()]
+            rows = [{**r, "commit_time": datetime_text(r["commit_time"])} for r in graph.to_arrow().to_pylist()]
             return rows[: a.limit] if a.limit is not None else rows
         return [{TEXT_LINE: line} for line in graph.text_lines(a.limit)]
     rows = [
-        {**row, "commit_time": _time_of(row["commit_time"]), "tags": ",".join(row["tags"]) or None}
+        {**row, "commit_time": datetime_text(row["commit_time"]), "tags": ",".join(row["tags"]) or None}
         for row in t.inspect.history().to_pylist()
     ]
     return rows[: a.limit] if a.limit is not None else rows
@@ -736,13 +764,73 @@ PROCEDURES: tuple[Procedure, ...] = (
             Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
             Arg(
                 "compact_strategy",
-                "'full' (the default, as Paimon's Spark procedure): every bucket to the max level; 'minor': "
-                "Paimon's universal rules decide",
-                default="full",
+                "'full': every bucket to the max level; 'minor': Paimon's universal rules decide (default: 'full', "
+                "or 'minor' for a table with clustering.incremental, as Paimon's Spark procedure)",
                 choices=get_args(CompactStrategy),
             ),
+            Arg(
+                "order_strategy",
+                "sort compaction of an unaware-bucket append table: 'zorder', 'hilbert' or 'order' (with order_by)",
+                choices=("zorder", "hilbert", "order", "none"),
+            ),
+            Arg("order_by", "the columns a sort compaction orders by, 'x,y'"),
+            Arg("options", "table options for this compaction only, 'k=v,k2=v2' (e.g. 'target-file-size=64 mb')"),
         ),
         _compact,
+    ),
+    Procedure(
+        "expire_partitions",
+        "drop the partitions that have expired now (OVERWRITE commits; docs/maintenance.md)",
+        (
+            Arg("expiration_time", "how old a partition may get, e.g. '7 d' (default: partition.expiration-time)"),
+            Arg("timestamp_formatter", "how partition values read as a time, e.g. 'yyyyMMdd'"),
+            Arg("timestamp_pattern", "which partition columns form the time, e.g. '$dt $hour:00:00'"),
+            Arg(
+                "expire_strategy",
+                "'values-time' (the default) or 'update-time'",
+                choices=("values-time", "update-time"),
+            ),
+            Arg("max_expires", "drop at most this many partitions", type=_int),
+            Arg("options", "more partition.* options for this call, 'k=v,k2=v2'"),
+        ),
+        _expire_partitions,
+    ),
+    Procedure(
+        "mark_partition_done",
+        "mark partitions done by partition.mark-done-action ('success-file': <partition>/_SUCCESS)",
+        (Arg("partitions", "the partitions, 'k=v,k2=v2;k=v3'", required=True),),
+        _mark_partition_done,
+    ),
+    Procedure(
+        "rescale",
+        "rewrite partitions into a new number of buckets, one OVERWRITE commit (Paimon 1.4)",
+        (
+            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=_int),
+            Arg("partitions", "partitions to rescale, 'k=v,k2=v2;k=v3' (default: all)"),
+        ),
+        _rescale,
+    ),
+    Procedure(
+        "reset_consumer",
+        "set a streaming consumer's next snapshot, or delete the consumer without one",
+        (
+            Arg("consumer_id", "the consumer", required=True, aliases=("consumerId",)),
+            Arg("next_snapshot_id", "its next snapshot (must exist)", type=_int, aliases=("nextSnapshotId",)),
+        ),
+        _reset_consumer,
+    ),
+    Procedure(
+        "clear_consumers",
+        "delete the streaming consumers whose id matches a regular expression",
+        (
+            Arg(
+                "including_consumers",
+                "ids to delete (regular expression; default all)",
+                aliases=("includingConsumers",),
+            ),
+            Arg("excluding_consumers", "ids to keep (regular expression)", aliases=("excludingConsumers",)),
+        ),
+        _clear_consumers,
     ),
     Procedure(
         "rewrite_file_index",
@@ -847,26 +935,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print(rows: list[Row], as_json: bool) -> None:
-    if as_json:
-        for row in rows:
-            print(json.dumps(row, default=str))
-        return
-    if not rows:
-        print("(none)")
-        return
-    if all(list(row) == [TEXT_LINE] for row in rows):
-        for row in rows:
-            print(row[TEXT_LINE])
-        return
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    for r in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one procedure; returns the exit status (0 ok, 1 a Paimon or storage error, 2 bad usage)."""
     parser = build_parser()
@@ -881,7 +949,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (PaimonError, OSError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    _print(rows, args.json)
+    print_rows(rows, args.json)
     return 0
 
 
