@@ -134,7 +134,9 @@ class Docs:
         """:meth:`base` plus the guide's ``orders`` table (``t``, ``orders``, ``path``) holding ``days`` days, each
         tagged with its date unless not ``tags``."""
         ns = self.base()
-        t = ns["cat"].create_table(name, ORDERS_DDL, partition_keys=["dt"], primary_keys=["dt", "id"])
+        t = ns["cat"].create_table(
+            name, ORDERS_DDL, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "2"}
+        )
         for day, items in DAYS[:days]:
             with committed_on(day):
                 t.write_arrow(orders_rows(day, items))
@@ -152,21 +154,21 @@ class Docs:
 
 
 # ------------------------------------------------------------------------------------ what each page needs
-def _bare(docs: Docs, index: int) -> dict[str, Any]:
+def _bare(docs: Docs, example: Example) -> dict[str, Any]:
     return docs.base()
 
 
-def _orders(docs: Docs, index: int) -> dict[str, Any]:
+def _orders(docs: Docs, example: Example) -> dict[str, Any]:
     return docs.world()
 
 
-def _quickstart(docs: Docs, index: int) -> dict[str, Any]:
-    if index == 0:
+def _quickstart(docs: Docs, example: Example) -> dict[str, Any]:
+    if "create_table" in example.code:
         return docs.base()  # the example creates the table
     return docs.world(tags=False)  # the examples tag it
 
 
-def _reading(docs: Docs, index: int) -> dict[str, Any]:
+def _reading(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.world()
     t = ns["t"]
     t.write_arrow(orders_rows("2025-08-12", [(7, "7.00")]))  # snapshot 3
@@ -178,7 +180,7 @@ def _reading(docs: Docs, index: int) -> dict[str, Any]:
     return ns
 
 
-def _writing(docs: Docs, index: int) -> dict[str, Any]:
+def _writing(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.base()
     ns["path"] = f"{ns['warehouse']}/default.db/orders"  # the first write creates it
     frame = orders_rows("2025-08-11", [(11, "1.00"), (12, "2.00")])
@@ -198,7 +200,7 @@ def _writing(docs: Docs, index: int) -> dict[str, Any]:
 DML_DDL = "id bigint, dt string, amount decimal(10,2), status string, currency string, note string"
 
 
-def _dml(docs: Docs, index: int) -> dict[str, Any]:
+def _dml(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.base()
     t = ns["cat"].create_table("default.orders", DML_DDL, partition_keys=["dt"], primary_keys=["id", "dt"])
     t.write_arrow(
@@ -216,17 +218,19 @@ def _dml(docs: Docs, index: int) -> dict[str, Any]:
     )
     t.branches.create("fix")
     ns.update(t=t, path=t.uri)
-    if index == 1:  # a Spark table as the merge source: the rows of the table itself, as a staging copy
+    if "staging.orders" in example.code:  # a Spark table as the merge source: a staging copy of the table
         spark = docs.spark
         spark.sql(f"CREATE DATABASE IF NOT EXISTS staging LOCATION '{docs.root / 'staging'}'")
         spark.read.format("paimon").load(t.uri).write.mode("overwrite").saveAsTable("staging.orders")
     return ns
 
 
-def _branches(docs: Docs, index: int) -> dict[str, Any]:
-    # The first example fast-forwards main to a branch of tag 2025-08-10: main must not have moved since.
-    ns = docs.world(days=1 if index == 0 else 2)
-    if index == 1:
+def _branches(docs: Docs, example: Example) -> dict[str, Any]:
+    # The overview fast-forwards main to a branch of tag 2025-08-10 (main must not have moved since); the merge
+    # examples cherry-pick snapshot 7 of 'fix'.
+    overview = 't.branches.fast_forward("fix")' in example.code
+    ns = docs.world(days=1 if overview else 2)
+    if "cherry_pick" in example.code:
         t = ns["t"]
         t.branches.create("fix")
         fix = t.on_branch("fix")
@@ -237,7 +241,7 @@ def _branches(docs: Docs, index: int) -> dict[str, Any]:
     return ns
 
 
-def _chain(docs: Docs, index: int) -> dict[str, Any]:
+def _chain(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.base()
     ns["path"] = f"{ns['warehouse']}/default.db/t"
     ddl = "t1 string, t2 string, t3 string, date string"
@@ -248,28 +252,37 @@ def _chain(docs: Docs, index: int) -> dict[str, Any]:
     return ns
 
 
-def _maintenance(docs: Docs, index: int) -> dict[str, Any]:
+def _maintenance(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.world()
     t = ns["t"]
     for i in range(2):  # snapshots 3 and 4, after the two tagged days
         t.write_arrow(orders_rows("2025-08-12", [(40 + i, "4.00")]))
     ns["cat"].create_table("db.t", ORDERS_DDL, primary_keys=["id"]).write_arrow(orders_rows("2025-08-12", [(1, "1")]))
+    if "dt=20250817" in example.code:  # the partition procedures' example names day 20250817 (yyyyMMdd)
+        t.write_arrow(orders_rows("2025-08-12", [(50, "5.00")]).set_column(0, "dt", pa.array(["20250817"])))
+    if "order_by" in example.code:  # ordered compaction: an unaware-bucket append table of points, several files
+        points = ns["cat"].create_table("db.points", "x bigint, y bigint")
+        for i in range(3):
+            points.write_arrow(
+                pa.table({"x": pa.array(range(i, 600, 3), pa.int64()), "y": pa.array(range(200), pa.int64())})
+            )
+        ns["t"] = points
     return ns
 
 
-def _file_indexes(docs: Docs, index: int) -> dict[str, Any]:
+def _file_indexes(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.base()
-    if index == 1:  # the events table of the page, partitioned by day
+    if "rewrite_file_index" in example.code:  # the events table of the page, partitioned by day
         t = ns["cat"].create_table("db.events", "id bigint, user_id string, dt string", partition_keys=["dt"])
         t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "user_id": ["u1", "u2"], "dt": ["2025-08-11"] * 2}))
         ns["t"] = t
     return ns
 
 
-def _iceberg(docs: Docs, index: int) -> dict[str, Any]:
+def _iceberg(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.base()
     ns["batch"] = pa.table({"id": pa.array([1, 2], pa.int64()), "status": ["ok", "new"], "amount": [1.5, 2.5]})
-    if index == 1:
+    if "iceberg_scan" in example.code:
         t = ns["cat"].create_table(
             "default.orders",
             "id bigint not null, status string, amount double",
@@ -296,7 +309,7 @@ def _duckdb_with_iceberg(connect: Callable[..., Any]) -> Callable[..., Any]:
     return loaded
 
 
-def _streaming(docs: Docs, index: int) -> dict[str, Any]:
+def _streaming(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.world()
     ns["mirror_path"] = f"{ns['warehouse']}/default.db/mirror"
     t = ns["t"]
@@ -314,7 +327,7 @@ def _streaming(docs: Docs, index: int) -> dict[str, Any]:
     return ns
 
 
-PAGES: dict[str, Callable[[Docs, int], dict[str, Any]]] = {
+PAGES: dict[str, Callable[[Docs, Example], dict[str, Any]]] = {
     "index.md": _bare,
     "quickstart.md": _quickstart,
     "reading.md": _reading,
@@ -356,7 +369,7 @@ def test_page_examples_run(page: str, spark: Any, tmp_path: Path) -> None:
     build = PAGES[page]
     try:
         for example in [e for e in examples() if e.page == page and e.not_runnable is None]:
-            ns = build(docs, example.index)
+            ns = build(docs, example)
             code = docs.path_of(ns, example.code)
             try:
                 with contextlib.ExitStack() as during:
