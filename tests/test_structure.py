@@ -64,6 +64,7 @@ PACKAGES: dict[str, str] = {
     "metadata/snapshots": "snapshots, the commit protocol, consumers",
     "metadata/manifests": "manifest lists and files, the index manifest and deletion vectors",
     "metadata/fileindex": "file indexes of data files: the container, bloom-filter and bitmap indexes, their options",
+    "metadata/variant": "the VARIANT type's values: the binary encoding, shredding, paths",
     "metadata/refs": "tags, branches, rollback, automatic tags",
     "metadata/maintenance": "expiration, orphan removal, reachability, file deletion",
     "metadata/iceberg": "Iceberg-compatible metadata: layout, schemas, manifests, Puffin mirrors, the sync",

@@ -5,7 +5,7 @@ readers): whole, streamed batch by batch, or the rows of one key window.
   with (its ``_SCHEMA_ID``, looked up on the file's own branch). Columns are matched to the read schema by
   **field id** and looked up **by name** in the file, so renames work, dropped columns disappear, columns
   added later read as NULL, and type changes are cast. Parquet field ids are deliberately not used:
-  pypaimon writes none.
+  pypaimon writes none. VARIANT columns, plain or shredded, come out as plain values (``metadata/variant``).
 * **Deletion vectors** (:func:`_keep_mask`): a file with a deletion file in the split loses its deleted row
   positions as it is read, raw or merged. Positions count rows of the whole file, so when row groups are
   skipped the positions are mapped through the row groups' row counts from the Parquet footer.
@@ -43,6 +43,7 @@ from pyspark_paimon.metadata.schema.options import CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import cast_array, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
+from pyspark_paimon.metadata.variant.shredding import rebuild_column
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats
 from pyspark_paimon.planner.split import DataSplit
 
@@ -82,7 +83,10 @@ def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: st
 
 
 def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: str, file_name: str) -> pa.Array:
-    """``arr`` (read with the file's type) converted to ``target_type``; ROW members are matched by id."""
+    """``arr`` (read with the file's type) converted to ``target_type``; ROW members are matched by id; a VARIANT
+    column (plain or shredded) becomes plain values."""
+    if target_type.root == "VARIANT" and file_type.root == "VARIANT" and pa.types.is_struct(arr.type):
+        return rebuild_column(arr)
     target_arrow = to_arrow_type(target_type, column)
     if isinstance(target_type, RowType) and isinstance(file_type, RowType) and pa.types.is_struct(arr.type):
         by_id = {f.id: f for f in file_type.fields}

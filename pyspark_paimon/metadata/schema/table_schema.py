@@ -52,6 +52,7 @@ from pyspark_paimon.metadata.types.model import (
     max_field_id,
     type_to_sql,
 )
+from pyspark_paimon.metadata.variant.shredding import shredding_types
 
 __all__ = ["CURRENT_VERSION", "SCHEMA_PREFIX", "TableSchema", "SchemaManager", "option_str", "validate_table_schema"]
 
@@ -375,8 +376,10 @@ def validate_table_schema(schema: TableSchema) -> None:
             "the primary key or set bucket = -1."
         )
 
-    # What Java's file index writer refuses fails when the schema is made, not at the first write.
+    # What Java's file index writer refuses fails when the schema is made, not at the first write; so does a
+    # shredding schema that names no VARIANT column.
     FileIndexSpec.of(schema.options, schema.fields)
+    shredding_types(schema.options, schema.fields)
 
     has_bucket_key = schema.core_options.is_set(BUCKET_KEY)
     if has_bucket_key:
