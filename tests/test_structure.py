@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, str]] = [
     ("pyspark_paimon.table_maintenance", "api"),
     ("pyspark_paimon.table_chain", "api"),
     ("pyspark_paimon.table_inspect", "api"),
+    ("pyspark_paimon.variant", "api"),
     ("pyspark_paimon.demo", "app"),
     ("pyspark_paimon", "package"),
 ]

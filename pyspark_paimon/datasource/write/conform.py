@@ -2,8 +2,9 @@
 
 Columns are matched by name (exactly, else case-insensitively when unambiguous) and put in schema order, cast to
 the table's Arrow types by Spark's store-assignment rules (``store_assignment``), timestamps cut to their
-precision, NOT NULL enforced; then each row gets its kind (``rowkind.field``, explicit kinds, or +I) and the kinds
-``ignore-delete`` / ``ignore-update-before`` drop are dropped. Doing this on arrival makes a bad batch fail its task
+precision, NOT NULL enforced, VARIANT values checked and made plain; then each row gets its kind
+(``rowkind.field``, explicit kinds, or +I) and the kinds ``ignore-delete`` / ``ignore-update-before`` drop are
+dropped. Doing this on arrival makes a bad batch fail its task
 at once, naming the column, instead of at the flush.
 """
 
@@ -19,6 +20,7 @@ from pyspark_paimon.errors import OptionError, SchemaMismatchError
 from pyspark_paimon.metadata.schema.options import ROWKIND_FIELD, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import DataField, type_to_sql
+from pyspark_paimon.metadata.variant.shredding import rebuild_column
 
 __all__ = ["InputConformer", "ROW_KINDS", "rowkind_column"]
 
@@ -138,6 +140,9 @@ class InputConformer:
             if pa.types.is_dictionary(src):
                 col = col.cast(src.value_type)
                 src = col.type
+            if f.type.root == "VARIANT" and pa.types.is_struct(src):
+                where = f"column '{f.name}' of the data written to {self._table_path}"
+                return pa.chunked_array([rebuild_column(chunk, where) for chunk in col.chunks], want)
             if pa.types.is_timestamp(src) and pa.types.is_timestamp(want):
                 if want.tz is None and src.tz is not None:
                     # A zoned instant into TIMESTAMP (no zone): keep the wall clock of its zone, as Spark's

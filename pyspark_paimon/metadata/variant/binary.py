@@ -457,8 +457,8 @@ def scalar_text(v: Variant, quoted: bool) -> str:
         return "true" if x else "false"
     if isinstance(x, int):
         return str(x)
-    if isinstance(x, decimal.Decimal):
-        return format(x, "f")
+    if isinstance(x, decimal.Decimal):  # without trailing zeros, as Spark's getDecimal strips them
+        return format(x.normalize() if x else decimal.Decimal(0), "f")
     if isinstance(x, float):
         return _float_text(x, t == FLOAT)
     if isinstance(x, str):

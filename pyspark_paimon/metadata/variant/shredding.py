@@ -214,11 +214,16 @@ def is_shredded_arrow_type(t: pa.DataType) -> bool:
 # ------------------------------------------------------------------------------------------------------
 # Reading: rebuild plain values
 # ------------------------------------------------------------------------------------------------------
-def _malformed(why: str) -> VariantError:
-    return VariantError(
-        f"Malformed shredded VARIANT column: {why}. The data file was written by a faulty writer; rewrite the data, "
-        "or read the other columns."
+_FILE = "a data file"
+
+
+def _malformed(why: str, source: str = _FILE) -> VariantError:
+    fix = (
+        "The file was written by a faulty writer; rewrite the data, or read the other columns."
+        if source == _FILE
+        else "Write VARIANT values as Spark hands them (parse_json) or build them with pyspark_paimon.variant."
     )
+    return VariantError(f"Malformed VARIANT column in {source}: {why}. {fix}")
 
 
 def _child(arr: pa.Array, name: str) -> pa.Array | None:
@@ -320,9 +325,11 @@ def _scalar_reader(typed: pa.Array) -> tuple[list[Any], Callable[[VariantBuilder
     raise _malformed(f"a 'typed_value' of Arrow type {t}, which the Variant shredding spec does not define")
 
 
-def rebuild_column(arr: pa.Array) -> pa.StructArray:
-    """A data file's VARIANT column (plain or shredded, as read from Parquet) as plain values in the Arrow form
-    Spark exchanges (:func:`~pyspark_paimon.metadata.types.arrow.variant_arrow_type`)."""
+def rebuild_column(arr: pa.Array | pa.ChunkedArray, source: str = _FILE) -> pa.StructArray:
+    """A VARIANT column (plain or shredded, as read from Parquet, or as a writer receives it) as plain values in the
+    Arrow form Spark exchanges (:func:`~pyspark_paimon.metadata.types.arrow.variant_arrow_type`). The members of a
+    NULL value are made empty (Spark hands them over as NULLs, which a NOT NULL Parquet member cannot store).
+    ``source`` names where the column comes from in errors."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     target = variant_arrow_type()
@@ -330,18 +337,18 @@ def rebuild_column(arr: pa.Array) -> pa.StructArray:
     metadata = _child(arr, VARIANT_METADATA)
     value = _child(arr, VARIANT_VALUE)
     if metadata is None:
-        raise _malformed(f"the column's struct {arr.type} has no 'metadata'")
+        raise _malformed(f"its struct {arr.type} has no 'metadata'", source)
     if not is_shredded_arrow_type(arr.type):
         if value is None:
-            raise _malformed(f"the column's struct {arr.type} has neither 'value' nor 'typed_value'")
+            raise _malformed(f"its struct {arr.type} has neither 'value' nor 'typed_value'", source)
         values = [value, metadata]
     else:
         values = _rebuilt(arr, metadata)
     children = [c if c.type == pa.binary() else c.cast(pa.binary()) for c in values]
-    if mask is not None:  # a NULL variant's members are empty, as Spark's own NULL variants are
+    if mask is not None:
         children = [pc.if_else(mask, pa.scalar(b"", pa.binary()), c) for c in children]
     if any(c.null_count for c in children):
-        raise _malformed("a non-NULL value without its 'value' or 'metadata'")
+        raise _malformed("a non-NULL value lacks its 'value' or 'metadata' bytes", source)
     return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
 
 
