@@ -26,7 +26,7 @@ from __future__ import annotations
 import decimal
 import json
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,7 @@ from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import cast_array, to_arrow_type
+from pyspark_paimon.metadata.types.casts import convert_array, evolution_problem, same_but_nullability
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
 from pyspark_paimon.metadata.variant.shredding import rebuild_column
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats
@@ -67,9 +68,7 @@ _PARQUET_STATS_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError
 # ------------------------------------------------------------------------------------------------------
 # Type conformance (schema evolution)
 # ------------------------------------------------------------------------------------------------------
-def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
-    """``arr`` (a column of ``file_name``) as the read type ``target``."""
-
+def _conversion_error(arr: pa.Array, target: str, column: str, file_name: str) -> Callable[[str], SchemaError]:
     def error(reason: str) -> SchemaError:
         return SchemaError(
             f"Column '{column}' of data file '{file_name}' holds {arr.type} values that cannot be converted to the "
@@ -77,9 +76,14 @@ def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: st
             "read with the schema the file was written with (time travel) or rewrite the data."
         )
 
+    return error
+
+
+def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
+    """``arr`` (a column of ``file_name``) as the read type ``target``."""
     # Spark timestamps are microseconds: nanosecond files (INT96, TIMESTAMP(9), ORC) are truncated.
     safe = not (pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target))
-    return cast_array(arr, target, error, safe=safe)
+    return cast_array(arr, target, _conversion_error(arr, str(target), column, file_name), safe=safe)
 
 
 def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: str, file_name: str) -> pa.Array:
@@ -101,6 +105,17 @@ def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: 
                 children.append(_conform(child, ff.type, tf.type, f"{column}.{tf.name}", file_name))
         mask = pc.is_null(arr) if arr.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target_arrow), mask=mask)
+    if not same_but_nullability(file_type, target_type):  # the column's type changed after the file was written
+        problem = evolution_problem(file_type, target_type)
+        if problem:  # a change another engine made that a read here would not convert as Java does
+            raise SchemaError(
+                f"Column '{column}' of data file '{file_name}' was written as {file_type}, and the table now declares "
+                f"{target_type}: {problem}. Read the column with Paimon (Java), or with the schema the file was "
+                "written with (time travel)."
+            )
+        error = _conversion_error(arr, str(target_type), column, file_name)
+        return convert_array(_to_read_type(arr, to_arrow_type(file_type, column), column, file_name), file_type,
+                             target_type, error, column)  # fmt: skip
     return _to_read_type(arr, target_arrow, column, file_name)
 
 
