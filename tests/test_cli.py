@@ -309,3 +309,34 @@ def test_merge_cherry_pick_and_publish_branches(capsys: Any, table: Table) -> No
     code, rows, _ = run(capsys, "publish_branch", *wh, "--branch", "m", "--on_conflict", "source")
     assert code == 0 and rows[0]["source"] == "m"
     assert 7 in [r["id"] for r in table.scan().to_arrow().to_pylist()]
+
+
+def test_schema_changes(capsys: Any, table: Table) -> None:
+    path = table.store.table_path
+    code, rows, _ = run(capsys, "add_column", "--table", path, "--column", "n", "--type", "int", "--first")
+    assert code == 0 and [r["column"] for r in rows] == ["n", "id", "v"]
+    code, rows, _ = run(
+        capsys,
+        "alter_column",
+        "--table",
+        path,
+        "--column",
+        "n",
+        "--type",
+        "bigint",
+        "--comment",
+        "count",
+        "--after",
+        "v",
+    )
+    assert code == 0 and rows[-1] == {"schema_id": 2, "id": 2, "column": "n", "type": "BIGINT", "comment": "count"}
+    code, rows, _ = run(capsys, "alter_column", "--table", path, "--column", "v", "--type", "bigint")
+    assert code == 0 and rows[1]["type"] == "BIGINT"  # '1', '2', '3' convert
+    assert sorted(table.scan().to_arrow().column("v").to_pylist()) == [1, 2, 3]
+    code, rows, _ = run(capsys, "rename_column", "--table", path, "--column", "n", "--new_name", "count")
+    code, rows, _ = run(capsys, "drop_column", "--table", path, "--column", "count")
+    assert code == 0 and [r["column"] for r in rows] == ["id", "v"] and rows[0]["schema_id"] == 5
+    code, _, err = run(capsys, "alter_column", "--table", path, "--column", "v", "--type", "date")
+    assert code == 1 and "Paimon allows no such cast" in err
+    code, _, err = run(capsys, "alter_column", "--table", path, "--column", "v")
+    assert code == 1 and "at least one of" in err

@@ -40,12 +40,14 @@ OLD_ROWS: list[dict[str, Any]] = [
 NEW_ORDER = ["m", "id", "c", "a", "d", "dd", "s", "ts", "td", "r", "n", "k", "new_name", "extra"]
 # The old rows as every read must return them after the change (Java's conversions).
 OLD_CONVERTED: list[dict[str, Any]] = [
-    {"m": 7, "id": 1, "c": "c1", "a": 1, "d": Decimal("1.10"), "dd": 0.1, "s": 12, "ts": T(2024, 1, 1, 12, 0, 0, 123000),
-     "td": dt.date(2024, 1, 1), "r": {"x": 1, "y": "a"}, "n": 10, "k": 100, "new_name": "o1", "extra": None},
+    {"m": 7, "id": 1, "c": "c1", "a": 1, "d": Decimal("1.10"), "dd": 0.1, "s": 12,
+     "ts": T(2024, 1, 1, 12, 0, 0, 123000), "td": dt.date(2024, 1, 1), "r": {"x": 1, "y": "a"}, "n": 10, "k": 100,
+     "new_name": "o1", "extra": None},
     {"m": 8, "id": 2, "c": None, "a": 2**31 - 1, "d": Decimal("-5.00"), "dd": None, "s": None, "ts": None,
      "td": dt.date(1969, 12, 31), "r": None, "n": 20, "k": 200, "new_name": None, "extra": None},
-    {"m": 9, "id": 3, "c": "c3", "a": -3, "d": Decimal("0.01"), "dd": 2.55, "s": -7, "ts": T(2024, 6, 30, 0, 0, 0, 999000),
-     "td": dt.date(2024, 6, 30), "r": {"x": -1, "y": None}, "n": 30, "k": 300, "new_name": "o3", "extra": None},
+    {"m": 9, "id": 3, "c": "c3", "a": -3, "d": Decimal("0.01"), "dd": 2.55, "s": -7,
+     "ts": T(2024, 6, 30, 0, 0, 0, 999000), "td": dt.date(2024, 6, 30), "r": {"x": -1, "y": None}, "n": 30,
+     "k": 300, "new_name": "o3", "extra": None},
 ]  # fmt: skip
 NEW_ROWS: list[dict[str, Any]] = [
     {"m": 1, "id": 2, "c": "new", "a": 2**40, "d": Decimal("1234567890.12"), "dd": 1e300, "s": 5,
