@@ -162,7 +162,7 @@ def key_tables(datasets: Datasets) -> KeyTables:
     pk.write_arrow(base)
     pk.write_arrow(quarter)
     pk.maintenance.compact(full=True)
-    assert pk.scan().explain()["readers"]["python_splits"] == 0
+    assert pk.scan().explain().readers.python_splits == 0
 
     # Day 1 = the anchor day plus a delta of a quarter of the keys (same values, later sequence), compacted into
     # the snapshot branch: the snapshot branch serves that day whole.
@@ -188,7 +188,7 @@ def key_tables(datasets: Datasets) -> KeyTables:
     chain.on_branch("delta").write_arrow(day(quarter, 1, CHAIN_DAY))
     assert chain.chain.compact({"dt": CHAIN_DAY})  # one top-level run per bucket: merge-free, read by the JVM
     day_filter = f"dt = '{CHAIN_DAY}'"
-    assert chain.scan(day_filter).explain()["readers"]["python_splits"] == 0
+    assert chain.scan(day_filter).explain().readers.python_splits == 0
     return KeyTables(
         pk_path=pk.store.table_path,
         pk_files=_split_files(pk),

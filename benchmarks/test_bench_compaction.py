@@ -110,7 +110,7 @@ def _check(exp: Expected, data: pa.Table, who: str) -> None:
 @pytest.mark.parametrize("commits", COMMITS)
 def test_pk_read_after_commits_ours(benchmark: Any, tables: CompactionTables, commits: int, compacted: bool) -> None:
     table = Table.open(tables.paths[(commits, compacted)])
-    runs = table.scan().explain()["splits"]["max_sorted_runs"]
+    runs = table.scan().explain().splits.max_sorted_runs
     load_before = loadavg()
     data = benchmark.pedantic(lambda: table.scan().to_arrow(), rounds=ROUNDS, warmup_rounds=1, iterations=1)
     _check(tables.expected[commits], data, f"Table.to_arrow {commits} commits")

@@ -113,13 +113,13 @@ def lookup() -> Iterator[Lookup]:
 
 
 def _check_plan(lookup: Lookup, kind: str, benchmark: Any) -> None:
-    counters = Table.open(lookup.tables[kind]).scan(filter=f"s = '{lookup.needle_s}'").explain()["counters"]
-    opened = counters["files_selected"]
+    counters = Table.open(lookup.tables[kind]).scan(filter=f"s = '{lookup.needle_s}'").explain().counters
+    opened = counters.files_selected
     assert opened <= 2 if kind == "indexed" else opened == FILES, f"{kind}: plan opens {opened} data files"
     benchmark.extra_info.update(
         data_files_opened=opened,
-        index_files_read=counters["index_files_read"],
-        files_skipped_index=counters["files_skipped_index"],
+        index_files_read=counters.index_files_read,
+        files_skipped_index=counters.files_skipped_index,
     )
 
 

@@ -309,7 +309,7 @@ def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache:
     predicate = [Leaf("dt", "=", meta.one_day)] if scope == "one_partition_filter" else []
     options = {"scan.partitions": f"dt={meta.one_day}"} if scope == "one_partition_scan_partitions" else {}
 
-    def plan() -> dict:
+    def plan() -> Any:
         return engine_explain(Catalog(meta.warehouse).get_table(meta.identifier), options=options, predicate=predicate)
 
     def setup() -> tuple[tuple, dict]:
@@ -320,15 +320,15 @@ def test_scale_meta_planning(benchmark: Any, meta: MetaTable, scope: str, cache:
     before = loadavg()
     got = benchmark.pedantic(plan, setup=setup, rounds=META_PLAN_ROUNDS, warmup_rounds=1, iterations=1)
     want_partitions = meta.partitions if scope == "all" else 1
-    assert got["splits"]["partitions"] == want_partitions, got["splits"]
-    assert got["splits"]["rows"] >= (meta.rows if scope == "all" else meta.one_day_rows), got["splits"]
+    assert got.splits.partitions == want_partitions, got.splits
+    assert got.splits.rows >= (meta.rows if scope == "all" else meta.one_day_rows), got.splits
     _meta_info(
         benchmark,
         meta,
         f"explain {SCOPE_LABELS[scope]}, {cache}",
         before,
-        splits=got["splits"]["count"],
-        files=got["splits"]["files"],
+        splits=got.splits.count,
+        files=got.splits.files,
         baseline=(scope, cache) == ("all", "warm"),
     )
 

@@ -122,14 +122,14 @@ def test_scan_partition_planning(benchmark: Any, scan: ScanData, case: str) -> N
     before = loadavg()
     if case == "ours_explain":
 
-        def plan() -> dict:
+        def plan() -> Any:
             return engine_explain(
                 Catalog(scan.warehouse).get_table(scan.parts_identifier), predicate=[Leaf("dt", "=", scan.day)]
             )
 
         got = benchmark.pedantic(plan, rounds=ROUNDS, warmup_rounds=1, iterations=1)
-        assert got["splits"]["files"] == 1, got["splits"]
-        benchmark.extra_info.update(splits=got["splits"]["count"], files=got["splits"]["files"])
+        assert got.splits.files == 1, got.splits
+        benchmark.extra_info.update(splits=got.splits.count, files=got.splits.files)
     else:
         plan, inproc = oracle_plan_runner(
             [

@@ -18,6 +18,7 @@ from pyspark_paimon.datasource.dml.dml_spark import SparkMergeBuilder, is_spark_
 from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
 from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
+from pyspark_paimon.datasource.write.arrow_input import arrow_stream
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO
@@ -116,13 +117,18 @@ class Table:
 
     def write_arrow(
         self,
-        data: pa.Table | pa.RecordBatch,
+        data: Any,
         *,
         mode: str = "append",
         overwrite_partition: Mapping[str, Any] | str | None = None,
         dynamic_partition_overwrite: bool = False,
     ) -> Snapshot | None:
-        """Write Arrow data in one commit. ``mode`` is 'append' or 'overwrite' (as in Spark)."""
+        """Write Arrow data in one commit. ``mode`` is 'append' or 'overwrite' (as in Spark).
+
+        ``data`` is any Arrow stream: a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader``, an object with
+        ``__arrow_c_stream__`` (a polars DataFrame, a DuckDB result...), an iterable of ``RecordBatch`` es, or a
+        pandas DataFrame. A stream is written batch by batch (files are flushed as the write buffer fills), so it
+        need not fit in memory."""
         if mode not in ("append", "overwrite"):
             raise OptionError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
         spec = None
@@ -135,10 +141,12 @@ class Table:
             spec = overwrite_spec(self.schema, "dynamic" if dynamic_partition_overwrite else None, static)
         elif overwrite_partition or dynamic_partition_overwrite:
             raise OptionError("overwrite_partition / dynamic_partition_overwrite need mode='overwrite'.")
+        batches = arrow_stream(data, self.schema.arrow_schema())
         job = prepare_write(self.store, spec)
         writer = job.new_writer("local")
         try:
-            writer.write(data)
+            for batch in batches:
+                writer.write(batch)
             messages = writer.prepare_commit()
         except BaseException:
             writer.abort()
@@ -158,14 +166,15 @@ class Table:
         columns cannot be set."""
         return update_rows(self.store, set, filter).updated
 
-    def merge(self, source: pa.Table | pa.RecordBatchReader | Any, on: str | Sequence[str]) -> MergeBuilder:
+    def merge(self, source: Any, on: str | Sequence[str]) -> MergeBuilder:
         """A MERGE of ``source`` into this branch, matching rows on the key columns ``on``; add clauses and run
         it with ``execute()`` (one commit; returns a ``MergeResult`` of counts)::
 
             t.merge(new_rows, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
 
-        ``source`` is Arrow (matched in this process) or a Spark DataFrame (matched in the executors, one
-        commit from the driver). Expressions name ``source.<col>`` and ``target.<col>``."""
+        ``source`` is Arrow data as :meth:`write_arrow` takes it (matched in this process) or a Spark DataFrame
+        (matched in the executors, one commit from the driver). Expressions name ``source.<col>`` and
+        ``target.<col>``."""
         if is_spark_frame(source):
             return SparkMergeBuilder(self.store, source, on)
         return MergeBuilder(self.store, source, on)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
+from pyspark_paimon.planner.explain import ScanExplain
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.table_scan import explain_job
@@ -34,5 +35,5 @@ def read_arrow(
     return read_job(table, options, predicate, columns).to_arrow()
 
 
-def explain(table: Any, options: Mapping[str, Any] | None = None, predicate: Sequence[Leaf] = ()) -> dict[str, Any]:
+def explain(table: Any, options: Mapping[str, Any] | None = None, predicate: Sequence[Leaf] = ()) -> ScanExplain:
     return explain_job(read_job(table, options, predicate))

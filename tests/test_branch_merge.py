@@ -4,7 +4,9 @@ branch lineage records (append tables by data file), one commit on the target.""
 from __future__ import annotations
 
 import threading
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -239,21 +241,42 @@ def _recipe(page: str, heading: str) -> str:
     return section[start : section.index("```", start)]
 
 
-def test_the_docs_correction_recipe_runs_as_written(catalog: Catalog) -> None:
+# amount type -> (the days' amounts, main's amounts after the correction); 3 and 4 are 100 times too big
+_RECIPE_AMOUNTS: dict[str, tuple[list[list[Any]], dict[int, Any]]] = {
+    "BIGINT": ([[10, 20, 30], [300_000, 4_000_000, 50], [60]], {1: 10, 2: 20, 3: 3_000, 4: 40_000, 5: 50, 6: 60}),
+    # the docs' orders table: DOUBLE values (Arrow's inference for Python floats) go in as their decimals
+    "DECIMAL(10, 2)": (
+        [[10.5, 20.25, 30.0], [300_025.0, 4_000_010.0, 50.75], [19.99]],
+        {i: Decimal(v) for i, v in enumerate(["10.50", "20.25", "3000.25", "40000.10", "50.75", "19.99"], 1)},
+    ),
+    "DOUBLE": (
+        [[10.5, 20.25, 30.0], [300_025.0, 4_000_010.0, 50.75], [19.99]],
+        {1: 10.5, 2: 20.25, 3: 3000.25, 4: 40000.1, 5: 50.75, 6: 19.99},
+    ),
+}
+
+
+@pytest.mark.parametrize("amount_type", sorted(_RECIPE_AMOUNTS))
+def test_the_docs_correction_recipe_runs_as_written(catalog: Catalog, amount_type: str) -> None:
     """docs/branches.md's recipe (diff, update on a branch, review, publish) on a table whose feeding job keeps
-    writing to main after the bad batch: the correction lands and the job's newer rows stay."""
+    writing to main after the bad batch: the correction lands and the job's newer rows stay. Amounts as BIGINT,
+    DECIMAL(10, 2) (the docs' ``orders``) and DOUBLE (its filter compares a DOUBLE column): issue 32."""
     t = catalog.create_table(
-        "db.payments", "id BIGINT, dt STRING, amount BIGINT", primary_keys=["id"], options={"bucket": "2"}
+        f"db.payments_{amount_type.split('(')[0].lower()}",
+        f"id BIGINT, dt STRING, amount {amount_type}",
+        primary_keys=["id"],
+        options={"bucket": "2"},
     )
+    days, corrected = _RECIPE_AMOUNTS[amount_type]
 
-    def day(ids: list[int], dt: str, amounts: list[int]) -> None:
-        t.write_arrow(pa.table({"id": ids, "dt": [dt] * len(ids), "amount": amounts}, schema=t.schema.arrow_schema()))
+    def day(ids: list[int], dt: str, amounts: list[Any]) -> None:
+        t.write_arrow(pa.table({"id": pa.array(ids, pa.int64()), "dt": [dt] * len(ids), "amount": amounts}))
 
-    day([1, 2, 3], "2025-08-10", [10, 20, 30])
+    day([1, 2, 3], "2025-08-10", days[0])
     t.tags.create("2025-08-10")
-    day([3, 4, 5], "2025-08-11", [300_000, 4_000_000, 50])  # 3 and 4 carry amounts 100 times too big
+    day([3, 4, 5], "2025-08-11", days[1])  # 3 and 4 carry amounts 100 times too big
     t.tags.create("2025-08-11")
-    day([6], "2025-08-12", [60])  # the job keeps writing to main
+    day([6], "2025-08-12", days[2])  # the job keeps writing to main
     scope: dict[str, object] = {"t": t}
     exec(compile(_recipe("branches.md", "## A correction recipe"), "docs/branches.md", "exec"), scope)
     bad = scope["bad"]
@@ -272,7 +295,7 @@ def test_the_docs_correction_recipe_runs_as_written(catalog: Catalog) -> None:
         ("-U", 4),
     ]
     main = {r["id"]: r["amount"] for r in t.scan().to_arrow().to_pylist()}
-    assert main == {1: 10, 2: 20, 3: 3_000, 4: 40_000, 5: 50, 6: 60}
+    assert main == corrected
 
 
 def test_the_docs_correction_recipe_stops_on_a_key_the_job_changed_since(catalog: Catalog) -> None:

@@ -8,6 +8,7 @@ Readers other than ours (Java, pypaimon, Spark) read DML results in tests/intero
 from __future__ import annotations
 
 import random
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.dml.stale_reads import DML_ATTEMPTS
-from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError
+from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError, SchemaMismatchError
 from pyspark_paimon.metadata.manifests.manifest import KIND_DELETE
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
 
@@ -304,6 +305,33 @@ def test_merge_refuses_duplicate_source_keys_and_bad_expressions(catalog: Catalo
         t.merge(one, on=["id", "dt"]).when_matched_update({"v": "v + 1"}).execute()
     with pytest.raises(OptionError, match="not supported"):
         t.update({"v": "(SELECT 1)"})
+
+
+@pytest.mark.parametrize("primary_key", [True, False], ids=["pk", "append"])
+def test_decimal_columns_take_rounded_doubles(catalog: Catalog, primary_key: bool) -> None:
+    """A DECIMAL(10, 2) column takes a DOUBLE expression whose shortest decimal has two fraction digits: the
+    ``round(amount / 100, 2)`` a refused update's message leads to (issue 32); the unrounded one is refused naming
+    the value, and a merge's DOUBLE source values go in the same way."""
+    t = catalog.create_table(
+        f"db.money_{primary_key}",
+        "id BIGINT, amount DECIMAL(10, 2)",
+        primary_keys=["id"] if primary_key else [],
+        options={"bucket": "1"} if primary_key else {},
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3], "amount": [199_999.99, 184_660.0, 30_000_037.0]}))  # doubles
+    with pytest.raises(SchemaMismatchError, match=r"holds 1999\.9998999999998, which a DECIMAL\(10, 2\) column"):
+        t.update({"amount": "amount / 100"})  # '/' divides as DOUBLE: 199999.99 / 100 is 1999.9998999999998
+    t.update({"amount": "round(amount / 100, 2)"})
+    money = {r["id"]: r["amount"] for r in t.scan().to_arrow().to_pylist()}
+    assert money == {1: Decimal("2000.00"), 2: Decimal("1846.60"), 3: Decimal("300000.37")}
+    if primary_key:
+        source = pa.table({"id": [2, 4], "amount": [19.99, 0.1 + 0.7]})  # 0.7999999999999999: refused
+        with pytest.raises(SchemaMismatchError, match=r"holds 0\.7999999999999999"):
+            t.merge(source, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+        source = pa.table({"id": [2, 4], "amount": [19.99, 0.8]})
+        t.merge(source, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+        money = {r["id"]: r["amount"] for r in t.scan().to_arrow().to_pylist()}
+        assert money == {1: Decimal("2000.00"), 2: Decimal("19.99"), 3: Decimal("300000.37"), 4: Decimal("0.80")}
 
 
 # ------------------------------------------------------------------------------------------- model check

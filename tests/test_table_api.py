@@ -46,9 +46,9 @@ def test_scan_equals_the_engine_read(t: Table) -> None:
     assert _rows(t.scan(tag="one").to_arrow()) == _rows(t.scan(snapshot_id=1).to_arrow())
     second = t.snapshot(2).time_millis
     assert t.scan(timestamp=second).to_arrow().num_rows == 5
-    batches = list(t.scan("dt = 'a'").to_batches())
+    batches = list(t.scan("dt = 'a'").to_arrow_batch_reader())
     assert sum(b.num_rows for b in batches) == 2
-    assert t.scan("dt = 'a'").explain()["splits"]["count"] == 1
+    assert t.scan("dt = 'a'").explain().splits.count == 1
 
 
 def test_a_version_keyword_and_its_read_option_conflict(t: Table) -> None:

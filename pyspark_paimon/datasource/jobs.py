@@ -13,7 +13,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -22,6 +22,7 @@ from pyspark_paimon.datasource.compact.compact import auto_compact
 from pyspark_paimon.datasource.read.read import read_split
 from pyspark_paimon.datasource.read.read_context import ReadContext, ReadMetrics
 from pyspark_paimon.datasource.read.routing import split_key
+from pyspark_paimon.datasource.read.row_count import stored_row_count
 from pyspark_paimon.datasource.stream.stream_jobs import read_diff_split
 from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
 from pyspark_paimon.datasource.write.dynamic_bucket import hash_index_update, is_dynamic_bucket
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 
 # Splits one in-process read (Table.scan().to_arrow) works on at once: one per core.
 _READ_THREADS = max(1, os.cpu_count() or 1)
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -78,26 +80,72 @@ class ReadJob:
         for split in self.plan.splits if splits is None else splits:
             yield from read_planned_split(self.context, split, metrics=self.metrics)
 
+    def batch_reader(self, limit: int | None = None) -> pa.RecordBatchReader:
+        """The selected rows as a stream in bounded memory: each split is read when the consumer gets to it, one
+        at a time, and reading stops once ``limit`` rows are out. The schema is known before any file is read
+        (an empty read has it too)."""
+        return pa.RecordBatchReader.from_batches(self.context.output_schema(), _first_rows(self.read_batches(), limit))
+
     def to_arrow(self) -> pa.Table:
         """Every split, read on every core at once: Parquet decoding, sorting and merging release the GIL, and
         outside Spark nothing else uses the other cores. Rows come in no particular order."""
-        splits = self.plan.splits
-        threads = min(len(splits), _READ_THREADS)
-        if threads <= 1:
-            batches = list(self.read_batches())
-        else:
 
-            def read_one(split: DataSplit) -> tuple[list[pa.RecordBatch], ReadMetrics]:
-                metrics = ReadMetrics()
-                return list(read_planned_split(self.context, split, metrics=metrics)), metrics
+        def read_one(split: DataSplit, metrics: ReadMetrics) -> list[pa.RecordBatch]:
+            return list(read_planned_split(self.context, split, metrics=metrics))
 
-            batches = []
-            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-read") as pool:
-                for part, metrics in pool.map(read_one, splits):
-                    batches.extend(part)
-                    self.metrics.add(metrics)
+        batches = [b for part in self._on_threads(self.plan.splits, read_one) for b in part]
         schema = self.context.output_schema()
         return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+
+    def count_rows(self, limit: int | None = None) -> int:
+        """How many rows the read returns (at most ``limit``): the splits whose stored row counts are exact
+        (:func:`~pyspark_paimon.datasource.read.row_count.stored_row_count`) from metadata, the others read, on
+        every core."""
+        counts = [stored_row_count(self.planned, self.context, s) for s in self.plan.splits]
+        known = sum(n for n in counts if n is not None)
+        unread = [s for s, n in zip(self.plan.splits, counts) if n is None]
+        if limit is not None and known >= limit:
+            return limit
+
+        def count_one(split: DataSplit, metrics: ReadMetrics) -> int:
+            return sum(b.num_rows for b in read_planned_split(self.context, split, metrics=metrics))
+
+        total = known + sum(self._on_threads(unread, count_one))
+        return total if limit is None else min(total, limit)
+
+    def _on_threads(self, splits: list[DataSplit], work: Callable[[DataSplit, ReadMetrics], _T]) -> list[_T]:
+        """``work`` on every split, on one thread per core, each with its own metrics added to the job's."""
+        threads = min(len(splits), _READ_THREADS)
+        if threads <= 1:
+            return [work(split, self.metrics) for split in splits]
+
+        def one(split: DataSplit) -> tuple[_T, ReadMetrics]:
+            metrics = ReadMetrics()
+            return work(split, metrics), metrics
+
+        out = []
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="paimon-read") as pool:
+            for result, metrics in pool.map(one, splits):
+                out.append(result)
+                self.metrics.add(metrics)
+        return out
+
+
+def _first_rows(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[pa.RecordBatch]:
+    """``batches`` until ``limit`` rows are out (the last one cut); nothing more is read after that."""
+    if limit is None:
+        yield from batches
+        return
+    left = limit
+    if left <= 0:
+        return
+    for batch in batches:
+        if batch.num_rows > left:
+            batch = batch.slice(0, left)
+        left -= batch.num_rows
+        yield batch
+        if left <= 0:
+            return  # before asking for another batch, which may open the next split
 
 
 def read_planned_split(

@@ -13,6 +13,10 @@ three-valued logic allows). A tree is applied exactly as one Arrow expression; f
 conjunction of leaves it implies (:func:`implied_leaves`), and partitions are selected by evaluating the whole
 tree on their values with every other column unknown (:func:`could_be_true`). Both are conservative: they
 never drop a partition, file or row group that holds a matching row.
+
+FLOAT/DOUBLE values compare as Spark compares them: NaN equals NaN and is above every other number, and -0.0
+equals 0.0. Statistics may leave NaN out (Parquet's row-group statistics always do), so a leaf that a NaN
+satisfies (``x > 5``, ``NOT (x = 5)``) never skips a file or row group of a floating-point column.
 """
 
 from __future__ import annotations
@@ -62,6 +66,39 @@ def comparable_value(v: Any) -> Any:
     return v
 
 
+def _spark_order(v: Any) -> Any:
+    """``v`` as Spark orders it: a float NaN equals NaN and sorts above every number (Python's NaN compares
+    false with everything); any other value is itself."""
+    if isinstance(v, float) and v != v:
+        return _NAN
+    return v
+
+
+class _NaN:
+    """Spark's NaN in comparisons: equal to itself, greater than every number."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NaN)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return isinstance(other, _NaN)
+
+    def __gt__(self, other: object) -> bool:
+        return not isinstance(other, _NaN)
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+_NAN = _NaN()
+
+
 def _eval_leaf(leaf: Leaf, value: Any) -> bool | None:
     """Three-valued evaluation on one value: True/False, or None for SQL NULL (unknown)."""
     op = leaf.op
@@ -71,13 +108,15 @@ def _eval_leaf(leaf: Leaf, value: Any) -> bool | None:
         result = value is not None
     elif op == "<=>":
         result = (value is None and leaf.value is None) or (
-            value is not None and leaf.value is not None and comparable_value(value) == comparable_value(leaf.value)
+            value is not None
+            and leaf.value is not None
+            and _spark_order(comparable_value(value)) == _spark_order(comparable_value(leaf.value))
         )
     elif value is None:
         return None
     elif op == "in":
         vals = [comparable_value(x) for x in leaf.value if x is not None]
-        result = comparable_value(value) in vals
+        result = any(_spark_order(comparable_value(value)) == _spark_order(x) for x in vals)
         if not result and any(x is None for x in leaf.value):
             result = None
     elif op == "starts_with":
@@ -85,7 +124,7 @@ def _eval_leaf(leaf: Leaf, value: Any) -> bool | None:
     else:
         if leaf.value is None:
             return None
-        a, b = comparable_value(value), comparable_value(leaf.value)
+        a, b = _spark_order(comparable_value(value)), _spark_order(comparable_value(leaf.value))
         try:
             result = {"=": a == b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
         except TypeError:
@@ -112,6 +151,15 @@ def _is_nan(v: Any) -> bool:
     return isinstance(v, float) and v != v
 
 
+def _nan_satisfies(leaf: Leaf) -> bool:
+    """Whether a NaN value satisfies ``leaf`` in Spark's order (NaN above every number, equal only to NaN)."""
+    if leaf.op in ("is_null", "is_not_null", "starts_with"):
+        return False
+    literals = leaf.value if leaf.op == "in" else (leaf.value,)
+    hit = leaf.op in (">", ">=") or any(_is_nan(x) for x in literals if x is not None)
+    return hit != leaf.negated
+
+
 def could_match_stats(leaf: Leaf, lo: Any, hi: Any, null_count: int | None, row_count: int) -> bool:
     """Whether any row of a file with these statistics could satisfy ``leaf`` (conservative).
 
@@ -121,6 +169,8 @@ def could_match_stats(leaf: Leaf, lo: Any, hi: Any, null_count: int | None, row_
     """
     if _is_nan(lo) or _is_nan(hi):
         return True
+    if (isinstance(lo, float) or isinstance(hi, float)) and _nan_satisfies(leaf):
+        return True  # statistics may leave NaN out (Parquet's always do), and a NaN row matches
     lo, hi = comparable_value(lo), comparable_value(hi)
     if leaf.value is not None and leaf.op != "in":
         if _is_nan(leaf.value):
@@ -227,10 +277,37 @@ def _false_if_null(e: pc.Expression) -> pc.Expression:
     return pc.coalesce(e, pc.scalar(False))
 
 
+def _float_comparison(field: pc.Expression, op: str, value: Any) -> pc.Expression:
+    """``field <op> value`` on a FLOAT/DOUBLE column in Spark's order (Arrow's IEEE comparisons are false for
+    NaN): NaN equals NaN and is above every number; -0.0 equals 0.0 (as in IEEE)."""
+    nan = pc.is_nan(field)
+    if op in ("=", "<=>"):
+        return nan if _is_nan(value) else field == pc.scalar(float(value))
+    if op == "in":
+        numbers = [float(x) for x in value if x is not None and not _is_nan(x)]
+        if any(x == 0.0 for x in numbers):
+            numbers += [0.0, -0.0]  # Arrow's is_in tells the zeros apart
+        e = pc.is_in(field, value_set=pa.array(numbers, pa.float64()))
+        return e | nan if any(_is_nan(x) for x in value if x is not None) else e
+    if _is_nan(value):
+        return {"<": ~nan, "<=": field.is_valid(), ">": pc.scalar(False), ">=": nan}[op]
+    lit = pc.scalar(float(value))
+    e = {"<": field < lit, "<=": field <= lit, ">": field > lit, ">=": field >= lit}[op]
+    return e | nan if op in (">", ">=") else e
+
+
 def leaf_expression(leaf: Leaf, schema: pa.Schema | None = None) -> pc.Expression:
     """The exact Arrow filter of one leaf; a comparison with NULL is false (SQL WHERE drops unknown rows)."""
     field = pc.field(leaf.column)
     arrow_type = schema.field(leaf.column).type if schema is not None and leaf.column in schema.names else None
+    floating = arrow_type is not None and pa.types.is_floating(arrow_type)
+    if floating and leaf.op in ("=", "<=>", "<", "<=", ">", ">=", "in") and leaf.value is not None:
+        e = pc.if_else(field.is_null(), pa.scalar(None, pa.bool_()), _float_comparison(field, leaf.op, leaf.value))
+        if leaf.op == "<=>":
+            e = _false_if_null(e)  # NULL <=> 1.0 is false, not unknown
+        elif leaf.op == "in" and any(x is None for x in leaf.value):
+            e = pc.if_else(e, e, pa.scalar(None, pa.bool_()))  # x IN (.., NULL) is true or unknown, never false
+        return _false_if_null(~e if leaf.negated else e)
     if leaf.op == "is_null":
         e = field.is_null()
     elif leaf.op == "is_not_null":

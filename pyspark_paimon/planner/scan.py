@@ -103,35 +103,6 @@ class ScanPlan:
     counters: ScanCounters = field(default_factory=ScanCounters)
     notes: list[str] = field(default_factory=list)
 
-    def explain(self) -> dict[str, Any]:
-        """A JSON-friendly summary: snapshot, counters and the splits (per partition/bucket, no file lists)."""
-        parts = {tuple(s.partition_values) for s in self.splits}
-        return {
-            "snapshot_id": self.snapshot.id if self.snapshot is not None else None,
-            "schema_id": self.schema.id,
-            "counters": self.counters.as_dict(),
-            "splits": {
-                "count": len(self.splits),
-                "partitions": len(parts),
-                "files": sum(len(s.files) for s in self.splits),
-                "bytes": sum(s.size_bytes for s in self.splits),
-                "rows": sum(s.row_count for s in self.splits),
-                "raw_convertible": sum(1 for s in self.splits if s.raw_convertible),
-            },
-            "split_list": [
-                {
-                    "partition": dict(zip(self.schema.partition_keys, s.partition_values)),
-                    "bucket": s.bucket,
-                    "files": len(s.files),
-                    "bytes": s.size_bytes,
-                    "rows": s.row_count,
-                    "raw_convertible": s.raw_convertible,
-                }
-                for s in self.splits
-            ],
-            "notes": list(self.notes),
-        }
-
 
 def partition_values(entry_partition: bytes, schema: TableSchema, cache: dict[bytes, tuple]) -> tuple:
     values = cache.get(entry_partition)

@@ -8,12 +8,12 @@ it prunes partitions, buckets, files and row groups, and is applied exactly to t
 The grammar is a WHERE clause over the table's own columns: comparisons (``=``, ``<>``/``!=``, ``<``, ``<=``,
 ``>``, ``>=``, ``<=>``) of a column with a literal, ``IN (...)``, ``BETWEEN``, ``IS [NOT] NULL``, a BOOLEAN
 column on its own, combined with ``AND``/``OR``/``NOT`` and parentheses. Literals must fit the column's type:
-integers for integer columns, numbers for DECIMAL, ``true``/``false`` for BOOLEAN, strings for
+integers for integer columns, numbers for DECIMAL and FLOAT/DOUBLE (compared as the literal's nearest DOUBLE,
+in Spark's order: NaN equals NaN and is above every number), ``true``/``false`` for BOOLEAN, strings for
 STRING/VARCHAR, ``DATE '2024-01-01'`` (or the string) for DATE, ``TIMESTAMP '2024-01-01 10:00:00'`` for
 TIMESTAMP and a timestamp with an explicit offset for TIMESTAMP_LTZ (the reader does not know Spark's session
-time zone). Anything else (functions, arithmetic, column-to-column comparisons, subqueries, FLOAT/DOUBLE
-comparisons whose NaN ordering differs from Spark's, CHAR padding, nested fields) is refused with an
-:class:`OptionError` that quotes the text, never silently dropped.
+time zone). Anything else (functions, arithmetic, column-to-column comparisons, subqueries, CHAR padding,
+nested fields) is refused with an :class:`OptionError` that quotes the text, never silently dropped.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pyspark_paimon.planner.predicate import Expr, Leaf, all_of, any_of, negate
 from pyspark_paimon.planner.read_options import FILTER_KEY
 
 _INTEGERS = {"TINYINT": 8, "SMALLINT": 16, "INT": 32, "BIGINT": 64}
-_COMPARABLE = {*_INTEGERS, "DECIMAL", "BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}
+_COMPARABLE = {*_INTEGERS, "DECIMAL", "FLOAT", "DOUBLE", "BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}
 # sqlglot comparison node -> (our op, negated)
 _COMPARISONS: dict[type, tuple[str, bool]] = {
     exp.EQ: ("=", False),
@@ -125,11 +125,7 @@ class _Parser:
         t = f.type
         if isinstance(t, AtomicType) and t.root in _COMPARABLE:
             return
-        why = {
-            "FLOAT": "NaN compares differently in Spark",
-            "DOUBLE": "NaN compares differently in Spark",
-            "CHAR": "CHAR values are blank-padded",
-        }.get(t.root if isinstance(t, AtomicType) else "", "")
+        why = {"CHAR": "CHAR values are blank-padded"}.get(t.root if isinstance(t, AtomicType) else "", "")
         raise self.fail(
             f"column '{f.name}' is {type_to_sql(t)}, which the filter option does not compare"
             f"{' (' + why + ')' if why else ''}; only IS [NOT] NULL works on it. Filter it with "
@@ -191,6 +187,8 @@ class _Parser:
                     number_value = decimal.Decimal(number)
                 except decimal.InvalidOperation:
                     raise mismatch() from None
+                if root != "DECIMAL":
+                    return float(number_value)  # Spark compares a FLOAT/DOUBLE column with the DOUBLE nearest it
                 _, digits, exponent = number_value.as_tuple()
                 assert isinstance(exponent, int)  # finite: the parser never yields NaN or infinity
                 scale = max(-exponent, 0)

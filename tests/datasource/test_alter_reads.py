@@ -164,8 +164,9 @@ def test_spark_reads_convert_old_files(spark: Any, table: tuple[Table, bool]) ->
     via_to_spark = scan.to_spark(spark).toArrow()
     assert _sorted(via_to_spark.to_pylist()) == _expected(primary)
     if not primary:  # some files were read by Spark's own reader: those whose columns only widened
-        readers = scan.explain()["readers"]
-        assert readers["python_reasons"] and "changed type" in next(iter(readers["python_reasons"]))
+        readers = scan.explain().readers
+        assert readers is not None and readers.jvm_files == 1
+        assert list(readers.python_reasons) == ["column 'dd' changed type"]
 
 
 def test_refused_changes_name_the_reason(catalog: Catalog) -> None:

@@ -633,3 +633,87 @@ def test_context_is_picklable(tmp_path) -> None:
     messages = write(clone, pa.table({"k": pa.array([1, 2, 3], pa.int32()), "v": ["a", "b", "c"]}))
     assert sum(f.row_count for f in all_files(messages)) == 3
     pickle.dumps(messages)
+
+
+# ------------------------------------------------------------------ write_arrow / merge take any Arrow stream
+_ROWS = {"id": [1, 2, 3, 4], "s": ["a", "b", None, "d"], "amount": [19.99, 1846.6, 0.1, 7.0]}
+
+
+class _CStreamOnly:
+    """A producer that only speaks the Arrow PyCapsule protocol (as nanoarrow or arro3 objects do)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.table.__arrow_c_stream__(requested_schema)
+
+
+def _inputs() -> dict[str, object]:
+    import duckdb
+    import pandas as pd
+    import polars as pl
+
+    table = pa.table(_ROWS)
+    batches = table.to_batches(max_chunksize=1)
+    return {
+        "table": table,
+        "record_batch": table.combine_chunks().to_batches()[0],
+        "reader": pa.RecordBatchReader.from_batches(table.schema, batches),
+        "batch_list": batches,
+        "batch_generator": (b for b in batches),
+        "c_stream": _CStreamOnly(table),
+        "polars": pl.DataFrame(_ROWS),  # strings come as string_view
+        "pandas": pd.DataFrame(_ROWS),
+        "pandas_named_index": pd.DataFrame(_ROWS).set_index("id"),  # the index is the id column
+        "duckdb": duckdb.sql(
+            "select * from (values (1, 'a', 19.99::double), (2, 'b', 1846.6), (3, null, 0.1), "
+            "(4, 'd', 7.0)) as v(id, s, amount)"
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_inputs()))
+def test_write_arrow_takes_any_arrow_stream(catalog, kind: str) -> None:
+    t = catalog.create_table(
+        "db.inputs", "id BIGINT, s STRING, amount DECIMAL(10, 2)", primary_keys=["id"], options={"bucket": "2"}
+    )
+    t.write_arrow(_inputs()[kind])
+    got = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 1, "s": "a", "amount": Decimal("19.99")},
+        {"id": 2, "s": "b", "amount": Decimal("1846.60")},
+        {"id": 3, "s": None, "amount": Decimal("0.10")},
+        {"id": 4, "s": "d", "amount": Decimal("7.00")},
+    ]
+    source = _inputs()[kind]  # merge sources take the same inputs
+    t.merge(source, on="id").when_matched_update({"s": "'m'"}).execute()
+    assert t.scan().to_arrow().column("s").to_pylist() == ["m"] * 4
+
+
+def test_a_stream_is_written_batch_by_batch(catalog) -> None:
+    """A stream larger than the write buffer is flushed to data files while it is still being read: the writer
+    never holds the whole input."""
+    t = catalog.create_table("db.stream", "id BIGINT, v STRING", options={"write-buffer-size": "64 kb"})
+    data_dir = t.store.table_path
+    files_seen: list[int] = []
+
+    def batches():
+        for i in range(40):
+            files_seen.append(sum(1 for _, _, names in os.walk(data_dir) for n in names if n.endswith(".parquet")))
+            yield pa.record_batch({"id": pa.array(range(i * 1000, (i + 1) * 1000), pa.int64()), "v": ["x" * 20] * 1000})
+
+    t.write_arrow(batches())
+    assert t.scan().count() == 40_000 == t.scan().to_arrow().num_rows
+    assert files_seen[0] == 0 and files_seen[-1] >= 10  # files were written before the last batch was made
+
+
+def test_write_arrow_refuses_what_is_not_arrow(catalog) -> None:
+    t = catalog.create_table("db.refused", "id BIGINT")
+    for data in ([{"id": 1}], {"id": [1]}, 42, [pa.table({"id": [1]})]):
+        with pytest.raises(SchemaMismatchError, match="write_arrow takes Arrow data|not all pyarrow RecordBatches"):
+            t.write_arrow(data)
+    with pytest.raises(SchemaMismatchError, match="merge takes Arrow data"):
+        t.merge(42, on="id")
+    t.write_arrow([])
+    assert t.latest_snapshot() is None  # an empty stream commits nothing

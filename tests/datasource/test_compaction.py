@@ -116,7 +116,7 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
     before = rows(t)
     assert before == model(writes, engine)
     levels_before = sorted(e.file.level for e in live(t))
-    assert t.scan().explain()["splits"]["max_sorted_runs"] == 6
+    assert t.scan().explain().splits.max_sorted_runs == 6
     result = t.maintenance.compact(full=True)
     assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
     assert rows(t) == model(writes, engine)
@@ -127,8 +127,8 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
     added = [e for e in entries if e.kind == KIND_ADD]
     assert added and all(e.file.level == 5 and e.file.file_source == FILE_SOURCE_COMPACT for e in added)
     plan = t.scan().explain()
-    assert plan["splits"]["raw_convertible"] == plan["splits"]["count"] == 2  # reads no longer merge
-    assert plan["splits"]["max_sorted_runs"] == 1 and {s["sorted_runs"] for s in plan["split_list"]} == {1}
+    assert plan.splits.raw_convertible == plan.splits.count == 2  # reads no longer merge
+    assert plan.splits.max_sorted_runs == 1 and {s.sorted_runs for s in plan.split_list} == {1}
     files = t.inspect.files()
     assert set(files.column("level").to_pylist()) == {5}
     assert not t.maintenance.compact(full=True)  # one max-level run per bucket: nothing to do

@@ -15,6 +15,7 @@ from pyspark_paimon.cli import main as cli_main
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.fileindex.container import FileIndexContainer
 from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.scan import ScanCounters
 from tests.engine_read import explain as engine_explain
 from tests.engine_read import read_arrow as engine_read_arrow
 
@@ -54,12 +55,12 @@ def _files(t: Table) -> list[Any]:
     return [e.file for e in t.store.live_entries(t.latest_snapshot())]
 
 
-def _check(t: Table, sql: str) -> dict[str, int]:
+def _check(t: Table, sql: str) -> ScanCounters:
     """The filtered read equals the read without index pruning; returns the explain counters."""
     got = t.scan(filter=sql).to_arrow()
     plain = t.scan(filter=sql, read_options={"file-index.read.enabled": "false"}).to_arrow()
     assert sorted(got.to_pylist(), key=repr) == sorted(plain.to_pylist(), key=repr), sql
-    return t.scan(filter=sql).explain()["counters"]
+    return t.scan(filter=sql).explain().counters
 
 
 def _needle(b: int, i: int) -> dict[str, Any]:
@@ -112,21 +113,21 @@ def test_lookups_open_only_the_files_the_index_keeps(catalog: Catalog, threshold
     t = _table(catalog, {**STRINGS, "file-index.in-manifest-threshold": threshold})
     needle = _needle(3, 17)
     c = _check(t, f"s = '{needle['s']}'")
-    assert c["files_total"] == 5 and c["files_selected"] + c["files_skipped_index"] + c["files_skipped_stats"] == 5
-    assert c["files_selected"] <= 2 and c["files_skipped_index"] >= 3
-    assert c["index_files_read"] == (5 - c["files_skipped_stats"] if threshold == "1 b" else 0)
-    assert c["bytes_skipped_index"] > 0
+    assert c.files_total == 5 and c.files_selected + c.files_skipped_index + c.files_skipped_stats == 5
+    assert c.files_selected <= 2 and c.files_skipped_index >= 3
+    assert c.index_files_read == (5 - c.files_skipped_stats if threshold == "1 b" else 0)
+    assert c.bytes_skipped_index > 0
     assert t.scan(filter=f"s = '{needle['s']}'").to_arrow().column("id").to_pylist() == [needle["id"]]
-    assert _check(t, f"n IN ({needle['n']}, {_needle(1, 2)['n']})")["files_selected"] <= 3
-    assert _check(t, "c = 'c2-1'")["files_selected"] == 1  # the bitmap holds every value: exact
-    assert _check(t, "c = 'nowhere'")["files_selected"] == 0
-    assert _check(t, "c IN ('c0-0', 'c4-1')")["files_selected"] == 2
-    assert _check(t, "c > 'c3'")["files_selected"] == 2  # bitmaps answer comparisons too
-    assert _check(t, "c IS NULL")["files_selected"] == 5
-    assert _check(t, "c IS NOT NULL AND c <> 'c1-0' AND c <> 'c1-1'")["files_selected"] == 4
-    assert _check(t, f"s <=> '{needle['s']}'")["files_skipped_index"] >= 3
+    assert _check(t, f"n IN ({needle['n']}, {_needle(1, 2)['n']})").files_selected <= 3
+    assert _check(t, "c = 'c2-1'").files_selected == 1  # the bitmap holds every value: exact
+    assert _check(t, "c = 'nowhere'").files_selected == 0
+    assert _check(t, "c IN ('c0-0', 'c4-1')").files_selected == 2
+    assert _check(t, "c > 'c3'").files_selected == 2  # bitmaps answer comparisons too
+    assert _check(t, "c IS NULL").files_selected == 5
+    assert _check(t, "c IS NOT NULL AND c <> 'c1-0' AND c <> 'c1-1'").files_selected == 4
+    assert _check(t, f"s <=> '{needle['s']}'").files_skipped_index >= 3
     off = t.scan(filter=f"s = '{needle['s']}'", read_options={"file-index.read.enabled": "false"}).explain()
-    assert off["counters"]["files_skipped_index"] == 0 and off["counters"]["index_files_read"] == 0
+    assert off.counters.files_skipped_index == 0 and off.counters.index_files_read == 0
 
 
 def test_what_an_index_cannot_decide_is_never_skipped(catalog: Catalog) -> None:
@@ -134,15 +135,15 @@ def test_what_an_index_cannot_decide_is_never_skipped(catalog: Catalog) -> None:
     # 0.0 = -0.0 in SQL, but Java hashes them apart: a float literal 0 never prunes (the filter option does not
     # compare floats; Spark's pushed filters do)
     for zero in (0.0, -0.0):
-        assert engine_explain(t, predicate=[Leaf("f", "=", zero)])["counters"]["files_skipped_index"] == 0
+        assert engine_explain(t, predicate=[Leaf("f", "=", zero)]).counters.files_skipped_index == 0
         zeros = sum(1 for b in range(5) for i in range(b * 1000, b * 1000 + 50) if i % 3 != 2)
         assert engine_read_arrow(t, predicate=[Leaf("f", "=", zero)]).num_rows == zeros
-    assert engine_explain(t, predicate=[Leaf("f", "=", 0.5)])["counters"]["files_skipped_index"] >= 4
-    assert _check(t, "s IS NULL")["files_skipped_index"] == 0  # a bloom filter holds no NULLs
-    assert _check(t, "s <> 'x'")["files_skipped_index"] == 0
-    assert _check(t, "s > 's05'")["files_skipped_index"] == 0  # nor ranges
+    assert engine_explain(t, predicate=[Leaf("f", "=", 0.5)]).counters.files_skipped_index >= 4
+    assert _check(t, "s IS NULL").files_skipped_index == 0  # a bloom filter holds no NULLs
+    assert _check(t, "s <> 'x'").files_skipped_index == 0
+    assert _check(t, "s > 's05'").files_skipped_index == 0  # nor ranges
     # a literal the column cannot hold exactly is never hashed (Spark's pushed filters may carry one)
-    assert engine_explain(t, predicate=[Leaf("n", "=", 1.5)])["counters"]["files_skipped_index"] == 0
+    assert engine_explain(t, predicate=[Leaf("n", "=", 1.5)]).counters.files_skipped_index == 0
 
 
 def test_an_unreadable_index_keeps_its_file(catalog: Catalog) -> None:
@@ -152,7 +153,7 @@ def test_an_unreadable_index_keeps_its_file(catalog: Catalog) -> None:
     t.store.fileio.write_bytes(f"{bucket}/{first.extra_files[0]}", b"not an index")
     t.store.fileio.delete(f"{bucket}/{second.extra_files[0]}")
     c = _check(t, "s = 's050000x'")  # inside every file's min/max range of s
-    assert c["files_skipped_stats"] == 0 and c["files_selected"] >= 2 and c["files_skipped_index"] <= 1
+    assert c.files_skipped_stats == 0 and c.files_selected >= 2 and c.files_skipped_index <= 1
 
 
 def test_renamed_columns_use_their_old_index_and_retyped_ones_none(catalog: Catalog) -> None:
@@ -166,7 +167,7 @@ def test_renamed_columns_use_their_old_index_and_retyped_ones_none(catalog: Cata
         .commit()
     )
     c = _check(t, f"s2 = '{needle['s']}'")
-    assert c["files_skipped_index"] >= 1
+    assert c.files_skipped_index >= 1
     assert t.scan(filter=f"s2 = '{needle['s']}'").to_arrow().column("id").to_pylist() == [needle["id"]]
 
 
@@ -175,17 +176,17 @@ def test_primary_key_files_are_skipped_only_where_each_key_lives_in_one_file(cat
     t = _table(catalog, {**STRINGS, "bucket": "1", "write-only": "true"}, primary_keys=["id"], batches=3)
     needle = _needle(2, 5)
     assert [f.level for f in _files(t)] == [0, 0, 0]
-    assert _check(t, "c = 'nowhere'")["files_skipped_index"] == 0
+    assert _check(t, "c = 'nowhere'").files_skipped_index == 0
     t.maintenance.compact(full=True)
     assert all(f.extra_files for f in _files(t))  # compaction outputs are indexed too
-    assert _check(t, "c = 'nowhere'")["files_selected"] == 0
+    assert _check(t, "c = 'nowhere'").files_selected == 0
     assert t.scan(filter=f"s = '{needle['s']}'").to_arrow().column("id").to_pylist() == [needle["id"]]
 
 
 def test_deletion_vector_tables_prune_their_compacted_files(catalog: Catalog) -> None:
     t = _table(catalog, {**STRINGS, "bucket": "1", "deletion-vectors.enabled": "true"}, primary_keys=["id"], batches=3)
-    assert _check(t, "c = 'nowhere'")["files_selected"] == 0
-    assert _check(t, "c = 'c1-0'")["files_selected"] >= 1
+    assert _check(t, "c = 'nowhere'").files_selected == 0
+    assert _check(t, "c = 'c1-0'").files_selected >= 1
 
 
 # ------------------------------------------------------------------------------------------------ rewrite
@@ -195,7 +196,7 @@ def test_rewrite_file_index_indexes_existing_files(catalog: Catalog) -> None:
     t = _table(catalog, {}, batches=4)
     needle = _needle(2, 3)
     before = t.latest_snapshot()
-    assert _check(t, f"s = '{needle['s']}'")["files_skipped_index"] == 0
+    assert _check(t, f"s = '{needle['s']}'").files_skipped_index == 0
     assert not t.maintenance.rewrite_file_index()  # nothing to index: no snapshot
     t.update_schema().set_options({**STRINGS, "file-index.in-manifest-threshold": "1 b"}).commit()
     result = t.maintenance.rewrite_file_index()
@@ -205,7 +206,7 @@ def test_rewrite_file_index_indexes_existing_files(catalog: Catalog) -> None:
     names = {f.file_name for f in _files(t)}
     assert all(f.extra_files == (f.file_name + ".index",) for f in _files(t))
     c = _check(t, f"s = '{needle['s']}'")
-    assert c["files_skipped_index"] >= 2 and c["index_files_read"] == 4
+    assert c.files_skipped_index >= 2 and c.index_files_read == 4
     assert t.scan(read_options={"scan.snapshot-id": str(before.id)}).to_arrow().num_rows == 200
     # again, embedded this time: the index files go (a later expiration deletes them), the data files stay
     t.update_schema().set_options({"file-index.in-manifest-threshold": "1 mb"}).commit()

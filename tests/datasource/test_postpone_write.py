@@ -207,7 +207,7 @@ def test_key_filters_prune_the_real_buckets(catalog: Catalog) -> None:
     t.write_arrow(_rows("a", list(range(16)), "x"))
     scan = t.scan(filter="k = 3")
     assert [(r["k"], r["v"]) for r in scan.to_arrow().to_pylist()] == [(3, "x")]
-    assert scan.explain()["counters"]["files_skipped_bucket"] == 3
+    assert scan.explain().counters.files_skipped_bucket == 3
 
 
 class _LosesSnapshotAnswer(FileIO):

@@ -7,6 +7,7 @@ each test does as few of them as it can while still asserting real rows.
 from __future__ import annotations
 
 import datetime as dt
+import random
 from decimal import Decimal
 from typing import Any, Iterator
 
@@ -243,6 +244,22 @@ def test_all_types_round_trip_with_nulls(spark, warehouse) -> None:
     back = load(spark, path)
     assert [(f.name, f.dataType) for f in back.schema.fields] == [(f.name, f.dataType) for f in df.schema.fields]
     assert back.orderBy("i").collect() == df.orderBy("i").collect()
+
+
+def test_double_prices_go_into_a_decimal_column_as_their_decimals(spark, warehouse, catalog) -> None:
+    """A DOUBLE DataFrame column into DECIMAL(12, 2): each price is written as the two-decimal number it was typed
+    as (issue 32: about one in seven was refused); 1.005, which the column would round, is refused."""
+    catalog.create_table("db.prices", "id bigint, amount decimal(12, 2)")
+    rng = random.Random(320)
+    prices = [round(rng.uniform(0, 100_000), 2) for _ in range(300)]
+    write(spark.createDataFrame(list(enumerate(prices)), "id long, amount double"), table_path(warehouse, "prices"))
+    got = dict(rows(spark, table_path(warehouse, "prices")))
+    assert [got[i] for i in range(300)] == [Decimal(f"{p:.2f}") for p in prices]
+    bad = spark.createDataFrame([(1000, 1.005)], "id long, amount double")
+    with pytest.raises(Exception) as err:
+        write(bad, table_path(warehouse, "prices"))
+    assert "holds 1.005, which a DECIMAL(12, 2) column cannot store exactly" in str(err.value)
+    assert len(got) == 300 == len(rows(spark, table_path(warehouse, "prices")))
 
 
 def test_nested_nullability_of_written_dataframes(spark, warehouse, catalog) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from decimal import Decimal
 
 import pyarrow as pa
 import pytest
 
 from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition
+from pyspark_paimon.datasource.write.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError
 
 ROWS = {
@@ -95,3 +97,19 @@ def test_qualified_names_and_ambiguity() -> None:
 def test_refusals_quote_the_text(text: str, match: str) -> None:
     with pytest.raises(OptionError, match=match):
         evaluate(text, SCOPE)
+
+
+def test_rounded_doubles_go_into_a_decimal_column_as_the_rounded_decimal() -> None:
+    """``round(amount / 100, 2)``, the fix a refused write suggests, gives doubles whose shortest decimal has two
+    fraction digits, so a DECIMAL(16, 2) column takes each as that decimal (issue 32)."""
+    rng = random.Random(7)
+    amounts = [rng.randrange(-(10**13), 10**13) for _ in range(2000)]
+    scope = Scope({"t": {"amount": pa.chunked_array([pa.array(amounts, pa.int64())])}}, len(amounts), default="t")
+    rounded = evaluate("round(amount / 100, 2)", scope)
+    assert rounded.type == pa.float64()
+    stored = cast_for_store(rounded, pa.decimal128(16, 2), "amount", "DECIMAL(16, 2)")
+    assert stored.to_pylist() == [Decimal(a).scaleb(-2) for a in amounts]
+    thirds = evaluate("round(amount / 3, 2)", scope)
+    assert cast_for_store(thirds, pa.decimal128(16, 2), "amount", "DECIMAL(16, 2)").to_pylist() == [
+        Decimal(repr(v)).quantize(Decimal("0.01")) for v in thirds.to_pylist()
+    ]

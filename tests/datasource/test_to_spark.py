@@ -30,7 +30,7 @@ def same_as_paimon(spark: Any, t: Table, filter: str | None = None, columns: lis
         theirs = theirs.select(*columns)
     assert ours.schema == theirs.schema
     assert sorted_rows(ours) == sorted_rows(theirs)
-    return scan.explain()["readers"]
+    return scan.explain().readers
 
 
 def test_append_table_is_read_by_the_jvm(spark, catalog) -> None:
@@ -59,9 +59,9 @@ def test_append_table_is_read_by_the_jvm(spark, catalog) -> None:
             )
         )
     readers = same_as_paimon(spark, t)
-    assert readers["python_splits"] == 0 and readers["jvm_files"] == 2
+    assert readers.python_splits == 0 and readers.jvm_files == 2
     readers = same_as_paimon(spark, t, "id > 1 and dt = 'p2'", ["v", "id"])
-    assert readers["summary"] == "jvm: 1 files, python: 0 splits"
+    assert readers.summary == "jvm: 1 files, python: 0 splits"
 
 
 def pk_table(catalog: Any, name: str, **options: str) -> Table:
@@ -79,13 +79,13 @@ def test_primary_key_tables_compacted_and_not(spark, catalog) -> None:
     t.write_arrow(kv([1, 2, 3, 4], "a"))
     t.write_arrow(kv([2, 3], "b"))
     readers = same_as_paimon(spark, t)
-    assert readers["jvm_files"] == 0 and readers["python_reasons"] == {"merge needed": 2}
+    assert readers.jvm_files == 0 and readers.python_reasons == {"merge needed": 2}
     t.maintenance.compact(full=True)
     readers = same_as_paimon(spark, t, "v = 'b'", ["k"])
-    assert readers["python_splits"] == 0 and readers["jvm_splits"] == 2
+    assert readers.python_splits == 0 and readers.jvm_splits == 2
     t.write_arrow(kv([1], "c"))  # one bucket merges again, the other stays merge-free: both readers at once
     readers = same_as_paimon(spark, t)
-    assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
+    assert readers.jvm_splits == 1 and readers.python_splits == 1
     # time travel to the uncompacted version: the Python source reads that snapshot, not the latest
     same_as_paimon(spark, t, snapshot_id=2)
 
@@ -102,7 +102,7 @@ def test_schema_evolution_by_field_id(spark, catalog) -> None:
     assert t.store.schemas.commit(dataclasses.replace(latest, id=latest.id + 1, fields=fields))
     t.write_arrow(pa.table({"id": pa.array([2], pa.int32()), "a2": ["y"], "b": pa.array([8], pa.int64()), "c": [0.5]}))
     readers = same_as_paimon(spark, t)
-    assert readers["python_splits"] == 0 and readers["jvm_files"] == 2
+    assert readers.python_splits == 0 and readers.jvm_files == 2
     same_as_paimon(spark, t, "b > 7 or a2 = 'x'", ["c", "a2"])
 
 
@@ -114,12 +114,12 @@ def test_deletion_vector_table(spark, catalog) -> None:
     t.maintenance.compact(full=True)
     t.write_arrow(kv([2], "b"))
     readers = same_as_paimon(spark, t)
-    assert readers["python_splits"] == 0
+    assert readers.python_splits == 0
 
 
 def test_empty_table(spark, catalog) -> None:
     t = pk_table(catalog, "db.empty")
-    assert same_as_paimon(spark, t)["summary"] == "jvm: 0 files, python: 0 splits"
+    assert same_as_paimon(spark, t).summary == "jvm: 0 files, python: 0 splits"
 
 
 def test_fallback_branch_partitions(spark, catalog) -> None:
@@ -128,7 +128,7 @@ def test_fallback_branch_partitions(spark, catalog) -> None:
     t.on_branch("backfill").write_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "dt": ["1", "2"]}))
     t.write_arrow(pa.table({"id": pa.array([20], pa.int32()), "dt": ["2"]}))
     readers = same_as_paimon(spark, t, read_options={"scan.fallback-branch": "backfill"})
-    assert readers["summary"] == "jvm: 2 files, python: 0 splits"
+    assert readers.summary == "jvm: 2 files, python: 0 splits"
 
 
 def test_chain_partitions(spark, catalog) -> None:
@@ -163,12 +163,12 @@ def test_chain_partitions(spark, catalog) -> None:
     snapshot.maintenance.compact(full=True)
     t.on_branch("delta").write_arrow(data([2, 3], 2, "20250811"))
     readers = same_as_paimon(spark, t)
-    assert readers["jvm_splits"] == 1 and readers["python_splits"] == 1
+    assert readers.jvm_splits == 1 and readers.python_splits == 1
     # A chain-compacted day is one top-level run in the snapshot branch: the JVM serves it too.
     assert t.chain.compact("dt=20250811")
     readers = same_as_paimon(spark, t, "dt = '20250811'")
-    assert readers["summary"] == "jvm: 1 files, python: 0 splits"
-    assert same_as_paimon(spark, t)["python_splits"] == 0
+    assert readers.summary == "jvm: 1 files, python: 0 splits"
+    assert same_as_paimon(spark, t).python_splits == 0
 
 
 def test_all_types_match_the_python_source(spark, catalog) -> None:
@@ -190,7 +190,7 @@ def test_all_types_match_the_python_source(spark, catalog) -> None:
     t = catalog.create_table("db.types", ALL_TYPES)
     save(spark.createDataFrame(data, ALL_TYPES), t.uri)
     readers = same_as_paimon(spark, t)
-    assert readers["python_splits"] == 0 and readers["jvm_files"] >= 1
+    assert readers.python_splits == 0 and readers.jvm_files >= 1
     same_as_paimon(spark, t, "i > 0", ["m", "st", "ts", "d2"])
 
 
@@ -203,7 +203,7 @@ def test_glob_characters_in_the_table_path(spark, tmp_path) -> None:
         t = Catalog(str(tmp_path / name)).create_table("db.t", "id int")
         t.write_arrow(pa.table({"id": pa.array([len(name)], pa.int32())}))
     readers = same_as_paimon(spark, t)
-    assert readers["jvm_files"] == 1
+    assert readers.jvm_files == 1
     assert [r.id for r in t.scan().to_spark(spark).collect()] == [len("w[1]{a,b}*?")]
 
 
@@ -223,6 +223,6 @@ def test_local_time_zone_timestamps_under_a_ntz_session(spark, catalog) -> None:
     )
     spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
     try:
-        assert same_as_paimon(spark, t)["python_splits"] == 0
+        assert same_as_paimon(spark, t).python_splits == 0
     finally:
         spark.conf.unset("spark.sql.timestampType")

@@ -666,7 +666,7 @@ def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any
     assert_agree(ours_spark(spark, table_uri(warehouse, t)), by_java)
     table = Table.open(table_uri(warehouse, t))
     plan = table.scan().explain()
-    assert plan["splits"]["raw_convertible"] == plan["splits"]["count"] == 2
+    assert plan.splits.raw_convertible == plan.splits.count == 2
     # Row-group skipping: Java writes one row group per small file, so rewrite each file (same rows, same
     # order, so the same positions) in row groups of 16 rows; then a filter skips groups and the positions
     # after the skipped ones must still line up.
@@ -681,7 +681,7 @@ def test_java_deletion_vector_table(java: JavaOracle, warehouse: str, spark: Any
     assert canonical_rows(_ours(warehouse, t)) == _full(state.values(), by_java.names)
     # Scan.to_spark: the vectors applied to Spark's own Parquet read (_metadata.row_index anti-joined), also when
     # Spark's pushdown skips row groups before the deleted positions
-    assert table.scan().explain()["readers"]["python_splits"] == 0
+    assert table.scan().explain().readers.python_splits == 0
     assert canonical_rows(table.scan().to_spark(spark).toArrow()) == _full(state.values(), by_java.names)
     jvm = table.scan("n >= 1500").to_spark(spark).toArrow()
     assert canonical_rows(jvm) == _full((r for r in state.values() if (r.get("n") or 0) >= 1500), by_java.names)
@@ -773,7 +773,7 @@ def test_java_deletion_vector_table_in_orc(java: JavaOracle, warehouse: str, spa
     by_java = java.read(warehouse, t)
     assert_agree(_ours(warehouse, t), by_java, state.values())
     table = Table.open(table_uri(warehouse, t))
-    assert table.scan().explain()["readers"]["python_reasons"] == {"deletion vectors on ORC files": 1}
+    assert table.scan().explain().readers.python_reasons == {"deletion vectors on ORC files": 1}
     assert canonical_rows(table.scan().to_spark(spark).toArrow()) == _full(state.values(), by_java.names)
 
 

@@ -23,6 +23,7 @@ from pyspark_paimon.metadata.fileindex.bitmap_index import encode_bitmap_index
 from pyspark_paimon.metadata.fileindex.bloom_filter import BloomFilter
 from pyspark_paimon.metadata.fileindex.fast_hash import hash_column
 from pyspark_paimon.metadata.types.json_codec import parse_type
+from pyspark_paimon.planner.explain import ScanExplain
 from tests.interop.helpers import canonical_rows, sorted_rows, table_uri
 from tests.metadata.fixtures.fileindex.java_vectors import BITMAP_CASES, BLOOM_CASES, VECTORS, generate, java_value
 from tests.metadata.test_file_index import _column
@@ -56,7 +57,7 @@ def _rows(batch: int, size: int) -> list[dict[str, Any]]:
     return out
 
 
-def _explain(table: Table, filter: str, **read_options: str) -> dict[str, Any]:
+def _explain(table: Table, filter: str, **read_options: str) -> ScanExplain:
     return table.scan(filter=filter, read_options=read_options).explain()
 
 
@@ -156,14 +157,14 @@ def test_we_prune_with_javas_indexes(java: JavaOracle, warehouse: str, threshold
         java_kept = {name for name, kept in java.file_index_verdicts(warehouse, t, java_filter).items() if kept}
         ours = _kept(table, sql)
         assert (ours == java_kept) if same else (ours < java_kept), sql
-        explain = _explain(table, sql)["counters"]
-        assert explain["files_skipped_stats"] + explain["files_skipped_index"] == 5 - len(ours), sql
-        read = 5 - explain["files_skipped_stats"]  # index files of the files statistics left (n is ordered)
-        assert explain["index_files_read"] == (read if threshold == "1 B" else 0), sql
+        explain = _explain(table, sql).counters
+        assert explain.files_skipped_stats + explain.files_skipped_index == 5 - len(ours), sql
+        read = 5 - explain.files_skipped_stats  # index files of the files statistics left (n is ordered)
+        assert explain.index_files_read == (read if threshold == "1 B" else 0), sql
         expected = [r for rows in batches for r in rows if _matches(sql, r)]
         assert canonical_rows(table.scan(filter=sql).to_arrow()) == sorted_rows(expected), sql
-    off = _explain(table, f"s = '{needle['s']}'", **{"file-index.read.enabled": "false"})["counters"]
-    assert off["files_skipped_index"] == 0 and off["index_files_read"] == 0
+    off = _explain(table, f"s = '{needle['s']}'", **{"file-index.read.enabled": "false"}).counters
+    assert off.files_skipped_index == 0 and off.index_files_read == 0
 
 
 def _matches(sql: str, r: dict[str, Any]) -> bool:

@@ -53,7 +53,7 @@ def test_branch_tag_and_branch_snapshot_versions(table: Table) -> None:
     assert rows(table.on_branch("b"), versionAsOf="b.bt") == [(1, "a"), (2, "b")]
     assert rows(table, branch="b", versionAsOf="b.2") == [(1, "a"), (2, "b")]
     # Planning and system tables follow the branch too.
-    assert table.scan(read_options={"versionAsOf": "b.3"}).explain()["snapshot_id"] == 3
+    assert table.scan(read_options={"versionAsOf": "b.3"}).explain().snapshot_id == 3
     assert read_system_table(table.store, "files", {"scan.version": "b.3"}).num_rows == 3
 
 

@@ -646,17 +646,17 @@ def test_a_compacted_day_is_one_top_level_run(catalog: Catalog) -> None:
     assert t.chain.compact("dt=20250813")
     top = t.schema.core_options.num_levels - 1
     assert {level for _, level, _ in snapshot_levels(t, "20250813")} == {top}
-    readers = t.scan("dt = '20250813'").explain()["readers"]
-    assert readers["python_splits"] == 0 and readers["jvm_splits"] == 2
+    readers = t.scan("dt = '20250813'").explain().readers
+    assert readers.python_splits == 0 and readers.jvm_splits == 2
     assert read(t, eq("dt", "20250813")) == before
     # A later write into that snapshot partition lands at level 0 over the run and wins by sequence.
     put(t, [(1, 50, "over", "20250813")], "snapshot")
     assert {level for _, level, _ in snapshot_levels(t, "20250813")} == {0, top}
     rows = {r[0]: r[2] for r in read(t, eq("dt", "20250813"))}
     assert rows[1] == "over" and len(rows) == len(before)
-    assert t.scan("dt = '20250813'").explain()["readers"]["python_reasons"] == {"merge needed": 1}
+    assert t.scan("dt = '20250813'").explain().readers.python_reasons == {"merge needed": 1}
     # The late-fix cascade recomputes day 13 (an overwrite of the partition): one top-level run again.
     put(t, [(1, 60, "late", "20250812")], "delta")
     assert {level for _, level, _ in snapshot_levels(t, "20250813")} == {top}
     assert {r[0]: r[2] for r in read(t, eq("dt", "20250813"))}[1] == "late"
-    assert t.scan("dt = '20250813'").explain()["readers"]["python_splits"] == 0
+    assert t.scan("dt = '20250813'").explain().readers.python_splits == 0

@@ -11,8 +11,9 @@ import pytest
 
 from pyspark_paimon import Catalog
 from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
+from pyspark_paimon.planner.explain import explain_plan
 from pyspark_paimon.planner.predicate import Leaf, leaves_on
-from pyspark_paimon.planner.scan import ScanPlanner, _manifest_may_match
+from pyspark_paimon.planner.scan import ScanCounters, ScanPlanner, _manifest_may_match
 
 
 def batch(days: list[str], keys: range, base: int) -> pa.Table:
@@ -58,13 +59,13 @@ def test_filtered_plan_equals_filter_of_full_fold(
     planner = ScanPlanner(store, schema)
     # the manifests planning opens (partition statistics prune the others), fully decoded and folded
     opened = [m for m in store.data_manifests(snapshot) if _manifest_may_match(m, schema, leaves_on(predicate, ["dt"]))]
-    full = planner.plan_entries(store.live_entries(snapshot, opened), predicate, partition_filter).explain()
+    full = explain_plan(planner.plan_entries(store.live_entries(snapshot, opened), predicate, partition_filter))
 
     def check() -> None:
-        got = planner.plan(snapshot, predicate, partition_filter).explain()
-        assert got["split_list"] == full["split_list"]
-        assert without_manifests(got["counters"]) == without_manifests(full["counters"])
-        assert got["counters"]["files_skipped_partition"] > 0
+        got = explain_plan(planner.plan(snapshot, predicate, partition_filter))
+        assert got.split_list == full.split_list
+        assert without_manifests(got.counters) == without_manifests(full.counters)
+        assert got.counters.files_skipped_partition > 0
 
     MANIFEST_CACHE.clear()
     check()  # cold: indexes built, only the kept partitions decoded
@@ -73,5 +74,5 @@ def test_filtered_plan_equals_filter_of_full_fold(
     check()  # from the complete lists
 
 
-def without_manifests(counters: dict) -> dict:
-    return {k: v for k, v in counters.items() if not k.startswith("manifests_")}
+def without_manifests(counters: ScanCounters) -> dict:
+    return {k: v for k, v in counters.as_dict().items() if not k.startswith("manifests_")}

@@ -85,8 +85,8 @@ def test_planning_365_partitions_16_buckets_200_commits(catalog: Catalog) -> Non
     ex = engine_explain(t, predicate=[Leaf("dt", ">=", days[31]), Leaf("dt", "<", days[59])])
     month = time.perf_counter() - t1
     assert MANIFEST_CACHE.misses == misses
-    assert ex["snapshot_id"] == COMMITS and ex["splits"]["partitions"] == 28
-    assert ex["splits"]["count"] == 28 * BUCKETS
+    assert ex.snapshot_id == COMMITS and ex.splits.partitions == 28
+    assert ex.splits.count == 28 * BUCKETS
     print(
         f"plan all (cold cache) {cold * 1000:.0f} ms, one partition+bucket {warm * 1000:.0f} ms, "
         f"one month via explain {month * 1000:.0f} ms"

@@ -76,18 +76,18 @@ def _rows(t: Table, **options: Any) -> list[tuple]:
 def test_batch_reads_skip_the_postpone_bucket(tmp_path: Path) -> None:
     t, postpone_bytes = _postpone_table(tmp_path)
     assert _rows(t) == [(p, k, "bucketed") for p in ("a", "b") for k in (1, 2, 3, 4)]
-    c = t.scan().explain()["counters"]
-    assert (c["files_skipped_postpone"], c["bytes_skipped_postpone"]) == (2, postpone_bytes)
-    assert c["files_total"] == c["files_selected"] + c["files_skipped_postpone"]
-    assert c["buckets_total"] == 4  # (a, 0), (a, 1), (b, 0), (b, 1): the postpone bucket is not a bucket here
+    c = t.scan().explain().counters
+    assert (c.files_skipped_postpone, c.bytes_skipped_postpone) == (2, postpone_bytes)
+    assert c.files_total == c.files_selected + c.files_skipped_postpone
+    assert c.buckets_total == 4  # (a, 0), (a, 1), (b, 0), (b, 1): the postpone bucket is not a bucket here
 
 
 def test_partition_filtered_scans_count_the_other_partitions_postpone_files_as_postpone(tmp_path: Path) -> None:
     t, postpone_bytes = _postpone_table(tmp_path)
-    c = t.scan(filter="p = 'a'").explain()["counters"]
-    assert c["files_skipped_postpone"] == 2 and c["bytes_skipped_postpone"] == postpone_bytes
-    assert c["files_total"] == c["files_selected"] + c["files_skipped_postpone"] + c["files_skipped_partition"]
-    assert c["partitions_selected"] == 1
+    c = t.scan(filter="p = 'a'").explain().counters
+    assert c.files_skipped_postpone == 2 and c.bytes_skipped_postpone == postpone_bytes
+    assert c.files_total == c.files_selected + c.files_skipped_postpone + c.files_skipped_partition
+    assert c.partitions_selected == 1
     assert _rows(t, **{"scan.partitions": "p=a"}) == [("a", k, "bucketed") for k in (1, 2, 3, 4)]
 
 

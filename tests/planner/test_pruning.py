@@ -14,6 +14,7 @@ from pyspark_paimon import Catalog
 from pyspark_paimon.metadata.manifests.manifest import MANIFEST_CACHE
 from pyspark_paimon.metadata.rows.bucket import bucket_of_values
 from pyspark_paimon.metadata.types.model import AtomicType
+from pyspark_paimon.planner.explain import ScanExplain
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats, to_arrow_expression
 from tests.engine_read import explain as engine_explain
 from tests.engine_read import read_arrow as engine_read_arrow
@@ -23,7 +24,7 @@ def rows_of(t: pa.Table) -> list[tuple]:
     return sorted((tuple(r.values()) for r in t.to_pylist()), key=repr)
 
 
-def same_as_filtered(table: Any, leaves: Sequence[Leaf]) -> dict:
+def same_as_filtered(table: Any, leaves: Sequence[Leaf]) -> ScanExplain:
     """Assert the predicate read equals the unfiltered read filtered in Arrow; return the explain dict."""
     full = table.scan().to_arrow()
     expected = full.filter(to_arrow_expression(list(leaves), full.schema))
@@ -57,33 +58,32 @@ def append_table(catalog: Catalog) -> Any:
 
 def test_bucket_pruning_by_equality_and_in(append_table: Any) -> None:
     ex = same_as_filtered(append_table, [Leaf("k", "=", 3)])
-    c = ex["counters"]
-    assert c["buckets_skipped"] > 0 and c["files_skipped_bucket"] > 0 and c["bytes_skipped_bucket"] > 0
+    c = ex.counters
+    assert c.buckets_skipped > 0 and c.files_skipped_bucket > 0 and c.bytes_skipped_bucket > 0
     target = bucket_of_values([3], [AtomicType("INT")], 4)
-    assert {s["bucket"] for s in ex["split_list"]} == {target}
+    assert {s.bucket for s in ex.split_list} == {target}
     ex = same_as_filtered(append_table, [Leaf("k", "in", (3, 4, None))])
     buckets = {bucket_of_values([k], [AtomicType("INT")], 4) for k in (3, 4)}
-    assert {s["bucket"] for s in ex["split_list"]} <= buckets
+    assert {s.bucket for s in ex.split_list} <= buckets
     # contradictory equalities select nothing; a range on the key prunes no bucket
-    assert same_as_filtered(append_table, [Leaf("k", "=", 3), Leaf("k", "=", 4)])["splits"]["count"] == 0
-    assert same_as_filtered(append_table, [Leaf("k", ">", 3)])["counters"]["buckets_skipped"] == 0
+    assert same_as_filtered(append_table, [Leaf("k", "=", 3), Leaf("k", "=", 4)]).splits.count == 0
+    assert same_as_filtered(append_table, [Leaf("k", ">", 3)]).counters.buckets_skipped == 0
     # a literal that does not fit the column type never prunes by bucket
-    assert same_as_filtered(append_table, [Leaf("k", "=", 3.5)])["counters"]["files_skipped_bucket"] == 0
+    assert same_as_filtered(append_table, [Leaf("k", "=", 3.5)]).counters.files_skipped_bucket == 0
 
 
 def test_value_stats_skip_append_files(append_table: Any) -> None:
     ex = same_as_filtered(append_table, [Leaf("v", ">=", 3000)])
-    c = ex["counters"]
-    assert c["files_skipped_stats"] > 0 and c["bytes_skipped_stats"] > 0
+    c = ex.counters
+    assert c.files_skipped_stats > 0 and c.bytes_skipped_stats > 0
     assert (
-        c["files_selected"] + c["files_skipped_stats"] + c["files_skipped_bucket"] + c["files_skipped_partition"]
-        == c["files_total"]
+        c.files_selected + c.files_skipped_stats + c.files_skipped_bucket + c.files_skipped_partition == c.files_total
     )
     # partition + bucket + stats together
     ex = same_as_filtered(append_table, [Leaf("dt", "=", "2025-01-01"), Leaf("k", "=", 3), Leaf("v", "<", 1000)])
-    c = ex["counters"]
-    assert c["partitions_skipped"] == 1 and c["files_skipped_partition"] > 0
-    assert c["files_selected"] == 1
+    c = ex.counters
+    assert c.partitions_skipped == 1 and c.files_skipped_partition > 0
+    assert c.files_selected == 1
     # truncated string stats: a value beyond the 16-char prefix still finds its file
     same_as_filtered(append_table, [Leaf("s", "=", "name-2-007-with-a-long-tail-beyond-16")])
     same_as_filtered(append_table, [Leaf("s", "starts_with", "name-3-01")])
@@ -94,18 +94,18 @@ def test_value_stats_modes_and_evolution(catalog: Catalog) -> None:
     t = catalog.create_table("default.m", "a int, b int", options={"metadata.stats-mode": "none"})
     t.write_arrow(pa.table({"a": pa.array([1, 2], pa.int32()), "b": pa.array([1, 2], pa.int32())}))
     ex = same_as_filtered(t, [Leaf("a", "=", 100)])
-    assert ex["counters"]["files_skipped_stats"] == 0  # no stats ([] columns): never skipped
+    assert ex.counters.files_skipped_stats == 0  # no stats ([] columns): never skipped
     t2 = catalog.create_table("default.n", "a int, b int", options={"fields.a.stats-mode": "none"})
     t2.write_arrow(pa.table({"a": pa.array([1, 2], pa.int32()), "b": pa.array([1, 2], pa.int32())}))
-    assert same_as_filtered(t2, [Leaf("a", "=", 100)])["counters"]["files_skipped_stats"] == 0
-    assert same_as_filtered(t2, [Leaf("b", "=", 100)])["counters"]["files_skipped_stats"] == 1
+    assert same_as_filtered(t2, [Leaf("a", "=", 100)]).counters.files_skipped_stats == 0
+    assert same_as_filtered(t2, [Leaf("b", "=", 100)]).counters.files_skipped_stats == 1
     # renamed column: stats found by field id; a column added later has no stats in old files
     t2.update_schema().rename_column("b", "b2").commit()
     t2 = catalog.get_table("default.n")
-    assert same_as_filtered(t2, [Leaf("b2", "=", 100)])["counters"]["files_skipped_stats"] == 1
+    assert same_as_filtered(t2, [Leaf("b2", "=", 100)]).counters.files_skipped_stats == 1
     t2.update_schema().add_column("c", "int").commit()
     t2 = catalog.get_table("default.n")
-    assert same_as_filtered(t2, [Leaf("c", "=", 1)])["counters"]["files_skipped_stats"] == 0
+    assert same_as_filtered(t2, [Leaf("c", "=", 1)]).counters.files_skipped_stats == 0
 
 
 def test_pk_key_stats_skip_but_value_filters_do_not_drop_unmerged_files(catalog: Catalog) -> None:
@@ -121,13 +121,13 @@ def test_pk_key_stats_skip_but_value_filters_do_not_drop_unmerged_files(catalog:
     # newer versions of some old keys with another value
     t.write_arrow(pa.table({"id": pa.array(range(0, 10), pa.int64()), "v": ["new"] * 10, "dt": ["d"] * 10}))
     ex = same_as_filtered(t, [Leaf("id", ">=", 100)])
-    assert ex["counters"]["files_skipped_stats"] > 0
+    assert ex.counters.files_skipped_stats > 0
     # key = 5: bucket pruning + key stats
     ex = same_as_filtered(t, [Leaf("id", "=", 5)])
-    assert ex["counters"]["buckets_skipped"] == 1
+    assert ex.counters.buckets_skipped == 1
     # v = 'old' must not see key 5's old version: the newer file (v='new') is never skipped before merging
     ex = same_as_filtered(t, [Leaf("v", "=", "old")])
-    assert ex["counters"]["files_skipped_stats"] == 0
+    assert ex.counters.files_skipped_stats == 0
     got = engine_read_arrow(t, predicate=[Leaf("v", "=", "old")])
     assert sorted(got.column("id").to_pylist()) == list(range(10, 50))
 
@@ -178,7 +178,7 @@ def test_chain_partition_filters_select_targets(catalog: Catalog) -> None:
         expected = full.filter(to_arrow_expression(leaves, full.schema))
         assert rows_of(engine_read_arrow(t, predicate=leaves)) == rows_of(expected)
     ex = engine_explain(t, predicate=[Leaf("dt", "=", "20250812")])
-    assert ex["splits"]["partitions"] == 1
+    assert ex.splits.partitions == 1
 
 
 def test_spark_pushdown_results_match(spark: Any, append_table: Any) -> None:

@@ -7,7 +7,7 @@ target read is pruned by the source's keys.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +19,7 @@ from pyspark_paimon.datasource.dml.change_target import Target, key_prune, load_
 from pyspark_paimon.datasource.dml.dml import store_column, with_columns
 from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition
 from pyspark_paimon.datasource.dml.stale_reads import replanned
+from pyspark_paimon.datasource.write.arrow_input import read_whole
 from pyspark_paimon.errors import DmlError, OptionError
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
@@ -40,17 +41,10 @@ class MergeBuilder:
     group (matched, not matched, not matched by source) the first clause whose condition holds takes a row.
     """
 
-    def __init__(self, store: FileStore, source: pa.Table | pa.RecordBatchReader, on: str | Sequence[str]):
+    def __init__(self, store: FileStore, source: Any, on: str | Sequence[str]):
         self._store = store
-        if isinstance(source, pa.RecordBatchReader):
-            source = source.read_all()
-        if not isinstance(source, pa.Table):
-            raise OptionError(
-                f"A merge source must be a pyarrow Table or RecordBatchReader, got {type(source).__name__}. Convert "
-                "a pandas DataFrame with pyarrow.Table.from_pandas. Spark DataFrame sources are not taken yet: "
-                "DataFrame.toArrow() collects one to the driver, which only suits small sources."
-            )
-        self._source = source
+        # The whole source is joined with the target rows by key, so it is read into memory here.
+        self._source = read_whole(source, store.schema().arrow_schema(), "merge")
         self._on = [on] if isinstance(on, str) else list(on)
         if not self._on:
             raise OptionError("merge needs at least one key column in 'on'.")

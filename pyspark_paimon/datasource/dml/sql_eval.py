@@ -9,8 +9,9 @@ Supported: column references (``v``, or ``source.v`` / ``target.v`` in a merge),
 comparisons (``= <> != < <= > >= <=>``), ``AND OR NOT``, ``IS [NOT] NULL``, ``[NOT] IN (...)``,
 ``[NOT] BETWEEN``, ``CASE``, ``IF``, ``CAST`` and the functions ``coalesce``, ``nullif``, ``abs``, ``round``,
 ``upper``, ``lower``, ``trim``, ``length``, ``concat`` / ``||``, ``substring``, ``greatest``, ``least``.
-Arithmetic on integers is checked (overflow raises, as Spark's ANSI mode); ``/`` divides as DOUBLE. Anything
-else is refused with an :class:`OptionError` quoting the text, never guessed.
+Arithmetic on integers is checked (overflow raises, as Spark's ANSI mode); ``/`` divides as DOUBLE (a DECIMAL
+becomes its nearest DOUBLE, as in writes). Anything else is refused with an :class:`OptionError` quoting the text,
+never guessed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sqlglot
 from sqlglot import expressions as exp
 from sqlglot.errors import SqlglotError
 
+from pyspark_paimon.datasource.write.store_assignment import decimal_to_float
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.ddl import parse_ddl
@@ -333,6 +335,8 @@ class _Evaluator:
     def cast_value(v: Value, target: pa.DataType) -> Value:
         if v.type == target:
             return v
+        if pa.types.is_decimal(v.type) and pa.types.is_floating(target):
+            return decimal_to_float(v, target)  # the nearest double, as the write path casts
         if pa.types.is_integer(v.type) and pa.types.is_decimal(target):
             # Arrow checks integer -> decimal precision statically (int64 needs 19 digits); go through a wide
             # decimal so that values are checked instead.

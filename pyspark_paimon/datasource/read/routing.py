@@ -26,6 +26,7 @@ from pyspark_paimon.metadata.types.model import (
     RowType,
     iter_fields,
 )
+from pyspark_paimon.planner.explain import ReaderReport
 from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.split import DataSplit
 
@@ -55,14 +56,14 @@ class Routing:
         files = sum(len(s.files) for s in self.jvm)
         return f"jvm: {files} files, python: {len(self.python)} splits"
 
-    def explain(self) -> dict[str, object]:
-        return {
-            "summary": self.summary(),
-            "jvm_files": sum(len(s.files) for s in self.jvm),
-            "jvm_splits": len(self.jvm),
-            "python_splits": len(self.python),
-            "python_reasons": dict(sorted(self.reasons.items())),
-        }
+    def explain(self) -> ReaderReport:
+        return ReaderReport(
+            summary=self.summary(),
+            jvm_files=sum(len(s.files) for s in self.jvm),
+            jvm_splits=len(self.jvm),
+            python_splits=len(self.python),
+            python_reasons=dict(sorted(self.reasons.items())),
+        )
 
 
 def split_key(split: DataSplit, primary: bool) -> str:
