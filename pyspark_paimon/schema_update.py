@@ -16,16 +16,13 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from pyspark_paimon.datasource import chain as _chain
+from pyspark_paimon.datasource.schema_changes import check_stored_values
 from pyspark_paimon.errors import ChainTableError, PaimonError, SchemaError
 from pyspark_paimon.metadata.schema.options import validate_table_options
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
-from pyspark_paimon.metadata.types.casts import convert_array, same_but_nullability
 from pyspark_paimon.metadata.types.ddl import parse_ddl
-from pyspark_paimon.metadata.types.model import DataField, DataType, RowType, quote_ident, type_to_sql
+from pyspark_paimon.metadata.types.model import DataType, quote_ident
 from pyspark_paimon.planner.chain.config import row_signature
 from pyspark_paimon.table_scan import TableView
 
@@ -158,7 +155,7 @@ class UpdateSchema:
             options = {k: v for k, v in {**schema.options, **self._set}.items() if k not in self._removed}
             _chain.check_chain_options(store, options, table.identifier)
         target = self._preview(store.schemas, schema)
-        _check_stored_values(table, schema, target)
+        check_stored_values(store, schema, target, table.identifier)
         peers = dict.fromkeys([*_chain.chain_peer_branches(store, schema), *_chain.chain_peer_branches(store, target)])
         done: list[str] = []
         for branch in peers:  # the snapshot and delta branches first: main, the commit point, last
@@ -207,50 +204,6 @@ class UpdateSchema:
 
     def _commit_on(self, manager: SchemaManager) -> TableSchema:
         return manager.commit_changes([change(manager) for change in self._changes])
-
-
-def _check_stored_values(table: TableView, schema: TableSchema, target: TableSchema) -> None:
-    """Every stored value of a column whose type or nullability changes must fit the new type, so that the table stays
-    readable (Java does not look; its reads would then fail): the column is read and converted once."""
-    changed = [
-        (f, target.field_by_id(f.id))
-        for f in schema.fields
-        if any(t.id == f.id for t in target.fields) and target.field_by_id(f.id).type != f.type
-    ]
-    changed = [(old, new) for old, new in changed if _narrows(old.type, new.type)]
-    if not changed or table.latest_snapshot() is None:
-        return
-    data = table.scan(columns=[old.name for old, _ in changed]).to_arrow()
-    for old, new in changed:
-        _fits(data.column(old.name).combine_chunks(), old.type, new.type, _misfit(table.identifier, new))
-
-
-def _misfit(identifier: str, new: DataField) -> Callable[[str], SchemaError]:
-    def error(reason: str) -> SchemaError:
-        return SchemaError(
-            f"Cannot change column '{new.name}' of {identifier} to {type_to_sql(new.type)}: a stored value does not "
-            f"fit ({reason}). Update or delete such rows first, or add a new column and copy the values."
-        )
-
-    return error
-
-
-def _narrows(old: DataType, new: DataType) -> bool:
-    """Whether stored values must be checked: any type change but one that only adds nullability."""
-    return not (same_but_nullability(old, new) and (new.nullable or not old.nullable))
-
-
-def _fits(values: pa.Array, old: DataType, new: DataType, error: Callable[[str], SchemaError]) -> None:
-    if isinstance(old, RowType) and isinstance(new, RowType):
-        members = {f.id: f for f in old.fields}
-        for f in new.fields:
-            o = members.get(f.id)
-            if o is not None and _narrows(o.type, f.type):
-                _fits(pc.struct_field(values, o.name), o.type, f.type, error)
-    elif not same_but_nullability(old, new):
-        values = convert_array(values, old, new, error)
-    if not new.nullable and values.null_count:
-        raise error(f"{values.null_count} NULL value(s) in a NOT NULL column")
 
 
 def _type_of(name: str, data_type: DataType | str) -> DataType:

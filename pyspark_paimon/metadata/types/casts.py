@@ -24,7 +24,7 @@ from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.types.arrow import cast_array, to_arrow_type
 from pyspark_paimon.metadata.types.model import STRING_LENGTH, ArrayType, AtomicType, DataType, MapType, RowType
 
-__all__ = ["convert_array", "evolution_problem", "same_but_nullability", "supports_cast"]
+__all__ = ["always_fits", "convert_array", "evolution_problem", "same_but_nullability", "supports_cast"]
 
 _INTEGERS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 _NUMERIC = (*_INTEGERS, "FLOAT", "DOUBLE", "DECIMAL")
@@ -134,6 +134,42 @@ def evolution_problem(src: DataType, dst: DataType) -> str | None:
     if {s, d} == {"TIMESTAMP", "TIMESTAMP_LTZ"}:
         return "Java converts between TIMESTAMP and TIMESTAMP_LTZ in the session time zone, which a file read lacks"
     return f"pyspark-paimon does not convert stored {src} values to {dst} the way Java does"
+
+
+_INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}
+
+
+def always_fits(src: DataType, dst: DataType) -> bool:
+    """Whether every value of ``src`` converts to ``dst`` (so stored values need no check): the same values with
+    more room -- a wider integer, a DECIMAL with as many fraction and more integer digits, any number into DOUBLE, a
+    longer text, a finer timestamp -- and NOT NULL only where it was."""
+    if not dst.nullable and src.nullable:
+        return False
+    if same_but_nullability(src, dst):
+        return True
+    if isinstance(src, ArrayType) and isinstance(dst, ArrayType):
+        return always_fits(src.element, dst.element)
+    if isinstance(src, MapType) and isinstance(dst, MapType):
+        return always_fits(src.key, dst.key) and always_fits(src.value, dst.value)
+    if not (isinstance(src, AtomicType) and isinstance(dst, AtomicType)):
+        return False
+    s, d = src.root, dst.root
+    if s in _INTEGERS and d in _INTEGERS:
+        return _INT_DIGITS[s] <= _INT_DIGITS[d]
+    if s in _INTEGERS and d == "DECIMAL":
+        assert dst.precision is not None and dst.scale is not None
+        return dst.precision - dst.scale >= _INT_DIGITS[s]
+    if s == "DECIMAL" and d == "DECIMAL":
+        assert src.precision is not None and src.scale is not None
+        assert dst.precision is not None and dst.scale is not None
+        return dst.scale >= src.scale and dst.precision - dst.scale >= src.precision - src.scale
+    if s in _NUMERIC and d == "DOUBLE" or s in (*_INTEGERS, "FLOAT") and d == "FLOAT":
+        return True
+    if (s in _CHARACTER and d == "VARCHAR") or (s in _BINARY and d == "VARBINARY"):
+        return (dst.length or STRING_LENGTH) >= (src.length or STRING_LENGTH)
+    if s in _TIMESTAMPS and d == s:
+        return (dst.precision or 0) >= (src.precision or 0)
+    return False
 
 
 def convert_array(
