@@ -47,3 +47,18 @@ def test_spark_writes_and_reads_variants(spark: Any, catalog: Catalog, warehouse
         assert by_id[0] == (1001, None) and by_id[2] == (None, True)
         arrow = table.scan().to_arrow().sort_by("id")
         assert dict(zip(arrow.column("id").to_pylist(), variant_json(arrow.column("v")))) == expected
+
+
+def test_the_filter_option_agrees_with_sparks_variant_get(spark: Any, catalog: Catalog) -> None:
+    t = catalog.create_table("db.f", "id bigint, v variant")
+    save(_source(spark), t.uri)
+    for condition in (
+        "variant_get(v, '$.user.id', 'int') >= 1001",
+        "try_variant_get(v, '$.price', 'double') > 1.0",
+        "variant_get(v, '$[5]', 'boolean') = true",
+        "try_variant_get(v, '$.tags[0]', 'string') = 'a'",
+        "variant_get(v, '$', 'string') = '" + "y" * 80 + "'",
+    ):
+        ours = sorted(r["id"] for r in load(spark, t.uri, filter=condition).collect())
+        sparks = sorted(r["id"] for r in load(spark, t.uri).where(condition).collect())
+        assert ours == sparks and ours, condition

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SchemaError, VariantError
 from pyspark_paimon.variant import variant_array, variant_json, variant_values
 
@@ -104,3 +105,34 @@ def test_variant_cannot_be_a_key_or_a_bad_value(catalog: Catalog) -> None:
     )
     with pytest.raises(VariantError, match="column 'v'"):
         t.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": broken}))
+
+
+def test_filter_on_variant_paths(catalog: Catalog) -> None:
+    t = catalog.create_table(
+        "db.f", "id bigint not null, dt string not null, v variant", partition_keys=["dt"], primary_keys=["dt", "id"],
+        options={"bucket": "1"},
+    )  # fmt: skip
+    values = [{"user": {"id": 1001}, "n": 1}, {"user": {"id": 1002}}, {"tags": ["a", "b"]}, "text", None]
+    t.write_arrow(pa.table({"id": list(range(5)), "dt": ["a", "a", "b", "b", "a"], "v": variant_array(values)}))
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"], "v": variant_array([{"user": {"id": 7}}])}))  # merged over
+
+    def ids(text: str, **kw: Any) -> list[int]:
+        return sorted(t.scan(filter=text, **kw).to_arrow().column("id").to_pylist())
+
+    assert ids("variant_get(v, '$.user.id', 'bigint') > 1000") == [0]
+    assert ids("variant_get(v, '$.user.id', 'int') IN (7, 1001) AND dt = 'a'") == [0, 1]
+    assert ids("try_variant_get(v, '$.tags[1]', 'string') = 'b' OR id = 4") == [2, 4]
+    assert ids("variant_get(v, '$.user.id', 'bigint') IS NULL") == [2, 3, 4]
+    assert ids("NOT (variant_get(v, '$', 'string') <=> 'text')") == [0, 1, 2, 4]
+    only = t.scan(filter="variant_get(v, '$.n', 'int') = 1", columns=["id"]).to_arrow()
+    assert only.column_names == ["id"] and only.column("id").to_pylist() == [0]
+    stream = StreamReadJob(t.store, {"path": t.store.table_path, "filter": "variant_get(v, '$.user.id', 'int') < 1002"})
+    splits, _ = stream.next_batch(stream.initial_offset(), None, None)
+    rows = [r for s in splits for b in read_stream_split(stream.context(), s) for r in b.to_pylist()]
+    assert sorted(r["id"] for r in rows) == [0, 1]  # a stream's filter too
+    with pytest.raises(VariantError, match="is not a BIGINT"):
+        ids("variant_get(v, '$.user', 'bigint') = 1")
+    with pytest.raises(OptionError, match="takes a VARIANT column"):
+        ids("variant_get(v, 5, 'int') = 1")
+    with pytest.raises(OptionError, match="reads a VARIANT column"):
+        ids("variant_get(dt, '$', 'int') = 1")

@@ -215,3 +215,43 @@ def test_spark_null_members_are_accepted_and_emptied() -> None:
     )
     with pytest.raises(VariantError, match="column 'v'"):
         rebuild_column(broken, "column 'v'")
+
+
+# ---------------------------------------------------------------------------------------------- variant_get
+def _get(values: list[Any], path: str, type_text: str, fail: bool = True) -> list[Any]:
+    from pyspark_paimon.metadata.variant.path import variant_get  # noqa: PLC0415
+
+    field = DataField(1, "v", AtomicType("VARIANT"))
+    return variant_get(field, path, type_text, fail).evaluate(variant_array(values)).to_pylist()
+
+
+def test_variant_get_walks_paths_and_converts_as_spark() -> None:
+    values = [{"a": {"b": [10, Decimal("2.50"), "s", True, None]}, "q'k": 1}, {"a": 7}, None, "plain", 300]
+    assert _get(values, "$.a.b[0]", "bigint") == [10, None, None, None, None]
+    assert _get(values, "$['a'][\"b\"][1]", "double") == [2.5, None, None, None, None]
+    assert _get(values, "$.a.b[1]", "decimal(4,2)") == [Decimal("2.50"), None, None, None, None]
+    assert _get(values, "$.a.b[2]", "string") == ["s", None, None, None, None]
+    assert _get(values, "$.a.b[3]", "boolean") == [True, None, None, None, None]
+    assert _get(values, "$.a.b[4]", "int") == [None] * 5  # a VARIANT null
+    assert _get(values, "$.a", "string") == ['{"b":[10,2.5,"s",true,null]}', "7", None, None, None]
+    assert _get(values, "$['q\\'k']", "int") == [1, None, None, None, None]
+    assert _get(values, "$", "string") == [
+        '{"a":{"b":[10,2.5,"s",true,null]},"q\'k":1}',
+        '{"a":7}',
+        None,
+        "plain",
+        "300",
+    ]
+    assert _get([*values[:3], 300], "$", "tinyint", fail=False) == [None, None, None, None]  # objects; 300: too big
+    with pytest.raises(VariantError, match="out of the range of TINYINT"):
+        _get([300], "$", "tinyint")
+    with pytest.raises(VariantError, match="is not a INT"):
+        _get([{"a": 1}], "$", "int")
+    with pytest.raises(VariantError, match="rules pyspark-paimon does not reproduce"):
+        _get(["12"], "$", "int", fail=False)  # Spark parses it: refused rather than guessed
+    with pytest.raises(VariantError, match="Spark truncates"):
+        _get([Decimal("2.5")], "$", "int")
+    with pytest.raises(VariantError, match="start with"):
+        _get([1], "a", "int")
+    with pytest.raises(VariantError, match="not one the filter compares"):
+        _get([1], "$", "array<int>")

@@ -58,7 +58,7 @@ def _finish(ctx: ReadContext, plan: ReadColumns, data: pa.Table) -> Iterator[pa.
         else:
             data = data.append_column(pa.field(name, arrow_type), const)
     if ctx.residual is not None and n:
-        data = data.filter(ctx.residual)
+        data = ctx.filter_rows(data)
     if data.num_rows == 0:
         return
     data = data.select([f.name for f in plan.out_fields])
@@ -131,7 +131,7 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
     for f in split.files:
         for data in stream_data_file(ctx, split, f, plan.read_fields, system):
             if ctx.residual is not None:
-                data = data.filter(ctx.residual)
+                data = ctx.filter_rows(data)
                 if not data.num_rows:
                     continue
             kinds = (
