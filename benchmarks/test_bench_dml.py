@@ -167,7 +167,7 @@ def test_delete_one_percent(benchmark: Any, dml_data: DmlData, group: str, label
         if template == "delta":
             left = _deltalake().DeltaTable(path).to_pyarrow_table().num_rows
         else:
-            assert result == cut, f"{label}: deleted {result}, expected {cut}"
+            assert result.deleted == cut, f"{label}: deleted {result.deleted}, expected {cut}"
             left = Table.open(path).scan().to_arrow().num_rows
         assert left == data.rows - cut, f"{label}: {left} rows left"
 

@@ -13,6 +13,7 @@ from pyspark_paimon.errors import PaimonError
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pyspark_paimon.api_types import ArrowData, Duration, Instant, OnConflict, TimestampRule, WriteMode
     from pyspark_paimon.catalog import Catalog
     from pyspark_paimon.datasource.spark.source import PaimonDataSource as DefaultSource
     from pyspark_paimon.table import Table
@@ -38,7 +39,28 @@ def __getattr__(name: str) -> Any:
         from pyspark_paimon.datasource.spark.source import register
 
         return register
+    if name in _API_TYPES:
+        from pyspark_paimon import api_types
+
+        return getattr(api_types, name)
     raise AttributeError(name)
 
 
-__all__ = ["Catalog", "Table", "DefaultSource", "PaimonDataSource", "PaimonError", "register", "__version__"]
+# The argument types of the API (pyspark_paimon/api_types.py), resolved lazily like the classes above.
+_API_TYPES = ("ArrowData", "Duration", "Instant", "OnConflict", "TimestampRule", "WriteMode")
+
+__all__ = [
+    "Catalog",
+    "Table",
+    "DefaultSource",
+    "PaimonDataSource",
+    "PaimonError",
+    "register",
+    "__version__",
+    "ArrowData",
+    "Duration",
+    "Instant",
+    "OnConflict",
+    "TimestampRule",
+    "WriteMode",
+]

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.datasource.system_tables import SYSTEM_TABLES
 from pyspark_paimon.errors import (
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
@@ -51,19 +52,24 @@ def columns_from(schema: pa.Schema | str | Sequence[tuple]) -> list[tuple]:
 class Catalog:
     """Databases and tables under one warehouse directory, laid out as Paimon's filesystem catalog.
 
-    >>> cat = Catalog("/data/warehouse")                  # or "s3://bucket/wh", key=..., secret=...
+    >>> cat = Catalog("/data/warehouse")  # or Catalog("s3://bucket/wh", storage_options={"key": ..., "secret": ...})
     >>> t = cat.create_table("default.orders", "id bigint, dt string", partition_keys=["dt"])
-    """
 
-    def __init__(self, warehouse: str, **storage_options: Any):
-        self.fileio, self.warehouse_path = FileIO.for_uri(warehouse, storage_options)
+    ``storage_options`` are the fsspec file system's arguments (docs/deploying.md)."""
+
+    def __init__(self, warehouse: str, *, storage_options: Mapping[str, Any] | None = None):
+        self.fileio, self.warehouse_path = FileIO.for_uri(warehouse, dict(storage_options or {}))
+        """The warehouse's file system (``FileIO``) and the root's path in it, for power users."""
         self.warehouse = warehouse
+        """The warehouse root as given (a local path or an fsspec URL)."""
 
     # -- databases -------------------------------------------------------------------------------
     def database_path(self, database: str) -> str:
+        """The directory of ``database`` (``<warehouse>/<database>.db``), whether or not it exists."""
         return f"{self.warehouse_path}/{database}{DB_SUFFIX}"
 
     def list_databases(self) -> list[str]:
+        """The databases of the warehouse (``*.db`` directories), by name."""
         return sorted(
             s.name[: -len(DB_SUFFIX)]
             for s in self.fileio.list_status(self.warehouse_path)
@@ -71,6 +77,8 @@ class Catalog:
         )
 
     def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
+        """Create database ``name`` (a directory); an existing one is kept, or refused with
+        ``ignore_if_exists=False``."""
         path = self.database_path(name)
         if self.fileio.exists(path):
             if ignore_if_exists:
@@ -79,6 +87,8 @@ class Catalog:
         self.fileio.mkdirs(path)
 
     def drop_database(self, name: str, cascade: bool = False) -> None:
+        """Delete database ``name`` with everything under it; one that still holds tables is refused unless
+        ``cascade=True``."""
         path = self.database_path(name)
         if not self.fileio.exists(path):
             raise DatabaseNotFoundError(f"Database '{name}' does not exist in {self.warehouse}.")
@@ -91,10 +101,12 @@ class Catalog:
 
     # -- tables ----------------------------------------------------------------------------------
     def table_path(self, identifier: str) -> str:
+        """The directory of table ``db.table`` (what Spark's ``load`` and :meth:`Table.open` take)."""
         db, table, _ = parse_identifier(identifier)
         return f"{self.database_path(db)}/{table}"
 
     def list_tables(self, database: str) -> list[str]:
+        """The tables of ``database`` (directories holding a ``schema`` directory), by name."""
         path = self.database_path(database)
         if not self.fileio.exists(path):
             raise DatabaseNotFoundError(f"Database '{database}' does not exist in {self.warehouse}.")
@@ -103,6 +115,7 @@ class Catalog:
         )
 
     def table_exists(self, identifier: str) -> bool:
+        """Whether table ``db.table`` exists (has a schema)."""
         return SchemaManager(self.fileio, self.table_path(identifier)).latest() is not None
 
     def create_table(
@@ -116,10 +129,13 @@ class Catalog:
         comment: str | None = None,
         ignore_if_exists: bool = False,
     ) -> Table:
-        """Create a table; ``schema`` is a pyarrow schema, a Spark DDL string or (name, type) tuples."""
+        """Create a table and return it; ``schema`` is a pyarrow schema, a Spark DDL string
+        (``"id bigint, dt string"``) or (name, Paimon type[, comment]) tuples. ``options`` are table options
+        (docs/reference/options.md), validated before anything is written. An existing table is refused unless
+        ``ignore_if_exists`` (then it is returned as it is)."""
         db, name, suffix = parse_identifier(identifier)
         if suffix.branch or suffix.system_table:
-            raise PaimonError(f"Create the table '{db}.{name}' first; branches are created with Table.branches.create.")
+            raise PaimonError(f"Create the table '{db}.{name}' first; branches are created with t.branches.create.")
         if not self.fileio.exists(self.database_path(db)):
             self.create_database(db)
         path = self.table_path(identifier)
@@ -184,12 +200,19 @@ class Catalog:
         return table
 
     def get_table(self, identifier: str) -> Table:
-        """``db.t`` or ``db.t$branch_b``."""
+        """Table ``db.t`` (on ``main``) or ``db.t$branch_b`` (on branch ``b``); TableNotFoundError or
+        BranchNotFoundError when there is none."""
         db, name, suffix = parse_identifier(identifier)
         if suffix.system_table:
+            system = suffix.system_table
+            how = (
+                f"read it with get_table('{db}.{name}').inspect.{system}()"
+                if system in SYSTEM_TABLES
+                else f"t.inspect reads {', '.join(SYSTEM_TABLES)}"
+            )
             raise PaimonError(
-                f"'{identifier}' is a system table; read it through Spark: "
-                f"spark.read.format('paimon').load(path + '${suffix.system_table}')."
+                f"'{identifier}' is a system table, not a table: {how}, or through Spark: "
+                f"spark.read.format('paimon').load(path + '${system}')."
             )
         store = FileStore(self.fileio, self.table_path(identifier), suffix.branch or MAIN_BRANCH)
         table = Table(store, identifier=f"{db}.{name}")
@@ -197,6 +220,8 @@ class Catalog:
         return table
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        """Delete table ``db.table`` with all its files and branches; a missing table raises TableNotFoundError
+        unless ``ignore_if_not_exists``."""
         path = self.table_path(identifier)
         if not self.fileio.exists(f"{path}/schema"):
             if ignore_if_not_exists:

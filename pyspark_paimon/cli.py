@@ -12,8 +12,8 @@ A few subcommands Paimon spells as SQL or does not have are ours: ``list_tags``,
 dashes (``--time-retained``).
 
 Every subcommand is a :class:`Procedure` in :data:`PROCEDURES`: its arguments and a function of the opened
-:class:`~pyspark_paimon.table.Table` returning rows to print. Adding one (``compact`` once ``Table.maintenance.compact``
-exists) is one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
+:class:`~pyspark_paimon.table.Table` returning rows to print, made from the result the API returns. Adding one is
+one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
 ``pyspark-paimon: error: <message>`` and exits 1, without a traceback; bad usage exits 2 (argparse).
 """
 
@@ -24,12 +24,14 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Literal, Sequence, TextIO, get_args
 
 from pyspark_paimon.catalog import Catalog
+from pyspark_paimon.datasource.versions.branch_merge import ON_CONFLICT
 from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import storage_options_from_strings
+from pyspark_paimon.metadata.maintenance.expire import RefDeleteResult
 from pyspark_paimon.metadata.refs.graph import ref_graph
 from pyspark_paimon.metadata.refs.tags import AT_OR_AFTER, AT_OR_BEFORE, TIMESTAMP_RULES
 from pyspark_paimon.metadata.timeutil import local_datetime
@@ -39,6 +41,10 @@ from pyspark_paimon.table import Table
 PROG = "pyspark-paimon"
 TEXT_LINE = "_line"  # a row holding only this key is printed as a bare line of text (history --graph)
 Row = dict[str, Any]
+
+CompactStrategy = Literal["full", "minor"]
+"""``compact --compact_strategy``, as Paimon's procedure: ``'full'`` (every bucket to the max level) or ``'minor'``
+(Paimon's universal rules decide what to merge)."""
 
 
 # ------------------------------------------------------------------------------------------- arguments
@@ -195,9 +201,25 @@ def _replace_tag(t: Table, a: argparse.Namespace) -> list[Row]:
     return [_tag_row(t.tags.replace(a.tag, snapshot_id=a.snapshot, time_retained=a.time_retained))]
 
 
+def _ref_rows(results: Sequence[RefDeleteResult], clean_files: bool) -> list[Row]:
+    """Rows of tag or branch deletions: one per ref deleted or kept, then (``clean_files``) the files deleted."""
+    kind, dry_run = results[0].kind, results[0].dry_run
+    rows: list[Row] = [
+        {kind: n, "action": "would delete" if dry_run else "deleted"} for r in results for n in r.deleted
+    ]
+    rows += [{kind: n, "action": f"kept: {why}"} for r in results for n, why in r.kept.items()]
+    if not rows:
+        rows.append({kind: "(none)", "action": f"no {kind} was due; nothing deleted"})
+    elif clean_files:
+        data = sum(len(r.deleted_data_files) for r in results)
+        manifests = sum(len(r.deleted_manifests) for r in results)
+        done = "to delete" if dry_run else "deleted"
+        rows.append({kind: "(files)", "action": f"{data} data files, {manifests} manifests {done}"})
+    return rows
+
+
 def _delete_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    names = _names(a.tag)
-    return [{"deleted_tag": n} for n in names if t.tags.delete(n, clean_files=a.clean_files)]
+    return _ref_rows([t.tags.delete(n, clean_files=a.clean_files) for n in _names(a.tag)], a.clean_files)
 
 
 def _rename_tag(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -209,8 +231,13 @@ def _list_tags(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _expire_tags(t: Table, a: argparse.Namespace) -> list[Row]:
-    expired = t.tags.expire(older_than=_instant(a.older_than, "older_than"), clean_files=a.clean_files)
-    return [{"expired_tags": ",".join(expired) if expired else "none"}]
+    r = t.tags.expire(
+        older_than=_instant(a.older_than, "older_than"),
+        clean_files=a.clean_files,
+        dry_run=a.dry_run,
+        progress=progress_for(sys.stderr),
+    )
+    return _ref_rows([r], a.clean_files)
 
 
 def _branch_row(info: Any) -> Row:
@@ -244,10 +271,7 @@ def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _delete_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    names = _names(a.branch)
-    for name in names:
-        t.branches.drop(name)
-    return [{"deleted_branch": n} for n in names]
+    return _ref_rows([t.branches.delete(n, clean_files=a.clean_files) for n in _names(a.branch)], a.clean_files)
 
 
 def _rename_branch(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -260,18 +284,12 @@ def _list_branches(t: Table, a: argparse.Namespace) -> list[Row]:
 
 def _expire_branches(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.branches.expire(
-        older_than=_instant(a.older_than, "older_than"), dry_run=a.dry_run, progress=progress_for(sys.stderr)
+        older_than=_instant(a.older_than, "older_than"),
+        clean_files=a.clean_files,
+        dry_run=a.dry_run,
+        progress=progress_for(sys.stderr),
     )
-    rows: list[Row] = [{"branch": n, "action": "would drop" if a.dry_run else "dropped"} for n in r.expired_branches]
-    rows += [{"branch": n, "action": f"kept: {why}"} for n, why in r.kept.items()]
-    rows.append(
-        {
-            "branch": "(files)",
-            "action": f"{len(r.deleted_data_files)} data files, {len(r.deleted_manifests)} "
-            f"manifests {'to delete' if a.dry_run else 'deleted'}",
-        }
-    )
-    return rows
+    return _ref_rows([r], a.clean_files)
 
 
 def _publish_row(r: Any) -> list[Row]:
@@ -401,15 +419,41 @@ def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def _key_values(text: str | None, name: str) -> dict[str, str] | None:
+    """Paimon's ``options`` argument: 'k=v,k2=v2'."""
+    if not text:
+        return None
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"--{name} takes 'key=value,key2=value2', got '{text}'.")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _partition_list(text: str | None) -> list[str] | None:
+    """Paimon's ``partitions`` argument: 'k=v,k2=v2;k=v3' (one spec per ';')."""
+    return [p.strip() for p in text.split(";") if p.strip()] if text else None
+
+
 def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
-    """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
-    'full' (every bucket to the max level; the default, as Java's Spark ``CompactProcedure``) or 'minor' (the
-    universal rules decide), in this process."""
-    parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
-    r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
+    """Paimon's ``compact(table, partitions, compact_strategy, order_strategy, order_by, options)``:
+    ``partitions`` as 'k=v,k2=v2;k=v3', strategy 'full' (every bucket to the max level) or 'minor' (the universal
+    rules decide); unset, 'full' unless the table clusters incrementally ('minor'), as Java's Spark
+    ``CompactProcedure``. ``order_strategy`` / ``order_by``: a sort compaction. In this process."""
+    order = None if a.order_strategy in (None, "", "none") else a.order_strategy
+    r = t.maintenance.compact(
+        _partition_list(a.partitions),
+        full=None if a.compact_strategy is None else a.compact_strategy == "full",
+        order_strategy=order,
+        order_by=a.order_by,
+        options=_key_values(a.options, "options"),
+        progress=progress_for(sys.stderr),
+    )
     return [
         {
-            "snapshot_id": r.snapshot.id if r.snapshot else None,
+            "snapshot_id": r.snapshot_id,
             "buckets": r.buckets,
             "files_before": r.files_before,
             "files_after": r.files_after,
@@ -420,6 +464,49 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
     ]
 
 
+def _expire_partitions(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``expire_partitions``: one row per dropped partition ('k=v, k2=v2', Java's spelling)."""
+    r = t.maintenance.expire_partitions(
+        expiration_time=a.expiration_time,
+        timestamp_formatter=a.timestamp_formatter,
+        timestamp_pattern=a.timestamp_pattern,
+        expire_strategy=a.expire_strategy,
+        max_expires=a.max_expires,
+        options=_key_values(a.options, "options"),
+    )
+    if not r.partitions:
+        return [{"expired_partitions": "No expired partitions."}]
+    return [{"expired_partitions": ", ".join(f"{k}={v}" for k, v in p.items())} for p in r.partitions]
+
+
+def _mark_partition_done(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.mark_partition_done(_partition_list(a.partitions) or [])
+    return [{"success_file": p} for p in r.paths]
+
+
+def _rescale(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.rescale(a.bucket_num, _partition_list(a.partitions))
+    return [
+        {
+            "snapshot_id": r.snapshot.id if r.snapshot else None,
+            "bucket_num": r.bucket_num,
+            "partitions": r.partitions,
+            "rows": r.rows,
+            "files_before": r.files_before,
+            "files_after": r.files_after,
+        }
+    ]
+
+
+def _reset_consumer(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [{"result": t.maintenance.reset_consumer(a.consumer_id, a.next_snapshot_id)}]
+
+
+def _clear_consumers(t: Table, a: argparse.Namespace) -> list[Row]:
+    cleared = t.maintenance.clear_consumers(a.including_consumers, a.excluding_consumers)
+    return [{"cleared_consumer": c} for c in cleared] or [{"cleared_consumer": None}]
+
+
 def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``rewrite_file_index(table, partitions)``: every data file (of ``partitions``, 'k=v,k2=v2;k=v3')
     gets the file indexes the table's options name now, in one COMPACT snapshot."""
@@ -427,7 +514,7 @@ def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
     r = t.maintenance.rewrite_file_index(parts, progress=progress_for(sys.stderr))
     return [
         {
-            "snapshot_id": r.snapshot.id if r.snapshot else None,
+            "snapshot_id": r.snapshot_id,
             "files": r.files,
             "in_manifest": r.embedded,
             "index_files": r.index_files,
@@ -438,7 +525,8 @@ def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
 
 def _delete(t: Table, a: argparse.Namespace) -> list[Row]:
     """Paimon's ``delete`` action (``--where``): the rows the SQL condition selects, in one commit."""
-    return [{"deleted": t.delete(a.where)}]
+    r = t.delete(a.where)
+    return [{"deleted": r.deleted, "snapshot_id": r.snapshot_id}]
 
 
 def _history(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -526,14 +614,21 @@ _ON_CONFLICT = Arg(
     "on_conflict",
     "keys changed differently on both sides: fail (default), source or target",
     default="fail",
-    choices=("fail", "source", "target"),
+    choices=ON_CONFLICT,
 )
 _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
 _CLEAN = Arg(
     "clean_files",
-    "also delete the files only the deleted tags kept alive (default true, as Java)",
+    "also delete the files only the deleted refs kept alive (default true, as Java's tag procedures)",
     type=_bool,
     default=True,
+    flag=True,
+)
+_CLEAN_BRANCH = Arg(
+    "clean_files",
+    "also delete the files only the deleted branches kept alive (default false: metadata only, as Paimon's "
+    "delete_branch; remove_orphan_files reclaims the rest)",
+    type=_bool,
     flag=True,
 )
 
@@ -635,7 +730,7 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure(
         "expire_tags",
         "delete tags past their retention (and, with --older_than, all created before it)",
-        (_OLDER_THAN, _CLEAN),
+        (_OLDER_THAN, _CLEAN, _DRY_RUN),
         _expire_tags,
     ),
     Procedure(
@@ -657,8 +752,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     ),
     Procedure(
         "delete_branch",
-        "delete branches (comma-separated; metadata only, as Paimon)",
-        (Arg("branch", "branch name(s), comma-separated", required=True),),
+        "delete branches (comma-separated; metadata only unless --clean_files, as Paimon)",
+        (Arg("branch", "branch name(s), comma-separated", required=True), _CLEAN_BRANCH),
         _delete_branch,
     ),
     Procedure(
@@ -670,9 +765,9 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("list_branches", "list the branches with their origin and retention", (), _list_branches),
     Procedure(
         "expire_branches",
-        "drop branches past their retention (and, with --older_than, all created before "
-        "it), deleting files nothing else reaches",
-        (_OLDER_THAN, _DRY_RUN),
+        "delete branches past their retention (and, with --older_than, all created before "
+        "it), and the files nothing else reaches",
+        (_OLDER_THAN, _CLEAN, _DRY_RUN),
         _expire_branches,
     ),
     Procedure(
@@ -770,13 +865,73 @@ PROCEDURES: tuple[Procedure, ...] = (
             Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
             Arg(
                 "compact_strategy",
-                "'full' (the default, as Paimon's Spark procedure): every bucket to the max level; 'minor': "
-                "Paimon's universal rules decide",
-                default="full",
-                choices=("full", "minor"),
+                "'full': every bucket to the max level; 'minor': Paimon's universal rules decide (default: 'full', "
+                "or 'minor' for a table with clustering.incremental, as Paimon's Spark procedure)",
+                choices=get_args(CompactStrategy),
             ),
+            Arg(
+                "order_strategy",
+                "sort compaction of an unaware-bucket append table: 'zorder', 'hilbert' or 'order' (with order_by)",
+                choices=("zorder", "hilbert", "order", "none"),
+            ),
+            Arg("order_by", "the columns a sort compaction orders by, 'x,y'"),
+            Arg("options", "table options for this compaction only, 'k=v,k2=v2' (e.g. 'target-file-size=64 mb')"),
         ),
         _compact,
+    ),
+    Procedure(
+        "expire_partitions",
+        "drop the partitions that have expired now (OVERWRITE commits; docs/maintenance.md)",
+        (
+            Arg("expiration_time", "how old a partition may get, e.g. '7 d' (default: partition.expiration-time)"),
+            Arg("timestamp_formatter", "how partition values read as a time, e.g. 'yyyyMMdd'"),
+            Arg("timestamp_pattern", "which partition columns form the time, e.g. '$dt $hour:00:00'"),
+            Arg(
+                "expire_strategy",
+                "'values-time' (the default) or 'update-time'",
+                choices=("values-time", "update-time"),
+            ),
+            Arg("max_expires", "drop at most this many partitions", type=_int),
+            Arg("options", "more partition.* options for this call, 'k=v,k2=v2'"),
+        ),
+        _expire_partitions,
+    ),
+    Procedure(
+        "mark_partition_done",
+        "mark partitions done by partition.mark-done-action ('success-file': <partition>/_SUCCESS)",
+        (Arg("partitions", "the partitions, 'k=v,k2=v2;k=v3'", required=True),),
+        _mark_partition_done,
+    ),
+    Procedure(
+        "rescale",
+        "rewrite partitions into a new number of buckets, one OVERWRITE commit (Paimon 1.4)",
+        (
+            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=_int),
+            Arg("partitions", "partitions to rescale, 'k=v,k2=v2;k=v3' (default: all)"),
+        ),
+        _rescale,
+    ),
+    Procedure(
+        "reset_consumer",
+        "set a streaming consumer's next snapshot, or delete the consumer without one",
+        (
+            Arg("consumer_id", "the consumer", required=True, aliases=("consumerId",)),
+            Arg("next_snapshot_id", "its next snapshot (must exist)", type=_int, aliases=("nextSnapshotId",)),
+        ),
+        _reset_consumer,
+    ),
+    Procedure(
+        "clear_consumers",
+        "delete the streaming consumers whose id matches a regular expression",
+        (
+            Arg(
+                "including_consumers",
+                "ids to delete (regular expression; default all)",
+                aliases=("includingConsumers",),
+            ),
+            Arg("excluding_consumers", "ids to keep (regular expression)", aliases=("excludingConsumers",)),
+        ),
+        _clear_consumers,
     ),
     Procedure(
         "rewrite_file_index",
@@ -833,9 +988,9 @@ def open_table(table: str, warehouse: str | None, branch: str | None, storage: d
     if warehouse:
         if branch and not suffix.branch:
             table = f"{table}$branch_{branch}"
-        return Catalog(warehouse, **storage).get_table(table)
+        return Catalog(warehouse, storage_options=storage).get_table(table)
     try:
-        return Table.open(table, branch=branch or None, **storage)
+        return Table.open(table, branch=branch or None, storage_options=storage)
     except TableNotFoundError as exc:
         base = split_suffix(table)[0]
         if re.fullmatch(r"[\w-]+\.[\w-]+", base):

@@ -105,6 +105,7 @@ class BranchPublishRaceError(BranchError):
     def __init__(self, message: str, *, undone: bool) -> None:
         super().__init__(message)
         self.undone = undone
+        """True when the publish was undone: the target is as before it, plus the commits that raced it."""
 
 
 class ChainTableError(PaimonError):
@@ -127,7 +128,9 @@ class BranchMergeConflictError(BranchConflictError):
     def __init__(self, message: str, *, keys: object, count: int) -> None:
         super().__init__(message)
         self.keys = keys
+        """The first conflicting keys, as an Arrow table."""
         self.count = count
+        """How many keys conflict."""
 
 
 __all__ = [name for name in dir() if name.endswith("Error")]

@@ -13,10 +13,12 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.api_types import ArrowData, Instant, WriteMode
+from pyspark_paimon.datasource.dml.change_commit import MergeResult
 from pyspark_paimon.datasource.dml.dml import delete_rows, update_rows
 from pyspark_paimon.datasource.dml.dml_spark import SparkMergeBuilder, is_spark_frame
 from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
-from pyspark_paimon.datasource.jobs import overwrite_spec, prepare_write
+from pyspark_paimon.datasource.jobs import WriteResult, overwrite_spec, prepare_write
 from pyspark_paimon.datasource.schema_changes import merge_arrow_schema
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
@@ -39,17 +41,22 @@ class Table:
     """One branch of a Paimon table. Cheap to create; every property re-reads the latest metadata.
 
     Built by :meth:`Table.open` and :class:`~pyspark_paimon.catalog.Catalog`; ``store`` is the format's view
-    of the branch (``store.fileio``, ``store.table_path``) for power users, ``uri`` what Spark loads."""
+    of the branch (``store.fileio``, ``store.table_path``) for power users, ``uri`` what Spark loads. Nothing
+    changes a ``Table`` in place: :meth:`on_branch` and :meth:`refresh` return new ones."""
 
     def __init__(self, store: FileStore, identifier: str | None = None):
         self.store = store
+        """The format's view of this branch (``FileStore``: schemas, snapshots, manifests), for power users."""
         self.identifier = identifier or store.table_path.rstrip("/").rsplit("/", 1)[-1]
+        """``db.table`` when opened through a :class:`~pyspark_paimon.catalog.Catalog`, else the directory name."""
 
     @classmethod
-    def open(cls, uri: str, *, branch: str | None = None, **storage_options: Any) -> "Table":
-        """Open the table stored at ``uri`` (a table directory, optionally with a ``$branch_<b>`` suffix)."""
+    def open(cls, uri: str, *, branch: str | None = None, storage_options: Mapping[str, Any] | None = None) -> "Table":
+        """Open the table stored at ``uri`` (a table directory, optionally with a ``$branch_<b>`` suffix), on
+        ``branch`` (default ``main``). ``storage_options`` are the fsspec file system's arguments
+        (``{"key": ..., "secret": ...}`` for S3; docs/deploying.md)."""
         base, suffix = split_suffix(uri)
-        fileio, path = FileIO.for_uri(base, storage_options)
+        fileio, path = FileIO.for_uri(base, dict(storage_options or {}))
         table = cls(FileStore(fileio, path, suffix.branch or branch or MAIN_BRANCH))
         table.schema  # noqa: B018 - fail early with a clear error
         return table
@@ -59,6 +66,7 @@ class Table:
 
     @property
     def branch(self) -> str:
+        """The branch this ``Table`` reads and writes (``main`` unless opened or moved with :meth:`on_branch`)."""
         return self.store.branch
 
     @property
@@ -69,33 +77,51 @@ class Table:
     # -- metadata --------------------------------------------------------------------------------
     @property
     def schema(self) -> TableSchema:
+        """The branch's latest schema: columns with their Paimon types and field ids, keys, options, comment
+        (``schema.arrow_schema()`` is its Arrow form). Changed with :meth:`update_schema`."""
         return self.store.schema()
 
     @property
     def options(self) -> dict[str, str]:
+        """The table options of the latest schema (a copy: change them with :meth:`update_schema`)."""
         return dict(self.schema.options)
 
     @property
     def primary_keys(self) -> list[str]:
+        """The primary key columns (empty for an append table)."""
         return list(self.schema.primary_keys)
 
     @property
     def partition_keys(self) -> list[str]:
+        """The partition columns (empty for an unpartitioned table)."""
         return list(self.schema.partition_keys)
 
     def latest_snapshot(self) -> Snapshot | None:
+        """The branch's latest snapshot (None before the first commit)."""
         return self.store.snapshots.latest()
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot ``snapshot_id`` of the branch (SnapshotNotFoundError naming the retained ids when it is gone)."""
         return self.store.snapshots.snapshot(snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
+        """Every retained snapshot of the branch, oldest first (``t.inspect.history()`` also lists the expired
+        snapshots tags preserved)."""
         return list(self.store.snapshots.snapshots())
 
     def on_branch(self, name: str) -> "Table":
-        """The same table on branch ``name`` (BranchNotFoundError-style failure when it has no schema)."""
+        """The same table on branch ``name`` (BranchNotFoundError when it does not exist)."""
         table = Table(FileStore(self.store.fileio, self.store.table_path, name or MAIN_BRANCH), self.identifier)
         table.schema  # noqa: B018
+        return table
+
+    def refresh(self) -> "Table":
+        """A new ``Table`` of the same branch at its latest state, read afresh. Reads already see every new
+        commit; what a ``Table`` keeps is the schemas it has read, which a history rewrite (a forced
+        ``fast_forward``, ``replace_main``, done here or by another process) can replace under the same ids:
+        continue with ``t = t.refresh()`` after one."""
+        table = Table(FileStore(self.store.fileio, self.store.table_path, self.branch), self.identifier)
+        table.schema  # noqa: B018 - fail now when the branch is gone
         return table
 
     # -- reads, writes and schema changes ----------------------------------------------------------
@@ -106,26 +132,29 @@ class Table:
         *,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
+        timestamp: Instant | None = None,
         read_options: Mapping[str, Any] | None = None,
     ) -> Scan:
         """A read of this branch: rows matching the SQL ``filter`` (Spark's ``filter`` read option grammar),
-        ``columns`` only, of the version ``snapshot_id`` / ``tag`` / ``timestamp`` (epoch ms or datetime;
-        default the latest snapshot) selects. ``read_options`` are Paimon/Spark read option keys; giving a
-        keyword and its key there is an error."""
+        ``columns`` only, of the version ``snapshot_id`` / ``tag`` / ``timestamp`` (the last snapshot committed
+        at or before that :data:`~pyspark_paimon.api_types.Instant`; default the latest snapshot) selects.
+        ``read_options`` are Paimon/Spark read option keys; giving a keyword and its key there is an error."""
         opts = version_options(read_options, filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         return Scan(self, opts, columns)
 
     def write_arrow(
         self,
-        data: Any,
+        data: ArrowData,
         *,
-        mode: str = "append",
+        mode: WriteMode = "append",
         overwrite_partition: Mapping[str, Any] | str | None = None,
         dynamic_partition_overwrite: bool = False,
         merge_schema: bool = False,
-    ) -> Snapshot | None:
-        """Write Arrow data in one commit. ``mode`` is 'append' or 'overwrite' (as in Spark).
+    ) -> WriteResult:
+        """Write Arrow data in one commit; returns the snapshot committed and the files and rows written.
+        ``mode`` (:data:`~pyspark_paimon.api_types.WriteMode`): ``'append'``, or ``'overwrite'`` of the whole
+        table, of the partitions the data touches (``dynamic_partition_overwrite=True``) or of one partition
+        (``overwrite_partition={"dt": "2025-08-11"}`` or ``"dt=2025-08-11"``).
 
         ``data`` is any Arrow stream: a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader``, an object with
         ``__arrow_c_stream__`` (a polars DataFrame, a DuckDB result...), an iterable of ``RecordBatch`` es, or a
@@ -159,22 +188,23 @@ class Table:
         except BaseException:
             writer.abort()
             raise
-        return job.commit(messages)
+        return WriteResult.of(job.commit(messages), messages)
 
     # -- row-level changes (docs/dml.md) -------------------------------------------------------------
-    def delete(self, filter: str) -> int:
+    def delete(self, filter: str) -> MergeResult:
         """Delete the rows the SQL ``filter`` selects (the ``filter`` read option's grammar; ``'true'`` = all rows)
-        from this branch in one commit; returns how many. Primary-key tables write retractions; append tables
-        rewrite the touched files (copy-on-write)."""
-        return delete_rows(self.store, filter).deleted
+        from this branch in one commit; returns the snapshot committed and the counts (``result.deleted``).
+        Primary-key tables write retractions; append tables rewrite the touched files (copy-on-write) or, with
+        deletion vectors, write vectors."""
+        return delete_rows(self.store, filter)
 
-    def update(self, set: Mapping[str, str], filter: str | None = None) -> int:
+    def update(self, set: Mapping[str, str], filter: str | None = None) -> MergeResult:
         """Set ``{column: SQL expression}`` (e.g. ``{'v': 'v * 2', 'note': "'fixed'"}``) on the rows ``filter``
-        selects (all rows without one), in one commit; returns how many rows were updated. Key and partition
-        columns cannot be set."""
-        return update_rows(self.store, set, filter).updated
+        selects (all rows without one), in one commit; returns the snapshot committed and the counts
+        (``result.updated``). Key and partition columns cannot be set."""
+        return update_rows(self.store, set, filter)
 
-    def merge(self, source: Any, on: str | Sequence[str]) -> MergeBuilder:
+    def merge(self, source: ArrowData | Any, on: str | Sequence[str]) -> MergeBuilder:
         """A MERGE of ``source`` into this branch, matching rows on the key columns ``on``; add clauses and run
         it with ``execute()`` (one commit; returns a ``MergeResult`` of counts)::
 
@@ -207,20 +237,25 @@ class Table:
     # -- namespaces -------------------------------------------------------------------------------
     @cached_property
     def tags(self) -> Tags:
+        """The branch's tags: create, replace, rename, delete, get, list, expire."""
         return Tags(self)
 
     @cached_property
     def branches(self) -> Branches:
+        """The table's branches: create, rename, delete, list, expire, merge, cherry-pick, publish."""
         return Branches(self)
 
     @cached_property
     def maintenance(self) -> Maintenance:
+        """Compaction, snapshot expiration, orphan-file removal, rollback."""
         return Maintenance(self)
 
     @cached_property
     def chain(self) -> Chain:
+        """What only chain tables have: explain, compact, hybrid reads, chain tags."""
         return Chain(self)
 
     @cached_property
     def inspect(self) -> Inspect:
+        """The system tables as Arrow, one method each, and the branch's history."""
         return Inspect(self)

@@ -4,10 +4,12 @@ table and how to make one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.api_types import Duration, Instant
 from pyspark_paimon.datasource import chain as _chain
 from pyspark_paimon.errors import ChainTableError
 from pyspark_paimon.metadata.refs.tags import Tag
@@ -17,6 +19,19 @@ from pyspark_paimon.table_refs import Tags
 from pyspark_paimon.table_scan import TableView, version_options
 
 PartitionSpecs = Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None
+
+
+@dataclass(frozen=True)
+class ChainTagResult:
+    """What :meth:`Chain.create_tag` made: one tag of the same name on each branch of the chain table that had a
+    snapshot. No snapshot is committed."""
+
+    name: str
+    """The tag's name."""
+    tags: dict[str, Tag] = field(default_factory=dict)
+    """The tag made on each branch, by branch (each names the snapshot it points at)."""
+    skipped: list[str] = field(default_factory=list)
+    """Branches without a snapshot, not tagged: a read of the tag sees them empty."""
 
 
 class Chain:
@@ -41,7 +56,7 @@ class Chain:
         filter: str | None = None,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
+        timestamp: Instant | None = None,
         read_options: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """How a full read resolves each partition: ``source`` ('main', 'snapshot' or 'chain'), ``anchor``
@@ -86,7 +101,7 @@ class Chain:
         *,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
+        timestamp: Instant | None = None,
         read_options: Mapping[str, Any] | None = None,
     ) -> pa.Table:
         """Paimon's *hybrid* read: the full (chain) read UNION ALL the delta branch's rows, with the same
@@ -97,23 +112,27 @@ class Chain:
         delta = self._table.on_branch(cfg.delta_branch or "").scan(filter, columns, **kwargs).to_arrow()
         return pa.concat_tables([full, delta.cast(full.schema)])
 
-    def create_tag(self, name: str, *, time_retained: Any = None, ignore_if_exists: bool = False) -> dict[str, Tag]:
+    def create_tag(
+        self, name: str, *, time_retained: Duration | None = None, ignore_if_exists: bool = False
+    ) -> ChainTagResult:
         """A *chain tag*: tag ``name`` on the latest snapshot of the delta, the snapshot and the main branch
         (each one that has a snapshot), so ``tag=name`` reads the chain table as it is now; a branch without
-        snapshots reads as empty at that tag. Returns the tags by branch. Not atomic across branches: do not
-        write to the table while tagging."""
+        snapshots reads as empty at that tag. Returns the tags by branch (``result.tags``). Not atomic across
+        branches: do not write to the table while tagging."""
         cfg = self._config()
         out: dict[str, Tag] = {}
+        skipped: list[str] = []
         for branch in (cfg.delta_branch, cfg.snapshot_branch, self._table.branch):
             table = self._table.on_branch(branch or "")
             if table.latest_snapshot() is None:
-                continue  # empty now: reads of the tag see it empty (no data when the tag was made)
+                skipped.append(table.branch)  # empty now: reads of the tag see it empty (no data when tagged)
+                continue
             out[table.branch] = Tags(table).create(name, time_retained=time_retained, ignore_if_exists=ignore_if_exists)
         if not out:
             raise ChainTableError(
                 f"Chain table {self._table.identifier} has no data on any branch yet; nothing to tag."
             )
-        return out
+        return ChainTagResult(name, out, skipped)
 
 
-__all__ = ["Chain"]
+__all__ = ["Chain", "ChainTagResult"]

@@ -1,16 +1,20 @@
 """``t.tags`` and ``t.branches``: the refs of a table, thin delegation to ``metadata/refs`` (and
 ``metadata/maintenance/expire`` for deletes that reclaim files).
 
-Sources are chosen with the same keywords everywhere: ``snapshot_id=``, ``tag=``, ``timestamp=`` (epoch ms
-or a datetime; naive = local time) with ``timestamp_rule=``; none = the latest snapshot of the table's branch.
+Tags and branches are handled alike. Sources are chosen with the same keywords everywhere: ``snapshot_id=``,
+``tag=``, ``timestamp=`` (an :data:`~pyspark_paimon.api_types.Instant`) with ``timestamp_rule=`` (one default for
+both: the last snapshot committed at or before the instant, the table as a read of that instant sees it),
+``consumer=``, ``offset=``; none = the latest snapshot of the table's branch. ``delete`` and ``expire`` return
+one result shape (:class:`~pyspark_paimon.metadata.maintenance.expire.RefDeleteResult`) for both kinds.
 """
 
 from __future__ import annotations
 
 import builtins
-from typing import Any
 
+from pyspark_paimon.api_types import Duration, Instant, OnConflict, TimestampRule
 from pyspark_paimon.datasource.versions import branch_merge as _branch_merge
+from pyspark_paimon.errors import BranchError, TagError
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import branches as _branches
@@ -40,21 +44,21 @@ class Tags:
         *,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
-        timestamp_rule: str | None = None,
-        time_retained: Any = None,
+        timestamp: Instant | None = None,
+        timestamp_rule: TimestampRule = _tags.AT_OR_BEFORE,
+        time_retained: Duration | None = None,
         ignore_if_exists: bool = False,
         consumer: str | None = None,
-        offset: Any = None,
+        offset: Duration | None = None,
     ) -> _tags.Tag:
         """Tag the latest snapshot, ``snapshot_id`` (an expired one if a tag preserved it), the snapshot of
-        ``tag``, or the snapshot ``timestamp`` selects: by default the first committed at or after it
-        (Paimon's ``create_tag_from_timestamp``), with ``timestamp_rule='last-at-or-before'`` the last
-        committed at or before it (the table as of that instant). ``consumer``: the last snapshot that
-        stream consumer has fully read (Databend's ``AT (STREAM => ...)``); ``offset`` ('-1 d', a negative
-        timedelta or ms): the table as it was that long ago (Databend's ``AT (OFFSET => ...)``; rule
-        default last-at-or-before). ``time_retained`` ('7 d', a timedelta or ms) defaults to the table's
-        ``tag.default-time-retained``; a tag without retention never expires."""
+        ``tag``, or the snapshot ``timestamp`` selects: by default the last committed at or before it (the
+        table as of that instant, as :meth:`Table.scan` reads it), with ``timestamp_rule='first-at-or-after'``
+        the first committed at or after it (Paimon's ``create_tag_from_timestamp``). ``consumer``: the last
+        snapshot that stream consumer has fully read (Databend's ``AT (STREAM => ...)``); ``offset`` ('-1 d', a
+        negative timedelta or ms): the table as it was that long ago (Databend's ``AT (OFFSET => ...)``, by
+        ``timestamp_rule``). ``time_retained`` defaults to the table's ``tag.default-time-retained``; a tag
+        without retention never expires. Returns the tag made (the existing one with ``ignore_if_exists``)."""
         store = self._table.store
         if ignore_if_exists and _tags.TagManager(store).exists(name):
             return _tags.TagManager(store).get_tag(name)
@@ -68,7 +72,7 @@ class Tags:
             time_retained=time_retained,
             ignore_if_exists=ignore_if_exists,
             options=self._table.options,
-            timestamp_rule=timestamp_rule or _tags.AT_OR_AFTER,
+            timestamp_rule=timestamp_rule,
         )
 
     def replace(
@@ -77,9 +81,9 @@ class Tags:
         *,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
-        timestamp_rule: str = _tags.AT_OR_AFTER,
-        time_retained: Any = None,
+        timestamp: Instant | None = None,
+        timestamp_rule: TimestampRule = _tags.AT_OR_BEFORE,
+        time_retained: Duration | None = None,
     ) -> _tags.Tag:
         """Move the existing tag ``name`` (to the latest snapshot unless a source is given, as in :meth:`create`)."""
         store = self._table.store
@@ -98,19 +102,16 @@ class Tags:
         """Rename tag ``old`` to ``new`` (only the tag file moves)."""
         return self._manager().rename(old, new)
 
-    def delete(self, name: str, *, ignore_if_not_exists: bool = False, clean_files: bool = True) -> bool:
+    def delete(
+        self, name: str, *, ignore_if_not_exists: bool = False, clean_files: bool = True
+    ) -> _expire.RefDeleteResult:
         """Delete tag ``name`` and, as Java Paimon does, the files only it kept alive (files no snapshot, tag
         or changelog of any branch still references); ``clean_files=False`` removes only the tag file
-        (``remove_orphan_files`` reclaims the rest later). True when the tag existed and is gone; a missing
-        tag raises TagNotFoundError unless ``ignore_if_not_exists`` (then False)."""
+        (``remove_orphan_files`` reclaims the rest later). The result names the tag (``result.deleted``) and the
+        files deleted, and is truthy when the tag existed; a missing tag raises TagNotFoundError unless
+        ``ignore_if_not_exists`` (then an empty, falsy result). Deletes a branch alike: :meth:`Branches.delete`."""
         store = self._table.store
-        result = _expire.delete_tags(
-            store,
-            [name],
-            clean_files=clean_files,
-            ignore_if_not_exists=ignore_if_not_exists,
-        )
-        return name in result.expired_tags
+        return _expire.delete_tags(store, [name], clean_files=clean_files, ignore_if_not_exists=ignore_if_not_exists)
 
     def get(self, name: str) -> _tags.Tag:
         """Tag ``name`` (TagNotFoundError listing the branch's tags when there is none)."""
@@ -120,12 +121,22 @@ class Tags:
         """This branch's tags, ordered by snapshot id then name."""
         return self._manager().list_tags()
 
-    def expire(self, *, older_than: Any = None, clean_files: bool = True) -> builtins.list[str]:
+    def expire(
+        self,
+        *,
+        older_than: Instant | None = None,
+        clean_files: bool = True,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> _expire.RefDeleteResult:
         """Delete this branch's tags past their retention (and, with ``older_than``, all tags created before
-        it) and the files only they kept alive (``clean_files=False``: the tag files only); returns their
-        names."""
+        it) and the files only they kept alive (``clean_files=False``: the tag files only). ``dry_run`` only
+        reports; ``progress(step, done, total)`` is called per data file deleted. The result names the tags
+        (``result.deleted``) and files, as :meth:`Branches.expire`'s does for branches."""
         store = self._table.store
-        return _expire.expire_tags(store, older_than=older_than, clean_files=clean_files).expired_tags
+        return _expire.expire_tags(
+            store, older_than=older_than, clean_files=clean_files, dry_run=dry_run, progress=progress
+        )
 
 
 def _position(
@@ -133,10 +144,10 @@ def _position(
     kind: str,
     name: str,
     snapshot_id: int | None,
-    others: tuple[Any, ...],
+    others: tuple[object, ...],
     consumer: str | None,
-    offset: Any,
-    rule: str | None,
+    offset: Duration | None,
+    rule: TimestampRule,
 ) -> int | None:
     """The snapshot id a ref made AT a consumer's position or a relative offset points at (``snapshot_id``
     unchanged when neither is given); more than one source is refused."""
@@ -144,15 +155,13 @@ def _position(
         return snapshot_id
     given = [x for x in (snapshot_id, *others, consumer, offset) if x is not None]
     if len(given) > 1:
-        from pyspark_paimon.errors import BranchError, TagError  # noqa: PLC0415
-
         error = TagError if kind == "tag" else BranchError
         raise error(
             f"The {kind} '{name}' takes one source: give one of snapshot_id=, tag=, timestamp=, consumer= and offset=."
         )
     if consumer is not None:
         return _tags.consumer_snapshot(store, consumer).id
-    return _tags.snapshot_at_offset(store, offset, rule or _tags.AT_OR_BEFORE).id
+    return _tags.snapshot_at_offset(store, offset, rule).id
 
 
 class Branches:
@@ -174,27 +183,25 @@ class Branches:
         *,
         tag: str | None = None,
         snapshot_id: int | None = None,
-        timestamp: Any = None,
-        timestamp_rule: str = _tags.AT_OR_BEFORE,
+        timestamp: Instant | None = None,
+        timestamp_rule: TimestampRule = _tags.AT_OR_BEFORE,
         empty: bool = False,
-        time_retained: Any = None,
+        time_retained: Duration | None = None,
         ignore_if_exists: bool = False,
         consumer: str | None = None,
-        offset: Any = None,
+        offset: Duration | None = None,
     ) -> _lineage.BranchInfo:
         """Create branch ``name`` from the table's branch: from ``tag``, from ``snapshot_id`` (an expired one
         if a tag preserved it), from the snapshot ``timestamp`` selects (by default the last committed at or
-        before it, as a read ``timestampAsOf`` it sees), or, with none of these, from the latest snapshot.
-        ``empty=True`` makes Paimon's empty branch (the current schema, no data). ``time_retained`` ('7 d',
-        timedelta, ms): :meth:`expire` drops the branch once it has passed. The branch shares data files
+        before it, as for tags; ``timestamp_rule='first-at-or-after'`` the first at or after it), or, with none
+        of these, from the latest snapshot. ``empty=True`` makes Paimon's empty branch (the current schema, no
+        data). ``time_retained``: :meth:`expire` deletes the branch once it has passed. The branch shares data files
         with this one; its origin and retention are recorded in ``branch/branch-<name>/branch.json``.
         ``consumer``: branch where that stream consumer has read up to (the last snapshot it fully consumed,
         Databend's ``AT (STREAM => ...)``); ``offset`` ('-1 d', a negative timedelta or ms): the table as it
         was that long ago (Databend's ``AT (OFFSET => ...)``, by ``timestamp_rule``)."""
         sourced = any(x is not None for x in (tag, snapshot_id, timestamp, consumer, offset))
         if empty and sourced:
-            from pyspark_paimon.errors import BranchError  # noqa: PLC0415
-
             raise BranchError(
                 f"Branch '{name}': empty=True takes no source (tag=, snapshot_id=, timestamp=, consumer=, offset=)."
             )
@@ -219,24 +226,42 @@ class Branches:
         """Rename branch ``old`` to ``new``."""
         return self._manager().rename(old, new)
 
-    def drop(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
-        """Delete branch ``name``'s metadata (its data files are reclaimed by ``remove_orphan_files``). True
-        when it existed; a missing branch raises unless ``ignore_if_not_exists`` (then False)."""
-        return self._manager().drop(name, ignore_if_not_exists=ignore_if_not_exists)
+    def delete(
+        self, name: str, *, ignore_if_not_exists: bool = False, clean_files: bool = True
+    ) -> _expire.RefDeleteResult:
+        """Delete branch ``name`` and the files only it kept alive (files no snapshot, tag or changelog of any
+        other branch references), as :meth:`Tags.delete` deletes a tag; ``clean_files=False`` removes only its
+        metadata, as Paimon's ``delete_branch`` (``remove_orphan_files`` reclaims the rest later). Branches
+        created from it keep their history. The result names the branch (``result.deleted``) and the files
+        deleted, and is truthy when the branch existed; a missing branch raises BranchNotFoundError unless
+        ``ignore_if_not_exists`` (then an empty, falsy result), and a branch another branch's options read from
+        (``scan.fallback-branch``, a chain table's branches) raises BranchError."""
+        store = self._table.store
+        return _expire.delete_branches(
+            store, [name], clean_files=clean_files, ignore_if_not_exists=ignore_if_not_exists
+        )
 
     def list(self) -> builtins.list[_lineage.BranchInfo]:
         """Every branch of the table except ``main``, by name."""
         return self._manager().list_branches()
 
     def expire(
-        self, *, older_than: Any = None, dry_run: bool = False, progress: Progress | None = None
-    ) -> _expire.BranchExpireResult:
-        """Drop the branches whose ``time_retained`` has passed (and, with ``older_than``, every branch created
-        before it), deleting the files only they referenced. Branches another branch's options read from are
-        kept (``result.kept``). ``dry_run`` only reports; ``progress(step, done, total)`` is called per data
-        file deleted."""
+        self,
+        *,
+        older_than: Instant | None = None,
+        clean_files: bool = True,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> _expire.RefDeleteResult:
+        """Delete the branches whose ``time_retained`` has passed (and, with ``older_than``, every branch created
+        before it) and the files only they referenced (``clean_files=False``: their metadata only). Branches
+        another branch's options read from are kept (``result.kept``). ``dry_run`` only reports;
+        ``progress(step, done, total)`` is called per data file deleted. The result has the shape of
+        :meth:`Tags.expire`'s."""
         store = self._table.store
-        return _expire.expire_branches(store, older_than=older_than, dry_run=dry_run, progress=progress)
+        return _expire.expire_branches(
+            store, older_than=older_than, clean_files=clean_files, dry_run=dry_run, progress=progress
+        )
 
     def fast_forward(
         self, name: str, *, force: bool = False, keep_retained_tags: bool = True
@@ -246,22 +271,20 @@ class Branches:
         commits, tags or schema changes the branch does not contain; ``force=True`` discards them and reports
         them (``result.discarded_snapshots``, ``discarded_tags``, ``discarded_records``), keeping tags that carry
         a retention (``result.kept_tags``) unless ``keep_retained_tags=False``. Under a live writer use
-        :meth:`publish`, which never fails nor loses a commit."""
-        result = self._manager().fast_forward(
+        :meth:`publish`, which never fails nor loses a commit. With ``force`` the table branch's schemas may be
+        replaced: continue with ``t = t.refresh()``."""
+        return self._manager().fast_forward(
             name, self._table.branch, force=force, keep_retained_tags=keep_retained_tags
         )
-        self._refresh()
-        return result
 
     def replace_main(self, name: str, *, keep_previous_as: str | None = None) -> _publish.PublishResult:
         """Make branch ``name`` the table's branch: its snapshots, schemas and tags become exact copies. The
-        previous state is first saved as branch ``keep_previous_as`` or, when None, discarded."""
-        result = self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)
-        self._refresh()
-        return result
+        previous state is first saved as branch ``keep_previous_as`` or, when None, discarded. The schemas the
+        ``Table`` read may have been replaced: continue with ``t = t.refresh()``."""
+        return self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)
 
     def merge(
-        self, source: str, *, into: str | None = None, on_conflict: str = "fail"
+        self, source: str, *, into: str | None = None, on_conflict: OnConflict = "fail"
     ) -> _branch_merge.BranchMergeResult:
         """Three-way merge of branch ``source`` into ``into`` (default: the table's branch) from their fork point,
         as ONE commit on ``into``. Primary-key tables merge by key: a key both sides changed differently is a
@@ -272,7 +295,7 @@ class Branches:
         return _branch_merge.merge_branch(store, source, into or store.branch, on_conflict)
 
     def cherry_pick(
-        self, version: int | str, *, onto: str | None = None, on_conflict: str = "fail"
+        self, version: int | str, *, onto: str | None = None, on_conflict: OnConflict = "fail"
     ) -> _branch_merge.BranchMergeResult:
         """Apply the changes of the one commit ``version`` (snapshot id or tag of the table's branch, or
         ``'<branch>.<id or tag>'``) onto branch ``onto`` (default: the table's branch) by key, in one commit;
@@ -281,7 +304,7 @@ class Branches:
         return _branch_merge.cherry_pick(store, version, onto or store.branch, on_conflict)
 
     def publish(
-        self, branch: str, *, into: str | None = None, on_conflict: str = "fail"
+        self, branch: str, *, into: str | None = None, on_conflict: OnConflict = "fail"
     ) -> _branch_merge.BranchMergeResult:
         """Safe publish of ``branch`` into ``into`` (default: the table's branch): one ordinary, retried commit on
         ``into`` whose content equals the branch head when ``into`` has not moved since the fork, else the
@@ -289,10 +312,6 @@ class Branches:
         never loses a commit."""
         store = self._table.store
         return _branch_merge.publish_branch(store, branch, into or store.branch, on_conflict)
-
-    def _refresh(self) -> None:
-        store = self._table.store
-        self._table.store = FileStore(store.fileio, store.table_path, store.branch)  # drop cached schemas
 
 
 __all__ = ["Branches", "Tags"]

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import pyarrow as pa
 
+from pyspark_paimon.api_types import Instant
 from pyspark_paimon.datasource.jobs import ReadJob, prepare_read
 from pyspark_paimon.datasource.read.jvm_read import spark_frame
 from pyspark_paimon.datasource.read.routing import route
@@ -33,7 +34,7 @@ def version_options(
     filter: str | None = None,
     snapshot_id: int | None = None,
     tag: str | None = None,
-    timestamp: Any = None,
+    timestamp: Instant | None = None,
 ) -> dict[str, str]:
     """The read options of a read: ``read_options`` plus the keyword arguments under their Paimon keys.
 
@@ -92,7 +93,7 @@ class TableView(Protocol):
         *,
         snapshot_id: int | None = None,
         tag: str | None = None,
-        timestamp: Any = None,
+        timestamp: Instant | None = None,
         read_options: Mapping[str, Any] | None = None,
     ) -> "Scan": ...
 
@@ -114,9 +115,13 @@ class Scan:
         row_limit: int | None = None,
     ):
         self.table = table
+        """The table read."""
         self.read_options: dict[str, str] = dict(read_options)
+        """The read options this read plans with (the filter and version keywords under their Paimon keys)."""
         self.columns = list(columns) if columns is not None else None
+        """The columns read (None: all)."""
         self.row_limit = row_limit
+        """At most this many rows are read (None: no limit; :meth:`limit` sets it)."""
 
     def __repr__(self) -> str:
         limit = f", limit={self.row_limit}" if self.row_limit is not None else ""

@@ -340,8 +340,8 @@ def test_a_publish_overtaken_by_a_writer_is_planned_again(catalog: Catalog) -> N
         planned = real(*args, **kwargs)
         if not raced:
             snap = Table.open(t.uri).write_arrow(pa.table({"id": [1, 3], "v": [7, 7], "s": ["w", "w"]}))
-            assert snap is not None
-            raced.append(snap.id)
+            assert snap.snapshot_id is not None
+            raced.append(snap.snapshot_id)
         return planned
 
     branch_merge._key_changes = racing_key_changes  # type: ignore[assignment]

@@ -85,7 +85,7 @@ class RefsMachine(RuleBasedStateMachine):
     @rule(branch=st.sampled_from(["main", *BRANCHES]), key=KEYS)
     def delete(self, branch: str, key: int) -> None:
         if branch in self.heads and key in self.heads[branch]:
-            self._table(branch).delete(f"id = {key}")
+            assert self._table(branch).delete(f"id = {key}").deleted == 1
             del self.heads[branch][key]
             self._snap(branch)
 
@@ -222,9 +222,9 @@ class RefsMachine(RuleBasedStateMachine):
     def update(self, branch: str, upto: int) -> None:
         if branch not in self.heads:
             return
-        n = self._table(branch).update({"v": "v + 1"}, filter=f"id <= {upto}")
+        result = self._table(branch).update({"v": "v + 1"}, filter=f"id <= {upto}")
         hit = [k for k in self.heads[branch] if k <= upto]
-        assert n == len(hit)
+        assert result.updated == len(hit) and (result.snapshot_id is not None) == bool(hit)
         if hit:
             self.heads[branch].update({k: self.heads[branch][k] + 1 for k in hit})
             self._snap(branch)

@@ -54,10 +54,15 @@ def test_tags(capsys: Any, table: Table) -> None:
     code, rows, _ = run(
         capsys, "delete_tag", "--table", table.store.table_path, "--tag", "t1,ts2", "--clean_files", "false"
     )
-    assert [r["deleted_tag"] for r in rows] == ["t1", "ts2"]
+    assert rows == [{"tag": "t1", "action": "deleted"}, {"tag": "ts2", "action": "deleted"}]
     assert [t.name for t in table.tags.list()] == ["t3"]
-    code, rows, _ = run(capsys, "expire_tags", "--table", table.store.table_path, "--older_than", "2999-01-01 00:00:00")
-    assert rows == [{"expired_tags": "t3"}] and table.tags.list() == []
+    expire = ("expire_tags", "--table", table.store.table_path, "--older_than", "2999-01-01 00:00:00")
+    code, rows, _ = run(capsys, *expire, "--dry_run")
+    assert rows[0] == {"tag": "t3", "action": "would delete"} and rows[1]["tag"] == "(files)"
+    code, rows, _ = run(capsys, *expire)
+    assert rows[0] == {"tag": "t3", "action": "deleted"} and table.tags.list() == []
+    code, rows, _ = run(capsys, *expire)
+    assert code == 0 and rows == [{"tag": "(none)", "action": "no tag was due; nothing deleted"}]
 
 
 def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table: Table, warehouse: str) -> None:
@@ -85,9 +90,9 @@ def test_branches_with_a_warehouse_and_a_db_table_identifier(capsys: Any, table:
     code, rows, _ = run(capsys, "replace_main", *wh, "--branch", "s1b", "--keep_previous_as", "old_main")
     assert code == 0 and rows[0]["latest_id"] == 1 and rows[0]["kept_previous_as"] == "old_main"
     code, rows, _ = run(capsys, "delete_branch", *wh, "--branch", "at,s1b")
-    assert [r["deleted_branch"] for r in rows] == ["at", "s1b"]
+    assert rows == [{"branch": "at", "action": "deleted"}, {"branch": "s1b", "action": "deleted"}]  # metadata only
     code, rows, _ = run(capsys, "expire_branches", *wh, "--older_than", "2999-01-01 00:00:00", "--dry_run")
-    assert [r["branch"] for r in rows if r["action"] == "would drop"] == ["b", "old_main"]
+    assert [r["branch"] for r in rows if r["action"] == "would delete"] == ["b", "old_main"]
     assert [b.name for b in table.branches.list()] == ["b", "old_main"]
 
 
@@ -273,7 +278,7 @@ def test_every_procedure_has_help_and_the_script_entry_point_runs(table: Table) 
 def test_delete_where(capsys: Any, table: Table) -> None:
     """Paimon's delete action: ``delete --where``; a refusal is one line on stderr."""
     code, rows, _ = run(capsys, "delete", "--table", table.store.table_path, "--where", "id >= 2")
-    assert code == 0 and rows == [{"deleted": 2}]
+    assert code == 0 and rows == [{"deleted": 2, "snapshot_id": 4}]
     assert table.scan().to_arrow().to_pylist() == [{"id": 1, "v": "1"}]
     code, _, err = run(capsys, "delete", "--table", table.store.table_path, "--where", "nope = 1")
     assert code == 1 and "nope" in err
@@ -340,3 +345,40 @@ def test_schema_changes(capsys: Any, table: Table) -> None:
     assert code == 1 and "Paimon allows no such cast" in err
     code, _, err = run(capsys, "alter_column", "--table", path, "--column", "v")
     assert code == 1 and "at least one of" in err
+
+
+def test_ordered_compact_and_partition_and_consumer_procedures(capsys: Any, catalog: Any) -> None:
+    """Paimon's names and arguments: compact with order_strategy / order_by / options, expire_partitions,
+    mark_partition_done, rescale, reset_consumer (Spark's camelCase spellings too) and clear_consumers."""
+    t = catalog.create_table("db.o", "dt string, x bigint, y bigint", partition_keys=["dt"])
+    for i in range(3):
+        t.write_arrow(pa.table({"dt": ["2020-01-01"] * 50, "x": list(range(i, 150, 3)), "y": list(range(50))}))
+    path = t.store.table_path
+    code, rows, err = run(
+        capsys,
+        *("compact", "--table", path, "--order_strategy", "zorder", "--order_by", "x,y"),
+        *("--options", "target-file-size=1kb"),
+    )
+    assert code == 0, err
+    assert rows[0]["files_before"] == 3 and rows[0]["files_after"] > 3 and rows[0]["rows_after"] == 150
+    code, _, err = run(capsys, "compact", "--table", path, "--order_strategy", "zorder")
+    assert code == 1 and "order by" in err
+    code, rows, _ = run(capsys, "mark_partition_done", "--table", path, "--partitions", "dt=2020-01-01")
+    assert code == 0 and rows[0]["success_file"].endswith("dt=2020-01-01/_SUCCESS")
+    code, rows, _ = run(
+        capsys, "expire_partitions", "--table", path, "--expiration_time", "1 d", "--timestamp_formatter", "yyyy-MM-dd"
+    )
+    assert code == 0 and rows == [{"expired_partitions": "dt=2020-01-01"}] and t.scan().to_arrow().num_rows == 0
+    code, rows, _ = run(capsys, "expire_partitions", "--table", path, "--expiration_time", "1 d")
+    assert rows == [{"expired_partitions": "No expired partitions."}]
+    k = catalog.create_table("db.k", "id bigint, v bigint", primary_keys=["id"], options={"bucket": "1"})
+    k.write_arrow(pa.table({"id": [1, 2, 3], "v": [1, 2, 3]}))
+    code, rows, _ = run(capsys, "rescale", "--table", k.store.table_path, "--bucket_num", "3")
+    assert code == 0 and rows[0]["bucket_num"] == 3
+    assert {e.total_buckets for e in k.store.live_entries(k.latest_snapshot())} == {3}
+    code, rows, _ = run(
+        capsys, "reset_consumer", "--table", k.store.table_path, "--consumerId", "c1", "--nextSnapshotId", "1"
+    )
+    assert code == 0 and rows == [{"result": True}] and k.inspect.consumers().to_pylist()[0]["consumer_id"] == "c1"
+    code, rows, _ = run(capsys, "clear_consumers", "--table", k.store.table_path, "--including_consumers", "c.*")
+    assert code == 0 and rows == [{"cleared_consumer": "c1"}] and k.inspect.consumers().num_rows == 0

@@ -50,12 +50,12 @@ def test_pk_delete_update_merge(catalog: Catalog) -> None:
     t = _pk(catalog, "pk")
     before = t.latest_snapshot()
     assert before is not None
-    assert t.delete("dt = 'b' AND v > 35") == 1
+    assert t.delete("dt = 'b' AND v > 35").deleted == 1
     assert _rows(t) == [(1, "a", 10, "x"), (2, "a", 20, "y"), (3, "b", 30, "z")]
     snap = t.latest_snapshot()
     assert snap is not None and snap.id == before.id + 1 and snap.commit_kind == "APPEND"
 
-    assert t.update({"v": "v * 2 + 1", "s": "upper(s)"}, "id <= 2") == 2
+    assert t.update({"v": "v * 2 + 1", "s": "upper(s)"}, "id <= 2").updated == 2
     assert _rows(t) == [(1, "a", 21, "X"), (2, "a", 41, "Y"), (3, "b", 30, "z")]
 
     source = pa.table({"id": [2, 3, 7], "dt": ["a", "b", "b"], "v": [5, 6, 7], "s": ["m", "n", "o"]})
@@ -70,7 +70,7 @@ def test_pk_delete_update_merge(catalog: Catalog) -> None:
     assert _rows(t) == [(1, "a", 21, "X"), (2, "a", 46, "Y"), (7, "b", 7, "o")]
     # Nothing matched: no commit.
     latest = t.latest_snapshot()
-    assert t.delete("id = 99") == 0
+    assert t.delete("id = 99").deleted == 0
     assert t.latest_snapshot() == latest
 
 
@@ -88,12 +88,12 @@ def test_partial_update_delete_needs_its_option(catalog: Catalog) -> None:
     refused = _pk(catalog, "pu", **{"merge-engine": "partial-update"})
     with pytest.raises(DmlError, match="partial-update.remove-record-on-delete"):
         refused.delete("id = 1")
-    assert refused.update({"s": "'q'"}, "id = 1") == 1  # an upsert of the whole row: partial-update takes it
+    assert refused.update({"s": "'q'"}, "id = 1").updated == 1  # an upsert of the whole row: partial-update takes it
     assert (1, "a", 10, "q") in _rows(refused)
     accepted = _pk(
         catalog, "pu2", **{"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}
     )
-    assert accepted.delete("id = 1") == 1
+    assert accepted.delete("id = 1").deleted == 1
     assert [r[0] for r in _rows(accepted)] == [2, 3, 4]
 
 
@@ -125,11 +125,11 @@ def test_deletion_vector_tables(catalog: Catalog) -> None:
     """A deletion-vector primary-key table shows the change at once (the lookup compaction after each write);
     an append table with deletion vectors enabled gets vectors, not rewritten files."""
     pk = _pk(catalog, "dv_pk", **{"deletion-vectors.enabled": "true"})
-    assert pk.delete("id = 2") == 1
-    assert pk.update({"v": "v + 1"}, "dt = 'b'") == 2
+    assert pk.delete("id = 2").deleted == 1
+    assert pk.update({"v": "v + 1"}, "dt = 'b'").updated == 2
     assert _rows(pk) == [(1, "a", 10, "x"), (3, "b", 31, "z"), (4, "b", 41, "w")]
     ap = _append(catalog, "dv_ap", **{"deletion-vectors.enabled": "true"})
-    assert ap.delete("id = 2") == 1
+    assert ap.delete("id = 2").deleted == 1
     assert [r[0] for r in _rows(ap)] == [1, 3, 4, 5]
 
 
@@ -153,14 +153,14 @@ def _vectors(t: Table) -> dict[str, list[int]]:
 def test_append_deletes_write_deletion_vectors(catalog: Catalog) -> None:
     t = _append(catalog, "dv_vec", **{"deletion-vectors.enabled": "true"})
     parquet = {p.name for p in Path(t.store.table_path).rglob("*.parquet")}
-    assert t.delete("id = 4") == 1
+    assert t.delete("id = 4").deleted == 1
     snap = t.latest_snapshot()
     assert snap is not None and snap.commit_kind == "APPEND" and snap.delta_record_count == 0
     assert {p.name for p in Path(t.store.table_path).rglob("*.parquet")} == parquet  # no file rewritten
     assert list(_vectors(t).values()) == [[0]]  # the first row of partition b's second file
     # A second delete in the same file grows its vector; an update deletes the old version and appends the new.
-    assert t.delete("id = 5") == 1
-    assert t.update({"v": "v * 10"}, "id = 3") == 1
+    assert t.delete("id = 5").deleted == 1
+    assert t.update({"v": "v * 10"}, "id = 3").updated == 1
     assert sorted(_vectors(t).values()) == [[0], [0, 1]]
     assert _rows(t) == [(1, "a", 10), (2, "a", 20), (3, "b", 300)]
     result = (
@@ -172,7 +172,7 @@ def test_append_deletes_write_deletion_vectors(catalog: Catalog) -> None:
     assert (result.deleted, result.inserted, result.vectors_written, result.files_rewritten) == (1, 1, 1, 0)
     assert _rows(t) == [(2, "a", 20), (3, "b", 300), (7, "a", 70)]
     # A partition delete over files with vectors deletes through the vectors too (none is left behind).
-    assert t.delete("dt = 'b'") == 1
+    assert t.delete("dt = 'b'").deleted == 1
     assert _rows(t) == [(2, "a", 20), (7, "a", 70)]
     # Table.diff sees changes made by vectors alone (no file differs), with the rows they deleted.
     changes = t.diff(2, 3).to_pylist()
@@ -207,19 +207,19 @@ def test_a_deletion_vector_delete_conflicts_with_a_concurrent_one(catalog: Catal
     assert _rows(t) == [(2, "a", 20), (3, "b", 30), (4, "b", 40), (5, "b", 50)]
     index_files = {p.name for p in Path(t.store.table_path, "index").iterdir()}
     assert len(index_files) == 1  # the failed delete's index file was removed
-    assert t.delete("id = 2") == 1  # re-running is safe
+    assert t.delete("id = 2").deleted == 1  # re-running is safe
     assert _rows(t) == [(3, "b", 30), (4, "b", 40), (5, "b", 50)]
 
 
 # ------------------------------------------------------------------------------------------- append tables
 def test_append_copy_on_write(catalog: Catalog) -> None:
     t = _append(catalog, "ap")
-    assert t.delete("id = 3") == 1
+    assert t.delete("id = 3").deleted == 1
     snap = t.latest_snapshot()
     assert snap is not None and snap.commit_kind == "OVERWRITE"
     assert _rows(t) == [(1, "a", 10), (2, "a", 20), (4, "b", 40), (5, "b", 50)]
     # Only the touched file was rewritten: partition a's file is untouched.
-    assert t.update({"v": "CASE WHEN v > 40 THEN v - 1 ELSE v END"}, "dt = 'b'") == 2
+    assert t.update({"v": "CASE WHEN v > 40 THEN v - 1 ELSE v END"}, "dt = 'b'").updated == 2
     assert _rows(t) == [(1, "a", 10), (2, "a", 20), (4, "b", 40), (5, "b", 49)]
     result = (
         t.merge(pa.table({"id": [1, 9], "v": [100, 900], "dt": ["a", "c"]}), on="id")
@@ -230,7 +230,7 @@ def test_append_copy_on_write(catalog: Catalog) -> None:
     )
     assert (result.updated, result.inserted, result.deleted) == (1, 1, 1)
     assert _rows(t) == [(1, "a", 100), (2, "a", 20), (4, "b", 40), (9, "c", 900)]
-    assert t.delete("true") == 4
+    assert t.delete("true").deleted == 4
     assert _rows(t) == []
 
 
@@ -244,13 +244,13 @@ def test_a_partition_delete_removes_whole_files_unread(catalog: Catalog) -> None
     real_load = dml.load_target
     dml.load_target = no_reads
     try:
-        assert t.delete("dt = 'b'") == 3
+        assert t.delete("dt = 'b'").deleted == 3
     finally:
         dml.load_target = real_load
     snap = t.latest_snapshot()
     assert snap is not None and snap.commit_kind == "OVERWRITE" and snap.delta_record_count == -3
     assert _rows(t) == [(1, "a", 10), (2, "a", 20)]
-    assert t.delete("dt = 'zz'") == 0
+    assert t.delete("dt = 'zz'").deleted == 0
 
 
 def test_copy_on_write_conflicts_with_a_concurrent_removal(catalog: Catalog) -> None:
@@ -289,8 +289,8 @@ def test_dml_on_a_branch_leaves_main_unchanged(catalog: Catalog) -> None:
     main.branches.create("fix")
     fix = main.on_branch("fix")
     before = _rows(main)
-    assert fix.delete("id = 1") == 1
-    assert fix.update({"s": "'u'"}, "id = 2") == 1
+    assert fix.delete("id = 1").deleted == 1
+    assert fix.update({"s": "'u'"}, "id = 2").updated == 1
     assert _rows(main) == before
     assert _rows(fix) == [(2, "a", 20, "u"), (3, "b", 30, "z"), (4, "b", 40, "w")]
 
@@ -356,11 +356,11 @@ def test_random_dml_matches_a_dict_model(catalog: Catalog, primary_key: bool) ->
         op = rng.choice(["merge", "delete", "update", "merge"])
         if op == "delete":
             lo = rng.randrange(0, 30)
-            assert t.delete(f"id >= {lo} AND id < {lo + 5}") == sum(1 for k in model if lo <= k < lo + 5), step
+            assert t.delete(f"id >= {lo} AND id < {lo + 5}").deleted == sum(1 for k in model if lo <= k < lo + 5), step
             model = {k: v for k, v in model.items() if not lo <= k < lo + 5}
         elif op == "update":
             d = rng.randrange(1, 9)
-            assert t.update({"v": f"v + {d}"}, "dt = 'a'") == sum(1 for v in model.values() if v[0] == "a")
+            assert t.update({"v": f"v + {d}"}, "dt = 'a'").updated == sum(1 for v in model.values() if v[0] == "a")
             model = {k: (p, v + d if p == "a" else v) for k, (p, v) in model.items()}
         else:
             ids = sorted(rng.sample(range(30), 6))
@@ -420,8 +420,8 @@ def _race_each_write(t: Table, times: int, rows: pa.Table) -> tuple[Any, list[in
     def racing_write(store, schema, target, *args: Any) -> Any:  # type: ignore[no-untyped-def]
         if len(landed) < times:
             snap = Table.open(t.uri).write_arrow(rows)
-            assert snap is not None
-            landed.append(snap.id)
+            assert snap.snapshot_id is not None
+            landed.append(snap.snapshot_id)
         return real_write(store, schema, target, *args)
 
     dml.apply_change = racing_write
@@ -437,8 +437,8 @@ def test_a_pk_change_overtaken_by_a_writer_is_planned_again(catalog: Catalog) ->
     writer_rows = pa.table({"id": [1, 2], "dt": ["a", "a"], "v": [100, 200], "s": ["p", "q"]})
     real_write, landed = _race_each_write(t, 1, writer_rows)
     try:
-        assert t.update({"v": "v + 1"}, "id <= 2") == 2
-        assert t.delete("id = 1") == 1
+        assert t.update({"v": "v + 1"}, "id <= 2").updated == 2
+        assert t.delete("id = 1").deleted == 1
     finally:
         dml.apply_change = real_write
     assert _rows(t) == [(2, "a", 201, "q"), (3, "b", 30, "z"), (4, "b", 40, "w")]
@@ -473,7 +473,7 @@ def test_a_pk_change_is_not_planned_again_for_a_writer_of_other_rows(catalog: Ca
     writer_rows = pa.table({"id": [9], "dt": ["b"], "v": [90], "s": ["w"]})
     real_write, landed = _race_each_write(t, DML_ATTEMPTS, writer_rows)
     try:
-        assert t.update({"v": "v + 1"}, "id <= 2") == 2
+        assert t.update({"v": "v + 1"}, "id <= 2").updated == 2
     finally:
         dml.apply_change = real_write
     assert len(landed) == 1  # one attempt: the writer's commit did not send it back
@@ -490,7 +490,7 @@ def test_a_writer_moving_a_key_out_of_the_filter_sends_the_change_back(catalog: 
     writer_rows = pa.table({"id": [2], "dt": ["a"], "v": [200], "s": ["w"]})
     real_write, landed = _race_each_write(t, 1, writer_rows)
     try:
-        assert t.update({"v": "v + 1"}, "v < 25") == 1
+        assert t.update({"v": "v + 1"}, "v < 25").updated == 1
     finally:
         dml.apply_change = real_write
     assert _rows(t)[:2] == [(1, "a", 11, "x"), (2, "a", 200, "w")]
@@ -510,6 +510,6 @@ def test_a_write_prepared_before_a_delete_and_committed_after_it_keeps_its_row(c
     writer = job.new_writer("late")
     writer.write(pa.table({"id": [2], "dt": ["a"], "v": [99], "s": ["late"]}))
     messages = writer.prepare_commit()
-    assert t.delete("dt = 'a'") == 2  # retracts keys 1 and 2 (key 2 with the higher sequence number)
+    assert t.delete("dt = 'a'").deleted == 2  # retracts keys 1 and 2 (key 2 with the higher sequence number)
     job.commit(messages)  # the writer's commit lands after the delete: its row for key 2 must be the live one
     assert _rows(t) == [(2, "a", 99, "late"), (3, "b", 30, "z"), (4, "b", 40, "w")]

@@ -204,8 +204,11 @@ class ChainCompactResult:
     """What :func:`compact_chain` did. Truthy when at least one partition was written."""
 
     compacted: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # {"partition": ..., "reason": ...}
-    snapshot: Snapshot | None = None
+    """The partitions written into the snapshot branch, as ``{partition key: value}``."""
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    """The partitions left alone and why: ``{"partition": {...}, "reason": "..."}``."""
+    snapshot_id: int | None = None
+    """The snapshot committed on the snapshot branch (None: nothing was written)."""
 
     def __bool__(self) -> bool:
         return bool(self.compacted)
@@ -324,11 +327,12 @@ def compact_chain(
         result.skipped.extend({"partition": dict(zip(names, p)), "reason": "the merged view is empty"} for p in todo)
         return result
     try:
-        result.snapshot = commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user)
+        committed = commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user)
     except BaseException:
         if snap_store.snapshots.commit_of(user) is None:
             writer.abort()
         raise
+    result.snapshot_id = committed.id if committed is not None else None
     result.compacted.extend(dict(zip(names, p)) for p in todo)
     return result
 

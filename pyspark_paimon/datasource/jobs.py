@@ -159,25 +159,79 @@ def read_planned_split(
     return read_split(ctx, split, metrics=metrics)
 
 
+#: The system tables that read the table's data (the others describe its metadata: ``system_tables.py``).
+DATA_VIEWS = ("audit_log", "binlog", "ro")
+
+
 def prepare_read(
     store: FileStore,
     opts: ReadOptions,
     predicate: Sequence[Leaf] = (),
     read_fields: Sequence[str] | None = None,
     exact_filters: Sequence[Leaf] = (),
+    view: str | None = None,
 ) -> ReadJob:
     """Plan a read of ``store`` (already on the right branch) and build its executor context.
 
     ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
-    the merged rows (Spark does not re-check filters a source accepted).
+    the merged rows (Spark does not re-check filters a source accepted). ``view`` is one of the system tables
+    that read data (:data:`DATA_VIEWS`): ``ro`` reads only the top level of primary-key buckets (Java's
+    ``ReadOptimizedTable``: no merge, possibly stale rows; deletion-vector and first-row tables: every level
+    above 0, as Java's batch scan of them), ``audit_log`` / ``binlog`` lead every row with its row kind.
     """
     store, opts = version_branch(store, opts)  # versionAsOf='<branch>.<tag>' reads that branch
     planned = plan_read(store, opts, predicate)
     ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
+    if view in ("audit_log", "binlog"):
+        ctx = replace(ctx, row_kinds=True)
+    elif view == "ro" and planned.schema.primary_keys:
+        options = planned.schema.core_options
+        if options.deletion_vectors_enabled or options.merge_engine == "first-row":
+            # Java's batch scan of these tables reads every level above 0 (its own level filter replaces $ro's)
+            planned.plan.splits = [
+                replace(s, files=kept) for s in planned.plan.splits if (kept := tuple(f for f in s.files if f.level))
+            ]
+        else:
+            top = options.num_levels - 1  # one sorted run: read as stored, no merge
+            planned.plan.splits = [
+                replace(s, files=kept, raw_convertible=True)
+                for s in planned.plan.splits
+                if (kept := tuple(f for f in s.files if f.level == top))
+            ]
     if opts.only_splits is not None:  # Scan.to_spark's Python half: the splits the JVM readers do not serve
         primary = bool(planned.schema.primary_keys)
         planned.plan.splits = [s for s in planned.plan.splits if split_key(s, primary) in opts.only_splits]
     return ReadJob(planned, ctx)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write committed (``t.write_arrow``). Truthy when a snapshot was committed."""
+
+    snapshot_id: int | None = None
+    """The snapshot committed (None: there was nothing to write)."""
+    files_added: int = 0
+    """Data files written (changelog files not counted)."""
+    rows_written: int = 0
+    """Rows in those files (a primary-key table's writer may fold versions of one key written together)."""
+    partitions: int = 0
+    """Partitions written to."""
+    buckets: int = 0
+    """Buckets written to."""
+
+    @classmethod
+    def of(cls, snapshot: Snapshot | None, messages: Sequence[CommitMessage]) -> "WriteResult":
+        """The result of committing ``messages`` as ``snapshot``."""
+        return cls(
+            snapshot_id=snapshot.id if snapshot is not None else None,
+            files_added=sum(len(m.new_files) for m in messages),
+            rows_written=sum(f.row_count for m in messages for f in m.new_files),
+            partitions=len({m.partition for m in messages if m.new_files}),
+            buckets=len({(m.partition, m.bucket) for m in messages if m.new_files}),
+        )
+
+    def __bool__(self) -> bool:
+        return self.snapshot_id is not None
 
 
 @dataclass
@@ -296,7 +350,7 @@ class WriteJob:
                 "Compacted %d bucket(s) of %s after the write (snapshot %d).",
                 result.buckets,
                 self.store.table_path,
-                result.snapshot.id if result.snapshot else -1,
+                result.snapshot_id if result.snapshot_id is not None else -1,
             )
 
     def with_overwrite(self, overwrite: OverwriteSpec | None) -> "WriteJob":

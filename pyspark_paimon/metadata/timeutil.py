@@ -12,9 +12,21 @@ from __future__ import annotations
 import datetime as _dt
 import numbers
 import time
+from typing import TypeAlias, Union
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.schema.option_values import parse_duration_ms
+
+Instant: TypeAlias = Union[int, _dt.datetime, _dt.date, str]
+"""A point in time, as every ``timestamp=`` and ``older_than=`` argument of the API takes it: epoch milliseconds
+(``int``), a ``datetime`` (naive = local wall-clock time, what ``datetime.now()`` returns), a ``date`` (local
+midnight) or an ISO-8601 string (``'2025-08-10 12:00:00'``; naive = local time). :func:`to_millis` converts it."""
+
+Duration: TypeAlias = Union[int, _dt.timedelta, str]
+"""A length of time, as every ``time_retained=`` argument of the API takes it: milliseconds (``int``), a
+``timedelta`` or a Paimon duration string (``'7 d'``, ``'12 h'``, ``'30 min'``, ``'PT24H'``); never negative.
+``offset=`` (a ref made that long ago) takes the same forms negated: ``'-1 d'``, ``-timedelta(hours=1)``,
+``-3600000``. :func:`duration_millis` and :func:`offset_millis` convert them."""
 
 
 def now_millis() -> int:

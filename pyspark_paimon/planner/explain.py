@@ -24,12 +24,19 @@ class SplitReport:
     non-empty higher levels, what a read of the bucket merges and what compaction reduces."""
 
     partition: dict[str, Any]
+    """The split's partition: column -> value (empty for an unpartitioned table)."""
     bucket: int
+    """The bucket the split reads."""
     files: int
+    """Data files the split reads."""
     bytes: int
+    """Their size on storage."""
     rows: int
+    """Rows stored in them (before any merge or filter)."""
     raw_convertible: bool
+    """Read without a merge: the files' rows are returned as stored."""
     sorted_runs: int | None = None
+    """Primary-key reads: the sorted runs the read merges (level-0 files plus non-empty higher levels)."""
 
 
 @dataclass(frozen=True)
@@ -38,12 +45,19 @@ class SplitTotals:
     the most sorted runs a primary-key read of one bucket merges (None for append tables)."""
 
     count: int
+    """Splits planned."""
     partitions: int
+    """Distinct partitions they read."""
     files: int
+    """Data files they read."""
     bytes: int
+    """Their size on storage."""
     rows: int
+    """Rows stored in them (before any merge or filter)."""
     raw_convertible: int
+    """Splits read without a merge."""
     max_sorted_runs: int | None = None
+    """The most sorted runs one primary-key split merges (None for append tables)."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +67,15 @@ class ReaderReport:
     (``python_reasons``: reason -> splits). ``summary`` reads "jvm: N files, python: M splits"."""
 
     summary: str
+    """One line: "jvm: N files, python: M splits"."""
     jvm_files: int
+    """Files Spark's own file readers read."""
     jvm_splits: int
+    """Splits Spark's own file readers read."""
     python_splits: int
+    """Splits the ``paimon`` Python source reads."""
     python_reasons: dict[str, int] = field(default_factory=dict)
+    """Why those splits need the Python source: reason -> splits."""
 
 
 @dataclass(frozen=True)
@@ -65,12 +84,19 @@ class ScanExplain:
     (``counters``), the splits in total and one by one, planning notes, and (from ``Scan.explain``) the readers."""
 
     snapshot_id: int | None
+    """The snapshot read (None: the table has none yet)."""
     schema_id: int
+    """The schema the read returns."""
     counters: ScanCounters
+    """What each pruning level looked at and skipped."""
     splits: SplitTotals
+    """The splits in total."""
     split_list: list[SplitReport]
+    """The splits one by one."""
     notes: list[str]
+    """Planning notes (e.g. why a filter could not prune)."""
     readers: ReaderReport | None = None
+    """Which reader ``Scan.to_spark`` gives each split (``Scan.explain`` only)."""
 
 
 def explain_plan(plan: ScanPlan) -> ScanExplain:

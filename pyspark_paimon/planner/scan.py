@@ -68,30 +68,54 @@ class ScanCounters:
     """
 
     manifests_total: int = 0
+    """Manifests of the snapshot."""
     manifests_skipped: int = 0
+    """Manifests whose partition statistics exclude the filter (never opened)."""
     partitions_total: int = 0
+    """Partitions planning saw in the opened manifests."""
     partitions_selected: int = 0
+    """Partitions the exact partition filter keeps."""
     partitions_skipped: int = 0
+    """Partitions it drops."""
     buckets_total: int = 0
+    """Buckets of the selected partitions."""
     buckets_selected: int = 0
+    """Buckets the bucket key (fixed by ``=`` / ``IN``) keeps."""
     buckets_skipped: int = 0
+    """Buckets it drops."""
     files_total: int = 0
+    """Data files in the opened manifests."""
     files_selected: int = 0
+    """Data files the plan reads."""
     files_skipped_postpone: int = 0
+    """Files of ``bucket-postpone`` a batch scan leaves out."""
     files_skipped_partition: int = 0
+    """Files the partition filter drops."""
     files_skipped_bucket: int = 0
+    """Files the bucket key drops."""
     files_skipped_stats: int = 0
+    """Files whose min/max/null-count statistics exclude the filter."""
     files_skipped_index: int = 0
+    """Files whose bloom-filter or bitmap index excludes the filter."""
     index_files_read: int = 0
+    """Index files planning read (apart from data files, which planning never opens)."""
     bytes_total: int = 0
+    """Bytes of ``files_total``."""
     bytes_selected: int = 0
+    """Bytes of ``files_selected``."""
     bytes_skipped_postpone: int = 0
+    """Bytes of ``files_skipped_postpone``."""
     bytes_skipped_partition: int = 0
+    """Bytes of ``files_skipped_partition``."""
     bytes_skipped_bucket: int = 0
+    """Bytes of ``files_skipped_bucket``."""
     bytes_skipped_stats: int = 0
+    """Bytes of ``files_skipped_stats``."""
     bytes_skipped_index: int = 0
+    """Bytes of ``files_skipped_index``."""
 
     def as_dict(self) -> dict[str, int]:
+        """Every counter by name (JSON-friendly)."""
         return dict(self.__dict__)
 
 

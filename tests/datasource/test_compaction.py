@@ -118,7 +118,7 @@ def test_full_compaction_keeps_rows_for_every_engine(tmp_path: Path, engine: str
     levels_before = sorted(e.file.level for e in live(t))
     assert t.scan().explain().splits.max_sorted_runs == 6
     result = t.maintenance.compact(full=True)
-    assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
+    assert result and result.snapshot_id is not None and t.snapshot(result.snapshot_id).commit_kind == "COMPACT"
     assert rows(t) == model(writes, engine)
     # Inputs deleted at their original levels, outputs added at the max level as compaction output.
     entries = delta_entries(t)

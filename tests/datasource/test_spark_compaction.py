@@ -25,7 +25,7 @@ def test_compact_through_spark_executors(spark, warehouse: str) -> None:
     path = t.store.table_path
     before = sorted(map(tuple, spark.read.format("paimon").load(path).collect()))
     result = t.maintenance.compact(full=True, spark=spark)
-    assert result and result.snapshot is not None and result.snapshot.commit_kind == "COMPACT"
+    assert result and result.snapshot_id is not None and t.snapshot(result.snapshot_id).commit_kind == "COMPACT"
     assert result.buckets == len({(e.partition, e.bucket) for e in t.store.live_entries(t.latest_snapshot())})
     assert sorted(map(tuple, spark.read.format("paimon").load(path).collect())) == before
     assert {e.file.level for e in t.store.live_entries(t.latest_snapshot()) if e.kind == KIND_ADD} == {5}

@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent("""
         from pyspark_paimon.table import Table
         # buckets compacted in Connect's executors
         compacted = Table.open(path).maintenance.compact(full=True, spark=spark)
-        print("COMPACT=" + json.dumps(compacted.snapshot.commit_kind))
+        print("COMPACT=" + json.dumps(Table.open(path).snapshot(compacted.snapshot_id).commit_kind))
         latest = spark.read.format("paimon").load(path).collect()
         first = spark.read.format("paimon").option("scan.snapshot-id", "1").load(path).collect()
         print("LATEST=" + json.dumps(sorted(list(r) for r in latest)))

@@ -199,8 +199,9 @@ def test_open_file_cost_table_option_packs_fewer_files_per_task(tmp_path: Path) 
 # ------------------------------------------------------------------------------------ tags and schema changes
 def test_sink_process_time_zone_names_batch_tags(tmp_path: Path) -> None:
     table = _create(tmp_path, {"tag.automatic-creation": "batch", "sink.process-time-zone": "Pacific/Kiritimati"})
-    snapshot = table.write_arrow(ROWS)
-    assert snapshot is not None
+    written = table.write_arrow(ROWS)
+    assert written.snapshot_id is not None
+    snapshot = table.snapshot(written.snapshot_id)
     day = dt.datetime.fromtimestamp(snapshot.time_millis / 1000, ZoneInfo("Pacific/Kiritimati")).date()
     assert [t.name for t in table.tags.list()] == [f"batch-write-{day.isoformat()}"]
 
@@ -294,8 +295,9 @@ def test_incremental_reads_of_changelog_tables_need_delta_mode(tmp_path: Path) -
     # A diff compares the two versions' data files, so a changelog producer does not matter to it.
     diff = table.scan(read_options={"incremental-between": "1,2", "incremental-between-scan-mode": "diff"}).to_arrow()
     assert diff.column("id").to_pylist() == [9]
-    snapshot = table.write_arrow(ROWS)  # the input rows also go to changelog files, as Java's writers do
-    assert snapshot is not None and snapshot.changelog_record_count == len(ROWS)
+    written = table.write_arrow(ROWS)  # the input rows also go to changelog files, as Java's writers do
+    assert written.snapshot_id is not None
+    assert table.snapshot(written.snapshot_id).changelog_record_count == len(ROWS)
 
 
 def test_legacy_default_value_option_is_refused(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ WRITER = textwrap.dedent("""
     import pyarrow as pa
     from pyspark_paimon import Table
     endpoint, key, secret, uri, writer, commits = sys.argv[1:7]
-    t = Table.open(uri, endpoint_url=endpoint, key=key, secret=secret)
+    t = Table.open(uri, storage_options={"endpoint_url": endpoint, "key": key, "secret": secret})
     for k in range(int(commits)):
         row = int(writer) * 1000 + k
         t.write_arrow(pa.table({"id": pa.array([row], pa.int64()), "writer": pa.array([int(writer)], pa.int32())}))
@@ -36,7 +36,7 @@ WRITER = textwrap.dedent("""
 # 4 minutes) and exercise no other code path.
 @pytest.mark.parametrize("writers", [4])
 def test_concurrent_committing_processes(s3: S3Server, bucket: str, writers: int) -> None:
-    cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
+    cat = Catalog(f"s3://{bucket}/wh", storage_options=s3.storage_options())
     # Losing a race is expected here, often: enough retries that every commit lands, with short back-offs.
     t = cat.create_table(
         "db.t",

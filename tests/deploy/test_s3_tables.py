@@ -25,7 +25,7 @@ def batch(ids: list[int], values: list[str]) -> pa.Table:
 
 
 def test_primary_key_table_tags_time_travel_branches_expiration(s3: S3Server, bucket: str) -> None:
-    cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
+    cat = Catalog(f"s3://{bucket}/wh", storage_options=s3.storage_options())
     t = cat.create_table("db.t", "id bigint, v string", primary_keys=["id"], options={"bucket": "2"})
     t.write_arrow(batch([1, 2, 3], ["a", "b", "c"]))
     t.tags.create("t1")
@@ -50,11 +50,15 @@ def test_primary_key_table_tags_time_travel_branches_expiration(s3: S3Server, bu
     t.branches.fast_forward("fix", force=True)
     assert rows(cat.get_table("db.t")) == [(1, "a"), (2, "b"), (3, "C")]
     # The same table through Table.open with the storage options, as another program would open it.
-    assert rows(Table.open(f"s3://{bucket}/wh/db.db/t", **s3.storage_options())) == [(1, "a"), (2, "b"), (3, "C")]
+    assert rows(Table.open(f"s3://{bucket}/wh/db.db/t", storage_options=s3.storage_options())) == [
+        (1, "a"),
+        (2, "b"),
+        (3, "C"),
+    ]
 
 
 def test_chain_table(s3: S3Server, bucket: str) -> None:
-    cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
+    cat = Catalog(f"s3://{bucket}/wh", storage_options=s3.storage_options())
     t = cat.create_chain_table(
         "db.c",
         "k string, seq string, v string, date string",
@@ -89,7 +93,7 @@ WRITER = textwrap.dedent("""
     import pyarrow as pa
     from pyspark_paimon import Table
     endpoint, key, secret, uri, first = sys.argv[1:6]
-    t = Table.open(uri, endpoint_url=endpoint, key=key, secret=secret)
+    t = Table.open(uri, storage_options={"endpoint_url": endpoint, "key": key, "secret": secret})
     t.write_arrow(pa.table({"id": pa.array([int(first), int(first) + 1], pa.int64()), "v": ["x", "y"]}))
 """)
 
@@ -100,7 +104,7 @@ def test_a_process_that_listed_the_table_keeps_working_across_other_processes_co
     """s3fs caches listings per process; before the fix this process kept seeing its first listing and neither
     read the other process's commit nor could commit itself (its snapshot id was taken, forever)."""
     uri = f"s3://{bucket}/wh/db.db/t"
-    cat = Catalog(f"s3://{bucket}/wh", **s3.storage_options())
+    cat = Catalog(f"s3://{bucket}/wh", storage_options=s3.storage_options())
     t = cat.create_table("db.t", "id bigint, v string")
     t.write_arrow(batch([1], ["a"]))
     assert [s.id for s in t.snapshots()] == [1] and rows(t) == [(1, "a")]  # listed, hint read, files read

@@ -71,7 +71,7 @@ def warehouse_with_dml(tmp_path_factory: pytest.TempPathFactory) -> str:
         )
         dv.write_arrow(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": [10, 20, 30]}))
         dv.write_arrow(pa.table({"id": [4, 5], "dt": ["b", "b"], "v": [40, 50]}))
-        assert dv.delete("id IN (3, 4)") == 2
+        assert dv.delete("id IN (3, 4)").deleted == 2
         dv.update({"v": "v + 1"}, "id = 2")
         dv.merge(pa.table({"id": [9], "dt": ["c"], "v": [900]}), on="id").when_not_matched_insert_all().execute()
         latest = dv.latest_snapshot()
@@ -160,11 +160,11 @@ def test_dml_on_tables_java_wrote(tmp_path_factory: pytest.TempPathFactory, java
     java.write(warehouse, "db.jap", [{"id": i, "v": f"v{i}"} for i in range(6)])
 
     jpk = Table.open(table_uri(warehouse, "db.jpk"))
-    assert jpk.delete("id IN (0, 5)") == 2
-    assert jpk.update({"v": "concat(v, '!')"}, "id <= 2") == 2
+    assert jpk.delete("id IN (0, 5)").deleted == 2
+    assert jpk.update({"v": "concat(v, '!')"}, "id <= 2").updated == 2
     jap = Table.open(table_uri(warehouse, "db.jap"))
-    assert jap.delete("id = 3") == 1
-    assert jap.update({"v": "upper(v)"}, "id = 4") == 1
+    assert jap.delete("id = 3").deleted == 1
+    assert jap.update({"v": "upper(v)"}, "id = 4").updated == 1
 
     pk_want = [{"id": 1, "v": "new!"}, {"id": 2, "v": "v2!"}, {"id": 3, "v": "v3"}, {"id": 4, "v": "v4"}]
     ap_want = [{"id": i, "v": v} for i, v in [(0, "v0"), (1, "v1"), (2, "v2"), (4, "V4"), (5, "v5")]]

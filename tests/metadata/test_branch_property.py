@@ -162,12 +162,13 @@ class BranchMachine(RuleBasedStateMachine):
             snap = bt.write_arrow(data)
         else:
             snap = bt.write_arrow(data, mode="overwrite", overwrite_partition={"dt": overwrite})
-        if snap is None:  # nothing to commit (an empty overwrite of an empty partition)
+        if snap.snapshot_id is None:  # nothing to commit (an empty overwrite of an empty partition)
             assert overwrite is not None and not rows
             return
-        assert snap.id == (latest or 0) + 1, (b, snap.id, latest)
-        m.snaps[snap.id] = snap.uuid
-        self.contents[snap.uuid] = apply_write(base, rows, overwrite, self.PK)
+        assert snap.snapshot_id == (latest or 0) + 1, (b, snap.snapshot_id, latest)
+        uuid = bt.snapshot(snap.snapshot_id).uuid
+        m.snaps[snap.snapshot_id] = uuid
+        self.contents[uuid] = apply_write(base, rows, overwrite, self.PK)
 
     @precondition(lambda self: len(self.branches) > 1)
     @rule(pick=st.integers(0, 100), rows=ROWS)
@@ -196,7 +197,7 @@ class BranchMachine(RuleBasedStateMachine):
         m = self.branches[b]
         name = self._pick(list(m.tags), which)
         self._did(f"delete_tag {b} {name} clean={clean}")
-        assert self._bt(b).tags.delete(name, clean_files=clean) is True
+        assert self._bt(b).tags.delete(name, clean_files=clean).deleted == [name]
         del m.tags[name]
 
     @precondition(lambda self: self._with_tags())
@@ -212,7 +213,7 @@ class BranchMachine(RuleBasedStateMachine):
             time.sleep(0.01)  # the retained tags (1 ms) are past their retention
             expired = self._bt(b).tags.expire(clean_files=clean)
             expected = {n for n, (_, _, r) in m.tags.items() if r}
-        assert set(expired) == expected, (expired, expected)
+        assert set(expired.deleted) == expected, (expired, expected)
         for n in expected:
             del m.tags[n]
 
@@ -252,12 +253,12 @@ class BranchMachine(RuleBasedStateMachine):
         self.branches[name] = new
 
     @precondition(lambda self: len(self.branches) > 1)
-    @rule(pick=st.integers(0, 100))
-    def drop_branch(self, pick: int) -> None:
+    @rule(pick=st.integers(0, 100), clean=st.booleans())
+    def delete_branch(self, pick: int, clean: bool) -> None:
         others = [b for b in self.branches if b != "main"]
         b = self._pick(others, pick)
-        self._did(f"drop_branch {b}")
-        assert self.table.branches.drop(b)
+        self._did(f"delete_branch {b} clean={clean}")
+        assert self.table.branches.delete(b, clean_files=clean).deleted == [b]
         del self.branches[b]
 
     @precondition(lambda self: self._forwardable())
@@ -448,7 +449,8 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
             lambda: m.create_tag(p("sources", "main"), s("main", 1), True),  # t8, retained
             lambda: m.expire_tags(p("tags", "main"), False, True),  # retained tags go
             lambda: m.expire_tags(p("tags", "b3"), True, False),  # all tags of b3
-            lambda: m.drop_branch(o("b6")),
+            lambda: m.delete_branch(o("b4"), False),  # metadata only
+            lambda: m.delete_branch(o("b6"), True),  # with the files only it kept
             lambda: m.remove_orphans(),
             lambda: m.write(p("branches", "main"), [("a", 1, "z")], None, False),
         ]
@@ -463,7 +465,7 @@ def test_scripted_sequence_exercises_every_operation(machine_cls: type[BranchMac
             "delete_tag",
             "expire_tags",
             "create_branch",
-            "drop_branch",
+            "delete_branch",
             "fast_forward",
             "rollback",
             "expire_snapshots",

@@ -58,9 +58,9 @@ def t0(table: FakeTable) -> int:
 def test_tags_and_branches_as_of_an_instant_follow_the_chosen_rule(timed: FakeTable) -> None:
     t, base = api(timed), t0(timed)
     between = base + HOUR_MS + 1  # after snapshot 2, before snapshot 3
-    # Tags default to Paimon's create_tag_from_timestamp (first at or after); branches to the state at T.
-    assert t.tags.create("after", timestamp=between).snapshot_id == 3
-    assert t.tags.create("before", timestamp=between, timestamp_rule=AT_OR_BEFORE).snapshot_id == 2
+    # Tags and branches alike default to the state at T; Paimon's create_tag_from_timestamp rule is a keyword.
+    assert t.tags.create("after", timestamp=between, timestamp_rule=AT_OR_AFTER).snapshot_id == 3
+    assert t.tags.create("before", timestamp=between).snapshot_id == 2
     assert t.branches.create("b_before", timestamp=between).source_snapshot_id == 2
     assert t.branches.create("b_after", timestamp=between, timestamp_rule=AT_OR_AFTER).source_snapshot_id == 3
     # An exact commit time selects that snapshot under both rules.
@@ -83,7 +83,7 @@ def test_as_of_rules_see_snapshots_only_tags_preserved_and_refuse_empty_ranges(t
     with pytest.raises(SnapshotNotFoundError, match="at or before"):
         t.branches.create("too_early", timestamp=base - 1)
     with pytest.raises(SnapshotNotFoundError, match="at or after"):
-        t.tags.create("too_late", timestamp=base + 5 * HOUR_MS)
+        t.tags.create("too_late", timestamp=base + 5 * HOUR_MS, timestamp_rule=AT_OR_AFTER)
     with pytest.raises(OptionError, match="timestamp_rule must be one of"):
         t.tags.create("bad", timestamp=base, timestamp_rule="nearest")
     with pytest.raises(OptionError, match="timestamp_rule must be one of"):
@@ -116,12 +116,12 @@ def test_expire_branches_drops_expired_branches_and_only_files_nothing_else_reac
         older_than=dt.datetime.now() + dt.timedelta(1),
     )
     now = info.create_time_millis + 2 * HOUR_MS
-    assert expire_branches(table.store, now=info.create_time_millis).expired_branches == []
+    assert expire_branches(table.store, now=info.create_time_millis).deleted == []
     dry = expire_branches(table.store, now=now, dry_run=True)
-    assert dry.expired_branches == ["tmp"] and {Path(p).name for p in dry.deleted_data_files} == set(fb)
+    assert dry.deleted == ["tmp"] and {Path(p).name for p in dry.deleted_data_files} == set(fb)
     assert set(fb) <= data_files_on_disk(table)
     result = expire_branches(table.store, now=now)
-    assert result.expired_branches == ["tmp"]
+    assert result.deleted == ["tmp"]
     # fb was only on tmp; f1 is still read by branches 'kept' and 'no_retention'.
     assert {Path(p).name for p in result.deleted_data_files} == set(fb)
     assert set(f1) <= data_files_on_disk(table)
@@ -129,7 +129,7 @@ def test_expire_branches_drops_expired_branches_and_only_files_nothing_else_reac
     assert_all_roots_intact(table)
     # older_than drops every branch created before it, retention or not; then f1 has no reader left.
     result = t.branches.expire(older_than=dt.datetime.now() + dt.timedelta(minutes=1))
-    assert result.expired_branches == ["kept", "no_retention"]
+    assert result.deleted == ["kept", "no_retention"]
     assert not set(f1) & data_files_on_disk(table)
     assert_all_roots_intact(table)
 
@@ -140,7 +140,7 @@ def test_expire_branches_keeps_a_branch_another_branch_reads_from(table: FakeTab
     info = t.branches.create("fb", snapshot_id=1, time_retained="1 h")
     t.update_schema().set_options({"scan.fallback-branch": "fb"}).commit()
     result = expire_branches(table.store, now=info.create_time_millis + 2 * HOUR_MS)
-    assert result.expired_branches == []
+    assert result.deleted == []
     assert "scan.fallback-branch" in result.kept["fb"]
     assert [b.name for b in t.branches.list()] == ["fb"]
 
@@ -160,7 +160,7 @@ def test_a_branch_made_from_an_expired_branch_keeps_its_lineage(table: FakeTable
     with pytest.raises(BranchConflictError, match=r"snapshot 2 \(APPEND"):
         t.branches.fast_forward("c")
     result = expire_branches(table.store, now=info.create_time_millis + 2 * HOUR_MS)
-    assert result.expired_branches == ["b"] and result.relinked_branches == ["c"]
+    assert result.deleted == ["b"] and result.relinked_branches == ["c"]
     via = BranchManager(table.store).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     # $branches still reports where c came from.
@@ -179,7 +179,7 @@ def test_dropping_a_branch_by_hand_keeps_its_childrens_lineage_too(table: FakeTa
     t.branches.create("b", snapshot_id=1)
     table.append(branch="b")
     t.on_branch("b").branches.create("c", snapshot_id=2)
-    t.branches.drop("b")
+    t.branches.delete("b")
     via = BranchManager(table.store).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and via.source_branch == "main" and via.source_snapshot_id == 1
     assert [h[1] for h in via.history] == [1]  # b's copy of main's snapshot 1
@@ -198,7 +198,7 @@ def test_lineage_survives_dropping_a_chain_of_ancestors_parents_first(table: Fak
     table.append(branch="c")
     created = BranchManager(table.store).info("c").create_time_millis
     result = expire_branches(table.store, older_than=created)  # a and b, not c
-    assert result.expired_branches == ["a", "b"] and result.relinked_branches == ["c"]
+    assert result.deleted == ["a", "b"] and result.relinked_branches == ["c"]
     via = BranchManager(table.store).lineage("c").via  # type: ignore[union-attr]
     assert via is not None and (via.source_branch, via.source_snapshot_id) == ("main", 1)
     assert sorted(h[1] for h in via.history) == [1, 2]  # main s1 (a copied it), a2 (b copied it)

@@ -87,7 +87,7 @@ def test_branch_names_are_validated(table: Table, name: str, match: str) -> None
     with pytest.raises(BranchError, match=match):
         table.branches.create(name, empty=True)
     with pytest.raises(BranchError, match=match):
-        table.branches.drop(name)
+        table.branches.delete(name)
 
 
 # ---------------------------------------------------------------------------------------- create
@@ -143,7 +143,7 @@ def test_create_from_snapshot_latest_and_empty(table: Table) -> None:
     delta = table.on_branch("delta")
     assert delta.scan().to_arrow().num_rows == 0 and delta.schema.field_names == ["id", "dt", "amount", "note"]
     snap = delta.write_arrow(pa.table({"id": [9], "dt": ["z"], "amount": [9], "note": ["n"]}))
-    assert snap is not None and snap.id == 1, "an empty branch starts at snapshot 1, as in Paimon"
+    assert snap.snapshot_id == 1, "an empty branch starts at snapshot 1, as in Paimon"
     infos = {b.name: b for b in table.branches.list()}
     assert infos["delta"].source_snapshot_id is None and infos["lat"].source_snapshot_id == 3
     assert infos["exp"].latest_snapshot_id == 1 and infos["delta"].latest_snapshot_id == 1
@@ -189,7 +189,7 @@ def test_branch_writes_continue_ids_and_share_the_table_root(table: Table) -> No
     fix = table.on_branch("fix")
     before = set(os.listdir(f"{table.store.table_path}/manifest"))
     snap = fix.write_arrow(batch([7], "d", [70]))
-    assert snap is not None and snap.id == 3, "continues from the fork snapshot 2"
+    assert snap.snapshot_id == 3, "continues from the fork snapshot 2"
     root = f"{table.store.table_path}/branch/branch-fix"
     assert not os.path.exists(f"{root}/manifest") and not os.path.exists(f"{root}/dt=d")
     assert set(os.listdir(f"{table.store.table_path}/manifest")) > before, "manifests go to the shared root"
@@ -265,14 +265,14 @@ def test_rename_and_drop(table: Table) -> None:
     with pytest.raises(BranchError, match="default branch"):
         table.branches.rename("main", "z")
     data_before = {p for p in files_under(table.store.table_path) if "/bucket-" in p}
-    assert table.branches.drop("x2") is True
+    assert table.branches.delete("x2").deleted == ["x2"]
     assert not os.path.exists(f"{table.store.table_path}/branch/branch-x2")
     assert {p for p in files_under(table.store.table_path) if "/bucket-" in p} == data_before, (
         "data is left to orphan removal"
     )
     with pytest.raises(BranchNotFoundError):
-        table.branches.drop("x2")
-    assert table.branches.drop("x2", ignore_if_not_exists=True) is False
+        table.branches.delete("x2")
+    assert not table.branches.delete("x2", ignore_if_not_exists=True)
     assert len(table.on_branch("y").scan().to_arrow()) == 4, "a branch does not depend on its source branch"
 
 
@@ -280,11 +280,11 @@ def test_drop_refuses_a_branch_another_branch_reads_from(table: Table) -> None:
     table.branches.create("backfill", tag="t2")
     table.update_schema().set_options({"scan.fallback-branch": "backfill"}).commit()
     with pytest.raises(BranchError, match="scan.fallback-branch"):
-        table.branches.drop("backfill")
+        table.branches.delete("backfill")
     with pytest.raises(BranchError, match="scan.fallback-branch"):
         table.branches.rename("backfill", "bf")
     table.update_schema().remove_options(["scan.fallback-branch"]).commit()
-    table.branches.drop("backfill")
+    table.branches.delete("backfill")
 
 
 # ---------------------------------------------------------------------------------------- fast-forward
@@ -424,7 +424,7 @@ def test_replace_main_keeping_the_previous_main(table: Table) -> None:
     info = {b.name: b for b in table.branches.list()}["old_main"]
     assert (info.source_branch, info.source_snapshot_id) == ("main", 3)
     # Main goes on from the branch's head; and the old main can be brought back.
-    assert table.write_arrow(batch([9], "z", [9])).id == 4
+    assert table.write_arrow(batch([9], "z", [9])).snapshot_id == 4
     with pytest.raises(BranchConflictError):
         table.branches.fast_forward("old_main")
     table.branches.replace_main("old_main")
@@ -548,7 +548,7 @@ def test_data_correction_workflow(catalog: Catalog, fix_commits: int) -> None:
     assert rows(t.scan(read_options={"scan.tag-name": "before_bad"}).to_arrow()) == rows(
         fix.scan(read_options={"scan.tag-name": "before_bad"}).to_arrow()
     )
-    assert t.write_arrow(batch([5], "d5", [15])).id == head + 1, "main goes on after the published head"
+    assert t.write_arrow(batch([5], "d5", [15])).snapshot_id == head + 1, "main goes on after the published head"
 
 
 def test_safe_fast_forward_with_a_concurrent_reader(table: Table) -> None:
@@ -678,7 +678,7 @@ def test_gc_treats_every_branch_as_live(table: Table) -> None:
     assert rows(fix.scan().to_arrow()) == expected
     assert not table.maintenance.remove_orphan_files(older_than=future).files or rows(fix.scan().to_arrow()) == expected
     assert rows(fix.scan().to_arrow()) == expected
-    table.branches.drop("fix")
+    table.branches.delete("fix", clean_files=False)  # metadata only, as Paimon's delete_branch
     orphans = table.maintenance.remove_orphan_files(older_than=future)
     assert any("dt=only_fix" in p for p in orphans.files)
     assert len(table.scan().to_arrow()) == 1
@@ -716,7 +716,7 @@ def test_interop_branches(warehouse: str) -> None:
 
     theirs = cat.get_table("default.t$branch_theirs")
     assert rows(theirs.scan().to_arrow()) == [(1, "a", 10), (2, "a", 20)]
-    assert theirs.write_arrow(batch([6], "d", [60])).id == 2, "continues from the tagged snapshot 1"
+    assert theirs.write_arrow(batch([6], "d", [60])).snapshot_id == 2, "continues from the tagged snapshot 1"
     assert {b.name for b in t.branches.list()} == {"ours", "theirs"}
     assert not {b.name: b for b in t.branches.list()}["theirs"].has_lineage
     back = oracle.read("pypaimon", warehouse, "default.t$branch_theirs")

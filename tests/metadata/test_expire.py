@@ -252,9 +252,9 @@ def test_delete_tag_cleans_unreachable_files_by_default_as_java_does(table: Fake
     table.commit([table.new_file("a")], overwrite=True)
     table.append()
     expire(table)
-    assert t.tags.delete("v1") is True
+    assert t.tags.delete("v1").deleted == ["v1"]
     assert set(f1) <= data_files_on_disk(table)  # the branch still reads f1
-    assert t.tags.delete("v2") is True
+    assert t.tags.delete("v2").deleted == ["v2"]
     assert not set(f2) & data_files_on_disk(table)  # only v2 kept f2 alive
     assert set(f1) <= data_files_on_disk(table)
     assert_all_roots_intact(table)
@@ -267,7 +267,7 @@ def test_expire_tags_with_clean_files(table: FakeTable) -> None:
     expire(table)
     assert set(f1) <= data_files_on_disk(table)
     res = expire_tags(table.store, now=dt.datetime.now() + dt.timedelta(hours=2), clean_files=True)
-    assert res.expired_tags == ["short"]
+    assert res.deleted == ["short"]
     assert not set(f1) & data_files_on_disk(table)
     assert_all_roots_intact(table)
 
@@ -391,8 +391,8 @@ def test_a_corrupt_tag_stops_tag_deletion_with_clean_files(history: FakeTable) -
     assert all_files(history) == before
     # Without file cleaning only the tag file goes: nothing needs the other roots, and the corrupt tag itself can
     # be dropped that way (the fix the error names); then expiration goes ahead.
-    assert delete_tags(FileStore(history.fileio, history.path, "main"), ["keep"]).expired_tags == ["keep"]
-    assert delete_tags(FileStore(history.fileio, history.path, "b"), ["bt"]).expired_tags == ["bt"]
+    assert delete_tags(FileStore(history.fileio, history.path, "main"), ["keep"]).deleted == ["keep"]
+    assert delete_tags(FileStore(history.fileio, history.path, "b"), ["bt"]).deleted == ["bt"]
     assert expire(history).expired_snapshots == [1, 2, 3]
     assert_all_roots_intact(history)
 

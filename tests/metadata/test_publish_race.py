@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.errors import BranchConflictError, BranchError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import ManifestStore
@@ -39,6 +40,17 @@ def main_snapshot(t: Table, sid: int) -> Snapshot:
     return SnapshotManager(FileIO("file"), t.store.table_path).snapshot(sid)
 
 
+def commit_as_writer(table_path: str, data: pa.Table) -> Snapshot:
+    """One APPEND commit to main by a separate writer, returning the snapshot it committed (the engine's
+    ``WriteJob.commit``, whose answer is the commit's own snapshot, not a read of the id afterwards)."""
+    job = prepare_write(FileStore(FileIO("file"), table_path))
+    writer = job.new_writer("racing-writer")
+    writer.write(data)
+    snapshot = job.commit(writer.prepare_commit())
+    assert snapshot is not None
+    return snapshot
+
+
 class CommitWhen(FileIO):
     """A FileIO for the publish that, the first time it is about to do ``op`` on ``path_suffix`` of main,
     commits one batch to main through a separate ``Table`` (a concurrent writer) and records the ack."""
@@ -50,7 +62,7 @@ class CommitWhen(FileIO):
 
     def _maybe_commit(self, op: str, path: str) -> None:
         if self.acked is None and op == self.op and path.endswith(self.suffix) and "/branch/" not in path:
-            acked = Table(FileStore(FileIO("file"), self.table.store.table_path)).write_arrow(batch([999], "w"))
+            acked = commit_as_writer(self.table.store.table_path, batch([999], "w"))
             assert acked is not None
             self.acked = acked
 
@@ -171,7 +183,7 @@ def test_a_commit_after_the_switch_of_a_gap_publish_goes_on_top(table: Table) ->
     )
     assert set(table.scan(read_options={"scan.snapshot-id": "2"}).to_arrow().column("id").to_pylist()) == {1}
     # A commit prepared on the old head 1 collides with 2 and lands on top of the published head.
-    acked = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(batch([999], "w"))
+    acked = commit_as_writer(table.store.table_path, batch([999], "w"))
     assert acked is not None and acked.id == 5 and ids_of(table) == {1, 2, 3, 4, 999}
 
 
@@ -182,9 +194,7 @@ def test_a_commit_between_planning_and_publishing_stops_a_forced_publish(table: 
     table.on_branch("fix").write_arrow(batch([10], "f"))
     before = {sid: main_snapshot(table, sid).uuid for sid in (1, 2, 3)}
     io = CommitWhen(table, "write", "/snapshot/LATEST")  # the publish's first write pins the LATEST hint
-    io.acked = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(
-        batch([999], "w")
-    )  # lands after planning...
+    io.acked = commit_as_writer(table.store.table_path, batch([999], "w"))  # lands after planning...
     manager = BranchManager(FileStore(io, table.store.table_path))
     real_content = manager._content
     calls = {"n": 0}
@@ -279,10 +289,7 @@ def race(
             while len(acked) < 50 and extra <= rounds_after:
                 if published.is_set():
                     extra += 1  # a few commits after the publish, on whatever head it left
-                snap = Table(FileStore(FileIO("file"), table.store.table_path)).write_arrow(
-                    batch([1000 + len(acked)], "w")
-                )
-                assert snap is not None
+                snap = commit_as_writer(table.store.table_path, batch([1000 + len(acked)], "w"))
                 with ready:
                     acked.append(snap)
                     ready.notify_all()

@@ -16,7 +16,14 @@ from maint_helpers import FakeTable, assert_all_roots_intact, data_files_on_disk
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError, TagError, TagNotFoundError
 from pyspark_paimon.metadata.maintenance.expire import expire_snapshots, expire_tags
 from pyspark_paimon.metadata.refs import tags as tags_module
-from pyspark_paimon.metadata.refs.tags import Tag, TagManager, tag_from_json, tag_to_json, validate_tag_name
+from pyspark_paimon.metadata.refs.tags import (
+    AT_OR_AFTER,
+    Tag,
+    TagManager,
+    tag_from_json,
+    tag_to_json,
+    validate_tag_name,
+)
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.table import Table
 from tests.interop.helpers import OracleBatch
@@ -109,15 +116,17 @@ def test_create_from_expired_snapshot_uses_a_tag_that_preserved_it(table: FakeTa
 
 
 def test_create_from_timestamp_takes_first_snapshot_at_or_after(table: FakeTable) -> None:
+    """Paimon's ``create_tag_from_timestamp`` rule, chosen with ``timestamp_rule`` (the default is the table as of
+    the instant, tests/metadata/test_branch_refs.py)."""
     snaps = [table.append()[0] for _ in range(3)]
     t = api(table)
     ts = snaps[1].time_millis
-    assert t.tags.create("eod", timestamp=ts).snapshot.id == snaps[1].id
-    assert t.tags.create("eod2", timestamp=ts - 100_000).snapshot.id == snaps[0].id
+    assert t.tags.create("eod", timestamp=ts, timestamp_rule=AT_OR_AFTER).snapshot.id == snaps[1].id
+    assert t.tags.create("eod2", timestamp=ts - 100_000, timestamp_rule=AT_OR_AFTER).snapshot.id == snaps[0].id
     as_dt = dt.datetime.fromtimestamp(snaps[2].time_millis / 1000)  # naive = local time
-    assert t.tags.create("eod3", timestamp=as_dt).snapshot.id >= snaps[1].id
+    assert t.tags.create("eod3", timestamp=as_dt, timestamp_rule=AT_OR_AFTER).snapshot.id >= snaps[1].id
     with pytest.raises(SnapshotNotFoundError, match="at or after"):
-        t.tags.create("late", timestamp=snaps[2].time_millis + 10_000)
+        t.tags.create("late", timestamp=snaps[2].time_millis + 10_000, timestamp_rule=AT_OR_AFTER)
 
 
 def test_create_from_timestamp_considers_tags_of_expired_snapshots(table: FakeTable) -> None:
@@ -182,11 +191,11 @@ def test_rename_replace_delete_list(table: FakeTable) -> None:
     assert table.tags().get_tag("a2").snapshot == s2 and table.tags().get_tag("a2").time_retained_ms == 86_400_000
     with pytest.raises(TagNotFoundError, match="cannot be replaced"):
         t.tags.replace("new", snapshot_id=1)
-    assert t.tags.delete("a2") is True
+    assert t.tags.delete("a2").deleted == ["a2"]
     assert [x.name for x in t.tags.list()] == ["b"]
     with pytest.raises(TagNotFoundError):
         t.tags.delete("a2")
-    assert t.tags.delete("a2", ignore_if_not_exists=True) is False
+    assert not t.tags.delete("a2", ignore_if_not_exists=True)
     assert set(names1) <= data_files_on_disk(table)  # deleting a tag deletes no data by default
 
 
@@ -195,8 +204,8 @@ def test_delete_tag_takes_one_name_and_returns_whether_it_existed(table: FakeTab
     t = api(table)
     for n in ("x", "y", "z"):
         t.tags.create(n)
-    assert t.tags.delete("x") is True and t.tags.delete("y") is True
-    assert t.tags.delete("x", ignore_if_not_exists=True) is False
+    assert t.tags.delete("x").deleted == ["x"] and t.tags.delete("y").deleted == ["y"]
+    assert not t.tags.delete("x", ignore_if_not_exists=True)
     assert [x.name for x in t.tags.list()] == ["z"]
 
 
@@ -217,11 +226,11 @@ def test_expire_tags_by_retention_and_older_than(table: FakeTable) -> None:
     t.tags.create("long", time_retained="30 d")
     t.tags.create("forever")
     now = dt.datetime.now()
-    assert expire_tags(table.store, now=now).expired_tags == []
-    assert expire_tags(table.store, now=now + dt.timedelta(hours=2)).expired_tags == ["short"]
+    assert expire_tags(table.store, now=now).deleted == []
+    assert expire_tags(table.store, now=now + dt.timedelta(hours=2)).deleted == ["short"]
     assert [x.name for x in t.tags.list()] == ["forever", "long"]
     # older_than expires any tag created before it, even one without retention (file mtime), like Java.
-    assert sorted(t.tags.expire(older_than=now + dt.timedelta(seconds=5))) == ["forever", "long"]
+    assert sorted(t.tags.expire(older_than=now + dt.timedelta(seconds=5)).deleted) == ["forever", "long"]
     assert t.tags.list() == []
 
 

@@ -19,13 +19,13 @@ process:
    re-plans on the new latest snapshot and tries again, a few times.
 
 Nothing is visible before the commit: a compaction that dies midway leaves only unreferenced files
-(``Table.remove_orphan_files`` reclaims them). This module never imports pyspark.
+(``t.maintenance.remove_orphan_files`` reclaims them). This module never imports pyspark.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from pyspark_paimon.datasource.compact.compact_plan import (
     CompactPlan,
@@ -35,6 +35,7 @@ from pyspark_paimon.datasource.compact.compact_plan import (
     refuse_unsupported,
 )
 from pyspark_paimon.datasource.compact.compact_runners import delete_outputs, run_in_process
+from pyspark_paimon.datasource.compact.ordered_compact import clustering_incremental, sort_order
 from pyspark_paimon.datasource.compact.postpone_compact import compact_postpone
 from pyspark_paimon.datasource.write.postpone import is_postpone
 from pyspark_paimon.errors import CommitConflictError
@@ -57,17 +58,25 @@ MAX_ATTEMPTS = 3
 class CompactResult:
     """What a compaction did (truthy when it committed a snapshot)."""
 
-    snapshot: Snapshot | None = None
+    snapshot_id: int | None = None
+    """The COMPACT snapshot committed (None: nothing needed compacting)."""
     buckets: int = 0
+    """Buckets rewritten."""
     files_before: int = 0
+    """Data files the compaction replaced."""
     files_after: int = 0
+    """Data files it wrote."""
     rows_before: int = 0
+    """Rows in the replaced files."""
     rows_after: int = 0
+    """Rows in the written files (fewer when versions of a key were merged)."""
     attempts: int = 0
+    """Plans made: more than one when a concurrent commit conflicted and the compaction was planned again."""
     notes: list[str] = field(default_factory=list)
+    """What else happened (a conflict retried, postpone files moved into real buckets)."""
 
     def __bool__(self) -> bool:
-        return self.snapshot is not None
+        return self.snapshot_id is not None
 
 
 def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> Snapshot | None:
@@ -115,16 +124,24 @@ def compact(
     store: FileStore,
     partitions: PartitionSpecs = None,
     *,
-    full: bool = False,
+    full: bool | None = False,
     runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
     buckets: Iterable[tuple[bytes, int]] | None = None,
     auto: bool = False,
     progress: Progress | None = None,
+    order_strategy: str | None = None,
+    order_by: Sequence[str] | str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """Plan, run (``runner``: in process by default; the Spark adapter passes one that uses executors) and
     commit a compaction. When a concurrent commit removed an input or wrote overlapping files at a level the
     outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
-    snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed)."""
+    snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed).
+
+    ``full`` None is the default of Paimon's Spark procedure: full, but minor for a table that clusters
+    incrementally (``clustering.incremental``). ``order_strategy`` / ``order_by`` (a sort compaction), incremental
+    clustering and ``options`` (overlaid on the
+    table's options for this compaction): :func:`~pyspark_paimon.datasource.compact.compact_plan.plan_compaction`."""
 
     def run(plan: CompactPlan) -> list[CommitMessage]:
         total = len(plan.tasks)
@@ -135,6 +152,10 @@ def compact(
             return messages
         return run_in_process(plan, progress)
 
+    if full is None:
+        full = not clustering_incremental(store.schema())
+    if order_strategy is not None and order_strategy.strip().lower() != "none":
+        sort_order(store.schema(), store.table_path, order_strategy, order_by or ())  # before a postpone move commits
     wanted = None if buckets is None else list(buckets)
     moved: CompactResult | None = None
     result = CompactResult()
@@ -146,7 +167,7 @@ def compact(
         move = compact_postpone(store, partition_matcher(store.schema(), partitions))
         if move is not None:
             moved = CompactResult(
-                snapshot=move.snapshot,
+                snapshot_id=move.snapshot.id if move.snapshot is not None else None,
                 buckets=len(move.buckets),
                 files_before=move.files_before,
                 files_after=move.files_after,
@@ -161,7 +182,16 @@ def compact(
                     f"snapshot {move.snapshot.id}"
                 )
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
+        plan = plan_compaction(
+            store,
+            partitions,
+            full=full,
+            buckets=wanted,
+            auto=auto,
+            order_strategy=order_strategy,
+            order_by=order_by,
+            table_options=options,
+        )
         result.attempts = attempt
         if not plan.tasks:
             return moved if moved is not None else result
@@ -178,7 +208,7 @@ def compact(
                 ) from exc
             result.notes.append(f"attempt {attempt}: {exc}")
             continue
-        result.snapshot = snapshot
+        result.snapshot_id = snapshot.id if snapshot is not None else None
         result.buckets = len({(m.partition, m.bucket) for m in messages})  # an unaware bucket may have several
         result.files_before = sum(len(m.compact_before) for m in messages)
         result.files_after = sum(len(m.new_files) for m in messages)

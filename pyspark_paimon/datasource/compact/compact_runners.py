@@ -84,7 +84,7 @@ def session_runner(session: Any) -> Callable[[CompactPlan], list[CommitMessage]]
     It only calls methods of the ``session`` it is given (``createDataFrame``, ``repartition``,
     ``mapInArrow``, ``collect``) and imports nothing of pyspark, so it works on classic Spark and Spark Connect
     alike and the Python API can offer it without depending on the Spark adapters. If the Spark job fails, the
-    files that finished tasks wrote are never committed (orphans for ``Table.remove_orphan_files``)."""
+    files that finished tasks wrote are never committed (orphans for ``t.maintenance.remove_orphan_files``)."""
 
     def run(plan: CompactPlan) -> list[CommitMessage]:
         rows = [(pickle.dumps(task),) for task in plan.tasks]
@@ -114,7 +114,7 @@ def delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> None
             except OSError as exc:
                 log.warning(
                     "Could not delete %s of a compaction that was not committed (%s); "
-                    "Table.remove_orphan_files will remove it.",
+                    "t.maintenance.remove_orphan_files will remove it.",
                     path,
                     exc,
                 )

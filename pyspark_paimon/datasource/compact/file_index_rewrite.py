@@ -35,7 +35,6 @@ from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
-from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 
 __all__ = ["RewriteFileIndexResult", "rewrite_file_index"]
@@ -48,15 +47,21 @@ class RewriteFileIndexResult:
     """What one rewrite did: the snapshot it committed, the data files it re-indexed, and how many of their
     containers went into the manifest and into index files. Truthy when a snapshot was committed."""
 
-    snapshot: Snapshot | None = None
+    snapshot_id: int | None = None
+    """The COMPACT snapshot committed (None: no file needed new indexes)."""
     files: int = 0
+    """Data files re-indexed."""
     embedded: int = 0
+    """Of those, the files whose index container went into the manifest."""
     index_files: int = 0
+    """Index files written (``<data file>.index``)."""
     attempts: int = 0
+    """Plans made: more than one when a concurrent commit conflicted."""
     notes: list[str] = field(default_factory=list)
+    """What else happened (a conflict retried)."""
 
     def __bool__(self) -> bool:
-        return self.snapshot is not None
+        return self.snapshot_id is not None
 
 
 @dataclass(frozen=True)
@@ -122,13 +127,14 @@ def rewrite_file_index(
             after.append(r.new)
         commit = FileStoreCommit(store, schema.options)
         try:
-            result.snapshot = commit.commit(
+            committed = commit.commit(
                 [
                     CommitMessage(part, bucket, total, tuple(after), compact_before=tuple(before))
                     for (part, bucket), (total, before, after) in messages.items()
                 ],
                 kind="COMPACT",
             )
+            result.snapshot_id = committed.id if committed is not None else None
         except CommitConflictError as exc:
             _delete_written(store, changed)
             if attempt == MAX_ATTEMPTS:

@@ -43,19 +43,29 @@ KIND_INSERT, KIND_UPDATE_AFTER, KIND_DELETE = 0, 2, 3
 
 @dataclass(frozen=True)
 class MergeResult:
-    """What one DML commit changed. ``copied``: unchanged rows that copy-on-write rewrote (append tables);
-    ``vectors_written``: data files whose deletion vector the change wrote (deletion-vector append tables);
-    ``files_read``: data files the change read after pruning by partition, bucket and key statistics (a merge
-    prunes by its source's keys), so its cost shows as what it touched."""
+    """What one DML commit changed (``t.delete``, ``t.update``, ``t.merge(...).execute()``). Truthy when a
+    snapshot was committed."""
 
     inserted: int = 0
+    """Rows inserted (merge's ``when_not_matched_insert*``)."""
     updated: int = 0
+    """Rows updated."""
     deleted: int = 0
+    """Rows deleted."""
     copied: int = 0
+    """Unchanged rows that copy-on-write rewrote with the touched ones (append tables without deletion vectors)."""
     files_rewritten: int = 0
+    """Data files copy-on-write replaced (append tables)."""
     snapshot_id: int | None = None
+    """The snapshot committed (None: no row matched, nothing was committed)."""
     vectors_written: int = 0
+    """Data files whose deletion vector the change wrote (append tables with deletion vectors)."""
     files_read: int = 0
+    """Data files the change read after pruning by partition, bucket and key statistics (a merge prunes by its
+    source's keys): its cost shows as what it touched."""
+
+    def __bool__(self) -> bool:
+        return self.snapshot_id is not None
 
 
 @dataclass

@@ -53,26 +53,36 @@ class MergeBuilder:
         self._by_source: list[_Clause] = []
 
     def when_matched_update(self, set: Mapping[str, str], condition: str | None = None) -> "MergeBuilder":
+        """Update target rows whose key matches a source row (and ``condition`` holds): ``set`` maps target
+        columns to SQL expressions, e.g. ``{"v": "source.v", "n": "target.n + 1"}``. Key and partition columns
+        cannot be set."""
         self._matched.append(_Clause("update", condition, dict(set)))
         return self
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeBuilder":
+        """Update matched target rows (where ``condition`` holds) to the source row, column by name."""
         self._matched.append(_Clause("update_all", condition))
         return self
 
     def when_matched_delete(self, condition: str | None = None) -> "MergeBuilder":
+        """Delete matched target rows (where ``condition`` holds)."""
         self._matched.append(_Clause("delete", condition))
         return self
 
     def when_not_matched_insert(self, values: Mapping[str, str], condition: str | None = None) -> "MergeBuilder":
+        """Insert a row for each source row no target row matches (where ``condition`` holds): ``values`` maps
+        target columns to SQL expressions over ``source.<col>``; columns not given are NULL."""
         self._not_matched.append(_Clause("insert", condition, dict(values)))
         return self
 
     def when_not_matched_insert_all(self, condition: str | None = None) -> "MergeBuilder":
+        """Insert each unmatched source row (where ``condition`` holds) as it is, column by name."""
         self._not_matched.append(_Clause("insert_all", condition))
         return self
 
     def when_not_matched_by_source_delete(self, condition: str | None = None) -> "MergeBuilder":
+        """Delete target rows no source row matches (where ``condition``, over ``target.<col>``, holds). This
+        clause reads the whole target: without it a merge reads only what the source's keys select."""
         self._by_source.append(_Clause("delete", condition))
         return self
 
@@ -89,6 +99,8 @@ class MergeBuilder:
 
     # ---------------------------------------------------------------------------------------------
     def execute(self) -> MergeResult:
+        """Run the clauses as ONE commit on the target's branch; returns the snapshot committed and the rows
+        inserted, updated and deleted. A source holding one key twice is refused before anything is written."""
         store, source = self._store, self._source
         schema = store.schema()
         on, src_on = self._checked_keys(schema)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -75,6 +76,7 @@ __all__ = [
     "BranchMergeResult",
     "MERGE_ATTEMPTS",
     "ON_CONFLICT",
+    "OnConflict",
     "cherry_pick",
     "fork_point",
     "merge_branch",
@@ -82,7 +84,11 @@ __all__ = [
 ]
 
 
-ON_CONFLICT = ("fail", "source", "target")
+OnConflict = Literal["fail", "source", "target"]
+"""What a branch merge does with a key both sides changed differently since their fork: ``'fail'`` (the default:
+:class:`~pyspark_paimon.errors.BranchMergeConflictError` listing the first keys and the count, nothing written),
+``'source'`` (take the merged branch's row) or ``'target'`` (keep the row of the branch merged into)."""
+ON_CONFLICT: tuple[OnConflict, ...] = get_args(OnConflict)
 MERGE_ATTEMPTS = 5
 #: How many conflicting keys an error lists (the count is always exact).
 CONFLICTS_SHOWN = 10
@@ -98,16 +104,27 @@ class BranchMergeResult:
     target had not changed since the base, so its content now equals the source's."""
 
     source: str
+    """The branch merged (a cherry-pick: the commit picked, ``<branch>.<id>``)."""
     into: str
+    """The branch merged into."""
     base: str
+    """The version the three-way merge started from, ``<branch>.<snapshot id>``."""
     upserted: int = 0
+    """Rows written as inserts or updates (primary-key tables)."""
     deleted: int = 0
+    """Rows deleted (primary-key tables)."""
     files_added: int = 0
+    """Data files added (append tables)."""
     files_removed: int = 0
+    """Data files removed (append tables)."""
     conflicts: int = 0
+    """Keys both sides changed differently, resolved by ``on_conflict``."""
     target_unchanged: bool = False
+    """True when ``into`` had not changed since the base: its content now equals the source's."""
     snapshot_id: int | None = None
+    """The snapshot committed on ``into`` (None: nothing was to change)."""
     source_snapshot_id: int | None = None  # the source snapshot merged (the next merge's base)
+    """The source snapshot merged (the next merge's base)."""
 
 
 # ------------------------------------------------------------------------------------------- versions
@@ -237,7 +254,7 @@ def _key_changes(
     base: tuple[FileStore, Snapshot],
     source: tuple[FileStore, Snapshot],
     into: tuple[FileStore, Snapshot],
-    on_conflict: str,
+    on_conflict: OnConflict,
     label: str,
 ) -> tuple[pa.Table, int, bool, list[Leaf]]:
     """The after states to write on ``into``, the number of conflicts (module docstring), whether ``into`` is
@@ -375,7 +392,7 @@ def three_way(
     src_branch: FileStore,
     source: Snapshot | None,
     into: FileStore,
-    on_conflict: str,
+    on_conflict: OnConflict,
     label: str,
 ) -> BranchMergeResult:
     """Apply the changes from ``base`` to ``source`` of ``src_branch`` (None: its head, re-read per attempt) onto
@@ -444,7 +461,7 @@ def three_way(
     )
 
 
-def merge_branch(store: FileStore, source: str, into: str, on_conflict: str = "fail") -> BranchMergeResult:
+def merge_branch(store: FileStore, source: str, into: str, on_conflict: OnConflict = "fail") -> BranchMergeResult:
     """Three-way merge of branch ``source`` into branch ``into`` from their fork point, one commit on ``into``."""
     _check_on_conflict(on_conflict)
     base = fork_point(store, source, into)
@@ -505,7 +522,7 @@ def _record_base(store: FileStore, source: str, into: str, result: BranchMergeRe
     store.fileio.write_bytes(path, json.dumps(bases, indent=2).encode("utf-8"))
 
 
-def cherry_pick(store: FileStore, version: int | str, onto: str, on_conflict: str = "fail") -> BranchMergeResult:
+def cherry_pick(store: FileStore, version: int | str, onto: str, on_conflict: OnConflict = "fail") -> BranchMergeResult:
     """The changes of the one commit ``version`` (a snapshot id or tag of ``store``'s branch, or
     ``<branch>.<id or tag>``) applied by key onto branch ``onto``: a three-way merge whose base is the commit's
     parent snapshot (id - 1) and whose source is the commit."""
@@ -525,7 +542,7 @@ def cherry_pick(store: FileStore, version: int | str, onto: str, on_conflict: st
     return three_way((vstore, parent), vstore, picked, store.with_branch(onto), on_conflict, label)
 
 
-def publish_branch(store: FileStore, branch: str, into: str, on_conflict: str = "fail") -> BranchMergeResult:
+def publish_branch(store: FileStore, branch: str, into: str, on_conflict: OnConflict = "fail") -> BranchMergeResult:
     """Safe publish: :func:`merge_branch` of ``branch`` into ``into``. When ``into`` has not changed since the
     fork, the result's content equals the branch head (``target_unchanged``); otherwise it is the three-way
     merge, so commits a live writer made on ``into`` meanwhile are kept. One ordinary commit on ``into``:

@@ -10,11 +10,25 @@ from __future__ import annotations
 
 import itertools
 import sys
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol, Union
 
 import pyarrow as pa
 
 from pyspark_paimon.errors import SchemaMismatchError
+
+
+class ArrowStreamExportable(Protocol):
+    """An object that exports an Arrow stream through the Arrow PyCapsule protocol (polars and pandas
+    DataFrames, DuckDB results, nanoarrow streams, a ``Scan``)."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+
+ArrowData = Union[pa.Table, pa.RecordBatch, pa.RecordBatchReader, ArrowStreamExportable, Iterable[pa.RecordBatch]]
+"""What ``Table.write_arrow`` and ``Table.merge`` take: a pyarrow ``Table``, ``RecordBatch`` or
+``RecordBatchReader``, any object with ``__arrow_c_stream__`` (polars, DuckDB results...), an iterable of
+``RecordBatch`` es, or a pandas DataFrame (pandas 2.2+ exports ``__arrow_c_stream__`` too; older ones are
+converted with ``pyarrow.Table.from_pandas``)."""
 
 
 def arrow_stream(data: Any, empty_schema: pa.Schema, what: str = "write_arrow") -> pa.RecordBatchReader:

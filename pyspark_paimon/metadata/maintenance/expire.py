@@ -1,5 +1,5 @@
-"""Snapshot expiration (Java's `ExpireSnapshotsImpl`) and tag expiration (Java's `TagManager`), deleting only files
-nothing can still read.
+"""Snapshot expiration (Java's `ExpireSnapshotsImpl`), tag and branch deletion and expiration (Java's `TagManager`),
+deleting only files nothing can still read.
 
 **Which snapshots expire** follows Java's ``ExpireSnapshotsImpl`` exactly:
 
@@ -24,9 +24,10 @@ first, and write ``EARLIEST`` (a crash here leaves unreferenced files, which ``r
 reclaims, but never a snapshot whose files are gone; Java deletes data first, which can leave exactly that);
 (3) re-list every root of every branch and protect anything that appeared meanwhile (a tag or branch created
 concurrently); (4) delete data, changelog, index and statistics files; (5) delete manifests and manifest
-lists. :func:`delete_tags` with ``clean_files`` follows the same order with tag files in (2), and
-:func:`expire_branches` (branch retention, ``create_branch(time_retained=)``) with whole branch directories in
-(2), after handing each surviving child branch the history it inherits through the dropped one.
+lists. :func:`delete_tags` / :func:`expire_tags` with ``clean_files`` follow the same order with tag files in (2),
+and :func:`delete_branches` / :func:`expire_branches` (branch retention, ``create_branch(time_retained=)``) with
+whole branch directories in (2), after handing each surviving child branch the history it inherits through the
+deleted one. Tags and branches report alike (:class:`RefDeleteResult`).
 
 **After every commit** (as Java's writers do, unless ``write-only``), :mod:`.post_commit` calls
 :func:`expire_snapshots` with the table's options, behind a gate of a few small reads so that a commit with
@@ -39,7 +40,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
@@ -77,29 +78,58 @@ INT_MAX = 2**31 - 1
 
 @dataclass
 class ExpireResult:
-    """What an expiration removed (or, with ``dry_run``, would remove). Paths are full paths."""
+    """What an expiration removed (or, with ``dry_run``, would remove). Paths are full paths. No snapshot is
+    committed."""
 
     expired_snapshots: list[int] = field(default_factory=list)
+    """The snapshots expired."""
     deleted_data_files: list[str] = field(default_factory=list)
+    """Data and changelog files only the expired snapshots referenced."""
     deleted_manifests: list[str] = field(default_factory=list)
+    """Manifests and manifest lists only they referenced."""
     deleted_other_files: list[str] = field(default_factory=list)  # index and statistics files
+    """Index and statistics files only they referenced."""
     dry_run: bool = False
+    """True when nothing was deleted, only reported."""
     # Decoupled changelog: the expired snapshots kept as changelog/changelog-N (by expire_snapshots), or the
     # long-lived changelogs expired (by expire_changelogs).
     kept_changelogs: list[int] = field(default_factory=list)
+    """Expired snapshots kept as ``changelog/changelog-N`` for streams (a longer ``changelog.*`` retention)."""
     expired_changelogs: list[int] = field(default_factory=list)
+    """Long-lived changelogs expired."""
 
     @property
     def deleted_snapshots_count(self) -> int:
+        """How many snapshots expired (``len(expired_snapshots)``)."""
         return len(self.expired_snapshots)
 
 
 @dataclass
-class TagExpireResult:
-    expired_tags: list[str] = field(default_factory=list)
+class RefDeleteResult:
+    """What deleting or expiring tags or branches did (with ``dry_run``: would do), one shape for both kinds. Truthy
+    when a ref was deleted. No snapshot is committed: a tag is a file and a branch a directory; the data files,
+    manifests and other files only the deleted refs kept alive are deleted with them (``clean_files``)."""
+
+    kind: Literal["tag", "branch"]
+    """What was deleted: ``'tag'`` or ``'branch'``."""
+    deleted: list[str] = field(default_factory=list)
+    """The refs deleted (with ``dry_run``: that would be), branches parents first."""
+    kept: dict[str, str] = field(default_factory=dict)
+    """Refs past their retention that were kept, and why (a branch another branch's options read from)."""
+    relinked_branches: list[str] = field(default_factory=list)
+    """Surviving branches created from a deleted branch: their ``branch.json`` now records the history they
+    inherited through it."""
     deleted_data_files: list[str] = field(default_factory=list)
+    """Data and changelog files only the deleted refs referenced (full paths)."""
     deleted_manifests: list[str] = field(default_factory=list)
+    """Manifests and manifest lists only the deleted refs referenced (full paths)."""
     deleted_other_files: list[str] = field(default_factory=list)
+    """Index and statistics files only the deleted refs referenced (full paths)."""
+    dry_run: bool = False
+    """True when nothing was deleted, only reported."""
+
+    def __bool__(self) -> bool:
+        return bool(self.deleted)
 
 
 def _options(store: FileStore, options: Mapping[str, str] | None) -> dict[str, str]:
@@ -383,26 +413,13 @@ def expire_changelogs(
     return result
 
 
-def _fill(result: ExpireResult | TagExpireResult | BranchExpireResult, swept: SweepResult) -> None:
+def _fill(result: ExpireResult | RefDeleteResult, swept: SweepResult) -> None:
     result.deleted_data_files = list(swept.data_files)
     result.deleted_manifests = list(swept.manifests)
     result.deleted_other_files = list(swept.other_files)
 
 
 # ------------------------------------------------------------------------------------------- branches
-@dataclass
-class BranchExpireResult:
-    """What :func:`expire_branches` dropped (or, with ``dry_run``, would drop) and the files it deleted."""
-
-    expired_branches: list[str] = field(default_factory=list)
-    kept: dict[str, str] = field(default_factory=dict)  # expired but kept: branch -> why
-    relinked_branches: list[str] = field(default_factory=list)  # surviving branches whose lineage was rewritten
-    deleted_data_files: list[str] = field(default_factory=list)
-    deleted_manifests: list[str] = field(default_factory=list)
-    deleted_other_files: list[str] = field(default_factory=list)
-    dry_run: bool = False
-
-
 def _parents_first(names: list[str], mgr: BranchManager) -> list[str]:
     """``names`` ordered so a branch comes before the branches created from it (lineage), which lets each drop
     hand the history it carried on to its children."""
@@ -420,22 +437,20 @@ def expire_branches(
     *,
     older_than: object = None,
     now: object = None,
+    clean_files: bool = True,
     dry_run: bool = False,
     progress: Progress | None = None,
-) -> BranchExpireResult:
-    """Drop the branches whose retention has passed (``create_branch(time_retained=)``: created + retained <
-    now) and, when ``older_than`` (epoch ms or datetime) is given, every branch created before it; then delete
-    the files only they referenced, checked against every remaining snapshot, tag and changelog of every branch
-    (a branch made from another branch's tag keeps sharing its files, and those stay).
+) -> RefDeleteResult:
+    """Delete the branches whose retention has passed (``create_branch(time_retained=)``: created + retained <
+    now) and, when ``older_than`` (epoch ms or datetime) is given, every branch created before it, as
+    :func:`delete_branches` does.
 
     A branch another branch's options read from (``scan.fallback-branch``, a chain table's branches) is kept and
-    reported in ``kept``. Branches created from a dropped branch keep their lineage: the dropped branch's history
-    up to their fork is written into their ``branch.json`` first (``BranchManager.detach_children``)."""
-    fileio, table_path = store.fileio, store.table_path
+    reported in ``kept``."""
     mgr = BranchManager(store)
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     older_ms = to_millis(older_than, "older_than") if older_than is not None else None
-    result = BranchExpireResult(dry_run=dry_run)
+    result = RefDeleteResult("branch", dry_run=dry_run)
     doomed = []
     for info in mgr.list_branches():
         end = info.expire_time_millis
@@ -445,38 +460,71 @@ def expire_branches(
                 result.kept[info.name] = "; ".join(deps)
             else:
                 doomed.append(info.name)
-    if not doomed:
-        return result
-    doomed = _parents_first(doomed, mgr)
+    _delete_branches(store, mgr, doomed, result, "expire_branches", clean_files=clean_files, progress=progress)
+    return result
+
+
+def delete_branches(
+    store: FileStore,
+    names: Iterable[str],
+    *,
+    clean_files: bool = False,
+    ignore_if_not_exists: bool = False,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> RefDeleteResult:
+    """Delete branches (their directories). A missing branch raises BranchNotFoundError unless
+    ``ignore_if_not_exists``, and a branch another branch's options read from raises BranchError, before anything
+    is deleted. Branches created from a deleted branch keep their lineage: its history up to their fork is written
+    into their ``branch.json`` first (``BranchManager.detach_children``). With ``clean_files`` also delete the files
+    only those branches referenced, checked against every remaining snapshot, tag and changelog of every branch (a
+    branch made from another branch's tag keeps sharing its files, and those stay); without, Paimon's
+    ``delete_branch``: metadata only, ``remove_orphan_files`` reclaims the rest later."""
+    mgr = BranchManager(store)
+    present = [n for n in dict.fromkeys(names) if mgr.deletable(n, ignore_if_not_exists=ignore_if_not_exists)]
+    result = RefDeleteResult("branch", dry_run=dry_run)
+    _delete_branches(store, mgr, present, result, "delete_branches", clean_files=clean_files, progress=progress)
+    return result
+
+
+def _delete_branches(
+    store: FileStore,
+    mgr: BranchManager,
+    names: list[str],
+    result: RefDeleteResult,
+    operation: str,
+    *,
+    clean_files: bool,
+    progress: Progress | None,
+) -> None:
+    """Delete the branch directories ``names`` (checked by the caller) parents first, after handing each surviving
+    child the history it inherits, and (``clean_files``) then the files nothing else reaches."""
+    if not names:
+        return
+    names = _parents_first(names, mgr)
     scanner = ReachabilityScanner(store)
-    with nothing_deleted_yet("expire_branches"):
-        roots = [r for name in doomed for r in branch_roots(store.with_branch(name))]
-        candidates = scanner.refs_of(roots)
-    plan = plan_unreachable(store, candidates, scanner, exclude={r.key for r in roots}, operation="expire_branches")
-    if not dry_run:
-        for name in doomed:
-            result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in doomed)
-            fileio.delete_dir(mgr.branch_dir(name))
-    result.expired_branches = doomed
-    _fill(
-        result,
-        sweep(
-            store,
-            plan,
-            scanner,
-            dry_run=dry_run,
-            progress=progress,
-            already_deleted=f"Branches {doomed} were dropped (their directories deleted)",
-        ),
-    )
+    plan = None
+    if clean_files:
+        with nothing_deleted_yet(operation):
+            roots = [r for name in names for r in branch_roots(store.with_branch(name))]
+            candidates = scanner.refs_of(roots)
+        plan = plan_unreachable(store, candidates, scanner, exclude={r.key for r in roots}, operation=operation)
+    if not result.dry_run:
+        for name in names:
+            result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in names)
+            store.fileio.delete_dir(mgr.branch_dir(name))
+    result.deleted = names
+    if plan is None:
+        return
+    already = f"Branches {names} were deleted (their directories)"
+    _fill(result, sweep(store, plan, scanner, dry_run=result.dry_run, progress=progress, already_deleted=already))
     log.info(
-        "expired branches %s of %s: %d data files, %d manifests deleted",
-        doomed,
-        table_path,
+        "deleted branches %s of %s: %d data files, %d manifests deleted",
+        names,
+        store.table_path,
         len(result.deleted_data_files),
         len(result.deleted_manifests),
     )
-    return result
 
 
 # ------------------------------------------------------------------------------------------- tags
@@ -486,15 +534,17 @@ def delete_tags(
     *,
     clean_files: bool = False,
     ignore_if_not_exists: bool = False,
-) -> TagExpireResult:
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> RefDeleteResult:
     """Delete tags. With ``clean_files`` also delete the files only those tags kept alive (Java's behaviour),
     checked against every remaining snapshot, tag and changelog of every branch."""
     branch = store.branch
     require_branch_exists(store.fileio, store.table_path, branch)
     tags = TagManager(store)
-    result = TagExpireResult()
+    result = RefDeleteResult("tag", dry_run=dry_run)
     present: list[str] = []
-    for name in names:
+    for name in dict.fromkeys(names):
         try:
             tags.read_bytes(name)  # exists? (without clean_files a corrupt tag can still be deleted)
         except TagNotFoundError:
@@ -512,14 +562,13 @@ def delete_tags(
         plan = plan_unreachable(
             store, candidates, scanner, exclude={r.key for r in roots}, operation="delete_tags(clean_files=True)"
         )
-    for name in present:
-        tags.delete(name, ignore_if_not_exists=True)
-        result.expired_tags.append(name)
+    if not dry_run:
+        for name in present:
+            tags.delete(name, ignore_if_not_exists=True)
+    result.deleted = present
     if plan is not None and not plan.doomed.is_empty():
-        _fill(
-            result,
-            sweep(store, plan, scanner, already_deleted=f"Tag files {present} of branch '{branch}' were deleted"),
-        )
+        already = f"Tag files {present} of branch '{branch}' were deleted"
+        _fill(result, sweep(store, plan, scanner, dry_run=dry_run, progress=progress, already_deleted=already))
     return result
 
 
@@ -529,7 +578,9 @@ def expire_tags(
     older_than: object = None,
     now: object = None,
     clean_files: bool = False,
-) -> TagExpireResult:
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> RefDeleteResult:
     """Delete the branch's tags whose retention has passed (``tagCreateTime + tagTimeRetained < now``) and,
     when ``older_than`` (epoch ms or datetime) is given, every tag created before it (as Java's
     ``expire_tags(older_than)``: tags without a create time use their file's modification time)."""
@@ -537,13 +588,15 @@ def expire_tags(
     now_dt = to_local_datetime(now, "now") if now is not None else _dt.datetime.now()
     older = to_local_datetime(older_than, "older_than") if older_than is not None else None
     expired = [t.name for t in tags.expired_tags(now_dt, older)]
-    return delete_tags(store, expired, clean_files=clean_files, ignore_if_not_exists=True)
+    return delete_tags(
+        store, expired, clean_files=clean_files, ignore_if_not_exists=True, dry_run=dry_run, progress=progress
+    )
 
 
 __all__ = [
     "ExpireResult",
-    "TagExpireResult",
-    "BranchExpireResult",
+    "RefDeleteResult",
+    "delete_branches",
     "expire_branches",
     "expire_snapshots",
     "expire_changelogs",

@@ -60,11 +60,15 @@ class OrphanResult:
     """Orphans found (deleted unless ``dry_run``): full paths and their total size."""
 
     files: list[str] = field(default_factory=list)
+    """The orphan files (full paths): deleted, or with ``dry_run`` found."""
     total_bytes: int = 0
+    """Their total size."""
     dry_run: bool = False
+    """True when nothing was deleted, only reported."""
 
     @property
     def deleted_file_count(self) -> int:
+        """How many orphan files (``len(files)``)."""
         return len(self.files)
 
 

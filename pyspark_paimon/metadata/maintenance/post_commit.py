@@ -167,7 +167,7 @@ def _expire_tags_if_due(store: FileStore, opts: CoreOptions, now_ms: int) -> lis
     if last is not None and last <= now_ms < last + TAG_EXPIRE_CHECK_MS:
         return []
     _last_tag_check[key] = now_ms
-    expired = expire_tags(store, now=now_ms, clean_files=True).expired_tags
+    expired = expire_tags(store, now=now_ms, clean_files=True).deleted
     if expired:
         log.info(
             "expired tags %s of %s (branch '%s'): past their retention ('%s')",

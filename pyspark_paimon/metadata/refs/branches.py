@@ -1,4 +1,4 @@
-"""Branches (Java's `BranchManager.branchPath`, `FileSystemBranchManager`): create, list, rename, drop, fast-forward and
+"""Branches (Java's `BranchManager.branchPath`, `FileSystemBranchManager`): create, list, rename, fast-forward and
 replace-main.
 
 **Layout.** A branch keeps only its own metadata under ``<table>/branch/branch-<b>/`` (``schema/``,
@@ -79,6 +79,7 @@ from pyspark_paimon.metadata.refs.tags import (
     AT_OR_BEFORE,
     TAG_PREFIX,
     TagManager,
+    TimestampRule,
     check_timestamp_rule,
     find_snapshot,
     snapshot_as_of,
@@ -226,7 +227,7 @@ class BranchManager:
         snapshot_id: int | None = None,
         from_latest: bool = False,
         from_timestamp: object = None,
-        timestamp_rule: str = AT_OR_BEFORE,
+        timestamp_rule: TimestampRule = AT_OR_BEFORE,
         time_retained: object = None,
         ignore_if_exists: bool = False,
     ) -> BranchInfo:
@@ -354,7 +355,7 @@ class BranchManager:
             return _trimmed_snapshot_json(tag_text, tag_path)
         return data
 
-    # -- drop / rename -----------------------------------------------------------------------------
+    # -- delete / rename ---------------------------------------------------------------------------
     def _dependents(self, name: str) -> list[str]:
         """'<branch>: <option>' for every branch whose latest schema reads from branch ``name``."""
         out = []
@@ -374,12 +375,13 @@ class BranchManager:
         return out
 
     def dependents(self, name: str) -> list[str]:
-        """Why branch ``name`` cannot be dropped: the branches whose options read from it (empty = none)."""
+        """Why branch ``name`` cannot be deleted: the branches whose options read from it (empty = none)."""
         return self._dependents(name)
 
-    def drop(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
-        """Delete the branch directory (metadata only; data files are left to orphan-file removal). Branches
-        created from it keep their lineage (:meth:`detach_children`)."""
+    def deletable(self, name: str, *, ignore_if_not_exists: bool = False) -> bool:
+        """Whether branch ``name`` may be deleted (``expire.delete_branches`` deletes it): True when it exists and
+        no other branch's options read from it; False when it does not exist and ``ignore_if_not_exists``;
+        otherwise BranchNotFoundError or BranchError naming the option to change."""
         validate_branch_name(name)
         if not self.exists(name):
             if ignore_if_not_exists:
@@ -388,11 +390,9 @@ class BranchManager:
         deps = self._dependents(name)
         if deps:
             raise BranchError(
-                f"Cannot drop branch '{name}': {'; '.join(deps)}. Remove or change that option first "
-                "(Table.remove_options / set_options on that branch)."
+                f"Cannot delete branch '{name}': {'; '.join(deps)}. Remove or change that option first "
+                "(t.update_schema().remove_options / set_options, on that branch's table: t.on_branch(...))."
             )
-        self.detach_children(name)
-        self.fileio.delete_dir(self.branch_dir(name))
         return True
 
     def detach_children(self, name: str) -> list[str]:

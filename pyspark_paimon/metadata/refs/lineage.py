@@ -128,17 +128,25 @@ class BranchInfo:
     """
 
     name: str
+    """The branch's name."""
     create_time_millis: int
+    """When the branch was created (epoch ms)."""
     source_branch: str | None = None
+    """The branch it was created from."""
     source_tag: str | None = None
+    """The tag it was created from, if any."""
     source_snapshot_id: int | None = None
+    """The snapshot it was created from (None: an empty branch)."""
     latest_snapshot_id: int | None = None
+    """Its latest snapshot (None: no commit yet)."""
     has_lineage: bool = False
-    time_retained_millis: int | None = None  # retention given at creation (None: kept until dropped)
+    """Whether the branch has our lineage file (``branch.json``); branches made by other engines have none."""
+    time_retained_millis: int | None = None  # retention given at creation (None: kept until deleted)
+    """How long the branch is kept after its creation (ms); None: until deleted."""
 
     @property
     def expire_time_millis(self) -> int | None:
-        """When ``expire_branches`` may drop the branch (epoch ms), or None without a retention."""
+        """When ``t.branches.expire`` may delete the branch (epoch ms), or None without a retention."""
         if self.time_retained_millis is None:
             return None
         return self.create_time_millis + self.time_retained_millis

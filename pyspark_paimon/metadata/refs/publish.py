@@ -96,28 +96,47 @@ class PublishResult:
     """What :meth:`BranchManager.fast_forward` / :meth:`BranchManager.replace_main` changed on the target."""
 
     branch: str
+    """The branch published."""
     target: str
+    """The branch published into."""
     previous_latest_id: int | None
+    """The target's latest snapshot before."""
     latest_id: int | None
+    """The target's latest snapshot after: the published head."""
     created_snapshots: list[int] = field(default_factory=list)
+    """Snapshot ids the target did not have, copied from the branch."""
     replaced_snapshots: list[int] = field(default_factory=list)
+    """Snapshot ids whose content was replaced by the branch's."""
     deleted_snapshots: list[int] = field(default_factory=list)
+    """Snapshot ids of the target deleted."""
     copied_tags: list[str] = field(default_factory=list)
+    """Tags copied from the branch."""
     deleted_tags: list[str] = field(default_factory=list)
+    """Tags of the target deleted."""
     copied_schemas: list[int] = field(default_factory=list)
+    """Schema ids copied from the branch."""
     deleted_schemas: list[int] = field(default_factory=list)
+    """Schema ids of the target deleted."""
     discarded: list[str] = field(default_factory=list)  # what force/replace threw away (empty when safe)
+    """What ``force`` / ``replace_main`` threw away, described (empty when the publish was safe)."""
     # fast_forward(force=True): the target's commits that are gone, the tags removed or moved with them, the net
     # record count those commits had added (sum of their delta record counts), and the tags kept because they
     # carry a retention (their tag files keep the discarded content readable until they expire).
     discarded_snapshots: list[int] = field(default_factory=list)
+    """``force=True``: the target's commits that are gone."""
     discarded_tags: list[str] = field(default_factory=list)
+    """``force=True``: the tags removed or moved with them."""
     discarded_records: int = 0
+    """``force=True``: the net record count those commits had added."""
     kept_tags: list[str] = field(default_factory=list)
+    """``force=True``: tags kept because they carry a retention (they keep the discarded content readable)."""
     kept_previous_as: str | None = None
+    """``replace_main(keep_previous_as=)``: the branch holding the previous state."""
     # Ids of the fillers that stay: the target's old head + 1 up to below the branch's earliest snapshot, when
     # the branch starts higher up (module docstring).
     filler_snapshots: list[int] = field(default_factory=list)
+    """Ids of no-change snapshots written between the target's old head and the branch's earliest snapshot, when
+    the branch starts higher up (so a commit prepared on the old head cannot land under the new one)."""
 
 
 def describe_snapshot(s: Snapshot) -> str:

@@ -37,11 +37,19 @@ from pyspark_paimon.metadata.store import FileStore
 
 @dataclass(frozen=True)
 class RollbackResult:
+    """What ``t.maintenance.rollback_to`` changed: the branch's latest snapshot moved back; no data file is
+    deleted (``remove_orphan_files`` reclaims what nothing reads any more)."""
+
     previous_snapshot_id: int | None
+    """The latest snapshot before the rollback."""
     current_snapshot_id: int
+    """The snapshot rolled back to: the branch's latest snapshot now."""
     deleted_snapshots: list[int] = field(default_factory=list)
+    """The newer snapshots deleted."""
     deleted_tags: list[str] = field(default_factory=list)
+    """The tags of newer snapshots deleted."""
     restored_from_tag: bool = False
+    """True when the snapshot had expired and was restored from the tag that preserved it."""
 
 
 def rollback_to(

@@ -21,7 +21,7 @@ import datetime as _dt
 import json
 import logging
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping, get_args
 
 from pyspark_paimon.errors import (
     CorruptMetadataError,
@@ -56,17 +56,26 @@ _DURATION_TOKEN = "\x00paimon-duration\x00"
 
 @dataclass(frozen=True)
 class Tag:
+    """A tag of a branch: a name for one snapshot, kept (with the files it reads) until the tag is deleted or, with
+    a retention, expires. What ``t.tags.create`` / ``replace`` / ``rename`` / ``get`` / ``list`` return."""
+
     name: str
+    """The tag's name."""
     snapshot: Snapshot
+    """The snapshot the tag points at, as the tag file stores it (readable after the snapshot expired)."""
     create_time: _dt.datetime | None = None  # local wall clock, as Java's LocalDateTime
+    """When the tag was created (local wall clock); None for tags written without one."""
     time_retained_ms: int | None = None
+    """How long the tag is kept after ``create_time`` (ms); None: until deleted."""
 
     @property
     def snapshot_id(self) -> int:
+        """The id of the snapshot the tag points at."""
         return self.snapshot.id
 
     @property
     def expire_time(self) -> _dt.datetime | None:
+        """When ``t.tags.expire`` may delete the tag (local wall clock), or None without a retention."""
         if self.create_time is None or self.time_retained_ms is None:
             return None
         return self.create_time + _dt.timedelta(milliseconds=self.time_retained_ms)
@@ -405,9 +414,14 @@ def first_snapshot_at_or_after(snapshots: SnapshotManager, tags: TagManager, ts:
 
 
 # How a ref (tag or branch) made "as of" an instant picks its snapshot.
-AT_OR_AFTER = "first-at-or-after"  # Paimon's create_tag_from_timestamp
-AT_OR_BEFORE = "last-at-or-before"  # Databend's / Iceberg's AS OF: the table as a read at that instant sees it
-TIMESTAMP_RULES = (AT_OR_AFTER, AT_OR_BEFORE)
+TimestampRule = Literal["first-at-or-after", "last-at-or-before"]
+"""Which snapshot a ref made "as of" an instant points at: ``'last-at-or-before'`` (the default everywhere: the last
+snapshot committed at or before the instant, the table as a read of that instant sees it, as Databend's and
+Iceberg's AS OF) or ``'first-at-or-after'`` (the first committed at or after it: Paimon's
+``create_tag_from_timestamp``, which the CLI procedure of that name keeps)."""
+AT_OR_AFTER: TimestampRule = "first-at-or-after"
+AT_OR_BEFORE: TimestampRule = "last-at-or-before"
+TIMESTAMP_RULES: tuple[TimestampRule, ...] = get_args(TimestampRule)
 
 
 def last_snapshot_at_or_before(snapshots: SnapshotManager, tags: TagManager, ts: int) -> Snapshot:
@@ -435,7 +449,7 @@ def check_timestamp_rule(rule: str) -> None:
         )
 
 
-def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: str) -> Snapshot:
+def snapshot_as_of(snapshots: SnapshotManager, tags: TagManager, ts: int, rule: TimestampRule) -> Snapshot:
     """The snapshot a ref made "as of" ``ts`` points at, by ``rule`` (one of :data:`TIMESTAMP_RULES`)."""
     check_timestamp_rule(rule)
     if rule == AT_OR_AFTER:
@@ -449,7 +463,7 @@ def resolve_source(
     snapshot_id: int | None = None,
     from_tag: str | None = None,
     from_timestamp: object | None = None,
-    timestamp_rule: str = AT_OR_AFTER,
+    timestamp_rule: TimestampRule = AT_OR_BEFORE,
 ) -> Snapshot:
     """The snapshot a new tag should point at: an explicit snapshot id, another tag, the snapshot a timestamp
     selects by ``timestamp_rule``, or (none given) the latest snapshot."""
@@ -510,7 +524,9 @@ def offset_instant(offset: object, now: int | None = None) -> int:
     return (now_millis() if now is None else now) + offset_millis(offset, "offset")
 
 
-def snapshot_at_offset(store: FileStore, offset: object, rule: str = AT_OR_BEFORE, now: int | None = None) -> Snapshot:
+def snapshot_at_offset(
+    store: FileStore, offset: object, rule: TimestampRule = AT_OR_BEFORE, now: int | None = None
+) -> Snapshot:
     """The snapshot ``offset`` ago selects, by default the last committed at or before that instant (the
     table as it was then, Databend's ``AT (OFFSET => ...)``). An offset reaching before the branch's first
     snapshot is refused, naming when the first retained snapshot was committed."""
@@ -551,7 +567,7 @@ def create_tag(
     time_retained: object | None = None,
     ignore_if_exists: bool = False,
     options: Mapping[str, str] | None = None,
-    timestamp_rule: str = AT_OR_AFTER,
+    timestamp_rule: TimestampRule = AT_OR_BEFORE,
 ) -> Tag:
     validate_tag_name(name)
     tags = TagManager(store)
@@ -606,7 +622,7 @@ def replace_tag(
     from_timestamp: object | None = None,
     time_retained: object | None = None,
     options: Mapping[str, str] | None = None,
-    timestamp_rule: str = AT_OR_AFTER,
+    timestamp_rule: TimestampRule = AT_OR_BEFORE,
 ) -> Tag:
     tags = TagManager(store)
     snapshot = resolve_source(
@@ -644,4 +660,5 @@ __all__ = [
     "AT_OR_AFTER",
     "AT_OR_BEFORE",
     "TIMESTAMP_RULES",
+    "TimestampRule",
 ]

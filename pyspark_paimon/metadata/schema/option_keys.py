@@ -46,11 +46,11 @@ Kind = Literal["honoured", "inert", "refused"]
 #: The usual fix of a refused key.
 USE_JAVA = (
     "read and write this table with Paimon (Java/Flink/Spark), or remove the option "
-    "(Table.remove_options) if the table does not depend on it"
+    "(t.update_schema().remove_options) if the table does not depend on it"
 )
 #: The fix of a read-time key stored as a table option.
 AS_READ_OPTION = (
-    "remove it from the table's options (Table.remove_options) and pass the read option "
+    "remove it from the table's options (t.update_schema().remove_options) and pass the read option "
     "instead (see the read options in the docs, docs/reference/options.md)"
 )
 
@@ -276,14 +276,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "lookup-wait": _inert(_LOOKUP),
     "lookup-compact": _inert(_LOOKUP),
     "lookup-compact.max-interval": _inert(_LOOKUP),
-    "clustering.columns": _inert("Java sorts or clusters append data by these columns; layout only"),
-    "clustering.strategy": _inert("Java sorts or clusters append data; layout only"),
-    "clustering.incremental": _inert("Java sorts or clusters append data; layout only"),
     "clustering.history-partition.limit": _inert("Java sorts or clusters append data; layout only"),
     "clustering.history-partition.idle-to-full-sort": _inert("Java sorts or clusters append data; layout only"),
     "clustering.incremental.optimize-write": _inert("Java sorts or clusters append data; layout only"),
     "clustering.incremental.mode": _inert("Java sorts or clusters append data; layout only"),
-    "zorder.var-length-contribution": _inert("Java sorts or clusters append data; layout only"),
     # -- reads
     "scan.mode": _refused(
         "a startup mode other than the latest snapshot changes what a batch read returns",
@@ -323,7 +319,8 @@ NOT_HONOURED: dict[str, KeyRule] = {
     ),
     "incremental-to-auto-tag": _refused(
         "a stored incremental range makes every batch read incremental",
-        fix="remove it (Table.remove_options) and read with the read option incremental-between naming the two tags",
+        fix="remove it (t.update_schema().remove_options) and read with the read option incremental-between naming "
+        "the two tags",
     ),
     "batch-scan-mode": _refused("forces Java's internal compaction scan on batch reads", "none"),
     "stream-scan-mode": _inert(_STREAMING),
@@ -383,7 +380,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "false",
     ),
     "partition.end-input-to-done": _inert("marks partitions done for schedulers at the end of Java batch jobs"),
-    "partition.mark-done-action": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.custom.class": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.http.url": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
     "partition.mark-done-action.http.params": _inert("marks partitions done for schedulers (Flink/Java jobs)"),
@@ -617,8 +613,6 @@ ALIASES: dict[str, str] = {
     "orc.write.batch-size": "write.batch-size",
     "changelog-producer.lookup-wait": "lookup-wait",
     "delete-file.thread-num": "file-operation.thread-num",
-    "sink.clustering.by-columns": "clustering.columns",
-    "sink.clustering.strategy": "clustering.strategy",
     "blob.stored-descriptor-fields": "blob-descriptor-field",
     "log.scan.remove-normalize": "scan.remove-normalize",
     "streaming-read.shuffle-bucket-with-partition": "read.shuffle-bucket-with-partition",
@@ -686,7 +680,7 @@ FIELD_SUFFIX_RULES: dict[str, KeyRule] = {
     "default-value": _refused(
         "Paimon up to 1.2 reads NULLs of this column as the default value (newer Paimon "
         "keeps column defaults in the schema instead)",
-        fix="remove the option (Table.remove_options) after checking the column has no NULLs "
+        fix="remove the option (t.update_schema().remove_options) after checking the column has no NULLs "
         "that readers expect to see as the default",
     ),
 }

@@ -47,7 +47,7 @@ def resolve_chain_snapshots(
     * no time travel: each branch's latest snapshot;
     * ``scan.timestamp(-millis)``: on every branch the latest snapshot committed at or before that time;
     * ``scan.tag-name`` (or ``scan.version`` naming such a tag): a *chain tag*, i.e. a tag of that name on the
-      snapshot and on the delta branch (``Table.create_chain_tag`` makes one). Main uses its own tag of that
+      snapshot and on the delta branch (``t.chain.create_tag`` makes one). Main uses its own tag of that
       name, else its state at the delta tag's creation time;
     * snapshot ids and watermarks are branch-local and refused.
     """
@@ -62,7 +62,7 @@ def resolve_chain_snapshots(
             f"Chain table {table}: '{what}' cannot select a version, because snapshot ids and watermarks are "
             "branch-local and the snapshot and delta branches number their snapshots independently. Use "
             "'scan.timestamp-millis' (applied to every branch) or 'scan.tag-name' with a chain tag "
-            "(Table.create_chain_tag), or read one branch with option('branch', ...)."
+            "(t.chain.create_tag), or read one branch with option('branch', ...)."
         )
     tag = opts.tag_name
     if opts.version is not None:
@@ -72,7 +72,7 @@ def resolve_chain_snapshots(
         else:
             raise ChainTableError(
                 f"Chain table {table}: version '{version}' is not a chain tag (a tag of that name on the branches "
-                f"'{stores[SNAPSHOT].branch}' and '{stores[DELTA].branch}'). Create one with Table.create_chain_tag, "
+                f"'{stores[SNAPSHOT].branch}' and '{stores[DELTA].branch}'). Create one with t.chain.create_tag, "
                 "or use 'scan.timestamp-millis'."
             )
     if tag is not None:
@@ -88,7 +88,7 @@ def _tag_millis(t: Any) -> int | None:
 
 def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) -> dict[str, Snapshot | None]:
     """A chain tag: the tag ``tag`` on the snapshot and delta branches. A branch that had no snapshot yet at the
-    tag's instant (so :meth:`Table.create_chain_tag` could not tag it) reads as empty; main uses its own tag of
+    tag's instant (so ``t.chain.create_tag`` could not tag it) reads as empty; main uses its own tag of
     that name, else its state at that instant."""
     found: dict[str, Any] = {}
     for role in (SNAPSHOT, DELTA):
@@ -101,7 +101,7 @@ def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) ->
         raise ChainTableError(
             f"Chain table {table}: tag '{tag}' exists on neither the snapshot branch '{stores[SNAPSHOT].branch}' nor "
             f"the delta branch '{stores[DELTA].branch}'. Time travel to a tag needs a chain tag: create it with "
-            f"Table.create_chain_tag('{tag}'). Existing tags: {names}."
+            f"t.chain.create_tag('{tag}'). Existing tags: {names}."
         )
     # The instant the chain tag stands for: the tag's creation time (Paimon records one only for tags with a
     # retention), else the newest tagged snapshot's commit time.
@@ -119,8 +119,8 @@ def _resolve_chain_tag(stores: Mapping[str, FileStore], tag: str, table: str) ->
             raise ChainTableError(
                 f"Chain table {table}: tag '{tag}' exists on branch "
                 f"'{stores[SNAPSHOT if role == DELTA else DELTA].branch}' but not on the {role} branch '{s.branch}', "
-                "which had data when the tag was created. Create the tag there too (Table.create_chain_tag tags "
-                "both branches at once), or use 'scan.timestamp-millis'."
+                "which had data when the tag was created. Create the tag there too (t.chain.create_tag tags "
+                "every branch at once), or use 'scan.timestamp-millis'."
             )
         out[role] = None
     main = stores[MAIN]
