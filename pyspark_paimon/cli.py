@@ -11,7 +11,8 @@ A few subcommands Paimon spells as SQL or does not have are ours: ``list_tags``,
 ``history``, ``replace_main``, ``expire_branches``. Underscores in option names may also be written as
 dashes (``--time-retained``).
 
-Every subcommand is a :class:`Procedure` in :data:`PROCEDURES`: its arguments and a function of the opened
+Every subcommand is a :class:`~pyspark_paimon.cli_args.Procedure` in :data:`PROCEDURES` (the column
+commands come from ``cli_schema.py``): its arguments and a function of the opened
 :class:`~pyspark_paimon.table.Table` returning rows to print, made from the result the API returns. Adding one is
 one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
 ``pyspark-paimon: error: <message>`` and exits 1, without a traceback; bad usage exits 2 (argparse).
@@ -23,10 +24,11 @@ import argparse
 import json
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence, TextIO, get_args
+from typing import Any, Literal, Sequence, TextIO, get_args
 
 from pyspark_paimon.catalog import Catalog
+from pyspark_paimon.cli_args import Arg, Procedure, Row, names, parse_bool, parse_int
+from pyspark_paimon.cli_schema import SCHEMA_PROCEDURES
 from pyspark_paimon.datasource.versions.branch_merge import ON_CONFLICT
 from pyspark_paimon.errors import OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -40,78 +42,10 @@ from pyspark_paimon.table import Table
 
 PROG = "pyspark-paimon"
 TEXT_LINE = "_line"  # a row holding only this key is printed as a bare line of text (history --graph)
-Row = dict[str, Any]
 
 CompactStrategy = Literal["full", "minor"]
 """``compact --compact_strategy``, as Paimon's procedure: ``'full'`` (every bucket to the max level) or ``'minor'``
 (Paimon's universal rules decide what to merge)."""
-
-
-# ------------------------------------------------------------------------------------------- arguments
-def _bool(text: str) -> bool:
-    """Paimon's procedure booleans: 'true' / 'false' (any case)."""
-    low = text.strip().lower()
-    if low in ("true", "1", "yes"):
-        return True
-    if low in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
-
-
-@dataclass(frozen=True)
-class Arg:
-    """One argument of a procedure, named as Paimon names it."""
-
-    name: str
-    help: str
-    type: Callable[[str], Any] = str
-    required: bool = False
-    flag: bool = False  # a switch without a value (``--dry_run``); Paimon's ``--dry_run true`` works too
-    default: Any = None
-    aliases: tuple[str, ...] = ()
-    choices: tuple[str, ...] | None = None
-
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
-        names = [self.name, *self.aliases]
-        spellings = list(dict.fromkeys(f"--{n}" for s in names for n in (s, s.replace("_", "-"))))
-        if self.flag:
-            parser.add_argument(
-                *spellings,
-                dest=self.name,
-                nargs="?",
-                const=True,
-                default=bool(self.default),
-                type=_bool,
-                metavar="true|false",
-                help=self.help,
-            )
-        else:
-            parser.add_argument(
-                *spellings,
-                dest=self.name,
-                type=self.type,
-                required=self.required,
-                default=self.default,
-                choices=self.choices,
-                help=self.help,
-            )
-
-
-@dataclass(frozen=True)
-class Procedure:
-    """A subcommand: Paimon's procedure name, its arguments, and what it does to the table."""
-
-    name: str
-    help: str
-    args: tuple[Arg, ...]
-    run: Callable[[Table, argparse.Namespace], list[Row]]
 
 
 # ------------------------------------------------------------------------------------------- formatting
@@ -136,10 +70,6 @@ def _duration(millis: int | None) -> str | None:
 def _instant(text: str | None, name: str) -> int | None:
     """An instant argument: epoch ms or 'yyyy-MM-dd HH:mm:ss[.SSS]' in the local time zone (Paimon's rule)."""
     return None if text is None else parse_timestamp_millis(text, name)
-
-
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
 
 
 class TerminalProgress:
@@ -219,7 +149,7 @@ def _ref_rows(results: Sequence[RefDeleteResult], clean_files: bool) -> list[Row
 
 
 def _delete_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _ref_rows([t.tags.delete(n, clean_files=a.clean_files) for n in _names(a.tag)], a.clean_files)
+    return _ref_rows([t.tags.delete(n, clean_files=a.clean_files) for n in names(a.tag)], a.clean_files)
 
 
 def _rename_tag(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -271,7 +201,7 @@ def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _delete_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _ref_rows([t.branches.delete(n, clean_files=a.clean_files) for n in _names(a.branch)], a.clean_files)
+    return _ref_rows([t.branches.delete(n, clean_files=a.clean_files) for n in names(a.branch)], a.clean_files)
 
 
 def _rename_branch(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -546,69 +476,12 @@ def _history(t: Table, a: argparse.Namespace) -> list[Row]:
     return rows[: a.limit] if a.limit is not None else rows
 
 
-def _schema_rows(t: Table) -> list[Row]:
-    """The columns of the latest schema after a change: id, name, type, comment (and the schema id)."""
-    schema = t.schema
-    return [
-        {"schema_id": schema.id, "id": f.id, "column": f.name, "type": str(f.type), "comment": f.description}
-        for f in schema.fields
-    ]
-
-
-def _column_path(text: str) -> str | tuple[str, ...]:
-    """A column name, or a ROW member as ``col.member`` (a name holding dots is quoted with backticks)."""
-    if text.startswith("`") and text.endswith("`"):
-        return text[1:-1]
-    return tuple(text.split(".")) if "." in text else text
-
-
-def _alter_column(t: Table, a: argparse.Namespace) -> list[Row]:
-    """Change one column's type, nullability, comment and position in one schema change (Spark's ALTER COLUMN)."""
-    column = _column_path(a.column)
-    if a.type is None and a.nullable is None and a.comment is None and not a.first and a.after is None:
-        raise OptionError("alter_column needs at least one of --type, --nullable, --comment, --first, --after.")
-    with t.update_schema() as u:
-        if a.type is not None:
-            u.update_column_type(column, a.type)
-        if a.nullable is not None:
-            u.update_column_nullability(column, a.nullable)
-        if a.comment is not None:
-            u.update_column_comment(column, a.comment or None)
-        if a.first or a.after is not None:
-            if not isinstance(column, str):
-                raise OptionError("--first / --after move a top-level column; ROW members keep their order.")
-            u.update_column_position(column, first=a.first, after=a.after)
-    return _schema_rows(t)
-
-
-def _add_column(t: Table, a: argparse.Namespace) -> list[Row]:
-    with t.update_schema() as u:
-        u.add_column(a.column, a.type, a.comment, first=a.first, after=a.after)
-    return _schema_rows(t)
-
-
-def _drop_column(t: Table, a: argparse.Namespace) -> list[Row]:
-    with t.update_schema() as u:
-        for name in _names(a.column):
-            u.drop_column(name)
-    return _schema_rows(t)
-
-
-def _rename_column(t: Table, a: argparse.Namespace) -> list[Row]:
-    with t.update_schema() as u:
-        u.rename_column(a.column, a.new_name)
-    return _schema_rows(t)
-
-
-_FIRST = Arg("first", "put the column first", flag=True)
-_AFTER = Arg("after", "put the column right after this one")
-
 _RETAINED = Arg(
     "time_retained",
     "how long the ref is kept, e.g. '1 d', '12 h' (default: never expires; tags: "
     "the table's tag.default-time-retained)",
 )
-_SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", _int, aliases=("snapshot_id",))
+_SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", parse_int, aliases=("snapshot_id",))
 _OLDER_THAN = Arg("older_than", "an instant: epoch ms or 'yyyy-MM-dd HH:mm:ss' (local time)")
 _ON_CONFLICT = Arg(
     "on_conflict",
@@ -620,7 +493,7 @@ _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
 _CLEAN = Arg(
     "clean_files",
     "also delete the files only the deleted refs kept alive (default true, as Java's tag procedures)",
-    type=_bool,
+    type=parse_bool,
     default=True,
     flag=True,
 )
@@ -628,7 +501,7 @@ _CLEAN_BRANCH = Arg(
     "clean_files",
     "also delete the files only the deleted branches kept alive (default false: metadata only, as Paimon's "
     "delete_branch; remove_orphan_files reclaims the rest)",
-    type=_bool,
+    type=parse_bool,
     flag=True,
 )
 
@@ -650,47 +523,7 @@ def _rule(default: str, why: str) -> Arg:
 
 
 PROCEDURES: tuple[Procedure, ...] = (
-    Procedure(
-        "alter_column",
-        "change a column's type (Paimon's cast rules), nullability, comment or position, as one schema change",
-        (
-            Arg("column", "the column (a ROW member: col.member)", required=True),
-            Arg("type", "the new type in Spark DDL, e.g. bigint, decimal(12, 2), string"),
-            Arg(
-                "nullable",
-                "true: allow NULL; false: NOT NULL (needs 'alter-column-null-to-not-null.disabled'=false)",
-                _bool,
-            ),  # fmt: skip
-            Arg("comment", "the new comment ('' removes it)"),
-            _FIRST,
-            _AFTER,
-        ),
-        _alter_column,
-    ),
-    Procedure(
-        "add_column",
-        "add a nullable column (at the end, --first or --after another)",
-        (
-            Arg("column", "the new column's name", required=True),
-            Arg("type", "its type in Spark DDL, e.g. bigint, string, variant", required=True),
-            Arg("comment", "its comment"),
-            _FIRST,
-            _AFTER,
-        ),
-        _add_column,
-    ),
-    Procedure(
-        "drop_column",
-        "drop columns (comma-separated); their field ids are never reused",
-        (Arg("column", "column name(s), comma-separated", required=True),),
-        _drop_column,
-    ),
-    Procedure(
-        "rename_column",
-        "rename a column (data files keep mapping to it by field id)",
-        (Arg("column", "the column", required=True), Arg("new_name", "its new name", required=True)),
-        _rename_column,
-    ),
+    *SCHEMA_PROCEDURES,
     Procedure(
         "create_tag",
         "create a tag of the latest snapshot, of --snapshot, at a --consumer's position or an --offset ago",
@@ -739,7 +572,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         (
             Arg("branch", "branch name", required=True),
             Arg("tag", "tag to branch from"),
-            Arg("snapshot", "snapshot id to branch from", _int),
+            Arg("snapshot", "snapshot id to branch from", parse_int),
             Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
             _rule(AT_OR_BEFORE, "the table as of the instant"),
             _CONSUMER,
@@ -823,14 +656,14 @@ PROCEDURES: tuple[Procedure, ...] = (
         "roll back to a snapshot or tag (newer snapshots and tags are deleted)",
         (
             Arg("tag", "tag to roll back to"),
-            Arg("snapshot_id", "snapshot id to roll back to", _int, aliases=("snapshot",)),
+            Arg("snapshot_id", "snapshot id to roll back to", parse_int, aliases=("snapshot",)),
         ),
         _rollback_to,
     ),
     Procedure(
         "rollback",
         "roll back to a version (a tag, else a snapshot id), as Paimon Spark's rollback",
-        (Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", _int), Arg("tag", "tag name")),
+        (Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", parse_int), Arg("tag", "tag name")),
         _rollback,
     ),
     Procedure(
@@ -843,10 +676,10 @@ PROCEDURES: tuple[Procedure, ...] = (
         "expire_snapshots",
         "expire old snapshots (unset arguments come from the snapshot.* options)",
         (
-            Arg("retain_max", "keep at most this many snapshots", _int),
-            Arg("retain_min", "keep at least this many snapshots", _int),
+            Arg("retain_max", "keep at most this many snapshots", parse_int),
+            Arg("retain_min", "keep at least this many snapshots", parse_int),
             _OLDER_THAN,
-            Arg("max_deletes", "expire at most this many snapshots", _int),
+            Arg("max_deletes", "expire at most this many snapshots", parse_int),
             _DRY_RUN,
         ),
         _expire_snapshots,
@@ -891,7 +724,7 @@ PROCEDURES: tuple[Procedure, ...] = (
                 "'values-time' (the default) or 'update-time'",
                 choices=("values-time", "update-time"),
             ),
-            Arg("max_expires", "drop at most this many partitions", type=_int),
+            Arg("max_expires", "drop at most this many partitions", type=parse_int),
             Arg("options", "more partition.* options for this call, 'k=v,k2=v2'"),
         ),
         _expire_partitions,
@@ -906,7 +739,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         "rescale",
         "rewrite partitions into a new number of buckets, one OVERWRITE commit (Paimon 1.4)",
         (
-            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=_int),
+            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=parse_int),
             Arg("partitions", "partitions to rescale, 'k=v,k2=v2;k=v3' (default: all)"),
         ),
         _rescale,
@@ -916,7 +749,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         "set a streaming consumer's next snapshot, or delete the consumer without one",
         (
             Arg("consumer_id", "the consumer", required=True, aliases=("consumerId",)),
-            Arg("next_snapshot_id", "its next snapshot (must exist)", type=_int, aliases=("nextSnapshotId",)),
+            Arg("next_snapshot_id", "its next snapshot (must exist)", type=parse_int, aliases=("nextSnapshotId",)),
         ),
         _reset_consumer,
     ),
@@ -956,7 +789,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         "history",
         "the snapshots of the branch, newest first",
         (
-            Arg("limit", "show at most this many snapshots", _int),
+            Arg("limit", "show at most this many snapshots", parse_int),
             Arg("graph", "every branch, git log --graph style: lanes, fork points, tags, consumers", flag=True),
         ),
         _history,

@@ -30,6 +30,8 @@ LAYERS: list[tuple[str, str]] = [
     ("pyspark_paimon.table", "api"),
     ("pyspark_paimon.catalog", "api"),
     ("pyspark_paimon.cli", "api"),
+    ("pyspark_paimon.cli_args", "api"),
+    ("pyspark_paimon.cli_schema", "api"),
     ("pyspark_paimon.table_scan", "api"),
     ("pyspark_paimon.schema_update", "api"),
     ("pyspark_paimon.table_refs", "api"),
