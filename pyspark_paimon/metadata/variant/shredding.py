@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.errors import OptionError, SchemaError, VariantError
+from pyspark_paimon.metadata.schema.options import VARIANT_SHREDDING_SCHEMA
 from pyspark_paimon.metadata.types.arrow import VARIANT_METADATA, VARIANT_VALUE, variant_arrow_type
 from pyspark_paimon.metadata.types.json_codec import parse_type
 from pyspark_paimon.metadata.types.model import ArrayType, AtomicType, DataField, DataType, RowType, type_to_sql
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 #: The option naming the shapes to shred, then its legacy spelling (Java reads both).
-SHREDDING_SCHEMA_KEYS = ("variant.shreddingSchema", "parquet.variant.shreddingSchema")
+SHREDDING_SCHEMA_KEYS = (VARIANT_SHREDDING_SCHEMA.key, "parquet.variant.shreddingSchema")
 TYPED_VALUE = "typed_value"
 _FIELD_ID = b"PARQUET:field_id"
 _SCALAR_ROOTS = frozenset(
