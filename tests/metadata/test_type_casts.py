@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon.errors import SchemaError
-from pyspark_paimon.metadata.types.casts import convert_array, evolution_problem, supports_cast
+from pyspark_paimon.metadata.types.casts import always_fits, convert_array, evolution_problem, supports_cast
 from pyspark_paimon.metadata.types.ddl import parse_ddl
 
 
@@ -83,3 +83,32 @@ def test_conversions_follow_java() -> None:
         convert_array(pa.array([300]), t("int"), t("tinyint"), _error)
     with pytest.raises(SchemaError, match="parse"):
         convert_array(pa.array(["1.5"]), t("string"), t("int"), _error)
+
+
+@pytest.mark.parametrize(
+    "src,dst,fits",
+    [
+        ("int", "bigint", True),
+        ("bigint", "int", False),
+        ("decimal(10,2)", "decimal(12,2)", True),
+        ("decimal(10,2)", "decimal(12,4)", True),
+        ("decimal(10,2)", "decimal(10,3)", False),  # one integer digit fewer
+        ("int", "decimal(12,2)", True),
+        ("int", "decimal(10,2)", False),
+        ("varchar(5)", "string", True),
+        ("string", "int", False),
+        ("timestamp_ntz(3)", "timestamp_ntz(6)", True),
+        ("timestamp_ntz(6)", "timestamp_ntz(3)", False),
+        ("int", "int not null", False),
+    ],
+)
+def test_always_fits_skips_only_safe_checks(src: str, dst: str, fits: bool) -> None:
+    assert always_fits(t(src), t(dst)) is fits
+
+
+def test_a_row_with_new_nullable_members_always_fits() -> None:
+    from pyspark_paimon.metadata.types.model import DataField, RowType  # noqa: PLC0415
+
+    old = RowType((DataField(1, "a", t("int")),))
+    assert always_fits(old, RowType((DataField(1, "a", t("bigint")), DataField(2, "b", t("string")))))
+    assert not always_fits(old, RowType((DataField(1, "a", t("int")), DataField(2, "b", t("string not null")))))

@@ -142,7 +142,7 @@ _INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}
 def always_fits(src: DataType, dst: DataType) -> bool:
     """Whether every value of ``src`` converts to ``dst`` (so stored values need no check): the same values with
     more room -- a wider integer, a DECIMAL with as many fraction and more integer digits, any number into DOUBLE, a
-    longer text, a finer timestamp -- and NOT NULL only where it was."""
+    longer text, a finer timestamp, a ROW with new nullable members -- and NOT NULL only where it was."""
     if not dst.nullable and src.nullable:
         return False
     if same_but_nullability(src, dst):
@@ -151,6 +151,9 @@ def always_fits(src: DataType, dst: DataType) -> bool:
         return always_fits(src.element, dst.element)
     if isinstance(src, MapType) and isinstance(dst, MapType):
         return always_fits(src.key, dst.key) and always_fits(src.value, dst.value)
+    if isinstance(src, RowType) and isinstance(dst, RowType):  # members by id; a new member must take NULL
+        members = {f.id: f for f in src.fields}
+        return all(always_fits(members[f.id].type, f.type) if f.id in members else f.type.nullable for f in dst.fields)
     if not (isinstance(src, AtomicType) and isinstance(dst, AtomicType)):
         return False
     s, d = src.root, dst.root
