@@ -11,7 +11,8 @@ A few subcommands Paimon spells as SQL or does not have are ours: ``list_tags``,
 ``history``, ``replace_main``, ``expire_branches``. Underscores in option names may also be written as
 dashes (``--time-retained``).
 
-Every subcommand is a :class:`Procedure` in :data:`PROCEDURES`: its arguments and a function of the opened
+Every subcommand is a :class:`~pyspark_paimon.cli_args.Procedure` in :data:`PROCEDURES` (the column
+commands come from ``cli_schema.py``): its arguments and a function of the opened
 :class:`~pyspark_paimon.table.Table` returning rows to print, made from the result the API returns. Adding one is
 one more entry. A :class:`~pyspark_paimon.errors.PaimonError` (or a storage ``OSError``) prints
 ``pyspark-paimon: error: <message>`` and exits 1, without a traceback; bad usage exits 2 (argparse).
@@ -22,10 +23,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence, get_args
+from typing import Any, Literal, Sequence, get_args
 
 from pyspark_paimon.catalog import Catalog
+from pyspark_paimon.cli_args import Arg, Procedure, names, parse_bool, parse_int
 from pyspark_paimon.cli_output import (
     TEXT_LINE,
     Row,
@@ -36,6 +37,7 @@ from pyspark_paimon.cli_output import (
     progress_for,
     time_text,
 )
+from pyspark_paimon.cli_schema import SCHEMA_PROCEDURES
 from pyspark_paimon.datasource.versions.branch_merge import ON_CONFLICT
 from pyspark_paimon.errors import FilterError, OptionError, PaimonError, TableNotFoundError
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -53,81 +55,9 @@ CompactStrategy = Literal["full", "minor"]
 (Paimon's universal rules decide what to merge)."""
 
 
-# ------------------------------------------------------------------------------------------- arguments
-def _bool(text: str) -> bool:
-    """Paimon's procedure booleans: 'true' / 'false' (any case)."""
-    low = text.strip().lower()
-    if low in ("true", "1", "yes"):
-        return True
-    if low in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
-
-
-@dataclass(frozen=True)
-class Arg:
-    """One argument of a procedure, named as Paimon names it."""
-
-    name: str
-    help: str
-    type: Callable[[str], Any] = str
-    required: bool = False
-    flag: bool = False  # a switch without a value (``--dry_run``); Paimon's ``--dry_run true`` works too
-    default: Any = None
-    aliases: tuple[str, ...] = ()
-    choices: tuple[str, ...] | None = None
-
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
-        names = [self.name, *self.aliases]
-        spellings = list(dict.fromkeys(f"--{n}" for s in names for n in (s, s.replace("_", "-"))))
-        if self.flag:
-            parser.add_argument(
-                *spellings,
-                dest=self.name,
-                nargs="?",
-                const=True,
-                default=bool(self.default),
-                type=_bool,
-                metavar="true|false",
-                help=self.help,
-            )
-        else:
-            parser.add_argument(
-                *spellings,
-                dest=self.name,
-                type=self.type,
-                required=self.required,
-                default=self.default,
-                choices=self.choices,
-                help=self.help,
-            )
-
-
-@dataclass(frozen=True)
-class Procedure:
-    """A subcommand: Paimon's procedure name, its arguments, and what it does to the table."""
-
-    name: str
-    help: str
-    args: tuple[Arg, ...]
-    run: Callable[[Table, argparse.Namespace], list[Row]]
-
-
-# ------------------------------------------------------------------------------------------- argument values
 def _instant(text: str | None, name: str) -> int | None:
     """An instant argument: epoch ms or 'yyyy-MM-dd HH:mm:ss[.SSS]' in the local time zone (Paimon's rule)."""
     return None if text is None else parse_timestamp_millis(text, name)
-
-
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
 
 
 # ------------------------------------------------------------------------------------------- procedures
@@ -186,7 +116,7 @@ def _ref_rows(results: Sequence[RefDeleteResult], clean_files: bool) -> list[Row
 
 
 def _delete_tag(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _ref_rows([t.tags.delete(n, clean_files=a.clean_files) for n in _names(a.tag)], a.clean_files)
+    return _ref_rows([t.tags.delete(n, clean_files=a.clean_files) for n in names(a.tag)], a.clean_files)
 
 
 def _rename_tag(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -238,7 +168,7 @@ def _create_branch(t: Table, a: argparse.Namespace) -> list[Row]:
 
 
 def _delete_branch(t: Table, a: argparse.Namespace) -> list[Row]:
-    return _ref_rows([t.branches.delete(n, clean_files=a.clean_files) for n in _names(a.branch)], a.clean_files)
+    return _ref_rows([t.branches.delete(n, clean_files=a.clean_files) for n in names(a.branch)], a.clean_files)
 
 
 def _rename_branch(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -352,8 +282,8 @@ def _rollback(t: Table, a: argparse.Namespace) -> list[Row]:
     if len(given) != 1:
         raise OptionError("rollback needs exactly one of --version, --snapshot and --tag.")
     if a.version is not None:
-        names = {tag.name for tag in t.tags.list()}
-        if a.version in names or not a.version.isdigit():
+        tag_names = {tag.name for tag in t.tags.list()}
+        if a.version in tag_names or not a.version.isdigit():
             return _rolled_back(a, t.maintenance.rollback_to(tag=a.version))
         return _rolled_back(a, t.maintenance.rollback_to(snapshot_id=int(a.version)))
     return _rolled_back(a, t.maintenance.rollback_to(snapshot_id=a.snapshot, tag=a.tag))
@@ -548,7 +478,7 @@ _RETAINED = Arg(
     "how long the ref is kept, e.g. '1 d', '12 h' (default: never expires; tags: "
     "the table's tag.default-time-retained)",
 )
-_SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", _int, aliases=("snapshot_id",))
+_SNAPSHOT = Arg("snapshot", "snapshot id (default: latest)", parse_int, aliases=("snapshot_id",))
 _OLDER_THAN = Arg("older_than", "an instant: epoch ms or 'yyyy-MM-dd HH:mm:ss' (local time)")
 _ON_CONFLICT = Arg(
     "on_conflict",
@@ -560,7 +490,7 @@ _DRY_RUN = Arg("dry_run", "only report what would be deleted", flag=True)
 _CLEAN = Arg(
     "clean_files",
     "also delete the files only the deleted refs kept alive (default true, as Java's tag procedures)",
-    type=_bool,
+    type=parse_bool,
     default=True,
     flag=True,
 )
@@ -568,7 +498,7 @@ _CLEAN_BRANCH = Arg(
     "clean_files",
     "also delete the files only the deleted branches kept alive (default false: metadata only, as Paimon's "
     "delete_branch; remove_orphan_files reclaims the rest)",
-    type=_bool,
+    type=parse_bool,
     flag=True,
 )
 
@@ -590,6 +520,7 @@ def _rule(default: str, why: str) -> Arg:
 
 
 PROCEDURES: tuple[Procedure, ...] = (
+    *SCHEMA_PROCEDURES,
     Procedure(
         "create_tag",
         "create a tag of the latest snapshot, of --snapshot, at a --consumer's position or an --offset ago",
@@ -638,7 +569,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         (
             Arg("branch", "branch name", required=True),
             Arg("tag", "tag to branch from"),
-            Arg("snapshot", "snapshot id to branch from", _int),
+            Arg("snapshot", "snapshot id to branch from", parse_int),
             Arg("timestamp", "branch the snapshot this instant selects (epoch ms or 'yyyy-MM-dd HH:mm:ss')"),
             _rule(AT_OR_BEFORE, "the table as of the instant"),
             _CONSUMER,
@@ -722,14 +653,14 @@ PROCEDURES: tuple[Procedure, ...] = (
         "roll back to a snapshot or tag (newer snapshots and tags are deleted)",
         (
             Arg("tag", "tag to roll back to"),
-            Arg("snapshot_id", "snapshot id to roll back to", _int, aliases=("snapshot",)),
+            Arg("snapshot_id", "snapshot id to roll back to", parse_int, aliases=("snapshot",)),
         ),
         _rollback_to,
     ),
     Procedure(
         "rollback",
         "roll back to a version (a tag, else a snapshot id), as Paimon Spark's rollback",
-        (Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", _int), Arg("tag", "tag name")),
+        (Arg("version", "tag name or snapshot id"), Arg("snapshot", "snapshot id", parse_int), Arg("tag", "tag name")),
         _rollback,
     ),
     Procedure(
@@ -742,10 +673,10 @@ PROCEDURES: tuple[Procedure, ...] = (
         "expire_snapshots",
         "expire old snapshots (unset arguments come from the snapshot.* options)",
         (
-            Arg("retain_max", "keep at most this many snapshots", _int),
-            Arg("retain_min", "keep at least this many snapshots", _int),
+            Arg("retain_max", "keep at most this many snapshots", parse_int),
+            Arg("retain_min", "keep at least this many snapshots", parse_int),
             _OLDER_THAN,
-            Arg("max_deletes", "expire at most this many snapshots", _int),
+            Arg("max_deletes", "expire at most this many snapshots", parse_int),
             _DRY_RUN,
         ),
         _expire_snapshots,
@@ -790,7 +721,7 @@ PROCEDURES: tuple[Procedure, ...] = (
                 "'values-time' (the default) or 'update-time'",
                 choices=("values-time", "update-time"),
             ),
-            Arg("max_expires", "drop at most this many partitions", type=_int),
+            Arg("max_expires", "drop at most this many partitions", type=parse_int),
             Arg("options", "more partition.* options for this call, 'k=v,k2=v2'"),
         ),
         _expire_partitions,
@@ -805,7 +736,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         "rescale",
         "rewrite partitions into a new number of buckets, one OVERWRITE commit (Paimon 1.4)",
         (
-            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=_int),
+            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=parse_int),
             Arg("partitions", "partitions to rescale, 'k=v,k2=v2;k=v3' (default: all)"),
         ),
         _rescale,
@@ -815,7 +746,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         "set a streaming consumer's next snapshot, or delete the consumer without one",
         (
             Arg("consumer_id", "the consumer", required=True, aliases=("consumerId",)),
-            Arg("next_snapshot_id", "its next snapshot (must exist)", type=_int, aliases=("nextSnapshotId",)),
+            Arg("next_snapshot_id", "its next snapshot (must exist)", type=parse_int, aliases=("nextSnapshotId",)),
         ),
         _reset_consumer,
     ),
@@ -855,7 +786,7 @@ PROCEDURES: tuple[Procedure, ...] = (
         "history",
         "the snapshots of the branch, newest first",
         (
-            Arg("limit", "show at most this many snapshots", _int),
+            Arg("limit", "show at most this many snapshots", parse_int),
             Arg("graph", "every branch, git log --graph style: lanes, fork points, tags, consumers", flag=True),
         ),
         _history,

@@ -40,6 +40,10 @@ class UnsupportedTypeError(SchemaError):
     """A Paimon type that Spark or this connector cannot represent."""
 
 
+class VariantError(SchemaError):
+    """A VARIANT value that is malformed, or that a ``variant_get`` cannot convert to the type it asks for."""
+
+
 class OptionError(PaimonError):
     """An unknown, unsupported, invalid or conflicting option."""
 

@@ -14,14 +14,15 @@ same change run again finishes it: a branch that already has it is skipped.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pyspark_paimon.datasource import chain as _chain
+from pyspark_paimon.datasource.schema_changes import check_stored_values
 from pyspark_paimon.errors import ChainTableError, PaimonError, SchemaError
 from pyspark_paimon.metadata.schema.options import validate_table_options
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.types.ddl import parse_ddl
-from pyspark_paimon.metadata.types.model import DataType
+from pyspark_paimon.metadata.types.model import DataType, quote_ident
 from pyspark_paimon.planner.chain.config import row_signature
 from pyspark_paimon.table_scan import TableView
 
@@ -31,9 +32,11 @@ _Change = Callable[[SchemaManager], Callable[[TableSchema], TableSchema | None]]
 class UpdateSchema:
     """Collects schema changes of one table; :meth:`commit` (or leaving the ``with`` block) writes them.
 
-    ``add_column``/``drop_column``/``rename_column``/``set_options``/``remove_options`` return ``self``, so
-    calls can be chained. Checks that need the schema (does the column exist, may the option change) run at
-    commit, against the schema the changes are applied to."""
+    Every change method (``add_column``, ``drop_column``, ``rename_column``, ``update_column_type``,
+    ``update_column_nullability``, ``update_column_comment``, ``update_column_position``, ``update_comment``,
+    ``set_options``, ``remove_options``) returns ``self``, so calls can be chained. Checks that need the schema
+    (does the column exist, may the option or the type change) run at commit, against the schema the changes are
+    applied to."""
 
     def __init__(self, table: TableView):
         self._table = table
@@ -51,10 +54,63 @@ class UpdateSchema:
         if exc_type is None and self._committed is None:
             self.commit()
 
-    def add_column(self, name: str, data_type: DataType | str, comment: str | None = None) -> "UpdateSchema":
-        """Add nullable column ``name`` (a Paimon DataType or Spark DDL text such as ``'string'``) at the end."""
-        parsed = parse_ddl(f"`{name}` {data_type}")[0][1] if isinstance(data_type, str) else data_type
-        self._changes.append(lambda m: m.add_column_change(name, parsed, comment))
+    def add_column(
+        self,
+        name: str,
+        data_type: DataType | str,
+        comment: str | None = None,
+        *,
+        first: bool = False,
+        after: str | None = None,
+    ) -> "UpdateSchema":
+        """Add nullable column ``name`` (a Paimon DataType or Spark DDL text such as ``'string'``) at the end, or
+        ``first``, or right ``after`` another column."""
+        parsed = _type_of(name, data_type)
+        self._changes.append(lambda m: m.add_column_change(name, parsed, comment, after=after, first=first))
+        return self
+
+    def update_column_type(
+        self, name: str | Sequence[str], data_type: DataType | str, *, keep_nullability: bool = True
+    ) -> "UpdateSchema":
+        """Change a column's type (``name``; a ROW member: ``("col", "member")``) by Paimon's rules: widening
+        (INT to BIGINT, a larger DECIMAL or VARCHAR), and explicit casts (BIGINT to INT, numbers to STRING...) unless
+        the table sets ``disable-explicit-type-casting``. Files written before keep their values and are converted
+        when read; a stored value that does not fit the new type fails the read naming the column. The column keeps
+        its NULL / NOT NULL unless ``keep_nullability=False`` (then ``data_type``'s applies)."""
+        parsed = _type_of(name if isinstance(name, str) else ".".join(name), data_type)
+        self._changes.append(lambda m: m.update_column_type_change(name, parsed, keep_nullability))
+        return self
+
+    def update_column_nullability(self, name: str | Sequence[str], nullable: bool) -> "UpdateSchema":
+        """Make a column nullable, or NOT NULL: refused while the table option
+        ``alter-column-null-to-not-null.disabled`` is true (its default), and when a stored row holds a NULL."""
+        self._changes.append(lambda m: m.update_column_nullability_change(name, nullable))
+        return self
+
+    def update_column_comment(self, name: str | Sequence[str], comment: str | None) -> "UpdateSchema":
+        """Set a column's comment (None removes it)."""
+        self._changes.append(lambda m: m.update_column_comment_change(name, comment))
+        return self
+
+    def update_column_position(
+        self,
+        name: str,
+        *,
+        first: bool = False,
+        after: str | None = None,
+        before: str | None = None,
+        last: bool = False,
+    ) -> "UpdateSchema":
+        """Move a column: ``first``, ``last``, or right ``after`` / ``before`` another. Only the order changes (data
+        files map columns by field id)."""
+        self._changes.append(
+            lambda m: m.update_column_position_change(name, first=first, after=after, before=before, last=last)
+        )
+        return self
+
+    def update_comment(self, comment: str | None) -> "UpdateSchema":
+        """Set the table's comment (None removes it)."""
+        self._changes.append(lambda m: m.update_comment_change(comment))
         return self
 
     def drop_column(self, name: str) -> "UpdateSchema":
@@ -99,6 +155,7 @@ class UpdateSchema:
             options = {k: v for k, v in {**schema.options, **self._set}.items() if k not in self._removed}
             _chain.check_chain_options(store, options, table.identifier)
         target = self._preview(store.schemas, schema)
+        check_stored_values(store, schema, target, table.identifier)
         peers = dict.fromkeys([*_chain.chain_peer_branches(store, schema), *_chain.chain_peer_branches(store, target)])
         done: list[str] = []
         for branch in peers:  # the snapshot and delta branches first: main, the commit point, last
@@ -147,6 +204,12 @@ class UpdateSchema:
 
     def _commit_on(self, manager: SchemaManager) -> TableSchema:
         return manager.commit_changes([change(manager) for change in self._changes])
+
+
+def _type_of(name: str, data_type: DataType | str) -> DataType:
+    """A Paimon type, or Spark DDL text such as ``'bigint'`` or ``'decimal(12, 2)'`` (nullable unless it says
+    ``NOT NULL``)."""
+    return parse_ddl(f"{quote_ident(name)} {data_type}")[0][1] if isinstance(data_type, str) else data_type
 
 
 __all__ = ["UpdateSchema"]

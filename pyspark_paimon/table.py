@@ -19,6 +19,7 @@ from pyspark_paimon.datasource.dml.dml import delete_rows, update_rows
 from pyspark_paimon.datasource.dml.dml_spark import SparkMergeBuilder, is_spark_frame
 from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
 from pyspark_paimon.datasource.jobs import WriteResult, overwrite_spec, prepare_write
+from pyspark_paimon.datasource.schema_changes import merge_arrow_schema
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
 from pyspark_paimon.errors import OptionError
@@ -148,6 +149,7 @@ class Table:
         mode: WriteMode = "append",
         overwrite_partition: Mapping[str, Any] | str | None = None,
         dynamic_partition_overwrite: bool = False,
+        merge_schema: bool = False,
     ) -> WriteResult:
         """Write Arrow data in one commit; returns the snapshot committed and the files and rows written.
         ``mode`` (:data:`~pyspark_paimon.api_types.WriteMode`): ``'append'``, or ``'overwrite'`` of the whole
@@ -157,7 +159,12 @@ class Table:
         ``data`` is any Arrow stream: a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader``, an object with
         ``__arrow_c_stream__`` (a polars DataFrame, a DuckDB result...), an iterable of ``RecordBatch`` es, or a
         pandas DataFrame. A stream is written batch by batch (files are flushed as the write buffer fills), so it
-        need not fit in memory."""
+        need not fit in memory.
+
+        ``merge_schema`` (or the table option ``write.merge-schema``): columns the data has and the table lacks are
+        added to the table (and, with ``write.merge-schema.type-widening``, columns widened to the data's types)
+        before the data is written, in the same commit sequence; columns the data lacks are written NULL
+        (docs/writing.md)."""
         if mode not in ("append", "overwrite"):
             raise OptionError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
         spec = None
@@ -171,7 +178,8 @@ class Table:
         elif overwrite_partition or dynamic_partition_overwrite:
             raise OptionError("overwrite_partition / dynamic_partition_overwrite need mode='overwrite'.")
         batches = arrow_stream(data, self.schema.arrow_schema())
-        job = prepare_write(self.store, spec)
+        write_options = merge_arrow_schema(self.store, batches.schema, self.identifier, merge_schema)
+        job = prepare_write(self.store, spec, write_options)
         writer = job.new_writer("local")
         try:
             for batch in batches:

@@ -359,6 +359,37 @@ def test_no_ops_say_so(capsys: Any, catalog: Any, table: Table) -> None:
     assert "no branch was due; nothing deleted" in out
 
 
+def test_schema_changes(capsys: Any, table: Table) -> None:
+    path = table.store.table_path
+    code, rows, _ = run(capsys, "add_column", "--table", path, "--column", "n", "--type", "int", "--first")
+    assert code == 0 and [r["column"] for r in rows] == ["n", "id", "v"]
+    code, rows, _ = run(
+        capsys,
+        "alter_column",
+        "--table",
+        path,
+        "--column",
+        "n",
+        "--type",
+        "bigint",
+        "--comment",
+        "count",
+        "--after",
+        "v",
+    )
+    assert code == 0 and rows[-1] == {"schema_id": 2, "id": 2, "column": "n", "type": "BIGINT", "comment": "count"}
+    code, rows, _ = run(capsys, "alter_column", "--table", path, "--column", "v", "--type", "bigint")
+    assert code == 0 and rows[1]["type"] == "BIGINT"  # '1', '2', '3' convert
+    assert sorted(table.scan().to_arrow().column("v").to_pylist()) == [1, 2, 3]
+    code, rows, _ = run(capsys, "rename_column", "--table", path, "--column", "n", "--new_name", "count")
+    code, rows, _ = run(capsys, "drop_column", "--table", path, "--column", "count")
+    assert code == 0 and [r["column"] for r in rows] == ["id", "v"] and rows[0]["schema_id"] == 5
+    code, _, err = run(capsys, "alter_column", "--table", path, "--column", "v", "--type", "date")
+    assert code == 1 and "Paimon allows no such cast" in err
+    code, _, err = run(capsys, "alter_column", "--table", path, "--column", "v")
+    assert code == 1 and "at least one of" in err
+
+
 def test_ordered_compact_and_partition_and_consumer_procedures(capsys: Any, catalog: Any) -> None:
     """Paimon's names and arguments: compact with order_strategy / order_by / options, expire_partitions,
     mark_partition_done, rescale, reset_consumer (Spark's camelCase spellings too) and clear_consumers."""

@@ -241,6 +241,8 @@ class WriteJob:
     context: WriteContext
     overwrite: OverwriteSpec | None = None
     commit_user: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # Options of this write overlaying the table's (e.g. 'write.merge-schema' given to one Spark write).
+    write_options: dict[str, str] = field(default_factory=dict)
 
     def new_writer(self, task_id: str) -> TableWriter:
         return TableWriter(self.context, task_id)
@@ -252,6 +254,7 @@ class WriteJob:
         ctx = WriteContext.for_store(
             self.store, self.commit_user, replace_all=self.overwrite is not None and self.overwrite.mode == "all"
         )
+        ctx = replace(ctx, options={**ctx.options, **self.write_options})
         if self.overwrite is not None:
             ctx = replace(ctx, hash_index={})
         return TableWriter(ctx, task_id)
@@ -367,17 +370,22 @@ class WriteJob:
         return self.store.snapshots.commit_of(self.commit_user)
 
 
-def prepare_write(store: FileStore, overwrite: OverwriteSpec | None = None) -> WriteJob:
-    """Everything executors need to write files that continue ``store``'s latest snapshot."""
+def prepare_write(
+    store: FileStore, overwrite: OverwriteSpec | None = None, write_options: Mapping[str, str] | None = None
+) -> WriteJob:
+    """Everything executors need to write files that continue ``store``'s latest snapshot. ``write_options`` overlay
+    the table's options for this write's tasks (``write.merge-schema``: a column the data lacks is written NULL)."""
     store.fileio.require_exclusive_create()  # before any task writes a file (and before any I/O)
     schema = store.schema()
     refuse_invisible_writes(schema, store.table_path)
     user = schema.core_options.new_commit_user()  # '<commit.user-prefix>_<uuid>', as Java names it
     refuse_unsupported_overwrite(schema, overwrite, store.table_path)
     ctx = WriteContext.for_store(store, user, replace_all=overwrite is not None and overwrite.mode == "all")
+    extra = dict(write_options or {})
+    ctx = replace(ctx, options={**ctx.options, **extra})
     if overwrite is not None:  # an overwritten partition's keys start afresh (dynamic bucket mode)
         ctx = replace(ctx, hash_index={})
-    return WriteJob(store, ctx.schema, ctx, overwrite, user)
+    return WriteJob(store, ctx.schema, ctx, overwrite, user, extra)
 
 
 def overwrite_spec(

@@ -12,9 +12,10 @@ integers for integer columns, numbers for DECIMAL and FLOAT/DOUBLE (compared as 
 in Spark's order: NaN equals NaN and is above every number), ``true``/``false`` for BOOLEAN, strings for
 STRING/VARCHAR, ``DATE '2024-01-01'`` (or the string) for DATE, ``TIMESTAMP '2024-01-01 10:00:00'`` for
 TIMESTAMP and a timestamp with an explicit offset for TIMESTAMP_LTZ (the reader does not know Spark's session
-time zone). Anything else (functions, arithmetic, column-to-column comparisons, subqueries, CHAR padding,
-nested fields) is refused with a :class:`FilterError` (an ``OptionError``) that quotes the text, never silently
-dropped.
+time zone). A value inside a VARIANT column is compared through ``variant_get(col, '$.path', 'type')`` or
+``try_variant_get(...)`` (``metadata/variant/path.py``), as the left side of a comparison, IN, BETWEEN or IS NULL.
+Anything else (other functions, arithmetic, column-to-column comparisons, subqueries, CHAR padding, nested fields) is
+refused with a :class:`FilterError` (an ``OptionError``) that quotes the text, never silently dropped.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from typing import Any, Callable
 
 from sqlglot import expressions as exp
 
-from pyspark_paimon.errors import FilterError
+from pyspark_paimon.errors import FilterError, VariantError
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import AtomicType, DataField, type_to_sql
+from pyspark_paimon.metadata.variant.path import FUNCTIONS, variant_get
 from pyspark_paimon.planner.predicate import Expr, Leaf, all_of, any_of, negate
 from pyspark_paimon.planner.read_options import FILTER_KEY
 from pyspark_paimon.planner.sql_syntax import parse_sql
@@ -108,7 +110,7 @@ class _Parser:
     def comparison(self, node: _Node) -> Expr:
         op, negated = _COMPARISONS[type(node)]
         left, right = node.this, node.expression
-        if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
+        if not _is_column(left) and _is_column(right):
             left, right, op = right, left, _FLIPPED[op]
         f = self.column(left)
         leaf = self.leaf(f, op, self.literal(right, f))
@@ -138,7 +140,28 @@ class _Parser:
         )
 
     # -- names and literals ----------------------------------------------------------------------------
+    def variant_get(self, node: _Node) -> DataField:
+        """``variant_get(col, '$.path', 'type')`` / ``try_variant_get(...)``: a derived column of that type
+        (``metadata/variant/path.py``), computed in executors before the row filter."""
+        function = str(node.name).lower()
+        args = list(node.expressions)
+        shown = node.sql(dialect="spark")
+        texts = [_string_text(a)[1] for a in args[1:]]
+        if len(args) != 3 or not isinstance(args[0], exp.Column) or any(t is None for t in texts):
+            raise self.fail(f"'{shown}': {function} takes a VARIANT column, a path literal and a type literal, as in "
+                            f"{function}(payload, '$.user.id', 'bigint').")  # fmt: skip
+        source = self.column(args[0])
+        path, type_text = texts
+        assert path is not None and type_text is not None
+        try:
+            extraction = variant_get(source, path, type_text, fail_on_error=function == FUNCTIONS[0])
+        except VariantError as exc:
+            raise self.fail(str(exc)) from None
+        return extraction.field
+
     def column(self, node: _Node) -> DataField:
+        if isinstance(node, exp.Anonymous) and str(node.name).lower() in FUNCTIONS:
+            return self.variant_get(node)
         if isinstance(node, exp.Func):
             raise self.fail(
                 f"'{node.sql(dialect='spark')}': a filter takes no functions (it selects partitions, files and row "
@@ -236,6 +259,11 @@ class _Parser:
             except ValueError as e:
                 raise mismatch(f" ({e})") from None
         raise mismatch()
+
+
+def _is_column(node: _Node) -> bool:
+    """A column, or a ``variant_get`` of one (a derived column)."""
+    return isinstance(node, exp.Column) or (isinstance(node, exp.Anonymous) and str(node.name).lower() in FUNCTIONS)
 
 
 def _number_text(node: _Node) -> str | None:

@@ -209,7 +209,7 @@ def test_a_changed_type_the_old_values_do_not_fit_names_the_column_and_file(tmp_
     s0 = make_schema([DataField(0, "k", INT), DataField(1, "n", STRING)])
     s1 = make_schema([DataField(0, "k", INT), DataField(1, "n", INT)], schema_id=1)
     f0 = write_file(tmp_path, s0, [{"k": 1, "n": "seven"}])
-    with pytest.raises(SchemaError, match=r"Column 'n' of data file 'data-.*' holds string values .* read type int32"):
+    with pytest.raises(SchemaError, match=r"Column 'n' of data file 'data-.*' holds string values .* read type INT"):
         read(context(tmp_path, s1, {0: s0, 1: s1}), split_of(tmp_path, [f0]))
 
 

@@ -112,7 +112,6 @@ def test_to_arrow_field_and_schema() -> None:
     "t,needle",
     [
         (AtomicType("TIME"), "TIME\\(0\\)"),
-        (AtomicType("VARIANT"), "VARIANT"),
         (AtomicType("BLOB"), "BLOB"),
         (AtomicType("GEOMETRY"), "GEOMETRY"),
         (MultisetType(AtomicType("INT")), "MULTISET"),
@@ -128,7 +127,7 @@ def test_to_arrow_unsupported_names_column(t: DataType, needle: str) -> None:
 
 
 def test_unsupported_nested_member_names_path() -> None:
-    r = RowType((DataField(1, "inner", AtomicType("VARIANT")),))
+    r = RowType((DataField(1, "inner", AtomicType("BLOB")),))
     with pytest.raises(UnsupportedTypeError, match="'outer.inner'"):
         to_arrow_schema([DataField(0, "outer", r)])
 
@@ -222,3 +221,24 @@ def test_cast_array_keeps_an_array_of_the_type_and_raises_the_callers_error() ->
     assert cast_array(pa.array([300], pa.int32()), pa.int8(), error, safe=False).type == pa.int8()
     with pytest.raises(SchemaError, match="column n: "):
         cast_array(pa.array([[1]], pa.list_(pa.int32())), pa.int32(), error)  # no such conversion
+
+
+def test_variant_is_the_struct_spark_exchanges() -> None:
+    """VARIANT in Arrow is Spark's form (metadata tagged so pyspark sees a VariantType); in Parquet Java's plain
+    layout (two required binaries with field ids 0 and 1); both read back as VARIANT, a ROW of nullable binaries
+    named alike does not."""
+    spark = to_arrow_type(AtomicType("VARIANT"))
+    assert [(f.name, f.type, f.nullable) for f in spark] == [
+        ("value", pa.binary(), False),
+        ("metadata", pa.binary(), False),
+    ]
+    assert spark.field("metadata").metadata == {b"variant": b"true"}
+    parquet = to_parquet_arrow_schema([DataField(4, "v", AtomicType("VARIANT"))]).field("v")
+    assert [m.metadata for m in parquet.type] == [{b"PARQUET:field_id": b"0"}, {b"PARQUET:field_id": b"1"}]
+    assert parquet.metadata == {b"PARQUET:field_id": b"4"}
+    assert from_arrow_type(spark) == AtomicType("VARIANT")
+    assert from_arrow_type(parquet.type, False) == AtomicType("VARIANT", False)
+    pypaimon_form = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
+    assert from_arrow_type(pypaimon_form) == AtomicType("VARIANT")
+    row = from_arrow_type(pa.struct([("value", pa.binary()), ("metadata", pa.binary())]))
+    assert isinstance(row, RowType)

@@ -20,8 +20,8 @@ from pyspark_paimon.metadata.types.model import (
 def atomic_strategy(spark_only: bool) -> st.SearchStrategy[AtomicType]:
     nullable = st.booleans()
     plain = st.sampled_from(
-        ["BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE"]
-        + ([] if spark_only else ["VARIANT", "BLOB"])
+        ["BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "VARIANT"]
+        + ([] if spark_only else ["BLOB"])
     )
     opts = [
         st.builds(AtomicType, plain, nullable),

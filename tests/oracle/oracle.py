@@ -34,7 +34,9 @@ Commands (all take ``warehouse`` = local warehouse directory of a filesystem cat
     Rows are JSON objects keyed by column name, or lists in column order; missing values are null.
     JSON encodings: DECIMAL, DATE, TIME, TIMESTAMP as strings (``"12.30"``, ``"2024-02-29"``,
     ``"2024-02-29 12:00:00.123456"``; a TIMESTAMP_LTZ string without offset is UTC), BINARY/VARBINARY as
-    hex strings, MAP as a JSON object or a list of ``[key, value]`` pairs, ROW as an object.
+    hex strings, MAP as a JSON object or a list of ``[key, value]`` pairs, ROW as an object, VARIANT as
+    ``{"variant": <JSON value>}`` (encoded by pypaimon's ``GenericVariant.from_python``; ``null`` inside is a
+    VARIANT null, a bare ``null`` a SQL NULL).
     Result: ``{"created": bool, "snapshot_ids": [latest snapshot id after each commit]}``.
 ``read`` (``impl``: ``pypaimon`` | ``rust``)
     ``options`` (dynamic read options, e.g. ``scan.snapshot-id``, ``scan.tag-name``,
@@ -241,6 +243,11 @@ def _coerce(value: Any, arrow_type: pa.DataType) -> Any:
         return [(_coerce(k, arrow_type.key_type), _coerce(v, arrow_type.item_type)) for k, v in pairs]
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
         return [_coerce(v, arrow_type.value_type) for v in value]
+    if pa.types.is_struct(arrow_type) and isinstance(value, dict) and set(value) == {"variant"}:
+        from pypaimon.data.generic_variant import GenericVariant
+
+        encoded = GenericVariant.from_python(value["variant"])
+        return {"value": encoded.value(), "metadata": encoded.metadata()}
     if pa.types.is_struct(arrow_type):
         return {
             arrow_type.field(i).name: _coerce(value.get(arrow_type.field(i).name), arrow_type.field(i).type)

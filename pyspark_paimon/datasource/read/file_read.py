@@ -5,7 +5,7 @@ readers): whole, streamed batch by batch, or the rows of one key window.
   with (its ``_SCHEMA_ID``, looked up on the file's own branch). Columns are matched to the read schema by
   **field id** and looked up **by name** in the file, so renames work, dropped columns disappear, columns
   added later read as NULL, and type changes are cast. Parquet field ids are deliberately not used:
-  pypaimon writes none.
+  pypaimon writes none. VARIANT columns, plain or shredded, come out as plain values (``metadata/variant``).
 * **Deletion vectors** (:func:`_keep_mask`): a file with a deletion file in the split loses its deleted row
   positions as it is read, raw or merged. Positions count rows of the whole file, so when row groups are
   skipped the positions are mapped through the row groups' row counts from the Parquet footer.
@@ -26,7 +26,7 @@ from __future__ import annotations
 import decimal
 import json
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +42,9 @@ from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import cast_array, to_arrow_type
+from pyspark_paimon.metadata.types.casts import convert_array, evolution_problem, same_but_nullability
 from pyspark_paimon.metadata.types.model import DataField, DataType, RowType
+from pyspark_paimon.metadata.variant.shredding import rebuild_column
 from pyspark_paimon.planner.predicate import Leaf, could_match_stats
 from pyspark_paimon.planner.split import DataSplit
 
@@ -66,9 +68,7 @@ _PARQUET_STATS_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError
 # ------------------------------------------------------------------------------------------------------
 # Type conformance (schema evolution)
 # ------------------------------------------------------------------------------------------------------
-def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
-    """``arr`` (a column of ``file_name``) as the read type ``target``."""
-
+def _conversion_error(arr: pa.Array, target: str, column: str, file_name: str) -> Callable[[str], SchemaError]:
     def error(reason: str) -> SchemaError:
         return SchemaError(
             f"Column '{column}' of data file '{file_name}' holds {arr.type} values that cannot be converted to the "
@@ -76,13 +76,21 @@ def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: st
             "read with the schema the file was written with (time travel) or rewrite the data."
         )
 
+    return error
+
+
+def _to_read_type(arr: pa.Array, target: pa.DataType, column: str, file_name: str) -> pa.Array:
+    """``arr`` (a column of ``file_name``) as the read type ``target``."""
     # Spark timestamps are microseconds: nanosecond files (INT96, TIMESTAMP(9), ORC) are truncated.
     safe = not (pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target))
-    return cast_array(arr, target, error, safe=safe)
+    return cast_array(arr, target, _conversion_error(arr, str(target), column, file_name), safe=safe)
 
 
 def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: str, file_name: str) -> pa.Array:
-    """``arr`` (read with the file's type) converted to ``target_type``; ROW members are matched by id."""
+    """``arr`` (read with the file's type) converted to ``target_type``; ROW members are matched by id; a VARIANT
+    column (plain or shredded) becomes plain values."""
+    if target_type.root == "VARIANT" and file_type.root == "VARIANT" and pa.types.is_struct(arr.type):
+        return rebuild_column(arr)
     target_arrow = to_arrow_type(target_type, column)
     if isinstance(target_type, RowType) and isinstance(file_type, RowType) and pa.types.is_struct(arr.type):
         by_id = {f.id: f for f in file_type.fields}
@@ -97,6 +105,17 @@ def _conform(arr: pa.Array, file_type: DataType, target_type: DataType, column: 
                 children.append(_conform(child, ff.type, tf.type, f"{column}.{tf.name}", file_name))
         mask = pc.is_null(arr) if arr.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target_arrow), mask=mask)
+    if not same_but_nullability(file_type, target_type):  # the column's type changed after the file was written
+        problem = evolution_problem(file_type, target_type)
+        if problem:  # a change another engine made that a read here would not convert as Java does
+            raise SchemaError(
+                f"Column '{column}' of data file '{file_name}' was written as {file_type}, and the table now declares "
+                f"{target_type}: {problem}. Read the column with Paimon (Java), or with the schema the file was "
+                "written with (time travel)."
+            )
+        error = _conversion_error(arr, str(target_type), column, file_name)
+        return convert_array(_to_read_type(arr, to_arrow_type(file_type, column), column, file_name), file_type,
+                             target_type, error, column)  # fmt: skip
     return _to_read_type(arr, target_arrow, column, file_name)
 
 

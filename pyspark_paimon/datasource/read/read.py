@@ -73,7 +73,7 @@ def _finish(ctx: ReadContext, plan: ReadColumns, data: pa.Table) -> Iterator[pa.
         data = data.append_column(ROW_KIND_FIELD, row_kind_names(codes))
         names = [ROW_KIND_FIELD.name, *names]
     if ctx.residual is not None and n:
-        data = data.filter(ctx.residual)
+        data = ctx.filter_rows(data)
     if data.num_rows == 0:
         return
     data = data.select(names)
@@ -146,7 +146,7 @@ def read_file_changes(ctx: ReadContext, split: DataSplit) -> Iterator[pa.RecordB
     for f in split.files:
         for data in stream_data_file(ctx, split, f, plan.read_fields, system):
             if ctx.residual is not None:
-                data = data.filter(ctx.residual)
+                data = ctx.filter_rows(data)
                 if not data.num_rows:
                     continue
             kinds = (

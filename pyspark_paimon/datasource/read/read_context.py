@@ -25,8 +25,9 @@ from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.types.arrow import to_arrow_schema, to_arrow_type
+from pyspark_paimon.metadata.types.arrow import to_arrow_field, to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField
+from pyspark_paimon.metadata.variant.path import VariantGet, variant_gets
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression, tree_columns, tree_expression
 from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
@@ -100,6 +101,8 @@ class ReadContext:
     # Key-overlap sections whose files total more than this many bytes are merged in windows of about this
     # many bytes of Parquet row groups (``file_read.plan_windows``), so memory stays bounded.
     merge_window_bytes: int = 64 << 20
+    # Columns the residual filter reads that no file stores: values inside VARIANT columns (``variant_get``).
+    derived: tuple[VariantGet, ...] = ()
     # ``$audit_log`` / ``$binlog``: every row leads with its row kind (``rowkind``: +I, -U, +U, -D), the kind of
     # the merged record for primary-key tables (a batch read drops retractions), +I for append tables.
     row_kinds: bool = False
@@ -125,10 +128,11 @@ class ReadContext:
         if read_fields is not None:
             for name in read_fields:
                 schema.field(name)  # raises with the list of existing columns
-        arrow_schema = schema.arrow_schema()
         selection = planned.selection
         if selection is not None and tree_columns(selection) <= set(schema.partition_keys):
             selection = None  # partitions were selected exactly by it: every row of them satisfies it
+        derived = tuple(variant_gets(tree_columns(selection), schema.fields)) if selection is not None else ()
+        arrow_schema = residual_schema(schema, derived)
         parts = [
             e
             for e in (
@@ -149,6 +153,7 @@ class ReadContext:
             residual=residual,
             batch_size=batch_size,
             pushed=planned.predicate,
+            derived=derived,
         )
 
     @classmethod
@@ -162,6 +167,7 @@ class ReadContext:
         read_fields: Sequence[str] | None = None,
         residual: pc.Expression | None = None,
         batch_size: int = 65536,
+        derived: Sequence[VariantGet] = (),
     ) -> "ReadContext":
         """The one way to build a context for reading a store's own files without a planned read (compaction,
         a write's checks, streams, diffs).
@@ -186,7 +192,20 @@ class ReadContext:
             read_fields=tuple(read_fields) if read_fields is not None else None,
             residual=residual,
             batch_size=batch_size,
+            derived=tuple(derived),
         )
+
+    def filter_rows(self, data: pa.Table) -> pa.Table:
+        """``data`` (the read columns) without the rows the residual filter drops; derived columns (``variant_get``)
+        are computed for the filter and dropped again."""
+        if self.residual is None:
+            return data
+        if not self.derived:
+            return data.filter(self.residual)
+        extended = data
+        for d in self.derived:
+            extended = extended.append_column(d.name, d.evaluate(data.column(d.column)))
+        return extended.filter(self.residual).drop_columns([d.name for d in self.derived])
 
     def merge_options(self) -> dict[str, str]:
         """The read schema's table options overlaid by ``options`` (merge engine, sequence fields...)."""
@@ -223,6 +242,14 @@ class ReadContext:
 # ------------------------------------------------------------------------------------------------------
 # Residual filter columns
 # ------------------------------------------------------------------------------------------------------
+def residual_schema(schema: TableSchema, derived: Sequence[VariantGet]) -> pa.Schema:
+    """The Arrow schema a residual filter's literals are typed by: the table's columns and the derived ones."""
+    arrow = schema.arrow_schema()
+    for d in derived:
+        arrow = arrow.append(to_arrow_field(d.field))
+    return arrow
+
+
 _REFS_CACHE: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 _REFS_LOCK = threading.Lock()
 
@@ -296,7 +323,9 @@ class ReadColumns:
         out_schema = ctx.output_schema()
         filter_cols: tuple[str, ...] = ()
         if ctx.residual is not None:
-            filter_cols = referenced_columns(ctx.residual, _readable_schema(schema.fields))
+            derived = {d.name: d.column for d in ctx.derived}
+            refs = referenced_columns(ctx.residual, _readable_schema([*schema.fields, *(d.field for d in ctx.derived)]))
+            filter_cols = tuple(dict.fromkeys(derived.get(name, name) for name in refs))
         key_names: list[str] = []
         seq: list[str] = []
         if schema.primary_keys:

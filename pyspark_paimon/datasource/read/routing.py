@@ -3,7 +3,7 @@
 ``Scan.to_spark`` reads one plan (``datasource.jobs.prepare_read``) through two readers. A split whose files
 can be returned exactly as stored -- no merge, no retraction to drop, deletion vectors only on Parquet files
 (Spark's ``_metadata.row_index`` finds the deleted positions), columns that map onto the read schema by rename,
-lossless widening or NULL -- goes to Spark's built-in Parquet/ORC reader,
+lossless widening or NULL, no VARIANT column -- goes to Spark's built-in Parquet/ORC reader,
 which runs in the JVM with pushdown and column pruning. Every other split goes to the ``paimon`` Python source,
 which merges. The decision is a pure function of the plan (never of a projection or a pushed filter), so the
 Python half, planned again from the same snapshot, keeps exactly the splits this module left to it
@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from pyspark_paimon.datasource.read.file_read import format_of
 from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.types.model import ArrayType, AtomicType, DataField, DataType, MapType, RowType
+from pyspark_paimon.metadata.types.model import (
+    ArrayType,
+    AtomicType,
+    DataField,
+    DataType,
+    MapType,
+    RowType,
+    iter_fields,
+)
 from pyspark_paimon.planner.explain import ReaderReport
 from pyspark_paimon.planner.read_plan import PlannedRead
 from pyspark_paimon.planner.split import DataSplit
@@ -88,6 +96,9 @@ def _whole_read_reason(planned: PlannedRead) -> str | None:
     if planned.kind not in _JVM_KINDS:
         return f"{planned.kind} read"
     for f in planned.schema.fields:
+        if any(x.type.root == "VARIANT" for x in iter_fields([f])):
+            # Shredded VARIANT files need rebuilding (``metadata/variant``), which Spark's Parquet reader may not do.
+            return f"VARIANT column '{f.name}'"
         if not isinstance(f.type, AtomicType) and (not f.type.nullable or _has_required_part(f.type)):
             # Spark's file readers make every nested part nullable; the union must keep the table's schema.
             return f"NOT NULL part inside nested column '{f.name}'"
@@ -167,7 +178,10 @@ def _atomic_castable(s: AtomicType, t: AtomicType) -> bool:
     if _has_wide_timestamp(s) or _has_wide_timestamp(t):
         return False
     if s.root in ("TIMESTAMP", "TIMESTAMP_LTZ") or t.root in ("TIMESTAMP", "TIMESTAMP_LTZ"):
-        return s.root == t.root  # precision only changes the stored unit; Spark reads both as microseconds
+        # A larger precision only changes the stored unit (Spark reads microseconds); a smaller one cuts the stored
+        # digits, which the Python reader does (as Java's cast) and Spark's would not.
+        assert s.precision is not None and t.precision is not None
+        return s.root == t.root and t.precision >= min(s.precision, _MAX_TIMESTAMP_PRECISION)
     if s.root in ("CHAR", "VARCHAR") and t.root in ("CHAR", "VARCHAR"):
         return True
     if s.root in ("BINARY", "VARBINARY") and t.root in ("BINARY", "VARBINARY"):

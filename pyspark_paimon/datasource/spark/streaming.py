@@ -39,6 +39,7 @@ from pyspark_paimon.datasource.spark.writer import (
     check_write_schema,
     delete_written_files,
     ensure_table,
+    merge_for_write,
     raise_refusals,
     write_task,
 )
@@ -202,11 +203,11 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
                     f"Option '{key}' does not apply to streaming writes: outputMode('append') appends "
                     "and outputMode('complete') replaces the whole table with each micro-batch."
                 )
-        table = ensure_table(table_ref, schema)
-        check_write_schema(schema, table)
+        table, write_options = merge_for_write(table_ref, schema, ensure_table(table_ref, schema))
+        check_write_schema(schema, table, fill_missing=bool(write_options))
         stream_commit_user(None, self.checkpoint, ref.path)  # no checkpoint location: a clear error at start
         self.ref = table_ref
-        self.job = prepare_write(table_ref.store(), OverwriteSpec("all") if overwrite else None)
+        self.job = prepare_write(table_ref.store(), OverwriteSpec("all") if overwrite else None, write_options)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessage:
         ctx = TaskContext.get()

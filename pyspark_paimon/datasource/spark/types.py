@@ -36,6 +36,7 @@ _SIMPLE = {
     "VARBINARY": T.BinaryType,
     "TIMESTAMP": T.TimestampNTZType,
     "TIMESTAMP_LTZ": T.TimestampType,
+    "VARIANT": T.VariantType,
 }
 
 
@@ -80,6 +81,7 @@ def from_spark_type(t: T.DataType, nullable: bool = True, column: str = "?") -> 
         T.FloatType: "FLOAT",
         T.DoubleType: "DOUBLE",
         T.DateType: "DATE",
+        T.VariantType: "VARIANT",
     }
     for cls, name in simple.items():
         if isinstance(t, cls):

@@ -1,9 +1,10 @@
 """Spark writer: executors write data files, the driver commits once.
 
 ``writer()`` runs on the driver: it creates the table when it does not exist (Python sources cannot
-receive ``partitionBy``, so keys and table options come from write options), checks the DataFrame's schema
-against the table's, and captures what executors need (sequence-number bases per bucket). ``write()`` runs
-per Spark partition and returns the files it wrote; ``commit()`` makes them one snapshot.
+receive ``partitionBy``, so keys and table options come from write options), evolves it to the DataFrame's columns
+with ``write.merge-schema``, checks the DataFrame's schema against the table's, and captures what executors need
+(sequence-number bases per bucket). ``write()`` runs per Spark partition and returns the files it wrote;
+``commit()`` makes them one snapshot.
 
 Failure handling follows Spark's protocol: ``abort()`` receives the messages of successful tasks. It deletes
 their files only after checking that no snapshot of this job exists, because ``abort`` also runs when
@@ -23,6 +24,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from pyspark_paimon.datasource.jobs import WriteJob, overwrite_spec, prepare_write
+from pyspark_paimon.datasource.schema_changes import merge_data_schema
 from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
 from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
@@ -30,8 +32,15 @@ from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
-from pyspark_paimon.metadata.schema.options import BUCKET_KEY, ROWKIND_FIELD, SEQUENCE_FIELD, validate_table_options
+from pyspark_paimon.metadata.schema.options import (
+    BUCKET_KEY,
+    ROWKIND_FIELD,
+    SEQUENCE_FIELD,
+    WRITE_MERGE_SCHEMA,
+    validate_table_options,
+)
 from pyspark_paimon.metadata.schema.options import get as table_option
+from pyspark_paimon.metadata.schema.schema_merge import MERGE_SCHEMA_KEYS, SchemaMerge
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
@@ -51,6 +60,7 @@ WRITE_KEYS = {
     "primary-key",
     "partition",
     "comment",
+    *MERGE_SCHEMA_KEYS,  # a write's schema evolution, not stored with a table the write creates
 }
 
 
@@ -215,18 +225,33 @@ def check_write_options(ref: TableRef, table: TableSchema) -> None:
         )
 
 
-def check_write_schema(df_schema: StructType, table: TableSchema) -> None:
-    """The DataFrame must carry exactly the table's columns (any order) with compatible types."""
+def merge_for_write(ref: TableRef, df_schema: StructType, table: TableSchema) -> tuple[TableSchema, dict[str, str]]:
+    """With ``write.merge-schema`` (a write option or a table option): the table evolved to the DataFrame's columns
+    before any task writes (``datasource/schema_changes.py``), and the options the write's tasks need (a column the
+    DataFrame lacks is written NULL). Without it: the table and no options."""
+    merge = SchemaMerge.of(table.options, ref.options)
+    if merge is None:
+        return table, {}
+    incoming = [(f.name, from_spark_type(f.dataType, f.nullable, f.name)) for f in df_schema.fields]
+    return merge_data_schema(ref.store(), merge, incoming, ref.path), {WRITE_MERGE_SCHEMA.key: "true"}
+
+
+def check_write_schema(df_schema: StructType, table: TableSchema, fill_missing: bool = False) -> None:
+    """The DataFrame must carry the table's columns (any order; with ``fill_missing``, nullable ones may be
+    absent) with compatible types, and no other."""
     df_cols = {f.name: f for f in df_schema.fields}
-    missing = [c for c in table.field_names if c not in df_cols]
+    missing = [c for c in table.field_names if c not in df_cols and not (fill_missing and table.field(c).type.nullable)]
     extra = [c for c in df_cols if not table.has_field(c)]
     if missing or extra:
         raise SchemaMismatchError(
             f"The DataFrame's columns do not match the table's. Missing: {missing or 'none'}; not in the table: "
-            f"{extra or 'none'}. Table columns: {table.field_names}. Select/rename columns to match, or evolve the "
-            "table first (Table.update_schema().add_column)."
+            f"{extra or 'none'}. Table columns: {table.field_names}. Select/rename columns to match, evolve the "
+            "table first (Table.update_schema().add_column), or let the write add them: .option('write.merge-schema', "
+            "'true')."
         )
     for f in table.fields:
+        if f.name not in df_cols:
+            continue  # written as NULL (write.merge-schema)
         want = to_spark_type(f.type, f.name)
         got = df_cols[f.name].dataType
         if _fits(got, want):
@@ -307,8 +332,8 @@ class PaimonWriter(DataSourceArrowWriter):
                 "store the option for other engines, use Table.update_schema().set_options."
             )
         ref = self.ref = route_to_audit_branch(ref)
-        table = ensure_table(ref, schema)
-        check_write_schema(schema, table)
+        table, write_options = merge_for_write(ref, schema, ensure_table(ref, schema))
+        check_write_schema(schema, table, fill_missing=bool(write_options))
         mode = ref.options.get("partitionoverwritemode")
         static = ref.options.get("overwrite-partition")
         if not overwrite and (mode or static):
@@ -328,7 +353,7 @@ class PaimonWriter(DataSourceArrowWriter):
                 if overwrite
                 else None
             )
-        self.job: WriteJob = prepare_write(ref.store(), spec)
+        self.job: WriteJob = prepare_write(ref.store(), spec, write_options)
 
     def _session_job(self, mode: str) -> WriteJob:
         """The job overwriting as the session's mode says (Spark only lets 'static' or 'dynamic' be set)."""

@@ -38,13 +38,14 @@ from pyspark_paimon.datasource.merge.merge import (
 from pyspark_paimon.datasource.read.key_probes import read_records, read_records_of_keys
 from pyspark_paimon.datasource.read.merged_read import merge_records, oldest_first
 from pyspark_paimon.datasource.read.read import read_file_changes, read_split
-from pyspark_paimon.datasource.read.read_context import ReadContext
+from pyspark_paimon.datasource.read.read_context import ReadContext, residual_schema
 from pyspark_paimon.errors import OptionError, SchemaError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.variant.path import VariantGet, variant_gets
 from pyspark_paimon.planner.chain.config import MAIN, chain_read_config
 from pyspark_paimon.planner.micro_batch import Admission, task_groups
 from pyspark_paimon.planner.predicate import tree_columns, tree_expression
@@ -220,7 +221,7 @@ def _sides_by_key(ctx: ReadContext, s: StreamSplit, metrics: DiffMetrics) -> tup
             return out.empty_table()
         merged = merge_records(full, split, tables, drop_retracts=True, files=files)
         if ctx.residual is not None and merged.num_rows:
-            merged = merged.filter(ctx.residual)
+            merged = ctx.filter_rows(merged)
         columns = [merged.column(fld.name) for fld in out]
         return pa.Table.from_arrays(
             [c if c.type == fld.type else c.cast(fld.type) for c, fld in zip(columns, out)], schema=out
@@ -353,9 +354,11 @@ class StreamReadJob:
                 )
         selection = self.planner.selection.expr
         residual = None
+        derived: list[VariantGet] = []
         if selection is not None and not tree_columns(selection) <= set(schema.partition_keys):
             # A selection of partitions only was applied exactly by the planner; anything else tests rows.
-            residual = tree_expression(selection, schema.arrow_schema())
+            derived = variant_gets(tree_columns(selection), schema.fields)
+            residual = tree_expression(selection, residual_schema(schema, derived))
         read = ReadContext.for_store(
             self.store,
             schema,
@@ -363,6 +366,7 @@ class StreamReadJob:
             read_fields=self.columns,
             residual=residual,
             batch_size=self.opts.batch_size,
+            derived=derived,
         )
         return StreamReadContext(read, self.opts.changelog)
 

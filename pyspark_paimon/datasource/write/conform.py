@@ -2,9 +2,10 @@
 
 Columns are matched by name (exactly, else case-insensitively when unambiguous) and put in schema order, cast to
 the table's Arrow types by Spark's store-assignment rules (``store_assignment``), timestamps cut to their
-precision, NOT NULL enforced; then each row gets its kind (``rowkind.field``, explicit kinds, or +I) and the kinds
-``ignore-delete`` / ``ignore-update-before`` drop are dropped. Doing this on arrival makes a bad batch fail its task
-at once, naming the column, instead of at the flush.
+precision, NOT NULL enforced, VARIANT values checked and made plain; then each row gets its kind
+(``rowkind.field``, explicit kinds, or +I) and the kinds ``ignore-delete`` / ``ignore-update-before`` drop are
+dropped. Doing this on arrival makes a bad batch fail its task at once, naming the column, instead of at the flush.
+With ``write.merge-schema`` a nullable column the data lacks is written as NULL.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark_paimon.errors import OptionError, SchemaMismatchError
 from pyspark_paimon.metadata.schema.options import ROWKIND_FIELD, CoreOptions
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import DataField, type_to_sql
+from pyspark_paimon.metadata.variant.shredding import rebuild_column
 
 __all__ = ["InputConformer", "ROW_KINDS", "rowkind_column"]
 
@@ -61,6 +63,7 @@ class InputConformer:
         *,
         ignore_delete: bool,
         ignore_update_before: bool,
+        fill_missing: bool = False,
     ) -> None:
         self._schema = schema
         self._table_path = table_path
@@ -70,6 +73,7 @@ class InputConformer:
         self._rowkind_field = rowkind_field
         self._ignore_delete = ignore_delete
         self._ignore_update_before = ignore_update_before
+        self._fill_missing = fill_missing
 
     def conform(self, table: pa.Table, kinds: pa.Array | None = None) -> pa.Table:
         """``table`` aligned to the schema; primary-key tables (and ``rowkind.field`` tables, whose kinds are
@@ -98,7 +102,7 @@ class InputConformer:
         lower: dict[str, list[str]] = {}
         for n in names:
             lower.setdefault(n.lower(), []).append(n)
-        chosen: list[str] = []
+        chosen: list[str | None] = []
         missing: list[str] = []
         for f in self._fields:
             if f.name in index:
@@ -106,7 +110,10 @@ class InputConformer:
             elif len(lower.get(f.name.lower(), [])) == 1:
                 chosen.append(lower[f.name.lower()][0])
             else:
+                chosen.append(None)
                 missing.append(f.name)
+        if self._fill_missing:  # write.merge-schema: a column the data lacks is written as NULL
+            missing = [m for m in missing if not self._schema.field(m).type.nullable]
         if missing:
             desc = ", ".join(f"'{m}' {type_to_sql(self._schema.field(m).type)}" for m in missing)
             raise SchemaMismatchError(
@@ -118,10 +125,14 @@ class InputConformer:
         if extra:
             raise SchemaMismatchError(
                 f"The data written to {self._table_path} has column(s) {extra} that the table does not have "
-                f"(columns: {', '.join(self._schema.field_names)}). Drop them, or add them to the table first."
+                f"(columns: {', '.join(self._schema.field_names)}). Drop them, add them to the table first, or let "
+                "the write add them (merge_schema=True, or the Spark write option 'write.merge-schema')."
             )
         columns = []
         for f, src_name, target in zip(self._fields, chosen, self._arrow_schema):
+            if src_name is None:
+                columns.append(pa.chunked_array([pa.nulls(table.num_rows, target.type)], target.type))
+                continue
             col = self._cast_column(table.column(index[src_name]), f, target)
             if not target.nullable and col.null_count:
                 raise SchemaMismatchError(
@@ -138,6 +149,9 @@ class InputConformer:
             if pa.types.is_dictionary(src):
                 col = col.cast(src.value_type)
                 src = col.type
+            if f.type.root == "VARIANT" and pa.types.is_struct(src):
+                where = f"column '{f.name}' of the data written to {self._table_path}"
+                return pa.chunked_array([rebuild_column(chunk, where) for chunk in col.chunks], want)
             if pa.types.is_timestamp(src) and pa.types.is_timestamp(want):
                 if want.tz is None and src.tz is not None:
                     # A zoned instant into TIMESTAMP (no zone): keep the wall clock of its zone, as Spark's

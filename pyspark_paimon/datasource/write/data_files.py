@@ -4,7 +4,8 @@
 One place decides the physical layout of a data file (primary-key tables: ``_KEY_*``, ``_SEQUENCE_NUMBER``,
 ``_VALUE_KIND``, then every table column, with the field ids Java sets), where it lives (partition directory,
 ``data-file.path-directory``, bucket directory), what it is called (prefix, UUID, counter, suffix), how it is
-encoded (codec per level, bounded row groups, ``parquet_layout``), where it rolls (``target-file-size``), and how it
+encoded (codec per level, bounded row groups, ``parquet_layout``, VARIANT columns shredded as
+``variant.shreddingSchema`` asks), where it rolls (``target-file-size``), and how it
 is described (keys, statistics, sequence range, retract count, and its file indexes: ``file-index.<type>.columns``
 builds them, embedded in the manifest or in ``<file>.index``, as Java's ``DataFileIndexWriter`` does for every data
 and changelog file). The writer decides *which* rows go into a bucket;
@@ -51,6 +52,7 @@ from pyspark_paimon.metadata.schema.options import (
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import to_parquet_arrow_schema
 from pyspark_paimon.metadata.types.model import AtomicType, DataField
+from pyspark_paimon.metadata.variant.shredding import shred_column, shredded_arrow_type, shredding_types
 
 __all__ = [
     "DataFileWriter",
@@ -164,6 +166,13 @@ class DataFileWriter:
         self._key_file_fields = key_file_fields(key_fields)
         file_fields = (self._key_file_fields + system_file_fields() + self._fields) if self._is_pk else self._fields
         self._file_schema = to_parquet_arrow_schema(file_fields, field_ids=True)
+        # VARIANT columns 'variant.shreddingSchema' names are written shredded (Java's ParquetFileFormat does so).
+        self._shredded = shredding_types(opts, self._fields)
+        for name, requested in self._shredded.items():
+            pos = self._file_schema.get_field_index(name)
+            self._file_schema = self._file_schema.set(
+                pos, self._file_schema.field(pos).with_type(shredded_arrow_type(requested))
+            )
         self._file_index = FileIndexSpec.of(opts, self._fields, table_path)
         self._created: list[str] = []
 
@@ -227,7 +236,9 @@ class DataFileWriter:
         cols = []
         for name, target in zip(chunk.column_names, self._file_schema):
             col = chunk.column(name)
-            if col.type != target.type:
+            if name in self._shredded:
+                col = shred_column(col, self._shredded[name])
+            elif col.type != target.type:
                 col = col.cast(target.type, safe=False)  # only timestamp units differ (already truncated)
             cols.append(col)
         return pa.Table.from_arrays(cols, schema=self._file_schema)

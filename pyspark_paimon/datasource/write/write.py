@@ -44,6 +44,7 @@ from pyspark_paimon.metadata.schema.options import (
     IGNORE_UPDATE_BEFORE,
     POSTPONE_BUCKET,
     WRITE_BUFFER_SIZE,
+    WRITE_MERGE_SCHEMA,
     ZORDER_VAR_LENGTH_CONTRIBUTION,
     CoreOptions,
     validate_table_options,
@@ -107,6 +108,7 @@ class TableWriter:
             rowkind_field,
             ignore_delete=options.ignore_delete,
             ignore_update_before=options.get(IGNORE_UPDATE_BEFORE),
+            fill_missing=options.get(WRITE_MERGE_SCHEMA),
         )
         # Columns the merge engine folds (partial-update / aggregation); key columns are never merged.
         pk = set(schema.primary_keys)

@@ -112,7 +112,10 @@ _CHANGELOG_FILES = (
     "take a file's format from its name, so the rows they hold are the same"
 )
 _NO_BLOB = "only with BLOB columns, which are refused (blob-field, data-evolution.enabled, the BLOB type)"
-_NO_VARIANT = "only with VARIANT columns, which cannot be read or written here"
+_NO_VARIANT_INFERENCE = (
+    "tunes Java's per-file shredding inference; files written here are shredded only as 'variant.shreddingSchema' "
+    "says (else plain), and readers read plain, shredded and inferred files alike"
+)
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
 _NO_EVOLUTION = "only with data-evolution tables, which are refused (data-evolution.enabled)"
 _POSTPONE_ESTIMATES = (
@@ -162,15 +165,14 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "metadata.stats-mode.per.level": _inert(
         "statistics per LSM level; statistics only prune, and files without them stay valid"
     ),
-    "variant.shreddingSchema": _inert(_NO_VARIANT),
-    "variant.inferShreddingSchema": _inert(_NO_VARIANT),
-    "variant.shredding.inferenceMode": _inert(_NO_VARIANT),
-    "variant.shredding.maxSchemaWidth": _inert(_NO_VARIANT),
-    "variant.shredding.maxSchemaDepth": _inert(_NO_VARIANT),
-    "variant.shredding.minFieldCardinalityRatio": _inert(_NO_VARIANT),
-    "variant.shredding.maxInferBufferRow": _inert(_NO_VARIANT),
-    "variant.shredding.adaptive.maxInferBufferRow": _inert(_NO_VARIANT),
-    "variant.shredding.adaptive.retentionRatio": _inert(_NO_VARIANT),
+    "variant.inferShreddingSchema": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.inferenceMode": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.maxSchemaWidth": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.maxSchemaDepth": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.minFieldCardinalityRatio": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.maxInferBufferRow": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.adaptive.maxInferBufferRow": _inert(_NO_VARIANT_INFERENCE),
+    "variant.shredding.adaptive.retentionRatio": _inert(_NO_VARIANT_INFERENCE),
     "manifest-sort.enabled": _inert("order of entries in Java's merged manifests"),
     "manifest-sort.partition-field": _inert("order of entries in Java's merged manifests"),
     "manifest-sort.max-rewrite-size": _inert("order of entries in Java's merged manifests"),
@@ -454,8 +456,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "pk-multivalue.index.columns": _inert(_GLOBAL_INDEX),
     "pk-full-text.index.columns": _inert(_GLOBAL_INDEX),
     # -- schema changes
-    "alter-column-null-to-not-null.disabled": _inert("only restricts column type changes, which are not offered here"),
-    "disable-explicit-type-casting": _inert("only restricts column type changes, which are not offered here"),
     # -- catalog and table kinds
     "path": _inert("the table's location as catalogs record it; the location a read or write is given decides"),
     "owner": _inert(_CATALOG + " (not a Java option key: the owner catalogs record)"),
@@ -557,9 +557,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "requiredSparkConfsCheck.enabled": _inert(_SPARK),
     "legacy-timestamp-mapping.enabled": _inert(_SPARK),
     "vector-search.lateral-join.parallelism": _inert(_SPARK),
-    "write.merge-schema": _inert(_SPARK + "; a write whose columns differ from the table's is refused here"),
-    "write.merge-schema.type-widening": _inert(_SPARK),
-    "write.merge-schema.explicit-cast": _inert(_SPARK),
     "write.use-v2-write": _inert(_SPARK),
     "write.hive-style-dynamic-partition.enabled": _inert(_SPARK),
     "write.data-evolution.update-conflict-retry.max-attempts": _inert(_SPARK),
@@ -610,7 +607,6 @@ NOT_HONOURED: dict[str, KeyRule] = {
 #: Legacy (fallback) spellings Java still reads -> the key they stand for; each gets that key's rule.
 #: (``ignore-delete``'s engine-prefixed spellings are honoured: see ``options.IGNORE_DELETE_LEGACY_KEYS``.)
 ALIASES: dict[str, str] = {
-    "parquet.variant.shreddingSchema": "variant.shreddingSchema",
     "snapshot.expire.clean-empty-directories": "snapshot.clean-empty-directories",
     "log.scan": "scan.mode",
     "log.scan.timestamp-millis": "scan.timestamp-millis",

@@ -601,6 +601,46 @@ ADD_COLUMN_BEFORE_PARTITION = _option(
     "false",
     "A column added without a position goes before the first partition column.",
 )
+DISABLE_ALTER_COLUMN_NULL_TO_NOT_NULL = _option(
+    "alter-column-null-to-not-null.disabled",
+    BOOLEAN,
+    "true",
+    "Schema changes may not make a nullable column NOT NULL (set 'false' to allow it when no NULL is stored).",
+)
+DISABLE_EXPLICIT_TYPE_CASTING = _option(
+    "disable-explicit-type-casting",
+    BOOLEAN,
+    "false",
+    "Column type changes are limited to Paimon's implicit (widening) casts.",
+)
+VARIANT_SHREDDING_SCHEMA = _option(
+    "variant.shreddingSchema",
+    STRING,
+    None,
+    "VARIANT columns written shredded: a JSON ROW type naming each column and the shape of its values to keep as "
+    "typed Parquet columns (legacy key 'parquet.variant.shreddingSchema').",
+)
+WRITE_MERGE_SCHEMA = _option(
+    "write.merge-schema",
+    BOOLEAN,
+    "false",
+    "A write whose data has columns the table lacks adds them to the table, in the same commit as the data "
+    "(also a Spark write option and a Table.write_arrow argument).",
+)
+WRITE_MERGE_SCHEMA_TYPE_WIDENING = _option(
+    "write.merge-schema.type-widening",
+    BOOLEAN,
+    "false",
+    "With 'write.merge-schema': a column whose data has a wider type (INT into BIGINT, a larger DECIMAL precision) "
+    "is widened to it.",
+)
+WRITE_MERGE_SCHEMA_EXPLICIT_CAST = _option(
+    "write.merge-schema.explicit-cast",
+    BOOLEAN,
+    "false",
+    "With 'write.merge-schema.type-widening': a column also takes a type Paimon reaches only by an explicit cast "
+    "(BIGINT into INT, STRING into DATE); existing values must convert when read.",
+)
 TYPE = _option("type", LOWERCASE, "table", "Kind of table: ordinary and materialized tables.")
 # Iceberg-compatible metadata (metadata/iceberg/): Iceberg readers see the table through it
 ICEBERG_STORAGE_TYPES = ("disabled", "table-location", "hadoop-catalog", "hive-catalog", "rest-catalog")
@@ -875,6 +915,7 @@ KEYS: dict[str, KeyRule] = {
     **{o.key: _CONSTANT_RULES.get(o.key, KeyRule("honoured", o.description)) for o in OPTIONS},
     **{k: KeyRule("honoured", f"legacy spelling of '{IGNORE_DELETE.key}'") for k in IGNORE_DELETE_LEGACY_KEYS},
     **{k: KeyRule("honoured", f"legacy spelling of '{WRITE_ONLY.key}'") for k in WRITE_ONLY_LEGACY_KEYS},
+    "parquet.variant.shreddingSchema": KeyRule("honoured", f"legacy spelling of '{VARIANT_SHREDDING_SCHEMA.key}'"),
     **{
         k: KeyRule("honoured", f"legacy spelling of '{CLUSTERING_COLUMNS.key}'") for k in CLUSTERING_COLUMNS_LEGACY_KEYS
     },

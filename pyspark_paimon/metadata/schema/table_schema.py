@@ -35,6 +35,8 @@ from pyspark_paimon.metadata.schema.options import (
     ADD_COLUMN_BEFORE_PARTITION,
     BUCKET,
     BUCKET_KEY,
+    DISABLE_ALTER_COLUMN_NULL_TO_NOT_NULL,
+    DISABLE_EXPLICIT_TYPE_CASTING,
     FILE_FORMAT,
     JAVA_IMMUTABLE,
     MERGE_ENGINE,
@@ -42,16 +44,20 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
 )
 from pyspark_paimon.metadata.types.arrow import to_arrow_schema
+from pyspark_paimon.metadata.types.casts import evolution_problem, supports_cast
 from pyspark_paimon.metadata.types.json_codec import field_to_json, fields_from_json
 from pyspark_paimon.metadata.types.model import (
+    ArrayType,
     DataField,
     DataType,
+    MapType,
     RowType,
     assign_field_ids,
     iter_fields,
     max_field_id,
     type_to_sql,
 )
+from pyspark_paimon.metadata.variant.shredding import shredding_types
 
 __all__ = ["CURRENT_VERSION", "SCHEMA_PREFIX", "TableSchema", "SchemaManager", "option_str", "validate_table_schema"]
 
@@ -375,8 +381,10 @@ def validate_table_schema(schema: TableSchema) -> None:
             "the primary key or set bucket = -1."
         )
 
-    # What Java's file index writer refuses fails when the schema is made, not at the first write.
+    # What Java's file index writer refuses fails when the schema is made, not at the first write; so does a
+    # shredding schema that names no VARIANT column.
     FileIndexSpec.of(schema.options, schema.fields)
+    shredding_types(schema.options, schema.fields)
 
     has_bucket_key = schema.core_options.is_set(BUCKET_KEY)
     if has_bucket_key:
@@ -406,6 +414,73 @@ def validate_table_schema(schema: TableSchema) -> None:
                 "Option 'bucket-key' cannot be used with 'bucket' = -1 (unaware bucketing); "
                 "remove 'bucket-key' or set a bucket number"
             )
+
+
+def _path_of(path: str | Sequence[str]) -> list[str]:
+    names = [path] if isinstance(path, str) else list(path)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise SchemaError(f"A column is named by its name, or a ROW member by (column, member, ...); got {path!r}")
+    return names
+
+
+def _path_text(path: str | Sequence[str]) -> str:
+    return "'" + ".".join(_path_of(path)) + "'"
+
+
+def _update_field(s: TableSchema, names: Sequence[str], update: Callable[[DataField], DataField]) -> list[DataField]:
+    """``s``'s fields with the field at ``names`` (a column, then ROW members) replaced by ``update(field)``."""
+
+    def walk(fields: Sequence[DataField], depth: int, where: str) -> list[DataField]:
+        name = names[depth]
+        if not any(f.name == name for f in fields):
+            raise SchemaError(
+                f"{where} has no member '{name}' (members: {', '.join(f.name for f in fields) or 'none'})"
+                if depth
+                else f"Column '{name}' does not exist in the table (schema {s.id}). Existing columns: "
+                f"{', '.join(s.field_names)}"
+            )
+        out = []
+        for f in fields:
+            if f.name != name:
+                out.append(f)
+            elif depth == len(names) - 1:
+                out.append(update(f))
+            elif isinstance(f.type, RowType):
+                inner = walk(f.type.fields, depth + 1, f"ROW column '{'.'.join(names[: depth + 1])}'")
+                out.append(f.with_type(replace(f.type, fields=tuple(inner))))
+            else:
+                raise SchemaError(
+                    f"'{'.'.join(names[: depth + 1])}' is {type_to_sql(f.type)}, not a ROW: it has no member "
+                    f"'{names[depth + 1]}'"
+                )
+        return out
+
+    return walk(s.fields, 0, "")
+
+
+def _check_nullability(s: TableSchema, names: Sequence[str], was_nullable: bool, nullable: bool) -> None:
+    if was_nullable and not nullable and s.core_options.get(DISABLE_ALTER_COLUMN_NULL_TO_NOT_NULL):
+        raise SchemaError(
+            f"Cannot make column {_path_text(names)} NOT NULL: the table option "
+            f"'{DISABLE_ALTER_COLUMN_NULL_TO_NOT_NULL.key}' is true (the default). Set it to 'false' first if no "
+            "stored row holds a NULL there."
+        )
+
+
+def _keep_member_ids(old: DataType, new: DataType) -> DataType:
+    """``new`` with the ids of ``old``'s nested ROW members where they correspond (a type change keeps ids)."""
+    if isinstance(old, RowType) and isinstance(new, RowType):
+        by_name = {f.name: f for f in old.fields}
+        members = []
+        for f in new.fields:
+            o = by_name.get(f.name)
+            members.append(f if o is None else replace(f, id=o.id, type=_keep_member_ids(o.type, f.type)))
+        return replace(new, fields=tuple(members))
+    if isinstance(old, ArrayType) and isinstance(new, ArrayType):
+        return replace(new, element=_keep_member_ids(old.element, new.element))
+    if isinstance(old, MapType) and isinstance(new, MapType):
+        return replace(new, key=_keep_member_ids(old.key, new.key), value=_keep_member_ids(old.value, new.value))
+    return new
 
 
 def _pk_not_null(fields: list[DataField], primary_keys: Sequence[str]) -> list[DataField]:
@@ -689,6 +764,107 @@ class SchemaManager:
             for k in present:
                 self._check_option_change(s, k, None)
             return replace(s, options={k: v for k, v in s.options.items() if k not in present})
+
+        return change
+
+    # -- column changes (Java's UpdateColumnType / Nullability / Comment / Position) ---------------------------
+    def update_column_type_change(
+        self, path: str | Sequence[str], data_type: DataType, keep_nullability: bool = True
+    ) -> Callable[[TableSchema], TableSchema | None]:
+        """Change a column's (or a ROW member's: ``path`` = ``("col", "member")``) type, keeping its field id, by
+        Paimon's rules (:func:`~pyspark_paimon.metadata.types.casts.supports_cast`; explicit casts unless
+        ``disable-explicit-type-casting``), limited to the changes reads here convert as Java does
+        (:func:`~pyspark_paimon.metadata.types.casts.evolution_problem`). ``keep_nullability``: the column keeps its
+        NULL / NOT NULL (else it takes ``data_type``'s, as a nullability change)."""
+        if not isinstance(data_type, DataType):
+            raise SchemaError(f"Column {_path_text(path)}: expected a Paimon DataType, got {data_type!r}")
+
+        def change(s: TableSchema) -> TableSchema | None:
+            names = _path_of(path)
+            self._refuse_key_column(s, names[0], "change the type of")
+            options = s.core_options
+            allow_explicit = not options.get(DISABLE_EXPLICIT_TYPE_CASTING)
+
+            def update(f: DataField) -> DataField:
+                old = f.type
+                new = data_type.copy(nullable=old.nullable) if keep_nullability else data_type
+                _check_nullability(s, names, old.nullable, new.nullable)
+                if not supports_cast(old, new, allow_explicit):
+                    hint = (
+                        " (explicit casts are disabled by 'disable-explicit-type-casting')"
+                        if supports_cast(old, new, True)
+                        else ""
+                    )
+                    raise SchemaError(
+                        f"Column {_path_text(names)} of type {type_to_sql(old)} cannot change to {type_to_sql(new)}: "
+                        f"Paimon allows no such cast{hint}. Add a new column and copy the values instead."
+                    )
+                problem = evolution_problem(old, new)
+                if problem:
+                    raise SchemaError(
+                        f"Column {_path_text(names)} of type {type_to_sql(old)} cannot change to {type_to_sql(new)} "
+                        f"here: {problem}. Add a new column and copy the values instead."
+                    )
+                return f.with_type(_keep_member_ids(old, new))
+
+            fields = _update_field(s, names, update)
+            return None if fields == s.fields else replace(s, fields=fields)
+
+        return change
+
+    def update_column_nullability_change(
+        self, path: str | Sequence[str], nullable: bool
+    ) -> Callable[[TableSchema], TableSchema | None]:
+        """Make a column (or ROW member) nullable, or NOT NULL when the table allows it
+        (``alter-column-null-to-not-null.disabled`` = false; the caller checks that no stored row holds a NULL)."""
+
+        def change(s: TableSchema) -> TableSchema | None:
+            names = _path_of(path)
+            if nullable and len(names) == 1 and names[0] in s.primary_keys:
+                keys = s.primary_keys
+                raise SchemaError(f"Cannot make column '{names[0]}' nullable: it is in the primary key {keys}")
+
+            def update(f: DataField) -> DataField:
+                _check_nullability(s, names, f.type.nullable, nullable)
+                return f.with_type(f.type.copy(nullable=nullable))
+
+            fields = _update_field(s, names, update)
+            return None if fields == s.fields else replace(s, fields=fields)
+
+        return change
+
+    def update_column_comment_change(
+        self, path: str | Sequence[str], comment: str | None
+    ) -> Callable[[TableSchema], TableSchema | None]:
+        """Set (None: remove) the comment of a column or ROW member."""
+
+        def change(s: TableSchema) -> TableSchema | None:
+            fields = _update_field(s, _path_of(path), lambda f: replace(f, description=comment))
+            return None if fields == s.fields else replace(s, fields=fields)
+
+        return change
+
+    def update_column_position_change(
+        self, name: str, *, first: bool = False, after: str | None = None, before: str | None = None, last: bool = False
+    ) -> Callable[[TableSchema], TableSchema | None]:
+        """Move a top-level column first, last, or right after / before another (Java's ``applyMove``)."""
+        if sum([first, last, after is not None, before is not None]) != 1:
+            raise SchemaError(f"Move column '{name}' with exactly one of first, last, after=<column>, before=<column>")
+
+        def change(s: TableSchema) -> TableSchema | None:
+            s.field(name)
+            names = s.field_names
+            moved = [f for f in s.fields if f.name != name]
+            ref = after if after is not None else before
+            if ref is not None:
+                s.field(ref)
+                if ref == name:
+                    raise SchemaError(f"Cannot move column '{name}' relative to itself")
+                pos = [f.name for f in moved].index(ref) + (1 if after is not None else 0)
+            else:
+                pos = 0 if first else len(moved)
+            moved.insert(pos, s.field(name))
+            return None if [f.name for f in moved] == names else replace(s, fields=moved)
 
         return change
 

@@ -2,7 +2,8 @@
 
 Spark's Python Data Source exchanges Arrow batches and Parquet files are written through Arrow, so every
 read and write maps the schema here: TIMESTAMP(p) is ``timestamp[us]`` (Spark TIMESTAMP_NTZ), TIMESTAMP_LTZ
-``timestamp[us, tz=UTC]`` (Spark TIMESTAMP), CHAR/VARCHAR ``string``, DECIMAL ``decimal128``. The Parquet
+``timestamp[us, tz=UTC]`` (Spark TIMESTAMP), CHAR/VARCHAR ``string``, DECIMAL ``decimal128``, VARIANT the struct of
+its ``value`` and ``metadata`` binaries Spark exchanges (:func:`variant_arrow_type`). The Parquet
 variants use the timestamp unit Java writes for the precision and carry the Paimon field ids as
 ``PARQUET:field_id``. Types Spark cannot hold raise :class:`UnsupportedTypeError` naming the column.
 :func:`cast_array` is the one cast of Arrow values into such a type (schema evolution, aggregation results,
@@ -31,6 +32,10 @@ from pyspark_paimon.metadata.types.model import (
 
 __all__ = [
     "ARROW_LIST_ELEMENT",
+    "VARIANT_METADATA",
+    "VARIANT_VALUE",
+    "is_variant_arrow_type",
+    "variant_arrow_type",
     "cast_array",
     "to_arrow_type",
     "to_arrow_field",
@@ -81,6 +86,46 @@ def cast_array(
 #: Name of the list element field, as Spark and Parquet spell it.
 ARROW_LIST_ELEMENT = "element"
 
+#: The two binaries of a VARIANT value (the Parquet Variant encoding): the encoded value and its key dictionary.
+VARIANT_VALUE = "value"
+VARIANT_METADATA = "metadata"
+# Spark tags the metadata member so that its Arrow struct reads back as a VariantType (pyspark's is_variant).
+_SPARK_VARIANT_TAG = {b"variant": b"true"}
+
+
+def variant_arrow_type(parquet: bool = False) -> pa.StructType:
+    """A VARIANT in Arrow: ``struct<value: binary NOT NULL, metadata: binary NOT NULL>``, as Spark 4 hands it to a
+    Python data source (metadata tagged ``variant: true``) and pypaimon returns it. The Parquet form is Java's plain
+    layout (``ParquetSchemaConverter``): the same two required binaries with field ids 0 and 1."""
+    if parquet:
+        return pa.struct(
+            [
+                pa.field(VARIANT_VALUE, pa.binary(), False, metadata={b"PARQUET:field_id": b"0"}),
+                pa.field(VARIANT_METADATA, pa.binary(), False, metadata={b"PARQUET:field_id": b"1"}),
+            ]
+        )
+    return pa.struct(
+        [
+            pa.field(VARIANT_VALUE, pa.binary(), False),
+            pa.field(VARIANT_METADATA, pa.binary(), False, metadata=_SPARK_VARIANT_TAG),
+        ]
+    )
+
+
+def is_variant_arrow_type(t: pa.DataType) -> bool:
+    """Whether an Arrow type is a VARIANT: a struct of exactly ``value`` and ``metadata`` binaries, either tagged
+    as Spark tags it or with both members NOT NULL as pypaimon and Java's layout have them. (A ROW of two such
+    nullable binaries stays a ROW.)"""
+    if not pa.types.is_struct(t) or t.num_fields != 2:
+        return False
+    members = {t.field(i).name: t.field(i) for i in range(2)}
+    if set(members) != {VARIANT_VALUE, VARIANT_METADATA}:
+        return False
+    if not all(pa.types.is_binary(m.type) or pa.types.is_large_binary(m.type) for m in members.values()):
+        return False
+    meta = members[VARIANT_METADATA].metadata or {}
+    return meta.get(b"variant") == b"true" or not any(m.nullable for m in members.values())
+
 
 def _timestamp_unit(precision: int, parquet: bool) -> str:
     if not parquet:
@@ -101,6 +146,8 @@ def _to_arrow(t: DataType, column: str | None, parquet: bool, field_ids: bool) -
             return pa.timestamp(_timestamp_unit(t.precision or 0, parquet))
         if t.name == "TIMESTAMP_LTZ":
             return pa.timestamp(_timestamp_unit(t.precision or 0, parquet), tz="UTC")
+        if t.name == "VARIANT":
+            return variant_arrow_type(parquet)
         raise unsupported_in_spark(t, column)
     if isinstance(t, ArrayType):
         elem = pa.field(ARROW_LIST_ELEMENT, _to_arrow(t.element, column, parquet, field_ids), t.element.nullable)
@@ -205,6 +252,8 @@ def from_arrow_type(pa_type: pa.DataType, nullable: bool = True, column: str | N
     ):
         vf = t.value_field
         return ArrayType(from_arrow_type(vf.type, vf.nullable, column), nullable)
+    if is_variant_arrow_type(t):
+        return AtomicType("VARIANT", nullable)
     if pa.types.is_map(t):
         return MapType(
             from_arrow_type(t.key_field.type, False, column),

@@ -46,6 +46,7 @@ _DDL_SIMPLE = {
     "REAL": "FLOAT",
     "DOUBLE": "DOUBLE",
     "DATE": "DATE",
+    "VARIANT": "VARIANT",
 }
 
 
@@ -172,7 +173,7 @@ class _DdlParser:
         raise self._fail(
             f"unsupported Spark type '{t.value}' (supported: boolean, tinyint, smallint, int, "
             "bigint, float, double, decimal(p,s), string, char(n), varchar(n), binary, date, "
-            "timestamp, timestamp_ntz, array<>, map<>, struct<>)",
+            "timestamp, timestamp_ntz, variant, array<>, map<>, struct<>)",
             t.pos,
         )
 
@@ -231,7 +232,7 @@ def to_spark_type_ddl(t: DataType, column: str | None = None, keep_char_varchar:
     ``keep_char_varchar``, because Arrow carries them as plain strings either way."""
     if isinstance(t, AtomicType):
         n = t.name
-        if n in ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE"):
+        if n in ("BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DATE", "VARIANT"):
             return n
         if n in ("CHAR", "VARCHAR"):
             if keep_char_varchar and not (n == "VARCHAR" and t.length == STRING_LENGTH):
