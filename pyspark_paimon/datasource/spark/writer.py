@@ -27,6 +27,7 @@ from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
 from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema.options import BUCKET_KEY, ROWKIND_FIELD, SEQUENCE_FIELD, validate_table_options
@@ -296,6 +297,7 @@ class PaimonWriter(DataSourceArrowWriter):
             writer.abort()
             raise
 
+    @records_effects("Spark write commit")
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         ours = [msg for msg in messages if isinstance(msg, PaimonCommitMessage)]
         flat = [m for msg in ours for m in msg.messages]
