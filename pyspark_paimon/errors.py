@@ -7,9 +7,31 @@ what to do about it, because Spark wraps them in long tracebacks where a vague m
 
 from __future__ import annotations
 
+from typing import Literal
+
+Outcome = Literal["applied", "not applied", "partial", "unknown"]
+"""What a failed operation left behind: ``'applied'`` (it took effect: running it again would do it twice),
+``'not applied'`` (nothing changed: run it again), ``'partial'`` (some of its steps took effect: it is idempotent,
+run it again to finish), ``'unknown'`` (the store did not say whether the last step took effect: look before
+running it again)."""
+
 
 class PaimonError(Exception):
-    """Base class of every error raised by pyspark-paimon."""
+    """Base class of every error raised by pyspark-paimon.
+
+    ``outcome`` and ``safe_to_retry`` say what the failed operation left behind, where that is known: set by the
+    error's class (a conflict changed nothing), by the code that raised it, or by the operation the error left
+    (the API's calls, the Spark sinks' commits), which knows which of its steps had taken effect. None: the error
+    says nothing about an effect (it was raised before the operation changed anything it could have changed,
+    e.g. bad input), or it was raised outside an operation."""
+
+    outcome: Outcome | None = None
+    safe_to_retry: bool | None = None
+
+
+class StorageError(PaimonError, OSError):
+    """A call to the file system or object store failed (the message names the call and the path). It is also an
+    ``OSError``, as the failure it wraps was; ``outcome`` says what the operation it interrupted had done."""
 
 
 class TableNotFoundError(PaimonError):
@@ -81,6 +103,9 @@ class CommitError(PaimonError):
 class CommitConflictError(CommitError):
     """A concurrent commit changed what this commit depends on; nothing was committed."""
 
+    outcome: Outcome | None = "not applied"
+    safe_to_retry: bool | None = True
+
 
 class ConflictingKeysError(CommitError):
     """Two tasks of one write wrote different versions of one primary key of a table that cannot order them, so
@@ -89,6 +114,9 @@ class ConflictingKeysError(CommitError):
 
 class CommitStateUnknownError(CommitError):
     """The commit may or may not have landed; its files must not be deleted."""
+
+    outcome: Outcome | None = "unknown"
+    safe_to_retry: bool | None = False
 
 
 class SnapshotNotFoundError(PaimonError):
@@ -123,6 +151,8 @@ class BranchPublishRaceError(BranchError):
     def __init__(self, message: str, *, undone: bool) -> None:
         super().__init__(message)
         self.undone = undone
+        self.outcome = "not applied" if undone else "partial"
+        self.safe_to_retry = True
         """True when the publish was undone: the target is as before it, plus the commits that raced it."""
 
 
@@ -156,4 +186,4 @@ class WorkerPythonError(PaimonError, ImportError):
     interpreter, what it lacks and what to set (``PYSPARK_PYTHON`` / ``spark.pyspark.python``)."""
 
 
-__all__ = [name for name in dir() if name.endswith("Error")]
+__all__ = [name for name in dir() if name.endswith("Error")] + ["Outcome"]

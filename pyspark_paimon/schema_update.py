@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from pyspark_paimon.datasource import chain as _chain
 from pyspark_paimon.datasource.schema_changes import check_stored_values
 from pyspark_paimon.errors import ChainTableError, PaimonError, SchemaError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.schema.options import validate_table_options
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
 from pyspark_paimon.metadata.types.ddl import parse_ddl
@@ -143,6 +144,7 @@ class UpdateSchema:
         self._changes.append(lambda m: m.remove_options_change(removed))
         return self
 
+    @records_effects("schema change")
     def commit(self) -> TableSchema:
         """Write every recorded change as one new schema of the table's branch (and, on a chain table, of its
         snapshot and delta branches); returns the new schema (the latest one when nothing changed)."""

@@ -23,6 +23,7 @@ from pyspark_paimon.datasource.schema_changes import merge_arrow_schema
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
@@ -142,6 +143,7 @@ class Table:
         opts = version_options(read_options, filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         return Scan(self, opts, columns)
 
+    @records_effects("write")
     def write_arrow(
         self,
         data: ArrowData,
@@ -191,6 +193,7 @@ class Table:
         return WriteResult.of(job.commit(messages), messages)
 
     # -- row-level changes (docs/dml.md) -------------------------------------------------------------
+    @records_effects("delete rows")
     def delete(self, filter: str) -> MergeResult:
         """Delete the rows the SQL ``filter`` selects (the ``filter`` read option's grammar; ``'true'`` = all rows)
         from this branch in one commit; returns the snapshot committed and the counts (``result.deleted``).
@@ -198,6 +201,7 @@ class Table:
         deletion vectors, write vectors."""
         return delete_rows(self.store, filter)
 
+    @records_effects("update rows")
     def update(self, set: Mapping[str, str], filter: str | None = None) -> MergeResult:
         """Set ``{column: SQL expression}`` (e.g. ``{'v': 'v * 2', 'note': "'fixed'"}``) on the rows ``filter``
         selects (all rows without one), in one commit; returns the snapshot committed and the counts

@@ -12,6 +12,7 @@ import pyarrow as pa
 from pyspark_paimon.api_types import Duration, Instant
 from pyspark_paimon.datasource import chain as _chain
 from pyspark_paimon.errors import ChainTableError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.refs.tags import Tag
 from pyspark_paimon.planner.read_options import ReadOptions
 from pyspark_paimon.planner.selection import selection_of
@@ -72,6 +73,7 @@ class Chain:
         parts = [partitions] if isinstance(partitions, (str, Mapping)) else partitions
         return _chain.explain_chain(store, opts, predicate, parts)
 
+    @records_effects("chain compaction", idempotent=True)
     def compact(
         self,
         partitions: PartitionSpecs = None,
@@ -112,6 +114,7 @@ class Chain:
         delta = self._table.on_branch(cfg.delta_branch or "").scan(filter, columns, **kwargs).to_arrow()
         return pa.concat_tables([full, delta.cast(full.schema)])
 
+    @records_effects("create chain tag")
     def create_tag(
         self, name: str, *, time_retained: Duration | None = None, ignore_if_exists: bool = False
     ) -> ChainTagResult:

@@ -16,6 +16,7 @@ from pyspark_paimon.datasource.compact import compact as _compact
 from pyspark_paimon.datasource.compact import file_index_rewrite as _file_index_rewrite
 from pyspark_paimon.datasource.compact.compact_runners import session_runner
 from pyspark_paimon.errors import TagError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.iceberg import sync as _iceberg
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.maintenance import orphans as _orphans
@@ -36,6 +37,7 @@ class Maintenance:
     def __repr__(self) -> str:
         return f"Maintenance({self._table.identifier!r}, branch={self._table.branch!r})"
 
+    @records_effects("compact", idempotent=True)
     def compact(
         self,
         partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
@@ -76,6 +78,7 @@ class Maintenance:
             options=None if options is None else {str(k): str(v) for k, v in options.items()},
         )
 
+    @records_effects("expire partitions", idempotent=True)
     def expire_partitions(
         self,
         *,
@@ -103,6 +106,7 @@ class Maintenance:
             options=None if options is None else {str(k): str(v) for k, v in options.items()},
         )
 
+    @records_effects("mark partitions done", idempotent=True)
     def mark_partition_done(
         self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str
     ) -> _partitions.MarkDoneResult:
@@ -110,6 +114,7 @@ class Maintenance:
         'success-file' (the default) writes ``<partition>/_SUCCESS``, which schedulers wait for."""
         return _partitions.mark_partition_done(self._table.store, partitions)
 
+    @records_effects("rescale")
     def rescale(
         self,
         bucket_num: int | None = None,
@@ -121,6 +126,7 @@ class Maintenance:
         meanwhile. Truthy when a snapshot was committed."""
         return _partitions.rescale(self._table.store, bucket_num, partitions)
 
+    @records_effects("reset consumer", idempotent=True)
     def reset_consumer(self, consumer_id: str, next_snapshot_id: int | None = None) -> bool:
         """Set a streaming consumer's next snapshot (which must exist), or delete the consumer without one
         (Paimon's ``reset_consumer``). Returns whether the consumer exists afterwards (with a snapshot) or
@@ -132,11 +138,13 @@ class Maintenance:
         manager.record(consumer_id, next_snapshot_id)
         return True
 
+    @records_effects("clear consumers", idempotent=True)
     def clear_consumers(self, including: str | None = None, excluding: str | None = None) -> list[str]:
         """Delete the streaming consumers whose id matches the regular expression ``including`` (default all)
         but not ``excluding`` (Paimon's ``clear_consumers``); returns the ids deleted."""
         return ConsumerManager(self._table.store).clear(including, excluding)
 
+    @records_effects("rewrite file indexes", idempotent=True)
     def rewrite_file_index(
         self,
         partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
@@ -149,6 +157,7 @@ class Maintenance:
         rewritten; ``progress(step, done, total)`` is called per file. Truthy when a snapshot was committed."""
         return _file_index_rewrite.rewrite_file_index(self._table.store, partitions, progress=progress)
 
+    @records_effects("expire snapshots", idempotent=True)
     def expire_snapshots(
         self,
         *,
@@ -176,6 +185,7 @@ class Maintenance:
             progress=progress,
         )
 
+    @records_effects("remove orphan files", idempotent=True)
     def remove_orphan_files(
         self, *, older_than: Instant | None = None, dry_run: bool = False, progress: Progress | None = None
     ) -> _orphans.OrphanResult:
@@ -185,6 +195,7 @@ class Maintenance:
         store = self._table.store
         return _orphans.remove_orphan_files(store, older_than=older_than, dry_run=dry_run, progress=progress)
 
+    @records_effects("roll back", idempotent=True)
     def rollback_to(
         self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
     ) -> _rollback.RollbackResult:
@@ -201,6 +212,7 @@ class Maintenance:
             snapshot_id = _tags.last_snapshot_at_or_before(store.snapshots, manager, ts).id
         return _rollback.rollback_to(store, snapshot_id=snapshot_id, tag=tag)
 
+    @records_effects("sync Iceberg metadata", idempotent=True)
     def sync_iceberg(self) -> int | None:
         """Write the table's Iceberg metadata for the main branch's latest snapshot now (``metadata.iceberg.storage``;
         every commit does it, so this only repairs metadata after a failed or interrupted sync). Returns the

@@ -15,6 +15,7 @@ import builtins
 from pyspark_paimon.api_types import Duration, Instant, OnConflict, TimestampRule
 from pyspark_paimon.datasource.versions import branch_merge as _branch_merge
 from pyspark_paimon.errors import BranchError, TagError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import branches as _branches
@@ -38,6 +39,7 @@ class Tags:
         store = self._table.store
         return _tags.TagManager(store)
 
+    @records_effects("create tag")
     def create(
         self,
         name: str,
@@ -75,6 +77,7 @@ class Tags:
             timestamp_rule=timestamp_rule,
         )
 
+    @records_effects("replace tag")
     def replace(
         self,
         name: str,
@@ -98,10 +101,12 @@ class Tags:
             timestamp_rule=timestamp_rule,
         )
 
+    @records_effects("rename tag")
     def rename(self, old: str, new: str) -> _tags.Tag:
         """Rename tag ``old`` to ``new`` (only the tag file moves)."""
         return self._manager().rename(old, new)
 
+    @records_effects("delete tag", idempotent=True)
     def delete(
         self, name: str, *, ignore_if_not_exists: bool = False, clean_files: bool = True
     ) -> _expire.RefDeleteResult:
@@ -121,6 +126,7 @@ class Tags:
         """This branch's tags, ordered by snapshot id then name."""
         return self._manager().list_tags()
 
+    @records_effects("expire tags", idempotent=True)
     def expire(
         self,
         *,
@@ -177,6 +183,7 @@ class Branches:
         store = self._table.store
         return _branches.BranchManager(store)
 
+    @records_effects("create branch")
     def create(
         self,
         name: str,
@@ -222,10 +229,12 @@ class Branches:
             ignore_if_exists=ignore_if_exists,
         )
 
+    @records_effects("rename branch")
     def rename(self, old: str, new: str) -> _lineage.BranchInfo:
         """Rename branch ``old`` to ``new``."""
         return self._manager().rename(old, new)
 
+    @records_effects("delete branch", idempotent=True)
     def delete(
         self, name: str, *, ignore_if_not_exists: bool = False, clean_files: bool = True
     ) -> _expire.RefDeleteResult:
@@ -245,6 +254,7 @@ class Branches:
         """Every branch of the table except ``main``, by name."""
         return self._manager().list_branches()
 
+    @records_effects("expire branches", idempotent=True)
     def expire(
         self,
         *,
@@ -263,6 +273,7 @@ class Branches:
             store, older_than=older_than, clean_files=clean_files, dry_run=dry_run, progress=progress
         )
 
+    @records_effects("fast-forward", idempotent=True)
     def fast_forward(
         self, name: str, *, force: bool = False, keep_retained_tags: bool = True
     ) -> _publish.PublishResult:
@@ -277,12 +288,14 @@ class Branches:
             name, self._table.branch, force=force, keep_retained_tags=keep_retained_tags
         )
 
+    @records_effects("replace main", idempotent=True)
     def replace_main(self, name: str, *, keep_previous_as: str | None = None) -> _publish.PublishResult:
         """Make branch ``name`` the table's branch: its snapshots, schemas and tags become exact copies. The
         previous state is first saved as branch ``keep_previous_as`` or, when None, discarded. The schemas the
         ``Table`` read may have been replaced: continue with ``t = t.refresh()``."""
         return self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)
 
+    @records_effects("merge branch")
     def merge(
         self, source: str, *, into: str | None = None, on_conflict: OnConflict = "fail"
     ) -> _branch_merge.BranchMergeResult:
@@ -294,6 +307,7 @@ class Branches:
         store = self._table.store
         return _branch_merge.merge_branch(store, source, into or store.branch, on_conflict)
 
+    @records_effects("cherry-pick")
     def cherry_pick(
         self, version: int | str, *, onto: str | None = None, on_conflict: OnConflict = "fail"
     ) -> _branch_merge.BranchMergeResult:
@@ -303,6 +317,7 @@ class Branches:
         store = self._table.store
         return _branch_merge.cherry_pick(store, version, onto or store.branch, on_conflict)
 
+    @records_effects("publish branch", idempotent=True)
     def publish(
         self, branch: str, *, into: str | None = None, on_conflict: OnConflict = "fail"
     ) -> _branch_merge.BranchMergeResult:

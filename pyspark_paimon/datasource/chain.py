@@ -52,8 +52,14 @@ from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec
 from pyspark_paimon.metadata.schema.options import SCAN_FALLBACK_DELTA_BRANCH, SCAN_FALLBACK_SNAPSHOT_BRANCH
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitKind, CommitMessage, FileStoreCommit, OverwriteSpec
-from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, MAIN_BRANCH, Snapshot
+from pyspark_paimon.metadata.snapshots.commit import (
+    CommitKind,
+    CommitMessage,
+    FileStoreCommit,
+    OverwriteSpec,
+    commit_or_abort,
+)
+from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, MAIN_BRANCH, Snapshot, now_millis
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import (
     DELTA,
@@ -326,12 +332,12 @@ def compact_chain(
     if not messages and not replaced:
         result.skipped.extend({"partition": dict(zip(names, p)), "reason": "the merged view is empty"} for p in todo)
         return result
-    try:
-        committed = commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user)
-    except BaseException:
-        if snap_store.snapshots.commit_of(user) is None:
-            writer.abort()
-        raise
+    started = now_millis()
+    committed = commit_or_abort(
+        lambda: commit_with_chain_rules(snap_store, write_ctx.schema, messages, overwrite_spec, user),
+        writer.abort,
+        lambda: snap_store.snapshots.commit_of(user, started),
+    )
     result.snapshot_id = committed.id if committed is not None else None
     result.compacted.extend(dict(zip(names, p)) for p in todo)
     return result

@@ -30,13 +30,20 @@ from pyspark_paimon.datasource.write.key_conflicts import check_one_version_per_
 from pyspark_paimon.datasource.write.visibility import refuse_invisible_writes
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.datasource.write.write_context import WriteContext
-from pyspark_paimon.errors import CommitError, CommitStateUnknownError, OptionError, PaimonError
+from pyspark_paimon.errors import CommitError, OptionError, PaimonError
+from pyspark_paimon.metadata.manifests.deletion_vectors import merge_on_read
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitKind, CommitMessage, OverwriteSpec
-from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from pyspark_paimon.metadata.snapshots.commit import (
+    CommitKind,
+    CommitMessage,
+    OverwriteSpec,
+    commit_or_abort,
+    delete_new_files,
+)
+from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, now_millis
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
@@ -46,6 +53,8 @@ from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.time_travel import version_branch
 
 log = logging.getLogger(__name__)
+#: Tries of the automatic compaction that makes a deletion-vector write visible to batch reads.
+AUTO_COMPACT_ATTEMPTS = 3
 
 # Splits one in-process read (Table.scan().to_arrow) works on at once: one per core.
 _READ_THREADS = max(1, os.cpu_count() or 1)
@@ -265,11 +274,33 @@ class WriteJob:
         commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
         kind: CommitKind = "APPEND",
         index_update: Callable[[Snapshot | None], IndexChange] | None = None,
+        abort: Callable[[], None] | None = None,
     ) -> Snapshot | None:
-        """Commit ``messages`` as one snapshot. If anything fails after the snapshot landed (a post-commit
-        step such as an automatic tag or a chain-table truncation), the error says that the data is in the
-        table, so that nobody retries the write and commits it twice. ``index_update``: the index change
-        of a change that writes deletion vectors (``datasource.dml``; append tables have no hash index)."""
+        """Commit ``messages`` as one snapshot, by the one commit-or-abort rule of every write
+        (:func:`~pyspark_paimon.metadata.snapshots.commit.commit_or_abort`): the files ``messages`` add are deleted
+        (``abort``: by default exactly those) only when the commit certainly did not land; if anything fails after
+        the snapshot landed (a post-commit step such as an automatic tag or a chain-table truncation), the error
+        says that the data is in the table, so that nobody retries the write and commits it twice.
+        ``index_update``: the index change of a change that writes deletion vectors (``datasource.dml``; append
+        tables have no hash index)."""
+        started = now_millis()
+        snapshot = commit_or_abort(
+            lambda: self._commit(messages, commit_identifier, kind, index_update),
+            abort if abort is not None else (lambda: delete_new_files(self.store, self.schema, messages)),
+            lambda: self.store.snapshots.commit_of(self.commit_user, started, commit_identifier),
+            after_landing=self._landed_error,
+        )
+        if snapshot is not None:
+            self._compact_after(snapshot, messages)
+        return snapshot
+
+    def _commit(
+        self,
+        messages: Sequence[CommitMessage],
+        commit_identifier: int,
+        kind: CommitKind,
+        index_update: Callable[[Snapshot | None], IndexChange] | None,
+    ) -> Snapshot | None:
         check_one_version_per_key(self.store, self.schema, messages)
         check_one_home_per_key(self.store, self.schema, messages)
         if self.overwrite is not None:
@@ -279,39 +310,24 @@ class WriteJob:
             hashes = hash_index_update(self.store, self.schema, messages, self.overwrite)
             vectors = index_update
             index_update = hashes if vectors is None else (lambda latest: hashes(latest) | vectors(latest))
-        try:
-            snapshot = commit_with_chain_rules(
-                self.store,
-                self.schema,
-                messages,
-                self.overwrite,
-                self.commit_user,
-                commit_identifier,
-                index_update,
-                kind,
-                allow_empty=allow_empty,
-            )
-        except CommitStateUnknownError:
-            raise
-        except Exception as exc:
-            try:
-                landed = self.landed()
-            except (OSError, PaimonError) as check:
-                raise CommitStateUnknownError(
-                    f"The write to {self.store.table_path} (branch '{self.store.branch}') failed ({exc}), and whether "
-                    f"its commit landed cannot be checked ({check}). Look for commit user '{self.commit_user}' in "
-                    "the table's $snapshots before retrying: if it is there, the data is already in the table."
-                ) from exc
-            if landed is None:
-                raise
-            raise CommitError(
-                f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
-                f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
-                "is in the table: do not retry the write (it would be written twice)."
-            ) from exc
-        if snapshot is not None:
-            self._compact_after(messages)
-        return snapshot
+        return commit_with_chain_rules(
+            self.store,
+            self.schema,
+            messages,
+            self.overwrite,
+            self.commit_user,
+            commit_identifier,
+            index_update,
+            kind,
+            allow_empty=allow_empty,
+        )
+
+    def _landed_error(self, landed: Snapshot, exc: Exception) -> Exception:
+        return CommitError(
+            f"The write to {self.store.table_path} (branch '{self.store.branch}') committed as snapshot "
+            f"{landed.id} (commit user '{self.commit_user}'), but a step after the commit failed: {exc}. The data "
+            "is in the table: do not retry the write (it would be written twice)."
+        )
 
     def _without_changelog(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
         """An overwrite commits no changelog (Java ignores an overwrite's changelog files), so the changelog
@@ -326,25 +342,37 @@ class WriteJob:
                     self.store.fileio.delete(f"{directory}/{f.file_name}")
         return [replace(m, changelog_files=()) for m in messages]
 
-    def _compact_after(self, messages: Sequence[CommitMessage]) -> None:
-        """Automatic compaction (:func:`auto_compact`) after the write landed. The data is committed by now, so
-        a compaction that fails (a concurrent compaction won, an unreadable file) is logged, never raised: the
-        next write or an explicit ``Table.maintenance.compact`` tries again."""
-        try:
-            result = auto_compact(self.store, messages)
-        except (PaimonError, OSError) as exc:
-            log.warning(
-                "The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
-                "Nothing of it was committed; run Table.maintenance.compact to compact.%s",
-                self.store.table_path,
-                self.store.branch,
-                exc,
-                " Until then batch reads do not see the new rows (the table has deletion vectors: level-0 files "
-                "are read only once compacted)."
-                if self.schema.core_options.deletion_vectors_enabled
-                else "",
-            )
-            return
+    def _compact_after(self, snapshot: Snapshot, messages: Sequence[CommitMessage]) -> None:
+        """Automatic compaction (:func:`auto_compact`) after the write landed as ``snapshot``. The data is committed
+        by now, so a compaction that fails (a concurrent compaction won, an unreadable file) is logged: the next
+        write or an explicit ``Table.maintenance.compact`` tries again. Except where batch reads see the new rows
+        only once compacted (deletion-vector primary-key tables, as Java's): there the write is not done until
+        its compaction is, and the error says the rows are committed but not yet visible."""
+        hidden = self.schema.core_options.deletion_vectors_enabled and bool(self.schema.primary_keys)
+        hidden = hidden and not merge_on_read(self.schema.options)
+        attempts = AUTO_COMPACT_ATTEMPTS if hidden else 1  # compaction is idempotent: trying again is safe
+        for attempt in range(1, attempts + 1):
+            try:
+                result = auto_compact(self.store, messages)
+                break
+            except (PaimonError, OSError) as exc:
+                if attempt < attempts:
+                    continue
+                if hidden:
+                    raise CommitError(
+                        f"The write to {self.store.table_path} (branch '{self.store.branch}') took effect (snapshot "
+                        f"{snapshot.id} was committed), but the compaction that makes its rows visible to batch reads "
+                        f"of this deletion-vector table failed {attempts} times, the last with: {exc}. Run "
+                        "t.maintenance.compact() to make them visible; do not write the same rows again."
+                    ) from exc
+                log.warning(
+                    "The write to %s (branch '%s') committed, but the automatic compaction after it failed: %s. "
+                    "Nothing of it was committed; run Table.maintenance.compact to compact.",
+                    self.store.table_path,
+                    self.store.branch,
+                    exc,
+                )
+                return
         if result:
             log.info(
                 "Compacted %d bucket(s) of %s after the write (snapshot %d).",

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from pyspark_paimon.datasource.compact.compact_plan import PartitionSpecs, partition_matcher
+from pyspark_paimon.datasource.dml.stale_reads import unchanged_since
 from pyspark_paimon.datasource.jobs import prepare_read, prepare_write, read_planned_split
-from pyspark_paimon.errors import CommitConflictError, OptionError
+from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.maintenance.partition_expire import expired_partitions
 from pyspark_paimon.metadata.rows.partition import coerce_partition_value, parse_partition_spec, partition_path
@@ -244,15 +245,11 @@ def rescale(store: FileStore, bucket_num: int | None = None, partitions: Partiti
                 result.rows += batch.num_rows
                 writer.write(batch)
         messages = writer.prepare_commit()
-        now = store.snapshots.latest()
-        if now is None or now.id != latest.id:
-            raise CommitConflictError(
-                f"rescale of {store.table_path}: snapshot {now.id if now else None} was committed while the rescale "
-                f"read snapshot {latest.id}; its rows would be lost. Nothing was committed; run rescale again."
-            )
-        result.snapshot = write.commit(messages)
     except BaseException:
         writer.abort()
         raise
+    # The overwrite replaces what the partitions hold at commit time, so it must land right on the snapshot it read:
+    # any commit since (checked on every attempt) would have its rows dropped with the partitions' old files.
+    result.snapshot = write.commit(messages, index_update=unchanged_since(store, latest), abort=writer.abort)
     result.files_after = sum(len(m.new_files) for m in messages)
     return result

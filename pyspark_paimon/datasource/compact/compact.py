@@ -24,6 +24,7 @@ Nothing is visible before the commit: a compaction that dies midway leaves only 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -43,8 +44,8 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import DELETION_VECTORS_
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.schema.options import FULL_COMPACTION_DELTA_COMMITS
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
-from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, commit_or_abort
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, now_millis
 from pyspark_paimon.metadata.store import FileStore
 
 __all__ = ["CompactResult", "commit_compaction", "compact", "auto_compact", "MAX_ATTEMPTS"]
@@ -202,10 +203,14 @@ def compact(
                 result.notes.append(f"nothing to compact: {plan.idle}")
             return result
         messages = run(plan)
+        started = now_millis()
         try:
-            snapshot = commit_compaction(plan, messages)
+            snapshot = commit_or_abort(
+                functools.partial(commit_compaction, plan, messages),
+                functools.partial(delete_outputs, plan, messages),
+                functools.partial(store.snapshots.commit_of, plan.commit_user, started),
+            )
         except CommitConflictError as exc:
-            delete_outputs(plan, messages)
             if attempt == MAX_ATTEMPTS:
                 raise CommitConflictError(
                     f"Compaction of {store.table_path} (branch '{store.branch}') lost {attempt} times to concurrent "

@@ -15,10 +15,10 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from pyspark_paimon.datasource.compact.bucket_rewrite import compact_bucket, delete_index_files
+from pyspark_paimon.datasource.compact.bucket_rewrite import compact_bucket
 from pyspark_paimon.datasource.compact.compact_plan import CompactContext, CompactPlan
 from pyspark_paimon.metadata.progress import Progress, report
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, delete_new_files
 
 __all__ = ["compact_batches", "run_in_process", "session_runner", "delete_outputs", "TASK_COLUMN", "MESSAGE_COLUMN"]
 
@@ -97,24 +97,4 @@ def session_runner(session: Any) -> Callable[[CompactPlan], list[CommitMessage]]
 
 def delete_outputs(plan: CompactPlan, messages: Sequence[CommitMessage]) -> None:
     """Remove the files of an attempt that was not committed (best effort: leftovers are orphans)."""
-    by_bucket = {(t.partition, t.bucket): t.bucket_path for t in plan.tasks}
-    fileio = plan.store.fileio
-    for m in messages:
-        delete_index_files(fileio, plan.store.table_path, m.index_files)
-        base = by_bucket.get((m.partition, m.bucket))
-        inputs = {f.file_name for f in m.compact_before}
-        for f in (*m.new_files, *m.changelog_files):
-            if f.file_name in inputs:  # an upgraded input (same file, new level): it is not ours to delete
-                continue
-            path = f.external_path or (f"{base}/{f.file_name}" if base else None)
-            if path is None:
-                continue
-            try:
-                fileio.delete(path)
-            except OSError as exc:
-                log.warning(
-                    "Could not delete %s of a compaction that was not committed (%s); "
-                    "t.maintenance.remove_orphan_files will remove it.",
-                    path,
-                    exc,
-                )
+    delete_new_files(plan.store, plan.context.write.schema, messages)

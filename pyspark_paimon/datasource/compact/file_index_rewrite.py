@@ -34,7 +34,8 @@ from pyspark_paimon.metadata.manifests.manifest import DataFileMeta, ManifestEnt
 from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
-from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, commit_or_abort
+from pyspark_paimon.metadata.snapshots.snapshot import now_millis
 from pyspark_paimon.metadata.store import FileStore
 
 __all__ = ["RewriteFileIndexResult", "rewrite_file_index"]
@@ -126,17 +127,24 @@ def rewrite_file_index(
             before.append(r.entry.file)
             after.append(r.new)
         commit = FileStoreCommit(store, schema.options)
+        user = schema.core_options.new_commit_user()
+        started = now_millis()
         try:
-            committed = commit.commit(
-                [
-                    CommitMessage(part, bucket, total, tuple(after), compact_before=tuple(before))
-                    for (part, bucket), (total, before, after) in messages.items()
-                ],
-                kind="COMPACT",
+            committed = commit_or_abort(
+                functools.partial(
+                    commit.commit,
+                    [
+                        CommitMessage(part, bucket, total, tuple(after), compact_before=tuple(before))
+                        for (part, bucket), (total, before, after) in messages.items()
+                    ],
+                    kind="COMPACT",
+                    commit_user=user,
+                ),
+                functools.partial(_delete_written, store, changed),
+                functools.partial(store.snapshots.commit_of, user, started),
             )
             result.snapshot_id = committed.id if committed is not None else None
         except CommitConflictError as exc:
-            _delete_written(store, changed)
             if attempt == MAX_ATTEMPTS:
                 raise CommitConflictError(
                     f"rewrite_file_index of {store.table_path} (branch '{store.branch}') lost {attempt} times to "

@@ -19,7 +19,6 @@ from pyspark_paimon.datasource.dml.stale_reads import unchanged_since
 from pyspark_paimon.datasource.dml.vector_update import grown_vectors, vector_update
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_write
 from pyspark_paimon.datasource.write.write import TableWriter
-from pyspark_paimon.errors import CommitConflictError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
@@ -174,13 +173,13 @@ def commit_change(
         except BaseException:
             abort()
             raise
-    try:
-        result = job.commit(messages, kind="OVERWRITE" if old else "APPEND", index_update=index_update)
-    except CommitConflictError:
-        abort()  # the commit certainly did not land: its new files are nobody's
+
+    def abort_all() -> None:
+        abort()
         for path in index_paths:
             store.fileio.delete(path)
-        raise
+
+    result = job.commit(messages, kind="OVERWRITE" if old else "APPEND", index_update=index_update, abort=abort_all)
     return MergeResult(
         inserted=sum(p.inserted for p in parts),
         updated=sum(p.updated for p in parts),

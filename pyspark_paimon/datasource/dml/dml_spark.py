@@ -39,6 +39,7 @@ from pyspark_paimon.datasource.jobs import WriteJob, prepare_read, prepare_write
 from pyspark_paimon.datasource.read.read import read_split
 from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import DmlError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -148,6 +149,7 @@ class SparkMergeBuilder(MergeBuilder):
         super().__init__(store, schema_only.empty_table(), on)
         self._frame = source
 
+    @records_effects("merge")
     def execute(self) -> MergeResult:
         store, frame = self._store, self._frame
         schema = store.schema()

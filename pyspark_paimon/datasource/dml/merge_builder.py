@@ -21,6 +21,7 @@ from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_con
 from pyspark_paimon.datasource.dml.stale_reads import replanned
 from pyspark_paimon.datasource.write.arrow_input import read_whole
 from pyspark_paimon.errors import DmlError, OptionError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 
@@ -98,6 +99,7 @@ class MergeBuilder:
         return [self._table_column(schema, k) for k in self._on], [self._source_column(k) for k in self._on]
 
     # ---------------------------------------------------------------------------------------------
+    @records_effects("merge")
     def execute(self) -> MergeResult:
         """Run the clauses as ONE commit on the target's branch; returns the snapshot committed and the rows
         inserted, updated and deleted. A source holding one key twice is refused before anything is written."""

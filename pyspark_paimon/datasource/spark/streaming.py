@@ -52,6 +52,7 @@ from pyspark_paimon.datasource.stream.stream_jobs import (
 )
 from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.errors import OptionError, PaimonError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.schema.options import COMMIT_USER_PREFIX
 from pyspark_paimon.metadata.snapshots.commit import OverwriteSpec
 from pyspark_paimon.planner.micro_batch import Admission, limits_of
@@ -220,6 +221,7 @@ class PaimonStreamWriter(DataSourceStreamArrowWriter):
         self.job.commit_user = user
         return StreamCommitter(self.job.store, user)
 
+    @records_effects("streaming micro-batch commit")
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         raise_refusals(messages)
         committer = self._committer()

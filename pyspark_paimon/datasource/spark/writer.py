@@ -30,6 +30,7 @@ from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
+from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema.options import (
@@ -366,6 +367,7 @@ class PaimonWriter(DataSourceArrowWriter):
         job = self._session_job(mode) if mode is not None else self.job
         return write_task(job.new_writer(task_id), task_id, iterator, mode)
 
+    @records_effects("Spark write commit")
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         raise_refusals(messages)
         ours = [msg for msg in messages if isinstance(msg, PaimonCommitMessage)]

@@ -324,13 +324,12 @@ def _write_keys(
     except BaseException:
         writer.abort()
         raise
-    try:
-        snapshot = job.commit(
-            messages, kind="APPEND", index_update=unchanged_since(into, planned_on, messages, decided_on)
-        )
-    except CommitConflictError:
-        writer.abort()
-        raise
+    snapshot = job.commit(
+        messages,
+        kind="APPEND",
+        index_update=unchanged_since(into, planned_on, messages, decided_on),
+        abort=writer.abort,
+    )
     return changes.num_rows - n_del, n_del, snapshot.id if snapshot is not None else None
 
 
@@ -377,7 +376,8 @@ def _write_files(into: FileStore, added: list[ManifestEntry], removed: list[Mani
         groups.setdefault((e.partition, e.bucket, e.total_buckets), ([], []))[1].append(e.file)
     messages = [CommitMessage(p, b, n, tuple(new), tuple(old)) for (p, b, n), (new, old) in groups.items()]
     job = prepare_write(into)
-    snapshot = job.commit(messages, kind="OVERWRITE" if removed else "APPEND")
+    # The files added are the source branch's own (data files are shared): a failed commit deletes none of them.
+    snapshot = job.commit(messages, kind="OVERWRITE" if removed else "APPEND", abort=lambda: None)
     return snapshot.id if snapshot is not None else None
 
 

@@ -276,8 +276,7 @@ class DataFileWriter:
         }
         if codec_level is not None:
             kwargs["compression_level"] = codec_level
-        with fileio.fs.open(path, "wb") as out:
-            pq.write_table(file_table, out, **kwargs)
+        fileio.write_stream(path, lambda out: pq.write_table(file_table, out, **kwargs))
         size = fileio.size(path)
         meta = self._file_meta(name, size, chunk, seq_range, state)
         embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)

@@ -28,6 +28,11 @@ Object stores add three hazards that a local disk does not have, each handled he
   connection): reads and the exclusive create retry them a few times with back-off (:data:`TRANSIENT_ATTEMPTS`).
   A retried create that finds the file present reports "not created", and the commit then checks whether the
   snapshot it finds is its own, so a create whose answer was lost is never committed twice.
+
+Every failed call (after its retries) raises :class:`~pyspark_paimon.errors.StorageError`, a ``PaimonError`` that
+is also an ``OSError`` and names the call and the path; ``FileNotFoundError`` and ``FileExistsError`` stay what they
+are, because callers act on them. The operation the error interrupts adds what it had already done
+(:mod:`pyspark_paimon.metadata.effects`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from typing import Any, BinaryIO, Callable, Mapping, TypeVar
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from pyspark_paimon.errors import CommitError, OptionError, PaimonError
+from pyspark_paimon.errors import CommitError, OptionError, StorageError
 
 _MEMORY_LOCK = threading.Lock()
 _T = TypeVar("_T")
@@ -201,7 +206,7 @@ class FileIO:
     def _parents_for(self, path: str) -> None:
         """Make the parent directory of a file about to be written, where the store has directories."""
         if self.protocol not in _FLAT_PROTOCOLS:
-            self.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            self.mkdirs(path.rsplit("/", 1)[0])
 
     def _cat_whole(self, path: str) -> bytes:
         """One GET of the whole file. s3fs's ``cat_file`` first asks for the size (a HEAD) to read big files in
@@ -220,6 +225,17 @@ class FileIO:
                     raise
                 time.sleep(_FIRST_BACKOFF_SECONDS * 2**attempt)
         raise AssertionError(f"unreachable: {what}")  # pragma: no cover - the loop returns or raises
+
+    def _call(self, what: str, path: str, call: Callable[[], _T], *, retry: bool = True) -> _T:
+        """``call()`` on ``path`` (retried on a remote store's transient errors unless ``retry`` is False); a failure
+        raises :class:`StorageError` naming ``what`` and the path, except the two errors that state a fact about
+        the file (absent, present), which callers act on."""
+        try:
+            return self._retrying(what, call) if retry else call()
+        except (FileNotFoundError, FileExistsError, StorageError):
+            raise
+        except OSError as e:
+            raise StorageError(f"Cannot {what} {self.uri(path)}: {e}") from e
 
     @property
     def is_local(self) -> bool:
@@ -243,15 +259,14 @@ class FileIO:
     def read_bytes(self, path: str) -> bytes:
         """The whole file. Remote stores read it with one request (atomic even while the file is replaced) and
         retry transient errors."""
-        try:
-            if not self.is_remote:
+        if not self.is_remote:
+
+            def read_local() -> bytes:
                 with self.fs.open(path, "rb") as f:
-                    return f.read()
-            return self._retrying(f"read {path}", lambda: self._cat_whole(path))
-        except FileNotFoundError:
-            raise
-        except OSError as e:
-            raise PaimonError(f"Cannot read {self.uri(path)}: {e}") from e
+                    return bytes(f.read())
+
+            return self._call("read", path, read_local)
+        return self._call("read", path, lambda: self._cat_whole(path))
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
@@ -261,16 +276,16 @@ class FileIO:
 
     def exists(self, path: str) -> bool:
         self._uncached(path)
-        return bool(self._retrying(f"check {path}", lambda: self.fs.exists(path)))
+        return bool(self._call("check", path, lambda: self.fs.exists(path)))
 
     def size(self, path: str) -> int:
-        return int(self.fs.size(path))
+        return int(self._call("get the size of", path, lambda: self.fs.size(path)))
 
     def list_status(self, directory: str) -> list[FileStatus]:
         """Entries directly under ``directory``; empty when it does not exist."""
         self._uncached(directory)  # the commit protocol decides on listings: never answer from a cache
         try:
-            infos = self._retrying(f"list {directory}", lambda: self.fs.ls(directory, detail=True))
+            infos = self._call("list", directory, lambda: self.fs.ls(directory, detail=True))
         except (FileNotFoundError, NotADirectoryError):
             return []
         out = []
@@ -294,21 +309,36 @@ class FileIO:
 
     # -- writes --------------------------------------------------------------------------------
     def mkdirs(self, directory: str) -> None:
-        self.fs.makedirs(directory, exist_ok=True)
+        self._call("create the directory", directory, lambda: self.fs.makedirs(directory, exist_ok=True))
+
+    def write_stream(self, path: str, write: Callable[[BinaryIO], None]) -> None:
+        """Create the new file ``path`` with what ``write(out)`` writes (a data file: its name is new, so nothing
+        reads it before it is referenced). A remote store's transient error writes it again from the start (one
+        whole-object PUT either way)."""
+
+        def attempt() -> None:
+            with self.fs.open(path, "wb") as out:
+                write(out)
+
+        self._call("write", path, attempt)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (or replace) a file. Local files are replaced atomically via rename."""
         parent = path.rsplit("/", 1)[0]
         if self.is_local:
-            os.makedirs(parent, exist_ok=True)
-            tmp = self._temp_path(path)
-            try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                _unlink_quietly(tmp)  # a failed write must not leave a hidden temp file behind
-                raise
+
+            def replace_local() -> None:
+                os.makedirs(parent, exist_ok=True)
+                tmp = self._temp_path(path)
+                try:
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                    os.replace(tmp, path)
+                except BaseException:
+                    _unlink_quietly(tmp)  # a failed write must not leave a hidden temp file behind
+                    raise
+
+            self._call("write", path, replace_local)
             return
         self._parents_for(path)
 
@@ -316,7 +346,7 @@ class FileIO:
             with self.fs.open(path, "wb") as f:
                 f.write(data)
 
-        self._retrying(f"write {path}", write)  # a whole-object PUT: repeating it is harmless
+        self._call("write", path, write)  # a whole-object PUT: repeating it is harmless
 
     def require_exclusive_create(self) -> None:
         """Raise :class:`CommitError` unless this store can create a file exclusively (see the module
@@ -346,19 +376,23 @@ class FileIO:
         """
         parent = path.rsplit("/", 1)[0]
         if self.is_local:
-            os.makedirs(parent, exist_ok=True)
-            tmp = self._temp_path(path)
-            try:
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.link(tmp, path)
-                return True
-            except FileExistsError:
-                return False
-            finally:
-                _unlink_quietly(tmp)
+
+            def create_local() -> bool:
+                os.makedirs(parent, exist_ok=True)
+                tmp = self._temp_path(path)
+                try:
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                        f.flush()
+                        os.fsync(f.fileno())
+                    os.link(tmp, path)
+                    return True
+                except FileExistsError:
+                    return False
+                finally:
+                    _unlink_quietly(tmp)
+
+            return self._call("create", path, create_local)
         if self.protocol == "memory":
             with _MEMORY_LOCK:
                 if self.fs.exists(path):
@@ -375,7 +409,7 @@ class FileIO:
             self._parents_for(path)
             # A retry after a transient error may find the file created by our own lost attempt and report False;
             # the commit then recognises the snapshot as its own (see the module docstring).
-            self._retrying(f"create {path}", create)
+            self._call("create", path, create)
             return True
         except FileExistsError:
             return False
@@ -391,19 +425,24 @@ class FileIO:
         return f"{parent}/.{name}.{uuid.uuid4()}.tmp"
 
     def delete(self, path: str) -> bool:
+        """Delete a file; False when it was not there (a retried delete whose first answer was lost too)."""
         try:
-            self.fs.rm_file(path)
+            self._call("delete", path, lambda: self.fs.rm_file(path))
             return True
         except FileNotFoundError:
             return False
 
     def delete_dir(self, directory: str) -> None:
-        if self.fs.exists(directory):
-            self.fs.rm(directory, recursive=True)
+        if self.exists(directory):
+            self._call("delete the directory", directory, lambda: self.fs.rm(directory, recursive=True))
 
     def rename(self, src: str, dst: str) -> None:
         if self.is_local:
-            os.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
-            os.rename(src, dst)
+
+            def rename_local() -> None:
+                os.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
+                os.rename(src, dst)
+
+            self._call("rename", src, rename_local)
         else:
-            self.fs.mv(src, dst, recursive=True)
+            self._call("rename", src, lambda: self.fs.mv(src, dst, recursive=True), retry=False)

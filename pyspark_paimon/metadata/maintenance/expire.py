@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping
 
 from pyspark_paimon.errors import OptionError, TagNotFoundError
+from pyspark_paimon.metadata.effects import taking_effect, took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.maintenance.deletion import SweepResult, nothing_deleted_yet, plan_unreachable, sweep
 from pyspark_paimon.metadata.maintenance.reachability import CHANGELOG_PREFIX, ReachabilityScanner, Root, branch_roots
@@ -270,7 +271,9 @@ def expire_snapshots(
     )
     if not dry_run:
         for sid in expired:  # oldest first: what remains is always a contiguous run of snapshots
-            fileio.delete(snapshots.snapshot_path(sid))
+            with taking_effect(f"deleting snapshot {sid} of branch '{branch}'"):
+                fileio.delete(snapshots.snapshot_path(sid))
+            took_effect(f"snapshot {sid} of branch '{branch}' expired")
         snapshots.commit_earliest_hint(end)
     result.expired_snapshots = expired
     _fill(
@@ -310,7 +313,9 @@ def _keep_as_changelog(store: FileStore, expired: list[int], end: int, result: E
     directory = _changelog_dir(store)
     for sid in expired:  # oldest first, each written before its snapshot file is deleted
         fileio.write_bytes(f"{directory}/{CHANGELOG_PREFIX}{sid}", fileio.read_bytes(snapshots.snapshot_path(sid)))
-        fileio.delete(snapshots.snapshot_path(sid))
+        with taking_effect(f"deleting snapshot {sid} of branch '{store.branch}'"):
+            fileio.delete(snapshots.snapshot_path(sid))
+        took_effect(f"snapshot {sid} of branch '{store.branch}' expired (kept as changelog)")
     fileio.write_bytes(f"{directory}/{LATEST}", str(expired[-1]).encode())
     snapshots.commit_earliest_hint(end)
     log.info(
@@ -396,7 +401,9 @@ def expire_changelogs(
     plan = plan_unreachable(store, candidates, scanner, exclude={r.key for r in roots}, operation="expire_changelogs")
     if not dry_run:
         for cid in expired:
-            fileio.delete(f"{directory}/{CHANGELOG_PREFIX}{cid}")
+            with taking_effect(f"deleting changelog {cid} of branch '{store.branch}'"):
+                fileio.delete(f"{directory}/{CHANGELOG_PREFIX}{cid}")
+            took_effect(f"changelog {cid} of branch '{store.branch}' expired")
         fileio.write_bytes(f"{directory}/{EARLIEST}", str(end).encode())
     result.expired_changelogs = expired
     _fill(
@@ -512,7 +519,9 @@ def _delete_branches(
     if not result.dry_run:
         for name in names:
             result.relinked_branches.extend(c for c in mgr.detach_children(name) if c not in names)
-            store.fileio.delete_dir(mgr.branch_dir(name))
+            with taking_effect(f"deleting branch '{name}'"):
+                store.fileio.delete_dir(mgr.branch_dir(name))
+            took_effect(f"branch '{name}' deleted")
     result.deleted = names
     if plan is None:
         return

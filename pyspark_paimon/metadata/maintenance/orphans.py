@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from pyspark_paimon.metadata.effects import taking_effect, took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.fileio import FileIO, FileStatus, is_temp_file
 from pyspark_paimon.metadata.maintenance.deletion import nothing_deleted_yet
@@ -161,7 +162,11 @@ def remove_orphan_files(
                 orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
     for done, (_, status) in enumerate(sorted(orphans, key=lambda cs: cs[1].path), 1):
         report(progress, "delete orphan files", done, len(orphans))
-        if dry_run or fileio.delete(status.path):
+        with taking_effect(f"deleting orphan file {status.path}"):
+            deleted = dry_run or fileio.delete(status.path)
+        if deleted:
+            if not dry_run and not result.files:
+                took_effect(f"orphan file {status.path} deleted")
             result.files.append(status.path)
             result.total_bytes += status.size
     log.info(

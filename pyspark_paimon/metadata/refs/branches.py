@@ -60,6 +60,7 @@ from pyspark_paimon.errors import (
     CorruptMetadataError,
     SnapshotNotFoundError,
 )
+from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.identifier import validate_branch_name
 from pyspark_paimon.metadata.refs.lineage import (
@@ -453,6 +454,7 @@ class BranchManager:
         if deps:
             raise BranchError(f"Cannot rename branch '{old}': {'; '.join(deps)}. Change that option first.")
         self.fileio.rename(self.branch_dir(old), self.branch_dir(new))
+        took_effect(f"branch '{old}' renamed to '{new}'")
         for b in self.names():
             lin = self.lineage(b)
             if lin is not None and lin.source_branch == old:

@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NoReturn, Protocol
 
 from pyspark_paimon.errors import BranchPublishRaceError, CorruptMetadataError, SnapshotNotFoundError
+from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import ManifestFileMeta, ManifestStore
 from pyspark_paimon.metadata.refs.lineage import snapshot_identity
@@ -432,6 +433,7 @@ class Publish:
             )
         self._create(b, self._branch_bytes(b), f"switching '{self.target}' to the branch (snapshot {b})")
         self.switched = True
+        took_effect(f"'{self.target}' switched to branch '{self.branch}' (snapshot {b})")
         # After the switch the claimed ids are history below the head: the branch's snapshots replace the fillers
         # (nobody can have built on a filler since: each has its successor), whose manifest lists are then nobody's.
         for sid in range(first, b):
@@ -497,6 +499,7 @@ class Publish:
             self.expected |= landed
         self._check(f"after switching '{self.target}' to the branch")
         self.switched = True
+        took_effect(f"'{self.target}' switched to branch '{self.branch}' (snapshot {b})")
         for sid in doomed:
             if sid < b:
                 self._remove(sid, f"deleting snapshot {sid}")

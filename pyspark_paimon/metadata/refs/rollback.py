@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark_paimon.errors import SnapshotNotFoundError, TagError
+from pyspark_paimon.metadata.effects import taking_effect, took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.maintenance.reachability import CHANGELOG_PREFIX
 from pyspark_paimon.metadata.refs.tags import TagManager
@@ -98,7 +99,9 @@ def rollback_to(
 
     deleted_snapshots = [sid for sid in sorted(snapshots.list_ids(), reverse=True) if sid > n]
     for sid in deleted_snapshots:
-        fileio.delete(snapshots.snapshot_path(sid))
+        with taking_effect(f"deleting snapshot {sid} of branch '{store.branch}'"):
+            fileio.delete(snapshots.snapshot_path(sid))
+        took_effect(f"snapshot {sid} of branch '{store.branch}' rolled back")
     _delete_changelogs_after(store, n)
     deleted_tags = []
     for t in all_tags:

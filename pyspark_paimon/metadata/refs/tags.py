@@ -30,6 +30,7 @@ from pyspark_paimon.errors import (
     TagError,
     TagNotFoundError,
 )
+from pyspark_paimon.metadata.effects import taking_effect, took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
@@ -276,7 +277,9 @@ class TagManager:
 
     def write(self, tag: Tag) -> None:
         """Write (or overwrite) the tag file; atomic on local file systems."""
-        self.fileio.write_bytes(self.tag_path(tag.name), tag_to_json(tag).encode("utf-8"))
+        with taking_effect(f"writing tag '{tag.name}' of branch '{self.branch}'"):
+            self.fileio.write_bytes(self.tag_path(tag.name), tag_to_json(tag).encode("utf-8"))
+        took_effect(f"tag '{tag.name}' of branch '{self.branch}' written")
         self._changed()
 
     def create(
@@ -305,6 +308,7 @@ class TagManager:
                 f"Tag '{name}' already exists on branch '{self.branch}' of {self.table_path}; use "
                 "replace_tag to move it, or delete it first."
             )
+        took_effect(f"tag '{name}' of branch '{self.branch}' created")
         self._changed()
         return tag
 
@@ -332,13 +336,17 @@ class TagManager:
                 f"Cannot rename tag '{old}' to '{new}': tag '{new}' already exists on branch "
                 f"'{self.branch}'. Delete it first or pick another name."
             )
+        took_effect(f"tag '{new}' of branch '{self.branch}' created as a copy of '{old}'")
         self.fileio.delete(path)
         self._changed()
         return tag_from_json(new, data.decode("utf-8"), self.tag_path(new))
 
     def delete(self, name: str, ignore_if_not_exists: bool = False) -> bool:
         """Remove the tag file (only the file; see the module docstring). True if it existed."""
-        if self.fileio.delete(self.tag_path(name)):
+        with taking_effect(f"deleting tag '{name}' of branch '{self.branch}'"):
+            deleted = self.fileio.delete(self.tag_path(name))
+        if deleted:
+            took_effect(f"tag '{name}' of branch '{self.branch}' deleted")
             self._changed()
             return True
         if ignore_if_not_exists:

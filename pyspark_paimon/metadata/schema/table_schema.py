@@ -29,6 +29,7 @@ from pyspark_paimon.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
+from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
 from pyspark_paimon.metadata.schema.options import (
@@ -555,6 +556,7 @@ class SchemaManager:
         """Atomically create `schema-<id>`; False if it already exists (another writer won)."""
         ok = bool(self.fileio.try_create(self.schema_path(schema.id), schema.to_json().encode("utf-8")))
         if ok:
+            took_effect(f"schema {schema.id} of branch '{self.branch}' created")
             self._cache[schema.id] = schema
         return ok
 

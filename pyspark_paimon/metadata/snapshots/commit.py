@@ -27,6 +27,7 @@ from pyspark_paimon.errors import (
     PaimonError,
     SnapshotNotFoundError,
 )
+from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.avro import avro_codec
 from pyspark_paimon.metadata.maintenance import post_commit
@@ -199,19 +200,50 @@ def _stats_may_hold(stats: SimpleStats, values: Sequence[object], types: Sequenc
     return True
 
 
-def commit_or_abort(commit: Callable[[], _T], abort: Callable[[], None], landed: Callable[[], Snapshot | None]) -> _T:
-    """Run ``commit``; on failure delete its new files (``abort``) only when the commit certainly did not land.
+def delete_new_files(store: FileStore, schema: TableSchema, messages: Iterable[CommitMessage]) -> None:
+    """Delete the files ``messages`` add (data and changelog files, the index files beside them, deletion-vector
+    index files) after their commit certainly did not land (:func:`commit_or_abort`'s ``abort``). A file a
+    message only moves up (an upgraded compaction input) is not new and stays. Best effort: a file that cannot
+    be deleted is logged and left to ``remove_orphan_files``, since nothing references it."""
+    types = [f.type for f in schema.partition_fields]
+    fileio = store.fileio
+    paths: list[str] = []
+    for m in messages:
+        directory = store.bucket_path(schema, tuple(deserialize_row(m.partition, types)), m.bucket)
+        inputs = {f.file_name for f in m.compact_before}
+        for f in (*m.new_files, *m.changelog_files):
+            if f.file_name in inputs:
+                continue
+            path = f.external_path or f"{directory}/{f.file_name}"
+            paths.append(path)
+            paths.extend(f"{path.rsplit('/', 1)[0]}/{extra}" for extra in f.extra_files)
+        paths.extend(f"{store.table_path}/index/{e.file_name}" for e in m.index_files)
+    for path in paths:
+        try:
+            fileio.delete(path)
+        except OSError as exc:  # StorageError included: the file is an orphan either way
+            log.warning("Could not delete %s of a commit that did not land (%s); remove_orphan_files will.", path, exc)
 
-    A new file may be deleted only when no snapshot can reference it: a conflict (nothing was committed), or an
-    error after which ``landed()`` (the snapshot of this commit's user, or None) finds no snapshot of ours. An
-    ambiguous outcome (:class:`CommitStateUnknownError`, a failing check, an interrupt such as Ctrl-C that may
-    come after the snapshot file was created) keeps every file: a landed snapshot that lost its data files is
-    unreadable for good, while a leftover file is only an orphan that ``remove_orphan_files`` removes."""
+
+def commit_or_abort(
+    commit: Callable[[], _T],
+    abort: Callable[[], None],
+    landed: Callable[[], Snapshot | None],
+    *,
+    after_landing: Callable[[Snapshot, Exception], Exception] | None = None,
+) -> _T:
+    """The one commit-or-abort rule of every engine write: run ``commit``; on failure delete its new files
+    (``abort``) only when the commit certainly did not land.
+
+    A new file may be deleted only when no snapshot can reference it: after an error (a conflict included: a
+    step after the commit may raise one) ``landed()`` (the snapshot of this commit's user, or None) finds no
+    snapshot of ours. An ambiguous outcome (:class:`CommitStateUnknownError`, a failing check, an interrupt such
+    as Ctrl-C that may come after the snapshot file was created) keeps every file: a landed snapshot that lost its
+    data files is unreadable for good, while a leftover file is only an orphan that ``remove_orphan_files``
+    removes. When the commit landed and a later step failed, ``after_landing(snapshot, error)`` gives the error
+    to raise instead (one that says the data is in the table)."""
     try:
         return commit()
-    except CommitConflictError:
-        abort()
-        raise
     except CommitStateUnknownError:
         raise
     except Exception as exc:
@@ -224,6 +256,9 @@ def commit_or_abort(commit: Callable[[], _T], abort: Callable[[], None], landed:
             ) from exc
         if ours is None:
             abort()
+            raise
+        if after_landing is not None:
+            raise after_landing(ours, exc) from exc
         raise
 
 
@@ -293,6 +328,7 @@ class FileStoreCommit:
             if attempt > 0:
                 done = self._already_committed(last_seen, latest, commit_user, commit_identifier, kind)
                 if done is not None:
+                    took_effect(f"snapshot {done.id} of branch '{self.branch}' committed")
                     self._publish_iceberg(done)  # an earlier attempt landed: still owe its Iceberg metadata
                     self._after_commit(done)  # and its auto tag
                     return done
@@ -327,6 +363,7 @@ class FileStoreCommit:
                     "not have landed. Its files are kept; check the table's latest snapshot before retrying."
                 ) from e
             if created or self._landed_anyway(snapshot):
+                took_effect(f"snapshot {snapshot.id} of branch '{self.branch}' committed")
                 self._publish_iceberg(snapshot)
                 self._after_commit(snapshot)
                 return snapshot

@@ -13,6 +13,7 @@ import json
 import re
 
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.effects import taking_effect, took_effect
 from pyspark_paimon.metadata.store import FileStore
 
 CONSUMER_PREFIX = "consumer-"
@@ -84,7 +85,9 @@ class ConsumerManager:
         path = self.path(consumer_id)
         if not self.fileio.exists(path):
             return False
-        self.fileio.delete(path)
+        with taking_effect(f"deleting consumer '{consumer_id}'"):
+            self.fileio.delete(path)
+        took_effect(f"consumer '{consumer_id}' deleted")
         return True
 
     def clear(self, including: str | None = None, excluding: str | None = None) -> list[str]:
@@ -98,7 +101,9 @@ class ConsumerManager:
         cleared = []
         for cid in sorted(self.consumers()):
             if keep_in.fullmatch(cid) and not (leave is not None and leave.fullmatch(cid)):
-                self.fileio.delete(self.path(cid))
+                with taking_effect(f"deleting consumer '{cid}'"):
+                    self.fileio.delete(self.path(cid))
+                took_effect(f"consumer '{cid}' deleted")
                 cleared.append(cid)
         return cleared
 

@@ -21,6 +21,7 @@ BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST = "LATEST"
 EARLIEST = "EARLIEST"
+_COMMIT_CLOCK_SLACK_MS = 60_000
 _LATEST_ATTEMPTS = 5
 log = logging.getLogger(__name__)
 
@@ -291,16 +292,25 @@ class SnapshotManager:
             except SnapshotNotFoundError:  # expired while we listed
                 continue
 
-    def commit_of(self, commit_user: str) -> Snapshot | None:
+    def commit_of(
+        self, commit_user: str, not_before_millis: int | None = None, commit_identifier: int | None = None
+    ) -> Snapshot | None:
         """The newest snapshot of this branch committed by ``commit_user``, or None: decides, after a failure,
-        whether a job's files became part of the table (keep them, do not retry) or may be deleted."""
+        whether a job's files became part of the table (keep them, do not retry) or may be deleted.
+        ``not_before_millis``: the job cannot have committed before then (when it started), so the search stops
+        at older snapshots instead of reading the whole history (a minute of slack covers clock skew between
+        writers). ``commit_identifier``: only a snapshot of that commit of the user (a stream commits every
+        micro-batch as the same user, with the batch id as the identifier)."""
+        floor = None if not_before_millis is None else not_before_millis - _COMMIT_CLOCK_SLACK_MS
         for sid in reversed(self.list_ids()):  # newest first: a job's own commit is usually near the head
             try:
                 snap = self.snapshot(sid)
             except SnapshotNotFoundError:  # expired while we listed
                 continue
-            if snap.commit_user == commit_user:
+            if snap.commit_user == commit_user and commit_identifier in (None, snap.commit_identifier):
                 return snap
+            if floor is not None and snap.time_millis < floor:
+                return None
         return None
 
     def try_commit(self, snapshot: Snapshot) -> bool:
