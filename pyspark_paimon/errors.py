@@ -26,7 +26,9 @@ class PaimonError(Exception):
     e.g. bad input), or it was raised outside an operation."""
 
     outcome: Outcome | None = None
+    """What the failed operation left behind (:data:`Outcome`); None when the error says nothing about an effect."""
     safe_to_retry: bool | None = None
+    """Whether running the same operation again is safe (``'not applied'`` or ``'partial'``); None when unknown."""
 
 
 class StorageError(PaimonError, OSError):
@@ -104,7 +106,9 @@ class CommitConflictError(CommitError):
     """A concurrent commit changed what this commit depends on; nothing was committed."""
 
     outcome: Outcome | None = "not applied"
+    """A conflict commits nothing: ``'not applied'``."""
     safe_to_retry: bool | None = True
+    """Re-planning and committing again is safe."""
 
 
 class ConflictingKeysError(CommitError):
@@ -116,7 +120,9 @@ class CommitStateUnknownError(CommitError):
     """The commit may or may not have landed; its files must not be deleted."""
 
     outcome: Outcome | None = "unknown"
+    """The store did not say whether the snapshot landed: ``'unknown'``."""
     safe_to_retry: bool | None = False
+    """Not without looking first: the commit may have landed."""
 
 
 class SnapshotNotFoundError(PaimonError):
@@ -151,9 +157,11 @@ class BranchPublishRaceError(BranchError):
     def __init__(self, message: str, *, undone: bool) -> None:
         super().__init__(message)
         self.undone = undone
-        self.outcome = "not applied" if undone else "partial"
-        self.safe_to_retry = True
         """True when the publish was undone: the target is as before it, plus the commits that raced it."""
+        self.outcome = "not applied" if undone else "partial"
+        """``'not applied'`` when undone, else ``'partial'`` (the switch stands; the publish finishes on a rerun)."""
+        self.safe_to_retry = True
+        """A publish is idempotent: run it again."""
 
 
 class ChainTableError(PaimonError):

@@ -16,7 +16,7 @@ import pytest
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.datasource.compact import compact_runners, dv_lookup
 from pyspark_paimon.datasource.write.write import TableWriter
-from pyspark_paimon.errors import CompactionError
+from pyspark_paimon.errors import CommitError, CompactionError
 from pyspark_paimon.metadata.manifests.deletion_vectors import deletion_files
 from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -176,9 +176,10 @@ def test_overwrite_drops_the_overwritten_vectors(tmp_path: Path, bucket: str) ->
 
 
 def test_a_failed_write_leaves_nothing_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write that fails before its commit leaves no snapshot. One whose automatic compaction fails has its
-    rows committed at level 0, invisible to batch reads as in Java until a compaction moves them up: the next
-    write's compaction takes them along."""
+    """A write that fails before its commit leaves no snapshot. One whose automatic compaction fails (after its
+    retries) has its rows committed at level 0, invisible to batch reads as in Java until a compaction moves them
+    up: it raises a CommitError that says the write took effect (not to retry it), and the next write's compaction
+    takes them along."""
     t = dv_table(tmp_path)
     t.write_arrow(batch(np.arange(10), "a"))
     before = len(t.snapshots())
@@ -193,7 +194,9 @@ def test_a_failed_write_leaves_nothing_visible(tmp_path: Path, monkeypatch: pyte
     assert len(t.snapshots()) == before and state(t)[1] == ("a", 1)
     with monkeypatch.context() as m:
         m.setattr(compact_runners, "compact_bucket", broken)
-        t.write_arrow(batch([2], "late"))  # committed; the compaction after it failed (logged)
+        with pytest.raises(CommitError, match="took effect") as failed:
+            t.write_arrow(batch([2], "late"))
+    assert failed.value.outcome == "applied" and failed.value.safe_to_retry is False
     assert state(t)[2] == ("a", 1)
     assert 0 in {e.file.level for e in t.store.live_entries(t.latest_snapshot())}
     t.write_arrow(batch([3], "next"))

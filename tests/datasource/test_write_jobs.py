@@ -52,7 +52,7 @@ def test_unknown_state_when_the_check_itself_fails(catalog: Catalog, monkeypatch
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("connection reset")
 
-    def cannot_list(self: Any, user: str) -> Any:
+    def cannot_list(self: Any, *args: Any) -> Any:
         raise OSError("listing failed")
 
     monkeypatch.setattr(jobs, "commit_with_chain_rules", fail)

@@ -252,7 +252,8 @@ def commit_or_abort(
         except (OSError, PaimonError) as check:
             raise CommitStateUnknownError(
                 f"The commit failed ({exc}), and whether it landed cannot be checked ({check}). Its files are kept; "
-                "look at the table's latest snapshots before retrying."
+                "look at the table's latest snapshots (t.snapshots(), or the $snapshots system table) before retrying: "
+                "a snapshot of this commit's user means it landed."
             ) from exc
         if ours is None:
             abort()
