@@ -110,7 +110,7 @@ class Table:
 
     def on_branch(self, name: str) -> "Table":
         """The same table on branch ``name`` (BranchNotFoundError when it does not exist)."""
-        table = Table(FileStore(self.store.fileio, self.store.table_path, name or MAIN_BRANCH), self.identifier)
+        table = Table(self.store.with_branch(name or MAIN_BRANCH), self.identifier)
         table.schema  # noqa: B018
         return table
 
@@ -119,7 +119,7 @@ class Table:
         commit; what a ``Table`` keeps is the schemas it has read, which a history rewrite (a forced
         ``fast_forward``, ``replace_main``, done here or by another process) can replace under the same ids:
         continue with ``t = t.refresh()`` after one."""
-        table = Table(FileStore(self.store.fileio, self.store.table_path, self.branch), self.identifier)
+        table = Table(self.store.with_branch(self.branch), self.identifier)
         table.schema  # noqa: B018 - fail now when the branch is gone
         return table
 
