@@ -3,9 +3,10 @@
 
 No Paimon REST server installs here, so the tests run this one: a standard-library ``ThreadingHTTPServer`` on
 127.0.0.1 (an ephemeral port), started and stopped by a fixture. It keeps the catalog (databases, tables and
-their ids) in memory and each table's files in a local warehouse directory, laid out as a filesystem catalog
-would (``<root>/<db>.db/<table>``), using the package's metadata code for the file side (schema-0, the commit's
-create-if-absent of ``snapshot-N``, tags, branches, rollback). pypaimon's REST client runs against it unchanged,
+their ids) in memory and each table's files under a warehouse root (a local directory, or ``s3://...`` with the
+server's own storage options), laid out as a filesystem catalog would (``<root>/<db>.db/<table>``), using the
+package's metadata code for the file side (schema-0, the commit's create-if-absent of ``snapshot-N``, tags,
+branches, rollback). pypaimon's REST client runs against it unchanged,
 which is what makes it an independent check of the server.
 
 Endpoints (paths under ``/v1/<prefix>``): config; databases (list, create, get, drop, alter); tables (list,
@@ -21,13 +22,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -72,7 +71,7 @@ def exists(kind: str, name: str) -> HttpError:
 @dataclass
 class TableEntry:
     id: str
-    path: Path
+    path: str  # in the server's file system
     created_at: int = field(default_factory=lambda: int(time.time() * 1000))
 
 
@@ -80,7 +79,7 @@ class TableEntry:
 class CatalogState:
     """What the server keeps: databases with their options, tables with their ids and directories."""
 
-    root: Path
+    root: str  # the warehouse root's path in the server's file system
     databases: dict[str, dict[str, str]] = field(default_factory=dict)
     tables: dict[tuple[str, str], TableEntry] = field(default_factory=dict)
     token_requests: dict[str, int] = field(default_factory=dict)
@@ -104,10 +103,10 @@ class ServerConfig:
 class RestCatalogServer:
     """Serves one warehouse (``config.warehouse``) rooted at ``root``; ``uri`` once started."""
 
-    def __init__(self, root: Path, config: ServerConfig | None = None):
+    def __init__(self, root: str, config: ServerConfig | None = None, storage_options: dict[str, Any] | None = None):
         self.config = config or ServerConfig()
-        self.state = CatalogState(Path(root))
-        self.fileio = FileIO("file")
+        self.fileio, root_path = FileIO.for_uri(str(root), storage_options)
+        self.state = CatalogState(root_path)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -249,18 +248,18 @@ class RestCatalogServer:
         if name in self.state.databases:
             raise exists("DATABASE", name)
         self.state.databases[name] = {str(k): str(v) for k, v in (body.get("options") or {}).items()}
-        (self.state.root / f"{name}.db").mkdir(parents=True, exist_ok=True)
+        self.fileio.mkdirs(self._db_path(name))
 
     def get_database(self, name: str, *, query: dict[str, str], body: Any) -> dict[str, Any]:
         options = self._require_db(name)
-        return {"id": name, "name": name, "location": str(self.state.root / f"{name}.db"), "options": options}
+        return {"id": name, "name": name, "location": self.fileio.uri(self._db_path(name)), "options": options}
 
     def drop_database(self, name: str, *, query: dict[str, str], body: Any) -> None:
         self._require_db(name)
         for key in [k for k in self.state.tables if k[0] == name]:
             self._drop(key)
         del self.state.databases[name]
-        shutil.rmtree(self.state.root / f"{name}.db", ignore_errors=True)
+        self.fileio.delete_dir(self._db_path(name))
 
     def alter_database(self, name: str, *, query: dict[str, str], body: Any) -> dict[str, Any]:
         options = self._require_db(name)
@@ -285,7 +284,10 @@ class RestCatalogServer:
         return entry, branch
 
     def _store(self, entry: TableEntry, branch: str = MAIN_BRANCH) -> FileStore:
-        return FileStore(self.fileio, str(entry.path), branch)
+        return FileStore(self.fileio, entry.path, branch)
+
+    def _db_path(self, db: str) -> str:
+        return f"{self.state.root}/{db}.db"
 
     def list_tables(self, db: str, *, query: dict[str, str], body: Any) -> dict[str, Any]:
         self._require_db(db)
@@ -300,10 +302,10 @@ class RestCatalogServer:
         if (db, name) in self.state.tables:
             raise exists("TABLE", f"{db}.{name}")
         schema = body["schema"]
-        path = self.state.root / f"{db}.db" / name
-        if path.exists():
+        path = f"{self._db_path(db)}/{name}"
+        if self.fileio.exists(f"{path}/schema"):
             raise exists("TABLE", f"{db}.{name}")
-        SchemaManager(self.fileio, str(path)).create_table(
+        SchemaManager(self.fileio, path).create_table(
             fields_from_json(schema["fields"]),
             schema.get("partitionKeys") or [],
             schema.get("primaryKeys") or [],
@@ -320,7 +322,7 @@ class RestCatalogServer:
             "id": entry.id,
             "database": db,
             "name": obj,
-            "path": str(entry.path),
+            "path": self.fileio.uri(entry.path),
             "isExternal": False,
             "schemaId": schema.id,
             "schema": {
@@ -343,7 +345,7 @@ class RestCatalogServer:
 
     def _drop(self, key: tuple[str, str]) -> None:
         entry = self.state.tables.pop(key)
-        shutil.rmtree(entry.path, ignore_errors=True)
+        self.fileio.delete_dir(entry.path)
 
     def drop_table(self, db: str, obj: str, *, query: dict[str, str], body: Any) -> None:
         self._entry(db, obj)
@@ -357,8 +359,8 @@ class RestCatalogServer:
         target = (dst["database"], dst["object"])
         if target in self.state.tables:
             raise exists("TABLE", ".".join(target))
-        new_path = self.state.root / f"{target[0]}.db" / target[1]
-        entry.path.rename(new_path)
+        new_path = f"{self._db_path(target[0])}/{target[1]}"
+        self.fileio.rename(entry.path, new_path)
         entry.path = new_path
         self.state.tables[target] = self.state.tables.pop(key)
 
