@@ -78,22 +78,24 @@ class Follower:
     ):
         if max_rows <= 0:
             raise OptionError(f"max_rows must be a positive number of rows per poll, got {max_rows}.")
-        self.name = name or store.table_path
-        self.job = StreamReadJob(store, {**options, **_FOLLOW_OPTIONS}, columns)
-        self.context = self.job.context()
+        self._name = name or store.table_path
+        self._job = StreamReadJob(store, {**options, **_FOLLOW_OPTIONS}, columns)
+        self._context = self._job.context()
+        self._interval = interval
         self.max_rows = max_rows
-        self.interval = interval
-        self.consumer = self.job.opts.consumer_id
+        """The most rows a poll returns."""
+        self.consumer = self._job.opts.consumer_id
+        """The consumer whose progress :meth:`commit` records (None: none)."""
         if position is not None:
             self._offset, self._skip = _parse_position(position)
         else:
-            self._offset, self._skip = self._guard(self.job.initial_offset, None), 0
+            self._offset, self._skip = self._guard(self._job.initial_offset, None), 0
         self._split: StreamSplit | None = None  # the split being delivered, and its rows not delivered yet
         self._end: StreamOffset | None = None
         self._rows: pa.Table | None = None
 
     def __repr__(self) -> str:
-        return f"Follower({self.name!r}, position={self.position})"
+        return f"Follower({self._name!r}, position={self.position})"
 
     @property
     def position(self) -> str:
@@ -105,10 +107,10 @@ class Follower:
         try:
             return call()
         except SnapshotNotFoundError as e:
-            earliest = self.job.store.snapshots.earliest_id()
+            earliest = self._job.store.snapshots.earliest_id()
             where = f"snapshot {snapshot}" if snapshot is not None else "its start"
             raise SnapshotNotFoundError(
-                f"Cannot follow {self.name}: the changes it must read next ({where}) have expired (earliest snapshot "
+                f"Cannot follow {self._name}: the changes it must read next ({where}) have expired (earliest snapshot "
                 f"now: {earliest}), and going on would silently skip them. Follow again from the latest state "
                 "(t.follow()) or a tag (t.follow(tag=...)), and give a long-running follower a consumer "
                 f"(consumer='<name>'): expiration keeps the snapshots a consumer still needs. ({e})"
@@ -117,14 +119,14 @@ class Follower:
     def _next_split(self) -> bool:
         """Load the next split after the delivered position; False when there is none yet."""
         splits, end = self._guard(
-            lambda: self.job.next_batch(self._offset, Admission(max_files=1)), self._offset.snapshot
+            lambda: self._job.next_batch(self._offset, Admission(max_files=1)), self._offset.snapshot
         )
         if not splits:
             self._offset = end  # snapshots with nothing to read (compactions, empty commits) are passed
             return False
         split = splits[0]
-        batches = [b for b in read_stream_split(self.context, split) if b.num_rows]
-        schema = self.context.output_schema()
+        batches = [b for b in read_stream_split(self._context, split) if b.num_rows]
+        schema = self._context.output_schema()
         rows = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
         self._split, self._end, self._rows = split, end, rows.slice(self._skip)
         return True
@@ -146,10 +148,10 @@ class Follower:
                 self._split = self._end = self._rows = None
             else:
                 self._skip += part.num_rows
-        schema = self.context.output_schema()
+        schema = self._context.output_schema()
         data = pa.concat_tables(parts) if parts else schema.empty_table()
         if data.num_rows:
-            data = pa.Table.from_batches(list(coalesce_batches(data.to_batches(), self.context.read.batch_size)))
+            data = pa.Table.from_batches(list(coalesce_batches(data.to_batches(), self._context.read.batch_size)))
         return Changes(data, self.position)
 
     def next_snapshot(self) -> int | None:
@@ -160,12 +162,12 @@ class Follower:
         if self._offset.phase == "delta" and self._offset.index >= 0:
             # the position is after a split of its snapshot: the snapshot is done when no split of it is left
             splits, end = self._guard(
-                lambda: self.job.next_batch(self._offset, Admission(max_files=1)), self._offset.snapshot
+                lambda: self._job.next_batch(self._offset, Admission(max_files=1)), self._offset.snapshot
             )
             if splits:
                 return splits[0].snapshot_id if splits[0].phase == "delta" else None
-            return self.job.planner.consumer_next_snapshot(end)
-        return self.job.planner.consumer_next_snapshot(self._offset)
+            return self._job.planner.consumer_next_snapshot(end)
+        return self._job.planner.consumer_next_snapshot(self._offset)
 
     def commit(self) -> int | None:
         """Advance the consumer to what the polls so far delivered (its ``nextSnapshot``: the first snapshot not
@@ -173,12 +175,12 @@ class Follower:
         Needs ``consumer=``."""
         if not self.consumer:
             raise OptionError(
-                f"The follower of {self.name} has no consumer: follow with consumer='<name>' to record progress, or "
+                f"The follower of {self._name} has no consumer: follow with consumer='<name>' to record progress, or "
                 "store Changes.position yourself."
             )
         nxt = self.next_snapshot()
         if nxt is not None:
-            ConsumerManager(self.job.store).record(self.consumer, nxt)
+            ConsumerManager(self._job.store).record(self.consumer, nxt)
         return nxt
 
     def __iter__(self) -> Iterator[Changes]:
@@ -189,7 +191,7 @@ class Follower:
             if changes.num_rows:
                 yield changes
             else:
-                time.sleep(self.interval)
+                time.sleep(self._interval)
 
 
 def _parse_position(position: str) -> tuple[StreamOffset, int]:
