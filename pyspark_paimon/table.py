@@ -26,6 +26,7 @@ from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
+from pyspark_paimon.metadata.schema.options import CONSUMER_ID
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -242,7 +243,7 @@ class Table:
         e.g. ``scan.mode``) narrow it as they narrow a stream. An expired start is a SnapshotNotFoundError."""
         options = version_options(read_options, filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         if consumer is not None:
-            options["consumer-id"] = consumer
+            options[CONSUMER_ID.key] = consumer
         return Follower(
             self.store, options, max_rows=max_rows, columns=columns, position=position, name=self.identifier
         )

@@ -34,6 +34,7 @@ import pyarrow as pa
 from pyspark_paimon.datasource.read.read import coalesce_batches
 from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.metadata.schema.options import CONSUMER_MODE
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.micro_batch import Admission
@@ -43,7 +44,7 @@ _T = TypeVar("_T")
 
 #: Options a follower always sets: row kinds shown, and a consumer that is at-least-once (a poll may end inside
 #: a snapshot; the consumer then records that snapshot, which is delivered again after a restart).
-_FOLLOW_OPTIONS = {"read.changelog": "true", "consumer.mode": "at-least-once"}
+_FOLLOW_OPTIONS = {"read.changelog": "true", CONSUMER_MODE.key: "at-least-once"}
 
 
 @dataclass(frozen=True)
