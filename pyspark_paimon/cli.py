@@ -419,12 +419,38 @@ def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def _key_values(text: str | None, name: str) -> dict[str, str] | None:
+    """Paimon's ``options`` argument: 'k=v,k2=v2'."""
+    if not text:
+        return None
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"--{name} takes 'key=value,key2=value2', got '{text}'.")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _partition_list(text: str | None) -> list[str] | None:
+    """Paimon's ``partitions`` argument: 'k=v,k2=v2;k=v3' (one spec per ';')."""
+    return [p.strip() for p in text.split(";") if p.strip()] if text else None
+
+
 def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
-    """Paimon's ``compact(table, partitions, compact_strategy)``: ``partitions`` as 'k=v,k2=v2;k=v3', strategy
-    'full' (every bucket to the max level; the default, as Java's Spark ``CompactProcedure``) or 'minor' (the
-    universal rules decide), in this process."""
-    parts = [p.strip() for p in a.partitions.split(";") if p.strip()] if a.partitions else None
-    r = t.maintenance.compact(parts, full=a.compact_strategy == "full", progress=progress_for(sys.stderr))
+    """Paimon's ``compact(table, partitions, compact_strategy, order_strategy, order_by, options)``:
+    ``partitions`` as 'k=v,k2=v2;k=v3', strategy 'full' (every bucket to the max level) or 'minor' (the universal
+    rules decide); unset, 'full' unless the table clusters incrementally ('minor'), as Java's Spark
+    ``CompactProcedure``. ``order_strategy`` / ``order_by``: a sort compaction. In this process."""
+    order = None if a.order_strategy in (None, "", "none") else a.order_strategy
+    r = t.maintenance.compact(
+        _partition_list(a.partitions),
+        full=None if a.compact_strategy is None else a.compact_strategy == "full",
+        order_strategy=order,
+        order_by=a.order_by,
+        options=_key_values(a.options, "options"),
+        progress=progress_for(sys.stderr),
+    )
     return [
         {
             "snapshot_id": r.snapshot_id,
@@ -436,6 +462,49 @@ def _compact(t: Table, a: argparse.Namespace) -> list[Row]:
             "notes": "; ".join(r.notes) or None,
         }
     ]
+
+
+def _expire_partitions(t: Table, a: argparse.Namespace) -> list[Row]:
+    """Paimon's ``expire_partitions``: one row per dropped partition ('k=v, k2=v2', Java's spelling)."""
+    r = t.maintenance.expire_partitions(
+        expiration_time=a.expiration_time,
+        timestamp_formatter=a.timestamp_formatter,
+        timestamp_pattern=a.timestamp_pattern,
+        expire_strategy=a.expire_strategy,
+        max_expires=a.max_expires,
+        options=_key_values(a.options, "options"),
+    )
+    if not r.partitions:
+        return [{"expired_partitions": "No expired partitions."}]
+    return [{"expired_partitions": ", ".join(f"{k}={v}" for k, v in p.items())} for p in r.partitions]
+
+
+def _mark_partition_done(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.mark_partition_done(_partition_list(a.partitions) or [])
+    return [{"success_file": p} for p in r.paths]
+
+
+def _rescale(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.rescale(a.bucket_num, _partition_list(a.partitions))
+    return [
+        {
+            "snapshot_id": r.snapshot.id if r.snapshot else None,
+            "bucket_num": r.bucket_num,
+            "partitions": r.partitions,
+            "rows": r.rows,
+            "files_before": r.files_before,
+            "files_after": r.files_after,
+        }
+    ]
+
+
+def _reset_consumer(t: Table, a: argparse.Namespace) -> list[Row]:
+    return [{"result": t.maintenance.reset_consumer(a.consumer_id, a.next_snapshot_id)}]
+
+
+def _clear_consumers(t: Table, a: argparse.Namespace) -> list[Row]:
+    cleared = t.maintenance.clear_consumers(a.including_consumers, a.excluding_consumers)
+    return [{"cleared_consumer": c} for c in cleared] or [{"cleared_consumer": None}]
 
 
 def _rewrite_file_index(t: Table, a: argparse.Namespace) -> list[Row]:
@@ -698,13 +767,73 @@ PROCEDURES: tuple[Procedure, ...] = (
             Arg("partitions", "partitions to compact, 'k=v,k2=v2;k=v3' (default: all)"),
             Arg(
                 "compact_strategy",
-                "'full' (the default, as Paimon's Spark procedure): every bucket to the max level; 'minor': "
-                "Paimon's universal rules decide",
-                default="full",
+                "'full': every bucket to the max level; 'minor': Paimon's universal rules decide (default: 'full', "
+                "or 'minor' for a table with clustering.incremental, as Paimon's Spark procedure)",
                 choices=get_args(CompactStrategy),
             ),
+            Arg(
+                "order_strategy",
+                "sort compaction of an unaware-bucket append table: 'zorder', 'hilbert' or 'order' (with order_by)",
+                choices=("zorder", "hilbert", "order", "none"),
+            ),
+            Arg("order_by", "the columns a sort compaction orders by, 'x,y'"),
+            Arg("options", "table options for this compaction only, 'k=v,k2=v2' (e.g. 'target-file-size=64 mb')"),
         ),
         _compact,
+    ),
+    Procedure(
+        "expire_partitions",
+        "drop the partitions that have expired now (OVERWRITE commits; docs/maintenance.md)",
+        (
+            Arg("expiration_time", "how old a partition may get, e.g. '7 d' (default: partition.expiration-time)"),
+            Arg("timestamp_formatter", "how partition values read as a time, e.g. 'yyyyMMdd'"),
+            Arg("timestamp_pattern", "which partition columns form the time, e.g. '$dt $hour:00:00'"),
+            Arg(
+                "expire_strategy",
+                "'values-time' (the default) or 'update-time'",
+                choices=("values-time", "update-time"),
+            ),
+            Arg("max_expires", "drop at most this many partitions", type=_int),
+            Arg("options", "more partition.* options for this call, 'k=v,k2=v2'"),
+        ),
+        _expire_partitions,
+    ),
+    Procedure(
+        "mark_partition_done",
+        "mark partitions done by partition.mark-done-action ('success-file': <partition>/_SUCCESS)",
+        (Arg("partitions", "the partitions, 'k=v,k2=v2;k=v3'", required=True),),
+        _mark_partition_done,
+    ),
+    Procedure(
+        "rescale",
+        "rewrite partitions into a new number of buckets, one OVERWRITE commit (Paimon 1.4)",
+        (
+            Arg("bucket_num", "the new number of buckets (default: the table's 'bucket')", type=_int),
+            Arg("partitions", "partitions to rescale, 'k=v,k2=v2;k=v3' (default: all)"),
+        ),
+        _rescale,
+    ),
+    Procedure(
+        "reset_consumer",
+        "set a streaming consumer's next snapshot, or delete the consumer without one",
+        (
+            Arg("consumer_id", "the consumer", required=True, aliases=("consumerId",)),
+            Arg("next_snapshot_id", "its next snapshot (must exist)", type=_int, aliases=("nextSnapshotId",)),
+        ),
+        _reset_consumer,
+    ),
+    Procedure(
+        "clear_consumers",
+        "delete the streaming consumers whose id matches a regular expression",
+        (
+            Arg(
+                "including_consumers",
+                "ids to delete (regular expression; default all)",
+                aliases=("includingConsumers",),
+            ),
+            Arg("excluding_consumers", "ids to keep (regular expression)", aliases=("excludingConsumers",)),
+        ),
+        _clear_consumers,
     ),
     Procedure(
         "rewrite_file_index",

@@ -79,6 +79,77 @@ class Inspect:
         """``$partitions``: record, file and size totals per partition of a version (default the latest)."""
         return self._read("partitions", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
 
+    def buckets(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
+        """``$buckets``: record, file and size totals per (partition, bucket) of a version (default the latest)."""
+        return self._read("buckets", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def consumers(self) -> pa.Table:
+        """``$consumers``: the streaming consumers of the branch and the snapshot each reads next."""
+        return self._read("consumers")
+
+    def statistics(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
+        """``$statistics``: the table statistics of a version (Spark's ``ANALYZE TABLE`` writes them; no row
+        without)."""
+        return self._read("statistics", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def aggregation_fields(self) -> pa.Table:
+        """``$aggregation_fields``: each column's type and its ``fields.<column>.*`` options."""
+        return self._read("aggregation_fields")
+
+    def table_indexes(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
+        """``$table_indexes``: the index files (deletion vectors, hash indexes) of a version."""
+        return self._read("table_indexes", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def file_key_ranges(
+        self, *, snapshot_id: int | None = None, tag: str | None = None, timestamp: Instant | None = None
+    ) -> pa.Table:
+        """``$file_key_ranges``: each live data file's key range (``min_key``/``max_key``) of a version."""
+        return self._read("file_key_ranges", snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def audit_log(
+        self,
+        filter: str | None = None,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Instant | None = None,
+    ) -> pa.Table:
+        """``$audit_log``: the rows of a version (default the latest), each led by its row kind ``rowkind``
+        (+I, or +U for a primary key whose newest record was an update); ``filter`` as for :meth:`Table.scan`."""
+        return self._data("audit_log", filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def binlog(
+        self,
+        filter: str | None = None,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Instant | None = None,
+    ) -> pa.Table:
+        """``$binlog``: :meth:`audit_log` with every column as a one-element array (Paimon's binlog format)."""
+        return self._data("binlog", filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def ro(
+        self,
+        filter: str | None = None,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Instant | None = None,
+    ) -> pa.Table:
+        """``$ro`` (read-optimized): primary-key tables read only their top-level files, with no merge (fast,
+        but rows not yet compacted up are missing or stale); append tables read as usual."""
+        return self._data("ro", filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
+    def _data(self, name: str, filter: str | None, **version: Any) -> pa.Table:
+        return read_system_table(self._table.store, name, version_options(None, filter=filter, **version))
+
     def history(self) -> pa.Table:
         """The branch's snapshots, newest first: when (local time), what kind of commit, rows changed and in
         total, schema and the tags on each; snapshots that expired but a tag preserved are listed too

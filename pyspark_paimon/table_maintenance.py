@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from pyspark_paimon.api_types import Instant
+from pyspark_paimon.api_types import Duration, Instant
+from pyspark_paimon.datasource import partition_maintenance as _partitions
 from pyspark_paimon.datasource.compact import compact as _compact
 from pyspark_paimon.datasource.compact import file_index_rewrite as _file_index_rewrite
 from pyspark_paimon.datasource.compact.compact_runners import session_runner
@@ -23,7 +24,8 @@ from pyspark_paimon.metadata.maintenance import orphans as _orphans
 from pyspark_paimon.metadata.progress import Progress
 from pyspark_paimon.metadata.refs import rollback as _rollback
 from pyspark_paimon.metadata.refs import tags as _tags
-from pyspark_paimon.metadata.timeutil import to_millis
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from pyspark_paimon.metadata.timeutil import duration_millis, to_millis
 from pyspark_paimon.table_scan import TableView
 
 
@@ -40,7 +42,10 @@ class Maintenance:
         self,
         partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
         *,
-        full: bool = False,
+        full: bool | None = False,
+        order_strategy: str | None = None,
+        order_by: Iterable[str] | str | None = None,
+        options: Mapping[str, Any] | None = None,
         spark: Any = None,
         progress: Progress | None = None,
     ) -> _compact.CompactResult:
@@ -51,12 +56,88 @@ class Maintenance:
         into sorted files at the max level (reads then need no merge), otherwise Paimon's universal rules
         decide what to merge. Fixed append buckets: small files are rewritten into files of
         ``target-file-size``; unaware-bucket append tables: Paimon's coordinator packs the small files of each
-        partition by size, ``full`` or not.
+        partition by size, ``full`` or not; with ``clustering.incremental`` they are clustered by
+        ``clustering.columns`` instead (Paimon 1.3's incremental clustering: ``full`` re-clusters everything).
+        ``full=None`` is the default of Paimon's ``CALL sys.compact``: full, or minor for incremental clustering.
+        ``order_strategy`` ('zorder', 'hilbert' or 'order') with ``order_by`` columns makes it a sort compaction of
+        an unaware-bucket append table: each partition's rows rewritten in that order, so range filters on those
+        columns skip files (docs/maintenance.md). ``options`` overlay table options for this compaction only
+        (Paimon's ``options`` argument, e.g. ``{'target-file-size': '64 mb'}``).
         With a SparkSession ``spark`` (classic or Connect) each bucket is compacted in an executor and this
         process commits; without, here. ``progress(step, done, total)`` is called per bucket compacted.
         Truthy when a snapshot was committed."""
         runner = session_runner(spark) if spark is not None else None
-        return _compact.compact(self._table.store, partitions, full=full, runner=runner, progress=progress)
+        return _compact.compact(
+            self._table.store,
+            partitions,
+            full=full,
+            runner=runner,
+            progress=progress,
+            order_strategy=order_strategy,
+            order_by=None if order_by is None else (order_by if isinstance(order_by, str) else list(order_by)),
+            options=None if options is None else {str(k): str(v) for k, v in options.items()},
+        )
+
+    def expire_partitions(
+        self,
+        *,
+        expiration_time: Duration | None = None,
+        timestamp_formatter: str | None = None,
+        timestamp_pattern: str | None = None,
+        expire_strategy: str | None = None,
+        max_expires: int | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> _partitions.ExpirePartitionsResult:
+        """Drop the partitions that have expired now (Paimon's ``expire_partitions``): older than
+        ``expiration_time`` (e.g. '7 d') by their values (``expire_strategy`` 'values-time', read with
+        ``timestamp_formatter`` / ``timestamp_pattern``) or their newest file ('update-time'), at most
+        ``max_expires``; unset arguments come from the table's ``partition.*`` options. OVERWRITE commits drop
+        them; the files stay until snapshot expiration. Truthy when a partition was dropped."""
+        return _partitions.expire_partitions(
+            self._table.store,
+            expiration_time=(
+                None if expiration_time is None else f"{duration_millis(expiration_time, 'expiration_time')} ms"
+            ),
+            timestamp_formatter=timestamp_formatter,
+            timestamp_pattern=timestamp_pattern,
+            expire_strategy=expire_strategy,
+            max_expires=max_expires,
+            options=None if options is None else {str(k): str(v) for k, v in options.items()},
+        )
+
+    def mark_partition_done(
+        self, partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str
+    ) -> _partitions.MarkDoneResult:
+        """Mark partitions done (Paimon's ``mark_partition_done``) by ``partition.mark-done-action``:
+        'success-file' (the default) writes ``<partition>/_SUCCESS``, which schedulers wait for."""
+        return _partitions.mark_partition_done(self._table.store, partitions)
+
+    def rescale(
+        self,
+        bucket_num: int | None = None,
+        partitions: Iterable[Mapping[str, Any] | str] | Mapping[str, Any] | str | None = None,
+    ) -> _partitions.RescaleResult:
+        """Rewrite ``partitions`` (default all) into ``bucket_num`` buckets (default the table's ``bucket``) in
+        one OVERWRITE commit (Paimon 1.4's ``rescale``): after ``ALTER TABLE SET ('bucket' = ...)`` the old
+        partitions keep their bucket count until rescaled. Fails without committing if another commit landed
+        meanwhile. Truthy when a snapshot was committed."""
+        return _partitions.rescale(self._table.store, bucket_num, partitions)
+
+    def reset_consumer(self, consumer_id: str, next_snapshot_id: int | None = None) -> bool:
+        """Set a streaming consumer's next snapshot (which must exist), or delete the consumer without one
+        (Paimon's ``reset_consumer``). Returns whether the consumer exists afterwards (with a snapshot) or
+        existed (without)."""
+        manager = ConsumerManager(self._table.store)
+        if next_snapshot_id is None:
+            return manager.delete(consumer_id)
+        self._table.store.snapshots.snapshot(next_snapshot_id)  # raises when there is no such snapshot
+        manager.record(consumer_id, next_snapshot_id)
+        return True
+
+    def clear_consumers(self, including: str | None = None, excluding: str | None = None) -> list[str]:
+        """Delete the streaming consumers whose id matches the regular expression ``including`` (default all)
+        but not ``excluding`` (Paimon's ``clear_consumers``); returns the ids deleted."""
+        return ConsumerManager(self._table.store).clear(including, excluding)
 
     def rewrite_file_index(
         self,

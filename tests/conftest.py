@@ -14,10 +14,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests by what they need, so ``-m "not spark and not interop and not deploy"`` is the fast lane: every
     test that uses the SparkSession is ``spark``, every test that drives the oracles is ``interop``, every test
-    under ``tests/deploy`` (real S3 server, Spark cluster, Connect server) is ``deploy``."""
+    under ``tests/deploy`` (real S3 server, Spark cluster, Connect server) is ``deploy``.
+
+    The full fault sweep (``faults``, tests/faults) runs only when asked for by a ``-m`` expression naming it
+    (``-m faults``): every other run, ``./dev test`` and CI included, deselects it (its CI sample is ordinary)."""
+    if "faults" not in (config.option.markexpr or ""):
+        deselected = [item for item in items if item.get_closest_marker("faults") is not None]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if item.get_closest_marker("faults") is None]
     for item in items:
         names = getattr(item, "fixturenames", ())
         if Path(str(item.fspath)).resolve().parent == ROOT / "tests" / "deploy":

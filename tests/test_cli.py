@@ -314,3 +314,40 @@ def test_merge_cherry_pick_and_publish_branches(capsys: Any, table: Table) -> No
     code, rows, _ = run(capsys, "publish_branch", *wh, "--branch", "m", "--on_conflict", "source")
     assert code == 0 and rows[0]["source"] == "m"
     assert 7 in [r["id"] for r in table.scan().to_arrow().to_pylist()]
+
+
+def test_ordered_compact_and_partition_and_consumer_procedures(capsys: Any, catalog: Any) -> None:
+    """Paimon's names and arguments: compact with order_strategy / order_by / options, expire_partitions,
+    mark_partition_done, rescale, reset_consumer (Spark's camelCase spellings too) and clear_consumers."""
+    t = catalog.create_table("db.o", "dt string, x bigint, y bigint", partition_keys=["dt"])
+    for i in range(3):
+        t.write_arrow(pa.table({"dt": ["2020-01-01"] * 50, "x": list(range(i, 150, 3)), "y": list(range(50))}))
+    path = t.store.table_path
+    code, rows, err = run(
+        capsys,
+        *("compact", "--table", path, "--order_strategy", "zorder", "--order_by", "x,y"),
+        *("--options", "target-file-size=1kb"),
+    )
+    assert code == 0, err
+    assert rows[0]["files_before"] == 3 and rows[0]["files_after"] > 3 and rows[0]["rows_after"] == 150
+    code, _, err = run(capsys, "compact", "--table", path, "--order_strategy", "zorder")
+    assert code == 1 and "order by" in err
+    code, rows, _ = run(capsys, "mark_partition_done", "--table", path, "--partitions", "dt=2020-01-01")
+    assert code == 0 and rows[0]["success_file"].endswith("dt=2020-01-01/_SUCCESS")
+    code, rows, _ = run(
+        capsys, "expire_partitions", "--table", path, "--expiration_time", "1 d", "--timestamp_formatter", "yyyy-MM-dd"
+    )
+    assert code == 0 and rows == [{"expired_partitions": "dt=2020-01-01"}] and t.scan().to_arrow().num_rows == 0
+    code, rows, _ = run(capsys, "expire_partitions", "--table", path, "--expiration_time", "1 d")
+    assert rows == [{"expired_partitions": "No expired partitions."}]
+    k = catalog.create_table("db.k", "id bigint, v bigint", primary_keys=["id"], options={"bucket": "1"})
+    k.write_arrow(pa.table({"id": [1, 2, 3], "v": [1, 2, 3]}))
+    code, rows, _ = run(capsys, "rescale", "--table", k.store.table_path, "--bucket_num", "3")
+    assert code == 0 and rows[0]["bucket_num"] == 3
+    assert {e.total_buckets for e in k.store.live_entries(k.latest_snapshot())} == {3}
+    code, rows, _ = run(
+        capsys, "reset_consumer", "--table", k.store.table_path, "--consumerId", "c1", "--nextSnapshotId", "1"
+    )
+    assert code == 0 and rows == [{"result": True}] and k.inspect.consumers().to_pylist()[0]["consumer_id"] == "c1"
+    code, rows, _ = run(capsys, "clear_consumers", "--table", k.store.table_path, "--including_consumers", "c.*")
+    assert code == 0 and rows == [{"cleared_consumer": "c1"}] and k.inspect.consumers().num_rows == 0

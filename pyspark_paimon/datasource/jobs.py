@@ -159,21 +159,45 @@ def read_planned_split(
     return read_split(ctx, split, metrics=metrics)
 
 
+#: The system tables that read the table's data (the others describe its metadata: ``system_tables.py``).
+DATA_VIEWS = ("audit_log", "binlog", "ro")
+
+
 def prepare_read(
     store: FileStore,
     opts: ReadOptions,
     predicate: Sequence[Leaf] = (),
     read_fields: Sequence[str] | None = None,
     exact_filters: Sequence[Leaf] = (),
+    view: str | None = None,
 ) -> ReadJob:
     """Plan a read of ``store`` (already on the right branch) and build its executor context.
 
     ``predicate`` prunes (partitions exactly, files by statistics); ``exact_filters`` are applied exactly to
-    the merged rows (Spark does not re-check filters a source accepted).
+    the merged rows (Spark does not re-check filters a source accepted). ``view`` is one of the system tables
+    that read data (:data:`DATA_VIEWS`): ``ro`` reads only the top level of primary-key buckets (Java's
+    ``ReadOptimizedTable``: no merge, possibly stale rows; deletion-vector and first-row tables: every level
+    above 0, as Java's batch scan of them), ``audit_log`` / ``binlog`` lead every row with its row kind.
     """
     store, opts = version_branch(store, opts)  # versionAsOf='<branch>.<tag>' reads that branch
     planned = plan_read(store, opts, predicate)
     ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
+    if view in ("audit_log", "binlog"):
+        ctx = replace(ctx, row_kinds=True)
+    elif view == "ro" and planned.schema.primary_keys:
+        options = planned.schema.core_options
+        if options.deletion_vectors_enabled or options.merge_engine == "first-row":
+            # Java's batch scan of these tables reads every level above 0 (its own level filter replaces $ro's)
+            planned.plan.splits = [
+                replace(s, files=kept) for s in planned.plan.splits if (kept := tuple(f for f in s.files if f.level))
+            ]
+        else:
+            top = options.num_levels - 1  # one sorted run: read as stored, no merge
+            planned.plan.splits = [
+                replace(s, files=kept, raw_convertible=True)
+                for s in planned.plan.splits
+                if (kept := tuple(f for f in s.files if f.level == top))
+            ]
     if opts.only_splits is not None:  # Scan.to_spark's Python half: the splits the JVM readers do not serve
         primary = bool(planned.schema.primary_keys)
         planned.plan.splits = [s for s in planned.plan.splits if split_key(s, primary) in opts.only_splits]

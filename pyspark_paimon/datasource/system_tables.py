@@ -34,11 +34,17 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import struct
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 
+from pyspark_paimon.datasource.jobs import DATA_VIEWS, prepare_read
+from pyspark_paimon.datasource.read.read_context import ROW_KIND_FIELD
 from pyspark_paimon.errors import CorruptMetadataError, OptionError, PaimonError
+from pyspark_paimon.metadata.io.jackson import to_jackson_json
+from pyspark_paimon.metadata.manifests.index_manifest import read_index_manifest
 from pyspark_paimon.metadata.manifests.manifest import (
     FILE_SOURCE_APPEND,
     FILE_SOURCE_COMPACT,
@@ -50,6 +56,7 @@ from pyspark_paimon.metadata.refs.tags import TagManager
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import partition_value_string
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.timeutil import local_datetime
@@ -59,9 +66,12 @@ from pyspark_paimon.metadata.types.model import (
     AtomicType,
     DataField,
     DataType,
+    RowType,
     string_type,
+    type_to_sql,
 )
 from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.read_plan import read_schema
 from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
 __all__ = [
@@ -71,6 +81,8 @@ __all__ = [
     "check_system_table",
     "read_system_table",
     "TIME_TRAVEL_TABLES",
+    "DATA_VIEWS",
+    "binlog_batch",
 ]
 
 
@@ -184,35 +196,135 @@ _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
         ("done", AtomicType("BOOLEAN", False)),
         ("deleted_record_count", _bigint()),
     ],
+    "buckets": [
+        ("partition", _STR),
+        ("bucket", _int(False)),
+        ("record_count", _bigint(False)),
+        ("file_size_in_bytes", _bigint(False)),
+        ("file_count", _bigint(False)),
+        ("last_update_time", _ts3()),
+    ],
+    "consumers": [("consumer_id", _STR_NN), ("next_snapshot_id", _bigint(False))],
+    "statistics": [
+        ("snapshot_id", _bigint(False)),
+        ("schema_id", _bigint(False)),
+        ("mergedRecordCount", _bigint()),
+        ("mergedRecordSize", _bigint()),
+        ("colstat", _STR),
+    ],
+    "aggregation_fields": [
+        ("field_name", _STR_NN),
+        ("field_type", _STR_NN),
+        ("function", _STR),
+        ("function_options", _STR),
+        ("comment", _STR),
+    ],
+    # Paimon 1.1+ (master's columns); dv_ranges is Java's DeletionVectorMeta row.
+    "table_indexes": [
+        ("partition", _STR),
+        ("bucket", _int(False)),
+        ("index_type", _STR_NN),
+        ("file_name", _STR_NN),
+        ("file_size", _bigint(False)),
+        ("row_count", _bigint(False)),
+        (
+            "dv_ranges",
+            ArrayType(
+                RowType(
+                    (
+                        DataField(0, "f0", _STR_NN),
+                        DataField(1, "f1", _int(False)),
+                        DataField(2, "f2", _int(False)),
+                        DataField(3, "_CARDINALITY", _bigint()),
+                    ),
+                    True,
+                ),
+                True,
+            ),
+        ),
+        ("row_range_start", _bigint()),
+        ("row_range_end", _bigint()),
+        ("index_field_id", _int()),
+        ("index_field_name", _STR),
+    ],
+    # Paimon 1.4+ (master's columns): $files' key columns.
+    "file_key_ranges": [
+        ("partition", _STR),
+        ("bucket", _int(False)),
+        ("file_path", _STR_NN),
+        ("file_format", _STR_NN),
+        ("schema_id", _bigint(False)),
+        ("level", _int(False)),
+        ("record_count", _bigint(False)),
+        ("file_size_in_bytes", _bigint(False)),
+        ("min_key", _STR),
+        ("max_key", _STR),
+        ("first_row_id", _bigint()),
+    ],
 }
 
 #: System tables whose rows depend on the snapshot read, so time-travel options apply to them.
-TIME_TRAVEL_TABLES = frozenset({"files", "manifests", "partitions"})
-#: Every system table, in Paimon's order.
-SYSTEM_TABLES = tuple(_COLUMNS)
+TIME_TRAVEL_TABLES = frozenset(
+    {"files", "manifests", "partitions", "buckets", "statistics", "table_indexes", "file_key_ranges"}
+)
+#: Every system table (Paimon's ``SystemTableLoader`` names; the data views first).
+SYSTEM_TABLES = (*DATA_VIEWS, *_COLUMNS)
 
 
 def _require_known(name: str) -> None:
-    if name not in _COLUMNS:
-        raise PaimonError(f"Unknown system table '${name}'. System tables: {', '.join('$' + n for n in _COLUMNS)}.")
+    if name not in SYSTEM_TABLES:
+        raise PaimonError(
+            f"Unknown system table '${name}'. System tables: {', '.join('$' + n for n in SYSTEM_TABLES)}."
+        )
 
 
-def system_table_fields(name: str) -> list[DataField]:
-    """The columns of system table ``name`` as Paimon fields (ids are positions, as in Java)."""
+def system_table_fields(
+    name: str, store: FileStore | None = None, options: Mapping[str, str] | None = None
+) -> list[DataField]:
+    """The columns of system table ``name`` as Paimon fields (ids are positions, as in Java). The data views
+    (``$audit_log``, ``$binlog``, ``$ro``) have the read schema's columns, so they need ``store`` (and the read
+    ``options``, for time travel): ``$audit_log`` leads with ``rowkind``, ``$binlog`` also turns every column
+    into an ARRAY of its (nullable) type, Java's ``BinlogTable`` (a batch row holds one value per array)."""
     _require_known(name)
+    if name in DATA_VIEWS:
+        if store is None:
+            raise PaimonError(f"The columns of ${name} are the table's: give the table's store.")
+        fields = list(read_schema(store, ReadOptions.from_options(options or {})).fields)
+        if name == "ro":
+            return fields
+        kind = DataField(-1, ROW_KIND_FIELD.name, string_type(True))
+        if name == "binlog":
+            fields = [replace(f, type=ArrayType(f.type.with_nullable(True), True)) for f in fields]
+        return [kind, *fields]
     return [DataField(i, col, t) for i, (col, t) in enumerate(_COLUMNS[name])]
 
 
-def system_table_arrow_schema(name: str) -> pa.Schema:
+def system_table_arrow_schema(
+    name: str, store: FileStore | None = None, options: Mapping[str, str] | None = None
+) -> pa.Schema:
     """The Arrow schema of the batches :func:`read_system_table` yields (Spark's exchange types)."""
-    return to_arrow_schema(system_table_fields(name))
+    return to_arrow_schema(system_table_fields(name, store, options))
+
+
+def binlog_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """An ``$audit_log`` batch as ``$binlog`` shows it: every value column (all but the leading ``rowkind``)
+    becomes a one-element array per row, vectorised (one list of offsets for all columns)."""
+    offsets = pa.array(np.arange(batch.num_rows + 1, dtype=np.int32))
+    arrays = [batch.column(0)]
+    for column, target in zip(batch.columns[1:], schema.types[1:]):
+        arrays.append(pa.ListArray.from_arrays(offsets, column).cast(target))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def check_system_table(store: FileStore, name: str, options: Mapping[str, str]) -> ReadOptions:
     """Validate a read of system table ``name`` of ``store``'s branch before any row is built: the name, the
-    options (time travel only where it applies) and that the table and branch exist."""
+    options (time travel only where it applies; a data view takes every read option) and that the table and
+    branch exist."""
     _require_known(name)
     opts = ReadOptions.from_options(options)
+    if name in DATA_VIEWS:
+        store.schema()
+        return opts
     if opts.incremental_between is not None or opts.incremental_between_timestamp is not None:
         raise OptionError(
             f"Incremental read options do not apply to system table ${name}; read the table itself with them."
@@ -231,6 +343,13 @@ def read_system_table(store: FileStore, name: str, options: Mapping[str, str] | 
     :func:`system_table_arrow_schema` (metadata is small: one row per snapshot, file, ...). The Python API
     (``t.inspect``) and Spark's ``$name`` tables both read through here."""
     opts = check_system_table(store, name, options or {})
+    if name in DATA_VIEWS:
+        job = prepare_read(store, opts, view=name)
+        rows = job.to_arrow()
+        if name != "binlog":
+            return rows
+        schema = system_table_arrow_schema(name, store, options)
+        return pa.Table.from_batches([binlog_batch(b, schema) for b in rows.to_batches()], schema=schema)
     columns = _BUILDERS[name](store, opts)
     return pa.Table.from_pydict(columns, schema=system_table_arrow_schema(name))
 
@@ -605,6 +724,127 @@ def _partitions(store: FileStore, opts: ReadOptions) -> Columns:
     return out
 
 
+def _buckets(store: FileStore, opts: ReadOptions) -> Columns:
+    """Totals per (partition, bucket), sorted by the partition text then the bucket; the partition as Java 1.0
+    prints it (``Arrays.toString`` of the values: ``[a, 1]``, ``[]`` when unpartitioned; Paimon master prints
+    ``{a, 1}``)."""
+    out = _empty("buckets")
+    snapshot, schema = _read_snapshot(store, opts)
+    entries = store.live_entries(snapshot)
+    parts, _ = _partition_labels(entries, schema)
+    fields = schema.partition_fields
+    groups: dict[tuple[str, int], list[int | None]] = {}
+    for e in entries:
+        label = "[" + ", ".join(_cast_string(v, f.type) for v, f in zip(parts[e.partition], fields)) + "]"
+        g = groups.setdefault((label, e.bucket), [0, 0, 0, None])
+        g[0] = (g[0] or 0) + e.file.row_count
+        g[1] = (g[1] or 0) + e.file.file_size
+        g[2] = (g[2] or 0) + 1
+        created = e.file.creation_time_millis
+        if created is not None and (g[3] is None or created > g[3]):
+            g[3] = created
+    for (label, bucket), (records, size, count, last) in sorted(groups.items()):
+        for col, value in (
+            ("partition", label),
+            ("bucket", bucket),
+            ("record_count", records),
+            ("file_size_in_bytes", size),
+            ("file_count", count),
+            ("last_update_time", _stored_wall_clock(last)),
+        ):
+            out[col].append(value)
+    return out
+
+
+def _consumers(store: FileStore, opts: ReadOptions) -> Columns:
+    """The branch's consumers (``consumer/consumer-<id>``) by id."""
+    found = ConsumerManager(store).consumers()
+    ids = sorted(found)
+    return {"consumer_id": ids, "next_snapshot_id": [found[i] for i in ids]}
+
+
+def _statistics(store: FileStore, opts: ReadOptions) -> Columns:
+    """The statistics file of the snapshot read (Spark's ``ANALYZE TABLE`` writes it; none: no row); ``colstat``
+    is its ``colStats`` as Java's pretty-printed JSON."""
+    out = _empty("statistics")
+    snapshot, _ = _read_snapshot(store, opts)
+    if snapshot is None or not snapshot.statistics:
+        return out
+    path = f"{store.table_path}/statistics/{snapshot.statistics}"
+    try:
+        stats = json.loads(store.fileio.read_text(path))
+    except (OSError, ValueError) as exc:
+        raise CorruptMetadataError(
+            f"The statistics file {path} of snapshot {snapshot.id} cannot be read ({exc}); run ANALYZE TABLE again "
+            "with Paimon to rewrite it."
+        ) from exc
+    out["snapshot_id"].append(stats.get("snapshotId"))
+    out["schema_id"].append(stats.get("schemaId"))
+    out["mergedRecordCount"].append(stats.get("mergedRecordCount"))
+    out["mergedRecordSize"].append(stats.get("mergedRecordSize"))
+    out["colstat"].append(to_jackson_json(stats.get("colStats") or {}))
+    return out
+
+
+def _aggregation_fields(store: FileStore, opts: ReadOptions) -> Columns:
+    """One row per column of the latest schema: its SQL type, and the values and keys of its ``fields.<col>.*``
+    options as Java prints a Guava list (``[sum]``, ``[fields.v.aggregate-function]``; ``[]`` when none)."""
+    out = _empty("aggregation_fields")
+    schema = store.schema()
+    values: dict[str, list[str]] = {}
+    keys: dict[str, list[str]] = {}
+    for key, value in schema.options.items():
+        parts = key.split(".")
+        if len(parts) > 2 and parts[0] == "fields":
+            values.setdefault(parts[1], []).append(str(value))
+            keys.setdefault(parts[1], []).append(key)
+    for f in schema.fields:
+        out["field_name"].append(f.name)
+        out["field_type"].append(type_to_sql(f.type))
+        out["function"].append("[" + ", ".join(values.get(f.name, [])) + "]")
+        out["function_options"].append("[" + ", ".join(keys.get(f.name, [])) + "]")
+        out["comment"].append(f.description)
+    return out
+
+
+def _table_indexes(store: FileStore, opts: ReadOptions) -> Columns:
+    """The index manifest's live entries of the snapshot read (deletion vectors, dynamic-bucket hash indexes):
+    the partition as ``$files`` prints it, deletion-vector ranges per data file (global indexes: none here)."""
+    out = _empty("table_indexes")
+    snapshot, schema = _read_snapshot(store, opts)
+    if snapshot is None or not snapshot.index_manifest:
+        return out
+    entries = read_index_manifest(store.fileio, store.manifests.path(snapshot.index_manifest))
+    fields = schema.partition_fields
+    for e in entries:
+        ranges = (
+            None
+            if e.dv_ranges is None
+            else [{"f0": n, "f1": o, "f2": ln, "_CARDINALITY": c} for n, o, ln, c in e.dv_ranges]
+        )
+        for col, value in (
+            ("partition", _row_to_string(e.partition, fields)),
+            ("bucket", e.bucket),
+            ("index_type", e.index_type),
+            ("file_name", e.file_name),
+            ("file_size", e.file_size),
+            ("row_count", e.row_count),
+            ("dv_ranges", ranges),
+            ("row_range_start", None),
+            ("row_range_end", None),
+            ("index_field_id", None),
+            ("index_field_name", None),
+        ):
+            out[col].append(value)
+    return out
+
+
+def _file_key_ranges(store: FileStore, opts: ReadOptions) -> Columns:
+    """``$files``' key columns (the same files, order and renderings)."""
+    files = _files(store, opts)
+    return {col: files[col] for col, _ in _COLUMNS["file_key_ranges"]}
+
+
 _BUILDERS: dict[str, _Builder] = {
     "snapshots": _snapshots,
     "schemas": _schemas,
@@ -614,4 +854,10 @@ _BUILDERS: dict[str, _Builder] = {
     "files": _files,
     "manifests": _manifests,
     "partitions": _partitions,
+    "buckets": _buckets,
+    "consumers": _consumers,
+    "statistics": _statistics,
+    "aggregation_fields": _aggregation_fields,
+    "table_indexes": _table_indexes,
+    "file_key_ranges": _file_key_ranges,
 }

@@ -13,7 +13,25 @@ from dataclasses import dataclass
 from pyspark_paimon.errors import BranchError, PaimonError
 
 BRANCH_PREFIX = "branch_"
-SYSTEM_TABLES = ("snapshots", "schemas", "options", "tags", "branches", "files", "manifests", "partitions")
+SYSTEM_TABLES = (
+    "snapshots",
+    "schemas",
+    "options",
+    "audit_log",
+    "binlog",
+    "ro",
+    "files",
+    "tags",
+    "branches",
+    "consumers",
+    "manifests",
+    "aggregation_fields",
+    "partitions",
+    "buckets",
+    "statistics",
+    "table_indexes",
+    "file_key_ranges",
+)
 _NAME = re.compile(r"^[^\s./$][^/$]*$")
 
 

@@ -14,6 +14,7 @@ from pyspark_paimon.datasource.system_tables import java_duration, read_system_t
 from pyspark_paimon.datasource.table_ref import resolve_table_ref
 from pyspark_paimon.errors import PaimonError
 from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.table import Table
 
 # Java's system tables (table/system/*Table.java), in order.
@@ -375,3 +376,72 @@ def test_inspect_reads_system_tables_as_arrow_without_spark(pk_table: Table) -> 
         read_system_table(pk_table.store, "nope")
     with pytest.raises(PaimonError, match="Time-travel options do not apply to system table \\$tags"):
         read_system_table(pk_table.store, "tags", {"scan.snapshot-id": "1"})
+
+
+# Paimon master's columns of the newer system tables (table/system/*Table.java).
+NEWER_COLUMNS = {
+    "buckets": ["partition", "bucket", "record_count", "file_size_in_bytes", "file_count", "last_update_time"],
+    "consumers": ["consumer_id", "next_snapshot_id"],
+    "statistics": ["snapshot_id", "schema_id", "mergedRecordCount", "mergedRecordSize", "colstat"],
+    "aggregation_fields": ["field_name", "field_type", "function", "function_options", "comment"],
+    "table_indexes": [
+        "partition",
+        "bucket",
+        "index_type",
+        "file_name",
+        "file_size",
+        "row_count",
+        "dv_ranges",
+        "row_range_start",
+        "row_range_end",
+        "index_field_id",
+        "index_field_name",
+    ],
+    "file_key_ranges": [
+        "partition",
+        "bucket",
+        "file_path",
+        "file_format",
+        "schema_id",
+        "level",
+        "record_count",
+        "file_size_in_bytes",
+        "min_key",
+        "max_key",
+        "first_row_id",
+    ],
+}
+
+
+def test_newer_tables_and_data_views_through_spark(spark: Any, catalog: Any) -> None:
+    """The newer metadata tables and the data views ($audit_log, $binlog, $ro) through Spark: master's columns,
+    batches of exactly Spark's Arrow schema, the rows t.inspect returns."""
+    t = catalog.create_table(
+        "db.dv",
+        "id bigint, v string, dt string",
+        partition_keys=["dt"],
+        primary_keys=["id", "dt"],
+        options={"bucket": "2", "deletion-vectors.enabled": "true"},
+    )
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"], "dt": ["x", "x", "x", "y"]}))
+    t.update({"v": "'b2'"}, "id = 2")
+    t.delete("id = 3")
+    ConsumerManager(t.store).record("c1", 2)
+    path = t.store.table_path
+    for name, columns in NEWER_COLUMNS.items():
+        df = load(spark, path, name)
+        assert df.columns == columns, name
+        ref = resolve_table_ref({"path": f"{path}${name}"})
+        target = spark_arrow_schema(spark_schema(ref))
+        for batch in read_system_table(ref.store(), name).to_batches():
+            assert batch.schema.equals(target), (name, batch.schema, target)
+        if name != "statistics":
+            assert df.count() > 0, name
+    audit = sorted(rows(load(spark, path, "audit_log")), key=lambda r: r["id"])
+    assert [(r["rowkind"], r["id"], r["v"]) for r in audit] == [("+I", 1, "a"), ("+U", 2, "b2"), ("+I", 4, "d")]
+    binlog = sorted(rows(load(spark, path, "binlog", filter="id = 2")), key=lambda r: r["id"])
+    assert binlog == [{"rowkind": "+U", "id": [2], "v": ["b2"], "dt": ["x"]}]
+    assert sorted(r["id"] for r in rows(load(spark, path, "ro"))) == [1, 2, 4]
+    assert sorted(r["id"] for r in t.inspect.ro().to_pylist()) == [1, 2, 4]
+    with pytest.raises(Exception, match="read-only"):
+        spark.createDataFrame([(1,)], "id long").write.format("paimon").mode("append").save(f"{path}$audit_log")

@@ -109,8 +109,11 @@ def _rust_catalog(warehouse: str) -> Any:
 
 
 def _pypaimon_table(warehouse: str | JsonDict, identifier: str, options: dict[str, str] | None = None) -> Any:
-    """Load through pypaimon with its native (rust) acceleration off; `options` may time-travel."""
+    """Load through pypaimon with its native (rust) acceleration off; `options` may time-travel. A system table
+    (``db.t$buckets``) has no options to copy: it is returned as loaded."""
     table = _pypaimon_catalog(warehouse).get_table(identifier)
+    if not hasattr(table, "copy"):
+        return table
     return table.copy({**(options or {}), **PYPAIMON_PURE_PYTHON})
 
 

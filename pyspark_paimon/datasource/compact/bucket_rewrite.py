@@ -25,6 +25,7 @@ from pyspark_paimon.datasource.compact.lookup_changelog import (
     lookup_compacts,
     produces_lookup_changelog,
 )
+from pyspark_paimon.datasource.compact.ordered_compact import ordered_rows
 from pyspark_paimon.datasource.merge.merge import VALUE_KIND, is_retract
 from pyspark_paimon.datasource.read.file_read import read_data_file
 from pyspark_paimon.datasource.read.merged_read import key_sections, read_merged
@@ -130,6 +131,11 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
                 _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
             if CoreOptions(ctx.write.options).deletion_vectors_enabled:
                 index_files = write_bucket_vectors(ctx, task, replaced, lookup)
+        elif task.order is not None:
+            # Sort compaction / incremental clustering: the unit's rows (vectors applied) in the order, at once.
+            tables = [pa.Table.from_batches([b]) for b in read_split(ctx.read, task.split())]
+            if tables:
+                write(ordered_rows(tables, task.order))
         else:
             # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
             ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))

@@ -25,7 +25,7 @@ Nothing is visible before the commit: a compaction that dies midway leaves only 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from pyspark_paimon.datasource.compact.compact_plan import (
     CompactPlan,
@@ -35,6 +35,7 @@ from pyspark_paimon.datasource.compact.compact_plan import (
     refuse_unsupported,
 )
 from pyspark_paimon.datasource.compact.compact_runners import delete_outputs, run_in_process
+from pyspark_paimon.datasource.compact.ordered_compact import clustering_incremental, sort_order
 from pyspark_paimon.datasource.compact.postpone_compact import compact_postpone
 from pyspark_paimon.datasource.write.postpone import is_postpone
 from pyspark_paimon.errors import CommitConflictError
@@ -123,16 +124,24 @@ def compact(
     store: FileStore,
     partitions: PartitionSpecs = None,
     *,
-    full: bool = False,
+    full: bool | None = False,
     runner: Callable[[CompactPlan], list[CommitMessage]] | None = None,
     buckets: Iterable[tuple[bytes, int]] | None = None,
     auto: bool = False,
     progress: Progress | None = None,
+    order_strategy: str | None = None,
+    order_by: Sequence[str] | str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> CompactResult:
     """Plan, run (``runner``: in process by default; the Spark adapter passes one that uses executors) and
     commit a compaction. When a concurrent commit removed an input or wrote overlapping files at a level the
     outputs go to, the outputs are deleted and the whole compaction is planned again on the new latest
-    snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed)."""
+    snapshot, up to :data:`MAX_ATTEMPTS` times; then the conflict error propagates (nothing was committed).
+
+    ``full`` None is the default of Paimon's Spark procedure: full, but minor for a table that clusters
+    incrementally (``clustering.incremental``). ``order_strategy`` / ``order_by`` (a sort compaction), incremental
+    clustering and ``options`` (overlaid on the
+    table's options for this compaction): :func:`~pyspark_paimon.datasource.compact.compact_plan.plan_compaction`."""
 
     def run(plan: CompactPlan) -> list[CommitMessage]:
         total = len(plan.tasks)
@@ -143,6 +152,10 @@ def compact(
             return messages
         return run_in_process(plan, progress)
 
+    if full is None:
+        full = not clustering_incremental(store.schema())
+    if order_strategy is not None and order_strategy.strip().lower() != "none":
+        sort_order(store.schema(), store.table_path, order_strategy, order_by or ())  # before a postpone move commits
     wanted = None if buckets is None else list(buckets)
     moved: CompactResult | None = None
     result = CompactResult()
@@ -169,7 +182,16 @@ def compact(
                     f"snapshot {move.snapshot.id}"
                 )
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        plan = plan_compaction(store, partitions, full=full, buckets=wanted, auto=auto)
+        plan = plan_compaction(
+            store,
+            partitions,
+            full=full,
+            buckets=wanted,
+            auto=auto,
+            order_strategy=order_strategy,
+            order_by=order_by,
+            table_options=options,
+        )
         result.attempts = attempt
         if not plan.tasks:
             return moved if moved is not None else result

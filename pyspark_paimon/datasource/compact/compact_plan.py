@@ -9,11 +9,18 @@ partition possible. The tasks and their :class:`CompactContext` are picklable, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pyspark_paimon.datasource.compact.lookup_changelog import lookup_compacts
+from pyspark_paimon.datasource.compact.ordered_compact import (
+    cluster_order,
+    clustering_incremental,
+    pick_cluster,
+    sort_order,
+)
 from pyspark_paimon.datasource.read.read_context import ReadContext
+from pyspark_paimon.datasource.write.clustering import RowOrder
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import CompactionError, OptionError
@@ -34,6 +41,7 @@ from pyspark_paimon.metadata.schema.options import (
     POSTPONE_BUCKET,
     SOURCE_SPLIT_OPEN_FILE_COST,
     CoreOptions,
+    validate_table_options,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -83,6 +91,8 @@ class CompactTask:
     older_files: tuple[DataFileMeta, ...] = ()
     # Deletion-vector tables: input file name -> its vector, applied while the inputs are read.
     deletion_files: dict[str, DeletionFile] = field(default_factory=dict, compare=False)
+    # Sort compaction and incremental clustering (ordered_compact.py): the inputs' rows are written in this order.
+    order: RowOrder | None = None
 
     def split(self, files: tuple[DataFileMeta, ...] | None = None) -> DataSplit:
         return DataSplit(
@@ -167,6 +177,9 @@ def plan_compaction(
     full: bool = False,
     buckets: Iterable[tuple[bytes, int]] | None = None,
     auto: bool = False,
+    order_strategy: str | None = None,
+    order_by: Sequence[str] | str | None = None,
+    table_options: Mapping[str, str] | None = None,
 ) -> CompactPlan:
     """One :class:`CompactTask` per (partition, bucket) that needs compacting, on the latest snapshot.
 
@@ -177,10 +190,21 @@ def plan_compaction(
     partition. ``buckets`` restricts the plan to those (partition bytes,
     bucket) pairs (automatic compaction after a write). ``auto``: the automatic compaction of a write, which
     leaves unaware-bucket append tables alone as Java's writers do.
+
+    ``order_strategy`` (zorder / hilbert / order; ``none`` or None = no order) with ``order_by`` makes it a sort
+    compaction of every file of each partition, and an unaware-bucket append table with ``clustering.incremental``
+    is clustered instead of packed (:mod:`ordered_compact`). ``table_options`` overlay the table's options for this
+    compaction (Paimon's ``options`` argument: ``target-file-size``, ``compaction.*`` ...).
     """
     store.fileio.require_exclusive_create()
     schema = store.schema()
+    if table_options:
+        overlay = {**schema.options, **{str(k): str(v) for k, v in table_options.items()}}
+        validate_table_options(overlay, creating=False, writing=True, table=store.table_path)
+        schema = replace(schema, options=overlay)
     refuse_unsupported(schema, store.table_path, full)
+    order = _order_of(schema, store.table_path, order_strategy, order_by, auto)
+    clustering = order is not None and order_strategy is None
     options = schema.core_options
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
@@ -219,6 +243,9 @@ def plan_compaction(
             continue
         scanned.append((key, e.file))
         totals[key] = e.total_buckets
+    if order is not None:
+        plan.tasks.extend(_ordered_tasks(store, schema, scanned, values_of, totals, dvs, order, full, clustering))
+        return plan
     if not pk and options.bucket == -1 and not options.deletion_vectors_enabled:
         # Java's AppendCompactCoordinator, which CALL sys.compact runs for these tables whatever the strategy.
         for (part, bucket), files in _unaware_bins(options, scanned):
@@ -269,6 +296,74 @@ def plan_compaction(
             )
         )
     return plan
+
+
+def _order_of(
+    schema: TableSchema,
+    table: str,
+    order_strategy: str | None,
+    order_by: Sequence[str] | str | None,
+    auto: bool,
+) -> RowOrder | None:
+    """The order a compaction writes in: the sort compaction's, the table's incremental clustering, or None."""
+    columns = [c for c in (order_by.split(",") if isinstance(order_by, str) else (order_by or ())) if c.strip()]
+    if order_strategy is not None and order_strategy.strip().lower() != "none":
+        return sort_order(schema, table, order_strategy, columns)
+    if columns:
+        raise OptionError(
+            'order_strategy "none" cannot work with order_by columns: name a strategy (zorder, hilbert, order).'
+        )
+    if not auto and clustering_incremental(schema):
+        return cluster_order(schema, table)
+    return None
+
+
+def _ordered_tasks(
+    store: FileStore,
+    schema: TableSchema,
+    scanned: list[tuple[tuple[bytes, int], DataFileMeta]],
+    values_of: dict[bytes, tuple],
+    totals: dict[tuple[bytes, int], int],
+    dvs: dict[tuple[bytes, int], dict[str, DeletionFile]],
+    order: RowOrder,
+    full: bool,
+    clustering: bool,
+) -> list[CompactTask]:
+    """Per partition (an unaware bucket is the whole partition) one ordered task: all files for a sort
+    compaction, the runs incremental clustering picks otherwise."""
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for key, file in scanned:
+        groups.setdefault(key, []).append(file)
+    options = schema.core_options
+    schema_columns: dict[int, list[str]] = {}
+    if clustering:
+        for sid in {f.schema_id for files in groups.values() for f in files}:
+            schema_columns[sid] = store.schemas.schema(sid).core_options.clustering_columns
+    tasks = []
+    for (part, bucket), files in sorted(groups.items()):
+        values = values_of[part]
+        if clustering:
+            where = f" (partition {dict(zip(schema.partition_keys, values))})"
+            unit = pick_cluster(options, files, full, order.columns, schema_columns, where)
+            if unit is None:
+                continue
+        else:
+            unit = CompactUnit(0, tuple(files))
+        tasks.append(
+            CompactTask(
+                part,
+                values,
+                bucket,
+                totals[(part, bucket)],
+                store.bucket_path(schema, values, bucket),
+                tuple(sorted(unit.files, key=lambda f: (f.min_sequence_number, f.file_name))),
+                unit.output_level,
+                False,
+                deletion_files=dvs.get((part, bucket), {}),
+                order=order,
+            )
+        )
+    return tasks
 
 
 def _unaware_bins(

@@ -34,7 +34,13 @@ import pyarrow as pa
 from pyspark_paimon.datasource.merge.merge import SEQUENCE_NUMBER, VALUE_KIND
 from pyspark_paimon.datasource.read.file_read import stream_data_file
 from pyspark_paimon.datasource.read.merged_read import merged_sections, without_retracts
-from pyspark_paimon.datasource.read.read_context import ReadColumns, ReadContext, ReadMetrics
+from pyspark_paimon.datasource.read.read_context import (
+    ROW_KIND_FIELD,
+    ReadColumns,
+    ReadContext,
+    ReadMetrics,
+    row_kind_names,
+)
 from pyspark_paimon.errors import SchemaError
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.planner.split import DataSplit
@@ -57,11 +63,20 @@ def _finish(ctx: ReadContext, plan: ReadColumns, data: pa.Table) -> Iterator[pa.
             data = data.set_column(pos, pa.field(name, arrow_type), const)
         else:
             data = data.append_column(pa.field(name, arrow_type), const)
+    names = [f.name for f in plan.out_fields]
+    if ctx.row_kinds:  # $audit_log / $binlog: the record's kind leads (append rows and unread kinds are +I)
+        codes = (
+            data.column(VALUE_KIND).cast(pa.int8())
+            if VALUE_KIND in data.column_names
+            else pa.chunked_array([pa.repeat(pa.scalar(0, pa.int8()), n)], pa.int8())
+        )
+        data = data.append_column(ROW_KIND_FIELD, row_kind_names(codes))
+        names = [ROW_KIND_FIELD.name, *names]
     if ctx.residual is not None and n:
         data = data.filter(ctx.residual)
     if data.num_rows == 0:
         return
-    data = data.select([f.name for f in plan.out_fields])
+    data = data.select(names)
     batch_size = max(1, ctx.batch_size)
     if data.num_columns and data.column(0).num_chunks * batch_size > 4 * data.num_rows:
         data = data.combine_chunks()  # many small pieces (e.g. merge output): copy once into full batches
@@ -107,7 +122,7 @@ def read_split(
     if split.raw_convertible:
         for f in split.files:
             # A file whose metadata counts no retractions needs no row kinds: the system columns stay unread.
-            clean = f.delete_row_count == 0
+            clean = f.delete_row_count == 0 and not ctx.row_kinds
             for data in stream_data_file(
                 ctx, split, f, plan.read_fields, () if clean else system, skip_row_groups=metrics
             ):

@@ -29,12 +29,23 @@ from pyspark_paimon.metadata.types.arrow import to_arrow_schema, to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField
 from pyspark_paimon.planner.predicate import Leaf, to_arrow_expression, tree_columns, tree_expression
 from pyspark_paimon.planner.split import DataSplit
+from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a context need no planner
     from pyspark_paimon.metadata.store import FileStore
     from pyspark_paimon.planner.read_plan import PlannedRead
 
-__all__ = ["ReadColumns", "ReadContext", "ReadMetrics", "referenced_columns"]
+__all__ = ["ReadColumns", "ReadContext", "ReadMetrics", "referenced_columns", "ROW_KIND_FIELD", "row_kind_names"]
+
+#: The leading column of reads with row kinds (``$audit_log``, ``$binlog``): Paimon's ``rowkind``.
+ROW_KIND_FIELD = pa.field(ROW_KIND_COLUMN, pa.string())
+_KIND_NAMES = ("+I", "-U", "+U", "-D")
+
+
+def row_kind_names(codes: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Paimon's row-kind codes (0 +I, 1 -U, 2 +U, 3 -D) as their short strings (the names are built here, not
+    at import: an Arrow array built at import time loads pandas into every worker)."""
+    return pc.take(pa.array(_KIND_NAMES, pa.string()), codes)
 
 
 @dataclass
@@ -89,6 +100,9 @@ class ReadContext:
     # Key-overlap sections whose files total more than this many bytes are merged in windows of about this
     # many bytes of Parquet row groups (``file_read.plan_windows``), so memory stays bounded.
     merge_window_bytes: int = 64 << 20
+    # ``$audit_log`` / ``$binlog``: every row leads with its row kind (``rowkind``: +I, -U, +U, -D), the kind of
+    # the merged record for primary-key tables (a batch read drops retractions), +I for append tables.
+    row_kinds: bool = False
 
     @classmethod
     def for_plan(
@@ -187,7 +201,8 @@ class ReadContext:
         return [self.schema.field(n) for n in names]
 
     def output_schema(self) -> pa.Schema:
-        return to_arrow_schema(self.projected_fields())
+        schema = to_arrow_schema(self.projected_fields())
+        return schema.insert(0, ROW_KIND_FIELD) if self.row_kinds else schema
 
     def file_schema(self, split: DataSplit, f: DataFileMeta) -> TableSchema:
         """The schema ``f`` was written with, on the branch the file belongs to."""
@@ -278,7 +293,7 @@ class ReadColumns:
         files only when they are merge keys or sequence fields)."""
         schema = ctx.schema
         out_fields = ctx.projected_fields()
-        out_schema = to_arrow_schema(out_fields)
+        out_schema = ctx.output_schema()
         filter_cols: tuple[str, ...] = ()
         if ctx.residual is not None:
             filter_cols = referenced_columns(ctx.residual, _readable_schema(schema.fields))

@@ -42,7 +42,13 @@ from pyspark_paimon.datasource.read.read import coalesce_batches
 from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.spark.types import to_spark_schema
 from pyspark_paimon.datasource.stream.stream_jobs import stream_store
-from pyspark_paimon.datasource.system_tables import check_system_table, read_system_table, system_table_fields
+from pyspark_paimon.datasource.system_tables import (
+    DATA_VIEWS,
+    binlog_batch,
+    check_system_table,
+    read_system_table,
+    system_table_fields,
+)
 from pyspark_paimon.datasource.table_ref import TableRef
 from pyspark_paimon.errors import SchemaError
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
@@ -102,7 +108,7 @@ def spark_schema(ref: TableRef) -> StructType:
     branch it streams, behind a ``rowkind`` column with ``read.changelog``."""
     if ref.system_table:
         check_system_table(ref.store(), ref.system_table, ref.options)
-        return to_spark_schema(system_table_fields(ref.system_table))
+        return to_spark_schema(system_table_fields(ref.system_table, ref.store(), ref.options))
     if is_stream_read(ref.options):
         opts = StreamOptions.from_options(ref.options)
         fields = to_spark_schema(stream_store(ref.store()).schema().fields).fields
@@ -182,6 +188,10 @@ class PaimonReader(DataSourceReader):
         self.spark_schema = schema
         self.filters: tuple[Leaf, ...] = ()
         self._job: ReadJob | None = None
+        # The data views ($audit_log, $binlog, $ro) are planned reads of the table; the other system tables are
+        # built from metadata in one task.
+        self.view = ref.system_table if ref.system_table in DATA_VIEWS else None
+        self.metadata_table = ref.system_table if ref.system_table and self.view is None else None
         if ref.system_table:
             self.table_schema = None
             self.read_fields = None
@@ -206,12 +216,12 @@ class PaimonReader(DataSourceReader):
     def _plan(self) -> ReadJob:
         if self._job is None:
             self._job = prepare_read(
-                self.ref.store(), self.opts, self.filters, self.read_fields, exact_filters=self.filters
+                self.ref.store(), self.opts, self.filters, self.read_fields, exact_filters=self.filters, view=self.view
             )
         return self._job
 
     def partitions(self) -> Sequence[InputPartition]:
-        if self.ref.system_table:
+        if self.metadata_table:
             return [PaimonPartition(0, ())]
         job = self._plan()
         groups = job.groups(self.opts)
@@ -222,9 +232,9 @@ class PaimonReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         target = spark_arrow_schema(self.spark_schema)
         ref = self.ref
-        if ref.system_table:
+        if self.metadata_table:
             batches: Iterable[pa.RecordBatch] = read_system_table(
-                ref.store(), ref.system_table, ref.options
+                ref.store(), self.metadata_table, ref.options
             ).to_batches()
         else:
             assert isinstance(partition, PaimonPartition) and partition.context is not None
@@ -235,7 +245,7 @@ class PaimonReader(DataSourceReader):
             )
         for batch in batches:
             if batch.num_rows:
-                yield conform(batch, target)
+                yield conform(binlog_batch(batch, target) if self.view == "binlog" else batch, target)
 
 
 class PaimonPushdownReader(PaimonReader):

@@ -31,6 +31,7 @@ import pyarrow as pa
 from pyspark_paimon.datasource.merge import merge
 from pyspark_paimon.datasource.write import postpone
 from pyspark_paimon.datasource.write.bucket_routing import BucketRouter
+from pyspark_paimon.datasource.write.clustering import RowOrder, auto_strategy
 from pyspark_paimon.datasource.write.conform import InputConformer, rowkind_column
 from pyspark_paimon.datasource.write.data_files import SEQUENCE_NUMBER, DataFileWriter
 from pyspark_paimon.datasource.write.open_buckets import BucketState, OpenBuckets
@@ -39,12 +40,15 @@ from pyspark_paimon.errors import OptionError, PaimonError
 from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_APPEND
 from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
+    CLUSTERING_INCREMENTAL,
     IGNORE_UPDATE_BEFORE,
     POSTPONE_BUCKET,
     WRITE_BUFFER_SIZE,
+    ZORDER_VAR_LENGTH_CONTRIBUTION,
     CoreOptions,
     validate_table_options,
 )
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.types.model import DataField
 
@@ -108,6 +112,7 @@ class TableWriter:
         pk = set(schema.primary_keys)
         self._merge_value_names = [f.name for f in self._fields if f.name not in pk]
 
+        self._write_order = _write_order(schema, options)
         self._buffer_limit = options.get(WRITE_BUFFER_SIZE)
         raw_postpone = postpone_mode and not postpone_fixed
         self._files = DataFileWriter(
@@ -189,6 +194,8 @@ class TableWriter:
             for chunk in files.chunks(physical):
                 files.write_file(state, chunk, None)
         else:
+            if self._write_order is not None:  # clustering.columns: each flush written in the clustering order
+                table = table.take(self._write_order.indices(table))
             for start, chunk in files.chunk_offsets(table):
                 files.write_file(state, chunk, (int(seq[start]), int(seq[start + chunk.num_rows - 1])))
 
@@ -271,6 +278,18 @@ class TableWriter:
                 "Could not delete some data files of the aborted write (they are not referenced "
                 "by any snapshot; remove them by hand or with orphan-file cleanup): " + "; ".join(errors)
             )
+
+
+def _write_order(schema: TableSchema, options: CoreOptions) -> RowOrder | None:
+    """What Java's Spark writer does with ``clustering.columns`` on an unaware-bucket append table without
+    incremental clustering: the rows are sorted by the columns' curve before they are written (here per flush;
+    partition columns, constant within a bucket, are left out; ``auto`` picks the curve by the number of
+    clustering columns, Paimon's documented rule)."""
+    columns = [c for c in options.clustering_columns if c not in schema.partition_keys]
+    if schema.primary_keys or options.bucket != -1 or not columns or options.get(CLUSTERING_INCREMENTAL):
+        return None
+    strategy = auto_strategy(options.clustering_strategy, len(columns))
+    return RowOrder.of(strategy, columns, schema, options.get(ZORDER_VAR_LENGTH_CONTRIBUTION), "clustering.columns: ")
 
 
 def write_batches(

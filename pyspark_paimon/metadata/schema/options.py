@@ -536,6 +536,13 @@ PARTITION_EXPIRATION_STRATEGY = _option(
     "values-time",
     "A partition's time: from its values (values-time) or its newest file's creation time (update-time).",
 )
+PARTITION_MARK_DONE_ACTION = _option(
+    "partition.mark-done-action",
+    STRING_LIST,
+    "success-file",
+    "What mark_partition_done does: success-file writes <partition>/_SUCCESS (the actions that need a metastore "
+    "or a custom class are refused).",
+)
 PARTITION_EXPIRATION_MAX_NUM = _option(
     "partition.expiration-max-num",
     OptionType(_to_positive_int, "a positive integer"),
@@ -727,6 +734,38 @@ FORCE_LOOKUP = _option(
     "Primary-key tables compact as lookup tables: level-0 files move up after every write, merged with the "
     "newest older record of their keys.",
 )
+# Clustering (datasource/write/clustering.py; ordered compaction and incremental clustering:
+# datasource/compact/ordered_compact.py)
+CLUSTERING_COLUMNS = _option(
+    "clustering.columns",
+    STRING_LIST,
+    None,
+    "Unaware-bucket append tables: writes sort each flush by these columns, and incremental clustering "
+    "(clustering.incremental) rewrites files ordered by them.",
+)
+#: Java's legacy spellings of ``clustering.columns`` and ``clustering.strategy``.
+CLUSTERING_COLUMNS_LEGACY_KEYS = ("sink.clustering.by-columns",)
+CLUSTERING_STRATEGY = _option(
+    "clustering.strategy",
+    one_of(("auto", "zorder", "hilbert", "order")),
+    "auto",
+    "The order of clustering.columns: zorder, hilbert or order; auto = order for one column, zorder for up to 4, "
+    "hilbert for more.",
+)
+CLUSTERING_STRATEGY_LEGACY_KEYS = ("sink.clustering.strategy",)
+CLUSTERING_INCREMENTAL = _option(
+    "clustering.incremental",
+    BOOLEAN,
+    "false",
+    "Unaware-bucket append tables: compaction clusters files level by level (Paimon 1.3's incremental clustering) "
+    "instead of packing small files.",
+)
+ZORDER_VAR_LENGTH_CONTRIBUTION = _option(
+    "zorder.var-length-contribution",
+    INTEGER,
+    "8",
+    "The leading bytes of a string or binary column a z-order key uses.",
+)
 WRITE_ONLY = _option(
     "write-only", BOOLEAN, "false", "Commits never compact or expire (a dedicated maintenance job does)."
 )
@@ -836,6 +875,13 @@ KEYS: dict[str, KeyRule] = {
     **{o.key: _CONSTANT_RULES.get(o.key, KeyRule("honoured", o.description)) for o in OPTIONS},
     **{k: KeyRule("honoured", f"legacy spelling of '{IGNORE_DELETE.key}'") for k in IGNORE_DELETE_LEGACY_KEYS},
     **{k: KeyRule("honoured", f"legacy spelling of '{WRITE_ONLY.key}'") for k in WRITE_ONLY_LEGACY_KEYS},
+    **{
+        k: KeyRule("honoured", f"legacy spelling of '{CLUSTERING_COLUMNS.key}'") for k in CLUSTERING_COLUMNS_LEGACY_KEYS
+    },
+    **{
+        k: KeyRule("honoured", f"legacy spelling of '{CLUSTERING_STRATEGY.key}'")
+        for k in CLUSTERING_STRATEGY_LEGACY_KEYS
+    },
 }
 if set(KEYS) & set(NOT_HONOURED):
     raise AssertionError(f"keys both honoured and not: {sorted(set(KEYS) & set(NOT_HONOURED))}")
@@ -961,6 +1007,24 @@ class CoreOptions:
     def write_only(self) -> bool:
         """``write-only`` (or its legacy spelling ``write.compaction-skip``): writes never compact."""
         return self.get(WRITE_ONLY) or any(self.get(replace(WRITE_ONLY, key=k)) for k in WRITE_ONLY_LEGACY_KEYS)
+
+    @property
+    def clustering_columns(self) -> list[str]:
+        """``clustering.columns`` (or its legacy spelling ``sink.clustering.by-columns``); [] when unset."""
+        for key in (CLUSTERING_COLUMNS.key, *CLUSTERING_COLUMNS_LEGACY_KEYS):
+            found = self.get(replace(CLUSTERING_COLUMNS, key=key))
+            if found:
+                return found
+        return []
+
+    @property
+    def clustering_strategy(self) -> str:
+        """``clustering.strategy`` (or ``sink.clustering.strategy``): auto, zorder, hilbert or order."""
+        for key in (CLUSTERING_STRATEGY.key, *CLUSTERING_STRATEGY_LEGACY_KEYS):
+            option = replace(CLUSTERING_STRATEGY, key=key)
+            if self.is_set(option):
+                return self.get(option)
+        return self.get(CLUSTERING_STRATEGY)
 
     @property
     def num_levels(self) -> int:

@@ -79,6 +79,29 @@ class ConsumerManager:
                 expired.append(status.name[len(CONSUMER_PREFIX) :])
         return expired
 
+    def delete(self, consumer_id: str) -> bool:
+        """Delete one consumer (Paimon's ``reset_consumer`` without a snapshot); False when it did not exist."""
+        path = self.path(consumer_id)
+        if not self.fileio.exists(path):
+            return False
+        self.fileio.delete(path)
+        return True
+
+    def clear(self, including: str | None = None, excluding: str | None = None) -> list[str]:
+        """Delete the consumers whose id matches the regular expression ``including`` (whole id; default every
+        one) and not ``excluding`` (Paimon's ``clear_consumers``); returns the ids deleted, sorted."""
+        try:
+            keep_in = re.compile(including if including and including.strip() else ".*")
+            leave = re.compile(excluding) if excluding and excluding.strip() else None
+        except re.error as exc:
+            raise OptionError(f"clear_consumers: {exc.pattern!r} is not a regular expression ({exc}).") from None
+        cleared = []
+        for cid in sorted(self.consumers()):
+            if keep_in.fullmatch(cid) and not (leave is not None and leave.fullmatch(cid)):
+                self.fileio.delete(self.path(cid))
+                cleared.append(cid)
+        return cleared
+
     def min_next_snapshot(self) -> int | None:
         """The smallest ``nextSnapshot`` of the branch's consumers: that snapshot is still going to be read."""
         values = self.consumers().values()
