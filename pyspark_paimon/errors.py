@@ -52,6 +52,10 @@ class DatabaseNotEmptyError(PaimonError):
     """A database still holding tables was dropped without ``cascade``."""
 
 
+class CatalogError(PaimonError):
+    """A catalog's metastore (a JDBC database, a REST server) failed, refused a request or timed out."""
+
+
 class SchemaError(PaimonError):
     """A schema is invalid, or data does not match the table schema."""
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from pyspark_paimon.datasource import chain as _chain
 from pyspark_paimon.datasource.schema_changes import check_stored_values
 from pyspark_paimon.errors import ChainTableError, PaimonError, SchemaError
+from pyspark_paimon.metadata.catalog.rest_metastore import rest_table
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.schema.options import validate_table_options
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSchema
@@ -152,6 +153,12 @@ class UpdateSchema:
             raise SchemaError("This UpdateSchema was already committed; start a new one with t.update_schema().")
         table = self._table
         store = table.store
+        if rest_table(store) is not None:
+            raise SchemaError(
+                f"Schema changes of REST catalog table '{table.identifier}' are made by its server (Paimon's "
+                "alterTable), which this client does not send yet: change the schema through the server's own tools, "
+                "then continue with t = t.refresh()."
+            )
         schema = store.schema()
         if self._set or self._removed:
             options = {k: v for k, v in {**schema.options, **self._set}.items() if k not in self._removed}

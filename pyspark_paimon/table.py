@@ -20,6 +20,7 @@ from pyspark_paimon.datasource.dml.dml_spark import SparkMergeBuilder, is_spark_
 from pyspark_paimon.datasource.dml.merge_builder import MergeBuilder
 from pyspark_paimon.datasource.jobs import WriteResult, overwrite_spec, prepare_write
 from pyspark_paimon.datasource.schema_changes import merge_arrow_schema
+from pyspark_paimon.datasource.stream.follow import Follower
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
 from pyspark_paimon.errors import OptionError
@@ -27,6 +28,7 @@ from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.identifier import split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
+from pyspark_paimon.metadata.schema.options import CONSUMER_ID
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -112,7 +114,7 @@ class Table:
 
     def on_branch(self, name: str) -> "Table":
         """The same table on branch ``name`` (BranchNotFoundError when it does not exist)."""
-        table = Table(FileStore(self.store.fileio, self.store.table_path, name or MAIN_BRANCH), self.identifier)
+        table = Table(self.store.with_branch(name or MAIN_BRANCH), self.identifier)
         table.schema  # noqa: B018
         return table
 
@@ -121,7 +123,7 @@ class Table:
         commit; what a ``Table`` keeps is the schemas it has read, which a history rewrite (a forced
         ``fast_forward``, ``replace_main``, done here or by another process) can replace under the same ids:
         continue with ``t = t.refresh()`` after one."""
-        table = Table(FileStore(self.store.fileio, self.store.table_path, self.branch), self.identifier)
+        table = Table(self.store.with_branch(self.branch), self.identifier)
         table.schema  # noqa: B018 - fail now when the branch is gone
         return table
 
@@ -227,6 +229,36 @@ class Table:
         the table's columns, sorted by key. Only the buckets (or files) that differ are read. Primary-key tables
         are compared by key; append tables by file (docs/dml.md). For Spark: ``spark.createDataFrame(t.diff(...))``."""
         return diff_versions(self.store, from_ref, to_ref)
+
+    def follow(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Instant | None = None,
+        consumer: str | None = None,
+        position: str | None = None,
+        max_rows: int = 10_000,
+        columns: Sequence[str] | None = None,
+        filter: str | None = None,
+        read_options: Mapping[str, Any] | None = None,
+    ) -> Follower:
+        """Follow this branch's changes without Spark (docs/following.md): ``poll()`` returns the rows committed
+        since the last poll, at most ``max_rows``, with their kinds (``+I``, ``-U``, ``+U``, ``-D``), exactly as a
+        ``readStream`` of the same table returns them; iterating polls for ever.
+
+        Where it starts: ``snapshot_id`` (the changes of that snapshot and later), ``tag`` (the tag's rows, then
+        the changes after it), ``timestamp`` (the changes committed at or after it), a ``consumer`` 's recorded
+        progress (a new consumer starts as without one), ``position`` (exactly after a poll whose
+        ``Changes.position`` you stored), else the latest state and then its changes. ``commit()`` advances the
+        consumer only when asked. ``columns``, ``filter`` and ``read_options`` (the streaming read options,
+        e.g. ``scan.mode``) narrow it as they narrow a stream. An expired start is a SnapshotNotFoundError."""
+        options = version_options(read_options, filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        if consumer is not None:
+            options[CONSUMER_ID.key] = consumer
+        return Follower(
+            self.store, options, max_rows=max_rows, columns=columns, position=position, name=self.identifier
+        )
 
     def update_schema(self) -> UpdateSchema:
         """Schema changes committed as ONE new schema version::

@@ -16,6 +16,8 @@ from pyspark_paimon.datasource.compact import compact as _compact
 from pyspark_paimon.datasource.compact import file_index_rewrite as _file_index_rewrite
 from pyspark_paimon.datasource.compact.compact_runners import session_runner
 from pyspark_paimon.errors import TagError
+from pyspark_paimon.metadata.catalog import rest_refs as _rest_refs
+from pyspark_paimon.metadata.catalog.rest_metastore import rest_table
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.iceberg import sync as _iceberg
 from pyspark_paimon.metadata.maintenance import expire as _expire
@@ -210,6 +212,9 @@ class Maintenance:
             ts = to_millis(timestamp, "timestamp")
             manager = _tags.TagManager(store)
             snapshot_id = _tags.last_snapshot_at_or_before(store.snapshots, manager, ts).id
+        rest = rest_table(store)
+        if rest is not None:  # a REST table is rolled back by its server (Java's catalogTableRollback)
+            return _rest_refs.rollback(store, rest, snapshot_id=snapshot_id, tag=tag)
         return _rollback.rollback_to(store, snapshot_id=snapshot_id, tag=tag)
 
     @records_effects("sync Iceberg metadata", idempotent=True)

@@ -15,6 +15,8 @@ import builtins
 from pyspark_paimon.api_types import Duration, Instant, OnConflict, TimestampRule
 from pyspark_paimon.datasource.versions import branch_merge as _branch_merge
 from pyspark_paimon.errors import BranchError, TagError
+from pyspark_paimon.metadata.catalog import rest_refs as _rest_refs
+from pyspark_paimon.metadata.catalog.rest_metastore import rest_table
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.progress import Progress
@@ -212,6 +214,15 @@ class Branches:
             raise BranchError(
                 f"Branch '{name}': empty=True takes no source (tag=, snapshot_id=, timestamp=, consumer=, offset=)."
             )
+        rest = rest_table(self._table.store)
+        if rest is not None:  # a REST table's branches are made by its server (Java's CatalogBranchManager)
+            if ignore_if_exists and self._manager().exists(name):
+                return self._manager().info(name)
+            if sourced and (tag is None or any(x is not None for x in (snapshot_id, timestamp, consumer, offset))):
+                raise _rest_refs.refuse(f"Branch '{name}' from a snapshot, an instant or a consumer")
+            if time_retained is not None:
+                raise _rest_refs.refuse(f"Branch '{name}' with a retention")
+            return _rest_refs.create_branch(self._table.store, rest, name, tag=tag, empty=empty)
         if (consumer is not None or offset is not None) and not (ignore_if_exists and self._manager().exists(name)):
             store = self._table.store
             snapshot_id = _position(
@@ -232,6 +243,9 @@ class Branches:
     @records_effects("rename branch")
     def rename(self, old: str, new: str) -> _lineage.BranchInfo:
         """Rename branch ``old`` to ``new``."""
+        rest = rest_table(self._table.store)
+        if rest is not None:
+            return _rest_refs.rename_branch(self._table.store, rest, old, new)
         return self._manager().rename(old, new)
 
     @records_effects("delete branch", idempotent=True)
@@ -246,6 +260,9 @@ class Branches:
         ``ignore_if_not_exists`` (then an empty, falsy result), and a branch another branch's options read from
         (``scan.fallback-branch``, a chain table's branches) raises BranchError."""
         store = self._table.store
+        rest = rest_table(store)
+        if rest is not None:  # the server drops it and reclaims its files
+            return _rest_refs.delete_branch(store, rest, name, ignore_if_not_exists=ignore_if_not_exists)
         return _expire.delete_branches(
             store, [name], clean_files=clean_files, ignore_if_not_exists=ignore_if_not_exists
         )
@@ -284,6 +301,9 @@ class Branches:
         a retention (``result.kept_tags``) unless ``keep_retained_tags=False``. Under a live writer use
         :meth:`publish`, which never fails nor loses a commit. With ``force`` the table branch's schemas may be
         replaced: continue with ``t = t.refresh()``."""
+        rest = rest_table(self._table.store)
+        if rest is not None:  # the server's 'forward' (into main, never forced)
+            return _rest_refs.fast_forward(self._table.store, rest, name, force=force)
         return self._manager().fast_forward(
             name, self._table.branch, force=force, keep_retained_tags=keep_retained_tags
         )
@@ -293,6 +313,8 @@ class Branches:
         """Make branch ``name`` the table's branch: its snapshots, schemas and tags become exact copies. The
         previous state is first saved as branch ``keep_previous_as`` or, when None, discarded. The schemas the
         ``Table`` read may have been replaced: continue with ``t = t.refresh()``."""
+        if rest_table(self._table.store) is not None:
+            raise _rest_refs.refuse("replace_main")
         return self._manager().replace_main(name, self._table.branch, keep_previous_as=keep_previous_as)
 
     @records_effects("merge branch")

@@ -197,7 +197,7 @@ class Scan:
             branch=store.branch,
             read_options={k: v for k, v in self.read_options.items() if k.lower() != "branch"},
             columns=self.columns,
-            storage_options=store.fileio.storage_options,
+            storage_options=store.fileio.current_storage_options(),
         )
         return frame if self.row_limit is None else frame.limit(self.row_limit)
 

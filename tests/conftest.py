@@ -84,3 +84,24 @@ def oracle_python() -> str:
     from tests.oracle import require_oracle_python
 
     return require_oracle_python()
+
+
+@pytest.fixture
+def rest_server(tmp_path: Path) -> Iterator["RestCatalogServer"]:  # noqa: F821
+    """The in-suite REST catalog server (tests/rest_catalog_server.py) on 127.0.0.1, over a fresh warehouse."""
+    from tests.rest_catalog_server import RestCatalogServer
+
+    server = RestCatalogServer(str(tmp_path / "rest-warehouse")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def rest_options(rest_server: "RestCatalogServer") -> dict[str, str]:  # noqa: F821
+    """Catalog options of a client of ``rest_server`` (warehouse ``warehouse``, bearer token)."""
+    return {
+        "metastore": "rest",
+        "uri": rest_server.uri,
+        "token.provider": "bear",
+        "token": rest_server.config.bearer,
+    }

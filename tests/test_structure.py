@@ -73,6 +73,7 @@ PACKAGES: dict[str, str] = {
     "metadata/refs": "tags, branches, rollback, automatic tags",
     "metadata/maintenance": "expiration, orphan removal, reachability, file deletion",
     "metadata/iceberg": "Iceberg-compatible metadata: layout, schemas, manifests, Puffin mirrors, the sync",
+    "metadata/catalog": "catalog metastores: filesystem, JDBC (SQLite) and REST, their commits and vended credentials",
     "planner": "which snapshot, which files, which splits (driver side, no Spark)",
     "planner/chain": "chain tables: definition, versions, the read plan",
     "datasource": "the Spark-free data plane: the driver's read and write jobs, chain operations, system tables",

@@ -421,7 +421,7 @@ class ChainWriteHook:
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _stores(self) -> dict[str, FileStore]:
-        return stores_of(FileStore(self.store.fileio, self.store.table_path, MAIN_BRANCH), self.cfg)
+        return stores_of(self.store.with_branch(MAIN_BRANCH), self.cfg)
 
     def _parts(self, store: FileStore) -> BranchPartitions:
         return BranchPartitions.of(store, store.snapshots.latest(), self.schema)
@@ -549,7 +549,7 @@ class ChainWriteHook:
             return
         names = list(schema.partition_keys)
         which = [dict(zip(names, p)) for p in later]
-        main = FileStore(delta_store.fileio, delta_store.table_path, MAIN_BRANCH)
+        main = delta_store.with_branch(MAIN_BRANCH)
         try:
             result = compact_chain(main, partitions=which, overwrite=True)
         except Exception as exc:
@@ -567,7 +567,7 @@ class ChainWriteHook:
         )
 
     def _auto_compact(self, written: set[tuple]) -> None:
-        main = FileStore(self.store.fileio, self.store.table_path, MAIN_BRANCH)
+        main = self.store.with_branch(MAIN_BRANCH)
         names = list(self.schema.partition_keys)
         try:
             cp = plan_chain(

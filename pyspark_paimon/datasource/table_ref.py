@@ -2,7 +2,9 @@
 
 Spark hands a data source its options as a flat string map; :func:`resolve_table_ref` is the one place that
 turns them (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*`` storage options, ``$branch_x``/``$files``
-suffixes) into a :class:`TableRef`, so the Spark classes and the Python API address tables the same way.
+suffixes, and the catalog options of a JDBC or REST catalog: ``metastore``, ``uri``...) into a :class:`TableRef`,
+so the Spark classes and the Python API address tables the same way. A table named by identifier is found
+through its catalog (:mod:`pyspark_paimon.metadata.catalog`), which also says how its commits land.
 """
 
 from __future__ import annotations
@@ -12,30 +14,54 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from pyspark_paimon.errors import OptionError
+from pyspark_paimon.metadata.catalog.catalog_options import WAREHOUSE, CatalogConfig, is_catalog_key
+from pyspark_paimon.metadata.catalog.connect import open_metastore, table_location
+from pyspark_paimon.metadata.catalog.metastore import NewTable
 from pyspark_paimon.metadata.identifier import Suffix, parse_identifier, split_suffix
 from pyspark_paimon.metadata.io.fileio import FileIO, storage_options_from_strings
 from pyspark_paimon.metadata.refs.branches import BranchManager
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH
-from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.store import FileStore, SnapshotCommit
 
 
 @dataclass(frozen=True)
 class TableRef:
-    """Where a Spark read or write points: a table path, a branch, maybe a system table. Picklable."""
+    """Where a Spark read or write points: a table path, a branch, maybe a system table. Picklable.
+
+    ``options`` are the read/write options (the catalog's were taken out); a table named by identifier in a JDBC
+    or REST catalog also carries that catalog (``catalog``, ``identifier``: a write that creates the table
+    creates it there) and its commit (``snapshot_commit``)."""
 
     fileio: FileIO
     path: str
     branch: str = MAIN_BRANCH
     system_table: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    snapshot_commit: SnapshotCommit | None = field(default=None, repr=False)
+    catalog: CatalogConfig | None = None
+    identifier: tuple[str, str] | None = None
 
     def store(self) -> FileStore:
-        return FileStore(self.fileio, self.path, self.branch)
+        return FileStore(self.fileio, self.path, self.branch, self.snapshot_commit)
+
+    def create_in_catalog(self, spec: NewTable) -> TableSchema | None:
+        """Create the table through its catalog (a JDBC row, a REST ``create``); None for a table of no catalog
+        (or of a filesystem catalog, whose writes create the directory themselves)."""
+        if self.catalog is None or self.identifier is None:
+            return None
+        metastore = open_metastore(self.catalog)
+        database, table = self.identifier
+        if not metastore.database_exists(database):
+            metastore.create_database(database)
+        return metastore.create_table(database, table, spec).store().schema()
 
 
 def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
-    """Turn Spark's options (``path``/``paths``, ``warehouse``, ``branch``, ``fs.*``) into a :class:`TableRef`."""
+    """Turn Spark's options (``path``/``paths``, ``warehouse`` and the catalog options, ``branch``, ``fs.*``) into a
+    :class:`TableRef`."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
+    catalog_options = {k: opts.pop(k) for k in [k for k in opts if is_catalog_key(k)]}
     # ``fs.<key>`` options travel inside the FileIO, which is pickled to every executor with the plan.
     storage = storage_options_from_strings({k[3:]: v for k, v in opts.items() if k.startswith("fs.")})
     target = opts.get("path")
@@ -48,14 +74,30 @@ def resolve_table_ref(options: Mapping[str, str]) -> TableRef:
         raise OptionError(
             "No table given. Use .load('/warehouse/db.db/table') or .option('warehouse', wh).load('db.table')."
         )
-    warehouse = opts.get("warehouse")
+    warehouse = opts.get(WAREHOUSE)
     if warehouse:
         db, table, suffix = parse_identifier(target)
-        fileio, wh_path = FileIO.for_uri(warehouse, storage)
-        path = f"{wh_path}/{db}.db/{table}"
-    else:
-        base, suffix = split_suffix(target)
-        fileio, path = FileIO.for_uri(base, storage)
+        config = CatalogConfig.of(warehouse, catalog_options, storage)
+        location = table_location(open_metastore(config), db, table)
+        branch = _choose_branch(suffix, opts.get("branch"))
+        in_catalog = config if config.metastore != "filesystem" else None
+        return TableRef(
+            location.fileio,
+            location.path,
+            branch,
+            suffix.system_table,
+            opts,
+            location.snapshot_commit,
+            in_catalog,
+            (db, table),
+        )
+    if catalog_options:
+        raise OptionError(
+            f"Catalog options {sorted(catalog_options)} need a table named by identifier in a catalog: "
+            ".option('warehouse', ...).load('db.table'). A table loaded by path belongs to no catalog."
+        )
+    base, suffix = split_suffix(target)
+    fileio, path = FileIO.for_uri(base, storage)
     branch = _choose_branch(suffix, opts.get("branch"))
     return TableRef(fileio, path, branch, suffix.system_table, opts)
 

@@ -3,12 +3,17 @@
 It bundles the managers every operation needs (schemas, snapshots, manifests) for a (table path, branch)
 pair and knows how to list the live files of a snapshot. It is deliberately free of Spark and of the user
 API, so the planner, the writers and maintenance code share one notion of "the table".
+
+A table of a catalog that takes part in commits (a JDBC catalog's lock, a REST catalog's ``commit`` endpoint:
+:mod:`pyspark_paimon.metadata.catalog`) carries that catalog's :class:`SnapshotCommit`; every commit makes its
+snapshot visible through :meth:`FileStore.commit_snapshot`, the one point where they differ.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from pyspark_paimon.errors import BranchNotFoundError, TableNotFoundError
 from pyspark_paimon.metadata.io.fileio import FileIO
@@ -27,11 +32,22 @@ from pyspark_paimon.metadata.schema.table_schema import SchemaManager, TableSche
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot, SnapshotManager, branch_path
 
 
+class SnapshotCommit(Protocol):
+    """How a catalog makes a new snapshot visible (Java's ``SnapshotCommit``): True when ``snapshot`` became
+    the branch's next snapshot, False when another commit took its id (the caller retries on the new latest).
+    ``base`` is the snapshot the commit was prepared on (None: the branch had none). Implementations are
+    picklable (a store travels to executors inside read and write contexts) and never log their secrets."""
+
+    def commit(self, store: "FileStore", snapshot: Snapshot, base: Snapshot | None) -> bool: ...
+
+
 @dataclass
 class FileStore:
     fileio: FileIO
     table_path: str
     branch: str = MAIN_BRANCH
+    #: The catalog's commit (None: the file system's create-if-absent of ``snapshot-N``, nothing else).
+    snapshot_commit: SnapshotCommit | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.branch = self.branch or MAIN_BRANCH
@@ -58,7 +74,15 @@ class FileStore:
         return branch_path(self.table_path, self.branch)
 
     def with_branch(self, branch: str) -> "FileStore":
-        return FileStore(self.fileio, self.table_path, branch)
+        """The same table on ``branch``, committing through the same catalog."""
+        return FileStore(self.fileio, self.table_path, branch, self.snapshot_commit)
+
+    def commit_snapshot(self, snapshot: Snapshot, base: Snapshot | None) -> bool:
+        """Make ``snapshot`` visible as the branch's next snapshot; False if its id was taken (see
+        :class:`SnapshotCommit`). Without a catalog commit: create ``snapshot-N`` if absent."""
+        if self.snapshot_commit is not None:
+            return self.snapshot_commit.commit(self, snapshot, base)
+        return self.snapshots.try_commit(snapshot)
 
     def schema(self) -> TableSchema:
         """The latest schema of this branch; a clear error when there is no table (or branch) here."""

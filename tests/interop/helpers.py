@@ -39,8 +39,9 @@ class OracleBatch:
     JSON results of every command in submission order.
     """
 
-    def __init__(self, warehouse: str | os.PathLike[str]) -> None:
-        self.warehouse = os.fspath(warehouse)
+    def __init__(self, warehouse: str | os.PathLike[str] | Mapping[str, str]) -> None:
+        # A directory (filesystem catalog), or the catalog options of a JDBC or REST catalog.
+        self.warehouse: Any = dict(warehouse) if isinstance(warehouse, Mapping) else os.fspath(warehouse)
         self._scratch = tempfile.TemporaryDirectory(prefix="paimon-interop-")
         self._dir = Path(self._scratch.name)
         self._cmds: list[dict[str, Any]] = []
@@ -123,6 +124,11 @@ class OracleBatch:
                 "changes": [dict(c) for c in changes],
             }
         )
+
+    def catalog(self, ops: Sequence[Mapping[str, Any]]) -> int:
+        """Catalog operations through pypaimon's catalog (``oracle.cmd_catalog``); the command's result is
+        ``{"results": [...]}``."""
+        return self._add({"cmd": "catalog", "warehouse": self.warehouse, "ops": [dict(o) for o in ops]})
 
     def inspect(self, identifier: str, impl: str) -> int:
         return self._add({"cmd": "inspect", "impl": impl, "warehouse": self.warehouse, "identifier": identifier})

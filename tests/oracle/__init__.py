@@ -45,6 +45,7 @@ __all__ = [
     "pypaimon_read",
     "rust_read",
     "inspect",
+    "pypaimon_catalog",
     "pypaimon_create_tag",
     "pypaimon_create_branch",
     "add_column",
@@ -63,7 +64,9 @@ SETUP_COMMAND = "python3 -m venv .venv-oracle && .venv-oracle/bin/pip install -r
 DEFAULT_TIMEOUT_S = 300.0
 
 Impl = Literal["pypaimon", "rust"]
-PathLike = Union[str, "os.PathLike[str]"]
+#: A warehouse directory (a filesystem catalog), or catalog options naming a JDBC or REST catalog
+#: (``{"metastore": "jdbc", "uri": "jdbc:sqlite:...", "warehouse": ...}``), which pypaimon-rust cannot open.
+PathLike = Union[str, "os.PathLike[str]", Mapping[str, str]]
 
 
 class OracleUnavailableError(RuntimeError):
@@ -196,6 +199,13 @@ def table_spec(
     return spec
 
 
+def _warehouse(warehouse: PathLike) -> Any:
+    """A warehouse as the oracle takes it: a directory path, or a dict of catalog options."""
+    if isinstance(warehouse, Mapping):
+        return {str(k): str(v) for k, v in warehouse.items()}
+    return os.fspath(warehouse)
+
+
 def _write_ipc(table: pa.Table, path: Path) -> None:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -237,7 +247,7 @@ def pypaimon_write(
         cmd: dict[str, Any] = {
             "cmd": "write",
             "impl": impl,
-            "warehouse": os.fspath(warehouse),
+            "warehouse": _warehouse(warehouse),
             "identifier": identifier,
             "commits": [_commit_json(c, Path(scratch), i) for i, c in enumerate(commits)],
         }
@@ -268,7 +278,7 @@ def read_with(
                     {
                         "cmd": "read",
                         "impl": impl,
-                        "warehouse": os.fspath(warehouse),
+                        "warehouse": _warehouse(warehouse),
                         "identifier": identifier,
                         "options": {k: str(v) for k, v in (options or {}).items()},
                         "output": str(output),
@@ -305,12 +315,18 @@ def rust_read(
 
 def inspect(impl: Impl, warehouse: PathLike, identifier: str) -> dict[str, Any]:
     """Snapshots, tags, branches (pypaimon only) and the latest schema as `impl` sees them."""
-    return run({"cmd": "inspect", "impl": impl, "warehouse": os.fspath(warehouse), "identifier": identifier})
+    return run({"cmd": "inspect", "impl": impl, "warehouse": _warehouse(warehouse), "identifier": identifier})
+
+
+def pypaimon_catalog(warehouse: PathLike, ops: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Run catalog operations (``{"op": "create_database", "name": ...}``...; see ``oracle.cmd_catalog``) through
+    one pypaimon catalog; their results, in order."""
+    return list(run({"cmd": "catalog", "warehouse": _warehouse(warehouse), "ops": [dict(o) for o in ops]})["results"])
 
 
 def pypaimon_create_tag(warehouse: PathLike, identifier: str, name: str, snapshot_id: int | None = None) -> int:
     """Tag `snapshot_id` (default: latest) with pypaimon; returns the tagged snapshot id."""
-    cmd: dict[str, Any] = {"cmd": "tag", "warehouse": os.fspath(warehouse), "identifier": identifier, "name": name}
+    cmd: dict[str, Any] = {"cmd": "tag", "warehouse": _warehouse(warehouse), "identifier": identifier, "name": name}
     if snapshot_id is not None:
         cmd["snapshot_id"] = snapshot_id
     return int(run(cmd)["snapshot_id"])
@@ -318,7 +334,7 @@ def pypaimon_create_tag(warehouse: PathLike, identifier: str, name: str, snapsho
 
 def pypaimon_create_branch(warehouse: PathLike, identifier: str, name: str, from_tag: str | None = None) -> list[str]:
     """Create branch `name` from `from_tag` (or an empty branch: schema only); returns all branches."""
-    cmd: dict[str, Any] = {"cmd": "branch", "warehouse": os.fspath(warehouse), "identifier": identifier, "name": name}
+    cmd: dict[str, Any] = {"cmd": "branch", "warehouse": _warehouse(warehouse), "identifier": identifier, "name": name}
     if from_tag is not None:
         cmd["from_tag"] = from_tag
     return list(run(cmd)["branches"])

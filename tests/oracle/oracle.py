@@ -13,11 +13,14 @@ Usage::
 Exactly one JSON object is printed on stdout: the command's result on success (exit 0), or
 ``{"error": ..., "traceback": ...}`` on failure (exit 1). Anything the libraries print goes to stderr.
 
-Commands (all take ``warehouse`` = local warehouse directory of a filesystem catalog, and ``identifier`` =
-``"db.t"`` or ``"db.t$branch_b"``, except ``versions``):
+Commands (all take ``warehouse`` = local warehouse directory of a filesystem catalog, or a dict of catalog options
+naming a JDBC or REST catalog, and ``identifier`` = ``"db.t"`` or ``"db.t$branch_b"``, except ``versions``):
 
 ``versions``
     ``{"pypaimon": ..., "pypaimon_rust": ..., "pyarrow": ..., "python": ...}``.
+``catalog``
+    ``ops``: catalog operations through pypaimon's catalog API (databases, tables, renames, drops, REST tags and
+    branches); see ``cmd_catalog``.
 ``batch``
     ``commands``: a list of the other commands, run in order in this process (saves the ~1 s pypaimon
     import per command); stops at the first failure. Result: ``{"results": [...]}``.
@@ -91,9 +94,13 @@ class OracleUsageError(ValueError):
 # --------------------------------------------------------------------------------------------- catalogs
 
 
-def _pypaimon_catalog(warehouse: str) -> Any:
+def _pypaimon_catalog(warehouse: str | JsonDict) -> Any:
+    """A filesystem catalog of a warehouse directory, or, given a dict, the catalog those catalog options name
+    (``{"metastore": "jdbc", "uri": ..., "warehouse": ...}``, ``{"metastore": "rest", ...}``)."""
     from pypaimon import CatalogFactory
 
+    if isinstance(warehouse, dict):
+        return CatalogFactory.create({str(k): str(v) for k, v in warehouse.items()})
     return CatalogFactory.create({"warehouse": warehouse})
 
 
@@ -103,7 +110,7 @@ def _rust_catalog(warehouse: str) -> Any:
     return PaimonCatalog({"warehouse": warehouse})
 
 
-def _pypaimon_table(warehouse: str, identifier: str, options: dict[str, str] | None = None) -> Any:
+def _pypaimon_table(warehouse: str | JsonDict, identifier: str, options: dict[str, str] | None = None) -> Any:
     """Load through pypaimon with its native (rust) acceleration off; `options` may time-travel. A system table
     (``db.t$buckets``) has no options to copy: it is returned as loaded."""
     table = _pypaimon_catalog(warehouse).get_table(identifier)
@@ -354,7 +361,9 @@ def _overwrite_spec(commit: JsonDict) -> dict[str, Any] | None:
     return {} if overwrite is True else dict(overwrite)
 
 
-def _write_pypaimon(warehouse: str, identifier: str, data: pa.Table, overwrite: dict[str, Any] | None) -> int:
+def _write_pypaimon(
+    warehouse: str | JsonDict, identifier: str, data: pa.Table, overwrite: dict[str, Any] | None
+) -> int:
     table = _pypaimon_table(warehouse, identifier)
     builder = table.new_batch_write_builder()
     if overwrite is not None:
@@ -440,7 +449,7 @@ def _normalize(table: pa.Table, sort: bool) -> pa.Table:
     return table
 
 
-def _read_pypaimon(warehouse: str, identifier: str, options: dict[str, str]) -> tuple[pa.Table, str]:
+def _read_pypaimon(warehouse: str | JsonDict, identifier: str, options: dict[str, str]) -> tuple[pa.Table, str]:
     table = _pypaimon_table(warehouse, identifier, options)
     builder = table.new_read_builder()
     return builder.new_read().to_arrow(builder.new_scan().plan().splits()), "pypaimon"
@@ -581,6 +590,62 @@ def cmd_inspect(cmd: JsonDict) -> JsonDict:
     raise OracleUsageError(f"inspect.impl must be 'pypaimon' or 'rust', got {impl!r}")
 
 
+def _catalog_op(catalog: Any, op: JsonDict) -> Any:
+    """One catalog operation of ``cmd_catalog`` through pypaimon's catalog API."""
+    name = op["op"]
+    if name == "create_database":
+        return catalog.create_database(op["name"], False, op.get("properties") or {})
+    if name == "get_database":
+        return dict(catalog.get_database(op["name"]).options)
+    if name == "list_databases":
+        return sorted(catalog.list_databases())
+    if name == "drop_database":
+        return catalog.drop_database(op["name"], False, bool(op.get("cascade")))
+    if name == "list_tables":
+        return sorted(catalog.list_tables(op["database"]))
+    if name == "rename_table":
+        return catalog.rename_table(op["source"], op["target"])
+    if name == "drop_table":
+        return catalog.drop_table(op["identifier"], False)
+    if name == "table":
+        table = catalog.get_table(op["identifier"])
+        schema = table.table_schema
+        return {"options": dict(schema.options), "primary_keys": schema.primary_keys, "path": str(table.table_path)}
+    if name == "create_tag":
+        return catalog.create_tag(op["identifier"], op["name"], op.get("snapshot_id"))
+    if name == "list_tags":
+        return sorted(catalog.list_tags_paged(op["identifier"]).elements)
+    if name == "get_tag":
+        return catalog.get_tag(op["identifier"], op["name"]).snapshot.id
+    if name == "delete_tag":
+        return catalog.delete_tag(op["identifier"], op["name"])
+    if name == "create_branch":
+        return catalog.create_branch(op["identifier"], op["name"], op.get("from_tag"))
+    if name == "list_branches":
+        return sorted(catalog.list_branches(op["identifier"]))
+    if name == "drop_branch":
+        return catalog.drop_branch(op["identifier"], op["name"])
+    raise OracleUsageError(f"catalog op {name!r} is unknown")
+
+
+def cmd_catalog(cmd: JsonDict) -> JsonDict:
+    """``ops``: catalog operations run in order through one pypaimon catalog (``warehouse`` as for the other
+    commands: a directory, or a dict of catalog options). An op with ``"expect_error": true`` reports its error as
+    ``{"error": <exception class name>}`` instead of failing. Result: ``{"results": [...]}``, one per op."""
+    catalog = _pypaimon_catalog(cmd["warehouse"])
+    results = []
+    for op in cmd.get("ops") or []:
+        if op.get("expect_error"):
+            try:
+                _catalog_op(catalog, op)
+                results.append({"error": None})
+            except Exception as error:  # noqa: BLE001 - the caller asked for the error
+                results.append({"error": type(error).__name__})
+            continue
+        results.append(_catalog_op(catalog, op))
+    return {"results": results}
+
+
 def cmd_versions(cmd: JsonDict) -> JsonDict:
     from importlib.metadata import version
 
@@ -607,6 +672,7 @@ def cmd_batch(cmd: JsonDict) -> JsonDict:
 
 
 COMMANDS: dict[str, Callable[[JsonDict], JsonDict]] = {
+    "catalog": cmd_catalog,
     "write": cmd_write,
     "read": cmd_read,
     "evolve": cmd_evolve,

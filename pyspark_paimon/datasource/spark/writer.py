@@ -30,6 +30,7 @@ from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
+from pyspark_paimon.metadata.catalog.metastore import NewTable
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
@@ -193,6 +194,9 @@ def ensure_table(ref: TableRef, schema: StructType) -> TableSchema:
     validate_table_options(opts, creating=True, table=ref.path)
     fields = [(f.name, from_spark_type(f.dataType, f.nullable, f.name)) for f in schema.fields]
     try:
+        created = ref.create_in_catalog(NewTable(fields, parts, pks, opts, ref.options.get("comment")))
+        if created is not None:  # a JDBC or REST catalog's table: made through the catalog
+            return created
         return SchemaManager(ref.fileio, ref.path).create_table(fields, parts, pks, opts, ref.options.get("comment"))
     except Exception:
         latest = store.schemas.latest()  # created concurrently by another writer: use it

@@ -46,7 +46,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Mapping, TypeVar
+from typing import Any, BinaryIO, Callable, Mapping, Protocol, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -155,40 +155,73 @@ def _split_protocol(uri: str) -> tuple[str, str]:
     return "file", uri
 
 
+class Credentials(Protocol):
+    """Storage credentials that expire (a REST catalog's vended data credentials,
+    :mod:`pyspark_paimon.metadata.catalog.vended_credentials`): fsspec arguments merged over the storage options,
+    fetched again when :meth:`stale`. Picklable, so they travel to executors with the FileIO."""
+
+    def storage_options(self) -> dict[str, Any]: ...
+
+    def stale(self) -> bool: ...
+
+
 class FileIO:
     """Picklable facade over an fsspec file system, rooted at nothing in particular.
 
     Paths handed to it are full paths in the file system's own notation (a local absolute path, or the
     part after ``scheme://`` for remote stores); :meth:`for_uri` turns a URI into one and :meth:`uri` turns one back.
+    ``credentials`` (expiring keys) are merged over ``storage_options``; the file system is rebuilt with fresh
+    ones before they expire.
     """
 
-    def __init__(self, protocol: str = "file", storage_options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        protocol: str = "file",
+        storage_options: dict[str, Any] | None = None,
+        credentials: Credentials | None = None,
+    ):
         self.protocol = protocol
         self.storage_options = dict(storage_options or {})
+        self.credentials = credentials
         self._fs: fsspec.AbstractFileSystem | None = None
 
+    def __repr__(self) -> str:  # never the storage options: they may hold keys
+        return f"FileIO({self.protocol!r})"
+
     @classmethod
-    def for_uri(cls, uri: str, storage_options: dict[str, Any] | None = None) -> tuple["FileIO", str]:
+    def for_uri(
+        cls, uri: str, storage_options: dict[str, Any] | None = None, credentials: Credentials | None = None
+    ) -> tuple["FileIO", str]:
         """Return the FileIO for ``uri`` and the uri's path within that file system."""
         protocol, rest = _split_protocol(uri)
         if protocol == "file":
             rest = os.path.abspath(os.path.expanduser(rest))
         elif protocol == "memory":
             rest = "/" + rest.lstrip("/")
-        return cls(protocol, storage_options), rest.rstrip("/") or "/"
+        return cls(protocol, storage_options, credentials), rest.rstrip("/") or "/"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"protocol": self.protocol, "storage_options": self.storage_options}
+        return {"protocol": self.protocol, "storage_options": self.storage_options, "credentials": self.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.protocol = state["protocol"]
         self.storage_options = state["storage_options"]
+        self.credentials = state.get("credentials")
         self._fs = None
+
+    def current_storage_options(self) -> dict[str, Any]:
+        """The fsspec arguments in force: the storage options with the current credentials merged over them."""
+        options = dict(self.storage_options)
+        if self.credentials is not None:
+            options.update(self.credentials.storage_options())
+        return options
 
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
+        if self._fs is not None and self.credentials is not None and self.credentials.stale():
+            self._fs = None  # fresh credentials before the old ones expire
         if self._fs is None:
-            options = dict(self.storage_options)
+            options = self.current_storage_options()
             if self.protocol in EXCLUSIVE_CREATE:  # the object stores, whose drivers cache listings: see above
                 options.setdefault("use_listings_cache", False)
             self._fs = fsspec.filesystem(self.protocol, **options)

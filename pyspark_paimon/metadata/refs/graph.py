@@ -116,7 +116,7 @@ class _Branch:
 
 
 def _load(store: FileStore, name: str, source: str | None, fork_id: int | None) -> _Branch:
-    branch_store = FileStore(store.fileio, store.table_path, name)
+    branch_store = store.with_branch(name)
     snaps = {s.id: s for s in branch_store.snapshots.snapshots()}
     tags: dict[int, list[str]] = {}
     preserved: dict[int, Snapshot] = {}

@@ -357,7 +357,10 @@ class FileStoreCommit:
                 self._delete_quietly(written)
                 return None
             try:
-                created = self.snapshots.try_commit(snapshot)
+                created = self.store.commit_snapshot(snapshot, latest)
+            except CommitConflictError:  # the catalog refused before creating anything (its lock is held)
+                self._delete_quietly(written)
+                raise
             except Exception as e:
                 raise CommitStateUnknownError(
                     f"Creating {self.snapshots.snapshot_path(snapshot.id)} failed with {e!r}; the commit may or may "
