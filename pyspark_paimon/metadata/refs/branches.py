@@ -324,16 +324,17 @@ class BranchManager:
         mine = self.maker.claim(name, wanted, state)
         try:
             dst_schema_dir, dst_snapshot_dir, dst_tag_dir = self.dirs(name)
-            if tag_copy is not None:
-                self.fileio.write_bytes(f"{dst_tag_dir}/{TAG_PREFIX}{tag_copy[0]}", tag_copy[1])
-            if snap_copy is not None:
-                self.fileio.write_bytes(f"{dst_snapshot_dir}/{SNAPSHOT_PREFIX}{snap_copy[0]}", snap_copy[1])
-            # Schemas last: readers opening the branch by name need them, and then it is complete.
+            # Schemas first: at every step each file present has what it references (Paimon and pypaimon list
+            # branch directories, and may read this one before it is finished).
             for sid in copy_schemas:
                 self.fileio.write_bytes(
                     f"{dst_schema_dir}/{SCHEMA_PREFIX}{sid}",
                     self.fileio.read_bytes(f"{src_schema_dir}/{SCHEMA_PREFIX}{sid}"),
                 )
+            if snap_copy is not None:
+                self.fileio.write_bytes(f"{dst_snapshot_dir}/{SNAPSHOT_PREFIX}{snap_copy[0]}", snap_copy[1])
+            if tag_copy is not None:
+                self.fileio.write_bytes(f"{dst_tag_dir}/{TAG_PREFIX}{tag_copy[0]}", tag_copy[1])
             done = self.maker.finish(name, mine)
         except BaseException:
             self.maker.abandon(name, mine)
