@@ -1,7 +1,7 @@
 """Commit order for one key: the later commit wins. Which sequence numbers a bucket's new level-0 files must exceed
 at commit time, so that a commit outranks every earlier commit of the same key.
 
-Why: a writer numbers its rows from the bucket's highest sequence number *when it is prepared* (§7.3), and a merge
+Why: a writer numbers its rows from the bucket's highest sequence number *when it is prepared* (as Java's `MergeTreeWriter` does), and a merge
 orders the versions of a key by sequence number. Two writers prepared on one snapshot therefore number their rows
 alike, and the one committed second may lose the merge to the one committed first: an acknowledged write silently
 shadowed at its own snapshot. Java accepts this race (its writers are usually one long-lived job per table);
