@@ -1,11 +1,12 @@
 """Commit order for one key: the later commit wins. Which sequence numbers a bucket's new level-0 files must exceed
 at commit time, so that a commit outranks every earlier commit of the same key.
 
-Why: a writer numbers its rows from the bucket's highest sequence number *when it is prepared* (as Java's `MergeTreeWriter` does), and a merge
-orders the versions of a key by sequence number. Two writers prepared on one snapshot therefore number their rows
-alike, and the one committed second may lose the merge to the one committed first: an acknowledged write silently
-shadowed at its own snapshot. Java accepts this race (its writers are usually one long-lived job per table);
-we do not, because several Python processes, Spark jobs, streams and DML commonly write one table at once.
+Why: a writer numbers its rows from the bucket's highest sequence number *when it is prepared* (as Java's
+`MergeTreeWriter` does), and a merge orders the versions of a key by sequence number. Two writers prepared on one
+snapshot therefore number their rows alike, and the one committed second may lose the merge to the one committed
+first: an acknowledged write silently shadowed at its own snapshot. Java accepts this race (its writers are usually
+one long-lived job per table); we do not, because several Python processes, Spark jobs, streams and DML commonly
+write one table at once.
 
 The rule: every new level-0 file a commit adds to a bucket must hold sequence numbers above every file that
 landed in that bucket after the writer's snapshot (``CommitMessage.sequenced_after``). Files live at that snapshot
