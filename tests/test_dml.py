@@ -496,12 +496,6 @@ def test_a_writer_moving_a_key_out_of_the_filter_sends_the_change_back(catalog: 
     assert _rows(t)[:2] == [(1, "a", 11, "x"), (2, "a", 200, "w")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A plain write prepared before a primary-key change committed and committed after it is ordered by "
-    "sequence number, not commit order: its row for a key the change retracted with a higher sequence number is "
-    "lost (Java's rule for two writers of one key; docs/dml.md, Concurrency).",
-)
 def test_a_write_prepared_before_a_delete_and_committed_after_it_keeps_its_row(catalog: Catalog) -> None:
     from pyspark_paimon.datasource.jobs import prepare_write
 

@@ -57,6 +57,7 @@ from pyspark_paimon.metadata.snapshots.commit import (
     CommitMessage,
     FileStoreCommit,
     OverwriteSpec,
+    Resequence,
     commit_or_abort,
 )
 from pyspark_paimon.metadata.snapshots.snapshot import BATCH_COMMIT_IDENTIFIER, MAIN_BRANCH, Snapshot, now_millis
@@ -609,12 +610,14 @@ def commit_with_chain_rules(
     index_update: Callable[[Snapshot | None], IndexChange] | None = None,
     kind: CommitKind = "APPEND",
     allow_empty: bool = False,
+    resequence: Resequence | None = None,
 ) -> Snapshot | None:
     """Commit ``messages`` to ``store``'s branch as one snapshot; for a chain table's snapshot or delta branch,
     with the chain-table rules before and after (see the module docstring). Every write commits here;
     ``index_update`` is the commit's (a dynamic-bucket write's hash index). ``kind`` OVERWRITE marks a commit
     that rewrites files (copy-on-write DML), as Java marks one. ``allow_empty``: commit even without data files
-    (a deletion-vector DML whose change is only its index manifest)."""
+    (a deletion-vector DML whose change is only its index manifest). ``resequence``: the commit's (the later commit
+    of a key wins; ``datasource/write/resequence.py``)."""
     hook = ChainWriteHook.of(store, schema, overwrite, commit_user)
     if hook is not None:
         hook.before_commit(messages)
@@ -627,6 +630,7 @@ def commit_with_chain_rules(
         commit_identifier=commit_identifier,
         index_update=index_update,
         allow_empty=allow_empty,
+        resequence=resequence,
     )
     if hook is not None:
         hook.after_commit(snapshot, messages)

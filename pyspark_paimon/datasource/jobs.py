@@ -27,6 +27,7 @@ from pyspark_paimon.datasource.stream.stream_jobs import read_diff_split
 from pyspark_paimon.datasource.write.cross_partition import check_one_home_per_key, refuse_unsupported_overwrite
 from pyspark_paimon.datasource.write.dynamic_bucket import hash_index_update, is_dynamic_bucket
 from pyspark_paimon.datasource.write.key_conflicts import check_one_version_per_key
+from pyspark_paimon.datasource.write.resequence import ordered_by_commit, resequencer
 from pyspark_paimon.datasource.write.visibility import refuse_invisible_writes
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.datasource.write.write_context import WriteContext
@@ -320,6 +321,7 @@ class WriteJob:
             index_update,
             kind,
             allow_empty=allow_empty,
+            resequence=resequencer(self.store, self.schema) if ordered_by_commit(self.schema) else None,
         )
 
     def _landed_error(self, landed: Snapshot, exc: Exception) -> Exception:

@@ -28,9 +28,9 @@ vectors are refused (a vector is not carried by a file-level merge).
 land on top (its rows are kept), and a commit conflict (a file the merge removes is gone) re-plans the merge
 from the target's new head, up to :data:`MERGE_ATTEMPTS` times. On a primary-key table a commit (other than a
 compaction) that lands on the target between planning and commit and may hold one of the keys the source
-changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.stale_reads.unchanged_since`): the merge's rows,
-sequenced before that commit's, would otherwise lose to it, and its decision for that key was made without it;
-so the merge is re-planned on top of it and both land in commit order. A writer of other keys does not disturb it.
+changed is such a conflict too (:func:`~pyspark_paimon.datasource.dml.stale_reads.unchanged_since`): the merge's
+decision for that key was made without it, so the merge is re-planned on top of it and both land in commit order. A
+writer of other keys does not disturb it, on any bucket mode.
 
 **Repeated merges.** After ``merge(source, into)`` the merged source snapshot becomes the base of the next merge
 in that direction (as git's merge base moves with a merge commit), so changes already merged, and conflicts

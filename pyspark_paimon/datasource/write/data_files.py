@@ -263,10 +263,20 @@ class DataFileWriter:
             state.dir_created = True
         file_table = self._to_file_table(chunk)
         self._created.append(path)  # before writing: abort must also remove a half-written file
+        size = self._write_parquet(path, file_table, state.level)
+        meta = self._file_meta(name, size, chunk, seq_range, state)
+        embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)
+        if embedded is not None or index_file is not None:
+            meta = replace(meta, embedded_index=embedded, extra_files=(index_file,) if index_file else ())
+        (state.changelog_files if changelog else state.files).append(meta)
+
+    def _write_parquet(self, path: str, file_table: pa.Table, level: int) -> int:
+        """Write ``file_table`` (the file schema) as the Parquet file ``path`` in this table's layout at LSM
+        ``level``; returns its size."""
         # Bounded row groups let readers merge big key-overlap sections window by window (arrow_read).
-        codecs = self._level_codecs.get(state.level)
+        codecs = self._level_codecs.get(level)
         if codecs is None:
-            codecs = self._level_codecs[state.level] = self._compression(state.level)
+            codecs = self._level_codecs[level] = self._compression(level)
         codec, codec_level = codecs
         kwargs: dict[str, Any] = {
             **PARQUET_LAYOUT,
@@ -276,13 +286,27 @@ class DataFileWriter:
         }
         if codec_level is not None:
             kwargs["compression_level"] = codec_level
-        fileio.write_stream(path, lambda out: pq.write_table(file_table, out, **kwargs))
-        size = fileio.size(path)
-        meta = self._file_meta(name, size, chunk, seq_range, state)
-        embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)
-        if embedded is not None or index_file is not None:
-            meta = replace(meta, embedded_index=embedded, extra_files=(index_file,) if index_file else ())
-        (state.changelog_files if changelog else state.files).append(meta)
+        self._fileio.write_stream(path, lambda out: pq.write_table(file_table, out, **kwargs))
+        return self._fileio.size(path)
+
+    def resequenced(self, path: str, meta: DataFileMeta, offset: int) -> DataFileMeta:
+        """Rewrite the primary-key file ``path`` (described by ``meta``, not yet committed) in place with every
+        ``_SEQUENCE_NUMBER`` ``offset`` higher; returns its new description. Only sequence numbers change: rows,
+        their order (so a file index beside it stays true), keys and statistics are the same."""
+        with self._fileio.open_input(path) as f:
+            stored = pq.read_table(f)
+        column = stored.column(SEQUENCE_NUMBER)
+        shifted = pc.add_checked(column, pa.scalar(offset, column.type))
+        file_table = self._to_file_table(
+            stored.set_column(stored.schema.get_field_index(SEQUENCE_NUMBER), SEQUENCE_NUMBER, shifted)
+        )
+        size = self._write_parquet(path, file_table, meta.level)
+        return replace(
+            meta,
+            file_size=size,
+            min_sequence_number=meta.min_sequence_number + offset,
+            max_sequence_number=meta.max_sequence_number + offset,
+        )
 
     def _file_meta(
         self, name: str, size: int, chunk: pa.Table, seq_range: tuple[int, int] | None, state: BucketState

@@ -48,12 +48,19 @@ class OpenBuckets:
     """The :class:`BucketState` of every bucket a writer touched, in the order it first touched them.
 
     ``directory(partition values, bucket directory name)`` places a bucket (the file writer's layout);
-    ``sequence_bases`` are the driver's next sequence number per (partition, bucket) (missing: 0).
+    ``sequence_bases`` are the driver's next sequence number per (partition, bucket) (missing: 0), read at snapshot
+    ``sequenced_after`` (what the new files' messages say, so their commit can order them after later commits).
     """
 
-    def __init__(self, directory: Callable[[tuple, str], str], sequence_bases: dict[tuple[bytes, int], int]) -> None:
+    def __init__(
+        self,
+        directory: Callable[[tuple, str], str],
+        sequence_bases: dict[tuple[bytes, int], int],
+        sequenced_after: int | None = None,
+    ) -> None:
         self._directory = directory
         self._sequence_bases = sequence_bases
+        self._sequenced_after = sequenced_after
         self._written: dict[tuple[bytes, int], BucketState] = {}
         self._compacted: dict[tuple[bytes, int, int], BucketState] = {}
         self._changelog: dict[tuple[bytes, int, int], BucketState] = {}
@@ -112,6 +119,8 @@ class OpenBuckets:
         """One message per bucket with files written since the last call (``writer`` names the task)."""
         messages = []
         for state in list(self._all()):
+            # New rows are ordered by their commit; compaction outputs keep their inputs' sequence numbers.
+            sequenced_after = self._sequenced_after if state.file_source == FILE_SOURCE_APPEND else None
             if state.files or state.changelog_files:
                 hashes = b""
                 if state.key_hashes:
@@ -125,6 +134,7 @@ class OpenBuckets:
                         writer=writer,
                         key_hashes=hashes,
                         changelog_files=tuple(state.changelog_files),
+                        sequenced_after=sequenced_after,
                     )
                 )
                 state.files = []

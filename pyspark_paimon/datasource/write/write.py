@@ -124,7 +124,7 @@ class TableWriter:
         # hands each flushed buffer's raw records to its changelog writer (sorted, before the merge). Java's
         # postpone writers write no changelog.
         self._changelog_input = self._is_pk and options.get(CHANGELOG_PRODUCER) == "input" and not raw_postpone
-        self._buckets = OpenBuckets(self._files.directory, ctx.sequence_bases)
+        self._buckets = OpenBuckets(self._files.directory, ctx.sequence_bases, ctx.snapshot_id)
         self._buffer: list[pa.Table] = []
         self._buffered_bytes = 0
 

@@ -30,6 +30,8 @@ class WriteContext:
     dynamic bucket mode, per partition bucket -> path of its ``HASH`` index file in the latest snapshot (each
     writer loads a partition's hashes when it first writes to it, as Java's assigners do). ``key_index``: for a
     cross-partition upsert table, where every live key is (``cross_partition.bootstrap``); None = no key yet.
+    ``snapshot_id``: the snapshot all of this was read from (0: an empty branch; None: not read from a snapshot),
+    which the new files' commit messages carry (``CommitMessage.sequenced_after``).
     """
 
     fileio: FileIO
@@ -41,6 +43,7 @@ class WriteContext:
     commit_user: str = ""
     hash_index: dict[bytes, dict[int, str]] = field(default_factory=dict)
     key_index: pa.Table | None = None
+    snapshot_id: int | None = None
 
     @classmethod
     def for_store(cls, store: FileStore, commit_user: str, replace_all: bool = False) -> "WriteContext":
@@ -73,4 +76,5 @@ class WriteContext:
             commit_user=commit_user,
             hash_index={} if replace_all else hash_index,
             key_index=None if replace_all or not is_cross_partition(schema) else bootstrap(store, schema, latest),
+            snapshot_id=latest.id if latest is not None else 0,
         )

@@ -63,6 +63,7 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.commit_order import SequenceCeilings
 from pyspark_paimon.metadata.snapshots.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
     Snapshot,
@@ -75,6 +76,9 @@ log = logging.getLogger(__name__)
 # Recorded in every snapshot we write; tests/metadata/test_commit.py keeps it equal to the package version.
 WRITER_VERSION = "pyspark-paimon-0.2.0"
 CommitKind = Literal["APPEND", "OVERWRITE", "COMPACT"]
+#: Rewrites a message's new level-0 files with sequence numbers ``offset`` higher; returns the message describing
+#: the rewritten files (the engine's, which writes data files: ``datasource/write/resequence.py``).
+Resequence = Callable[["CommitMessage", int], "CommitMessage"]
 _T = TypeVar("_T")
 
 
@@ -101,6 +105,10 @@ class CommitMessage:
     # Deletion-vector tables: a compaction's new ``DELETION_VECTORS`` index file(s) of this bucket, holding every
     # vector the bucket keeps (they replace the bucket's old ones in the index manifest; empty: none is left).
     index_files: tuple[IndexManifestEntry, ...] = ()
+    # The snapshot whose live files the sequence numbers of ``new_files`` continue (0: an empty branch): a commit
+    # given a ``resequence`` re-sequences them above anything committed to the bucket after it
+    # (:mod:`.commit_order`). None: not ordered by commit (compaction outputs, hand-made messages).
+    sequenced_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +271,33 @@ def commit_or_abort(
         raise
 
 
+def _after_later_commits(
+    messages: Sequence[CommitMessage], latest: Snapshot, ceilings: SequenceCeilings, resequence: Resequence
+) -> Sequence[CommitMessage]:
+    """``messages`` with the new level-0 files of every bucket that a commit after their ``sequenced_after``
+    reached with numbers as high as theirs shifted above that commit's (one offset per bucket, so the order
+    within this commit stays); ``messages`` itself when none needs it. Postpone-bucket files (sequence -1) are
+    ordered by their compaction instead."""
+    after: dict[tuple[bytes, int], int] = {}
+    lowest: dict[tuple[bytes, int], int] = {}
+    for m in messages:
+        new = [f.min_sequence_number for f in m.new_files if f.level == 0]
+        if m.sequenced_after is None or m.bucket < 0 or not new:
+            continue
+        key = (m.partition, m.bucket)
+        after[key] = min(after.get(key, m.sequenced_after), m.sequenced_after)
+        lowest[key] = min(lowest.get(key, min(new)), min(new))
+    offsets = {key: top + 1 - lowest[key] for key, top in ceilings.since(latest, after).items() if top >= lowest[key]}
+    if not offsets:
+        return messages
+    return [
+        resequence(m, offsets[(m.partition, m.bucket)])
+        if m.sequenced_after is not None and (m.partition, m.bucket) in offsets
+        else m
+        for m in messages
+    ]
+
+
 class FileStoreCommit:
     """Commits to one branch of one table."""
 
@@ -305,6 +340,7 @@ class FileStoreCommit:
         watermark: int | None = None,
         allow_empty: bool = False,
         index_update: Callable[[Snapshot | None], IndexChange] | None = None,
+        resequence: Resequence | None = None,
     ) -> Snapshot | None:
         """Commit ``messages`` as one snapshot; returns it (None if there was nothing to commit).
 
@@ -312,7 +348,12 @@ class FileStoreCommit:
         both combined) says how the new snapshot's index manifest differs from ``latest``'s; it is computed anew
         on each attempt against the snapshot it builds on (it may raise :class:`CommitConflictError`), and the
         files it wrote are deleted when the attempt does not land. An overwrite also drops the deletion vectors
-        of the buckets it empties. Otherwise the latest snapshot's index manifest is carried forward."""
+        of the buckets it empties. Otherwise the latest snapshot's index manifest is carried forward.
+
+        ``resequence(message, offset)`` (tables whose key versions are ordered by sequence number alone): on
+        each attempt, the new level-0 files of a bucket that another commit reached after the message's
+        ``sequenced_after`` snapshot with numbers as high as theirs are shifted above it by this call, which
+        rewrites them and returns the message describing them (:mod:`.commit_order`: the later commit wins)."""
         new_entries = entries_of(messages)
         # Java commits no changelog with an overwrite (FileStoreCommitImpl logs and ignores it); callers that
         # write changelog files delete them for an overwrite (WriteJob.commit).
@@ -324,6 +365,7 @@ class FileStoreCommit:
         commit_user = commit_user or self._options.new_commit_user()
         last_seen: int | None = None
         started = time.monotonic()
+        ceilings = SequenceCeilings(self.store) if resequence is not None and kind != "COMPACT" else None
         for attempt in range(self.max_retries + 1):
             latest = self.snapshots.latest()
             if attempt > 0:
@@ -334,6 +376,11 @@ class FileStoreCommit:
                     self._after_commit(done)  # and its auto tag
                     return done
             last_seen = latest.id if latest else None
+            if ceilings is not None and resequence is not None and latest is not None:
+                ordered = _after_later_commits(messages, latest, ceilings, resequence)
+                if ordered is not messages:
+                    messages = ordered
+                    new_entries = entries_of(messages)
             written: list[str] = []
             try:
                 snapshot = self._prepare(
