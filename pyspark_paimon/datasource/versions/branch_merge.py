@@ -70,6 +70,7 @@ from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.row_ranges import refuse_data_evolution
 from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 __all__ = [
@@ -400,6 +401,7 @@ def three_way(
     _check_on_conflict(on_conflict)
     _check_same_schema(src_branch, into)
     schema = into.schema()
+    refuse_data_evolution(schema, into.table_path, label)
     if schema.primary_keys:
         check_merge_engine(schema, into.table_path, deletes=True, updates=True)
         if schema.core_options.merge_engine != "deduplicate":
