@@ -652,7 +652,6 @@ REFUSED_ON_READ = [
     ("partial-update.remove-record-on-sequence-group", "g1"),
     ("primary-key.nullable", "true"),
     ("pk-clustering-override", "true"),
-    ("data-evolution.enabled", "true"),
     ("data-file.thin-mode", "true"),
     ("index-file-in-data-file-dir", "true"),
     ("merge-engine", "replace"),
@@ -683,6 +682,7 @@ REFUSED_ON_READ = [
 # Keys that do not change a read but do change what a write must produce: refused on write and create only.
 REFUSED_ON_WRITE = [
     ("row-tracking.enabled", "true"),
+    ("data-evolution.enabled", "true"),
     ("write.sequence-number-init-mode", "snapshot"),
     ("data-file.external-paths.strategy", "round-robin"),
     ("commit.callbacks", "com.example.Callback"),
