@@ -1,7 +1,8 @@
 """Row tracking and data evolution across implementations (issue 36): pypaimon 2.1 writes row-tracking and
 data-evolution tables -- appends, a column updated by ``_ROW_ID``, a column added and filled for existing rows, an
 upsert by key, a delete by row id (deletion vectors) -- and we read exactly its rows, with its ``_ROW_ID`` and
-``_SEQUENCE_NUMBER``, through ``t.scan``, ``$row_tracking`` and Spark.
+``_SEQUENCE_NUMBER``, through ``t.scan``, ``$row_tracking`` and Spark. We write row-tracking tables (ids assigned at
+commit, as Java does) that pypaimon reads with the same ids and appends to without reusing one.
 
 All oracle work runs in one batch: every table is built, then read by pypaimon with the hidden columns projected.
 """
@@ -13,8 +14,8 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pytest
 
-from pyspark_paimon import Table
-from pyspark_paimon.errors import OptionError
+from pyspark_paimon import Catalog, Table
+from pyspark_paimon.errors import CompactionError, DmlError, OptionError
 from tests.interop.helpers import OracleBatch, assert_same_table, ours_spark, table_uri
 
 pytestmark = pytest.mark.interop
@@ -38,9 +39,35 @@ def _evolution(dv: bool) -> dict[str, Any]:
     }
 
 
+def _rows(rows: list[list[Any]]) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int32()),
+            "dt": [r[1] for r in rows],
+            "name": [r[2] for r in rows],
+            "score": [r[3] for r in rows],
+        }
+    )
+
+
 @pytest.fixture(scope="module")
 def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
+    catalog = Catalog(module_warehouse)
+    catalog.create_database("db", ignore_if_exists=True)
+    ours = catalog.create_table(
+        "db.ours",
+        "id int, dt string, name string, score double",
+        partition_keys=["dt"],
+        options={"row-tracking.enabled": "true"},
+    )
+    ours.write_arrow(_rows(FIRST))
+    ours.refresh().write_arrow(_rows(SECOND))
+    ours.refresh().write_arrow(_rows([[6, "b", "f", 6.0]]), mode="overwrite", overwrite_partition={"dt": "b"})
+    catalog.create_table("db.plain", "id int").write_arrow(pa.table({"id": pa.array([1], pa.int32())}))
     b = OracleBatch(module_warehouse)
+    b.read("ours", "db.ours", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+    b.write("db.ours", [{"rows": [[7, "a", "g", 7.0]]}])  # pypaimon appends after our commits
+    b.read("ours_after", "db.ours", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     # Row tracking alone: ids assigned at commit, no partial files.
     b.write(
         "db.tracked",
@@ -122,6 +149,20 @@ def test_row_tracking_alone(batch: OracleBatch, module_warehouse: str) -> None:
     assert sorted(picked.column("id").to_pylist()) == sorted(r["id"] for r in ours.to_pylist() if r["_ROW_ID"] >= 3)
 
 
+def test_pypaimon_reads_the_ids_we_assigned(batch: OracleBatch, module_warehouse: str) -> None:
+    table = Table.open(table_uri(module_warehouse, "db.ours"))
+    # Our three commits, then pypaimon's append: it must continue from our snapshot's next row id.
+    ids = {r["id"]: (r["_ROW_ID"], r["_SEQUENCE_NUMBER"]) for r in _ours(module_warehouse, "ours").to_pylist()}
+    first_a = sorted(ids[i][0] for i in (1, 2))
+    assert sorted(v[0] for v in ids.values()) == [*first_a, 3, 5, 6]  # 2 (b, id 3) and 4 (b, id 5) overwritten
+    assert ids[6] == (5, 3) and ids[7] == (6, 4) and ids[4][1] == 2
+    snapshots = table.inspect.snapshots().to_pylist()
+    assert [s["next_row_id"] for s in snapshots] == [3, 5, 6, 7]
+    assert_same_table(batch.tables["ours_after"]["pypaimon"], _ours(module_warehouse, "ours"), "ours after pypaimon")
+    before = batch.tables["ours"]["pypaimon"]
+    assert_same_table(before, _ours(module_warehouse, "ours", {"scan.snapshot-id": "3"}), "ours as we wrote it")
+
+
 def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
     evolved = Table.open(table_uri(module_warehouse, "db.evolved"))
     with pytest.raises(OptionError, match="cannot be written"):
@@ -130,6 +171,13 @@ def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
         evolved.scan(read_options={"incremental-between": "1,3"}).to_arrow()
     with pytest.raises(OptionError, match="data-evolution.enabled"):
         evolved.diff(1, 3)
+    tracked = Table.open(table_uri(module_warehouse, "db.tracked"))
+    with pytest.raises(DmlError, match="tracks rows"):
+        tracked.delete("id = 1")
+    with pytest.raises(CompactionError, match="tracks rows"):
+        tracked.maintenance.compact()
+    with pytest.raises(OptionError, match="does not track rows"):
+        _ours(module_warehouse, "plain")  # no ids to return
 
 
 def test_spark_reads_the_same_rows_and_ids(spark: Any, batch: OracleBatch, module_warehouse: str) -> None:
@@ -140,3 +188,16 @@ def test_spark_reads_the_same_rows_and_ids(spark: Any, batch: OracleBatch, modul
         assert_same_table(ours_spark(spark, uri + "$row_tracking"), expected, f"spark {name}$row_tracking")
         plain = ours_spark(spark, uri)
         assert_same_table(plain, expected.drop_columns(HIDDEN), f"spark {name} without the hidden columns")
+
+
+def test_spark_writes_get_row_ids(spark: Any, module_warehouse: str) -> None:
+    table = Catalog(module_warehouse).create_table(
+        "db.spark_written", "id bigint, name string", options={"row-tracking.enabled": "true"}
+    )
+    uri = table_uri(module_warehouse, "db.spark_written")
+    spark.createDataFrame([(1, "x"), (2, "y")], ["id", "name"]).write.format("paimon").mode("append").save(uri)
+    spark.createDataFrame([(3, "z")], ["id", "name"]).write.format("paimon").mode("append").save(uri)
+    got = _ours(module_warehouse, "spark_written")
+    assert sorted(got.column("_ROW_ID").to_pylist()) == [0, 1, 2]
+    assert dict(zip(got.column("id").to_pylist(), got.column("_SEQUENCE_NUMBER").to_pylist()))[3] == 2
+    assert [s["next_row_id"] for s in table.refresh().inspect.snapshots().to_pylist()] == [2, 3]

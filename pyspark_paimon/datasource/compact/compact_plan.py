@@ -43,6 +43,7 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
     validate_table_options,
 )
+from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -206,6 +207,12 @@ def plan_compaction(
         validate_table_options(overlay, creating=False, writing=True, table=store.table_path)
         schema = replace(schema, options=overlay)
     refuse_unsupported(schema, store.table_path, full)
+    if row_tracking_enabled(schema.options) and not auto:  # automatic compaction leaves bucket -1 tables alone
+        raise CompactionError(
+            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a compaction must carry every row's "
+            "_ROW_ID and _SEQUENCE_NUMBER into the files it writes, which pyspark-paimon's compaction does not do "
+            "yet. Compact the table with Paimon (a Flink or Spark compaction job); reads do not need it."
+        )
     order = _order_of(schema, store.table_path, order_strategy, order_by, auto)
     clustering = order is not None and order_strategy is None
     options = schema.core_options

@@ -404,10 +404,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "looks for them (reads, writes and expiration expect them in index/)",
         "false",
     ),
-    "row-tracking.enabled": _write_refused(
-        "Java gives every new row an id at commit (first_row_id, next_row_id); our commits do not", "false"
+    "row-tracking.partition-group-on-commit": _inert(
+        "orders the id ranges one commit hands out by partition; every row still gets one unique id, and which "
+        "range a file gets depends on the order of the commit's files in Java too"
     ),
-    "row-tracking.partition-group-on-commit": _inert("only with row-tracking.enabled, which writes refuse"),
     "data-evolution.enabled": _write_refused(
         "rows are assembled from files that each hold some columns (read here); our writes, compactions and row "
         "changes do not produce such files",
