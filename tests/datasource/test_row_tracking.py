@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource.read.file_read import with_tracking_columns
 from pyspark_paimon.errors import CompactionError, CorruptMetadataError, DmlError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import (
     EMPTY_ROW,
@@ -149,3 +151,17 @@ def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
         catalog.create_table(
             "db.de", "id int", options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
         )
+
+
+def test_ids_a_file_stores_win_over_computed_ones() -> None:
+    """Java's compactions write ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` into the file and leave first_row_id unset."""
+    data = pa.table({"id": [1, 2], "_ROW_ID": pa.nulls(2, pa.int64()), "_SEQUENCE_NUMBER": pa.nulls(2, pa.int64())})
+    stored = pa.table({"_ROW_ID": pa.array([7, 8], pa.int64()), "_SEQUENCE_NUMBER": pa.array([3, 5], pa.int64())})
+    compacted = _file("c", 2, seq=9, file_source=FILE_SOURCE_COMPACT)
+    got = with_tracking_columns(data, compacted, np.arange(2), stored)
+    assert got.column("_ROW_ID").to_pylist() == [7, 8] and got.column("_SEQUENCE_NUMBER").to_pylist() == [3, 5]
+    partial = pa.table({"_ROW_ID": pa.array([7, None], pa.int64())})
+    got = with_tracking_columns(data, _file("p", 2, first=20, seq=4), np.array([0, 5]), partial)
+    assert got.column("_ROW_ID").to_pylist() == [7, 25] and got.column("_SEQUENCE_NUMBER").to_pylist() == [4, 4]
+    with pytest.raises(CorruptMetadataError, match="no first row id"):
+        with_tracking_columns(data, compacted, np.arange(2), partial)

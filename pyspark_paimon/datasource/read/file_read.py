@@ -499,19 +499,25 @@ def with_tracking_columns(
         index = data.schema.get_field_index(name)
         if index < 0:
             continue
+        kept = None
+        if name in stored.schema.names:  # a compacted file stores its rows' ids (Java writes them, first_row_id unset)
+            column = stored.column(name)
+            kept = (column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column).cast(pa.int64())
+            if kept.null_count == 0:
+                data = data.set_column(index, pa.field(name, pa.int64(), nullable=False), kept)
+                continue
         if name == ROW_ID:
             if f.first_row_id is None:
                 raise CorruptMetadataError(
-                    f"Data file '{f.file_name}' of a row-tracking table has no first row id in its manifest entry, "
-                    "so its rows have no ids. Read the table without the row-tracking columns, or with Paimon."
+                    f"Data file '{f.file_name}' of a row-tracking table has no first row id in its manifest entry "
+                    "and stores no id for some rows, so they have none. Read the table without the row-tracking "
+                    "columns, or with Paimon."
                 )
             computed = pa.array(positions + f.first_row_id, pa.int64())
         else:
             computed = pa.repeat(pa.scalar(f.max_sequence_number, pa.int64()), n)
-        if name in stored.schema.names:
-            column = stored.column(name)
-            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            computed = pc.coalesce(column.cast(pa.int64()), computed)
+        if kept is not None:
+            computed = pc.coalesce(kept, computed)
         data = data.set_column(index, pa.field(name, pa.int64(), nullable=False), computed)
     return data
 
