@@ -333,6 +333,16 @@ def _remove_orphan_files(t: Table, a: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def _check(t: Table, a: argparse.Namespace) -> list[Row]:
+    r = t.maintenance.check(progress=progress_for(sys.stderr))
+    rows: list[Row] = [{"damaged": d.describe()} for d in r.damaged]
+    intact = ", ".join(f"'{b}': {s}" for b, s in sorted(r.last_intact.items()))
+    summary = "intact" if r.ok else f"{len(r.damaged)} damaged"
+    totals = f"{r.roots_checked} snapshots and tags, {r.files_checked} files: {summary}"
+    rows.append({"damaged": f"({totals}; newest intact snapshot per branch: {intact})"})
+    return rows
+
+
 def _key_values(text: str | None, name: str) -> dict[str, str] | None:
     """Paimon's ``options`` argument: 'k=v,k2=v2'."""
     if not text:
@@ -686,6 +696,13 @@ PROCEDURES: tuple[Procedure, ...] = (
         "delete files no snapshot, tag or branch references (default: older than 1 d)",
         (_OLDER_THAN, _DRY_RUN),
         _remove_orphan_files,
+    ),
+    Procedure(
+        "check",
+        "check that every file any snapshot, tag or changelog of any branch references is there; names the damaged "
+        "ones and the newest intact snapshot of each branch (exit status 0 either way)",
+        (),
+        _check,
     ),
     Procedure(
         "compact",

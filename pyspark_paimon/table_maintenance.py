@@ -20,6 +20,7 @@ from pyspark_paimon.metadata.catalog import rest_refs as _rest_refs
 from pyspark_paimon.metadata.catalog.rest_metastore import rest_table
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.iceberg import sync as _iceberg
+from pyspark_paimon.metadata.maintenance import check as _check
 from pyspark_paimon.metadata.maintenance import expire as _expire
 from pyspark_paimon.metadata.maintenance import orphans as _orphans
 from pyspark_paimon.metadata.progress import Progress
@@ -196,6 +197,13 @@ class Maintenance:
         done, total)`` is called per orphan file."""
         store = self._table.store
         return _orphans.remove_orphan_files(store, older_than=older_than, dry_run=dry_run, progress=progress)
+
+    def check(self, *, progress: Progress | None = None) -> _check.CheckResult:
+        """Check that every file a snapshot, tag or long-lived changelog of any branch references is there, without
+        reading data: the damaged roots (``damaged``, each naming what is missing or unreadable) and the newest
+        intact snapshot of each branch (``last_intact``), the one to roll back to. Nothing is written; see
+        docs/maintenance.md, "Checking and repairing a table". ``progress(step, done, total)`` per root."""
+        return _check.check_table(self._table.store, progress=progress)
 
     @records_effects("roll back", idempotent=True)
     def rollback_to(

@@ -356,3 +356,70 @@ def test_a_publish_overtaken_by_a_writer_is_planned_again(catalog: Catalog) -> N
     result = t.branches.publish("fix", on_conflict="source")
     assert result.conflicts == 1
     assert _rows(t) == {1: (11, "f"), 2: (20, "x"), 3: (7, "w")}
+
+
+def _stop_final_record(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every write of the merge record after a merge commit fails (as a kill there would stop it)."""
+    from pyspark_paimon.datasource.versions import branch_merge
+
+    failed: list[int] = []
+
+    def fail(store: Any, source: str, into: str, result: Any) -> None:
+        failed.append(result.snapshot_id)
+        raise OSError("injected failure of the merge record after the commit")
+
+    monkeypatch.setattr(branch_merge, "_record_base", fail)
+    return failed
+
+
+def test_a_merge_record_lost_after_the_commit_still_leads_the_next_merge(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record is written before the commit too, so a failure after the commit (logged, the merge landed)
+    leaves the next merge on the merged base: main's later change of a merged key is no conflict."""
+    t = _pk(catalog)
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("b")
+    b = t.on_branch("b")
+    _w(b, [1], [11], "b")
+    failed = _stop_final_record(monkeypatch)
+    first = t.branches.merge("b")
+    assert failed == [first.snapshot_id] and _rows(t)[1] == (11, "b")
+    monkeypatch.undo()
+    _w(t, [1], [12], "m")  # main changes the merged key again
+    _w(b, [2], [22], "b")
+    second = t.branches.merge("b")  # from the fork point, key 1 would be a conflict (11 on b, 12 on main)
+    assert second.base == f"b.{first.source_snapshot_id}"
+    assert (second.conflicts, _rows(t)) == (0, {1: (12, "m"), 2: (22, "b")})
+
+
+def test_a_pending_merge_record_whose_commit_never_landed_keeps_the_previous_base(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark_paimon.datasource import jobs
+
+    t = _pk(catalog)
+    _w(t, [1, 2], [10, 20])
+    t.branches.create("b")
+    b = t.on_branch("b")
+    _w(b, [1], [11], "b")
+    first = t.branches.merge("b")  # recorded completely
+    _w(b, [2], [21], "b")
+    failed = _stop_final_record(monkeypatch)
+    second = t.branches.merge("b")  # landed; only its pending record was written
+    assert failed == [second.snapshot_id]
+    monkeypatch.undo()
+    _w(b, [1], [13], "b")
+
+    def no_commit(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("injected failure of the commit")
+
+    monkeypatch.setattr(jobs.WriteJob, "commit", no_commit)
+    with pytest.raises(OSError, match="injected failure of the commit"):
+        t.branches.merge("b")  # its pending record names a commit that never lands
+    monkeypatch.undo()
+    _w(t, [2], [24], "m")  # main changes key 2 after the second merge: no conflict from its base
+    third = t.branches.merge("b")
+    assert first.base != second.base
+    assert third.base == f"b.{second.source_snapshot_id}"
+    assert (third.conflicts, _rows(t)) == (0, {1: (13, "b"), 2: (24, "m")})

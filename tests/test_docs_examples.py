@@ -4,9 +4,12 @@ A page's examples run in order in one test (one shared SparkSession), each on a 
 :class:`Docs` builds for it: the ``orders`` table the guide talks about (days 2025-08-10 and 2025-08-11, each
 committed on its day and tagged with it, a stream consumer ``etl``), the DataFrames and Arrow tables the examples
 write (``df``, ``arrow_table``...), and what a page needs beyond that. Absolute paths in examples
-(``/data/warehouse``, ``/wh``, ``/warehouse``, ``/chk``, ``/checkpoints``) point into the test's temporary
-directory. A block that cannot run here (an object store, a Connect server, a query that never ends) has
-``<!-- not runnable: <why> -->`` on the line before its fence.
+(``/data/warehouse``, ``/wh``, ``/warehouse``, ``/chk``, ``/checkpoints``, any other ``/data/...``, also after
+``jdbc:sqlite:``) point into the test's temporary directory; the REST catalog address ``http://catalog:8080`` is
+the in-suite server (tests/rest_catalog_server.py) that the page's builder started. A loop that polls for ever
+(``for changes in follower``) ends where it would first sleep with nothing new. A block that cannot run here (an
+object store, a Connect server, a query that never ends) has ``<!-- not runnable: <why> -->`` on the line before
+its fence.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import json
 import re
 import shutil
+import sqlite3
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 from unittest import mock
 
@@ -30,14 +36,17 @@ import pytest
 
 from pyspark_paimon import Catalog, Table, register
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
+from pyspark_paimon.variant import variant_array
 from tests.iceberg_readers import _extension_file
+from tests.rest_catalog_server import RestCatalogServer, ServerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 _FENCE = re.compile(r"^([ \t]*)```python[ \t]*\n(.*?)^\1```[ \t]*$", re.S | re.M)
 _MARKER = re.compile(r"<!--\s*not runnable:\s*(.*?)\s*-->\s*$")
-_PATHS = re.compile(r"""(?<=["'])/(data/warehouse|wh|warehouse|chk|checkpoints)(?=[/"'])""")
+_PATHS = re.compile(r"""(?:(?<=["'])|(?<=jdbc:sqlite:))/(data/warehouse|data|wh|warehouse|chk|checkpoints)(?=[/"'])""")
+REST_URI = "http://catalog:8080"  # the examples' REST catalog: the in-suite server a builder started
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,7 +159,13 @@ class Docs:
         """``code`` with the examples' absolute paths moved into this example's warehouse."""
         mapping = {"data/warehouse": ns["warehouse"], "wh": ns["warehouse"], "warehouse": ns["warehouse"]}
         mapping.update({"chk": str(self.root / f"chk{self.count}"), "checkpoints": str(self.root / f"cp{self.count}")})
-        return _PATHS.sub(lambda m: mapping[m.group(1)], code)
+        mapping["data"] = str(self.root / f"data{self.count}")
+        if "/data/" in code:
+            Path(mapping["data"]).mkdir(exist_ok=True)
+        code = _PATHS.sub(lambda m: mapping[m.group(1)], code)
+        if REST_URI in code:
+            code = code.replace(REST_URI, ns.pop("_rest").uri)
+        return code
 
 
 # ------------------------------------------------------------------------------------ what each page needs
@@ -327,6 +342,103 @@ def _streaming(docs: Docs, example: Example) -> dict[str, Any]:
     return ns
 
 
+def _variant(docs: Docs, example: Example) -> dict[str, Any]:
+    ns = docs.base()
+    ns.update(json=json, Decimal=Decimal, date=dt.date, path=f"{ns['warehouse']}/default.db/events")
+    if "parse_json" in example.code:
+        return ns  # the example's Spark write creates the table
+    if "dt = " in example.code:  # the filter examples: events of a day whose payloads have the paths asked for
+        t = ns["cat"].create_table("default.events", "id bigint, dt string, payload variant", partition_keys=["dt"])
+        payload = variant_array(['{"user": {"id": 1001}, "tags": ["a"]}', '{"user": {"id": 7}}'], json=True)
+        t.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64()), "dt": ["2025-08-11"] * 2, "payload": payload}))
+    else:  # the examples write (id, payload) rows
+        t = ns["cat"].create_table("default.events", "id bigint, payload variant")
+    ns.update(t=t, path=t.uri)
+    return ns
+
+
+def _catalogs(docs: Docs, example: Example) -> dict[str, Any]:
+    ns = docs.base()
+    if REST_URI in example.code:  # the example's REST catalog, warehouse 'prod'
+        server = RestCatalogServer(str(docs.root / f"rest{docs.count}"), ServerConfig(warehouse="prod")).start()
+        ns.update(_rest=server, TOKEN=server.config.bearer, _during=[_stopping(server)])
+    else:  # the JDBC catalog of the first example, holding its table
+        data = docs.root / f"data{docs.count}"
+        data.mkdir()
+        db = Catalog(ns["warehouse"], options={"metastore": "jdbc", "uri": f"jdbc:sqlite:{data / 'catalog.db'}"})
+        db.create_table("sales.orders", "id bigint, v string", primary_keys=["id"], options={"bucket": "4"})
+        ns.update(db=db, df=docs.spark.createDataFrame([(1, "a"), (2, "b")], "id bigint, v string"))
+    return ns
+
+
+@contextlib.contextmanager
+def _stopping(server: RestCatalogServer) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        server.stop()
+
+
+def _errors(docs: Docs, example: Example) -> dict[str, Any]:
+    ns = docs.world()
+    ns["batch"] = ns["arrow_table"]
+    return ns
+
+
+def _following(docs: Docs, example: Example) -> dict[str, Any]:
+    ns = docs.world(name="sales.orders")
+    applied: list[pa.Table] = []
+    ns.update(apply=applied.append, upsert_and_delete=_upsert_and_delete)
+    ns["_during"] = [mock.patch("pyspark_paimon.datasource.stream.follow.time", SimpleNamespace(sleep=_idle))]
+    return ns
+
+
+def _upsert_and_delete(db: sqlite3.Connection, changes: pa.Table) -> None:
+    """The sink of the exactly-once example: the orders' rows by key, in SQLite."""
+    db.execute("CREATE TABLE IF NOT EXISTS orders (dt TEXT, id INTEGER, amount TEXT, PRIMARY KEY (dt, id))")
+    rows = changes.select(["rowkind", "dt", "id", "amount"]).to_pylist()
+    gone = [(r["dt"], r["id"]) for r in rows if r["rowkind"] in ("-D", "-U")]
+    db.executemany("DELETE FROM orders WHERE dt = ? AND id = ?", gone)
+    kept = [(r["dt"], r["id"], str(r["amount"])) for r in rows if r["rowkind"] in ("+I", "+U")]
+    db.executemany("INSERT OR REPLACE INTO orders VALUES (?, ?, ?)", kept)
+
+
+class NothingNewError(Exception):
+    """Where a follower would sleep with nothing new: ends an example's ``for changes in follower`` loop."""
+
+
+def _idle(seconds: float) -> None:
+    raise NothingNewError
+
+
+def _schema_evolution(docs: Docs, example: Example) -> dict[str, Any]:
+    if "update_schema" in example.code:  # the ALTER example: a table with the columns it changes
+        ns = docs.base()
+        ddl = "id bigint, qty int, address struct<street: string, zip: int>, legacy string"
+        t = ns["cat"].create_table("default.orders", ddl, primary_keys=["id"])
+        t.write_arrow(
+            pa.table(
+                {
+                    "id": pa.array([1, 2], pa.int64()),
+                    "qty": pa.array([3, 4], pa.int32()),
+                    "address": [{"street": "Main", "zip": 10115}, {"street": "Elm", "zip": 80331}],
+                    "legacy": ["x", None],
+                },
+                schema=t.schema.arrow_schema(),
+            )
+        )
+        ns["t"] = t
+        return ns
+    ns = docs.world()  # the merge-schema example: data with a column the orders table lacks
+    spark = docs.spark
+    ns["df"] = ns["df"].selectExpr("*", "'rush' AS note")
+    ns["arrow_table"] = ns["arrow_table"].append_column("channel", pa.array(["web"] * ns["arrow_table"].num_rows))
+    incoming = ns["cat"].create_table("default.incoming", f"{ORDERS_DDL}, source string")
+    incoming.write_arrow(orders_rows("2025-08-13", [(20, "2.00")]).append_column("source", pa.array(["shop"])))
+    ns["stream_df"] = spark.readStream.format("paimon").load(incoming.uri)
+    return ns
+
+
 def _row_tracking(docs: Docs, example: Example) -> dict[str, Any]:
     ns = docs.base()
     events = ns["cat"].create_table("db.events", "id bigint, kind string", options={"row-tracking.enabled": "true"})
@@ -348,6 +460,11 @@ PAGES: dict[str, Callable[[Docs, Example], dict[str, Any]]] = {
     "file-indexes.md": _file_indexes,
     "iceberg.md": _iceberg,
     "streaming.md": _streaming,
+    "variant.md": _variant,
+    "catalogs.md": _catalogs,
+    "errors.md": _errors,
+    "following.md": _following,
+    "schema-evolution.md": _schema_evolution,
     "row-tracking.md": _row_tracking,
 }
 
@@ -386,6 +503,8 @@ def test_page_examples_run(page: str, spark: Any, tmp_path: Path) -> None:
                     for patch in ns.pop("_during", []):
                         during.enter_context(patch)
                     exec(compile(code, f"docs/{page}:{example.line}", "exec"), ns)  # noqa: S102 - the docs' own code
+            except NothingNewError:
+                pass  # a loop that polls for ever has read everything there is
             except Exception as exc:
                 raise AssertionError(f"docs/{page}, the Python block at line {example.line} failed: {exc!r}") from exc
             for query in spark.streams.active:  # a stream an example started: let it finish its run, then stop

@@ -26,6 +26,8 @@ What each snapshot contributes (Paimon's streaming semantics, ``DeltaFollowUpSca
   last consumed was replaced (``fast_forward``, ``replace_main``, ``rollback_to``), the stream diffs the state
   it had consumed (kept in its offset as the snapshot's manifest lists) against the new head, then goes on
   with the new history. A downstream job that applies the row kinds therefore ends with exactly the new state.
+  A consumed snapshot that merely expired (a consumer keeps the next snapshot, not it) is no rewrite: the next
+  snapshot was committed on its state, whether or not expiration has deleted its manifest lists yet.
   For append tables a diff is the removed files' rows as -D and the added files' rows as +I. A rewrite can
   land at any moment, also after Spark fixed a micro-batch's range (``latestOffset``) and before it plans it
   (``partitions``): that batch is then the change from its start's state to the state its end offset records
@@ -311,18 +313,53 @@ class StreamPlanner:
                 "give a long-running stream option 'consumer-id' so that expiration keeps what it still needs."
             ) from exc
 
-    def _state_entries(self, consumed: Consumed) -> list[ManifestEntry]:
+    def _consumed_state(self, consumed: Consumed) -> list[ManifestEntry]:
+        """The live files of the state ``consumed`` records, read from its manifest lists (its snapshot file may
+        be gone)."""
         ms = self.store.manifests
+        metas = ms.read_list(consumed.base_manifest_list) + ms.read_list(consumed.delta_manifest_list)
+        return live_files(ms.read_entries(metas), f"the consumed state (snapshot {consumed.snapshot_id})")
+
+    def _holds(self, consumed: Consumed) -> bool:
+        """Whether the branch still holds the snapshot ``consumed`` identifies (so its metadata must be there)."""
+        snapshots = self.store.snapshots
         try:
-            metas = ms.read_list(consumed.base_manifest_list) + ms.read_list(consumed.delta_manifest_list)
-            return live_files(ms.read_entries(metas), f"the consumed state (snapshot {consumed.snapshot_id})")
-        except (FileNotFoundError, SnapshotNotFoundError) as exc:
+            return snapshots.exists(consumed.snapshot_id) and consumed.matches(snapshots.snapshot(consumed.snapshot_id))
+        except SnapshotNotFoundError:
+            return False
+
+    def _state_entries(self, consumed: Consumed) -> list[ManifestEntry]:
+        try:
+            return self._consumed_state(consumed)
+        except (CorruptMetadataError, SnapshotNotFoundError) as exc:
+            # A missing list or manifest of a snapshot the branch no longer holds is no corruption: expiration
+            # deleted it (after the snapshot file, so possibly while this stream was looking).
+            if isinstance(exc, CorruptMetadataError) and self._holds(consumed):
+                raise
             raise SnapshotNotFoundError(
                 f"The history of branch '{self.store.branch}' of {self.store.table_path} was rewritten (fast-forward, "
                 f"replace or rollback) after this stream consumed snapshot {consumed.snapshot_id}, and the metadata "
-                f"of what it consumed is gone ({exc}), so the stream cannot compute the change to the new history. "
-                "Start the query again with a new checkpoint location."
+                f"of what it consumed is gone ({exc}): that snapshot expired, so the stream cannot compute the change "
+                "to the new history. Start the query again with a new checkpoint location, and give a long-running "
+                "stream option 'consumer-id' so that expiration keeps the snapshots it still needs."
             ) from exc
+
+    def _continues(self, consumed: Consumed, following: Snapshot) -> bool:
+        """Whether ``following`` was committed on the state ``consumed`` records: the state its base manifest list
+        holds (the files of the snapshot it was committed on) is that state. True as well when the consumed
+        state can no longer be read: expiration deletes an expired snapshot's metadata (a rewrite never does),
+        so the snapshot expired normally and, as in Java, the next snapshot decides."""
+        try:
+            before = self._consumed_state(consumed)
+        except CorruptMetadataError:
+            return True
+        ms = self.store.manifests
+        try:
+            base = ms.read_entries(ms.read_list(following.base_manifest_list))
+            after = live_files(base, f"the state snapshot {following.id} was committed on")
+        except CorruptMetadataError:
+            return True  # it expired meanwhile too: reading it says so
+        return {e.identifier for e in before} == {e.identifier for e in after}
 
     def diff_splits(
         self, snapshot_id: int, before: Iterable[ManifestEntry], after: Iterable[ManifestEntry]
@@ -412,9 +449,19 @@ class StreamPlanner:
         earliest = snapshots.earliest_id()
         latest = snapshots.latest_id()
         if earliest is not None and latest is not None and sid < earliest:
-            # Below the earliest snapshot: expired normally (expiration deletes its manifest lists; the next
-            # snapshot decides, and it must exist), or replaced by a history that starts later (replace_main
-            # with a branch forked after it), whose lists are still there to diff from.
+            # Below the earliest snapshot: expired normally (a consumer keeps its next snapshot, not this one), or
+            # replaced by a history that starts later (replace_main with a branch forked after it). Whether its
+            # manifest lists are still there does not tell them apart: expiration deletes them only after the
+            # snapshot file (a stream may look in between), and a tag or branch keeps them. The next snapshot
+            # does: a normal history committed it on the consumed state.
+            try:
+                following = snapshots.snapshot(sid + 1) if snapshots.exists(sid + 1) else None
+            except SnapshotNotFoundError:
+                following = None
+            if following is not None:
+                return not self._continues(consumed, following)
+            # The next snapshot is gone too: a history that starts later (the lists are kept to diff from), or a
+            # stream that fell behind expiration (the delta phase's error says so).
             ms = self.store.manifests
             return all(
                 self.store.fileio.exists(ms.path(name))

@@ -11,6 +11,7 @@ from pyspark_paimon import Catalog
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.datasource.stream.stream_jobs import StreamReadJob, read_stream_split
 from pyspark_paimon.errors import OptionError, SnapshotNotFoundError
+from pyspark_paimon.metadata.maintenance import expire
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.micro_batch import Admission, task_groups
@@ -327,6 +328,60 @@ def test_consumer_progress_protects_snapshots_from_expiration(catalog):
     assert sum((r for r, _ in batches), []) == [(1, "1"), (2, "2")]
     # A new stream with the same consumer id continues where the consumer stopped.
     assert _job(t, **{"consumer-id": "app"}).initial_offset().snapshot == 2
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["mid-expiration", "tagged"])
+def test_a_consumed_snapshot_that_expires_under_the_stream_is_no_rewrite(catalog, monkeypatch, tagged):
+    """A consumer keeps its next snapshot, not the one its offset records as consumed, so that one expires
+    normally. A stream that plans while expiration has deleted the snapshot file but not yet its manifest lists
+    (the deploy soak's race), or whose consumed snapshot's lists a tag keeps, must not take that for a rewritten
+    history: it goes on with the next snapshot's delta, and Spark planning the batch after the sweep reads the
+    same splits."""
+    t = catalog.create_table("db.a", SCHEMA, options={"bucket": "1", "bucket-key": "id"})
+    for i in range(4):
+        _write(t, [i], [str(i)])
+    if tagged:
+        t.tags.create("kept", snapshot_id=2)
+    job = _job(
+        t, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "consumer-id": "app", "read.changelog": "true"}
+    )
+    _, pos = job.next_batch(job.initial_offset(), stop_at=2)
+    job.commit(pos)
+    assert pos.consumed is not None and pos.consumed.snapshot_id == 2
+    assert ConsumerManager(t.store).next_snapshot("app") == 3
+    planned = []
+    real_sweep = expire.sweep
+
+    def plan_then_sweep(*args, **kwargs):  # Spark's latestOffset lands between the two deletions
+        planned.append(job.next_batch(pos))
+        return real_sweep(*args, **kwargs)
+
+    monkeypatch.setattr(expire, "sweep", plan_then_sweep)
+    assert t.maintenance.expire_snapshots(retain_max=1, retain_min=1, older_than="2999-01-01 00:00:00")
+    assert t.store.snapshots.earliest_id() == 3 and len(planned) == 1
+    [(splits, end)] = planned
+    assert {s.phase for s in splits} == {"delta"}
+    assert _rows(job, splits) == [("+I", 2, "2"), ("+I", 3, "3")]
+    assert job.splits_between(pos, end) == splits  # partitions, after the sweep
+    assert job.next_batch(pos) == (splits, end)
+
+
+def test_a_batch_whose_start_state_expired_under_a_rewrite_is_a_clear_error(catalog):
+    """Without a consumer, expiration may delete the state a stream started a batch from; when a rewrite then
+    makes that batch a change of states, the error says what happened, not that the table is corrupt."""
+    t = catalog.create_table("db.a", SCHEMA, options={"bucket": "1", "bucket-key": "id"})
+    for i in range(4):
+        _write(t, [i], [str(i)])
+    # Its own store, as a stream's planning worker has (the writer's caches the manifest lists it commits on).
+    store = FileStore(t.store.fileio, t.store.table_path, "main")
+    job = StreamReadJob(store, {"path": store.table_path, "scan.mode": "from-snapshot", "scan.snapshot-id": "1"})
+    _, pos = job.next_batch(job.initial_offset(), stop_at=2)
+    _, end = job.next_batch(pos)  # latestOffset fixes the batch over snapshots 3 and 4
+    t.maintenance.rollback_to(snapshot_id=3)
+    _write(t, [9], ["z"])  # snapshot 4 is another commit now
+    t.maintenance.expire_snapshots(retain_max=2, retain_min=1, older_than="2999-01-01 00:00:00")
+    with pytest.raises(SnapshotNotFoundError, match="consumed snapshot 2.*consumer-id"):
+        job.splits_between(pos, end)
 
 
 def test_a_rewritten_history_is_streamed_as_the_change_to_the_new_head(catalog):

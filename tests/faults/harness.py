@@ -339,6 +339,44 @@ class Harness:
             trial.error_type = type(error).__name__
             trial.error = str(error)
             trial.says = says(error)
+        self._check(op, base, root, trial, error)
+
+    def kill_trial(self, op: Operation, k: int, kind: str) -> Trial:
+        """One trial of the kill tier: ``op`` runs in a child process that exits at its ``k``-th call of ``kind``
+        (``tests/faults/kills.py``), then checks (a)-(d) run here on what the dead process left."""
+        started = time.monotonic()
+        base = self.baseline(op)
+        fault = store.Fault(kind, k, store.KILL)
+        trial = Trial(op.name, fault)
+        root = self._clone(op.name, base.setup_dir)
+        try:
+            from tests.faults import kills  # noqa: PLC0415 - the kill tier only
+
+            outcome = kills.run_killed(op.name, root, fault, f"{self.base}/.staging")
+            trial.fired = outcome == kills.KILLED
+            if outcome not in (kills.KILLED, kills.FINISHED):
+                trial.unsafe.append(f"the child process did not die at the fault: {outcome}")
+            with self._store():
+                self._check(op, base, root, trial, None, killed=trial.fired)
+        except Exception as e:  # noqa: BLE001 - as in trial()
+            trial.unsafe.append(f"check failed: {type(e).__name__}: {_short(str(e))} at {_where(e)}")
+        finally:
+            trial.seconds = time.monotonic() - started
+            shutil.rmtree(root, ignore_errors=True)
+        return trial
+
+    def _check(
+        self,
+        op: Operation,
+        base: Baseline,
+        root: str,
+        trial: Trial,
+        error: BaseException | None,
+        *,
+        killed: bool = False,
+    ) -> None:
+        """Checks (a)-(e) of the module docstring on the table the trial left (``killed``: the process running the
+        operation died, so it neither returned nor raised)."""
         # (a) the model
         try:
             trial.state = self._state(op, self._view(op, root, base), base)
@@ -346,7 +384,10 @@ class Harness:
             trial.state = "unreadable"
             trial.unsafe.append(f"table unreadable after the fault: {type(e).__name__}: {_short(str(e))}")
         quiet = op.quiet_partials and trial.state == "partial"
-        if error is None and trial.state not in ("after", "unreadable") and not quiet:
+        if killed:  # it neither returned nor raised: any state but a half or lost change is legitimate
+            if trial.state == "other":
+                trial.unsafe.append("the table is neither before nor after the operation (a half or lost change)")
+        elif error is None and trial.state not in ("after", "unreadable") and not quiet:
             trial.unsafe.append(f"returned normally but the table is '{trial.state}', not the operation's result")
         elif trial.state == "other":
             trial.unsafe.append("the table is neither before nor after the operation (a half or lost change)")

@@ -24,6 +24,10 @@ once). ``list`` covers listings and existence/size checks (S3's LIST and HEAD). 
   ``FileIO`` may retry: a retried exclusive create then finds its own file and reports "already exists");
 * ``lost-final``: the same, but the error reaches the engine (``FileIO``'s retries off, as when they are
   exhausted): the engine sees a failure of a call that took effect, the case an abort must not get wrong.
+
+The kill tier (``tests/faults/kills.py``) arms a fault of mode :data:`KILL` in a child process: the process exits
+at the k-th call, before the call runs (``os._exit``: no ``except``, no ``finally``, no clean-up of any kind), as
+a ``kill -9`` there would stop it.
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ from pyspark_paimon.metadata.io import fileio as fileio_module
 PROTOCOL = "faulty"
 KINDS = ("create", "write", "rename", "delete", "list", "read", "mkdir")
 MODES = ("fail", "transient", "lost", "lost-final")
+#: The kill tier's mode (not one of :data:`MODES`: it needs a process of its own to die in).
+KILL = "kill"
+#: The exit status of a process the store killed.
+KILLED_EXIT = 86
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,8 @@ def _call(kind: str, path: str) -> Iterator[str | None]:
     ``transient`` are raised here, before the call; ``lost`` is for the caller to raise after it)."""
     depth = getattr(_DEPTH, "n", 0)
     mode = _count(kind, path) if depth == 0 else None
+    if mode == KILL:
+        os._exit(KILLED_EXIT)  # the process dies here, before the call: nothing after it runs
     if mode in ("fail", "transient"):
         raise _error(mode, kind, path)
     _DEPTH.n = depth + 1

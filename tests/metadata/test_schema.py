@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -547,7 +548,8 @@ def test_concurrent_writer_is_retried(table_path: str) -> None:
 
 def test_commit_returns_false_when_taken(manager: SchemaManager) -> None:
     s = _create(manager, "a int")
-    assert manager.commit(s) is False
+    assert manager.commit(replace(s, comment="another writer's")) is False
+    assert manager.commit(s) is True  # exactly its own content: its create landed (own_create.py)
 
 
 def test_persistent_conflict_gives_up(table_path: str) -> None:

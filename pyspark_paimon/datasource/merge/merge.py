@@ -379,6 +379,19 @@ def _hash_aggregate(
     return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result
 
 
+def _with_room(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Decimal ``values`` at the widest precision of their width (scale kept), others as they are. Arrow's sum
+    and product of decimals keep the input's precision (sum: before pyarrow 19), so a result that outgrew its
+    column would pass the cast back unchecked, as an invalid value; widened, :func:`_to_column_type` checks it
+    on every pyarrow version."""
+    t = values.type
+    if pa.types.is_decimal128(t):
+        return values.cast(pa.decimal128(38, t.scale))
+    if pa.types.is_decimal256(t):
+        return values.cast(pa.decimal256(76, t.scale))
+    return values
+
+
 def _to_column_type(result: pa.Array, target: pa.DataType, field: str, func: str) -> pa.Array:
     """An aggregation's ``result`` back in its column's type ``target``."""
     return cast_array(
@@ -616,7 +629,7 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
                     f"Aggregate function 'sum' does not support column '{name}' of type {target}."
                 ) from exc
         try:
-            result = _hash_aggregate(groups, _mask_to_null(signed, active & in_last), "sum", skip_nulls)
+            result = _hash_aggregate(groups, _with_room(_mask_to_null(signed, active & in_last)), "sum", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(f"Aggregate function 'sum' does not support column '{name}' of type {target}.") from exc
         return _to_column_type(result, target, name, func)
@@ -630,7 +643,7 @@ def _aggregate_field(table: pa.Table, rows: _AggRows, name: str, func: str, opti
                 "this column, or use Paimon (Java) for this table."
             )
         try:
-            result = _hash_aggregate(groups, _mask_to_null(col, adds), "product", skip_nulls)
+            result = _hash_aggregate(groups, _with_room(_mask_to_null(col, adds)), "product", skip_nulls)
         except pa.ArrowNotImplementedError as exc:
             raise MergeError(
                 f"Aggregate function 'product' does not support column '{name}' of type {target}."

@@ -37,14 +37,22 @@ in that direction (as git's merge base moves with a merge commit), so changes al
 already resolved, are not seen again. The record is ``merge-bases.json`` in the directory of whichever branch is
 not ``main`` (Paimon and pypaimon read only a branch's ``schema/``, ``snapshot/`` and ``tag/`` there); it names
 the target snapshot the merge left too, and is ignored once that snapshot is gone or replaced (a rollback) or the
-source snapshot expired, falling back to the fork point.
+source snapshot expired, falling back to the fork point. The record is written twice: right before the merge's
+commit, as a pending entry naming the commit's user and the head it was planned on, and after it, complete. So a
+failure (or a kill) after the commit never loses it: the next merge finds the pending entry's commit on the target
+and takes its source snapshot as the base (a pending entry whose commit never landed is ignored, and the previous
+merge's entry, kept beside it, still counts). Writing the record first keeps it next to the commit it describes
+rather than leaving the next merge to guess a base from the fork point, which would report changes merged already
+as conflicts (or, with ``on_conflict='source'``, undo later target changes of those keys).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +69,7 @@ from pyspark_paimon.errors import (
     BranchMergeConflictError,
     CommitConflictError,
     OptionError,
+    PaimonError,
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
@@ -73,6 +82,8 @@ from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
 from pyspark_paimon.planner.row_ranges import refuse_data_evolution
 from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "BranchMergeResult",
@@ -307,12 +318,22 @@ def _ref(store: FileStore, snapshot: Snapshot) -> str:
     return f"{store.branch}.{snapshot.id}"
 
 
+# Called right before a merge's commit with the commit user, the target head the merge was planned on and the
+# source snapshot merged: the record the commit's outcome is found by later (``_pending_base``).
+BeforeCommit = Callable[[str, Snapshot, Snapshot], None]
+
+
 def _write_keys(
-    into: FileStore, changes: pa.Table, planned_on: Snapshot, decided_on: list[Leaf]
+    into: FileStore,
+    changes: pa.Table,
+    planned_on: Snapshot,
+    decided_on: list[Leaf],
+    before_commit: Callable[[str], None] | None = None,
 ) -> tuple[int, int, int | None]:
     """Write the after states as one commit that must land on ``planned_on`` (the target head the merge was
     planned against): a newer commit that may hold rows of the keys the merge decided on (``decided_on``) is a
-    :class:`CommitConflictError` that re-plans the merge."""
+    :class:`CommitConflictError` that re-plans the merge. ``before_commit(commit user)`` runs last before the
+    commit (a failure there aborts: nothing was committed)."""
     schema = into.schema()
     kinds = changes.column(_KIND).combine_chunks()
     n_del = int(pc.sum(pc.equal(kinds, KIND_DELETE)).as_py() or 0)
@@ -323,6 +344,8 @@ def _write_keys(
     try:
         writer.write(changes.select(schema.field_names), kinds=kinds)
         messages = writer.prepare_commit()
+        if before_commit is not None:
+            before_commit(job.commit_user)
     except BaseException:
         writer.abort()
         raise
@@ -368,7 +391,12 @@ def _file_changes(
     return added, removed, unchanged
 
 
-def _write_files(into: FileStore, added: list[ManifestEntry], removed: list[ManifestEntry]) -> int | None:
+def _write_files(
+    into: FileStore,
+    added: list[ManifestEntry],
+    removed: list[ManifestEntry],
+    before_commit: Callable[[str], None] | None = None,
+) -> int | None:
     if not added and not removed:
         return None
     groups: dict[tuple[bytes, int, int], tuple[list, list]] = {}
@@ -378,6 +406,8 @@ def _write_files(into: FileStore, added: list[ManifestEntry], removed: list[Mani
         groups.setdefault((e.partition, e.bucket, e.total_buckets), ([], []))[1].append(e.file)
     messages = [CommitMessage(p, b, n, tuple(new), tuple(old)) for (p, b, n), (new, old) in groups.items()]
     job = prepare_write(into)
+    if before_commit is not None:
+        before_commit(job.commit_user)
     # The files added are the source branch's own (data files are shared): a failed commit deletes none of them.
     snapshot = job.commit(messages, kind="OVERWRITE" if removed else "APPEND", abort=lambda: None)
     return snapshot.id if snapshot is not None else None
@@ -396,9 +426,11 @@ def three_way(
     into: FileStore,
     on_conflict: OnConflict,
     label: str,
+    before_commit: BeforeCommit | None = None,
 ) -> BranchMergeResult:
     """Apply the changes from ``base`` to ``source`` of ``src_branch`` (None: its head, re-read per attempt) onto
-    ``into``'s head in one commit, re-planned on a commit conflict (module docstring)."""
+    ``into``'s head in one commit, re-planned on a commit conflict (module docstring). ``before_commit`` runs
+    right before each attempt's commit."""
     _check_on_conflict(on_conflict)
     _check_same_schema(src_branch, into)
     schema = into.schema()
@@ -433,10 +465,13 @@ def three_way(
     for _ in range(MERGE_ATTEMPTS):
         src = (src_branch, source if source is not None else _head(src_branch))
         tgt = (into, _head(into))
+        hook = None
+        if before_commit is not None:
+            hook = functools.partial(_call_before, before_commit, tgt[1], src[1])
         try:
             if schema.primary_keys:
                 changes, conflicts, unchanged, decided_on = _key_changes(base, src, tgt, on_conflict, label)
-                upserted, deleted, sid = _write_keys(into, changes, tgt[1], decided_on)
+                upserted, deleted, sid = _write_keys(into, changes, tgt[1], decided_on, hook)
                 return BranchMergeResult(
                     src[0].branch,
                     into.branch,
@@ -451,7 +486,7 @@ def three_way(
                     src[1].id,
                 )
             added, removed, unchanged = _file_changes(base, src, tgt, label)
-            sid = _write_files(into, added, removed)
+            sid = _write_files(into, added, removed, hook)
             return BranchMergeResult(
                 src[0].branch,
                 into.branch,
@@ -470,14 +505,37 @@ def three_way(
     )
 
 
+def _call_before(before_commit: BeforeCommit, planned_on: Snapshot, source: Snapshot, commit_user: str) -> None:
+    before_commit(commit_user, planned_on, source)
+
+
 def merge_branch(store: FileStore, source: str, into: str, on_conflict: OnConflict = "fail") -> BranchMergeResult:
     """Three-way merge of branch ``source`` into branch ``into`` from their fork point, one commit on ``into``."""
     _check_on_conflict(on_conflict)
     base = fork_point(store, source, into)
     base = _recorded_base(store, source, into) or base
     label = f"Merging branch '{source}' into '{into}' of {store.table_path}"
-    result = three_way(base, store.with_branch(source), None, store.with_branch(into), on_conflict, label)
-    _record_base(store, source, into, result)
+
+    def pending(commit_user: str, planned_on: Snapshot, merged: Snapshot) -> None:
+        _record_pending(store, source, into, commit_user, planned_on, merged)
+
+    result = three_way(base, store.with_branch(source), None, store.with_branch(into), on_conflict, label, pending)
+    if result.snapshot_id is None:
+        _record_base(store, source, into, result)  # no commit: this record is the merge's only effect
+        return result
+    try:
+        _record_base(store, source, into, result)
+    except (OSError, PaimonError) as e:  # the commit landed: its pending record already names it
+        log.warning(
+            "Branch '%s' was merged into '%s' of %s (snapshot %s), but rewriting %s failed (%s); the record written "
+            "before the commit still leads the next merge to this base",
+            source,
+            into,
+            store.table_path,
+            result.snapshot_id,
+            MERGE_BASES_FILE,
+            e,
+        )
     return result
 
 
@@ -499,11 +557,15 @@ def _read_bases(store: FileStore, path: str) -> dict:
 
 def _recorded_base(store: FileStore, source: str, into: str) -> tuple[FileStore, Snapshot] | None:
     """The source snapshot the last merge of ``source`` into ``into`` merged, while ``into`` still holds the
-    snapshot that merge left (module docstring, "Repeated merges")."""
+    snapshot that merge left (module docstring, "Repeated merges"); a merge whose record was written only before
+    its commit counts once that commit is found on ``into``."""
     entry = _read_bases(store, _bases_path(store, source, into)).get(f"{source}->{into}")
     if not isinstance(entry, dict):
         return None
     src, tgt = store.with_branch(source), store.with_branch(into)
+    pending = _pending_base(src, tgt, entry.get("pending"))
+    if pending is not None:
+        return src, pending[0]
     try:
         base = _snapshot(src, int(entry["sourceSnapshotId"]))
         left = _snapshot(tgt, int(entry["intoSnapshotId"]))
@@ -514,6 +576,55 @@ def _recorded_base(store: FileStore, source: str, into: str) -> tuple[FileStore,
     return src, base
 
 
+def _pending_base(src: FileStore, tgt: FileStore, pending: object) -> tuple[Snapshot, Snapshot] | None:
+    """The source snapshot of a merge recorded before its commit and the snapshot that commit left on ``tgt``, if
+    it landed (a snapshot above the head it was planned on, by its commit user) and the source snapshot is still
+    the one merged."""
+    if not isinstance(pending, dict):
+        return None
+    try:
+        planned_on, user = int(pending["plannedOn"]), str(pending["commitUser"])
+        merged = _snapshot(src, int(pending["sourceSnapshotId"]))
+    except (SnapshotNotFoundError, KeyError, TypeError, ValueError):
+        return None
+    if merged.uuid != pending.get("sourceSnapshotUuid"):
+        return None
+    for sid in tgt.snapshots.list_ids():
+        if sid <= planned_on:
+            continue
+        try:
+            left = tgt.snapshots.snapshot(sid)
+        except SnapshotNotFoundError:  # expired while we looked
+            continue
+        if left.commit_user == user:
+            return merged, left
+    return None
+
+
+def _record_pending(
+    store: FileStore, source: str, into: str, commit_user: str, planned_on: Snapshot, merged: Snapshot
+) -> None:
+    """Before a merge's commit: add to the pair's record the commit that is about to be made, so that the next
+    merge finds its base even if nothing after the commit is written (module docstring, "Repeated merges"). The
+    last merge's entry stays, for the case that this commit never lands."""
+    path = _bases_path(store, source, into)
+    bases = _read_bases(store, path)
+    key = f"{source}->{into}"
+    found = bases.get(key)
+    entry: dict = found if isinstance(found, dict) else {}
+    landed = _pending_base(store.with_branch(source), store.with_branch(into), entry.get("pending"))
+    if landed is not None:  # an earlier merge's commit landed without its final record: that record first
+        entry = _entry(*landed)
+    entry["pending"] = {
+        "sourceSnapshotId": merged.id,
+        "sourceSnapshotUuid": merged.uuid,
+        "commitUser": commit_user,
+        "plannedOn": planned_on.id,
+    }
+    bases[key] = entry
+    store.fileio.write_bytes(path, json.dumps(bases, indent=2).encode("utf-8"))
+
+
 def _record_base(store: FileStore, source: str, into: str, result: BranchMergeResult) -> None:
     tgt = store.with_branch(into)
     left = _snapshot(tgt, result.snapshot_id) if result.snapshot_id is not None else tgt.snapshots.latest()
@@ -522,13 +633,18 @@ def _record_base(store: FileStore, source: str, into: str, result: BranchMergeRe
     merged = _snapshot(store.with_branch(source), result.source_snapshot_id)
     path = _bases_path(store, source, into)
     bases = _read_bases(store, path)
-    bases[f"{source}->{into}"] = {
+    bases[f"{source}->{into}"] = _entry(merged, left)
+    store.fileio.write_bytes(path, json.dumps(bases, indent=2).encode("utf-8"))
+
+
+def _entry(merged: Snapshot, left: Snapshot) -> dict:
+    """A pair's record: the source snapshot merged and the target snapshot the merge left."""
+    return {
         "sourceSnapshotId": merged.id,
         "sourceSnapshotUuid": merged.uuid,
         "intoSnapshotId": left.id,
         "intoSnapshotUuid": left.uuid,
     }
-    store.fileio.write_bytes(path, json.dumps(bases, indent=2).encode("utf-8"))
 
 
 def cherry_pick(store: FileStore, version: int | str, onto: str, on_conflict: OnConflict = "fail") -> BranchMergeResult:

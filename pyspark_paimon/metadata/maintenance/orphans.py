@@ -16,6 +16,11 @@ What is scanned, and nothing else:
   ``.<name>.<uuid>.tmp`` (:func:`fileio.is_temp_file`), which a commit, schema change, tag or branch write
   killed between writing its temp file and linking/renaming it into place leaves behind. Nothing reads them.
 
+Half-made branches (``metadata/refs/branch_making.py``: a create or a ``replace_main`` copy stopped before it
+finished) claimed before the cutoff are removed first, whole, and so are branch directories older than the cutoff
+that hold neither ``branch.json`` nor a schema: nothing lists or reads them. A half-made branch somebody committed
+to is kept.
+
 Data files the table's Iceberg metadata references (``metadata.iceberg.storage``) are kept too, and the Iceberg
 metadata directory is never scanned (the Iceberg sync removes what it no longer uses).
 
@@ -42,6 +47,7 @@ from pyspark_paimon.metadata.io.fileio import FileIO, FileStatus, is_temp_file
 from pyspark_paimon.metadata.maintenance.deletion import nothing_deleted_yet
 from pyspark_paimon.metadata.maintenance.reachability import FileRefs, ReachabilityScanner, all_roots, iter_new_roots
 from pyspark_paimon.metadata.progress import Progress, report
+from pyspark_paimon.metadata.refs.branch_making import BranchMaker
 from pyspark_paimon.metadata.rows.partition import escape_path_name
 from pyspark_paimon.metadata.schema.table_schema import SchemaManager
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, branch_dirs, branch_path
@@ -66,6 +72,8 @@ class OrphanResult:
     """Their total size."""
     dry_run: bool = False
     """True when nothing was deleted, only reported."""
+    branches: list[str] = field(default_factory=list)
+    """Half-made branches removed (or, with ``dry_run``, found): creates stopped before they finished."""
 
     @property
     def deleted_file_count(self) -> int:
@@ -143,8 +151,13 @@ def remove_orphan_files(
     now_ms = to_millis(now, "now") if now is not None else now_millis()
     cutoff = to_millis(older_than, "older_than") if older_than is not None else now_ms - DEFAULT_OLDER_THAN_MS
     fileio, table_path = store.fileio, store.table_path
-    candidates = _candidates(store, cutoff)  # listed first: roots read later protect newer commits
     result = OrphanResult(dry_run=dry_run)
+    maker = BranchMaker(fileio, table_path)
+    for name in maker.abandoned(cutoff, dry_run=dry_run):  # before the roots are read: theirs are no roots
+        if not dry_run:
+            maker.remove(name)
+        result.branches.append(name)
+    candidates = _candidates(store, cutoff)  # listed first: roots read later protect newer commits
     if not candidates:
         return result
     scanner = ReachabilityScanner(store)

@@ -50,24 +50,26 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 from pyspark_paimon.errors import (
     BranchConflictError,
     BranchError,
     BranchNotFoundError,
-    BranchPublishRaceError,
     CorruptMetadataError,
+    PaimonError,
     SnapshotNotFoundError,
 )
 from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.identifier import validate_branch_name
+from pyspark_paimon.metadata.refs.branch_making import BranchMaker
 from pyspark_paimon.metadata.refs.lineage import (
     LINEAGE_FILE,
     BranchInfo,
     BranchLineage,
     LineageVia,
+    ReplacedBy,
     snapshot_identity,
 )
 from pyspark_paimon.metadata.refs.publish import (
@@ -123,6 +125,7 @@ class BranchManager:
         """Branches are a property of the table: ``store``'s own branch does not matter here."""
         self.fileio = store.fileio
         self.table_path = store.table_path.rstrip("/") or "/"
+        self.maker = BranchMaker(self.fileio, self.table_path)
 
     # -- paths and lookups -------------------------------------------------------------------------
     def branch_dir(self, name: str) -> str:
@@ -134,13 +137,14 @@ class BranchManager:
         return f"{root}/schema", f"{root}/snapshot", f"{root}/tag"
 
     def exists(self, name: str) -> bool:
+        """Whether branch ``name`` exists: a complete branch (a half-made one does not, ``branch_making.py``)."""
         if name == MAIN_BRANCH:
             return True
-        return self.fileio.exists(self.branch_dir(name))
+        return self.maker.state(name).kind == "complete"
 
     def names(self) -> list[str]:
-        """Names of the ``branch/branch-*`` directories (``main`` excluded)."""
-        return list(branch_dirs(self.fileio, self.table_path))
+        """Names of the complete branches (``main`` excluded)."""
+        return [b.name for b in self.list_branches()]
 
     def lineage(self, name: str) -> BranchLineage | None:
         if name == MAIN_BRANCH:
@@ -156,11 +160,12 @@ class BranchManager:
             return None
 
     def info(self, name: str) -> BranchInfo:
-        self._require(name)
-        return self._info(name, None)
+        state = self.maker.state(name) if name != MAIN_BRANCH else None
+        if state is None or state.kind != "complete":
+            self._require(name)
+        return self._info(name, None, state.lineage if state is not None else None)
 
-    def _info(self, name: str, mtime: int | None) -> BranchInfo:
-        lin = self.lineage(name)
+    def _info(self, name: str, mtime: int | None, lin: BranchLineage | None) -> BranchInfo:
         if lin is not None and lin.created_at_millis:
             created = lin.created_at_millis
         elif mtime is not None:
@@ -199,7 +204,12 @@ class BranchManager:
 
     def list_branches(self) -> list[BranchInfo]:
         """Every branch but ``main``, by name (what ``$branches`` shows)."""
-        return [self._info(name, mtime) for name, mtime in branch_dirs(self.fileio, self.table_path).items()]
+        out = []
+        for name, mtime in branch_dirs(self.fileio, self.table_path).items():
+            state = self.maker.state(name)
+            if state.kind == "complete":
+                out.append(self._info(name, mtime, state.lineage))
+        return out
 
     def _require(self, name: str) -> None:
         if not self.exists(name):
@@ -251,9 +261,10 @@ class BranchManager:
         self._require(source_branch)
         if name == source_branch:
             raise BranchError(f"Cannot create branch '{name}' from itself.")
-        if self.exists(name):
+        state = self.maker.state(name)
+        if state.kind == "complete":
             if ignore_if_exists:
-                return self.info(name)
+                return self._info(name, None, state.lineage)
             raise BranchError(
                 f"Branch '{name}' already exists in {self.table_path}; drop it first, pick another "
                 "name, or pass ignore_if_exists=True."
@@ -301,8 +312,7 @@ class BranchManager:
                 f"the source snapshot needs schemas 0..{last_schema}. Restore them first."
             )
 
-        root = self.branch_dir(name)
-        lineage = BranchLineage(
+        wanted = BranchLineage(
             source_branch,
             tag,
             source.id if source else None,
@@ -311,30 +321,37 @@ class BranchManager:
             now_millis(),
             time_retained_millis=retained,
         )
-        # The lineage file is created first and atomically: it claims the name against a concurrent creator.
-        if not self.fileio.try_create(f"{root}/{LINEAGE_FILE}", lineage.to_json().encode("utf-8")):
-            if ignore_if_exists:
-                return self.info(name)
-            raise BranchError(f"Branch '{name}' was created concurrently in {self.table_path}.")
+        # The steps of branch_making.py: claim the name (a pending branch.json), write the files, finish.
+        mine = self.maker.claim(name, wanted, state)
         try:
             dst_schema_dir, dst_snapshot_dir, dst_tag_dir = self.dirs(name)
-            if tag_copy is not None:
-                self.fileio.write_bytes(f"{dst_tag_dir}/{TAG_PREFIX}{tag_copy[0]}", tag_copy[1])
-            if snap_copy is not None:
-                self.fileio.write_bytes(f"{dst_snapshot_dir}/{SNAPSHOT_PREFIX}{snap_copy[0]}", snap_copy[1])
-            # Schemas last: the branch "exists" for readers once schema/ has files, and then it is complete.
+            # Schemas first: at every step each file present has what it references (Paimon and pypaimon list
+            # branch directories, and may read this one before it is finished).
             for sid in copy_schemas:
                 self.fileio.write_bytes(
                     f"{dst_schema_dir}/{SCHEMA_PREFIX}{sid}",
                     self.fileio.read_bytes(f"{src_schema_dir}/{SCHEMA_PREFIX}{sid}"),
                 )
+            if snap_copy is not None:
+                self.fileio.write_bytes(f"{dst_snapshot_dir}/{SNAPSHOT_PREFIX}{snap_copy[0]}", snap_copy[1])
+            if tag_copy is not None:
+                self.fileio.write_bytes(f"{dst_tag_dir}/{TAG_PREFIX}{tag_copy[0]}", tag_copy[1])
+            done = self.maker.finish(name, mine)
         except BaseException:
-            try:
-                self.fileio.delete_dir(root)
-            except Exception:  # noqa: BLE001 - best effort; the original error matters more
-                log.warning("could not remove the partly created branch directory %s", root)
+            self.maker.abandon(name, mine)
             raise
-        return self.info(name)
+        # Reported from what was written (no read after the branch exists, which could fail after the fact).
+        latest = snap_copy[0] if snap_copy is not None else None
+        return BranchInfo(
+            name,
+            done.created_at_millis,
+            source_branch,
+            tag,
+            done.source_snapshot_id,
+            latest,
+            True,
+            retained,
+        )
 
     def read_snapshot_bytes(self, snapshots: SnapshotManager, sid: int) -> bytes:
         """The raw bytes of snapshot ``sid`` (copied as is, so nothing a newer Paimon wrote is lost)."""
@@ -384,7 +401,7 @@ class BranchManager:
         no other branch's options read from it; False when it does not exist and ``ignore_if_not_exists``;
         otherwise BranchNotFoundError or BranchError naming the option to change."""
         validate_branch_name(name)
-        if not self.exists(name):
+        if self.maker.state(name).kind == "absent":  # a half-made branch may be deleted (branch_making.py)
             if ignore_if_not_exists:
                 return False
             self._require(name)
@@ -448,7 +465,7 @@ class BranchManager:
         validate_branch_name(old)
         validate_branch_name(new)
         self._require(old)
-        if self.exists(new):
+        if self.maker.state(new).kind != "absent":
             raise BranchError(f"Cannot rename branch '{old}' to '{new}': branch '{new}' already exists.")
         deps = self._dependents(old)
         if deps:
@@ -647,7 +664,8 @@ class BranchManager:
         moved = [
             n for n, (s, _) in t_tags.items() if n in tags and snapshot_identity(tags[n][0]) != snapshot_identity(s)
         ]
-        result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, keep_snaps, drop_tags, drop_schemas)
+        publish = Publish(self, branch, target, snaps, tags, t_snaps, t_tags)
+        result = self._publish(publish, keep_snaps, drop_tags, drop_schemas)
         result.discarded = problems
         result.discarded_snapshots = lost
         result.discarded_records = sum(t_snaps[sid].delta_record_count or 0 for sid in lost)
@@ -665,7 +683,13 @@ class BranchManager:
         self, branch: str, target: str = MAIN_BRANCH, *, keep_previous_as: str | None = None
     ) -> PublishResult:
         """Make ``target``'s snapshots, schemas and tags exact copies of ``branch``'s; the previous target is
-        first copied to branch ``keep_previous_as`` (if given) or discarded."""
+        first copied to branch ``keep_previous_as`` (if given) or discarded.
+
+        The copy stays half made (``branch_making.py``) until the switch and is finished right after it: a
+        replace that fails or is stopped before its switch leaves no new branch (a failure removes the copy, a
+        kill leaves it for the same call run again, which completes it, or for ``remove_orphan_files``); from
+        the switch on the copy is the old state's only record and is kept. Running the same call again after
+        its switch finishes the publish and keeps that copy."""
         validate_branch_name(branch)
         self._require(branch)
         self._require(target)
@@ -677,14 +701,10 @@ class BranchManager:
                 f"Branch '{branch}' of {self.table_path} has no snapshot; write to it before making it '{target}'."
             )
         t_snaps, t_tags = self._content(target)
+        copy: BranchLineage | None = None
         if keep_previous_as is not None:
             validate_branch_name(keep_previous_as)
-            if self.exists(keep_previous_as):
-                raise BranchError(
-                    f"Cannot keep the previous '{target}' as branch '{keep_previous_as}': that branch "
-                    "already exists. Pick another name."
-                )
-            self._save_copy(target, keep_previous_as, t_snaps)
+            copy = self._save_copy(target, keep_previous_as, branch, t_snaps, snaps[max(snaps)])
         known = {(snapshot_identity(s)) for s in snaps.values()}
         discarded = [
             f"{describe_snapshot(s)} of '{target}'"
@@ -694,66 +714,122 @@ class BranchManager:
         drop_tags = [n for n in t_tags if n not in tags]
         b_schemas = set(self.schema_ids(branch))
         drop_schemas = [sid for sid in self.schema_ids(target) if sid not in b_schemas]
+        publish = Publish(self, branch, target, snaps, tags, t_snaps, t_tags)
+        on_switch = None
+        if copy is not None and keep_previous_as is not None:
+            name, pending = keep_previous_as, copy
+
+            def on_switch() -> None:
+                self._finish_copy(name, pending)
+
         try:
-            result = self._publish(branch, target, snaps, tags, t_snaps, t_tags, set(), drop_tags, drop_schemas)
-        except BranchPublishRaceError as e:
-            if keep_previous_as is not None and e.undone:
-                # The target is as before (plus the racing commit): the copy made for this call is stale.
-                self.fileio.delete_dir(self.branch_dir(keep_previous_as))
+            result = self._publish(publish, set(), drop_tags, drop_schemas, on_switch)
+        except BaseException:
+            if copy is not None and keep_previous_as is not None:
+                # Removed only while the target still has the head it copied (a failure before the switch, or a
+                # publish undone around a racing commit): from the switch on it is the old state's only record.
+                self.maker.abandon(keep_previous_as, copy)
             raise
         result.discarded = discarded + [f"tag '{n}'" for n in drop_tags]
         result.kept_previous_as = keep_previous_as
         return result
 
-    def _save_copy(self, source: str, name: str, snaps: dict[int, Snapshot]) -> None:
-        """Copy every snapshot, schema and tag file of ``source`` into a new branch ``name``."""
-        head = snaps[max(snaps)] if snaps else None
+    def _save_copy(
+        self, source: str, name: str, replaced_by: str, snaps: dict[int, Snapshot], new_head: Snapshot
+    ) -> BranchLineage | None:
+        """Copy every snapshot, schema and tag file of ``source`` into a new, half-made branch ``name`` (finished at
+        the switch, :meth:`replace_main`); returns its pending record. Fillers above ``source``'s last commit (a
+        publish stopped before its switch) are not part of the previous state and are not copied. Returns None
+        when the copy is already there: ``name`` holds ``source``'s previous state saved by this same replace,
+        whose switch happened (``source``'s head is ``replaced_by``'s head)."""
+        own = {sid: s for sid, s in snaps.items() if sid <= self._settled_id(snaps)}
+        head = own[max(own)] if own else None
         schema_ids = self.schema_ids(source)
-        lineage = BranchLineage(
+        wanted = BranchLineage(
             source,
             None,
             head.id if head else None,
             head.uuid if head else None,
             schema_ids[-1] if schema_ids else None,
             now_millis(),
+            replaced_by=ReplacedBy(replaced_by, new_head.id, new_head.uuid),
         )
-        root = self.branch_dir(name)
-        if not self.fileio.try_create(f"{root}/{LINEAGE_FILE}", lineage.to_json().encode("utf-8")):
-            raise BranchError(f"Branch '{name}' was created concurrently in {self.table_path}.")
+        state = self.maker.state(name)
+        if state.kind == "complete":
+            lin = state.lineage
+            current = snaps[max(snaps)] if snaps else None
+            if (
+                lin is not None
+                and lin.source_branch == source
+                and lin.replaced_by is not None
+                and lin.replaced_by.branch == replaced_by
+                and current is not None
+                and snapshot_identity(current) == snapshot_identity(new_head)
+            ):
+                if lin.pending:  # stopped between the switch and finishing the copy
+                    self._finish_copy(name, lin)
+                return None
+            raise BranchError(
+                f"Cannot keep the previous '{source}' as branch '{name}': that branch already exists. Pick another "
+                "name. Nothing was changed."
+            )
+        mine = self.maker.claim(name, wanted, state)
         try:
             for src_dir, dst_dir, prefix in zip(
                 self.dirs(source), self.dirs(name), (SCHEMA_PREFIX, SNAPSHOT_PREFIX, TAG_PREFIX)
             ):
                 for n in self.fileio.list_names(src_dir):
-                    if n.startswith(prefix):
-                        try:
-                            data = self.fileio.read_bytes(f"{src_dir}/{n}")
-                        except FileNotFoundError:
-                            continue
-                        self.fileio.write_bytes(f"{dst_dir}/{n}", data)
+                    if not n.startswith(prefix):
+                        continue
+                    if prefix == SNAPSHOT_PREFIX and n[len(prefix) :].isdigit() and int(n[len(prefix) :]) not in own:
+                        continue
+                    try:
+                        data = self.fileio.read_bytes(f"{src_dir}/{n}")
+                    except FileNotFoundError:
+                        continue
+                    self.fileio.write_bytes(f"{dst_dir}/{n}", data)
         except BaseException:
-            self.fileio.delete_dir(root)
+            self.maker.abandon(name, mine)
             raise
+        return mine
+
+    @staticmethod
+    def _settled_id(snaps: dict[int, Snapshot]) -> int:
+        """The id of the last snapshot that is not a publish's filler (0: none): fillers above it are the claims of
+        a publish that has not switched yet (``publish.py``), holding the old head's content."""
+        real = [sid for sid, s in snaps.items() if s.commit_user != PUBLISH_FILLER_USER]
+        return max(real) if real else 0
+
+    def _finish_copy(self, name: str, pending: BranchLineage) -> None:
+        """Finish the saved copy after the switch. A failure is logged: from the switch on the copy counts as
+        complete anyway (``branch_making.py``), so the replace, which took effect, is not reported as failed."""
+        try:
+            self.maker.finish(name, pending)
+        except (OSError, PaimonError) as e:
+            log.warning(
+                "branch '%s' of %s holds the previous state, but marking it complete failed (%s); it counts as "
+                "complete",
+                name,
+                self.table_path,
+                e,
+            )
 
     def _publish(
         self,
-        branch: str,
-        target: str,
-        snaps: dict[int, Snapshot],
-        tags: dict[str, tuple[Snapshot, bytes]],
-        t_snaps: dict[int, Snapshot],
-        t_tags: dict[str, tuple[Snapshot, bytes]],
+        publish: Publish,
         keep_snaps: set[int],
         drop_tags: Iterable[str],
         drop_schemas: Iterable[int],
+        on_switch: Callable[[], None] | None = None,
     ) -> PublishResult:
-        """Write ``branch``'s snapshots/schemas/tags over ``target`` in reader-safe order (see :class:`Publish`).
+        """Run ``publish`` (the branch's snapshots/schemas/tags over the target, in reader-safe order: see
+        :class:`Publish`); ``on_switch`` runs right after the switch.
 
         ``keep_snaps``: target snapshot ids (below the branch's earliest) that stay; every other target
-        snapshot not in ``snaps`` is deleted.
+        snapshot not in the branch is deleted.
         """
-        result = Publish(self, branch, target, snaps, tags, t_snaps, t_tags).run(keep_snaps, drop_tags, drop_schemas)
-        if target == MAIN_BRANCH:  # main's history changed: so does what Iceberg readers see
+        result = publish.run(keep_snaps, drop_tags, drop_schemas, on_switch=on_switch)
+        if publish.target == MAIN_BRANCH:  # main's history changed: so does what Iceberg readers see
             main = FileStore(self.fileio, self.table_path, MAIN_BRANCH)
             iceberg_sync.resync_quietly(main, TagManager(main).snapshot_ids)
         return result

@@ -13,8 +13,19 @@ persisted branch lineage metadata, we cannot reliably infer a fork point"). We w
 
 Paimon lists ``branch-*`` directories and reads only their ``schema/``, ``snapshot/`` and ``tag/``
 subdirectories, so the extra file is invisible to it (and it moves with a rename and disappears with a drop,
-Paimon's or ours). Branches made by Paimon or pypaimon have no lineage; the branch manager works without it and
-falls back to the branch's earliest snapshot as the fork point.
+Paimon's or ours); readers of ours ignore keys they do not know.
+
+**A branch being made.** The file is also how a branch is made safely (``BranchManager.create``): it is created
+first, exclusively, with ``"pending": true`` and a ``creationId`` (a uuid, so the creator recognises its own file
+after a lost answer), which claims the name; the branch's files follow; rewriting the file without ``pending``
+is the last step and makes the branch exist. A branch whose file still says ``pending`` is half made: not listed,
+completed by a retry of the same create, removed by ``remove_orphan_files``. The copy of the previous target that
+``replace_main(keep_previous_as=)`` saves also names the branch that replaced it and that branch's head
+(``replacedBy``) and stays pending until the switch: it is needed from the moment the switch happened (the steps
+and their rules: :mod:`~pyspark_paimon.metadata.refs.branch_making`).
+
+Branches made by Paimon or pypaimon have no lineage; the branch manager works without it and falls back to the
+branch's earliest snapshot as the fork point.
 
 :func:`snapshot_identity` says whether two snapshot files are the same commit (the uuid, else the whole
 snapshot); :class:`LineageVia` stores such identities for the history a branch inherited through a dropped
@@ -62,6 +73,23 @@ class LineageVia:
 
 
 @dataclass(frozen=True)
+class ReplacedBy:
+    """On the copy ``replace_main(keep_previous_as=)`` saves: the branch that replaced the copied source and that
+    branch's head, whose arrival in the source is the switch (``branch_making.py``)."""
+
+    branch: str
+    snapshot_id: int
+    snapshot_uuid: str | None
+
+    def to_dict(self) -> dict:
+        return {"branch": self.branch, "snapshotId": self.snapshot_id, "snapshotUuid": self.snapshot_uuid}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ReplacedBy":
+        return cls(str(d.get("branch") or ""), int(d.get("snapshotId") or 0), d.get("snapshotUuid"))
+
+
+@dataclass(frozen=True)
 class BranchLineage:
     """Where a branch came from (``branch.json``). ``source_snapshot_id`` is None for an empty branch.
     ``time_retained_millis``: the branch's retention (``expire_branches`` drops it once
@@ -76,6 +104,30 @@ class BranchLineage:
     created_by: str = "pyspark-paimon"
     time_retained_millis: int | None = None
     via: LineageVia | None = None
+    creation_id: str | None = None  # a uuid per create: the creator's own file, after a lost answer
+    pending: bool = False  # the branch is being made (module docstring)
+    replaced_by: ReplacedBy | None = None  # replace_main(keep_previous_as=): what replaced the source
+
+    def same_request(self, other: "BranchLineage") -> bool:
+        """Whether ``other`` makes the same branch as this record (same source, fork, schemas, retention, kind):
+        completing one with the other's files gives the branch either would have made."""
+        return (
+            self.source_branch,
+            self.source_tag,
+            self.source_snapshot_id,
+            self.source_snapshot_uuid,
+            self.source_schema_id,
+            self.time_retained_millis,
+            self.replaced_by,
+        ) == (
+            other.source_branch,
+            other.source_tag,
+            other.source_snapshot_id,
+            other.source_snapshot_uuid,
+            other.source_schema_id,
+            other.time_retained_millis,
+            other.replaced_by,
+        )
 
     def to_json(self) -> str:
         d: dict = {
@@ -92,6 +144,12 @@ class BranchLineage:
             d["timeRetainedMillis"] = self.time_retained_millis
         if self.via is not None:
             d["via"] = self.via.to_dict()
+        if self.creation_id is not None:
+            d["creationId"] = self.creation_id
+        if self.replaced_by is not None:
+            d["replacedBy"] = self.replaced_by.to_dict()
+        if self.pending:
+            d["pending"] = True
         return json.dumps(d, indent=2)
 
     @classmethod
@@ -108,6 +166,9 @@ class BranchLineage:
             str(d.get("createdBy") or ""),
             _opt_int(d.get("timeRetainedMillis")),
             LineageVia.from_dict(via) if isinstance(via, dict) else None,
+            d.get("creationId"),
+            d.get("pending") is True,
+            ReplacedBy.from_dict(d["replacedBy"]) if isinstance(d.get("replacedBy"), dict) else None,
         )
 
     def with_source_branch(self, name: str) -> "BranchLineage":
@@ -159,4 +220,12 @@ def snapshot_identity(s: Snapshot) -> tuple:
     return ("json", s.id, json.dumps(s.to_dict(), sort_keys=True))
 
 
-__all__ = ["LINEAGE_FILE", "LINEAGE_VERSION", "BranchInfo", "BranchLineage", "LineageVia", "snapshot_identity"]
+__all__ = [
+    "LINEAGE_FILE",
+    "LINEAGE_VERSION",
+    "BranchInfo",
+    "BranchLineage",
+    "LineageVia",
+    "ReplacedBy",
+    "snapshot_identity",
+]

@@ -69,11 +69,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, NoReturn, Protocol
+from typing import Callable, Iterable, NoReturn, Protocol
 
 from pyspark_paimon.errors import BranchPublishRaceError, CorruptMetadataError, SnapshotNotFoundError
 from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.io.own_create import create_own, read_or_none
 from pyspark_paimon.metadata.manifests.manifest import ManifestFileMeta, ManifestStore
 from pyspark_paimon.metadata.refs.lineage import snapshot_identity
 from pyspark_paimon.metadata.refs.tags import TAG_PREFIX
@@ -197,6 +198,7 @@ class Publish:
         # The target's snapshot ids as this publish expects them right now (the plan plus our own changes).
         self.expected: set[int] = set(t_snaps)
         self.switched = False
+        self._on_switch: Callable[[], None] | None = None
         self.notes: list[str] = []  # after the switch: planned changes skipped because the file changed
         # The journal (what _abort undoes).
         self.created: dict[int, bytes] = {}
@@ -227,18 +229,9 @@ class Publish:
             self._abort(step, intruders)
 
     def _try_create(self, path: str, data: bytes) -> bool:
-        """Create-if-absent that recognises its own lost answer: a create that raised, or reported the file as
-        taken, created it if the file now holds exactly ``data`` (every file a publish creates is unique: a
-        filler carries its own uuid, a copy the branch snapshot's). A create that raised and left no file
-        re-raises: nothing was created there."""
-        try:
-            if self.fio.try_create(path, data):
-                return True
-        except OSError:
-            if self._read_or_none(path) == data:
-                return True
-            raise
-        return self._read_or_none(path) == data
+        """Create-if-absent that recognises its own lost answer (:func:`create_own`; every file a publish creates
+        is unique: a filler carries its own uuid, a copy the branch snapshot's)."""
+        return create_own(self.fio, path, data)
 
     def _create(self, sid: int, data: bytes, step: str, *, filler: bool = False) -> None:
         if not self._try_create(self._path(sid), data):
@@ -319,7 +312,17 @@ class Publish:
         return filler.to_json().encode("utf-8")
 
     # -- the publish -------------------------------------------------------------------------------
-    def run(self, keep_snaps: set[int], drop_tags: Iterable[str], drop_schemas: Iterable[int]) -> PublishResult:
+    def run(
+        self,
+        keep_snaps: set[int],
+        drop_tags: Iterable[str],
+        drop_schemas: Iterable[int],
+        *,
+        on_switch: Callable[[], None] | None = None,
+    ) -> PublishResult:
+        """Publish (module docstring); ``on_switch`` runs right after the switch (``replace_main`` finishes the
+        copy of the previous target there)."""
+        self._on_switch = on_switch
         h, b, snaps, t_snaps = self.h, self.b, self.snaps, self.t_snaps
         result = PublishResult(self.branch, self.target, h, b)
         differing = sorted(
@@ -432,8 +435,7 @@ class Publish:
                 sid, self._filler(sid, old_head, earliest), f"claiming snapshot {sid} with the old content", filler=True
             )
         self._create(b, self._branch_bytes(b), f"switching '{self.target}' to the branch (snapshot {b})")
-        self.switched = True
-        took_effect(f"'{self.target}' switched to branch '{self.branch}' (snapshot {b})")
+        self._switched(b)
         # After the switch the claimed ids are history below the head: the branch's snapshots replace the fillers
         # (nobody can have built on a filler since: each has its successor), whose manifest lists are then nobody's.
         for sid in range(first, b):
@@ -498,11 +500,16 @@ class Publish:
         if on_published or not any(sid > h for sid in landed):
             self.expected |= landed
         self._check(f"after switching '{self.target}' to the branch")
-        self.switched = True
-        took_effect(f"'{self.target}' switched to branch '{self.branch}' (snapshot {b})")
+        self._switched(b)
         for sid in doomed:
             if sid < b:
                 self._remove(sid, f"deleting snapshot {sid}")
+
+    def _switched(self, b: int) -> None:
+        self.switched = True
+        took_effect(f"'{self.target}' switched to branch '{self.branch}' (snapshot {b})")
+        if self._on_switch is not None:
+            self._on_switch()
 
     # -- tags and schemas after the switch -----------------------------------------------------------
     def _put_tag(self, name: str, data: bytes) -> bool:
@@ -532,10 +539,7 @@ class Publish:
         return self.fio.delete(path)
 
     def _read_or_none(self, path: str) -> bytes | None:
-        try:
-            return self.fio.read_bytes(path)
-        except FileNotFoundError:
-            return None
+        return read_or_none(self.fio, path)
 
     def _schemas_used_above(self, sid: int) -> set[int]:
         """Schema ids of the target's snapshots above ``sid`` that this publish did not write."""

@@ -33,6 +33,7 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.effects import taking_effect, took_effect
 from pyspark_paimon.metadata.iceberg import sync as iceberg_sync
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
+from pyspark_paimon.metadata.io.own_create import create_own
 from pyspark_paimon.metadata.schema.options import TAG_DEFAULT_TIME_RETAINED, CoreOptions
 from pyspark_paimon.metadata.snapshots.consumers import ConsumerManager
 from pyspark_paimon.metadata.snapshots.snapshot import (
@@ -301,7 +302,10 @@ class TagManager:
         if time_retained_ms is not None and time_retained_ms < 0:
             raise TagError(f"Tag '{name}': time retained must not be negative.")
         tag = Tag(name, _trim(snapshot), _dt.datetime.now() if time_retained_ms is not None else None, time_retained_ms)
-        if not self.fileio.try_create(self.tag_path(name), tag_to_json(tag).encode("utf-8")):
+        # A tag that exists before this call is someone else's; after the create, a file holding exactly this
+        # tag is this call's own create whose answer was lost (create_own), never "already exists".
+        path = self.tag_path(name)
+        if self.fileio.exists(path) or not create_own(self.fileio, path, tag_to_json(tag).encode("utf-8")):
             if ignore_if_exists:
                 return self.get_tag(name)
             raise TagError(

@@ -32,6 +32,7 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.effects import took_effect
 from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.jackson import to_jackson_json
+from pyspark_paimon.metadata.io.own_create import create_own
 from pyspark_paimon.metadata.schema.options import (
     ADD_COLUMN_BEFORE_PARTITION,
     BUCKET,
@@ -570,7 +571,9 @@ class SchemaManager:
     # -- writing -------------------------------------------------------------------------------
     def commit(self, schema: TableSchema) -> bool:
         """Atomically create `schema-<id>`; False if it already exists (another writer won)."""
-        ok = bool(self.fileio.try_create(self.schema_path(schema.id), schema.to_json().encode("utf-8")))
+        # create_own: a create whose answer was lost is this call's schema (its content, with its commit time,
+        # is its own), never a concurrent change to retry on top of.
+        ok = create_own(self.fileio, self.schema_path(schema.id), schema.to_json().encode("utf-8"))
         if ok:
             took_effect(f"schema {schema.id} of branch '{self.branch}' created")
             self._cache[schema.id] = schema
