@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 import pyarrow as pa
+
 from pyspark_paimon import cli
 from pyspark_paimon.catalog import Catalog
 from pyspark_paimon.table import Table
