@@ -66,6 +66,7 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
     catalog.create_table("db.plain", "id int").write_arrow(pa.table({"id": pa.array([1], pa.int32())}))
     b = OracleBatch(module_warehouse)
     b.read("ours", "db.ours", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+    b.read("ours_rust", "db.ours", impls=("rust",))
     b.write("db.ours", [{"rows": [[7, "a", "g", 7.0]]}])  # pypaimon appends after our commits
     b.read("ours_after", "db.ours", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     # Row tracking alone: ids assigned at commit, no partial files.
@@ -95,6 +96,7 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
         ("evolved", ["id", "dt", "name", "score", "extra"]),
     ):
         b.read(name, f"db.{name}", impls=("pypaimon",), projection=[*columns, *HIDDEN])
+    b.read("evolved_rust", "db.evolved", impls=("rust",))
     b.read("updated_before", "db.updated", {"scan.snapshot-id": "2"}, impls=("pypaimon",), projection=["id", *HIDDEN])
     yield b.run()
 
@@ -135,6 +137,7 @@ def test_every_data_evolution_shape_with_deletion_vectors(batch: OracleBatch, mo
     assert sorted(rows) == [0, 1, 3, 4, 5]  # row 2 deleted by its id, row 5 appended by the upsert
     assert rows[1]["name"] == "B" and rows[1]["score"] == 22.0  # upserted over the earlier update
     assert rows[0]["extra"] == "x0" and rows[3]["extra"] is None  # the new column filled for some rows only
+    assert_same_table(batch.tables["evolved_rust"]["rust"], ours.drop_columns(HIDDEN), "evolved read by rust")
     table = Table.open(table_uri(module_warehouse, "db.evolved"))
     assert table.scan().count() == 5
     assert sorted(table.scan(filter="score > 10").to_arrow().column("id").to_pylist()) == [2, 4]
@@ -159,6 +162,8 @@ def test_pypaimon_reads_the_ids_we_assigned(batch: OracleBatch, module_warehouse
     snapshots = table.inspect.snapshots().to_pylist()
     assert [s["next_row_id"] for s in snapshots] == [3, 5, 6, 7]
     assert_same_table(batch.tables["ours_after"]["pypaimon"], _ours(module_warehouse, "ours"), "ours after pypaimon")
+    rust = batch.tables["ours_rust"]["rust"]
+    assert_same_table(rust, _ours(module_warehouse, "ours", {"scan.snapshot-id": "3"}).drop_columns(HIDDEN), "rust")
     before = batch.tables["ours"]["pypaimon"]
     assert_same_table(before, _ours(module_warehouse, "ours", {"scan.snapshot-id": "3"}), "ours as we wrote it")
 
