@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
+from pyspark_paimon.datasource.compact.bucket_rewrite import id_runs
 from pyspark_paimon.datasource.read.file_read import with_tracking_columns
 from pyspark_paimon.errors import CompactionError, CorruptMetadataError, DmlError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import (
@@ -132,7 +133,7 @@ def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
     with pytest.raises(DmlError, match="tracks rows"):
         table.delete("id = 1")
     with pytest.raises(CompactionError, match="tracks rows"):
-        table.maintenance.compact()
+        table.maintenance.compact(order_strategy="zorder", order_by=["id", "v"])
     with pytest.raises(OptionError, match="applies to reads of one version"):
         table.scan(read_options={**TRACKED, "incremental-between": "1,2"}).to_arrow()
     catalog = Catalog(str(tmp_path))
@@ -165,3 +166,29 @@ def test_ids_a_file_stores_win_over_computed_ones() -> None:
     assert got.column("_ROW_ID").to_pylist() == [7, 25] and got.column("_SEQUENCE_NUMBER").to_pylist() == [4, 4]
     with pytest.raises(CorruptMetadataError, match="no first row id"):
         with_tracking_columns(data, compacted, np.arange(2), partial)
+
+
+def test_compaction_keeps_every_rows_id(tmp_path: Path) -> None:
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    t = catalog.create_table("db.c", "id int, v string", options={"row-tracking.enabled": "true"})
+    for i in range(6):  # compaction.min.file-num = 5
+        t.write_arrow(pa.table({"id": pa.array([2 * i, 2 * i + 1], pa.int32()), "v": ["a", "b"]}))
+    before = t.refresh().scan(read_options=TRACKED).to_arrow().sort_by("id")
+    result = t.refresh().maintenance.compact(full=True)
+    assert result.files_before == 6 and result.files_after == 1
+    t = t.refresh()
+    assert t.scan(read_options=TRACKED).to_arrow().sort_by("id").equals(before)  # ids and sequence numbers kept
+    (entry,) = t.store.live_entries(t.latest_snapshot())
+    assert entry.file.first_row_id == 0 and entry.file.value_stats_cols == ("id", "v")
+    t.write_arrow(pa.table({"id": pa.array([99], pa.int32()), "v": ["n"]}))
+    new = t.refresh().scan(filter="id = 99", read_options=TRACKED).to_arrow()
+    assert new.column("_ROW_ID").to_pylist() == [12]  # the compaction handed out no id
+
+
+def test_only_runs_of_consecutive_ids_are_compacted() -> None:
+    a, b, c = _file("a", 2, first=0), _file("b", 3, first=2), _file("c", 1, first=9)
+    stored = _file("s", 4, file_source=FILE_SOURCE_COMPACT)
+    runs = id_runs([c, b, stored, a, _file("d", 1, first=10)], {})
+    assert [[f.file_name for f in r] for r in runs] == [["a", "b"], ["c", "d"], ["s"]]
+    assert [[f.file_name for f in r] for r in id_runs([a, b], {"b": object()})] == [["a"], ["b"]]

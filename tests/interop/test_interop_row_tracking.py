@@ -64,9 +64,15 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
     ours.refresh().write_arrow(_rows(SECOND))
     ours.refresh().write_arrow(_rows([[6, "b", "f", 6.0]]), mode="overwrite", overwrite_partition={"dt": "b"})
     catalog.create_table("db.plain", "id int").write_arrow(pa.table({"id": pa.array([1], pa.int32())}))
+    compacted = catalog.create_table("db.compacted", "id int, v string", options={"row-tracking.enabled": "true"})
+    for i in range(6):  # compaction.min.file-num = 5
+        compacted.write_arrow(pa.table({"id": pa.array([2 * i, 2 * i + 1], pa.int32()), "v": ["a", "b"]}))
+    assert compacted.refresh().maintenance.compact(full=True).files_after == 1
     b = OracleBatch(module_warehouse)
     b.read("ours", "db.ours", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     b.read("ours_rust", "db.ours", impls=("rust",))
+    b.read("compacted", "db.compacted", impls=("pypaimon",), projection=["id", "v", *HIDDEN])
+    b.read("compacted_rust", "db.compacted", impls=("rust",))
     b.write("db.ours", [{"rows": [[7, "a", "g", 7.0]]}])  # pypaimon appends after our commits
     b.read("ours_after", "db.ours", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     # Row tracking alone: ids assigned at commit, no partial files.
@@ -168,6 +174,14 @@ def test_pypaimon_reads_the_ids_we_assigned(batch: OracleBatch, module_warehouse
     assert_same_table(before, _ours(module_warehouse, "ours", {"scan.snapshot-id": "3"}), "ours as we wrote it")
 
 
+def test_oracles_read_the_ids_our_compaction_kept(batch: OracleBatch, module_warehouse: str) -> None:
+    ours = _ours(module_warehouse, "compacted")
+    assert sorted(ours.column("_ROW_ID").to_pylist()) == list(range(12))
+    assert dict(zip(ours.column("id").to_pylist(), ours.column("_SEQUENCE_NUMBER").to_pylist()))[11] == 6
+    assert_same_table(batch.tables["compacted"]["pypaimon"], ours, "compacted, read by pypaimon")
+    assert_same_table(batch.tables["compacted_rust"]["rust"], ours.drop_columns(HIDDEN), "compacted, read by rust")
+
+
 def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
     evolved = Table.open(table_uri(module_warehouse, "db.evolved"))
     with pytest.raises(OptionError, match="cannot be written"):
@@ -180,7 +194,7 @@ def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
     with pytest.raises(DmlError, match="tracks rows"):
         tracked.delete("id = 1")
     with pytest.raises(CompactionError, match="tracks rows"):
-        tracked.maintenance.compact()
+        tracked.maintenance.compact(order_strategy="zorder", order_by=["id", "score"])
     with pytest.raises(OptionError, match="does not track rows"):
         _ours(module_warehouse, "plain")  # no ids to return
 

@@ -32,6 +32,7 @@ __all__ = [
     "data_evolution_enabled",
     "has_tracking_columns",
     "row_tracking_enabled",
+    "tracking_fields",
     "with_tracking_columns",
 ]
 
@@ -69,6 +70,15 @@ def has_tracking_columns(schema: TableSchema) -> bool:
     return any(f.id in _TRACKING_IDS for f in schema.fields)
 
 
+def tracking_fields() -> list[DataField]:
+    """``_ROW_ID`` and ``_SEQUENCE_NUMBER`` as Java declares them (BIGINT NOT NULL, its field ids): the columns a read
+    appends, and the columns a compaction of a row-tracking table stores in its files."""
+    return [
+        DataField(ROW_ID_FIELD_ID, ROW_ID, AtomicType("BIGINT", nullable=False)),
+        DataField(SEQUENCE_NUMBER_FIELD_ID, SEQUENCE_NUMBER, AtomicType("BIGINT", nullable=False)),
+    ]
+
+
 def with_tracking_columns(schema: TableSchema, table: str) -> TableSchema:
     """``schema`` with ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` appended, for a read that asked for them; refused for a
     table without row tracking (no row has an id) or one whose own columns take those names."""
@@ -86,8 +96,4 @@ def with_tracking_columns(schema: TableSchema, table: str) -> TableSchema:
             f"Table {table} has its own column(s) {taken}, which the row-tracking columns would shadow; read it "
             f"without '{READ_COLUMNS_KEY}'."
         )
-    extra = [
-        DataField(ROW_ID_FIELD_ID, ROW_ID, AtomicType("BIGINT", nullable=False)),
-        DataField(SEQUENCE_NUMBER_FIELD_ID, SEQUENCE_NUMBER, AtomicType("BIGINT", nullable=False)),
-    ]
-    return schema.copy(fields=[*schema.fields, *extra])
+    return schema.copy(fields=[*schema.fields, *tracking_fields()])
