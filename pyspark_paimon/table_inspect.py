@@ -147,6 +147,18 @@ class Inspect:
         but rows not yet compacted up are missing or stale); append tables read as usual."""
         return self._data("ro", filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
 
+    def row_tracking(
+        self,
+        filter: str | None = None,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: Instant | None = None,
+    ) -> pa.Table:
+        """``$row_tracking``: the rows of a version of a row-tracking table, each ending with its ``_ROW_ID`` and
+        ``_SEQUENCE_NUMBER`` (the read option ``read.row-tracking-columns`` of :meth:`Table.scan` does the same)."""
+        return self._data("row_tracking", filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+
     def _data(self, name: str, filter: str | None, **version: Any) -> pa.Table:
         return read_system_table(self._table.store, name, version_options(None, filter=filter, **version))
 

@@ -439,6 +439,15 @@ def _schema_evolution(docs: Docs, example: Example) -> dict[str, Any]:
     return ns
 
 
+def _row_tracking(docs: Docs, example: Example) -> dict[str, Any]:
+    ns = docs.base()
+    events = ns["cat"].create_table("db.events", "id bigint, kind string", options={"row-tracking.enabled": "true"})
+    for start in (0, 800):  # two commits: ids 0..799, then 800..1599
+        ids = pa.array(range(start, start + 800), pa.int64())
+        events.write_arrow(pa.table({"id": ids, "kind": pa.array(["click"] * 800)}))
+    return ns
+
+
 PAGES: dict[str, Callable[[Docs, Example], dict[str, Any]]] = {
     "index.md": _bare,
     "quickstart.md": _quickstart,
@@ -456,6 +465,7 @@ PAGES: dict[str, Callable[[Docs, Example], dict[str, Any]]] = {
     "errors.md": _errors,
     "following.md": _following,
     "schema-evolution.md": _schema_evolution,
+    "row-tracking.md": _row_tracking,
 }
 
 

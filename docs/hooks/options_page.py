@@ -40,6 +40,9 @@ READ_MEANINGS: dict[str, str] = {
     "incremental-between": "Rows changed between two snapshots or tags (`start,end`).",
     "file-index.read.enabled": "`false`: planning does not skip data files by their bloom-filter or bitmap "
     "indexes (default: the table option, else `true`; see [File indexes](../file-indexes.md)).",
+    "read.row-tracking-columns": "`true`: the read returns `_ROW_ID` and `_SEQUENCE_NUMBER` after the table's "
+    "columns (row-tracking tables only; the same as the `$row_tracking` system table; see "
+    "[Row tracking](../row-tracking.md)).",
     "pyspark-paimon.only-splits": "Internal to `Scan.to_spark` (the splits its `paimon` half reads); do not set it.",
     "incremental-between-timestamp": "Rows changed between two instants (`start,end`).",
     "scan.snapshot-id": "Read that snapshot (`versionAsOf` with anything but digits works as `scan.version`).",

@@ -170,7 +170,7 @@ def read_planned_split(
 
 
 #: The system tables that read the table's data (the others describe its metadata: ``system_tables.py``).
-DATA_VIEWS = ("audit_log", "binlog", "ro")
+DATA_VIEWS = ("audit_log", "binlog", "ro", "row_tracking")
 
 
 def prepare_read(
@@ -187,9 +187,12 @@ def prepare_read(
     the merged rows (Spark does not re-check filters a source accepted). ``view`` is one of the system tables
     that read data (:data:`DATA_VIEWS`): ``ro`` reads only the top level of primary-key buckets (Java's
     ``ReadOptimizedTable``: no merge, possibly stale rows; deletion-vector and first-row tables: every level
-    above 0, as Java's batch scan of them), ``audit_log`` / ``binlog`` lead every row with its row kind.
+    above 0, as Java's batch scan of them), ``audit_log`` / ``binlog`` lead every row with its row kind,
+    ``row_tracking`` ends every row with its ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` (row-tracking tables only).
     """
     store, opts = version_branch(store, opts)  # versionAsOf='<branch>.<tag>' reads that branch
+    if view == "row_tracking":  # Java's RowTrackingTable: the rows with their _ROW_ID and _SEQUENCE_NUMBER
+        opts = replace(opts, row_tracking=True)
     planned = plan_read(store, opts, predicate)
     ctx = ReadContext.for_plan(store, planned, read_fields, exact_filters, opts.batch_size)
     if view in ("audit_log", "binlog"):

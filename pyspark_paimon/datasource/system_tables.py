@@ -289,8 +289,9 @@ def system_table_fields(
     if name in DATA_VIEWS:
         if store is None:
             raise PaimonError(f"The columns of ${name} are the table's: give the table's store.")
-        fields = list(read_schema(store, ReadOptions.from_options(options or {})).fields)
-        if name == "ro":
+        opts = ReadOptions.from_options(options or {})
+        fields = list(read_schema(store, replace(opts, row_tracking=True) if name == "row_tracking" else opts).fields)
+        if name in ("ro", "row_tracking"):
             return fields
         kind = DataField(-1, ROW_KIND_FIELD.name, string_type(True))
         if name == "binlog":

@@ -20,6 +20,7 @@ SYSTEM_TABLES = (
     "audit_log",
     "binlog",
     "ro",
+    "row_tracking",
     "files",
     "tags",
     "branches",

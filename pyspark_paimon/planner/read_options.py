@@ -20,6 +20,7 @@ from pyspark_paimon.metadata.schema.options import (
     check_read_options,
     parse_memory_size,
 )
+from pyspark_paimon.metadata.schema.row_tracking import READ_COLUMNS_KEY
 
 # Canonical key -> accepted aliases (all lower case).
 TIME_TRAVEL_KEYS: dict[str, tuple[str, ...]] = {
@@ -55,6 +56,7 @@ OTHER_READ_KEYS = (
     FILTER_KEY,
     ONLY_SPLITS_KEY,
     FILE_INDEX_READ_KEY,
+    READ_COLUMNS_KEY,
 )
 STORAGE_PREFIX = "fs."
 
@@ -166,6 +168,14 @@ def _only_splits(value: str | None) -> frozenset[str] | None:
     return frozenset(keys)
 
 
+def _boolean(value: str | None, key: str) -> bool:
+    """A boolean read option: 'true' / 'false' (any case), blank or absent = false."""
+    text = (value or "").strip().lower()
+    if text not in ("", "true", "false"):
+        raise OptionError(f"Option '{key}' must be 'true' or 'false', got '{value}'.")
+    return text == "true"
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     branch: str | None = None
@@ -189,6 +199,9 @@ class ReadOptions:
     only_splits: frozenset[str] | None = None
     # ``file-index.read.enabled`` for this read (planning skips files by their file indexes); None: the table's.
     file_index_read: bool | None = None
+    # ``read.row-tracking-columns``: the read returns ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` after the table's columns
+    # (row-tracking tables only; ``metadata.schema.row_tracking``).
+    row_tracking: bool = False
 
     @property
     def planner_options(self) -> dict[str, str]:
@@ -294,4 +307,5 @@ class ReadOptions:
             file_index_read=CoreOptions({FILE_INDEX_READ_KEY: opts[FILE_INDEX_READ_KEY]}).get(FILE_INDEX_READ_ENABLED)
             if opts.get(FILE_INDEX_READ_KEY, "").strip()
             else None,
+            row_tracking=_boolean(opts.get(READ_COLUMNS_KEY), READ_COLUMNS_KEY),
         )

@@ -24,6 +24,7 @@ from typing import Literal, Sequence
 
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.schema.options import validate_table_options
+from pyspark_paimon.metadata.schema.row_tracking import READ_COLUMNS_KEY, with_tracking_columns
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.chain.config import ChainConfig, chain_read_config
@@ -33,13 +34,21 @@ from pyspark_paimon.planner.fallback import add_fallback_splits, fallback_branch
 from pyspark_paimon.planner.incremental import is_incremental, plan_incremental
 from pyspark_paimon.planner.predicate import Expr, Leaf
 from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.row_ranges import refuse_data_evolution
 from pyspark_paimon.planner.scan import ScanPlan, ScanPlanner
 from pyspark_paimon.planner.selection import selection_of
 from pyspark_paimon.planner.time_travel import resolve_snapshot, version_branch
 
 ReadKind = Literal["plain", "fallback", "incremental", "chain"]
 
-__all__ = ["PlannedRead", "ReadKind", "read_kind", "read_schema", "plan_read", "branch_schemas"]
+__all__ = [
+    "PlannedRead",
+    "ReadKind",
+    "read_kind",
+    "read_schema",
+    "plan_read",
+    "branch_schemas",
+]
 
 
 @dataclass
@@ -89,6 +98,18 @@ def _decide(store: FileStore, opts: ReadOptions) -> _Decision:
     return _Decision("plain", latest)
 
 
+def _tracked(schema: TableSchema, opts: ReadOptions, kind: ReadKind, table: str) -> TableSchema:
+    """The read schema with ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` appended when the read asks for them."""
+    if not opts.row_tracking:
+        return schema
+    if kind not in ("plain", "fallback"):
+        raise OptionError(
+            f"Option '{READ_COLUMNS_KEY}' applies to reads of one version of a table; a {kind} read of {table} "
+            "cannot return row ids. Drop the option, or read one version."
+        )
+    return with_tracking_columns(schema, table)
+
+
 def read_kind(store: FileStore, opts: ReadOptions) -> ReadKind:
     return _decide(store, opts).kind
 
@@ -104,6 +125,7 @@ def read_schema(store: FileStore, opts: ReadOptions) -> TableSchema:
         snap = resolve_snapshot(store, opts)
         if snap is not None:
             schema = store.schemas.schema(snap.schema_id)
+    schema = _tracked(schema, opts, decision.kind, store.table_path)
     selection_of(opts, schema)  # a bad 'filter' / 'scan.partitions' fails at load(), not at the first action
     return schema
 
@@ -126,18 +148,22 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
         pred = (*predicate, *selection.leaves)
         chain = plan_chain(store, decision.chain, opts, pred, partition_filter=selection.partition_filter())
         planned = PlannedRead.of_chain(chain, pred, selection.expr)
+        _tracked(planned.schema, opts, kind, store.table_path)  # refused: a chain merges several branches
         validate_table_options(planned.schema.options, creating=False, table=store.table_path)
         return planned
     validate_table_options(latest.options, creating=False, table=store.table_path)
     schemas = {store.branch: branch_schemas(store)}
     if kind == "incremental":  # the files changed in a snapshot range, read with the latest schema
+        refuse_data_evolution(latest, store.table_path, "an incremental read")
+        _tracked(latest, opts, kind, store.table_path)
         selection = selection_of(opts, latest)
         pred = (*predicate, *selection.leaves)
         plan = plan_incremental(store, latest, opts, pred, partition_filter=selection.partition_filter())
         return PlannedRead(kind, plan, latest, schemas, pred, selection.expr)
     snapshot = resolve_snapshot(store, opts)
     schema = store.schemas.schema(snapshot.schema_id) if (opts.time_travel and snapshot is not None) else latest
-    selection = selection_of(opts, schema)
+    read = _tracked(schema, opts, kind, store.table_path)
+    selection = selection_of(opts, read)
     pred = (*predicate, *selection.leaves)
     plan = ScanPlanner(store, schema, opts.planner_options).plan(
         snapshot, pred, partition_filter=selection.partition_filter()
@@ -148,4 +174,4 @@ def plan_read(store: FileStore, opts: ReadOptions, predicate: Sequence[Leaf] = (
         )
         plan = extended.plan
         schemas.update(extended.schemas)
-    return PlannedRead(kind, plan, schema, schemas, pred, selection.expr)
+    return PlannedRead(kind, plan, read, schemas, pred, selection.expr)

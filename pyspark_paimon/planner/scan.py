@@ -29,6 +29,7 @@ from pyspark_paimon.metadata.schema.options import (
     SOURCE_SPLIT_TARGET_SIZE,
     CoreOptions,
 )
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -43,6 +44,7 @@ from pyspark_paimon.planner.predicate import (
     leaves_on,
     literal_array,
 )
+from pyspark_paimon.planner.row_ranges import row_id_groups
 from pyspark_paimon.planner.split import DataSplit
 
 # What decoding statistics written by any engine may raise. Pruning on statistics we cannot read is never
@@ -533,6 +535,10 @@ class ScanPlanner:
         return plan
 
     @property
+    def _data_evolution(self) -> bool:
+        return data_evolution_enabled(self.schema.options)
+
+    @property
     def _deletion_vectors(self) -> bool:
         return CoreOptions({**self.schema.options, **self.options}).deletion_vectors_enabled
 
@@ -704,7 +710,9 @@ class ScanPlanner:
         the bucket is raw-convertible (each key lives in exactly one file), otherwise dropping an old version's
         file could not change the result but dropping the newest version's file would resurrect an old one.
         """
-        if not key_pruner.active and not value_pruner.active:
+        if (not key_pruner.active and not value_pruner.active) or self._data_evolution:
+            # A data-evolution file's statistics cover the columns it wrote, whose values a newer file of the same
+            # rows may have replaced: only the whole row-id group could be judged, so nothing is skipped.
             return files
         if not self.schema.primary_keys:
             kept = [f for f in files if value_pruner.may_match(f, key=False)]
@@ -729,7 +737,7 @@ class ScanPlanner:
         ``pred``, by the rule of value statistics: any append file, primary-key files only in buckets where each
         key lives in one file (raw-convertible). One pass over all buckets, so index files load in parallel."""
         pruner = FileIndexPruner(self.store, self.schema, pred, self.options)
-        if not pruner.active:
+        if not pruner.active or self._data_evolution:  # as for statistics (_skip_files)
             return groups
         candidates = [
             (f, path)
@@ -760,6 +768,12 @@ class ScanPlanner:
         path: str,
         deletion_vectors: bool = False,
     ) -> list[DataSplit]:
+        if self._data_evolution:
+            # The files of one row-id range make one row each: read together, newest first (planner/row_ranges.py).
+            return [
+                DataSplit(part, values, bucket, total_buckets, group, path, len(group) == 1)
+                for group in row_id_groups(files, self.store.table_path)
+            ]
         if not self.schema.primary_keys:
             # Append files are independent: one split each, so packing can spread them over every core.
             return [DataSplit(part, values, bucket, total_buckets, (f,), path, True) for f in files]

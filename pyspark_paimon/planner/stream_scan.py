@@ -73,6 +73,7 @@ from pyspark_paimon.planner.chain.config import chain_read_config
 from pyspark_paimon.planner.chain.stream_start import ChainStreamStart, refuse_chain_stream_options
 from pyspark_paimon.planner.micro_batch import Admission
 from pyspark_paimon.planner.read_options import ReadOptions
+from pyspark_paimon.planner.row_ranges import refuse_data_evolution
 from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.planner.selection import Selection, selection_of
 from pyspark_paimon.planner.split import DataSplit
@@ -102,6 +103,7 @@ class StreamPlanner:
         self.store = store
         self.opts = opts
         self.schema = schema or store.schema()
+        refuse_data_evolution(self.schema, store.table_path, "a stream (or a diff)")
         self.tags = TagManager(store)
         table = self.schema.core_options  # the table's options are the defaults of its streams (as in Java)
         self.read_overwrite = (

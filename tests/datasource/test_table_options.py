@@ -253,9 +253,9 @@ def test_a_stored_time_travel_option_refuses_the_read(tmp_path: Path) -> None:
 def test_write_only_semantics_refuse_the_write_not_the_read(tmp_path: Path) -> None:
     table = _create(tmp_path, pk=False)
     table.write_arrow(ROWS)
-    _as_java_left_it(table, {"row-tracking.enabled": "true"})
+    _as_java_left_it(table, {"commit.callbacks": "com.example.Callback"})
     assert len(table.scan().to_arrow()) == 3
-    with pytest.raises(OptionError, match="'row-tracking.enabled' = 'true'.*cannot be written or created here"):
+    with pytest.raises(OptionError, match="'commit.callbacks' = 'com.example.Callback'.*cannot be written or created"):
         table.write_arrow(ROWS)
 
 

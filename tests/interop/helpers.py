@@ -84,6 +84,7 @@ class OracleBatch:
         options: Mapping[str, Any] | None = None,
         impls: Sequence[str] = IMPLS,
         sort: bool = True,
+        projection: Sequence[str] | None = None,
     ) -> None:
         if key in self._outputs:
             raise ValueError(f"read key {key!r} used twice")
@@ -91,17 +92,22 @@ class OracleBatch:
         for impl in impls:
             output = self._dir / f"read-{len(self._cmds)}-{impl}.arrow"
             self._outputs[key][impl] = output
-            self._add(
-                {
-                    "cmd": "read",
-                    "impl": impl,
-                    "warehouse": self.warehouse,
-                    "identifier": identifier,
-                    "options": {k: str(v) for k, v in (options or {}).items()},
-                    "output": str(output),
-                    "sort": sort,
-                }
-            )
+            cmd: dict[str, Any] = {
+                "cmd": "read",
+                "impl": impl,
+                "warehouse": self.warehouse,
+                "identifier": identifier,
+                "options": {k: str(v) for k, v in (options or {}).items()},
+                "output": str(output),
+                "sort": sort,
+            }
+            if projection is not None:
+                cmd["projection"] = list(projection)
+            self._add(cmd)
+
+    def row_update(self, identifier: str, op: str, **args: Any) -> int:
+        """pypaimon's row changes by row id or key (``oracle.cmd_row_update``): ``op`` and its arguments."""
+        return self._add({"cmd": "row_update", "warehouse": self.warehouse, "identifier": identifier, "op": op, **args})
 
     def tag(self, identifier: str, name: str, snapshot_id: int | None = None) -> int:
         cmd: dict[str, Any] = {"cmd": "tag", "warehouse": self.warehouse, "identifier": identifier, "name": name}

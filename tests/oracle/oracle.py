@@ -44,13 +44,18 @@ naming a JDBC or REST catalog, and ``identifier`` = ``"db.t"`` or ``"db.t$branch
 ``read`` (``impl``: ``pypaimon`` | ``rust``)
     ``options`` (dynamic read options, e.g. ``scan.snapshot-id``, ``scan.tag-name``,
     ``scan.timestamp-millis``), ``output`` (Arrow IPC file to write), ``sort`` (default true: sort by every
-    non-nested column in schema order so both oracles produce the same row order).
+    non-nested column in schema order so both oracles produce the same row order), ``projection`` (pypaimon only:
+    the columns to read, which may name a row-tracking table's ``_ROW_ID`` and ``_SEQUENCE_NUMBER``).
     Result: ``{"num_rows": n, "columns": [...], "arrow_schema": str, "schema_from": impl}``.
 ``evolve``
     ``changes``: list of ``{"op": "add_column", "name", "type", "comment"?, "first"? | "after"?}``,
     ``{"op": "rename_column", "name", "new_name"}``, ``{"op": "drop_column", "name"}``,
     ``{"op": "update_column_type", "name", "type"}``, ``{"op": "set_option", "key", "value"}``,
     ``{"op": "remove_option", "key"}``. Applied by pypaimon in one ``alter_table`` call.
+``row_update``
+    pypaimon's row changes on a row-tracking (data-evolution) table: ``op`` = ``update_by_row_id`` (``columns``,
+    ``rows`` with ``_ROW_ID`` and those columns), ``upsert_by_key`` (``keys``, ``rows``) or ``delete_by_row_id``
+    (``row_ids``), committed. Result: ``{"snapshot_id": ...}``.
 ``tag``
     ``name``, ``snapshot_id`` (optional, default latest). Created by pypaimon.
 ``branch``
@@ -449,9 +454,13 @@ def _normalize(table: pa.Table, sort: bool) -> pa.Table:
     return table
 
 
-def _read_pypaimon(warehouse: str | JsonDict, identifier: str, options: dict[str, str]) -> tuple[pa.Table, str]:
+def _read_pypaimon(
+    warehouse: str | JsonDict, identifier: str, options: dict[str, str], projection: list[str] | None = None
+) -> tuple[pa.Table, str]:
     table = _pypaimon_table(warehouse, identifier, options)
     builder = table.new_read_builder()
+    if projection is not None:  # may name the hidden _ROW_ID / _SEQUENCE_NUMBER of row-tracking tables
+        builder = builder.with_projection(projection)
     return builder.new_read().to_arrow(builder.new_scan().plan().splits()), "pypaimon"
 
 
@@ -476,7 +485,13 @@ def cmd_read(cmd: JsonDict) -> JsonDict:
     if "output" not in cmd:
         raise OracleUsageError("read needs 'output': the Arrow IPC file to write the result to")
     options = {k: str(v) for k, v in (cmd.get("options") or {}).items()}
-    data, schema_from = readers[impl](cmd["warehouse"], cmd["identifier"], options)
+    projection = cmd.get("projection")
+    if projection is not None:
+        if impl != "pypaimon":
+            raise OracleUsageError("read.projection is supported for impl 'pypaimon' only")
+        data, schema_from = _read_pypaimon(cmd["warehouse"], cmd["identifier"], options, list(projection))
+    else:
+        data, schema_from = readers[impl](cmd["warehouse"], cmd["identifier"], options)
     data = _normalize(data, bool(cmd.get("sort", True)))
     with pa.OSFile(cmd["output"], "wb") as sink, pa.ipc.new_file(sink, data.schema) as ipc:
         ipc.write_table(data)
@@ -540,6 +555,38 @@ def cmd_branch(cmd: JsonDict) -> JsonDict:
     catalog = _pypaimon_catalog(cmd["warehouse"])
     catalog.create_branch(cmd["identifier"], cmd["name"], cmd.get("from_tag"))
     return {"branches": sorted(catalog.list_branches(cmd["identifier"]))}
+
+
+# ------------------------------------------------------------------------------------- row changes by id
+
+
+def cmd_row_update(cmd: JsonDict) -> JsonDict:
+    """pypaimon's ``TableUpdate`` on a row-tracking / data-evolution table, committed: ``op`` =
+    ``update_by_row_id`` (``columns``; ``rows`` holding ``_ROW_ID`` and those columns), ``upsert_by_key``
+    (``keys``; ``rows`` of every column) or ``delete_by_row_id`` (``row_ids``; deletion vectors)."""
+    warehouse, identifier, op = cmd["warehouse"], cmd["identifier"], cmd.get("op")
+    table = _pypaimon_table(warehouse, identifier)
+    builder = table.new_batch_write_builder()
+    update = builder.new_update()
+    fields = table.table_schema.fields
+    if op == "update_by_row_id":
+        columns = list(cmd["columns"])
+        chosen = [f for f in fields if f.name in columns]
+        schema = pa.schema([pa.field("_ROW_ID", pa.int64()), *_arrow_schema(chosen)])
+        messages = update.with_update_type(columns).update_by_arrow_with_row_id(_rows_to_table(cmd["rows"], schema))
+    elif op == "upsert_by_key":
+        data = _rows_to_table(cmd["rows"], _arrow_schema(fields))
+        messages = update.upsert_by_arrow_with_key(data, list(cmd["keys"]))
+    elif op == "delete_by_row_id":
+        messages = update.delete_by_row_id([int(r) for r in cmd["row_ids"]])
+    else:
+        raise OracleUsageError(f"row_update.op must be update_by_row_id, upsert_by_key or delete_by_row_id, got {op!r}")
+    committer = builder.new_commit()
+    try:
+        committer.commit(messages)
+    finally:
+        committer.close()
+    return {"snapshot_id": _pypaimon_table(warehouse, identifier).snapshot_manager().get_latest_snapshot().id}
 
 
 # ---------------------------------------------------------------------------------------------- inspect
@@ -676,6 +723,7 @@ COMMANDS: dict[str, Callable[[JsonDict], JsonDict]] = {
     "write": cmd_write,
     "read": cmd_read,
     "evolve": cmd_evolve,
+    "row_update": cmd_row_update,
     "tag": cmd_tag,
     "branch": cmd_branch,
     "inspect": cmd_inspect,

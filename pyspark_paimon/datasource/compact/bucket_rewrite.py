@@ -12,7 +12,7 @@ hooks of the changelog producers (``full_changelog``, ``lookup_changelog``) and 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +44,7 @@ from pyspark_paimon.metadata.schema.options import (
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.planner.split import DataSplit
 
-__all__ = ["compact_bucket", "delete_index_files"]
+__all__ = ["compact_bucket", "delete_index_files", "id_runs"]
 
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,9 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         else:
             # Append files are concatenated in sequence order; the outputs continue the first input's numbers.
             ordered = sorted(task.files, key=lambda f: (f.min_sequence_number, f.file_name))
+            if writer.tracks_rows:  # row tracking: only runs of consecutive ids, so every output has a first id
+                ordered = [f for run in id_runs(task.files, task.deletion_files) if len(run) > 1 for f in run]
+                replaced = tuple(ordered)
             _accumulate(
                 (
                     pa.Table.from_batches([b])
@@ -180,6 +183,23 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         changelog_files=tuple(f for m in messages for f in m.changelog_files),
         index_files=index_files,
     )
+
+
+def id_runs(files: Sequence[DataFileMeta], vectors: Mapping[str, object]) -> list[list[DataFileMeta]]:
+    """``files`` of a row-tracking bucket in row-id order, cut into runs whose ids follow on (each file's first row
+    id is where the previous one ended). A file without a first row id (Java's compactions store ids that may not
+    run on) or with a deletion vector (its rows' ids have gaps) is a run of its own. A run's rows, concatenated, keep
+    consecutive ids, so their compacted file can carry a first row id every reader agrees with."""
+    runs: list[list[DataFileMeta]] = []
+    end: int | None = None
+    for f in sorted(files, key=lambda f: (f.first_row_id is None, f.first_row_id or 0, f.file_name)):
+        alone = f.first_row_id is None or f.file_name in vectors
+        if runs and not alone and end is not None and f.first_row_id == end:
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+        end = None if alone else (f.first_row_id or 0) + f.row_count
+    return runs
 
 
 def _no_changelog(rows: pa.Table) -> None:

@@ -43,6 +43,7 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
     validate_table_options,
 )
+from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled, with_tracking_columns
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -207,11 +208,19 @@ def plan_compaction(
         schema = replace(schema, options=overlay)
     refuse_unsupported(schema, store.table_path, full)
     order = _order_of(schema, store.table_path, order_strategy, order_by, auto)
+    if order is not None and row_tracking_enabled(schema.options):
+        raise CompactionError(
+            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a sort compaction or clustering would "
+            "leave the rows' ids out of order in its files, which pypaimon and pypaimon-rust then read wrong. "
+            "Compact it without order_strategy / clustering, or with Paimon."
+        )
     clustering = order is not None and order_strategy is None
     options = schema.core_options
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
-    read_ctx = ReadContext.for_store(store, schema)
+    # A row-tracking table's compaction reads each row's id and sequence number and stores them in its outputs.
+    tracked = with_tracking_columns(schema, store.table_path) if row_tracking_enabled(schema.options) else schema
+    read_ctx = ReadContext.for_store(store, tracked)
     write_ctx = WriteContext(
         fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options), commit_user=user
     )

@@ -20,6 +20,7 @@ from pyspark_paimon.metadata.schema.options import (
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     WRITE_ONLY,
 )
+from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.split import DataSplit
@@ -105,6 +106,14 @@ def writes_vectors(schema: TableSchema) -> bool:
 
 
 def refuse_foreign(kind: str, store: FileStore) -> None:
+    """Refuse changes to rows that are not the branch's own (a fallback or chain read), or whose ids a rewrite
+    would lose (row-tracking tables: a rewritten row would get a new ``_ROW_ID``)."""
+    if row_tracking_enabled(store.schema().options):
+        raise DmlError(
+            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a delete, update or merge must keep "
+            "every surviving row's _ROW_ID, which pyspark-paimon's changes do not do yet. Change its rows with "
+            "Paimon (Spark SQL or pypaimon's update by row id)."
+        )
     if kind != "plain":
         raise DmlError(
             f"Table {store.table_path} (branch '{store.branch}') is read as a {kind} read (fallback branch or chain "

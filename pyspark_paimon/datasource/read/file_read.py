@@ -40,6 +40,12 @@ from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import CoreOptions
+from pyspark_paimon.metadata.schema.row_tracking import (
+    ROW_ID,
+    ROW_ID_FIELD_ID,
+    SEQUENCE_NUMBER_FIELD_ID,
+    TRACKING_COLUMNS,
+)
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import cast_array, to_arrow_type
 from pyspark_paimon.metadata.types.casts import convert_array, evolution_problem, same_but_nullability
@@ -51,15 +57,18 @@ from pyspark_paimon.planner.split import DataSplit
 __all__ = [
     "Window",
     "format_of",
+    "kept_rows",
     "plan_windows",
     "read_data_file",
     "read_file_columns",
     "read_window",
     "select_row_groups",
     "stream_data_file",
+    "with_tracking_columns",
 ]
 
 _SYSTEM_TYPES = {SEQUENCE_NUMBER: pa.int64(), VALUE_KIND: pa.int8()}
+_TRACKING_IDS = frozenset((ROW_ID_FIELD_ID, SEQUENCE_NUMBER_FIELD_ID))
 # What reading Parquet statistics written by any engine may raise (a timestamp or date outside Python's range
 # raises OverflowError). Statistics we cannot read never skip anything; other errors are bugs and propagate.
 _PARQUET_STATS_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
@@ -320,6 +329,15 @@ def _keep_mask(
     return mask
 
 
+def kept_rows(ctx: ReadContext, split: DataSplit, f: DataFileMeta, rows: int) -> np.ndarray | None:
+    """True for each of ``rows`` rows (``f``'s positions) that ``f``'s deletion vector in ``split`` keeps; None when
+    it has none."""
+    deleted = _deleted_positions(ctx, split, f)
+    if deleted is None:
+        return None
+    return _keep_mask(deleted, np.array([rows], dtype=np.int64), None, f.file_name)
+
+
 def read_file_columns(
     fileio: FileIO, path: str, f: DataFileMeta, options: CoreOptions, columns: Sequence[str]
 ) -> pa.Table:
@@ -434,22 +452,74 @@ def stream_data_file(
     row groups ``ctx.pushed`` rules out are not read."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
+    tracked = [t.name for t in targets if t.id in _TRACKING_IDS]
     with _FileReader(
         ctx.fileio, split.file_path(f), format_of(f, ctx.core_options()), f.file_name, f.file_size
     ) as reader:
         cols = _physical_columns(reader, targets, file_schema, system)
+        stored = [name for name in tracked if name in reader.names and name not in cols]
         row_groups = None
         if skip_row_groups is not None and reader.fmt == "parquet":
             row_groups = select_row_groups(reader.parquet, _file_leaves(ctx, file_schema, reader), skip_row_groups)
         keep = None if deleted is None else _keep_mask(deleted, reader.group_rows(), row_groups, f.file_name)
+        positions = _positions(reader.group_rows(), row_groups) if tracked else None
         offset = 0  # rows of the selected row groups read so far: where this batch starts in ``keep``
-        for batch in reader.batches(cols, ctx.batch_size, row_groups):
+        for batch in reader.batches([*cols, *stored], ctx.batch_size, row_groups):
             n = batch.num_rows
+            at = None if positions is None else positions[offset : offset + n]
             if keep is not None:
-                batch = batch.filter(pa.array(keep[offset : offset + n]))
-                offset += n
+                mask = keep[offset : offset + n]
+                batch = batch.filter(pa.array(mask))
+                at = None if at is None else at[mask]
+            offset += n
             if batch.num_rows:
-                yield _conform_table(batch, targets, file_schema, f.file_name, system)
+                data = _conform_table(batch, targets, file_schema, f.file_name, system)
+                if at is not None:
+                    data = with_tracking_columns(data, f, at, batch)
+                yield data
+
+
+def _positions(group_rows: np.ndarray, selected: Sequence[int] | None) -> np.ndarray:
+    """The file-global row position of every row a read of the ``selected`` row groups (None = all) returns."""
+    if selected is None:
+        return np.arange(int(group_rows.sum()), dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(group_rows)]).astype(np.int64)
+    parts = [np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in selected]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def with_tracking_columns(
+    data: pa.Table, f: DataFileMeta, positions: np.ndarray, stored: pa.Table | pa.RecordBatch
+) -> pa.Table:
+    """``data`` with its ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` columns (where present) filled for rows at file
+    ``positions``: a value ``stored`` in the file wins where non-NULL (Java's ``DataFileRecordReader``), else the row
+    id is ``f.first_row_id + position`` and the sequence number ``f.max_sequence_number``."""
+    n = data.num_rows
+    for name in TRACKING_COLUMNS:
+        index = data.schema.get_field_index(name)
+        if index < 0:
+            continue
+        kept = None
+        if name in stored.schema.names:  # a compacted file stores its rows' ids (Java writes them, first_row_id unset)
+            column = stored.column(name)
+            kept = (column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column).cast(pa.int64())
+            if kept.null_count == 0:
+                data = data.set_column(index, pa.field(name, pa.int64(), nullable=False), kept)
+                continue
+        if name == ROW_ID:
+            if f.first_row_id is None:
+                raise CorruptMetadataError(
+                    f"Data file '{f.file_name}' of a row-tracking table has no first row id in its manifest entry "
+                    "and stores no id for some rows, so they have none. Read the table without the row-tracking "
+                    "columns, or with Paimon."
+                )
+            computed = pa.array(positions + f.first_row_id, pa.int64())
+        else:
+            computed = pa.repeat(pa.scalar(f.max_sequence_number, pa.int64()), n)
+        if kept is not None:
+            computed = pc.coalesce(kept, computed)
+        data = data.set_column(index, pa.field(name, pa.int64(), nullable=False), computed)
+    return data
 
 
 # ------------------------------------------------------------------------------------------------------

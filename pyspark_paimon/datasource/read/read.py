@@ -6,6 +6,8 @@ What a split read has to get right, and where it happens:
 * **Append tables and raw-convertible primary-key splits** stream file by file, batch by batch
   (:func:`~pyspark_paimon.datasource.read.file_read.stream_data_file`: schema evolution by field id, deletion
   vectors, Parquet row-group skipping).
+* **Data-evolution splits** (the files of one row-id range) are put together column by column
+  (:func:`~pyspark_paimon.datasource.read.row_id_merge.read_row_id_group`).
 * **Other primary-key splits** are merged per key-overlap section, in bounded memory
   (:func:`~pyspark_paimon.datasource.read.merged_read.merged_sections`).
 * **The residual filter runs after the merge** (:func:`_finish`). Filtering an older version of a row before
@@ -41,7 +43,9 @@ from pyspark_paimon.datasource.read.read_context import (
     ReadMetrics,
     row_kind_names,
 )
+from pyspark_paimon.datasource.read.row_id_merge import read_row_id_group
 from pyspark_paimon.errors import SchemaError
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.planner.split import DataSplit
 
@@ -113,6 +117,10 @@ def read_split(
         partition_override = dict(zip(ctx.schema.partition_keys, split.partition_values))
     plan = ReadColumns.of(ctx, partition_override)
     if not ctx.schema.primary_keys:
+        if len(split.files) > 1 and data_evolution_enabled(ctx.schema.options):
+            # One row-id range of a data-evolution table: its files hold the columns of the same rows.
+            yield from _finish(ctx, plan, read_row_id_group(ctx, split, plan.read_fields))
+            return
         for f in split.files:
             for data in stream_data_file(ctx, split, f, plan.read_fields, (), skip_row_groups=metrics):
                 yield from _finish(ctx, plan, data)

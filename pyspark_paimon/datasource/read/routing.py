@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pyspark_paimon.datasource.read.file_read import format_of
 from pyspark_paimon.datasource.read.read_context import ReadContext
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled, has_tracking_columns
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.model import (
     ArrayType,
@@ -95,6 +96,10 @@ def route(planned: PlannedRead, ctx: ReadContext) -> Routing:
 def _whole_read_reason(planned: PlannedRead) -> str | None:
     if planned.kind not in _JVM_KINDS:
         return f"{planned.kind} read"
+    if has_tracking_columns(planned.schema):
+        return "row-tracking columns"  # computed from each file's first row id, which Spark's readers do not know
+    if data_evolution_enabled(planned.schema.options):
+        return "data-evolution table"  # rows assembled from several files by row id
     for f in planned.schema.fields:
         if any(x.type.root == "VARIANT" for x in iter_fields([f])):
             # Shredded VARIANT files need rebuilding (``metadata/variant``), which Spark's Parquet reader may not do.

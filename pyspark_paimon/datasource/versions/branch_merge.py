@@ -75,10 +75,12 @@ from pyspark_paimon.errors import (
 from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
 from pyspark_paimon.metadata.refs.branches import BranchManager
 from pyspark_paimon.metadata.refs.tags import TagManager, find_snapshot
+from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.row_ranges import refuse_data_evolution
 from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
 log = logging.getLogger(__name__)
@@ -432,6 +434,13 @@ def three_way(
     _check_on_conflict(on_conflict)
     _check_same_schema(src_branch, into)
     schema = into.schema()
+    refuse_data_evolution(schema, into.table_path, label)
+    if row_tracking_enabled(schema.options):
+        raise BranchError(
+            f"{label}: table {into.table_path} tracks rows ('row-tracking.enabled'); a merge of its branches must "
+            "keep or re-number the rows' ids as Paimon does, which is not implemented. Publish with "
+            "t.branches.fast_forward, or merge with Paimon."
+        )
     if schema.primary_keys:
         check_merge_engine(schema, into.table_path, deletes=True, updates=True)
         if schema.core_options.merge_engine != "deduplicate":

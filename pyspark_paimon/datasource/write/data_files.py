@@ -19,6 +19,7 @@ import functools
 from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -49,6 +50,7 @@ from pyspark_paimon.metadata.schema.options import (
     POSTPONE_BUCKET,
     CoreOptions,
 )
+from pyspark_paimon.metadata.schema.row_tracking import ROW_ID, row_tracking_enabled, tracking_fields
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.arrow import to_parquet_arrow_schema
 from pyspark_paimon.metadata.types.model import AtomicType, DataField
@@ -120,6 +122,17 @@ def _local_millis_as_utc() -> int:
     return (d.days * 86400 + d.seconds) * 1000 + d.microseconds // 1000
 
 
+def contiguous_first_id(ids: pa.ChunkedArray | pa.Array) -> int | None:
+    """The first row id of a compacted file whose stored ids run ``first, first + 1, ...`` (then readers that
+    compute ids from the first row id, pypaimon and pypaimon-rust, agree with Java's, which read the stored ones);
+    None otherwise, as Java leaves it."""
+    values = np.asarray(ids.to_numpy() if isinstance(ids, pa.Array) else ids.combine_chunks().to_numpy())
+    if len(values) == 0:
+        return None
+    first = int(values[0])
+    return first if bool(np.array_equal(values, first + np.arange(len(values), dtype=values.dtype))) else None
+
+
 class DataFileWriter:
     """Writes the data and changelog files of one table's buckets (see the module docstring).
 
@@ -166,6 +179,8 @@ class DataFileWriter:
         self._key_file_fields = key_file_fields(key_fields)
         file_fields = (self._key_file_fields + system_file_fields() + self._fields) if self._is_pk else self._fields
         self._file_schema = to_parquet_arrow_schema(file_fields, field_ids=True)
+        # Compactions of row-tracking tables store each row's _ROW_ID and _SEQUENCE_NUMBER (Java's write type then).
+        self._tracking = row_tracking_enabled(opts) and not self._is_pk
         # VARIANT columns 'variant.shreddingSchema' names are written shredded (Java's ParquetFileFormat does so).
         self._shredded = shredding_types(opts, self._fields)
         for name, requested in self._shredded.items():
@@ -175,6 +190,11 @@ class DataFileWriter:
             )
         self._file_index = FileIndexSpec.of(opts, self._fields, table_path)
         self._created: list[str] = []
+
+    @property
+    def tracks_rows(self) -> bool:
+        """Whether compacted files of this table store ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` (row tracking)."""
+        return self._tracking
 
     def _compression(self, lsm_level: int = 0) -> tuple[str, int | None]:
         raw = self._options.get(FILE_COMPRESSION).strip().lower()
@@ -232,16 +252,20 @@ class DataFileWriter:
             yield chunk
 
     def _to_file_table(self, chunk: pa.Table) -> pa.Table:
-        """Cast to the Parquet schema: timestamp units by precision, NOT NULL flags, field ids."""
+        """Cast to the Parquet schema: timestamp units by precision, NOT NULL flags, field ids. A chunk with the
+        row-tracking columns after the table's (:meth:`write_file` with ``tracked``) keeps them, with Java's ids."""
+        schema = self._file_schema
+        if chunk.num_columns > len(schema):
+            schema = pa.schema([*schema, *to_parquet_arrow_schema(tracking_fields(), field_ids=True)])
         cols = []
-        for name, target in zip(chunk.column_names, self._file_schema):
+        for name, target in zip(chunk.column_names, schema):
             col = chunk.column(name)
             if name in self._shredded:
                 col = shred_column(col, self._shredded[name])
             elif col.type != target.type:
                 col = col.cast(target.type, safe=False)  # only timestamp units differ (already truncated)
             cols.append(col)
-        return pa.Table.from_arrays(cols, schema=self._file_schema)
+        return pa.Table.from_arrays(cols, schema=schema)
 
     # ------------------------------------------------------------------------------------------ files
     def write_file(
@@ -265,6 +289,16 @@ class DataFileWriter:
         self._created.append(path)  # before writing: abort must also remove a half-written file
         size = self._write_parquet(path, file_table, state.level)
         meta = self._file_meta(name, size, chunk, seq_range, state)
+        if chunk.num_columns > len(self._file_schema):
+            # The rows' ids stored, as Java's compactions store them. Java also lists every column and the two in
+            # _WRITE_COLS; we leave it unset (Java finds the stored columns by field id either way, and
+            # pypaimon-rust 0.4 refuses a _ROW_ID write column) and list the statistics' columns explicitly.
+            names = tuple(f.name for f in self._fields)
+            meta = replace(
+                meta,
+                first_row_id=contiguous_first_id(chunk.column(ROW_ID)),
+                value_stats_cols=names if meta.value_stats_cols is None else meta.value_stats_cols,
+            )
         embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)
         if embedded is not None or index_file is not None:
             meta = replace(meta, embedded_index=embedded, extra_files=(index_file,) if index_file else ())

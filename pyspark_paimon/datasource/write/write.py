@@ -49,6 +49,7 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
     validate_table_options,
 )
+from pyspark_paimon.metadata.schema.row_tracking import TRACKING_COLUMNS
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.types.model import DataField
@@ -214,6 +215,11 @@ class TableWriter:
         )
 
     # ------------------------------------------------------------------------------------------ compaction
+    @property
+    def tracks_rows(self) -> bool:
+        """Whether :meth:`write_compacted` stores each row's ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` (row tracking)."""
+        return self._files.tracks_rows
+
     def write_compacted(
         self,
         partition: bytes,
@@ -243,7 +249,10 @@ class TableWriter:
             for chunk in files.chunks(physical):
                 files.write_file(state, chunk, None)
             return
-        data = table.select([f.name for f in self._fields])
+        names = [f.name for f in self._fields]
+        if files.tracks_rows:  # a compaction of a row-tracking table keeps every row's id and sequence number
+            names += list(TRACKING_COLUMNS)
+        data = table.select(names)
         for _, chunk in files.chunk_offsets(data):
             lo = state.next_sequence
             state.next_sequence += chunk.num_rows

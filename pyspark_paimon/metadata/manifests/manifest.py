@@ -615,6 +615,8 @@ class ManifestStore:
             MANIFEST_CACHE.put(self._key(name), list(entries))
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
+        # Row-id bounds only when every entry has a first row id (Java's ManifestAvroWriter.RowIdStats).
+        tracked = bool(entries) and all(e.file.first_row_id is not None for e in entries)
         return ManifestFileMeta(
             file_name=name,
             file_size=len(data),
@@ -626,6 +628,8 @@ class ManifestStore:
             max_bucket=max(buckets) if buckets else None,
             min_level=min(levels) if levels else None,
             max_level=max(levels) if levels else None,
+            min_row_id=min(e.file.first_row_id or 0 for e in entries) if tracked else None,
+            max_row_id=max((e.file.first_row_id or 0) + e.file.row_count - 1 for e in entries) if tracked else None,
         )
 
     def write_list(self, metas: Sequence[ManifestFileMeta], codec: str = AVRO_CODECS["zstd"]) -> tuple[str, int]:

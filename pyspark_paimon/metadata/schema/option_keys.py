@@ -117,7 +117,7 @@ _NO_VARIANT_INFERENCE = (
     "says (else plain), and readers read plain, shredded and inferred files alike"
 )
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
-_NO_EVOLUTION = "only with data-evolution tables, which are refused (data-evolution.enabled)"
+_NO_EVOLUTION = "only for writes of data-evolution tables, which are refused (data-evolution.enabled)"
 _POSTPONE_ESTIMATES = (
     "bucket counts estimated from data sizes are Paimon 2.x's; pyspark-paimon follows Paimon 1.4's rule for "
     "postpone-bucket tables (a partition's existing count, else 'postpone.default-bucket-num')"
@@ -404,11 +404,15 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "looks for them (reads, writes and expiration expect them in index/)",
         "false",
     ),
-    "row-tracking.enabled": _write_refused(
-        "Java gives every new row an id at commit (first_row_id, next_row_id); our commits do not", "false"
+    "row-tracking.partition-group-on-commit": _inert(
+        "orders the id ranges one commit hands out by partition; every row still gets one unique id, and which "
+        "range a file gets depends on the order of the commit's files in Java too"
     ),
-    "row-tracking.partition-group-on-commit": _inert("only with row-tracking.enabled, which writes refuse"),
-    "data-evolution.enabled": _refused("rows are assembled from files that each hold some columns", "false"),
+    "data-evolution.enabled": _write_refused(
+        "rows are assembled from files that each hold some columns (read here); our writes, compactions and row "
+        "changes do not produce such files",
+        "false",
+    ),
     "data-evolution.reassign.skip-contiguous-row-count": _inert(_NO_EVOLUTION),
     "data-evolution.row-id-conflict-rewrite.max-size": _inert(_NO_EVOLUTION),
     "data-evolution.row-sidecar.enabled": _inert(_NO_EVOLUTION),

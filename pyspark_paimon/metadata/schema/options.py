@@ -570,6 +570,13 @@ DELETION_VECTORS_ENABLED = _option(
     "false",
     "Deletion vectors: writes compact level 0 at once and mark superseded rows, as Java's writers do.",
 )
+ROW_TRACKING_ENABLED = _option(
+    "row-tracking.enabled",
+    BOOLEAN,
+    "false",
+    "Row tracking (append tables with bucket -1): each commit numbers its new rows (the files' first row ids, the "
+    "snapshot's next row id); reads return the ids with 'read.row-tracking-columns' or $row_tracking.",
+)
 DELETION_VECTORS_MERGE_ON_READ = _option(
     "deletion-vectors.merge-on-read",
     BOOLEAN,

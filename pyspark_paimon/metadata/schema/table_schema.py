@@ -42,6 +42,7 @@ from pyspark_paimon.metadata.schema.options import (
     FILE_FORMAT,
     JAVA_IMMUTABLE,
     MERGE_ENGINE,
+    ROW_TRACKING_ENABLED,
     SEQUENCE_FIELD,
     CoreOptions,
 )
@@ -382,6 +383,21 @@ def validate_table_schema(schema: TableSchema) -> None:
             "such cross-partition upserts need dynamic bucket mode (bucket = -1). Add the partition keys to "
             "the primary key or set bucket = -1."
         )
+
+    if schema.core_options.get(ROW_TRACKING_ENABLED):  # Java's SchemaValidation.validateRowTracking
+        if schema.primary_keys:
+            raise OptionError(
+                "Option 'row-tracking.enabled' = 'true' needs an append table: rows of a primary-key table are "
+                "replaced by key, not tracked by id. Drop the primary key or the option."
+            )
+        if bucket != -1:
+            raise OptionError(
+                f"Option 'row-tracking.enabled' = 'true' needs 'bucket' = -1 (unaware bucketing), got {bucket}."
+            )
+    if str(schema.options.get("data-evolution.enabled", "")).strip().lower() == "true" and not (
+        schema.core_options.get(ROW_TRACKING_ENABLED)
+    ):
+        raise OptionError("Option 'data-evolution.enabled' = 'true' needs 'row-tracking.enabled' = 'true' too.")
 
     # What Java's file index writer refuses fails when the schema is made, not at the first write; so does a
     # shredding schema that names no VARIANT column.

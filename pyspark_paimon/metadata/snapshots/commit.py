@@ -60,10 +60,12 @@ from pyspark_paimon.metadata.schema.options import (
     MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE,
     MANIFEST_MERGE_MIN_COUNT,
     MANIFEST_TARGET_FILE_SIZE,
+    ROW_TRACKING_ENABLED,
     CoreOptions,
 )
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit_order import SequenceCeilings
+from pyspark_paimon.metadata.snapshots.row_ids import assign_row_ids
 from pyspark_paimon.metadata.snapshots.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
     Snapshot,
@@ -555,6 +557,11 @@ class FileStoreCommit:
         if not delta_entries and overwrite is None and not allow_empty:
             return None
 
+        snapshot_id = (latest.id + 1) if latest else 1
+        next_row_id = latest.next_row_id if latest and latest.next_row_id is not None else 0
+        if schema.core_options.get(ROW_TRACKING_ENABLED):  # the new rows' ids, from the snapshot built on
+            assigned = assign_row_ids(delta_entries, next_row_id, snapshot_id)
+            delta_entries, next_row_id = assigned.entries, assigned.next_row_id
         index_manifest = self._index_manifest(latest, index_update, overwritten, schema, written)
         delta_metas = self._write_manifests(delta_entries, schema, written) if delta_entries else []
         base = self._maybe_compact_manifests(base, schema, written)
@@ -575,7 +582,7 @@ class FileStoreCommit:
         prev_total = (latest.total_record_count or 0) if latest else 0
         marks = [w for w in (watermark, latest.watermark if latest else None) if w is not None]
         return Snapshot(
-            id=(latest.id + 1) if latest else 1,
+            id=snapshot_id,
             schema_id=schema.id,
             base_manifest_list=base_name,
             base_manifest_list_size=base_size,
@@ -594,7 +601,7 @@ class FileStoreCommit:
             watermark=max(marks) if marks else None,
             statistics=latest.statistics if latest and latest.schema_id == schema.id else None,
             properties=properties or None,
-            next_row_id=(latest.next_row_id if latest and latest.next_row_id is not None else 0),
+            next_row_id=next_row_id,
             uuid=str(uuid.uuid4()),
             writer_version=WRITER_VERSION,
         )

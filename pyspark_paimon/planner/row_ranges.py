@@ -1,0 +1,71 @@
+"""Which files of a data-evolution bucket are read together: the files of one row-id range (Java's
+``DataEvolutionSplitRead.mergeRangesAndSort``).
+
+In a data-evolution table a file may hold only some columns (``_WRITE_COLS``) of the rows
+``[first_row_id, first_row_id + row_count)``; the other columns of those rows live in older files of the same
+range. A read therefore needs every file whose range overlaps, in one split, newest first (each column is taken
+from the newest file that wrote it). Java requires the data files of one group to cover exactly the same range;
+a table that breaks this is reported, never read half-way.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pyspark_paimon.errors import CorruptMetadataError, OptionError
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+
+__all__ = ["refuse_data_evolution", "row_id_groups", "row_range"]
+
+
+def row_range(f: DataFileMeta, where: str) -> tuple[int, int]:
+    """``f``'s row ids as [first, last] (inclusive); a data-evolution file without a first row id is corrupt."""
+    if f.first_row_id is None:
+        raise CorruptMetadataError(
+            f"Data file '{f.file_name}' of data-evolution table {where} has no first row id in its manifest entry, "
+            "so its rows cannot be matched with the other columns' files. Restore the table's manifests, or read "
+            "it with Paimon."
+        )
+    return f.first_row_id, f.first_row_id + f.row_count - 1
+
+
+def row_id_groups(files: Sequence[DataFileMeta], where: str) -> list[tuple[DataFileMeta, ...]]:
+    """``files`` cut into groups of overlapping row-id ranges, in row-id order; each group newest first (by max
+    sequence number, ties in the given order, as Java's stable sort). Every file of a group must cover the same
+    range (Java's rule for data files), else :class:`CorruptMetadataError`."""
+    ordered = sorted(files, key=lambda f: row_range(f, where)[0])
+    groups: list[list[DataFileMeta]] = []
+    end = -1
+    for f in ordered:
+        lo, hi = row_range(f, where)
+        if groups and lo <= end:
+            groups[-1].append(f)
+            end = max(end, hi)
+        else:
+            groups.append([f])
+            end = hi
+    out = []
+    for group in groups:
+        ranges = {row_range(f, where) for f in group}
+        if len(ranges) > 1:
+            raise CorruptMetadataError(
+                f"Data files {[f.file_name for f in group]} of data-evolution table {where} overlap in row ids but "
+                f"do not cover the same rows ({sorted(ranges)}); Paimon reads only files of equal row ranges "
+                "together. Compact the table with Paimon, or read it with Paimon."
+            )
+        position = {id(f): i for i, f in enumerate(files)}
+        out.append(tuple(sorted(group, key=lambda f: (-f.max_sequence_number, position[id(f)]))))
+    return out
+
+
+def refuse_data_evolution(schema: TableSchema, table: str, what: str) -> None:
+    """Refuse ``what`` (a read that returns files as stored: streams, incremental reads, diffs) on a data-evolution
+    table, whose files hold only some columns each and mean nothing without the other files of their row range."""
+    if data_evolution_enabled(schema.options):
+        raise OptionError(
+            f"Table {table} has 'data-evolution.enabled' = 'true': its files hold some columns each, assembled into "
+            f"rows by row id, so {what} of its files one by one is not supported. Read a version of the table "
+            "(time travel) instead, or use Paimon (Java/Flink/Spark)."
+        )
