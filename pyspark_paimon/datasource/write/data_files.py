@@ -114,7 +114,7 @@ def _retract_kinds() -> pa.Array:
     return pa.array([1, 3], pa.int8())
 
 
-def _local_millis_as_utc() -> int:
+def local_millis_as_utc() -> int:
     """Local wall-clock time read as UTC epoch millis (what Java's ``LocalDateTime.now()`` stores)."""
     d = _dt.datetime.now() - _EPOCH
     return (d.days * 86400 + d.seconds) * 1000 + d.microseconds // 1000
@@ -175,6 +175,17 @@ class DataFileWriter:
             )
         self._file_index = FileIndexSpec.of(opts, self._fields, table_path)
         self._created: list[str] = []
+
+    def level_codec(self, level: int) -> tuple[str, int | None]:
+        """The (pyarrow codec, zstd level or None) of new files of ``level`` (``file.compression``, per level)."""
+        codecs = self._level_codecs.get(level)
+        if codecs is None:
+            codecs = self._level_codecs[level] = self._compression(level)
+        return codecs
+
+    def data_file_name(self, uuid: str, counter: int) -> str:
+        """A data file's name as Java's path factory makes it: ``<data-file.prefix><uuid>-<counter><suffix>``."""
+        return f"{self._prefix}{uuid}-{counter}{self._suffix}"
 
     def _compression(self, lsm_level: int = 0) -> tuple[str, int | None]:
         raw = self._options.get(FILE_COMPRESSION).strip().lower()
@@ -255,7 +266,7 @@ class DataFileWriter:
             if changelog
             else (self._postpone_prefix if state.bucket == POSTPONE_BUCKET else self._prefix)
         )
-        name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"
+        name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"  # data_file_name, with its prefix
         state.file_counter += 1
         path = FileIO.join(state.directory, name)
         if not state.dir_created:
@@ -264,10 +275,7 @@ class DataFileWriter:
         file_table = self._to_file_table(chunk)
         self._created.append(path)  # before writing: abort must also remove a half-written file
         # Bounded row groups let readers merge big key-overlap sections window by window (arrow_read).
-        codecs = self._level_codecs.get(state.level)
-        if codecs is None:
-            codecs = self._level_codecs[state.level] = self._compression(state.level)
-        codec, codec_level = codecs
+        codec, codec_level = self.level_codec(state.level)
         kwargs: dict[str, Any] = {
             **PARQUET_LAYOUT,
             "compression": codec,
@@ -296,7 +304,7 @@ class DataFileWriter:
             schema_id=self._schema.id,
             level=state.level,
             extra_files=(),
-            creation_time_millis=_local_millis_as_utc(),
+            creation_time_millis=local_millis_as_utc(),
             file_source=state.file_source,
             value_stats_cols=stats_cols,
         )

@@ -1,0 +1,380 @@
+"""``Table.write_spark``: a write whose data files Spark's own Parquet writer writes; described and committed here.
+
+The mirror of :mod:`~pyspark_paimon.datasource.read.jvm_read`: the Python Data Source API makes every byte of a
+``format("paimon")`` write cross into a Python worker, so this path lets the JVM move the bytes and keeps for itself
+what only Paimon knows. Spark writes the DataFrame (its columns cast to the table's types by Spark's CAST, NOT NULL
+columns checked, Paimon's field ids in the Parquet schema) into a staging directory under the table, one file per
+task and partition (``partitionBy`` on *copies* of the partition columns, so that the files keep the partition
+columns, as Paimon's data files do). The driver then reads each file's footer (never its data) for the row count,
+the partition values and the column statistics (:data:`~pyspark_paimon.datasource.write.stats.Summarize`, the modes
+of the table applied alike), moves the file into its bucket directory under a Paimon file name, numbers each bucket's
+sequence numbers as the Python writer does (from the bucket's base, file after file) and commits once through
+:meth:`~pyspark_paimon.datasource.jobs.WriteJob.commit`, whose abort deletes the moved files when the commit
+certainly did not land. Any failure before the commit deletes the staging directory and whatever was moved.
+
+Why staging, then a move: Spark cannot name its output files, and Paimon's bucket directories (``bucket-0``) are not
+Spark partition directories (``k=v``). A move is a rename on a local or HDFS file system, but a copy on an object
+store (documented in docs/writing.md).
+
+What this path writes: unaware-bucket append tables (``bucket = -1``) in Parquet. Everything else (primary keys,
+fixed or dynamic buckets, clustering orders, file indexes, nested and VARIANT columns, merge-schema) is refused
+before anything is written, naming ``df.write.format("paimon")``, which writes all of it. Nothing here imports
+pyspark: it is SQL text and DataFrame methods of the frame it is given, so classic Spark and Spark Connect alike.
+"""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from pyspark_paimon.datasource.jobs import WriteJob
+from pyspark_paimon.datasource.write.data_files import DataFileWriter, local_millis_as_utc
+from pyspark_paimon.datasource.write.stats import ColumnSummary, Summarize, collect_value_stats, mode_resolver
+from pyspark_paimon.datasource.write.store_assignment import assignment_problem
+from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
+from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.commit import CommitMessage
+from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
+from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.types.arrow import to_arrow_type
+from pyspark_paimon.metadata.types.ddl import parse_ddl, to_spark_type_ddl
+from pyspark_paimon.metadata.types.model import AtomicType, DataField, quote_ident, type_to_sql
+from pyspark_paimon.metadata.variant.shredding import shredding_types
+
+__all__ = ["JVM_PATH", "PYTHON_PATH", "StagedWrite", "refuse_unsupported", "stage_frame", "write_frame"]
+
+#: What a write result's ``path`` says of the two write paths.
+JVM_PATH = "jvm"
+PYTHON_PATH = "python"
+_PYTHON_WRITE = "df.write.format('paimon')"
+# The copies of the partition columns Spark's partitionBy consumes (the files keep the real ones).
+_COPY = "__paimon_part_{}"
+_STAGING_PREFIX = "_jvm-write-"
+# Spark's Parquet field-id metadata key (written when spark.sql.parquet.fieldId.write.enabled, the default).
+_FIELD_ID = "parquet.field.id"
+# pyarrow codec names of data_files -> Spark's Parquet `compression` option.
+_SPARK_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4_raw", "none": "none"}
+# Types whose Parquet form and footer statistics Spark writes as Paimon's readers expect.
+_WRITABLE = frozenset(
+    {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL", "CHAR", "VARCHAR"}
+    | {"BINARY", "VARBINARY", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}
+)
+_TIMESTAMP_TYPE_CONF = "spark.sql.parquet.outputTimestampType"
+# Files moved (and footers read) at once on the driver: the work is I/O.
+_MOVE_THREADS = 8
+
+
+def _refusal(table: str, what: str) -> OptionError:
+    return OptionError(
+        f"t.write_spark cannot write table {table}: {what}. Write it with {_PYTHON_WRITE}.save('{table}') (or "
+        "t.write_arrow), which writes every table kind; the JVM path writes unaware-bucket append tables "
+        "(docs/writing.md, 'Two write paths')."
+    )
+
+
+def refuse_unsupported(schema: TableSchema, table: str) -> None:
+    """Raise :class:`OptionError` (naming the Python path) for a table this path does not write, before any I/O."""
+    options = schema.core_options
+    if schema.primary_keys:
+        raise _refusal(table, f"it has a primary key ({', '.join(schema.primary_keys)})")
+    if options.bucket != -1:
+        raise _refusal(table, f"it has 'bucket' = '{options.bucket}' (only unaware-bucket tables, bucket = -1)")
+    if options.file_format != "parquet":
+        raise _refusal(table, f"its 'file.format' is '{options.file_format}'")
+    if options.clustering_columns:
+        raise _refusal(table, "'clustering.columns' orders the rows of every write")
+    if FileIndexSpec.of(schema.options, schema.fields, table).indexes:
+        raise _refusal(table, "'file-index.*' indexes are built from every file's rows")
+    if shredding_types(schema.options, schema.fields):
+        raise _refusal(table, "'variant.shreddingSchema' shreds VARIANT columns")
+    for f in schema.fields:
+        if not isinstance(f.type, AtomicType) or f.type.root not in _WRITABLE:
+            raise _refusal(table, f"column '{f.name}' is {type_to_sql(f.type)} (atomic types only)")
+        if f.type.root in ("TIMESTAMP", "TIMESTAMP_LTZ") and (f.type.precision or 6) > 6:
+            raise _refusal(table, f"column '{f.name}' is {type_to_sql(f.type)} (at most microseconds)")
+
+
+@dataclass
+class StagedWrite:
+    """The files of one JVM write, moved into their buckets and described, ready for ``WriteJob.commit``.
+    ``moved`` lists the paths that exist in bucket directories (what a failure before the commit deletes)."""
+
+    messages: list[CommitMessage]
+    moved: list[str]
+    staging: str
+
+
+def stage_frame(frame: Any, store: FileStore, schema: TableSchema, sequence_bases: dict, opts: dict) -> StagedWrite:
+    """Write ``frame`` with Spark's Parquet writer and move its files into the table (uncommitted): see the module
+    docstring. On any failure nothing of it is left behind (staging directory and moved files deleted)."""
+    table = store.table_path
+    refuse_unsupported(schema, table)
+    session = frame.sparkSession
+    if any(f.type.root == "TIMESTAMP_LTZ" for f in schema.fields if isinstance(f.type, AtomicType)):
+        kind = str(session.conf.get(_TIMESTAMP_TYPE_CONF, "INT96")).upper()
+        if kind != "TIMESTAMP_MICROS":
+            raise _refusal(
+                table,
+                f"it has TIMESTAMP_LTZ columns and the session's '{_TIMESTAMP_TYPE_CONF}' is {kind}, a form Paimon "
+                f"does not write (set it to TIMESTAMP_MICROS to use the JVM path)",
+            )
+    files = DataFileWriter(store.fileio, table, schema, opts, [])
+    codec, level = files.level_codec(0)
+    if codec not in _SPARK_CODECS:
+        raise _refusal(table, f"its 'file.compression' ({codec}) is not one Spark writes without extra libraries")
+    typed = _conformed(frame, schema, table)
+    fileio = store.fileio
+    staging = FileIO.join(table, f"{_STAGING_PREFIX}{uuid.uuid4()}")
+    moved: list[str] = []
+    try:
+        writer = typed.write.option("compression", _SPARK_CODECS[codec])
+        if level is not None:
+            writer = writer.option("parquet.compression.codec.zstd.level", str(level))
+        if schema.partition_keys:
+            writer = writer.partitionBy(*(_COPY.format(i) for i in range(len(schema.partition_keys))))
+        writer.parquet(fileio.uri(staging))
+        messages = _describe_and_move(store, schema, files, staging, sequence_bases, opts, moved)
+    except BaseException:
+        _delete_quietly(fileio, moved, staging)
+        raise
+    return StagedWrite(messages, moved, staging)
+
+
+def write_frame(job: WriteJob, frame: Any) -> tuple[Snapshot | None, list[CommitMessage]]:
+    """Write ``frame`` into the table of ``job`` through Spark's Parquet writer and commit it once (``job``'s
+    overwrite, commit user and sequence bases): the snapshot committed (None: no rows) and the messages."""
+    opts = {**job.schema.options_with_defaults(), **job.context.options}
+    staged = stage_frame(frame, job.store, job.schema, job.context.sequence_bases, opts)
+    try:
+        snapshot = job.commit(staged.messages)  # its abort deletes the moved files when the commit did not land
+    finally:
+        discard(job.store, staged, files=False)
+    return snapshot, staged.messages
+
+
+def discard(store: FileStore, staged: StagedWrite, *, files: bool) -> None:
+    """Delete the staging directory of ``staged`` (and, with ``files``, the moved files too)."""
+    _delete_quietly(store.fileio, staged.moved if files else [], staged.staging)
+
+
+def _delete_quietly(fileio: FileIO, paths: list[str], staging: str) -> None:
+    for path in paths:
+        try:
+            fileio.delete(path)
+        except OSError:  # an orphan either way: remove_orphan_files removes it
+            pass
+    try:
+        fileio.delete_dir(staging)
+    except OSError:
+        pass
+
+
+def _conformed(frame: Any, schema: TableSchema, table: str) -> Any:
+    """``frame`` as the table's columns (Spark's CAST where the types differ and store assignment allows), NOT NULL
+    columns checked, every column tagged with its Paimon field id, plus the partition copies."""
+    got = {f.name: f for f in frame.schema.fields}
+    names = schema.field_names
+    missing = [n for n in names if n not in got]
+    extra = [n for n in got if n not in set(names)]
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"The DataFrame written to {table} must have exactly the table's columns {names}: "
+            + (f"missing {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"not in the table {extra}" if extra else "")
+            + f". Select them (the Python path {_PYTHON_WRITE} also adds columns with merge-schema)."
+        )
+    exprs = []
+    for f in schema.fields:
+        spark_type = to_spark_type_ddl(f.type)
+        expr = quote_ident(f.name)
+        given = got[f.name].dataType.simpleString()
+        if given.lower() != spark_type.lower():
+            problem = _assignment(given, f, table)
+            if problem:
+                raise SchemaMismatchError(
+                    f"Column '{f.name}' of the DataFrame written to {table} is {given}, the table's is "
+                    f"{type_to_sql(f.type)}: {problem}. Cast it in the DataFrame."
+                )
+            expr = f"CAST({expr} AS {spark_type})"
+        if not f.type.nullable:
+            message = f"Column '{f.name}' of {table} is NOT NULL, but the DataFrame written to it holds NULL."
+            expr = f"coalesce({expr}, raise_error('{_sql_text(message)}'))"
+        exprs.append(f"{expr} AS {quote_ident(f.name)}")
+    exprs += [f"{quote_ident(k)} AS {_COPY.format(i)}" for i, k in enumerate(schema.partition_keys)]
+    typed = frame.selectExpr(*exprs)
+    tagged = [typed[quote_ident(f.name)].alias(f.name, metadata={_FIELD_ID: f.id}) for f in schema.fields]
+    return typed.select(*tagged, *(_COPY.format(i) for i in range(len(schema.partition_keys))))
+
+
+def _assignment(given: str, f: DataField, table: str) -> str | None:
+    try:
+        src = parse_ddl(f"x {given}")[0][1]
+        return assignment_problem(to_arrow_type(src), to_arrow_type(f.type.copy(nullable=True)))
+    except (PaimonError, ValueError) as exc:
+        return f"that type is not one this path converts ({exc})"
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+# ------------------------------------------------------------------------------------------------ describe
+
+
+@dataclass(frozen=True)
+class _Footer:
+    path: str
+    rows: int
+    summaries: dict[str, ColumnSummary]
+
+
+def _data_files(fileio: FileIO, directory: str) -> list[str]:
+    """Every Parquet file Spark left under ``directory`` (its ``_SUCCESS`` marker and hidden files skipped)."""
+    out: list[str] = []
+    for status in fileio.list_status(directory):
+        if status.is_dir:
+            out.extend(_data_files(fileio, status.path))
+        elif not status.name.startswith(("_", ".")):
+            out.append(status.path)
+    return sorted(out)
+
+
+def _footer(fileio: FileIO, path: str, columns: list[str]) -> _Footer:
+    """The row count and per-column summaries of one file, from its footer alone."""
+    with fileio.open_input(path) as handle:
+        meta = pq.read_metadata(handle)
+    by_name: dict[str, list[Any]] = {c: [] for c in columns}
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for i in range(group.num_columns):
+            chunk = group.column(i)
+            if chunk.path_in_schema in by_name:
+                by_name[chunk.path_in_schema].append((group.num_rows, chunk.statistics))
+    return _Footer(path, meta.num_rows, {c: _summary(stats) for c, stats in by_name.items()})
+
+
+def _summary(groups: list[tuple[int, Any]]) -> ColumnSummary:
+    """One column over a file's row groups: NULLs added up; min/max over the groups, unknown (None) as soon as a
+    group holding non-NULL values recorded none (Spark drops statistics of values over 4 KiB)."""
+    nulls: int | None = 0
+    lo: Any = None
+    hi: Any = None
+    known = True
+    for rows, stats in groups:
+        if stats is None or not stats.has_null_count:
+            nulls = None
+            known = False
+            continue
+        if nulls is not None:
+            nulls += stats.null_count
+        if stats.null_count == rows:
+            continue
+        if not stats.has_min_max:
+            known = False
+            continue
+        lo = stats.min if lo is None or _less(stats.min, lo) else lo
+        hi = stats.max if hi is None or _less(hi, stats.max) else hi
+    return ColumnSummary(lo if known else None, hi if known else None, nulls)
+
+
+def _footer_summaries(footer: _Footer) -> Summarize:
+    def summarize(f: DataField, root: str | None) -> ColumnSummary:
+        return footer.summaries[f.name]
+
+    return summarize
+
+
+def _less(a: Any, b: Any) -> bool:
+    if b != b:  # NaN is the greatest (Java's Double.compare); a file's max is NaN when it holds one
+        return not (a != a)
+    if a != a:
+        return False
+    return bool(a < b)
+
+
+def _describe_and_move(
+    store: FileStore,
+    schema: TableSchema,
+    files: DataFileWriter,
+    staging: str,
+    sequence_bases: dict,
+    opts: dict,
+    moved: list[str],
+) -> list[CommitMessage]:
+    fileio = store.fileio
+    columns = schema.field_names
+    paths = _data_files(fileio, staging)
+    with ThreadPoolExecutor(max_workers=max(1, min(_MOVE_THREADS, len(paths)))) as pool:
+        footers = [f for f in pool.map(lambda p: _footer(fileio, p, columns), paths) if f.rows]
+    partition_fields = list(schema.partition_fields)
+    part_types = [f.type for f in partition_fields]
+    mode_for = mode_resolver(opts, list(schema.fields))
+    write_uuid = str(uuid.uuid4())
+    created = local_millis_as_utc()
+    by_bucket: dict[bytes, tuple[tuple, list[DataFileMeta]]] = {}
+    moves: list[tuple[str, str]] = []
+    for counter, footer in enumerate(footers):
+        values = tuple(_partition_value(footer, f, store.table_path) for f in partition_fields)
+        partition = serialize_row(list(values), part_types)
+        _, metas = by_bucket.setdefault(partition, (values, []))
+        base = sequence_bases.get((partition, 0), 0) + sum(m.row_count for m in metas)
+        value_stats, stats_cols = collect_value_stats(_footer_summaries(footer), list(schema.fields), opts, mode_for)
+        name = files.data_file_name(write_uuid, counter)
+        directory = store.bucket_path(schema, values, 0)
+        metas.append(
+            DataFileMeta(
+                file_name=name,
+                file_size=0,  # set once moved
+                row_count=footer.rows,
+                value_stats=value_stats,
+                min_sequence_number=base,
+                max_sequence_number=base + footer.rows - 1,
+                schema_id=schema.id,
+                level=0,
+                creation_time_millis=created,
+                value_stats_cols=stats_cols,
+            )
+        )
+        moves.append((footer.path, FileIO.join(directory, name)))
+
+    def move(item: tuple[str, str]) -> int:
+        src, dst = item
+        fileio.rename(src, dst)
+        moved.append(dst)
+        return fileio.size(dst)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(_MOVE_THREADS, len(moves)))) as pool:
+        sizes = dict(zip((dst.rsplit("/", 1)[-1] for _, dst in moves), pool.map(move, moves)))
+    return [
+        CommitMessage(
+            partition=partition,
+            bucket=0,
+            total_buckets=-1,
+            new_files=tuple(replace(m, file_size=sizes[m.file_name]) for m in metas),
+            writer="jvm",
+        )
+        for partition, (_, metas) in by_bucket.items()
+    ]
+
+
+def _partition_value(footer: _Footer, f: DataField, table: str) -> Any:
+    s = footer.summaries[f.name]
+    if s.nulls == footer.rows:
+        return None
+    if s.min is None or s.min != s.max:
+        raise PaimonError(
+            f"Spark wrote {footer.path} for {table} without statistics of partition column '{f.name}' (or with more "
+            f"than one value of it), so its partition is unknown; nothing was committed. Write with {_PYTHON_WRITE}."
+        )
+    if isinstance(s.min, bytes) and isinstance(f.type, AtomicType) and f.type.root in ("CHAR", "VARCHAR"):
+        return s.min.decode("utf-8")
+    return s.min

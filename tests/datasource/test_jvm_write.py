@@ -1,0 +1,152 @@
+"""``Table.write_spark``: data files written by Spark's own Parquet writer, described from their footers and committed
+here. The table it makes must equal the Python writer's for the same input (rows, files per partition and bucket,
+row counts, sequence ranges, levels, schema ids and statistics, byte for byte; only names and sizes differ), read
+the same in pypaimon, and leave nothing behind when it fails before its commit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyspark_paimon import Catalog
+from pyspark_paimon.errors import CommitError, OptionError, SchemaMismatchError
+from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row
+from pyspark_paimon.table import Table
+from tests import oracle
+from tests.sparkutil import sorted_rows
+
+COLUMNS = (
+    "id bigint not null, t tinyint, v string, d decimal(10,2), big decimal(30,4), f double, day date, "
+    "ts timestamp_ntz, ok boolean, raw binary, dt string"
+)
+ROWS_SQL = """
+select id, cast(id % 7 as tinyint) t,
+       if(id % 5 = 0, null, concat('value-that-is-longer-than-sixteen-', cast(id as string))) v,
+       cast(id / 4 as decimal(10,2)) d, cast(id * 1000.125 as decimal(30,4)) big,
+       if(id = 7, double('NaN'), id / 3.0D) f, date_add(date'2024-01-01', cast(id as int)) day,
+       timestamp_ntz'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) ts, id % 2 = 0 ok,
+       cast(cast(id as string) as binary) raw, concat('p', cast(id % 3 as string)) dt
+from range({start}, {end})
+"""
+
+
+def frame(spark: Any, start: int, end: int) -> Any:
+    return spark.sql(ROWS_SQL.format(start=start, end=end)).coalesce(1)
+
+
+def files_of(t: Table) -> list[tuple]:
+    """Every live file as what must be equal across the two write paths (names and sizes left out)."""
+    types = [f.type for f in t.schema.partition_fields]
+    out = []
+    for e in t.store.live_entries(t.latest_snapshot()):
+        f = e.file
+        out.append(
+            (
+                deserialize_row(e.partition, types),
+                e.bucket,
+                e.total_buckets,
+                f.row_count,
+                f.min_sequence_number,
+                f.max_sequence_number,
+                f.level,
+                f.schema_id,
+                f.value_stats,
+                f.value_stats_cols,
+                f.key_stats,
+                f.min_key,
+                f.max_key,
+                f.delete_row_count,
+                f.file_source,
+                f.file_name.startswith("data-") and f.file_name.endswith(".parquet"),
+            )
+        )
+    return sorted(out, key=repr)
+
+
+def every_file(root: str) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if p.is_file())
+
+
+@pytest.mark.interop
+def test_jvm_write_equals_the_python_writer(spark: Any, catalog: Catalog, warehouse: str, oracle_python: str) -> None:
+    options = {"fields.big.stats-mode": "full", "fields.raw.stats-mode": "counts"}
+    ours = catalog.create_table("db.jvm", COLUMNS, partition_keys=["dt"], options=options)
+    python = catalog.create_table("db.py", COLUMNS, partition_keys=["dt"], options=options)
+    for start, end in ((0, 40), (40, 55)):
+        result = ours.write_spark(frame(spark, start, end))
+        assert result.path == "jvm" and result.snapshot_id is not None and result.rows_written == end - start
+        frame(spark, start, end).write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    # repr: the NaN of row 7 is not equal to itself
+    assert repr(sorted_rows(ours.scan().to_spark(spark))) == repr(sorted_rows(python.scan().to_spark(spark)))
+    mine = ours.scan().to_arrow().sort_by("id")
+    assert repr(mine.to_pylist()) == repr(python.scan().to_arrow().sort_by("id").to_pylist())
+    assert mine.schema == python.schema.arrow_schema()
+    # the second write continued each bucket's sequence numbers
+    seqs = sorted((f[0], f[4], f[5]) for f in files_of(ours))
+    assert seqs[1][1] == seqs[0][2] + 1
+    theirs = oracle.pypaimon_read(warehouse, "db.jvm", sort=False).sort_by("id")
+    assert repr(theirs.to_pylist()) == repr(mine.to_pylist())
+
+
+def test_overwrite_and_result(spark: Any, catalog: Catalog) -> None:
+    t = catalog.create_table("db.o", "id bigint, v string")
+    t.write_spark(spark.range(10).selectExpr("id", "cast(id as string) v"))
+    result = t.write_spark(spark.range(3).selectExpr("id", "'x' v"), mode="overwrite")
+    assert result.path == "jvm" and result.files_added >= 1
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [0, 1, 2]
+    # types the table's store assignment allows are cast by Spark (INT into BIGINT)
+    t.write_spark(spark.range(5, 6).selectExpr("cast(id as int) id", "'y' v"))
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [0, 1, 2, 5]
+    assert not [p for p in os.listdir(t.store.table_path) if p.startswith("_jvm-write-")]
+
+
+def test_refusals_name_the_python_path(spark: Any, catalog: Catalog) -> None:
+    pk = catalog.create_table("db.pk", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "2"})
+    fixed = catalog.create_table("db.fixed", "id bigint, v string", options={"bucket": "2", "bucket-key": "id"})
+    df = spark.range(3).selectExpr("id", "'a' v")
+    for t in (pk, fixed):
+        with pytest.raises(OptionError, match=r"format\('paimon'\)"):
+            t.write_spark(df)
+        assert t.latest_snapshot() is None
+    plain = catalog.create_table("db.plain", "id bigint, v string")
+    with pytest.raises(SchemaMismatchError, match="missing"):
+        plain.write_spark(spark.range(3))
+    with pytest.raises(SchemaMismatchError, match="Cast it"):
+        plain.write_spark(spark.range(3).selectExpr("id", "id v"))  # numbers into a string column
+
+
+def test_a_failure_before_the_commit_leaves_nothing(spark: Any, catalog: Catalog, monkeypatch: Any) -> None:
+    t = catalog.create_table("db.abort", "id bigint, dt string", partition_keys=["dt"])
+    before = every_file(t.store.table_path)
+    df = spark.range(20).selectExpr("id", "concat('d', cast(id % 2 as string)) dt")
+
+    def failing_commit(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise CommitError("injected: the commit failed before any snapshot was written")
+
+    monkeypatch.setattr("pyspark_paimon.datasource.jobs.WriteJob._commit", failing_commit)
+    with pytest.raises(CommitError, match="injected"):
+        t.write_spark(df)
+    assert t.latest_snapshot() is None
+    assert every_file(t.store.table_path) == before
+    monkeypatch.undo()
+
+    calls = []
+    real = FileIO.rename
+
+    def failing_rename(self: FileIO, src: str, dst: str) -> None:
+        calls.append(dst)
+        if len(calls) > 1:  # after one file was moved into its bucket
+            raise OSError("injected: a move failed")
+        real(self, src, dst)
+
+    monkeypatch.setattr(FileIO, "rename", failing_rename)
+    with pytest.raises(OSError, match="injected"):
+        t.write_spark(df.repartition(2))
+    assert len(calls) > 1
+    assert t.latest_snapshot() is None
+    assert every_file(t.store.table_path) == before
