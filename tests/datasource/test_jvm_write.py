@@ -105,6 +105,19 @@ def test_overwrite_and_result(spark: Any, catalog: Catalog) -> None:
     assert not [p for p in os.listdir(t.store.table_path) if p.startswith("_jvm-write-")]
 
 
+def test_null_partitions_and_empty_writes_as_the_python_path(spark: Any, catalog: Catalog) -> None:
+    ours = catalog.create_table("db.n", "id bigint, day date", partition_keys=["day"])
+    python = catalog.create_table("db.m", "id bigint, day date", partition_keys=["day"])
+    df = spark.range(6).selectExpr("id", "if(id % 3 = 0, null, date_add(date'2025-01-01', cast(id % 2 as int))) day")
+    ours.write_spark(df.coalesce(1))
+    df.coalesce(1).write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    assert [f[0] for f in files_of(ours)].count((None,)) == 1
+    empty = ours.write_spark(df.limit(0))
+    assert not empty and empty.path == "jvm" and empty.files_added == 0
+    assert ours.latest_snapshot().id == 1
+
+
 def test_refusals_name_the_python_path(spark: Any, catalog: Catalog) -> None:
     pk = catalog.create_table("db.pk", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "2"})
     fixed = catalog.create_table("db.fixed", "id bigint, v string", options={"bucket": "2", "bucket-key": "id"})
