@@ -105,6 +105,20 @@ def test_overwrite_and_result(spark: Any, catalog: Catalog) -> None:
     assert not [p for p in os.listdir(t.store.table_path) if p.startswith("_jvm-write-")]
 
 
+def test_fixed_bucket_append_table_equals_the_python_writer(spark: Any, catalog: Catalog) -> None:
+    ddl = "id bigint, k string, v double, dt string"
+    options = {"bucket": "3", "bucket-key": "k,id"}
+    ours = catalog.create_table("db.fb", ddl, partition_keys=["dt"], options=options)
+    python = catalog.create_table("db.fp", ddl, partition_keys=["dt"], options=options)
+    sql = ["id", "concat('k', cast(id % 11 as string)) k", "id * 0.5D v", "concat('d', cast(id % 2 as string)) dt"]
+    for start in (0, 100):
+        df = spark.range(start, start + 100).selectExpr(*sql).coalesce(1)
+        assert ours.write_spark(df).buckets == 6
+        df.write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    assert {f[1] for f in files_of(ours)} == {0, 1, 2} and {f[2] for f in files_of(ours)} == {3}
+
+
 def test_null_partitions_and_empty_writes_as_the_python_path(spark: Any, catalog: Catalog) -> None:
     ours = catalog.create_table("db.n", "id bigint, day date", partition_keys=["day"])
     python = catalog.create_table("db.m", "id bigint, day date", partition_keys=["day"])
@@ -120,9 +134,9 @@ def test_null_partitions_and_empty_writes_as_the_python_path(spark: Any, catalog
 
 def test_refusals_name_the_python_path(spark: Any, catalog: Catalog) -> None:
     pk = catalog.create_table("db.pk", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "2"})
-    fixed = catalog.create_table("db.fixed", "id bigint, v string", options={"bucket": "2", "bucket-key": "id"})
+    indexed = catalog.create_table("db.idx", "id bigint, v string", options={"file-index.bloom-filter.columns": "id"})
     df = spark.range(3).selectExpr("id", "'a' v")
-    for t in (pk, fixed):
+    for t in (pk, indexed):
         with pytest.raises(OptionError, match=r"format\('paimon'\)"):
             t.write_spark(df)
         assert t.latest_snapshot() is None

@@ -16,14 +16,18 @@ Why staging, then a move: Spark cannot name its output files, and Paimon's bucke
 Spark partition directories (``k=v``). A move is a rename on a local or HDFS file system, but a copy on an object
 store (documented in docs/writing.md).
 
-What this path writes: unaware-bucket append tables (``bucket = -1``) in Parquet. Everything else (primary keys,
-fixed or dynamic buckets, clustering orders, file indexes, nested and VARIANT columns, merge-schema) is refused
-before anything is written, naming ``df.write.format("paimon")``, which writes all of it. Nothing here imports
-pyspark: it is SQL text and DataFrame methods of the frame it is given, so classic Spark and Spark Connect alike.
+What this path writes: append tables in Parquet, unaware-bucket (``bucket = -1``) or fixed-bucket, whose bucket is
+Paimon's hash of the bucket key computed by the :data:`BUCKET_FUNCTION` SQL function (an Arrow UDF that receives
+only the key columns, registered by ``pyspark_paimon.register``) and becomes one more ``partitionBy`` directory.
+Everything else (primary keys, dynamic or postpone buckets, clustering orders, file indexes, nested and VARIANT
+columns, merge-schema) is refused before anything is written, naming ``df.write.format("paimon")``, which writes all
+of it. Nothing here imports pyspark: it is SQL text and DataFrame methods of the frame it is given, so classic Spark
+and Spark Connect alike.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -35,6 +39,7 @@ from pyspark_paimon.datasource.jobs import WriteJob
 from pyspark_paimon.datasource.write.data_files import DataFileWriter, local_millis_as_utc
 from pyspark_paimon.datasource.write.stats import ColumnSummary, Summarize, collect_value_stats, mode_resolver
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
+from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.fileio import FileIO
@@ -46,17 +51,30 @@ from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.ddl import parse_ddl, to_spark_type_ddl
+from pyspark_paimon.metadata.types.json_codec import type_to_json
 from pyspark_paimon.metadata.types.model import AtomicType, DataField, quote_ident, type_to_sql
 from pyspark_paimon.metadata.variant.shredding import shredding_types
 
-__all__ = ["JVM_PATH", "PYTHON_PATH", "StagedWrite", "refuse_unsupported", "stage_frame", "write_frame"]
+__all__ = [
+    "BUCKET_FUNCTION",
+    "JVM_PATH",
+    "PYTHON_PATH",
+    "StagedWrite",
+    "refuse_unsupported",
+    "stage_frame",
+    "write_frame",
+]
 
 #: What a write result's ``path`` says of the two write paths.
 JVM_PATH = "jvm"
 PYTHON_PATH = "python"
 _PYTHON_WRITE = "df.write.format('paimon')"
-# The copies of the partition columns Spark's partitionBy consumes (the files keep the real ones).
+#: The SQL function (``datasource/spark/bucket_function.py``, registered by ``pyspark_paimon.register``) computing
+#: Paimon's bucket of the bucket-key columns: ``paimon_bucket(struct of keys, bucket count, key types as JSON)``.
+BUCKET_FUNCTION = "paimon_bucket"
+# The copies of the partition columns Spark's partitionBy consumes (the files keep the real ones), and the bucket.
 _COPY = "__paimon_part_{}"
+_BUCKET = "__paimon_bucket"
 _STAGING_PREFIX = "_jvm-write-"
 # Spark's Parquet field-id metadata key (written when spark.sql.parquet.fieldId.write.enabled, the default).
 _FIELD_ID = "parquet.field.id"
@@ -85,8 +103,8 @@ def refuse_unsupported(schema: TableSchema, table: str) -> None:
     options = schema.core_options
     if schema.primary_keys:
         raise _refusal(table, f"it has a primary key ({', '.join(schema.primary_keys)})")
-    if options.bucket != -1:
-        raise _refusal(table, f"it has 'bucket' = '{options.bucket}' (only unaware-bucket tables, bucket = -1)")
+    if options.bucket < -1 or options.bucket == 0:
+        raise _refusal(table, f"it has 'bucket' = '{options.bucket}' (unaware bucket -1 or a fixed count only)")
     if options.file_format != "parquet":
         raise _refusal(table, f"its 'file.format' is '{options.file_format}'")
     if options.clustering_columns:
@@ -112,12 +130,24 @@ class StagedWrite:
     staging: str
 
 
-def stage_frame(frame: Any, store: FileStore, schema: TableSchema, sequence_bases: dict, opts: dict) -> StagedWrite:
+def stage_frame(frame: Any, store: FileStore, ctx: WriteContext) -> StagedWrite:
     """Write ``frame`` with Spark's Parquet writer and move its files into the table (uncommitted): see the module
     docstring. On any failure nothing of it is left behind (staging directory and moved files deleted)."""
     table = store.table_path
+    schema = ctx.schema
+    opts = {**schema.options_with_defaults(), **ctx.options}
     refuse_unsupported(schema, table)
     session = frame.sparkSession
+    buckets = schema.core_options.bucket
+    if buckets > 0:
+        if ctx.partition_buckets:
+            raise _refusal(table, "partitions of it keep another bucket count than the table's (rescaled)")
+        if not session.catalog.functionExists(BUCKET_FUNCTION):
+            raise _refusal(
+                table,
+                f"its rows' buckets are computed by the SQL function {BUCKET_FUNCTION}, which "
+                "pyspark_paimon.register(spark) registers on Spark 4.1 and later; call it on this session first",
+            )
     if any(f.type.root == "TIMESTAMP_LTZ" for f in schema.fields if isinstance(f.type, AtomicType)):
         kind = str(session.conf.get(_TIMESTAMP_TYPE_CONF, "INT96")).upper()
         if kind != "TIMESTAMP_MICROS":
@@ -130,7 +160,7 @@ def stage_frame(frame: Any, store: FileStore, schema: TableSchema, sequence_base
     codec, level = files.level_codec(0)
     if codec not in _SPARK_CODECS:
         raise _refusal(table, f"its 'file.compression' ({codec}) is not one Spark writes without extra libraries")
-    typed = _conformed(frame, schema, table)
+    typed = _conformed(frame, schema, table, buckets)
     fileio = store.fileio
     staging = FileIO.join(table, f"{_STAGING_PREFIX}{uuid.uuid4()}")
     moved: list[str] = []
@@ -138,10 +168,11 @@ def stage_frame(frame: Any, store: FileStore, schema: TableSchema, sequence_base
         writer = typed.write.option("compression", _SPARK_CODECS[codec])
         if level is not None:
             writer = writer.option("parquet.compression.codec.zstd.level", str(level))
-        if schema.partition_keys:
-            writer = writer.partitionBy(*(_COPY.format(i) for i in range(len(schema.partition_keys))))
+        by = [_COPY.format(i) for i in range(len(schema.partition_keys))] + ([_BUCKET] if buckets > 0 else [])
+        if by:
+            writer = writer.partitionBy(*by)
         writer.parquet(fileio.uri(staging))
-        messages = _describe_and_move(store, schema, files, staging, sequence_bases, opts, moved)
+        messages = _describe_and_move(store, schema, files, staging, ctx.sequence_bases, opts, moved)
     except BaseException:
         _delete_quietly(fileio, moved, staging)
         raise
@@ -151,8 +182,7 @@ def stage_frame(frame: Any, store: FileStore, schema: TableSchema, sequence_base
 def write_frame(job: WriteJob, frame: Any) -> tuple[Snapshot | None, list[CommitMessage]]:
     """Write ``frame`` into the table of ``job`` through Spark's Parquet writer and commit it once (``job``'s
     overwrite, commit user and sequence bases): the snapshot committed (None: no rows) and the messages."""
-    opts = {**job.schema.options_with_defaults(), **job.context.options}
-    staged = stage_frame(frame, job.store, job.schema, job.context.sequence_bases, opts)
+    staged = stage_frame(frame, job.store, job.context)
     try:
         snapshot = job.commit(staged.messages)  # its abort deletes the moved files when the commit did not land
     finally:
@@ -177,9 +207,10 @@ def _delete_quietly(fileio: FileIO, paths: list[str], staging: str) -> None:
         pass
 
 
-def _conformed(frame: Any, schema: TableSchema, table: str) -> Any:
+def _conformed(frame: Any, schema: TableSchema, table: str, buckets: int) -> Any:
     """``frame`` as the table's columns (Spark's CAST where the types differ and store assignment allows), NOT NULL
-    columns checked, every column tagged with its Paimon field id, plus the partition copies."""
+    columns checked, every column tagged with its Paimon field id, plus the partition copies and (``buckets`` > 0)
+    each row's bucket."""
     got = {f.name: f for f in frame.schema.fields}
     names = schema.field_names
     missing = [n for n in names if n not in got]
@@ -209,10 +240,16 @@ def _conformed(frame: Any, schema: TableSchema, table: str) -> Any:
             message = f"Column '{f.name}' of {table} is NOT NULL, but the DataFrame written to it holds NULL."
             expr = f"coalesce({expr}, raise_error('{_sql_text(message)}'))"
         exprs.append(f"{expr} AS {quote_ident(f.name)}")
-    exprs += [f"{quote_ident(k)} AS {_COPY.format(i)}" for i, k in enumerate(schema.partition_keys)]
     typed = frame.selectExpr(*exprs)
-    tagged = [typed[quote_ident(f.name)].alias(f.name, metadata={_FIELD_ID: f.id}) for f in schema.fields]
-    return typed.select(*tagged, *(_COPY.format(i) for i in range(len(schema.partition_keys))))
+    extra = [f"{quote_ident(k)} AS {_COPY.format(i)}" for i, k in enumerate(schema.partition_keys)]
+    if buckets > 0:
+        keys = schema.bucket_key_fields
+        struct = ", ".join(f"'k{i}', {quote_ident(f.name)}" for i, f in enumerate(keys))
+        types = json.dumps([type_to_json(f.type) for f in keys])
+        extra.append(f"{BUCKET_FUNCTION}(named_struct({struct}), {buckets}, '{_sql_text(types)}') AS {_BUCKET}")
+    full = typed.selectExpr("*", *extra) if extra else typed
+    tagged = [full[quote_ident(f.name)].alias(f.name, metadata={_FIELD_ID: f.id}) for f in schema.fields]
+    return full.select(*tagged, *(e.rsplit(" AS ", 1)[1] for e in extra))
 
 
 def _assignment(given: str, f: DataField, table: str) -> str | None:
@@ -320,16 +357,18 @@ def _describe_and_move(
     mode_for = mode_resolver(opts, list(schema.fields))
     write_uuid = str(uuid.uuid4())
     created = local_millis_as_utc()
-    by_bucket: dict[bytes, tuple[tuple, list[DataFileMeta]]] = {}
+    total_buckets = schema.core_options.bucket
+    by_bucket: dict[tuple[bytes, int], tuple[tuple, list[DataFileMeta]]] = {}
     moves: list[tuple[str, str]] = []
     for counter, footer in enumerate(footers):
         values = tuple(_partition_value(footer, f, store.table_path) for f in partition_fields)
         partition = serialize_row(list(values), part_types)
-        _, metas = by_bucket.setdefault(partition, (values, []))
-        base = sequence_bases.get((partition, 0), 0) + sum(m.row_count for m in metas)
+        bucket = _bucket_of(footer.path) if total_buckets > 0 else 0
+        _, metas = by_bucket.setdefault((partition, bucket), (values, []))
+        base = sequence_bases.get((partition, bucket), 0) + sum(m.row_count for m in metas)
         value_stats, stats_cols = collect_value_stats(_footer_summaries(footer), list(schema.fields), opts, mode_for)
         name = files.data_file_name(write_uuid, counter)
-        directory = store.bucket_path(schema, values, 0)
+        directory = store.bucket_path(schema, values, bucket)
         metas.append(
             DataFileMeta(
                 file_name=name,
@@ -357,13 +396,21 @@ def _describe_and_move(
     return [
         CommitMessage(
             partition=partition,
-            bucket=0,
-            total_buckets=-1,
+            bucket=bucket,
+            total_buckets=total_buckets,
             new_files=tuple(replace(m, file_size=sizes[m.file_name]) for m in metas),
             writer="jvm",
         )
-        for partition, (_, metas) in by_bucket.items()
+        for (partition, bucket), (_, metas) in by_bucket.items()
     ]
+
+
+def _bucket_of(path: str) -> int:
+    """The bucket of a file Spark wrote under ``.../__paimon_bucket=<n>/`` (its partitionBy directory)."""
+    for part in reversed(path.split("/")):
+        if part.startswith(_BUCKET + "="):
+            return int(part.split("=", 1)[1])
+    raise PaimonError(f"Spark wrote {path} outside a '{_BUCKET}=<n>' directory; its bucket is unknown.")
 
 
 def _partition_value(footer: _Footer, f: DataField, table: str) -> Any:
