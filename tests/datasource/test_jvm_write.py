@@ -119,6 +119,32 @@ def test_fixed_bucket_append_table_equals_the_python_writer(spark: Any, catalog:
     assert {f[1] for f in files_of(ours)} == {0, 1, 2} and {f[2] for f in files_of(ours)} == {3}
 
 
+def test_fixed_bucket_primary_key_table_equals_the_python_writer(spark: Any, catalog: Catalog) -> None:
+    ddl = "dt string not null, id bigint not null, v string, n int"
+    options = {"bucket": "4"}
+    ours = catalog.create_table("db.kb", ddl, partition_keys=["dt"], primary_keys=["dt", "id"], options=options)
+    python = catalog.create_table("db.kp", ddl, partition_keys=["dt"], primary_keys=["dt", "id"], options=options)
+    sql = ["concat('d', cast(id % 2 as string)) dt", "id", "concat('v{w}-', cast(id as string)) v", "cast(id as int) n"]
+    for w, (start, end) in enumerate(((0, 200), (150, 260))):  # the second write updates keys 150..199
+        df = spark.range(start, end).selectExpr(*(e.format(w=w) for e in sql)).coalesce(1)
+        result = ours.write_spark(df.orderBy("v"))  # any input order: the files come out sorted by key
+        assert result.path == "jvm" and result.rows_written == end - start
+        df.write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    mine = ours.scan().to_arrow().sort_by("id")
+    assert mine.to_pylist() == python.scan().to_arrow().sort_by("id").to_pylist()
+    assert mine.num_rows == 260 and mine.column("v")[175].as_py() == "v1-175"
+    before = every_file(ours.store.table_path)
+    twice = (
+        spark.range(3)
+        .selectExpr(*(e.format(w=2) for e in sql))
+        .union(spark.range(1, 2).selectExpr(*(e.format(w=3) for e in sql)))
+    )
+    with pytest.raises(Exception, match="written twice"):
+        ours.write_spark(twice)
+    assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2
+
+
 def test_null_partitions_and_empty_writes_as_the_python_path(spark: Any, catalog: Catalog) -> None:
     ours = catalog.create_table("db.n", "id bigint, day date", partition_keys=["day"])
     python = catalog.create_table("db.m", "id bigint, day date", partition_keys=["day"])
@@ -133,7 +159,7 @@ def test_null_partitions_and_empty_writes_as_the_python_path(spark: Any, catalog
 
 
 def test_refusals_name_the_python_path(spark: Any, catalog: Catalog) -> None:
-    pk = catalog.create_table("db.pk", "id bigint not null, v string", primary_keys=["id"], options={"bucket": "2"})
+    pk = catalog.create_table("db.pk", "id bigint not null, v string", primary_keys=["id"])  # dynamic bucket
     indexed = catalog.create_table("db.idx", "id bigint, v string", options={"file-index.bloom-filter.columns": "id"})
     df = spark.range(3).selectExpr("id", "'a' v")
     for t in (pk, indexed):

@@ -36,15 +36,38 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from pyspark_paimon.datasource.jobs import WriteJob
-from pyspark_paimon.datasource.write.data_files import DataFileWriter, local_millis_as_utc
-from pyspark_paimon.datasource.write.stats import ColumnSummary, Summarize, collect_value_stats, mode_resolver
+from pyspark_paimon.datasource.write.data_files import (
+    SEQUENCE_NUMBER,
+    SEQUENCE_NUMBER_ID,
+    VALUE_KIND,
+    VALUE_KIND_ID,
+    DataFileWriter,
+    key_file_fields,
+    local_millis_as_utc,
+)
+from pyspark_paimon.datasource.write.stats import (
+    SYSTEM_STATS_MODE,
+    ColumnSummary,
+    Summarize,
+    collect_stats,
+    collect_value_stats,
+    mode_resolver,
+)
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.rows.binary_row import serialize_row
+from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.schema.options import (
+    CHANGELOG_PRODUCER,
+    ROWKIND_FIELD,
+    SEQUENCE_FIELD,
+)
+from pyspark_paimon.metadata.schema.options import (
+    DELETION_VECTORS_ENABLED as DELETION_VECTORS,
+)
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -102,8 +125,21 @@ def refuse_unsupported(schema: TableSchema, table: str) -> None:
     """Raise :class:`OptionError` (naming the Python path) for a table this path does not write, before any I/O."""
     options = schema.core_options
     if schema.primary_keys:
-        raise _refusal(table, f"it has a primary key ({', '.join(schema.primary_keys)})")
-    if options.bucket < -1 or options.bucket == 0:
+        if options.bucket <= 0:
+            raise _refusal(table, f"it is a primary-key table with 'bucket' = '{options.bucket}' (fixed counts only)")
+        if len(schema.trimmed_primary_keys) != 1:
+            raise _refusal(table, "its primary key has more than one column besides the partition columns")
+        if options.merge_engine != "deduplicate":
+            raise _refusal(table, f"its 'merge-engine' is '{options.merge_engine}' (deduplicate only)")
+        if options.sequence_fields:
+            raise _refusal(table, f"'{SEQUENCE_FIELD.key}' orders its versions by a column")
+        if options.get(ROWKIND_FIELD):
+            raise _refusal(table, f"'{ROWKIND_FIELD.key}' gives its rows their kinds")
+        if options.deletion_vectors_enabled:
+            raise _refusal(table, f"'{DELETION_VECTORS.key}' needs the vectors of a compaction after each write")
+        if options.get(CHANGELOG_PRODUCER) != "none":
+            raise _refusal(table, f"its 'changelog-producer' is '{options.get(CHANGELOG_PRODUCER)}'")
+    elif options.bucket < -1 or options.bucket == 0:
         raise _refusal(table, f"it has 'bucket' = '{options.bucket}' (unaware bucket -1 or a fixed count only)")
     if options.file_format != "parquet":
         raise _refusal(table, f"its 'file.format' is '{options.file_format}'")
@@ -160,7 +196,7 @@ def stage_frame(frame: Any, store: FileStore, ctx: WriteContext) -> StagedWrite:
     codec, level = files.level_codec(0)
     if codec not in _SPARK_CODECS:
         raise _refusal(table, f"its 'file.compression' ({codec}) is not one Spark writes without extra libraries")
-    typed = _conformed(frame, schema, table, buckets)
+    typed = _physical(_conformed(frame, schema, table, buckets), schema, table, ctx)
     fileio = store.fileio
     staging = FileIO.join(table, f"{_STAGING_PREFIX}{uuid.uuid4()}")
     moved: list[str] = []
@@ -247,9 +283,62 @@ def _conformed(frame: Any, schema: TableSchema, table: str, buckets: int) -> Any
         struct = ", ".join(f"'k{i}', {quote_ident(f.name)}" for i, f in enumerate(keys))
         types = json.dumps([type_to_json(f.type) for f in keys])
         extra.append(f"{BUCKET_FUNCTION}(named_struct({struct}), {buckets}, '{_sql_text(types)}') AS {_BUCKET}")
-    full = typed.selectExpr("*", *extra) if extra else typed
-    tagged = [full[quote_ident(f.name)].alias(f.name, metadata={_FIELD_ID: f.id}) for f in schema.fields]
-    return full.select(*tagged, *(e.rsplit(" AS ", 1)[1] for e in extra))
+    return typed.selectExpr("*", *extra) if extra else typed
+
+
+def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> Any:
+    """The frame Spark writes: append tables' columns as they are; a primary-key table's rows sorted by key within
+    each (partition, bucket) and led by ``_KEY_<k>``, ``_SEQUENCE_NUMBER`` (the bucket's base, then one per row in
+    key order) and ``_VALUE_KIND`` (+I), with Java's field ids. A key given twice fails the Spark job (one row per
+    key: which version would win is not defined after Spark's shuffle)."""
+    copies = [_COPY.format(i) for i in range(len(schema.partition_keys))]
+    extras = copies + ([_BUCKET] if _BUCKET in full.columns else [])
+    columns = [(quote_ident(f.name), f.name, f.id) for f in schema.fields]
+    if schema.primary_keys:
+        (key,) = schema.trimmed_primary_key_fields
+        k = quote_ident(key.name)
+        window = f"PARTITION BY {', '.join(extras)} ORDER BY {k}"
+        message = f"A primary key of {table} is written twice by one t.write_spark; write one row per key."
+        full = full.selectExpr(
+            "*",
+            f"row_number() OVER ({window}) - 1 AS __paimon_offset",
+            f"if(lag({k}) OVER ({window}) <=> {k}, raise_error('{_sql_text(message)}'), CAST(0 AS TINYINT)) "
+            "AS __paimon_kind",
+        )
+        bases = _bases(full.sparkSession, schema, ctx, copies)
+        if bases is not None:
+            on = [full[c].eqNullSafe(bases[c]) for c in extras]
+            full = full.join(bases.hint("broadcast"), on=on, how="left").drop(*(bases[c] for c in extras))
+            full = full.selectExpr("*", "coalesce(__paimon_base, 0L) + __paimon_offset AS __paimon_seq")
+        else:
+            full = full.selectExpr("*", "CAST(__paimon_offset AS BIGINT) AS __paimon_seq")
+        full = full.sortWithinPartitions(*extras, key.name)
+        (kf,) = key_file_fields([key])
+        columns = [
+            (k, kf.name, kf.id),
+            ("__paimon_seq", SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID),
+            ("__paimon_kind", VALUE_KIND, VALUE_KIND_ID),
+            *columns,
+        ]
+    tagged = [full[c].alias(name, metadata={_FIELD_ID: field_id}) for c, name, field_id in columns]
+    return full.select(*tagged, *extras)
+
+
+def _bases(session: Any, schema: TableSchema, ctx: WriteContext, copies: list[str]) -> Any:
+    """The sequence bases of the buckets that hold files (partition copies, bucket, base) as a small DataFrame, or
+    None when every bucket starts at 0."""
+    if not ctx.sequence_bases:
+        return None
+    fields = list(schema.partition_fields)
+    types = [f.type for f in fields]
+    rows = [
+        (*deserialize_row(partition, types), bucket, base) for (partition, bucket), base in ctx.sequence_bases.items()
+    ]
+    ddl = ", ".join(
+        [f"{c} {to_spark_type_ddl(f.type)}" for c, f in zip(copies, fields)]
+        + [f"{_BUCKET} INT", "__paimon_base BIGINT"]
+    )
+    return session.createDataFrame(rows, ddl)
 
 
 def _assignment(given: str, f: DataField, table: str) -> str | None:
@@ -348,7 +437,8 @@ def _describe_and_move(
     moved: list[str],
 ) -> list[CommitMessage]:
     fileio = store.fileio
-    columns = schema.field_names
+    key_fields = key_file_fields(schema.trimmed_primary_key_fields) if schema.primary_keys else []
+    columns = [f.name for f in key_fields] + ([SEQUENCE_NUMBER] if key_fields else []) + schema.field_names
     paths = _data_files(fileio, staging)
     with ThreadPoolExecutor(max_workers=max(1, min(_MOVE_THREADS, len(paths)))) as pool:
         footers = [f for f in pool.map(lambda p: _footer(fileio, p, columns), paths) if f.rows]
@@ -366,23 +456,25 @@ def _describe_and_move(
         bucket = _bucket_of(footer.path) if total_buckets > 0 else 0
         _, metas = by_bucket.setdefault((partition, bucket), (values, []))
         base = sequence_bases.get((partition, bucket), 0) + sum(m.row_count for m in metas)
-        value_stats, stats_cols = collect_value_stats(_footer_summaries(footer), list(schema.fields), opts, mode_for)
+        summaries = _footer_summaries(footer)
+        value_stats, stats_cols = collect_value_stats(summaries, list(schema.fields), opts, mode_for)
         name = files.data_file_name(write_uuid, counter)
         directory = store.bucket_path(schema, values, bucket)
-        metas.append(
-            DataFileMeta(
-                file_name=name,
-                file_size=0,  # set once moved
-                row_count=footer.rows,
-                value_stats=value_stats,
-                min_sequence_number=base,
-                max_sequence_number=base + footer.rows - 1,
-                schema_id=schema.id,
-                level=0,
-                creation_time_millis=created,
-                value_stats_cols=stats_cols,
-            )
+        meta = DataFileMeta(
+            file_name=name,
+            file_size=0,  # set once moved
+            row_count=footer.rows,
+            value_stats=value_stats,
+            min_sequence_number=base,
+            max_sequence_number=base + footer.rows - 1,
+            schema_id=schema.id,
+            level=0,
+            creation_time_millis=created,
+            value_stats_cols=stats_cols,
         )
+        if key_fields:
+            meta = _with_keys(meta, footer, key_fields, summaries, store.table_path)
+        metas.append(meta)
         moves.append((footer.path, FileIO.join(directory, name)))
 
     def move(item: tuple[str, str]) -> int:
@@ -405,6 +497,30 @@ def _describe_and_move(
     ]
 
 
+def _with_keys(
+    meta: DataFileMeta, footer: _Footer, key_fields: list[DataField], summaries: Summarize, table: str
+) -> DataFileMeta:
+    """A primary-key file's key range, key statistics and sequence range, from its footer: the file holds one row
+    per key in key order (one key column), so the key column's least and greatest values are its first and last
+    keys, and ``_SEQUENCE_NUMBER``'s its sequence range."""
+    (key,) = key_fields
+    span = footer.summaries[key.name]
+    seq = footer.summaries[SEQUENCE_NUMBER]
+    if span.min is None or span.max is None or seq.min is None or seq.max is None:
+        raise PaimonError(
+            f"Spark wrote {footer.path} for {table} without statistics of '{key.name}' or '{SEQUENCE_NUMBER}', so its "
+            f"key range is unknown; nothing was committed. Write with {_PYTHON_WRITE}."
+        )
+    return replace(
+        meta,
+        min_key=serialize_row([_value(span.min, key)], [key.type]),
+        max_key=serialize_row([_value(span.max, key)], [key.type]),
+        key_stats=collect_stats(summaries, key_fields, SYSTEM_STATS_MODE),
+        min_sequence_number=int(seq.min),
+        max_sequence_number=int(seq.max),
+    )
+
+
 def _bucket_of(path: str) -> int:
     """The bucket of a file Spark wrote under ``.../__paimon_bucket=<n>/`` (its partitionBy directory)."""
     for part in reversed(path.split("/")):
@@ -422,6 +538,11 @@ def _partition_value(footer: _Footer, f: DataField, table: str) -> Any:
             f"Spark wrote {footer.path} for {table} without statistics of partition column '{f.name}' (or with more "
             f"than one value of it), so its partition is unknown; nothing was committed. Write with {_PYTHON_WRITE}."
         )
-    if isinstance(s.min, bytes) and isinstance(f.type, AtomicType) and f.type.root in ("CHAR", "VARCHAR"):
-        return s.min.decode("utf-8")
-    return s.min
+    return _value(s.min, f)
+
+
+def _value(value: Any, f: DataField) -> Any:
+    """A footer statistic as the column's Python value (a string column's statistic may come back as bytes)."""
+    if isinstance(value, bytes) and isinstance(f.type, AtomicType) and f.type.root in ("CHAR", "VARCHAR"):
+        return value.decode("utf-8")
+    return value
