@@ -1,4 +1,5 @@
-"""Group 16: the JVM write path (issue 40), N rows into an empty append table (``bucket = -1``), one commit.
+"""Groups 16a and 16b: the JVM write path (issue 40), N rows into an empty table, one commit: 16a an append table
+(``bucket = -1``), 16b a primary-key table (``id``, ``bucket = 4``).
 
 The rows are ``spark.range(0, N, 1, 2)`` shaped into (id, s, d) in the JVM, as in group 3, and every round writes
 them into a fresh target (created untimed; after the round its rows are checked, untimed, and it is removed):
@@ -7,6 +8,9 @@ them into a fresh target (created untimed; after the round its rows are checked,
 * ``paimon_python``: ``df.write.format("paimon").save(<table>)``: the Python Data Source write path;
 * ``write_spark``: ``t.write_spark(df)``: Spark's Parquet writer writes, this package reads the footers, moves the
   files into the table and commits (``WriteResult.path == "jvm"``).
+
+16b's baseline is what a Parquet user does to get 4 key-sorted buckets:
+``df.repartition(4, "id").sortWithinPartitions("id").write.parquet(<fresh directory>)``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import pytest
 from conftest import ROUNDS, ROWS, loadavg
 from pyspark.sql import SparkSession
 
-GROUP = "16 JVM write path: append table (bucket -1), one commit"
+GROUP = "16a JVM write path: append table (bucket -1), one commit"
+PK_GROUP = "16b JVM write path: primary-key table (4 buckets), one commit"
 WRITE_ROUNDS = max(1, min(ROUNDS, 3))
 _names = itertools.count()
 pytestmark = pytest.mark.benchmark(group=GROUP)
@@ -33,9 +38,16 @@ def _rows(spark: SparkSession) -> Any:
     )
 
 
-def _table(warehouse: Path) -> Any:
+def _table(warehouse: Path, pk: bool = False) -> Any:
     from pyspark_paimon import Catalog
 
+    if pk:
+        return Catalog(str(warehouse)).create_table(
+            f"bench_j.k{next(_names)}",
+            "id bigint not null, s string, d double",
+            primary_keys=["id"],
+            options={"bucket": "4"},
+        )
     return Catalog(str(warehouse)).create_table(f"bench_j.t{next(_names)}", "id bigint, s string, d double")
 
 
@@ -58,18 +70,19 @@ def _run(benchmark: Any, label: str, write: Callable[..., None], setup: Callable
     benchmark.extra_info.update(label=label, rows=ROWS, spark_tasks=2, loadavg=[load_before, loadavg()])
 
 
-def test_jvm_write_parquet(benchmark: Any, spark: SparkSession, tmp_path: Path) -> None:
-    def check(path: str) -> None:
-        written = sum(pq.ParquetFile(p).metadata.num_rows for p in Path(path).glob("*.parquet"))
-        assert written == ROWS, f"df.write.parquet wrote {written} rows, expected {ROWS}"
-        shutil.rmtree(path)
+def _check_parquet(path: str) -> None:
+    written = sum(pq.ParquetFile(p).metadata.num_rows for p in Path(path).glob("*.parquet"))
+    assert written == ROWS, f"df.write.parquet wrote {written} rows, expected {ROWS}"
+    shutil.rmtree(path)
 
+
+def test_jvm_write_parquet(benchmark: Any, spark: SparkSession, tmp_path: Path) -> None:
     _run(
         benchmark,
         "parquet (df.write.parquet)",
         lambda path: _rows(spark).write.option("compression", "zstd").parquet(path),
         lambda: str(tmp_path / f"parquet-{next(_names)}"),
-        check,
+        _check_parquet,
     )
     benchmark.extra_info["baseline"] = True
 
@@ -89,3 +102,37 @@ def test_jvm_write_spark(benchmark: Any, spark: SparkSession, tmp_path: Path) ->
         assert t.write_spark(_rows(spark)).path == "jvm"
 
     _run(benchmark, "write_spark (JVM path)", write, lambda: _table(tmp_path), _check_table)
+
+
+@pytest.mark.benchmark(group=PK_GROUP)
+def test_jvm_write_pk_parquet(benchmark: Any, spark: SparkSession, tmp_path: Path) -> None:
+    def write(path: str) -> None:
+        _rows(spark).repartition(4, "id").sortWithinPartitions("id").write.option("compression", "zstd").parquet(path)
+
+    _run(
+        benchmark,
+        "parquet (repartition(4, id), sorted)",
+        write,
+        lambda: str(tmp_path / f"pk-parquet-{next(_names)}"),
+        _check_parquet,
+    )
+    benchmark.extra_info["baseline"] = True
+
+
+@pytest.mark.benchmark(group=PK_GROUP)
+def test_jvm_write_pk_paimon_python(benchmark: Any, spark: SparkSession, tmp_path: Path) -> None:
+    _run(
+        benchmark,
+        "paimon_python (format('paimon'))",
+        lambda t: _rows(spark).write.format("paimon").mode("append").save(t.uri),
+        lambda: _table(tmp_path, pk=True),
+        _check_table,
+    )
+
+
+@pytest.mark.benchmark(group=PK_GROUP)
+def test_jvm_write_pk_spark(benchmark: Any, spark: SparkSession, tmp_path: Path) -> None:
+    def write(t: Any) -> None:
+        assert t.write_spark(_rows(spark)).path == "jvm"
+
+    _run(benchmark, "write_spark (JVM path)", write, lambda: _table(tmp_path, pk=True), _check_table)

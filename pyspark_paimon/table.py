@@ -199,10 +199,11 @@ class Table:
         footers, moves them into the table and commits; the result's ``path`` is ``"jvm"``. ``mode``,
         ``overwrite_partition`` and ``dynamic_partition_overwrite`` as in :meth:`write_arrow`.
 
-        Writes unaware-bucket append tables (``bucket = -1``, Parquet, atomic column types); any other table is
-        refused before anything is written, naming ``df.write.format("paimon")``, the Python path that writes
-        every table. ``source`` must have the table's columns; types differing from the table's are cast by Spark
-        where store assignment allows."""
+        Writes Parquet append tables (unaware or fixed bucket) and fixed-bucket primary-key tables with a
+        one-column key (one row per key per write), atomic column types; any other table is refused before
+        anything is written, naming ``df.write.format("paimon")``, the Python path that writes every table.
+        ``source`` must have the table's columns; types differing from the table's are cast by Spark where store
+        assignment allows."""
         spec = self._overwrite(mode, overwrite_partition, dynamic_partition_overwrite)
         refuse_unsupported(self.schema, self.store.table_path)
         snapshot, messages = write_frame(prepare_write(self.store, spec), source)

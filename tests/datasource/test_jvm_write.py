@@ -119,7 +119,10 @@ def test_fixed_bucket_append_table_equals_the_python_writer(spark: Any, catalog:
     assert {f[1] for f in files_of(ours)} == {0, 1, 2} and {f[2] for f in files_of(ours)} == {3}
 
 
-def test_fixed_bucket_primary_key_table_equals_the_python_writer(spark: Any, catalog: Catalog) -> None:
+@pytest.mark.interop
+def test_fixed_bucket_primary_key_table_equals_the_python_writer(
+    spark: Any, catalog: Catalog, warehouse: str, oracle_python: str
+) -> None:
     ddl = "dt string not null, id bigint not null, v string, n int"
     options = {"bucket": "4"}
     ours = catalog.create_table("db.kb", ddl, partition_keys=["dt"], primary_keys=["dt", "id"], options=options)
@@ -134,6 +137,7 @@ def test_fixed_bucket_primary_key_table_equals_the_python_writer(spark: Any, cat
     mine = ours.scan().to_arrow().sort_by("id")
     assert mine.to_pylist() == python.scan().to_arrow().sort_by("id").to_pylist()
     assert mine.num_rows == 260 and mine.column("v")[175].as_py() == "v1-175"
+    assert oracle.pypaimon_read(warehouse, "db.kb", sort=False).sort_by("id").to_pylist() == mine.to_pylist()
     before = every_file(ours.store.table_path)
     twice = (
         spark.range(3)

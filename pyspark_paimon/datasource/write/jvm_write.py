@@ -16,13 +16,17 @@ Why staging, then a move: Spark cannot name its output files, and Paimon's bucke
 Spark partition directories (``k=v``). A move is a rename on a local or HDFS file system, but a copy on an object
 store (documented in docs/writing.md).
 
-What this path writes: append tables in Parquet, unaware-bucket (``bucket = -1``) or fixed-bucket, whose bucket is
-Paimon's hash of the bucket key computed by the :data:`BUCKET_FUNCTION` SQL function (an Arrow UDF that receives
-only the key columns, registered by ``pyspark_paimon.register``) and becomes one more ``partitionBy`` directory.
-Everything else (primary keys, dynamic or postpone buckets, clustering orders, file indexes, nested and VARIANT
-columns, merge-schema) is refused before anything is written, naming ``df.write.format("paimon")``, which writes all
-of it. Nothing here imports pyspark: it is SQL text and DataFrame methods of the frame it is given, so classic Spark
-and Spark Connect alike.
+What this path writes: Parquet append tables, unaware-bucket (``bucket = -1``) or fixed-bucket, and fixed-bucket
+primary-key tables with a one-column key (besides the partition columns) and no option that orders, kinds or
+indexes versions. A fixed bucket is Paimon's hash of the bucket key, computed by the :data:`BUCKET_FUNCTION` SQL
+function (an Arrow UDF that receives only the key columns, registered by ``pyspark_paimon.register``) and becomes one
+more ``partitionBy`` directory. A primary-key table's rows are sorted by key within each bucket by Spark (a window
+per partition and bucket), numbered from the bucket's sequence base in key order, led by ``_KEY_<k>``,
+``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, and a key given twice fails the Spark job (no version is "the last" after a
+shuffle); the file's key range and key statistics come from its footer. Everything else (dynamic or postpone
+buckets, other merge engines, clustering orders, file indexes, nested and VARIANT columns, merge-schema) is refused
+before anything is written, naming ``df.write.format("paimon")``, which writes all of it. Nothing here imports
+pyspark: it is SQL text and DataFrame methods of the frame it is given, so classic Spark and Spark Connect alike.
 """
 
 from __future__ import annotations
