@@ -77,6 +77,12 @@ SCRIPT = textwrap.dedent("""
         wrote = events.write_spark(rows)
         print("JVM_WRITE=" + json.dumps([wrote.path, wrote.files_added, sorted(events.scan().to_arrow().to_pylist(),
                                                                             key=lambda r: r["id"])]))
+        # ... and a fixed-bucket primary-key table: the paimon_bucket Arrow UDF register() added, over Connect
+        keyed = Catalog(sys.argv[1]).create_table("db.keyed", "id bigint not null, v string", primary_keys=["id"],
+                                                  options={"bucket": "2"})
+        keyed.write_spark(spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, v string"))
+        keyed.write_spark(spark.createDataFrame([(2, "B")], "id long, v string"))
+        print("JVM_PK=" + json.dumps(sorted(list(r.values()) for r in keyed.scan().to_arrow().to_pylist())))
     finally:
         spark.stop()
 """)
@@ -114,6 +120,7 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert json.loads(out.get("MERGED", "null")) == [1, 1, [[1, "A"], [2, "B"], [3, "c"], [9, "z"]]], proc.stderr[
         -3000:
     ]
+    assert json.loads(out.get("JVM_PK", "null")) == [[1, "a"], [2, "B"], [3, "c"]], proc.stderr[-3000:]
     assert json.loads(out.get("JVM_WRITE", "null")) == [
         "jvm",
         2,
