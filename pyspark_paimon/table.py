@@ -23,6 +23,7 @@ from pyspark_paimon.datasource.schema_changes import merge_arrow_schema
 from pyspark_paimon.datasource.stream.follow import Follower
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
+from pyspark_paimon.datasource.write.jvm_write import JVM_PATH, refuse_unsupported, write_frame
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -30,6 +31,7 @@ from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.rows.partition import parse_partition_spec
 from pyspark_paimon.metadata.schema.options import CONSUMER_ID
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.metadata.snapshots.commit import OverwriteSpec
 from pyspark_paimon.metadata.snapshots.snapshot import MAIN_BRANCH, Snapshot
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.schema_update import UpdateSchema
@@ -169,18 +171,7 @@ class Table:
         added to the table (and, with ``write.merge-schema.type-widening``, columns widened to the data's types)
         before the data is written, in the same commit sequence; columns the data lacks are written NULL
         (docs/writing.md)."""
-        if mode not in ("append", "overwrite"):
-            raise OptionError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
-        spec = None
-        if mode == "overwrite":
-            static = (
-                parse_partition_spec(overwrite_partition)
-                if isinstance(overwrite_partition, str)
-                else (dict(overwrite_partition) if overwrite_partition else None)
-            )
-            spec = overwrite_spec(self.schema, "dynamic" if dynamic_partition_overwrite else None, static)
-        elif overwrite_partition or dynamic_partition_overwrite:
-            raise OptionError("overwrite_partition / dynamic_partition_overwrite need mode='overwrite'.")
+        spec = self._overwrite(mode, overwrite_partition, dynamic_partition_overwrite)
         batches = arrow_stream(data, self.schema.arrow_schema())
         write_options = merge_arrow_schema(self.store, batches.schema, self.identifier, merge_schema)
         job = prepare_write(self.store, spec, write_options)
@@ -193,6 +184,47 @@ class Table:
             writer.abort()
             raise
         return WriteResult.of(job.commit(messages), messages)
+
+    @records_effects("write")
+    def write_spark(
+        self,
+        source: Any,
+        *,
+        mode: WriteMode = "append",
+        overwrite_partition: Mapping[str, Any] | str | None = None,
+        dynamic_partition_overwrite: bool = False,
+    ) -> WriteResult:
+        """Write the Spark DataFrame ``source`` (classic or Connect) in one commit, its data files written by Spark's
+        own Parquet writer (the JVM write path, docs/writing.md "Two write paths"): this package reads the files'
+        footers, moves them into the table and commits; the result's ``path`` is ``"jvm"``. ``mode``,
+        ``overwrite_partition`` and ``dynamic_partition_overwrite`` as in :meth:`write_arrow`.
+
+        Writes Parquet append tables (unaware or fixed bucket) and fixed-bucket primary-key tables with a
+        one-column key (one row per key per write), atomic column types; any other table is refused before
+        anything is written, naming ``df.write.format("paimon")``, the Python path that writes every table.
+        ``source`` must have the table's columns; types differing from the table's are cast by Spark where store
+        assignment allows."""
+        spec = self._overwrite(mode, overwrite_partition, dynamic_partition_overwrite)
+        refuse_unsupported(self.schema, self.store.table_path)
+        snapshot, messages = write_frame(prepare_write(self.store, spec), source)
+        return WriteResult.of(snapshot, messages, path=JVM_PATH)
+
+    def _overwrite(
+        self, mode: str, overwrite_partition: Mapping[str, Any] | str | None, dynamic: bool
+    ) -> OverwriteSpec | None:
+        """What a write's ``mode`` and overwrite arguments replace (None: an append)."""
+        if mode not in ("append", "overwrite"):
+            raise OptionError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
+        if mode == "append":
+            if overwrite_partition or dynamic:
+                raise OptionError("overwrite_partition / dynamic_partition_overwrite need mode='overwrite'.")
+            return None
+        static = (
+            parse_partition_spec(overwrite_partition)
+            if isinstance(overwrite_partition, str)
+            else (dict(overwrite_partition) if overwrite_partition else None)
+        )
+        return overwrite_spec(self.schema, "dynamic" if dynamic else None, static)
 
     # -- row-level changes (docs/dml.md) -------------------------------------------------------------
     @records_effects("delete rows")

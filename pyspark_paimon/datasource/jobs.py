@@ -231,11 +231,15 @@ class WriteResult:
     """Partitions written to."""
     buckets: int = 0
     """Buckets written to."""
+    path: str = "python"
+    """Which write path wrote the data files: ``"python"`` (this package's writer: ``t.write_arrow``,
+    ``format("paimon")``) or ``"jvm"`` (Spark's own Parquet writer: ``t.write_spark``)."""
 
     @classmethod
-    def of(cls, snapshot: Snapshot | None, messages: Sequence[CommitMessage]) -> "WriteResult":
-        """The result of committing ``messages`` as ``snapshot``."""
+    def of(cls, snapshot: Snapshot | None, messages: Sequence[CommitMessage], path: str = "python") -> "WriteResult":
+        """The result of committing ``messages`` as ``snapshot``, written by ``path``."""
         return cls(
+            path=path,
             snapshot_id=snapshot.id if snapshot is not None else None,
             files_added=sum(len(m.new_files) for m in messages),
             rows_written=sum(f.row_count for m in messages for f in m.new_files),

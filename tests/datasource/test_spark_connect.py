@@ -1,6 +1,6 @@
 """The connector over Spark Connect: ``register()`` on a Connect session, then write, read and stream (time travel,
 the ``filter`` read option, an overwrite following the session's ``partitionOverwriteMode``, a stream, a merge whose
-source is a Connect DataFrame).
+source is a Connect DataFrame, ``t.write_spark`` of a Connect DataFrame).
 
 ``SparkSession.builder.remote("local[2]")`` starts a local Connect server in a fresh process, so this runs in a
 subprocess. It needs pyspark's ``connect`` extra (grpcio, grpcio-status, googleapis-common-protos, zstandard,
@@ -69,6 +69,20 @@ SCRIPT = textwrap.dedent("""
         merged = Table.open(path).merge(src, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
         after = sorted(list(r) for r in spark.read.format("paimon").load(path).collect())
         print("MERGED=" + json.dumps([merged.updated, merged.inserted, after]))
+        # t.write_spark(<Connect DataFrame>): Spark's Parquet writer in Connect's server, footers read and
+        # committed from this client
+        from pyspark_paimon import Catalog
+        events = Catalog(sys.argv[1]).create_table("db.events", "id bigint, v string, dt string", partition_keys=["dt"])
+        rows = spark.createDataFrame([(1, "a", "d1"), (2, None, "d2")], "id long, v string, dt string")
+        wrote = events.write_spark(rows)
+        print("JVM_WRITE=" + json.dumps([wrote.path, wrote.files_added, sorted(events.scan().to_arrow().to_pylist(),
+                                                                            key=lambda r: r["id"])]))
+        # ... and a fixed-bucket primary-key table: the paimon_bucket Arrow UDF register() added, over Connect
+        keyed = Catalog(sys.argv[1]).create_table("db.keyed", "id bigint not null, v string", primary_keys=["id"],
+                                                  options={"bucket": "2"})
+        keyed.write_spark(spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, v string"))
+        keyed.write_spark(spark.createDataFrame([(2, "B")], "id long, v string"))
+        print("JVM_PK=" + json.dumps(sorted(list(r.values()) for r in keyed.scan().to_arrow().to_pylist())))
     finally:
         spark.stop()
 """)
@@ -106,3 +120,9 @@ def test_register_write_and_read_over_spark_connect(warehouse, tmp_path) -> None
     assert json.loads(out.get("MERGED", "null")) == [1, 1, [[1, "A"], [2, "B"], [3, "c"], [9, "z"]]], proc.stderr[
         -3000:
     ]
+    assert json.loads(out.get("JVM_PK", "null")) == [[1, "a"], [2, "B"], [3, "c"]], proc.stderr[-3000:]
+    assert json.loads(out.get("JVM_WRITE", "null")) == [
+        "jvm",
+        2,
+        [{"id": 1, "v": "a", "dt": "d1"}, {"id": 2, "v": None, "dt": "d2"}],
+    ], proc.stderr[-3000:]

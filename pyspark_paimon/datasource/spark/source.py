@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructField, StructType
 
+from pyspark_paimon.datasource.spark.bucket_function import register_bucket_function
 from pyspark_paimon.datasource.spark.reader import PaimonPushdownReader, PaimonReader, spark_schema
 from pyspark_paimon.datasource.spark.streaming import PaimonStreamReader, PaimonStreamWriter
 from pyspark_paimon.datasource.spark.worker_python import use_driver_python
@@ -214,3 +215,4 @@ def register(spark: Any, pushdown: bool | None = None) -> None:
         )
     spark.conf.set(PUSHDOWN_CONF, "true" if pushdown else "false")
     spark.dataSource.register(PaimonPushdownDataSource if pushdown else PaimonDataSource)
+    register_bucket_function(spark)  # t.write_spark's buckets of fixed-bucket tables

@@ -116,7 +116,7 @@ def _retract_kinds() -> pa.Array:
     return pa.array([1, 3], pa.int8())
 
 
-def _local_millis_as_utc() -> int:
+def local_millis_as_utc() -> int:
     """Local wall-clock time read as UTC epoch millis (what Java's ``LocalDateTime.now()`` stores)."""
     d = _dt.datetime.now() - _EPOCH
     return (d.days * 86400 + d.seconds) * 1000 + d.microseconds // 1000
@@ -195,6 +195,17 @@ class DataFileWriter:
     def tracks_rows(self) -> bool:
         """Whether compacted files of this table store ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` (row tracking)."""
         return self._tracking
+
+    def level_codec(self, level: int) -> tuple[str, int | None]:
+        """The (pyarrow codec, zstd level or None) of new files of ``level`` (``file.compression``, per level)."""
+        codecs = self._level_codecs.get(level)
+        if codecs is None:
+            codecs = self._level_codecs[level] = self._compression(level)
+        return codecs
+
+    def data_file_name(self, uuid: str, counter: int) -> str:
+        """A data file's name as Java's path factory makes it: ``<data-file.prefix><uuid>-<counter><suffix>``."""
+        return f"{self._prefix}{uuid}-{counter}{self._suffix}"
 
     def _compression(self, lsm_level: int = 0) -> tuple[str, int | None]:
         raw = self._options.get(FILE_COMPRESSION).strip().lower()
@@ -279,7 +290,7 @@ class DataFileWriter:
             if changelog
             else (self._postpone_prefix if state.bucket == POSTPONE_BUCKET else self._prefix)
         )
-        name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"
+        name = f"{prefix}{state.uuid}-{state.file_counter}{self._suffix}"  # data_file_name, with its prefix
         state.file_counter += 1
         path = FileIO.join(state.directory, name)
         if not state.dir_created:
@@ -308,10 +319,7 @@ class DataFileWriter:
         """Write ``file_table`` (the file schema) as the Parquet file ``path`` in this table's layout at LSM
         ``level``; returns its size."""
         # Bounded row groups let readers merge big key-overlap sections window by window (arrow_read).
-        codecs = self._level_codecs.get(level)
-        if codecs is None:
-            codecs = self._level_codecs[level] = self._compression(level)
-        codec, codec_level = codecs
+        codec, codec_level = self.level_codec(level)
         kwargs: dict[str, Any] = {
             **PARQUET_LAYOUT,
             "compression": codec,
@@ -354,7 +362,7 @@ class DataFileWriter:
             schema_id=self._schema.id,
             level=state.level,
             extra_files=(),
-            creation_time_millis=_local_millis_as_utc(),
+            creation_time_millis=local_millis_as_utc(),
             file_source=state.file_source,
             value_stats_cols=stats_cols,
         )

@@ -18,7 +18,8 @@ Floating-point NaN sorts above every number (Java ``Double.compare``), so a colu
 as its maximum: a reader's range check then can never wrongly skip a file whose only match is a NaN.
 
 Everything is computed per column with ``pyarrow.compute`` (one min/max kernel call per column per file);
-only the handful of resulting scalars are touched in Python.
+only the handful of resulting scalars are touched in Python. Files another writer made (Spark's Parquet writer,
+``jvm_write``) are described from the summaries in their footers instead (:data:`Summarize`): the modes apply alike.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ __all__ = [
     "collect_stats",
     "covered_columns",
     "collect_value_stats",
+    "ColumnSummary",
+    "Summarize",
+    "arrow_summaries",
 ]
 
 DEFAULT_STATS_MODE: str = METADATA_STATS_MODE.default_value
@@ -187,22 +191,51 @@ def _min_max(column: pa.ChunkedArray | pa.Array, root: str) -> tuple[Any, Any]:
     return lo, hi
 
 
-def _column_stats(
-    column: pa.ChunkedArray | pa.Array, t: DataType, mode: StatsMode
-) -> tuple[object, object, int | None, DataType]:
+@dataclass(frozen=True)
+class ColumnSummary:
+    """What one file holds of one column, before any stats mode applies: its least and greatest value (None when
+    unknown or every value is NULL; a float column holding NaN has NaN as its greatest) and its NULL count (None:
+    unknown, which a footer may not record)."""
+
+    min: Any
+    max: Any
+    nulls: int | None
+
+
+#: The summary of a table column in one file; ``root`` is its BinaryRow type name when min/max are wanted, None
+#: when only the NULL count is. Stats come from a file's Arrow data (:func:`arrow_summaries`) or from what a
+#: writer recorded in the file's footer (``jvm_write``), through this one shape.
+Summarize = Callable[[DataField, "str | None"], ColumnSummary]
+
+
+def arrow_summaries(table: pa.Table) -> Summarize:
+    """Summaries of the columns of ``table`` (looked up by name), each computed when asked for."""
+
+    def summarize(f: DataField, root: str | None) -> ColumnSummary:
+        column = table.column(f.name)
+        nulls = int(column.null_count)
+        if root is None:
+            return ColumnSummary(None, None, nulls)
+        lo, hi = _min_max(column, root)
+        return ColumnSummary(lo, hi, nulls)
+
+    return summarize
+
+
+def _column_stats(summarize: Summarize, f: DataField, mode: StatsMode) -> tuple[object, object, int | None, DataType]:
     """(min, max, null count, type used to encode min/max) of one column."""
     if not mode.has_stats:
         return None, None, None, _NULL_PLACEHOLDER
-    nulls = int(column.null_count)
-    root = _orderable_root(t)
+    root = _orderable_root(f.type)
     if root is None:
-        return None, None, nulls, _NULL_PLACEHOLDER
+        return None, None, summarize(f, None).nulls, _NULL_PLACEHOLDER
     if not mode.has_min_max:
-        return None, None, nulls, t
-    lo, hi = _min_max(column, root)
+        return None, None, summarize(f, None).nulls, f.type
+    summary = summarize(f, root)
+    lo, hi = summary.min, summary.max
     if mode.kind == "truncate" and (root in _STRING_ROOTS or root in _BINARY_ROOTS):
         lo, hi = truncate_min(lo, mode.length or 0), truncate_max(hi, mode.length or 0)
-    return lo, hi, nulls, t
+    return lo, hi, summary.nulls, f.type
 
 
 def _resolve(mode_for: Callable[[DataField], str] | str | None, f: DataField) -> StatsMode:
@@ -215,10 +248,10 @@ def _resolve(mode_for: Callable[[DataField], str] | str | None, f: DataField) ->
     return parse_stats_mode(text, f"fields.{f.name}.stats-mode")
 
 
-def _stats_over(table: pa.Table, fields: Sequence[DataField], modes: Sequence[StatsMode]) -> SimpleStats:
+def _stats_over(summarize: Summarize, fields: Sequence[DataField], modes: Sequence[StatsMode]) -> SimpleStats:
     mins, maxs, counts, types = [], [], [], []
     for f, mode in zip(fields, modes):
-        lo, hi, nulls, t = _column_stats(table.column(f.name), f.type, mode)
+        lo, hi, nulls, t = _column_stats(summarize, f, mode)
         mins.append(lo)
         maxs.append(hi)
         counts.append(nulls)
@@ -226,8 +259,12 @@ def _stats_over(table: pa.Table, fields: Sequence[DataField], modes: Sequence[St
     return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(counts))
 
 
+def _summaries(table: pa.Table | Summarize) -> Summarize:
+    return arrow_summaries(table) if isinstance(table, pa.Table) else table
+
+
 def collect_stats(
-    table: pa.Table, fields: Sequence[DataField], mode_for: Callable[[DataField], str] | str | None = None
+    table: pa.Table | Summarize, fields: Sequence[DataField], mode_for: Callable[[DataField], str] | str | None = None
 ) -> SimpleStats:
     """Stats of the columns of ``fields`` (looked up in ``table`` by name) as Paimon stores them.
 
@@ -239,7 +276,7 @@ def collect_stats(
     kept = [(f, m) for f, m in zip(fields, modes) if m.has_stats]
     if not kept:
         return SimpleStats.empty()
-    return _stats_over(table, [f for f, _ in kept], [m for _, m in kept])
+    return _stats_over(_summaries(table), [f for f, _ in kept], [m for _, m in kept])
 
 
 def covered_columns(
@@ -254,7 +291,7 @@ def covered_columns(
 
 
 def collect_value_stats(
-    table: pa.Table,
+    table: pa.Table | Summarize,
     fields: Sequence[DataField],
     options: Mapping[str, str],
     mode_for: Callable[[DataField], str] | None = None,
@@ -263,7 +300,7 @@ def collect_value_stats(
 
     Default (dense store): only columns with stats are stored and listed (None = all of them). With
     ``metadata.stats-dense-store = false`` every column is present (``none`` columns as NULL min/max and
-    NULL null count) and the list is None.
+    NULL null count) and the list is None. ``table`` is the file's data, or a :data:`Summarize` of it.
     """
     resolver = mode_for or mode_resolver(options, fields)
     dense = CoreOptions(options).get(METADATA_STATS_DENSE_STORE)
@@ -272,4 +309,4 @@ def collect_value_stats(
     modes = [_resolve(resolver, f) for f in fields]
     if not fields:
         return SimpleStats.empty(), None
-    return _stats_over(table, fields, modes), None
+    return _stats_over(_summaries(table), fields, modes), None
