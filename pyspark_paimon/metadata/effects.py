@@ -50,6 +50,11 @@ class Effects:
 _CURRENT: ContextVar[Effects | None] = ContextVar("pyspark_paimon_effects", default=None)
 
 
+def in_operation() -> bool:
+    """Whether an operation is running in this thread (its errors are described when they leave it)."""
+    return _CURRENT.get() is not None
+
+
 def took_effect(step: str) -> None:
     """Record that ``step`` of the running operation is visible to others now (no-op outside an operation)."""
     current = _CURRENT.get()
@@ -170,4 +175,4 @@ def _note(error: PaimonError, effects: Effects) -> str:
     return ""
 
 
-__all__ = ["Effects", "describe", "operation", "records_effects", "taking_effect", "took_effect"]
+__all__ = ["Effects", "describe", "in_operation", "operation", "records_effects", "taking_effect", "took_effect"]

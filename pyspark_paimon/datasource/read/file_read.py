@@ -35,8 +35,8 @@ import pyarrow.parquet as pq
 
 from pyspark_paimon.datasource.merge.merge import SEQUENCE_NUMBER, VALUE_KIND
 from pyspark_paimon.datasource.read.read_context import ReadColumns, ReadContext, ReadMetrics
-from pyspark_paimon.errors import CorruptMetadataError, DataFileError, OptionError, SchemaError
-from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.errors import CorruptMetadataError, DataFileError, OptionError, SchemaError, StorageError
+from pyspark_paimon.metadata.io.fileio import FileIO, storage_error
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.options import CoreOptions
@@ -237,11 +237,21 @@ class _FileReader:
                 "outside Paimon or by an unsafe cleanup. Restore the file, or roll the branch back to a snapshot or "
                 "tag that does not reference it (Table.maintenance.rollback_to), or read an older tag."
             ) from exc
-        except (pa.ArrowException, OSError) as exc:
-            raise DataFileError(
-                f"Data file {self.uri} cannot be read; it is truncated or corrupt ({exc}). Restore it from a copy, or "
-                "roll the branch back to a snapshot or tag that does not reference it (Table.maintenance.rollback_to)."
-            ) from exc
+        except StorageError:
+            raise
+        except OSError as exc:
+            if exc.errno is None:  # a decoding failure pyarrow reports as an OSError (a truncated footer)
+                raise self._corrupt(exc) from exc
+            # The store failed to serve the bytes (pyarrow passes the file object's error on): not corruption.
+            raise storage_error("read", self.uri, exc) from exc
+        except pa.ArrowException as exc:
+            raise self._corrupt(exc) from exc
+
+    def _corrupt(self, exc: BaseException) -> DataFileError:
+        return DataFileError(
+            f"Data file {self.uri} cannot be read; it is truncated or corrupt ({exc}). Restore it from a copy, or "
+            "roll the branch back to a snapshot or tag that does not reference it (Table.maintenance.rollback_to)."
+        )
 
     def __enter__(self) -> "_FileReader":
         return self

@@ -29,7 +29,14 @@ from pyspark_paimon.datasource.spark.types import from_spark_type, to_spark_type
 from pyspark_paimon.datasource.table_ref import TableRef, route_to_audit_branch
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.datasource.write.write import TableWriter
-from pyspark_paimon.errors import CommitError, OptionError, PaimonError, SchemaMismatchError, TableNotFoundError
+from pyspark_paimon.errors import (
+    CommitError,
+    OptionError,
+    PaimonError,
+    SchemaMismatchError,
+    StorageError,
+    TableNotFoundError,
+)
 from pyspark_paimon.metadata.catalog.metastore import NewTable
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
@@ -114,12 +121,17 @@ def write_task(
     writer: TableWriter, task_id: str, batches: Iterator[pa.RecordBatch], mode: str | None = None
 ) -> PaimonCommitMessage:
     """One Spark task's write (batch or micro-batch): its files as a commit message, or its refusal
-    (:class:`TaskRefusal`) with its files deleted. Anything but a :class:`PaimonError` (an I/O failure, a killed
-    task) fails the task as usual, so Spark retries it."""
+    (:class:`TaskRefusal`) with its files deleted. Anything but a :class:`PaimonError` (a killed task), and a
+    :class:`StorageError` (an I/O failure), fails the task as usual, so Spark retries it."""
     try:
         for batch in batches:
             writer.write(batch)
         return PaimonCommitMessage(tuple(writer.prepare_commit()), mode)
+    except StorageError as e:
+        # A storage failure is no refusal: failing the task lets Spark retry it (a busy store answers again).
+        e.outcome, e.safe_to_retry = "not applied", True
+        e.args = (f"{e.args[0]} The table is unchanged: a write job commits once every task succeeded.",)
+        raise
     except PaimonError as e:
         writer.abort()
         return PaimonCommitMessage((), mode, TaskRefusal(type(e), str(e), task_id))

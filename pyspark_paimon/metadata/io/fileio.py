@@ -52,6 +52,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from pyspark_paimon.errors import CommitError, OptionError, StorageError
+from pyspark_paimon.metadata.effects import in_operation
 
 _MEMORY_LOCK = threading.Lock()
 _T = TypeVar("_T")
@@ -59,6 +60,8 @@ _T = TypeVar("_T")
 #: back-off (doubled per attempt: 0.1 s, 0.2 s, 0.4 s...).
 TRANSIENT_ATTEMPTS = 5
 _FIRST_BACKOFF_SECONDS = 0.1
+# The calls that only read: one failing outside an operation changed nothing.
+_READS = frozenset({"read", "check", "get the size of", "list"})
 #: Object stores without directories: creating a file's parent "directory" is a request that does nothing.
 _FLAT_PROTOCOLS = ("s3", "s3a", "gs", "gcs")
 #: Protocols whose file system lives on this machine: no listing cache to bypass, no transient errors to retry.
@@ -165,6 +168,17 @@ class Credentials(Protocol):
     def stale(self) -> bool: ...
 
 
+def storage_error(what: str, uri: str, cause: OSError) -> StorageError:
+    """The :class:`StorageError` of the failed call ``what`` (``'read'``, ``'write'``...) on ``uri``. A read outside
+    any operation (opening a table, planning or reading a scan, a task reading its inputs) changed nothing, and
+    says so; inside one, the operation says what it had done when the error leaves it (metadata/effects.py)."""
+    error = StorageError(f"Cannot {what} {uri}: {cause}")
+    if what in _READS and not in_operation():
+        error.outcome, error.safe_to_retry = "not applied", True
+        error.args = (f"{error.args[0]} Nothing was changed (a failed read): run it again.",)
+    return error
+
+
 class FileIO:
     """Picklable facade over an fsspec file system, rooted at nothing in particular.
 
@@ -268,7 +282,7 @@ class FileIO:
         except (FileNotFoundError, FileExistsError, StorageError):
             raise
         except OSError as e:
-            raise StorageError(f"Cannot {what} {self.uri(path)}: {e}") from e
+            raise storage_error(what, self.uri(path), e) from e
 
     @property
     def is_local(self) -> bool:
