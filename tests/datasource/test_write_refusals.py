@@ -11,7 +11,7 @@ import pytest
 
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.datasource.spark.writer import PaimonCommitMessage, TaskRefusal, raise_refusals, write_task
-from pyspark_paimon.errors import BranchMergeConflictError, PaimonError, SchemaMismatchError
+from pyspark_paimon.errors import BranchMergeConflictError, PaimonError, SchemaMismatchError, StorageError
 
 
 def test_a_refusing_task_returns_its_refusal_and_deletes_its_files(catalog, warehouse) -> None:
@@ -42,3 +42,19 @@ def test_an_error_built_from_more_than_a_message_names_its_class() -> None:
     assert type(error) is PaimonError and str(error) == "BranchMergeConflictError: keys differ"
     with pytest.raises(PaimonError, match="BranchMergeConflictError: keys differ"):
         raise_refusals([PaimonCommitMessage((), None, refusal)])
+
+
+def test_a_storage_failure_fails_the_task_so_spark_retries_it(catalog, monkeypatch) -> None:
+    """A StorageError is a PaimonError but no refusal: a refusal is the same on every attempt, a busy store is
+    not, so the task fails and Spark runs it again; the error says the table is unchanged."""
+    t = catalog.create_table("db.s", "id bigint not null, v string", options={"write-buffer-size": "1 b"})
+    job = prepare_write(t.store)
+    writer = job.new_writer("0-0")
+
+    def unavailable(*args, **kwargs):
+        raise StorageError("Cannot write s3://b/t/data-0.parquet: 503 Slow Down")
+
+    monkeypatch.setattr(writer, "write", unavailable)
+    with pytest.raises(StorageError, match="Slow Down.* The table is unchanged") as err:
+        write_task(writer, "0-0", iter([pa.record_batch({"id": pa.array([1], pa.int64()), "v": ["a"]})]))
+    assert err.value.outcome == "not applied" and err.value.safe_to_retry is True
