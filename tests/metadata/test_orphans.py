@@ -256,3 +256,25 @@ def test_temp_files_of_killed_writers_are_removed(table: FakeTable) -> None:
     assert {n: Path(f"{p}/{n}").read_bytes() for n in before} == before
     assert_all_roots_intact(table)
     assert SnapshotManager(table.store.fileio, p).latest_id() == 2
+
+
+def test_a_killed_jvm_writes_staging_directory_goes_once_old(table: FakeTable) -> None:
+    """t.write_spark stages Spark's files in _jvm-write-<uuid>/ before moving them into their buckets; a driver
+    killed meanwhile leaves the directory, whose files nothing references: removed once older than the cutoff,
+    with the emptied directory. A young one (a write in flight) is kept."""
+    _, live = table.append()
+    root = table.store.table_path
+    old = Path(f"{root}/_jvm-write-old/dt=a")
+    old.mkdir(parents=True)
+    (old / "part-00000-x.parquet").write_bytes(b"spark")
+    (old.parent / "_SUCCESS").write_bytes(b"")
+    age_all_files(table)
+    young = Path(f"{root}/_jvm-write-young")
+    young.mkdir()
+    (young / "part-00000-y.parquet").write_bytes(b"spark")
+    t = Table(FileStore(table.store.fileio, table.store.table_path))
+    result = t.maintenance.remove_orphan_files()
+    assert sorted(Path(p).name for p in result.files) == ["_SUCCESS", "part-00000-x.parquet"]
+    assert not old.parent.exists() and (young / "part-00000-y.parquet").exists()
+    assert set(live) <= data_files_on_disk(table)
+    assert_all_roots_intact(table)

@@ -62,6 +62,7 @@ from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.fileio import FileIO
+from pyspark_paimon.metadata.maintenance.orphans import JVM_STAGING_PREFIX
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
 from pyspark_paimon.metadata.schema.options import (
@@ -102,7 +103,6 @@ BUCKET_FUNCTION = "paimon_bucket"
 # The copies of the partition columns Spark's partitionBy consumes (the files keep the real ones), and the bucket.
 _COPY = "__paimon_part_{}"
 _BUCKET = "__paimon_bucket"
-_STAGING_PREFIX = "_jvm-write-"
 # Spark's Parquet field-id metadata key (written when spark.sql.parquet.fieldId.write.enabled, the default).
 _FIELD_ID = "parquet.field.id"
 # pyarrow codec names of data_files -> Spark's Parquet `compression` option.
@@ -202,7 +202,7 @@ def stage_frame(frame: Any, store: FileStore, ctx: WriteContext) -> StagedWrite:
         raise _refusal(table, f"its 'file.compression' ({codec}) is not one Spark writes without extra libraries")
     typed = _physical(_conformed(frame, schema, table, buckets), schema, table, ctx)
     fileio = store.fileio
-    staging = FileIO.join(table, f"{_STAGING_PREFIX}{uuid.uuid4()}")
+    staging = FileIO.join(table, f"{JVM_STAGING_PREFIX}{uuid.uuid4()}")
     moved: list[str] = []
     try:
         writer = typed.write.option("compression", _SPARK_CODECS[codec])

@@ -24,6 +24,10 @@ to is kept.
 Data files the table's Iceberg metadata references (``metadata.iceberg.storage``) are kept too, and the Iceberg
 metadata directory is never scanned (the Iceberg sync removes what it no longer uses).
 
+Files in the staging directories of ``t.write_spark`` (``_jvm-write-<uuid>/`` under the table: Spark's own file
+names, which no manifest ever references, left by a driver killed before it moved them into their buckets) are
+orphans once older than the cutoff, and an emptied staging directory is removed.
+
 Never touched: any other file of those metadata directories (snapshots, ``LATEST``/``EARLIEST`` hints,
 schemas, tags, ``branch.json``), any file outside the layout above, and files living outside the table
 directory.
@@ -57,6 +61,9 @@ from pyspark_paimon.metadata.timeutil import now_millis, to_millis
 log = logging.getLogger(__name__)
 
 DEFAULT_OLDER_THAN_MS = 24 * 3600 * 1000
+#: The directories ``t.write_spark`` stages Spark's files in (``<table>/_jvm-write-<uuid>/``) before it moves them
+#: into their buckets; a driver killed meanwhile leaves one. Nothing references a staged file.
+JVM_STAGING_PREFIX = "_jvm-write-"
 # Directories of the table root that hold per-branch metadata: scanned for temp files only.
 METADATA_DIRS = frozenset({"schema", "snapshot", "tag", "branch", "changelog", "consumer"})
 _BRANCH_METADATA_DIRS = ("schema", "snapshot", "tag", "changelog", "consumer")
@@ -119,6 +126,21 @@ def _candidates(store: FileStore, cutoff_ms: int) -> list[tuple[str, FileStatus]
         for status in fileio.list_status(directory):
             if not status.is_dir and is_temp_file(status.name) and status.mtime_millis < cutoff_ms:
                 out.append(("temp", status))
+    for directory in _staging_dirs(store):
+        out.extend(("staging", status) for status in _files_under(fileio, directory) if status.mtime_millis < cutoff_ms)
+    return out
+
+
+def _staging_dirs(store: FileStore) -> list[str]:
+    return [
+        s.path for s in store.fileio.list_status(store.table_path) if s.is_dir and s.name.startswith(JVM_STAGING_PREFIX)
+    ]
+
+
+def _files_under(fileio: FileIO, directory: str) -> list[FileStatus]:
+    out = []
+    for status in fileio.list_status(directory):
+        out.extend(_files_under(fileio, status.path) if status.is_dir else [status])
     return out
 
 
@@ -167,12 +189,14 @@ def remove_orphan_files(
         # Data files the Iceberg view references (metadata.iceberg.storage): kept whatever Paimon says, e.g.
         # after a rollback whose Iceberg sync failed, or metadata another writer left with a longer history.
         iceberg = iceberg_sync.referenced_data_files(store)
-        orphans = [(c, s) for c, s in candidates if not _referenced(s.name, refs) and s.name not in iceberg]
+        orphans = [
+            (c, s) for c, s in candidates if c == "staging" or (not _referenced(s.name, refs) and s.name not in iceberg)
+        ]
         if orphans and not dry_run:
             new = list(iter_new_roots(store, {r.key for r in roots}))
             if new:
                 refs.update(scanner.refs_of(new))
-                orphans = [(c, s) for c, s in orphans if not _referenced(s.name, refs)]
+                orphans = [(c, s) for c, s in orphans if c == "staging" or not _referenced(s.name, refs)]
     for done, (_, status) in enumerate(sorted(orphans, key=lambda cs: cs[1].path), 1):
         report(progress, "delete orphan files", done, len(orphans))
         with taking_effect(f"deleting orphan file {status.path}"):
@@ -182,6 +206,10 @@ def remove_orphan_files(
                 took_effect(f"orphan file {status.path} deleted")
             result.files.append(status.path)
             result.total_bytes += status.size
+    if not dry_run:  # a staging directory whose every file went is removed with its empty subdirectories
+        for directory in _staging_dirs(store):
+            if not _files_under(fileio, directory):
+                fileio.delete_dir(directory)
     log.info(
         "%s %d orphan files (%d bytes) in %s",
         "found" if dry_run else "deleted",
@@ -192,4 +220,4 @@ def remove_orphan_files(
     return result
 
 
-__all__ = ["OrphanResult", "remove_orphan_files", "DEFAULT_OLDER_THAN_MS"]
+__all__ = ["DEFAULT_OLDER_THAN_MS", "JVM_STAGING_PREFIX", "OrphanResult", "remove_orphan_files"]
