@@ -103,6 +103,20 @@ def _ts3(nullable: bool = True) -> AtomicType:
 
 _STR, _STR_NN = string_type(True), string_type(False)
 
+# The leading columns of $files, which Paimon master's $file_key_ranges repeats.
+_FILE_COLUMNS: list[tuple[str, DataType]] = [
+    ("partition", _STR),
+    ("bucket", _int(False)),
+    ("file_path", _STR_NN),
+    ("file_format", _STR_NN),
+    ("schema_id", _bigint(False)),
+    ("level", _int(False)),
+    ("record_count", _bigint(False)),
+    ("file_size_in_bytes", _bigint(False)),
+    ("min_key", _STR),
+    ("max_key", _STR),
+]
+
 _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
     "snapshots": [
         ("snapshot_id", _bigint(False)),
@@ -150,16 +164,7 @@ _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
         ("create_time", _ts3(False)),
     ],
     "files": [
-        ("partition", _STR),
-        ("bucket", _int(False)),
-        ("file_path", _STR_NN),
-        ("file_format", _STR_NN),
-        ("schema_id", _bigint(False)),
-        ("level", _int(False)),
-        ("record_count", _bigint(False)),
-        ("file_size_in_bytes", _bigint(False)),
-        ("min_key", _STR),
-        ("max_key", _STR),
+        *_FILE_COLUMNS,
         ("null_value_counts", _STR_NN),
         ("min_value_stats", _STR_NN),
         ("max_value_stats", _STR_NN),
@@ -249,16 +254,7 @@ _COLUMNS: dict[str, list[tuple[str, DataType]]] = {
     ],
     # Paimon 1.4+ (master's columns): $files' key columns.
     "file_key_ranges": [
-        ("partition", _STR),
-        ("bucket", _int(False)),
-        ("file_path", _STR_NN),
-        ("file_format", _STR_NN),
-        ("schema_id", _bigint(False)),
-        ("level", _int(False)),
-        ("record_count", _bigint(False)),
-        ("file_size_in_bytes", _bigint(False)),
-        ("min_key", _STR),
-        ("max_key", _STR),
+        *_FILE_COLUMNS,
         ("first_row_id", _bigint()),
     ],
 }

@@ -123,8 +123,8 @@ def check_table(store: FileStore, progress: Progress | None = None) -> CheckResu
         damage = _check_root(store, root, scanner, listings, paths, checked)
         if damage is not None:
             result.damaged.append(damage)
-        elif root.kind == "snapshot":
-            intact[root.branch] = max(root.snapshot.id, intact.get(root.branch) or 0)
+        elif root.kind == "snapshot":  # roots come in snapshot-id order: the last intact one is the newest
+            intact[root.branch] = root.snapshot.id
         intact.setdefault(root.branch, None)
         report(progress, "checking snapshots and tags", done, len(roots))
     result.files_checked = len(checked)
