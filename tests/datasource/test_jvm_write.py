@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pyspark_paimon import Catalog
-from pyspark_paimon.errors import CommitError, OptionError, SchemaMismatchError
+from pyspark_paimon.errors import CommitError, ConflictingKeysError, OptionError, SchemaMismatchError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row
 from pyspark_paimon.table import Table
@@ -207,3 +207,23 @@ def test_a_failure_before_the_commit_leaves_nothing(spark: Any, catalog: Catalog
     assert len(calls) > 1
     assert t.latest_snapshot() is None
     assert every_file(t.store.table_path) == before
+
+
+def test_unpartitioned_primary_key_table_one_spark_partition_per_bucket(spark: Any, catalog: Catalog) -> None:
+    """No partition columns: each bucket is one Spark partition, numbered without a window; equal to the Python
+    writer's table, sequence numbers continued by a second write, a key given twice refused by the file check."""
+    ddl = "id bigint not null, v string"
+    ours = catalog.create_table("db.u1", ddl, primary_keys=["id"], options={"bucket": "5"})
+    python = catalog.create_table("db.u2", ddl, primary_keys=["id"], options={"bucket": "5"})
+    for w, (start, end) in enumerate(((0, 300), (200, 450))):
+        df = spark.range(start, end, 1, 3).selectExpr("id", f"concat('v{w}-', cast(id as string)) v")
+        assert ours.write_spark(df.orderBy("v")).rows_written == end - start
+        df.coalesce(1).write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    assert {f[1] for f in files_of(ours)} == set(range(5)) and len(files_of(ours)) == 10
+    rows = ours.scan().to_arrow().sort_by("id")
+    assert rows.num_rows == 450 and rows.column("v")[250].as_py() == "v1-250"
+    before = every_file(ours.store.table_path)
+    with pytest.raises(ConflictingKeysError, match="written twice"):
+        ours.write_spark(spark.range(4).union(spark.range(2, 3)).selectExpr("id", "'x' v"))
+    assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2

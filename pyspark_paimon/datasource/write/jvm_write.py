@@ -18,28 +18,36 @@ store (documented in docs/writing.md).
 
 What this path writes: Parquet append tables, unaware-bucket (``bucket = -1``) or fixed-bucket, and fixed-bucket
 primary-key tables with a one-column key (besides the partition columns) and no option that orders, kinds or
-indexes versions. A fixed bucket is Paimon's hash of the bucket key, computed by the :data:`BUCKET_FUNCTION` SQL
-function (an Arrow UDF that receives only the key columns, registered by ``pyspark_paimon.register``) and becomes one
-more ``partitionBy`` directory. A primary-key table's rows are sorted by key within each bucket by Spark (a window
-per partition and bucket), numbered from the bucket's sequence base in key order, led by ``_KEY_<k>``,
-``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, and a key given twice fails the Spark job (no version is "the last" after a
-shuffle); the file's key range and key statistics come from its footer. Everything else (dynamic or postpone
-buckets, other merge engines, clustering orders, file indexes, nested and VARIANT columns, merge-schema) is refused
-before anything is written, naming ``df.write.format("paimon")``, which writes all of it. Nothing here imports
-pyspark: it is SQL text and DataFrame methods of the frame it is given, so classic Spark and Spark Connect alike.
+indexes versions. A fixed bucket is Paimon's hash of the bucket key, computed in Spark SQL for the key types
+:mod:`~pyspark_paimon.datasource.write.bucket_sql` builds BinaryRows of, else by the :data:`BUCKET_FUNCTION` SQL
+function (an Arrow UDF that receives only the key columns, registered by ``pyspark_paimon.register``), and becomes
+one more ``partitionBy`` directory. A primary-key table's rows are sorted by key within each bucket by Spark,
+numbered from the bucket's sequence base in key order and led by ``_KEY_<k>``, ``_SEQUENCE_NUMBER`` and
+``_VALUE_KIND``. Without partition columns each bucket is one Spark partition (``repartition`` on a value whose
+Spark hash lands there), so a row's number is its place in its partition (``monotonically_increasing_id``): no
+window. With partition columns a window per partition and bucket numbers the rows. A key given twice is refused
+either way (the window fails the Spark job; otherwise the driver finds two equal neighbours in a file's key column),
+as no version is "the last" after a shuffle; the file's key range and key statistics come from its footer.
+Everything else (dynamic or postpone buckets, other merge engines, clustering orders, file indexes, nested and
+VARIANT columns, merge-schema) is refused before anything is written, naming ``df.write.format("paimon")``, which
+writes all of it. Nothing here imports pyspark: it is SQL text and DataFrame methods of the frame it is given, so
+classic Spark and Spark Connect alike.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyspark_paimon.datasource.jobs import WriteJob
+from pyspark_paimon.datasource.write.bucket_sql import bucket_stages
 from pyspark_paimon.datasource.write.data_files import (
     SEQUENCE_NUMBER,
     SEQUENCE_NUMBER_ID,
@@ -59,12 +67,13 @@ from pyspark_paimon.datasource.write.stats import (
 )
 from pyspark_paimon.datasource.write.store_assignment import assignment_problem
 from pyspark_paimon.datasource.write.write_context import WriteContext
-from pyspark_paimon.errors import OptionError, PaimonError, SchemaMismatchError
+from pyspark_paimon.errors import ConflictingKeysError, OptionError, PaimonError, SchemaMismatchError
 from pyspark_paimon.metadata.fileindex.index_spec import FileIndexSpec
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance.orphans import JVM_STAGING_PREFIX
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
+from pyspark_paimon.metadata.rows.bucket import hash_bytes
 from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
     ROWKIND_FIELD,
@@ -113,6 +122,14 @@ _WRITABLE = frozenset(
     | {"BINARY", "VARBINARY", "DATE", "TIMESTAMP", "TIMESTAMP_LTZ"}
 )
 _TIMESTAMP_TYPE_CONF = "spark.sql.parquet.outputTimestampType"
+_TWICE = (
+    "A primary key of {table} is written twice by one t.write_spark, which keeps no input order to pick a version "
+    "by; nothing was committed. Write one row per key (e.g. the latest row of each key)."
+)
+# Bucket counts up to which a primary-key table's buckets each get one Spark partition (else: a window numbers rows).
+_MAX_SPREAD = 4096
+# monotonically_increasing_id(): the partition index above bit 33, the row's place in its partition below.
+_ROW_BITS = (1 << 33) - 1
 # Files moved (and footers read) at once on the driver: the work is I/O.
 _MOVE_THREADS = 8
 
@@ -182,7 +199,9 @@ def stage_frame(frame: Any, store: FileStore, ctx: WriteContext) -> StagedWrite:
     if buckets > 0:
         if ctx.partition_buckets:
             raise _refusal(table, "partitions of it keep another bucket count than the table's (rescaled)")
-        if not session.catalog.functionExists(BUCKET_FUNCTION):
+        if bucket_stages(schema.bucket_key_fields, buckets, _BUCKET) is None and not session.catalog.functionExists(
+            BUCKET_FUNCTION
+        ):
             raise _refusal(
                 table,
                 f"its rows' buckets are computed by the SQL function {BUCKET_FUNCTION}, which "
@@ -282,12 +301,23 @@ def _conformed(frame: Any, schema: TableSchema, table: str, buckets: int) -> Any
         exprs.append(f"{expr} AS {quote_ident(f.name)}")
     typed = frame.selectExpr(*exprs)
     extra = [f"{quote_ident(k)} AS {_COPY.format(i)}" for i, k in enumerate(schema.partition_keys)]
-    if buckets > 0:
-        keys = schema.bucket_key_fields
+    typed = typed.selectExpr("*", *extra) if extra else typed
+    return _with_bucket(typed, schema.bucket_key_fields, buckets) if buckets > 0 else typed
+
+
+def _with_bucket(frame: Any, keys: list[DataField], buckets: int) -> Any:
+    """``frame`` plus each row's bucket: in Spark SQL where ``bucket_sql`` builds it, else by the Arrow UDF."""
+    stages = bucket_stages(keys, buckets, _BUCKET)
+    if stages is None:  # a key type whose hash Spark SQL does not compute: the Arrow UDF
         struct = ", ".join(f"'k{i}', {quote_ident(f.name)}" for i, f in enumerate(keys))
         types = json.dumps([type_to_json(f.type) for f in keys])
-        extra.append(f"{BUCKET_FUNCTION}(named_struct({struct}), {buckets}, '{_sql_text(types)}') AS {_BUCKET}")
-    return typed.selectExpr("*", *extra) if extra else typed
+        return frame.selectExpr(
+            "*", f"{BUCKET_FUNCTION}(named_struct({struct}), {buckets}, '{_sql_text(types)}') AS {_BUCKET}"
+        )
+    before = set(frame.columns)
+    for stage in stages:
+        frame = frame.selectExpr("*", *stage)
+    return frame.drop(*(c for c in frame.columns if c not in before and c != _BUCKET))
 
 
 def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> Any:
@@ -298,11 +328,36 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
     copies = [_COPY.format(i) for i in range(len(schema.partition_keys))]
     extras = copies + ([_BUCKET] if _BUCKET in full.columns else [])
     columns = [(quote_ident(f.name), f.name, f.id) for f in schema.fields]
-    if schema.primary_keys:
+    if schema.primary_keys and not copies and (spread := _bucket_spread(schema.core_options.bucket)) is not None:
+        # one Spark partition per bucket: each row's place in its sorted partition is its place in its bucket
+        (key,) = schema.trimmed_primary_key_fields
+        k = quote_ident(key.name)
+        bases = [0] * schema.core_options.bucket
+        for (_, bucket), base in ctx.sequence_bases.items():
+            bases[bucket] = base
+        full = full.selectExpr("*", f"element_at(array({_ints(spread)}), {_BUCKET} + 1) AS __paimon_spread")
+        first = f"element_at(array({_ints(bases, 'L')}), {_BUCKET} + 1)"
+        full = (
+            full.repartition(len(spread), "__paimon_spread")
+            .sortWithinPartitions(_BUCKET, key.name)
+            .selectExpr(
+                "*",
+                f"{first} + (monotonically_increasing_id() & {_ROW_BITS}L) AS __paimon_seq",
+                "CAST(0 AS TINYINT) AS __paimon_kind",
+            )
+        )
+        (kf,) = key_file_fields([key])
+        columns = [
+            (k, kf.name, kf.id),
+            ("__paimon_seq", SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID),
+            ("__paimon_kind", VALUE_KIND, VALUE_KIND_ID),
+            *columns,
+        ]
+    elif schema.primary_keys:
         (key,) = schema.trimmed_primary_key_fields
         k = quote_ident(key.name)
         window = f"PARTITION BY {', '.join(extras)} ORDER BY {k}"
-        message = f"A primary key of {table} is written twice by one t.write_spark; write one row per key."
+        message = _TWICE.format(table=table)
         full = full.selectExpr(
             "*",
             f"row_number() OVER ({window}) - 1 AS __paimon_offset",
@@ -326,6 +381,25 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
         ]
     tagged = [full[c].alias(name, metadata={_FIELD_ID: field_id}) for c, name, field_id in columns]
     return full.select(*tagged, *extras)
+
+
+def _bucket_spread(buckets: int) -> list[int] | None:
+    """Values ``v[b]`` whose Spark hash partition among ``buckets`` partitions is ``b`` (``repartition(buckets, v[b])``
+    puts bucket ``b``, and only it, into Spark partition ``b``): Spark's ``HashPartitioning`` is ``pmod`` of the
+    Murmur3 hash (seed 42) of the INT, which for a 4-byte value is :func:`hash_bytes` of its little-endian bytes.
+    None for bucket counts too large to spell as a literal array."""
+    if buckets > _MAX_SPREAD:
+        return None
+    found: dict[int, int] = {}
+    candidate = 0
+    while len(found) < buckets:
+        found.setdefault(hash_bytes(struct.pack("<i", candidate)) % buckets, candidate)
+        candidate += 1
+    return [found[b] for b in range(buckets)]
+
+
+def _ints(values: list[int], suffix: str = "") -> str:
+    return ", ".join(f"{v}{suffix}" for v in values)
 
 
 def _bases(session: Any, schema: TableSchema, ctx: WriteContext, copies: list[str]) -> Any:
@@ -478,6 +552,7 @@ def _describe_and_move(
         )
         if key_fields:
             meta = _with_keys(meta, footer, key_fields, summaries, store.table_path)
+            _check_keys(fileio, footer, key_fields[0], meta, store.table_path)
         metas.append(meta)
         moves.append((footer.path, FileIO.join(directory, name)))
 
@@ -523,6 +598,20 @@ def _with_keys(
         min_sequence_number=int(seq.min),
         max_sequence_number=int(seq.max),
     )
+
+
+def _check_keys(fileio: FileIO, footer: _Footer, key: DataField, meta: DataFileMeta, table: str) -> None:
+    """Refuse a file holding a key twice (its rows are sorted by key: two equal neighbours) or whose sequence numbers
+    are not one per row: reads only the key column."""
+    if meta.max_sequence_number - meta.min_sequence_number + 1 != footer.rows:
+        raise PaimonError(
+            f"Spark wrote {footer.path} for {table} with sequence numbers {meta.min_sequence_number}.."
+            f"{meta.max_sequence_number} for {footer.rows} rows; nothing was committed. Write with {_PYTHON_WRITE}."
+        )
+    with fileio.open_input(footer.path) as handle:
+        keys = pq.read_table(handle, columns=[key.name]).column(0).combine_chunks()
+    if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
+        raise ConflictingKeysError(_TWICE.format(table=table))
 
 
 def _bucket_of(path: str) -> int:
