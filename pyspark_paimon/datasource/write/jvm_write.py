@@ -73,7 +73,7 @@ from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.maintenance.orphans import JVM_STAGING_PREFIX
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.rows.binary_row import deserialize_row, serialize_row
-from pyspark_paimon.metadata.rows.bucket import hash_bytes
+from pyspark_paimon.metadata.rows.bucket import bucket_of_values, hash_bytes
 from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
     ROWKIND_FIELD,
@@ -227,7 +227,8 @@ def stage_frame(frame: Any, store: FileStore, ctx: WriteContext) -> StagedWrite:
         writer = typed.write.option("compression", _SPARK_CODECS[codec])
         if level is not None:
             writer = writer.option("parquet.compression.codec.zstd.level", str(level))
-        by = [_COPY.format(i) for i in range(len(schema.partition_keys))] + ([_BUCKET] if buckets > 0 else [])
+        in_dirs = buckets > 0 and not _one_partition_per_bucket(schema)
+        by = [_COPY.format(i) for i in range(len(schema.partition_keys))] + ([_BUCKET] if in_dirs else [])
         if by:
             writer = writer.partitionBy(*by)
         writer.parquet(fileio.uri(staging))
@@ -328,8 +329,11 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
     copies = [_COPY.format(i) for i in range(len(schema.partition_keys))]
     extras = copies + ([_BUCKET] if _BUCKET in full.columns else [])
     columns = [(quote_ident(f.name), f.name, f.id) for f in schema.fields]
-    if schema.primary_keys and not copies and (spread := _bucket_spread(schema.core_options.bucket)) is not None:
-        # one Spark partition per bucket: each row's place in its sorted partition is its place in its bucket
+    if _one_partition_per_bucket(schema):
+        # one Spark partition per bucket: each row's place in its sorted partition is its place in its bucket, and
+        # each task writes one file of one bucket (no partitionBy, whose required order would make Spark sort by
+        # the bucket first, comparing whole rows); the driver finds a file's bucket from its first key
+        spread = _bucket_spread(schema.core_options.bucket) or []
         (key,) = schema.trimmed_primary_key_fields
         k = quote_ident(key.name)
         bases = [0] * schema.core_options.bucket
@@ -339,7 +343,7 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
         first = f"element_at(array({_ints(bases, 'L')}), {_BUCKET} + 1)"
         full = (
             full.repartition(len(spread), "__paimon_spread")
-            .sortWithinPartitions(_BUCKET, key.name)
+            .sortWithinPartitions(key.name)
             .selectExpr(
                 "*",
                 f"{first} + (monotonically_increasing_id() & {_ROW_BITS}L) AS __paimon_seq",
@@ -353,6 +357,7 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
             ("__paimon_kind", VALUE_KIND, VALUE_KIND_ID),
             *columns,
         ]
+        extras = []
     elif schema.primary_keys:
         (key,) = schema.trimmed_primary_key_fields
         k = quote_ident(key.name)
@@ -381,6 +386,16 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
         ]
     tagged = [full[c].alias(name, metadata={_FIELD_ID: field_id}) for c, name, field_id in columns]
     return full.select(*tagged, *extras)
+
+
+def _one_partition_per_bucket(schema: TableSchema) -> bool:
+    """Whether a primary-key table's write gives each bucket one Spark partition: no partition columns and a bucket
+    count :func:`_bucket_spread` spreads."""
+    return (
+        bool(schema.primary_keys)
+        and not schema.partition_keys
+        and _bucket_spread(schema.core_options.bucket) is not None
+    )
 
 
 def _bucket_spread(buckets: int) -> list[int] | None:
@@ -531,7 +546,12 @@ def _describe_and_move(
     for counter, footer in enumerate(footers):
         values = tuple(_partition_value(footer, f, store.table_path) for f in partition_fields)
         partition = serialize_row(list(values), part_types)
-        bucket = _bucket_of(footer.path) if total_buckets > 0 else 0
+        if total_buckets <= 0:
+            bucket = 0
+        elif _one_partition_per_bucket(schema):
+            bucket = _bucket_of_keys(footer, key_fields[0], total_buckets, store.table_path)
+        else:
+            bucket = _bucket_of(footer.path)
         _, metas = by_bucket.setdefault((partition, bucket), (values, []))
         base = sequence_bases.get((partition, bucket), 0) + sum(m.row_count for m in metas)
         summaries = _footer_summaries(footer)
@@ -612,6 +632,19 @@ def _check_keys(fileio: FileIO, footer: _Footer, key: DataField, meta: DataFileM
         keys = pq.read_table(handle, columns=[key.name]).column(0).combine_chunks()
     if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
         raise ConflictingKeysError(_TWICE.format(table=table))
+
+
+def _bucket_of_keys(footer: _Footer, key: DataField, buckets: int, table: str) -> int:
+    """The bucket of a file holding one bucket's rows (:func:`_one_partition_per_bucket`): its least key's, which its
+    greatest key must share."""
+    span = footer.summaries[key.name]
+    ends = {bucket_of_values([_value(v, key)], [key.type], buckets) for v in (span.min, span.max) if v is not None}
+    if len(ends) != 1:
+        raise PaimonError(
+            f"Spark wrote {footer.path} for {table} with keys of buckets {sorted(ends)} (or without key statistics); "
+            f"nothing was committed. Write with {_PYTHON_WRITE}."
+        )
+    return ends.pop()
 
 
 def _bucket_of(path: str) -> int:
