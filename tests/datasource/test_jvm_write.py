@@ -144,7 +144,7 @@ def test_fixed_bucket_primary_key_table_equals_the_python_writer(
         .selectExpr(*(e.format(w=2) for e in sql))
         .union(spark.range(1, 2).selectExpr(*(e.format(w=3) for e in sql)))
     )
-    with pytest.raises(Exception, match="written twice"):
+    with pytest.raises(ConflictingKeysError, match="written twice"):  # Spark's job failed: the same error
         ours.write_spark(twice)
     assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2
 

@@ -233,8 +233,10 @@ def stage_frame(frame: Any, store: FileStore, ctx: WriteContext) -> StagedWrite:
             writer = writer.partitionBy(*by)
         writer.parquet(fileio.uri(staging))
         messages = _describe_and_move(store, schema, files, staging, ctx.sequence_bases, opts, moved)
-    except BaseException:
+    except BaseException as exc:
         _delete_quietly(fileio, moved, staging)
+        if _TWICE.format(table=table) in str(exc) and not isinstance(exc, ConflictingKeysError):  # Spark's window
+            raise ConflictingKeysError(_TWICE.format(table=table)) from exc
         raise
     return StagedWrite(messages, moved, staging)
 
