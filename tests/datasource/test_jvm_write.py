@@ -227,3 +227,12 @@ def test_unpartitioned_primary_key_table_one_spark_partition_per_bucket(spark: A
     with pytest.raises(ConflictingKeysError, match="written twice"):
         ours.write_spark(spark.range(4).union(spark.range(2, 3)).selectExpr("id", "'x' v"))
     assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2
+
+
+def test_two_nan_keys_are_a_key_given_twice(spark: Any, catalog: Catalog) -> None:
+    t = catalog.create_table("db.nan", "k double not null, v string", primary_keys=["k"], options={"bucket": "2"})
+    first = t.write_spark(spark.range(3).selectExpr("id * 1.5D k", "'a' v"))
+    assert first.rows_written == 3  # a DOUBLE key: the bucket comes from the Arrow UDF
+    with pytest.raises(ConflictingKeysError, match="written twice"):
+        t.write_spark(spark.range(2).selectExpr("double('NaN') k", "cast(id as string) v"))
+    assert t.latest_snapshot().id == 1

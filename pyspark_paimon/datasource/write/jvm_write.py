@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -632,7 +633,11 @@ def _check_keys(fileio: FileIO, footer: _Footer, key: DataField, meta: DataFileM
         )
     with fileio.open_input(footer.path) as handle:
         keys = pq.read_table(handle, columns=[key.name]).column(0).combine_chunks()
-    if len(keys) > 1 and pc.any(pc.equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py():
+    later, earlier = keys.slice(1), keys.slice(0, max(len(keys) - 1, 0))
+    same = pc.equal(later, earlier)
+    if pa.types.is_floating(keys.type):  # NaN keys are one key to Spark's sort and to Paimon's BinaryRow
+        same = pc.or_(same, pc.and_(pc.is_nan(later), pc.is_nan(earlier)))
+    if pc.any(same).as_py():
         raise ConflictingKeysError(_TWICE.format(table=table))
 
 
