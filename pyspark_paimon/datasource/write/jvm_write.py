@@ -36,9 +36,11 @@ classic Spark and Spark Connect alike.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -336,7 +338,7 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
         # one Spark partition per bucket: each row's place in its sorted partition is its place in its bucket, and
         # each task writes one file of one bucket (no partitionBy, whose required order would make Spark sort by
         # the bucket first, comparing whole rows); the driver finds a file's bucket from its first key
-        spread = _bucket_spread(schema.core_options.bucket) or []
+        spread = _bucket_spread(schema.core_options.bucket) or ()
         (key,) = schema.trimmed_primary_key_fields
         k = quote_ident(key.name)
         bases = [0] * schema.core_options.bucket
@@ -401,7 +403,8 @@ def _one_partition_per_bucket(schema: TableSchema) -> bool:
     )
 
 
-def _bucket_spread(buckets: int) -> list[int] | None:
+@functools.lru_cache(maxsize=16)
+def _bucket_spread(buckets: int) -> tuple[int, ...] | None:
     """Values ``v[b]`` whose Spark hash partition among ``buckets`` partitions is ``b`` (``repartition(buckets, v[b])``
     puts bucket ``b``, and only it, into Spark partition ``b``): Spark's ``HashPartitioning`` is ``pmod`` of the
     Murmur3 hash (seed 42) of the INT, which for a 4-byte value is :func:`hash_bytes` of its little-endian bytes.
@@ -413,10 +416,10 @@ def _bucket_spread(buckets: int) -> list[int] | None:
     while len(found) < buckets:
         found.setdefault(hash_bytes(struct.pack("<i", candidate)) % buckets, candidate)
         candidate += 1
-    return [found[b] for b in range(buckets)]
+    return tuple(found[b] for b in range(buckets))
 
 
-def _ints(values: list[int], suffix: str = "") -> str:
+def _ints(values: Sequence[int], suffix: str = "") -> str:
     return ", ".join(f"{v}{suffix}" for v in values)
 
 
