@@ -43,7 +43,11 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
     validate_table_options,
 )
-from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled, with_tracking_columns
+from pyspark_paimon.metadata.schema.row_tracking import (
+    data_evolution_enabled,
+    row_tracking_enabled,
+    with_tracking_columns,
+)
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -233,6 +237,12 @@ def plan_compaction(
         return plan
     if auto and not pk and options.bucket == -1:
         return plan
+    if data_evolution_enabled(schema.options):
+        raise CompactionError(
+            f"Table {store.table_path} has 'data-evolution.enabled' = 'true': its files of one row-id range hold "
+            "some columns each, which a compaction here does not merge yet. Compact it with Paimon (Java's or "
+            "pypaimon's compaction of data-evolution tables)."
+        )
     dvs: dict[tuple[bytes, int], dict[str, DeletionFile]] = {}
     if options.deletion_vectors_enabled:
         plan.vector_files = {}
