@@ -188,3 +188,29 @@ def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
         Catalog(str(tmp_path)).create_table(
             "db.sidecar", "id int", options={**EVOLUTION, "data-evolution.row-sidecar.enabled": "true"}
         )
+
+
+def test_file_indexes_of_other_columns_do_not_stop_an_update(tmp_path: Path) -> None:
+    """The update's file holds one column: it gets that column's index, and none of the others'."""
+    options = {**EVOLUTION, "file-index.bloom-filter.columns": "id,v", "file-index.bloom-filter.id.fpp": "0.01"}
+    t = Catalog(str(tmp_path)).create_table("db.i", "id int, v string, w bigint", options=options)
+    t.write_arrow(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "v": ["a", "b", "c"], "w": [1, 2, 3]}))
+    t.refresh().write_arrow(pa.table({"_ROW_ID": pa.array([1], pa.int64()), "w": [20]}), mode="update")
+    t.refresh().write_arrow(pa.table({"_ROW_ID": pa.array([2], pa.int64()), "v": ["C"]}), mode="update")
+    assert t.refresh().scan(filter="v = 'C'").to_arrow().to_pylist() == [{"id": 3, "v": "C", "w": 3}]
+    assert t.refresh().scan(filter="v = 'c'").to_arrow().num_rows == 0
+    assert t.refresh().scan(filter="w = 20").to_arrow().column("id").to_pylist() == [2]
+    indexed = {f.write_cols: f.embedded_index is not None or bool(f.extra_files) for f in _live_files(t)}
+    assert indexed == {None: True, ("w",): False, ("v",): True}
+
+
+def test_an_upsert_into_an_empty_table_appends_and_null_keys_never_match(tmp_path: Path) -> None:
+    t = Catalog(str(tmp_path)).create_table("db.e", "id int, v string", options=EVOLUTION)
+    assert t.write_arrow(pa.table({"id": pa.array([1], pa.int32()), "v": ["x"]}), mode="upsert", on=["id"])
+    t.refresh().write_arrow(pa.table({"id": pa.array([1, None], pa.int32()), "v": ["y", "z"]}), mode="upsert", on="id")
+    t.refresh().write_arrow(pa.table({"id": pa.array([None], pa.int32()), "v": ["n"]}), mode="upsert", on="id")
+    assert {r["_ROW_ID"]: (r["id"], r["v"]) for r in t.refresh().scan(read_options=TRACKED).to_arrow().to_pylist()} == {
+        0: (1, "y"),
+        1: (None, "z"),
+        2: (None, "n"),
+    }

@@ -31,6 +31,7 @@ from pyspark_paimon.datasource.write.conform import InputConformer
 from pyspark_paimon.datasource.write.data_files import DataFileWriter
 from pyspark_paimon.datasource.write.open_buckets import BucketState
 from pyspark_paimon.errors import CommitConflictError, DmlError, OptionError, SchemaMismatchError
+from pyspark_paimon.metadata.fileindex.index_spec import options_for_columns
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange
 from pyspark_paimon.metadata.manifests.manifest import ManifestEntry
 from pyspark_paimon.metadata.schema.options import validate_table_options
@@ -39,6 +40,7 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, delete_new_files
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
+from pyspark_paimon.metadata.variant.shredding import SHREDDING_SCHEMA_KEYS
 from pyspark_paimon.planner.row_ranges import row_range
 from pyspark_paimon.planner.scan import ScanPlanner
 from pyspark_paimon.planner.split import DataSplit
@@ -86,8 +88,8 @@ class RowIdUpdate:
         cleared: set[int] = set()
 
         def touches(e: ManifestEntry) -> bool:
-            if e.file.first_row_id is None:
-                return False  # new rows: their ids come after every range this update read
+            if e.file.first_row_id is None:  # stores its own ids (a compaction): any range of its bucket
+                return any(p == e.partition and b == e.bucket for p, b, _, _ in ours)
             lo, hi = e.file.first_row_id, e.file.first_row_id + e.file.row_count - 1
             return any(p == e.partition and b == e.bucket and lo <= last and first <= hi for p, b, first, last in ours)
 
@@ -122,6 +124,12 @@ def plan_row_id_update(store: FileStore, data: pa.Table, what: str, snapshot: Sn
     refuse_without_data_evolution(schema, table, what)
     validate_table_options(schema.options, creating=False, writing=True, table=table)
     columns = _update_columns(schema, data, table, what)
+    shredded = [k for k in SHREDDING_SCHEMA_KEYS if (schema.options.get(k) or "").strip()]
+    if shredded:
+        raise OptionError(
+            f"{what} of {table}: the table shreds VARIANT columns ('{shredded[0]}'), which files of some columns do "
+            "not do here (pypaimon refuses it too). Remove the option, or update the rows with Paimon."
+        )
     ids = _row_ids(data, table, what)
     # The updated columns only; no partition columns (the files go to each range's own bucket directory).
     subset = schema.copy(fields=[schema.field(c) for c in columns], partition_keys=[])
@@ -142,7 +150,9 @@ def plan_row_id_update(store: FileStore, data: pa.Table, what: str, snapshot: Sn
             "'read.row-tracking-columns' or the $row_tracking system table) and update only those."
         )
     ctx = ReadContext.for_store(store, schema)
-    writer = DataFileWriter(store.fileio, table, subset, dict(schema.options), [], commit_user="row-id-update")
+    writer = DataFileWriter(
+        store.fileio, table, subset, options_for_columns(schema.options, columns), [], commit_user="row-id-update"
+    )
     messages: list[CommitMessage] = []
     ranges: list[tuple[bytes, int, int, int]] = []
     by_group = np.argsort(at, kind="stable")
