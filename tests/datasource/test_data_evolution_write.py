@@ -16,7 +16,14 @@ import pytest
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.write import row_id_update
 from pyspark_paimon.datasource.write.row_id_update import commit_row_id_update, plan_row_id_update
-from pyspark_paimon.errors import CommitConflictError, CompactionError, DmlError, OptionError, SchemaMismatchError
+from pyspark_paimon.errors import (
+    CommitConflictError,
+    CompactionError,
+    DmlError,
+    OptionError,
+    SchemaError,
+    SchemaMismatchError,
+)
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD
 
 TRACKED = {"read.row-tracking-columns": "true"}
@@ -184,6 +191,12 @@ def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
         plain.write_arrow(pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["a"]}), mode="update")
     with pytest.raises(OptionError, match="write_arrow"):
         table.write_spark(object(), mode="update")  # type: ignore[arg-type]
+    with pytest.raises(SchemaError, match="mode='update'"):  # never a column of its own (Java master reserves it)
+        table.write_arrow(
+            pa.table({"_ROW_ID": pa.array([0], pa.int64()), "id": pa.array([1], pa.int32()), "dt": ["a"], "v": ["x"]}),
+            merge_schema=True,
+        )
+    assert table.refresh().schema.field_names == ["id", "dt", "v"]
     with pytest.raises(OptionError, match="data-evolution.row-sidecar.enabled"):
         Catalog(str(tmp_path)).create_table(
             "db.sidecar", "id int", options={**EVOLUTION, "data-evolution.row-sidecar.enabled": "true"}

@@ -394,6 +394,12 @@ def validate_table_schema(schema: TableSchema) -> None:
             raise OptionError(
                 f"Option 'row-tracking.enabled' = 'true' needs 'bucket' = -1 (unaware bucketing), got {bucket}."
             )
+        if schema.has_field("_ROW_ID"):  # Java master reserves it (SpecialFields.SYSTEM_FIELD_NAMES)
+            raise SchemaError(
+                "Column name '_ROW_ID' is the row id of a row-tracking table, not a column; rename it. (Data "
+                "carrying _ROW_ID updates the rows it names with t.write_arrow(data, mode='update') on a "
+                "data-evolution table.)"
+            )
     if str(schema.options.get("data-evolution.enabled", "")).strip().lower() == "true" and not (
         schema.core_options.get(ROW_TRACKING_ENABLED)
     ):
