@@ -37,6 +37,7 @@ from pyspark_paimon.metadata.schema.options import (
     ADD_COLUMN_BEFORE_PARTITION,
     BUCKET,
     BUCKET_KEY,
+    DATA_EVOLUTION_ENABLED,
     DISABLE_ALTER_COLUMN_NULL_TO_NOT_NULL,
     DISABLE_EXPLICIT_TYPE_CASTING,
     FILE_FORMAT,
@@ -400,9 +401,7 @@ def validate_table_schema(schema: TableSchema) -> None:
                 "carrying _ROW_ID updates the rows it names with t.write_arrow(data, mode='update') on a "
                 "data-evolution table.)"
             )
-    if str(schema.options.get("data-evolution.enabled", "")).strip().lower() == "true" and not (
-        schema.core_options.get(ROW_TRACKING_ENABLED)
-    ):
+    if schema.core_options.get(DATA_EVOLUTION_ENABLED) and not schema.core_options.get(ROW_TRACKING_ENABLED):
         raise OptionError("Option 'data-evolution.enabled' = 'true' needs 'row-tracking.enabled' = 'true' too.")
 
     # What Java's file index writer refuses fails when the schema is made, not at the first write; so does a
