@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.datasource.write import row_id_update
+from pyspark_paimon.datasource.write import key_upsert, row_id_update
 from pyspark_paimon.datasource.write.row_id_update import commit_row_id_update, plan_row_id_update
 from pyspark_paimon.errors import (
     CommitConflictError,
@@ -227,3 +227,24 @@ def test_an_upsert_into_an_empty_table_appends_and_null_keys_never_match(tmp_pat
         1: (None, "z"),
         2: (None, "n"),
     }
+
+
+def test_an_upsert_refused_at_commit_leaves_neither_its_updates_nor_its_new_rows(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A concurrent update of a range the upsert rewrites lands between its read and its commit."""
+    real = key_upsert.plan_row_id_update
+
+    def racing(*args: Any) -> Any:
+        planned = real(*args)
+        table.refresh().write_arrow(pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["theirs"]}), mode="update")
+        return planned
+
+    monkeypatch.setattr(key_upsert, "plan_row_id_update", racing)
+    before = {p.name for p in Path(table.store.table_path).rglob("*.parquet")}
+    with pytest.raises(CommitConflictError, match="run the update again"):
+        table.write_arrow(_rows([3, 9], ["a", "a"], ["u3", "n9"]), mode="upsert", on="id")
+    after = {p.name for p in Path(table.store.table_path).rglob("*.parquet")}
+    assert table.refresh().latest_snapshot().id == 3  # type: ignore[union-attr]
+    assert len(after - before) == 1  # only the racing update's file
+    assert sorted(r["v"] for r in _by_row_id(table).values()) == ["theirs", "x2", "x3", "x4", "x5"]
