@@ -6,18 +6,21 @@ In a data-evolution table a file may hold only some columns (``_WRITE_COLS``) of
 range. A read therefore needs every file whose range overlaps, in one split, newest first (each column is taken
 from the newest file that wrote it). Java requires the data files of one group to cover exactly the same range;
 a table that breaks this is reported, never read half-way.
+
+A compaction of such a table (:func:`pack_row_ranges`, Java's ``DataEvolutionCompactCoordinator``) rewrites runs of
+these groups whose ids follow on as one whole-row file each, so the same grouping decides what it may put together.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
 from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 
-__all__ = ["refuse_data_evolution", "row_id_groups", "row_range"]
+__all__ = ["pack_row_ranges", "refuse_data_evolution", "row_id_groups", "row_range"]
 
 
 def row_range(f: DataFileMeta, where: str) -> tuple[int, int]:
@@ -58,6 +61,60 @@ def row_id_groups(files: Sequence[DataFileMeta], where: str) -> list[tuple[DataF
         position = {id(f): i for i, f in enumerate(files)}
         out.append(tuple(sorted(group, key=lambda f: (-f.max_sequence_number, position[id(f)]))))
     return out
+
+
+def pack_row_ranges(
+    files: Sequence[DataFileMeta],
+    where: str,
+    *,
+    target_file_size: int,
+    open_file_cost: int,
+    min_file_num: int,
+    with_vectors: Collection[str] = (),
+) -> list[tuple[DataFileMeta, ...]]:
+    """The compaction tasks of one partition of a data-evolution table (Java's ``DataEvolutionCompactCoordinator``
+    for its data files): each task's files are whole row-id groups (:func:`row_id_groups`) whose ids follow on, so
+    one output file holds their rows in id order and carries the first group's first row id.
+
+    As Java: the groups are cut into runs of consecutive ids (a gap, e.g. ids another partition took in the same
+    commit, ends a run); within a run groups go into a bin weighing each file at ``max(size, open_file_cost)``; a
+    group heavier than ``target_file_size`` is a task of its own (the bin before it is closed first), a bin heavier
+    than the target is closed, and so is the run's last bin. A closed bin is a task when it holds at least
+    ``min_file_num`` files (``compaction.min.file-num``) -- and here at least two, since a lone file rewritten
+    gains nothing. Unlike Java, which moves deletion vectors to the new file, a group whose files have one
+    (``with_vectors``) is left as it is and ends the run (our compaction does not rewrite those vectors yet)."""
+    tasks: list[tuple[DataFileMeta, ...]] = []
+    bin_: list[DataFileMeta] = []
+    weight = 0
+
+    def close() -> None:
+        nonlocal bin_, weight
+        if len(bin_) >= max(min_file_num, 2):
+            tasks.append(tuple(bin_))
+        bin_, weight = [], 0
+
+    end: int | None = None
+    for group in row_id_groups(files, where):
+        lo, hi = row_range(group[0], where)
+        if end is not None and lo != end + 1:
+            close()  # a gap in the ids: the run ends
+        end = hi
+        if any(f.file_name in with_vectors for f in group):
+            close()
+            end = None
+            continue
+        group_weight = sum(max(f.file_size, open_file_cost) for f in group)
+        if group_weight > target_file_size:
+            close()
+            bin_, weight = list(group), group_weight
+            close()
+            continue
+        bin_.extend(group)
+        weight += group_weight
+        if weight > target_file_size:
+            close()
+    close()
+    return tasks
 
 
 def refuse_data_evolution(schema: TableSchema, table: str, what: str) -> None:
