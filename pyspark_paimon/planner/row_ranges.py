@@ -9,18 +9,23 @@ a table that breaks this is reported, never read half-way.
 
 A compaction of such a table (:func:`pack_row_ranges`, Java's ``DataEvolutionCompactCoordinator``) rewrites runs of
 these groups whose ids follow on as one whole-row file each, so the same grouping decides what it may put together.
+A filter on ``_ROW_ID`` skips files by their range (:class:`RowIdFilter`, Java's row-range pruning), and a split's
+rows are counted once per range, not once per column file (:func:`split_rows`).
 """
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Collection, Sequence
 
 from pyspark_paimon.errors import CorruptMetadataError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
+from pyspark_paimon.metadata.schema.row_tracking import ROW_ID, data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
+from pyspark_paimon.planner.predicate import Leaf
 
-__all__ = ["pack_row_ranges", "refuse_data_evolution", "row_id_groups", "row_range"]
+__all__ = ["RowIdFilter", "pack_row_ranges", "refuse_data_evolution", "row_id_groups", "row_range", "split_rows"]
 
 
 def row_range(f: DataFileMeta, where: str) -> tuple[int, int]:
@@ -115,6 +120,77 @@ def pack_row_ranges(
             close()
     close()
     return tasks
+
+
+def split_rows(files: Sequence[DataFileMeta], data_evolution: bool) -> int:
+    """The rows stored in a split's ``files``: in a data-evolution split (one row-id range, each file holding some
+    columns of the same rows) the range's rows once, else every file's."""
+    if data_evolution and files:
+        return files[0].row_count
+    return sum(f.row_count for f in files)
+
+
+_FLIPPED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+@dataclass(frozen=True)
+class RowIdFilter:
+    """The leaves of a read's filter on ``_ROW_ID`` that a file's row-id range ``[first_row_id, first_row_id +
+    row_count)`` can decide: ``=``, ``<=>``, ``IN``, ``<``, ``<=``, ``>``, ``>=`` and their negations (``_ROW_ID`` is
+    never NULL, so ``NOT (_ROW_ID < v)`` is ``_ROW_ID >= v``). Anything else keeps every file; the exact filter
+    still runs on the rows."""
+
+    leaves: tuple[Leaf, ...]
+
+    @classmethod
+    def of(cls, predicate: Sequence[Leaf]) -> "RowIdFilter | None":
+        leaves = tuple(leaf for leaf in predicate if leaf.column == ROW_ID)
+        return cls(leaves) if leaves else None
+
+    def may_match(self, f: DataFileMeta) -> bool:
+        """Whether some row of ``f`` may satisfy every leaf; a file without a first row id is always kept."""
+        if f.first_row_id is None:
+            return True
+        lo, hi = f.first_row_id, f.first_row_id + f.row_count - 1
+        return all(_in_range(leaf, lo, hi) for leaf in self.leaves)
+
+
+def _in_range(leaf: Leaf, lo: int, hi: int) -> bool:
+    op, value = leaf.op, leaf.value
+    if leaf.negated:
+        if op in _FLIPPED:
+            op = _FLIPPED[op]
+        elif op in ("=", "<=>"):  # only a one-row range holding exactly that id is excluded
+            v = _number(value)
+            return not (v is not None and lo == hi == v)
+        else:
+            return True
+    if op == "in":
+        values = [_number(v) for v in (value or ())]
+        return any(v is None or lo <= v <= hi for v in values)
+    v = _number(value)
+    if v is None:
+        return True  # NULL or not a number: the range cannot judge it
+    if op in ("=", "<=>"):
+        return lo <= v <= hi
+    if op == "<":
+        return lo < v
+    if op == "<=":
+        return lo <= v
+    if op == ">":
+        return hi > v
+    if op == ">=":
+        return hi >= v
+    return True  # is_null, is_not_null, starts_with: not judged by the range
+
+
+def _number(value: Any) -> int | float | Decimal | None:
+    """``value`` as a number to compare ids with, or None (NULL, or not a number: no range judges it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    return value
 
 
 def refuse_data_evolution(schema: TableSchema, table: str, what: str) -> None:

@@ -3,6 +3,8 @@ partial-column files (an update by ``_ROW_ID``, a column added and filled for ex
 whole-row file per run of ranges whose ids follow on, as Java's data-evolution compaction does; afterwards we and
 pypaimon read exactly the rows, values and ids we read before.
 
+A filter on ``_ROW_ID`` skips the files of ranges it excludes, and ``explain()`` counts a range's rows once.
+
 Two oracle batches: pypaimon writes the tables, we compact them, pypaimon reads them again.
 """
 
@@ -53,6 +55,9 @@ def compacted(module_warehouse: str, oracle_python: str) -> dict[str, Any]:
         create={"columns": COLUMNS, "partition_keys": ["dt"], "options": EVOLUTION},
     )
     b.row_update("db.parted", "update_by_row_id", columns=["score"], rows=[[1, 20.0], [3, 40.0]])
+    # Left uncompacted for the reads: ranges [0, 2] and [3, 4], each a full file and a 'score' file.
+    b.write("db.pruned", [{"rows": FIRST}, {"rows": SECOND}], create={"columns": COLUMNS, "options": EVOLUTION})
+    b.row_update("db.pruned", "update_by_row_id", columns=["score"], rows=[[1, 20.0], [3, 40.0]])
     b.run()
     out: dict[str, Any] = {}
     for name in ("flat", "parted"):
@@ -113,3 +118,22 @@ def test_partitioned_ranges_compact_per_run_of_consecutive_ids(
     assert sorted(r[1:] for r in ranges) == [(0, 2), (2, 1), (3, 1), (4, 1)]
     theirs = compacted["pypaimon"]["parted"]["pypaimon"]
     assert_same_table(theirs, after.select(theirs.column_names), "parted compacted, read by pypaimon")
+
+
+def test_a_row_id_filter_skips_whole_ranges(compacted: dict[str, Any], module_warehouse: str) -> None:
+    table = Table.open(table_uri(module_warehouse, "db.pruned"))
+    scan = table.scan(filter="_ROW_ID = 4", read_options=TRACKED)
+    explain = scan.explain()
+    assert explain.counters.files_skipped_row_ids == 2  # range [0, 2]: its full file and its 'score' file
+    assert explain.splits.files == 2 and explain.splits.rows == 2  # range [3, 4], read whole, its rows once
+    assert _by_id(scan.to_arrow(), ["id", "score"]) == [(4, 5, 5.0)]
+    both = table.scan(filter="_ROW_ID IN (1, 3)", read_options=TRACKED)
+    assert both.explain().counters.files_skipped_row_ids == 0
+    assert _by_id(both.to_arrow(), ["id", "score"]) == [(1, 2, 20.0), (3, 4, 40.0)]
+
+
+def test_explain_counts_each_range_once(compacted: dict[str, Any], module_warehouse: str) -> None:
+    explain = Table.open(table_uri(module_warehouse, "db.pruned")).scan().explain()
+    assert explain.splits.files == 4
+    assert [s.rows for s in explain.split_list] == [3, 2]  # not 6 and 4: a range's column files hold the same rows
+    assert explain.splits.rows == 5

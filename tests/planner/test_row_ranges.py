@@ -1,13 +1,19 @@
-"""Which files of a data-evolution table a compaction rewrites together (``pack_row_ranges``, Java's
-``DataEvolutionCompactCoordinator``): whole row-id groups, only where ids follow on, packed by size."""
+"""Row-id ranges of row-tracking and data-evolution tables: which files a data-evolution compaction rewrites
+together (``pack_row_ranges``, Java's ``DataEvolutionCompactCoordinator``: whole row-id groups, only where ids follow
+on, packed by size), and which files a filter on ``_ROW_ID`` skips (``RowIdFilter``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyarrow as pa
 import pytest
 
+from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import CorruptMetadataError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
-from pyspark_paimon.planner.row_ranges import pack_row_ranges
+from pyspark_paimon.planner.predicate import Leaf
+from pyspark_paimon.planner.row_ranges import RowIdFilter, pack_row_ranges
 
 MB = 1024 * 1024
 
@@ -68,3 +74,58 @@ def test_unequal_ranges_that_overlap_are_corrupt() -> None:
         pack_row_ranges(
             [_file("a", 0, 3), _file("b", 1, 3)], "t", target_file_size=MB, open_file_cost=0, min_file_num=2
         )
+
+
+# ------------------------------------------------------------------------------------------ row-id pruning
+TRACKED = {"read.row-tracking-columns": "true"}
+
+
+@pytest.fixture
+def tracked(tmp_path: Path) -> Table:
+    """A row-tracking table of three files: ids 0-99, 100-199, 200-299 (id = row's ``id`` column)."""
+    table = Catalog(str(tmp_path)).create_table(
+        "db.t", "id bigint, v string", options={"row-tracking.enabled": "true"}, ignore_if_exists=False
+    )
+    for start in (0, 100, 200):
+        table.refresh().write_arrow(pa.table({"id": pa.array(range(start, start + 100), pa.int64()), "v": ["x"] * 100}))
+    return table.refresh()
+
+
+@pytest.mark.parametrize(
+    ("condition", "skipped", "ids"),
+    [
+        ("_ROW_ID >= 150 AND _ROW_ID < 160", 2, list(range(150, 160))),
+        ("_ROW_ID = 250", 2, [250]),
+        ("_ROW_ID IN (5, 250)", 1, [5, 250]),
+        ("_ROW_ID > 199", 2, list(range(200, 300))),
+        ("NOT (_ROW_ID < 200)", 2, list(range(200, 300))),
+        ("_ROW_ID <= 0", 2, [0]),
+        ("_ROW_ID < 0", 3, []),
+        ("_ROW_ID = 5 OR _ROW_ID = 105", 1, [5, 105]),
+        ("_ROW_ID = 5 OR v = 'x'", 0, list(range(300))),  # an OR the ranges cannot judge keeps every file
+        ("_ROW_ID != 5", 0, [i for i in range(300) if i != 5]),
+    ],
+)
+def test_a_filter_on_row_ids_skips_files_by_their_range(
+    tracked: Table, condition: str, skipped: int, ids: list[int]
+) -> None:
+    scan = tracked.scan(filter=condition, read_options=TRACKED)
+    counters = scan.explain().counters
+    assert counters.files_skipped_row_ids == skipped, condition
+    assert counters.files_selected == 3 - skipped
+    rows = scan.to_arrow()
+    assert sorted(rows.column("_ROW_ID").to_pylist()) == ids
+    assert sorted(rows.column("id").to_pylist()) == ids  # each row's id column equals its row id here
+
+
+def test_row_id_filter_judges_only_what_a_range_can_decide() -> None:
+    f = _file("f", 10, 5)  # ids 10..14
+    assert RowIdFilter.of([Leaf("_ROW_ID", "=", 12.0)]).may_match(f)  # type: ignore[union-attr]
+    assert RowIdFilter.of([Leaf("_ROW_ID", "<", 10.5)]).may_match(f)  # type: ignore[union-attr]
+    assert not RowIdFilter.of([Leaf("_ROW_ID", ">", 14)]).may_match(f)  # type: ignore[union-attr]
+    assert RowIdFilter.of([Leaf("_ROW_ID", "=", None)]).may_match(f)  # type: ignore[union-attr]
+    assert RowIdFilter.of([Leaf("_ROW_ID", "=", 14, negated=True)]).may_match(f)  # type: ignore[union-attr]
+    assert not RowIdFilter.of([Leaf("_ROW_ID", "=", 10, negated=True)]).may_match(_file("g", 10, 1))  # type: ignore[union-attr]
+    no_first = DataFileMeta(file_name="j", file_size=1, row_count=3, first_row_id=None)
+    assert RowIdFilter.of([Leaf("_ROW_ID", "<", 0)]).may_match(no_first)  # type: ignore[union-attr]
+    assert RowIdFilter.of([Leaf("id", "<", 0)]) is None
