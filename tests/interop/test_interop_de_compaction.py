@@ -58,9 +58,17 @@ def compacted(module_warehouse: str, oracle_python: str) -> dict[str, Any]:
     # Left uncompacted for the reads: ranges [0, 2] and [3, 4], each a full file and a 'score' file.
     b.write("db.pruned", [{"rows": FIRST}, {"rows": SECOND}], create={"columns": COLUMNS, "options": EVOLUTION})
     b.row_update("db.pruned", "update_by_row_id", columns=["score"], rows=[[1, 20.0], [3, 40.0]])
+    # Deletion vectors: id 1 deleted, so range [0, 2] has a vector and stays; range [3, 4] is compacted.
+    b.write(
+        "db.deleted",
+        [{"rows": FIRST}, {"rows": SECOND}],
+        create={"columns": COLUMNS, "options": {**EVOLUTION, "deletion-vectors.enabled": "true"}},
+    )
+    b.row_update("db.deleted", "update_by_row_id", columns=["score"], rows=[[1, 20.0], [3, 40.0]])
+    b.row_update("db.deleted", "delete_by_row_id", row_ids=[1])
     b.run()
     out: dict[str, Any] = {}
-    for name in ("flat", "parted"):
+    for name in ("flat", "parted", "deleted"):
         table = Table.open(table_uri(module_warehouse, f"db.{name}"))
         out[f"{name}_before"] = _ours(module_warehouse, name)
         out[f"{name}_files_before"] = table.inspect.files().to_pylist()
@@ -69,6 +77,7 @@ def compacted(module_warehouse: str, oracle_python: str) -> dict[str, Any]:
     after = OracleBatch(module_warehouse)
     after.read("flat", "db.flat", impls=("pypaimon",), projection=["id", "dt", "name", "score", "extra", *HIDDEN])
     after.read("parted", "db.parted", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+    after.read("deleted", "db.deleted", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     after.run()
     out["pypaimon"] = after.tables
     return out
@@ -118,6 +127,17 @@ def test_partitioned_ranges_compact_per_run_of_consecutive_ids(
     assert sorted(r[1:] for r in ranges) == [(0, 2), (2, 1), (3, 1), (4, 1)]
     theirs = compacted["pypaimon"]["parted"]["pypaimon"]
     assert_same_table(theirs, after.select(theirs.column_names), "parted compacted, read by pypaimon")
+
+
+def test_ranges_with_deletion_vectors_stay_as_they_are(compacted: dict[str, Any], module_warehouse: str) -> None:
+    before = compacted["deleted_before"]
+    assert _by_id(before, ["id", "score"]) == [(0, 1, 1.0), (2, 3, 3.0), (3, 4, 40.0), (4, 5, 5.0)]
+    after = _ours(module_warehouse, "deleted")
+    assert _by_id(after, ["id", "dt", "name", "score"]) == _by_id(before, ["id", "dt", "name", "score"])
+    ranges = sorted((f["first_row_id"], f["record_count"]) for f in compacted["deleted_files_after"])
+    assert ranges == [(0, 3), (0, 3), (3, 2)], ranges  # [0, 2] as written (2 files), [3, 4] one file
+    theirs = compacted["pypaimon"]["deleted"]["pypaimon"]
+    assert_same_table(theirs, after.select(theirs.column_names), "deleted compacted, read by pypaimon")
 
 
 def test_a_row_id_filter_skips_whole_ranges(compacted: dict[str, Any], module_warehouse: str) -> None:
