@@ -15,6 +15,7 @@ rows are counted once per range, not once per column file (:func:`split_rows`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Collection, Sequence
@@ -154,6 +155,42 @@ class RowIdFilter:
         lo, hi = f.first_row_id, f.first_row_id + f.row_count - 1
         return all(_in_range(leaf, lo, hi) for leaf in self.leaves)
 
+    def window(self, first: int, rows: int) -> tuple[int, int]:
+        """The positions ``[start, stop)`` of the rows ``first``, ``first + 1``, ... (``rows`` of them) that may
+        match: the range narrowed by every leaf that bounds ids (``<``, ``<=``, ``>``, ``>=``, ``=``, ``IN`` and the
+        negated comparisons); the exact filter still runs on the rows read. Empty (``start == stop``) when none
+        can match."""
+        lo, hi = first, first + rows - 1  # inclusive ids
+        for leaf in self.leaves:
+            op = _FLIPPED.get(leaf.op, leaf.op) if leaf.negated else leaf.op
+            if leaf.negated and leaf.op not in _FLIPPED:
+                continue  # NOT (= v), NOT IN ...: no bound
+            if op == "in":
+                values = [_number(v) for v in (leaf.value or ())]
+                if any(v is None for v in values):
+                    continue
+                inside = [v for v in values if v is not None and lo <= v <= hi]
+                if not inside:
+                    return 0, 0
+                lo, hi = max(lo, _ceil(min(inside))), min(hi, _floor(max(inside)))
+                continue
+            v = _number(leaf.value)
+            if v is None:
+                continue
+            if op in ("=", "<=>"):
+                lo, hi = max(lo, _ceil(v)), min(hi, _floor(v))
+            elif op == "<":
+                hi = min(hi, _ceil(v) - 1)
+            elif op == "<=":
+                hi = min(hi, _floor(v))
+            elif op == ">":
+                lo = max(lo, _floor(v) + 1)
+            elif op == ">=":
+                lo = max(lo, _ceil(v))
+        if lo > hi:
+            return 0, 0
+        return lo - first, hi - first + 1
+
 
 def _in_range(leaf: Leaf, lo: int, hi: int) -> bool:
     op, value = leaf.op, leaf.value
@@ -188,9 +225,19 @@ def _number(value: Any) -> int | float | Decimal | None:
     """``value`` as a number to compare ids with, or None (NULL, or not a number: no range judges it)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         return None
-    if isinstance(value, float) and value != value:  # NaN
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Decimal) and not value.is_finite():
         return None
     return value
+
+
+def _floor(v: int | float | Decimal) -> int:
+    return math.floor(v)
+
+
+def _ceil(v: int | float | Decimal) -> int:
+    return math.ceil(v)
 
 
 def refuse_data_evolution(schema: TableSchema, table: str, what: str) -> None:

@@ -10,12 +10,16 @@ Two oracle batches: pypaimon writes the tables, we compact them, pypaimon reads 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Table
+from pyspark_paimon.datasource.jobs import prepare_read
+from pyspark_paimon.datasource.read.row_id_merge import read_row_id_group
+from pyspark_paimon.planner.read_options import ReadOptions
 from tests.interop.helpers import OracleBatch, assert_same_table, table_uri
 
 pytestmark = pytest.mark.interop
@@ -157,3 +161,24 @@ def test_explain_counts_each_range_once(compacted: dict[str, Any], module_wareho
     assert explain.splits.files == 4
     assert [s.rows for s in explain.split_list] == [3, 2]  # not 6 and 4: a range's column files hold the same rows
     assert explain.splits.rows == 5
+
+
+def test_a_row_id_filter_reads_only_the_ids_it_allows_from_a_range(
+    compacted: dict[str, Any], module_warehouse: str
+) -> None:
+    table = Table.open(table_uri(module_warehouse, "db.pruned"))
+    job = prepare_read(table.store, ReadOptions.from_options({**TRACKED, "filter": "_ROW_ID = 1"}))
+    (split,) = job.plan.splits  # range [0, 2]: its full file and its 'score' file
+    assert len(split.files) == 2
+    unfiltered = replace(job.context, residual=None)  # what the files give before the exact filter runs
+    fields = [table.store.schema().field(n) for n in ("id", "score")]
+    rows = read_row_id_group(unfiltered, split, fields)
+    assert rows.to_pylist() == [{"id": 2, "score": 20.0}]  # one row of three read, its newest score
+    spanning = table.scan(filter="_ROW_ID >= 1 AND _ROW_ID <= 3", read_options=TRACKED).to_arrow()
+    assert _by_id(spanning, ["id", "score"]) == [(1, 2, 20.0), (2, 3, 3.0), (3, 4, 40.0)]
+    between = table.scan(filter="_ROW_ID > 1 AND _ROW_ID < 2", read_options=TRACKED)  # no id, yet no range excluded
+    assert between.explain().counters.files_skipped_row_ids == 2 and between.to_arrow().num_rows == 0
+    # A deleted row inside the window stays deleted (range [0, 2] of db.deleted kept its vector).
+    deleted = Table.open(table_uri(module_warehouse, "db.deleted"))
+    window = deleted.scan(filter="_ROW_ID >= 1 AND _ROW_ID < 3", read_options=TRACKED).to_arrow()
+    assert _by_id(window, ["id", "score"]) == [(2, 3, 3.0)]

@@ -129,3 +129,24 @@ def test_row_id_filter_judges_only_what_a_range_can_decide() -> None:
     no_first = DataFileMeta(file_name="j", file_size=1, row_count=3, first_row_id=None)
     assert RowIdFilter.of([Leaf("_ROW_ID", "<", 0)]).may_match(no_first)  # type: ignore[union-attr]
     assert RowIdFilter.of([Leaf("id", "<", 0)]) is None
+
+
+@pytest.mark.parametrize(
+    ("leaves", "window"),
+    [
+        ([], (0, 10)),
+        ([Leaf("_ROW_ID", ">=", 103), Leaf("_ROW_ID", "<", 106)], (3, 6)),
+        ([Leaf("_ROW_ID", "=", 105)], (5, 6)),
+        ([Leaf("_ROW_ID", "in", [102, 107, 300])], (2, 8)),
+        ([Leaf("_ROW_ID", "in", [300])], (0, 0)),
+        ([Leaf("_ROW_ID", ">", 104.5)], (5, 10)),
+        ([Leaf("_ROW_ID", "<", 100)], (0, 0)),
+        ([Leaf("_ROW_ID", "<", 105, negated=True)], (5, 10)),  # NOT (< 105) is >= 105
+        ([Leaf("_ROW_ID", "=", 105, negated=True)], (0, 10)),  # no bound
+        ([Leaf("_ROW_ID", "=", None), Leaf("_ROW_ID", "<=", 101)], (0, 2)),
+        ([Leaf("_ROW_ID", "<", float("inf"))], (0, 10)),
+    ],
+)
+def test_the_window_of_ids_a_filter_allows(leaves: list[Leaf], window: tuple[int, int]) -> None:
+    bounds = RowIdFilter(tuple(leaves))
+    assert bounds.window(100, 10) == window  # ids 100..109
