@@ -20,7 +20,7 @@ from pyspark_paimon import Table
 from pyspark_paimon.datasource.jobs import prepare_read
 from pyspark_paimon.datasource.read.row_id_merge import read_row_id_group
 from pyspark_paimon.planner.read_options import ReadOptions
-from tests.interop.helpers import OracleBatch, assert_same_table, table_uri
+from tests.interop.helpers import OracleBatch, assert_same_table, ours_spark, table_uri
 
 pytestmark = pytest.mark.interop
 
@@ -182,3 +182,12 @@ def test_a_row_id_filter_reads_only_the_ids_it_allows_from_a_range(
     deleted = Table.open(table_uri(module_warehouse, "db.deleted"))
     window = deleted.scan(filter="_ROW_ID >= 1 AND _ROW_ID < 3", read_options=TRACKED).to_arrow()
     assert _by_id(window, ["id", "score"]) == [(2, 3, 3.0)]
+
+
+def test_spark_reads_a_compacted_table_and_prunes_by_row_id(
+    spark: Any, compacted: dict[str, Any], module_warehouse: str
+) -> None:
+    flat = ours_spark(spark, table_uri(module_warehouse, "db.flat"), TRACKED)
+    assert_same_table(flat, _ours(module_warehouse, "flat"), "flat compacted, read by Spark")
+    pruned = ours_spark(spark, table_uri(module_warehouse, "db.pruned"), {**TRACKED, "filter": "_ROW_ID IN (1, 4)"})
+    assert _by_id(pruned, ["id", "score"]) == [(1, 2, 20.0), (4, 5, 5.0)]
