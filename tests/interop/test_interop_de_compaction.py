@@ -81,6 +81,7 @@ def compacted(module_warehouse: str, oracle_python: str) -> dict[str, Any]:
     after = OracleBatch(module_warehouse)
     after.read("flat", "db.flat", impls=("pypaimon",), projection=["id", "dt", "name", "score", "extra", *HIDDEN])
     after.read("parted", "db.parted", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+    after.read("flat_rust", "db.flat", impls=("rust",))
     after.read("deleted", "db.deleted", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     after.run()
     out["pypaimon"] = after.tables
@@ -115,6 +116,8 @@ def test_column_groups_merge_into_one_file_keeping_rows_and_ids(
     assert only["max_sequence_number"] == max(f["max_sequence_number"] for f in compacted["flat_files_before"])
     theirs = compacted["pypaimon"]["flat"]["pypaimon"]
     assert_same_table(theirs, after.select(theirs.column_names), "flat compacted, read by pypaimon")
+    rust = compacted["pypaimon"]["flat_rust"]["rust"]
+    assert_same_table(rust, after.drop_columns(HIDDEN), "flat compacted, read by pypaimon-rust")
 
 
 def test_partitioned_ranges_compact_per_run_of_consecutive_ids(
