@@ -409,7 +409,7 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "range a file gets depends on the order of the commit's files in Java too"
     ),
     "data-evolution.enabled": _write_refused(
-        "rows are assembled from files that each hold some columns (read here); our writes, compactions and row "
+        "rows are assembled from files that each hold some columns (read and compacted here); our writes and row "
         "changes do not produce such files",
         "false",
     ),
