@@ -18,7 +18,6 @@ from pyspark_paimon.datasource.write import key_upsert, row_id_update
 from pyspark_paimon.datasource.write.row_id_update import commit_row_id_update, plan_row_id_update
 from pyspark_paimon.errors import (
     CommitConflictError,
-    CompactionError,
     DmlError,
     OptionError,
     SchemaError,
@@ -181,9 +180,19 @@ def test_a_failure_before_the_commit_leaves_no_snapshot_and_no_file(
     assert table.refresh().latest_snapshot().id == 2  # type: ignore[union-attr]
 
 
+def test_a_compaction_after_updates_and_an_update_after_it_keep_every_value(table: Table) -> None:
+    table.write_arrow(pa.table({"_ROW_ID": pa.array([1, 4], pa.int64()), "v": ["u1", "u4"]}), mode="update")
+    before = _by_row_id(table)
+    table.refresh().maintenance.compact(options={"compaction.min.file-num": "2"})
+    compacted = [f for f in _live_files(table)]
+    assert all(f.write_cols is None for f in compacted)  # the column files were merged into whole rows
+    assert {r: v["v"] for r, v in _by_row_id(table).items()} == {r: v["v"] for r, v in before.items()}
+    table.refresh().write_arrow(pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["again"]}), mode="update")
+    after = _by_row_id(table)
+    assert {r: v["v"] for r, v in after.items()} == {**{r: v["v"] for r, v in before.items()}, 0: "again"}
+
+
 def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
-    with pytest.raises(CompactionError, match="data-evolution.enabled"):
-        table.maintenance.compact(full=True)
     with pytest.raises(DmlError, match="tracks rows"):
         table.delete("id = 1")
     plain = Catalog(str(tmp_path)).create_table("db.plain", "id int, v string")

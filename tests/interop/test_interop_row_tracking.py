@@ -232,8 +232,6 @@ def test_we_read_pypaimons_update_of_our_table(batch: OracleBatch, module_wareho
 
 def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
     evolved = Table.open(table_uri(module_warehouse, "db.evolved"))
-    with pytest.raises(CompactionError, match="data-evolution.enabled"):
-        evolved.maintenance.compact(full=True)
     with pytest.raises(OptionError, match="data-evolution.enabled"):
         evolved.scan(read_options={"incremental-between": "1,3"}).to_arrow()
     with pytest.raises(OptionError, match="data-evolution.enabled"):

@@ -117,7 +117,6 @@ _NO_VARIANT_INFERENCE = (
     "says (else plain), and readers read plain, shredded and inferred files alike"
 )
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
-_NO_EVOLUTION = "only for compactions of data-evolution tables, which are refused (data-evolution.enabled)"
 _POSTPONE_ESTIMATES = (
     "bucket counts estimated from data sizes are Paimon 2.x's; pyspark-paimon follows Paimon 1.4's rule for "
     "postpone-bucket tables (a partition's existing count, else 'postpone.default-bucket-num')"
@@ -422,8 +421,10 @@ NOT_HONOURED: dict[str, KeyRule] = {
     "data-evolution.row-sidecar.max-selection-ratio": _inert(_TUNING),
     "data-evolution.merge-into.file-pruning": _inert(_SPARK),
     "data-evolution.merge-into.source-persist": _inert(_SPARK),
-    "data-evolution.compaction.rewrite-row-ids": _inert(_NO_EVOLUTION),
-    "blob-compaction.enabled": _inert(_NO_EVOLUTION),
+    "data-evolution.compaction.rewrite-row-ids": _write_refused(
+        "a legacy switch Java fails on when true: compactions keep every row's id", "false"
+    ),
+    "blob-compaction.enabled": _inert(_NO_BLOB),
     "blob-field": _refused("BLOB columns: their bytes live in separate .blob files"),
     "blob-descriptor-field": _refused("BLOB columns stored as descriptors that point at other files"),
     "blob-view-field": _refused("BLOB columns resolved from other tables at read time"),
