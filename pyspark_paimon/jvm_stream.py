@@ -163,7 +163,13 @@ def stream_spark(
         raise OptionError("read_options apply to a Table source; set a DataFrame source's options on its reader.")
     deliver: Callable[[Any, int], Any]
     if isinstance(sink, Table):
-        refuse_unsupported(sink.schema, sink.store.table_path)  # before the query starts, naming the Python path
+        try:
+            refuse_unsupported(sink.schema, sink.store.table_path)  # before the query starts
+        except OptionError as exc:
+            raise OptionError(
+                f"stream_spark writes micro-batches through t.write_spark's path, which refuses this sink: {exc} "
+                f"For a stream, write it with writeStream.format('paimon').start('{sink.uri}')."
+            ) from exc
         deliver = _TableSink(sink, checkpoint)
     elif callable(sink):
         deliver = sink

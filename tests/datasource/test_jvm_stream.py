@@ -14,6 +14,7 @@ import pytest
 from pyspark_paimon import jvm_stream, stream_spark
 from pyspark_paimon.datasource.jobs import WriteJob
 from pyspark_paimon.datasource.stream.stream_frames import BatchFrame
+from pyspark_paimon.errors import OptionError
 from pyspark_paimon.table import Table
 
 pytestmark = pytest.mark.spark
@@ -204,3 +205,14 @@ def test_failure_and_restart_deliver_every_row_once(spark, catalog, tmp_path, mo
     src.write_arrow(rows(30, 5))  # a commit while the query is down
     run(spark, src, sink, tmp_path / "ck", read_options=opts)
     assert table_rows(sink) == expected(4)
+
+
+def test_refusals_name_the_way_out(catalog, tmp_path) -> None:
+    src = source_table(catalog, commits=1)
+    dynamic = catalog.create_table("db.dyn", COLUMNS, primary_keys=["id"])  # dynamic bucket: the Python sink's
+    with pytest.raises(OptionError, match=r"writeStream\.format\('paimon'\)"):
+        stream_spark(None, src, dynamic, checkpoint=str(tmp_path / "ck"))
+    with pytest.raises(OptionError, match="give a Table as the source or the sink"):
+        stream_spark(None, object(), lambda df, i: None, checkpoint=str(tmp_path / "ck"))
+    with pytest.raises(OptionError, match="checkpoint"):
+        stream_spark(None, src, lambda df, i: None, checkpoint="")
