@@ -10,9 +10,13 @@ of links to them):
   ``paimon->paimon`` (into a new append table), ``parquet->parquet`` (Spark's file sink) and ``floor->floor``
   (the floor source into the floor's streaming sink, which writes each task's batches into one Parquet file and
   commits nothing: what any Python source plus Python sink costs before doing any work of its own).
+* the JVM stream path (``pyspark_paimon.stream_spark``, issue 40) beside them: ``jvm->noop`` (the table streamed
+  as offsets, each micro-batch's files read by Spark's Parquet reader, written to ``noop`` in ``foreachBatch``)
+  and ``jvm->jvm`` (into a new append table through Spark's Parquet writer, one commit per micro-batch).
 * **10 micro-batch latency**: a running query (default trigger) on a small table; each round commits 1,000 rows
   upstream and waits with ``processAllAvailable()`` until the query has processed them: ``paimon->noop`` after
-  a ``Table.write_arrow`` commit, ``parquet->noop`` after a new Parquet file lands in the watched directory.
+  a ``Table.write_arrow`` commit, ``parquet->noop`` after a new Parquet file lands in the watched directory,
+  ``jvm->noop`` the JVM stream path after the same commit.
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ from conftest import ROUNDS, Datasets, assert_reads_back, loadavg, make_rows
 from pyspark.sql import SparkSession
 
 SCHEMA_DDL = "id bigint, s string, d double"
-THROUGHPUT = ["paimon->noop", "parquet->noop", "floor->noop", "paimon->paimon", "parquet->parquet", "floor->floor"]
-LATENCY = ["paimon->noop", "parquet->noop"]
+THROUGHPUT = [
+    *("paimon->noop", "parquet->noop", "floor->noop", "paimon->paimon", "parquet->parquet", "floor->floor"),
+    *("jvm->noop", "jvm->jvm"),
+]
+LATENCY = ["paimon->noop", "parquet->noop", "jvm->noop"]
 _counter = itertools.count()
 
 
@@ -53,6 +60,15 @@ def _start(
     spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str, checkpoint: Path, outputs: list[str]
 ) -> Any:
     source, sink = case.split("->")
+    if source == "jvm":
+        from pyspark_paimon import Catalog, Table, stream_spark
+
+        target: Any = _noop_sink
+        if sink == "jvm":
+            outputs.append(f"{datasets.warehouse}/bench.db/stream_out_{next(_counter)}")
+            target = Catalog(datasets.warehouse).create_table(f"bench.{Path(outputs[-1]).name}", SCHEMA_DDL)
+        source_table = Table.open(datasets.append_path)
+        return stream_spark(spark, source_table, target, checkpoint=str(checkpoint), trigger={"availableNow": True})
     if source == "paimon":
         df = spark.readStream.format("paimon").load(datasets.append_path)
     elif source == "floor":
@@ -77,6 +93,20 @@ def _start(
     return writer.format("parquet").start(outputs[-1])
 
 
+_jvm_rows: list[int] = []  # rows the JVM stream path's micro-batches held (its source's numInputRows are offsets)
+
+
+def _noop_sink(df: Any, batch_id: int) -> None:
+    """The JVM stream path's counterpart of the ``noop`` sink: every row read (and counted, in the same pass),
+    nothing written."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    seen = Observation()
+    df.observe(seen, F.count(F.lit(1)).alias("rows")).write.format("noop").mode("overwrite").save()
+    _jvm_rows.append(int(seen.get["rows"]))
+
+
 @pytest.mark.parametrize("case", THROUGHPUT)
 def test_stream_throughput(
     benchmark: Any, spark: SparkSession, datasets: Datasets, parquet_dir: Path, case: str
@@ -86,9 +116,17 @@ def test_stream_throughput(
     outputs: list[str] = []
 
     def run() -> None:
+        _jvm_rows.clear()
         q = _start(spark, datasets, parquet_dir, case, parquet_dir / f"ck-{next(_counter)}", outputs)
         q.awaitTermination()
-        processed.append(sum(p["numInputRows"] for p in q.recentProgress))
+        if case == "jvm->noop":
+            processed.append(sum(_jvm_rows))
+        elif case == "jvm->jvm":
+            from pyspark_paimon import Table
+
+            processed.append(Table.open(outputs[-1]).scan().count())
+        else:
+            processed.append(sum(p["numInputRows"] for p in q.recentProgress))
 
     load_before = loadavg()
     benchmark.pedantic(run, rounds=min(3, ROUNDS), warmup_rounds=1, iterations=1)
@@ -97,7 +135,8 @@ def test_stream_throughput(
         from pyspark_paimon import Table
 
         sink = case.split("->")[1]
-        written = Table.open(outputs[-1]).scan().to_arrow() if sink == "paimon" else pq.read_table(outputs[-1])
+        is_table = sink in ("paimon", "jvm")
+        written = Table.open(outputs[-1]).scan().to_arrow() if is_table else pq.read_table(outputs[-1])
         assert_reads_back(written, datasets.write_data, f"{case} output {outputs[-1]}")
     benchmark.extra_info.update(
         label=case, rows=datasets.rows, baseline=case == "paimon->noop", loadavg=[load_before, loadavg()]
@@ -116,16 +155,23 @@ def test_micro_batch_latency(
     watched = parquet_dir / f"latency-{n}"
     watched.mkdir()
     table = Catalog(datasets.warehouse).create_table(f"bench.latency_{n}", SCHEMA_DDL)
-    if source == "paimon":
-        df = spark.readStream.format("paimon").load(table.store.table_path)
+    checkpoint = str(parquet_dir / f"ck-lat-{n}")
+    _jvm_rows.clear()
+    if source == "jvm":
+        from pyspark_paimon import stream_spark
+
+        q = stream_spark(spark, table, _noop_sink, checkpoint=checkpoint)
     else:
-        df = spark.readStream.schema(SCHEMA_DDL).parquet(str(watched))
-    q = df.writeStream.format("noop").option("checkpointLocation", str(parquet_dir / f"ck-lat-{n}")).start()
+        if source == "paimon":
+            df = spark.readStream.format("paimon").load(table.store.table_path)
+        else:
+            df = spark.readStream.schema(SCHEMA_DDL).parquet(str(watched))
+        q = df.writeStream.format("noop").option("checkpointLocation", checkpoint).start()
     batches = itertools.count()
 
     def commit_and_wait() -> None:
         rows = make_rows(np.arange(1000, dtype=np.int64) + 1000 * next(batches))
-        if source == "paimon":
+        if source in ("paimon", "jvm"):
             table.write_arrow(rows)
         else:
             tmp = parquet_dir / f"tmp-{n}.parquet"
@@ -136,7 +182,7 @@ def test_micro_batch_latency(
     try:
         load_before = loadavg()
         benchmark.pedantic(commit_and_wait, rounds=max(5, ROUNDS), warmup_rounds=1, iterations=1)
-        processed = sum(p["numInputRows"] for p in q.recentProgress)
+        processed = sum(_jvm_rows) if source == "jvm" else sum(p["numInputRows"] for p in q.recentProgress)
     finally:
         q.stop()
     assert processed == 1000 * (max(5, ROUNDS) + 1), f"{case} processed {processed} rows"

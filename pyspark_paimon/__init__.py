@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark_paimon.api_types import ArrowData, Duration, Instant, OnConflict, TimestampRule, WriteMode
     from pyspark_paimon.catalog import Catalog
     from pyspark_paimon.datasource.spark.source import PaimonDataSource as DefaultSource
+    from pyspark_paimon.jvm_stream import stream_spark
     from pyspark_paimon.table import Table
 
 
@@ -43,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from pyspark_paimon.datasource.spark.source import PaimonDataSource
 
         return PaimonDataSource
+    if name == "stream_spark":
+        from pyspark_paimon.jvm_stream import stream_spark
+
+        return stream_spark
     if name == "register":
         from pyspark_paimon.datasource.spark.source import register
 
@@ -64,6 +69,7 @@ __all__ = [
     "PaimonDataSource",
     "PaimonError",
     "register",
+    "stream_spark",
     "__version__",
     "ArrowData",
     "Duration",

@@ -17,9 +17,11 @@ from pyspark_paimon.datasource.write.arrow_input import ArrowData
 from pyspark_paimon.metadata.refs.tags import TimestampRule
 from pyspark_paimon.metadata.timeutil import Duration, Instant
 
-WriteMode = Literal["append", "overwrite"]
-"""How :meth:`~pyspark_paimon.table.Table.write_arrow` commits, as Spark's save modes of the same names:
-``'append'`` adds rows (primary-key tables: upserts), ``'overwrite'`` replaces the whole table, the partitions
-the data touches (``dynamic_partition_overwrite=True``) or one given partition (``overwrite_partition=``)."""
+WriteMode = Literal["append", "overwrite", "update", "upsert"]
+"""How :meth:`~pyspark_paimon.table.Table.write_arrow` commits, the first two as Spark's save modes of the same
+names: ``'append'`` adds rows (primary-key tables: upserts), ``'overwrite'`` replaces the whole table, the
+partitions the data touches (``dynamic_partition_overwrite=True``) or one given partition (``overwrite_partition=``).
+Data-evolution tables only (docs/row-tracking.md): ``'update'`` sets the data's columns on the rows its ``_ROW_ID``
+column names, ``'upsert'`` updates the rows whose key columns (``on=``) match and appends the other rows."""
 
 __all__ = ["ArrowData", "Duration", "Instant", "OnConflict", "TimestampRule", "WriteMode"]

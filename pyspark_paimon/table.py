@@ -24,6 +24,8 @@ from pyspark_paimon.datasource.stream.follow import Follower
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
 from pyspark_paimon.datasource.write.jvm_write import JVM_PATH, refuse_unsupported, write_frame
+from pyspark_paimon.datasource.write.key_upsert import upsert_by_key
+from pyspark_paimon.datasource.write.row_id_update import update_by_row_id
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -156,6 +158,7 @@ class Table:
         overwrite_partition: Mapping[str, Any] | str | None = None,
         dynamic_partition_overwrite: bool = False,
         merge_schema: bool = False,
+        on: str | Sequence[str] | None = None,
     ) -> WriteResult:
         """Write Arrow data in one commit; returns the snapshot committed and the files and rows written.
         ``mode`` (:data:`~pyspark_paimon.api_types.WriteMode`): ``'append'``, or ``'overwrite'`` of the whole
@@ -170,7 +173,24 @@ class Table:
         ``merge_schema`` (or the table option ``write.merge-schema``): columns the data has and the table lacks are
         added to the table (and, with ``write.merge-schema.type-widening``, columns widened to the data's types)
         before the data is written, in the same commit sequence; columns the data lacks are written NULL
-        (docs/writing.md)."""
+        (docs/writing.md).
+
+        Data-evolution tables (docs/row-tracking.md) also take ``mode='update'``: ``data`` holds ``_ROW_ID`` and
+        some table columns, which are set on the rows those ids name (files of those columns only), and
+        ``mode='upsert'`` with ``on=`` key column(s): rows whose key the table holds update those rows' other
+        columns, the rest are appended as new rows. Either is one commit and takes no other option."""
+        if mode in ("update", "upsert"):
+            if overwrite_partition or dynamic_partition_overwrite or merge_schema or (mode == "update") != (on is None):
+                raise OptionError(
+                    f"mode='{mode}' takes {'on= (the key columns)' if mode == 'upsert' else 'no on='} and no "
+                    "overwrite_partition / dynamic_partition_overwrite / merge_schema."
+                )
+            if mode == "update":
+                return update_by_row_id(self.store, data)
+            assert on is not None
+            return upsert_by_key(self.store, data, on)
+        if on is not None:
+            raise OptionError("on= (the key columns) is for mode='upsert' only.")
         spec = self._overwrite(mode, overwrite_partition, dynamic_partition_overwrite)
         batches = arrow_stream(data, self.schema.arrow_schema())
         write_options = merge_arrow_schema(self.store, batches.schema, self.identifier, merge_schema)
@@ -214,7 +234,10 @@ class Table:
     ) -> OverwriteSpec | None:
         """What a write's ``mode`` and overwrite arguments replace (None: an append)."""
         if mode not in ("append", "overwrite"):
-            raise OptionError(f"mode must be 'append' or 'overwrite', got '{mode}'.")
+            raise OptionError(
+                f"mode must be 'append' or 'overwrite', got '{mode}' ('update' and 'upsert' are modes of "
+                "t.write_arrow, which writes data-evolution tables)."
+            )
         if mode == "append":
             if overwrite_partition or dynamic:
                 raise OptionError("overwrite_partition / dynamic_partition_overwrite need mode='overwrite'.")

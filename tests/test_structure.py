@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, str]] = [
     ("pyspark_paimon.table_maintenance", "api"),
     ("pyspark_paimon.table_chain", "api"),
     ("pyspark_paimon.table_inspect", "api"),
+    ("pyspark_paimon.jvm_stream", "api"),
     ("pyspark_paimon.variant", "api"),
     ("pyspark_paimon.api_types", "api"),
     ("pyspark_paimon.demo", "app"),

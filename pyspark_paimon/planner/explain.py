@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.planner.compact_strategy import sorted_run_count
+from pyspark_paimon.planner.row_ranges import split_rows
 from pyspark_paimon.planner.scan import ScanCounters, ScanPlan
 
 
@@ -32,7 +34,8 @@ class SplitReport:
     bytes: int
     """Their size on storage."""
     rows: int
-    """Rows stored in them (before any merge or filter)."""
+    """Rows stored in them (before any merge or filter); a data-evolution split's row range counted once, however
+    many column files hold it."""
     raw_convertible: bool
     """Read without a merge: the files' rows are returned as stored."""
     sorted_runs: int | None = None
@@ -102,6 +105,7 @@ class ScanExplain:
 def explain_plan(plan: ScanPlan) -> ScanExplain:
     """The report of ``plan``; primary-key plans count each split's sorted runs."""
     keyed = bool(plan.schema.primary_keys)
+    evolution = data_evolution_enabled(plan.schema.options)
     runs = [sorted_run_count(s.files) if keyed else None for s in plan.splits]
     split_list = [
         SplitReport(
@@ -109,7 +113,7 @@ def explain_plan(plan: ScanPlan) -> ScanExplain:
             bucket=s.bucket,
             files=len(s.files),
             bytes=s.size_bytes,
-            rows=s.row_count,
+            rows=split_rows(s.files, evolution),
             raw_convertible=s.raw_convertible,
             sorted_runs=count,
         )

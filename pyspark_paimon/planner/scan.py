@@ -29,7 +29,7 @@ from pyspark_paimon.metadata.schema.options import (
     SOURCE_SPLIT_TARGET_SIZE,
     CoreOptions,
 )
-from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled, row_tracking_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -44,7 +44,7 @@ from pyspark_paimon.planner.predicate import (
     leaves_on,
     literal_array,
 )
-from pyspark_paimon.planner.row_ranges import row_id_groups
+from pyspark_paimon.planner.row_ranges import RowIdFilter, row_id_groups
 from pyspark_paimon.planner.split import DataSplit
 
 # What decoding statistics written by any engine may raise. Pruning on statistics we cannot read is never
@@ -61,12 +61,13 @@ class ScanCounters:
     Levels, in the order they run: manifests (partition stats of the manifest list), postpone (a batch scan
     of a postpone-bucket table leaves out the ``bucket-postpone`` files, as Java's ``onlyReadRealBuckets``),
     partitions (exact partition predicate on entries), buckets (the bucket key fixed by ``=``/``IN``),
-    statistics (file min/max/null counts), index (bloom-filter and bitmap file indexes, embedded in the
-    manifest or in index files: ``index_files_read`` counts the index files planning read, apart from data
-    files, which planning never opens). ``*_skipped_<level>`` counts what that level dropped; files in
-    skipped manifests are never opened, so they appear in no file counter. Entries of partitions the exact
-    partition filter rejects are not decoded either: their files are counted from the entries' leading fields
-    (ADDs minus DELETEs per bucket), so with deletion vectors they include the level-0 files a batch scan skips.
+    row ids (row-tracking tables: a file's row-id range against a filter on ``_ROW_ID``), statistics (file
+    min/max/null counts), index (bloom-filter and bitmap file indexes, embedded in the manifest or in index files:
+    ``index_files_read`` counts the index files planning read, apart from data files, which planning never opens).
+    ``*_skipped_<level>`` counts what that level dropped; files in skipped manifests are never opened, so they
+    appear in no file counter. Entries of partitions the exact partition filter rejects are not decoded either:
+    their files are counted from the entries' leading fields (ADDs minus DELETEs per bucket), so with deletion
+    vectors they include the level-0 files a batch scan skips.
     """
 
     manifests_total: int = 0
@@ -95,6 +96,8 @@ class ScanCounters:
     """Files the partition filter drops."""
     files_skipped_bucket: int = 0
     """Files the bucket key drops."""
+    files_skipped_row_ids: int = 0
+    """Row-tracking tables: files whose row-id range (first row id, row count) excludes the filter on ``_ROW_ID``."""
     files_skipped_stats: int = 0
     """Files whose min/max/null-count statistics exclude the filter."""
     files_skipped_index: int = 0
@@ -109,6 +112,8 @@ class ScanCounters:
     """Bytes of ``files_skipped_postpone``."""
     bytes_skipped_partition: int = 0
     """Bytes of ``files_skipped_partition``."""
+    bytes_skipped_row_ids: int = 0
+    """Bytes of ``files_skipped_row_ids``."""
     bytes_skipped_bucket: int = 0
     """Bytes of ``files_skipped_bucket``."""
     bytes_skipped_stats: int = 0
@@ -670,11 +675,18 @@ class ScanPlanner:
             value_pruner = _StatsPruner(
                 self.store, schema, non_part, [f.name for f in schema.fields if f.name not in part_names]
             )
+        # A filter on _ROW_ID skips files by their row-id range (a data-evolution group's files share one range).
+        row_ids = RowIdFilter.of(non_part) if row_tracking_enabled(schema.options) else None
         part_dirs: dict[bytes, str] = {}
         order = {part: repr(values) for part, values in cache.items()}
         kept_groups: list[tuple[bytes, int, list[DataFileMeta], str]] = []
         for (part, bucket), files in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
             files.sort(key=lambda f: (f.level, f.min_sequence_number, f.file_name))
+            if row_ids is not None:
+                in_range = [f for f in files if row_ids.may_match(f)]
+                counters.files_skipped_row_ids += len(files) - len(in_range)
+                counters.bytes_skipped_row_ids += sum(f.file_size for f in files) - sum(f.file_size for f in in_range)
+                files = in_range
             kept = self._skip_files(files, key_pruner, value_pruner, counters, deletion_vectors)
             if not kept:
                 continue

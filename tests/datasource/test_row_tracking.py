@@ -105,6 +105,7 @@ def test_assignment_skips_what_already_has_ids() -> None:
         _add(_file("c", 4, first=9, seq=7, file_source=FILE_SOURCE_COMPACT)),
         _add(_file("d", 2, write_cols=("id", "_ROW_ID", "_SEQUENCE_NUMBER"))),
         _add(_file("e", 5)),
+        _add(_file("u", 3, first=0, write_cols=("v",))),  # a data-evolution update of rows 0..2
     ]
     done = assign_row_ids(entries, 10, 4)
     assert done.next_row_id == 18
@@ -112,8 +113,9 @@ def test_assignment_skips_what_already_has_ids() -> None:
         (10, 4, 4),
         (0, 1, 1),
         (9, 7, 7),
-        (None, 0, 0),  # stores its own ids
+        (None, 4, 4),  # stores its own ids; sequence numbers 0 are a new file's, as in Java
         (13, 4, 4),
+        (0, 4, 4),  # keeps its range, becomes its newest file
     ]
 
 
@@ -148,10 +150,8 @@ def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
         catalog.create_table(
             "db.b", "id int, v string", options={"row-tracking.enabled": "true", "bucket": "2", "bucket-key": "id"}
         )
-    with pytest.raises(OptionError, match="data-evolution.enabled"):
-        catalog.create_table(
-            "db.de", "id int", options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
-        )
+    with pytest.raises(OptionError, match="needs 'row-tracking.enabled'"):
+        catalog.create_table("db.de", "id int", options={"data-evolution.enabled": "true"})
 
 
 def test_ids_a_file_stores_win_over_computed_ones() -> None:

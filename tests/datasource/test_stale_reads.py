@@ -124,6 +124,7 @@ def test_twenty_publishes_land_while_a_writer_appends_other_keys_all_along(catal
     small); every publish lands, on its first plan, and every acknowledged write is kept."""
     t = _table(catalog, "dynamic", "nonstop")
     stop = threading.Event()
+    publishing = threading.Event()  # the writer commits while a publish runs: its 300 commits all race one
     acked: list[int] = []
     errors: list[BaseException] = []
 
@@ -132,6 +133,8 @@ def test_twenty_publishes_land_while_a_writer_appends_other_keys_all_along(catal
         k = 10_000
         try:
             while not stop.is_set() and k < 10_300:
+                if not publishing.wait(0.05):
+                    continue
                 _write(other, [k], -1)
                 acked.append(k)
                 k += 1
@@ -148,7 +151,11 @@ def test_twenty_publishes_land_while_a_writer_appends_other_keys_all_along(catal
             t.branches.create(name)
             _write(t.on_branch(name), [100 + i], i)
             before = len(acked)
-            t.branches.publish(name)
+            publishing.set()
+            try:
+                t.branches.publish(name)
+            finally:
+                publishing.clear()
             raced += len(acked) > before
     except CommitConflictError as exc:  # pragma: no cover - the failure this test exists for
         pytest.fail(f"publish {i} gave up: {exc}")

@@ -637,7 +637,7 @@ def test_counts_per_kind() -> None:
         kind: sum(1 for r in java if r is not None and r.kind == kind) for kind in ("honoured", "inert", "refused")
     }
     assert sum(counts.values()) == len(ALL_JAVA_KEYS)
-    assert counts == {"honoured": 135, "inert": 317, "refused": 43}
+    assert counts == {"honoured": 136, "inert": 315, "refused": 44}
 
 
 def test_immutable_keys_are_javas() -> None:
@@ -681,7 +681,8 @@ REFUSED_ON_READ = [
 ]
 # Keys that do not change a read but do change what a write must produce: refused on write and create only.
 REFUSED_ON_WRITE = [
-    ("data-evolution.enabled", "true"),
+    ("data-evolution.row-sidecar.enabled", "true"),
+    ("data-evolution.compaction.rewrite-row-ids", "true"),
     ("write.sequence-number-init-mode", "snapshot"),
     ("data-file.external-paths.strategy", "round-robin"),
     ("commit.callbacks", "com.example.Callback"),

@@ -6,12 +6,15 @@ written in key order with :meth:`TableWriter.write_compacted` at the output leve
 rolled at ``target-file-size`` with exact statistics, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` kept. A primary-key
 unit is done in Java's steps (rewrite a key-overlap candidate, or upgrade a lone large file by metadata), with the
 hooks of the changelog producers (``full_changelog``, ``lookup_changelog``) and of the deletion-vector lookup
-(``dv_lookup``). The result is a :class:`CommitMessage` whose ``compact_before`` lists the inputs.
+(``dv_lookup``). A data-evolution unit (runs of row-id groups whose ids follow on) is read as assembled rows and
+written as one whole-row file, as Java's ``DataEvolutionNormalCompactTask`` does. The result is a
+:class:`CommitMessage` whose ``compact_before`` lists the inputs.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -31,7 +34,7 @@ from pyspark_paimon.datasource.read.file_read import read_data_file
 from pyspark_paimon.datasource.read.merged_read import key_sections, read_merged
 from pyspark_paimon.datasource.read.read import read_split
 from pyspark_paimon.datasource.write.write import TableWriter
-from pyspark_paimon.errors import PaimonError
+from pyspark_paimon.errors import CorruptMetadataError, PaimonError
 from pyspark_paimon.metadata.io.fileio import FileIO
 from pyspark_paimon.metadata.manifests.index_manifest import IndexManifestEntry
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
@@ -41,7 +44,9 @@ from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
     CoreOptions,
 )
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
+from pyspark_paimon.planner.row_ranges import row_id_groups, row_range
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = ["compact_bucket", "delete_index_files", "id_runs"]
@@ -131,6 +136,8 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
                 _accumulate(merged, target, write)  # one candidate's files never span an upgraded file
             if CoreOptions(ctx.write.options).deletion_vectors_enabled:
                 index_files = write_bucket_vectors(ctx, task, replaced, lookup)
+        elif data_evolution_enabled(ctx.read.schema.options):
+            _rewrite_row_ranges(ctx, task, writer)
         elif task.order is not None:
             # Sort compaction / incremental clustering: the unit's rows (vectors applied) in the order, at once.
             tables = [pa.Table.from_batches([b]) for b in read_split(ctx.read, task.split())]
@@ -182,6 +189,30 @@ def compact_bucket(ctx: CompactContext, task: CompactTask) -> CommitMessage:
         compact_before=replaced,
         changelog_files=tuple(f for m in messages for f in m.changelog_files),
         index_files=index_files,
+    )
+
+
+def _rewrite_row_ranges(ctx: CompactContext, task: CompactTask, writer: TableWriter) -> None:
+    """A data-evolution unit as one file (Java's ``DataEvolutionNormalCompactTask``): every row-id group's rows
+    assembled from its column files, in id order, written with all the table's columns (no ``_WRITE_COLS``), the
+    first group's first row id, and the inputs' lowest and highest sequence numbers. The planner put only groups
+    without deletion vectors here, so every stored row is kept and the ids still follow from the first row id."""
+    groups = row_id_groups(task.files, ctx.write.table_path)
+    parts: list[pa.Table] = []
+    for group in groups:
+        split = replace(task.split(group), raw_convertible=len(group) == 1)
+        parts.extend(pa.Table.from_batches([b]) for b in read_split(ctx.read, split))
+    rows = pa.concat_tables(parts) if parts else None
+    expected = sum(g[0].row_count for g in groups)
+    if rows is None or rows.num_rows != expected:
+        raise CorruptMetadataError(
+            f"The row ranges of {[f.file_name for f in task.files]} hold {expected} rows by their manifest entries, "
+            f"but {0 if rows is None else rows.num_rows} were read; nothing was compacted. Read the table with Paimon."
+        )
+    first = row_range(groups[0][0], ctx.write.table_path)[0]
+    sequences = (min(f.min_sequence_number for f in task.files), max(f.max_sequence_number for f in task.files))
+    writer.write_row_range(
+        task.partition, task.partition_values, task.bucket, task.total_buckets, rows, first, sequences
     )
 
 

@@ -44,6 +44,7 @@ from pyspark_paimon.metadata.manifests.deletion_vectors import DELETION_VECTORS_
 from pyspark_paimon.metadata.manifests.index_manifest import IndexChange, IndexManifestEntry, read_index_manifest
 from pyspark_paimon.metadata.progress import Progress, report
 from pyspark_paimon.metadata.schema.options import FULL_COMPACTION_DELTA_COMMITS
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage, FileStoreCommit, commit_or_abort
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot, now_millis
 from pyspark_paimon.metadata.store import FileStore
@@ -92,21 +93,28 @@ def commit_compaction(plan: CompactPlan, messages: Sequence[CommitMessage]) -> S
     index_update = None
     if plan.vector_files is not None:
         added = tuple(e for m in messages for e in m.index_files)
-        index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages}, added)
+        # A data-evolution compaction rewrites only row ranges without vectors: every vector stays where it is.
+        kept = data_evolution_enabled(schema.options)
+        index_update = _index_update(plan, {(m.partition, m.bucket) for m in messages}, added, replace=not kept)
     return committer.commit(messages, kind="COMPACT", commit_user=plan.commit_user, index_update=index_update)
 
 
 def _index_update(
-    plan: CompactPlan, buckets: set[tuple[bytes, int]], added: tuple[IndexManifestEntry, ...]
+    plan: CompactPlan, buckets: set[tuple[bytes, int]], added: tuple[IndexManifestEntry, ...], replace: bool = True
 ) -> Callable[[Snapshot | None], IndexChange]:
     """The index change of a deletion-vector table's compaction: the compacted buckets' vectors are replaced by
     the ones the compaction wrote (``added``: the vectors of the files it kept, plus the positions its lookups
     found; none after a full compaction, which rewrote every file that had one). If a compacted bucket's vector
     files changed since the plan (another writer wrote new vectors for its files meanwhile), the commit is a
-    conflict: the outputs were merged without them, and the kept vectors lack them."""
+    conflict: the outputs were merged without them, and the kept vectors lack them. ``replace`` False: the
+    buckets' vectors are kept as they are (the compaction rewrote no file that has one), still under that check."""
     store = plan.store
     planned = plan.vector_files or {}
-    dropped = frozenset((partition, bucket, DELETION_VECTORS_INDEX) for partition, bucket in buckets)
+    dropped = (
+        frozenset((partition, bucket, DELETION_VECTORS_INDEX) for partition, bucket in buckets)
+        if replace
+        else frozenset()
+    )
 
     def update(latest: Snapshot | None) -> IndexChange:
         current = latest.index_manifest if latest else None

@@ -4,7 +4,9 @@
 :class:`CompactTask` by :mod:`pyspark_paimon.planner.compact_strategy` (full, universal, or Java's append rules):
 which files, which output level, whether retractions may be dropped, and for lookup compactions the bucket's older
 files. Unaware-bucket append tables get Java's coordinator instead: small files packed by size, several tasks per
-partition possible. The tasks and their :class:`CompactContext` are picklable, so executors can run them.
+partition possible; data-evolution tables get Java's data-evolution coordinator (``planner/row_ranges.py``): runs of
+row-id groups whose ids follow on, each rewritten as one whole-row file. The tasks and their :class:`CompactContext`
+are picklable, so executors can run them.
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ from pyspark_paimon.metadata.schema.options import (
     CoreOptions,
     validate_table_options,
 )
-from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled, with_tracking_columns
+from pyspark_paimon.metadata.schema.row_tracking import (
+    data_evolution_enabled,
+    row_tracking_enabled,
+    with_tracking_columns,
+)
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -59,6 +65,7 @@ from pyspark_paimon.planner.compact_strategy import (
     pick_universal,
     sorted_run_count,
 )
+from pyspark_paimon.planner.row_ranges import pack_row_ranges
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = [
@@ -219,7 +226,14 @@ def plan_compaction(
     pk = bool(schema.primary_keys)
     user = options.new_commit_user()
     # A row-tracking table's compaction reads each row's id and sequence number and stores them in its outputs.
-    tracked = with_tracking_columns(schema, store.table_path) if row_tracking_enabled(schema.options) else schema
+    # A data-evolution compaction writes whole rows whose ids its files' first row id gives (as Java), so it reads
+    # the assembled rows without the hidden columns.
+    evolution = data_evolution_enabled(schema.options)
+    tracked = (
+        with_tracking_columns(schema, store.table_path)
+        if row_tracking_enabled(schema.options) and not evolution
+        else schema
+    )
     read_ctx = ReadContext.for_store(store, tracked)
     write_ctx = WriteContext(
         fileio=store.fileio, table_path=store.table_path, schema=schema, options=dict(schema.options), commit_user=user
@@ -262,6 +276,14 @@ def plan_compaction(
         plan.tasks.extend(_ordered_tasks(store, schema, scanned, values_of, totals, dvs, order, full, clustering))
         if not plan.tasks:
             plan.idle = _idle(partitions, scanned) or "the incremental clustering rules picked no file to cluster"
+        return plan
+    if evolution:
+        plan.tasks.extend(_evolution_tasks(store, schema, scanned, values_of, totals, dvs))
+        if not plan.tasks:
+            plan.idle = _idle(partitions, scanned) or (
+                f"no run of row ranges whose ids follow on holds {options.get(COMPACTION_MIN_FILE_NUM)} or more "
+                "files (compaction.min.file-num; Java's data-evolution coordinator, whatever the strategy)"
+            )
         return plan
     if not pk and options.bucket == -1 and not options.deletion_vectors_enabled:
         # Java's AppendCompactCoordinator, which CALL sys.compact runs for these tables whatever the strategy.
@@ -426,6 +448,41 @@ def _ordered_tasks(
                 order=order,
             )
         )
+    return tasks
+
+
+def _evolution_tasks(
+    store: FileStore,
+    schema: TableSchema,
+    scanned: list[tuple[tuple[bytes, int], DataFileMeta]],
+    values_of: dict[bytes, tuple],
+    totals: dict[tuple[bytes, int], int],
+    dvs: dict[tuple[bytes, int], dict[str, DeletionFile]],
+) -> list[CompactTask]:
+    """Per partition (an unaware bucket is the whole partition) Java's data-evolution tasks (:func:`pack_row_ranges`),
+    at Java's option values: the open file cost counts at its 4 mb default unless the table sets it."""
+    options = schema.core_options
+    open_cost = (
+        options.get(SOURCE_SPLIT_OPEN_FILE_COST)
+        if options.is_set(SOURCE_SPLIT_OPEN_FILE_COST)
+        else APPEND_COMPACT_OPEN_FILE_COST
+    )
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for key, file in scanned:
+        groups.setdefault(key, []).append(file)
+    tasks = []
+    for (part, bucket), files in sorted(groups.items()):
+        values = values_of[part]
+        for unit in pack_row_ranges(
+            files,
+            store.table_path,
+            target_file_size=options.target_file_size(False),
+            open_file_cost=open_cost,
+            min_file_num=options.get(COMPACTION_MIN_FILE_NUM),
+            with_vectors=set(dvs.get((part, bucket), {})),
+        ):
+            path = store.bucket_path(schema, values, bucket)
+            tasks.append(CompactTask(part, values, bucket, totals[(part, bucket)], path, unit, 0, False))
     return tasks
 
 

@@ -358,19 +358,39 @@ def read_file_columns(
 
 
 def read_data_file(
-    ctx: ReadContext, split: DataSplit, f: DataFileMeta, targets: Sequence[DataField], system: Sequence[str] = ()
+    ctx: ReadContext,
+    split: DataSplit,
+    f: DataFileMeta,
+    targets: Sequence[DataField],
+    system: Sequence[str] = (),
+    window: tuple[int, int] | None = None,
 ) -> pa.Table:
     """The whole file ``f`` as the ``targets`` columns (read types, evolution applied) plus ``system``,
-    without the rows its deletion vector names."""
+    without the rows its deletion vector names. ``window`` (``[start, stop)`` positions; a data-evolution read
+    whose filter bounds ``_ROW_ID``): only those rows, decoding only the Parquet row groups that hold them."""
     file_schema = ctx.file_schema(split, f)
     deleted = _deleted_positions(ctx, split, f)
     with _FileReader(
         ctx.fileio, split.file_path(f), format_of(f, ctx.core_options()), f.file_name, f.file_size
     ) as reader:
-        data = reader.read(_physical_columns(reader, targets, file_schema, system))
+        columns = _physical_columns(reader, targets, file_schema, system)
+        data = reader.read(columns) if window is None else _read_window(reader, columns, window)
         if deleted is not None:
-            data = data.filter(pa.array(_keep_mask(deleted, reader.group_rows(), None, f.file_name)))
+            keep = _keep_mask(deleted, reader.group_rows(), None, f.file_name)
+            data = data.filter(pa.array(keep if window is None else keep[window[0] : window[1]]))
     return _conform_table(data, targets, file_schema, f.file_name, system)
+
+
+def _read_window(reader: "_FileReader", columns: list[str], window: tuple[int, int]) -> pa.Table:
+    """Rows ``[start, stop)`` of the file: the row groups that overlap them (all of an ORC file), sliced."""
+    start, stop = window
+    group_rows = reader.group_rows()
+    starts = np.concatenate([[0], np.cumsum(group_rows)]).astype(np.int64)
+    if reader.fmt != "parquet":
+        return reader.read(columns).slice(start, stop - start)
+    selected = [g for g in range(len(group_rows)) if starts[g] < stop and starts[g + 1] > start]
+    data = reader.read(columns, selected)  # none selected: no row, the file's columns
+    return data.slice(start - int(starts[selected[0]]), stop - start) if selected else data
 
 
 def _base(t: DataType) -> DataType:

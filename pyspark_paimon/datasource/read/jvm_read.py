@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from pyspark_paimon.datasource.jobs import ReadJob
 from pyspark_paimon.datasource.read.file_read import format_of
+from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.datasource.read.routing import Routing, split_key
 from pyspark_paimon.errors import UnsupportedTypeError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
@@ -32,6 +33,7 @@ from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.types.ddl import quote_ident, to_spark_ddl, to_spark_type_ddl
 from pyspark_paimon.metadata.types.model import AtomicType, DataField
 from pyspark_paimon.planner.read_options import FILTER_KEY, ONLY_SPLITS_KEY, ReadOptions
+from pyspark_paimon.planner.split import DataSplit
 
 SNAPSHOT_ID_KEY = "scan.snapshot-id"
 # Deletion-vector files: the columns the anti-join against their deleted positions matches on.
@@ -80,7 +82,7 @@ def spark_frame(
     names = list(columns) if columns is not None else schema.field_names
     frames = []
     if routing.jvm:
-        frames.append(_jvm_frame(session, job, routing, read_options.get(FILTER_KEY), names))
+        frames.append(jvm_splits_frame(session, job.context, schema, routing.jvm, read_options.get(FILTER_KEY), names))
     if routing.python or not frames:
         frames.append(_python_frame(session, job, routing, table_uri, branch, read_options, names, storage_options))
     out = frames[0]
@@ -89,16 +91,23 @@ def spark_frame(
     return out
 
 
-def _jvm_frame(session: Any, job: ReadJob, routing: Routing, filter_text: str | None, names: list[str]) -> Any:
-    ctx = job.context
-    schema = job.planned.schema
+def jvm_splits_frame(
+    session: Any,
+    ctx: ReadContext,
+    schema: TableSchema,
+    splits: Sequence[DataSplit],
+    filter_text: str | None,
+    names: Sequence[str],
+) -> Any:
+    """The rows of ``splits`` (each routed to the JVM: :mod:`pyspark_paimon.datasource.read.routing`) read by
+    Spark's file readers as ``schema``'s columns, ``filter_text`` (SQL) applied, ``names`` selected."""
     options = ctx.core_options()
     # one spark.read per physical schema (and per relabelled partition: chain splits carry their logical one)
     # and per "has deletion vectors": those files carry their file name and row positions for the anti-join)
     groups: dict[tuple[str, int, str, tuple | None, bool], tuple[TableSchema, list[str]]] = {}
     vector_files: list[pa.Array] = []
     positions: list[np.ndarray] = []
-    for split in routing.jvm:
+    for split in splits:
         relabel = tuple(split.partition_values) if split.relabel_partition else None
         for f in split.files:
             branch = split.file_branches.get(f.file_name, ctx.branch)
@@ -222,4 +231,4 @@ def _python_frame(
     return session.read.format("paimon").options(**opts).schema(to_spark_ddl(fields)).load(table_uri)
 
 
-__all__ = ["spark_frame"]
+__all__ = ["jvm_splits_frame", "spark_frame"]

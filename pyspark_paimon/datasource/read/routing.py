@@ -13,6 +13,7 @@ Python half, planned again from the same snapshot, keeps exactly the splits this
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from pyspark_paimon.datasource.read.file_read import format_of
 from pyspark_paimon.datasource.read.read_context import ReadContext
@@ -76,13 +77,19 @@ def split_key(split: DataSplit, primary: bool) -> str:
 
 def route(planned: PlannedRead, ctx: ReadContext) -> Routing:
     """Send each split of ``planned`` to the JVM readers or to the Python source (see the module docstring)."""
+    return route_splits(planned.kind, planned.schema, ctx, planned.plan.splits)
+
+
+def route_splits(kind: str, schema: TableSchema, ctx: ReadContext, splits: Sequence[DataSplit]) -> Routing:
+    """:func:`route` for splits of a read of ``kind`` under ``schema`` that no batch plan holds (a micro-batch's
+    splits: :mod:`pyspark_paimon.datasource.stream.stream_frames`)."""
     out = Routing()
-    whole = _whole_read_reason(planned)
-    primary = bool(planned.schema.primary_keys)
-    reasons = [whole or _split_reason(planned, ctx, split) for split in planned.plan.splits]
+    whole = _whole_read_reason(kind, schema)
+    primary = bool(schema.primary_keys)
+    reasons = [whole or _split_reason(schema, ctx, split) for split in splits]
     # The Python half keeps splits by key; a key cut into several splits (chain key ranges) goes one way only.
-    python_keys = {split_key(s, primary) for s, r in zip(planned.plan.splits, reasons) if r is not None}
-    for split, reason in zip(planned.plan.splits, reasons):
+    python_keys = {split_key(s, primary) for s, r in zip(splits, reasons) if r is not None}
+    for split, reason in zip(splits, reasons):
         if reason is None and split_key(split, primary) in python_keys:
             reason = "bucket shared with a merged split"
         if reason is None:
@@ -93,14 +100,14 @@ def route(planned: PlannedRead, ctx: ReadContext) -> Routing:
     return out
 
 
-def _whole_read_reason(planned: PlannedRead) -> str | None:
-    if planned.kind not in _JVM_KINDS:
-        return f"{planned.kind} read"
-    if has_tracking_columns(planned.schema):
+def _whole_read_reason(kind: str, schema: TableSchema) -> str | None:
+    if kind not in _JVM_KINDS:
+        return f"{kind} read"
+    if has_tracking_columns(schema):
         return "row-tracking columns"  # computed from each file's first row id, which Spark's readers do not know
-    if data_evolution_enabled(planned.schema.options):
+    if data_evolution_enabled(schema.options):
         return "data-evolution table"  # rows assembled from several files by row id
-    for f in planned.schema.fields:
+    for f in schema.fields:
         if any(x.type.root == "VARIANT" for x in iter_fields([f])):
             # Shredded VARIANT files need rebuilding (``metadata/variant``), which Spark's Parquet reader may not do.
             return f"VARIANT column '{f.name}'"
@@ -120,15 +127,15 @@ def _has_required_part(t: DataType) -> bool:
     return False
 
 
-def _split_reason(planned: PlannedRead, ctx: ReadContext, split: DataSplit) -> str | None:
+def _split_reason(schema: TableSchema, ctx: ReadContext, split: DataSplit) -> str | None:
     if split.relabel_partition:
-        for name in planned.schema.partition_keys:
-            t = planned.schema.field(name).type
+        for name in schema.partition_keys:
+            t = schema.field(name).type
             if not (isinstance(t, AtomicType) and t.root in _LITERAL_TYPES):
                 return f"relabelled {t.root if isinstance(t, AtomicType) else 'nested'} partition"
     if not split.raw_convertible:
         return "merge needed"
-    primary = bool(planned.schema.primary_keys)
+    primary = bool(schema.primary_keys)
     options = ctx.core_options()
     for f in split.files:
         vector = f.file_name in split.deletion_files
@@ -138,7 +145,7 @@ def _split_reason(planned: PlannedRead, ctx: ReadContext, split: DataSplit) -> s
             return f"{format_of(f, options)} files"
         if vector and format_of(f, options) != "parquet":
             return "deletion vectors on ORC files"  # Spark's row_index is a Parquet feature
-        reason = _evolution_reason(planned.schema, ctx.file_schema(split, f))
+        reason = _evolution_reason(schema, ctx.file_schema(split, f))
         if reason is not None:
             return reason
     return None
@@ -208,4 +215,4 @@ def _atomic_castable(s: AtomicType, t: AtomicType) -> bool:
     return False
 
 
-__all__ = ["JVM_FORMATS", "Routing", "route", "split_key"]
+__all__ = ["JVM_FORMATS", "Routing", "route", "route_splits", "split_key"]

@@ -9,8 +9,10 @@ no file wrote is NULL. ``_ROW_ID`` / ``_SEQUENCE_NUMBER`` come from the newest f
 number is the latest change of the row). Deletion vectors belong to the group's anchor, its oldest file
 (Java's ``retrieveAnchorFile``), and apply to the assembled rows.
 
-The files are put side by side column by column (Arrow, no per-row work). A group is read whole: its files are
-each at most a target file size, which bounds the memory.
+The files are put side by side column by column (Arrow, no per-row work). A group is read whole (its files are
+each at most a target file size, which bounds the memory), unless the read's filter bounds ``_ROW_ID``: then only the
+rows of the ids it allows are read from every file (the Parquet row groups holding them, sliced alike), so a lookup of
+a few ids decodes a few row groups.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pyspark_paimon.metadata.schema.row_tracking import (
 )
 from pyspark_paimon.metadata.types.arrow import to_arrow_type
 from pyspark_paimon.metadata.types.model import DataField
+from pyspark_paimon.planner.row_ranges import RowIdFilter, row_range
 from pyspark_paimon.planner.split import DataSplit
 
 __all__ = ["read_row_id_group", "written_field_ids"]
@@ -61,14 +64,20 @@ def _anchor(files: Sequence[DataFileMeta]) -> DataFileMeta:
 def read_row_id_group(ctx: ReadContext, split: DataSplit, targets: Sequence[DataField]) -> pa.Table:
     """The rows of ``split`` (one row-id range, newest file first) as the ``targets`` columns, deleted rows left out."""
     files = split.files
-    rows = files[0].row_count
+    stored_rows = files[0].row_count
+    bounds = RowIdFilter.of(ctx.pushed)
+    start, stop = (
+        (0, stored_rows) if bounds is None else bounds.window(row_range(files[0], ctx.table_path)[0], stored_rows)
+    )
+    window = None if (start, stop) == (0, stored_rows) else (start, stop)
+    rows = stop - start
     bare = replace(split, deletion_files={})  # vectors apply to the assembled rows, not to each file
     winners: dict[int, DataFileMeta] = {}
     for f in files:
-        if f.row_count != rows:
+        if f.row_count != stored_rows:
             raise CorruptMetadataError(
-                f"Data files '{files[0].file_name}' ({rows} rows) and '{f.file_name}' ({f.row_count} rows) share a "
-                "row-id range of a data-evolution table but not its row count. Read the table with Paimon."
+                f"Data files '{files[0].file_name}' ({stored_rows} rows) and '{f.file_name}' ({f.row_count} rows) "
+                "share a row-id range of a data-evolution table but not its row count. Read the table with Paimon."
             )
         for field_id in written_field_ids(ctx, split, f):
             winners.setdefault(field_id, f)
@@ -89,11 +98,11 @@ def read_row_id_group(ctx: ReadContext, split: DataSplit, targets: Sequence[Data
         wanted = by_file.get(f.file_name)
         if not wanted:
             continue
-        part = read_data_file(ctx, bare, f, wanted)
+        part = read_data_file(ctx, bare, f, wanted, window=window)
         if part.num_rows != rows:
             raise CorruptMetadataError(
-                f"Data file '{f.file_name}' holds {part.num_rows} rows, but its manifest entry says {rows}. Restore "
-                "the file, or read the table with Paimon."
+                f"Data file '{f.file_name}' holds {part.num_rows} of rows {start}..{stop - 1}, but its manifest entry "
+                f"says {stored_rows} rows. Restore the file, or read the table with Paimon."
             )
         for t in wanted:
             columns[t.name] = part.column(t.name)
@@ -118,6 +127,10 @@ def read_row_id_group(ctx: ReadContext, split: DataSplit, targets: Sequence[Data
         stored = read_file_columns(
             ctx.fileio, split.file_path(newest), newest, ctx.core_options(), list(TRACKING_COLUMNS)
         )
-        data = with_tracking_columns(data, newest, np.arange(rows, dtype=np.int64), stored)
-    keep = kept_rows(ctx, split, _anchor(files), rows)
+        if window is not None and stored.num_columns:
+            stored = stored.slice(start, rows)
+        data = with_tracking_columns(data, newest, np.arange(start, stop, dtype=np.int64), stored)
+    keep = kept_rows(ctx, split, _anchor(files), stored_rows)
+    if keep is not None and window is not None:
+        keep = keep[start:stop]
     return data if keep is None else data.filter(pa.array(keep))

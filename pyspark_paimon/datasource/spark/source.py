@@ -17,9 +17,16 @@ from pyspark.sql.types import StructField, StructType
 
 from pyspark_paimon.datasource.spark.bucket_function import register_bucket_function
 from pyspark_paimon.datasource.spark.reader import PaimonPushdownReader, PaimonReader, spark_schema
-from pyspark_paimon.datasource.spark.streaming import PaimonStreamReader, PaimonStreamWriter
+from pyspark_paimon.datasource.spark.streaming import (
+    OFFSETS_SCHEMA,
+    PaimonOffsetStreamReader,
+    PaimonStreamBatchReader,
+    PaimonStreamReader,
+    PaimonStreamWriter,
+)
 from pyspark_paimon.datasource.spark.worker_python import use_driver_python
 from pyspark_paimon.datasource.spark.writer import PaimonWriter
+from pyspark_paimon.datasource.stream.stream_frames import BATCH_KEY, OFFSETS_KEY, BatchRange, without_internal
 from pyspark_paimon.datasource.table_ref import TableRef, resolve_table_ref
 from pyspark_paimon.errors import OptionError, PaimonError
 
@@ -45,11 +52,18 @@ class PaimonDataSource(DataSource):
         return FORMAT_NAME
 
     def schema(self) -> StructType:
+        if _internal(self.options, OFFSETS_KEY) is not None:
+            return OFFSETS_SCHEMA
         options, creating = without_create_keys(self.options)
         schema = spark_schema(spark_table_ref(options))
         return remember_table(schema, options) if creating else schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        batch = _internal(self.options, BATCH_KEY)
+        if batch is not None:
+            return PaimonStreamBatchReader(
+                spark_table_ref(without_internal(dict(self.options))), schema, BatchRange.from_json(batch)
+            )
         cls = PaimonPushdownReader if self.pushdown else PaimonReader
         options = dict(self.options)
         if not names_a_table(options):
@@ -58,6 +72,9 @@ class PaimonDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
         options = dict(self.options)
+        if _internal(options, OFFSETS_KEY) is not None:  # the JVM stream path (pyspark_paimon.jvm_stream)
+            ref = spark_table_ref(without_internal(options))
+            return PaimonOffsetStreamReader(ref, spark_schema(ref))
         if not names_a_table(options):  # spark.readStream.table(t) of a CREATE TABLE ... LOCATION table
             options = {**remembered_table(schema), **options}
         return PaimonStreamReader(spark_table_ref(options), schema)
@@ -97,6 +114,14 @@ _TABLE_KEYS = ("path", "paths", "warehouse")
 # given at creation (JSON), which Spark never passes to a Python data source again.
 LOCATION_METADATA = "paimon.location"
 OPTIONS_METADATA = "paimon.options"
+
+
+def _internal(options: Any, key: str) -> str | None:
+    """The value of one of the JVM stream path's internal options (``stream_frames``), if given."""
+    for k, v in options.items():
+        if str(k).lower() == key:
+            return str(v)
+    return None
 
 
 def names_a_table(options: Any) -> bool:

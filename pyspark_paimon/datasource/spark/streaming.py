@@ -16,6 +16,7 @@ batchId)`` on the driver commits them once per micro-batch, idempotently (see
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, replace
@@ -24,12 +25,13 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
+    DataSourceReader,
     DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.datasource.read.read import coalesce_batches
@@ -43,6 +45,7 @@ from pyspark_paimon.datasource.spark.writer import (
     raise_refusals,
     write_task,
 )
+from pyspark_paimon.datasource.stream.stream_frames import OFFSET_COLUMNS, BatchRange
 from pyspark_paimon.datasource.stream.stream_jobs import (
     StreamCommitter,
     StreamReadContext,
@@ -186,6 +189,49 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         pass
+
+
+@dataclass(frozen=True)
+class OffsetsPartition(InputPartition):
+    start: str
+    end: str
+
+
+#: The schema of the offsets stream of the JVM stream path (``pyspark_paimon.jvm_stream``).
+OFFSETS_SCHEMA = StructType([StructField(name, StringType(), False) for name in OFFSET_COLUMNS])
+
+
+class PaimonOffsetStreamReader(PaimonStreamReader):
+    """The stream of the JVM stream path: the same offsets as :class:`PaimonStreamReader` (planning, admission,
+    consumer progress), but each micro-batch is one row, its start and end offsets as JSON; the ``foreachBatch``
+    step reads the rows (:mod:`pyspark_paimon.datasource.stream.stream_frames`)."""
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        return [OffsetsPartition(json.dumps(start), json.dumps(end))]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        assert isinstance(partition, OffsetsPartition)
+        yield (partition.start, partition.end)
+
+
+class PaimonStreamBatchReader(DataSourceReader):
+    """A batch read of some splits of one micro-batch of a stream (``stream_frames.BATCH_KEY``): the splits the
+    JVM stream path leaves to Python, read as :class:`PaimonStreamReader` reads them."""
+
+    def __init__(self, ref: TableRef, schema: StructType, batch: BatchRange):
+        self.stream = PaimonStreamReader(ref, schema)
+        self.batch = batch
+
+    def partitions(self) -> Sequence[InputPartition]:
+        job = self.stream.job
+        splits = job.splits_between(self.batch.start, self.batch.end)
+        chosen = [splits[i] for i in self.batch.positions]
+        ctx = job.context()
+        groups = job.task_groups(chosen) if chosen else [[]]
+        return [PaimonStreamPartition(i, tuple(group), ctx) for i, group in enumerate(groups)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return self.stream.read(partition)
 
 
 def _table_options_only(ref: TableRef) -> TableRef:

@@ -280,10 +280,16 @@ class DataFileWriter:
 
     # ------------------------------------------------------------------------------------------ files
     def write_file(
-        self, state: BucketState, chunk: pa.Table, seq_range: tuple[int, int] | None, changelog: bool = False
+        self,
+        state: BucketState,
+        chunk: pa.Table,
+        seq_range: tuple[int, int] | None,
+        changelog: bool = False,
+        first_row_id: int | None = None,
     ) -> None:
         """One Parquet file of ``chunk``; a changelog file (``changelog``) shares the bucket's name counter, as
-        Java's path factory numbers data and changelog files of one writer alike."""
+        Java's path factory numbers data and changelog files of one writer alike. ``first_row_id``: the id of the
+        chunk's first row (a data-evolution compaction's output, whose rows' ids run on from it)."""
         fileio = self._fileio
         prefix = (
             self._changelog_prefix
@@ -310,6 +316,8 @@ class DataFileWriter:
                 first_row_id=contiguous_first_id(chunk.column(ROW_ID)),
                 value_stats_cols=names if meta.value_stats_cols is None else meta.value_stats_cols,
             )
+        if first_row_id is not None:
+            meta = replace(meta, first_row_id=first_row_id)
         embedded, index_file = self._file_index.write(fileio, chunk, path, self._created)
         if embedded is not None or index_file is not None:
             meta = replace(meta, embedded_index=embedded, extra_files=(index_file,) if index_file else ())

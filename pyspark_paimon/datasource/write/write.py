@@ -258,6 +258,24 @@ class TableWriter:
             state.next_sequence += chunk.num_rows
             files.write_file(state, chunk, (lo, state.next_sequence - 1))
 
+    def write_row_range(
+        self,
+        partition: bytes,
+        partition_values: tuple,
+        bucket: int,
+        total_buckets: int,
+        table: pa.Table,
+        first_row_id: int,
+        sequences: tuple[int, int],
+    ) -> None:
+        """Write the rows of a data-evolution compaction (ids ``first_row_id``, ``first_row_id + 1``, ... in order)
+        as ONE file of all the table's columns (Java forces one output whatever its size, so the file's first row id
+        gives every row its id) with the sequence range ``sequences`` and no stored ``_ROW_ID``."""
+        state = self._buckets.for_level(False, partition, partition_values, bucket, total_buckets, 0, sequences[0])
+        self._files.write_file(
+            state, table.select([f.name for f in self._fields]), sequences, first_row_id=first_row_id
+        )
+
     def write_changelog(
         self, partition: bytes, partition_values: tuple, bucket: int, total_buckets: int, table: pa.Table, level: int
     ) -> None:

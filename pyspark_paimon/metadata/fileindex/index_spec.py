@@ -40,6 +40,7 @@ __all__ = [
     "FileIndexSpec",
     "index_file_name",
     "next_index_file_name",
+    "options_for_columns",
 ]
 
 BLOOM_FILTER = "bloom-filter"
@@ -251,3 +252,22 @@ def _check_options(index_type: str, name: str, opts: Mapping[str, str], table: s
         raise OptionError(
             f"Options 'file-index.bloom-filter.{name}.items' / '.fpp' of {table} are not usable: {e}; {_FIX}."
         ) from None
+
+
+def options_for_columns(options: Mapping[str, str], columns: Sequence[str]) -> dict[str, str]:
+    """``options`` as they apply to a data file holding only ``columns`` (a data-evolution update's file): each
+    ``file-index.<type>.columns`` list keeps the columns the file holds (dropped when none is left), and per-column
+    tuning of the others is dropped, so the file gets the indexes of its own columns and no error for the rest."""
+    held = set(columns)
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        if key.startswith(_PREFIX) and key.endswith(_COLUMNS):
+            kept = [n.strip() for n in str(value).split(",") if _split_nested(n.strip())[0] in held]
+            if kept:
+                out[key] = ",".join(kept)
+            continue
+        parts = key[len(_PREFIX) :].split(".") if key.startswith(_PREFIX) else []
+        if len(parts) == 3 and _split_nested(parts[1])[0] not in held:
+            continue
+        out[key] = value
+    return out

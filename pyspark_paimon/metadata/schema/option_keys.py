@@ -117,7 +117,6 @@ _NO_VARIANT_INFERENCE = (
     "says (else plain), and readers read plain, shredded and inferred files alike"
 )
 _DV_WRITE = "tunes how Java writes deletion vectors; reads decode 32- and 64-bit vectors alike"
-_NO_EVOLUTION = "only for writes of data-evolution tables, which are refused (data-evolution.enabled)"
 _POSTPONE_ESTIMATES = (
     "bucket counts estimated from data sizes are Paimon 2.x's; pyspark-paimon follows Paimon 1.4's rule for "
     "postpone-bucket tables (a partition's existing count, else 'postpone.default-bucket-num')"
@@ -408,20 +407,24 @@ NOT_HONOURED: dict[str, KeyRule] = {
         "orders the id ranges one commit hands out by partition; every row still gets one unique id, and which "
         "range a file gets depends on the order of the commit's files in Java too"
     ),
-    "data-evolution.enabled": _write_refused(
-        "rows are assembled from files that each hold some columns (read here); our writes, compactions and row "
-        "changes do not produce such files",
-        "false",
+    "data-evolution.reassign.skip-contiguous-row-count": _inert(
+        "tunes which row-id runs Java's row-id reassignment (materialize_deletion_vectors) leaves alone"
     ),
-    "data-evolution.reassign.skip-contiguous-row-count": _inert(_NO_EVOLUTION),
-    "data-evolution.row-id-conflict-rewrite.max-size": _inert(_NO_EVOLUTION),
-    "data-evolution.row-sidecar.enabled": _inert(_NO_EVOLUTION),
-    "data-evolution.row-sidecar.max-selected-rows": _inert(_NO_EVOLUTION),
-    "data-evolution.row-sidecar.max-selection-ratio": _inert(_NO_EVOLUTION),
-    "data-evolution.merge-into.file-pruning": _inert(_NO_EVOLUTION),
-    "data-evolution.merge-into.source-persist": _inert(_NO_EVOLUTION),
-    "data-evolution.compaction.rewrite-row-ids": _inert(_NO_EVOLUTION),
-    "blob-compaction.enabled": _inert(_NO_EVOLUTION),
+    "data-evolution.row-id-conflict-rewrite.max-size": _inert(
+        "how much pypaimon rewrites to rebase an update onto a concurrent compaction; an update here that meets "
+        "one is refused at commit (nothing committed) and is run again"
+    ),
+    "data-evolution.row-sidecar.enabled": _write_refused(
+        "row-store sidecar files beside each data file, which writes here do not produce", "false"
+    ),
+    "data-evolution.row-sidecar.max-selected-rows": _inert(_TUNING),
+    "data-evolution.row-sidecar.max-selection-ratio": _inert(_TUNING),
+    "data-evolution.merge-into.file-pruning": _inert(_SPARK),
+    "data-evolution.merge-into.source-persist": _inert(_SPARK),
+    "data-evolution.compaction.rewrite-row-ids": _write_refused(
+        "a legacy switch Java fails on when true: compactions keep every row's id", "false"
+    ),
+    "blob-compaction.enabled": _inert(_NO_BLOB),
     "blob-field": _refused("BLOB columns: their bytes live in separate .blob files"),
     "blob-descriptor-field": _refused("BLOB columns stored as descriptors that point at other files"),
     "blob-view-field": _refused("BLOB columns resolved from other tables at read time"),

@@ -577,6 +577,13 @@ ROW_TRACKING_ENABLED = _option(
     "Row tracking (append tables with bucket -1): each commit numbers its new rows (the files' first row ids, the "
     "snapshot's next row id); reads return the ids with 'read.row-tracking-columns' or $row_tracking.",
 )
+DATA_EVOLUTION_ENABLED = _option(
+    "data-evolution.enabled",
+    BOOLEAN,
+    "false",
+    "Data evolution (needs row tracking): files may hold some columns of existing rows, assembled by row id on "
+    "read; t.write_arrow(mode='update' | 'upsert') writes such files.",
+)
 DELETION_VECTORS_MERGE_ON_READ = _option(
     "deletion-vectors.merge-on-read",
     BOOLEAN,

@@ -37,6 +37,7 @@ from pyspark_paimon.metadata.schema.options import (
     ADD_COLUMN_BEFORE_PARTITION,
     BUCKET,
     BUCKET_KEY,
+    DATA_EVOLUTION_ENABLED,
     DISABLE_ALTER_COLUMN_NULL_TO_NOT_NULL,
     DISABLE_EXPLICIT_TYPE_CASTING,
     FILE_FORMAT,
@@ -394,9 +395,13 @@ def validate_table_schema(schema: TableSchema) -> None:
             raise OptionError(
                 f"Option 'row-tracking.enabled' = 'true' needs 'bucket' = -1 (unaware bucketing), got {bucket}."
             )
-    if str(schema.options.get("data-evolution.enabled", "")).strip().lower() == "true" and not (
-        schema.core_options.get(ROW_TRACKING_ENABLED)
-    ):
+        if schema.has_field("_ROW_ID"):  # Java master reserves it (SpecialFields.SYSTEM_FIELD_NAMES)
+            raise SchemaError(
+                "Column name '_ROW_ID' is the row id of a row-tracking table, not a column; rename it. (Data "
+                "carrying _ROW_ID updates the rows it names with t.write_arrow(data, mode='update') on a "
+                "data-evolution table.)"
+            )
+    if schema.core_options.get(DATA_EVOLUTION_ENABLED) and not schema.core_options.get(ROW_TRACKING_ENABLED):
         raise OptionError("Option 'data-evolution.enabled' = 'true' needs 'row-tracking.enabled' = 'true' too.")
 
     # What Java's file index writer refuses fails when the schema is made, not at the first write; so does a

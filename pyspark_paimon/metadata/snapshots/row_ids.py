@@ -6,7 +6,9 @@ writers never hand out the same id: each new data file written from input rows (
 yet, no stored ``_ROW_ID`` column) gets the next free id range, in commit order, starting at the latest snapshot's
 ``nextRowId``; the new snapshot's ``nextRowId`` is the end of the last range. Those files' sequence numbers become
 the new snapshot's id (Java's case of a new file: every row changed in this snapshot), which is what
-``_SEQUENCE_NUMBER`` reads as. Files of compactions keep what they have. The assignment runs on every commit attempt,
+``_SEQUENCE_NUMBER`` reads as; so do the files of a data-evolution update, which come with their range's first row
+id and sequence numbers 0 (``datasource/write/row_id_update.py``: Java's rule is by sequence number, a new file's
+being 0). Files of compactions keep what they have. The assignment runs on every commit attempt,
 against the snapshot it builds on, so a retried commit renumbers from the newer ``nextRowId``.
 """
 
@@ -31,7 +33,8 @@ class RowIdsAssigned:
 
 def assign_row_ids(entries: Sequence[ManifestEntry], first: int, snapshot_id: int) -> RowIdsAssigned:
     """``entries`` (a commit's delta, in order) with row ids from ``first`` and sequence number ``snapshot_id`` on
-    each new file written from input rows; every other entry unchanged."""
+    each new file written from input rows, and that sequence number on each new file whose sequence numbers are 0;
+    every other entry unchanged."""
     out = []
     start = first
     for e in entries:
@@ -46,5 +49,8 @@ def assign_row_ids(entries: Sequence[ManifestEntry], first: int, snapshot_id: in
             f = replace(f, first_row_id=start, min_sequence_number=snapshot_id, max_sequence_number=snapshot_id)
             start += f.row_count
             e = replace(e, file=f)
+        elif e.kind == KIND_ADD and f.min_sequence_number == 0 and f.max_sequence_number == 0:
+            # A new file of existing rows (an update by row id): every row changed in this snapshot.
+            e = replace(e, file=replace(f, min_sequence_number=snapshot_id, max_sequence_number=snapshot_id))
         out.append(e)
     return RowIdsAssigned(out, start)
