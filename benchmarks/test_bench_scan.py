@@ -15,11 +15,17 @@ default, see ``pushdown_is_safe``).
   oracle_plan.py in a subprocess; the in-process time is in ``extra_info.inproc_median_s``).
 * ``scan d`` - chain read of day N (benchmarks/chain_data.py) with pushdown, without and with a filter on the
   value column ``d`` (~1% of the rows match).
+* ``scan e`` - what selecting 1 of 200 partitions costs in Spark's planner worker, side by side (pushdown on,
+  ``agg(count, sum(id))``): ``alone`` reads a one-partition table holding the same rows as the selected
+  partition, ``part`` selects that partition of a 200-partition table (200 x 1,000 rows, one commit), ``full``
+  reads all of it. The last case prints (t_part - t_alone) / (t_full - t_alone) of the minima: the share of a
+  full scan's own work that selecting one partition costs (issue 40's target: at most 0.1).
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest
@@ -181,3 +187,70 @@ def test_scan_chain_filter(benchmark: Any, spark: SparkSession, chain: ChainData
     benchmark.extra_info.update(
         label=case, rows=chain.rows, baseline=case == "no_value_filter", loadavg=[before, loadavg()]
     )
+
+
+SELECT_PARTITIONS = 200
+SELECT_ROWS = 10_000
+SELECT_ROUNDS = 7
+SELECT_DAY = "d100"
+_selection_minima: dict[str, float] = {}
+
+
+@dataclass
+class SelectionTables:
+    parts_path: str
+    alone_path: str
+
+
+@pytest.fixture(scope="module")
+def selection(tmp_path_factory: pytest.TempPathFactory) -> SelectionTables:
+    import numpy as np
+    import pyarrow as pa
+
+    from pyspark_paimon import Catalog
+
+    catalog = Catalog(str(tmp_path_factory.mktemp("selection_wh")))
+    ids = np.arange(SELECT_PARTITIONS * SELECT_ROWS, dtype=np.int64)
+    days = pa.array([f"d{i:03d}" for i in range(SELECT_PARTITIONS)]).take(pa.array(ids // SELECT_ROWS))
+    data = pa.table({"id": ids, "d": ids * 0.5, "dt": days})
+    parts = catalog.create_table("bench.parts200", "id bigint, d double, dt string", partition_keys=["dt"])
+    parts.write_arrow(data)
+    alone = catalog.create_table("bench.parts1", "id bigint, d double, dt string", partition_keys=["dt"])
+    alone.write_arrow(data.filter(pa.compute.equal(data["dt"], SELECT_DAY)))
+    return SelectionTables(parts.store.table_path, alone.store.table_path)
+
+
+@pytest.mark.parametrize("case", ["alone", "part", "full"])
+def test_scan_partition_selection_cost(
+    benchmark: Any, spark: SparkSession, selection: SelectionTables, case: str
+) -> None:
+    benchmark.group = f"scan e: 1 of {SELECT_PARTITIONS} partitions vs alone vs full (planner worker)"
+    path = selection.alone_path if case == "alone" else selection.parts_path
+
+    def run() -> Any:
+        df = spark.read.format("paimon").load(path)
+        if case == "part":
+            df = df.where(f"dt = '{SELECT_DAY}'")
+        return df.agg(F.count(F.lit(1)), F.sum("id")).collect()[0]
+
+    from pyspark_paimon import register
+
+    before = loadavg()
+    register(spark, pushdown=True)
+    try:  # more rounds than the other groups: the ratio's denominator is a difference of two small times
+        got = benchmark.pedantic(run, rounds=SELECT_ROUNDS, warmup_rounds=1, iterations=1)
+    finally:
+        register(spark)
+    rows = SELECT_PARTITIONS * SELECT_ROWS if case == "full" else SELECT_ROWS
+    assert got[0] == rows, f"{case}: {got}"
+    _selection_minima[case] = benchmark.stats.stats.min
+    extra: dict[str, Any] = {}
+    if len(_selection_minima) == 3:
+        m = _selection_minima
+        ratio = (m["part"] - m["alone"]) / (m["full"] - m["alone"])
+        extra["ratio_part_over_full"] = round(ratio, 3)
+        print(
+            f"\n[scan e] alone {m['alone']:.3f} s, part {m['part']:.3f} s, full {m['full']:.3f} s: "
+            f"(t_part - t_alone) / (t_full - t_alone) = {ratio:.3f}"
+        )
+    benchmark.extra_info.update(label=case, baseline=case == "alone", loadavg=[before, loadavg()], **extra)

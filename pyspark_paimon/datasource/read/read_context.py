@@ -36,7 +36,15 @@ if TYPE_CHECKING:  # pragma: no cover - types only: executors unpickling a conte
     from pyspark_paimon.metadata.store import FileStore
     from pyspark_paimon.planner.read_plan import PlannedRead
 
-__all__ = ["ReadColumns", "ReadContext", "ReadMetrics", "referenced_columns", "ROW_KIND_FIELD", "row_kind_names"]
+__all__ = [
+    "DeferredResidual",
+    "ReadColumns",
+    "ReadContext",
+    "ReadMetrics",
+    "referenced_columns",
+    "ROW_KIND_FIELD",
+    "row_kind_names",
+]
 
 #: The leading column of reads with row kinds (``$audit_log``, ``$binlog``): Paimon's ``rowkind``.
 ROW_KIND_FIELD = pa.field(ROW_KIND_COLUMN, pa.string())
@@ -75,6 +83,47 @@ class ReadMetrics:
 
 
 @dataclass(frozen=True)
+class DeferredResidual:
+    """A planned read's residual filter before it is an Arrow expression: the accepted filters and the load-time
+    selection, typed by ``schema``. Building an Arrow expression turns its literals into Arrow scalars, and
+    pyarrow's first scalar imports pandas (0.3 s and more in a cold process); so Spark's planner worker, which
+    only plans and pickles the context, never builds it: the executors (or an in-process read) do, on first use."""
+
+    filters: tuple[Leaf, ...]
+    selection: Any  # a planner.selection tree, or None
+    schema: pa.Schema
+
+    def build(self) -> pc.Expression | None:
+        parts = [
+            e
+            for e in (
+                to_arrow_expression(list(self.filters), self.schema) if self.filters else None,
+                tree_expression(self.selection, self.schema) if self.selection is not None else None,
+            )
+            if e is not None
+        ]
+        return parts[0] if len(parts) == 1 else (parts[0] & parts[1]) if parts else None
+
+
+class _ResidualField:
+    """The ``residual`` field of :class:`ReadContext`: an Arrow expression, None, or a :class:`DeferredResidual`
+    that becomes the expression when first read (the built expression replaces it, and is what a pickle of the
+    context carries from then on)."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> pc.Expression | None:
+        if obj is None:
+            return None  # the dataclass default
+        value = obj.__dict__.get("_residual")
+        if isinstance(value, DeferredResidual):
+            value = value.build()
+            obj.__dict__["_residual"] = value
+        return value
+
+    def __set__(self, obj: Any, value: "pc.Expression | DeferredResidual | None") -> None:
+        obj.__dict__["_residual"] = value
+
+
+@dataclass(frozen=True)
 class ReadContext:
     """Everything an executor needs to read splits of one table scan (picklable).
 
@@ -93,7 +142,7 @@ class ReadContext:
     branch: str = "main"
     options: dict[str, str] = field(default_factory=dict)
     read_fields: tuple[str, ...] | None = None
-    residual: pc.Expression | None = None
+    residual: _ResidualField = _ResidualField()  # an Arrow expression (None: no filter), built lazily by for_plan
     batch_size: int = 65536
     # The pruning predicate (every output row satisfies it): raw reads skip Parquet row groups whose
     # statistics prove no row matches. The exact ``residual`` still runs afterwards.
@@ -132,16 +181,11 @@ class ReadContext:
         if selection is not None and tree_columns(selection) <= set(schema.partition_keys):
             selection = None  # partitions were selected exactly by it: every row of them satisfies it
         derived = tuple(variant_gets(tree_columns(selection), schema.fields)) if selection is not None else ()
-        arrow_schema = residual_schema(schema, derived)
-        parts = [
-            e
-            for e in (
-                to_arrow_expression(list(exact_filters), arrow_schema) if exact_filters else None,
-                tree_expression(selection, arrow_schema) if selection is not None else None,
-            )
-            if e is not None
-        ]
-        residual = parts[0] if len(parts) == 1 else (parts[0] & parts[1]) if parts else None
+        residual = (
+            DeferredResidual(tuple(exact_filters), selection, residual_schema(schema, derived))
+            if exact_filters or selection is not None
+            else None
+        )
         return cls(
             fileio=store.fileio,
             table_path=store.table_path,
