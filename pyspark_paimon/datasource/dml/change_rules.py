@@ -20,7 +20,7 @@ from pyspark_paimon.metadata.schema.options import (
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     WRITE_ONLY,
 )
-from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled, row_tracking_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.split import DataSplit
@@ -108,11 +108,20 @@ def writes_vectors(schema: TableSchema) -> bool:
 def refuse_foreign(kind: str, store: FileStore) -> None:
     """Refuse changes to rows that are not the branch's own (a fallback or chain read), or whose ids a rewrite
     would lose (row-tracking tables: a rewritten row would get a new ``_ROW_ID``)."""
-    if row_tracking_enabled(store.schema().options):
+    options = store.schema().options
+    if data_evolution_enabled(options):
+        raise DmlError(
+            f"Table {store.table_path} is a data-evolution table ('data-evolution.enabled'): t.update changes its "
+            "rows by _ROW_ID, but a delete, or a merge that deletes rows, needs deletion vectors on such a table "
+            "(Paimon master refuses it without 'deletion-vectors.enabled'), which pyspark-paimon does not write "
+            "there yet. Update the rows instead (t.update, or t.write_arrow(..., mode='update' | 'upsert')), or "
+            "delete them with Paimon."
+        )
+    if row_tracking_enabled(options):
         raise DmlError(
             f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a delete, update or merge must keep "
-            "every surviving row's _ROW_ID, which pyspark-paimon's changes do not do yet. Change its rows with "
-            "Paimon (Spark SQL or pypaimon's update by row id)."
+            "every surviving row's _ROW_ID, which pyspark-paimon's changes do not do yet on tables without "
+            "'data-evolution.enabled'. Change its rows with Paimon (Spark SQL)."
         )
     if kind != "plain":
         raise DmlError(
