@@ -76,3 +76,31 @@ def test_delete_stays_refused_with_the_reason(table: Table) -> None:
     with pytest.raises(DmlError, match="deletion-vectors.enabled"):
         table.delete("id = 1")
     assert len(_by_row_id(table)) == 5
+
+
+def test_merge_updates_matched_rows_by_row_id_and_appends_new_ones(table: Table) -> None:
+    before = _by_row_id(table)
+    source = pa.table({"id": pa.array([3, 4, 9], pa.int32()), "dt": ["a", "b", "c"], "v": ["m3", "m4", "m9"]})
+    result = (
+        table.merge(source, on=["id", "dt"])
+        .when_matched_update({"v": "source.v", "N": "target.n + 1"})
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (result.updated, result.inserted, result.deleted) == (2, 1, 0)
+    after = _by_row_id(table)
+    assert set(after) == {*before, 5}  # old rows keep their ids; the new row gets the next one
+    for rid, row in before.items():
+        hit = row["id"] in (3, 4)
+        assert after[rid]["v"] == ("m" + str(row["id"]) if hit else row["v"])
+        assert after[rid]["n"] == (row["n"] + 1 if hit else row["n"])
+    assert after[5] == {"id": 9, "dt": "c", "v": "m9", "n": None, "_SEQUENCE_NUMBER": 3}
+    snapshot = table.refresh().latest_snapshot()
+    assert snapshot is not None and snapshot.id == 3 and snapshot.next_row_id == 6  # one commit
+
+
+def test_merge_that_deletes_is_refused_before_writing(table: Table) -> None:
+    source = pa.table({"id": pa.array([3], pa.int32()), "dt": ["a"], "v": ["m3"]})
+    with pytest.raises(DmlError, match="deletion-vectors.enabled"):
+        table.merge(source, on="id").when_matched_delete().execute()
+    assert table.refresh().latest_snapshot().id == 2  # type: ignore[union-attr]
