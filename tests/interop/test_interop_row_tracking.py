@@ -87,7 +87,23 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
     )
     upsert = _rows([[2, "a", "B", 22.0], [9, "b", "new", 9.0]]).append_column("extra", pa.array(["u", "n"]))
     written.refresh().write_arrow(upsert, mode="upsert", on="id")
+    # Our DML on a data-evolution table: an update and a merge, by _ROW_ID (the merge also appends a new row).
+    dml = catalog.create_table(
+        "db.de_dml",
+        "id int, dt string, name string, score double",
+        partition_keys=["dt"],
+        options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"},
+    )
+    dml.write_arrow(_rows(FIRST))
+    dml.refresh().write_arrow(_rows(SECOND))
+    dml.refresh().update({"score": "score * 10"}, "id >= 3")
+    source = _rows([[2, "a", "M2", 0.0], [7, "b", "M7", 7.0]])
+    dml.refresh().merge(source, on=["id", "dt"]).when_matched_update(
+        {"name": "source.name"}
+    ).when_not_matched_insert_all().execute()
     b = OracleBatch(module_warehouse)
+    b.read("de_dml", "db.de_dml", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+    b.read("de_dml_rust", "db.de_dml", impls=("rust",))
     de_columns = ["id", "dt", "name", "score", "extra", *HIDDEN]
     b.read("de_ours", "db.de_ours", impls=("pypaimon",), projection=de_columns)
     b.read("de_ours_rust", "db.de_ours", impls=("rust",))
@@ -221,6 +237,23 @@ def test_pypaimon_reads_our_data_evolution_writes(batch: OracleBatch, module_war
         5: (9, "new", 9.0, "n"),  # a new key: appended with the next id
     }
     assert {i: r["_SEQUENCE_NUMBER"] for i, r in rows.items()} == {0: 5, 1: 5, 2: 1, 3: 3, 4: 4, 5: 5}
+
+
+def test_oracles_read_our_dml_of_a_data_evolution_table(batch: OracleBatch, module_warehouse: str) -> None:
+    ours = _ours(module_warehouse, "de_dml")
+    assert_same_table(batch.tables["de_dml"]["pypaimon"].select(ours.column_names), ours, "de_dml by pypaimon")
+    assert_same_table(batch.tables["de_dml_rust"]["rust"], ours.drop_columns(HIDDEN), "de_dml by rust")
+    rows = {r["_ROW_ID"]: (r["id"], r["name"], r["score"], r["_SEQUENCE_NUMBER"]) for r in ours.to_pylist()}
+    # Derived by hand: partition a holds ids 0 (id 1), 1 (id 2), 3 (id 4); b holds 2 (id 3), 4 (id 5). The update
+    # (snapshot 3) rewrites the score of ranges 2-2, 3-3 and 4-4; the merge (4) the name of range 0-1 and appends 5.
+    assert rows == {
+        0: (1, "a", 1.0, 4),
+        1: (2, "M2", 2.0, 4),
+        2: (3, "c", 30.0, 3),
+        3: (4, "d", 40.0, 3),
+        4: (5, "e", 50.0, 3),
+        5: (7, "M7", 7.0, 4),
+    }
 
 
 def test_we_read_pypaimons_update_of_our_table(batch: OracleBatch, module_warehouse: str) -> None:

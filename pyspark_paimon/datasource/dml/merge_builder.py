@@ -105,6 +105,10 @@ class MergeBuilder:
     def execute(self) -> MergeResult:
         """Run the clauses as ONE commit on the target's branch; returns the snapshot committed and the rows
         inserted, updated and deleted. A source holding one key twice is refused before anything is written."""
+        return self.run()
+
+    def run(self) -> MergeResult:
+        """:meth:`execute` without recording it as an operation (a Spark merge that runs as an Arrow one)."""
         store, source = self._store, self._source
         schema = store.schema()
         on, src_on = self._checked_keys(schema)
