@@ -14,6 +14,7 @@ import pytest
 
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.errors import DmlError
+from pyspark_paimon.metadata.fileindex.container import FileIndexContainer
 from pyspark_paimon.metadata.manifests.manifest import KIND_ADD
 
 TRACKED = {"read.row-tracking-columns": "true"}
@@ -104,3 +105,21 @@ def test_merge_that_deletes_is_refused_before_writing(table: Table) -> None:
     with pytest.raises(DmlError, match="deletion-vectors.enabled"):
         table.merge(source, on="id").when_matched_delete().execute()
     assert table.refresh().latest_snapshot().id == 2  # type: ignore[union-attr]
+
+
+def test_rewrite_file_index_indexes_a_partial_file_on_its_own_columns(table: Table) -> None:
+    table.update({"n": "n + 1"}, "id = 1")  # a file of column n for row-id range 0-1
+    table.refresh().update_schema().set_options(
+        {"file-index.bitmap.columns": "v,n", "file-index.in-manifest-threshold": "1 mb"}
+    ).commit()
+    assert table.refresh().maintenance.rewrite_file_index().files == 5
+    t = table.refresh()
+    snapshot = t.latest_snapshot()
+    assert snapshot is not None
+    slots = {}
+    for e in t.store.live_entries(snapshot):
+        assert e.file.embedded_index is not None
+        slots[e.file.write_cols] = set(FileIndexContainer.parse(e.file.embedded_index, e.file.file_name).slots)
+    assert slots == {None: {"v", "n"}, ("n",): {"n"}}  # the partial file holds no v, so has no index of it
+    assert [r["id"] for r in t.scan(filter="v = 'x3'").to_arrow().to_pylist()] == [3]
+    assert [r["n"] for r in t.scan(filter="n = 11").to_arrow().to_pylist()] == [11]
