@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.errors import CompactionError, DmlError, OptionError
+from pyspark_paimon.errors import CompactionError, OptionError
 from tests.interop.helpers import OracleBatch, assert_same_table, ours_spark, table_uri
 
 pytestmark = pytest.mark.interop
@@ -101,7 +101,26 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
     dml.refresh().merge(source, on=["id", "dt"]).when_matched_update(
         {"name": "source.name"}
     ).when_not_matched_insert_all().execute()
+    # Our DML on row-tracking tables (copy-on-write and deletion vectors): a delete, an update, a merge.
+    for name, dv in (("rt_dml", "false"), ("rt_dml_dv", "true")):
+        t = catalog.create_table(
+            f"db.{name}",
+            "id int, dt string, name string, score double",
+            partition_keys=["dt"],
+            options={"row-tracking.enabled": "true", "deletion-vectors.enabled": dv},
+        )
+        t.write_arrow(_rows(FIRST))
+        t.refresh().write_arrow(_rows(SECOND))
+        t.refresh().delete("id = 1")
+        t.refresh().update({"score": "score + 0.5"}, "id = 4")
+        merge_source = _rows([[2, "a", "M2", 2.0], [8, "b", "h", 8.0]])
+        t.refresh().merge(merge_source, on="id").when_matched_update(
+            {"name": "source.name"}
+        ).when_not_matched_insert_all().execute()
     b = OracleBatch(module_warehouse)
+    for name in ("rt_dml", "rt_dml_dv"):
+        b.read(name, f"db.{name}", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+        b.read(f"{name}_rust", f"db.{name}", impls=("rust",))
     b.read("de_dml", "db.de_dml", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
     b.read("de_dml_rust", "db.de_dml", impls=("rust",))
     de_columns = ["id", "dt", "name", "score", "extra", *HIDDEN]
@@ -256,6 +275,23 @@ def test_oracles_read_our_dml_of_a_data_evolution_table(batch: OracleBatch, modu
     }
 
 
+@pytest.mark.parametrize("name", ["rt_dml", "rt_dml_dv"])
+def test_oracles_read_our_dml_of_a_row_tracking_table(batch: OracleBatch, module_warehouse: str, name: str) -> None:
+    ours = _ours(module_warehouse, name)
+    assert_same_table(batch.tables[name]["pypaimon"].select(ours.column_names), ours, f"{name} by pypaimon")
+    assert_same_table(batch.tables[f"{name}_rust"]["rust"], ours.drop_columns(HIDDEN), f"{name} by rust")
+    rows = {r["_ROW_ID"]: (r["id"], r["name"], r["score"], r["_SEQUENCE_NUMBER"]) for r in ours.to_pylist()}
+    # Derived by hand: ids 0 (id 1), 1 (id 2), 3 (id 4) in partition a; 2 (id 3), 4 (id 5) in b. The delete is
+    # snapshot 3, the update (id 4) 4, the merge (id 2 updated, id 8 new: id 5) 5; every other row keeps its own.
+    assert rows == {
+        1: (2, "M2", 2.0, 5),
+        2: (3, "c", 3.0, 1),
+        3: (4, "d", 4.5, 4),
+        4: (5, "e", 5.0, 2),
+        5: (8, "h", 8.0, 5),
+    }
+
+
 def test_we_read_pypaimons_update_of_our_table(batch: OracleBatch, module_warehouse: str) -> None:
     ours = _ours(module_warehouse, "de_ours")
     assert_same_table(batch.tables["de_ours_after"]["pypaimon"].select(ours.column_names), ours, "de_ours after")
@@ -270,8 +306,6 @@ def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
     with pytest.raises(OptionError, match="data-evolution.enabled"):
         evolved.diff(1, 3)
     tracked = Table.open(table_uri(module_warehouse, "db.tracked"))
-    with pytest.raises(DmlError, match="tracks rows"):
-        tracked.delete("id = 1")
     with pytest.raises(CompactionError, match="tracks rows"):
         tracked.maintenance.compact(order_strategy="zorder", order_by=["id", "score"])
     with pytest.raises(OptionError, match="does not track rows"):

@@ -105,23 +105,24 @@ def writes_vectors(schema: TableSchema) -> bool:
     return not schema.primary_keys and schema.core_options.deletion_vectors_enabled
 
 
-def refuse_foreign(kind: str, store: FileStore) -> None:
-    """Refuse changes to rows that are not the branch's own (a fallback or chain read), or whose ids a rewrite
-    would lose (row-tracking tables: a rewritten row would get a new ``_ROW_ID``)."""
+def refuse_foreign(kind: str, store: FileStore, *, keeps_ids: bool = False) -> None:
+    """Refuse changes to rows that are not the branch's own (a fallback or chain read), and changes of a
+    row-tracking table by a path that would give rewritten rows new ids (``keeps_ids``: the Arrow DML keeps them,
+    ``tracked_rewrite``; a data-evolution table changes rows by id, ``row_id_dml``, and cannot delete them)."""
     options = store.schema().options
     if data_evolution_enabled(options):
         raise DmlError(
-            f"Table {store.table_path} is a data-evolution table ('data-evolution.enabled'): t.update changes its "
-            "rows by _ROW_ID, but a delete, or a merge that deletes rows, needs deletion vectors on such a table "
-            "(Paimon master refuses it without 'deletion-vectors.enabled'), which pyspark-paimon does not write "
-            "there yet. Update the rows instead (t.update, or t.write_arrow(..., mode='update' | 'upsert')), or "
-            "delete them with Paimon."
+            f"Table {store.table_path} is a data-evolution table ('data-evolution.enabled'): t.update and a merge's "
+            "updates and inserts change its rows by _ROW_ID, but a delete, or a merge that deletes rows, needs "
+            "deletion vectors on such a table (Paimon master refuses it without 'deletion-vectors.enabled'), which "
+            "pyspark-paimon does not write there yet. Update the rows instead (t.update, or "
+            "t.write_arrow(..., mode='update' | 'upsert')), or delete them with Paimon."
         )
-    if row_tracking_enabled(options):
+    if row_tracking_enabled(options) and not keeps_ids:
         raise DmlError(
-            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a delete, update or merge must keep "
-            "every surviving row's _ROW_ID, which pyspark-paimon's changes do not do yet on tables without "
-            "'data-evolution.enabled'. Change its rows with Paimon (Spark SQL)."
+            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a change must keep every surviving "
+            "row's _ROW_ID, which a merge whose source is a Spark DataFrame does not do yet. Merge an Arrow source "
+            "(t.merge(source_df.toArrow(), on=...)); t.delete and t.update keep the ids."
         )
     if kind != "plain":
         raise DmlError(
