@@ -97,9 +97,12 @@ def test_a_spark_merge_reads_only_what_its_source_keys_can_touch(spark: Any, cat
     assert dict(zip(*[pk.scan().to_arrow().column(c).to_pylist() for c in ("id", "v")]))[7] == 70
 
 
-def test_a_spark_source_merges_a_data_evolution_table_by_row_id(spark: Any, catalog: Catalog) -> None:
-    evolution = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
-    by_spark, by_arrow = _make(catalog, "s_de", False, **evolution), _make(catalog, "a_de", False, **evolution)
+@pytest.mark.parametrize("evolution", [True, False], ids=["data-evolution", "row-tracking"])
+def test_a_spark_source_merges_a_row_tracking_table_keeping_ids(spark: Any, catalog: Catalog, evolution: bool) -> None:
+    """Data evolution: by _ROW_ID; row tracking alone: copy-on-write keeping the ids (both planned in the driver)."""
+    options = {"row-tracking.enabled": "true", "data-evolution.enabled": str(evolution).lower()}
+    name = "de" if evolution else "rt"
+    by_spark, by_arrow = _make(catalog, f"s_{name}", False, **options), _make(catalog, f"a_{name}", False, **options)
 
     def merge(t: Table, source: Any) -> Any:
         return (

@@ -20,7 +20,7 @@ from pyspark_paimon.metadata.schema.options import (
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     WRITE_ONLY,
 )
-from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled, row_tracking_enabled
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.split import DataSplit
@@ -105,10 +105,9 @@ def writes_vectors(schema: TableSchema) -> bool:
     return not schema.primary_keys and schema.core_options.deletion_vectors_enabled
 
 
-def refuse_foreign(kind: str, store: FileStore, *, keeps_ids: bool = False) -> None:
-    """Refuse changes to rows that are not the branch's own (a fallback or chain read), and changes of a
-    row-tracking table by a path that would give rewritten rows new ids (``keeps_ids``: the Arrow DML keeps them,
-    ``tracked_rewrite``; a data-evolution table changes rows by id, ``row_id_dml``, and cannot delete them)."""
+def refuse_foreign(kind: str, store: FileStore) -> None:
+    """Refuse changes to rows that are not the branch's own (a fallback or chain read), and deletes of a
+    data-evolution table (which changes rows by id, ``row_id_dml``, and would need deletion vectors to delete)."""
     options = store.schema().options
     if data_evolution_enabled(options):
         raise DmlError(
@@ -117,12 +116,6 @@ def refuse_foreign(kind: str, store: FileStore, *, keeps_ids: bool = False) -> N
             "deletion vectors on such a table (Paimon master refuses it without 'deletion-vectors.enabled'), which "
             "pyspark-paimon does not write there yet. Update the rows instead (t.update, or "
             "t.write_arrow(..., mode='update' | 'upsert')), or delete them with Paimon."
-        )
-    if row_tracking_enabled(options) and not keeps_ids:
-        raise DmlError(
-            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a change must keep every surviving "
-            "row's _ROW_ID, which a merge whose source is a Spark DataFrame does not do yet. Merge an Arrow source "
-            "(t.merge(source_df.toArrow(), on=...)); t.delete and t.update keep the ids."
         )
     if kind != "plain":
         raise DmlError(

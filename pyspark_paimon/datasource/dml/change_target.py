@@ -65,14 +65,14 @@ def load_target(store: FileStore, schema: TableSchema, filter_text: str | None, 
     if schema.primary_keys:
         opts = ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {})
         job = prepare_read(store, opts, leaves)
-        refuse_foreign(job.planned.kind, store, keeps_ids=True)
+        refuse_foreign(job.planned.kind, store)
         return Target(
             job.to_arrow(), snapshot=job.plan.snapshot, files_read=job.plan.counters.files_selected, pruned_by=leaves
         )
     # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which its rewrite keeps.
     tracked = {READ_COLUMNS_KEY: "true"} if row_tracking_enabled(schema.options) else {}
     planned = plan_read(store, ReadOptions.from_options(tracked), leaves)
-    refuse_foreign(planned.kind, store, keeps_ids=True)
+    refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
     ctx = ReadContext.for_plan(store, replace(planned, predicate=(), selection=None))
     vectors = writes_vectors(schema)

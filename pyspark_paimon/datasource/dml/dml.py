@@ -106,7 +106,7 @@ def _delete_files(store: FileStore, filter_text: str | None) -> MergeResult | No
     without being read (as Java drops the partitions), in one OVERWRITE commit of DELETE entries. Files written
     concurrently into those partitions are not removed; a concurrent removal of one of ours fails the commit."""
     planned = plan_read(store, ReadOptions.from_options({FILTER_KEY: filter_text} if filter_text else {}))
-    refuse_foreign(planned.kind, store, keeps_ids=True)
+    refuse_foreign(planned.kind, store)
     old: dict[tuple[bytes, int, int], list[DataFileMeta]] = defaultdict(list)
     rows = 0
     for split in planned.plan.splits:
