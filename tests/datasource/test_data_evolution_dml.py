@@ -21,12 +21,12 @@ TRACKED = {"read.row-tracking-columns": "true"}
 EVOLUTION = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
 
 
-@pytest.fixture
-def table(tmp_path: Path) -> Table:
-    """Partition a: row ids 0 (id 1), 1 (id 3) then 3 (id 5); partition b: 2 (id 2) then 4 (id 4)."""
+def _make(tmp_path: Path, **options: str) -> Table:
     catalog = Catalog(str(tmp_path))
     catalog.create_database("db")
-    t = catalog.create_table("db.t", "id int, dt string, v string, n bigint", partition_keys=["dt"], options=EVOLUTION)
+    t = catalog.create_table(
+        "db.t", "id int, dt string, v string, n bigint", partition_keys=["dt"], options={**EVOLUTION, **options}
+    )
     t.write_arrow(
         pa.table(
             {"id": pa.array([1, 3, 2], pa.int32()), "dt": ["a", "a", "b"], "v": ["x1", "x3", "x2"], "n": [10, 30, 20]}
@@ -36,6 +36,12 @@ def table(tmp_path: Path) -> Table:
         pa.table({"id": pa.array([5, 4], pa.int32()), "dt": ["a", "b"], "v": ["x5", "x4"], "n": [50, 40]})
     )
     return t.refresh()
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Table:
+    """Partition a: row ids 0 (id 1), 1 (id 3) then 3 (id 5); partition b: 2 (id 2) then 4 (id 4)."""
+    return _make(tmp_path)
 
 
 def _by_row_id(t: Table) -> dict[int, dict[str, Any]]:
@@ -123,3 +129,31 @@ def test_rewrite_file_index_indexes_a_partial_file_on_its_own_columns(table: Tab
     assert slots == {None: {"v", "n"}, ("n",): {"n"}}  # the partial file holds no v, so has no index of it
     assert [r["id"] for r in t.scan(filter="v = 'x3'").to_arrow().to_pylist()] == [3]
     assert [r["n"] for r in t.scan(filter="n = 11").to_arrow().to_pylist()] == [11]
+
+
+def test_with_deletion_vectors_delete_and_merge_delete_by_vectors_keeping_ids(tmp_path: Path) -> None:
+    t = _make(tmp_path, **{"deletion-vectors.enabled": "true"})
+    before = _by_row_id(t)
+    t.update({"v": "'u'"}, "id = 3")  # a file of column v for range 0-1: the vector still goes to the oldest file
+    result = t.refresh().delete("id in (1, 4)")
+    assert result.deleted == 2 and result.vectors_written == 2 and result.snapshot_id == 4
+    after = _by_row_id(t)
+    assert sorted(after) == [1, 2, 3]
+    assert {r: after[r]["id"] for r in after} == {r: before[r]["id"] for r in after}
+    assert after[1]["v"] == "u"
+    source = pa.table({"id": pa.array([2, 5, 7], pa.int32()), "dt": ["b", "a", "a"], "v": ["m2", "del", "m7"]})
+    merged = (
+        t.refresh()
+        .merge(source, on=["id", "dt"])
+        .when_matched_delete("source.v = 'del'")
+        .when_matched_update({"v": "source.v"})
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (merged.updated, merged.deleted, merged.inserted) == (1, 1, 1)
+    final = _by_row_id(t)
+    assert {r: (v["id"], v["v"]) for r, v in final.items()} == {1: (3, "u"), 2: (2, "m2"), 5: (7, "m7")}
+    assert t.refresh().latest_snapshot().id == 5  # type: ignore[union-attr]
+    # A compaction applies the vectors and keeps the ids.
+    t.refresh().maintenance.compact(full=True)
+    assert {r: (v["id"], v["v"]) for r, v in _by_row_id(t).items()} == {1: (3, "u"), 2: (2, "m2"), 5: (7, "m7")}

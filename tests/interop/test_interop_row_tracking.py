@@ -117,8 +117,23 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
         t.refresh().merge(merge_source, on="id").when_matched_update(
             {"name": "source.name"}
         ).when_not_matched_insert_all().execute()
+    # With deletion vectors a data-evolution table takes deletes too (vectors on each range's oldest file).
+    dv = catalog.create_table(
+        "db.de_dml_dv",
+        "id int, dt string, name string, score double",
+        partition_keys=["dt"],
+        options={"row-tracking.enabled": "true", "data-evolution.enabled": "true", "deletion-vectors.enabled": "true"},
+    )
+    dv.write_arrow(_rows(FIRST))
+    dv.refresh().write_arrow(_rows(SECOND))
+    dv.refresh().update({"name": "upper(name)"}, "id <= 2")
+    dv.refresh().delete("id = 1 or id = 5")
+    dv_source = _rows([[2, "a", "gone", 0.0], [4, "a", "M4", 44.0], [6, "b", "n6", 6.0]])
+    dv.refresh().merge(dv_source, on=["id", "dt"]).when_matched_delete("source.name = 'gone'").when_matched_update(
+        {"score": "source.score"}
+    ).when_not_matched_insert_all().execute()
     b = OracleBatch(module_warehouse)
-    for name in ("rt_dml", "rt_dml_dv"):
+    for name in ("rt_dml", "rt_dml_dv", "de_dml_dv"):
         b.read(name, f"db.{name}", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
         b.read(f"{name}_rust", f"db.{name}", impls=("rust",))
     b.read("de_dml", "db.de_dml", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
@@ -290,6 +305,17 @@ def test_oracles_read_our_dml_of_a_row_tracking_table(batch: OracleBatch, module
         4: (5, "e", 5.0, 2),
         5: (8, "h", 8.0, 5),
     }
+
+
+def test_oracles_read_our_deletes_of_a_data_evolution_table(batch: OracleBatch, module_warehouse: str) -> None:
+    ours = _ours(module_warehouse, "de_dml_dv")
+    pypaimon = batch.tables["de_dml_dv"]["pypaimon"].select(ours.column_names)
+    assert_same_table(pypaimon, ours, "de_dml_dv by pypaimon")
+    assert_same_table(batch.tables["de_dml_dv_rust"]["rust"], ours.drop_columns(HIDDEN), "de_dml_dv by rust")
+    rows = {r["_ROW_ID"]: (r["id"], r["name"], r["score"]) for r in ours.to_pylist()}
+    # Derived by hand: ids 0 (id 1), 1 (id 2), 3 (id 4) in partition a; 2 (id 3), 4 (id 5) in b. The delete drops
+    # row ids 0 and 4, the merge row id 1 (id 2), updates row id 3 and appends id 6 as row id 5.
+    assert rows == {2: (3, "c", 3.0), 3: (4, "d", 44.0), 5: (6, "n6", 6.0)}
 
 
 def test_we_read_pypaimons_update_of_our_table(batch: OracleBatch, module_warehouse: str) -> None:

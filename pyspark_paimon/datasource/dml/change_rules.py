@@ -113,9 +113,8 @@ def refuse_foreign(kind: str, store: FileStore) -> None:
         raise DmlError(
             f"Table {store.table_path} is a data-evolution table ('data-evolution.enabled'): t.update and a merge's "
             "updates and inserts change its rows by _ROW_ID, but a delete, or a merge that deletes rows, needs "
-            "deletion vectors on such a table (Paimon master refuses it without 'deletion-vectors.enabled'), which "
-            "pyspark-paimon does not write there yet. Update the rows instead (t.update, or "
-            "t.write_arrow(..., mode='update' | 'upsert')), or delete them with Paimon."
+            "deletion vectors on such a table (Paimon master refuses it without 'deletion-vectors.enabled'). Update "
+            "the rows instead, or delete them in a table created with 'deletion-vectors.enabled' = 'true'."
         )
     if kind != "plain":
         raise DmlError(

@@ -50,7 +50,7 @@ from pyspark_paimon.datasource.dml.change_rules import (
     writes_vectors,
 )
 from pyspark_paimon.datasource.dml.change_target import Target, load_target
-from pyspark_paimon.datasource.dml.row_id_dml import update_by_row_ids
+from pyspark_paimon.datasource.dml.row_id_dml import delete_by_row_ids, update_by_row_ids
 from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, parse_expression
 from pyspark_paimon.datasource.dml.stale_reads import replanned
 from pyspark_paimon.datasource.jobs import prepare_write
@@ -86,6 +86,10 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
     text = None if filter_text.strip().lower() == "true" else filter_text
     if text is not None:
         parse_filter(text, schema, label=DELETE_FILTER)  # errors name the delete's filter, not a read option
+    if data_evolution_enabled(schema.options):  # by deletion vectors on the rows' ranges, as Paimon master does
+        if not schema.core_options.deletion_vectors_enabled:
+            refuse_foreign("plain", store)  # names Java's rule and the way out
+        return delete_by_row_ids(store, text)
     if not schema.primary_keys and (
         text is None or tree_columns(parse_filter(text, schema)) <= set(schema.partition_keys)
     ):

@@ -139,25 +139,28 @@ class MergeBuilder:
         self, schema: TableSchema, keyed_source: pa.Table, on: list[str], prune: list[Any]
     ) -> MergeResult:
         """A data-evolution table (``row_id_dml``): matched updates write their assigned columns by ``_ROW_ID``,
-        unmatched source rows are appended with new ids, one commit; deletes are refused (Java needs deletion
-        vectors there)."""
-        if any(c.action == "delete" for c in [*self._matched, *self._by_source]):
+        deletes are deletion vectors (refused without ``deletion-vectors.enabled``, as Java), unmatched source rows
+        are appended with new ids, one commit."""
+        deletes = any(c.action == "delete" for c in [*self._matched, *self._by_source])
+        if deletes and not schema.core_options.deletion_vectors_enabled:
             refuse_foreign("plain", self._store)  # names the data-evolution rule and the way out
         read = read_with_row_ids(self._store, None, prune)
         t_idx, s_idx = _join(read.rows, keyed_source, on)
         deleted, updated, new_rows, inserts = self.decide(schema, read.rows, self._source, t_idx, s_idx)
-        assert not deleted.any()
         src = self._source.take(pa.array(s_idx))
         table = self._store.table_path
         assigned = {
             c for k in self._matched for c in check_assigned(schema, table, list(self._assignments(schema, k, src)))
         }
         columns = {c: new_rows.column(c) for c in schema.field_names if c in assigned} if new_rows is not None else {}
-        snapshot = commit_by_row_ids(self._store, read, updated, columns, inserts)
+        snapshot, vectors = commit_by_row_ids(self._store, read, updated & ~deleted, columns, inserts, deleted)
+        done = snapshot is not None
         return MergeResult(
-            inserted=inserts.num_rows if inserts is not None and snapshot is not None else 0,
-            updated=int(updated.sum()) if snapshot is not None else 0,
+            inserted=inserts.num_rows if inserts is not None and done else 0,
+            updated=int((updated & ~deleted).sum()) if done else 0,
+            deleted=int(deleted.sum()) if done else 0,
             snapshot_id=snapshot.id if snapshot is not None else None,
+            vectors_written=vectors,
             files_read=read.files_read,
         )
 
