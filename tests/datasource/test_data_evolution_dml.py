@@ -1,7 +1,7 @@
 """Row-level DML on data-evolution tables (issue 36): ``t.update`` writes the changed columns of the matched rows by
 ``_ROW_ID`` (Paimon master's ``UpdatePaimonDataEvolutionTableCommand``), so every row keeps its id, in one commit;
-deletes stay refused with the reason (Paimon master needs deletion vectors there). pypaimon reading the result is
-``tests/interop/test_interop_row_tracking.py``.
+deletes write deletion vectors, refused without ``deletion-vectors.enabled`` as Paimon master refuses them.
+pypaimon reading the result is ``tests/interop/test_interop_row_tracking.py``.
 """
 
 from __future__ import annotations
