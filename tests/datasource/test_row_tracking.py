@@ -16,7 +16,7 @@ import pytest
 from pyspark_paimon import Catalog, Table
 from pyspark_paimon.datasource.compact.bucket_rewrite import id_runs
 from pyspark_paimon.datasource.read.file_read import with_tracking_columns
-from pyspark_paimon.errors import CompactionError, CorruptMetadataError, DmlError, OptionError
+from pyspark_paimon.errors import CompactionError, CorruptMetadataError, OptionError
 from pyspark_paimon.metadata.manifests.manifest import (
     EMPTY_ROW,
     FILE_SOURCE_COMPACT,
@@ -132,8 +132,6 @@ def test_row_id_groups_put_one_range_together_newest_first() -> None:
 
 
 def test_what_stays_refused(table: Table, tmp_path: Path) -> None:
-    with pytest.raises(DmlError, match="tracks rows"):
-        table.delete("id = 1")
     with pytest.raises(CompactionError, match="tracks rows"):
         table.maintenance.compact(order_strategy="zorder", order_by=["id", "v"])
     with pytest.raises(OptionError, match="applies to reads of one version"):

@@ -95,3 +95,34 @@ def test_a_spark_merge_reads_only_what_its_source_keys_can_touch(spark: Any, cat
         (12, 0),
     ]
     assert dict(zip(*[pk.scan().to_arrow().column(c).to_pylist() for c in ("id", "v")]))[7] == 70
+
+
+@pytest.mark.parametrize("evolution", [True, False], ids=["data-evolution", "row-tracking"])
+def test_a_spark_source_merges_a_row_tracking_table_keeping_ids(spark: Any, catalog: Catalog, evolution: bool) -> None:
+    """Data evolution: by _ROW_ID; row tracking alone: copy-on-write keeping the ids (both planned in the driver)."""
+    options = {"row-tracking.enabled": "true", "data-evolution.enabled": str(evolution).lower()}
+    name = "de" if evolution else "rt"
+    by_spark, by_arrow = _make(catalog, f"s_{name}", False, **options), _make(catalog, f"a_{name}", False, **options)
+
+    def merge(t: Table, source: Any) -> Any:
+        return (
+            t.merge(source, on=["id", "dt"])
+            .when_matched_update({"v": "source.v + target.v"})
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    result = merge(by_spark, spark.createDataFrame(pa.table(SOURCE).to_pandas()))
+    assert result == merge(by_arrow, pa.table(SOURCE))
+    assert (result.updated, result.inserted) == (2, 1)
+    tracked = {"read.row-tracking-columns": "true"}
+    got = sorted(tuple(r.values()) for r in by_spark.refresh().scan(read_options=tracked).to_arrow().to_pylist())
+    # Every row keeps its _ROW_ID (partition a's first file holds ids 0-1, b's 2); the new row gets the next one.
+    assert [r[:4] for r in got] == [
+        (1, "a", 110, 0),
+        (2, "a", 20, 1),
+        (3, "b", 330, 2),
+        (4, "b", 40, 3),
+        (5, "b", 50, 4),
+        (9, "c", 900, 5),
+    ]

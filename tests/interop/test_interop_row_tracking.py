@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_paimon import Catalog, Table
-from pyspark_paimon.errors import CompactionError, DmlError, OptionError
+from pyspark_paimon.errors import CompactionError, OptionError
 from tests.interop.helpers import OracleBatch, assert_same_table, ours_spark, table_uri
 
 pytestmark = pytest.mark.interop
@@ -87,7 +87,57 @@ def batch(module_warehouse: str, oracle_python: str) -> Iterator[OracleBatch]:
     )
     upsert = _rows([[2, "a", "B", 22.0], [9, "b", "new", 9.0]]).append_column("extra", pa.array(["u", "n"]))
     written.refresh().write_arrow(upsert, mode="upsert", on="id")
+    # Our DML on a data-evolution table: an update and a merge, by _ROW_ID (the merge also appends a new row).
+    dml = catalog.create_table(
+        "db.de_dml",
+        "id int, dt string, name string, score double",
+        partition_keys=["dt"],
+        options={"row-tracking.enabled": "true", "data-evolution.enabled": "true"},
+    )
+    dml.write_arrow(_rows(FIRST))
+    dml.refresh().write_arrow(_rows(SECOND))
+    dml.refresh().update({"score": "score * 10"}, "id >= 3")
+    source = _rows([[2, "a", "M2", 0.0], [7, "b", "M7", 7.0]])
+    dml.refresh().merge(source, on=["id", "dt"]).when_matched_update(
+        {"name": "source.name"}
+    ).when_not_matched_insert_all().execute()
+    # Our DML on row-tracking tables (copy-on-write and deletion vectors): a delete, an update, a merge.
+    for name, dv in (("rt_dml", "false"), ("rt_dml_dv", "true")):
+        t = catalog.create_table(
+            f"db.{name}",
+            "id int, dt string, name string, score double",
+            partition_keys=["dt"],
+            options={"row-tracking.enabled": "true", "deletion-vectors.enabled": dv},
+        )
+        t.write_arrow(_rows(FIRST))
+        t.refresh().write_arrow(_rows(SECOND))
+        t.refresh().delete("id = 1")
+        t.refresh().update({"score": "score + 0.5"}, "id = 4")
+        merge_source = _rows([[2, "a", "M2", 2.0], [8, "b", "h", 8.0]])
+        t.refresh().merge(merge_source, on="id").when_matched_update(
+            {"name": "source.name"}
+        ).when_not_matched_insert_all().execute()
+    # With deletion vectors a data-evolution table takes deletes too (vectors on each range's oldest file).
+    dv = catalog.create_table(
+        "db.de_dml_dv",
+        "id int, dt string, name string, score double",
+        partition_keys=["dt"],
+        options={"row-tracking.enabled": "true", "data-evolution.enabled": "true", "deletion-vectors.enabled": "true"},
+    )
+    dv.write_arrow(_rows(FIRST))
+    dv.refresh().write_arrow(_rows(SECOND))
+    dv.refresh().update({"name": "upper(name)"}, "id <= 2")
+    dv.refresh().delete("id = 1 or id = 5")
+    dv_source = _rows([[2, "a", "gone", 0.0], [4, "a", "M4", 44.0], [6, "b", "n6", 6.0]])
+    dv.refresh().merge(dv_source, on=["id", "dt"]).when_matched_delete("source.name = 'gone'").when_matched_update(
+        {"score": "source.score"}
+    ).when_not_matched_insert_all().execute()
     b = OracleBatch(module_warehouse)
+    for name in ("rt_dml", "rt_dml_dv", "de_dml_dv"):
+        b.read(name, f"db.{name}", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+        b.read(f"{name}_rust", f"db.{name}", impls=("rust",))
+    b.read("de_dml", "db.de_dml", impls=("pypaimon",), projection=["id", "dt", "name", "score", *HIDDEN])
+    b.read("de_dml_rust", "db.de_dml", impls=("rust",))
     de_columns = ["id", "dt", "name", "score", "extra", *HIDDEN]
     b.read("de_ours", "db.de_ours", impls=("pypaimon",), projection=de_columns)
     b.read("de_ours_rust", "db.de_ours", impls=("rust",))
@@ -223,6 +273,51 @@ def test_pypaimon_reads_our_data_evolution_writes(batch: OracleBatch, module_war
     assert {i: r["_SEQUENCE_NUMBER"] for i, r in rows.items()} == {0: 5, 1: 5, 2: 1, 3: 3, 4: 4, 5: 5}
 
 
+def test_oracles_read_our_dml_of_a_data_evolution_table(batch: OracleBatch, module_warehouse: str) -> None:
+    ours = _ours(module_warehouse, "de_dml")
+    assert_same_table(batch.tables["de_dml"]["pypaimon"].select(ours.column_names), ours, "de_dml by pypaimon")
+    assert_same_table(batch.tables["de_dml_rust"]["rust"], ours.drop_columns(HIDDEN), "de_dml by rust")
+    rows = {r["_ROW_ID"]: (r["id"], r["name"], r["score"], r["_SEQUENCE_NUMBER"]) for r in ours.to_pylist()}
+    # Derived by hand: partition a holds ids 0 (id 1), 1 (id 2), 3 (id 4); b holds 2 (id 3), 4 (id 5). The update
+    # (snapshot 3) rewrites the score of ranges 2-2, 3-3 and 4-4; the merge (4) the name of range 0-1 and appends 5.
+    assert rows == {
+        0: (1, "a", 1.0, 4),
+        1: (2, "M2", 2.0, 4),
+        2: (3, "c", 30.0, 3),
+        3: (4, "d", 40.0, 3),
+        4: (5, "e", 50.0, 3),
+        5: (7, "M7", 7.0, 4),
+    }
+
+
+@pytest.mark.parametrize("name", ["rt_dml", "rt_dml_dv"])
+def test_oracles_read_our_dml_of_a_row_tracking_table(batch: OracleBatch, module_warehouse: str, name: str) -> None:
+    ours = _ours(module_warehouse, name)
+    assert_same_table(batch.tables[name]["pypaimon"].select(ours.column_names), ours, f"{name} by pypaimon")
+    assert_same_table(batch.tables[f"{name}_rust"]["rust"], ours.drop_columns(HIDDEN), f"{name} by rust")
+    rows = {r["_ROW_ID"]: (r["id"], r["name"], r["score"], r["_SEQUENCE_NUMBER"]) for r in ours.to_pylist()}
+    # Derived by hand: ids 0 (id 1), 1 (id 2), 3 (id 4) in partition a; 2 (id 3), 4 (id 5) in b. The delete is
+    # snapshot 3, the update (id 4) 4, the merge (id 2 updated, id 8 new: id 5) 5; every other row keeps its own.
+    assert rows == {
+        1: (2, "M2", 2.0, 5),
+        2: (3, "c", 3.0, 1),
+        3: (4, "d", 4.5, 4),
+        4: (5, "e", 5.0, 2),
+        5: (8, "h", 8.0, 5),
+    }
+
+
+def test_oracles_read_our_deletes_of_a_data_evolution_table(batch: OracleBatch, module_warehouse: str) -> None:
+    ours = _ours(module_warehouse, "de_dml_dv")
+    pypaimon = batch.tables["de_dml_dv"]["pypaimon"].select(ours.column_names)
+    assert_same_table(pypaimon, ours, "de_dml_dv by pypaimon")
+    assert_same_table(batch.tables["de_dml_dv_rust"]["rust"], ours.drop_columns(HIDDEN), "de_dml_dv by rust")
+    rows = {r["_ROW_ID"]: (r["id"], r["name"], r["score"]) for r in ours.to_pylist()}
+    # Derived by hand: ids 0 (id 1), 1 (id 2), 3 (id 4) in partition a; 2 (id 3), 4 (id 5) in b. The delete drops
+    # row ids 0 and 4, the merge row id 1 (id 2), updates row id 3 and appends id 6 as row id 5.
+    assert rows == {2: (3, "c", 3.0), 3: (4, "d", 44.0), 5: (6, "n6", 6.0)}
+
+
 def test_we_read_pypaimons_update_of_our_table(batch: OracleBatch, module_warehouse: str) -> None:
     ours = _ours(module_warehouse, "de_ours")
     assert_same_table(batch.tables["de_ours_after"]["pypaimon"].select(ours.column_names), ours, "de_ours after")
@@ -237,8 +332,6 @@ def test_what_stays_refused(batch: OracleBatch, module_warehouse: str) -> None:
     with pytest.raises(OptionError, match="data-evolution.enabled"):
         evolved.diff(1, 3)
     tracked = Table.open(table_uri(module_warehouse, "db.tracked"))
-    with pytest.raises(DmlError, match="tracks rows"):
-        tracked.delete("id = 1")
     with pytest.raises(CompactionError, match="tracks rows"):
         tracked.maintenance.compact(order_strategy="zorder", order_by=["id", "score"])
     with pytest.raises(OptionError, match="does not track rows"):

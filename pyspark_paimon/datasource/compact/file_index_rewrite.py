@@ -8,7 +8,8 @@ container up to ``file-index.in-manifest-threshold`` goes into the manifest; a l
 beside the data file (``<data file>.index``, or the next number after the file's current index file, Java's
 ``createNewFileIndexFilePath``), never over an index file an older snapshot still reads. Indexes the options no
 longer name are dropped. A file's columns are matched by field id, so files written before a rename get
-their index under the name they hold.
+their index under the name they hold. A data-evolution file of some columns (``_WRITE_COLS``) is indexed on those
+columns only: the others are not in it, and an index of them would say their values are absent.
 
 A concurrent commit that removed one of the files makes the commit a conflict: the new index files are deleted
 and the rewrite is planned again on the new latest snapshot (up to ``MAX_ATTEMPTS`` times).
@@ -75,7 +76,10 @@ class _Rewritten:
 def _rewrite_one(store: FileStore, schema: TableSchema, spec: FileIndexSpec, entry: ManifestEntry) -> _Rewritten:
     f = entry.file
     file_schema = schema if f.schema_id == schema.id else store.schemas.schema(f.schema_id)
-    file_spec = spec.for_file(schema.fields, file_schema.fields)
+    file_fields = file_schema.fields
+    if f.write_cols is not None:  # a data-evolution file of some columns: index only the columns it holds
+        file_fields = [c for c in file_fields if c.name in f.write_cols]
+    file_spec = spec.for_file(schema.fields, file_fields)
     values = tuple(deserialize_row(entry.partition, [p.type for p in schema.partition_fields]))
     directory = (
         f.external_path.rsplit("/", 1)[0] if f.external_path else store.bucket_path(schema, values, entry.bucket)

@@ -16,10 +16,12 @@ import pyarrow as pa
 from pyspark_paimon.datasource.dml.change_target import Target
 from pyspark_paimon.datasource.dml.copy_on_write import rewrite_files
 from pyspark_paimon.datasource.dml.stale_reads import unchanged_since
+from pyspark_paimon.datasource.dml.tracked_rewrite import write_with_ids
 from pyspark_paimon.datasource.dml.vector_update import grown_vectors, vector_update
 from pyspark_paimon.datasource.jobs import WriteJob, prepare_write
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.row_tracking import ROW_ID
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
@@ -127,7 +129,12 @@ def write_change(
                 writer.write(upserts, kinds=pa.array(np.full(upserts.num_rows, KIND_UPDATE_AFTER, dtype=np.int8)))
         elif target.positions is not None:
             bucket_vectors = grown_vectors(target, deleted | updated)
-            if n_upd:
+            if n_upd and ROW_ID in rows.column_names:  # a row-tracking table: the new versions keep their ids
+                assert target.file_of_row is not None
+                for i in np.unique(target.file_of_row[updated & ~deleted]):
+                    mine = updated & ~deleted & (target.file_of_row == i)
+                    write_with_ids(writer, schema, target.files[int(i)][0], changed.filter(pa.array(mine)), mine[mine])
+            elif n_upd:
                 writer.write(changed.filter(pa.array(updated & ~deleted)))  # the new versions, as new rows
         else:
             old, copied = rewrite_files(writer, store, target, deleted, updated, new_rows)

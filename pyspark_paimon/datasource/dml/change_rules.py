@@ -20,7 +20,7 @@ from pyspark_paimon.metadata.schema.options import (
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     WRITE_ONLY,
 )
-from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 from pyspark_paimon.planner.split import DataSplit
@@ -106,13 +106,15 @@ def writes_vectors(schema: TableSchema) -> bool:
 
 
 def refuse_foreign(kind: str, store: FileStore) -> None:
-    """Refuse changes to rows that are not the branch's own (a fallback or chain read), or whose ids a rewrite
-    would lose (row-tracking tables: a rewritten row would get a new ``_ROW_ID``)."""
-    if row_tracking_enabled(store.schema().options):
+    """Refuse changes to rows that are not the branch's own (a fallback or chain read), and deletes of a
+    data-evolution table (which changes rows by id, ``row_id_dml``, and would need deletion vectors to delete)."""
+    options = store.schema().options
+    if data_evolution_enabled(options):
         raise DmlError(
-            f"Table {store.table_path} tracks rows ('row-tracking.enabled'): a delete, update or merge must keep "
-            "every surviving row's _ROW_ID, which pyspark-paimon's changes do not do yet. Change its rows with "
-            "Paimon (Spark SQL or pypaimon's update by row id)."
+            f"Table {store.table_path} is a data-evolution table ('data-evolution.enabled'): t.update and a merge's "
+            "updates and inserts change its rows by _ROW_ID, but a delete, or a merge that deletes rows, needs "
+            "deletion vectors on such a table (Paimon master refuses it without 'deletion-vectors.enabled'). Update "
+            "the rows instead, or delete them in a table created with 'deletion-vectors.enabled' = 'true'."
         )
     if kind != "plain":
         raise DmlError(

@@ -22,6 +22,7 @@ from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.row_tracking import READ_COLUMNS_KEY, row_tracking_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -68,7 +69,9 @@ def load_target(store: FileStore, schema: TableSchema, filter_text: str | None, 
         return Target(
             job.to_arrow(), snapshot=job.plan.snapshot, files_read=job.plan.counters.files_selected, pruned_by=leaves
         )
-    planned = plan_read(store, ReadOptions.from_options({}), leaves)
+    # A row-tracking table's rows are read with their _ROW_ID and _SEQUENCE_NUMBER, which its rewrite keeps.
+    tracked = {READ_COLUMNS_KEY: "true"} if row_tracking_enabled(schema.options) else {}
+    planned = plan_read(store, ReadOptions.from_options(tracked), leaves)
     refuse_foreign(planned.kind, store)
     # Files are rewritten whole: the context must not skip row groups by the pruning predicate.
     ctx = ReadContext.for_plan(store, replace(planned, predicate=(), selection=None))

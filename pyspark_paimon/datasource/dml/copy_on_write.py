@@ -1,6 +1,7 @@
 """Copy-on-write changes of append tables without deletion vectors: every data file holding a matched row is read
 whole, its matched rows dropped or replaced, the rest written to new files; the commit (kind OVERWRITE, as Java marks
-a rewrite) DELETEs the old files (:func:`rewrite_files` returns them) and ADDs the new ones.
+a rewrite) DELETEs the old files (:func:`rewrite_files` returns them) and ADDs the new ones. In a row-tracking table
+the kept rows keep their ``_ROW_ID`` (``tracked_rewrite``).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.dml.change_rules import refuse_deletion_vector
 from pyspark_paimon.datasource.dml.change_target import Target
+from pyspark_paimon.datasource.dml.tracked_rewrite import write_with_ids
 from pyspark_paimon.datasource.write.write import TableWriter
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.row_tracking import ROW_ID
 from pyspark_paimon.metadata.store import FileStore
 
 __all__ = ["rewrite_files"]
@@ -36,13 +39,17 @@ def rewrite_files(
     rows = target.rows
     touched = np.unique(target.file_of_row[deleted | updated])
     merged = rows if new_rows is None else _replace_rows(rows, new_rows, updated)
+    tracked = ROW_ID in rows.column_names
     for i in touched:
         split, f = target.files[int(i)]
         refuse_deletion_vector(store, split, f)
         keep = (target.file_of_row == i) & ~deleted
         kept = merged.filter(pa.array(keep))
         copied += kept.num_rows - int((keep & updated).sum())
-        writer.write(kept)
+        if tracked:
+            write_with_ids(writer, store.schema(), split, kept, updated[keep])
+        else:
+            writer.write(kept)
         old[(split.partition, split.bucket, split.total_buckets)].append(f)
     return dict(old), copied
 

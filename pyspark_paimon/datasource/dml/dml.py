@@ -50,12 +50,14 @@ from pyspark_paimon.datasource.dml.change_rules import (
     writes_vectors,
 )
 from pyspark_paimon.datasource.dml.change_target import Target, load_target
+from pyspark_paimon.datasource.dml.row_id_dml import delete_by_row_ids, update_by_row_ids
 from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, parse_expression
 from pyspark_paimon.datasource.dml.stale_reads import replanned
 from pyspark_paimon.datasource.jobs import prepare_write
 from pyspark_paimon.datasource.write.store_assignment import cast_for_store
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.manifests.manifest import DataFileMeta
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.commit import CommitMessage
 from pyspark_paimon.metadata.store import FileStore
@@ -84,6 +86,10 @@ def delete_rows(store: FileStore, filter_text: str) -> MergeResult:
     text = None if filter_text.strip().lower() == "true" else filter_text
     if text is not None:
         parse_filter(text, schema, label=DELETE_FILTER)  # errors name the delete's filter, not a read option
+    if data_evolution_enabled(schema.options):  # by deletion vectors on the rows' ranges, as Paimon master does
+        if not schema.core_options.deletion_vectors_enabled:
+            refuse_foreign("plain", store)  # names Java's rule and the way out
+        return delete_by_row_ids(store, text)
     if not schema.primary_keys and (
         text is None or tree_columns(parse_filter(text, schema)) <= set(schema.partition_keys)
     ):
@@ -137,13 +143,18 @@ def update_rows(store: FileStore, assignments: Mapping[str, str], filter_text: s
     if filter_text:
         parse_filter(filter_text, schema, label=UPDATE_FILTER)  # errors name the update's filter
 
+    def values(rows: pa.Table) -> dict[str, pa.ChunkedArray]:
+        scope = Scope({"target": {n: rows.column(n) for n in rows.column_names}}, rows.num_rows, default="target")
+        return {col: store_column(evaluate(node, scope), schema, col) for col, node in parsed.items()}
+
+    if data_evolution_enabled(schema.options):  # the changed columns by _ROW_ID, as Paimon master does
+        return update_by_row_ids(store, values, filter_text)
+
     def run() -> MergeResult:
         target = load_target(store, schema, filter_text)
         mask = _filter_mask(target, schema, filter_text)
         rows = target.rows
-        scope = Scope({"target": {n: rows.column(n) for n in rows.column_names}}, rows.num_rows, default="target")
-        new_values = {col: store_column(evaluate(node, scope), schema, col) for col, node in parsed.items()}
-        return apply_change(store, schema, target, np.zeros_like(mask), mask, with_columns(rows, new_values), None)
+        return apply_change(store, schema, target, np.zeros_like(mask), mask, with_columns(rows, values(rows)), None)
 
     return replanned(store, run)
 

@@ -41,6 +41,7 @@ from pyspark_paimon.datasource.read.read_context import ReadContext
 from pyspark_paimon.errors import DmlError
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.manifests.deletion_vectors import read_deletion_vector
+from pyspark_paimon.metadata.schema.row_tracking import row_tracking_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.snapshots.snapshot import Snapshot
 from pyspark_paimon.metadata.store import FileStore
@@ -155,6 +156,11 @@ class SparkMergeBuilder(MergeBuilder):
         schema = store.schema()
         on, src_on = self._checked_keys(schema)
         self._refuse_duplicate_frame_keys(frame, src_on)
+        if row_tracking_enabled(schema.options):
+            # Row-tracking tables keep their rows' ids (data evolution: changes by _ROW_ID, row_id_dml; else rewrites
+            # cut at id runs, tracked_rewrite), which the driver plans: the source is collected as Arrow and merged as
+            # an Arrow source is.
+            return self.with_source(frame.toArrow()).run()
 
         prune = [] if self._by_source else self._frame_key_prune(frame, schema, on, src_on)
         plan, snapshot, files_read = self._plan(store, schema, prune)

@@ -14,14 +14,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_paimon.datasource.dml.change_commit import MergeResult, apply_change
-from pyspark_paimon.datasource.dml.change_rules import check_assigned, check_merge_engine
+from pyspark_paimon.datasource.dml.change_rules import check_assigned, check_merge_engine, refuse_foreign
 from pyspark_paimon.datasource.dml.change_target import Target, key_prune, load_target
 from pyspark_paimon.datasource.dml.dml import store_column, with_columns
+from pyspark_paimon.datasource.dml.row_id_dml import commit_by_row_ids, read_with_row_ids
 from pyspark_paimon.datasource.dml.sql_eval import Scope, evaluate, evaluate_condition
 from pyspark_paimon.datasource.dml.stale_reads import replanned
 from pyspark_paimon.datasource.write.arrow_input import read_whole
 from pyspark_paimon.errors import DmlError, OptionError
 from pyspark_paimon.metadata.effects import records_effects
+from pyspark_paimon.metadata.schema.row_tracking import data_evolution_enabled
 from pyspark_paimon.metadata.schema.table_schema import TableSchema
 from pyspark_paimon.metadata.store import FileStore
 
@@ -103,6 +105,10 @@ class MergeBuilder:
     def execute(self) -> MergeResult:
         """Run the clauses as ONE commit on the target's branch; returns the snapshot committed and the rows
         inserted, updated and deleted. A source holding one key twice is refused before anything is written."""
+        return self.run()
+
+    def run(self) -> MergeResult:
+        """:meth:`execute` without recording it as an operation (a Spark merge that runs as an Arrow one)."""
         store, source = self._store, self._source
         schema = store.schema()
         on, src_on = self._checked_keys(schema)
@@ -113,6 +119,8 @@ class MergeBuilder:
         # Without by-source clauses only target rows whose keys the source holds can change: prune the read by
         # the source's keys (partitions, buckets, file and row-group statistics).
         prune = [] if self._by_source else key_prune(keyed_source, on)
+        if data_evolution_enabled(schema.options):
+            return self._execute_by_row_ids(schema, keyed_source, on, prune)
 
         def run() -> MergeResult:
             target = load_target(store, schema, None, prune)
@@ -126,6 +134,35 @@ class MergeBuilder:
             return apply_change(store, schema, target, deleted, updated, new_rows, inserts)
 
         return replanned(store, run)
+
+    def _execute_by_row_ids(
+        self, schema: TableSchema, keyed_source: pa.Table, on: list[str], prune: list[Any]
+    ) -> MergeResult:
+        """A data-evolution table (``row_id_dml``): matched updates write their assigned columns by ``_ROW_ID``,
+        deletes are deletion vectors (refused without ``deletion-vectors.enabled``, as Java), unmatched source rows
+        are appended with new ids, one commit."""
+        deletes = any(c.action == "delete" for c in [*self._matched, *self._by_source])
+        if deletes and not schema.core_options.deletion_vectors_enabled:
+            refuse_foreign("plain", self._store)  # names the data-evolution rule and the way out
+        read = read_with_row_ids(self._store, None, prune)
+        t_idx, s_idx = _join(read.rows, keyed_source, on)
+        deleted, updated, new_rows, inserts = self.decide(schema, read.rows, self._source, t_idx, s_idx)
+        src = self._source.take(pa.array(s_idx))
+        table = self._store.table_path
+        assigned = {
+            c for k in self._matched for c in check_assigned(schema, table, list(self._assignments(schema, k, src)))
+        }
+        columns = {c: new_rows.column(c) for c in schema.field_names if c in assigned} if new_rows is not None else {}
+        snapshot, vectors = commit_by_row_ids(self._store, read, updated & ~deleted, columns, inserts, deleted)
+        done = snapshot is not None
+        return MergeResult(
+            inserted=inserts.num_rows if inserts is not None and done else 0,
+            updated=int((updated & ~deleted).sum()) if done else 0,
+            deleted=int(deleted.sum()) if done else 0,
+            snapshot_id=snapshot.id if snapshot is not None else None,
+            vectors_written=vectors,
+            files_read=read.files_read,
+        )
 
     def with_source(self, source: pa.Table) -> "MergeBuilder":
         """The same clauses over another Arrow source (a Spark merge task's share of the source rows)."""
@@ -214,15 +251,7 @@ class MergeBuilder:
             if clause.action == "delete":
                 deleted[t_idx[hit]] = True
                 continue
-            if clause.action == "update_all":
-                names = [self._source_column(f.name) if _has(src, f.name) else None for f in schema.fields]
-                assigned = {
-                    f.name: f"source.`{s}`"
-                    for f, s in zip(schema.fields, names)
-                    if s is not None and f.name not in schema.primary_keys and f.name not in schema.partition_keys
-                }
-            else:
-                assigned = dict(clause.values or {})
+            assigned = self._assignments(schema, clause, src)
             columns = check_assigned(schema, self._store.table_path, list(assigned))
             mask = pa.array(hit)
             for col, expr in zip(columns, assigned.values()):
@@ -244,6 +273,19 @@ class MergeBuilder:
             joined = pa.chunked_array([*rows.column(col).chunks, *values.chunks], type=rows.column(col).type)
             full[col] = joined.take(index)
         return with_columns(rows, full)
+
+    def _assignments(self, schema: TableSchema, clause: _Clause, src: pa.Table) -> dict[str, str]:
+        """The columns a matched update clause sets, each to its SQL expression."""
+        if clause.action == "delete":
+            return {}
+        if clause.action == "update_all":
+            names = [self._source_column(f.name) if _has(src, f.name) else None for f in schema.fields]
+            return {
+                f.name: f"source.`{s}`"
+                for f, s in zip(schema.fields, names)
+                if s is not None and f.name not in schema.primary_keys and f.name not in schema.partition_keys
+            }
+        return dict(clause.values or {})
 
     def _apply_by_source(self, rows: pa.Table, unmatched: np.ndarray, deleted: np.ndarray) -> None:
         tgt = rows.take(pa.array(unmatched))

@@ -42,7 +42,7 @@ from pyspark_paimon.metadata.types.model import DataField
 from pyspark_paimon.planner.row_ranges import RowIdFilter, row_range
 from pyspark_paimon.planner.split import DataSplit
 
-__all__ = ["read_row_id_group", "written_field_ids"]
+__all__ = ["read_row_id_group", "vector_anchor", "written_field_ids"]
 
 _TRACKING_IDS = frozenset((ROW_ID_FIELD_ID, SEQUENCE_NUMBER_FIELD_ID))
 
@@ -56,7 +56,7 @@ def written_field_ids(ctx: ReadContext, split: DataSplit, f: DataFileMeta) -> se
     return {x.id for x in schema.fields if x.name in names}
 
 
-def _anchor(files: Sequence[DataFileMeta]) -> DataFileMeta:
+def vector_anchor(files: Sequence[DataFileMeta]) -> DataFileMeta:
     """The oldest file of a group (by max sequence number, then name): the one deletion vectors name."""
     return min(files, key=lambda f: (f.max_sequence_number, f.file_name))
 
@@ -130,7 +130,7 @@ def read_row_id_group(ctx: ReadContext, split: DataSplit, targets: Sequence[Data
         if window is not None and stored.num_columns:
             stored = stored.slice(start, rows)
         data = with_tracking_columns(data, newest, np.arange(start, stop, dtype=np.int64), stored)
-    keep = kept_rows(ctx, split, _anchor(files), stored_rows)
+    keep = kept_rows(ctx, split, vector_anchor(files), stored_rows)
     if keep is not None and window is not None:
         keep = keep[start:stop]
     return data if keep is None else data.filter(pa.array(keep))

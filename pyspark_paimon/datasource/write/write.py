@@ -37,7 +37,7 @@ from pyspark_paimon.datasource.write.data_files import SEQUENCE_NUMBER, DataFile
 from pyspark_paimon.datasource.write.open_buckets import BucketState, OpenBuckets
 from pyspark_paimon.datasource.write.write_context import WriteContext
 from pyspark_paimon.errors import OptionError, PaimonError
-from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_APPEND
+from pyspark_paimon.metadata.manifests.manifest import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT
 from pyspark_paimon.metadata.schema.options import (
     CHANGELOG_PRODUCER,
     CLUSTERING_INCREMENTAL,
@@ -267,11 +267,14 @@ class TableWriter:
         table: pa.Table,
         first_row_id: int,
         sequences: tuple[int, int],
+        file_source: int = FILE_SOURCE_COMPACT,
     ) -> None:
         """Write the rows of a data-evolution compaction (ids ``first_row_id``, ``first_row_id + 1``, ... in order)
         as ONE file of all the table's columns (Java forces one output whatever its size, so the file's first row id
-        gives every row its id) with the sequence range ``sequences`` and no stored ``_ROW_ID``."""
+        gives every row its id) with the sequence range ``sequences`` and no stored ``_ROW_ID``. A row-level change
+        of a row-tracking table writes its rewritten rows so too (``file_source`` APPEND: ``dml/tracked_rewrite``)."""
         state = self._buckets.for_level(False, partition, partition_values, bucket, total_buckets, 0, sequences[0])
+        state.file_source = file_source
         self._files.write_file(
             state, table.select([f.name for f in self._fields]), sequences, first_row_id=first_row_id
         )
