@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from pyspark_paimon.datasource.jobs import prepare_write
-from pyspark_paimon.datasource.stream.stream_frames import OFFSETS_KEY, BatchFrame, batch_frame, offsets_of
+from pyspark_paimon.datasource.stream.offset_log import OffsetLog
+from pyspark_paimon.datasource.stream.stream_frames import OFFSETS_KEY, BatchFrame, batch_frame
 from pyspark_paimon.datasource.stream.stream_jobs import StreamCommitter, StreamReadJob, stream_commit_user
 from pyspark_paimon.datasource.write.jvm_write import discard, refuse_unsupported, stage_frame
 from pyspark_paimon.errors import OptionError
@@ -48,18 +49,12 @@ class _TableSource:
     table: Table
     job: StreamReadJob
     read_options: dict[str, str]  # of the Python half: the stream's options, the branch and the storage options
+    offsets: OffsetLog  # the query's offset log: each micro-batch's offsets without a Spark job
 
-    def frame(self, offsets: Any, batch_id: int) -> Any:
-        rows = offsets.collect()
-        if len(rows) != 1:
-            raise OptionError(
-                f"Micro-batch {batch_id} of the stream of {self.table.identifier} brought {len(rows)} offset rows "
-                "instead of one: pyspark_paimon.stream_spark reads the offsets its own source emits; do not "
-                "transform the stream between its source and its sink."
-            )
-        start, end = offsets_of(rows[0])
+    def frame(self, session: Any, batch_id: int) -> Any:
+        start, end = self.offsets.batch(batch_id)
         read: BatchFrame = batch_frame(
-            offsets.sparkSession, self.job, start, end, table_uri=self.table.uri, read_options=self.read_options
+            session, self.job, start, end, table_uri=self.table.uri, read_options=self.read_options
         )
         log.info(
             "Micro-batch %d of %s: Spark's reader reads %d files, the Python reader %d splits.",
@@ -113,11 +108,14 @@ class _MicroBatch:
     sink: Callable[[Any, int], Any]
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        rows = self.source.frame(frame, batch_id) if self.source is not None else frame
+        # A table source's own DataFrame (its offsets row) is never evaluated: Spark runs no job for it.
+        rows = self.source.frame(frame.sparkSession, batch_id) if self.source is not None else frame
         self.sink(rows, batch_id)
 
 
-def _table_source(spark: Any, table: Table, read_options: Mapping[str, Any]) -> tuple[_TableSource, Any]:
+def _table_source(
+    spark: Any, table: Table, read_options: Mapping[str, Any], checkpoint: str
+) -> tuple[_TableSource, Any]:
     opts = {str(k): str(v) for k, v in read_options.items()}
     if any(k.lower() == "branch" for k in opts):
         raise OptionError("Give the source branch as the table (t.on_branch(name)), not as a 'branch' read option.")
@@ -128,8 +126,17 @@ def _table_source(spark: Any, table: Table, read_options: Mapping[str, Any]) -> 
     python_opts = {**opts, "branch": table.branch}
     for key, value in store.fileio.current_storage_options().items():
         python_opts[f"fs.{key}"] = value if isinstance(value, str) else json.dumps(value)
-    stream = spark.readStream.format("paimon").options(**python_opts).option(OFFSETS_KEY, "true").load(table.uri)
-    return _TableSource(table, job, python_opts), stream
+    # Batch 0 starts at the initial offset, which Spark does not log: pinned here and handed to the source, so the
+    # source and the offset log agree on it (a restart pins it again, as Spark asks a source for it again).
+    initial = job.initial_offset()
+    offsets = OffsetLog.of(checkpoint, initial, like=store.fileio)
+    stream = (
+        spark.readStream.format("paimon")
+        .options(**python_opts)
+        .option(OFFSETS_KEY, json.dumps(initial.to_dict()))
+        .load(table.uri)
+    )
+    return _TableSource(table, job, python_opts, offsets), stream
 
 
 def stream_spark(
@@ -177,7 +184,7 @@ def stream_spark(
         raise OptionError(f"sink must be a Table or a function (DataFrame, batch_id), got {type(sink).__name__}.")
     table_source = None
     if isinstance(source, Table):
-        table_source, stream = _table_source(spark, source, read_options or {})
+        table_source, stream = _table_source(spark, source, read_options or {}, checkpoint)
     else:
         stream = source
     writer = stream.writeStream.foreachBatch(_MicroBatch(table_source, deliver)).option(

@@ -26,7 +26,13 @@ from pyspark_paimon.datasource.spark.streaming import (
 )
 from pyspark_paimon.datasource.spark.worker_python import use_driver_python
 from pyspark_paimon.datasource.spark.writer import PaimonWriter
-from pyspark_paimon.datasource.stream.stream_frames import BATCH_KEY, OFFSETS_KEY, BatchRange, without_internal
+from pyspark_paimon.datasource.stream.stream_frames import (
+    BATCH_KEY,
+    OFFSETS_KEY,
+    BatchRange,
+    initial_offset,
+    without_internal,
+)
 from pyspark_paimon.datasource.table_ref import TableRef, resolve_table_ref
 from pyspark_paimon.errors import OptionError, PaimonError
 
@@ -72,9 +78,10 @@ class PaimonDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
         options = dict(self.options)
-        if _internal(options, OFFSETS_KEY) is not None:  # the JVM stream path (pyspark_paimon.jvm_stream)
+        initial = _internal(options, OFFSETS_KEY)
+        if initial is not None:  # the JVM stream path (pyspark_paimon.jvm_stream)
             ref = spark_table_ref(without_internal(options))
-            return PaimonOffsetStreamReader(ref, spark_schema(ref))
+            return PaimonOffsetStreamReader(ref, spark_schema(ref), initial_offset(initial))
         if not names_a_table(options):  # spark.readStream.table(t) of a CREATE TABLE ... LOCATION table
             options = {**remembered_table(schema), **options}
         return PaimonStreamReader(spark_table_ref(options), schema)

@@ -204,7 +204,15 @@ OFFSETS_SCHEMA = StructType([StructField(name, StringType(), False) for name in 
 class PaimonOffsetStreamReader(PaimonStreamReader):
     """The stream of the JVM stream path: the same offsets as :class:`PaimonStreamReader` (planning, admission,
     consumer progress), but each micro-batch is one row, its start and end offsets as JSON; the ``foreachBatch``
-    step reads the rows (:mod:`pyspark_paimon.datasource.stream.stream_frames`)."""
+    step reads the rows (:mod:`pyspark_paimon.datasource.stream.stream_frames`). It starts at ``initial``, the
+    offset the driver pinned and reads back as batch 0's start (``datasource.stream.offset_log``)."""
+
+    def __init__(self, ref: TableRef, schema: StructType, initial: StreamOffset):
+        super().__init__(ref, schema)
+        self.initial = initial
+
+    def initialOffset(self) -> dict:  # noqa: N802 (Spark's name)
+        return self.initial.to_dict()
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         return [OffsetsPartition(json.dumps(start), json.dumps(end))]

@@ -3,10 +3,12 @@
 Why: a Python streaming source makes every byte of every micro-batch cross into a Python worker, which costs a
 stream paimon -> paimon 3.5x Spark's parquet -> parquet (issue 40). The JVM stream path keeps offsets, planning,
 exactly-once and row kinds here, and lets Spark move the data: the ``paimon`` stream source, given
-:data:`OFFSETS_KEY`, emits one small row per micro-batch, its start and end offsets (:data:`OFFSET_COLUMNS`); the
-step Spark runs for each micro-batch (``foreachBatch``, :mod:`pyspark_paimon.jvm_stream`) replans exactly those
-splits (``StreamReadJob.splits_between``: the same splits for the same offsets, so a replayed batch reads the
-same rows) and :func:`batch_frame` turns them into one DataFrame:
+:data:`OFFSETS_KEY`, plans the offsets (one small row per micro-batch, its start and end offsets,
+:data:`OFFSET_COLUMNS`, which nothing evaluates); the step Spark runs for each micro-batch (``foreachBatch``,
+:mod:`pyspark_paimon.jvm_stream`) reads those offsets from Spark's offset log
+(:mod:`~pyspark_paimon.datasource.stream.offset_log`), replans exactly those splits
+(``StreamReadJob.splits_between``: the same splits for the same offsets, so a replayed batch reads the same rows)
+and :func:`batch_frame` turns them into one DataFrame:
 
 * splits that are files as stored, every row an insert -- a ``full`` phase's merge-free buckets, an append
   table's new files -- go to Spark's Parquet/ORC reader (:func:`~pyspark_paimon.datasource.read.jvm_read.
@@ -36,7 +38,8 @@ from pyspark_paimon.planner.split import DataSplit
 from pyspark_paimon.planner.stream_offset import StreamOffset, StreamSplit
 from pyspark_paimon.planner.stream_options import ROW_KIND_COLUMN
 
-#: Internal ``readStream`` option: the stream emits each micro-batch's offsets, not its rows.
+#: Internal ``readStream`` option: the stream emits each micro-batch's offsets, not its rows, and starts at the
+#: offset this option holds (JSON; the driver pins it, as Spark does not log a query's initial offset).
 OFFSETS_KEY = "pyspark-paimon.stream-offsets"
 #: Internal batch-read option: read these splits of one micro-batch (JSON of :class:`BatchRange`).
 BATCH_KEY = "pyspark-paimon.stream-batch"
@@ -77,9 +80,18 @@ def without_internal(options: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in options.items() if k.lower() not in INTERNAL_KEYS}
 
 
-def offsets_of(row: Any) -> tuple[StreamOffset, StreamOffset]:
-    """The offsets of one row of the offsets stream (a Spark ``Row`` or a mapping)."""
-    return StreamOffset.from_dict(json.loads(row["start"])), StreamOffset.from_dict(json.loads(row["end"]))
+def initial_offset(text: str) -> StreamOffset:
+    """The initial offset :data:`OFFSETS_KEY` carries (the JSON of a ``StreamOffset``, pinned by the driver)."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise OptionError(
+            f"Option '{OFFSETS_KEY}' is internal to the JVM stream path (pyspark_paimon.jvm_stream) and must be "
+            f"the JSON of the stream's initial offset, got {text!r}."
+        )
+    return StreamOffset.from_dict(raw)
 
 
 def stream_ddl(job: StreamReadJob) -> str:
@@ -168,7 +180,7 @@ __all__ = [
     "BatchFrame",
     "BatchRange",
     "batch_frame",
-    "offsets_of",
+    "initial_offset",
     "stream_ddl",
     "without_internal",
 ]
