@@ -45,6 +45,12 @@ def branch_rows(t: Table, ctx: Context) -> View:
     return tuple(out)
 
 
+def tracked_rows(t: Table, ctx: Context) -> View:
+    """Main's rows with their ``_ROW_ID`` (row-tracking tables: a row whose id changed lost its identity)."""
+    table = t.scan(read_options={"read.row-tracking-columns": "true"}).to_arrow().drop_columns(["_SEQUENCE_NUMBER"])
+    return tuple(sorted((tuple(r.values()) for r in table.to_pylist()), key=repr))
+
+
 def tags_of(t: Table) -> tuple:
     out = [("main", tuple((tag.name, tag.snapshot.id) for tag in t.tags.list()))]
     for b in t.branches.list():
@@ -92,6 +98,14 @@ def pk_table(catalog: Catalog, **options: str) -> Table:
 
 def append_table(catalog: Catalog, **options: str) -> Table:
     return catalog.create_table(TABLE, SCHEMA, partition_keys=["dt"], options=options)
+
+
+def tracked_table(catalog: Catalog, **options: str) -> Table:
+    return append_table(catalog, **{"row-tracking.enabled": "true", **options})
+
+
+def evolution_table(catalog: Catalog, **options: str) -> Table:
+    return tracked_table(catalog, **{"data-evolution.enabled": "true", **options})
 
 
 def two_writes(t: Table) -> None:
@@ -466,6 +480,34 @@ OPERATIONS: tuple[Operation, ...] = (
         schema_change,
         rows_and_schema,
         already=_ALREADY,
+    ),
+    Operation(
+        "update_by_row_id",
+        setup_with(evolution_table),
+        lambda t: t.write_arrow(pa.table({"_ROW_ID": pa.array([0, 3], pa.int64()), "v": ["x", "y"]}), mode="update"),
+        tracked_rows,
+        follow_up=follow_up,
+    ),
+    Operation(
+        "upsert_by_key",
+        setup_with(evolution_table),
+        lambda t: t.write_arrow(rows_of([1, 9], "up", D1), mode="upsert", on=["dt", "k"]),
+        tracked_rows,
+        follow_up=follow_up,
+    ),
+    Operation(
+        "update_data_evolution",
+        setup_with(evolution_table),
+        lambda t: t.update({"v": "'updated'"}, "k >= 2"),
+        tracked_rows,
+        follow_up=follow_up,
+    ),
+    Operation(
+        "delete_row_tracking",
+        setup_with(tracked_table),
+        lambda t: t.delete("k <= 2"),
+        tracked_rows,
+        follow_up=follow_up,
     ),
     Operation("stream_micro_batch", stream_setup, stream_batch, branch_rows, follow_up=follow_up),
     Operation("spark_batch_write", stream_setup, spark_batch, branch_rows, follow_up=follow_up),
