@@ -219,8 +219,8 @@ class Table:
         footers, moves them into the table and commits; the result's ``path`` is ``"jvm"``. ``mode``,
         ``overwrite_partition`` and ``dynamic_partition_overwrite`` as in :meth:`write_arrow`.
 
-        Writes Parquet append tables (unaware or fixed bucket) and fixed-bucket primary-key tables with a
-        one-column key (one row per key per write), atomic column types; any other table is refused before
+        Writes Parquet append tables (unaware or fixed bucket) and fixed-bucket primary-key tables with a key of
+        any number of columns (one row per key per write), atomic column types; any other table is refused before
         anything is written, naming ``df.write.format("paimon")``, the Python path that writes every table.
         ``source`` must have the table's columns; types differing from the table's are cast by Spark where store
         assignment allows."""

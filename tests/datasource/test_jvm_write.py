@@ -236,3 +236,48 @@ def test_two_nan_keys_are_a_key_given_twice(spark: Any, catalog: Catalog) -> Non
     with pytest.raises(ConflictingKeysError, match="written twice"):
         t.write_spark(spark.range(2).selectExpr("double('NaN') k", "cast(id as string) v"))
     assert t.latest_snapshot().id == 1
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    ("partitioned", "options"),
+    [(False, {"bucket": "3"}), (True, {"bucket": "4", "bucket-key": "k"})],
+    ids=["unpartitioned", "partitioned-bucket-key"],
+)
+def test_multi_column_primary_key_equals_the_python_writer(
+    spark: Any, catalog: Catalog, warehouse: str, oracle_python: str, partitioned: bool, options: dict
+) -> None:
+    """A key of several columns (a string, an int and a double): buckets of every bucket-key column, files sorted by
+    the full key, min/max keys from the first and last key rows, a duplicate found over the full key only."""
+    ddl = "dt string not null, k string not null, n int not null, x double not null, v string"
+    parts = ["dt"] if partitioned else []
+    pk = ["dt", "k", "n", "x"] if partitioned else ["k", "n", "x"]
+    name = "p" if partitioned else "u"
+    ours = catalog.create_table(f"db.mk{name}", ddl, partition_keys=parts, primary_keys=pk, options=options)
+    python = catalog.create_table(f"db.mp{name}", ddl, partition_keys=parts, primary_keys=pk, options=options)
+    sql = [
+        "concat('d', cast(id % 2 as string)) dt",
+        "concat('key-', cast(id % 13 as string)) k",  # k repeats: n and x tell the keys apart
+        "cast(id div 13 as int) n",
+        "(id % 5) * 0.5D x",
+        "concat('v{w}-', cast(id as string)) v",
+    ]
+    for w, (start, end) in enumerate(((0, 300), (250, 420))):  # the second write updates keys 250..299
+        df = spark.range(start, end, 1, 3).selectExpr(*(e.format(w=w) for e in sql))
+        result = ours.write_spark(df.orderBy("v"))
+        assert result.path == "jvm" and result.rows_written == end - start
+        df.coalesce(1).write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    assert len({f[1] for f in files_of(ours)}) == int(options["bucket"])
+    mine = ours.scan().to_arrow().sort_by([("n", "ascending"), ("k", "ascending"), ("x", "ascending")])
+    theirs = python.scan().to_arrow().sort_by([("n", "ascending"), ("k", "ascending"), ("x", "ascending")])
+    assert mine.num_rows == 420 and mine.to_pylist() == theirs.to_pylist()
+    assert {r["v"] for r in mine.to_pylist() if r["v"].endswith("-260")} == {"v1-260"}
+    read = oracle.pypaimon_read(warehouse, f"db.mk{name}", sort=False)
+    keys = [("n", "ascending"), ("k", "ascending"), ("x", "ascending")]
+    assert read.sort_by(keys).to_pylist() == mine.to_pylist()
+    before = every_file(ours.store.table_path)
+    twice = spark.range(400, 404).union(spark.range(402, 403)).selectExpr(*(e.format(w=3) for e in sql))
+    with pytest.raises(ConflictingKeysError, match="written twice"):
+        ours.write_spark(twice)
+    assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2
