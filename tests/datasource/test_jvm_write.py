@@ -168,7 +168,7 @@ def test_refusals_name_the_python_path(spark: Any, catalog: Catalog) -> None:
     df = spark.range(3).selectExpr("id", "'a' v")
     for t in (pk, indexed):
         with pytest.raises(OptionError, match=r"format\('paimon'\)"):
-            t.write_spark(df)
+            t.write_spark(df, engine="jvm")
         assert t.latest_snapshot() is None
     plain = catalog.create_table("db.plain", "id bigint, v string")
     with pytest.raises(SchemaMismatchError, match="missing"):
@@ -281,3 +281,43 @@ def test_multi_column_primary_key_equals_the_python_writer(
     with pytest.raises(ConflictingKeysError, match="written twice"):
         ours.write_spark(twice)
     assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2
+
+
+def test_engine_chooses_the_path(spark: Any, catalog: Catalog) -> None:
+    """engine='auto' takes the JVM path where it writes the table and else the Python path (saying why), 'python'
+    always the Python path, 'jvm' refuses; the Python path's result describes the snapshot it committed."""
+    ddl = "id bigint not null, v string, dt string"
+    rows = spark.range(30).selectExpr("id", "cast(id as string) v", "concat('d', cast(id % 3 as string)) dt")
+    plain = catalog.create_table("db.e1", ddl, partition_keys=["dt"])
+    jvm = plain.write_spark(rows)
+    assert jvm.path == "jvm" and jvm.fallback is None and jvm.rows_written == 30
+    python = plain.write_spark(rows, engine="python")
+    assert python.path == "python" and python.fallback is None
+    assert python.snapshot_id == plain.latest_snapshot().id == 2
+    assert (python.rows_written, python.partitions, python.buckets) == (jvm.rows_written, jvm.partitions, 3)
+    assert python.files_added >= 3 and plain.scan().to_arrow().num_rows == 60
+
+    # a dynamic-bucket primary-key table: 'jvm' refuses it, 'auto' writes it on the Python path
+    keyed = catalog.create_table("db.e2", ddl, partition_keys=["dt"], primary_keys=["dt", "id"])
+    with pytest.raises(OptionError, match="'bucket' = '-1'"):
+        keyed.write_spark(rows, engine="jvm")
+    assert keyed.latest_snapshot() is None
+    auto = keyed.write_spark(rows)
+    assert auto.path == "python" and "'bucket' = '-1'" in (auto.fallback or "") and auto.rows_written == 30
+    assert auto.snapshot_id == 1 and auto.partitions == 3
+    # the same overwrite semantics as the JVM path: a plain overwrite replaces the whole table (not the session's
+    # partitionOverwriteMode), dynamic only the partitions written, overwrite_partition the one named
+    replaced = keyed.write_spark(rows.where("dt = 'd1'").selectExpr("id", "'x' v", "dt"), mode="overwrite")
+    assert replaced.path == "python" and replaced.rows_written == 10
+    assert sorted({r["dt"] for r in keyed.scan().to_arrow().to_pylist()}) == ["d1"]
+    keyed.write_spark(rows)
+    keyed.write_spark(
+        rows.where("dt = 'd2'").selectExpr("id", "'y' v", "dt"), dynamic_partition_overwrite=True, mode="overwrite"
+    )
+    keyed.write_spark(
+        rows.where("dt = 'd0'").selectExpr("id", "'z' v", "dt"), mode="overwrite", overwrite_partition={"dt": "d0"}
+    )
+    left = {(r["dt"], r["v"] if r["v"] in ("y", "z") else "n") for r in keyed.scan().to_arrow().to_pylist()}
+    assert left == {("d0", "z"), ("d1", "n"), ("d2", "y")} and keyed.scan().to_arrow().num_rows == 30
+    with pytest.raises(OptionError, match="engine must be one of"):
+        keyed.write_spark(rows, engine="spark")

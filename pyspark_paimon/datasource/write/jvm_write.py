@@ -98,6 +98,7 @@ from pyspark_paimon.metadata.variant.shredding import shredding_types
 __all__ = [
     "BUCKET_FUNCTION",
     "JVM_PATH",
+    "JvmPathUnsupportedError",
     "PYTHON_PATH",
     "StagedWrite",
     "refuse_unsupported",
@@ -137,11 +138,16 @@ _ROW_BITS = (1 << 33) - 1
 _MOVE_THREADS = 8
 
 
-def _refusal(table: str, what: str) -> OptionError:
-    return OptionError(
-        f"t.write_spark cannot write table {table}: {what}. Write it with {_PYTHON_WRITE}.save('{table}') (or "
-        "t.write_arrow), which writes every table kind; the JVM path writes unaware-bucket append tables "
-        "(docs/writing.md, 'Two write paths')."
+class JvmPathUnsupportedError(OptionError):
+    """A table (or session) the JVM write path does not write, found before anything was written: ``engine="jvm"``
+    raises it, ``engine="auto"`` takes the Python path instead (its message is the result's ``fallback``)."""
+
+
+def _refusal(table: str, what: str) -> JvmPathUnsupportedError:
+    return JvmPathUnsupportedError(
+        f"The JVM write path (t.write_spark(engine='jvm')) cannot write table {table}: {what}. Write it with "
+        f"t.write_spark(df) (engine 'auto', which takes the Python path for it, or 'python'), {_PYTHON_WRITE} or "
+        "t.write_arrow, which write every table kind (docs/writing.md, 'Two write paths')."
     )
 
 
