@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog
@@ -257,8 +258,8 @@ def test_multi_column_primary_key_equals_the_python_writer(
     python = catalog.create_table(f"db.mp{name}", ddl, partition_keys=parts, primary_keys=pk, options=options)
     sql = [
         "concat('d', cast(id % 2 as string)) dt",
-        "concat('key-', cast(id % 13 as string)) k",  # k repeats: n and x tell the keys apart
-        "cast(id div 13 as int) n",
+        "concat('key-', cast(id % 13 as string)) k",  # k repeats: n tells the keys apart
+        "cast((1000 - id) div 13 as int) n",  # falls as id rises: an input order that is not the key order
         "(id % 5) * 0.5D x",
         "concat('v{w}-', cast(id as string)) v",
     ]
@@ -269,6 +270,9 @@ def test_multi_column_primary_key_equals_the_python_writer(
         df.coalesce(1).write.format("paimon").mode("append").save(python.uri)
     assert files_of(ours) == files_of(python)
     assert len({f[1] for f in files_of(ours)}) == int(options["bucket"])
+    for path in Path(ours.store.table_path).rglob("data-*.parquet"):  # each file sorted by the full key
+        keys = pq.read_table(path, columns=["_KEY_k", "_KEY_n", "_KEY_x"])
+        assert keys.num_rows and keys == keys.sort_by([(c, "ascending") for c in keys.column_names]), path
     mine = ours.scan().to_arrow().sort_by([("n", "ascending"), ("k", "ascending"), ("x", "ascending")])
     theirs = python.scan().to_arrow().sort_by([("n", "ascending"), ("k", "ascending"), ("x", "ascending")])
     assert mine.num_rows == 420 and mine.to_pylist() == theirs.to_pylist()
