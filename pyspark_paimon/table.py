@@ -23,9 +23,10 @@ from pyspark_paimon.datasource.schema_changes import merge_arrow_schema
 from pyspark_paimon.datasource.stream.follow import Follower
 from pyspark_paimon.datasource.versions.diff import Ref, diff_versions
 from pyspark_paimon.datasource.write.arrow_input import arrow_stream
-from pyspark_paimon.datasource.write.jvm_write import JVM_PATH, refuse_unsupported, write_frame
+from pyspark_paimon.datasource.write.jvm_write import JVM_PATH, JvmPathUnsupportedError, refuse_unsupported, write_frame
 from pyspark_paimon.datasource.write.key_upsert import upsert_by_key
 from pyspark_paimon.datasource.write.row_id_update import update_by_row_id
+from pyspark_paimon.datasource.write.write_paths import AUTO, check_engine, write_python_path
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.metadata.effects import records_effects
 from pyspark_paimon.metadata.identifier import split_suffix
@@ -213,21 +214,40 @@ class Table:
         mode: WriteMode = "append",
         overwrite_partition: Mapping[str, Any] | str | None = None,
         dynamic_partition_overwrite: bool = False,
+        engine: str = "auto",
     ) -> WriteResult:
-        """Write the Spark DataFrame ``source`` (classic or Connect) in one commit, its data files written by Spark's
-        own Parquet writer (the JVM write path, docs/writing.md "Two write paths"): this package reads the files'
-        footers, moves them into the table and commits; the result's ``path`` is ``"jvm"``. ``mode``,
+        """Write the Spark DataFrame ``source`` (classic or Connect) in one commit. ``mode``,
         ``overwrite_partition`` and ``dynamic_partition_overwrite`` as in :meth:`write_arrow`.
 
-        Writes Parquet append tables (unaware or fixed bucket) and fixed-bucket primary-key tables with a
-        one-column key (one row per key per write), atomic column types; any other table is refused before
-        anything is written, naming ``df.write.format("paimon")``, the Python path that writes every table.
-        ``source`` must have the table's columns; types differing from the table's are cast by Spark where store
-        assignment allows."""
+        ``engine`` chooses the write path (docs/writing.md "Two write paths"): ``"jvm"`` has Spark's own Parquet
+        writer write the data files (this package reads their footers, moves them into the table and commits); it
+        writes Parquet append tables (unaware or fixed bucket) and fixed-bucket primary-key tables with a key of
+        any number of columns (one row per key per write), atomic column types, and refuses any other table with
+        an ``OptionError`` before anything is written. ``"python"`` writes with ``df.write.format("paimon")``,
+        which writes every table. ``"auto"`` (the default) takes the JVM path where it writes the table, else the
+        Python path. The result's ``path`` is ``"jvm"`` or ``"python"``; ``fallback`` says why ``"auto"`` took
+        the Python path. ``source`` must have the table's columns; types differing from the table's are cast by
+        Spark where store assignment allows."""
+        check_engine(engine)
         spec = self._overwrite(mode, overwrite_partition, dynamic_partition_overwrite)
-        refuse_unsupported(self.schema, self.store.table_path)
-        snapshot, messages = write_frame(prepare_write(self.store, spec), source)
-        return WriteResult.of(snapshot, messages, path=JVM_PATH)
+        fallback = None
+        if engine != "python":
+            try:
+                refuse_unsupported(self.schema, self.store.table_path)
+                snapshot, messages = write_frame(prepare_write(self.store, spec), source)
+                return WriteResult.of(snapshot, messages, path=JVM_PATH)
+            except JvmPathUnsupportedError as exc:  # raised before anything was written
+                if engine != AUTO:
+                    raise
+                fallback = str(exc)
+        return write_python_path(
+            self.store,
+            source,
+            mode=mode,
+            overwrite_partition=overwrite_partition,
+            dynamic_partition_overwrite=dynamic_partition_overwrite,
+            fallback=fallback,
+        )
 
     def _overwrite(
         self, mode: str, overwrite_partition: Mapping[str, Any] | str | None, dynamic: bool

@@ -234,6 +234,8 @@ class WriteResult:
     path: str = "python"
     """Which write path wrote the data files: ``"python"`` (this package's writer: ``t.write_arrow``,
     ``format("paimon")``) or ``"jvm"`` (Spark's own Parquet writer: ``t.write_spark``)."""
+    fallback: str | None = None
+    """Why ``t.write_spark(engine="auto")`` took the Python path (the JVM path's refusal); None otherwise."""
 
     @classmethod
     def of(cls, snapshot: Snapshot | None, messages: Sequence[CommitMessage], path: str = "python") -> "WriteResult":

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from pyspark_paimon import Catalog
@@ -168,7 +169,7 @@ def test_refusals_name_the_python_path(spark: Any, catalog: Catalog) -> None:
     df = spark.range(3).selectExpr("id", "'a' v")
     for t in (pk, indexed):
         with pytest.raises(OptionError, match=r"format\('paimon'\)"):
-            t.write_spark(df)
+            t.write_spark(df, engine="jvm")
         assert t.latest_snapshot() is None
     plain = catalog.create_table("db.plain", "id bigint, v string")
     with pytest.raises(SchemaMismatchError, match="missing"):
@@ -236,3 +237,91 @@ def test_two_nan_keys_are_a_key_given_twice(spark: Any, catalog: Catalog) -> Non
     with pytest.raises(ConflictingKeysError, match="written twice"):
         t.write_spark(spark.range(2).selectExpr("double('NaN') k", "cast(id as string) v"))
     assert t.latest_snapshot().id == 1
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize(
+    ("partitioned", "options"),
+    [(False, {"bucket": "3"}), (True, {"bucket": "4", "bucket-key": "k"})],
+    ids=["unpartitioned", "partitioned-bucket-key"],
+)
+def test_multi_column_primary_key_equals_the_python_writer(
+    spark: Any, catalog: Catalog, warehouse: str, oracle_python: str, partitioned: bool, options: dict
+) -> None:
+    """A key of several columns (a string, an int and a double): buckets of every bucket-key column, files sorted by
+    the full key, min/max keys from the first and last key rows, a duplicate found over the full key only."""
+    ddl = "dt string not null, k string not null, n int not null, x double not null, v string"
+    parts = ["dt"] if partitioned else []
+    pk = ["dt", "k", "n", "x"] if partitioned else ["k", "n", "x"]
+    name = "p" if partitioned else "u"
+    ours = catalog.create_table(f"db.mk{name}", ddl, partition_keys=parts, primary_keys=pk, options=options)
+    python = catalog.create_table(f"db.mp{name}", ddl, partition_keys=parts, primary_keys=pk, options=options)
+    sql = [
+        "concat('d', cast(id % 2 as string)) dt",
+        "concat('key-', cast(id % 13 as string)) k",  # k repeats: n tells the keys apart
+        "cast((1000 - id) div 13 as int) n",  # falls as id rises: an input order that is not the key order
+        "(id % 5) * 0.5D x",
+        "concat('v{w}-', cast(id as string)) v",
+    ]
+    for w, (start, end) in enumerate(((0, 300), (250, 420))):  # the second write updates keys 250..299
+        df = spark.range(start, end, 1, 3).selectExpr(*(e.format(w=w) for e in sql))
+        result = ours.write_spark(df.orderBy("v"))
+        assert result.path == "jvm" and result.rows_written == end - start
+        df.coalesce(1).write.format("paimon").mode("append").save(python.uri)
+    assert files_of(ours) == files_of(python)
+    assert len({f[1] for f in files_of(ours)}) == int(options["bucket"])
+    for path in Path(ours.store.table_path).rglob("data-*.parquet"):  # each file sorted by the full key
+        keys = pq.read_table(path, columns=["_KEY_k", "_KEY_n", "_KEY_x"])
+        assert keys.num_rows and keys == keys.sort_by([(c, "ascending") for c in keys.column_names]), path
+    mine = ours.scan().to_arrow().sort_by([("n", "ascending"), ("k", "ascending"), ("x", "ascending")])
+    theirs = python.scan().to_arrow().sort_by([("n", "ascending"), ("k", "ascending"), ("x", "ascending")])
+    assert mine.num_rows == 420 and mine.to_pylist() == theirs.to_pylist()
+    assert {r["v"] for r in mine.to_pylist() if r["v"].endswith("-260")} == {"v1-260"}
+    read = oracle.pypaimon_read(warehouse, f"db.mk{name}", sort=False)
+    keys = [("n", "ascending"), ("k", "ascending"), ("x", "ascending")]
+    assert read.sort_by(keys).to_pylist() == mine.to_pylist()
+    before = every_file(ours.store.table_path)
+    twice = spark.range(400, 404).union(spark.range(402, 403)).selectExpr(*(e.format(w=3) for e in sql))
+    with pytest.raises(ConflictingKeysError, match="written twice"):
+        ours.write_spark(twice)
+    assert every_file(ours.store.table_path) == before and ours.latest_snapshot().id == 2
+
+
+def test_engine_chooses_the_path(spark: Any, catalog: Catalog) -> None:
+    """engine='auto' takes the JVM path where it writes the table and else the Python path (saying why), 'python'
+    always the Python path, 'jvm' refuses; the Python path's result describes the snapshot it committed."""
+    ddl = "id bigint not null, v string, dt string"
+    rows = spark.range(30).selectExpr("id", "cast(id as string) v", "concat('d', cast(id % 3 as string)) dt")
+    plain = catalog.create_table("db.e1", ddl, partition_keys=["dt"])
+    jvm = plain.write_spark(rows)
+    assert jvm.path == "jvm" and jvm.fallback is None and jvm.rows_written == 30
+    python = plain.write_spark(rows, engine="python")
+    assert python.path == "python" and python.fallback is None
+    assert python.snapshot_id == plain.latest_snapshot().id == 2
+    assert (python.rows_written, python.partitions, python.buckets) == (jvm.rows_written, jvm.partitions, 3)
+    assert python.files_added >= 3 and plain.scan().to_arrow().num_rows == 60
+
+    # a dynamic-bucket primary-key table: 'jvm' refuses it, 'auto' writes it on the Python path
+    keyed = catalog.create_table("db.e2", ddl, partition_keys=["dt"], primary_keys=["dt", "id"])
+    with pytest.raises(OptionError, match="'bucket' = '-1'"):
+        keyed.write_spark(rows, engine="jvm")
+    assert keyed.latest_snapshot() is None
+    auto = keyed.write_spark(rows)
+    assert auto.path == "python" and "'bucket' = '-1'" in (auto.fallback or "") and auto.rows_written == 30
+    assert auto.snapshot_id == 1 and auto.partitions == 3
+    # the same overwrite semantics as the JVM path: a plain overwrite replaces the whole table (not the session's
+    # partitionOverwriteMode), dynamic only the partitions written, overwrite_partition the one named
+    replaced = keyed.write_spark(rows.where("dt = 'd1'").selectExpr("id", "'x' v", "dt"), mode="overwrite")
+    assert replaced.path == "python" and replaced.rows_written == 10
+    assert sorted({r["dt"] for r in keyed.scan().to_arrow().to_pylist()}) == ["d1"]
+    keyed.write_spark(rows)
+    keyed.write_spark(
+        rows.where("dt = 'd2'").selectExpr("id", "'y' v", "dt"), dynamic_partition_overwrite=True, mode="overwrite"
+    )
+    keyed.write_spark(
+        rows.where("dt = 'd0'").selectExpr("id", "'z' v", "dt"), mode="overwrite", overwrite_partition={"dt": "d0"}
+    )
+    left = {(r["dt"], r["v"] if r["v"] in ("y", "z") else "n") for r in keyed.scan().to_arrow().to_pylist()}
+    assert left == {("d0", "z"), ("d1", "n"), ("d2", "y")} and keyed.scan().to_arrow().num_rows == 30
+    with pytest.raises(OptionError, match="engine must be one of"):
+        keyed.write_spark(rows, engine="spark")

@@ -17,22 +17,22 @@ Spark partition directories (``k=v``). A move is a rename on a local or HDFS fil
 store (documented in docs/writing.md).
 
 What this path writes: Parquet append tables, unaware-bucket (``bucket = -1``) or fixed-bucket, and fixed-bucket
-primary-key tables with a one-column key (besides the partition columns) and no option that orders, kinds or
-indexes versions. A fixed bucket is Paimon's hash of the bucket key, computed in Spark SQL for the key types
-:mod:`~pyspark_paimon.datasource.write.bucket_sql` builds BinaryRows of, else by the :data:`BUCKET_FUNCTION` SQL
-function (an Arrow UDF that receives only the key columns, registered by ``pyspark_paimon.register``), and becomes
-one more ``partitionBy`` directory. A primary-key table's rows are sorted by key within each bucket by Spark,
-numbered from the bucket's sequence base in key order and led by ``_KEY_<k>``, ``_SEQUENCE_NUMBER`` and
-``_VALUE_KIND``. Without partition columns each bucket is one Spark partition (``repartition`` on a value whose
-Spark hash lands there), so a row's number is its place in its partition (``monotonically_increasing_id``): no
-window. With partition columns a window per partition and bucket numbers the rows. A key given twice is refused
-either way (the window fails the Spark job; otherwise the driver finds two equal neighbours in a file's key column),
-as no version is "the last" after a shuffle; the file's key range and key statistics come from its footer.
-Everything else (dynamic or postpone buckets, other merge engines, clustering orders, file indexes, nested and
-VARIANT columns, merge-schema) is refused before anything is written, naming ``df.write.format("paimon")``, which
-writes all of it. Nothing here imports pyspark: it is SQL text and DataFrame methods of the frame it is given, so
-classic Spark and Spark Connect alike.
-"""
+primary-key tables (keys of one or more columns, a ``bucket-key`` of some of them or not) with no option that
+orders, kinds or indexes versions. A fixed bucket is Paimon's hash of the bucket key, computed in Spark SQL for the
+key types :mod:`~pyspark_paimon.datasource.write.bucket_sql` builds BinaryRows of, else by the
+:data:`BUCKET_FUNCTION` SQL function (an Arrow UDF that receives only the key columns, registered by
+``pyspark_paimon.register``), and becomes one more ``partitionBy`` directory. A primary-key table's rows are sorted
+by key within each bucket by Spark, numbered from the bucket's sequence base in key order and led by ``_KEY_<k>``,
+``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Without partition columns each bucket is one Spark partition
+(``repartition`` on a value whose Spark hash lands there), so a row's number is its place in its partition
+(``monotonically_increasing_id``): no window. With partition columns a window per partition and bucket numbers the
+rows. A key given twice is refused either way (the window fails the Spark job; otherwise the driver finds two equal
+neighbours over a file's key columns), as no version is "the last" after a shuffle. The driver reads a primary-key
+file's key columns (not its values): its first and last rows are its min and max keys, its key statistics are
+theirs. Everything else (dynamic or postpone buckets, other merge engines, clustering orders, file indexes, nested
+and VARIANT columns, merge-schema) is refused before anything is written, naming ``df.write.format("paimon")``,
+which writes all of it. Nothing here imports pyspark: it is SQL text and DataFrame methods of the frame it is given,
+so classic Spark and Spark Connect alike."""
 
 from __future__ import annotations
 
@@ -98,6 +98,7 @@ from pyspark_paimon.metadata.variant.shredding import shredding_types
 __all__ = [
     "BUCKET_FUNCTION",
     "JVM_PATH",
+    "JvmPathUnsupportedError",
     "PYTHON_PATH",
     "StagedWrite",
     "refuse_unsupported",
@@ -137,11 +138,16 @@ _ROW_BITS = (1 << 33) - 1
 _MOVE_THREADS = 8
 
 
-def _refusal(table: str, what: str) -> OptionError:
-    return OptionError(
-        f"t.write_spark cannot write table {table}: {what}. Write it with {_PYTHON_WRITE}.save('{table}') (or "
-        "t.write_arrow), which writes every table kind; the JVM path writes unaware-bucket append tables "
-        "(docs/writing.md, 'Two write paths')."
+class JvmPathUnsupportedError(OptionError):
+    """A table (or session) the JVM write path does not write, found before anything was written: ``engine="jvm"``
+    raises it, ``engine="auto"`` takes the Python path instead (its message is the result's ``fallback``)."""
+
+
+def _refusal(table: str, what: str) -> JvmPathUnsupportedError:
+    return JvmPathUnsupportedError(
+        f"The JVM write path (t.write_spark(engine='jvm')) cannot write table {table}: {what}. Write it with "
+        f"t.write_spark(df) (engine 'auto', which takes the Python path for it, or 'python'), {_PYTHON_WRITE} or "
+        "t.write_arrow, which write every table kind (docs/writing.md, 'Two write paths')."
     )
 
 
@@ -151,8 +157,6 @@ def refuse_unsupported(schema: TableSchema, table: str) -> None:
     if schema.primary_keys:
         if options.bucket <= 0:
             raise _refusal(table, f"it is a primary-key table with 'bucket' = '{options.bucket}' (fixed counts only)")
-        if len(schema.trimmed_primary_keys) != 1:
-            raise _refusal(table, "its primary key has more than one column besides the partition columns")
         if options.merge_engine != "deduplicate":
             raise _refusal(table, f"its 'merge-engine' is '{options.merge_engine}' (deduplicate only)")
         if options.sequence_fields:
@@ -339,8 +343,7 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
         # each task writes one file of one bucket (no partitionBy, whose required order would make Spark sort by
         # the bucket first, comparing whole rows); the driver finds a file's bucket from its first key
         spread = _bucket_spread(schema.core_options.bucket) or ()
-        (key,) = schema.trimmed_primary_key_fields
-        k = quote_ident(key.name)
+        keys = schema.trimmed_primary_key_fields
         bases = [0] * schema.core_options.bucket
         for (_, bucket), base in ctx.sequence_bases.items():
             bases[bucket] = base
@@ -348,31 +351,25 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
         first = f"element_at(array({_ints(bases, 'L')}), {_BUCKET} + 1)"
         full = (
             full.repartition(len(spread), "__paimon_spread")
-            .sortWithinPartitions(key.name)
+            .sortWithinPartitions(*(f.name for f in keys))
             .selectExpr(
                 "*",
                 f"{first} + (monotonically_increasing_id() & {_ROW_BITS}L) AS __paimon_seq",
                 "CAST(0 AS TINYINT) AS __paimon_kind",
             )
         )
-        (kf,) = key_file_fields([key])
-        columns = [
-            (k, kf.name, kf.id),
-            ("__paimon_seq", SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID),
-            ("__paimon_kind", VALUE_KIND, VALUE_KIND_ID),
-            *columns,
-        ]
+        columns = [*_system_columns(keys), *columns]
         extras = []
     elif schema.primary_keys:
-        (key,) = schema.trimmed_primary_key_fields
-        k = quote_ident(key.name)
-        window = f"PARTITION BY {', '.join(extras)} ORDER BY {k}"
+        keys = schema.trimmed_primary_key_fields
+        names = [quote_ident(f.name) for f in keys]
+        window = f"PARTITION BY {', '.join(extras)} ORDER BY {', '.join(names)}"
         message = _TWICE.format(table=table)
+        same = " AND ".join(f"lag({k}) OVER ({window}) <=> {k}" for k in names)
         full = full.selectExpr(
             "*",
             f"row_number() OVER ({window}) - 1 AS __paimon_offset",
-            f"if(lag({k}) OVER ({window}) <=> {k}, raise_error('{_sql_text(message)}'), CAST(0 AS TINYINT)) "
-            "AS __paimon_kind",
+            f"if({same}, raise_error('{_sql_text(message)}'), CAST(0 AS TINYINT)) AS __paimon_kind",
         )
         bases = _bases(full.sparkSession, schema, ctx, copies)
         if bases is not None:
@@ -381,16 +378,20 @@ def _physical(full: Any, schema: TableSchema, table: str, ctx: WriteContext) -> 
             full = full.selectExpr("*", "coalesce(__paimon_base, 0L) + __paimon_offset AS __paimon_seq")
         else:
             full = full.selectExpr("*", "CAST(__paimon_offset AS BIGINT) AS __paimon_seq")
-        full = full.sortWithinPartitions(*extras, key.name)
-        (kf,) = key_file_fields([key])
-        columns = [
-            (k, kf.name, kf.id),
-            ("__paimon_seq", SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID),
-            ("__paimon_kind", VALUE_KIND, VALUE_KIND_ID),
-            *columns,
-        ]
+        full = full.sortWithinPartitions(*extras, *(f.name for f in keys))
+        columns = [*_system_columns(keys), *columns]
     tagged = [full[c].alias(name, metadata={_FIELD_ID: field_id}) for c, name, field_id in columns]
     return full.select(*tagged, *extras)
+
+
+def _system_columns(keys: list[DataField]) -> list[tuple[str, str, int]]:
+    """(source column, file column, field id) of a primary-key file's leading columns: ``_KEY_<k>`` for every key
+    column, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``."""
+    return [
+        *((quote_ident(f.name), kf.name, kf.id) for f, kf in zip(keys, key_file_fields(keys))),
+        ("__paimon_seq", SEQUENCE_NUMBER, SEQUENCE_NUMBER_ID),
+        ("__paimon_kind", VALUE_KIND, VALUE_KIND_ID),
+    ]
 
 
 def _one_partition_per_bucket(schema: TableSchema) -> bool:
@@ -537,6 +538,7 @@ def _describe_and_move(
 ) -> list[CommitMessage]:
     fileio = store.fileio
     key_fields = key_file_fields(schema.trimmed_primary_key_fields) if schema.primary_keys else []
+    bucket_keys = list(schema.bucket_key_fields) if _one_partition_per_bucket(schema) else []
     columns = [f.name for f in key_fields] + ([SEQUENCE_NUMBER] if key_fields else []) + schema.field_names
     paths = _data_files(fileio, staging)
     with ThreadPoolExecutor(max_workers=max(1, min(_MOVE_THREADS, len(paths)))) as pool:
@@ -552,10 +554,11 @@ def _describe_and_move(
     for counter, footer in enumerate(footers):
         values = tuple(_partition_value(footer, f, store.table_path) for f in partition_fields)
         partition = serialize_row(list(values), part_types)
+        keys = _key_rows(fileio, footer, key_fields, bucket_keys) if key_fields else None
         if total_buckets <= 0:
             bucket = 0
-        elif _one_partition_per_bucket(schema):
-            bucket = _bucket_of_keys(footer, key_fields[0], total_buckets, store.table_path)
+        elif keys is not None and bucket_keys:
+            bucket = _bucket_of_keys(footer, keys, bucket_keys, total_buckets, store.table_path)
         else:
             bucket = _bucket_of(footer.path)
         _, metas = by_bucket.setdefault((partition, bucket), (values, []))
@@ -576,9 +579,8 @@ def _describe_and_move(
             creation_time_millis=created,
             value_stats_cols=stats_cols,
         )
-        if key_fields:
-            meta = _with_keys(meta, footer, key_fields, summaries, store.table_path)
-            _check_keys(fileio, footer, key_fields[0], meta, store.table_path)
+        if keys is not None:
+            meta = _with_keys(meta, footer, keys, key_fields, store.table_path)
         metas.append(meta)
         moves.append((footer.path, FileIO.join(directory, name)))
 
@@ -602,57 +604,66 @@ def _describe_and_move(
     ]
 
 
+def _key_rows(fileio: FileIO, footer: _Footer, key_fields: list[DataField], bucket_keys: list[DataField]) -> pa.Table:
+    """The ``_KEY_<k>`` columns of a primary-key file (and the bucket-key columns when ``bucket_keys``), read from
+    the file: a few columns of it, never its values."""
+    names = [f.name for f in key_fields] + [f.name for f in bucket_keys]
+    with fileio.open_input(footer.path) as handle:
+        return pq.read_table(handle, columns=list(dict.fromkeys(names)))
+
+
 def _with_keys(
-    meta: DataFileMeta, footer: _Footer, key_fields: list[DataField], summaries: Summarize, table: str
+    meta: DataFileMeta, footer: _Footer, keys: pa.Table, key_fields: list[DataField], table: str
 ) -> DataFileMeta:
-    """A primary-key file's key range, key statistics and sequence range, from its footer: the file holds one row
-    per key in key order (one key column), so the key column's least and greatest values are its first and last
-    keys, and ``_SEQUENCE_NUMBER``'s its sequence range."""
-    (key,) = key_fields
-    span = footer.summaries[key.name]
+    """A primary-key file's key range (its first and last rows' keys: it holds one row per key in key order), key
+    statistics (of its key columns, as the Python writer computes them) and sequence range (``_SEQUENCE_NUMBER``'s
+    footer statistics). Refuses a file holding a key twice (two equal neighbours over every key column) or whose
+    sequence numbers are not one per row."""
     seq = footer.summaries[SEQUENCE_NUMBER]
-    if span.min is None or span.max is None or seq.min is None or seq.max is None:
+    if seq.min is None or seq.max is None:
         raise PaimonError(
-            f"Spark wrote {footer.path} for {table} without statistics of '{key.name}' or '{SEQUENCE_NUMBER}', so its "
-            f"key range is unknown; nothing was committed. Write with {_PYTHON_WRITE}."
+            f"Spark wrote {footer.path} for {table} without statistics of '{SEQUENCE_NUMBER}', so its sequence range "
+            f"is unknown; nothing was committed. Write with {_PYTHON_WRITE}."
         )
+    if int(seq.max) - int(seq.min) + 1 != footer.rows:
+        raise PaimonError(
+            f"Spark wrote {footer.path} for {table} with sequence numbers {seq.min}..{seq.max} for {footer.rows} "
+            f"rows; nothing was committed. Write with {_PYTHON_WRITE}."
+        )
+    columns = [keys.column(f.name).combine_chunks() for f in key_fields]
+    same: Any = None
+    for column in columns:
+        later, earlier = column.slice(1), column.slice(0, max(len(column) - 1, 0))
+        equal = pc.equal(later, earlier)
+        if pa.types.is_floating(column.type):  # NaN keys are one key to Spark's sort and to Paimon's BinaryRow
+            equal = pc.or_(equal, pc.and_(pc.is_nan(later), pc.is_nan(earlier)))
+        same = equal if same is None else pc.and_(same, equal)
+    if same is not None and pc.any(same).as_py():
+        raise ConflictingKeysError(_TWICE.format(table=table))
+    types = [f.type for f in key_fields]
+    last = keys.num_rows - 1
     return replace(
         meta,
-        min_key=serialize_row([_value(span.min, key)], [key.type]),
-        max_key=serialize_row([_value(span.max, key)], [key.type]),
-        key_stats=collect_stats(summaries, key_fields, SYSTEM_STATS_MODE),
+        min_key=serialize_row([c[0].as_py() for c in columns], types),
+        max_key=serialize_row([c[last].as_py() for c in columns], types),
+        key_stats=collect_stats(keys, key_fields, SYSTEM_STATS_MODE),
         min_sequence_number=int(seq.min),
         max_sequence_number=int(seq.max),
     )
 
 
-def _check_keys(fileio: FileIO, footer: _Footer, key: DataField, meta: DataFileMeta, table: str) -> None:
-    """Refuse a file holding a key twice (its rows are sorted by key: two equal neighbours) or whose sequence numbers
-    are not one per row: reads only the key column."""
-    if meta.max_sequence_number - meta.min_sequence_number + 1 != footer.rows:
-        raise PaimonError(
-            f"Spark wrote {footer.path} for {table} with sequence numbers {meta.min_sequence_number}.."
-            f"{meta.max_sequence_number} for {footer.rows} rows; nothing was committed. Write with {_PYTHON_WRITE}."
-        )
-    with fileio.open_input(footer.path) as handle:
-        keys = pq.read_table(handle, columns=[key.name]).column(0).combine_chunks()
-    later, earlier = keys.slice(1), keys.slice(0, max(len(keys) - 1, 0))
-    same = pc.equal(later, earlier)
-    if pa.types.is_floating(keys.type):  # NaN keys are one key to Spark's sort and to Paimon's BinaryRow
-        same = pc.or_(same, pc.and_(pc.is_nan(later), pc.is_nan(earlier)))
-    if pc.any(same).as_py():
-        raise ConflictingKeysError(_TWICE.format(table=table))
-
-
-def _bucket_of_keys(footer: _Footer, key: DataField, buckets: int, table: str) -> int:
-    """The bucket of a file holding one bucket's rows (:func:`_one_partition_per_bucket`): its least key's, which its
-    greatest key must share."""
-    span = footer.summaries[key.name]
-    ends = {bucket_of_values([_value(v, key)], [key.type], buckets) for v in (span.min, span.max) if v is not None}
+def _bucket_of_keys(footer: _Footer, keys: pa.Table, bucket_keys: list[DataField], buckets: int, table: str) -> int:
+    """The bucket of a file holding one bucket's rows (:func:`_one_partition_per_bucket`): its first row's, which its
+    last row must share."""
+    types = [f.type for f in bucket_keys]
+    ends = {
+        bucket_of_values([keys.column(f.name)[i].as_py() for f in bucket_keys], types, buckets)
+        for i in (0, keys.num_rows - 1)
+    }
     if len(ends) != 1:
         raise PaimonError(
-            f"Spark wrote {footer.path} for {table} with keys of buckets {sorted(ends)} (or without key statistics); "
-            f"nothing was committed. Write with {_PYTHON_WRITE}."
+            f"Spark wrote {footer.path} for {table} with keys of buckets {sorted(ends)}; nothing was committed. "
+            f"Write with {_PYTHON_WRITE}."
         )
     return ends.pop()
 
