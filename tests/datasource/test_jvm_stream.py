@@ -13,6 +13,7 @@ import pytest
 
 from pyspark_paimon import jvm_stream, stream_spark
 from pyspark_paimon.datasource.jobs import WriteJob
+from pyspark_paimon.datasource.spark.streaming import HAS_ADMISSION_CONTROL
 from pyspark_paimon.datasource.stream.stream_frames import BatchFrame
 from pyspark_paimon.errors import OptionError
 from pyspark_paimon.table import Table
@@ -77,7 +78,9 @@ def test_paimon_to_paimon_equals_the_python_path(spark, catalog, tmp_path, reads
     opts = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "read.stream.maxFilesPerTrigger": "1"}
     q = run(spark, src, jvm_sink, tmp_path / "ck-jvm", read_options=opts)
     progress = q.recentProgress
-    assert len(progress) == 3  # one micro-batch per commit, its offsets read from the offset log:
+    # one micro-batch per commit (Spark 4.1 has no admission control for Python sources: one for all three), its
+    # offsets read from the offset log:
+    assert len(progress) == (3 if HAS_ADMISSION_CONTROL else 1)
     assert all(p["numInputRows"] == 0 for p in progress)  # Spark never ran the offsets source's read()
     (
         spark.readStream.format("paimon")
@@ -200,15 +203,20 @@ POINTS = ["before planning", "after planning", "after staging", "after commit", 
 def test_failure_and_restart_deliver_every_row_once(spark, catalog, tmp_path, monkeypatch, point) -> None:
     src = source_table(catalog)
     sink = catalog.create_table("db.out", COLUMNS)
-    failures = _fail_once(point, monkeypatch)
+    # Spark 4.2+ admits one commit per micro-batch and the second fails; Spark 4.1 (no admission control for
+    # Python sources) reads all three in micro-batch 0, which fails.
+    batch, per_batch = (1, 1) if HAS_ADMISSION_CONTROL else (0, 3)
+    failures = _fail_once(point, monkeypatch, batch)
     opts = {"scan.mode": "from-snapshot", "scan.snapshot-id": "1", "read.stream.maxFilesPerTrigger": "1"}
     with pytest.raises(Exception, match=point):
         run(spark, src, sink, tmp_path / "ck", read_options=opts)
     assert failures() == 1
     committed = point in ("after commit", "after the sink")  # the failed batch is in the table, not in Spark's log
-    assert table_rows(sink) == expected(2 if committed else 1)
+    assert table_rows(sink) == expected((batch + committed) * per_batch)
     src.write_arrow(rows(30, 5))  # a commit while the query is down
     run(spark, src, sink, tmp_path / "ck", read_options=opts)
+    if not HAS_ADMISSION_CONTROL:  # Spark 4.1's AvailableNow stand-in ends after replaying the failed batch
+        run(spark, src, sink, tmp_path / "ck", read_options=opts)
     assert table_rows(sink) == expected(4)
 
 

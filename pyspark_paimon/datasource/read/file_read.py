@@ -389,8 +389,11 @@ def _read_window(reader: "_FileReader", columns: list[str], window: tuple[int, i
     if reader.fmt != "parquet":
         return reader.read(columns).slice(start, stop - start)
     selected = [g for g in range(len(group_rows)) if starts[g] < stop and starts[g + 1] > start]
-    data = reader.read(columns, selected)  # none selected: no row, the file's columns
-    return data.slice(start - int(starts[selected[0]]), stop - start) if selected else data
+    if not selected:  # no row, the file's columns, nothing decoded (pyarrow 18 refuses an empty row-group list)
+        schema = reader.parquet.schema_arrow
+        return pa.schema([schema.field(c) for c in columns]).empty_table()
+    data = reader.read(columns, selected)
+    return data.slice(start - int(starts[selected[0]]), stop - start)
 
 
 def _base(t: DataType) -> DataType:
